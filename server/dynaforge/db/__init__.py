@@ -1,0 +1,1 @@
+"""Storage: SQLModel tables, the async engine and sessions. No business rules live here."""

@@ -1,0 +1,99 @@
+"""The async engine and sessions.
+
+SQLite runs in WAL mode with foreign keys on. pysqlite's own transaction handling is switched off and BEGIN is
+emitted by SQLAlchemy (the documented recipe), so SAVEPOINTs work; sessions that write begin with
+``BEGIN IMMEDIATE`` so two writers queue on the lock instead of failing when a read lock is upgraded.
+"""
+
+from __future__ import annotations
+
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import AsyncIterator
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+
+def _sqlite_engine(url: str, begin: str, echo: bool) -> AsyncEngine:
+    engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection, _record):  # pragma: no cover - exercised by every sqlite test
+        dbapi_connection.isolation_level = None  # let SQLAlchemy emit BEGIN
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn):  # pragma: no cover
+        conn.exec_driver_sql(begin)
+
+    return engine
+
+
+class Database:
+    """Engines and session factories for one database URL.
+
+    ``session()`` is for reads, ``write()`` for a unit of work that commits on success and rolls back on error.
+    """
+
+    def __init__(self, url: str, *, echo: bool = False):
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        if self.is_sqlite:
+            path = url.split(":///", 1)[1] if ":///" in url else ""
+            if path and path != ":memory:":
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+            self.engine = _sqlite_engine(url, "BEGIN IMMEDIATE", echo)
+            self.read_engine = _sqlite_engine(url, "BEGIN", echo)
+        else:
+            self.engine = create_async_engine(url, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=10)
+            self.read_engine = self.engine
+        self._writer = async_sessionmaker(self.engine, expire_on_commit=False, class_=AsyncSession)
+        self._reader = async_sessionmaker(self.read_engine, expire_on_commit=False, class_=AsyncSession)
+
+    @property
+    def dialect(self) -> str:
+        return self.engine.dialect.name
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        async with self._reader() as session:
+            yield session
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        async with self._writer() as session:
+            async with session.begin():
+                yield session
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+        if self.read_engine is not self.engine:
+            await self.read_engine.dispose()
+
+
+class BoundDatabase(Database):
+    """A Database whose sessions all join one open connection's transaction through SAVEPOINTs.
+
+    Tests use it to run each test inside a transaction that is rolled back afterwards. Sessions must then be used
+    one at a time (a single connection cannot serve concurrent statements).
+    """
+
+    def __init__(self, connection: AsyncConnection, url: str):  # noqa: D107 - no engines of its own
+        self.url = url
+        self.is_sqlite = url.startswith("sqlite")
+        self.engine = connection.engine
+        self.read_engine = connection.engine
+        maker = async_sessionmaker(
+            bind=connection, expire_on_commit=False, class_=AsyncSession, join_transaction_mode="create_savepoint"
+        )
+        self._writer = maker
+        self._reader = maker
+
+    async def dispose(self) -> None:
+        """The connection belongs to the caller."""

@@ -1,0 +1,173 @@
+"""SQLModel tables. Rules about who may change what live in ``dynaforge.services``, not here."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Optional
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlmodel import Field, SQLModel
+
+JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _ts(**kw: Any) -> Any:
+    return Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True), **kw)
+
+
+def _json(default_factory: Any = dict, nullable: bool = False) -> Any:
+    return Field(default_factory=default_factory, sa_column_kwargs={"nullable": nullable}, sa_type=JSONType)
+
+
+class ExampleStatus:
+    """Lifecycle of an example (stored as text)."""
+
+    PENDING_PREDICTION = "PENDING_PREDICTION"
+    CREATED = "CREATED"
+    RETRACTED = "RETRACTED"
+    FLAGGED = "FLAGGED"
+    ACCEPTED = "ACCEPTED"
+    REJECTED = "REJECTED"
+
+    ALL = (PENDING_PREDICTION, CREATED, RETRACTED, FLAGGED, ACCEPTED, REJECTED)
+
+
+class User(SQLModel, table=True):
+    __tablename__ = "users"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    username: str = Field(max_length=40, sa_column_kwargs={"unique": True}, index=False)
+    email: str = Field(max_length=254, sa_column_kwargs={"unique": True})
+    password_hash: str = Field(max_length=255)
+    is_admin: bool = Field(default=False)
+    is_active: bool = Field(default=True)
+    created_at: datetime = _ts()
+
+
+class ApiToken(SQLModel, table=True):
+    __tablename__ = "api_tokens"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    prefix: str = Field(max_length=16)
+    token_hash: str = Field(max_length=64, sa_column_kwargs={"unique": True})
+    created_at: datetime = _ts()
+    last_used_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    revoked_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+
+
+class TaskRow(SQLModel, table=True):
+    """A registered task's stored settings; the task's behaviour comes from its plugin."""
+
+    __tablename__ = "tasks"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    code: str = Field(max_length=40, sa_column_kwargs={"unique": True})
+    name: str = Field(max_length=200)
+    settings: dict = _json()
+    hidden: bool = Field(default=False)
+    active: bool = Field(default=True)
+    created_at: datetime = _ts()
+
+
+class TaskOwner(SQLModel, table=True):
+    __tablename__ = "task_owners"
+
+    task_id: int = Field(foreign_key="tasks.id", primary_key=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", primary_key=True, ondelete="CASCADE")
+    created_at: datetime = _ts()
+
+
+class Round(SQLModel, table=True):
+    __tablename__ = "rounds"
+    __table_args__ = (sa.UniqueConstraint("task_id", "number", name="uq_rounds_task_number"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    number: int
+    description: str = Field(default="")
+    target_models: list = _json(list)
+    ensemble_rule: str = Field(default="majority", max_length=20)
+    secret: str = Field(max_length=64)
+    started_at: datetime = _ts()
+    ended_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    collected: int = Field(default=0)
+    fooled: int = Field(default=0)
+    verified_fooled: int = Field(default=0)
+    rejected: int = Field(default=0)
+    retracted: int = Field(default=0)
+    pending: int = Field(default=0)
+
+
+class RoundUserStats(SQLModel, table=True):
+    """Counters of one user in one round, kept in the same transaction as the examples they count."""
+
+    __tablename__ = "round_user_stats"
+
+    round_id: int = Field(foreign_key="rounds.id", primary_key=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", primary_key=True, ondelete="CASCADE")
+    collected: int = Field(default=0)
+    fooled: int = Field(default=0)
+    verified_fooled: int = Field(default=0)
+    rejected: int = Field(default=0)
+    retracted: int = Field(default=0)
+    pending: int = Field(default=0)
+
+
+class Context(SQLModel, table=True):
+    __tablename__ = "contexts"
+    __table_args__ = (sa.Index("ix_contexts_round_used", "round_id", "total_used", "id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
+    fields: dict = _json()
+    tag: Optional[str] = Field(default=None, max_length=100)
+    total_used: int = Field(default=0)
+    total_fooled: int = Field(default=0)
+    created_at: datetime = _ts()
+
+
+class Example(SQLModel, table=True):
+    __tablename__ = "examples"
+    __table_args__ = (
+        sa.Index("ix_examples_task_id_desc", "task_id", "id"),
+        sa.Index("ix_examples_round_user", "round_id", "user_id"),
+        sa.Index("ix_examples_status", "status"),
+    )
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
+    round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
+    context_id: Optional[int] = Field(default=None, foreign_key="contexts.id", ondelete="SET NULL")
+    user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
+    fields: dict = _json()
+    prediction: Optional[dict] = _json(lambda: None, nullable=True)
+    model_predictions: list = _json(list)
+    fooled: Optional[bool] = Field(default=None)
+    status: str = Field(default=ExampleStatus.CREATED, max_length=24)
+    tag: Optional[str] = Field(default=None, max_length=100)
+    time_taken_ms: Optional[int] = Field(default=None)
+    inference_ms: Optional[float] = Field(default=None)
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
+class Validation(SQLModel, table=True):
+    __tablename__ = "validations"
+    __table_args__ = (sa.UniqueConstraint("example_id", "user_id", name="uq_validations_example_user"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    example_id: int = Field(foreign_key="examples.id", index=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
+    label: str = Field(max_length=16)
+    corrected_target: Optional[dict] = _json(lambda: None, nullable=True)
+    reason: Optional[str] = Field(default=None, max_length=2000)
+    by_owner: bool = Field(default=False)
+    created_at: datetime = _ts()

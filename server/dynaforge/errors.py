@@ -1,0 +1,77 @@
+"""Domain errors raised by services. The API turns each into a typed GraphQL result; the CLI prints them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class DynaforgeError(Exception):
+    """Base class for expected failures: each carries a message that tells the caller what to do next."""
+
+    code = "ERROR"
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One broken rule on one field: ``field`` is the field's name, ``rule`` a stable machine-readable id."""
+
+    field: str
+    rule: str
+    message: str
+
+
+class InvalidInput(DynaforgeError):
+    code = "INVALID_INPUT"
+
+    def __init__(self, message: str, field_errors: list[FieldError] | None = None):
+        super().__init__(message)
+        self.field_errors = list(field_errors or [])
+
+    @classmethod
+    def from_errors(cls, errors: list[FieldError]) -> "InvalidInput":
+        summary = "; ".join(f"{e.field}: {e.message}" for e in errors)
+        return cls(f"Invalid input: {summary}", errors)
+
+
+class NotAuthenticated(DynaforgeError):
+    code = "NOT_AUTHENTICATED"
+
+
+class Forbidden(DynaforgeError):
+    code = "FORBIDDEN"
+
+
+class NotFound(DynaforgeError):
+    code = "NOT_FOUND"
+
+
+class AlreadyExists(DynaforgeError):
+    code = "ALREADY_EXISTS"
+
+
+class InvalidCredentials(DynaforgeError):
+    code = "INVALID_CREDENTIALS"
+
+
+class RateLimited(DynaforgeError):
+    code = "RATE_LIMITED"
+
+    def __init__(self, message: str, retry_after_s: float):
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class RoundClosed(DynaforgeError):
+    code = "ROUND_CLOSED"
+
+
+class PluginError(DynaforgeError):
+    """A plugin broke its contract (bad registration, duplicate code...)."""
+
+    code = "PLUGIN_ERROR"
+
+

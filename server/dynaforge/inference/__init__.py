@@ -1,0 +1,1 @@
+"""Target-model runtime: backends and the inference client."""

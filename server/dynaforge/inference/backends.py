@@ -1,0 +1,42 @@
+"""Model backends: how a model configuration becomes something that predicts.
+
+A backend is registered by a plugin (the core's own are in ``dynaforge.defaults.backends``). ``load(config)``
+returns a :class:`Predictor`; it may import heavy libraries (torch, transformers) because it only runs where
+inference runs, never at API start-up.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+
+@runtime_checkable
+class Predictor(Protocol):
+    """A loaded model. ``predict`` receives a batch of model inputs and returns one raw output per input."""
+
+    def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]: ...
+
+
+class ModelBackend:
+    """Base class of model backends. Subclasses set ``name`` and implement :meth:`load`."""
+
+    name: str = ""
+    description: str = ""
+
+    def check_config(self, config: dict[str, Any]) -> list[str]:
+        """Problems with a configuration, found without loading the model (empty when it looks right)."""
+        return []
+
+    def load(self, config: dict[str, Any]) -> Predictor:
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"<ModelBackend {self.name}>"
+
+
+class InferenceError(Exception):
+    """The model could not produce a prediction (bad output, backend failure)."""
+
+
+class InferenceTimeout(InferenceError):
+    """The model did not answer within the configured time; the example waits for a later prediction."""

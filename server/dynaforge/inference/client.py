@@ -1,0 +1,104 @@
+"""The inference client the services talk to.
+
+``InferenceClient`` is the seam between the domain and wherever models run. ``LocalInferenceClient`` runs
+predictors on a small thread pool inside the current process and loads each model lazily, on first use, so the
+API process does not import torch at start-up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
+from dynaforge.tasks.base import ModelSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ModelAnswer:
+    """One model's raw outputs for a batch and how long the model took."""
+
+    model: str
+    outputs: list[dict[str, Any]]
+    latency_ms: float
+
+
+class InferenceClient:
+    """Interface: predict a batch of model inputs with one model."""
+
+    async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
+        raise NotImplementedError
+
+    async def warm_up(self, spec: ModelSpec) -> None:
+        """Load a model ahead of its first request (optional)."""
+
+    async def close(self) -> None:
+        """Release threads, processes and loaded models."""
+
+
+def _spec_key(spec: ModelSpec) -> str:
+    return spec.backend + ":" + json.dumps(spec.config, sort_keys=True, default=str)
+
+
+class LocalInferenceClient(InferenceClient):
+    """Runs registered backends in this process on a thread pool, with a per-request timeout."""
+
+    def __init__(self, backends: dict[str, ModelBackend], *, timeout_s: float = 10.0, threads: int = 1):
+        self._backends = backends
+        self._timeout_s = timeout_s
+        self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="dynaforge-inference")
+        self._models: dict[str, Predictor] = {}
+        self._lock = threading.Lock()
+
+    def _load(self, spec: ModelSpec) -> Predictor:
+        key = _spec_key(spec)
+        with self._lock:
+            model = self._models.get(key)
+            if model is None:
+                backend = self._backends.get(spec.backend)
+                if backend is None:
+                    raise InferenceError(
+                        f"model {spec.name!r} uses backend {spec.backend!r}, which no installed plugin registers"
+                    )
+                started = time.perf_counter()
+                model = backend.load(spec.config)
+                log.info("loaded model %s (%s) in %.1fs", spec.name, spec.backend, time.perf_counter() - started)
+                self._models[key] = model
+            return model
+
+    def _run(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
+        model = self._load(spec)
+        started = time.perf_counter()
+        outputs = model.predict(inputs)
+        elapsed = (time.perf_counter() - started) * 1000
+        if not isinstance(outputs, list) or len(outputs) != len(inputs):
+            raise InferenceError(f"model {spec.name!r} returned {type(outputs).__name__}, expected one output per input")
+        return ModelAnswer(model=spec.name, outputs=outputs, latency_ms=elapsed)
+
+    async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._pool, self._run, spec, inputs)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout=self._timeout_s)
+        except asyncio.TimeoutError as exc:
+            raise InferenceTimeout(f"model {spec.name!r} did not answer within {self._timeout_s:g}s") from exc
+        except InferenceError:
+            raise
+        except Exception as exc:
+            raise InferenceError(f"model {spec.name!r} failed: {type(exc).__name__}: {exc}") from exc
+
+    async def warm_up(self, spec: ModelSpec) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._pool, self._load, spec)
+
+    async def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._models.clear()

@@ -1,0 +1,230 @@
+"""The plugin manager: core defaults first, then installed entry points of group ``dynaforge``.
+
+Entry points are loaded one by one so that a plugin that fails to import, implements a misspelled hook, or breaks
+while registering is reported by name (at start-up and in the ``plugins`` query) while the others keep working.
+``DYNAFORGE_LOAD_PLUGINS`` is an allowlist of entry-point names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import inspect
+import logging
+import threading
+from dataclasses import dataclass, field
+from importlib.metadata import entry_points
+from typing import Any, Awaitable, Iterable
+
+import pluggy
+
+from dynaforge import hookspecs
+from dynaforge.errors import PluginError
+from dynaforge.inference.backends import ModelBackend
+from dynaforge.tasks.base import Metric, Perturbation, Slice, Task
+
+log = logging.getLogger(__name__)
+
+ENTRY_POINT_GROUP = "dynaforge"
+
+DEFAULT_PLUGINS = (
+    "dynaforge.defaults.metrics",
+    "dynaforge.defaults.backends",
+    "dynaforge.defaults.perturbations",
+)
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    name: str
+    version: str | None
+    hooks: tuple[str, ...]
+    is_default: bool
+    error: str | None = None
+
+
+def run_maybe_async(result: Any) -> Any:
+    """Resolve ``result`` if a hook implementation returned an awaitable, from sync code, even inside a loop."""
+    if not inspect.isawaitable(result):
+        return result
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_await(result))
+    box: dict[str, Any] = {}
+
+    def runner() -> None:
+        try:
+            box["value"] = asyncio.run(_await(result))
+        except BaseException as exc:  # re-raised in the caller's thread
+            box["error"] = exc
+
+    thread = threading.Thread(target=runner, name="dynaforge-hook")
+    thread.start()
+    thread.join()
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")
+
+
+async def _await(awaitable: Awaitable[Any]) -> Any:
+    return await awaitable
+
+
+async def await_me_maybe(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+@dataclass
+class Registry:
+    """What the loaded plugins registered, keyed by name."""
+
+    tasks: dict[str, Task] = field(default_factory=dict)
+    backends: dict[str, ModelBackend] = field(default_factory=dict)
+    metrics: dict[str, Metric] = field(default_factory=dict)
+    perturbations: dict[str, Perturbation] = field(default_factory=dict)
+    slices: dict[str, Slice] = field(default_factory=dict)
+    owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin name
+
+
+_KINDS: dict[str, tuple[str, type, str]] = {
+    # hook name: (registry attribute, expected type, key attribute)
+    "register_tasks": ("tasks", Task, "code"),
+    "register_model_backends": ("backends", ModelBackend, "name"),
+    "register_metrics": ("metrics", Metric, "name"),
+    "register_perturbations": ("perturbations", Perturbation, "name"),
+    "register_fairness_slices": ("slices", Slice, "name"),
+}
+
+
+class Plugins:
+    """Loads plugins and exposes their registry and event hooks."""
+
+    def __init__(self, allowlist: set[str] | None = None, extra: Iterable[Any] = (), load_entry_points: bool = True):
+        self.pm = pluggy.PluginManager("dynaforge")
+        self.pm.add_hookspecs(hookspecs)
+        self.errors: dict[str, str] = {}
+        self.default_names: set[str] = set()
+        self.versions: dict[str, str | None] = {}
+        for module_name in DEFAULT_PLUGINS:
+            self._register(importlib.import_module(module_name), module_name, default=True)
+        if load_entry_points:
+            self._load_entry_points(allowlist)
+        for plugin in extra:
+            self._register(plugin, getattr(plugin, "__name__", None) or type(plugin).__name__)
+        self.registry = self._build_registry()
+        for name, error in self.errors.items():
+            log.error("plugin %s is broken and was not loaded: %s", name, error)
+
+    # ------------------------------------------------------------------ loading
+    def _load_entry_points(self, allowlist: set[str] | None) -> None:
+        for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+            if allowlist is not None and ep.name not in allowlist:
+                continue
+            version = ep.dist.version if ep.dist is not None else None
+            self.versions[ep.name] = version
+            try:
+                obj = ep.load()
+            except Exception as exc:  # a broken plugin must not take the others down
+                self.errors[ep.name] = f"failed to import {ep.value}: {type(exc).__name__}: {exc}"
+                continue
+            self._register(obj, ep.name)
+
+    def _register(self, obj: Any, name: str, default: bool = False) -> None:
+        try:
+            self.pm.register(obj, name=name)
+        except Exception as exc:
+            self.errors[name] = f"could not be registered: {exc}"
+            return
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            self.pm.unregister(name=name)
+            self.errors[name] = f"implements an unknown hook: {exc}"
+            return
+        if default:
+            self.default_names.add(name)
+
+    def register(self, obj: Any, name: str) -> None:
+        """Register a plugin object after start-up (tests, embedding) and rebuild the registry."""
+        self._register(obj, name)
+        if name in self.errors:
+            raise PluginError(f"plugin {name}: {self.errors[name]}")
+        self.registry = self._build_registry()
+
+    def unregister(self, name: str) -> None:
+        self.pm.unregister(name=name)
+        self.registry = self._build_registry()
+
+    def _build_registry(self) -> Registry:
+        registry = Registry()
+        # Defaults first so that third-party plugins may not silently replace a core metric or backend.
+        ordered = sorted(self.pm.get_plugins(), key=lambda p: self.pm.get_name(p) not in self.default_names)
+        for hook_name, (attr, expected, key_attr) in _KINDS.items():
+            impls = {id(i.plugin): i for i in getattr(self.pm.hook, hook_name).get_hookimpls()}
+            for plugin in ordered:
+                impl = impls.get(id(plugin))
+                if impl is None:
+                    continue
+                plugin_name = self.pm.get_name(plugin)
+                if plugin_name in self.errors:
+                    continue
+                collected: list[Any] = []
+                try:
+                    run_maybe_async(impl.function(register=collected.append))
+                    for item in collected:
+                        self._check_item(item, expected, key_attr, registry, attr)
+                        getattr(registry, attr)[getattr(item, key_attr)] = item
+                        registry.owners[(attr, getattr(item, key_attr))] = plugin_name
+                except Exception as exc:
+                    self.errors[plugin_name] = f"{hook_name} failed: {type(exc).__name__}: {exc}"
+                    self.pm.unregister(plugin)
+                    return self._build_registry()  # again, without any of the broken plugin's contributions
+        return registry
+
+    @staticmethod
+    def _check_item(item: Any, expected: type, key_attr: str, registry: Registry, attr: str) -> None:
+        if not isinstance(item, expected):
+            raise PluginError(f"registered {item!r}, which is not a {expected.__name__}")
+        key = getattr(item, key_attr, None)
+        if key in getattr(registry, attr):
+            owner = registry.owners.get((attr, key))
+            raise PluginError(f"{expected.__name__} {key!r} is already registered by {owner}")
+        if isinstance(item, Task):
+            problems = item.check_declaration()
+            if problems:
+                raise PluginError(f"task {key!r}: " + "; ".join(problems))
+
+    # ------------------------------------------------------------------ queries
+    def info(self) -> list[PluginInfo]:
+        rows = []
+        for plugin in self.pm.get_plugins():
+            name = self.pm.get_name(plugin)
+            hooks = tuple(sorted(h.name for h in self.pm.get_hookcallers(plugin) or []))
+            rows.append(
+                PluginInfo(
+                    name=name,
+                    version=self.versions.get(name),
+                    hooks=hooks,
+                    is_default=name in self.default_names,
+                    error=self.errors.get(name),
+                )
+            )
+        loaded = {r.name for r in rows}
+        for name, error in self.errors.items():
+            if name not in loaded:
+                rows.append(PluginInfo(name, self.versions.get(name), (), False, error))
+        return sorted(rows, key=lambda r: (not r.is_default, r.name))
+
+    async def emit(self, hook_name: str, **kwargs: Any) -> None:
+        """Call an event hook on every plugin, awaiting async implementations; failures are logged, not raised."""
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            try:
+                await await_me_maybe(impl.function(**kwargs))
+            except Exception:
+                log.exception("plugin %s failed in %s", impl.plugin_name, hook_name)
+
+    def task(self, code: str) -> Task | None:
+        return self.registry.tasks.get(code)

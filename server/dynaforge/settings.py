@@ -1,0 +1,73 @@
+"""Process-wide configuration, read from the environment (prefix ``DYNAFORGE_``) and an optional ``.env`` file."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PLACEHOLDER_SECRET = "change-me-in-production"
+
+
+class Settings(BaseSettings):
+    """Every tunable of the server. Each field maps to ``DYNAFORGE_<FIELD>``."""
+
+    model_config = SettingsConfigDict(env_prefix="DYNAFORGE_", env_file=".env", extra="ignore")
+
+    environment: Literal["development", "test", "production"] = "development"
+    database_url: str = Field(
+        default="sqlite+aiosqlite:///./dynaforge-data/dynaforge.db",
+        description="SQLAlchemy async URL: sqlite+aiosqlite:///path or postgresql+asyncpg://user@host/db",
+    )
+    database_echo: bool = False
+    secret_key: str = PLACEHOLDER_SECRET
+    load_plugins: str | None = Field(
+        default=None,
+        description="Comma-separated allowlist of entry-point plugin names; unset loads every installed plugin, "
+        "an empty string loads none",
+    )
+
+    # Inference
+    inference_timeout_s: float = 10.0
+    inference_threads: int = 1
+
+    # Abuse limits
+    examples_per_minute: int = 30
+    page_max_size: int = 100
+    graphql_max_depth: int = 12
+    graphql_max_tokens: int = 2000
+    graphql_max_aliases: int = 15
+    graphiql: bool | None = None  # None: on outside production
+
+    @model_validator(mode="after")
+    def _refuse_placeholder_secret(self) -> "Settings":
+        if self.environment == "production" and self.secret_key == PLACEHOLDER_SECRET:
+            raise ValueError("DYNAFORGE_SECRET_KEY must be set to a random value in production")
+        return self
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+    @property
+    def graphiql_enabled(self) -> bool:
+        return self.environment != "production" if self.graphiql is None else self.graphiql
+
+    def plugin_allowlist(self) -> set[str] | None:
+        if self.load_plugins is None:
+            return None
+        return {name.strip() for name in self.load_plugins.split(",") if name.strip()}
+
+    def sqlite_path(self) -> Path | None:
+        if not self.is_sqlite:
+            return None
+        path = self.database_url.split(":///", 1)[1]
+        return None if path in ("", ":memory:") else Path(path)
+
+
+@lru_cache
+def get_settings() -> Settings:
+    return Settings()

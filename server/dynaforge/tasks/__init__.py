@@ -1,0 +1,19 @@
+"""The task contract: field types, roles, the Task base class and the objects plugins register."""
+
+from dynaforge.tasks.base import Metric, ModelSpec, Perturbation, Slice, Task
+from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
+
+__all__ = [
+    "BooleanField",
+    "ChoiceField",
+    "Field",
+    "Metric",
+    "ModelSpec",
+    "NumberField",
+    "Perturbation",
+    "Role",
+    "Slice",
+    "SpanField",
+    "Task",
+    "TextField",
+]

@@ -1,0 +1,205 @@
+"""The task contract: what a plugin declares so the platform can collect, judge and score examples of its task.
+
+A task author subclasses :class:`Task`, sets the class attributes, overrides the few methods whose defaults do not
+fit, and registers an instance from a ``register_tasks`` hook. Nothing in the core names a task.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, ClassVar, Iterable
+
+from dynaforge.errors import FieldError, InvalidInput
+from dynaforge.tasks.fields import ChoiceField, Field, Role
+
+_CODE_RE = re.compile(r"^[a-z][a-z0-9_-]{1,39}$")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A model the platform can run: a registered backend name and that backend's configuration."""
+
+    name: str
+    backend: str
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "backend": self.backend, "config": dict(self.config)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelSpec":
+        return cls(name=data["name"], backend=data["backend"], config=dict(data.get("config") or {}))
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric over gold and predicted target values; ``compute(golds, preds) -> float``."""
+
+    name: str
+    compute: Callable[[list[Any], list[Any]], float]
+    description: str = ""
+    higher_is_better: bool = True
+
+
+@dataclass(frozen=True)
+class Perturbation:
+    """A seeded text transformation; ``kind`` is ``robustness`` or ``fairness``. ``apply(text, rng) -> text``."""
+
+    name: str
+    apply: Callable[[str, Any], str]
+    kind: str = "robustness"
+    description: str = ""
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A fairness slice: ``group(fields) -> str | None`` puts an example in a group (None: in no group)."""
+
+    name: str
+    group: Callable[[dict[str, Any]], str | None]
+    task_code: str | None = None
+    description: str = ""
+
+
+class Task:
+    """Base class of every task. Subclass it, set the attributes, register an instance.
+
+    Attributes every task sets: ``code`` (stable, lowercase, used in URLs and the API), ``name``, ``fields``.
+    Classification tasks set ``labels``; a :class:`ChoiceField` without explicit choices offers them.
+    """
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    description: ClassVar[str] = ""
+    instructions: ClassVar[str] = ""
+    labels: ClassVar[tuple[str, ...]] = ()
+    fields: ClassVar[tuple[Field, ...]] = ()
+    metrics: ClassVar[tuple[str, ...]] = ("accuracy", "macro_f1")
+    principal_metric: ClassVar[str] = "accuracy"
+    perturbations: ClassVar[tuple[str, ...]] = ()
+    fairness_slices: ClassVar[tuple[str, ...]] = ()
+    default_target_models: ClassVar[tuple[ModelSpec, ...]] = ()
+    demo_contexts: ClassVar[tuple[dict[str, Any], ...]] = ()
+    validation_quorum: ClassVar[int] = 3
+
+    # ------------------------------------------------------------------ declaration checks
+    def check_declaration(self) -> list[str]:
+        """Problems with the task's own declaration (reported when the plugin registers it)."""
+        problems = []
+        if not _CODE_RE.match(getattr(self, "code", "") or ""):
+            problems.append("code must match [a-z][a-z0-9_-]{1,39}")
+        names = [f.name for f in self.fields]
+        if len(names) != len(set(names)):
+            problems.append("field names must be unique")
+        if not self.fields_with(Role.INPUT):
+            problems.append("a task needs at least one input field")
+        if not self.fields_with(Role.TARGET):
+            problems.append("a task needs at least one target field")
+        for f in self.fields:
+            if isinstance(f, ChoiceField) and f.choices is None and not self.labels:
+                problems.append(f"field {f.name} offers the task's labels but the task has none")
+            span_of = getattr(f, "context_field", None)
+            if span_of is not None and span_of not in names:
+                problems.append(f"field {f.name} selects from unknown field {span_of}")
+        return problems
+
+    # ------------------------------------------------------------------ fields
+    def fields_with(self, *roles: Role) -> list[Field]:
+        return [f for f in self.fields if f.role in roles]
+
+    def field_names(self, *roles: Role) -> list[str]:
+        return [f.name for f in self.fields_with(*roles)]
+
+    def json_schema(self, *roles: Role) -> dict[str, Any]:
+        """JSON Schema (draft 2020-12) of the fields with the given roles (all roles when none are given)."""
+        selected = self.fields_with(*roles) if roles else list(self.fields)
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": self.name,
+            "type": "object",
+            "properties": {f.name: f.json_schema(self) for f in selected},
+            "required": [f.name for f in selected if f.required],
+            "additionalProperties": False,
+        }
+
+    def _validate(self, values: Any, roles: Iterable[Role], *, known: dict[str, Any]) -> dict[str, Any]:
+        if not isinstance(values, dict):
+            raise InvalidInput.from_errors([FieldError("fields", "type", "must be a JSON object of field values")])
+        wanted = self.fields_with(*roles)
+        allowed = {f.name for f in wanted}
+        errors: list[FieldError] = []
+        for name in values:
+            if name not in allowed:
+                other = next((f for f in self.fields if f.name == name), None)
+                if other is None:
+                    errors.append(FieldError(name, "unknown_field", f"is not a field of task {self.code}"))
+                else:
+                    errors.append(FieldError(name, "role", f"is a {other.role.value} field and cannot be set here"))
+        merged = {**known, **values}
+        cleaned: dict[str, Any] = {}
+        for f in wanted:
+            value = values.get(f.name)
+            if value is None or (isinstance(value, str) and not value.strip() and not f.required):
+                if f.required:
+                    errors.append(FieldError(f.name, "required", "is required"))
+                continue
+            problems = f.check(value, task=self, values=merged)
+            if problems:
+                errors.extend(problems)
+            else:
+                cleaned[f.name] = value.strip() if isinstance(value, str) and f.role != Role.CONTEXT else value
+        if errors:
+            raise InvalidInput.from_errors(errors)
+        return cleaned
+
+    def validate_context(self, values: Any) -> dict[str, Any]:
+        """Check a context's fields; returns the cleaned values or raises :class:`InvalidInput`."""
+        return self._validate(values, [Role.CONTEXT], known={})
+
+    def validate_example(self, values: Any, context: dict[str, Any] | None) -> dict[str, Any]:
+        """Check what an annotator submits (input, target and metadata fields; context fields too when the
+        example has no stored context). Returns the cleaned values or raises :class:`InvalidInput`."""
+        if context is None:
+            return self._validate(values, [Role.CONTEXT, Role.INPUT, Role.TARGET, Role.METADATA], known={})
+        return self._validate(values, [Role.INPUT, Role.TARGET, Role.METADATA], known=context)
+
+    # ------------------------------------------------------------------ model in the loop
+    def build_model_input(self, context: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]:
+        """What the target model receives: by default the context and input fields."""
+        names = self.field_names(Role.CONTEXT, Role.INPUT)
+        merged = {**context, **example}
+        return {name: merged[name] for name in names if name in merged}
+
+    def read_model_output(self, output: dict[str, Any]) -> dict[str, Any]:
+        """Normalise a backend's raw output into a prediction keyed by target field names.
+
+        The default keeps the target fields and the optional ``probabilities``/``confidence`` the backend gave,
+        and rejects an output that lacks a target field or names a label outside the task's set.
+        """
+        if not isinstance(output, dict):
+            raise ValueError(f"model output must be an object, got {type(output).__name__}")
+        prediction: dict[str, Any] = {}
+        for f in self.fields_with(Role.TARGET):
+            if f.name not in output:
+                raise ValueError(f"model output lacks the target field {f.name!r}")
+            value = output[f.name]
+            if isinstance(f, ChoiceField) and value not in f.options(self):
+                raise ValueError(f"model predicted {value!r} for {f.name}, not one of {f.options(self)}")
+            prediction[f.name] = value
+        for extra in ("probabilities", "confidence"):
+            if extra in output:
+                prediction[extra] = output[extra]
+        return prediction
+
+    def is_fooled(self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]) -> bool:
+        """Whether the model got it wrong. Default: some target field differs from the annotator's value."""
+        return any(example.get(name) != prediction.get(name) for name in self.field_names(Role.TARGET))
+
+    # ------------------------------------------------------------------ optional
+    def train(self, data_dir, out_dir, *, progress: bool = True, **options) -> dict[str, Any]:
+        """Train the task's default target model from a data folder; returns its held-out metrics."""
+        raise NotImplementedError(f"task {self.code} has no training command")
+
+    def __repr__(self) -> str:
+        return f"<Task {getattr(self, 'code', '?')}>"
