@@ -16,6 +16,13 @@ def utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def as_utc(value: datetime | None) -> datetime | None:
+    """SQLite hands back naive datetimes; every stored time is UTC."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=timezone.utc)
+
+
 def _ts(**kw: Any) -> Any:
     return Field(default_factory=utcnow, sa_type=sa.DateTime(timezone=True), **kw)
 

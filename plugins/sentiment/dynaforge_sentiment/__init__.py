@@ -1,0 +1,1 @@
+"""Dynaforge task plugin: three-way sentiment with an offline MiniLM target model."""

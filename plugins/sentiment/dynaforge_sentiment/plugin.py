@@ -1,0 +1,64 @@
+"""The sentiment task: annotators write a statement and its sentiment, trying to fool the model.
+
+Labels are positive, negative and neutral. The optional context is a prompt sentence for inspiration. The default
+target model is a small head on the MiniLM sentence encoder, trained by ``dynaforge train sentiment``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, hookimpl
+
+
+class SentimentTask(Task):
+    code = "sentiment"
+    name = "Sentiment"
+    description = "Write a statement whose sentiment the model gets wrong."
+    instructions = (
+        "Write one statement that expresses a positive, negative or neutral sentiment, choose the label a careful "
+        "reader would give it, and try to make the model predict another label. Sarcasm, negation, mixed feelings "
+        "and domain knowledge are fair game; nonsense and labels you do not believe are not. The prompt is only "
+        "there for inspiration."
+    )
+    labels = ("positive", "negative", "neutral")
+    fields = (
+        TextField(name="prompt", role=Role.CONTEXT, required=False, max_length=500,
+                  description="A sentence to take inspiration from."),
+        TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500,
+                  description="Your statement."),
+        ChoiceField(name="label", role=Role.TARGET, description="The sentiment a careful reader would give it."),
+        TextField(name="explanation", role=Role.METADATA, required=False, max_length=1000,
+                  description="Why do you think the model gets it wrong?"),
+    )
+    metrics = ("accuracy", "macro_f1")
+    principal_metric = "accuracy"
+    perturbations = ("typo", "lowercase", "uppercase")
+    default_target_models = (
+        ModelSpec(name="minilm-sentiment", backend="python", config={"factory": "dynaforge_sentiment.model:load"}),
+    )
+    demo_contexts = (
+        {"prompt": "Describe a meal that did not go as planned."},
+        {"prompt": "Review a gadget you bought last year."},
+        {"prompt": "Tell a friend about a film you saw on a rainy evening."},
+        {"prompt": "Write about a train journey."},
+        {"prompt": "Say something about a book everybody else seems to love."},
+        {"prompt": "Describe a neighbour's new hobby."},
+        {"prompt": "Comment on the weather at a summer wedding."},
+        {"prompt": "Review a concert from the back row."},
+    )
+
+    def build_model_input(self, context, example):
+        # The prompt is inspiration for the annotator, not evidence for the model.
+        return {"statement": example["statement"]}
+
+    def train(self, data_dir, out_dir=None, *, progress=True, **options):
+        from dynaforge_sentiment.train import train
+
+        out = Path(out_dir) if out_dir else Path(__file__).parent / "weights"
+        return train(Path(data_dir), out, progress=progress, **options)
+
+
+@hookimpl
+def register_tasks(register):
+    register(SentimentTask())

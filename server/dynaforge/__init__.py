@@ -1,0 +1,46 @@
+"""Dynaforge: dynamic adversarial data collection and benchmarking.
+
+The public API for plugin authors::
+
+    from dynaforge import hookimpl, Task, TextField, ChoiceField, Role, ModelSpec
+"""
+
+from dynaforge.errors import FieldError, InvalidInput
+from dynaforge.hookspecs import hookimpl
+from dynaforge.inference.backends import ModelBackend, Predictor
+from dynaforge.tasks import (
+    BooleanField,
+    ChoiceField,
+    Field,
+    Metric,
+    ModelSpec,
+    NumberField,
+    Perturbation,
+    Role,
+    Slice,
+    SpanField,
+    Task,
+    TextField,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "BooleanField",
+    "ChoiceField",
+    "Field",
+    "FieldError",
+    "InvalidInput",
+    "Metric",
+    "ModelBackend",
+    "ModelSpec",
+    "NumberField",
+    "Perturbation",
+    "Predictor",
+    "Role",
+    "Slice",
+    "SpanField",
+    "Task",
+    "TextField",
+    "hookimpl",
+]

@@ -1,0 +1,38 @@
+"""The per-request context: the platform, who is asking, and one set of DataLoaders per request."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from strawberry.dataloader import DataLoader
+
+from dynaforge.services import examples as example_service
+from dynaforge.services.actor import Actor
+from dynaforge.services.platform import Platform
+
+
+def _loaders(p: Platform) -> dict[str, DataLoader]:
+    async def load_rounds(ids: list[int]) -> list[Any]:
+        rows = await example_service.rounds_by_id(p, list(ids))
+        return [rows.get(i) for i in ids]
+
+    async def load_task_codes(ids: list[int]) -> list[Any]:
+        rows = await example_service.task_codes_by_id(p, list(ids))
+        return [rows.get(i) for i in ids]
+
+    return {"round": DataLoader(load_fn=load_rounds), "task_code": DataLoader(load_fn=load_task_codes)}
+
+
+@dataclass
+class RequestContext:
+    platform: Platform
+    actor: Actor | None
+    auth_error: str | None = None
+    request: Any = None
+    response: Any = None
+    loaders: dict[str, DataLoader] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, platform: Platform, actor: Actor | None, auth_error: str | None, request=None, response=None):
+        return cls(platform, actor, auth_error, request, response, _loaders(platform))

@@ -1,0 +1,202 @@
+"""Mutation root: one input object per mutation, a union result of the payload and the expected failures."""
+
+from __future__ import annotations
+
+from typing import Annotated, Union
+
+import strawberry
+from strawberry.scalars import JSON
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.errors import (
+    AlreadyExists,
+    Forbidden,
+    InvalidCredentials,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    RateLimited,
+    RoundClosed,
+    as_result,
+    parse_id,
+)
+from dynaforge.api.types.example import Example
+from dynaforge.api.types.user import ApiToken, User
+from dynaforge.services import auth as auth_service
+from dynaforge.services import examples as example_service
+
+Info = strawberry.Info[RequestContext]
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@strawberry.input
+class RegisterInput:
+    username: str
+    email: str
+    password: str
+
+
+@strawberry.input
+class LoginInput:
+    username: str
+    password: str
+
+
+@strawberry.input
+class CreateApiTokenInput:
+    name: str
+
+
+@strawberry.input
+class RevokeApiTokenInput:
+    id: strawberry.ID
+
+
+@strawberry.input
+class CreateExampleInput:
+    task_code: str
+    fields: JSON = strawberry.field(description="The input, target and metadata fields (see the task's JSON Schema).")
+    context_id: strawberry.ID | None = None
+    time_taken_ms: int | None = None
+    tag: str | None = None
+
+
+@strawberry.input
+class RetractExampleInput:
+    example_id: strawberry.ID
+
+
+# --------------------------------------------------------------------------- payloads
+
+
+@strawberry.type(description="Signed in: send `token` as 'Authorization: Bearer <token>'. Shown once.")
+class AuthPayload:
+    token: str
+    user: User
+
+
+@strawberry.type(description="A new API token; `token` is the secret, shown only now.")
+class CreatedApiToken:
+    token: str
+    api_token: ApiToken
+
+
+@strawberry.type
+class RevokedApiToken:
+    api_token: ApiToken
+
+
+@strawberry.type(description="The example was stored with the model's prediction.")
+class CreatedExample:
+    example: Example
+    prediction: JSON
+    fooled: bool
+
+
+@strawberry.type(
+    description="The example was stored, but the model did not answer in time; it is predicted later and the "
+    "result appears on the example."
+)
+class PredictionPending:
+    example: Example
+    message: str
+
+
+@strawberry.type
+class RetractedExample:
+    example: Example
+
+
+RegisterResult = Annotated[Union[AuthPayload, InvalidInput, AlreadyExists, RateLimited], strawberry.union("RegisterResult")]
+LoginResult = Annotated[Union[AuthPayload, InvalidCredentials, RateLimited], strawberry.union("LoginResult")]
+CreateApiTokenResult = Annotated[
+    Union[CreatedApiToken, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("CreateApiTokenResult")
+]
+RevokeApiTokenResult = Annotated[
+    Union[RevokedApiToken, InvalidInput, NotAuthenticated, NotFound], strawberry.union("RevokeApiTokenResult")
+]
+CreateExampleResult = Annotated[
+    Union[CreatedExample, PredictionPending, InvalidInput, NotAuthenticated, NotFound, RateLimited, RoundClosed],
+    strawberry.union("CreateExampleResult"),
+]
+RetractExampleResult = Annotated[
+    Union[RetractedExample, InvalidInput, NotAuthenticated, Forbidden, NotFound],
+    strawberry.union("RetractExampleResult"),
+]
+
+
+@strawberry.type
+class Mutation:
+    @strawberry.mutation(description="Create an account; returns its first API token.")
+    async def register(self, info: Info, input: RegisterInput) -> RegisterResult:
+        async def call():
+            user, token = await auth_service.register(
+                info.context.platform, username=input.username, email=input.email, password=input.password
+            )
+            return AuthPayload(token=token, user=User.from_row(user))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Exchange a username and password for a new API token.")
+    async def login(self, info: Info, input: LoginInput) -> LoginResult:
+        async def call():
+            user, token = await auth_service.login(info.context.platform, username=input.username, password=input.password)
+            return AuthPayload(token=token, user=User.from_row(user))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Create another API token for yourself (shown once).")
+    async def create_api_token(self, info: Info, input: CreateApiTokenInput) -> CreateApiTokenResult:
+        async def call():
+            row, token = await auth_service.create_token(
+                info.context.platform, info.context.actor, name=input.name, auth_error=info.context.auth_error
+            )
+            return CreatedApiToken(token=token, api_token=ApiToken.from_row(row))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Revoke one of your API tokens; it stops working at once.")
+    async def revoke_api_token(self, info: Info, input: RevokeApiTokenInput) -> RevokeApiTokenResult:
+        async def call():
+            row = await auth_service.revoke_token(
+                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
+            )
+            return RevokedApiToken(api_token=ApiToken.from_row(row))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Write an example: the target model predicts and the server decides `fooled`.")
+    async def create_example(self, info: Info, input: CreateExampleInput) -> CreateExampleResult:
+        async def call():
+            outcome = await example_service.submit(
+                info.context.platform,
+                info.context.actor,
+                task_code=input.task_code,
+                fields=input.fields,
+                context_id=None if input.context_id is None else parse_id(input.context_id, "contextId"),
+                time_taken_ms=input.time_taken_ms,
+                tag=input.tag,
+                auth_error=info.context.auth_error,
+            )
+            example = Example.from_row(outcome.example)
+            if outcome.pending_reason is not None:
+                return PredictionPending(example=example, message=outcome.pending_reason)
+            return CreatedExample(example=example, prediction=outcome.example.prediction, fooled=outcome.example.fooled)
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Withdraw one of your examples before it is accepted or rejected.")
+    async def retract_example(self, info: Info, input: RetractExampleInput) -> RetractExampleResult:
+        async def call():
+            row = await example_service.retract(
+                info.context.platform,
+                info.context.actor,
+                parse_id(input.example_id, "exampleId"),
+                auth_error=info.context.auth_error,
+            )
+            return RetractedExample(example=Example.from_row(row))
+
+        return await as_result(call)
+

@@ -1,0 +1,93 @@
+"""Query root."""
+
+from __future__ import annotations
+
+import strawberry
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.errors import parse_id, query_error
+from dynaforge.api.types.context_type import ContextType
+from dynaforge.api.types.example import Example, ExampleConnection, ExampleStatus
+from dynaforge.api.types.plugin import Plugin
+from dynaforge.api.types.task import Task
+from dynaforge.api.types.user import User
+from dynaforge.errors import DynaforgeError
+from dynaforge.services import auth as auth_service
+from dynaforge.services import contexts as context_service
+from dynaforge.services import examples as example_service
+from dynaforge.services import tasks as task_service
+
+Info = strawberry.Info[RequestContext]
+
+
+@strawberry.type
+class Query:
+    @strawberry.field(description="Every task you can see.")
+    async def tasks(self, info: Info) -> list[Task]:
+        return [Task.from_view(v) for v in await task_service.list_tasks(info.context.platform, info.context.actor)]
+
+    @strawberry.field(description="One task by code; null when there is none you can see.")
+    async def task(self, info: Info, code: str) -> Task | None:
+        try:
+            return Task.from_view(await task_service.get_task(info.context.platform, info.context.actor, code))
+        except DynaforgeError:
+            return None
+
+    @strawberry.field(description="A context of the task's current round to write against (least used first).")
+    async def next_context(self, info: Info, task_code: str, tag: str | None = None) -> ContextType:
+        try:
+            row = await context_service.next_context(info.context.platform, info.context.actor, task_code, tag=tag)
+        except DynaforgeError as exc:
+            raise query_error(exc) from exc
+        return ContextType.from_row(row)
+
+    @strawberry.field(description="One example: authors see their own, owners and admins every example of a task.")
+    async def example(self, info: Info, id: strawberry.ID) -> Example | None:
+        try:
+            row = await example_service.get_example(info.context.platform, info.context.actor, parse_id(id, "id"))
+        except DynaforgeError:
+            return None
+        return Example.from_row(row)
+
+    @strawberry.field(
+        description="A task's examples, newest first. Users see their own; owners and admins see all "
+        "(`mine: true` narrows to their own)."
+    )
+    async def examples(
+        self,
+        info: Info,
+        task_code: str,
+        first: int | None = 20,
+        after: str | None = None,
+        status: ExampleStatus | None = None,
+        mine: bool = False,
+    ) -> ExampleConnection:
+        try:
+            page = await example_service.list_examples(
+                info.context.platform,
+                info.context.actor,
+                task_code=task_code,
+                first=first,
+                after=after,
+                status=status.value if status else None,
+                mine=mine,
+                auth_error=info.context.auth_error,
+            )
+        except DynaforgeError as exc:
+            raise query_error(exc) from exc
+        return ExampleConnection.from_page(page)
+
+    @strawberry.field(description="The signed-in user; null when anonymous.")
+    async def me(self, info: Info) -> User | None:
+        actor = info.context.actor
+        if actor is None or actor.user_id is None:
+            return None
+        row = await auth_service.get_user(info.context.platform, actor.user_id)
+        return None if row is None else User.from_row(row)
+
+    @strawberry.field(description="Loaded plugins, and those that failed to load with the reason.")
+    def plugins(self, info: Info) -> list[Plugin]:
+        return [
+            Plugin(name=p.name, version=p.version, hooks=list(p.hooks), is_default=p.is_default, error=p.error)
+            for p in info.context.platform.plugins.info()
+        ]

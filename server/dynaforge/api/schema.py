@@ -1,0 +1,54 @@
+"""The strawberry schema with its protective extensions, and the SDL printer behind schema.graphql."""
+
+from __future__ import annotations
+
+import strawberry
+from graphql import GraphQLError
+from strawberry.extensions import (
+    MaskErrors,
+    MaxAliasesLimiter,
+    MaxTokensLimiter,
+    ParserCache,
+    QueryDepthLimiter,
+    ValidationCache,
+)
+
+from dynaforge.api.errors import ERROR_TYPES
+from dynaforge.api.mutations import Mutation
+from dynaforge.api.queries import Query
+from dynaforge.errors import DynaforgeError
+from dynaforge.settings import Settings
+
+
+def _should_mask(error: GraphQLError) -> bool:
+    """Mask everything unexpected; keep GraphQL's own errors (syntax, validation) and domain errors."""
+    original = error.original_error
+    if original is None:
+        return False
+    if isinstance(original, GraphQLError):
+        original = original.original_error
+        if original is None:
+            return False
+    return not isinstance(original, DynaforgeError)
+
+
+def build_schema(settings: Settings | None = None) -> strawberry.Schema:
+    settings = settings or Settings()
+    return strawberry.Schema(
+        query=Query,
+        mutation=Mutation,
+        types=ERROR_TYPES,
+        extensions=[
+            MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
+            QueryDepthLimiter(max_depth=settings.graphql_max_depth),
+            MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
+            MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases),
+            ParserCache(maxsize=256),
+            ValidationCache(maxsize=256),
+        ],
+    )
+
+
+def sdl() -> str:
+    """The schema in SDL, as committed in schema.graphql."""
+    return build_schema().as_str() + "\n"

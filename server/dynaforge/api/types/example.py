@@ -1,0 +1,89 @@
+"""Example type and its connection."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+
+import strawberry
+from strawberry.scalars import JSON
+
+from dynaforge.api.context import RequestContext
+from dynaforge.db.models import Example as ExampleRow, ExampleStatus as Status, as_utc
+from dynaforge.services import examples as example_service
+
+
+@strawberry.enum(description="Where an example is in its life.")
+class ExampleStatus(Enum):
+    PENDING_PREDICTION = Status.PENDING_PREDICTION
+    CREATED = Status.CREATED
+    RETRACTED = Status.RETRACTED
+    FLAGGED = Status.FLAGGED
+    ACCEPTED = Status.ACCEPTED
+    REJECTED = Status.REJECTED
+
+
+@strawberry.type(description="An example written against a target model.")
+class Example:
+    row: strawberry.Private[ExampleRow]
+    id: strawberry.ID
+    fields: JSON = strawberry.field(description="The annotator's input, target and metadata fields.")
+    prediction: JSON | None = strawberry.field(description="The target model's prediction (null while pending).")
+    model_predictions: JSON = strawberry.field(description="Each target model's prediction and latency.")
+    fooled: bool | None = strawberry.field(description="Whether the model was fooled (null while pending).")
+    status: ExampleStatus
+    tag: str | None
+    time_taken_ms: int | None
+    created_at: datetime
+
+    @strawberry.field
+    async def task_code(self, info: strawberry.Info[RequestContext]) -> str:
+        return await info.context.loaders["task_code"].load(self.row.task_id)
+
+    @strawberry.field
+    async def round_number(self, info: strawberry.Info[RequestContext]) -> int:
+        return (await info.context.loaders["round"].load(self.row.round_id)).number
+
+    @strawberry.field
+    def context_id(self) -> strawberry.ID | None:
+        return None if self.row.context_id is None else strawberry.ID(str(self.row.context_id))
+
+    @classmethod
+    def from_row(cls, row: ExampleRow) -> "Example":
+        return cls(
+            row=row,
+            id=strawberry.ID(str(row.id)),
+            fields=row.fields,
+            prediction=row.prediction,
+            model_predictions=row.model_predictions,
+            fooled=row.fooled,
+            status=ExampleStatus(row.status),
+            tag=row.tag,
+            time_taken_ms=row.time_taken_ms,
+            created_at=as_utc(row.created_at),
+        )
+
+
+@strawberry.type
+class ExampleEdge:
+    node: Example
+    cursor: str
+
+
+@strawberry.type
+class PageInfo:
+    has_next_page: bool
+    end_cursor: str | None
+
+
+@strawberry.type(description="A page of examples, newest first; pass pageInfo.endCursor as `after` for the next.")
+class ExampleConnection:
+    edges: list[ExampleEdge]
+    page_info: PageInfo
+
+    @classmethod
+    def from_page(cls, page: example_service.Page) -> "ExampleConnection":
+        return cls(
+            edges=[ExampleEdge(node=Example.from_row(r), cursor=example_service.encode_cursor(r.id)) for r in page.items],
+            page_info=PageInfo(has_next_page=page.has_next, end_cursor=page.end_cursor),
+        )

@@ -1,0 +1,48 @@
+"""Round type."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from dynaforge.db.models import Round as RoundRow, as_utc
+
+
+@strawberry.type(description="A model a round puts in the loop.")
+class TargetModel:
+    name: str
+    backend: str
+
+
+@strawberry.type(description="A task's numbered round: its target model(s), dates and counters.")
+class Round:
+    row: strawberry.Private[RoundRow]
+    number: int
+    description: str
+    target_models: list[TargetModel]
+    ensemble_rule: str
+    started_at: datetime
+    ended_at: datetime | None
+    collected: int = strawberry.field(description="Examples with a model prediction.")
+    fooled: int
+    verified_fooled: int
+    retracted: int
+    pending: int = strawberry.field(description="Examples still waiting for a model prediction.")
+
+    @classmethod
+    def from_row(cls, row: RoundRow) -> "Round":
+        return cls(
+            row=row,
+            number=row.number,
+            description=row.description,
+            target_models=[TargetModel(name=m["name"], backend=m["backend"]) for m in row.target_models],
+            ensemble_rule=row.ensemble_rule,
+            started_at=as_utc(row.started_at),
+            ended_at=as_utc(row.ended_at),
+            collected=row.collected,
+            fooled=row.fooled,
+            verified_fooled=row.verified_fooled,
+            retracted=row.retracted,
+            pending=row.pending,
+        )

@@ -1,0 +1,67 @@
+"""User and API token types."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import strawberry
+
+from dynaforge.api.context import RequestContext
+from dynaforge.db.models import ApiToken as ApiTokenRow, User as UserRow, as_utc
+from dynaforge.services import auth as auth_service
+
+
+@strawberry.type(description="An API token; the secret itself is shown only once, when the token is created.")
+class ApiToken:
+    row: strawberry.Private[ApiTokenRow]
+    id: strawberry.ID
+    name: str
+    prefix: str = strawberry.field(description="The token's first characters, to recognise it in a list.")
+    created_at: datetime
+    last_used_at: datetime | None
+    revoked: bool
+
+    @classmethod
+    def from_row(cls, row: ApiTokenRow) -> "ApiToken":
+        return cls(
+            row=row,
+            id=strawberry.ID(str(row.id)),
+            name=row.name,
+            prefix=row.prefix,
+            created_at=as_utc(row.created_at),
+            last_used_at=as_utc(row.last_used_at),
+            revoked=row.revoked_at is not None,
+        )
+
+
+@strawberry.type(description="A person with an account.")
+class User:
+    row: strawberry.Private[UserRow]
+    id: strawberry.ID
+    username: str
+    is_admin: bool
+    created_at: datetime
+
+    @strawberry.field(description="Only visible to the user themself and admins.")
+    def email(self, info: strawberry.Info[RequestContext]) -> str | None:
+        actor = info.context.actor
+        if actor is not None and (actor.user_id == self.row.id or actor.is_admin):
+            return self.row.email
+        return None
+
+    @strawberry.field(description="The user's API tokens (only for the user themself).")
+    async def api_tokens(self, info: strawberry.Info[RequestContext]) -> list[ApiToken]:
+        actor = info.context.actor
+        if actor is None or actor.user_id != self.row.id:
+            return []
+        return [ApiToken.from_row(r) for r in await auth_service.list_tokens(info.context.platform, actor)]
+
+    @classmethod
+    def from_row(cls, row: UserRow) -> "User":
+        return cls(
+            row=row,
+            id=strawberry.ID(str(row.id)),
+            username=row.username,
+            is_admin=row.is_admin,
+            created_at=as_utc(row.created_at),
+        )

@@ -1,0 +1,91 @@
+"""The Starlette application: /graphql over HTTP and websockets, /healthz."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from strawberry.asgi import GraphQL
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.schema import build_schema
+from dynaforge.services import auth as auth_service
+from dynaforge.services import tasks as task_service
+from dynaforge.services.platform import Platform
+from dynaforge.settings import Settings
+from dynaforge.tasks.base import ModelSpec
+
+log = logging.getLogger(__name__)
+
+
+def _bearer(headers: Any) -> str | None:
+    """The token of 'Authorization: Bearer <token>'; any other non-empty header is passed on to fail as invalid."""
+    value = (headers.get("authorization") or "").strip()
+    scheme, _, token = value.partition(" ")
+    if scheme.lower() == "bearer":
+        return token.strip() or None
+    return value or None
+
+
+class DynaforgeGraphQL(GraphQL):
+    """Strawberry's ASGI app with our request context."""
+
+    def __init__(self, platform: Platform, **kwargs: Any):
+        super().__init__(build_schema(platform.settings), **kwargs)
+        self.platform = platform
+
+    async def get_context(self, request, response) -> RequestContext:  # type: ignore[override]
+        auth = await auth_service.authenticate(self.platform, _bearer(request.headers))
+        return RequestContext.create(self.platform, auth.actor, auth.error, request, response)
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    platform: Platform | None = None,
+    sync_tasks: bool = True,
+    warm_models: bool = False,
+) -> Starlette:
+    """Build the app. ``platform`` lets tests inject their own database, plugins and inference client."""
+    settings = settings or (platform.settings if platform else Settings())
+    platform = platform or Platform.create(settings)
+    graphql = DynaforgeGraphQL(platform, graphql_ide="graphiql" if settings.graphiql_enabled else None)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette):
+        if sync_tasks:
+            await task_service.sync_registered_tasks(platform)
+        warm = asyncio.create_task(_warm(platform)) if warm_models else None
+        try:
+            yield
+        finally:
+            if warm is not None:
+                warm.cancel()
+            await platform.close()
+
+    async def healthz(request: Request) -> JSONResponse:
+        return JSONResponse({"status": "ok", "tasks": sorted(platform.plugins.registry.tasks)})
+
+    app = Starlette(
+        routes=[Route("/healthz", healthz), Route("/graphql", graphql, methods=["GET", "POST"])],
+        lifespan=lifespan,
+    )
+    app.add_websocket_route("/graphql", graphql)
+    app.state.platform = platform
+    return app
+
+
+async def _warm(platform: Platform) -> None:
+    """Load every default target model in the background so the first annotator does not wait for it."""
+    for task in platform.plugins.registry.tasks.values():
+        for spec in task.default_target_models:
+            try:
+                await platform.inference.warm_up(ModelSpec.from_dict(spec.as_dict()))
+            except Exception:
+                log.exception("could not load target model %s of task %s", spec.name, task.code)

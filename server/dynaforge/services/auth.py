@@ -1,0 +1,199 @@
+"""Accounts and API tokens.
+
+Passwords are hashed with Argon2id (memory-hard), off the event loop. API tokens are random 256-bit secrets shown
+once; only their SHA-256 is stored (a fast hash is right for high-entropy secrets, and lets a request be
+authenticated with one indexed lookup).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy import func, select
+from sqlalchemy.exc import IntegrityError
+
+from dynaforge.db.models import ApiToken, User, as_utc, utcnow
+from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidCredentials, InvalidInput, NotFound
+from dynaforge.services.actor import Actor, require_human, require_user
+from dynaforge.services.platform import Platform
+
+TOKEN_PREFIX = "dfk_"
+_USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,40}$")
+_EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
+_hasher = PasswordHasher()  # argon2id with the library's current recommended parameters
+_DUMMY_HASH = _hasher.hash("timing-equaliser")
+_LAST_USED_GRANULARITY = timedelta(minutes=5)
+
+
+@dataclass(frozen=True)
+class Authentication:
+    """The result of reading a bearer token: an actor, or why there is none."""
+
+    actor: Actor | None
+    error: str | None = None
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _new_token() -> str:
+    return TOKEN_PREFIX + secrets.token_urlsafe(32)
+
+
+def _check_account(username: str, email: str, password: str) -> None:
+    errors = []
+    if not isinstance(username, str) or not _USERNAME_RE.match(username):
+        errors.append(FieldError("username", "format", "3 to 40 characters: letters, digits, '_', '.', '-'"))
+    if not isinstance(email, str) or len(email) > 254 or not _EMAIL_RE.match(email):
+        errors.append(FieldError("email", "format", "must be an email address such as name@example.org"))
+    if not isinstance(password, str) or not 8 <= len(password) <= 256:
+        errors.append(FieldError("password", "length", "must have 8 to 256 characters"))
+    if errors:
+        raise InvalidInput.from_errors(errors)
+
+
+def _actor(user: User) -> Actor:
+    return Actor(user_id=user.id, username=user.username, is_admin=user.is_admin)
+
+
+async def create_user(
+    p: Platform, actor: Actor | None, *, username: str, email: str, password: str, is_admin: bool = False
+) -> User:
+    """Create an account. Anyone may create a plain account; only an admin (or the operator) an admin one."""
+    if is_admin and not (actor and actor.is_admin):
+        raise Forbidden("Only an admin can create an admin account")
+    _check_account(username, email, password)
+    password_hash = await asyncio.to_thread(_hasher.hash, password)
+    user = User(username=username, email=email.lower(), password_hash=password_hash, is_admin=is_admin)
+    try:
+        async with p.db.write() as s:
+            taken = await s.scalar(
+                select(func.count()).select_from(User).where(
+                    (func.lower(User.username) == username.lower()) | (User.email == email.lower())
+                )
+            )
+            if taken:
+                raise AlreadyExists("That username or email is already registered; sign in with login instead")
+            s.add(user)
+    except IntegrityError as exc:  # a concurrent registration won the race
+        raise AlreadyExists("That username or email is already registered; sign in with login instead") from exc
+    return user
+
+
+async def _issue_token(p: Platform, user_id: int, name: str) -> tuple[ApiToken, str]:
+    plaintext = _new_token()
+    row = ApiToken(user_id=user_id, name=name, prefix=plaintext[:12], token_hash=hash_token(plaintext))
+    async with p.db.write() as s:
+        s.add(row)
+    return row, plaintext
+
+
+async def register(p: Platform, *, username: str, email: str, password: str) -> tuple[User, str]:
+    """Create a plain account and its first API token (returned in plain text, once)."""
+    user = await create_user(p, None, username=username, email=email, password=password)
+    _, token = await _issue_token(p, user.id, "registration")
+    return user, token
+
+
+async def login(p: Platform, *, username: str, password: str) -> tuple[User, str]:
+    """Check a password and issue a new API token. One message for an unknown user and a wrong password."""
+    p.limiter.hit(f"login:{str(username).lower()}", 10, 60.0, "login attempts for this account")
+    async with p.db.session() as s:
+        user = await s.scalar(select(User).where(func.lower(User.username) == str(username).lower()))
+    stored = user.password_hash if user is not None else _DUMMY_HASH
+    try:
+        await asyncio.to_thread(_hasher.verify, stored, str(password))
+        ok = user is not None and user.is_active
+    except (VerificationError, InvalidHashError):
+        ok = False
+    if not ok:
+        raise InvalidCredentials("Unknown username or wrong password")
+    _, token = await _issue_token(p, user.id, "login")
+    return user, token
+
+
+async def create_token(
+    p: Platform, actor: Actor | None, *, name: str, username: str | None = None, auth_error: str | None = None
+) -> tuple[ApiToken, str]:
+    """A new API token for the actor (or, for an admin or the operator, for ``username``)."""
+    actor = require_user(actor, auth_error)
+    name = (name or "").strip()
+    if not 1 <= len(name) <= 100:
+        raise InvalidInput.from_errors([FieldError("name", "length", "must have 1 to 100 characters")])
+    if username is not None and username != actor.username:
+        if not actor.is_admin:
+            raise Forbidden("Only an admin can create a token for another user")
+        async with p.db.session() as s:
+            user = await s.scalar(select(User).where(User.username == username))
+        if user is None:
+            raise NotFound(f"No user named {username!r}")
+        user_id = user.id
+    else:
+        user_id = require_human(actor).user_id
+    return await _issue_token(p, user_id, name)
+
+
+async def list_tokens(p: Platform, actor: Actor | None) -> list[ApiToken]:
+    actor = require_human(actor)
+    async with p.db.session() as s:
+        rows = await s.scalars(select(ApiToken).where(ApiToken.user_id == actor.user_id).order_by(ApiToken.id))
+        return list(rows)
+
+
+async def revoke_token(p: Platform, actor: Actor | None, token_id: int, *, auth_error: str | None = None) -> ApiToken:
+    """Revoke one of the actor's tokens (admins: anyone's). Revoking twice is harmless."""
+    actor = require_user(actor, auth_error)
+    async with p.db.write() as s:
+        row = await s.get(ApiToken, token_id)
+        if row is None or (row.user_id != actor.user_id and not actor.is_admin):
+            raise NotFound(f"No token {token_id} of yours; list them with me {{ apiTokens {{ id }} }}")
+        if row.revoked_at is None:
+            row.revoked_at = utcnow()
+    return row
+
+
+async def authenticate(p: Platform, bearer: str | None) -> Authentication:
+    """Resolve ``Authorization: Bearer <token>``. No header: anonymous. A bad or revoked token: an error."""
+    if not bearer:
+        return Authentication(None)
+    async with p.db.session() as s:
+        row = (
+            await s.execute(
+                select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(
+                    ApiToken.token_hash == hash_token(bearer)
+                )
+            )
+        ).first()
+    if row is None:
+        return Authentication(None, "The API token is not valid; create one with login or createApiToken")
+    token, user = row
+    if token.revoked_at is not None:
+        return Authentication(None, "The API token was revoked; sign in again with login")
+    if not user.is_active:
+        return Authentication(None, "This account is disabled")
+    now = utcnow()
+    last = as_utc(token.last_used_at)
+    if last is None or now - last > _LAST_USED_GRANULARITY:
+        async with p.db.write() as s:
+            stored = await s.get(ApiToken, token.id)
+            if stored is not None:
+                stored.last_used_at = now
+    return Authentication(_actor(user))
+
+
+async def get_user(p: Platform, user_id: int) -> User | None:
+    async with p.db.session() as s:
+        return await s.get(User, user_id)
+
+
+async def find_user(p: Platform, username: str) -> User | None:
+    async with p.db.session() as s:
+        return await s.scalar(select(User).where(User.username == username))

@@ -1,0 +1,281 @@
+"""Examples: the model-in-the-loop write path, retraction, reading and paging.
+
+``submit`` follows the data flow of the architecture: authorise and rate-limit, let the task validate the fields,
+ask the round's target model(s), let the task decide ``fooled``, then store the example and every counter in one
+transaction and announce it after the commit. If the model cannot answer, the example is stored as
+``PENDING_PREDICTION``: an annotator's work is never lost.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import time
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select, update
+
+from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, utcnow
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
+from dynaforge.inference.backends import InferenceError
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor, require_human, require_user
+from dynaforge.services.counters import bump
+from dynaforge.services.platform import Platform
+from dynaforge.tasks.base import ModelSpec, Task
+from dynaforge.tasks.fields import Role
+
+log = logging.getLogger(__name__)
+
+_CURSOR_PREFIX = "example:"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What ``submit`` returns: the stored example and, when pending, why the model did not answer."""
+
+    example: Example
+    pending_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Example]
+    has_next: bool
+    end_cursor: str | None
+
+
+def encode_cursor(example_id: int) -> str:
+    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{example_id}".encode()).decode()
+
+
+def decode_cursor(cursor: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode(cursor.encode()).decode()
+        if not raw.startswith(_CURSOR_PREFIX):
+            raise ValueError
+        return int(raw[len(_CURSOR_PREFIX) :])
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput.from_errors(
+            [FieldError("after", "cursor", "is not a cursor from this list; pass pageInfo.endCursor unchanged")]
+        ) from exc
+
+
+def combine(task: Task, predictions: list[dict[str, Any]], rule: str) -> dict[str, Any]:
+    """One prediction from an ensemble's: the most common target values (ties go to the earliest member)."""
+    if len(predictions) == 1:
+        return predictions[0]
+    targets = task.field_names(Role.TARGET)
+    keys = [json.dumps({t: p.get(t) for t in targets}, sort_keys=True) for p in predictions]
+    winner = Counter(keys).most_common(1)[0][0]
+    chosen = dict(predictions[keys.index(winner)])
+    chosen["ensemble"] = {"rule": rule, "members": len(predictions), "agreeing": keys.count(winner)}
+    return chosen
+
+
+async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str, Any]) -> tuple[dict, list, float]:
+    """Ask every target model of the round; returns (prediction, each member's prediction, total model ms)."""
+    specs = [ModelSpec.from_dict(m) for m in round_.target_models]
+    if not specs:
+        raise InferenceError(f"round {round_.number} of {task.code} has no target model")
+    members, total_ms = [], 0.0
+    for spec in specs:
+        answer = await p.inference.predict(spec, [model_input])
+        try:
+            prediction = task.read_model_output(answer.outputs[0])
+        except (ValueError, TypeError) as exc:
+            raise InferenceError(f"model {spec.name!r} gave an unusable output: {exc}") from exc
+        members.append({"model": spec.name, "prediction": prediction, "latency_ms": round(answer.latency_ms, 3)})
+        total_ms += answer.latency_ms
+    return combine(task, [m["prediction"] for m in members], round_.ensemble_rule), members, total_ms
+
+
+def event_payload(example: Example, task_code: str, round_number: int) -> dict[str, Any]:
+    return {
+        "id": example.id,
+        "task_code": task_code,
+        "round": round_number,
+        "user_id": example.user_id,
+        "fields": example.fields,
+        "prediction": example.prediction,
+        "fooled": example.fooled,
+        "status": example.status,
+        "created_at": example.created_at.isoformat(),
+    }
+
+
+async def submit(
+    p: Platform,
+    actor: Actor | None,
+    *,
+    task_code: str,
+    fields: Any,
+    context_id: int | None = None,
+    time_taken_ms: int | None = None,
+    tag: str | None = None,
+    auth_error: str | None = None,
+) -> Outcome:
+    actor = require_human(actor, auth_error)
+    view = await task_service.get_task(p, actor, task_code)
+    task = view.task
+    if not view.row.active:
+        raise RoundClosed(f"Task {task_code} is not collecting examples at the moment")
+    p.limiter.hit(
+        f"examples:{actor.user_id}:{task_code}", p.settings.examples_per_minute, 60.0, f"examples for {task_code}"
+    )
+    async with p.db.session() as s:
+        round_ = await task_service.current_round(s, view.row.id)
+        context = await s.get(Context, context_id) if context_id is not None else None
+    if round_ is None or round_.ended_at is not None:
+        raise RoundClosed(f"Task {task_code} has no open round; wait for its owners to open the next one")
+    if context_id is not None and (context is None or context.task_id != view.row.id):
+        raise NotFound(f"No context {context_id} in task {task_code}; ask nextContext for one")
+    if context is not None and context.round_id != round_.id:
+        raise InvalidInput.from_errors(
+            [FieldError("contextId", "round", f"belongs to an earlier round; ask nextContext for one of round {round_.number}")]
+        )
+    if tag is not None and len(tag) > 100:
+        raise InvalidInput.from_errors([FieldError("tag", "max_length", "must have at most 100 characters")])
+    if time_taken_ms is not None and not 0 <= time_taken_ms <= 7 * 24 * 3600 * 1000:
+        raise InvalidInput.from_errors([FieldError("timeTakenMs", "range", "must be between 0 and one week")])
+
+    context_fields = dict(context.fields) if context is not None else None
+    cleaned = task.validate_example(fields, context_fields)
+    if context_fields is None:
+        context_fields = {k: cleaned.pop(k) for k in task.field_names(Role.CONTEXT) if k in cleaned}
+        stored_fields = {**context_fields, **cleaned}
+    else:
+        stored_fields = cleaned
+
+    model_input = task.build_model_input(context_fields, cleaned)
+    pending_reason = None
+    prediction, members, inference_ms, fooled = None, [], None, None
+    started = time.perf_counter()
+    try:
+        prediction, members, inference_ms = await predict(p, task, round_, model_input)
+        fooled = bool(task.is_fooled(cleaned, prediction, context_fields))
+    except InferenceError as exc:
+        pending_reason = str(exc)
+        log.warning("example for %s stored pending: %s", task_code, exc)
+    status = ExampleStatus.PENDING_PREDICTION if pending_reason else ExampleStatus.CREATED
+    example = Example(
+        task_id=view.row.id,
+        round_id=round_.id,
+        context_id=context.id if context is not None else None,
+        user_id=actor.user_id,
+        fields=stored_fields,
+        prediction=prediction,
+        model_predictions=members,
+        fooled=fooled,
+        status=status,
+        tag=tag,
+        time_taken_ms=time_taken_ms,
+        inference_ms=inference_ms if inference_ms is not None else (time.perf_counter() - started) * 1000,
+    )
+    async with p.db.write() as s:
+        s.add(example)
+        await s.flush()
+        if pending_reason:
+            await bump(s, round_id=round_.id, user_id=actor.user_id, pending=1)
+        else:
+            await bump(s, round_id=round_.id, user_id=actor.user_id, collected=1, fooled=int(fooled))
+        if context is not None:
+            await s.execute(
+                update(Context)
+                .where(Context.id == context.id)
+                .values(total_used=Context.total_used + 1, total_fooled=Context.total_fooled + int(bool(fooled)))
+            )
+    payload = event_payload(example, task_code, round_.number)
+    await p.plugins.emit("example_created", example=payload)
+    await p.events.publish(f"exampleCreated:{task_code}", payload)
+    if fooled:
+        await p.plugins.emit("model_fooled", example=payload)
+        await p.events.publish(f"modelFooled:{task_code}", payload)
+    return Outcome(example, pending_reason)
+
+
+_RETRACTABLE = (ExampleStatus.CREATED, ExampleStatus.PENDING_PREDICTION, ExampleStatus.FLAGGED)
+
+
+async def retract(p: Platform, actor: Actor | None, example_id: int, *, auth_error: str | None = None) -> Example:
+    """The author (or a task owner or admin) withdraws an example before it has been accepted or rejected."""
+    actor = require_user(actor, auth_error)
+    async with p.db.write() as s:
+        example = await s.get(Example, example_id, with_for_update=s.bind.dialect.name == "postgresql")
+        if example is None:
+            raise NotFound(f"No example {example_id}")
+        if example.user_id != actor.user_id and not await task_service.is_owner(s, actor, example.task_id):
+            raise Forbidden("Only the author, the task's owners and admins can retract an example")
+        if example.status == ExampleStatus.RETRACTED:
+            return example
+        if example.status not in _RETRACTABLE:
+            raise Forbidden(f"An example that is {example.status.lower()} can no longer be retracted")
+        example.status = ExampleStatus.RETRACTED
+        example.updated_at = utcnow()
+        await bump(s, round_id=example.round_id, user_id=example.user_id, retracted=1)
+    return example
+
+
+async def _can_read(s, actor: Actor | None, example: Example) -> bool:
+    if actor is None:
+        return False
+    return example.user_id == actor.user_id or await task_service.is_owner(s, actor, example.task_id)
+
+
+async def get_example(p: Platform, actor: Actor | None, example_id: int) -> Example:
+    """Authors read their own examples; owners and admins read every example of their tasks."""
+    async with p.db.session() as s:
+        example = await s.get(Example, example_id)
+        if example is None or not await _can_read(s, actor, example):
+            raise NotFound(f"No example {example_id} that you can read")
+        return example
+
+
+async def list_examples(
+    p: Platform,
+    actor: Actor | None,
+    *,
+    task_code: str,
+    first: int | None = None,
+    after: str | None = None,
+    status: str | None = None,
+    mine: bool = False,
+    auth_error: str | None = None,
+) -> Page:
+    """Newest first, keyset-paged. Users see their own examples; owners and admins see all (or theirs, ``mine``)."""
+    actor = require_user(actor, auth_error)
+    view = await task_service.get_task(p, actor, task_code)
+    limit = p.settings.page_max_size if first is None else first
+    if not 1 <= limit <= p.settings.page_max_size:
+        raise InvalidInput.from_errors(
+            [FieldError("first", "range", f"must be between 1 and {p.settings.page_max_size}")]
+        )
+    if status is not None and status not in ExampleStatus.ALL:
+        raise InvalidInput.from_errors([FieldError("status", "choice", f"must be one of {', '.join(ExampleStatus.ALL)}")])
+    where = [Example.task_id == view.row.id]
+    if after:
+        where.append(Example.id < decode_cursor(after))
+    if status is not None:
+        where.append(Example.status == status)
+    async with p.db.session() as s:
+        if mine or not await task_service.is_owner(s, actor, view.row.id):
+            where.append(Example.user_id == actor.user_id)
+        rows = list(await s.scalars(select(Example).where(*where).order_by(Example.id.desc()).limit(limit + 1)))
+    has_next = len(rows) > limit
+    rows = rows[:limit]
+    return Page(rows, has_next, encode_cursor(rows[-1].id) if rows else None)
+
+
+async def rounds_by_id(p: Platform, round_ids: list[int]) -> dict[int, Round]:
+    async with p.db.session() as s:
+        rows = await s.scalars(select(Round).where(Round.id.in_(round_ids)))
+        return {r.id: r for r in rows}
+
+
+async def task_codes_by_id(p: Platform, task_ids: list[int]) -> dict[int, str]:
+    async with p.db.session() as s:
+        rows = await s.execute(select(TaskRow.id, TaskRow.code).where(TaskRow.id.in_(task_ids)))
+        return {i: c for i, c in rows}
