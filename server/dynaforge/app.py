@@ -10,7 +10,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
 
 from dynaforge.api.context import RequestContext
@@ -73,10 +73,13 @@ def create_app(
         return JSONResponse({"status": "ok", "tasks": sorted(platform.plugins.registry.tasks)})
 
     app = Starlette(
-        routes=[Route("/healthz", healthz), Route("/graphql", graphql, methods=["GET", "POST"])],
+        routes=[
+            Route("/healthz", healthz),
+            Route("/graphql", graphql, methods=["GET", "POST"]),
+            WebSocketRoute("/graphql", graphql),
+        ],
         lifespan=lifespan,
     )
-    app.add_websocket_route("/graphql", graphql)
     app.state.platform = platform
     return app
 

@@ -36,3 +36,9 @@ async def current_revision(db: Database) -> str | None:
 
     async with db.engine.connect() as connection:
         return await connection.run_sync(lambda c: MigrationContext.configure(c).get_current_revision())
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config("sqlite://")).get_current_head()

@@ -1,0 +1,273 @@
+"""The ``dynaforge`` command: serve, demo, db upgrade, users, tokens, train, schema."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import secrets
+import sys
+from pathlib import Path
+
+import click
+
+from dynaforge.errors import DynaforgeError
+from dynaforge.settings import Settings
+
+DEMO_DIR = Path("dynaforge-data")
+DEMO_USER = "demo"
+
+
+def _settings(database_url: str | None = None, **overrides) -> Settings:
+    if database_url:
+        overrides["database_url"] = database_url
+    return Settings(**overrides)
+
+
+def _run(coro):
+    try:
+        return asyncio.run(coro)
+    except DynaforgeError as exc:
+        raise click.ClickException(exc.message) from exc
+
+
+def _demo_url() -> str:
+    return f"sqlite+aiosqlite:///{(DEMO_DIR / 'dynaforge.db').as_posix()}"
+
+
+def _default_url() -> str | None:
+    """Inside the demo's folder the CLI talks to the demo database unless DYNAFORGE_DATABASE_URL says otherwise."""
+    if "DYNAFORGE_DATABASE_URL" not in os.environ and (DEMO_DIR / "dynaforge.db").exists():
+        return _demo_url()
+    return None
+
+
+database_option = click.option(
+    "--database-url", envvar="DYNAFORGE_DATABASE_URL", default=None, help="SQLAlchemy async URL of the database."
+)
+
+
+@click.group()
+@click.option("--log-level", default="INFO", show_default=True)
+def main(log_level: str) -> None:
+    """Dynaforge: dynamic adversarial data collection and benchmarking."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+
+
+# --------------------------------------------------------------------------- serve / demo
+
+
+def _serve(settings: Settings, host: str, port: int, *, warm_models: bool) -> None:
+    import uvicorn
+
+    from dynaforge.app import create_app
+
+    app = create_app(settings, warm_models=warm_models)
+    uvicorn.run(app, host=host, port=port, log_level="info")
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@database_option
+@click.option("--warm-models/--no-warm-models", default=True, show_default=True,
+              help="Load target models in the background at start-up.")
+def serve(host: str, port: int, database_url: str | None, warm_models: bool) -> None:
+    """Serve the GraphQL API (migrations must be applied: dynaforge db upgrade)."""
+    settings = _settings(database_url or _default_url())
+    _run(_check_migrated(settings))
+    click.echo(f"Dynaforge serving http://{host}:{port}/graphql")
+    _serve(settings, host, port, warm_models=warm_models)
+
+
+async def _check_migrated(settings: Settings) -> None:
+    from dynaforge.db.engine import Database
+    from dynaforge.db.migrate import current_revision, head_revision
+
+    db = Database(settings.database_url)
+    try:
+        current = await current_revision(db)
+    finally:
+        await db.dispose()
+    if current != head_revision():
+        raise click.ClickException(
+            f"The database is at revision {current or 'none'}, not {head_revision()}: run 'dynaforge db upgrade' first"
+        )
+
+
+@main.command()
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+def demo(host: str, port: int) -> None:
+    """The embedded demo: SQLite under ./dynaforge-data/, every task with round 1 open, a demo user and token."""
+    settings = _settings(_demo_url())
+    token, password = _run(_prepare_demo(settings))
+    click.echo("")
+    click.echo("Dynaforge demo")
+    click.echo(f"  GraphiQL:  http://{host}:{port}/graphql")
+    click.echo(f"  user:      {DEMO_USER}  (password {password})" if password else f"  user:      {DEMO_USER}")
+    click.echo(f"  token:     {token}")
+    click.echo('  header:    {"Authorization": "Bearer ' + token + '"}')
+    click.echo("")
+    _serve(settings, host, port, warm_models=True)
+
+
+async def _prepare_demo(settings: Settings) -> tuple[str, str | None]:
+    from dynaforge.db.migrate import upgrade
+    from dynaforge.services import auth, contexts, tasks
+    from dynaforge.services.actor import Actor
+    from dynaforge.services.platform import Platform
+
+    platform = Platform.create(settings)
+    try:
+        await upgrade(platform.db)
+        created = await tasks.sync_registered_tasks(platform)
+        system = Actor.system()
+        for code in created:
+            task = platform.plugins.task(code)
+            if task.demo_contexts:
+                await contexts.add_contexts(platform, system, code, list(task.demo_contexts))
+        password = None
+        user = await auth.find_user(platform, DEMO_USER)
+        if user is None:
+            password = secrets.token_urlsafe(9)
+            user = await auth.create_user(
+                platform, system, username=DEMO_USER, email="demo@dynaforge.invalid", password=password, is_admin=True
+            )
+        _, token = await auth.create_token(platform, system, name="demo", username=DEMO_USER)
+        for name, error in platform.plugins.errors.items():
+            click.echo(f"warning: plugin {name} is broken: {error}", err=True)
+        return token, password
+    finally:
+        await platform.close()
+
+
+# --------------------------------------------------------------------------- db
+
+
+@main.group()
+def db() -> None:
+    """Database migrations."""
+
+
+@db.command("upgrade")
+@database_option
+@click.option("--revision", default="head", show_default=True)
+def db_upgrade(database_url: str | None, revision: str) -> None:
+    """Apply migrations up to REVISION."""
+    from dynaforge.db.engine import Database
+    from dynaforge.db.migrate import current_revision, upgrade
+
+    async def go() -> str | None:
+        database = Database(_settings(database_url or _default_url()).database_url)
+        try:
+            await upgrade(database, revision)
+            return await current_revision(database)
+        finally:
+            await database.dispose()
+
+    click.echo(f"database at revision {_run(go())}")
+
+
+# --------------------------------------------------------------------------- users and tokens
+
+
+@main.group()
+def users() -> None:
+    """User accounts."""
+
+
+@users.command("create")
+@click.option("--username", required=True)
+@click.option("--email", required=True)
+@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True)
+@click.option("--admin", is_flag=True, help="Make the user an admin.")
+@database_option
+def users_create(username: str, email: str, password: str, admin: bool, database_url: str | None) -> None:
+    """Create a user (as the operator: admins may be created)."""
+    from dynaforge.services import auth
+    from dynaforge.services.actor import Actor
+
+    async def go():
+        platform = _platform(database_url)
+        try:
+            return await auth.create_user(
+                platform, Actor.system(), username=username, email=email, password=password, is_admin=admin
+            )
+        finally:
+            await platform.close()
+
+    user = _run(go())
+    click.echo(f"created user {user.username} (id {user.id}{', admin' if user.is_admin else ''})")
+
+
+@main.group()
+def tokens() -> None:
+    """API tokens."""
+
+
+@tokens.command("create")
+@click.option("--username", required=True)
+@click.option("--name", default="cli", show_default=True, help="A name to recognise the token by.")
+@database_option
+def tokens_create(username: str, name: str, database_url: str | None) -> None:
+    """Create an API token for a user; the token is the last line printed."""
+    from dynaforge.services import auth
+    from dynaforge.services.actor import Actor
+
+    async def go():
+        platform = _platform(database_url)
+        try:
+            return await auth.create_token(platform, Actor.system(), name=name, username=username)
+        finally:
+            await platform.close()
+
+    row, token = _run(go())
+    click.echo(f"token {row.prefix}… created for {username}; it is shown only once:")
+    click.echo(token)
+
+
+def _platform(database_url: str | None):
+    from dynaforge.plugins import Plugins
+    from dynaforge.services.platform import Platform
+
+    settings = _settings(database_url or _default_url())
+    return Platform.create(settings, plugins=Plugins(allowlist=settings.plugin_allowlist()))
+
+
+# --------------------------------------------------------------------------- train, schema
+
+
+@main.command()
+@click.argument("task_code")
+@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Where to write the weights (default: the plugin's own weights folder).")
+@click.option("--limit", default=None, type=int, help="Use only this many rows (a quick check).")
+def train(task_code: str, data_dir: Path, out_dir: Path | None, limit: int | None) -> None:
+    """Train TASK_CODE's default target model from a data folder and print its held-out metrics."""
+    import json
+
+    from dynaforge.plugins import Plugins
+
+    task = Plugins(allowlist=_settings().plugin_allowlist()).task(task_code)
+    if task is None:
+        raise click.ClickException(f"No task {task_code!r} is installed")
+    try:
+        metrics = task.train(data_dir, out_dir, progress=True, limit=limit)
+    except NotImplementedError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(json.dumps(metrics, indent=2, sort_keys=True))
+
+
+@main.command()
+def schema() -> None:
+    """Print the GraphQL schema (SDL); schema.graphql is this output."""
+    from dynaforge.api.schema import sdl
+
+    click.echo(sdl(), nl=False)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
