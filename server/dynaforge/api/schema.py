@@ -39,12 +39,13 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         mutation=Mutation,
         types=ERROR_TYPES,
         extensions=[
-            MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
-            QueryDepthLimiter(max_depth=settings.graphql_max_depth),
-            MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
-            MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases),
-            ParserCache(maxsize=256),
-            ValidationCache(maxsize=256),
+            lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
+            lambda: QueryDepthLimiter(max_depth=settings.graphql_max_depth),
+            lambda: MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
+            lambda: MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases),
+            # Built per request; their LRU caches live at module level, shared by every request.
+            lambda: ParserCache(maxsize=256),
+            lambda: ValidationCache(maxsize=256),
         ],
     )
 

@@ -7,6 +7,7 @@ emitted by SQLAlchemy (the documented recipe), so SAVEPOINTs work; sessions that
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import AsyncIterator
@@ -81,7 +82,8 @@ class BoundDatabase(Database):
     """A Database whose sessions all join one open connection's transaction through SAVEPOINTs.
 
     Tests use it to run each test inside a transaction that is rolled back afterwards. Sessions must then be used
-    one at a time (a single connection cannot serve concurrent statements).
+    one at a time (a single connection cannot serve concurrent statements), so they queue on a lock; code that
+    opens a session inside another would wait forever here, which tests then reveal.
     """
 
     def __init__(self, connection: AsyncConnection, url: str):  # noqa: D107 - no engines of its own
@@ -94,6 +96,18 @@ class BoundDatabase(Database):
         )
         self._writer = maker
         self._reader = maker
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[AsyncSession]:
+        async with self._lock, self._reader() as session:
+            yield session
+
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncSession]:
+        async with self._lock, self._writer() as session:
+            async with session.begin():
+                yield session
 
     async def dispose(self) -> None:
         """The connection belongs to the caller."""
