@@ -1,0 +1,37 @@
+# Dynaforge developer commands. Each target sets itself up on a fresh machine.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-stamp
+
+.PHONY: setup run test bench services schema clean
+
+$(STAMP): pyproject.toml plugins/sentiment/pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	# torch first, pinned to the CPU build, so that transformers does not pull a CUDA build
+	$(BIN)/python -m pip install -q torch==2.13.0
+	$(BIN)/python -m pip install -q -e ".[dev,models]" -e plugins/sentiment
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## The embedded demo: SQLite under ./dynaforge-data/, GraphiQL at http://127.0.0.1:8000/graphql
+run: setup
+	HF_HUB_OFFLINE=1 $(BIN)/dynaforge demo
+
+## Every test, on SQLite and PostgreSQL (services started when they are down and can be started here)
+test: setup services
+	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+bench: setup services
+	HF_HUB_OFFLINE=1 $(BIN)/python -m bench
+
+services:
+	@bash scripts/services.sh
+
+schema: setup
+	$(BIN)/dynaforge schema > schema.graphql
+
+clean:
+	rm -rf $(VENV) dynaforge-data .pytest_cache
