@@ -36,6 +36,9 @@ async def test_tasks_query_is_public(gql):
     inputs_only = await gql('{ task(code: "toy") { fieldsJsonSchema(roles: [INPUT]) } }', token=None)
     assert list(inputs_only["task"]["fieldsJsonSchema"]["properties"]) == ["text"]
     assert (await gql('{ task(code: "missing") { code } }', token=None))["task"] is None
+    rounds = await gql('{ round(taskCode: "toy") { number } first: round(taskCode: "toy", number: 1) { number } '
+                       'none: round(taskCode: "toy", number: 9) { number } }', token=None)
+    assert rounds == {"round": {"number": 1}, "first": {"number": 1}, "none": None}
 
 
 async def test_register_create_example_and_page(gql):

@@ -9,6 +9,7 @@ from dynaforge.api.errors import parse_id, query_error
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.example import Example, ExampleConnection, ExampleStatus
 from dynaforge.api.types.plugin import Plugin
+from dynaforge.api.types.round import Round
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
 from dynaforge.errors import DynaforgeError
@@ -32,6 +33,15 @@ class Query:
             return Task.from_view(await task_service.get_task(info.context.platform, info.context.actor, code))
         except DynaforgeError:
             return None
+
+    @strawberry.field(description="A round of a task (default: the current one); null when there is none.")
+    async def round(self, info: Info, task_code: str, number: int | None = None) -> Round | None:
+        try:
+            view = await task_service.get_task(info.context.platform, info.context.actor, task_code)
+        except DynaforgeError:
+            return None
+        row = await task_service.get_round(info.context.platform, view.row.id, number)
+        return None if row is None else Round.from_row(row)
 
     @strawberry.field(description="A context of the task's current round to write against (least used first).")
     async def next_context(self, info: Info, task_code: str, tag: str | None = None) -> ContextType:

@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 class Role(str, Enum):
     """What a field is for in an example."""
 
-    CONTEXT = "context"  #: shown to the annotator, e.g. a premise or a passage; lives on the context row
-    INPUT = "input"  #: written by the annotator and sent to the model, e.g. a hypothesis or a question
+    CONTEXT = "context"  #: shown to the annotator, e.g. a passage or a prompt; lives on the context row
+    INPUT = "input"  #: written by the annotator and sent to the model, e.g. a question or a statement
     TARGET = "target"  #: the annotator's gold answer, compared with the model's prediction, e.g. a label or a span
     METADATA = "metadata"  #: anything else the annotator tells, e.g. why they think the model was fooled
 
