@@ -268,9 +268,7 @@ REGISTER = (
 
 LOGIN = (
     """mutation Login($input: LoginInput!) {
-  login(input: $input) { __typename ... on AuthPayload { token user { username } } """
-    + ERROR_FIELDS
-    + "} }"
+  login(input: $input) { __typename ... on AuthPayload { token user { username } } ... on Error { message } } }"""
 )
 
 CREATE_TOKEN = (

@@ -91,7 +91,18 @@ class TaskOwner(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
-class Round(SQLModel, table=True):
+class Counters(SQLModel):
+    """The counters a round and each user in a round keep (see ``dynaforge.services.counters``)."""
+
+    collected: int = Field(default=0)
+    fooled: int = Field(default=0)
+    verified_fooled: int = Field(default=0)
+    rejected: int = Field(default=0)
+    retracted: int = Field(default=0)
+    pending: int = Field(default=0)
+
+
+class Round(Counters, table=True):
     __tablename__ = "rounds"
     __table_args__ = (sa.UniqueConstraint("task_id", "number", name="uq_rounds_task_number"),)
 
@@ -104,27 +115,15 @@ class Round(SQLModel, table=True):
     secret: str = Field(max_length=64)
     started_at: datetime = _ts()
     ended_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
-    collected: int = Field(default=0)
-    fooled: int = Field(default=0)
-    verified_fooled: int = Field(default=0)
-    rejected: int = Field(default=0)
-    retracted: int = Field(default=0)
-    pending: int = Field(default=0)
 
 
-class RoundUserStats(SQLModel, table=True):
+class RoundUserStats(Counters, table=True):
     """Counters of one user in one round, kept in the same transaction as the examples they count."""
 
     __tablename__ = "round_user_stats"
 
     round_id: int = Field(foreign_key="rounds.id", primary_key=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", primary_key=True, ondelete="CASCADE")
-    collected: int = Field(default=0)
-    fooled: int = Field(default=0)
-    verified_fooled: int = Field(default=0)
-    rejected: int = Field(default=0)
-    retracted: int = Field(default=0)
-    pending: int = Field(default=0)
 
 
 class Context(SQLModel, table=True):

@@ -6,9 +6,9 @@ from sqlalchemy import update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from dynaforge.db.models import Round, RoundUserStats
+from dynaforge.db.models import Counters, Round, RoundUserStats
 
-COUNTERS = ("collected", "fooled", "verified_fooled", "rejected", "retracted", "pending")
+COUNTERS = tuple(Counters.model_fields)
 
 
 async def bump(s: AsyncSession, *, round_id: int, user_id: int, **deltas: int) -> None:
