@@ -146,3 +146,27 @@ async def test_healthz(client):
 async def test_malformed_authorization_headers_are_not_trusted(client, header):
     response = await client.post("/graphql", json={"query": "{ me { id } }"}, headers={"Authorization": header})
     assert response.json()["data"]["me"] is None
+
+
+ADD_CONTEXTS = """
+mutation($input: AddContextsInput!) {
+  addContexts(input: $input) { __typename ... on ContextsAdded { ids } ... on Error { message }
+    ... on InvalidInput { fieldErrors { field rule } } }
+}"""
+
+
+async def test_add_contexts_is_for_owners_and_all_or_nothing(gql, platform):
+    from dynaforge.services import tasks as task_service
+    from dynaforge.services.actor import Actor
+
+    gql.token, user_id = await register_user(gql)
+    contexts = {"taskCode": "toy", "contexts": [{"topic": "rivers"}, {"topic": "maps"}]}
+    refused = (await gql(ADD_CONTEXTS, {"input": contexts}))["addContexts"]
+    assert refused["__typename"] == "Forbidden"
+    await task_service.grant_ownership(platform, Actor.system(), "toy", int(user_id))
+    bad = (await gql(ADD_CONTEXTS, {"input": {"taskCode": "toy", "contexts": [{"topic": "ok"}, {"colour": 1}]}}))
+    assert bad["addContexts"]["fieldErrors"] == [{"field": "contexts[1].colour", "rule": "unknown_field"}]
+    added = (await gql(ADD_CONTEXTS, {"input": contexts}))["addContexts"]
+    assert added["__typename"] == "ContextsAdded" and len(added["ids"]) == 2
+    anonymous = (await gql(ADD_CONTEXTS, {"input": contexts}, token=None))["addContexts"]
+    assert anonymous["__typename"] == "NotAuthenticated"

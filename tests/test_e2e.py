@@ -42,7 +42,9 @@ pytestmark = pytest.mark.e2e
 HERE = Path(__file__).resolve().parent
 PLUGIN_SOURCE = HERE / "e2e_plugin" / "e2e_spans"
 VENV_BIN = Path(sys.prefix) / "bin"
-DYNAFORGE = str(VENV_BIN / "dynaforge") if (VENV_BIN / "dynaforge").exists() else (shutil.which("dynaforge") or "dynaforge")
+DYNAFORGE = str(VENV_BIN / "dynaforge")
+if not os.path.exists(DYNAFORGE):  # pytest not run from the virtual environment
+    DYNAFORGE = shutil.which("dynaforge") or "dynaforge"
 PYTHON = sys.executable
 PG_SERVER = os.environ.get("DYNAFORGE_E2E_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
 HEALTH_TIMEOUT_S = 60.0
@@ -211,7 +213,10 @@ def _stop(proc: subprocess.Popen) -> None:
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)],
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+    ],
 )
 def server(request, tmp_path_factory) -> Iterator[Server]:
     workdir = tmp_path_factory.mktemp(f"e2e-{request.param}")
@@ -317,12 +322,9 @@ PLUGINS = "query Plugins { plugins { name version hooks isDefault error } }"
 async def register(server: Server, prefix: str = "e2e") -> tuple[str, dict[str, Any]]:
     """A fresh account (each test gets its own, so per-user counts and rate limits do not interfere)."""
     username = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    account = {"username": username, "email": f"{username}@example.org", "password": "correct-horse-e2e"}
     async with session(server) as s:
-        result = (
-            await run(
-                s, REGISTER, input={"username": username, "email": f"{username}@example.org", "password": "correct-horse-e2e"}
-            )
-        )["register"]
+        result = (await run(s, REGISTER, input=account))["register"]
     assert result["__typename"] == "AuthPayload", result
     assert result["user"]["username"] == username
     assert result["token"].startswith("dfk_")
@@ -437,13 +439,8 @@ async def test_register_login_and_api_tokens(server: Server):
         assert denied["__typename"] == "NotAuthenticated", denied
         assert "Authorization" in denied["message"]
         # the same username again
-        again = (
-            await run(
-                s,
-                REGISTER,
-                input={"username": user["username"], "email": "someone-else@example.org", "password": "another-password"},
-            )
-        )["register"]
+        taken = {"username": user["username"], "email": "someone-else@example.org", "password": "another-password"}
+        again = (await run(s, REGISTER, input=taken))["register"]
         assert again["__typename"] == "AlreadyExists", again
         assert "already registered" in again["message"]
         # login issues yet another working token
@@ -526,7 +523,11 @@ async def test_span_task_examples(server: Server):
         fooling = await create_example(
             s,
             "e2e-spans",
-            {"passage": PASSAGE, "question": "What did the lighthouses guide?", "answer": {"text": "fishing boats", "start": start}},
+            {
+                "passage": PASSAGE,
+                "question": "What did the lighthouses guide?",
+                "answer": {"text": "fishing boats", "start": start},
+            },
         )
         assert fooling["__typename"] == "CreatedExample", fooling
         assert fooling["prediction"]["answer"]["text"] == first_word
@@ -609,7 +610,9 @@ async def test_bad_input_is_typed_and_stores_nothing(server: Server):
 
         # no token at all
         async with session(server) as anonymous:
-            result = await create_example(anonymous, "sentiment", {"statement": POSITIVE, "label": "positive"}, context_id)
+            result = await create_example(
+                anonymous, "sentiment", {"statement": POSITIVE, "label": "positive"}, context_id
+            )
         assert result["__typename"] == "NotAuthenticated", result
         assert "Authorization: Bearer" in result["message"], result
         await unchanged("missing token")
@@ -643,7 +646,9 @@ async def test_cli_users_and_tokens(server: Server):
         "--password", password, "--database-url", server.database_url,
     )
     assert f"created user {username}" in created.stdout
-    issued = _cli(server.env, server.workdir, "tokens", "create", "--username", username, "--database-url", server.database_url)
+    issued = _cli(
+        server.env, server.workdir, "tokens", "create", "--username", username, "--database-url", server.database_url
+    )
     token = issued.stdout.strip().splitlines()[-1].strip()
     assert token.startswith("dfk_"), issued.stdout
 

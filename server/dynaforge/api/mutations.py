@@ -23,6 +23,7 @@ from dynaforge.api.errors import (
 from dynaforge.api.types.example import Example
 from dynaforge.api.types.user import ApiToken, User
 from dynaforge.services import auth as auth_service
+from dynaforge.services import contexts as context_service
 from dynaforge.services import examples as example_service
 
 Info = strawberry.Info[RequestContext]
@@ -60,6 +61,13 @@ class CreateExampleInput:
     fields: JSON = strawberry.field(description="The input, target and metadata fields (see the task's JSON Schema).")
     context_id: strawberry.ID | None = None
     time_taken_ms: int | None = None
+    tag: str | None = None
+
+
+@strawberry.input
+class AddContextsInput:
+    task_code: str
+    contexts: list[JSON] = strawberry.field(description="Each item holds the task's context fields.")
     tag: str | None = None
 
 
@@ -109,6 +117,11 @@ class RetractedExample:
     example: Example
 
 
+@strawberry.type(description="The contexts were added to the task's current round, in the order given.")
+class ContextsAdded:
+    ids: list[strawberry.ID]
+
+
 RegisterResult = Annotated[Union[AuthPayload, InvalidInput, AlreadyExists, RateLimited], strawberry.union("RegisterResult")]
 LoginResult = Annotated[Union[AuthPayload, InvalidCredentials, RateLimited], strawberry.union("LoginResult")]
 CreateApiTokenResult = Annotated[
@@ -124,6 +137,10 @@ CreateExampleResult = Annotated[
 RetractExampleResult = Annotated[
     Union[RetractedExample, InvalidInput, NotAuthenticated, Forbidden, NotFound],
     strawberry.union("RetractExampleResult"),
+]
+
+AddContextsResult = Annotated[
+    Union[ContextsAdded, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("AddContextsResult")
 ]
 
 
@@ -200,3 +217,17 @@ class Mutation:
 
         return await as_result(call)
 
+    @strawberry.mutation(description="Task owners and admins add contexts to the current round (all or nothing).")
+    async def add_contexts(self, info: Info, input: AddContextsInput) -> AddContextsResult:
+        async def call():
+            ids = await context_service.add_contexts(
+                info.context.platform,
+                info.context.actor,
+                input.task_code,
+                list(input.contexts),
+                tag=input.tag,
+                auth_error=info.context.auth_error,
+            )
+            return ContextsAdded(ids=[strawberry.ID(str(i)) for i in ids])
+
+        return await as_result(call)

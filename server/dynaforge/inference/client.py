@@ -51,9 +51,12 @@ def _spec_key(spec: ModelSpec) -> str:
 class LocalInferenceClient(InferenceClient):
     """Runs registered backends in this process on a thread pool, with a per-request timeout."""
 
-    def __init__(self, backends: dict[str, ModelBackend], *, timeout_s: float = 10.0, threads: int = 1):
+    def __init__(
+        self, backends: dict[str, ModelBackend], *, timeout_s: float = 10.0, threads: int = 1, load_timeout_s: float = 120.0
+    ):
         self._backends = backends
         self._timeout_s = timeout_s
+        self._load_timeout_s = load_timeout_s
         self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="dynaforge-inference")
         self._models: dict[str, Predictor] = {}
         self._lock = threading.Lock()
@@ -85,6 +88,18 @@ class LocalInferenceClient(InferenceClient):
 
     async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
         loop = asyncio.get_running_loop()
+        if _spec_key(spec) not in self._models:
+            # Loading is not answering: the timeout covers prediction, while a first load gets its own bound.
+            try:
+                await asyncio.wait_for(
+                    asyncio.shield(loop.run_in_executor(self._pool, self._load, spec)), timeout=self._load_timeout_s
+                )
+            except asyncio.TimeoutError as exc:
+                raise InferenceTimeout(f"model {spec.name!r} did not load within {self._load_timeout_s:g}s") from exc
+            except InferenceError:
+                raise
+            except Exception as exc:
+                raise InferenceError(f"model {spec.name!r} failed to load: {type(exc).__name__}: {exc}") from exc
         future = loop.run_in_executor(self._pool, self._run, spec, inputs)
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout=self._timeout_s)

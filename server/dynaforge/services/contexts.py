@@ -16,14 +16,27 @@ from dynaforge.services.platform import Platform
 _SAMPLE = 16
 
 
+MAX_CONTEXTS_PER_CALL = 1000
+
+
 async def add_contexts(
-    p: Platform, actor: Actor | None, task_code: str, contexts: list[Any], *, tag: str | None = None
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    contexts: list[Any],
+    *,
+    tag: str | None = None,
+    auth_error: str | None = None,
 ) -> list[int]:
     """Add contexts to the task's current round: owners and admins only; all or nothing."""
-    actor = require_user(actor)
+    actor = require_user(actor, auth_error)
     view = await task_service.get_task(p, actor, task_code)
-    if not contexts:
-        raise InvalidInput.from_errors([FieldError("contexts", "required", "give at least one context")])
+    if not contexts or len(contexts) > MAX_CONTEXTS_PER_CALL:
+        raise InvalidInput.from_errors(
+            [FieldError("contexts", "count", f"give 1 to {MAX_CONTEXTS_PER_CALL} contexts per call")]
+        )
+    if tag is not None and not 1 <= len(tag) <= 100:
+        raise InvalidInput.from_errors([FieldError("tag", "length", "must have 1 to 100 characters")])
     cleaned, errors = [], []
     for i, values in enumerate(contexts):
         try:
