@@ -4,8 +4,8 @@ A module-scoped fixture, run once per database backend (SQLite, then PostgreSQL)
 
 * writes a throwaway task plugin (``tests/e2e_plugin/e2e_spans``, task ``e2e-spans``) into a temporary folder with an
   ``e2e_spans-0.1.dist-info`` beside it, so that the server discovers it through entry points without pip;
-* runs ``dynaforge db upgrade``, seeds a few sentiment contexts as the operator (there is no API or CLI for adding
-  contexts yet), starts ``dynaforge serve`` on a free port and waits for ``/healthz``;
+* runs ``dynaforge db upgrade``, starts ``dynaforge serve`` on a free port, waits for ``/healthz``, and adds a few
+  sentiment contexts through ``addContexts`` as an admin created with the CLI;
 * stops the server (and drops the PostgreSQL database) afterwards.
 
 PostgreSQL is expected at postgresql://postgres@127.0.0.1:5432 (trust auth; ``DYNAFORGE_E2E_POSTGRES`` overrides it).
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, AsyncIterator, Iterator
 
+import httpx
 import pytest
 from gql import Client
 from gql.client import AsyncClientSession
@@ -64,27 +65,25 @@ NEGATIVE = "This was a horrible, miserable experience and I hated every awful mi
 PASSAGE = "Lighthouses guided fishing boats along the rocky northern coast for two hundred years."
 QUESTION = "What guided the fishing boats along the coast?"
 
-# Run by the operator (database credentials, no API): create the task rows and round 1, then add contexts.
-SEED_CONTEXTS = r"""
-import asyncio, json, sys
-
-from dynaforge.services import contexts, tasks
-from dynaforge.services.actor import Actor
-from dynaforge.services.platform import Platform
-from dynaforge.settings import Settings
+ADD_CONTEXTS = """
+mutation($input: AddContextsInput!) {
+  addContexts(input: $input) { __typename ... on ContextsAdded { ids } ... on Error { message } }
+}"""
 
 
-async def main(url, task_code, values):
-    platform = Platform.create(Settings(database_url=url))
-    try:
-        await tasks.sync_registered_tasks(platform)
-        print(json.dumps(await contexts.add_contexts(platform, Actor.system(), task_code, values)))
-    finally:
-        await platform.close()
-
-
-asyncio.run(main(sys.argv[1], sys.argv[2], json.loads(sys.argv[3])))
-"""
+def _seed_contexts(env: dict[str, str], workdir: Path, database_url: str, base_url: str) -> None:
+    """As a real operator would: an admin made with the CLI adds the sentiment prompts through addContexts."""
+    _cli(env, workdir, "users", "create", "--username", "operator", "--email", "operator@example.org",
+         "--password", "operator password", "--admin", "--database-url", database_url)
+    token = _cli(env, workdir, "tokens", "create", "--username", "operator", "--database-url", database_url)
+    response = httpx.post(
+        f"{base_url}/graphql",
+        json={"query": ADD_CONTEXTS, "variables": {"input": {"taskCode": "sentiment", "contexts": SENTIMENT_PROMPTS}}},
+        headers={"Authorization": f"Bearer {token.stdout.strip().splitlines()[-1]}"},
+        timeout=30,
+    )
+    payload = response.json()["data"]["addContexts"]
+    assert payload["__typename"] == "ContextsAdded", payload
 
 
 # --------------------------------------------------------------------------- the server
@@ -224,7 +223,6 @@ def server(request, tmp_path_factory) -> Iterator[Server]:
     env = _environment(workdir)
     with _database(request.param, workdir) as database_url:
         _cli(env, workdir, "db", "upgrade", "--database-url", database_url)
-        _run([PYTHON, "-c", SEED_CONTEXTS, database_url, "sentiment", json.dumps(SENTIMENT_PROMPTS)], env, workdir)
         port = _free_port()
         base_url = f"http://127.0.0.1:{port}"
         stdout_path, stderr_path = workdir / "server.out", workdir / "server.err"
@@ -238,6 +236,7 @@ def server(request, tmp_path_factory) -> Iterator[Server]:
             )
         try:
             _wait_healthy(proc, base_url, stderr_path)
+            _seed_contexts(env, workdir, database_url, base_url)
             yield Server(request.param, base_url, database_url, env, workdir)
         finally:
             _stop(proc)

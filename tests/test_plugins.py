@@ -164,12 +164,6 @@ def test_register_tasks_duplicate_code_reports_one_plugin_and_keeps_the_task():
     assert next(r for r in p.info() if r.name == broken).error == error
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG plugins.py Plugins._build_registry: plugins are ordered from pm.get_plugins(), a set, so which of "
-    "two plugins with the same task code wins is arbitrary (a plugin registered later can knock out an installed "
-    "one). Remove this marker once the registry follows registration order.",
-)
 def test_register_tasks_duplicate_code_is_blamed_on_the_later_plugin():
     for _ in range(30):
         first, second = make_task("temp-dup"), make_task("temp-dup", name="Second")
@@ -178,7 +172,8 @@ def test_register_tasks_duplicate_code_is_blamed_on_the_later_plugin():
         assert p.task("temp-dup") is first
 
         p = Plugins(allowlist={"sentiment"})
-        p.register(task_plugin("Intruder", make_task("sentiment")), "intruder")
+        with pytest.raises(PluginError, match="already registered by sentiment"):
+            p.register(task_plugin("Intruder", make_task("sentiment")), "intruder")
         assert set(p.errors) == {"intruder"}
         assert p.registry.owners[("tasks", "sentiment")] == "sentiment"
         assert type(p.task("sentiment")).__name__ == "SentimentTask"
@@ -200,7 +195,8 @@ def test_register_tasks_bad_declaration_is_reported_and_others_load():
 
 
 def test_register_tasks_bad_code_is_reported(core):
-    core.register(task_plugin("BadCode", make_task("Not A Code")), "bad-code")
+    with pytest.raises(PluginError, match="code must match"):
+        core.register(task_plugin("BadCode", make_task("Not A Code")), "bad-code")
     try:
         assert "code must match" in core.errors["bad-code"]
         assert "Not A Code" not in core.registry.tasks
@@ -525,12 +521,6 @@ def test_register_perturbations_typo_leaves_short_words_alone(core):
     assert typo("", random.Random(0)) == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IndexError,
-    reason="BUG defaults/perturbations.py typo: a word with 4+ letters but no two adjacent letters (e.g. "
-    "'e-m-a-i-l', 'U.S.A.F.') is a candidate, then rng.choice(positions) gets an empty list. Remove once fixed.",
-)
 def test_register_perturbations_typo_on_words_without_adjacent_letters(core):
     typo = core.registry.perturbations["typo"].apply
     assert typo("e-m-a-i-l me", random.Random(0)) == "e-m-a-i-l me"

@@ -186,12 +186,6 @@ class HighlightTask(Task):
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG tasks/base.py Task._validate: spans are checked against the raw values but input/metadata strings "
-    "are stored stripped, so a span into an input field written with leading whitespace passes validation and is "
-    "stored with an offset that no longer points at its text. Remove once fixed.",
-)
 def test_span_into_an_input_field_still_points_at_its_text_after_cleaning():
     cleaned = HighlightTask().validate_example(
         {"sentence": "  Hey you", "label": "yes", "cue": {"text": "Hey", "start": 2}}, None
@@ -227,12 +221,6 @@ def test_number_field_bounds_are_inclusive_and_whole_floats_are_integers(task):
     assert task.validate_example(with_(seconds=1e6), CONTEXT)["seconds"] == 1e6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=OverflowError,
-    reason="BUG tasks/fields.py NumberField.check: math.isfinite(10**400) raises OverflowError instead of the "
-    "field reporting rule 'type' (or 'maximum'). Remove once fixed.",
-)
 def test_number_field_huge_integer_is_a_field_error(task):
     errors_of(task, with_(seconds=10**400))
 

@@ -149,19 +149,25 @@ class Plugins:
 
     def register(self, obj: Any, name: str) -> None:
         """Register a plugin object after start-up (tests, embedding) and rebuild the registry."""
+        self.errors.pop(name, None)
         self._register(obj, name)
+        if name not in self.errors:
+            self.registry = self._build_registry()
         if name in self.errors:
             raise PluginError(f"plugin {name}: {self.errors[name]}")
-        self.registry = self._build_registry()
 
     def unregister(self, name: str) -> None:
-        self.pm.unregister(name=name)
+        self.errors.pop(name, None)
+        if self.pm.get_plugin(name) is not None:
+            self.pm.unregister(name=name)
         self.registry = self._build_registry()
 
     def _build_registry(self) -> Registry:
         registry = Registry()
         # Defaults first so that third-party plugins may not silently replace a core metric or backend.
-        ordered = sorted(self.pm.get_plugins(), key=lambda p: self.pm.get_name(p) not in self.default_names)
+        # pluggy keeps plugins in a set: use registration order so that "first registered wins" is deterministic.
+        in_order = [plugin for _, plugin in self.pm.list_name_plugin() if plugin is not None]
+        ordered = sorted(in_order, key=lambda p: self.pm.get_name(p) not in self.default_names)
         for hook_name, (attr, expected, key_attr) in _KINDS.items():
             impls = {id(i.plugin): i for i in getattr(self.pm.hook, hook_name).get_hookimpls()}
             for plugin in ordered:

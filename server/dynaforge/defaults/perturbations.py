@@ -11,13 +11,17 @@ from dynaforge.tasks.base import Perturbation
 def typo(text: str, rng: random.Random) -> str:
     """Swap two adjacent letters inside one word of four or more letters (a common keyboard slip)."""
     words = text.split(" ")
-    candidates = [i for i, w in enumerate(words) if sum(ch.isalpha() for ch in w) >= 4]
+
+    def swappable(word: str) -> list[int]:
+        # positions of two adjacent, different letters (swapping equal ones would change nothing)
+        return [j for j in range(len(word) - 1) if word[j].isalpha() and word[j + 1].isalpha() and word[j] != word[j + 1]]
+
+    candidates = [i for i, w in enumerate(words) if sum(ch.isalpha() for ch in w) >= 4 and swappable(w)]
     if not candidates:
         return text
     i = rng.choice(candidates)
     word = words[i]
-    positions = [j for j in range(len(word) - 1) if word[j].isalpha() and word[j + 1].isalpha()]
-    j = rng.choice(positions)
+    j = rng.choice(swappable(word))
     words[i] = word[:j] + word[j + 1] + word[j] + word[j + 2 :]
     return " ".join(words)
 

@@ -14,7 +14,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Mapping
 
 from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
 from dynaforge.tasks.base import ModelSpec
@@ -52,9 +52,15 @@ class LocalInferenceClient(InferenceClient):
     """Runs registered backends in this process on a thread pool, with a per-request timeout."""
 
     def __init__(
-        self, backends: dict[str, ModelBackend], *, timeout_s: float = 10.0, threads: int = 1, load_timeout_s: float = 120.0
+        self,
+        backends: Mapping[str, ModelBackend] | Callable[[], Mapping[str, ModelBackend]],
+        *,
+        timeout_s: float = 10.0,
+        threads: int = 1,
+        load_timeout_s: float = 120.0,
     ):
-        self._backends = backends
+        # A callable is read at each load, so backends registered later (a plugin added at run time) are found.
+        self._backends = backends if callable(backends) else (lambda: backends)
         self._timeout_s = timeout_s
         self._load_timeout_s = load_timeout_s
         self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="dynaforge-inference")
@@ -66,7 +72,7 @@ class LocalInferenceClient(InferenceClient):
         with self._lock:
             model = self._models.get(key)
             if model is None:
-                backend = self._backends.get(spec.backend)
+                backend = self._backends().get(spec.backend)
                 if backend is None:
                     raise InferenceError(
                         f"model {spec.name!r} uses backend {spec.backend!r}, which no installed plugin registers"

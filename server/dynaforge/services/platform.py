@@ -37,7 +37,7 @@ class Platform:
             plugins=plugins,
             inference=inference
             or LocalInferenceClient(
-                plugins.registry.backends, timeout_s=settings.inference_timeout_s, threads=settings.inference_threads
+                lambda: plugins.registry.backends, timeout_s=settings.inference_timeout_s, threads=settings.inference_threads
             ),
         )
 

@@ -137,6 +137,8 @@ class Task:
                 else:
                     errors.append(FieldError(name, "role", f"is a {other.role.value} field and cannot be set here"))
         merged = {**known, **values}
+        # Text that a span points into is kept exactly as written, so the span's offset stays true.
+        span_sources = {getattr(f, "context_field", None) for f in self.fields} - {None}
         cleaned: dict[str, Any] = {}
         for f in wanted:
             value = values.get(f.name)
@@ -148,7 +150,8 @@ class Task:
             if problems:
                 errors.extend(problems)
             else:
-                cleaned[f.name] = value.strip() if isinstance(value, str) and f.role != Role.CONTEXT else value
+                strip = isinstance(value, str) and f.role != Role.CONTEXT and f.name not in span_sources
+                cleaned[f.name] = value.strip() if strip else value
         if errors:
             raise InvalidInput.from_errors(errors)
         return cleaned

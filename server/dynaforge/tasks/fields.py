@@ -143,7 +143,13 @@ class NumberField(Field):
     integer: bool = False
 
     def check(self, value, *, task, values):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return self.error("type", "must be a finite number")
+        try:
+            finite = math.isfinite(value)
+        except OverflowError:  # an integer too large for a float
+            finite = False
+        if not finite:
             return self.error("type", "must be a finite number")
         if self.integer and not float(value).is_integer():
             return self.error("integer", "must be a whole number")
