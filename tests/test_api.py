@@ -170,3 +170,16 @@ async def test_add_contexts_is_for_owners_and_all_or_nothing(gql, platform):
     assert added["__typename"] == "ContextsAdded" and len(added["ids"]) == 2
     anonymous = (await gql(ADD_CONTEXTS, {"input": contexts}, token=None))["addContexts"]
     assert anonymous["__typename"] == "NotAuthenticated"
+
+
+async def test_graphiql_is_served_outside_production(client):
+    response = await client.get("/graphql", headers={"Accept": "text/html"})
+    assert response.status_code == 200 and "graphiql" in response.text.lower()
+
+
+def test_production_refuses_the_placeholder_secret_and_hides_graphiql():
+    from dynaforge.settings import Settings
+
+    with pytest.raises(ValueError, match="SECRET_KEY"):
+        Settings(environment="production")
+    assert Settings(environment="production", secret_key="x" * 32).graphiql_enabled is False
