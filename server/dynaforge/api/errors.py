@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable
 
 import strawberry
 from graphql import GraphQLError
@@ -87,8 +87,6 @@ def to_graphql(exc: domain.DynaforgeError) -> Any:
             return graphql_type(message=exc.message)
     raise exc
 
-
-T = TypeVar("T")
 
 
 async def as_result(call: Callable[[], Any]) -> Any:
