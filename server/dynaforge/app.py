@@ -19,7 +19,6 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
-from dynaforge.tasks.base import ModelSpec
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +88,6 @@ async def _warm(platform: Platform) -> None:
     for task in platform.plugins.registry.tasks.values():
         for spec in task.default_target_models:
             try:
-                await platform.inference.warm_up(ModelSpec.from_dict(spec.as_dict()))
+                await platform.inference.warm_up(spec)
             except Exception:
                 log.exception("could not load target model %s of task %s", spec.name, task.code)

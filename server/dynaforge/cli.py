@@ -229,11 +229,9 @@ def tokens_create(username: str, name: str, database_url: str | None) -> None:
 
 
 def _platform(database_url: str | None):
-    from dynaforge.plugins import Plugins
     from dynaforge.services.platform import Platform
 
-    settings = _settings(database_url or _default_url())
-    return Platform.create(settings, plugins=Plugins(allowlist=settings.plugin_allowlist()))
+    return Platform.create(_settings(database_url or _default_url()))
 
 
 # --------------------------------------------------------------------------- train, schema

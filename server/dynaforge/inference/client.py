@@ -34,8 +34,26 @@ class ModelAnswer:
 class InferenceClient:
     """Interface: predict a batch of model inputs with one model."""
 
+    async def _on_pool(self, timeout_s: float, failing: str, timing_out: str, fn, *args: Any) -> Any:
+        """Run ``fn`` on the inference thread within ``timeout_s``; failures become InferenceError/Timeout."""
+        future = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout=timeout_s)
+        except asyncio.TimeoutError as exc:
+            raise InferenceTimeout(f"{timing_out} within {timeout_s:g}s") from exc
+        except InferenceError:
+            raise
+        except Exception as exc:
+            raise InferenceError(f"{failing}: {type(exc).__name__}: {exc}") from exc
+
     async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
-        raise NotImplementedError
+        name = f"model {spec.name!r}"
+        if _spec_key(spec) not in self._models:
+            # Loading is not answering: the timeout covers prediction, while a first load gets its own bound.
+            await self._on_pool(
+                self._load_timeout_s, f"{name} failed to load", f"{name} did not load", self._load, spec
+            )
+        return await self._on_pool(self._timeout_s, f"{name} failed", f"{name} did not answer", self._run, spec, inputs)
 
     async def warm_up(self, spec: ModelSpec) -> None:
         """Load a model ahead of its first request (optional)."""
