@@ -15,7 +15,9 @@ from strawberry.asgi import GraphQL
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.schema import build_schema
+from dynaforge.inference.client import spec_key
 from dynaforge.services import auth as auth_service
+from dynaforge.services import examples as example_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
@@ -60,16 +62,25 @@ def create_app(
     async def lifespan(app: Starlette):
         if sync_tasks:
             await task_service.sync_registered_tasks(platform)
-        warm = asyncio.create_task(_warm(platform)) if warm_models else None
+        background = [asyncio.create_task(_retry_pending(platform), name="pending-predictions")]
+        if warm_models:
+            background.append(asyncio.create_task(_warm(platform), name="warm-models"))
         try:
             yield
         finally:
-            if warm is not None:
-                warm.cancel()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
             await platform.close()
 
     async def healthz(request: Request) -> JSONResponse:
-        return JSONResponse({"status": "ok", "tasks": sorted(platform.plugins.registry.tasks)})
+        return JSONResponse(
+            {
+                "status": "ok",
+                "tasks": sorted(platform.plugins.registry.tasks),
+                "inference": platform.inference.status(),
+            }
+        )
 
     app = Starlette(
         routes=[
@@ -83,11 +94,32 @@ def create_app(
     return app
 
 
+async def _retry_pending(platform: Platform) -> None:
+    """Predict examples stored without a prediction, every ``pending_retry_s`` seconds, for the server's life."""
+    while True:
+        await asyncio.sleep(platform.settings.pending_retry_s)
+        try:
+            while await example_service.predict_pending(platform) > 0:
+                pass
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("predicting pending examples failed; trying again later")
+
+
 async def _warm(platform: Platform) -> None:
-    """Load every default target model in the background so the first annotator does not wait for it."""
+    """Start the model worker and load each open round's target models (and every task's defaults) in the
+    background, so that the first annotator does not wait for them."""
+    await platform.inference.start()
+    specs = await task_service.open_round_targets(platform)
     for task in platform.plugins.registry.tasks.values():
-        for spec in task.default_target_models:
-            try:
-                await platform.inference.warm_up(spec)
-            except Exception:
-                log.exception("could not load target model %s of task %s", spec.name, task.code)
+        specs.extend(task.default_target_models)
+    seen = set()
+    for spec in specs:
+        if spec_key(spec) in seen:
+            continue
+        seen.add(spec_key(spec))
+        try:
+            await platform.inference.warm_up(spec)
+        except Exception:
+            log.exception("could not load target model %s", spec.name)

@@ -31,8 +31,22 @@ class Settings(BaseSettings):
     )
 
     # Inference
+    inference: Literal["worker", "inline"] = Field(
+        default="worker",
+        description="worker: models run in a supervised model-worker process (the API never imports torch); "
+        "inline: on a thread of the API process (tests, tools)",
+    )
     inference_timeout_s: float = 10.0
-    inference_threads: int = 1
+    inference_load_timeout_s: float = 300.0
+    inference_threads: int = Field(default=1, description="inline mode: threads running predictions")
+    model_threads: int | None = Field(default=None, description="worker mode: torch threads per forward pass")
+    batch_max_size: int = Field(default=32, ge=1, description="worker mode: the most requests in one forward pass")
+    batch_window_ms: float = Field(
+        default=2.0, ge=0, description="worker mode: how long a batch waits for more requests under concurrency"
+    )
+    pending_retry_s: float = Field(
+        default=5.0, gt=0, description="how often examples stored without a prediction are predicted again"
+    )
 
     # Abuse limits
     examples_per_minute: int = 30

@@ -21,10 +21,12 @@ from dynaforge.api.errors import (
     parse_id,
 )
 from dynaforge.api.types.example import Example
+from dynaforge.api.types.round import Round
 from dynaforge.api.types.user import ApiToken, User
 from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
 from dynaforge.services import examples as example_service
+from dynaforge.services import tasks as task_service
 
 Info = strawberry.Info[RequestContext]
 
@@ -76,6 +78,22 @@ class RetractExampleInput:
     example_id: strawberry.ID
 
 
+@strawberry.input(description="A model to put in the loop: a registered backend and that backend's configuration.")
+class TargetModelInput:
+    name: str = strawberry.field(description="Shown to annotators and stored with each prediction.")
+    backend: str = strawberry.field(description="A backend the plugins register (the plugins query lists them).")
+    config: JSON = strawberry.field(description="The backend's configuration (see docs/model-server.md).")
+
+
+@strawberry.input
+class SetTargetModelsInput:
+    task_code: str
+    models: list[TargetModelInput] = strawberry.field(description="One model, or the members of an ensemble.")
+    ensemble_rule: str = strawberry.field(
+        default="majority", description="For an ensemble: majority, any_wrong or all_wrong."
+    )
+
+
 # --------------------------------------------------------------------------- payloads
 
 
@@ -117,6 +135,11 @@ class RetractedExample:
     example: Example
 
 
+@strawberry.type(description="The round's target models were replaced; the next example is judged by them.")
+class TargetModelsSet:
+    round: Round
+
+
 @strawberry.type(description="The contexts were added to the task's current round, in the order given.")
 class ContextsAdded:
     ids: list[strawberry.ID]
@@ -139,6 +162,10 @@ RetractExampleResult = Annotated[
     strawberry.union("RetractExampleResult"),
 ]
 
+SetTargetModelsResult = Annotated[
+    Union[TargetModelsSet, InvalidInput, NotAuthenticated, Forbidden, NotFound, RoundClosed],
+    strawberry.union("SetTargetModelsResult"),
+]
 AddContextsResult = Annotated[
     Union[ContextsAdded, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("AddContextsResult")
 ]
@@ -229,5 +256,23 @@ class Mutation:
                 auth_error=info.context.auth_error,
             )
             return ContextsAdded(ids=[strawberry.ID(str(i)) for i in ids])
+
+        return await as_result(call)
+
+    @strawberry.mutation(
+        description="Task owners and admins set the open round's target: one model or an ensemble with a rule. "
+        "Backends and configurations are checked before anything changes; the model loads on first use."
+    )
+    async def set_target_models(self, info: Info, input: SetTargetModelsInput) -> SetTargetModelsResult:
+        async def call():
+            row = await task_service.set_target_models(
+                info.context.platform,
+                info.context.actor,
+                input.task_code,
+                [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.models],
+                input.ensemble_rule,
+                auth_error=info.context.auth_error,
+            )
+            return TargetModelsSet(round=Round.from_row(row))
 
         return await as_result(call)

@@ -1,12 +1,25 @@
-"""Default model backends: ``python`` (an import path) and ``transformers`` (sequence classification)."""
+"""Default model backends: ``python`` (an import path), ``transformers`` (sequence classification and extractive
+question answering from a model folder) and ``http`` (a remote model server speaking the JSON contract of
+docs/model-server.md, which :mod:`dynaforge.inference.http_server` implements).
+
+torch and transformers are imported inside the predictors, so registering these backends costs the API process
+nothing; every predictor has a cheap ``length(model_input)`` estimate that the model worker groups requests by.
+"""
 
 from __future__ import annotations
 
 import importlib
+import random
+import threading
+import time
+from pathlib import Path
 from typing import Any, Callable
+from urllib.parse import urlsplit
+
+import httpx
 
 from dynaforge.hookspecs import hookimpl
-from dynaforge.inference.backends import ModelBackend, Predictor
+from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
 
 
 def import_object(path: str) -> Any:
@@ -23,12 +36,45 @@ def import_object(path: str) -> Any:
     return obj
 
 
+def estimate_tokens(texts: list[Any]) -> int:
+    """A tokenizer-free token count: about four characters per token, plus a few special tokens."""
+    return sum(len(t) for t in texts if isinstance(t, str)) // 4 + 3
+
+
+# --------------------------------------------------------------------------------------------------- config checks
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _is_name(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+def _unknown_keys(config: dict[str, Any], known: set[str]) -> list[str]:
+    unknown = sorted(set(config) - known)
+    return [f"unknown config key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}"] if unknown else []
+
+
+# --------------------------------------------------------------------------------------------------------- python
+
+
 class _CallablePredictor:
+    """Wraps a plain ``fn(inputs) -> outputs`` as a predictor."""
+
     def __init__(self, fn: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]):
         self._fn = fn
 
-    def predict(self, inputs):
+    def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         return self._fn(inputs)
+
+    def length(self, model_input: dict[str, Any]) -> int:
+        return estimate_tokens(list(model_input.values()))
 
 
 class PythonBackend(ModelBackend):
@@ -61,76 +107,495 @@ class PythonBackend(ModelBackend):
         return model
 
 
-class TransformersClassifier:
-    """A Hugging Face sequence-classification model; outputs ``{target_field: label, "probabilities": {...}}``."""
+# --------------------------------------------------------------------------------------------------- transformers
 
-    def __init__(self, config: dict[str, Any]):
+CLASSIFICATION = "sequence-classification"
+QUESTION_ANSWERING = "question-answering"
+_COMMON_KEYS = {"path", "task", "local_files_only", "target_field", "max_length"}
+_TASK_KEYS = {
+    CLASSIFICATION: {"label_map", "text_fields"},
+    QUESTION_ANSWERING: {"question_field", "context_field", "doc_stride", "max_answer_tokens"},
+}
+_DEFAULTS = {
+    CLASSIFICATION: {"target_field": "label", "max_length": 128},
+    QUESTION_ANSWERING: {
+        "target_field": "answer",
+        "max_length": 384,
+        "question_field": "question",
+        "context_field": "passage",
+        "doc_stride": 128,
+        "max_answer_tokens": 30,
+    },
+}
+
+
+def _load_pretrained(loader: Any, path: str, local_only: bool, what: str, **kwargs: Any) -> Any:
+    """``loader.from_pretrained`` with an error that says which path failed and how to fix it."""
+    try:
+        return loader.from_pretrained(path, local_files_only=local_only, **kwargs)
+    except OSError as exc:
+        if not Path(path).expanduser().exists():
+            hint = (
+                'hub downloads are off: set "local_files_only": false in the config to download a hub id'
+                if local_only
+                else "nor could it be downloaded as a hub id"
+            )
+            raise FileNotFoundError(f"no model folder at {path!r} ({hint}): {exc}") from exc
+        raise OSError(f"could not load the {what} from {path!r}: {exc}") from exc
+
+
+def _pick_task(config: dict[str, Any], architectures: list[str]) -> str:
+    """The configured task, else the one the saved architecture names (``…ForQuestionAnswering`` or not)."""
+    is_qa_model = any(a.endswith("ForQuestionAnswering") for a in architectures)
+    task = config.get("task")
+    if task is None:
+        return QUESTION_ANSWERING if is_qa_model else CLASSIFICATION
+    expected = "ForQuestionAnswering" if task == QUESTION_ANSWERING else "ForSequenceClassification"
+    if architectures and not any(a.endswith(expected) for a in architectures):
+        raise ValueError(
+            f"the model at {config['path']!r} is a {', '.join(architectures)}, not a …{expected} model, so it "
+            f'cannot do "task": "{task}"; use a matching model or change "task"'
+        )
+    other = (_TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING]) - _TASK_KEYS[task]
+    misplaced = sorted(other & set(config))
+    if misplaced:
+        raise ValueError(f"config key(s) {', '.join(misplaced)} do not apply to a {task} model")
+    return task
+
+
+class _TransformersPredictor:
+    """What both transformers predictors share: loading, settings with task defaults, one forward at a time."""
+
+    task: str
+
+    def __init__(self, config: dict[str, Any], model_config: Any, auto_model: Any):
         import torch  # lazily: only where inference runs
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from transformers import AutoTokenizer
 
         self._torch = torch
-        path = config["path"]
+        self.path: str = config["path"]
         local_only = bool(config.get("local_files_only", True))
-        self.tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=local_only)
-        self.model = AutoModelForSequenceClassification.from_pretrained(path, local_files_only=local_only)
+        self.settings = {**_DEFAULTS[self.task], **config}
+        self.tokenizer = _load_pretrained(AutoTokenizer, self.path, local_only, "tokenizer")
+        self.model = _load_pretrained(auto_model, self.path, local_only, "model", config=model_config)
         self.model.eval()
-        self.max_length = int(config.get("max_length", 128))
-        self.text_fields: list[str] | None = config.get("text_fields")
-        self.target_field: str = config.get("target_field", "label")
-        id2label = {int(k): v for k, v in self.model.config.id2label.items()}
-        label_map: dict[str, str] = config.get("label_map") or {}
-        self.labels = [label_map.get(id2label[i], id2label[i]) for i in range(len(id2label))]
+        self.target_field: str = self.settings["target_field"]
+        self.max_length = int(self.settings["max_length"])
+        # Fast tokenizers are not safe to call from two threads at once ("Already borrowed").
+        self._lock = threading.Lock()
 
-    def _texts(self, item: dict[str, Any]) -> list[str]:
-        names = self.text_fields or [k for k, v in item.items() if isinstance(v, str)]
-        texts = [str(item[n]) for n in names if n in item]
-        if not texts or len(texts) > 2:
-            raise ValueError(f"expected one or two text fields, got {names}")
+    def _forward(self, encoded: Any) -> Any:
+        """One forward pass over a tokenised batch, without gradients."""
+        inputs = {k: encoded[k] for k in self.tokenizer.model_input_names if k in encoded}
+        with self._torch.inference_mode():
+            return self.model(**inputs)
+
+
+class TransformersClassifier(_TransformersPredictor):
+    """A sequence-classification model; outputs ``{target_field: label, "probabilities": {label: p}}``.
+
+    Model labels (``id2label``) are renamed by ``label_map``; several model labels mapped to one task label share it
+    and their probabilities add up (a three-way model serving a two-way task).
+    """
+
+    task = CLASSIFICATION
+
+    def __init__(self, config: dict[str, Any], model_config: Any):
+        from transformers import AutoModelForSequenceClassification
+
+        super().__init__(config, model_config, AutoModelForSequenceClassification)
+        self.text_fields: list[str] | None = self.settings.get("text_fields")
+        id2label = {int(k): str(v) for k, v in self.model.config.id2label.items()}
+        label_map: dict[str, str] = self.settings.get("label_map") or {}
+        unknown = sorted(set(label_map) - set(id2label.values()))
+        if unknown:
+            raise ValueError(
+                f"label_map names {', '.join(map(repr, unknown))}, which the model at {self.path!r} does not have; "
+                f"its labels are {', '.join(map(repr, id2label.values()))}"
+            )
+        self.model_labels = [label_map.get(id2label[i], id2label[i]) for i in range(len(id2label))]
+        self.labels = list(dict.fromkeys(self.model_labels))
+
+    def _texts(self, item: dict[str, Any], index: int) -> list[str]:
+        if self.text_fields:
+            missing = [n for n in self.text_fields if not isinstance(item.get(n), str)]
+            if missing:
+                raise ValueError(f"input {index} has no text field {missing[0]!r} (text_fields: {self.text_fields})")
+            return [item[n] for n in self.text_fields]
+        texts = [v for v in item.values() if isinstance(v, str)]
+        if not 1 <= len(texts) <= 2:
+            raise ValueError(
+                f'input {index} has {len(texts)} text fields; set "text_fields" to the one or two fields to encode'
+            )
         return texts
 
-    def predict(self, inputs):
-        torch = self._torch
-        pairs = [self._texts(item) for item in inputs]
-        first = [p[0] for p in pairs]
-        second = [p[1] for p in pairs] if all(len(p) == 2 for p in pairs) else None
-        batch = self.tokenizer(
-            first, second, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
-        )
-        with torch.inference_mode():
-            probs = self.model(**batch).logits.softmax(-1).tolist()
-        outputs = []
-        for row in probs:
-            best = max(range(len(row)), key=row.__getitem__)
-            outputs.append(
-                {
-                    self.target_field: self.labels[best],
-                    "probabilities": {label: float(p) for label, p in zip(self.labels, row)},
-                }
+    def length(self, model_input: dict[str, Any]) -> int:
+        texts = [model_input.get(n) for n in self.text_fields] if self.text_fields else list(model_input.values())
+        return min(estimate_tokens(texts), self.max_length)
+
+    def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not inputs:
+            return []
+        texts = [self._texts(item, i) for i, item in enumerate(inputs)]
+        if len({len(t) for t in texts}) > 1:
+            raise ValueError('inputs of one batch mix single texts and pairs; set "text_fields"')
+        first = [t[0] for t in texts]
+        second = [t[1] for t in texts] if len(texts[0]) == 2 else None
+        with self._lock:
+            encoded = self.tokenizer(
+                first, second, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
             )
+            probabilities = self._forward(encoded).logits.float().softmax(-1).tolist()
+        outputs = []
+        for row in probabilities:
+            by_label = dict.fromkeys(self.labels, 0.0)
+            for label, p in zip(self.model_labels, row):
+                by_label[label] += p
+            outputs.append({self.target_field: max(by_label, key=by_label.__getitem__), "probabilities": by_label})
         return outputs
 
 
+def best_spans(
+    start_logits: Any, end_logits: Any, context_mask: Any, window_owner: list[int], n_inputs: int, max_tokens: int
+) -> list[tuple[int, int, int, float] | None]:
+    """The best answer span of each input over all of its windows.
+
+    ``start_logits``/``end_logits``/``context_mask`` are ``[windows, tokens]`` tensors (the mask is true on context
+    tokens); ``window_owner[w]`` is the input window ``w`` was cut from. A span starts and ends on context tokens of
+    one window, with ``start <= end < start + max_tokens``; it is scored by ``start + end`` logit. Its confidence is
+    ``p(start) * p(end)`` under a softmax over the context tokens of all the input's windows. Returns
+    ``(window, start_token, end_token, confidence)`` per input, or None for an input without context tokens.
+    """
+    import torch
+
+    minus_inf = torch.tensor(float("-inf"))
+    start = torch.where(context_mask, start_logits.float(), minus_inf)
+    end = torch.where(context_mask, end_logits.float(), minus_inf)
+    windows, tokens = start.shape
+    span = max(1, min(max_tokens, tokens))
+    # scores[w, i, d]: start at token i, end at token i + d (ends past the window read -inf padding)
+    padded_end = torch.cat([end, minus_inf.expand(windows, span - 1)], dim=1)
+    scores = start[:, :, None] + padded_end.unfold(1, span, 1)
+    owner = torch.tensor(window_owner)
+    results: list[tuple[int, int, int, float] | None] = []
+    for k in range(n_inputs):
+        rows = (owner == k).nonzero().flatten()
+        flat = scores[rows].flatten()
+        best = int(flat.argmax()) if flat.numel() else 0
+        if not flat.numel() or flat[best] == float("-inf"):
+            results.append(None)
+            continue
+        row, rest = divmod(best, tokens * span)
+        first, length = divmod(rest, span)
+        log_p = flat[best] - torch.logsumexp(start[rows].flatten(), 0) - torch.logsumexp(end[rows].flatten(), 0)
+        results.append((int(rows[row]), first, first + length, float(log_p.exp())))
+    return results
+
+
+class TransformersQuestionAnswerer(_TransformersPredictor):
+    """An extractive question-answering model; outputs ``{target_field: {"text", "start"}, "confidence": p}``.
+
+    A long context is cut into windows of ``max_length`` tokens overlapping by ``doc_stride``; all windows of a
+    batch go through one forward pass and the best span over an input's windows wins. ``start`` is a character
+    offset into the context, so ``context[start:start + len(text)] == text``. An input whose context has no tokens
+    gets an empty answer with confidence 0.
+    """
+
+    task = QUESTION_ANSWERING
+
+    def __init__(self, config: dict[str, Any], model_config: Any):
+        from transformers import AutoModelForQuestionAnswering
+
+        super().__init__(config, model_config, AutoModelForQuestionAnswering)
+        if not getattr(self.tokenizer, "is_fast", False):
+            raise ValueError(
+                f"the tokenizer at {self.path!r} is not a fast tokenizer (no tokenizer.json); question answering "
+                "needs character offsets, which only fast tokenizers give"
+            )
+        self.question_field: str = self.settings["question_field"]
+        self.context_field: str = self.settings["context_field"]
+        self.doc_stride = int(self.settings["doc_stride"])
+        self.max_answer_tokens = int(self.settings["max_answer_tokens"])
+        if self.doc_stride >= self.max_length // 2:
+            raise ValueError(
+                f'"doc_stride" ({self.doc_stride}) must be less than half of "max_length" ({self.max_length}); '
+                'lower "doc_stride"'
+            )
+        special = self.tokenizer.num_special_tokens_to_add(pair=True)
+        # A long question is cut so that every window keeps at least half of its non-overlapping room for context.
+        self.max_question_tokens = max(1, (self.max_length - special - self.doc_stride) // 2)
+
+    def length(self, model_input: dict[str, Any]) -> int:
+        return estimate_tokens([model_input.get(self.question_field), model_input.get(self.context_field)])
+
+    def _fields(self, inputs: list[dict[str, Any]]) -> tuple[list[str], list[str]]:
+        for i, item in enumerate(inputs):
+            for name in (self.question_field, self.context_field):
+                if not isinstance(item.get(name), str):
+                    raise ValueError(
+                        f"input {i} has no text field {name!r} (question_field: {self.question_field!r}, "
+                        f"context_field: {self.context_field!r})"
+                    )
+        return [item[self.question_field] for item in inputs], [item[self.context_field] for item in inputs]
+
+    def _cut_questions(self, questions: list[str]) -> list[str]:
+        """Questions cut to ``max_question_tokens`` (a question longer than a window cannot be encoded)."""
+        encoded = self.tokenizer(questions, add_special_tokens=False, return_offsets_mapping=True)
+        return [
+            q if len(offsets) <= self.max_question_tokens else q[: offsets[self.max_question_tokens - 1][1]]
+            for q, offsets in zip(questions, encoded["offset_mapping"])
+        ]
+
+    def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if not inputs:
+            return []
+        questions, contexts = self._fields(inputs)
+        with self._lock:
+            encoded = self.tokenizer(
+                self._cut_questions(questions),
+                contexts,
+                truncation="only_second",
+                max_length=self.max_length,
+                stride=self.doc_stride,
+                return_overflowing_tokens=True,
+                return_offsets_mapping=True,
+                padding=True,
+                return_tensors="pt",
+            )
+            output = self._forward(encoded)
+            windows = encoded["input_ids"].shape[0]
+            mask = self._torch.tensor(
+                [[sid == 1 for sid in encoded.sequence_ids(w)] for w in range(windows)], dtype=self._torch.bool
+            )
+        offsets = encoded["offset_mapping"].tolist()
+        owners = encoded["overflow_to_sample_mapping"].tolist()
+        spans = best_spans(output.start_logits, output.end_logits, mask, owners, len(inputs), self.max_answer_tokens)
+        return [self._answer(context, offsets, span) for context, span in zip(contexts, spans)]
+
+    def _answer(
+        self, context: str, offsets: list[list[list[int]]], span: tuple[int, int, int, float] | None
+    ) -> dict[str, Any]:
+        """The span as text at a character offset, trimmed of surrounding white space."""
+        if span is not None:
+            window, first, last, confidence = span
+            begin, stop = offsets[window][first][0], offsets[window][last][1]
+            text = context[begin:stop]
+            begin += len(text) - len(text.lstrip())
+            text = text.strip()
+            if text:
+                return {self.target_field: {"text": text, "start": begin}, "confidence": confidence}
+        return {self.target_field: {"text": "", "start": 0}, "confidence": 0.0}
+
+
 class TransformersBackend(ModelBackend):
-    """A transformers model directory (or hub id). Config: ``path``, optional ``label_map`` (model label -> task
-    label), ``text_fields`` (which model-input fields to encode, one or a pair), ``target_field``, ``max_length``,
-    ``local_files_only`` (default true: nothing is downloaded unless you ask)."""
+    """A Hugging Face model folder (or hub id): sequence classification or extractive question answering.
+
+    Common config: ``path``, ``task`` (``"sequence-classification"`` or ``"question-answering"``; default: read from
+    the saved architecture), ``target_field``, ``max_length``, ``local_files_only`` (default true: nothing is
+    downloaded unless you ask). Classification: ``label_map`` (model label -> task label), ``text_fields`` (one or a
+    pair). Question answering: ``question_field``, ``context_field``, ``doc_stride``, ``max_answer_tokens``.
+    """
 
     name = "transformers"
-    description = "Hugging Face transformers sequence classification from a local folder or hub id."
+    description = "Hugging Face transformers sequence classification or extractive question answering."
 
     def check_config(self, config):
-        if not isinstance(config.get("path"), str) or not config["path"]:
-            return ['config needs "path": a local model folder or a hub id']
-        return []
+        problems = _unknown_keys(config, _COMMON_KEYS | _TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING])
+        if not _is_name(config.get("path")):
+            problems.append('config needs "path": a local model folder or a hub id')
+        task = config.get("task")
+        if task is not None and task not in _TASK_KEYS:
+            problems.append(f'"task" must be "{CLASSIFICATION}" or "{QUESTION_ANSWERING}", not {task!r}')
+        elif task is not None:
+            misplaced = sorted(set(config) & (set().union(*_TASK_KEYS.values()) - _TASK_KEYS[task]))
+            if misplaced:
+                problems.append(f"config key(s) {', '.join(misplaced)} do not apply to {task}")
+        if "local_files_only" in config and not isinstance(config["local_files_only"], bool):
+            problems.append('"local_files_only" must be true or false')
+        for key in ("target_field", "question_field", "context_field"):
+            if key in config and not _is_name(config[key]):
+                problems.append(f'"{key}" must be a non-empty string (a field name)')
+        label_map = config.get("label_map", {})
+        if not isinstance(label_map, dict) or not all(_is_name(k) and _is_name(v) for k, v in label_map.items()):
+            problems.append('"label_map" must be an object of model label -> task label strings')
+        fields = config.get("text_fields", ["x"])
+        if not isinstance(fields, list) or not 1 <= len(fields) <= 2 or not all(_is_name(f) for f in fields):
+            problems.append('"text_fields" must be a list of one or two field names')
+        for key, least in (("max_length", 8), ("doc_stride", 0), ("max_answer_tokens", 1)):
+            if key in config and (not _is_int(config[key]) or config[key] < least):
+                problems.append(f'"{key}" must be an integer of at least {least}')
+        stride, length = config.get("doc_stride", 0), config.get("max_length", _DEFAULTS[QUESTION_ANSWERING]["max_length"])
+        if _is_int(stride) and _is_int(length) and stride >= length // 2:
+            problems.append(f'"doc_stride" ({stride}) must be less than half of "max_length" ({length})')
+        return problems
 
     def load(self, config: dict[str, Any]) -> Predictor:
         problems = self.check_config(config)
         if problems:
             raise ValueError("; ".join(problems))
-        return TransformersClassifier(config)
+        from transformers import AutoConfig
+
+        local_only = config.get("local_files_only", True)
+        model_config = _load_pretrained(AutoConfig, config["path"], local_only, "model config")
+        task = _pick_task(config, list(getattr(model_config, "architectures", None) or []))
+        if task == QUESTION_ANSWERING:
+            return TransformersQuestionAnswerer(config, model_config)
+        return TransformersClassifier(config, model_config)
+
+
+# ----------------------------------------------------------------------------------------------------------- http
+
+RETRY_STATUSES = frozenset({502, 503, 504})
+_HTTP_KEYS = {"url", "timeout_s", "retries", "backoff_s", "headers", "max_batch"}
+_MAX_BACKOFF_S = 5.0
+
+
+def _snippet(response: httpx.Response, limit: int = 200) -> str:
+    """The start of a response body on one line, for error messages."""
+    text = " ".join(response.text.split())
+    return text[:limit] + ("…" if len(text) > limit else "") if text else "(empty body)"
+
+
+class HttpPredictor:
+    """A client of a remote model server (``POST {url}/predict``, ``GET {url}/health``).
+
+    ``predict`` is called from an inference thread: it uses one pooled :class:`httpx.Client`, splits batches
+    larger than ``max_batch``, and retries connection errors, timeouts and 502/503/504 with exponential backoff
+    and jitter (never a 4xx or a 500). Every failure raises :class:`InferenceError` (:class:`InferenceTimeout`
+    when the server did not answer in time) with what went wrong.
+    """
+
+    def __init__(self, config: dict[str, Any]):
+        self.url = config["url"].rstrip("/")
+        self.timeout_s = float(config.get("timeout_s", 10.0))
+        self.retries = int(config.get("retries", 2))
+        self.backoff_s = float(config.get("backoff_s", 0.2))
+        self.max_batch: int | None = config.get("max_batch")
+        self._client = httpx.Client(timeout=self.timeout_s, headers=config.get("headers") or {})
+
+    def length(self, model_input: dict[str, Any]) -> int:
+        return estimate_tokens(list(model_input.values()))
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._client.close()
+
+    def check_health(self) -> dict[str, Any]:
+        """``GET /health`` once; raises :class:`InferenceError` unless the server answers ``{"status": "ok"}``."""
+        url = self.url + "/health"
+        try:
+            response = self._client.get(url)
+        except httpx.HTTPError as exc:
+            raise InferenceError(
+                f"model server {self.url} is unreachable ({type(exc).__name__}: {exc}); start it or fix \"url\""
+            ) from exc
+        if response.status_code != 200:
+            raise InferenceError(f"GET {url} answered {response.status_code}: {_snippet(response)}")
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise InferenceError(f"GET {url} answered a body that is not JSON: {_snippet(response)}") from exc
+        if not isinstance(body, dict) or body.get("status") != "ok":
+            raise InferenceError(f'GET {url} did not answer {{"status": "ok"}}: {_snippet(response)}')
+        return body
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: between half and all of ``backoff_s * 2**attempt`` (capped)."""
+        delay = min(_MAX_BACKOFF_S, self.backoff_s * 2**attempt)
+        return delay * (0.5 + random.random() / 2)
+
+    def _post(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        """POST with retries on transient failures; returns the first non-transient response."""
+        attempts = self.retries + 1
+        for attempt in range(attempts):
+            cause: Exception | None = None
+            try:
+                response = self._client.post(url, json=body)
+            except httpx.TimeoutException as exc:
+                error: type[InferenceError] = InferenceTimeout
+                message, cause = f"POST {url} did not answer within {self.timeout_s:g}s ({type(exc).__name__})", exc
+            except httpx.TransportError as exc:
+                error, message, cause = InferenceError, f"POST {url} failed: {type(exc).__name__}: {exc}", exc
+            else:
+                if response.status_code not in RETRY_STATUSES:
+                    return response
+                error, message = InferenceError, f"POST {url} answered {response.status_code}: {_snippet(response)}"
+            if attempt + 1 < attempts:
+                time.sleep(self._backoff(attempt))
+        raise error(f"{message} (after {attempts} attempt{'s' if attempts > 1 else ''})") from cause
+
+    def _predict_chunk(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        url = self.url + "/predict"
+        response = self._post(url, {"inputs": inputs})
+        if response.status_code != 200:
+            raise InferenceError(f"POST {url} answered {response.status_code}: {_snippet(response)}")
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise InferenceError(f"POST {url} answered a body that is not JSON: {_snippet(response)}") from exc
+        outputs = body.get("outputs") if isinstance(body, dict) else None
+        if not isinstance(outputs, list):
+            raise InferenceError(f'POST {url} answered no "outputs" list: {_snippet(response)}')
+        if len(outputs) != len(inputs):
+            raise InferenceError(f"POST {url}: expected {len(inputs)} outputs, got {len(outputs)}")
+        bad = next((i for i, o in enumerate(outputs) if not isinstance(o, dict)), None)
+        if bad is not None:
+            raise InferenceError(f"POST {url}: output {bad} is {type(outputs[bad]).__name__}, expected an object")
+        return outputs
+
+    def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        size = self.max_batch or max(1, len(inputs))
+        outputs: list[dict[str, Any]] = []
+        for begin in range(0, len(inputs), size):
+            outputs.extend(self._predict_chunk(inputs[begin : begin + size]))
+        return outputs
+
+
+class HttpBackend(ModelBackend):
+    """A model served over HTTP with the JSON contract of docs/model-server.md.
+
+    Config: ``url`` (http or https), ``timeout_s`` (10), ``retries`` (2), ``backoff_s`` (0.2, the first retry's
+    delay, doubled each time), ``headers`` (sent with every request, e.g. ``Authorization``), ``max_batch``
+    (larger batches are sent in several requests).
+    """
+
+    name = "http"
+    description = "A remote model server: POST {url}/predict with {\"inputs\": [...]}, GET {url}/health."
+
+    def check_config(self, config):
+        problems = _unknown_keys(config, _HTTP_KEYS)
+        url = config.get("url")
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            problems.append('config needs "url": the model server\'s http:// or https:// address')
+        if "timeout_s" in config and (not _is_number(config["timeout_s"]) or config["timeout_s"] <= 0):
+            problems.append('"timeout_s" must be a positive number of seconds')
+        if "retries" in config and (not _is_int(config["retries"]) or not 0 <= config["retries"] <= 10):
+            problems.append('"retries" must be an integer from 0 to 10')
+        if "backoff_s" in config and (not _is_number(config["backoff_s"]) or config["backoff_s"] < 0):
+            problems.append('"backoff_s" must be a non-negative number of seconds')
+        headers = config.get("headers", {})
+        if not isinstance(headers, dict) or not all(_is_name(k) and isinstance(v, str) for k, v in headers.items()):
+            problems.append('"headers" must be an object of header name -> string value')
+        if "max_batch" in config and (not _is_int(config["max_batch"]) or config["max_batch"] < 1):
+            problems.append('"max_batch" must be a positive integer')
+        return problems
+
+    def load(self, config: dict[str, Any]) -> Predictor:
+        problems = self.check_config(config)
+        if problems:
+            raise ValueError("; ".join(problems))
+        predictor = HttpPredictor(config)
+        try:
+            predictor.check_health()
+        except BaseException:
+            predictor.close()
+            raise
+        return predictor
 
 
 @hookimpl(trylast=True)
 def register_model_backends(register):
     register(PythonBackend())
     register(TransformersBackend())
+    register(HttpBackend())

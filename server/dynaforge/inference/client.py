@@ -34,26 +34,16 @@ class ModelAnswer:
 class InferenceClient:
     """Interface: predict a batch of model inputs with one model."""
 
-    async def _on_pool(self, timeout_s: float, failing: str, timing_out: str, fn, *args: Any) -> Any:
-        """Run ``fn`` on the inference thread within ``timeout_s``; failures become InferenceError/Timeout."""
-        future = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout=timeout_s)
-        except asyncio.TimeoutError as exc:
-            raise InferenceTimeout(f"{timing_out} within {timeout_s:g}s") from exc
-        except InferenceError:
-            raise
-        except Exception as exc:
-            raise InferenceError(f"{failing}: {type(exc).__name__}: {exc}") from exc
+    async def start(self) -> None:
+        """Start whatever runs the models (a worker process); optional, predict starts it when needed."""
+
+    def status(self) -> dict[str, Any]:
+        """What /healthz shows about inference."""
+        return {"mode": type(self).__name__}
 
     async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
-        name = f"model {spec.name!r}"
-        if _spec_key(spec) not in self._models:
-            # Loading is not answering: the timeout covers prediction, while a first load gets its own bound.
-            await self._on_pool(
-                self._load_timeout_s, f"{name} failed to load", f"{name} did not load", self._load, spec
-            )
-        return await self._on_pool(self._timeout_s, f"{name} failed", f"{name} did not answer", self._run, spec, inputs)
+        """Predict a batch of model inputs with one model; raises InferenceError / InferenceTimeout."""
+        raise NotImplementedError
 
     async def warm_up(self, spec: ModelSpec) -> None:
         """Load a model ahead of its first request (optional)."""
@@ -62,7 +52,8 @@ class InferenceClient:
         """Release threads, processes and loaded models."""
 
 
-def _spec_key(spec: ModelSpec) -> str:
+def spec_key(spec: ModelSpec) -> str:
+    """A model's identity: its backend and configuration (two names for one configuration share a model)."""
     return spec.backend + ":" + json.dumps(spec.config, sort_keys=True, default=str)
 
 
@@ -86,7 +77,7 @@ class LocalInferenceClient(InferenceClient):
         self._lock = threading.Lock()
 
     def _load(self, spec: ModelSpec) -> Predictor:
-        key = _spec_key(spec)
+        key = spec_key(spec)
         with self._lock:
             model = self._models.get(key)
             if model is None:
@@ -110,29 +101,29 @@ class LocalInferenceClient(InferenceClient):
             raise InferenceError(f"model {spec.name!r} returned {type(outputs).__name__}, expected one output per input")
         return ModelAnswer(model=spec.name, outputs=outputs, latency_ms=elapsed)
 
-    async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
-        loop = asyncio.get_running_loop()
-        if _spec_key(spec) not in self._models:
-            # Loading is not answering: the timeout covers prediction, while a first load gets its own bound.
-            try:
-                await asyncio.wait_for(
-                    asyncio.shield(loop.run_in_executor(self._pool, self._load, spec)), timeout=self._load_timeout_s
-                )
-            except asyncio.TimeoutError as exc:
-                raise InferenceTimeout(f"model {spec.name!r} did not load within {self._load_timeout_s:g}s") from exc
-            except InferenceError:
-                raise
-            except Exception as exc:
-                raise InferenceError(f"model {spec.name!r} failed to load: {type(exc).__name__}: {exc}") from exc
-        future = loop.run_in_executor(self._pool, self._run, spec, inputs)
+    async def _on_pool(self, timeout_s: float, failing: str, timing_out: str, fn, *args: Any) -> Any:
+        """Run ``fn`` on the inference thread within ``timeout_s``; failures become InferenceError/Timeout."""
+        future = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout=self._timeout_s)
+            return await asyncio.wait_for(asyncio.shield(future), timeout=timeout_s)
         except asyncio.TimeoutError as exc:
-            raise InferenceTimeout(f"model {spec.name!r} did not answer within {self._timeout_s:g}s") from exc
+            raise InferenceTimeout(f"{timing_out} within {timeout_s:g}s") from exc
         except InferenceError:
             raise
         except Exception as exc:
-            raise InferenceError(f"model {spec.name!r} failed: {type(exc).__name__}: {exc}") from exc
+            raise InferenceError(f"{failing}: {type(exc).__name__}: {exc}") from exc
+
+    async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
+        name = f"model {spec.name!r}"
+        if spec_key(spec) not in self._models:
+            # Loading is not answering: the timeout covers prediction, while a first load gets its own bound.
+            await self._on_pool(
+                self._load_timeout_s, f"{name} failed to load", f"{name} did not load", self._load, spec
+            )
+        return await self._on_pool(self._timeout_s, f"{name} failed", f"{name} did not answer", self._run, spec, inputs)
+
+    def status(self) -> dict[str, Any]:
+        return {"mode": "inline", "models_loaded": len(self._models)}
 
     async def warm_up(self, spec: ModelSpec) -> None:
         loop = asyncio.get_running_loop()

@@ -8,6 +8,7 @@ transaction and announce it after the commit. If the model cannot answer, the ex
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
@@ -64,33 +65,65 @@ def decode_cursor(cursor: str) -> int:
         ) from exc
 
 
-def combine(task: Task, predictions: list[dict[str, Any]], rule: str) -> dict[str, Any]:
-    """One prediction from an ensemble's: the most common target values (ties go to the earliest member)."""
-    if len(predictions) == 1:
-        return predictions[0]
-    targets = task.field_names(Role.TARGET)
-    keys = [json.dumps({t: p.get(t) for t in targets}, sort_keys=True) for p in predictions]
+def _target_key(task: Task, prediction: dict[str, Any]) -> str:
+    return json.dumps({t: prediction.get(t) for t in task.field_names(Role.TARGET)}, sort_keys=True, default=str)
+
+
+def majority(task: Task, predictions: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
+    """The most common target values among the members' predictions (ties go to the earliest) and their count."""
+    keys = [_target_key(task, p) for p in predictions]
     winner = Counter(keys).most_common(1)[0][0]
-    chosen = dict(predictions[keys.index(winner)])
-    chosen["ensemble"] = {"rule": rule, "members": len(predictions), "agreeing": keys.count(winner)}
-    return chosen
+    return dict(predictions[keys.index(winner)]), keys.count(winner)
 
 
-async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str, Any]) -> tuple[dict, list, float]:
-    """Ask every target model of the round; returns (prediction, each member's prediction, total model ms)."""
+def judge(
+    task: Task, rule: str, members: list[dict[str, Any]], example: dict[str, Any], context: dict[str, Any]
+) -> tuple[dict[str, Any], bool]:
+    """The round's prediction and whether the annotator fooled it, from every member's prediction.
+
+    Each member gets its own ``fooled`` flag (stored with the example). With one model the rule does not matter.
+    With an ensemble, ``rule`` is one of ``tasks.ENSEMBLE_RULES``; the prediction shown is the majority's
+    (``majority``), the first wrong member's when fooled (``any_wrong``), or the first right member's when not
+    fooled (``all_wrong``), annotated with ``ensemble: {rule, members, fooledMembers}``.
+    """
+    for m in members:
+        m["fooled"] = bool(task.is_fooled(example, m["prediction"], context))
+    if len(members) == 1:
+        return members[0]["prediction"], members[0]["fooled"]
+    predictions = [m["prediction"] for m in members]
+    wrong = [m for m in members if m["fooled"]]
+    if rule == "any_wrong":
+        fooled = bool(wrong)
+        chosen = dict(wrong[0]["prediction"]) if fooled else dict(predictions[0])
+    elif rule == "all_wrong":
+        fooled = len(wrong) == len(members)
+        right = [m for m in members if not m["fooled"]]
+        chosen = majority(task, predictions)[0] if fooled else dict(right[0]["prediction"])
+    else:
+        chosen = majority(task, predictions)[0]
+        fooled = bool(task.is_fooled(example, chosen, context))
+    chosen["ensemble"] = {"rule": rule, "members": len(members), "fooledMembers": len(wrong)}
+    return chosen, fooled
+
+
+async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str, Any]) -> tuple[list, float]:
+    """Ask every target model of the round at once; returns each member's prediction and the slowest one's ms."""
     specs = [ModelSpec.from_dict(m) for m in round_.target_models]
     if not specs:
         raise InferenceError(f"round {round_.number} of {task.code} has no target model")
-    members, total_ms = [], 0.0
-    for spec in specs:
-        answer = await p.inference.predict(spec, [model_input])
+    answers = await asyncio.gather(*(p.inference.predict(spec, [model_input]) for spec in specs), return_exceptions=True)
+    members = []
+    for spec, answer in zip(specs, answers):
+        if isinstance(answer, BaseException):
+            if isinstance(answer, InferenceError):
+                raise answer
+            raise InferenceError(f"model {spec.name!r} failed: {type(answer).__name__}: {answer}") from answer
         try:
             prediction = task.read_model_output(answer.outputs[0])
         except (ValueError, TypeError) as exc:
             raise InferenceError(f"model {spec.name!r} gave an unusable output: {exc}") from exc
         members.append({"model": spec.name, "prediction": prediction, "latency_ms": round(answer.latency_ms, 3)})
-        total_ms += answer.latency_ms
-    return combine(task, [m["prediction"] for m in members], round_.ensemble_rule), members, total_ms
+    return members, max(m["latency_ms"] for m in members)
 
 
 def event_payload(example: Example, task_code: str, round_number: int) -> dict[str, Any]:
@@ -155,8 +188,8 @@ async def submit(
     prediction, members, inference_ms, fooled = None, [], None, None
     started = time.perf_counter()
     try:
-        prediction, members, inference_ms = await predict(p, task, round_, model_input)
-        fooled = bool(task.is_fooled(cleaned, prediction, context_fields))
+        members, inference_ms = await predict(p, task, round_, model_input)
+        prediction, fooled = judge(task, round_.ensemble_rule, members, cleaned, context_fields)
     except InferenceError as exc:
         pending_reason = str(exc)
         log.warning("example for %s stored pending: %s", task_code, exc)
@@ -213,10 +246,81 @@ async def retract(p: Platform, actor: Actor | None, example_id: int, *, auth_err
             return example
         if example.status not in _RETRACTABLE:
             raise Forbidden(f"An example that is {example.status.lower()} can no longer be retracted")
+        was_pending = example.status == ExampleStatus.PENDING_PREDICTION
         example.status = ExampleStatus.RETRACTED
         example.updated_at = utcnow()
-        await bump(s, round_id=example.round_id, user_id=example.user_id, retracted=1)
+        await bump(s, round_id=example.round_id, user_id=example.user_id, retracted=1, pending=-int(was_pending))
     return example
+
+
+async def predict_pending(p: Platform, *, limit: int = 50) -> int:
+    """Predict examples stored without a prediction (the model was down or too slow), oldest first.
+
+    Each is updated only if it is still pending (a compare-and-set, so two API processes never count one twice),
+    and then counted like an example predicted at once. Stops at the first model failure, since the next ones
+    would fail the same way; the caller retries later. Returns how many examples were predicted.
+    """
+    async with p.db.session() as s:
+        pending = list(
+            await s.scalars(
+                select(Example)
+                .where(Example.status == ExampleStatus.PENDING_PREDICTION)
+                .order_by(Example.id)
+                .limit(limit)
+            )
+        )
+        if not pending:
+            return 0
+        rounds = {r.id: r for r in await s.scalars(select(Round).where(Round.id.in_({e.round_id for e in pending})))}
+        context_ids = {e.context_id for e in pending if e.context_id is not None}
+        contexts = {c.id: c for c in await s.scalars(select(Context).where(Context.id.in_(context_ids)))}
+        codes = dict((await s.execute(select(TaskRow.id, TaskRow.code).where(TaskRow.id.in_({e.task_id for e in pending})))).all())
+    done = 0
+    for example in pending:
+        task = p.plugins.registry.tasks.get(codes.get(example.task_id, ""))
+        round_ = rounds.get(example.round_id)
+        if task is None or round_ is None:
+            continue  # its plugin is not installed here; another process may have it
+        context_names = set(task.field_names(Role.CONTEXT))
+        if example.context_id is not None:
+            context_fields = dict(contexts[example.context_id].fields)
+            own = dict(example.fields)
+        else:
+            context_fields = {k: v for k, v in example.fields.items() if k in context_names}
+            own = {k: v for k, v in example.fields.items() if k not in context_names}
+        try:
+            members, inference_ms = await predict(p, task, round_, task.build_model_input(context_fields, own))
+            prediction, fooled = judge(task, round_.ensemble_rule, members, own, context_fields)
+        except InferenceError as exc:
+            log.info("pending examples wait longer: %s", exc)
+            break
+        async with p.db.write() as s:
+            result = await s.execute(
+                update(Example)
+                .where(Example.id == example.id, Example.status == ExampleStatus.PENDING_PREDICTION)
+                .values(
+                    status=ExampleStatus.CREATED,
+                    prediction=prediction,
+                    model_predictions=members,
+                    fooled=fooled,
+                    inference_ms=inference_ms,
+                    updated_at=utcnow(),
+                )
+            )
+            if result.rowcount != 1:
+                continue  # retracted, or predicted by another process meanwhile
+            await bump(s, round_id=round_.id, user_id=example.user_id, pending=-1, collected=1, fooled=int(fooled))
+            if example.context_id is not None and fooled:
+                await s.execute(
+                    update(Context).where(Context.id == example.context_id).values(total_fooled=Context.total_fooled + 1)
+                )
+        done += 1
+        example.status, example.prediction, example.fooled = ExampleStatus.CREATED, prediction, fooled
+        if fooled:
+            payload = event_payload(example, task.code, round_.number)
+            await p.plugins.emit("model_fooled", example=payload)
+            await p.events.publish(f"modelFooled:{task.code}", payload)
+    return done
 
 
 async def _can_read(s, actor: Actor | None, example: Example) -> bool:

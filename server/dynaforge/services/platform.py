@@ -35,12 +35,29 @@ class Platform:
             settings=settings,
             db=db or Database(settings.database_url, echo=settings.database_echo),
             plugins=plugins,
-            inference=inference
-            or LocalInferenceClient(
-                lambda: plugins.registry.backends, timeout_s=settings.inference_timeout_s, threads=settings.inference_threads
-            ),
+            inference=inference or _inference_client(settings, plugins),
         )
 
     async def close(self) -> None:
         await self.inference.close()
         await self.db.dispose()
+
+
+def _inference_client(settings: Settings, plugins: Plugins) -> InferenceClient:
+    if settings.inference == "inline":
+        return LocalInferenceClient(
+            lambda: plugins.registry.backends,
+            timeout_s=settings.inference_timeout_s,
+            load_timeout_s=settings.inference_load_timeout_s,
+            threads=settings.inference_threads,
+        )
+    from dynaforge.inference.remote import WorkerInferenceClient
+
+    return WorkerInferenceClient(
+        plugins_allowlist=settings.load_plugins,
+        timeout_s=settings.inference_timeout_s,
+        load_timeout_s=settings.inference_load_timeout_s,
+        max_batch=settings.batch_max_size,
+        window_ms=settings.batch_window_ms,
+        threads=settings.model_threads,
+    )

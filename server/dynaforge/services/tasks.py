@@ -10,10 +10,17 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from dynaforge.db.models import Round, TaskOwner, TaskRow
-from dynaforge.errors import Forbidden, NotFound
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
-from dynaforge.tasks.base import Task
+from dynaforge.tasks.base import ModelSpec, Task
+
+ENSEMBLE_RULES = {
+    "majority": "fooled when the ensemble's majority prediction is wrong (ties go to the earliest member)",
+    "any_wrong": "fooled when at least one member is wrong",
+    "all_wrong": "fooled only when every member is wrong",
+}
+MAX_ENSEMBLE = 7
 
 
 @dataclass(frozen=True)
@@ -110,3 +117,67 @@ async def grant_ownership(p: Platform, actor: Actor | None, code: str, user_id: 
     async with p.db.write() as s:
         if await s.get(TaskOwner, (view.row.id, user_id)) is None:
             s.add(TaskOwner(task_id=view.row.id, user_id=user_id))
+
+
+async def open_round_targets(p: Platform) -> list[ModelSpec]:
+    """The target models of every task's current round, if it is open (to load them ahead of annotators)."""
+    specs: list[ModelSpec] = []
+    async with p.db.session() as s:
+        for row in await s.scalars(select(TaskRow).where(TaskRow.code.in_(list(p.plugins.registry.tasks)))):
+            round_ = await current_round(s, row.id)
+            if round_ is not None and round_.ended_at is None:
+                specs.extend(ModelSpec.from_dict(m) for m in round_.target_models)
+    return specs
+
+
+def check_target_models(p: Platform, models: list[dict], rule: str) -> list[ModelSpec]:
+    """Validate a round's targets without loading them: known backends, configurations each backend accepts,
+    distinct names, a known ensemble rule. Raises :class:`InvalidInput` naming each bad entry."""
+    errors: list[FieldError] = []
+    if not 1 <= len(models) <= MAX_ENSEMBLE:
+        errors.append(FieldError("models", "count", f"give between 1 and {MAX_ENSEMBLE} models"))
+    if rule not in ENSEMBLE_RULES:
+        errors.append(FieldError("ensembleRule", "choice", f"must be one of {', '.join(ENSEMBLE_RULES)}"))
+    specs, names = [], set()
+    backends = p.plugins.registry.backends
+    for i, model in enumerate(models):
+        where = f"models[{i}]"
+        name, backend, config = model.get("name"), model.get("backend"), model.get("config")
+        if not isinstance(name, str) or not name.strip() or len(name) > 100:
+            errors.append(FieldError(f"{where}.name", "required", "must be a name of 1 to 100 characters"))
+            continue
+        if name in names:
+            errors.append(FieldError(f"{where}.name", "unique", f"{name!r} is used by another model of this round"))
+        names.add(name)
+        if backend not in backends:
+            known = ", ".join(sorted(backends)) or "none"
+            errors.append(FieldError(f"{where}.backend", "choice", f"no backend {backend!r}; installed: {known}"))
+            continue
+        if not isinstance(config, dict):
+            errors.append(FieldError(f"{where}.config", "type", "must be a JSON object"))
+            continue
+        for problem in backends[backend].check_config(config):
+            errors.append(FieldError(f"{where}.config", "backend_config", problem))
+        specs.append(ModelSpec(name=name.strip(), backend=backend, config=config))
+    if errors:
+        raise InvalidInput.from_errors(errors)
+    return specs
+
+
+async def set_target_models(
+    p: Platform, actor: Actor | None, code: str, models: list[dict], rule: str = "majority", *, auth_error: str | None = None
+) -> Round:
+    """Owners (and admins) put one model or an ensemble in the loop of the task's open round."""
+    actor = require_user(actor, auth_error)
+    view = await get_task(p, actor, code)
+    specs = check_target_models(p, models, rule)
+    async with p.db.write() as s:
+        if not await is_owner(s, actor, view.row.id):
+            raise Forbidden(f"Only owners of {code} and admins can set its target models")
+        round_ = await current_round(s, view.row.id)
+        if round_ is None or round_.ended_at is not None:
+            raise RoundClosed(f"Task {code} has no open round; open the next one first")
+        round_.target_models = [spec.as_dict() for spec in specs]
+        round_.ensemble_rule = rule
+        await s.flush()
+        return round_

@@ -5,14 +5,25 @@ from __future__ import annotations
 from datetime import datetime
 
 import strawberry
+from strawberry.scalars import JSON
 
 from dynaforge.db.models import Round as RoundRow, as_utc
+from dynaforge.services.tasks import is_owner
 
 
 @strawberry.type(description="A model a round puts in the loop.")
 class TargetModel:
     name: str
     backend: str
+    task_id: strawberry.Private[int]
+    raw_config: strawberry.Private[dict]
+
+    @strawberry.field(description="The backend configuration; only the task's owners and admins see it (it may "
+                      "hold credentials), others get null.")
+    async def config(self, info: strawberry.Info) -> JSON | None:
+        platform, actor = info.context.platform, info.context.actor
+        async with platform.db.session() as s:
+            return self.raw_config if await is_owner(s, actor, self.task_id) else None
 
 
 @strawberry.type(description="A task's numbered round: its target model(s), dates and counters.")
@@ -36,7 +47,10 @@ class Round:
             row=row,
             number=row.number,
             description=row.description,
-            target_models=[TargetModel(name=m["name"], backend=m["backend"]) for m in row.target_models],
+            target_models=[
+                TargetModel(name=m["name"], backend=m["backend"], task_id=row.task_id, raw_config=m.get("config") or {})
+                for m in row.target_models
+            ],
             ensemble_rule=row.ensemble_rule,
             started_at=as_utc(row.started_at),
             ended_at=as_utc(row.ended_at),

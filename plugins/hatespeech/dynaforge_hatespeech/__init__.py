@@ -1,0 +1,1 @@
+"""Dynaforge task plugin: binary hate speech (hateful / not hateful) with an offline MiniLM target model."""

