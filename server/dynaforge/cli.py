@@ -6,7 +6,6 @@ import asyncio
 import logging
 import os
 import secrets
-import sys
 from pathlib import Path
 
 import click

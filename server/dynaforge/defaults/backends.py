@@ -135,27 +135,28 @@ def _load_pretrained(loader: Any, path: str, local_only: bool, what: str, **kwar
         return loader.from_pretrained(path, local_files_only=local_only, **kwargs)
     except OSError as exc:
         if not Path(path).expanduser().exists():
-            hint = (
-                'hub downloads are off: set "local_files_only": false in the config to download a hub id'
-                if local_only
-                else "nor could it be downloaded as a hub id"
-            )
-            raise FileNotFoundError(f"no model folder at {path!r} ({hint}): {exc}") from exc
+            if local_only:
+                raise FileNotFoundError(
+                    f'no model folder at {path!r}, and hub downloads are off: fix "path", or set '
+                    '"local_files_only": false in the config to download it as a hub id'
+                ) from exc
+            raise FileNotFoundError(f"no model folder at {path!r}, and no hub id to download: {exc}") from exc
         raise OSError(f"could not load the {what} from {path!r}: {exc}") from exc
 
 
 def _pick_task(config: dict[str, Any], architectures: list[str]) -> str:
     """The configured task, else the one the saved architecture names (``…ForQuestionAnswering`` or not)."""
-    is_qa_model = any(a.endswith("ForQuestionAnswering") for a in architectures)
     task = config.get("task")
     if task is None:
-        return QUESTION_ANSWERING if is_qa_model else CLASSIFICATION
-    expected = "ForQuestionAnswering" if task == QUESTION_ANSWERING else "ForSequenceClassification"
-    if architectures and not any(a.endswith(expected) for a in architectures):
-        raise ValueError(
-            f"the model at {config['path']!r} is a {', '.join(architectures)}, not a …{expected} model, so it "
-            f'cannot do "task": "{task}"; use a matching model or change "task"'
-        )
+        is_qa_model = any(a.endswith("ForQuestionAnswering") for a in architectures)
+        task = QUESTION_ANSWERING if is_qa_model else CLASSIFICATION
+    else:
+        expected = "ForQuestionAnswering" if task == QUESTION_ANSWERING else "ForSequenceClassification"
+        if architectures and not any(a.endswith(expected) for a in architectures):
+            raise ValueError(
+                f"the model at {config['path']!r} is a {', '.join(architectures)}, not a …{expected} model, so it "
+                f'cannot do "task": "{task}"; use a matching model or change "task"'
+            )
     other = (_TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING]) - _TASK_KEYS[task]
     misplaced = sorted(other & set(config))
     if misplaced:

@@ -1,0 +1,208 @@
+"""The model worker: micro-batching and length grouping, and the supervised worker process (timeouts, a killed
+worker failing requests fast and coming back, models reloaded after a restart)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from dynaforge.inference.backends import InferenceError, InferenceTimeout
+from dynaforge.inference.batching import MicroBatcher, default_length, group_by_length
+from dynaforge.inference.remote import InferenceUnavailable, WorkerInferenceClient
+from dynaforge.tasks.base import ModelSpec
+
+HERE = Path(__file__).resolve().parent
+
+# Models of tests/worker_models.py, imported by the worker process through the python backend.
+ECHO = ModelSpec("echo", "python", {"callable": "worker_models:echo"})
+SLOW = ModelSpec("slow", "python", {"callable": "worker_models:slow"})
+BROKEN = ModelSpec("broken", "python", {"callable": "worker_models:missing_function"})
+
+
+# --------------------------------------------------------------------------- batching, in process
+
+
+class Recorder:
+    """A model that records the size and lengths of each forward pass."""
+
+    def __init__(self, delay_s: float = 0.02):
+        self.delay_s = delay_s
+        self.calls: list[list[str]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, inputs):
+        with self.lock:
+            self.calls.append([item["text"] for item in inputs])
+        time.sleep(self.delay_s)
+        return [{"label": item["text"].upper()} for item in inputs]
+
+
+@pytest.fixture
+def executor():
+    pool = ThreadPoolExecutor(max_workers=1)
+    yield pool
+    pool.shutdown(wait=True)
+
+
+def test_group_by_length_keeps_similar_lengths_together():
+    lengths = [5, 100, 6, 9, 180, 11, 40]
+    groups = group_by_length(lengths, spread=2.0)
+    assert sorted(i for g in groups for i in g) == list(range(len(lengths)))
+    for group in groups:
+        sizes = [lengths[i] for i in group]
+        assert max(sizes) <= 2.0 * min(sizes)
+    assert [sorted(lengths[i] for i in g) for g in groups] == [[5, 6, 9], [11], [40], [100, 180]]
+
+
+def test_default_length_counts_text_only():
+    assert default_length({"text": "a" * 40, "n": 3}) == 12
+
+
+async def test_a_lone_request_runs_at_once(executor):
+    model = Recorder(delay_s=0.0)
+    batcher = MicroBatcher("m", model, executor, window_s=0.5)
+    started = time.perf_counter()
+    for _ in range(3):
+        outputs, batch, _ = await batcher.predict([{"text": "hi"}], timeout_s=5)
+        assert outputs == [{"label": "HI"}] and batch == 1
+    # No window is waited without concurrency: three sequential requests take far less than one window.
+    assert time.perf_counter() - started < 0.5
+    await batcher.close()
+
+
+async def test_concurrent_requests_share_forward_passes_up_to_the_cap(executor):
+    model = Recorder(delay_s=0.05)
+    batcher = MicroBatcher("m", model, executor, max_batch=8, window_s=0.01)
+    texts = [f"text {i:02d}" for i in range(40)]
+    results = await asyncio.gather(*(batcher.predict([{"text": t}], timeout_s=10) for t in texts))
+    assert [r[0][0]["label"] for r in results] == [t.upper() for t in texts]  # each caller gets its own answer
+    sizes = [len(call) for call in model.calls]
+    assert sum(sizes) == 40 and max(sizes) <= 8
+    assert len(model.calls) <= 8, sizes  # batched: far fewer forward passes than requests
+    assert batcher.stats.items == 40 and batcher.stats.largest <= 8
+    await batcher.close()
+
+
+async def test_a_batch_is_split_by_length(executor):
+    model = Recorder(delay_s=0.0)
+    batcher = MicroBatcher("m", model, executor, max_batch=16, window_s=0.05)
+    short = [{"text": "tiny " + str(i)} for i in range(4)]
+    long = [{"text": "long " * 60 + str(i)} for i in range(4)]
+    await asyncio.gather(*(batcher.predict([item], timeout_s=5) for item in short + long))
+    for call in model.calls:
+        lengths = [default_length({"text": t}) for t in call]
+        assert max(lengths) <= 2.0 * min(lengths), call
+    await batcher.close()
+
+
+async def test_requests_past_their_deadline_are_not_run(executor):
+    model = Recorder(delay_s=0.3)
+    batcher = MicroBatcher("m", model, executor, max_batch=1, window_s=0.0)
+    first = asyncio.create_task(batcher.predict([{"text": "first"}], timeout_s=5))
+    await asyncio.sleep(0.05)
+    with pytest.raises(InferenceTimeout, match="waited past its timeout"):
+        await batcher.predict([{"text": "late"}], timeout_s=0.1)
+    await first
+    await asyncio.sleep(0.35)
+    assert ["late"] not in model.calls
+    assert batcher.stats.expired == 1
+    await batcher.close()
+
+
+async def test_a_failing_model_fails_its_batch_and_keeps_serving(executor):
+    calls = {"n": 0}
+
+    def flaky(inputs):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("out of memory")
+        return [{"label": "ok"} for _ in inputs]
+
+    batcher = MicroBatcher("m", flaky, executor)
+    with pytest.raises(InferenceError, match="RuntimeError: out of memory"):
+        await batcher.predict([{"text": "a"}], timeout_s=5)
+    assert (await batcher.predict([{"text": "b"}], timeout_s=5))[0] == [{"label": "ok"}]
+
+    batcher2 = MicroBatcher("short", lambda inputs: [{"label": "x"}], executor)
+    with pytest.raises(InferenceError, match="1 outputs for 2 inputs"):
+        await batcher2.predict([{"text": "a"}, {"text": "b"}], timeout_s=5)
+    await batcher.close()
+    await batcher2.close()
+
+
+# --------------------------------------------------------------------------- the worker process
+
+
+@pytest.fixture
+async def worker(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")])))
+    client = WorkerInferenceClient(plugins_allowlist="", timeout_s=2.0, load_timeout_s=30, window_ms=5)
+    await client.start()
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+async def test_worker_predicts_in_another_process(worker):
+    assert worker.status()["ready"] and worker.pid != os.getpid()
+    answer = await worker.predict(ECHO, [{"text": "hello"}, {"text": "there"}])
+    assert [o["label"] for o in answer.outputs] == ["HELLO", "THERE"]
+    assert answer.outputs[0]["pid"] == worker.pid  # it ran in the worker
+    results = await asyncio.gather(*(worker.predict(ECHO, [{"text": f"t{i}"}]) for i in range(24)))
+    assert [r.outputs[0]["label"] for r in results] == [f"T{i}" for i in range(24)]
+    stats = (await worker.ping())["models"]["echo"]
+    assert stats["items"] == 26 and stats["forward_passes"] < 26  # concurrent requests were batched
+
+
+async def test_worker_reports_load_failures_and_timeouts(worker):
+    with pytest.raises(InferenceError, match="failed to load: AttributeError"):
+        await worker.predict(BROKEN, [{"text": "x"}])
+    with pytest.raises(InferenceTimeout, match="did not answer"):
+        await worker.predict(SLOW, [{"text": "x"}])
+    # The worker itself is fine.
+    assert (await worker.predict(ECHO, [{"text": "ok"}])).outputs[0]["label"] == "OK"
+
+
+async def test_killed_worker_fails_in_flight_requests_fast_then_comes_back(worker):
+    await worker.predict(ECHO, [{"text": "warm"}])
+    first_pid = worker.pid
+    in_flight = asyncio.create_task(worker.predict(SLOW, [{"text": "x"}]))
+    await asyncio.sleep(0.5)
+    started = time.perf_counter()
+    os.kill(first_pid, signal.SIGKILL)
+    with pytest.raises(InferenceUnavailable):
+        await in_flight
+    assert time.perf_counter() - started < 1.0  # failed at once, not after its 2 s timeout
+    with pytest.raises(InferenceUnavailable):  # while restarting, requests fail fast too
+        await worker.predict(ECHO, [{"text": "meanwhile"}])
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            answer = await worker.predict(ECHO, [{"text": "back"}])
+            break
+        except InferenceUnavailable:
+            assert time.monotonic() < deadline, "the worker did not come back"
+            await asyncio.sleep(0.1)
+    assert answer.outputs[0]["label"] == "BACK"
+    assert worker.pid not in (None, first_pid) and worker.starts == 2
+    assert worker.status()["last_exit"] == "exit status -9"
+
+
+async def test_closing_the_client_stops_the_worker(monkeypatch):
+    monkeypatch.setenv("PYTHONPATH", str(HERE))
+    client = WorkerInferenceClient(plugins_allowlist="")
+    await client.start()
+    pid = client.pid
+    await client.close()
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+    with pytest.raises(InferenceUnavailable):
+        await client.predict(ECHO, [{"text": "x"}])
