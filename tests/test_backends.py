@@ -215,13 +215,20 @@ def test_qa_batch_matches_one_by_one_and_empty_context(qa):
         alone = qa.predict([item])[0]
         assert alone["answer"] == together["answer"]
         assert alone["confidence"] == pytest.approx(together["confidence"], abs=1e-5)
-    assert qa.predict([{"question": "who ?", "passage": ""}]) == [{"answer": {"text": "", "start": 0}, "confidence": 0.0}]
+    assert qa.predict([{"question": "who ?", "passage": ""}]) == [
+        {"answer": {"text": "", "start": 0}, "confidence": 0.0}
+    ]
 
 
 def test_qa_custom_fields_and_missing_field(qa_dir):
     model = TransformersBackend().load(
-        {"path": str(qa_dir), "task": "question-answering", "question_field": "q", "context_field": "ctx",
-         "target_field": "span"}
+        {
+            "path": str(qa_dir),
+            "task": "question-answering",
+            "question_field": "q",
+            "context_field": "ctx",
+            "target_field": "span",
+        }
     )
     output = model.predict([{"q": "what ?", "ctx": "an alpha dog ran omega"}])[0]
     assert output["span"] == {"text": "alpha dog ran omega", "start": 3}
@@ -269,14 +276,35 @@ def test_transformers_check_config_catches_bad_shapes(config, problem):
 def test_transformers_check_config_accepts_good_configs():
     backend = TransformersBackend()
     assert backend.check_config({"path": "/models/x"}) == []
-    assert backend.check_config(
-        {"path": "m", "task": "sequence-classification", "label_map": {"LABEL_0": "a"}, "text_fields": ["a", "b"],
-         "max_length": 256, "local_files_only": False, "target_field": "label"}
-    ) == []
-    assert backend.check_config(
-        {"path": "m", "task": "question-answering", "question_field": "q", "context_field": "c",
-         "target_field": "answer", "max_length": 256, "doc_stride": 64, "max_answer_tokens": 20}
-    ) == []
+    assert (
+        backend.check_config(
+            {
+                "path": "m",
+                "task": "sequence-classification",
+                "label_map": {"LABEL_0": "a"},
+                "text_fields": ["a", "b"],
+                "max_length": 256,
+                "local_files_only": False,
+                "target_field": "label",
+            }
+        )
+        == []
+    )
+    assert (
+        backend.check_config(
+            {
+                "path": "m",
+                "task": "question-answering",
+                "question_field": "q",
+                "context_field": "c",
+                "target_field": "answer",
+                "max_length": 256,
+                "doc_stride": 64,
+                "max_answer_tokens": 20,
+            }
+        )
+        == []
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------- http
@@ -315,7 +343,9 @@ class Echo:
         outputs = []
         for item in inputs:
             p = 0.9 if "good" in item["text"] else 0.2
-            outputs.append({"label": "pos" if p > 0.5 else "neg", "n": item.get("n"), "probabilities": {"pos": p, "neg": 1 - p}})
+            outputs.append(
+                {"label": "pos" if p > 0.5 else "neg", "n": item.get("n"), "probabilities": {"pos": p, "neg": 1 - p}}
+            )
         return outputs
 
 
@@ -476,8 +506,14 @@ def test_http_check_config_catches_bad_shapes(config, problem):
 
 
 def test_http_check_config_accepts_a_full_config():
-    config = {"url": "https://models.example/nli/", "timeout_s": 2.5, "retries": 0, "backoff_s": 0,
-              "headers": {"Authorization": "Bearer t"}, "max_batch": 16}
+    config = {
+        "url": "https://models.example/nli/",
+        "timeout_s": 2.5,
+        "retries": 0,
+        "backoff_s": 0,
+        "headers": {"Authorization": "Bearer t"},
+        "max_batch": 16,
+    }
     assert HttpBackend().check_config(config) == []
 
 

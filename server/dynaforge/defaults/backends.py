@@ -58,7 +58,9 @@ def _is_name(value: Any) -> bool:
 
 def _unknown_keys(config: dict[str, Any], known: set[str]) -> list[str]:
     unknown = sorted(set(config) - known)
-    return [f"unknown config key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}"] if unknown else []
+    return (
+        [f"unknown config key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}"] if unknown else []
+    )
 
 
 # --------------------------------------------------------------------------------------------------------- python
@@ -419,13 +421,16 @@ class TransformersBackend(ModelBackend):
         label_map = config.get("label_map", {})
         if not isinstance(label_map, dict) or not all(_is_name(k) and _is_name(v) for k, v in label_map.items()):
             problems.append('"label_map" must be an object of model label -> task label strings')
-        fields = config.get("text_fields", ["x"])
-        if not isinstance(fields, list) or not 1 <= len(fields) <= 2 or not all(_is_name(f) for f in fields):
+        fields = config.get("text_fields")
+        if "text_fields" in config and (
+            not isinstance(fields, list) or not 1 <= len(fields) <= 2 or not all(_is_name(f) for f in fields)
+        ):
             problems.append('"text_fields" must be a list of one or two field names')
         for key, least in (("max_length", 8), ("doc_stride", 0), ("max_answer_tokens", 1)):
             if key in config and (not _is_int(config[key]) or config[key] < least):
                 problems.append(f'"{key}" must be an integer of at least {least}')
-        stride, length = config.get("doc_stride", 0), config.get("max_length", _DEFAULTS[QUESTION_ANSWERING]["max_length"])
+        stride = config.get("doc_stride")
+        length = config.get("max_length", _DEFAULTS[QUESTION_ANSWERING]["max_length"])
         if _is_int(stride) and _is_int(length) and stride >= length // 2:
             problems.append(f'"doc_stride" ({stride}) must be less than half of "max_length" ({length})')
         return problems
@@ -488,7 +493,7 @@ class HttpPredictor:
             response = self._client.get(url)
         except httpx.HTTPError as exc:
             raise InferenceError(
-                f"model server {self.url} is unreachable ({type(exc).__name__}: {exc}); start it or fix \"url\""
+                f'model server {self.url} is unreachable ({type(exc).__name__}: {exc}); start it or fix "url"'
             ) from exc
         if response.status_code != 200:
             raise InferenceError(f"GET {url} answered {response.status_code}: {_snippet(response)}")
@@ -561,7 +566,7 @@ class HttpBackend(ModelBackend):
     """
 
     name = "http"
-    description = "A remote model server: POST {url}/predict with {\"inputs\": [...]}, GET {url}/health."
+    description = 'A remote model server: POST {url}/predict with {"inputs": [...]}, GET {url}/health.'
 
     def check_config(self, config):
         problems = _unknown_keys(config, _HTTP_KEYS)

@@ -87,7 +87,11 @@ def create_model_server(predictor: Predictor, *, name: str, token: str | None = 
         except Exception as exc:
             log.exception("model %s failed on a batch of %d", name, len(inputs))
             return _error(500, f"model {name!r} failed: {type(exc).__name__}: {exc}")
-        if not isinstance(outputs, list) or len(outputs) != len(inputs) or not all(isinstance(o, dict) for o in outputs):
+        if (
+            not isinstance(outputs, list)
+            or len(outputs) != len(inputs)
+            or not all(isinstance(o, dict) for o in outputs)
+        ):
             count = len(outputs) if isinstance(outputs, list) else type(outputs).__name__
             return _error(500, f"model {name!r} returned {count} outputs for {len(inputs)} inputs; expected objects")
         try:

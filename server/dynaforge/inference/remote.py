@@ -74,6 +74,7 @@ class WorkerInferenceClient(InferenceClient):
         self._loaded: set[str] = set()  # models loaded in the current worker
         self._wanted: dict[str, ModelSpec] = {}  # models loaded at least once: reloaded after a restart
         self.starts = 0
+        self._was_ready = False
         self.last_exit: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -81,6 +82,8 @@ class WorkerInferenceClient(InferenceClient):
         """Start the worker (idempotent); returns once it accepts requests or ``start_timeout_s`` has passed."""
         if self._closed:
             raise InferenceUnavailable("the inference client is closed")
+        if self._was_ready and not self._ready.is_set():
+            raise InferenceUnavailable("the model worker is restarting; the example will be predicted later")
         if self._supervisor is None:
             self._supervisor = asyncio.create_task(self._supervise(), name="model-worker-supervisor")
         with contextlib.suppress(asyncio.TimeoutError):
@@ -140,6 +143,7 @@ class WorkerInferenceClient(InferenceClient):
                 self._writer = writer
                 self._loaded.clear()
                 self._ready.set()
+                self._was_ready = True
                 log.info("model worker %d ready", process.pid)
                 reloading = asyncio.create_task(self._reload())
                 try:
@@ -227,9 +231,9 @@ class WorkerInferenceClient(InferenceClient):
         if key in self._loaded:
             return
         if not self._ready.is_set():
-            if self.starts > 0 and self._supervisor is not None:
+            if self._was_ready:
                 raise InferenceUnavailable("the model worker is restarting; the example will be predicted later")
-            await self.start()
+            await self.start()  # the first start: wait for it
         if key in self._wanted:
             # It was loaded before this worker started: the reload is under way; fail fast meanwhile.
             raise InferenceUnavailable(f"model {spec.name!r} is loading again after a worker restart")

@@ -11,6 +11,7 @@ span selected from the passage (target). Its target model answers every question
 from __future__ import annotations
 
 import re
+import time
 from typing import Any
 
 from dynaforge import ChoiceField, ModelSpec, Role, SpanField, Task, TextField, hookimpl  # noqa: F401
@@ -26,6 +27,12 @@ def answer_first_word(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         text, start = (match.group(), match.start()) if match else ("", 0)
         outputs.append({"answer": {"text": text, "start": start}})
     return outputs
+
+
+def answer_first_word_slowly(inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The same answers after 40 ms per forward pass, so that a burst keeps the model busy."""
+    time.sleep(0.04)
+    return answer_first_word(inputs)
 
 
 class E2ESpansTask(Task):
