@@ -48,6 +48,15 @@ class SentimentTask(Task):
         {"prompt": "Review a concert from the back row."},
     )
 
+    sample_examples = (
+        {"prompt": "Describe a meal that did not go as planned.",
+         "statement": "The soup arrived cold, but the waiter's apology was so sincere that I left smiling.",
+         "label": "positive", "explanation": "A complaint that turns around at the end."},
+        {"statement": "Oh great, another meeting that could have been an email.", "label": "negative"},
+        {"prompt": "Write about a train journey.",
+         "statement": "The train left at nine and reached the coast shortly after noon.", "label": "neutral"},
+    )
+
     def build_model_input(self, context, example):
         # The prompt is inspiration for the annotator, not evidence for the model.
         return {"statement": example["statement"]}

@@ -81,6 +81,7 @@ class Task:
     fairness_slices: ClassVar[tuple[str, ...]] = ()
     default_target_models: ClassVar[tuple[ModelSpec, ...]] = ()
     demo_contexts: ClassVar[tuple[dict[str, Any], ...]] = ()
+    sample_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
     validation_quorum: ClassVar[int] = 3
 
     # ------------------------------------------------------------------ declaration checks
@@ -198,6 +199,25 @@ class Task:
     def is_fooled(self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]) -> bool:
         """Whether the model got it wrong. Default: some target field differs from the annotator's value."""
         return any(example.get(name) != prediction.get(name) for name in self.field_names(Role.TARGET))
+
+    def split_fields(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Split a full set of field values (as in ``sample_examples``) into (context fields, example fields)."""
+        context_names = set(self.field_names(Role.CONTEXT))
+        context = {k: v for k, v in values.items() if k in context_names}
+        return context, {k: v for k, v in values.items() if k not in context_names}
+
+    def perturb(self, example: dict[str, Any], perturbation: Perturbation, rng: Any) -> dict[str, Any]:
+        """A copy of ``example`` with ``perturbation`` applied to each text input field.
+
+        Context and target fields are left alone, so spans into the context stay true and the gold label still
+        describes the perturbed example (the premise of robustness and fairness measures).
+        """
+        perturbed = dict(example)
+        for f in self.fields_with(Role.INPUT):
+            value = perturbed.get(f.name)
+            if isinstance(value, str):
+                perturbed[f.name] = perturbation.apply(value, rng)
+        return perturbed
 
     # ------------------------------------------------------------------ optional
     def train(self, data_dir, out_dir, *, progress: bool = True, **options) -> dict[str, Any]:
