@@ -117,7 +117,7 @@ def test_classifier_batch_matches_one_by_one(classifier):
     """Dynamic padding must not change a prediction: a short input padded next to a long one scores the same."""
     inputs = [{"text": "good"}, {"text": "the cat sat on the mat , the dog ran under the rug . " * 3}]
     batched = classifier.predict(inputs)
-    for item, together in zip(inputs, batched):
+    for item, together in zip(inputs, batched, strict=True):
         alone = classifier.predict([item])[0]
         assert alone["label"] == together["label"]
         for label, p in alone["probabilities"].items():
@@ -211,7 +211,7 @@ def test_qa_batch_matches_one_by_one_and_empty_context(qa):
         {"question": "where is the dog ?", "passage": "on the rug"},
     ]
     batched = qa.predict(inputs)
-    for item, together in zip(inputs, batched):
+    for item, together in zip(inputs, batched, strict=True):
         alone = qa.predict([item])[0]
         assert alone["answer"] == together["answer"]
         assert alone["confidence"] == pytest.approx(together["confidence"], abs=1e-5)
@@ -555,7 +555,7 @@ def test_a_transformers_model_served_remotely_answers_like_the_local_one(classif
     with serving(create_model_server(classifier, name="tiny-bert")) as url:
         remote = _http(url)
         inputs = [{"text": "a good film"}, {"text": "the dog ran"}]
-        for here, there in zip(classifier.predict(inputs), remote.predict(inputs)):
+        for here, there in zip(classifier.predict(inputs), remote.predict(inputs), strict=True):
             assert there["label"] == here["label"]
             assert there["probabilities"] == pytest.approx(here["probabilities"])
 
