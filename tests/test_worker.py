@@ -206,3 +206,44 @@ async def test_closing_the_client_stops_the_worker(monkeypatch):
         os.kill(pid, 0)
     with pytest.raises(InferenceUnavailable):
         await client.predict(ECHO, [{"text": "x"}])
+
+
+def test_model_server_command_serves_a_model_to_the_http_backend(tmp_path):
+    """`dynaforge model-server` runs a model elsewhere; the http backend puts it in the loop."""
+    import socket
+    import subprocess
+    import sys
+
+    from dynaforge.defaults.backends import HttpBackend
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    dynaforge = str(Path(sys.executable).with_name("dynaforge"))
+    env = {**os.environ, "PYTHONPATH": str(HERE), "DYNAFORGE_LOAD_PLUGINS": "", "DYNAFORGE_MODEL_SERVER_TOKEN": "s3cret"}
+    proc = subprocess.Popen(
+        [dynaforge, "model-server", "--backend", "python", "--config", '{"callable": "worker_models:echo"}',
+         "--port", str(port), "--name", "echo"],
+        env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err.log", "wb"),
+    )
+    try:
+        config = {"url": f"http://127.0.0.1:{port}", "headers": {"Authorization": "Bearer s3cret"}, "timeout_s": 5}
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                model = HttpBackend().load(config)
+                break
+            except InferenceError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.log").read_text()
+                time.sleep(0.2)
+        outputs = model.predict([{"text": "far"}, {"text": "away"}])
+        assert [o["label"] for o in outputs] == ["FAR", "AWAY"]
+        assert outputs[0]["pid"] == proc.pid
+        with pytest.raises(InferenceError, match="401"):
+            HttpBackend().load({**config, "headers": {}}).predict([{"text": "x"}])
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+    bad = subprocess.run([dynaforge, "model-server", "--backend", "python", "--config", "[1]"], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert bad.returncode != 0 and "--config must be a JSON object" in bad.stderr

@@ -258,6 +258,33 @@ def train(task_code: str, data_dir: Path, out_dir: Path | None, limit: int | Non
     click.echo(json.dumps(metrics, indent=2, sort_keys=True))
 
 
+@main.command("model-server")
+@click.option("--backend", "backend_name", required=True, help="A registered model backend (python, transformers, ...).")
+@click.option("--config", "config_json", required=True,
+              help='The backend configuration as JSON, e.g. \'{"path": "/models/nli", "text_fields": ["premise", "hypothesis"]}\'.')
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8080, show_default=True, type=int)
+@click.option("--name", default=None, help="The model's name in /health (default: the backend's).")
+@click.option("--token", envvar="DYNAFORGE_MODEL_SERVER_TOKEN", default=None,
+              help="Require 'Authorization: Bearer TOKEN' (or set DYNAFORGE_MODEL_SERVER_TOKEN).")
+def model_server(backend_name: str, config_json: str, host: str, port: int, name: str | None, token: str | None) -> None:
+    """Serve one model over the HTTP model-server contract (docs/model-server.md), for the http backend."""
+    import json
+
+    from dynaforge.inference.http_server import serve_model
+
+    try:
+        config = json.loads(config_json)
+    except json.JSONDecodeError as exc:
+        raise click.ClickException(f"--config is not JSON: {exc}") from exc
+    if not isinstance(config, dict):
+        raise click.ClickException("--config must be a JSON object")
+    try:
+        serve_model(backend_name, config, host, port, name=name, token=token)
+    except (ValueError, FileNotFoundError) as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
 @main.command()
 def schema() -> None:
     """Print the GraphQL schema (SDL); schema.graphql is this output."""

@@ -57,6 +57,16 @@ def spec_key(spec: ModelSpec) -> str:
     return spec.backend + ":" + json.dumps(spec.config, sort_keys=True, default=str)
 
 
+def close_model(model: Any) -> None:
+    """Release what a loaded model holds (connections, files), if it says how."""
+    close = getattr(model, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:
+            log.exception("closing model %r failed", model)
+
+
 class LocalInferenceClient(InferenceClient):
     """Runs registered backends in this process on a thread pool, with a per-request timeout."""
 
@@ -131,4 +141,6 @@ class LocalInferenceClient(InferenceClient):
 
     async def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        for model in self._models.values():
+            close_model(model)
         self._models.clear()

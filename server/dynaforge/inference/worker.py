@@ -26,7 +26,7 @@ from typing import Any, Callable, Mapping
 from dynaforge.inference import protocol
 from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
 from dynaforge.inference.batching import MicroBatcher
-from dynaforge.inference.client import spec_key
+from dynaforge.inference.client import close_model, spec_key
 from dynaforge.tasks.base import ModelSpec
 
 log = logging.getLogger("dynaforge.worker")
@@ -121,6 +121,9 @@ class ModelHost:
         for batcher in self._batchers.values():
             await batcher.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        for model in self._models.values():
+            close_model(model)
+        self._models.clear()
 
 
 class WorkerServer:

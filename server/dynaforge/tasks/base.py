@@ -210,7 +210,7 @@ class Task:
         """A copy of ``example`` with ``perturbation`` applied to each text input field.
 
         Context and target fields are left alone, so spans into the context stay true and the gold label still
-        describes the perturbed example (the premise of robustness and fairness measures).
+        describes the perturbed example (what robustness and fairness measures assume).
         """
         perturbed = dict(example)
         for f in self.fields_with(Role.INPUT):
