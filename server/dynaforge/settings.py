@@ -39,13 +39,20 @@ class Settings(BaseSettings):
     inference_timeout_s: float = 10.0
     inference_load_timeout_s: float = 300.0
     inference_threads: int = Field(default=1, description="inline mode: threads running predictions")
-    model_threads: int | None = Field(default=None, description="worker mode: torch threads per forward pass")
+    model_threads: int | None = Field(default=None, description="worker mode: torch threads per forward pass (default: the cores less one)")
     batch_max_size: int = Field(default=32, ge=1, description="worker mode: the most requests in one forward pass")
     batch_window_ms: float = Field(
         default=2.0, ge=0, description="worker mode: how long a batch waits for more requests under concurrency"
     )
     pending_retry_s: float = Field(
         default=5.0, gt=0, description="how often examples stored without a prediction are predicted again"
+    )
+
+    cache_ttl_s: float = Field(
+        default=2.0,
+        ge=0,
+        description="how long a server process may reuse a token's owner, a task or a current round it read "
+        "(changes made by this process are seen at once, by other processes within this time; 0 turns it off)",
     )
 
     # Abuse limits

@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import (
+    AddValidationRules,
     MaskErrors,
     MaxAliasesLimiter,
     MaxTokensLimiter,
@@ -34,15 +35,20 @@ def _should_mask(error: GraphQLError) -> bool:
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or Settings()
+    # The limiters' validation rules are built once: each limiter instance would create new rule classes, and the
+    # rules are part of the validation cache's key, so per-request rules would never hit the cache.
+    rules = [
+        *QueryDepthLimiter(max_depth=settings.graphql_max_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases).validation_rules,
+    ]
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
         types=ERROR_TYPES,
         extensions=[
             lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
-            lambda: QueryDepthLimiter(max_depth=settings.graphql_max_depth),
+            lambda: AddValidationRules(rules),
             lambda: MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
-            lambda: MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases),
             # Built per request; their LRU caches live at module level, shared by every request.
             lambda: ParserCache(maxsize=256),
             lambda: ValidationCache(maxsize=256),

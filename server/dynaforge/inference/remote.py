@@ -115,8 +115,10 @@ class WorkerInferenceClient(InferenceClient):
         ]
         if self._plugins is not None:
             args += ["--plugins", self._plugins]
-        if self._threads:
-            args += ["--threads", str(self._threads)]
+        # By default leave one core to the API process: on a small machine a forward pass spread over every core
+        # stalls whenever the API needs one of them.
+        threads = self._threads or max(1, (os.cpu_count() or 2) - 1)
+        args += ["--threads", str(threads)]
         return await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.DEVNULL)
 
     async def _connect(self, process: asyncio.subprocess.Process) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import re
 import secrets
+import weakref
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -28,7 +29,20 @@ TOKEN_PREFIX = "dfk_"
 _USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,40}$")
 _EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
 _hasher = PasswordHasher()  # argon2id with the library's current recommended parameters
-_DUMMY_HASH = _hasher.hash("timing-equaliser")
+# Verified against when a username is unknown, so that the answer takes as long as for a wrong password.
+# A constant with the hasher's parameters: hashing it at import would cost every process 64 MiB and ~0.3 s.
+_DUMMY_HASH = "$argon2id$v=19$m=65536,t=3,p=4$00BVbJOluhd0tu/51B6xzQ$jHJ5hO+N5epfN1h0kNZeA4eLYUzr07Dn6mk9JZW95w8"
+# Each Argon2 computation holds 64 MiB: at most two at once (per event loop) keeps a burst of sign-ups from
+# inflating the API's memory.
+_HASHING: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = weakref.WeakKeyDictionary()
+
+
+def _hashing() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    semaphore = _HASHING.get(loop)
+    if semaphore is None:
+        semaphore = _HASHING[loop] = asyncio.Semaphore(2)
+    return semaphore
 _LAST_USED_GRANULARITY = timedelta(minutes=5)
 
 
@@ -71,7 +85,8 @@ async def create_user(
     if is_admin and not (actor and actor.is_admin):
         raise Forbidden("Only an admin can create an admin account")
     _check_account(username, email, password)
-    password_hash = await asyncio.to_thread(_hasher.hash, password)
+    async with _hashing():
+        password_hash = await asyncio.to_thread(_hasher.hash, password)
     user = User(username=username, email=email.lower(), password_hash=password_hash, is_admin=is_admin)
     try:
         async with p.db.write() as s:
@@ -110,7 +125,8 @@ async def login(p: Platform, *, username: str, password: str) -> tuple[User, str
         user = await s.scalar(select(User).where(func.lower(User.username) == str(username).lower()))
     stored = user.password_hash if user is not None else _DUMMY_HASH
     try:
-        await asyncio.to_thread(_hasher.verify, stored, str(password))
+        async with _hashing():
+            await asyncio.to_thread(_hasher.verify, stored, str(password))
         ok = user is not None and user.is_active
     except (VerificationError, InvalidHashError):
         ok = False
@@ -157,6 +173,7 @@ async def revoke_token(p: Platform, actor: Actor | None, token_id: int, *, auth_
             raise NotFound(f"No token {token_id} of yours; list them with me {{ apiTokens {{ id }} }}")
         if row.revoked_at is None:
             row.revoked_at = utcnow()
+    p.caches.tokens.pop(row.token_hash)
     return row
 
 
@@ -164,29 +181,32 @@ async def authenticate(p: Platform, bearer: str | None) -> Authentication:
     """Resolve ``Authorization: Bearer <token>``. No header: anonymous. A bad or revoked token: an error."""
     if not bearer:
         return Authentication(None)
+    digest = hash_token(bearer)
+    cached = p.caches.tokens.get(digest)
+    if cached is not None:
+        return cached
     async with p.db.session() as s:
         row = (
-            await s.execute(
-                select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(
-                    ApiToken.token_hash == hash_token(bearer)
-                )
-            )
+            await s.execute(select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(ApiToken.token_hash == digest))
         ).first()
     if row is None:
         return Authentication(None, "The API token is not valid; create one with login or createApiToken")
     token, user = row
     if token.revoked_at is not None:
-        return Authentication(None, "The API token was revoked; sign in again with login")
-    if not user.is_active:
-        return Authentication(None, "This account is disabled")
-    now = utcnow()
-    last = as_utc(token.last_used_at)
-    if last is None or now - last > _LAST_USED_GRANULARITY:
-        async with p.db.write() as s:
-            stored = await s.get(ApiToken, token.id)
-            if stored is not None:
-                stored.last_used_at = now
-    return Authentication(_actor(user))
+        result = Authentication(None, "The API token was revoked; sign in again with login")
+    elif not user.is_active:
+        result = Authentication(None, "This account is disabled")
+    else:
+        result = Authentication(_actor(user))
+        now = utcnow()
+        last = as_utc(token.last_used_at)
+        if last is None or now - last > _LAST_USED_GRANULARITY:
+            async with p.db.write() as s:
+                stored = await s.get(ApiToken, token.id)
+                if stored is not None:
+                    stored.last_used_at = now
+    p.caches.tokens.put(digest, result)
+    return result
 
 
 async def get_user(p: Platform, user_id: int) -> User | None:

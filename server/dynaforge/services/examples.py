@@ -159,9 +159,8 @@ async def submit(
     p.limiter.hit(
         f"examples:{actor.user_id}:{task_code}", p.settings.examples_per_minute, 60.0, f"examples for {task_code}"
     )
-    async with p.db.session() as s:
-        round_ = await task_service.current_round(s, view.row.id)
-        context = await s.get(Context, context_id) if context_id is not None else None
+    round_ = await task_service.cached_current_round(p, view.row.id)
+    context = await _context(p, context_id) if context_id is not None else None
     if round_ is None or round_.ended_at is not None:
         raise RoundClosed(f"Task {task_code} has no open round; wait for its owners to open the next one")
     if context_id is not None and (context is None or context.task_id != view.row.id):
@@ -228,6 +227,17 @@ async def submit(
         await p.plugins.emit("model_fooled", example=payload)
         await p.events.publish(f"modelFooled:{task_code}", payload)
     return Outcome(example, pending_reason)
+
+
+async def _context(p: Platform, context_id: int) -> Context | None:
+    """A context row; its fields, task and round never change, so it is cached for the process's life."""
+    context = p.caches.contexts.get(context_id)
+    if context is None:
+        async with p.db.session() as s:
+            context = await s.get(Context, context_id)
+        if context is not None:
+            p.caches.contexts.put(context_id, context)
+    return context
 
 
 _RETRACTABLE = (ExampleStatus.CREATED, ExampleStatus.PENDING_PREDICTION, ExampleStatus.FLAGGED)

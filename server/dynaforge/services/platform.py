@@ -8,6 +8,7 @@ from dynaforge.db.engine import Database
 from dynaforge.events import EventBus, InMemoryEventBus
 from dynaforge.inference.client import InferenceClient, LocalInferenceClient
 from dynaforge.plugins import Plugins
+from dynaforge.services.cache import Caches
 from dynaforge.services.ratelimit import RateLimiter
 from dynaforge.settings import Settings
 
@@ -20,6 +21,7 @@ class Platform:
     inference: InferenceClient
     events: EventBus = field(default_factory=InMemoryEventBus)
     limiter: RateLimiter = field(default_factory=RateLimiter)
+    caches: Caches = field(default_factory=Caches)
 
     @classmethod
     def create(
@@ -36,6 +38,7 @@ class Platform:
             db=db or Database(settings.database_url, echo=settings.database_echo),
             plugins=plugins,
             inference=inference or _inference_client(settings, plugins),
+            caches=Caches(settings.cache_ttl_s),
         )
 
     async def close(self) -> None:

@@ -89,16 +89,35 @@ async def list_tasks(p: Platform, actor: Actor | None) -> list[TaskView]:
 
 async def get_task(p: Platform, actor: Actor | None, code: str) -> TaskView:
     task = p.plugins.task(code)
-    async with p.db.session() as s:
-        row = await s.scalar(select(TaskRow).where(TaskRow.code == code))
-        if task is None or row is None or not await _visible(s, actor, row):
-            known = ", ".join(sorted(p.plugins.registry.tasks)) or "none"
-            raise NotFound(f"No task {code!r}; known tasks: {known}")
+    row = p.caches.tasks.get(code)
+    if row is None or row.hidden:
+        async with p.db.session() as s:
+            if row is None and task is not None:
+                row = await s.scalar(select(TaskRow).where(TaskRow.code == code))
+                if row is not None:
+                    p.caches.tasks.put(code, row)
+            visible = row is not None and await _visible(s, actor, row)
+    else:
+        visible = True
+    if task is None or not visible:
+        known = ", ".join(sorted(p.plugins.registry.tasks)) or "none"
+        raise NotFound(f"No task {code!r}; known tasks: {known}")
     return TaskView(task, row)
 
 
 async def current_round(s: AsyncSession, task_id: int) -> Round | None:
     return await s.scalar(select(Round).where(Round.task_id == task_id).order_by(Round.number.desc()).limit(1))
+
+
+async def cached_current_round(p: Platform, task_id: int) -> Round | None:
+    """The current round as read at most ``cache_ttl_s`` ago (for the write path; counters may be stale)."""
+    round_ = p.caches.rounds.get(task_id)
+    if round_ is None:
+        async with p.db.session() as s:
+            round_ = await current_round(s, task_id)
+        if round_ is not None:
+            p.caches.rounds.put(task_id, round_)
+    return round_
 
 
 async def get_round(p: Platform, task_id: int, number: int | None = None) -> Round | None:
@@ -180,4 +199,5 @@ async def set_target_models(
         round_.target_models = [spec.as_dict() for spec in specs]
         round_.ensemble_rule = rule
         await s.flush()
-        return round_
+    p.caches.rounds.pop(view.row.id)
+    return round_
