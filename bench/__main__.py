@@ -1,0 +1,69 @@
+"""``python -m bench [ID ...]``: start the server under test once and run the chosen benchmarks (all by default).
+
+Prints a header naming the machine, then one line per target. Exits with 1 when any target failed or could not be
+measured, 0 when every one passed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import time
+import traceback
+from types import ModuleType
+
+from bench import p1_create_example, p2_reads_contention, p3_concurrent_annotators, p8_memory
+from bench.common import (
+    Context, Result, client, default_threads, machine_header, prepare, proc_status_kb, reset_peak_rss, serve,
+)
+
+BENCHMARKS: dict[str, ModuleType] = {
+    m.ID: m for m in (p1_create_example, p2_reads_contention, p3_concurrent_annotators, p8_memory)
+}
+BENCHMARK_TIMEOUT_S = 120.0  # a wedged server must not hang the run
+
+
+async def _run(ids: list[str], threads: int) -> bool:
+    with serve(threads) as server:
+        async with client() as http:
+            started = time.perf_counter()
+            await prepare(http, server)
+            print(f"# server ready (model loaded, {len(server.annotator_tokens)} annotators registered) "
+                  f"in {time.perf_counter() - started:.1f}s; API pid {server.pid}, worker pid {server.worker_pid()}",
+                  flush=True)
+            setup_peak = proc_status_kb(server.pid, "VmHWM")
+            ctx = Context(server, http, threads, setup_peak, reset_peak_rss(server.pid))
+            passed = True
+            for bench_id in ids:
+                try:
+                    result = await asyncio.wait_for(BENCHMARKS[bench_id].run(ctx), BENCHMARK_TIMEOUT_S)
+                except Exception as exc:  # report and go on with the next target
+                    traceback.print_exc(file=sys.stderr)
+                    reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
+                    result = Result(bench_id, f"could not be measured ({reason})", "see above", False)
+                print(result.line(), flush=True)
+                passed = passed and result.passed
+            return passed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("ids", nargs="*", metavar="ID",
+                        help=f"targets to run, of {', '.join(BENCHMARKS)} (default: all)")
+    parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "0")) or None,
+                        help="torch intra-op threads for the worker and the bare model (default: torch's own)")
+    args = parser.parse_args(argv)
+    ids = [i.upper() for i in args.ids] or list(BENCHMARKS)
+    unknown = [i for i in ids if i not in BENCHMARKS]
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
+    ids = [i for i in BENCHMARKS if i in ids]  # the order matters: P8 measures after the traffic of the others
+    threads = args.threads or default_threads()
+    print(machine_header(threads), flush=True)
+    return 0 if asyncio.run(_run(ids, threads)) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

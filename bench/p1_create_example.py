@@ -1,0 +1,106 @@
+"""P1: one annotator's createExample against a bare ``predict()`` of the same model on the same statement.
+
+The bare model is the sentiment plugin's ``load()`` in this process, with the worker's torch thread count. Rounds
+alternate (bare then served, then served then bare, ...), each side over the same statements, after a warm-up of
+both, so that drift on a shared machine hits both sides alike. Rounds go on up to MAX_ROUNDS or until BUDGET_S has
+passed (at least two). Between sides the benchmark pauses briefly so that the idle side's OpenMP threads stop
+spinning before the other side is timed.
+
+Figures: served p50 / bare p50 (target <= 1.15) and the non-model work p50 (target <= 3 ms), where non-model work
+is each call's latency minus the model time the example itself reports (``modelPredictions[].latency_ms``, the
+worker's forward pass); served p50 - bare p50 is printed too, as a cross-check that needs no server figure.
+For diagnosis: the CPU the API process and the worker spent per createExample, and the round trip of ``/healthz``
+(a plain Starlette JSON route) from this client, the floor that HTTP and the client itself put under any call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from bench.common import STATEMENTS, Context, CpuMeter, Result, bare_model, create_example, ms, percentile
+
+ID = "P1"
+RATIO_TARGET = 1.15
+NON_MODEL_TARGET_MS = 3.0
+PER_ROUND = 10
+WARMUP_ROUNDS = 1
+MIN_ROUNDS = 2  # one of each order
+MAX_ROUNDS = 16
+BUDGET_S = 40.0  # no new round starts after this (a loaded machine makes every call slow)
+SETTLE_S = 0.3  # lets the idle side's OpenMP threads stop spinning before the other side is timed
+
+
+async def run(ctx: Context) -> Result:
+    model = bare_model(ctx)
+    server, token = ctx.server, ctx.server.annotator_tokens[0]
+    worker_pid = server.worker_pid()
+
+    def statements(r: int) -> list[int]:
+        return [(r * PER_ROUND + i) % len(STATEMENTS) for i in range(PER_ROUND)]
+
+    def bare_round(picks: list[int], out: list[float]) -> None:
+        for n in picks:
+            model_input = [{"statement": STATEMENTS[n][0]}]
+            started = time.perf_counter_ns()
+            model.predict(model_input)
+            out.append(ms(time.perf_counter_ns() - started))
+
+    async def served_round(picks: list[int], out: list[float], non_model: list[float], failures: list[str]) -> None:
+        for n in picks:
+            created = await create_example(ctx.http, server, token, n)
+            if not created.ok:
+                failures.append(created.kind)
+                continue
+            out.append(ms(created.latency_ns))
+            if created.model_ms is not None:
+                non_model.append(ms(created.latency_ns) - created.model_ms)
+
+    async def floor_round(count: int, out: list[float]) -> None:
+        for _ in range(count):
+            started = time.perf_counter_ns()
+            (await ctx.http.get(server.base_url + "/healthz")).raise_for_status()
+            out.append(ms(time.perf_counter_ns() - started))
+
+    for r in range(WARMUP_ROUNDS):
+        bare_round(statements(r), [])
+        await served_round(statements(r), [], [], [])
+        await floor_round(PER_ROUND, [])
+
+    bare: list[float] = []
+    served: list[float] = []
+    non_model: list[float] = []
+    floor: list[float] = []
+    failures: list[str] = []
+    cpu = {"api": 0.0, "worker": 0.0}
+    deadline = time.monotonic() + BUDGET_S
+    rounds = 0
+    while rounds < MAX_ROUNDS and (rounds < MIN_ROUNDS or time.monotonic() < deadline):
+        picks = statements(WARMUP_ROUNDS + rounds)
+        for side in (("bare", "served") if rounds % 2 == 0 else ("served", "bare")):
+            await asyncio.sleep(SETTLE_S)
+            if side == "bare":
+                bare_round(picks, bare)
+                continue
+            with CpuMeter(server.pid, worker_pid) as meter:
+                await served_round(picks, served, non_model, failures)
+            for name in cpu:
+                cpu[name] += meter.seconds.get(name, 0.0)
+            await floor_round(PER_ROUND, floor)  # after the meter: only createExample calls are metered
+        rounds += 1
+
+    served_p50, bare_p50 = percentile(served, 50), percentile(bare, 50)
+    ratio = served_p50 / bare_p50
+    non_model_p50 = percentile(non_model, 50)
+    calls = max(1, len(served) + len(failures))
+    passed = ratio <= RATIO_TARGET and non_model_p50 <= NON_MODEL_TARGET_MS and not failures
+    figures = (
+        f"createExample p50 {served_p50:.2f} ms (p95 {percentile(served, 95):.2f}) vs bare predict() p50 "
+        f"{bare_p50:.2f} ms (p95 {percentile(bare, 95):.2f}): ratio {ratio:.3f}; non-model work p50 "
+        f"{non_model_p50:.2f} ms (served p50 - bare p50 = {served_p50 - bare_p50:.2f} ms); "
+        f"cpu per createExample: api {cpu['api'] * 1000 / calls:.2f} ms, worker {cpu['worker'] * 1000 / calls:.2f} ms; "
+        f"/healthz round trip p50 {percentile(floor, 50):.2f} ms; "
+        f"n={len(served)} served, {len(bare)} bare in {rounds} alternating rounds"
+        + (f"; {len(failures)} calls not CreatedExample ({', '.join(sorted(set(failures)))})" if failures else "")
+    )
+    return Result(ID, figures, f"ratio <= {RATIO_TARGET} and non-model p50 <= {NON_MODEL_TARGET_MS:g} ms", passed)
