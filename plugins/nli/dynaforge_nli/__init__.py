@@ -1,0 +1,1 @@
+"""Dynaforge task plugin: natural language inference with an offline MiniLM target model."""
