@@ -53,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("ids", nargs="*", metavar="ID",
                         help=f"targets to run, of {', '.join(BENCHMARKS)} (default: all)")
     parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "0")) or None,
-                        help="torch intra-op threads for the worker and the bare model (default: torch's own)")
+                        help="torch intra-op threads for the worker and the bare model (default: the cores less one, as the server)")
     args = parser.parse_args(argv)
     ids = [i.upper() for i in args.ids] or list(BENCHMARKS)
     unknown = [i for i in ids if i not in BENCHMARKS]

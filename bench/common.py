@@ -145,10 +145,8 @@ def bare_model(ctx: Context):
 
 
 def default_threads() -> int:
-    """Torch's own default intra-op thread count on this machine (what the worker uses unless told otherwise)."""
-    import torch
-
-    return torch.get_num_threads()
+    """The model worker's default torch thread count: the cores less one (one is left to the API process)."""
+    return max(1, (os.cpu_count() or 2) - 1)
 
 
 def machine_header(threads: int) -> str:
