@@ -1,0 +1,162 @@
+"""The hate speech task: annotators write a statement, say whether it is hateful, and try to fool the model.
+
+Labels are ``hateful`` and ``not_hateful`` (Dynabench's binary formulation). The task has no context fields: the
+annotator writes the statement from scratch, so examples are created without a context and ``demo_contexts`` is
+empty. Two optional metadata fields describe a statement: ``target_group`` (the group it attacks or is about) and
+``type`` (the kind of hate, ``none`` for a statement that is not hateful). Metrics are reported per target group
+through the ``target_group`` fairness slice.
+
+The default target model is a logistic-regression head on the frozen MiniLM sentence encoder, trained by
+``dynaforge train hatespeech --data DIR`` on the Davidson et al. (2017) tweets, whose three classes are mapped to
+the task's two labels: class 0 (hate speech) is ``hateful``; class 1 (offensive language) and class 2 (neither) are
+``not_hateful``, because offensive language without a protected target is not hate speech by this task's
+definition. See :mod:`dynaforge_hatespeech.model` and :mod:`dynaforge_hatespeech.train`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dynaforge import (
+    ChoiceField,
+    FieldError,
+    InvalidInput,
+    ModelSpec,
+    Role,
+    Slice,
+    Task,
+    TextField,
+    hookimpl,
+)
+
+LABELS: tuple[str, str] = ("hateful", "not_hateful")
+
+#: Groups a statement can attack or be about (the protected characteristics the instructions name).
+TARGET_GROUPS: tuple[str, ...] = (
+    "women",
+    "men",
+    "black_people",
+    "asian_people",
+    "muslims",
+    "jews",
+    "christians",
+    "lgbtq_people",
+    "immigrants",
+    "disabled_people",
+    "travellers_roma",
+    "other",
+)
+
+#: Kinds of hate (after Vidgen et al. 2021); ``none`` is the only kind a not-hateful statement can have.
+HATE_TYPES: tuple[str, ...] = (
+    "derogation",
+    "animosity",
+    "threatening",
+    "dehumanisation",
+    "support_for_hateful_entities",
+    "none",
+)
+
+SLICE_NAME = "target_group"
+
+INSTRUCTIONS = """\
+Write one statement, say whether it is hateful, and try to make the model get it wrong.
+
+Hateful: the statement attacks people because of a protected characteristic: their race, ethnicity, national \
+origin or immigration status, religion, sex or gender, sexual orientation, gender identity, or disability. An \
+attack can demean or insult the group, express hostility or contempt, threaten or incite violence, compare its \
+members to animals, vermin, disease or filth, or praise people and movements known for hating that group. It \
+can be implicit: no slur, polite wording, a "joke" or a rhetorical question still count.
+
+Not hateful, even when it sounds harsh:
+- offensive language without a protected target: swearing, insults aimed at a person for what they did, \
+anger at a company, a team or a politician for their actions;
+- counter-speech: statements that argue against hate, defend a group or report the abuse its members receive;
+- quoting or describing hateful language in order to criticise it;
+- neutral or positive statements that mention a group.
+
+Good ways to fool the model: hate without slurs, misspellings or coded words, and non-hateful statements that \
+use strong words or mention groups. Label what a careful reader would decide, not what you expect the model to \
+say. Optionally pick the target group and the type of hate (choose "none" for a statement that is not hateful). \
+Never write about real private individuals."""
+
+
+class HateSpeechTask(Task):
+    """Binary hate speech detection on statements written by annotators (no context)."""
+
+    code = "hatespeech"
+    name = "Hate speech"
+    description = "Write a statement that the model wrongly judges hateful or not hateful."
+    instructions = INSTRUCTIONS
+    labels = LABELS
+    fields = (
+        TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500,
+                  description="Your statement."),
+        ChoiceField(name="label", role=Role.TARGET,
+                    description="Is the statement hateful? The answer a careful reader would give."),
+        ChoiceField(name="target_group", role=Role.METADATA, required=False, choices=TARGET_GROUPS,
+                    description="The group the statement attacks, or is about when it is not hateful."),
+        ChoiceField(name="type", role=Role.METADATA, required=False, choices=HATE_TYPES,
+                    description="The kind of hate; none when the statement is not hateful."),
+    )
+    metrics = ("accuracy", "macro_f1")
+    principal_metric = "accuracy"
+    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "gender_swap", "name_swap")
+    fairness_slices = (SLICE_NAME,)
+    default_target_models = (
+        ModelSpec(name="minilm-hatespeech", backend="python", config={"factory": "dynaforge_hatespeech.model:load"}),
+    )
+    # No context fields: annotators write examples without a context, and `dynaforge demo` has nothing to store.
+    demo_contexts = ()
+    # Written for the project: one of each kind the instructions describe (hate with and without slurs, counter-
+    # speech that quotes hate, an insult without a protected target), with gendered words and first names so the
+    # fairness perturbations have something to swap.
+    sample_examples = (
+        {"statement": "Women like her should be kept out of every boardroom, they are not fit to lead anything.",
+         "label": "hateful", "target_group": "women", "type": "derogation"},
+        {"statement": "They breed like rats and will swamp our towns unless somebody stops them.",
+         "label": "hateful", "target_group": "immigrants", "type": "dehumanisation"},
+        {"statement": "People who call immigrants vermin should be ashamed: Omar came here at ten and now runs "
+                      "the best bakery in town.",
+         "label": "not_hateful", "target_group": "immigrants", "type": "none"},
+        {"statement": "My brother missed the bus again and I told him he is a useless idiot.",
+         "label": "not_hateful"},
+    )
+
+    def validate_example(self, values: Any, context: dict[str, Any] | None) -> dict[str, Any]:
+        """The field checks, plus one across fields: the type ``none`` goes with ``not_hateful`` and only with it."""
+        cleaned = super().validate_example(values, context)
+        label, kind = cleaned.get("label"), cleaned.get("type")
+        if kind is not None and (kind == "none") != (label == "not_hateful"):
+            message = (
+                "must be none for a statement that is not hateful"
+                if label == "not_hateful"
+                else "must name the kind of hate for a hateful statement, not none"
+            )
+            raise InvalidInput.from_errors([FieldError("type", "label_agreement", message)])
+        return cleaned
+
+    def train(self, data_dir, out_dir=None, *, progress: bool = True, **options) -> dict[str, Any]:
+        """Train the default model's head on ``davidson_2017.csv`` in ``data_dir`` (see ``train.py``)."""
+        from dynaforge_hatespeech.train import train
+
+        out = Path(out_dir) if out_dir else Path(__file__).parent / "weights"
+        return train(Path(data_dir), out, progress=progress, **options)
+
+
+def target_group_of(fields: dict[str, Any]) -> str | None:
+    """The example's target group, or None when the annotator gave none."""
+    group = fields.get("target_group")
+    return group if isinstance(group, str) and group in TARGET_GROUPS else None
+
+
+@hookimpl
+def register_tasks(register):
+    register(HateSpeechTask())
+
+
+@hookimpl
+def register_fairness_slices(register):
+    register(Slice(name=SLICE_NAME, group=target_group_of, task_code=HateSpeechTask.code,
+                   description="Hate speech examples grouped by the target group the annotator named."))
