@@ -487,8 +487,11 @@ TEXT = "The quick brown fox jumps over a lazy dog"  # no doubled letters: every 
 
 def test_register_perturbations_defaults_present(core):
     perturbations = core.registry.perturbations
-    assert {"typo", "lowercase", "uppercase"} <= set(perturbations)
-    assert all(isinstance(x, Perturbation) and x.kind == "robustness" for x in perturbations.values())
+    kinds = {name: p.kind for name, p in perturbations.items() if isinstance(p, Perturbation)}
+    assert kinds == {
+        "typo": "robustness", "lowercase": "robustness", "uppercase": "robustness", "punctuation": "robustness",
+        "gender_swap": "fairness", "name_swap": "fairness",
+    }
     rng = random.Random(0)
     assert perturbations["lowercase"].apply("MiXeD Case", rng) == "mixed case"
     assert perturbations["uppercase"].apply("MiXeD Case", rng) == "MIXED CASE"
@@ -524,6 +527,41 @@ def test_register_perturbations_typo_leaves_short_words_alone(core):
 def test_register_perturbations_typo_on_words_without_adjacent_letters(core):
     typo = core.registry.perturbations["typo"].apply
     assert typo("e-m-a-i-l me", random.Random(0)) == "e-m-a-i-l me"
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("It was fine.", "It was fine"),
+        ("Really?!", "Really"),
+        ("No full stop here", "No full stop here."),
+        ("   ", "   "),
+        ("...", "..."),  # nothing but punctuation: left alone rather than emptied
+    ],
+)
+def test_register_perturbations_punctuation(core, text, expected):
+    assert core.registry.perturbations["punctuation"].apply(text, random.Random(0)) == expected
+
+
+def test_register_perturbations_gender_swap_both_ways_keeping_case(core):
+    swap = core.registry.perturbations["gender_swap"].apply
+    assert swap("He told his Sister that the King left.", random.Random(0)) == "She told her Brother that the Queen left."
+    assert swap("SHE met her uncle", random.Random(0)) == "HE met his aunt"
+    assert swap("The hero shed a tear", random.Random(0)) == "The hero shed a tear"  # whole words only
+
+
+def test_register_perturbations_name_swap_is_consistent_and_seeded(core):
+    swap = core.registry.perturbations["name_swap"].apply
+    text = "Emma called James, and then Emma left; emma is lower case."
+    out = swap(text, random.Random(3))
+    assert out == swap(text, random.Random(3))
+    words = out.replace(",", "").replace(";", "").split()
+    first, second, third = words[0], words[2], words[5]
+    assert first == third and first != "Emma" and second != "James"  # one replacement per name, used each time
+    assert "emma is lower case" in out  # only capitalised names are names
+    from dynaforge.defaults.perturbations import FIRST_NAMES
+
+    assert first in FIRST_NAMES["male"] and second in FIRST_NAMES["female"]
 
 
 def test_register_perturbations_from_a_plugin(core):

@@ -263,7 +263,7 @@ def train(task_code: str, data_dir: Path, out_dir: Path | None, limit: int | Non
 @main.command("model-server")
 @click.option("--backend", "backend_name", required=True, help="A registered model backend (python, transformers, ...).")
 @click.option("--config", "config_json", required=True,
-              help='The backend configuration as JSON, e.g. \'{"path": "/models/nli", "text_fields": ["premise", "hypothesis"]}\'.')
+              help='The backend configuration as JSON, e.g. \'{"path": "/models/classifier", "text_fields": ["text"]}\'.')
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--name", default=None, help="The model's name in /health (default: the backend's).")

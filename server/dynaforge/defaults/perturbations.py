@@ -54,7 +54,7 @@ def punctuation(text: str, rng: random.Random) -> str:
 
 # Pairs swapped both ways. "her" is ambiguous (him / his); "his" maps to "her" and "her" to "his".
 _GENDER_PAIRS = (
-    ("he", "she"), ("him", "her"), ("his", "her"), ("himself", "herself"), ("man", "woman"), ("men", "women"),
+    ("he", "she"), ("his", "her"), ("him", "her"), ("himself", "herself"), ("man", "woman"), ("men", "women"),
     ("boy", "girl"), ("boys", "girls"), ("father", "mother"), ("fathers", "mothers"), ("son", "daughter"),
     ("sons", "daughters"), ("brother", "sister"), ("brothers", "sisters"), ("husband", "wife"),
     ("husbands", "wives"), ("king", "queen"), ("kings", "queens"), ("uncle", "aunt"), ("uncles", "aunts"),
