@@ -6,12 +6,14 @@ STAMP := $(VENV)/.setup-stamp
 
 .PHONY: setup run test bench services schema clean
 
-$(STAMP): pyproject.toml plugins/sentiment/pyproject.toml
+PLUGINS := sentiment nli qa hatespeech
+
+$(STAMP): pyproject.toml $(foreach p,$(PLUGINS),plugins/$(p)/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned to the CPU build, so that transformers does not pull a CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[dev,models]" -e plugins/sentiment
+	$(BIN)/python -m pip install -q -e ".[dev,models]" $(foreach p,$(PLUGINS),-e plugins/$(p))
 	touch $(STAMP)
 
 setup: $(STAMP)

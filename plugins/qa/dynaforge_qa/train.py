@@ -13,12 +13,16 @@ Steps (all seeded, no dates written):
    passages the head never saw; of the rest, 15% of the paragraphs are a validation part that only chooses the
    number of epochs;
 3. encode every (question, passage) pair once with the frozen encoder (overlapping windows, as at inference) and
-   keep the token states; training epochs then only run the small head;
-4. train the head with Adam (loss: minus the log of the summed probability of the gold start tokens, and the same
-   for the end tokens; only windows that contain a gold answer), choose the epoch count with the best validation
-   F1, then retrain from the same initialisation on fitting and validation paragraphs for that many epochs;
+   keep the token states; training epochs then only run the small head. Each fitting question is also paired
+   with another paragraph (no answer there), and validation also hides each paragraph among three others, so that
+   the head learns, and is chosen for, telling the window that holds the answer from those that do not;
+4. train the head with AdamW (loss: minus the log probability of the gold spans, or of "no answer" in a window
+   without one, under a softmax over the window's valid spans and the no-answer option), choose the epoch count
+   with the best validation F1 (averaged with the neighbouring epochs), then retrain from the same
+   initialisation on the fitting and validation windows for that many epochs;
 5. score the held-out questions (SQuAD F1 and exact match, best over a question's gold answers) next to two
    trivial baselines: the passage's first sentence, and the sliding-window baseline of Richardson et al. (2013);
+   and again with each held-out paragraph hidden among three others, so that passages span several windows;
 6. write ``head.safetensors`` and ``metadata.json`` to the output folder.
 
 The data file is only read; no sentence from it is written anywhere.
@@ -48,21 +52,24 @@ from .model import (
     HEAD_FILE,
     MAX_ANSWER_TOKENS,
     METADATA_FILE,
+    TOKEN_FEATURES,
     WEIGHTS_DIR,
     encoder_path,
 )
-from .scoring import best_over_golds, exact_match, normalize_answer, token_f1
+from .scoring import best_over_golds, exact_match, token_f1
 
 DATA_FILE = "squad_v2_dev_sample.json"
 HOLDOUT_FRACTION = 0.20
 VALIDATION_FRACTION = 0.15
 DEFAULTS = {
-    "epochs": 40,
+    "epochs": 30,
+    "rank": 16,
     "hidden": 64,
     "kernel": 5,
     "lr": 2e-3,
     "weight_decay": 1e-2,
     "dropout": 0.2,
+    "state_dropout": 0.6,
     "batch_size": 16,
 }
 
@@ -80,6 +87,7 @@ class Question:
 @dataclass
 class Paragraph:
     key: str  # "title/index", for the record of which paragraphs were held out
+    article: str
     context: str
     questions: list[Question] = field(default_factory=list)
 
@@ -101,7 +109,7 @@ def read_squad(path: Path) -> tuple[list[Paragraph], dict[str, int]]:
             if not isinstance(para.get("context"), str) or not isinstance(para.get("qas"), list):
                 raise ValueError(f"{path}: paragraph {p} of {title!r} needs a 'context' string and a 'qas' list")
             context = para["context"]
-            paragraph = Paragraph(key=f"{title}/{p}", context=context)
+            paragraph = Paragraph(key=f"{title}/{p}", article=title, context=context)
             for qa in para["qas"]:
                 if qa.get("is_impossible"):
                     skipped["unanswerable_questions"] += 1
@@ -149,6 +157,36 @@ def limit_paragraphs(paragraphs: list[Paragraph], limit: int, seed: int) -> list
         kept.append(i)
         count += len(paragraphs[i].questions)
     return [paragraphs[i] for i in sorted(kept)]
+
+
+def negative_pairs(paragraphs: list[Paragraph], seed: int) -> tuple[list[Question], list[str]]:
+    """Every question again, paired with another paragraph of the same part (of the same article when there is
+    one) and no answer: windows from which the head learns its no-answer score."""
+    rng = random.Random(seed + 2)
+    questions, passages = [], []
+    for paragraph in paragraphs:
+        others = [p for p in paragraphs if p is not paragraph]
+        pool = [p for p in others if p.article == paragraph.article] or others
+        for q in paragraph.questions if pool else []:
+            questions.append(Question(q.qid, q.question, []))
+            passages.append(rng.choice(pool).context)
+    return questions, passages
+
+
+def long_passages(paragraphs: list[Paragraph], seed: int, others: int = 3) -> tuple[list[Question], list[str]]:
+    """Every question again, its paragraph hidden at a seeded place among ``others`` other paragraphs of the same
+    part (blank lines between them), answer offsets shifted: passages several encoder windows long."""
+    rng = random.Random(seed + 3)
+    questions, passages = [], []
+    for paragraph in paragraphs:
+        chosen = rng.sample([p for p in paragraphs if p is not paragraph], min(others, len(paragraphs) - 1))
+        chosen.insert(rng.randrange(len(chosen) + 1), paragraph)
+        shift = sum(len(p.context) + 2 for p in chosen[: chosen.index(paragraph)])
+        passage = "\n\n".join(p.context for p in chosen)
+        for q in paragraph.questions:
+            questions.append(Question(q.qid, q.question, [(text, start + shift) for text, start in q.answers]))
+            passages.append(passage)
+    return questions, passages
 
 
 # --------------------------------------------------------------------------- baselines
@@ -206,8 +244,7 @@ class Encoded:
     passage: list
     offsets: list
     q: list  # [D]
-    c: list  # [L]
-    m: list  # [L]
+    feats: list  # [L, F]
     sample: list[int]  # which pair each window comes from
     gold_start: list  # [L] bool each: tokens that start a gold answer (all False when the window has none)
     gold_end: list
@@ -241,9 +278,9 @@ def encode_pairs(encoder, questions: list[Question], passages: list[str], *, max
     import torch
     from tqdm import tqdm
 
-    from .model import encode_windows, question_features
+    from .model import encode_windows, token_features
 
-    out = Encoded([], [], [], [], [], [], [], [], [], [], [])
+    out = Encoded(*([] for _ in Encoded.__dataclass_fields__))
     order = sorted(range(len(questions)), key=lambda k: len(passages[k]) + len(questions[k].question))
     with tqdm(total=len(order), desc=desc, unit="question", disable=not progress) as bar:
         for at in range(0, len(order), batch_size):
@@ -253,7 +290,7 @@ def encode_pairs(encoder, questions: list[Question], passages: list[str], *, max
                 max_length=max_length, stride=stride,
             )
             with torch.inference_mode():
-                q, c, m = question_features(windows.states, windows.input_ids, windows.question)
+                q, feats = token_features(windows, [questions[k].question for k in idx], [passages[k] for k in idx])
             for w in range(windows.states.shape[0]):
                 length = int(windows.attention[w].sum())
                 k = idx[int(windows.sample[w])]
@@ -266,8 +303,7 @@ def encode_pairs(encoder, questions: list[Question], passages: list[str], *, max
                 out.passage.append(passage_mask)
                 out.offsets.append(offsets)
                 out.q.append(q[w])
-                out.c.append(c[w, :length])
-                out.m.append(m[w, :length])
+                out.feats.append(feats[w, :length])
                 out.sample.append(k)
                 out.gold_start.append(gold_start)
                 out.gold_end.append(gold_end)
@@ -289,8 +325,7 @@ def _batch(enc: Encoded, rows: list[int]):
     return {
         "states": states,
         "q": torch.stack([enc.q[r] for r in rows]),
-        "c": pad(enc.c),
-        "m": pad(enc.m),
+        "feats": pad(enc.feats),
         "attention": attention,
         "passage": pad(enc.passage, False),
         "gold_start": pad(enc.gold_start, False),
@@ -302,21 +337,22 @@ def _batch(enc: Encoded, rows: list[int]):
 
 
 def _logits(params, enc: Encoded, rows: list[int], *, batch_size: int = 32):
-    """Start and end logits of the chosen windows, padded to the longest window of all of them."""
+    """Start, end and no-answer logits of the chosen windows, padded to the longest window of all of them."""
     import torch
 
     from .model import head_logits
 
     width = max(len(enc.input_ids[r]) for r in rows)
-    starts, ends = [], []
+    starts, ends, nulls = [], [], []
     with torch.inference_mode():
         for at in range(0, len(rows), batch_size):
             b = _batch(enc, rows[at : at + batch_size])
-            start, end = head_logits(params, b["states"], b["q"], b["c"], b["m"], b["attention"], b["passage"])
+            start, end, null = head_logits(params, b["states"], b["q"], b["feats"], b["attention"], b["passage"])
             pad = width - start.shape[1]
             starts.append(torch.nn.functional.pad(start, (0, pad), value=-1e4))
             ends.append(torch.nn.functional.pad(end, (0, pad), value=-1e4))
-    return torch.cat(starts), torch.cat(ends)
+            nulls.append(null)
+    return torch.cat(starts), torch.cat(ends), torch.cat(nulls)
 
 
 def predict_encoded(params, enc: Encoded, passages: list[str]) -> list[str]:
@@ -327,7 +363,7 @@ def predict_encoded(params, enc: Encoded, passages: list[str]) -> list[str]:
     from .model import Windows, choose_answers
 
     rows = list(range(len(enc.states)))
-    start, end = _logits(params, enc, rows)
+    start, end, null = _logits(params, enc, rows)
     windows = Windows(
         states=None,
         input_ids=None,
@@ -337,33 +373,45 @@ def predict_encoded(params, enc: Encoded, passages: list[str]) -> list[str]:
         offsets=pad_sequence(enc.offsets, batch_first=True),
         sample=torch.tensor(enc.sample),
     )
-    return [o["answer"]["text"] for o in choose_answers(windows, start, end, passages)]
+    return [o["answer"]["text"] for o in choose_answers(windows, start, end, null, passages, params["length.bias"])]
 
 
-def _loss(start, end, gold_start, gold_end):
-    """Minus the log of the summed probability of the gold starts, plus the same for the ends."""
+def _loss(start, end, null, length_bias, passage, gold_start, gold_end):
+    """Minus the log probability of the right choice under a softmax over a window's valid spans and "no answer".
+
+    The right choice is the gold spans (a gold start paired with a gold end) when the window holds any, else "no
+    answer"; windows whose gold spans are all longer than the longest allowed answer are left out.
+    """
     import torch
 
-    def term(logits, gold):
-        log_p = torch.log_softmax(logits, dim=1)
-        return -torch.logsumexp(log_p.masked_fill(~gold, float("-inf")), dim=1)
+    from .model import span_scores
 
-    return (term(start, gold_start) + term(end, gold_end)).mean()
+    spans = span_scores(start, end, passage, length_bias).flatten(1)
+    gold = (gold_start.unsqueeze(2) & gold_end.unsqueeze(1)).flatten(1) & torch.isfinite(spans)
+    has_gold = gold.any(dim=1)
+    usable = has_gold | ~gold_start.any(dim=1)
+    log_all = torch.logsumexp(torch.cat([spans, null.unsqueeze(1)], dim=1), dim=1)
+    log_gold = torch.logsumexp(spans.masked_fill(~gold, float("-inf")), dim=1)
+    log_right = torch.where(has_gold, log_gold, null)
+    if not bool(usable.any()):
+        return log_all.sum() * 0.0
+    return (log_all - log_right)[usable].mean()
 
 
 def fit_head(enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], progress: bool, desc: str,
              evaluate=None) -> tuple[dict[str, Any], list[float]]:
-    """Train a fresh head on the windows of ``enc`` that hold a gold answer; ``evaluate(params)`` after each epoch."""
+    """Train a fresh head on the windows of ``enc``; ``evaluate(params)`` after each epoch."""
     import torch
 
     from .model import head_logits, init_head
     from tqdm import tqdm
 
-    rows = [r for r in range(len(enc.states)) if bool(enc.gold_start[r].any())]
-    if not rows:
+    rows = list(range(len(enc.states)))
+    if not any(bool(g.any()) for g in enc.gold_start):
         raise ValueError("no training window holds a gold answer; check the data's answer offsets")
     torch.manual_seed(seed)
-    params = {k: v.requires_grad_(True) for k, v in init_head(options["hidden"], options["kernel"], seed).items()}
+    initial = init_head(rank=options["rank"], hidden=options["hidden"], kernel=options["kernel"], seed=seed)
+    params = {k: v.requires_grad_(True) for k, v in initial.items()}
     optimizer = torch.optim.AdamW(params.values(), lr=options["lr"], weight_decay=options["weight_decay"])
     steps_per_epoch = math.ceil(len(rows) / options["batch_size"])
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
@@ -377,16 +425,16 @@ def fit_head(enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], p
             total = 0.0
             for at in range(0, len(rows), options["batch_size"]):
                 b = _batch(enc, rows[at : at + options["batch_size"]])
-                start, end = head_logits(
-                    params, b["states"], b["q"], b["c"], b["m"], b["attention"], b["passage"],
-                    dropout=options["dropout"], training=True,
+                start, end, null = head_logits(
+                    params, b["states"], b["q"], b["feats"], b["attention"], b["passage"],
+                    dropout=options["dropout"], state_dropout=options["state_dropout"], training=True,
                 )
-                loss = _loss(start, end, b["gold_start"], b["gold_end"])
+                loss = _loss(start, end, null, params["length.bias"], b["passage"], b["gold_start"], b["gold_end"])
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
                 scheduler.step()
-                total += float(loss) * len(b["q"])
+                total += float(loss.detach()) * len(b["q"])
             postfix = {"loss": f"{total / len(rows):.3f}"}
             if evaluate is not None:
                 history.append(evaluate({k: v.detach() for k, v in params.items()}))
@@ -394,6 +442,13 @@ def fit_head(enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], p
             bar.set_postfix(postfix)
             bar.update(1)
     return {k: v.detach().contiguous() for k, v in params.items()}, history
+
+
+def _smoothed(history: list[float], epoch: int) -> float:
+    """Validation F1 averaged over an epoch and its neighbours: a small validation part is noisy from epoch to
+    epoch, and a lone lucky epoch should not decide how long the final head trains."""
+    around = history[max(0, epoch - 1) : epoch + 2]
+    return sum(around) / len(around)
 
 
 def _file_info(path: Path) -> dict[str, Any]:
@@ -410,11 +465,9 @@ def _flatten(paragraphs: list[Paragraph]) -> tuple[list[Question], list[str]]:
     return questions, passages
 
 
-def _concat(a: Encoded, b: Encoded, offset: int) -> Encoded:
-    """The windows of ``a`` and ``b``; ``b``'s pair indices are shifted by ``offset``."""
-    merged = Encoded(*[getattr(a, f) + getattr(b, f) for f in Encoded.__dataclass_fields__])
-    merged.sample = a.sample + [s + offset for s in b.sample]
-    return merged
+def _concat(a: Encoded, b: Encoded) -> Encoded:
+    """The windows of ``a`` and ``b``, for training (their pair indices no longer point at one list of passages)."""
+    return Encoded(*[getattr(a, f) + getattr(b, f) for f in Encoded.__dataclass_fields__])
 
 
 def train(
@@ -450,44 +503,67 @@ def train(
     val_q, val_p = _flatten(val_par)
     hold_q, hold_p = _flatten(hold_par)
 
+    neg_fit_q, neg_fit_p = negative_pairs(fit_par, seed)
+    neg_val_q, neg_val_p = negative_pairs(val_par, seed)
+    long_val_q, long_val_p = long_passages(val_par, seed)
+    long_hold_q, long_hold_p = long_passages(hold_par, seed)
+
     encoder = shared_encoder(encoder_path())
     torch.manual_seed(seed)
     t_enc = time.perf_counter()
     kw = {"max_length": DEFAULT_MAX_LENGTH, "stride": DEFAULT_STRIDE, "progress": progress}
     enc_fit = encode_pairs(encoder, fit_q, fit_p, desc="encode fit", **kw)
+    enc_neg_fit = encode_pairs(encoder, neg_fit_q, neg_fit_p, desc="encode fit negatives", **kw)
     enc_val = encode_pairs(encoder, val_q, val_p, desc="encode validation", **kw)
+    enc_neg_val = encode_pairs(encoder, neg_val_q, neg_val_p, desc="encode validation negatives", **kw)
+    enc_long_val = encode_pairs(encoder, long_val_q, long_val_p, desc="encode validation, long", **kw)
     enc_hold = encode_pairs(encoder, hold_q, hold_p, desc="encode held-out", **kw)
+    enc_long_hold = encode_pairs(encoder, long_hold_q, long_hold_p, desc="encode held-out, long", **kw)
     encode_seconds = time.perf_counter() - t_enc
 
     def val_f1(params) -> float:
-        return score_answers(predict_encoded(params, enc_val, val_p), val_q)["f1"]
+        """Mean of the validation F1 on the paragraphs alone and hidden in long passages."""
+        single = score_answers(predict_encoded(params, enc_val, val_p), val_q)["f1"]
+        long = score_answers(predict_encoded(params, enc_long_val, long_val_p), long_val_q)["f1"]
+        return round((single + long) / 2, 2)
 
     t_fit = time.perf_counter()
-    _, history = fit_head(enc_fit, epochs=opts["epochs"], seed=seed, options=opts, progress=progress,
-                          desc="choose epochs", evaluate=val_f1)
-    best_epochs = 1 + max(range(len(history)), key=lambda e: (history[e], -e))
-    params, _ = fit_head(_concat(enc_fit, enc_val, len(fit_q)), epochs=best_epochs, seed=seed, options=opts,
-                         progress=progress, desc="final fit")
+    _, history = fit_head(_concat(enc_fit, enc_neg_fit), epochs=opts["epochs"], seed=seed, options=opts,
+                          progress=progress, desc="choose epochs", evaluate=val_f1)
+    best_epochs = 1 + max(range(len(history)), key=lambda e: (_smoothed(history, e), -e))
+    final_windows = _concat(_concat(enc_fit, enc_neg_fit), _concat(enc_val, enc_neg_val))
+    params, _ = fit_head(final_windows, epochs=best_epochs, seed=seed, options=opts, progress=progress,
+                         desc="final fit")
     fit_seconds = time.perf_counter() - t_fit
 
-    model_scores = score_answers(predict_encoded(params, enc_hold, hold_p), hold_q)
-    first_scores = score_answers([first_sentence(p) for p in hold_p], hold_q)
-    window_scores = score_answers([sliding_window(p, q.question) for p, q in zip(hold_p, hold_q)], hold_q)
-    windows_per_question = len(enc_hold.states) / max(1, len(hold_q))
+    def scores(questions: list[Question], passages: list[str], enc: Encoded) -> dict[str, dict[str, Any]]:
+        return {
+            "model": score_answers(predict_encoded(params, enc, passages), questions),
+            "baseline_first_sentence": score_answers([first_sentence(p) for p in passages], questions),
+            "baseline_sliding_window": score_answers(
+                [sliding_window(p, q.question) for p, q in zip(passages, questions)], questions
+            ),
+        }
+
+    held_out = scores(hold_q, hold_p, enc_hold)
+    held_out_long = scores(long_hold_q, long_hold_p, enc_long_hold)
+    long_chars = sum(len(p) for p in long_hold_p) / max(1, len(long_hold_p))
 
     out_dir.mkdir(parents=True, exist_ok=True)
     head_path = out_dir / HEAD_FILE
     save_file(params, str(head_path), metadata={"format": "dynaforge-qa-head/1"})
     os.chmod(head_path, 0o644)
     metrics = {
-        "holdout_questions": model_scores["n"],
+        "holdout_questions": held_out["model"]["n"],
         "holdout_paragraphs": len(hold_par),
-        "holdout_f1": model_scores["f1"],
-        "holdout_exact_match": model_scores["exact_match"],
-        "baseline_first_sentence_f1": first_scores["f1"],
-        "baseline_first_sentence_exact_match": first_scores["exact_match"],
-        "baseline_sliding_window_f1": window_scores["f1"],
-        "baseline_sliding_window_exact_match": window_scores["exact_match"],
+        "holdout_f1": held_out["model"]["f1"],
+        "holdout_exact_match": held_out["model"]["exact_match"],
+        "baseline_first_sentence_f1": held_out["baseline_first_sentence"]["f1"],
+        "baseline_first_sentence_exact_match": held_out["baseline_first_sentence"]["exact_match"],
+        "baseline_sliding_window_f1": held_out["baseline_sliding_window"]["f1"],
+        "baseline_sliding_window_exact_match": held_out["baseline_sliding_window"]["exact_match"],
+        "holdout_long_passages_f1": held_out_long["model"]["f1"],
+        "holdout_long_passages_exact_match": held_out_long["model"]["exact_match"],
         "epochs": best_epochs,
         "validation_f1_by_epoch": history,
     }
@@ -503,18 +579,23 @@ def train(
             "embedding_dim": EMBEDDING_DIM,
         },
         "head": {
-            "type": "linear([h, h*q, max cos to question, word piece in question]) -> GELU -> residual conv1d "
-                    "-> linear start/end logits over passage tokens",
+            "type": "low-rank projection of [h, h*q] next to the token features -> linear -> GELU -> residual "
+                    "conv1d -> start/end logits over passage tokens; span score start + end + length bias",
             "file": HEAD_FILE,
             "bytes": head_path.stat().st_size,
             "parameters": sum(v.numel() for v in params.values()),
+            "token_features": list(TOKEN_FEATURES),
+            "rank": opts["rank"],
             "hidden": opts["hidden"],
             "kernel": opts["kernel"],
             "max_answer_tokens": MAX_ANSWER_TOKENS,
             "optimizer": f"AdamW (lr {opts['lr']}, weight decay {opts['weight_decay']}, one-cycle schedule), "
-                         f"batch {opts['batch_size']} windows, dropout {opts['dropout']}",
-            "loss": "-log sum p(gold start) - log sum p(gold end), windows holding a gold answer",
-            "epoch_selection": "best validation F1 over 1..epochs, then refit on fit + validation paragraphs",
+                         f"batch {opts['batch_size']} windows, dropout {opts['dropout']} "
+                         f"(state inputs {opts['state_dropout']})",
+            "loss": "-log probability of the gold spans (or of no answer, in a window without one) under a "
+                    "softmax over the window's valid spans and the no-answer option",
+            "epoch_selection": "best validation F1 (mean of paragraphs alone and in long passages, averaged with "
+                               "the neighbouring epochs) over 1..epochs, then refit on fit + validation windows",
             "epochs_searched": opts["epochs"],
             "epochs": best_epochs,
         },
@@ -526,23 +607,27 @@ def train(
             "limit": limit,
             "skipped": skipped,
             "split": "seeded shuffle of paragraphs: 20% held out, 15% of the rest validation, the rest fitting",
-            "fit": {"paragraphs": len(fit_par), "questions": len(fit_q), "windows": len(enc_fit.states)},
-            "validation": {"paragraphs": len(val_par), "questions": len(val_q), "windows": len(enc_val.states)},
+            "negatives": "each fit/validation question also paired with another paragraph of its part (same article "
+                         "when possible) and no answer",
+            "long_passages": "each question's paragraph hidden at a seeded place among 3 other paragraphs of its part",
+            "fit": {"paragraphs": len(fit_par), "questions": len(fit_q), "windows": len(enc_fit.states),
+                    "negative_windows": len(enc_neg_fit.states)},
+            "validation": {"paragraphs": len(val_par), "questions": len(val_q), "windows": len(enc_val.states),
+                           "negative_windows": len(enc_neg_val.states)},
             "holdout": {
                 "paragraphs": len(hold_par),
                 "questions": len(hold_q),
-                "windows_per_question": round(windows_per_question, 3),
+                "windows_per_question": round(len(enc_hold.states) / max(1, len(hold_q)), 3),
+                "long_passage_mean_chars": round(long_chars),
+                "long_passage_windows_per_question": round(len(enc_long_hold.states) / max(1, len(long_hold_q)), 3),
                 "paragraph_keys": [p.key for p in hold_par],
             },
         },
         "seed": seed,
         "metrics": {
             "scoring": "SQuAD F1 and exact match in percent, best over each question's gold answers",
-            "holdout": {
-                "model": model_scores,
-                "baseline_first_sentence": first_scores,
-                "baseline_sliding_window": window_scores,
-            },
+            "holdout": held_out,
+            "holdout_long_passages": held_out_long,
             "validation_f1_by_epoch": history,
         },
     }

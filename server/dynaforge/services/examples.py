@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
+import inspect
 import json
 import logging
 import time
@@ -106,6 +108,19 @@ def judge(
     return chosen, fooled
 
 
+def read_output(task: Task, output: Any, model_input: dict[str, Any]) -> dict[str, Any]:
+    """``task.read_model_output``, given the model input too when the task's method accepts it (so that, say, a
+    span task can check that the model's span sits in the passage)."""
+    if _takes_model_input(type(task)):
+        return task.read_model_output(output, model_input=model_input)
+    return task.read_model_output(output)
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_model_input(task_class: type) -> bool:
+    return "model_input" in inspect.signature(task_class.read_model_output).parameters
+
+
 async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str, Any]) -> tuple[list, float]:
     """Ask every target model of the round at once; returns each member's prediction and the slowest one's ms."""
     specs = [ModelSpec.from_dict(m) for m in round_.target_models]
@@ -119,7 +134,7 @@ async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str,
                 raise answer
             raise InferenceError(f"model {spec.name!r} failed: {type(answer).__name__}: {answer}") from answer
         try:
-            prediction = task.read_model_output(answer.outputs[0])
+            prediction = read_output(task, answer.outputs[0], model_input)
         except (ValueError, TypeError) as exc:
             raise InferenceError(f"model {spec.name!r} gave an unusable output: {exc}") from exc
         members.append({"model": spec.name, "prediction": prediction, "latency_ms": round(answer.latency_ms, 3)})

@@ -179,7 +179,9 @@ class Task:
         """Normalise a backend's raw output into a prediction keyed by target field names.
 
         The default keeps the target fields and the optional ``probabilities``/``confidence`` the backend gave,
-        and rejects an output that lacks a target field or names a label outside the task's set.
+        and rejects an output that lacks a target field or names a label outside the task's set. An override may
+        take a keyword argument ``model_input`` (what the model was given): the server then passes it, so the
+        task can check the output against it.
         """
         if not isinstance(output, dict):
             raise ValueError(f"model output must be an object, got {type(output).__name__}")
