@@ -193,7 +193,8 @@ async def test_killed_worker_fails_in_flight_requests_fast_then_comes_back(worke
             await asyncio.sleep(0.1)
     assert answer.outputs[0]["label"] == "BACK"
     assert worker.pid not in (None, first_pid) and worker.starts == 2
-    assert worker.status()["last_exit"] == "exit status -9"
+    # -9 (SIGKILL); asyncio reports 255 when its child watcher finds the process already reaped.
+    assert worker.status()["last_exit"] in ("exit status -9", "exit status 255")
 
 
 async def test_closing_the_client_stops_the_worker(monkeypatch):
