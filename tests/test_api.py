@@ -183,3 +183,31 @@ def test_production_refuses_the_placeholder_secret_and_hides_graphiql():
     with pytest.raises(ValueError, match="SECRET_KEY"):
         Settings(environment="production")
     assert Settings(environment="production", secret_key="x" * 32).graphiql_enabled is False
+
+
+async def test_read_admission_limits_concurrent_queries_but_never_mutations():
+    import asyncio
+    from types import SimpleNamespace
+
+    from strawberry.types.graphql import OperationType
+
+    from dynaforge.api.schema import ReadAdmission
+
+    def hook(kind: OperationType):
+        extension = ReadAdmission(1)
+        extension.execution_context = SimpleNamespace(operation_type=kind)
+        return extension.on_execute()
+
+    first = hook(OperationType.QUERY)
+    await first.__anext__()  # the one query allowed in
+    waiting = hook(OperationType.QUERY)
+    second = asyncio.ensure_future(waiting.__anext__())
+    await asyncio.sleep(0.05)
+    assert not second.done()  # a second query waits
+    mutation = hook(OperationType.MUTATION)
+    await asyncio.wait_for(mutation.__anext__(), 1)  # a mutation does not
+    with pytest.raises(StopAsyncIteration):
+        await first.__anext__()  # the first query ends...
+    await asyncio.wait_for(second, 1)  # ...and lets the second in
+    await waiting.aclose()
+    await mutation.aclose()

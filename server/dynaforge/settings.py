@@ -61,6 +61,9 @@ class Settings(BaseSettings):
     graphql_max_depth: int = 12
     graphql_max_tokens: int = 2000
     graphql_max_aliases: int = 15
+    graphql_max_concurrent_reads: int = Field(
+        default=4, ge=0, description="queries executing at once per process (mutations never wait); 0: no limit"
+    )
     graphiql: bool | None = None  # None: on outside production
 
     @model_validator(mode="after")

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+import weakref
+
 import strawberry
 from graphql import GraphQLError
+from strawberry.extensions import SchemaExtension
+from strawberry.types.graphql import OperationType
 from strawberry.extensions import (
     AddValidationRules,
     MaskErrors,
@@ -33,6 +38,34 @@ def _should_mask(error: GraphQLError) -> bool:
     return not isinstance(original, DynaforgeError)
 
 
+class ReadAdmission(SchemaExtension):
+    """At most ``limit`` queries execute at once in this process; mutations never wait.
+
+    When reads saturate the server, an annotator's createExample would otherwise queue behind every read in the
+    event loop. Reads beyond the limit wait (costing no CPU) until one finishes, so writes keep their share.
+    """
+
+    _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore]]" = (
+        weakref.WeakKeyDictionary()
+    )
+
+    def __init__(self, limit: int):
+        self.limit = limit
+
+    def _semaphore(self) -> asyncio.Semaphore:
+        per_loop = self._semaphores.setdefault(asyncio.get_running_loop(), {})
+        if self.limit not in per_loop:
+            per_loop[self.limit] = asyncio.Semaphore(self.limit)
+        return per_loop[self.limit]
+
+    async def on_execute(self):  # type: ignore[override]
+        if self.limit <= 0 or self.execution_context.operation_type != OperationType.QUERY:
+            yield
+            return
+        async with self._semaphore():
+            yield
+
+
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     settings = settings or Settings()
     # The limiters' validation rules are built once: each limiter instance would create new rule classes, and the
@@ -48,6 +81,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         extensions=[
             lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
             lambda: AddValidationRules(rules),
+            lambda: ReadAdmission(settings.graphql_max_concurrent_reads),
             lambda: MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
             # Built per request; their LRU caches live at module level, shared by every request.
             lambda: ParserCache(maxsize=256),
