@@ -306,13 +306,10 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
         round_ = rounds.get(example.round_id)
         if task is None or round_ is None:
             continue  # its plugin is not installed here; another process may have it
-        context_names = set(task.field_names(Role.CONTEXT))
         if example.context_id is not None:
-            context_fields = dict(contexts[example.context_id].fields)
-            own = dict(example.fields)
-        else:
-            context_fields = {k: v for k, v in example.fields.items() if k in context_names}
-            own = {k: v for k, v in example.fields.items() if k not in context_names}
+            context_fields, own = dict(contexts[example.context_id].fields), dict(example.fields)
+        else:  # the example stored its context fields with its own
+            context_fields, own = task.split_fields(example.fields)
         try:
             members, inference_ms = await predict(p, task, round_, task.build_model_input(context_fields, own))
             prediction, fooled = judge(task, round_.ensemble_rule, members, own, context_fields)
