@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import weakref
-
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import SchemaExtension
@@ -19,6 +16,7 @@ from strawberry.extensions import (
     ValidationCache,
 )
 
+from dynaforge.aio import loop_semaphore
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.mutations import Mutation
 from dynaforge.api.queries import Query
@@ -45,24 +43,14 @@ class ReadAdmission(SchemaExtension):
     event loop. Reads beyond the limit wait (costing no CPU) until one finishes, so writes keep their share.
     """
 
-    _semaphores: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[int, asyncio.Semaphore]]" = (
-        weakref.WeakKeyDictionary()
-    )
-
     def __init__(self, limit: int):
         self.limit = limit
-
-    def _semaphore(self) -> asyncio.Semaphore:
-        per_loop = self._semaphores.setdefault(asyncio.get_running_loop(), {})
-        if self.limit not in per_loop:
-            per_loop[self.limit] = asyncio.Semaphore(self.limit)
-        return per_loop[self.limit]
 
     async def on_execute(self):  # type: ignore[override]
         if self.limit <= 0 or self.execution_context.operation_type != OperationType.QUERY:
             yield
             return
-        async with self._semaphore():
+        async with loop_semaphore("graphql-reads", self.limit):
             yield
 
 

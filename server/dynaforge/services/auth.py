@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import re
 import secrets
-import weakref
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -20,6 +19,7 @@ from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 
+from dynaforge.aio import loop_semaphore
 from dynaforge.db.models import ApiToken, User, as_utc, utcnow
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidCredentials, InvalidInput, NotFound
 from dynaforge.services.actor import Actor, require_human, require_user
@@ -32,17 +32,8 @@ _hasher = PasswordHasher()  # argon2id with the library's current recommended pa
 # Verified against when a username is unknown, so that the answer takes as long as for a wrong password.
 # A constant with the hasher's parameters: hashing it at import would cost every process 64 MiB and ~0.3 s.
 _DUMMY_HASH = "$argon2id$v=19$m=65536,t=3,p=4$00BVbJOluhd0tu/51B6xzQ$jHJ5hO+N5epfN1h0kNZeA4eLYUzr07Dn6mk9JZW95w8"
-# Each Argon2 computation holds 64 MiB: at most two at once (per event loop) keeps a burst of sign-ups from
-# inflating the API's memory.
-_HASHING: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = weakref.WeakKeyDictionary()
-
-
-def _hashing() -> asyncio.Semaphore:
-    loop = asyncio.get_running_loop()
-    semaphore = _HASHING.get(loop)
-    if semaphore is None:
-        semaphore = _HASHING[loop] = asyncio.Semaphore(2)
-    return semaphore
+# Each Argon2 computation holds 64 MiB: at most two at once keeps a burst of sign-ups from inflating the API's memory.
+_CONCURRENT_HASHES = 2
 _LAST_USED_GRANULARITY = timedelta(minutes=5)
 
 
@@ -85,7 +76,7 @@ async def create_user(
     if is_admin and not (actor and actor.is_admin):
         raise Forbidden("Only an admin can create an admin account")
     _check_account(username, email, password)
-    async with _hashing():
+    async with loop_semaphore("argon2", _CONCURRENT_HASHES):
         password_hash = await asyncio.to_thread(_hasher.hash, password)
     user = User(username=username, email=email.lower(), password_hash=password_hash, is_admin=is_admin)
     try:
@@ -125,7 +116,7 @@ async def login(p: Platform, *, username: str, password: str) -> tuple[User, str
         user = await s.scalar(select(User).where(func.lower(User.username) == str(username).lower()))
     stored = user.password_hash if user is not None else _DUMMY_HASH
     try:
-        async with _hashing():
+        async with loop_semaphore("argon2", _CONCURRENT_HASHES):
             await asyncio.to_thread(_hasher.verify, stored, str(password))
         ok = user is not None and user.is_active
     except (VerificationError, InvalidHashError):
