@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any, Awaitable, Callable, Hashable
 
 _MISSING = object()
 
@@ -44,6 +44,15 @@ class TTLCache:
         self._data.move_to_end(key)
         while len(self._data) > self.maxsize:
             self._data.popitem(last=False)
+
+    async def get_or_load(self, key: Hashable, load: Callable[[], Awaitable[Any]]) -> Any:
+        """The cached value of ``key``, or ``await load()`` stored for next time (a ``None`` is not stored)."""
+        value = self.get(key)
+        if value is None:
+            value = await load()
+            if value is not None:
+                self.put(key, value)
+        return value
 
     def pop(self, key: Hashable) -> None:
         self._data.pop(key, None)

@@ -246,13 +246,12 @@ async def submit(
 
 async def _context(p: Platform, context_id: int) -> Context | None:
     """A context row; its fields, task and round never change, so it is cached for the process's life."""
-    context = p.caches.contexts.get(context_id)
-    if context is None:
+
+    async def load() -> Context | None:
         async with p.db.session() as s:
-            context = await s.get(Context, context_id)
-        if context is not None:
-            p.caches.contexts.put(context_id, context)
-    return context
+            return await s.get(Context, context_id)
+
+    return await p.caches.contexts.get_or_load(context_id, load)
 
 
 _RETRACTABLE = (ExampleStatus.CREATED, ExampleStatus.PENDING_PREDICTION, ExampleStatus.FLAGGED)

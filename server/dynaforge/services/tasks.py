@@ -111,13 +111,12 @@ async def current_round(s: AsyncSession, task_id: int) -> Round | None:
 
 async def cached_current_round(p: Platform, task_id: int) -> Round | None:
     """The current round as read at most ``cache_ttl_s`` ago (for the write path; counters may be stale)."""
-    round_ = p.caches.rounds.get(task_id)
-    if round_ is None:
+
+    async def load() -> Round | None:
         async with p.db.session() as s:
-            round_ = await current_round(s, task_id)
-        if round_ is not None:
-            p.caches.rounds.put(task_id, round_)
-    return round_
+            return await current_round(s, task_id)
+
+    return await p.caches.rounds.get_or_load(task_id, load)
 
 
 async def get_round(p: Platform, task_id: int, number: int | None = None) -> Round | None:
