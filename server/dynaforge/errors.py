@@ -69,6 +69,12 @@ class RoundClosed(DynaforgeError):
     code = "ROUND_CLOSED"
 
 
+class Conflict(DynaforgeError):
+    """The thing changed state meanwhile (say, an example was decided by other validators); refetch and retry."""
+
+    code = "CONFLICT"
+
+
 class PluginError(DynaforgeError):
     """A plugin broke its contract (bad registration, duplicate code...)."""
 

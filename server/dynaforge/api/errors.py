@@ -63,7 +63,14 @@ class RoundClosed(Error):
     pass
 
 
+@strawberry.type(description="It changed state meanwhile (for example, other validators decided it); refetch and "
+                 "retry with something else.")
+class Conflict(Error):
+    pass
+
+
 _SIMPLE: dict[type, type] = {
+    domain.Conflict: Conflict,
     domain.NotAuthenticated: NotAuthenticated,
     domain.Forbidden: Forbidden,
     domain.NotFound: NotFound,
@@ -116,4 +123,4 @@ def parse_id(value: Any, field: str) -> int:
 
 
 ERROR_TYPES = [InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists, InvalidCredentials, RateLimited,
-               RoundClosed]
+               RoundClosed, Conflict]

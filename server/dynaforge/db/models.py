@@ -92,12 +92,15 @@ class TaskOwner(SQLModel, table=True):
 
 
 class Counters(SQLModel):
-    """The counters a round and each user in a round keep (see ``dynaforge.services.counters``)."""
+    """The counters a round and each user in a round keep: each is a count of examples in some state, kept in the
+    same transaction as the change (see ``dynaforge.services.counters.contribution``)."""
 
     collected: int = Field(default=0)
     fooled: int = Field(default=0)
     verified_fooled: int = Field(default=0)
+    accepted: int = Field(default=0)
     rejected: int = Field(default=0)
+    flagged: int = Field(default=0)
     retracted: int = Field(default=0)
     pending: int = Field(default=0)
 
@@ -146,6 +149,8 @@ class Example(SQLModel, table=True):
         sa.Index("ix_examples_task_id_desc", "task_id", "id"),
         sa.Index("ix_examples_round_user", "round_id", "user_id"),
         sa.Index("ix_examples_status", "status"),
+        sa.Index("ix_examples_to_validate", "task_id", "status", "fooled", "validations_total", "id"),
+        sa.Index("ix_examples_task_user_created", "task_id", "user_id", "created_at"),
     )
 
     id: Optional[int] = Field(default=None, primary_key=True)
@@ -161,6 +166,12 @@ class Example(SQLModel, table=True):
     tag: Optional[str] = Field(default=None, max_length=100)
     time_taken_ms: Optional[int] = Field(default=None)
     inference_ms: Optional[float] = Field(default=None)
+    validations_correct: int = Field(default=0)
+    validations_incorrect: int = Field(default=0)
+    validations_flagged: int = Field(default=0)
+    validations_total: int = Field(default=0)
+    flag_reason: Optional[str] = Field(default=None, max_length=2000)
+    decided_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -176,4 +187,29 @@ class Validation(SQLModel, table=True):
     corrected_target: Optional[dict] = _json(lambda: None, nullable=True)
     reason: Optional[str] = Field(default=None, max_length=2000)
     by_owner: bool = Field(default=False)
+    created_at: datetime = _ts()
+
+
+class ProposalStatus:
+    PENDING = "PENDING"
+    ACCEPTED = "ACCEPTED"
+    DECLINED = "DECLINED"
+
+    ALL = (PENDING, ACCEPTED, DECLINED)
+
+
+class TaskProposal(SQLModel, table=True):
+    """A user asks to run a task; an admin accepts it (the task's plugin must be installed) or declines it."""
+
+    __tablename__ = "task_proposals"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
+    code: str = Field(max_length=40)
+    name: str = Field(max_length=200)
+    description: str = Field(default="", max_length=5000)
+    status: str = Field(default=ProposalStatus.PENDING, max_length=16)
+    decision_note: Optional[str] = Field(default=None, max_length=2000)
+    decided_by: Optional[int] = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    decided_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
     created_at: datetime = _ts()

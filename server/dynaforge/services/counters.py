@@ -1,14 +1,85 @@
-"""Round and per-user counters, changed in the same transaction as the examples they count."""
+"""Round and per-user counters, changed in the same transaction as the examples they count.
+
+Every counter is a count of examples in some state, so each example *contributes* to the counters as a pure function
+of its status and ``fooled`` (``contribution``). A change of state bumps the counters by the difference of the two
+contributions (``delta``), and a recount from the examples table (``recount``) must equal the stored counters.
+"""
 
 from __future__ import annotations
 
-from sqlalchemy import update
+from collections import defaultdict
+
+from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from dynaforge.db.models import Counters, Round, RoundUserStats
+from dynaforge.db.models import Counters, Example, ExampleStatus as S, Round, RoundUserStats
 
 COUNTERS = tuple(Counters.model_fields)
+
+
+def contribution(status: str, fooled: bool | None) -> dict[str, int]:
+    """What one example in ``status`` adds to each counter.
+
+    collected: the model answered (``fooled`` is known), whatever happened next; fooled: it fooled the model;
+    verified_fooled: accepted by validators and fooled the model (vMER = verified_fooled / collected); accepted,
+    rejected, flagged, retracted, pending: examples in that status now.
+    """
+    return {
+        "collected": int(fooled is not None),
+        "fooled": int(bool(fooled)),
+        "verified_fooled": int(status == S.ACCEPTED and bool(fooled)),
+        "accepted": int(status == S.ACCEPTED),
+        "rejected": int(status == S.REJECTED),
+        "flagged": int(status == S.FLAGGED),
+        "retracted": int(status == S.RETRACTED),
+        "pending": int(status == S.PENDING_PREDICTION),
+    }
+
+
+def delta(before: tuple[str, bool | None] | None, after: tuple[str, bool | None]) -> dict[str, int]:
+    """The counter changes when an example goes from ``before`` (status, fooled) to ``after`` (None: new)."""
+    old = contribution(*before) if before is not None else dict.fromkeys(COUNTERS, 0)
+    new = contribution(*after)
+    return {k: new[k] - old[k] for k in COUNTERS if new[k] != old[k]}
+
+
+async def move(s: AsyncSession, *, round_id: int, user_id: int, before, after) -> None:
+    """Bump the counters for one example's change of state (see ``delta``)."""
+    await bump(s, round_id=round_id, user_id=user_id, **delta(before, after))
+
+
+async def recount(s: AsyncSession, round_ids: list[int]) -> tuple[dict[int, dict[str, int]], dict[tuple[int, int], dict[str, int]]]:
+    """The counters recomputed from the examples table: per round, and per (round, user)."""
+    status, fooled = Example.status, Example.fooled
+    columns = {
+        "collected": func.count(fooled),
+        "fooled": func.sum(case((fooled.is_(True), 1), else_=0)),
+        "verified_fooled": func.sum(case(((status == S.ACCEPTED) & fooled.is_(True), 1), else_=0)),
+        **{
+            name: func.sum(case((status == value, 1), else_=0))
+            for name, value in (
+                ("accepted", S.ACCEPTED),
+                ("rejected", S.REJECTED),
+                ("flagged", S.FLAGGED),
+                ("retracted", S.RETRACTED),
+                ("pending", S.PENDING_PREDICTION),
+            )
+        },
+    }
+    rows = await s.execute(
+        select(Example.round_id, Example.user_id, *(c.label(n) for n, c in columns.items()))
+        .where(Example.round_id.in_(round_ids))
+        .group_by(Example.round_id, Example.user_id)
+    )
+    per_round: dict[int, dict[str, int]] = {r: dict.fromkeys(COUNTERS, 0) for r in round_ids}
+    per_user: dict[tuple[int, int], dict[str, int]] = defaultdict(lambda: dict.fromkeys(COUNTERS, 0))
+    for row in rows.mappings():
+        for name in COUNTERS:
+            value = int(row[name] or 0)
+            per_round[row["round_id"]][name] += value
+            per_user[(row["round_id"], row["user_id"])][name] = value
+    return per_round, dict(per_user)
 
 
 async def bump(s: AsyncSession, *, round_id: int, user_id: int, **deltas: int) -> None:

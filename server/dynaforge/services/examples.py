@@ -16,17 +16,18 @@ import json
 import logging
 import time
 from collections import Counter
+from datetime import timedelta
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import func, select, update
 
 from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, utcnow
-from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
-from dynaforge.services.counters import bump
+from dynaforge.services.counters import move
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
 from dynaforge.tasks.fields import Role
@@ -174,8 +175,11 @@ async def submit(
     p.limiter.hit(
         f"examples:{actor.user_id}:{task_code}", p.settings.examples_per_minute, 60.0, f"examples for {task_code}"
     )
+    cap = view.settings.daily_example_cap
+    if cap:
+        await _check_daily_cap(p, view.row.id, actor.user_id, cap, task_code)
     round_ = await task_service.cached_current_round(p, view.row.id)
-    context = await _context(p, context_id) if context_id is not None else None
+    context = await cached_context(p, context_id) if context_id is not None else None
     if round_ is None or round_.ended_at is not None:
         raise RoundClosed(f"Task {task_code} has no open round; wait for its owners to open the next one")
     if context_id is not None and (context is None or context.task_id != view.row.id):
@@ -225,10 +229,7 @@ async def submit(
     async with p.db.write() as s:
         s.add(example)
         await s.flush()
-        if pending_reason:
-            await bump(s, round_id=round_.id, user_id=actor.user_id, pending=1)
-        else:
-            await bump(s, round_id=round_.id, user_id=actor.user_id, collected=1, fooled=int(fooled))
+        await move(s, round_id=round_.id, user_id=actor.user_id, before=None, after=(status, fooled))
         if context is not None:
             await s.execute(
                 update(Context)
@@ -244,7 +245,23 @@ async def submit(
     return Outcome(example, pending_reason)
 
 
-async def _context(p: Platform, context_id: int) -> Context | None:
+async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, task_code: str) -> None:
+    """The task's daily cap per user, counted over the current UTC day (examples written at the same moment may
+    pass it by a few on PostgreSQL, where they do not wait for each other)."""
+    now = utcnow()
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    async with p.db.session() as s:
+        written = await s.scalar(
+            select(func.count()).select_from(Example).where(
+                Example.task_id == task_id, Example.user_id == user_id, Example.created_at >= midnight
+            )
+        )
+    if written >= cap:
+        retry = (midnight + timedelta(days=1) - now).total_seconds()
+        raise RateLimited(f"You reached {task_code}'s cap of {cap} examples a day; come back after midnight UTC", retry)
+
+
+async def cached_context(p: Platform, context_id: int) -> Context | None:
     """A context row; its fields, task and round never change, so it is cached for the process's life."""
 
     async def load() -> Context | None:
@@ -270,10 +287,10 @@ async def retract(p: Platform, actor: Actor | None, example_id: int, *, auth_err
             return example
         if example.status not in _RETRACTABLE:
             raise Forbidden(f"An example that is {example.status.lower()} can no longer be retracted")
-        was_pending = example.status == ExampleStatus.PENDING_PREDICTION
+        before = (example.status, example.fooled)
         example.status = ExampleStatus.RETRACTED
         example.updated_at = utcnow()
-        await bump(s, round_id=example.round_id, user_id=example.user_id, retracted=1, pending=-int(was_pending))
+        await move(s, round_id=example.round_id, user_id=example.user_id, before=before, after=(example.status, example.fooled))
     return example
 
 
@@ -330,7 +347,13 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
             )
             if result.rowcount != 1:
                 continue  # retracted, or predicted by another process meanwhile
-            await bump(s, round_id=round_.id, user_id=example.user_id, pending=-1, collected=1, fooled=int(fooled))
+            await move(
+                s,
+                round_id=round_.id,
+                user_id=example.user_id,
+                before=(ExampleStatus.PENDING_PREDICTION, None),
+                after=(ExampleStatus.CREATED, fooled),
+            )
             if example.context_id is not None and fooled:
                 await s.execute(
                     update(Context).where(Context.id == example.context_id).values(total_fooled=Context.total_fooled + 1)

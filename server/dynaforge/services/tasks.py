@@ -1,16 +1,17 @@
-"""Tasks and rounds: keeping a row per registered task, reading tasks, ownership checks."""
+"""Tasks and rounds: a row per registered task, reading tasks, task settings, ownership, opening and closing rounds."""
 
 from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import DateTime, insert, literal, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from dynaforge.db.models import Round, TaskOwner, TaskRow
-from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
+from dynaforge.db.models import Context, Round, TaskOwner, TaskRow, User, utcnow
+from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
@@ -21,6 +22,27 @@ ENSEMBLE_RULES = {
     "all_wrong": "fooled only when every member is wrong",
 }
 MAX_ENSEMBLE = 7
+MAX_QUORUM = 25
+MAX_DAILY_CAP = 100_000
+MAX_INSTRUCTIONS = 20_000
+
+
+@dataclass(frozen=True)
+class TaskSettings:
+    """What a task's owners tune (stored in ``tasks.settings``; unset keys take these defaults)."""
+
+    validation_quorum: int
+    validate_non_fooling: bool = False
+    one_example_per_tag: bool = False
+    daily_example_cap: int | None = None
+    instructions: str | None = None
+    context_strategy: str = "least_used"
+
+    @classmethod
+    def of(cls, task: Task, stored: dict[str, Any]) -> "TaskSettings":
+        values = {k: stored[k] for k in cls.__dataclass_fields__ if stored.get(k) is not None}
+        values.setdefault("validation_quorum", task.validation_quorum)
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -29,6 +51,14 @@ class TaskView:
 
     task: Task
     row: TaskRow
+
+    @property
+    def settings(self) -> TaskSettings:
+        return TaskSettings.of(self.task, self.row.settings or {})
+
+    @property
+    def instructions(self) -> str:
+        return self.settings.instructions or self.task.instructions
 
 
 async def sync_registered_tasks(p: Platform) -> list[str]:
@@ -119,6 +149,11 @@ async def cached_current_round(p: Platform, task_id: int) -> Round | None:
     return await p.caches.rounds.get_or_load(task_id, load)
 
 
+async def list_rounds(p: Platform, task_id: int) -> list[Round]:
+    async with p.db.session() as s:
+        return list(await s.scalars(select(Round).where(Round.task_id == task_id).order_by(Round.number)))
+
+
 async def get_round(p: Platform, task_id: int, number: int | None = None) -> Round | None:
     async with p.db.session() as s:
         if number is None:
@@ -126,15 +161,204 @@ async def get_round(p: Platform, task_id: int, number: int | None = None) -> Rou
         return await s.scalar(select(Round).where(Round.task_id == task_id, Round.number == number))
 
 
-async def grant_ownership(p: Platform, actor: Actor | None, code: str, user_id: int) -> None:
+async def grant_ownership(p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None) -> None:
     """Admins make a user an owner of a task (idempotent)."""
-    actor = require_user(actor)
+    actor = require_user(actor, auth_error)
     if not actor.is_admin:
         raise Forbidden("Only an admin can grant task ownership")
     view = await get_task(p, actor, code)
     async with p.db.write() as s:
+        if await s.get(User, user_id) is None:
+            raise NotFound(f"No user {user_id}")
         if await s.get(TaskOwner, (view.row.id, user_id)) is None:
             s.add(TaskOwner(task_id=view.row.id, user_id=user_id))
+
+
+async def revoke_ownership(p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None) -> None:
+    """Admins take a task away from one of its owners (idempotent)."""
+    actor = require_user(actor, auth_error)
+    if not actor.is_admin:
+        raise Forbidden("Only an admin can revoke task ownership")
+    view = await get_task(p, actor, code)
+    async with p.db.write() as s:
+        row = await s.get(TaskOwner, (view.row.id, user_id))
+        if row is not None:
+            await s.delete(row)
+
+
+async def user_id_by_name(p: Platform, username: str) -> int:
+    async with p.db.session() as s:
+        user_id = await s.scalar(select(User.id).where(User.username == username))
+    if user_id is None:
+        raise NotFound(f"No user named {username!r}")
+    return user_id
+
+
+async def owners(p: Platform, task_id: int) -> list[User]:
+    async with p.db.session() as s:
+        return list(
+            await s.scalars(select(User).join(TaskOwner, TaskOwner.user_id == User.id).where(TaskOwner.task_id == task_id).order_by(User.username))
+        )
+
+
+def _check_settings(changes: dict[str, Any]) -> list[FieldError]:
+    errors = []
+    quorum = changes.get("validation_quorum")
+    if quorum is not None and not 1 <= quorum <= MAX_QUORUM:
+        errors.append(FieldError("validationQuorum", "range", f"must be between 1 and {MAX_QUORUM}"))
+    cap = changes.get("daily_example_cap")
+    if cap is not None and not 0 <= cap <= MAX_DAILY_CAP:
+        errors.append(FieldError("dailyExampleCap", "range", f"must be between 0 (no cap) and {MAX_DAILY_CAP}"))
+    instructions = changes.get("instructions")
+    if instructions is not None and len(instructions) > MAX_INSTRUCTIONS:
+        errors.append(FieldError("instructions", "max_length", f"must have at most {MAX_INSTRUCTIONS} characters"))
+    from dynaforge.services.contexts import ContextStrategy  # contexts builds on this module
+
+    strategy = changes.get("context_strategy")
+    choices = [c.value for c in ContextStrategy]
+    if strategy is not None and strategy not in choices:
+        errors.append(FieldError("contextStrategy", "choice", f"must be one of {', '.join(choices)}"))
+    return errors
+
+
+async def update_settings(
+    p: Platform, actor: Actor | None, code: str, changes: dict[str, Any], *, auth_error: str | None = None
+) -> TaskView:
+    """Owners and admins change a task's settings; ``None`` leaves a setting as it is.
+
+    ``changes`` may hold the fields of :class:`TaskSettings` plus ``hidden`` and ``active``. A daily cap of 0 and
+    empty instructions go back to the defaults (no cap, the plugin's instructions).
+    """
+    actor = require_user(actor, auth_error)
+    view = await get_task(p, actor, code)
+    changes = {k: v for k, v in changes.items() if v is not None}
+    unknown = set(changes) - set(TaskSettings.__dataclass_fields__) - {"hidden", "active"}
+    if unknown:
+        raise InvalidInput.from_errors([FieldError(k, "unknown", "is not a task setting") for k in sorted(unknown)])
+    errors = _check_settings(changes)
+    if errors:
+        raise InvalidInput.from_errors(errors)
+    async with p.db.write() as s:
+        if not await is_owner(s, actor, view.row.id):
+            raise Forbidden(f"Only owners of {code} and admins can change its settings")
+        row = await s.get(TaskRow, view.row.id, with_for_update=s.bind.dialect.name == "postgresql")
+        stored = dict(row.settings or {})
+        for key, value in changes.items():
+            if key in ("hidden", "active"):
+                setattr(row, key, bool(value))
+            elif (key == "daily_example_cap" and value == 0) or (key == "instructions" and not value.strip()):
+                stored.pop(key, None)
+            else:
+                stored[key] = value
+        row.settings = stored
+        await s.flush()
+    p.caches.tasks.pop(code)
+    return TaskView(view.task, row)
+
+
+async def _owned_open_round(s: AsyncSession, actor: Actor, view: TaskView, verb: str) -> Round | None:
+    if not await is_owner(s, actor, view.row.id):
+        raise Forbidden(f"Only owners of {view.task.code} and admins can {verb}")
+    return await s.scalar(
+        select(Round).where(Round.task_id == view.row.id).order_by(Round.number.desc()).limit(1).with_for_update()
+        if s.bind.dialect.name == "postgresql"
+        else select(Round).where(Round.task_id == view.row.id).order_by(Round.number.desc()).limit(1)
+    )
+
+
+async def open_next_round(
+    p: Platform,
+    actor: Actor | None,
+    code: str,
+    *,
+    models: list[dict] | None = None,
+    rule: str | None = None,
+    description: str = "",
+    copy_contexts: bool = False,
+    auth_error: str | None = None,
+) -> tuple[Round, Round | None]:
+    """Owners close the current round and open the next: new target models (default: the current ones), a new
+    export secret, optionally a copy of the current round's contexts. Returns the new round and the closed one."""
+    actor = require_user(actor, auth_error)
+    view = await get_task(p, actor, code)
+    if len(description) > 5000:
+        raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 5000 characters")])
+    specs = check_target_models(p, models, rule or "majority") if models is not None else None
+    if specs is None and rule is not None and rule not in ENSEMBLE_RULES:
+        raise InvalidInput.from_errors([FieldError("ensembleRule", "choice", f"must be one of {', '.join(ENSEMBLE_RULES)}")])
+    try:
+        async with p.db.write() as s:
+            previous = await _owned_open_round(s, actor, view, "open its next round")
+            now = utcnow()
+            if previous is not None and previous.ended_at is None:
+                previous.ended_at = now
+            new = Round(
+                task_id=view.row.id,
+                number=(previous.number if previous else 0) + 1,
+                description=description,
+                target_models=[m.as_dict() for m in specs] if specs is not None
+                else list(previous.target_models if previous else [m.as_dict() for m in view.task.default_target_models]),
+                ensemble_rule=rule or (previous.ensemble_rule if previous else "majority"),
+                secret=secrets.token_hex(32),
+                started_at=now,
+            )
+            s.add(new)
+            await s.flush()
+            if copy_contexts and previous is not None:
+                await s.execute(
+                    insert(Context).from_select(
+                        ["task_id", "round_id", "fields", "tag", "total_used", "total_fooled", "created_at"],
+                        select(
+                            Context.task_id,
+                            literal(new.id),
+                            Context.fields,
+                            Context.tag,
+                            literal(0),
+                            literal(0),
+                            literal(now, DateTime(timezone=True)),
+                        ).where(Context.round_id == previous.id),
+                    )
+                )
+    except IntegrityError as exc:
+        raise Conflict(f"Another owner opened the next round of {code} at the same time; read task.currentRound") from exc
+    finally:
+        p.caches.rounds.pop(view.row.id)
+    return new, previous
+
+
+async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error: str | None = None) -> Round:
+    """Owners stop collection in the current round (annotators get RoundClosed until the next round opens)."""
+    actor = require_user(actor, auth_error)
+    view = await get_task(p, actor, code)
+    async with p.db.write() as s:
+        round_ = await _owned_open_round(s, actor, view, "close its round")
+        if round_ is None:
+            raise NotFound(f"Task {code} has no round")
+        if round_.ended_at is None:
+            round_.ended_at = utcnow()
+            await s.flush()
+    p.caches.rounds.pop(view.row.id)
+    return round_
+
+
+async def update_round(
+    p: Platform, actor: Actor | None, code: str, number: int, *, description: str, auth_error: str | None = None
+) -> Round:
+    """Owners edit a round's description."""
+    actor = require_user(actor, auth_error)
+    view = await get_task(p, actor, code)
+    if len(description) > 5000:
+        raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 5000 characters")])
+    async with p.db.write() as s:
+        if not await is_owner(s, actor, view.row.id):
+            raise Forbidden(f"Only owners of {code} and admins can edit its rounds")
+        round_ = await s.scalar(select(Round).where(Round.task_id == view.row.id, Round.number == number))
+        if round_ is None:
+            raise NotFound(f"Task {code} has no round {number}")
+        round_.description = description
+        await s.flush()
+    p.caches.rounds.pop(view.row.id)
+    return round_
 
 
 async def open_round_targets(p: Platform) -> list[ModelSpec]:

@@ -23,6 +23,13 @@ class ExampleStatus(Enum):
     REJECTED = Status.REJECTED
 
 
+@strawberry.type(description="Validators' votes on an example.")
+class Votes:
+    correct: int
+    incorrect: int
+    flagged: int
+
+
 @strawberry.type(description="An example written against a target model.")
 class Example:
     row: strawberry.Private[ExampleRow]
@@ -47,6 +54,22 @@ class Example:
     @strawberry.field
     def context_id(self) -> strawberry.ID | None:
         return None if self.row.context_id is None else strawberry.ID(str(self.row.context_id))
+
+    @strawberry.field(description="The fields of the context it was written against (null when the example holds "
+                      "its context fields itself).")
+    async def context(self, info: strawberry.Info[RequestContext]) -> JSON | None:
+        if self.row.context_id is None:
+            return None
+        row = await example_service.cached_context(info.context.platform, self.row.context_id)
+        return None if row is None else row.fields
+
+    @strawberry.field(description="Validators' votes so far.")
+    def votes(self) -> Votes:
+        return Votes(
+            correct=self.row.validations_correct,
+            incorrect=self.row.validations_incorrect,
+            flagged=self.row.validations_flagged,
+        )
 
     @classmethod
     def from_row(cls, row: ExampleRow) -> "Example":

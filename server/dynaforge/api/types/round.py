@@ -7,7 +7,9 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
+from dynaforge.api.types.stats import LeaderboardEntry, Stats
 from dynaforge.db.models import Round as RoundRow, as_utc
+from dynaforge.services import stats as stats_service
 from dynaforge.services.tasks import is_owner
 
 
@@ -40,6 +42,15 @@ class Round:
     verified_fooled: int
     retracted: int
     pending: int = strawberry.field(description="Examples still waiting for a model prediction.")
+
+    @strawberry.field(description="The round's counters and vMER.")
+    def stats(self) -> Stats:
+        return Stats.of(stats_service.Stats.of(self.row))
+
+    @strawberry.field(description="The round's annotators, by verified fooling examples, then fooling examples.")
+    async def leaderboard(self, info: strawberry.Info, first: int = 20, offset: int = 0) -> list[LeaderboardEntry]:
+        rows = await stats_service.leaderboard(info.context.platform, self.row.id, first=first, offset=offset)
+        return [LeaderboardEntry.of(r) for r in rows]
 
     @classmethod
     def from_row(cls, row: RoundRow) -> "Round":

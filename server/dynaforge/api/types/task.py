@@ -9,6 +9,9 @@ from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.types.round import Round
+from dynaforge.api.types.stats import Stats, TaskSettings
+from dynaforge.api.types.user import User
+from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.tasks.fields import ChoiceField, Role
 
@@ -79,6 +82,28 @@ class Task:
         row = await task_service.get_round(info.context.platform, self.view.row.id, number)
         return None if row is None else Round.from_row(row)
 
+    @strawberry.field(description="Every round, oldest first.")
+    async def rounds(self, info: strawberry.Info[RequestContext]) -> list[Round]:
+        rows = await task_service.list_rounds(info.context.platform, self.view.row.id)
+        return [Round.from_row(r) for r in rows]
+
+    @strawberry.field(description="The counters of every round added up.")
+    async def stats(self, info: strawberry.Info[RequestContext]) -> Stats:
+        return Stats.of(await stats_service.task_stats(info.context.platform, self.view.row.id))
+
+    @strawberry.field
+    def settings(self) -> TaskSettings:
+        return TaskSettings.of(self.view.settings)
+
+    @strawberry.field(description="Whether the signed-in user owns this task (or is an admin).")
+    async def viewer_is_owner(self, info: strawberry.Info[RequestContext]) -> bool:
+        async with info.context.platform.db.session() as s:
+            return await task_service.is_owner(s, info.context.actor, self.view.row.id)
+
+    @strawberry.field(description="The task's owners.")
+    async def owners(self, info: strawberry.Info[RequestContext]) -> list[User]:
+        return [User.from_row(u) for u in await task_service.owners(info.context.platform, self.view.row.id)]
+
     @classmethod
     def from_view(cls, view: task_service.TaskView) -> "Task":
         t = view.task
@@ -87,7 +112,7 @@ class Task:
             code=t.code,
             name=t.name,
             description=t.description,
-            instructions=t.instructions,
+            instructions=view.instructions,
             labels=list(t.labels),
             principal_metric=t.principal_metric,
             metrics=list(t.metrics),

@@ -1,0 +1,418 @@
+"""Collection cycle resolvers: validation, statistics, rounds, task administration and proposals."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Union
+
+import strawberry
+from strawberry.scalars import JSON
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.errors import (
+    AlreadyExists,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    RateLimited,
+    as_result,
+    parse_id,
+    query_error,
+)
+from dynaforge.api.contexts import ContextStrategy
+from dynaforge.api.mutations import TargetModelInput
+from dynaforge.api.types.example import Example
+from dynaforge.api.types.round import Round
+from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
+from dynaforge.api.types.task import Task
+from dynaforge.api.types.user import User
+from dynaforge.errors import DynaforgeError, Forbidden as DomainForbidden
+from dynaforge.services import auth as auth_service
+from dynaforge.services import proposals as proposal_service
+from dynaforge.services import stats as stats_service
+from dynaforge.services import tasks as task_service
+from dynaforge.services import validation as validation_service
+from dynaforge.services.actor import require_user
+
+Info = strawberry.Info[RequestContext]
+
+
+@strawberry.enum(description="A validator's verdict on an example.")
+class ValidationLabel(Enum):
+    CORRECT = "CORRECT"
+    INCORRECT = "INCORRECT"
+    FLAGGED = "FLAGGED"
+
+
+@strawberry.enum(description="CROWD: the usual queue. OWNER (owners and admins): flagged examples first; a vote "
+                 "decides alone.")
+class ValidationMode(Enum):
+    CROWD = "CROWD"
+    OWNER = "OWNER"
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+@strawberry.input
+class ValidateExampleInput:
+    example_id: strawberry.ID
+    label: ValidationLabel
+    corrected_target: JSON | None = strawberry.field(
+        default=None, description="With INCORRECT: the target fields as they should be."
+    )
+    reason: str | None = None
+
+
+@strawberry.input
+class FlagExampleInput:
+    example_id: strawberry.ID
+    reason: str = strawberry.field(description="Why the example should not be used (required).")
+
+
+@strawberry.input
+class OpenNextRoundInput:
+    task_code: str
+    target_models: list[TargetModelInput] | None = strawberry.field(
+        default=None, description="The new round's target(s); default: the current round's."
+    )
+    ensemble_rule: str | None = None
+    description: str = ""
+    copy_contexts: bool = strawberry.field(default=False, description="Copy the current round's contexts.")
+
+
+@strawberry.input
+class CloseRoundInput:
+    task_code: str
+
+
+@strawberry.input
+class UpdateRoundInput:
+    task_code: str
+    number: int
+    description: str
+
+
+@strawberry.input(description="Null leaves a setting unchanged.")
+class UpdateTaskSettingsInput:
+    task_code: str
+    validation_quorum: int | None = None
+    validate_non_fooling: bool | None = None
+    one_example_per_tag: bool | None = None
+    daily_example_cap: int | None = strawberry.field(default=None, description="0 removes the cap.")
+    instructions: str | None = strawberry.field(default=None, description="Empty: the plugin's instructions.")
+    context_strategy: ContextStrategy | None = None
+    hidden: bool | None = None
+    active: bool | None = None
+
+
+@strawberry.input
+class TaskOwnershipInput:
+    task_code: str
+    username: str
+
+
+@strawberry.input
+class ProposeTaskInput:
+    code: str
+    name: str
+    description: str = ""
+
+
+@strawberry.input
+class DecideTaskProposalInput:
+    id: strawberry.ID
+    accept: bool
+    note: str | None = None
+
+
+# --------------------------------------------------------------------------- payloads
+
+
+@strawberry.type(description="The vote was recorded; `decided` says whether it accepted or rejected the example.")
+class ValidatedExample:
+    example: Example
+    decided: bool
+
+
+@strawberry.type(description="The example is out of the validators' queue until an owner decides.")
+class FlaggedExample:
+    example: Example
+
+
+@strawberry.type(description="The previous round was closed and the next one opened.")
+class RoundOpened:
+    round: Round
+    previous: Round | None
+
+
+@strawberry.type(description="The round stopped collecting examples.")
+class ClosedRound:
+    round: Round
+
+
+@strawberry.type
+class UpdatedRound:
+    round: Round
+
+
+@strawberry.type
+class TaskSettingsUpdated:
+    task: Task
+
+
+@strawberry.type
+class TaskOwnershipChanged:
+    task: Task
+    user: User
+    is_owner: bool
+
+
+@strawberry.type
+class TaskProposed:
+    proposal: TaskProposal
+
+
+@strawberry.type
+class TaskProposalDecided:
+    proposal: TaskProposal
+
+
+ValidateExampleResult = Annotated[
+    Union[ValidatedExample, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists, Conflict, RateLimited],
+    strawberry.union("ValidateExampleResult"),
+]
+FlagExampleResult = Annotated[
+    Union[FlaggedExample, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists, Conflict, RateLimited],
+    strawberry.union("FlagExampleResult"),
+]
+OpenNextRoundResult = Annotated[
+    Union[RoundOpened, InvalidInput, NotAuthenticated, Forbidden, NotFound, Conflict], strawberry.union("OpenNextRoundResult")
+]
+CloseRoundResult = Annotated[
+    Union[ClosedRound, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("CloseRoundResult")
+]
+UpdateRoundResult = Annotated[
+    Union[UpdatedRound, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("UpdateRoundResult")
+]
+UpdateTaskSettingsResult = Annotated[
+    Union[TaskSettingsUpdated, InvalidInput, NotAuthenticated, Forbidden, NotFound],
+    strawberry.union("UpdateTaskSettingsResult"),
+]
+TaskOwnershipResult = Annotated[
+    Union[TaskOwnershipChanged, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("TaskOwnershipResult")
+]
+ProposeTaskResult = Annotated[
+    Union[TaskProposed, InvalidInput, NotAuthenticated, AlreadyExists, RateLimited], strawberry.union("ProposeTaskResult")
+]
+DecideTaskProposalResult = Annotated[
+    Union[TaskProposalDecided, InvalidInput, NotAuthenticated, Forbidden, NotFound, Conflict],
+    strawberry.union("DecideTaskProposalResult"),
+]
+
+
+def _ctx(info: Info):
+    return info.context.platform, info.context.actor, info.context.auth_error
+
+
+@strawberry.type
+class CollectionQuery:
+    @strawberry.field(
+        description="The next example for you to validate in a task (fooling examples first, then those with the "
+        "fewest votes; never your own or one you voted on); null when there is none."
+    )
+    async def example_to_validate(
+        self, info: Info, task_code: str, mode: ValidationMode = ValidationMode.CROWD
+    ) -> Example | None:
+        p, actor, auth_error = _ctx(info)
+        try:
+            row = await validation_service.example_to_validate(
+                p, actor, task_code, owner_mode=mode == ValidationMode.OWNER, auth_error=auth_error
+            )
+        except DynaforgeError as exc:
+            raise query_error(exc) from exc
+        return None if row is None else Example.from_row(row)
+
+    @strawberry.field(description="Your own counters in a task, per round and in total.")
+    async def my_stats(self, info: Info, task_code: str) -> UserTaskStats:
+        p, actor, auth_error = _ctx(info)
+        try:
+            rows = await stats_service.my_stats(p, actor, task_code, auth_error=auth_error)
+        except DynaforgeError as exc:
+            raise query_error(exc) from exc
+        return UserTaskStats(
+            task_code=task_code,
+            rounds=[RoundStats(round_number=n, stats=Stats.of(v)) for n, v in rows],
+            total=Stats.of(stats_service.total([v for _, v in rows])),
+        )
+
+    @strawberry.field(description="Task proposals: admins see all, others their own; newest first.")
+    async def task_proposals(self, info: Info, status: str | None = None) -> list[TaskProposal]:
+        p, actor, auth_error = _ctx(info)
+        try:
+            rows = await proposal_service.list_proposals(p, actor, status=status, auth_error=auth_error)
+        except DynaforgeError as exc:
+            raise query_error(exc) from exc
+        return [TaskProposal.from_row(r) for r in rows]
+
+
+@strawberry.type
+class CollectionMutation:
+    @strawberry.mutation(
+        description="Vote on someone else's example. A quorum of CORRECT accepts it, of INCORRECT or FLAGGED rejects "
+        "it (the task's validationQuorum); an owner's or admin's vote decides alone."
+    )
+    async def validate_example(self, info: Info, input: ValidateExampleInput) -> ValidateExampleResult:
+        p, actor, auth_error = _ctx(info)
+
+        async def call():
+            row = await validation_service.validate(
+                p,
+                actor,
+                parse_id(input.example_id, "exampleId"),
+                input.label.value,
+                corrected_target=input.corrected_target,
+                reason=input.reason,
+                auth_error=auth_error,
+            )
+            return ValidatedExample(example=Example.from_row(row), decided=row.decided_at is not None)
+
+        return await as_result(call)
+
+    @strawberry.mutation(
+        description="Flag an example (your own, or anyone's that is abusive or unusable): it leaves the validators' "
+        "queue until an owner decides."
+    )
+    async def flag_example(self, info: Info, input: FlagExampleInput) -> FlagExampleResult:
+        p, actor, auth_error = _ctx(info)
+
+        async def call():
+            row = await validation_service.flag(
+                p, actor, parse_id(input.example_id, "exampleId"), input.reason, auth_error=auth_error
+            )
+            return FlaggedExample(example=Example.from_row(row))
+
+        return await as_result(call)
+
+    @strawberry.mutation(
+        description="Owners and admins close the current round and open the next, with new target models (default: "
+        "the current ones) and a new export secret."
+    )
+    async def open_next_round(self, info: Info, input: OpenNextRoundInput) -> OpenNextRoundResult:
+        p, actor, auth_error = _ctx(info)
+
+        async def call():
+            models = None
+            if input.target_models is not None:
+                models = [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.target_models]
+            new, previous = await task_service.open_next_round(
+                p,
+                actor,
+                input.task_code,
+                models=models,
+                rule=input.ensemble_rule,
+                description=input.description,
+                copy_contexts=input.copy_contexts,
+                auth_error=auth_error,
+            )
+            return RoundOpened(round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Owners and admins stop collection in the current round.")
+    async def close_round(self, info: Info, input: CloseRoundInput) -> CloseRoundResult:
+        p, actor, auth_error = _ctx(info)
+
+        async def call():
+            row = await task_service.close_round(p, actor, input.task_code, auth_error=auth_error)
+            return ClosedRound(round=Round.from_row(row))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Owners and admins edit a round's description.")
+    async def update_round(self, info: Info, input: UpdateRoundInput) -> UpdateRoundResult:
+        p, actor, auth_error = _ctx(info)
+
+        async def call():
+            row = await task_service.update_round(
+                p, actor, input.task_code, input.number, description=input.description, auth_error=auth_error
+            )
+            return UpdatedRound(round=Round.from_row(row))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Owners and admins change a task's settings.")
+    async def update_task_settings(self, info: Info, input: UpdateTaskSettingsInput) -> UpdateTaskSettingsResult:
+        p, actor, auth_error = _ctx(info)
+
+        async def call():
+            view = await task_service.update_settings(
+                p,
+                actor,
+                input.task_code,
+                {
+                    "validation_quorum": input.validation_quorum,
+                    "validate_non_fooling": input.validate_non_fooling,
+                    "one_example_per_tag": input.one_example_per_tag,
+                    "daily_example_cap": input.daily_example_cap,
+                    "instructions": input.instructions,
+                    "context_strategy": input.context_strategy.value if input.context_strategy else None,
+                    "hidden": input.hidden,
+                    "active": input.active,
+                },
+                auth_error=auth_error,
+            )
+            return TaskSettingsUpdated(task=Task.from_view(view))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Admins make a user an owner of a task.")
+    async def grant_task_ownership(self, info: Info, input: TaskOwnershipInput) -> TaskOwnershipResult:
+        return await _ownership(info, input, grant=True)
+
+    @strawberry.mutation(description="Admins take a task away from one of its owners.")
+    async def revoke_task_ownership(self, info: Info, input: TaskOwnershipInput) -> TaskOwnershipResult:
+        return await _ownership(info, input, grant=False)
+
+    @strawberry.mutation(description="Ask the admins to run a task (its plugin must be installed to accept it).")
+    async def propose_task(self, info: Info, input: ProposeTaskInput) -> ProposeTaskResult:
+        p, actor, auth_error = _ctx(info)
+
+        async def call():
+            row = await proposal_service.propose(
+                p, actor, code=input.code, name=input.name, description=input.description, auth_error=auth_error
+            )
+            return TaskProposed(proposal=TaskProposal.from_row(row))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Admins accept (the proposer becomes an owner) or decline a task proposal.")
+    async def decide_task_proposal(self, info: Info, input: DecideTaskProposalInput) -> DecideTaskProposalResult:
+        p, actor, auth_error = _ctx(info)
+
+        async def call():
+            row = await proposal_service.decide(
+                p, actor, parse_id(input.id, "id"), accept=input.accept, note=input.note, auth_error=auth_error
+            )
+            return TaskProposalDecided(proposal=TaskProposal.from_row(row))
+
+        return await as_result(call)
+
+
+async def _ownership(info: Info, input: TaskOwnershipInput, *, grant: bool):
+    p, actor, auth_error = _ctx(info)
+
+    async def call():
+        if require_user(actor, auth_error) and not actor.is_admin:
+            raise DomainForbidden("Only an admin can change task ownership")
+        user_id = await task_service.user_id_by_name(p, input.username)
+        change = task_service.grant_ownership if grant else task_service.revoke_ownership
+        await change(p, actor, input.task_code, user_id, auth_error=auth_error)
+        view = await task_service.get_task(p, actor, input.task_code)
+        return TaskOwnershipChanged(
+            task=Task.from_view(view), user=User.from_row(await auth_service.get_user(p, user_id)), is_owner=grant
+        )
+
+    return await as_result(call)

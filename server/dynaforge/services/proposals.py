@@ -1,0 +1,99 @@
+"""Task proposals: a user asks to run a task on the platform; an admin accepts or declines.
+
+Accepting needs the task's plugin installed on the server (a task's behaviour is code, reviewed and installed by the
+operators); the proposer then becomes an owner of the task, which is set active.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sqlalchemy import select
+
+from dynaforge.db.models import ProposalStatus, TaskOwner, TaskProposal, TaskRow, utcnow
+from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor, require_human, require_user
+from dynaforge.services.platform import Platform
+
+CODE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
+
+
+async def propose(
+    p: Platform, actor: Actor | None, *, code: str, name: str, description: str = "", auth_error: str | None = None
+) -> TaskProposal:
+    actor = require_human(actor, auth_error)
+    errors = []
+    if not CODE.match(code or ""):
+        errors.append(FieldError("code", "format", "use 2 to 40 lowercase letters, digits or _, starting with a letter"))
+    if not 1 <= len((name or "").strip()) <= 200:
+        errors.append(FieldError("name", "length", "must have 1 to 200 characters"))
+    if len(description or "") > 5000:
+        errors.append(FieldError("description", "max_length", "must have at most 5000 characters"))
+    if errors:
+        raise InvalidInput.from_errors(errors)
+    p.limiter.hit(f"proposals:{actor.user_id}", p.settings.proposals_per_day, 86400.0, "task proposals")
+    async with p.db.write() as s:
+        pending = await s.scalar(
+            select(TaskProposal.id).where(TaskProposal.code == code, TaskProposal.status == ProposalStatus.PENDING)
+        )
+        if pending is not None:
+            raise AlreadyExists(f"Task {code!r} is already proposed (proposal {pending}); wait for an admin's decision")
+        proposal = TaskProposal(user_id=actor.user_id, code=code, name=name.strip(), description=description or "")
+        s.add(proposal)
+        await s.flush()
+    return proposal
+
+
+async def decide(
+    p: Platform, actor: Actor | None, proposal_id: int, *, accept: bool, note: str | None = None,
+    auth_error: str | None = None,
+) -> TaskProposal:
+    actor = require_user(actor, auth_error)
+    if not actor.is_admin:
+        raise Forbidden("Only admins decide task proposals")
+    if note is not None and len(note) > 2000:
+        raise InvalidInput.from_errors([FieldError("note", "max_length", "must have at most 2000 characters")])
+    async with p.db.session() as s:
+        proposal = await s.get(TaskProposal, proposal_id)
+    if proposal is None:
+        raise NotFound(f"No task proposal {proposal_id}")
+    if accept:
+        if p.plugins.task(proposal.code) is None:
+            known = ", ".join(sorted(p.plugins.registry.tasks)) or "none"
+            raise InvalidInput.from_errors(
+                [FieldError("id", "plugin", f"no installed plugin provides task {proposal.code!r} (installed: {known}); "
+                            "install the task's plugin on the server and restart it, then accept")]
+            )
+        await task_service.sync_registered_tasks(p)
+    async with p.db.write() as s:
+        proposal = await s.get(TaskProposal, proposal_id, with_for_update=s.bind.dialect.name == "postgresql",
+                               populate_existing=True)
+        if proposal.status != ProposalStatus.PENDING:
+            raise Conflict(f"Proposal {proposal_id} was already {proposal.status.lower()}")
+        proposal.status = ProposalStatus.ACCEPTED if accept else ProposalStatus.DECLINED
+        proposal.decision_note, proposal.decided_by, proposal.decided_at = note, actor.user_id, utcnow()
+        if accept:
+            task = await s.scalar(select(TaskRow).where(TaskRow.code == proposal.code))
+            task.active = True
+            if await s.get(TaskOwner, (task.id, proposal.user_id)) is None:
+                s.add(TaskOwner(task_id=task.id, user_id=proposal.user_id))
+        await s.flush()
+    p.caches.tasks.pop(proposal.code)
+    return proposal
+
+
+async def list_proposals(
+    p: Platform, actor: Actor | None, *, status: str | None = None, auth_error: str | None = None
+) -> list[TaskProposal]:
+    """Admins see every proposal, others their own; newest first."""
+    actor = require_user(actor, auth_error)
+    if status is not None and status not in ProposalStatus.ALL:
+        raise InvalidInput.from_errors([FieldError("status", "choice", f"must be one of {', '.join(ProposalStatus.ALL)}")])
+    where = []
+    if not actor.is_admin:
+        where.append(TaskProposal.user_id == actor.user_id)
+    if status is not None:
+        where.append(TaskProposal.status == status)
+    async with p.db.session() as s:
+        return list(await s.scalars(select(TaskProposal).where(*where).order_by(TaskProposal.id.desc()).limit(200)))

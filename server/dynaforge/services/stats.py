@@ -1,0 +1,118 @@
+"""Statistics: the counters of a round, of each user in a round, and of a task (the sum of its rounds).
+
+The counters are kept by the write path (``dynaforge.services.counters``); these functions only read them.
+vMER, the verified model error rate, is ``verified_fooled / collected``: the share of examples with a model
+prediction that fooled the model and were then accepted by validators.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from sqlalchemy import func, select
+
+from dynaforge.db.models import Round, RoundUserStats, User
+from dynaforge.errors import FieldError, InvalidInput, NotFound
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.counters import COUNTERS
+from dynaforge.services.platform import Platform
+
+MAX_LEADERBOARD = 100
+
+
+@dataclass(frozen=True)
+class Stats:
+    collected: int = 0
+    fooled: int = 0
+    verified_fooled: int = 0
+    accepted: int = 0
+    rejected: int = 0
+    flagged: int = 0
+    retracted: int = 0
+    pending: int = 0
+
+    @property
+    def vmer(self) -> float | None:
+        """Verified model error rate; None before anything was collected."""
+        return self.verified_fooled / self.collected if self.collected else None
+
+    @property
+    def fooling_rate(self) -> float | None:
+        return self.fooled / self.collected if self.collected else None
+
+    @classmethod
+    def of(cls, row) -> "Stats":
+        return cls(**{name: int(getattr(row, name) or 0) for name in COUNTERS})
+
+
+assert {f.name for f in fields(Stats)} == set(COUNTERS), "Stats must mirror the stored counters"
+
+
+@dataclass(frozen=True)
+class UserStats:
+    user_id: int
+    username: str
+    rank: int
+    stats: Stats
+
+
+async def task_stats(p: Platform, task_id: int) -> Stats:
+    """The sum of the counters of every round of the task."""
+    async with p.db.session() as s:
+        row = (await s.execute(select(*(func.coalesce(func.sum(getattr(Round, c)), 0).label(c) for c in COUNTERS)).where(Round.task_id == task_id))).one()
+    return Stats.of(row)
+
+
+async def leaderboard(p: Platform, round_id: int, *, first: int = 20, offset: int = 0) -> list[UserStats]:
+    """A round's annotators by verified fooling examples, then fooling examples, then examples collected."""
+    if not 1 <= first <= MAX_LEADERBOARD or offset < 0:
+        raise InvalidInput.from_errors(
+            [FieldError("first", "range", f"must be between 1 and {MAX_LEADERBOARD} (and offset at least 0)")]
+        )
+    order = (
+        RoundUserStats.verified_fooled.desc(),
+        RoundUserStats.fooled.desc(),
+        RoundUserStats.collected.desc(),
+        RoundUserStats.user_id,
+    )
+    async with p.db.session() as s:
+        rows = (
+            await s.execute(
+                select(RoundUserStats, User.username)
+                .join(User, User.id == RoundUserStats.user_id)
+                .where(RoundUserStats.round_id == round_id)
+                .order_by(*order)
+                .offset(offset)
+                .limit(first)
+            )
+        ).all()
+    return [UserStats(r.user_id, name, offset + i + 1, Stats.of(r)) for i, (r, name) in enumerate(rows)]
+
+
+async def my_stats(p: Platform, actor: Actor | None, task_code: str, *, auth_error: str | None = None) -> list[tuple[int, Stats]]:
+    """The signed-in user's counters in each round of a task where they wrote something, by round number."""
+    actor = require_human(actor, auth_error)
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        rows = (
+            await s.execute(
+                select(Round.number, RoundUserStats)
+                .join(RoundUserStats, RoundUserStats.round_id == Round.id)
+                .where(Round.task_id == view.row.id, RoundUserStats.user_id == actor.user_id)
+                .order_by(Round.number)
+            )
+        ).all()
+    return [(number, Stats.of(row)) for number, row in rows]
+
+
+def total(stats: list[Stats]) -> Stats:
+    return Stats(**{c: sum(getattr(x, c) for x in stats) for c in COUNTERS})
+
+
+async def round_id(p: Platform, task_id: int, number: int) -> int:
+    async with p.db.session() as s:
+        found = await s.scalar(select(Round.id).where(Round.task_id == task_id, Round.number == number))
+    if found is None:
+        raise NotFound(f"No round {number}")
+    return found

@@ -1,0 +1,273 @@
+"""Validation: other people judge examples, and a quorum of their votes accepts or rejects each one.
+
+The state machine of an example (``ExampleStatus``)::
+
+    PENDING_PREDICTION --model answers--> CREATED
+    CREATED --N x CORRECT--> ACCEPTED           (N: the task's validation quorum, default 3)
+    CREATED --N x INCORRECT or N x FLAGGED--> REJECTED
+    CREATED --flagExample (author, or anyone)--> FLAGGED   (out of the crowd's queue until an owner decides)
+    CREATED or FLAGGED --an owner's or admin's vote--> ACCEPTED (CORRECT) or REJECTED (INCORRECT, FLAGGED)
+    PENDING_PREDICTION, CREATED or FLAGGED --the author retracts--> RETRACTED
+
+ACCEPTED, REJECTED and RETRACTED are final. Each vote and each decision is one transaction that first locks the
+example's row (``SELECT ... FOR UPDATE`` on PostgreSQL; on SQLite writers are serialised), so concurrent validators
+can neither vote twice nor push the example through a transition twice; the counters move with the decision
+(``counters.move``).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from sqlalchemy import exists, select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from dynaforge.db.models import Context, Example, ExampleStatus as S, Round, TaskRow, Validation, utcnow
+from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.counters import move
+from dynaforge.services.examples import event_payload
+from dynaforge.services.platform import Platform
+from dynaforge.tasks.fields import Role
+
+CORRECT, INCORRECT, FLAGGED = "CORRECT", "INCORRECT", "FLAGGED"
+LABELS = (CORRECT, INCORRECT, FLAGGED)
+MAX_REASON = 2000
+_SAMPLE = 16
+
+
+async def example_to_validate(
+    p: Platform, actor: Actor | None, task_code: str, *, owner_mode: bool = False, auth_error: str | None = None
+) -> Example | None:
+    """The next example for ``actor`` to validate in ``task_code``, or None when there is nothing left.
+
+    Crowd mode: examples that fooled the model first (the others only if the task validates non-fooling examples),
+    then those with the fewest votes; never the actor's own, never one they already voted on, and with the task's
+    ``one_example_per_tag`` setting, at most one example per tag per validator. Among equally good candidates one is
+    picked at random, so that validators working at once spread over examples. Owner mode (owners and admins):
+    flagged examples first, then the crowd's queue, own examples included.
+    """
+    actor = require_human(actor, auth_error)
+    view = await task_service.get_task(p, actor, task_code)
+    settings = view.settings
+    already = exists().where(Validation.example_id == Example.id, Validation.user_id == actor.user_id)
+    where = [Example.task_id == view.row.id, ~already]
+    async with p.db.session() as s:
+        if owner_mode:
+            if not await task_service.is_owner(s, actor, view.row.id):
+                raise Forbidden(f"Only owners of {task_code} and admins can validate in owner mode")
+            where.append(Example.status.in_([S.FLAGGED, S.CREATED]))
+            order = [(Example.status == S.FLAGGED).desc(), Example.fooled.desc(), Example.validations_total, Example.id]
+        else:
+            where += [Example.status == S.CREATED, Example.user_id != actor.user_id]
+            if not settings.validate_non_fooling:
+                where.append(Example.fooled.is_(True))
+            if settings.one_example_per_tag:
+                seen_tags = (
+                    select(Example.tag)
+                    .join(Validation, Validation.example_id == Example.id)
+                    .where(Validation.user_id == actor.user_id, Example.task_id == view.row.id, Example.tag.is_not(None))
+                )
+                where.append(Example.tag.is_(None) | Example.tag.not_in(seen_tags.scalar_subquery()))
+            order = [Example.fooled.desc(), Example.validations_total, Example.id]
+        candidates = list(await s.scalars(select(Example).where(*where).order_by(*order).limit(_SAMPLE)))
+    if not candidates:
+        return None
+    first = candidates[0]
+    best = [c for c in candidates if (c.status, c.fooled, c.validations_total) == (first.status, first.fooled, first.validations_total)]
+    return random.choice(best)
+
+
+def _check_vote(label: str, reason: str | None) -> None:
+    errors = []
+    if label not in LABELS:
+        errors.append(FieldError("label", "choice", f"must be one of {', '.join(LABELS)}"))
+    if reason is not None and len(reason) > MAX_REASON:
+        errors.append(FieldError("reason", "max_length", f"must have at most {MAX_REASON} characters"))
+    if errors:
+        raise InvalidInput.from_errors(errors)
+
+
+def _check_correction(view: task_service.TaskView, example: Example, context: dict | None, label: str, corrected: Any) -> dict | None:
+    """A corrected target goes with an INCORRECT vote and must be a valid target for the example."""
+    if corrected is None:
+        return None
+    if label != INCORRECT:
+        raise InvalidInput.from_errors(
+            [FieldError("correctedTarget", "label", "give a corrected target only with an INCORRECT vote")]
+        )
+    targets = view.task.field_names(Role.TARGET)
+    if not isinstance(corrected, dict) or not corrected or set(corrected) - set(targets):
+        raise InvalidInput.from_errors(
+            [FieldError("correctedTarget", "fields", f"must be an object with some of the target fields {', '.join(targets)}")]
+        )
+    merged = {**example.fields, **corrected}
+    try:
+        cleaned = view.task.validate_example(merged, context)
+    except InvalidInput as exc:
+        raise InvalidInput.from_errors(
+            [FieldError(f"correctedTarget.{e.field}", e.rule, e.message) for e in exc.field_errors]
+        ) from exc
+    return {k: cleaned[k] for k in corrected if k in cleaned}
+
+
+async def _locked_example(s: AsyncSession, example_id: int) -> Example | None:
+    return await s.get(Example, example_id, with_for_update=s.bind.dialect.name == "postgresql", populate_existing=True)
+
+
+async def _peek(p: Platform, actor: Actor, example_id: int):
+    """The example as it is now (unlocked), its task, its context's fields and its round's number."""
+    async with p.db.session() as s:
+        example = await s.get(Example, example_id)
+        if example is None:
+            raise NotFound(f"No example {example_id}")
+        code = await s.scalar(select(TaskRow.code).where(TaskRow.id == example.task_id))
+        number = await s.scalar(select(Round.number).where(Round.id == example.round_id))
+        context = None
+        if example.context_id is not None:
+            row = await s.get(Context, example.context_id)
+            context = dict(row.fields) if row is not None else None
+    try:
+        view = await task_service.get_task(p, actor, code)
+    except NotFound as exc:
+        raise NotFound(f"No example {example_id}") from exc
+    return example, view, context, number
+
+
+def _decision(example: Example, label: str, by_owner: bool, quorum: int) -> str | None:
+    if by_owner:
+        return S.ACCEPTED if label == CORRECT else S.REJECTED
+    if example.validations_correct >= quorum:
+        return S.ACCEPTED
+    if example.validations_incorrect >= quorum or example.validations_flagged >= quorum:
+        return S.REJECTED
+    return None
+
+
+async def validate(
+    p: Platform,
+    actor: Actor | None,
+    example_id: int,
+    label: str,
+    *,
+    corrected_target: Any = None,
+    reason: str | None = None,
+    auth_error: str | None = None,
+) -> Example:
+    """Cast ``actor``'s vote on an example; returns the example, decided if this vote reached the quorum.
+
+    Raises NotFound (no such example visible), Forbidden (own example, or a non-fooling example where the task does
+    not validate those), AlreadyExists (voted before), Conflict (decided or retracted meanwhile).
+    """
+    actor = require_human(actor, auth_error)
+    _check_vote(label, reason)
+    peek, view, context, number = await _peek(p, actor, example_id)
+    p.limiter.hit(
+        f"validations:{actor.user_id}:{view.task.code}", p.settings.validations_per_minute, 60.0,
+        f"validations for {view.task.code}",
+    )
+    correction = _check_correction(view, peek, context, label, corrected_target)
+    settings = view.settings
+    try:
+        async with p.db.write() as s:
+            example = await _locked_example(s, example_id)
+            if example is None:
+                raise NotFound(f"No example {example_id}")
+            by_owner = await task_service.is_owner(s, actor, example.task_id)
+            if example.user_id == actor.user_id and not by_owner:
+                raise Forbidden("You cannot validate your own example; ask exampleToValidate for someone else's")
+            allowed = (S.CREATED, S.FLAGGED) if by_owner else (S.CREATED,)
+            if example.status not in allowed:
+                raise Conflict(
+                    f"Example {example_id} is {example.status.lower()} and takes no more votes; "
+                    "ask exampleToValidate for another"
+                )
+            if not by_owner and not example.fooled and not settings.validate_non_fooling:
+                raise Forbidden(f"Task {view.task.code} validates only examples that fooled the model")
+            voted = await s.scalar(
+                select(Validation.id).where(Validation.example_id == example_id, Validation.user_id == actor.user_id)
+            )
+            if voted is not None:
+                raise AlreadyExists(f"You already validated example {example_id}")
+            s.add(
+                Validation(
+                    example_id=example_id,
+                    user_id=actor.user_id,
+                    label=label,
+                    corrected_target=correction,
+                    reason=reason,
+                    by_owner=by_owner,
+                )
+            )
+            attribute = {CORRECT: "validations_correct", INCORRECT: "validations_incorrect", FLAGGED: "validations_flagged"}[label]
+            setattr(example, attribute, getattr(example, attribute) + 1)
+            example.validations_total += 1
+            example.updated_at = utcnow()
+            decided = _decision(example, label, by_owner, settings.validation_quorum)
+            if decided is not None:
+                before = (example.status, example.fooled)
+                example.status, example.decided_at = decided, utcnow()
+                await move(s, round_id=example.round_id, user_id=example.user_id, before=before, after=(decided, example.fooled))
+            await s.flush()
+    except IntegrityError as exc:  # the same user voting twice at the same moment
+        raise AlreadyExists(f"You already validated example {example_id}") from exc
+    await _announce(p, view.task.code, number, example, label)
+    return example
+
+
+async def flag(
+    p: Platform, actor: Actor | None, example_id: int, reason: str, *, auth_error: str | None = None
+) -> Example:
+    """Take an example out of the validators' queue until an owner decides: its author (say, after a mistake) or
+    anyone who finds it abusive, unusable or leaking personal data. Flagging a flagged example changes nothing.
+
+    A flag by someone other than the author is also their FLAGGED vote (so they cannot vote on it again).
+    """
+    actor = require_human(actor, auth_error)
+    reason = (reason or "").strip()
+    if not 1 <= len(reason) <= MAX_REASON:
+        raise InvalidInput.from_errors([FieldError("reason", "length", f"say why, in 1 to {MAX_REASON} characters")])
+    _, view, _, number = await _peek(p, actor, example_id)
+    p.limiter.hit(
+        f"validations:{actor.user_id}:{view.task.code}", p.settings.validations_per_minute, 60.0,
+        f"validations for {view.task.code}",
+    )
+    try:
+        async with p.db.write() as s:
+            example = await _locked_example(s, example_id)
+            if example.status == S.FLAGGED:
+                return example
+            if example.status != S.CREATED:
+                raise Conflict(f"Example {example_id} is {example.status.lower()} and can no longer be flagged")
+            if example.user_id != actor.user_id:
+                voted = await s.scalar(
+                    select(Validation.id).where(Validation.example_id == example_id, Validation.user_id == actor.user_id)
+                )
+                if voted is not None:
+                    raise AlreadyExists(f"You already validated example {example_id}")
+                by_owner = await task_service.is_owner(s, actor, example.task_id)
+                s.add(Validation(example_id=example_id, user_id=actor.user_id, label=FLAGGED, reason=reason, by_owner=by_owner))
+                example.validations_flagged += 1
+                example.validations_total += 1
+            before = (example.status, example.fooled)
+            example.status, example.flag_reason, example.updated_at = S.FLAGGED, reason, utcnow()
+            await move(s, round_id=example.round_id, user_id=example.user_id, before=before, after=(S.FLAGGED, example.fooled))
+            await s.flush()
+    except IntegrityError as exc:
+        raise AlreadyExists(f"You already validated example {example_id}") from exc
+    await _announce(p, view.task.code, number, example, FLAGGED)
+    return example
+
+
+async def _announce(p: Platform, task_code: str, round_number: int, example: Example, label: str) -> None:
+    payload = {**event_payload(example, task_code, round_number), "label": label, "votes": _votes(example)}
+    await p.events.publish(f"exampleValidated:{task_code}", payload)
+
+
+def _votes(example: Example) -> dict[str, int]:
+    return {"correct": example.validations_correct, "incorrect": example.validations_incorrect,
+            "flagged": example.validations_flagged}
+

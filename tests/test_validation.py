@@ -1,0 +1,526 @@
+"""Validation, flags, statistics, rounds, task settings and proposals: services and GraphQL, on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+
+import pytest
+from sqlalchemy import select
+
+from conftest import PG_SERVER, _admin_execute, make_settings, register_user
+from dynaforge.db.engine import Database
+from dynaforge.db.migrate import upgrade
+from dynaforge.db.models import Context, Example, ExampleStatus as S, Round, RoundUserStats, Validation
+from dynaforge.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
+from dynaforge.inference.client import LocalInferenceClient
+from dynaforge.plugins import Plugins
+from dynaforge.services import auth, counters, examples, proposals, stats, tasks, validation
+from dynaforge.services.actor import Actor
+from dynaforge.services.platform import Platform
+from toy_plugin import ToyPlugin
+
+
+async def _user(p, name: str, admin: bool = False) -> Actor:
+    user = await auth.create_user(
+        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw", is_admin=admin
+    )
+    return Actor(user.id, user.username, user.is_admin)
+
+
+async def _write(p, actor, *, fooling: bool = True, tag: str | None = None, n: int = 0) -> Example:
+    """The toy model says 'good' iff the text has the word good: a fooling example claims the other label."""
+    text = f"a good thing number {n}"
+    outcome = await examples.submit(
+        p, actor, task_code="toy", fields={"text": text, "label": "bad" if fooling else "good"}, tag=tag
+    )
+    assert outcome.example.fooled is fooling
+    return outcome.example
+
+
+async def _assert_counters_match_recount(p) -> None:
+    async with p.db.session() as s:
+        rounds = list(await s.scalars(select(Round)))
+        per_round, per_user = await counters.recount(s, [r.id for r in rounds])
+        stored_users = list(await s.scalars(select(RoundUserStats)))
+    for r in rounds:
+        assert {c: getattr(r, c) for c in counters.COUNTERS} == per_round[r.id], f"round {r.number}"
+    for row in stored_users:
+        expected = per_user.get((row.round_id, row.user_id), dict.fromkeys(counters.COUNTERS, 0))
+        assert {c: getattr(row, c) for c in counters.COUNTERS} == expected
+
+
+@pytest.fixture
+async def people(platform):
+    names = ["author", "v1", "v2", "v3", "v4", "owner"]
+    actors = {n: await _user(platform, f"user_{n}") for n in names}
+    await tasks.grant_ownership(platform, Actor.system(), "toy", actors["owner"].user_id)
+    return actors
+
+
+# --------------------------------------------------------------------------- the state machine
+
+
+async def test_quorum_of_correct_accepts_and_counts_verified_fooled(platform, people):
+    example = await _write(platform, people["author"])
+    for name in ("v1", "v2"):
+        result = await validation.validate(platform, people[name], example.id, "CORRECT")
+        assert result.status == S.CREATED and result.decided_at is None
+    result = await validation.validate(platform, people["v3"], example.id, "CORRECT")
+    assert result.status == S.ACCEPTED and result.validations_correct == 3
+    with pytest.raises(Conflict, match="accepted"):
+        await validation.validate(platform, people["v4"], example.id, "INCORRECT")
+    round_ = await tasks.get_round(platform, (await tasks.get_task(platform, None, "toy")).row.id)
+    value = stats.Stats.of(round_)
+    assert (value.collected, value.fooled, value.verified_fooled, value.accepted) == (1, 1, 1, 1)
+    assert value.vmer == 1.0
+    await _assert_counters_match_recount(platform)
+
+
+@pytest.mark.parametrize("label", ["INCORRECT", "FLAGGED"])
+async def test_quorum_of_incorrect_or_flagged_rejects(platform, people, label):
+    example = await _write(platform, people["author"])
+    await validation.validate(platform, people["v1"], example.id, "CORRECT")
+    for name in ("v2", "v3"):
+        assert (await validation.validate(platform, people[name], example.id, label)).status == S.CREATED
+    result = await validation.validate(platform, people["v4"], example.id, label)
+    assert result.status == S.REJECTED
+    assert (result.validations_correct, result.validations_total) == (1, 4)
+    await _assert_counters_match_recount(platform)
+
+
+async def test_an_owners_vote_decides_alone_and_quorum_is_a_task_setting(platform, people):
+    first = await _write(platform, people["author"], n=1)
+    assert (await validation.validate(platform, people["owner"], first.id, "INCORRECT")).status == S.REJECTED
+    second = await _write(platform, people["author"], n=2)
+    assert (await validation.validate(platform, people["owner"], second.id, "CORRECT")).status == S.ACCEPTED
+    async with platform.db.session() as s:
+        votes = list(await s.scalars(select(Validation).where(Validation.user_id == people["owner"].user_id)))
+    assert all(v.by_owner for v in votes) and len(votes) == 2
+
+    await tasks.update_settings(platform, people["owner"], "toy", {"validation_quorum": 1})
+    third = await _write(platform, people["author"], n=3)
+    assert (await validation.validate(platform, people["v1"], third.id, "CORRECT")).status == S.ACCEPTED
+    await _assert_counters_match_recount(platform)
+
+
+async def test_votes_that_are_refused(platform, people):
+    example = await _write(platform, people["author"])
+    with pytest.raises(Forbidden, match="your own"):
+        await validation.validate(platform, people["author"], example.id, "CORRECT")
+    await validation.validate(platform, people["v1"], example.id, "CORRECT")
+    with pytest.raises(AlreadyExists):
+        await validation.validate(platform, people["v1"], example.id, "INCORRECT")
+    with pytest.raises(InvalidInput, match="label"):
+        await validation.validate(platform, people["v2"], example.id, "MAYBE")
+    with pytest.raises(NotFound):
+        await validation.validate(platform, people["v2"], 999_999, "CORRECT")
+    with pytest.raises(InvalidInput, match="only with an INCORRECT"):
+        await validation.validate(platform, people["v2"], example.id, "CORRECT", corrected_target={"label": "good"})
+    with pytest.raises(InvalidInput, match="correctedTarget.label"):
+        await validation.validate(platform, people["v2"], example.id, "INCORRECT", corrected_target={"label": "meh"})
+    with pytest.raises(InvalidInput, match="target fields"):
+        await validation.validate(platform, people["v2"], example.id, "INCORRECT", corrected_target={"text": "x"})
+    voted = await validation.validate(platform, people["v2"], example.id, "INCORRECT", corrected_target={"label": "good"},
+                                      reason="the text is praise")
+    async with platform.db.session() as s:
+        row = await s.scalar(select(Validation).where(Validation.user_id == people["v2"].user_id))
+    assert row.corrected_target == {"label": "good"} and row.reason == "the text is praise"
+    assert voted.validations_incorrect == 1
+
+    not_fooling = await _write(platform, people["author"], fooling=False, n=5)
+    with pytest.raises(Forbidden, match="only examples that fooled"):
+        await validation.validate(platform, people["v1"], not_fooling.id, "CORRECT")
+    await tasks.update_settings(platform, people["owner"], "toy", {"validate_non_fooling": True})
+    assert (await validation.validate(platform, people["v1"], not_fooling.id, "CORRECT")).validations_correct == 1
+
+
+async def test_validations_are_rate_limited(platform, people):
+    platform.settings.validations_per_minute = 2
+    examples_ = [await _write(platform, people["author"], n=i) for i in range(3)]
+    for e in examples_[:2]:
+        await validation.validate(platform, people["v1"], e.id, "CORRECT")
+    with pytest.raises(RateLimited):
+        await validation.validate(platform, people["v1"], examples_[2].id, "CORRECT")
+
+
+async def test_flags_retraction_and_owner_review(platform, people):
+    own = await _write(platform, people["author"], n=1)
+    flagged = await validation.flag(platform, people["author"], own.id, "I picked the wrong label")
+    assert flagged.status == S.FLAGGED and flagged.validations_total == 0  # the author's flag is not a vote
+    assert (await validation.flag(platform, people["v1"], own.id, "again")).status == S.FLAGGED  # no change
+    with pytest.raises(Conflict):
+        await validation.validate(platform, people["v1"], own.id, "CORRECT")
+    retracted = await examples.retract(platform, people["author"], own.id)
+    assert retracted.status == S.RETRACTED
+
+    other = await _write(platform, people["author"], n=2)
+    with pytest.raises(InvalidInput, match="say why"):
+        await validation.flag(platform, people["v1"], other.id, "   ")
+    flagged = await validation.flag(platform, people["v1"], other.id, "it names a real person")
+    assert flagged.status == S.FLAGGED and flagged.validations_flagged == 1
+    assert await validation.example_to_validate(platform, people["v2"], "toy") is None
+    with pytest.raises(Forbidden):
+        await validation.example_to_validate(platform, people["v2"], "toy", owner_mode=True)
+    queued = await validation.example_to_validate(platform, people["owner"], "toy", owner_mode=True)
+    assert queued.id == other.id
+    decided = await validation.validate(platform, people["owner"], other.id, "CORRECT")
+    assert decided.status == S.ACCEPTED
+    with pytest.raises(Forbidden, match="no longer be retracted"):
+        await examples.retract(platform, people["author"], other.id)
+    await _assert_counters_match_recount(platform)
+
+
+# --------------------------------------------------------------------------- the queue
+
+
+async def test_queue_order_exclusions_and_tags(platform, people):
+    plain = await _write(platform, people["author"], fooling=False, n=1)
+    voted = await _write(platform, people["author"], n=2)
+    fresh = await _write(platform, people["author"], n=3)
+    await validation.validate(platform, people["v2"], voted.id, "CORRECT")
+    mine = await _write(platform, people["v1"], n=4)
+
+    # fooling first, then fewest votes; never one's own
+    assert (await validation.example_to_validate(platform, people["v1"], "toy")).id == fresh.id
+    await validation.validate(platform, people["v1"], fresh.id, "CORRECT")
+    assert (await validation.example_to_validate(platform, people["v1"], "toy")).id == voted.id
+    await validation.validate(platform, people["v1"], voted.id, "CORRECT")
+    assert await validation.example_to_validate(platform, people["v1"], "toy") is None  # the plain one is excluded
+    await tasks.update_settings(platform, people["owner"], "toy", {"validate_non_fooling": True})
+    assert (await validation.example_to_validate(platform, people["v1"], "toy")).id == plain.id
+    assert (await validation.example_to_validate(platform, people["v3"], "toy")).id in {fresh.id, mine.id}
+
+    await tasks.update_settings(platform, people["owner"], "toy", {"one_example_per_tag": True, "validate_non_fooling": False})
+    a = await _write(platform, people["author"], tag="set-a", n=10)
+    b = await _write(platform, people["author"], tag="set-a", n=11)
+    first = await validation.example_to_validate(platform, people["v4"], "toy")
+    seen = set()
+    while first is not None:
+        seen.add(first.id)
+        await validation.validate(platform, people["v4"], first.id, "CORRECT")
+        first = await validation.example_to_validate(platform, people["v4"], "toy")
+    assert len(seen & {a.id, b.id}) == 1
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+async def test_counters_agree_with_a_recount_after_a_random_history(platform, people):
+    rng = random.Random(7)
+    writers = [people["author"], people["v1"], people["v2"]]
+    voters = [people[n] for n in ("v1", "v2", "v3", "v4")]
+    written = []
+    for i in range(24):
+        written.append(await _write(platform, rng.choice(writers), fooling=rng.random() < 0.7, n=i))
+    await tasks.update_settings(platform, people["owner"], "toy", {"validate_non_fooling": True, "validation_quorum": 2})
+    for example in written:
+        action = rng.random()
+        try:
+            if action < 0.1:
+                await examples.retract(platform, Actor(example.user_id, "x"), example.id)
+            elif action < 0.2:
+                await validation.flag(platform, rng.choice(voters), example.id, "looks off")
+            else:
+                for voter in rng.sample(voters, 3):
+                    await validation.validate(platform, voter, example.id, rng.choice(["CORRECT", "CORRECT", "INCORRECT", "FLAGGED"]))
+        except (Conflict, Forbidden, AlreadyExists):
+            pass
+    await _assert_counters_match_recount(platform)
+    view = await tasks.get_task(platform, None, "toy")
+    total = await stats.task_stats(platform, view.row.id)
+    board = await stats.leaderboard(platform, (await tasks.get_round(platform, view.row.id)).id)
+    assert sum(e.stats.collected for e in board) == total.collected == 24
+    assert [e.rank for e in board] == list(range(1, len(board) + 1))
+    keys = [(e.stats.verified_fooled, e.stats.fooled, e.stats.collected) for e in board]
+    assert keys == sorted(keys, reverse=True)
+    mine = await stats.my_stats(platform, people["author"], "toy")
+    assert [n for n, _ in mine] == [1]
+
+
+# --------------------------------------------------------------------------- rounds and settings
+
+
+async def test_rounds_open_close_and_describe(platform, people):
+    view = await tasks.get_task(platform, None, "toy")
+    await _write(platform, people["author"])
+    with pytest.raises(Forbidden):
+        await tasks.open_next_round(platform, people["v1"], "toy")
+    first_secret = (await tasks.get_round(platform, view.row.id)).secret
+    new, previous = await tasks.open_next_round(
+        platform, people["owner"], "toy", description="harder", copy_contexts=True,
+        models=[{"name": "kw2", "backend": "python", "config": {"callable": "toy_plugin:keyword_model"}}],
+    )
+    assert (new.number, previous.number) == (2, 1) and previous.ended_at is not None and new.ended_at is None
+    assert new.secret != first_secret and new.target_models[0]["name"] == "kw2"
+    async with platform.db.session() as s:
+        copied = list(await s.scalars(select(Context).where(Context.round_id == new.id)))
+    assert len(copied) == 3 and all(c.total_used == 0 for c in copied)
+    example = await _write(platform, people["author"], n=9)
+    assert example.round_id == new.id  # the cache was dropped at once
+
+    closed = await tasks.close_round(platform, people["owner"], "toy")
+    assert closed.number == 2 and closed.ended_at is not None
+    with pytest.raises(RoundClosed):
+        await _write(platform, people["author"], n=10)
+    updated = await tasks.update_round(platform, people["owner"], "toy", 1, description="the first")
+    assert updated.description == "the first"
+    with pytest.raises(NotFound):
+        await tasks.update_round(platform, people["owner"], "toy", 7, description="x")
+    with pytest.raises(InvalidInput, match="ensembleRule"):
+        await tasks.open_next_round(platform, people["owner"], "toy", rule="loudest")
+    third, _ = await tasks.open_next_round(platform, people["owner"], "toy")
+    assert third.number == 3 and third.target_models[0]["name"] == "kw2"
+
+
+async def test_task_settings_caps_visibility_and_ownership(platform, people):
+    with pytest.raises(Forbidden):
+        await tasks.update_settings(platform, people["v1"], "toy", {"validation_quorum": 2})
+    with pytest.raises(InvalidInput) as error:
+        await tasks.update_settings(platform, people["owner"], "toy", {"validation_quorum": 0, "context_strategy": "best"})
+    assert {e.field for e in error.value.field_errors} == {"validationQuorum", "contextStrategy"}
+    view = await tasks.update_settings(platform, people["owner"], "toy", {"daily_example_cap": 2, "instructions": "Be kind."})
+    assert view.instructions == "Be kind." and view.settings.daily_example_cap == 2
+    await _write(platform, people["author"], n=1)
+    await _write(platform, people["author"], n=2)
+    with pytest.raises(RateLimited, match="cap of 2"):
+        await _write(platform, people["author"], n=3)
+    view = await tasks.update_settings(platform, people["owner"], "toy", {"daily_example_cap": 0, "instructions": ""})
+    assert view.settings.daily_example_cap is None and view.instructions == view.task.instructions
+    await _write(platform, people["author"], n=3)
+
+    await tasks.update_settings(platform, people["owner"], "toy", {"active": False})
+    with pytest.raises(RoundClosed, match="not collecting"):
+        await _write(platform, people["author"], n=4)
+    await tasks.update_settings(platform, people["owner"], "toy", {"active": True, "hidden": True})
+    with pytest.raises(NotFound):
+        await tasks.get_task(platform, people["v1"], "toy")
+    assert (await tasks.get_task(platform, people["owner"], "toy")).row.hidden
+
+    with pytest.raises(Forbidden):
+        await tasks.grant_ownership(platform, people["owner"], "toy", people["v1"].user_id)
+    await tasks.grant_ownership(platform, Actor.system(), "toy", people["v1"].user_id)
+    assert (await tasks.get_task(platform, people["v1"], "toy")).row.hidden
+    await tasks.revoke_ownership(platform, Actor.system(), "toy", people["v1"].user_id)
+    with pytest.raises(NotFound):
+        await tasks.get_task(platform, people["v1"], "toy")
+
+
+async def test_task_proposals(platform, people):
+    admin = await _user(platform, "root", admin=True)
+    with pytest.raises(InvalidInput, match="code"):
+        await proposals.propose(platform, people["v1"], code="Bad Code!", name="x")
+    mine = await proposals.propose(platform, people["v1"], code="toy", name="Toy again", description="a rerun")
+    with pytest.raises(AlreadyExists):
+        await proposals.propose(platform, people["v2"], code="toy", name="Same")
+    missing = await proposals.propose(platform, people["v2"], code="babylm", name="BabyLM")
+    assert [p.id for p in await proposals.list_proposals(platform, people["v1"])] == [mine.id]
+    assert len(await proposals.list_proposals(platform, admin, status="PENDING")) == 2
+    with pytest.raises(Forbidden):
+        await proposals.decide(platform, people["v1"], mine.id, accept=True)
+    with pytest.raises(InvalidInput, match="no installed plugin"):
+        await proposals.decide(platform, admin, missing.id, accept=True)
+    declined = await proposals.decide(platform, admin, missing.id, accept=False, note="no plugin yet")
+    assert declined.status == "DECLINED"
+    accepted = await proposals.decide(platform, admin, mine.id, accept=True)
+    assert accepted.status == "ACCEPTED" and accepted.decided_by == admin.user_id
+    with pytest.raises(Conflict):
+        await proposals.decide(platform, admin, mine.id, accept=False)
+    view = await tasks.get_task(platform, None, "toy")
+    async with platform.db.session() as s:
+        assert await tasks.is_owner(s, people["v1"], view.row.id)
+
+
+# --------------------------------------------------------------------------- GraphQL contract
+
+
+STATS = "query($c: String!) { task(code: $c) { currentRound { number stats { collected fooled verifiedFooled rejected vmer } } } }"
+TO_VALIDATE = "query($c: String!) { exampleToValidate(taskCode: $c) { id fields fooled context votes { correct } } }"
+VALIDATE = """mutation($id: ID!, $l: ValidationLabel!) { validateExample(input: {exampleId: $id, label: $l}) {
+  __typename ... on ValidatedExample { example { id status } decided } ... on Error { message } } }"""
+OPEN = """mutation($c: String!) { openNextRound(input: {taskCode: $c}) {
+  __typename ... on RoundOpened { round { number } previous { number endedAt } } ... on Error { message } } }"""
+CREATE = """mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) {
+  __typename ... on CreatedExample { example { id } fooled } } }"""
+
+
+async def test_graphql_contract(gql, platform):
+    author, _ = await register_user(gql, "writer")
+    voters = [(await register_user(gql, f"judge{i}"))[0] for i in range(3)]
+    owner, owner_id = await register_user(gql, "boss")
+    await tasks.grant_ownership(platform, Actor.system(), "toy", int(owner_id))
+    created = await gql(CREATE, {"f": {"text": "good news", "label": "bad"}}, token=author)
+    example_id = created["createExample"]["example"]["id"]
+
+    anonymous = await gql(TO_VALIDATE, {"c": "toy"}, token=None, expect_errors=True)
+    assert anonymous["errors"][0]["extensions"]["code"] == "NOT_AUTHENTICATED"
+    assert (await gql(TO_VALIDATE, {"c": "toy"}, token=author))["exampleToValidate"] is None
+    for i, token in enumerate(voters):
+        queued = (await gql(TO_VALIDATE, {"c": "toy"}, token=token))["exampleToValidate"]
+        assert queued["id"] == example_id and queued["fooled"] is True and queued["votes"]["correct"] == i
+        result = (await gql(VALIDATE, {"id": example_id, "l": "CORRECT"}, token=token))["validateExample"]
+        assert result["__typename"] == "ValidatedExample"
+        assert result["example"]["status"] == ("ACCEPTED" if i == 2 else "CREATED") and result["decided"] is (i == 2)
+    again = (await gql(VALIDATE, {"id": example_id, "l": "CORRECT"}, token=voters[0]))["validateExample"]
+    assert again["__typename"] == "Conflict"
+
+    round_stats = (await gql(STATS, {"c": "toy"}, token=None))["task"]["currentRound"]
+    assert round_stats == {"number": 1, "stats": {"collected": 1, "fooled": 1, "verifiedFooled": 1, "rejected": 0, "vmer": 1.0}}
+    assert (await gql(OPEN, {"c": "toy"}, token=author))["openNextRound"]["__typename"] == "Forbidden"
+    opened = (await gql(OPEN, {"c": "toy"}, token=owner))["openNextRound"]
+    assert opened["round"]["number"] == 2 and opened["previous"]["number"] == 1 and opened["previous"]["endedAt"]
+    board = await gql(
+        "{ task(code: \"toy\") { round(number: 1) { leaderboard { rank username stats { verifiedFooled } } } "
+        "settings { validationQuorum } } }", token=None
+    )
+    assert board["task"]["round"]["leaderboard"] == [{"rank": 1, "username": "writer", "stats": {"verifiedFooled": 1}}]
+    mine = await gql('{ myStats(taskCode: "toy") { rounds { roundNumber } total { collected vmer } } }', token=author)
+    assert mine["myStats"] == {"rounds": [{"roundNumber": 1}], "total": {"collected": 1, "vmer": 1.0}}
+
+    settings = await gql(
+        'mutation { updateTaskSettings(input: {taskCode: "toy", validationQuorum: 5, contextStrategy: UNIFORM}) { '
+        "__typename ... on TaskSettingsUpdated { task { settings { validationQuorum contextStrategy } } } } }",
+        token=owner,
+    )
+    assert settings["updateTaskSettings"]["task"]["settings"] == {"validationQuorum": 5, "contextStrategy": "uniform"}
+    grant = await gql(
+        'mutation { grantTaskOwnership(input: {taskCode: "toy", username: "writer"}) { __typename } }', token=owner
+    )
+    assert grant["grantTaskOwnership"]["__typename"] == "Forbidden"
+
+
+# --------------------------------------------------------------------------- concurrency on real connections
+
+
+@pytest.fixture
+async def live_platform(db_url, tmp_path):
+    """A platform on its own fresh database (of ``db_url``'s kind) and a real engine: a pool of connections and no
+    shared test transaction, for concurrency tests."""
+    if db_url.startswith("postgresql"):
+        name = f"dynaforge_live_{uuid.uuid4().hex[:10]}"
+        await _admin_execute(f'CREATE DATABASE "{name}"')
+        url = f"{PG_SERVER}/{name}"
+    else:
+        name, url = None, f"sqlite+aiosqlite:///{tmp_path}/live.db"
+    database = Database(url)
+    await upgrade(database)
+    plugins = Plugins(allowlist=set(), extra=[ToyPlugin()])
+    p = Platform.create(
+        make_settings(url, validations_per_minute=10_000),
+        db=database,
+        plugins=plugins,
+        inference=LocalInferenceClient(plugins.registry.backends, timeout_s=5.0),
+    )
+    await tasks.sync_registered_tasks(p)
+    try:
+        yield p
+    finally:
+        await p.close()
+        if name is not None:
+            await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+async def test_parallel_validations_push_the_state_machine_once(live_platform):
+    p = live_platform
+    suffix = uuid.uuid4().hex[:6]
+    author = await _user(p, f"w{suffix}")
+    voters = [await _user(p, f"v{i}{suffix}") for i in range(10)]
+    example = await _write(p, author, n=1)
+    view = await tasks.get_task(p, None, "toy")
+    before = await stats.task_stats(p, view.row.id)
+
+    results = await asyncio.gather(
+        *(validation.validate(p, v, example.id, "CORRECT") for v in voters), return_exceptions=True
+    )
+    accepted = [r for r in results if isinstance(r, Example)]
+    conflicts = [r for r in results if isinstance(r, Conflict)]
+    assert len(accepted) == 3 and len(conflicts) == 7, results
+    assert sum(r.status == S.ACCEPTED for r in accepted) == 1
+
+    # the same voter twice at once: one vote, one AlreadyExists
+    second = await _write(p, author, n=2)
+    twice = await asyncio.gather(*(validation.validate(p, voters[0], second.id, "INCORRECT") for _ in range(4)),
+                                 return_exceptions=True)
+    assert sum(isinstance(r, Example) for r in twice) == 1 and sum(isinstance(r, AlreadyExists) for r in twice) == 3
+
+    after = await stats.task_stats(p, view.row.id)
+    assert after.verified_fooled - before.verified_fooled == 1
+    assert after.accepted - before.accepted == 1
+    async with p.db.session() as s:
+        stored = await s.get(Example, example.id)
+        votes = list(await s.scalars(select(Validation).where(Validation.example_id == example.id)))
+        second_votes = list(await s.scalars(select(Validation).where(Validation.example_id == second.id)))
+    assert stored.status == S.ACCEPTED and stored.validations_correct == 3 and len(votes) == 3
+    assert len(second_votes) == 1
+    await _assert_counters_match_recount(p)
+
+
+async def test_concurrent_next_round_openings_make_one_round(live_platform):
+    p = live_platform
+    view = await tasks.get_task(p, None, "toy")
+    start = (await tasks.get_round(p, view.row.id)).number
+    results = await asyncio.gather(
+        *(tasks.open_next_round(p, Actor.system(), "toy") for _ in range(4)), return_exceptions=True
+    )
+    opened = [r for r in results if isinstance(r, tuple)]
+    assert all(isinstance(r, (tuple, Conflict)) for r in results), results
+    numbers = sorted(r[0].number for r in opened)
+    assert numbers == list(range(start + 1, start + 1 + len(opened)))  # no number twice, none skipped
+    async with p.db.session() as s:
+        open_rounds = list(await s.scalars(select(Round).where(Round.task_id == view.row.id, Round.ended_at.is_(None))))
+    assert len(open_rounds) == 1
+
+
+async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
+    author, _ = await register_user(gql, "scribe")
+    other, _ = await register_user(gql, "reader")
+    admin = await _user(platform, "chief", admin=True)
+    _, admin_token = await auth.create_token(platform, admin, name="test")
+    created = await gql(CREATE, {"f": {"text": "good grief", "label": "bad"}}, token=author)
+    example_id = created["createExample"]["example"]["id"]
+
+    flag = """mutation($id: ID!, $r: String!) { flagExample(input: {exampleId: $id, reason: $r}) {
+      __typename ... on FlaggedExample { example { id status } } ... on InvalidInput { fieldErrors { field } } } }"""
+    assert (await gql(flag, {"id": example_id, "r": ""}, token=other))["flagExample"]["fieldErrors"] == [{"field": "reason"}]
+    flagged = (await gql(flag, {"id": example_id, "r": "mentions a private address"}, token=other))["flagExample"]
+    assert flagged == {"__typename": "FlaggedExample", "example": {"id": example_id, "status": "FLAGGED"}}
+    owner_queue = await gql('{ exampleToValidate(taskCode: "toy", mode: OWNER) { id } }', token=other, expect_errors=True)
+    assert owner_queue["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    assert (await gql('{ exampleToValidate(taskCode: "toy", mode: OWNER) { id } }', token=admin_token))[
+        "exampleToValidate"] == {"id": example_id}
+
+    close = 'mutation { closeRound(input: {taskCode: "toy"}) { __typename ... on ClosedRound { round { number endedAt } } } }'
+    assert (await gql(close, token=other))["closeRound"]["__typename"] == "Forbidden"
+    closed = (await gql(close, token=admin_token))["closeRound"]
+    assert closed["round"]["number"] == 1 and closed["round"]["endedAt"]
+    refused = await gql(CREATE, {"f": {"text": "fine", "label": "bad"}}, token=author)
+    assert refused["createExample"]["__typename"] == "RoundClosed"
+    describe = """mutation { updateRound(input: {taskCode: "toy", number: 1, description: "warm-up"}) {
+      __typename ... on UpdatedRound { round { description } } } }"""
+    assert (await gql(describe, token=admin_token))["updateRound"]["round"]["description"] == "warm-up"
+
+    grant = """mutation($m: String!) { %s(input: {taskCode: "toy", username: $m}) {
+      __typename ... on TaskOwnershipChanged { isOwner user { username } task { viewerIsOwner } } } }"""
+    granted = (await gql(grant % "grantTaskOwnership", {"m": "reader"}, token=admin_token))["grantTaskOwnership"]
+    assert granted["isOwner"] and granted["user"]["username"] == "reader"
+    owners = await gql('{ task(code: "toy") { owners { username } viewerIsOwner } }', token=other)
+    assert owners["task"] == {"owners": [{"username": "reader"}], "viewerIsOwner": True}
+    revoked = (await gql(grant % "revokeTaskOwnership", {"m": "reader"}, token=admin_token))["revokeTaskOwnership"]
+    assert revoked["isOwner"] is False
+    missing = (await gql(grant % "grantTaskOwnership", {"m": "nobody"}, token=admin_token))["grantTaskOwnership"]
+    assert missing["__typename"] == "NotFound"
+
+    propose = """mutation { proposeTask(input: {code: "riddles", name: "Riddles", description: "model-in-the-loop riddles"}) {
+      __typename ... on TaskProposed { proposal { id status } } } }"""
+    proposal = (await gql(propose, token=author))["proposeTask"]["proposal"]
+    assert proposal["status"] == "PENDING"
+    assert (await gql("{ taskProposals { code } }", token=other))["taskProposals"] == []
+    assert (await gql("{ taskProposals { code } }", token=author))["taskProposals"] == [{"code": "riddles"}]
+    decide = """mutation($id: ID!, $a: Boolean!) { decideTaskProposal(input: {id: $id, accept: $a, note: "not installed"}) {
+      __typename ... on TaskProposalDecided { proposal { status decisionNote } } ... on InvalidInput { message } } }"""
+    assert (await gql(decide, {"id": proposal["id"], "a": True}, token=author))["decideTaskProposal"]["__typename"] == "Forbidden"
+    assert "no installed plugin" in (await gql(decide, {"id": proposal["id"], "a": True}, token=admin_token))[
+        "decideTaskProposal"]["message"]
+    declined = (await gql(decide, {"id": proposal["id"], "a": False}, token=admin_token))["decideTaskProposal"]
+    assert declined["proposal"] == {"status": "DECLINED", "decisionNote": "not installed"}
