@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.contexts import ContextStrategy
 from dynaforge.api.errors import parse_id, query_error
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.example import Example, ExampleConnection, ExampleStatus
@@ -43,10 +44,21 @@ class Query:
         row = await task_service.get_round(info.context.platform, view.row.id, number)
         return None if row is None else Round.from_row(row)
 
-    @strawberry.field(description="A context of the task's current round to write against (least used first).")
-    async def next_context(self, info: Info, task_code: str, tag: str | None = None) -> ContextType:
+    @strawberry.field(
+        description="A context of the task's current round to write against, chosen by `strategy` (default: the "
+        "task's context_strategy setting, else LEAST_USED); `tag` narrows to contexts with that tag."
+    )
+    async def next_context(
+        self, info: Info, task_code: str, tag: str | None = None, strategy: ContextStrategy | None = None
+    ) -> ContextType:
         try:
-            row = await context_service.next_context(info.context.platform, info.context.actor, task_code, tag=tag)
+            row = await context_service.next_context(
+                info.context.platform,
+                info.context.actor,
+                task_code,
+                tag=tag,
+                strategy=None if strategy is None else strategy.value,
+            )
         except DynaforgeError as exc:
             raise query_error(exc) from exc
         return ContextType.from_row(row)

@@ -1,22 +1,110 @@
-"""Contexts: the passages or prompts annotators write against, and how the next one is chosen."""
+"""Contexts: the passages or prompts annotators write against, how owners add them (a list, or a JSONL or CSV
+file), and how the next one is chosen."""
 
 from __future__ import annotations
 
+import asyncio
+import codecs
+import csv
+import json
+import logging
 import random
-from typing import Any
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import PurePath
+from typing import Any, BinaryIO, Iterator
 
 from sqlalchemy import func, select
 
-from dynaforge.db.models import Context
+from dynaforge.db.models import Context, Example, ExampleStatus
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.tasks.base import Task
+from dynaforge.tasks.fields import Field, Role
+
+log = logging.getLogger(__name__)
 
 _SAMPLE = 16
 
-
 MAX_CONTEXTS_PER_CALL = 1000
+MAX_TAG_LENGTH = 100
+#: At most this many problems of an uploaded file are listed; the rest are counted.
+MAX_REPORTED_ERRORS = 50
+#: Uploaded contexts are inserted this many at a time (all in one transaction).
+INSERT_BATCH = 500
+#: A column (CSV) or key (JSONL) of this name is the row's tag, unless the task has a context field of that name.
+TAG_COLUMN = "tag"
+
+
+class ContextStrategy(str, Enum):
+    """How ``next_context`` picks one of the current round's contexts."""
+
+    LEAST_USED = "least_used"
+    UNIFORM = "uniform"
+    LEAST_FOOLED = "least_fooled"
+    VALIDATION_FAILED = "validation_failed"
+
+
+STRATEGY_DESCRIPTIONS: dict[ContextStrategy, str] = {
+    ContextStrategy.LEAST_USED: "A context used the fewest times (ties at random): spreads annotators evenly",
+    ContextStrategy.UNIFORM: "Any context of the round, uniformly at random",
+    ContextStrategy.LEAST_FOOLED: "A context whose examples fooled the model the fewest times, then the least used",
+    ContextStrategy.VALIDATION_FAILED: "A context whose examples validators rejected most often, then the least used",
+}
+DEFAULT_STRATEGY = ContextStrategy.LEAST_USED
+
+
+class ContextFileFormat(str, Enum):
+    """Formats of context files: one JSON object per line, or CSV with a header row."""
+
+    JSONL = "jsonl"
+    CSV = "csv"
+
+
+_SUFFIXES = {".jsonl": ContextFileFormat.JSONL, ".ndjson": ContextFileFormat.JSONL, ".csv": ContextFileFormat.CSV}
+
+
+@dataclass(frozen=True)
+class UploadedContexts:
+    """What an upload added: the new contexts' ids in file order, and the round they joined."""
+
+    task_code: str
+    round_number: int
+    ids: list[int]
+
+
+# --------------------------------------------------------------------------- adding contexts
+
+
+def _context_fields(task: Task) -> list[Field]:
+    return task.fields_with(Role.CONTEXT)
+
+
+def _refuse_contextless(task: Task) -> None:
+    """Tasks without context fields have their examples written from scratch: there is nothing to store."""
+    if not _context_fields(task):
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    "contexts",
+                    "no_context_fields",
+                    f"task {task.code} takes no contexts: it has no context fields, so annotators write its examples "
+                    "without one",
+                )
+            ]
+        )
+
+
+def _check_tag(tag: str | None, field: str = "tag") -> None:
+    if tag is not None and not 1 <= len(tag) <= MAX_TAG_LENGTH:
+        raise InvalidInput.from_errors([FieldError(field, "length", f"must have 1 to {MAX_TAG_LENGTH} characters")])
+
+
+def _empty_message(task: Task) -> str:
+    names = ", ".join(f.name for f in _context_fields(task))
+    return f"has none of the context fields of task {task.code} ({names}); give at least one"
 
 
 async def add_contexts(
@@ -31,18 +119,22 @@ async def add_contexts(
     """Add contexts to the task's current round: owners and admins only; all or nothing."""
     actor = require_user(actor, auth_error)
     view = await task_service.get_task(p, actor, task_code)
+    _refuse_contextless(view.task)
     if not contexts or len(contexts) > MAX_CONTEXTS_PER_CALL:
         raise InvalidInput.from_errors(
             [FieldError("contexts", "count", f"give 1 to {MAX_CONTEXTS_PER_CALL} contexts per call")]
         )
-    if tag is not None and not 1 <= len(tag) <= 100:
-        raise InvalidInput.from_errors([FieldError("tag", "length", "must have 1 to 100 characters")])
+    _check_tag(tag)
     cleaned, errors = [], []
     for i, values in enumerate(contexts):
         try:
-            cleaned.append(view.task.validate_context(values))
+            row = view.task.validate_context(values)
         except InvalidInput as exc:
             errors.extend(FieldError(f"contexts[{i}].{e.field}", e.rule, e.message) for e in exc.field_errors)
+            continue
+        if not row:
+            errors.append(FieldError(f"contexts[{i}]", "empty", _empty_message(view.task)))
+        cleaned.append(row)
     if errors:
         raise InvalidInput.from_errors(errors)
     async with p.db.write() as s:
@@ -55,23 +147,458 @@ async def add_contexts(
         return [r.id for r in rows]
 
 
-async def next_context(p: Platform, actor: Actor | None, task_code: str, *, tag: str | None = None) -> Context:
-    """Least-used strategy: one of the current round's contexts used the fewest times (ties broken at random,
-    so concurrent annotators spread over contexts instead of all getting the same one)."""
+# --------------------------------------------------------------------------- uploading a file
+
+
+def detect_format(filename: str | None, given: ContextFileFormat | str | None = None) -> ContextFileFormat:
+    """The format of a context file: ``given`` when set (``jsonl`` or ``csv``), else from the file name's suffix."""
+    if given is not None:
+        try:
+            return ContextFileFormat(given.value if isinstance(given, ContextFileFormat) else str(given).lower())
+        except ValueError:
+            raise InvalidInput.from_errors(
+                [FieldError("format", "choice", f"{given!r} is not a context file format; use jsonl or csv")]
+            ) from None
+    suffix = PurePath(filename or "").suffix.lower()
+    if suffix in _SUFFIXES:
+        return _SUFFIXES[suffix]
+    raise InvalidInput.from_errors(
+        [
+            FieldError(
+                "format",
+                "required",
+                f"cannot tell the format of {filename or 'the file'!r} from its name; name it .jsonl or .csv, "
+                "or give the format (jsonl or csv)",
+            )
+        ]
+    )
+
+
+class _Problems:
+    """The problems of one file: the first ``MAX_REPORTED_ERRORS`` as field errors, the rest only counted."""
+
+    def __init__(self) -> None:
+        self.listed: list[FieldError] = []
+        self.count = 0
+
+    def add(self, line: int, field: str | None, rule: str, message: str) -> None:
+        self.count += 1
+        if len(self.listed) < MAX_REPORTED_ERRORS:
+            self.listed.append(FieldError(f"line {line}" + (f".{field}" if field else ""), rule, message))
+
+    def raise_if_any(self, name: str) -> None:
+        if not self.count:
+            return
+        errors = list(self.listed)
+        if self.count > len(errors):
+            errors.append(
+                FieldError(
+                    "file",
+                    "more_errors",
+                    f"and {self.count - len(errors)} more problems not listed; fix these and upload again to see them",
+                )
+            )
+        first = errors[0]
+        raise InvalidInput(
+            f"Nothing was added: {name} has {self.count} problem{'s' if self.count != 1 else ''} "
+            f"(first: {first.field}: {first.message}); fix them and upload the whole file again",
+            errors,
+        )
+
+
+def _file_error(rule: str, message: str) -> InvalidInput:
+    return InvalidInput.from_errors([FieldError("file", rule, message)])
+
+
+def _physical_lines(source: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes]]:
+    """The file's lines (numbered from 1, a UTF-8 byte order mark dropped), refusing to read past ``max_bytes``."""
+    total = 0
+    number = 0
+    while True:
+        raw = source.readline(max_bytes - total + 1)
+        if not raw:
+            return
+        total += len(raw)
+        if total > max_bytes:
+            raise _file_error(
+                "max_bytes", f"is larger than {max_bytes} bytes; split it into smaller files and upload each"
+            )
+        number += 1
+        if number == 1 and raw.startswith(codecs.BOM_UTF8):
+            raw = raw[len(codecs.BOM_UTF8):]
+        yield number, raw
+
+
+def _encoding_message(exc: UnicodeDecodeError) -> str:
+    return f"is not UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8"
+
+
+def _jsonl_records(
+    task: Task, lines: Iterator[tuple[int, bytes]], problems: _Problems
+) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """One record per non-blank line: the object, or None when the line could not be read (already reported)."""
+    example = json.dumps({f.name: "..." for f in _context_fields(task)})
+    for number, raw in lines:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            problems.add(number, None, "encoding", _encoding_message(exc))
+            yield number, None
+            continue
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            problems.add(
+                number, None, "json", f"is not valid JSON ({exc.msg}, column {exc.colno}); write one object per line"
+            )
+            yield number, None
+            continue
+        if not isinstance(value, dict):
+            problems.add(number, None, "type", f"must be a JSON object such as {example}")
+            yield number, None
+            continue
+        yield number, value
+
+
+def _from_cell(field: Field, task: Task, cell: str) -> Any:
+    """A CSV cell as the value the field expects (numbers, booleans and JSON objects are written as text)."""
+    kind = field.value_schema(task).get("type")
+    text = cell.strip()
+    if kind in ("integer", "number"):
+        for convert in (int, float):
+            try:
+                return convert(text)
+            except ValueError:
+                pass
+    elif kind == "boolean":
+        lowered = text.lower()
+        if lowered in ("true", "yes", "1"):
+            return True
+        if lowered in ("false", "no", "0"):
+            return False
+    elif kind in ("object", "array"):
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            pass
+    return cell  # as written: the field's own check says what is wrong with it
+
+
+def _csv_records(
+    task: Task, lines: Iterator[tuple[int, bytes]], problems: _Problems, tag_column: bool
+) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """One record per data row (numbered by the line it starts on), after a header naming the columns."""
+
+    def decoded() -> Iterator[str]:
+        for number, raw in lines:
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                problems.add(number, None, "encoding", _encoding_message(exc))
+                yield raw.decode("utf-8", errors="replace")
+
+    fields = {f.name: f for f in _context_fields(task)}
+    expected = ", ".join(
+        [f"{f.name} ({'required' if f.required else 'optional'})" for f in fields.values()]
+        + ([f"{TAG_COLUMN} (optional)"] if tag_column else [])
+    )
+    reader = csv.reader(decoded())
+    header: list[str] = []
+    try:
+        while not any(cell.strip() for cell in header):  # the header is the first row that is not blank
+            header = next(reader)
+    except StopIteration:
+        return
+    except csv.Error as exc:
+        raise InvalidInput.from_errors(
+            [FieldError(f"line {reader.line_num}", "csv", f"cannot be read as CSV: {exc}")]
+        ) from None
+    at = f"line {reader.line_num}"
+    columns = [cell.strip() for cell in header]
+    header_errors = []
+    for position, column in enumerate(columns, start=1):
+        if not column:
+            header_errors.append(FieldError(f"{at}.column {position}", "required", f"has no name; expected {expected}"))
+        elif column in columns[: position - 1]:
+            header_errors.append(FieldError(f"{at}.{column}", "duplicate", "is named twice; name each column once"))
+        elif column not in fields and not (tag_column and column == TAG_COLUMN):
+            header_errors.append(
+                FieldError(f"{at}.{column}", "unknown_column", f"is not a context field of task {task.code}; "
+                           f"expected columns: {expected}")
+            )
+    if not header_errors and not any(column in fields for column in columns):
+        header_errors.append(FieldError(at, "columns", f"names none of the context fields; expected {expected}"))
+    if header_errors:
+        raise InvalidInput(
+            f"Nothing was added: the header of the file is wrong ({header_errors[0].field}: "
+            f"{header_errors[0].message}); fix it and upload the file again",
+            header_errors,
+        )
+    end = reader.line_num
+    while True:
+        start = end + 1
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            problems.add(reader.line_num, None, "csv", f"cannot be read as CSV: {exc}; check its quotes")
+            return
+        end = reader.line_num
+        if not any(cell.strip() for cell in row):
+            continue
+        if len(row) != len(columns):
+            problems.add(start, None, "columns", f"has {len(row)} cells but the header names {len(columns)} columns")
+            yield start, None
+            continue
+        record: dict[str, Any] = {}
+        for column, cell in zip(columns, row):
+            if not cell.strip():
+                continue  # an empty cell is a value left out
+            record[column] = cell if column not in fields else _from_cell(fields[column], task, cell)
+        yield start, record
+
+
+def parse_context_file(
+    task: Task,
+    source: BinaryIO,
+    fmt: ContextFileFormat,
+    *,
+    tag: str | None = None,
+    max_bytes: int,
+    max_rows: int,
+    name: str = "the file",
+) -> list[tuple[dict[str, Any], str | None]]:
+    """Read and validate a whole context file, streaming it line by line.
+
+    Returns each row's cleaned context fields with its tag (the row's own ``tag``, else ``tag``), in file order. Raises
+    :class:`InvalidInput` when the file breaks a limit or any row is wrong; its field errors name the line and the
+    field (``line 7.passage``), at most ``MAX_REPORTED_ERRORS`` of them plus a count of the rest.
+    """
+    _refuse_contextless(task)
+    names = {f.name for f in _context_fields(task)}
+    tag_column = TAG_COLUMN not in names
+    expected = ", ".join(sorted(names)) + (f", and optionally {TAG_COLUMN}" if tag_column else "")
+    problems = _Problems()
+    lines = _physical_lines(source, max_bytes)
+    if fmt == ContextFileFormat.JSONL:
+        records = _jsonl_records(task, lines, problems)
+    else:
+        records = _csv_records(task, lines, problems, tag_column)
+    rows: list[tuple[dict[str, Any], str | None]] = []
+    count = 0
+    for number, record in records:
+        count += 1
+        if count > max_rows:
+            raise _file_error("max_rows", f"has more than {max_rows} contexts; split it into files of at most "
+                              f"{max_rows} rows and upload each")
+        if record is None:
+            continue
+        row_tag = tag
+        if tag_column and TAG_COLUMN in record:
+            value = record.pop(TAG_COLUMN)
+            if isinstance(value, str) and value.strip():
+                row_tag = value.strip()
+                if len(row_tag) > MAX_TAG_LENGTH:
+                    problems.add(number, TAG_COLUMN, "length", f"must have 1 to {MAX_TAG_LENGTH} characters")
+            elif value is not None and value != "":
+                problems.add(number, TAG_COLUMN, "type", f"must be a text of 1 to {MAX_TAG_LENGTH} characters")
+        unknown = [key for key in record if key not in names]
+        for key in unknown:
+            message = f"is not a context field of task {task.code}; expected {expected}"
+            problems.add(number, key, "unknown_field", message)
+        try:
+            cleaned = task.validate_context({k: v for k, v in record.items() if k in names})
+        except InvalidInput as exc:
+            for e in exc.field_errors:
+                problems.add(number, e.field, e.rule, e.message)
+            continue
+        if not cleaned and not unknown:
+            problems.add(number, None, "empty", _empty_message(task))
+        rows.append((cleaned, row_tag))
+    problems.raise_if_any(name)
+    if not rows:
+        raise _file_error("empty", f"{name} has no contexts; give one per line (JSONL) or per row after a header (CSV)")
+    return rows
+
+
+async def upload_contexts(
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    source: BinaryIO,
+    *,
+    filename: str | None = None,
+    file_format: ContextFileFormat | str | None = None,
+    tag: str | None = None,
+    auth_error: str | None = None,
+) -> UploadedContexts:
+    """Add every context of a JSONL or CSV file to the task's current round: owners and admins only.
+
+    All or nothing: the file is read and validated in full first (off the event loop), and the rows are inserted in
+    batches inside one transaction only when no row is wrong. The limits are ``context_upload_max_bytes`` and
+    ``context_upload_max_rows``.
+    """
+    actor = require_user(actor, auth_error)
     view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        if not await task_service.is_owner(s, actor, view.row.id):
+            raise Forbidden(f"Only owners of {task_code} and admins can upload contexts")
+    _refuse_contextless(view.task)
+    fmt = detect_format(filename, file_format)
+    _check_tag(tag)
+    settings = p.settings
+    rows = await asyncio.to_thread(
+        parse_context_file,
+        view.task,
+        source,
+        fmt,
+        tag=tag,
+        max_bytes=settings.context_upload_max_bytes,
+        max_rows=settings.context_upload_max_rows,
+        name=repr(filename) if filename else "the file",
+    )
+    ids: list[int] = []
+    async with p.db.write() as s:
+        round_ = await task_service.current_round(s, view.row.id)
+        for start in range(0, len(rows), INSERT_BATCH):
+            batch = [
+                Context(task_id=view.row.id, round_id=round_.id, fields=values, tag=row_tag)
+                for values, row_tag in rows[start : start + INSERT_BATCH]
+            ]
+            s.add_all(batch)
+            await s.flush()
+            ids.extend(r.id for r in batch)
+            for r in batch:
+                s.expunge(r)
+        number = round_.number
+    log.info("uploaded %d contexts to round %d of %s", len(ids), number, task_code)
+    return UploadedContexts(task_code=task_code, round_number=number, ids=ids)
+
+
+# --------------------------------------------------------------------------- choosing the next context
+
+
+def resolve_strategy(explicit: ContextStrategy | str | None, stored: Any = None) -> ContextStrategy:
+    """The strategy asked for, else the task's ``context_strategy`` setting, else least used.
+
+    An unknown strategy asked for is an error; an unknown stored one is logged and ignored.
+    """
+    if explicit is not None:
+        try:
+            return ContextStrategy(explicit.value if isinstance(explicit, Enum) else explicit)
+        except ValueError:
+            choices = ", ".join(s.value for s in ContextStrategy)
+            raise InvalidInput.from_errors(
+                [FieldError("strategy", "choice", f"{explicit!r} is not a strategy; use one of {choices}")]
+            ) from None
+    if stored is None:
+        return DEFAULT_STRATEGY
+    try:
+        return ContextStrategy(stored)
+    except ValueError:
+        log.warning("ignoring unknown context_strategy %r in task settings; using %s", stored, DEFAULT_STRATEGY.value)
+        return DEFAULT_STRATEGY
+
+
+async def _least_used(s, where: list[Any], round_id: int) -> list[Context]:
+    least = await s.scalar(select(func.min(Context.total_used)).where(*where))
+    if least is None:
+        return []
+    query = select(Context).where(*where, Context.total_used == least).order_by(Context.id).limit(_SAMPLE)
+    return list(await s.scalars(query))
+
+
+async def _uniform(s, where: list[Any], round_id: int) -> list[Context]:
+    # Count, then one row at a random offset: nothing but the chosen row is loaded. The order follows the
+    # (round_id, total_used, id) index, so the database skips rows without sorting them.
+    total = await s.scalar(select(func.count()).select_from(Context).where(*where))
+    if not total:
+        return []
+    ordered = select(Context).where(*where).order_by(Context.total_used, Context.id)
+    row = await s.scalar(ordered.offset(random.randrange(total)).limit(1))
+    if row is None:  # rows went away between the two statements
+        row = await s.scalar(ordered.limit(1))
+    return [] if row is None else [row]
+
+
+async def _least_fooled(s, where: list[Any], round_id: int) -> list[Context]:
+    key = (
+        await s.execute(
+            select(Context.total_fooled, Context.total_used)
+            .where(*where)
+            .order_by(Context.total_fooled, Context.total_used)
+            .limit(1)
+        )
+    ).first()
+    if key is None:
+        return []
+    query = (
+        select(Context)
+        .where(*where, Context.total_fooled == key[0], Context.total_used == key[1])
+        .order_by(Context.id)
+        .limit(_SAMPLE)
+    )
+    return list(await s.scalars(query))
+
+
+async def _validation_failed(s, where: list[Any], round_id: int) -> list[Context]:
+    rejected = (
+        select(Example.context_id.label("context_id"), func.count().label("rejected"))
+        .where(
+            Example.round_id == round_id,
+            Example.status == ExampleStatus.REJECTED,
+            Example.context_id.is_not(None),
+        )
+        .group_by(Example.context_id)
+        .subquery()
+    )
+    score = func.coalesce(rejected.c.rejected, 0)
+    joined = select(Context).outerjoin(rejected, rejected.c.context_id == Context.id).where(*where)
+    key = (
+        await s.execute(
+            joined.with_only_columns(score, Context.total_used).order_by(score.desc(), Context.total_used).limit(1)
+        )
+    ).first()
+    if key is None:
+        return []
+    query = joined.where(score == key[0], Context.total_used == key[1]).order_by(Context.id).limit(_SAMPLE)
+    return list(await s.scalars(query))
+
+
+_PICKERS = {
+    ContextStrategy.LEAST_USED: _least_used,
+    ContextStrategy.UNIFORM: _uniform,
+    ContextStrategy.LEAST_FOOLED: _least_fooled,
+    ContextStrategy.VALIDATION_FAILED: _validation_failed,
+}
+
+
+async def next_context(
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    *,
+    tag: str | None = None,
+    strategy: ContextStrategy | str | None = None,
+) -> Context:
+    """One of the current round's contexts (only those tagged ``tag`` when given), chosen by ``strategy``.
+
+    Without a strategy the task's ``context_strategy`` setting applies, else least used. Ties are broken at random
+    among a few candidates, so concurrent annotators spread over contexts instead of all getting the same one.
+    """
+    view = await task_service.get_task(p, actor, task_code)
+    chosen = resolve_strategy(strategy, (view.row.settings or {}).get("context_strategy"))
     async with p.db.session() as s:
         round_ = await task_service.current_round(s, view.row.id)
         where = [Context.round_id == round_.id]
         if tag is not None:
             where.append(Context.tag == tag)
-        least = await s.scalar(select(func.min(Context.total_used)).where(*where))
-        if least is None:
-            raise NotFound(f"Round {round_.number} of {task_code} has no contexts{' tagged ' + tag if tag else ''} yet")
-        candidates = list(
-            await s.scalars(
-                select(Context).where(*where, Context.total_used == least).order_by(Context.id).limit(_SAMPLE)
-            )
-        )
+        candidates = await _PICKERS[chosen](s, where, round_.id)
+    if not candidates:
+        raise NotFound(f"Round {round_.number} of {task_code} has no contexts{' tagged ' + tag if tag else ''} yet")
     return random.choice(candidates)
 
 

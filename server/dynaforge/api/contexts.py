@@ -1,0 +1,133 @@
+"""Context files and selection strategies in the API: the ``uploadContexts`` mutation (a GraphQL multipart request)
+and the enums that ``nextContext`` and uploads take."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Any, Union
+
+import strawberry
+from cross_web import HTTPException
+from strawberry.file_uploads import Upload
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, as_result
+from dynaforge.api.mutations import ContextsAdded
+from dynaforge.errors import FieldError
+from dynaforge.errors import InvalidInput as DomainInvalidInput
+from dynaforge.services import contexts as context_service
+
+Info = strawberry.Info[RequestContext]
+
+
+@strawberry.enum(description="How nextContext picks one of the current round's contexts.")
+class ContextStrategy(Enum):
+    LEAST_USED = strawberry.enum_value(
+        "least_used", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.LEAST_USED]
+    )
+    UNIFORM = strawberry.enum_value(
+        "uniform", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.UNIFORM]
+    )
+    LEAST_FOOLED = strawberry.enum_value(
+        "least_fooled", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.LEAST_FOOLED]
+    )
+    VALIDATION_FAILED = strawberry.enum_value(
+        "validation_failed",
+        description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.VALIDATION_FAILED],
+    )
+
+
+@strawberry.enum(description="Formats of context files.")
+class ContextFileFormat(Enum):
+    JSONL = strawberry.enum_value(
+        "jsonl", description="One JSON object per line: the context fields and an optional tag."
+    )
+    CSV = strawberry.enum_value(
+        "csv", description="UTF-8 CSV whose header names the context fields and an optional tag column."
+    )
+
+
+@strawberry.input
+class UploadContextsInput:
+    task_code: str
+    file: Upload = strawberry.field(description="The file, sent as a GraphQL multipart request.")
+    format: ContextFileFormat | None = strawberry.field(
+        default=None, description="Default: from the file name (.jsonl, .ndjson or .csv)."
+    )
+    tag: str | None = strawberry.field(default=None, description="The tag of rows that do not give their own.")
+
+
+UploadContextsResult = Annotated[
+    Union[ContextsAdded, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("UploadContextsResult")
+]
+
+
+def _binary(upload: Any) -> tuple[Any, str | None]:
+    """The uploaded file's binary stream and name; a JSON request cannot carry a file."""
+    stream = getattr(upload, "file", None)
+    if stream is None or not hasattr(stream, "readline"):
+        raise DomainInvalidInput.from_errors(
+            [
+                FieldError(
+                    "file",
+                    "upload",
+                    "send the file as a GraphQL multipart request (a form with operations, map and the file), "
+                    "with the header Apollo-Require-Preflight: true",
+                )
+            ]
+        )
+    return stream, getattr(upload, "filename", None)
+
+
+@strawberry.type
+class ContextMutation:
+    @strawberry.mutation(
+        description="Task owners and admins add every context of a JSONL or CSV file to the current round. All or "
+        "nothing: a wrong row adds none, and each problem is named by line and field ('line 7.passage')."
+    )
+    async def upload_contexts(self, info: Info, input: UploadContextsInput) -> UploadContextsResult:
+        async def call():
+            stream, filename = _binary(input.file)
+            stream.seek(0)
+            added = await context_service.upload_contexts(
+                info.context.platform,
+                info.context.actor,
+                input.task_code,
+                stream,
+                filename=filename,
+                file_format=None if input.format is None else input.format.value,
+                tag=input.tag,
+                auth_error=info.context.auth_error,
+            )
+            return ContextsAdded(ids=[strawberry.ID(str(i)) for i in added.ids])
+
+        return await as_result(call)
+
+
+#: Room for the multipart envelope (the operations and map fields, part headers) beyond the largest allowed file.
+MULTIPART_OVERHEAD_BYTES = 256 * 1024
+PREFLIGHT_HEADERS = ("apollo-require-preflight", "x-apollo-operation-name")
+
+
+def check_multipart_request(headers: Any, max_file_bytes: int) -> None:
+    """Refuse a multipart request before its body is read, unless it is safe and small enough.
+
+    CSRF: a browser posts multipart/form-data cross-site without asking the server first, so such a request must
+    carry a non-empty ``Apollo-Require-Preflight`` (or ``X-Apollo-Operation-Name``) header: a custom header makes the
+    browser ask first (a CORS preflight), which only origins the server allows pass. Size: the request must declare a
+    Content-Length within the upload limit, so an oversized body is refused without being stored.
+    """
+    if not any((headers.get(name) or "").strip() for name in PREFLIGHT_HEADERS):
+        raise HTTPException(
+            400,
+            "Multipart requests must send the header 'Apollo-Require-Preflight: true' (protection against "
+            "cross-site request forgery)",
+        )
+    length = (headers.get("content-length") or "").strip()
+    if not length.isdigit():
+        raise HTTPException(411, "Multipart requests must send a Content-Length header")
+    limit = max_file_bytes + MULTIPART_OVERHEAD_BYTES
+    if int(length) > limit:
+        raise HTTPException(
+            413, f"The request has {length} bytes, more than the {limit} allowed; split the file and upload each part"
+        )
