@@ -31,6 +31,22 @@ IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 PG_SERVER = os.environ.get("DYNAFORGE_TEST_POSTGRES", "postgresql+asyncpg://postgres@127.0.0.1:5432")
 
 
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def real_data(relative: str) -> Path:
+    """A file of the public data sets kept beside the project (``../shared/data``, or ``$DYNAFORGE_SHARED_DATA``).
+
+    Tests that replay real data skip, saying why, where the folder is absent (it is not part of the project).
+    """
+    folder = Path(os.environ.get("DYNAFORGE_SHARED_DATA") or ROOT.parent / "shared" / "data")
+    path = folder / relative
+    if not path.is_file():
+        pytest.skip(f"{path} is not here: the public data sets sit beside the project (../shared/data, or set "
+                    "DYNAFORGE_SHARED_DATA); this test replays them")
+    return path
+
+
 def service_missing(what: str, why: str) -> None:
     """Skip on a developer's machine; fail in CI, where every service must be there."""
     message = f"{what} is not reachable ({why}); start it or set its URL to run these tests"

@@ -7,6 +7,7 @@ The public API for plugin authors::
 
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.hookspecs import hookimpl
+from dynaforge.importers import ImportedExample, Importer, SkippedRow
 from dynaforge.inference.backends import ModelBackend, Predictor
 from dynaforge.tasks import (
     BooleanField,
@@ -30,6 +31,8 @@ __all__ = [
     "ChoiceField",
     "Field",
     "FieldError",
+    "ImportedExample",
+    "Importer",
     "InvalidInput",
     "Metric",
     "ModelBackend",
@@ -38,6 +41,7 @@ __all__ = [
     "Perturbation",
     "Predictor",
     "Role",
+    "SkippedRow",
     "Slice",
     "SpanField",
     "Task",

@@ -60,6 +60,15 @@ def register_fairness_slices(register: Callable[[Any], None]) -> None:
     """
 
 
+@hookspec
+def register_importers(register: Callable[[Any], None]) -> None:
+    """Register importers of existing data sets: call ``register(importer)`` with a :class:`dynaforge.Importer`.
+
+    An importer reads one file format into examples of one task (or of any task when its ``task_code`` is None);
+    its ``name`` is what ``dynaforge import --format`` names and must be unique across plugins.
+    """
+
+
 # --------------------------------------------------------------------------- events
 
 

@@ -20,6 +20,7 @@ import pluggy
 
 from dynaforge import hookspecs
 from dynaforge.errors import PluginError
+from dynaforge.importers import Importer
 from dynaforge.inference.backends import ModelBackend
 from dynaforge.tasks.base import Metric, Perturbation, Slice, Task
 
@@ -31,6 +32,7 @@ DEFAULT_PLUGINS = (
     "dynaforge.defaults.metrics",
     "dynaforge.defaults.backends",
     "dynaforge.defaults.perturbations",
+    "dynaforge.defaults.importers",
 )
 
 
@@ -86,6 +88,7 @@ class Registry:
     metrics: dict[str, Metric] = field(default_factory=dict)
     perturbations: dict[str, Perturbation] = field(default_factory=dict)
     slices: dict[str, Slice] = field(default_factory=dict)
+    importers: dict[str, Importer] = field(default_factory=dict)
     owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin name
 
 
@@ -96,6 +99,7 @@ _KINDS: dict[str, tuple[str, type, str]] = {
     "register_metrics": ("metrics", Metric, "name"),
     "register_perturbations": ("perturbations", Perturbation, "name"),
     "register_fairness_slices": ("slices", Slice, "name"),
+    "register_importers": ("importers", Importer, "name"),
 }
 
 
@@ -198,6 +202,8 @@ class Plugins:
         if key in getattr(registry, attr):
             owner = registry.owners.get((attr, key))
             raise PluginError(f"{expected.__name__} {key!r} is already registered by {owner}")
+        if isinstance(item, Importer) and (not isinstance(key, str) or not key.strip()):
+            raise PluginError(f"importer {item!r} has no name")
         if isinstance(item, Task):
             problems = item.check_declaration()
             if problems:

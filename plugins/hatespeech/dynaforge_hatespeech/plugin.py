@@ -160,3 +160,10 @@ def register_tasks(register):
 def register_fairness_slices(register):
     register(Slice(name=SLICE_NAME, group=target_group_of, task_code=HateSpeechTask.code,
                    description="Hate speech examples grouped by the target group the annotator named."))
+
+
+@hookimpl
+def register_importers(register):
+    from dynaforge_hatespeech.importers import DavidsonImporter
+
+    register(DavidsonImporter())

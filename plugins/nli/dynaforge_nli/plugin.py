@@ -95,3 +95,10 @@ class NLITask(Task):
 @hookimpl
 def register_tasks(register):
     register(NLITask())
+
+
+@hookimpl
+def register_importers(register):
+    from dynaforge_nli.importers import ANLIImporter
+
+    register(ANLIImporter())

@@ -177,3 +177,10 @@ def register_metrics(register):
     register(Metric("span_f1", span_f1, "Mean SQuAD word-overlap F1 of the predicted and gold answer spans' texts."))
     register(Metric("exact_match", span_exact_match,
                     "Share of predicted answer spans whose text equals the gold one after SQuAD normalisation."))
+
+
+@hookimpl
+def register_importers(register):
+    from dynaforge_qa.importers import SquadImporter
+
+    register(SquadImporter())

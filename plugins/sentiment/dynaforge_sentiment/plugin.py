@@ -71,3 +71,10 @@ class SentimentTask(Task):
 @hookimpl
 def register_tasks(register):
     register(SentimentTask())
+
+
+@hookimpl
+def register_importers(register):
+    from dynaforge_sentiment.importers import SSTImporter
+
+    register(SSTImporter())
