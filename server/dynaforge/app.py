@@ -1,4 +1,4 @@
-"""The Starlette application: /graphql over HTTP and websockets, /healthz."""
+"""The Starlette application: /graphql over HTTP and websockets, /export/{task_code}, /healthz."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.contexts import check_multipart_request
+from dynaforge.api.export_http import export_endpoint
 from dynaforge.api.schema import build_schema
 from dynaforge.inference.client import spec_key
 from dynaforge.services import auth as auth_service
@@ -45,6 +47,11 @@ class DynaforgeGraphQL(GraphQL):
         auth = await auth_service.authenticate(self.platform, _bearer(request.headers))
         return RequestContext.create(self.platform, auth.actor, auth.error, request, response)
 
+    async def parse_multipart(self, request):  # type: ignore[override]
+        """File uploads: refused unless they force a CORS preflight (CSRF) and fit the upload limit."""
+        check_multipart_request(request.headers, self.platform.settings.context_upload_max_bytes)
+        return await super().parse_multipart(request)
+
 
 def create_app(
     settings: Settings | None = None,
@@ -56,7 +63,9 @@ def create_app(
     """Build the app. ``platform`` lets tests inject their own database, plugins and inference client."""
     settings = settings or (platform.settings if platform else Settings())
     platform = platform or Platform.create(settings)
-    graphql = DynaforgeGraphQL(platform, graphql_ide="graphiql" if settings.graphiql_enabled else None)
+    graphql = DynaforgeGraphQL(
+        platform, graphql_ide="graphiql" if settings.graphiql_enabled else None, multipart_uploads_enabled=True
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
@@ -85,6 +94,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/healthz", healthz),
+            Route("/export/{task_code}", export_endpoint, methods=["GET"]),
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
         ],

@@ -1,4 +1,4 @@
-"""The ``dynaforge`` command: serve, demo, db upgrade, users, tokens, train, schema."""
+"""The ``dynaforge`` command: serve, demo, db upgrade, users, tokens, export, contexts, import, train, schema."""
 
 from __future__ import annotations
 
@@ -233,6 +233,160 @@ def _platform(database_url: str | None):
     from dynaforge.services.platform import Platform
 
     return Platform.create(_settings(database_url or _default_url()))
+
+
+# --------------------------------------------------------------------------- export
+
+
+@main.command("export")
+@click.option("--task", "task_code", required=True, help="The task's code, e.g. nli.")
+@click.option("--round", "round_number", type=click.IntRange(min=1), default=None,
+              help="Export this round only (default: every round).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl", "hf"]), required=True,
+              help="jsonl: one example per line; hf: a folder that datasets.load_dataset reads.")
+@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
+              help="The .jsonl file, or for hf a new (or empty) folder.")
+@click.option("--status", "statuses", multiple=True,
+              help="Export examples with this status (repeat it for several; default: all but RETRACTED and "
+              "PENDING_PREDICTION).")
+@database_option
+def export(task_code: str, round_number: int | None, fmt: str, out: Path, statuses: tuple[str, ...],
+           database_url: str | None) -> None:
+    """Export a task's collected examples (as the operator, so every status may be asked for)."""
+    from tqdm import tqdm
+
+    from dynaforge.services import exports
+    from dynaforge.services.actor import Actor
+
+    async def go():
+        platform = _platform(database_url)
+        try:
+            plan = await exports.prepare_export(
+                platform, Actor.system(), task_code, round_number=round_number, statuses=statuses or None
+            )
+            with tqdm(total=plan.total, unit="example", desc=f"export {task_code}", disable=None) as bar:
+                write = exports.write_jsonl if fmt == "jsonl" else exports.write_hf
+                return await write(platform, plan, out, progress=bar.update)
+        finally:
+            await platform.close()
+
+    result = _run(go())
+    splits = ", ".join(f"{split}: {count}" for split, count in result.counts.items())
+    noun = "example" if result.total == 1 else "examples"
+    click.echo(f"wrote {result.total} {noun} of {task_code} ({splits}) to {result.path}")
+    for path in result.files:
+        click.echo(f"  {path}")
+
+
+# --------------------------------------------------------------------------- contexts
+
+
+@main.group()
+def contexts() -> None:
+    """Contexts annotators write against."""
+
+
+@contexts.command("upload")
+@click.option("--task", "task_code", required=True, help="The task's code.")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--tag", default=None, help="The tag of rows that do not give their own.")
+@click.option("--format", "file_format", type=click.Choice(["jsonl", "csv"], case_sensitive=False), default=None,
+              help="Default: from the file name (.jsonl, .ndjson or .csv).")
+@database_option
+def contexts_upload(
+    task_code: str, path: Path, tag: str | None, file_format: str | None, database_url: str | None
+) -> None:
+    """Add every context of a JSONL or CSV file at PATH to the task's current round (as the operator; all or
+    nothing: a wrong row adds none, and each problem is printed with its line)."""
+    from dynaforge.errors import InvalidInput
+    from dynaforge.services import contexts as context_service
+    from dynaforge.services import tasks as task_service
+    from dynaforge.services.actor import Actor
+
+    async def go():
+        platform = _platform(database_url)
+        try:
+            await task_service.sync_registered_tasks(platform)  # a task installed since the server last started
+            with path.open("rb") as source:
+                return await context_service.upload_contexts(
+                    platform, Actor.system(), task_code, source, filename=path.name, file_format=file_format, tag=tag
+                )
+        finally:
+            await platform.close()
+
+    try:
+        added = asyncio.run(go())
+    except InvalidInput as exc:
+        lines = [exc.message] + [f"  {e.field}: {e.message}" for e in exc.field_errors]
+        raise click.ClickException("\n".join(lines)) from exc
+    except DynaforgeError as exc:
+        raise click.ClickException(exc.message) from exc
+    click.echo(f"added {len(added.ids)} contexts to round {added.round_number} of {added.task_code}")
+
+
+# --------------------------------------------------------------------------- import
+
+
+@main.command("import")
+@click.option("--task", "task_code", required=True, help="The task to import into.")
+@click.option("--format", "format_name", required=True,
+              help="The importer that reads the file: jsonl (Dynaforge's own export) or a task plugin's (anli, ...).")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--round", "round_number", type=int, default=None, help="The round to import into (default: the current one).")
+@click.option("--user", "username", default=None,
+              help="The author of the imported examples (default: the 'importer' service account).")
+@database_option
+def import_command(
+    task_code: str, format_name: str, path: Path, round_number: int | None, username: str | None, database_url: str | None
+) -> None:
+    """Import the examples of a data set file into a task: all of them, or none when any record is unusable."""
+    import sys
+
+    from tqdm import tqdm
+
+    from dynaforge.errors import InvalidInput
+    from dynaforge.services import imports, tasks
+    from dynaforge.services.actor import Actor
+
+    bars: dict[str, tqdm] = {}
+
+    def progress(phase: str, done: int, total: int | None) -> None:
+        bar = bars.get(phase)
+        if bar is None:
+            for other in bars.values():
+                other.close()
+            bar = bars[phase] = tqdm(total=total, desc=phase, unit=" examples", file=sys.stderr)
+        bar.update(done - bar.n)
+
+    async def go():
+        platform = _platform(database_url)
+        try:
+            await tasks.sync_registered_tasks(platform)
+            return await imports.import_examples(
+                platform, Actor.system(), task_code=task_code, format=format_name, path=path,
+                round_number=round_number, username=username, progress=progress,
+            )
+        finally:
+            for bar in bars.values():
+                bar.close()
+            await platform.close()
+
+    try:
+        report = asyncio.run(go())
+    except InvalidInput as exc:
+        if len(exc.field_errors) == 1:
+            raise click.ClickException(exc.message) from exc
+        lines = ["Nothing was imported; fix these records and import the file again:"]
+        lines += [f"  {e.field}: {e.message}" for e in exc.field_errors]
+        raise click.ClickException("\n".join(lines)) from exc
+    except DynaforgeError as exc:
+        raise click.ClickException(exc.message) from exc
+    click.echo(
+        f"imported {report.count} example{'s' if report.count != 1 else ''} into round {report.round_number} of "
+        f"{report.task_code} (format {report.format}, author {report.username})"
+    )
+    for reason, n in sorted(report.skipped.items(), key=lambda kv: -kv[1]):
+        click.echo(f"skipped {n}: {reason}")
 
 
 # --------------------------------------------------------------------------- train, schema

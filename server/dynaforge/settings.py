@@ -57,7 +57,15 @@ class Settings(BaseSettings):
 
     # Abuse limits
     examples_per_minute: int = 30
+    validations_per_minute: int = 120
+    proposals_per_day: int = 5
     page_max_size: int = 100
+    context_upload_max_bytes: int = Field(
+        default=10 * 1024 * 1024, ge=1, description="the largest context file (JSONL or CSV) one upload may send"
+    )
+    context_upload_max_rows: int = Field(
+        default=20_000, ge=1, description="the most contexts one uploaded file may hold"
+    )
     graphql_max_depth: int = 12
     graphql_max_tokens: int = 2000
     graphql_max_aliases: int = 15

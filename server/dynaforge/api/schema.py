@@ -5,6 +5,7 @@ from __future__ import annotations
 import strawberry
 from graphql import GraphQLError
 from strawberry.extensions import SchemaExtension
+from strawberry.tools import merge_types
 from strawberry.types.graphql import OperationType
 from strawberry.extensions import (
     AddValidationRules,
@@ -18,8 +19,10 @@ from strawberry.extensions import (
 
 from dynaforge.aio import loop_semaphore
 from dynaforge.api.errors import ERROR_TYPES
-from dynaforge.api.mutations import Mutation
-from dynaforge.api.queries import Query
+from dynaforge.api.collection import CollectionMutation, CollectionQuery
+from dynaforge.api.contexts import ContextMutation
+from dynaforge.api.mutations import Mutation as CoreMutation
+from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.errors import DynaforgeError
 from dynaforge.settings import Settings
 
@@ -52,6 +55,13 @@ class ReadAdmission(SchemaExtension):
             return
         async with loop_semaphore("graphql-reads", self.limit):
             yield
+
+
+# Each feature module owns its resolvers; the roots merge them (field names must not repeat across modules).
+QUERY_TYPES: tuple[type, ...] = (CoreQuery, CollectionQuery)
+MUTATION_TYPES: tuple[type, ...] = (CoreMutation, CollectionMutation, ContextMutation)
+Query = merge_types("Query", QUERY_TYPES)
+Mutation = merge_types("Mutation", MUTATION_TYPES)
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:
