@@ -3,7 +3,6 @@ PostgreSQL fails), each test inside a transaction rolled back to a savepoint, an
 
 from __future__ import annotations
 
-import asyncio
 import os
 import sys
 import tempfile

@@ -210,6 +210,30 @@ def _stop(proc: subprocess.Popen) -> None:
             proc.wait(timeout=15)
 
 
+@contextlib.contextmanager
+def operator_server(kind: str, workdir: Path, env: dict[str, str]) -> Iterator[tuple[Server, str]]:
+    """A migrated database of ``kind`` with an admin ``operator`` (made with the CLI) and a running ``serve``;
+    yields the server and the operator's token."""
+    with _database(kind, workdir) as database_url:
+        _cli(env, workdir, "db", "upgrade", "--database-url", database_url)
+        _cli(env, workdir, "users", "create", "--username", "operator", "--email", "operator@example.org",
+             "--password", "operator password", "--admin", "--database-url", database_url)
+        token = _cli(env, workdir, "tokens", "create", "--username", "operator", "--database-url", database_url)
+        port = _free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        stderr_path = workdir / "server.err"
+        with open(workdir / "server.out", "wb") as out, open(stderr_path, "wb") as err:
+            proc = subprocess.Popen(
+                [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url],
+                env=env, cwd=workdir, stdout=out, stderr=err,
+            )
+        try:
+            _wait_healthy(proc, base_url, stderr_path)
+            yield Server(kind, base_url, database_url, env, workdir), token.stdout.strip().splitlines()[-1]
+        finally:
+            _stop(proc)
+
+
 @pytest.fixture(
     scope="module",
     params=[

@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import time
 from typing import Any, Iterator
 
@@ -21,14 +20,9 @@ import httpx
 import pytest
 
 from test_e2e import (
-    DYNAFORGE,
+    operator_server,
     Server,
-    _cli,
-    _database,
     _environment,
-    _free_port,
-    _stop,
-    _wait_healthy,
     _write_plugin,
     register,
     run,
@@ -73,24 +67,8 @@ def server(request, tmp_path_factory) -> Iterator[tuple[Server, str]]:
         DYNAFORGE_PENDING_RETRY_S="0.5",
         DYNAFORGE_EXAMPLES_PER_MINUTE="1000",
     )
-    with _database(request.param, workdir) as database_url:
-        _cli(env, workdir, "db", "upgrade", "--database-url", database_url)
-        _cli(env, workdir, "users", "create", "--username", "operator", "--email", "operator@example.org",
-             "--password", "operator password", "--admin", "--database-url", database_url)
-        token = _cli(env, workdir, "tokens", "create", "--username", "operator", "--database-url", database_url)
-        port = _free_port()
-        base_url = f"http://127.0.0.1:{port}"
-        stderr_path = workdir / "server.err"
-        with open(workdir / "server.out", "wb") as out, open(stderr_path, "wb") as err:
-            proc = subprocess.Popen(
-                [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url],
-                env=env, cwd=workdir, stdout=out, stderr=err,
-            )
-        try:
-            _wait_healthy(proc, base_url, stderr_path)
-            yield Server(request.param, base_url, database_url, env, workdir), token.stdout.strip().splitlines()[-1]
-        finally:
-            _stop(proc)
+    with operator_server(request.param, workdir, env) as started:
+        yield started
 
 
 def _inference(server: Server) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from dynaforge import InvalidInput, Role
 from dynaforge.plugins import Plugins
 from dynaforge_nli import model as nli_model
 from dynaforge_nli.plugin import NLITask
-from dynaforge_nli.train import DATA_FILE, group_folds, read_rows, train
+from dynaforge_nli.train import DATA_FILE, group_folds, read_rows
 
 LABELS = ("entailment", "neutral", "contradiction")
 PREMISE = "The night bus leaves the station at ten and stops at every village on the coast road."
