@@ -63,7 +63,14 @@ def _serve(settings: Settings, host: str, port: int, *, warm_models: bool, acces
     from dynaforge.app import create_app
 
     app = create_app(settings, warm_models=warm_models)
-    uvicorn.run(app, host=host, port=port, log_level="info", access_log=access_log)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="info",
+        access_log=access_log,
+        timeout_keep_alive=int(settings.http_keep_alive_s),
+    )
 
 
 @main.command()

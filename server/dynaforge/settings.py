@@ -48,6 +48,12 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="how often examples stored without a prediction are predicted again"
     )
 
+    http_keep_alive_s: float = Field(
+        default=75.0,
+        gt=0,
+        description="how long the server keeps an idle HTTP connection open; longer than the idle time of clients' "
+        "and load balancers' pools (often 15-60 s), so that a reused connection is never closed under a request",
+    )
     cache_ttl_s: float = Field(
         default=2.0,
         ge=0,
