@@ -20,6 +20,7 @@ from strawberry.extensions import (
 from dynaforge.aio import loop_semaphore
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
+from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.queries import Query as CoreQuery
@@ -58,8 +59,8 @@ class ReadAdmission(SchemaExtension):
 
 
 # Each feature module owns its resolvers; the roots merge them (field names must not repeat across modules).
-QUERY_TYPES: tuple[type, ...] = (CoreQuery, CollectionQuery)
-MUTATION_TYPES: tuple[type, ...] = (CoreMutation, CollectionMutation, ContextMutation)
+QUERY_TYPES: tuple[type, ...] = (CoreQuery, CollectionQuery, EvaluationQuery)
+MUTATION_TYPES: tuple[type, ...] = (CoreMutation, CollectionMutation, EvaluationMutation, ContextMutation)
 Query = merge_types("Query", QUERY_TYPES)
 Mutation = merge_types("Mutation", MUTATION_TYPES)
 

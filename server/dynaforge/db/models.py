@@ -213,3 +213,117 @@ class TaskProposal(SQLModel, table=True):
     decided_by: Optional[int] = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
     decided_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
     created_at: datetime = _ts()
+
+
+# --------------------------------------------------------------------------- model evaluation
+
+
+class DatasetAccess:
+    """Who sees a data set: SCORING sets rank models on the leaderboard, STANDARD ones may be downloaded, HIDDEN
+    ones are scored for owners only. Gold targets of SCORING and HIDDEN sets never leave the server except to the
+    task's owners and admins."""
+
+    SCORING = "SCORING"
+    STANDARD = "STANDARD"
+    HIDDEN = "HIDDEN"
+
+    ALL = (SCORING, STANDARD, HIDDEN)
+
+
+class Dataset(SQLModel, table=True):
+    """A frozen set of examples of one task: built from a round's accepted examples (one split of it) or uploaded
+    through the task's importers. Perturbed copies point at their source with ``parent_id``."""
+
+    __tablename__ = "datasets"
+    __table_args__ = (sa.UniqueConstraint("task_id", "name", name="uq_datasets_task_name"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    description: str = Field(default="", max_length=5000)
+    access: str = Field(default=DatasetAccess.SCORING, max_length=16)
+    source: str = Field(max_length=16)  # round | upload | perturbed
+    round_id: Optional[int] = Field(default=None, foreign_key="rounds.id", ondelete="SET NULL")
+    split: Optional[str] = Field(default=None, max_length=16)
+    seed: Optional[int] = Field(default=None)
+    parent_id: Optional[int] = Field(default=None, foreign_key="datasets.id", ondelete="CASCADE")
+    perturbation: Optional[str] = Field(default=None, max_length=60)
+    size: int = Field(default=0)
+    created_by: Optional[int] = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    created_at: datetime = _ts()
+
+
+class DatasetItem(SQLModel, table=True):
+    """One example of a data set, copied so that the set never changes under an evaluation."""
+
+    __tablename__ = "dataset_items"
+    __table_args__ = (sa.UniqueConstraint("dataset_id", "position", name="uq_dataset_items_position"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    dataset_id: int = Field(foreign_key="datasets.id", ondelete="CASCADE")
+    position: int
+    example_id: Optional[int] = Field(default=None, foreign_key="examples.id", ondelete="SET NULL")
+    original_position: Optional[int] = Field(default=None)  # perturbed copies: the item it was made from
+    fields: dict = _json()
+
+
+class ModelStatus:
+    """Where a submitted model is: its evaluations' states rolled up."""
+
+    SUBMITTED = "SUBMITTED"
+    EVALUATING = "EVALUATING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+
+    ALL = (SUBMITTED, EVALUATING, DONE, FAILED)
+
+
+class ModelRow(SQLModel, table=True):
+    """A model submitted to a task's leaderboard: a backend and its configuration, or uploaded predictions."""
+
+    __tablename__ = "models"
+    __table_args__ = (sa.Index("ix_models_task_user_created", "task_id", "user_id", "created_at"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    backend: Optional[str] = Field(default=None, max_length=60)  # None: predictions were uploaded
+    config: dict = _json()
+    card: dict = _json()
+    published: bool = Field(default=False)
+    anonymous: bool = Field(default=False)
+    status: str = Field(default=ModelStatus.SUBMITTED, max_length=16)
+    created_at: datetime = _ts()
+
+
+class EvaluationStatus:
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+
+    ALL = (QUEUED, RUNNING, DONE, FAILED)
+
+
+class Evaluation(SQLModel, table=True):
+    """One model on one data set: its state, progress and, when done, its measurements."""
+
+    __tablename__ = "evaluations"
+    __table_args__ = (sa.UniqueConstraint("model_id", "dataset_id", name="uq_evaluations_model_dataset"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    model_id: int = Field(foreign_key="models.id", index=True, ondelete="CASCADE")
+    dataset_id: int = Field(foreign_key="datasets.id", index=True, ondelete="CASCADE")
+    status: str = Field(default=EvaluationStatus.QUEUED, max_length=16)
+    progress: float = Field(default=0.0)
+    metrics: dict = _json()
+    details: dict = _json()  # intervals, per-slice metrics and gaps, robustness and fairness
+    throughput: Optional[float] = Field(default=None)
+    memory_mb: Optional[float] = Field(default=None)
+    error: Optional[str] = Field(default=None, max_length=4000)
+    log_tail: Optional[str] = Field(default=None, max_length=20000)
+    attempts: int = Field(default=0)
+    queued_at: datetime = _ts()
+    started_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    finished_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))

@@ -1,0 +1,228 @@
+"""Model evaluation resolvers: data sets, submissions and their evaluations."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Union
+
+import strawberry
+from strawberry.scalars import JSON
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.errors import (
+    AlreadyExists,
+    Forbidden,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    RateLimited,
+    as_result,
+    parse_id,
+    query_error,
+)
+from dynaforge.db.models import Dataset as DatasetRow, Evaluation as EvaluationRow, ModelRow, as_utc
+from dynaforge.errors import DynaforgeError
+from dynaforge.services import auth as auth_service
+from dynaforge.services import datasets as dataset_service
+from dynaforge.services import submissions as submission_service
+
+Info = strawberry.Info[RequestContext]
+
+
+@strawberry.type(description="A frozen set of a task's examples that models are evaluated on.")
+class Dataset:
+    row: strawberry.Private[DatasetRow]
+    id: strawberry.ID
+    name: str
+    description: str
+    access: str = strawberry.field(description="SCORING (on the leaderboard), STANDARD (downloadable) or HIDDEN.")
+    source: str = strawberry.field(description="round, upload or perturbed.")
+    split: str | None
+    perturbation: str | None
+    size: int
+    created_at: datetime
+
+    @classmethod
+    def from_row(cls, row: DatasetRow) -> "Dataset":
+        return cls(row=row, id=strawberry.ID(str(row.id)), name=row.name, description=row.description,
+                   access=row.access, source=row.source, split=row.split, perturbation=row.perturbation,
+                   size=row.size, created_at=as_utc(row.created_at))
+
+
+@strawberry.type(description="One item of a data set; gold targets only where you may see them.")
+class DatasetItem:
+    position: int
+    fields: JSON
+
+
+@strawberry.type
+class DatasetItemPage:
+    items: list[DatasetItem]
+    gold_visible: bool = strawberry.field(description="False: the target fields were left out (a scoring or hidden set).")
+    next_after: int | None = strawberry.field(description="Pass as `after` for the next page; null at the end.")
+
+
+@strawberry.type(description="One model on one data set.")
+class Evaluation:
+    row: strawberry.Private[EvaluationRow]
+    privileged: strawberry.Private[bool]
+    dataset: Dataset
+    status: str = strawberry.field(description="QUEUED, RUNNING, DONE or FAILED.")
+    progress: float
+    metrics: JSON
+    throughput: float | None = strawberry.field(description="Examples per second, model loading excluded.")
+    memory_mb: float | None = strawberry.field(description="Peak memory above the baseline taken before loading.")
+
+    @strawberry.field(description="Why it failed (the submitter, owners and admins).")
+    def error(self) -> str | None:
+        return self.row.error if self.privileged else None
+
+    @strawberry.field(description="The end of the job's log (the submitter, owners and admins).")
+    def log_tail(self) -> str | None:
+        return self.row.log_tail if self.privileged else None
+
+
+@strawberry.type(description="A model submitted to a task's leaderboard.")
+class Model:
+    row: strawberry.Private[ModelRow]
+    privileged: strawberry.Private[bool]
+    id: strawberry.ID
+    name: str
+    backend: str | None
+    card: JSON = strawberry.field(description="parameters, license, paper, description, training_data.")
+    published: bool
+    anonymous: bool
+    status: str
+    created_at: datetime
+
+    @strawberry.field(description="The backend configuration (the submitter, owners and admins; it may hold credentials).")
+    def config(self) -> JSON | None:
+        return self.row.config if self.privileged else None
+
+    @strawberry.field(description="Who submitted it; null for an anonymous model unless you may see everything.")
+    async def submitter(self, info: Info) -> str | None:
+        if self.row.anonymous and not self.privileged:
+            return None
+        user = await auth_service.get_user(info.context.platform, self.row.user_id)
+        return None if user is None else user.username
+
+    @strawberry.field
+    async def evaluations(self, info: Info) -> list[Evaluation]:
+        pairs = await submission_service.evaluations_of(info.context.platform, self.row.id)
+        return [
+            Evaluation(row=e, privileged=self.privileged, dataset=Dataset.from_row(d), status=e.status,
+                       progress=e.progress, metrics=e.metrics, throughput=e.throughput, memory_mb=e.memory_mb)
+            for e, d in pairs
+        ]
+
+    @classmethod
+    def from_row(cls, row: ModelRow, privileged: bool) -> "Model":
+        return cls(row=row, privileged=privileged, id=strawberry.ID(str(row.id)), name=row.name, backend=row.backend,
+                   card=row.card, published=row.published, anonymous=row.anonymous, status=row.status,
+                   created_at=as_utc(row.created_at))
+
+
+@strawberry.input(description="What a model card says; every field is optional.")
+class ModelCardInput:
+    parameters: int | None = None
+    license: str | None = None
+    paper: str | None = None
+    description: str | None = None
+    training_data: str | None = None
+
+
+@strawberry.input
+class SubmitModelInput:
+    task_code: str
+    name: str
+    backend: str = strawberry.field(description="A registered backend: python, transformers, http, ...")
+    config: JSON = strawberry.field(description="The backend's configuration (see docs/model-server.md).")
+    card: ModelCardInput | None = None
+    published: bool = False
+    anonymous: bool = False
+
+
+@strawberry.input
+class CreateRoundDatasetsInput:
+    task_code: str
+    round_number: int
+    seed: int = 0
+
+
+@strawberry.type(description="The model was stored and its evaluations queued.")
+class SubmittedModel:
+    model: Model
+
+
+@strawberry.type(description="The round's accepted examples became train, dev and test data sets.")
+class DatasetsCreated:
+    datasets: list[Dataset]
+
+
+SubmitModelResult = Annotated[
+    Union[SubmittedModel, InvalidInput, NotAuthenticated, NotFound, RateLimited], strawberry.union("SubmitModelResult")
+]
+CreateRoundDatasetsResult = Annotated[
+    Union[DatasetsCreated, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists],
+    strawberry.union("CreateRoundDatasetsResult"),
+]
+
+
+@strawberry.type
+class EvaluationQuery:
+    @strawberry.field(description="A submitted model: published ones for everyone, the others for their submitter, "
+                      "the task's owners and admins; null otherwise.")
+    async def model(self, info: Info, id: strawberry.ID) -> Model | None:
+        try:
+            row, privileged = await submission_service.get_model(info.context.platform, info.context.actor, parse_id(id, "id"))
+        except DynaforgeError:
+            return None
+        return Model.from_row(row, privileged)
+
+    @strawberry.field(description="A task's data sets (hidden ones for owners and admins).")
+    async def datasets(self, info: Info, task_code: str) -> list[Dataset]:
+        try:
+            rows = await dataset_service.list_datasets(info.context.platform, info.context.actor, task_code)
+        except DynaforgeError as exc:
+            raise query_error(exc) from exc
+        return [Dataset.from_row(r) for r in rows]
+
+    @strawberry.field(description="A page of a data set's items, in order.")
+    async def dataset_items(self, info: Info, id: strawberry.ID, first: int = 100, after: int | None = None) -> DatasetItemPage:
+        try:
+            page = await dataset_service.items(info.context.platform, info.context.actor, parse_id(id, "id"),
+                                               first=first, after=after)
+        except DynaforgeError as exc:
+            raise query_error(exc) from exc
+        return DatasetItemPage(items=[DatasetItem(position=i.position, fields=i.fields) for i in page.items],
+                               gold_visible=page.gold_visible, next_after=page.next_position)
+
+
+@strawberry.type
+class EvaluationMutation:
+    @strawberry.mutation(description="Submit a model to a task: it is evaluated on every scoring data set.")
+    async def submit_model(self, info: Info, input: SubmitModelInput) -> SubmitModelResult:
+        async def call():
+            card = None
+            if input.card is not None:
+                card = {k: v for k, v in vars(input.card).items() if v is not None}
+            model, _ = await submission_service.submit_model(
+                info.context.platform, info.context.actor, task_code=input.task_code, name=input.name,
+                backend=input.backend, config=input.config, card=card, published=input.published,
+                anonymous=input.anonymous, auth_error=info.context.auth_error,
+            )
+            return SubmittedModel(model=Model.from_row(model, privileged=True))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Owners turn a round's accepted examples into train/dev/test data sets "
+                         "(a seeded split; the test set scores models).")
+    async def create_round_datasets(self, info: Info, input: CreateRoundDatasetsInput) -> CreateRoundDatasetsResult:
+        async def call():
+            rows = await dataset_service.build_from_round(
+                info.context.platform, info.context.actor, input.task_code, input.round_number, seed=input.seed,
+                auth_error=info.context.auth_error,
+            )
+            return DatasetsCreated(datasets=[Dataset.from_row(r) for r in rows])
+
+        return await as_result(call)

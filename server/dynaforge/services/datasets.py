@@ -1,0 +1,183 @@
+"""Data sets that models are evaluated on: frozen copies of examples, with an access level.
+
+A round's accepted examples become ``r{N}-train``, ``r{N}-dev`` and ``r{N}-test`` (a seeded shuffle, so the same
+seed gives the same split). ``SCORING`` sets rank models on the leaderboard, ``STANDARD`` sets may be downloaded
+whole, ``HIDDEN`` sets are scored for owners only. The gold targets of ``SCORING`` and ``HIDDEN`` sets never leave
+the server except to the task's owners and admins: ``items`` strips them for everyone else.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import insert, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from dynaforge.db.models import Context, Dataset, DatasetAccess, DatasetItem, Example, ExampleStatus, Round, TaskRow
+from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor, require_user
+from dynaforge.services.platform import Platform
+from dynaforge.tasks.fields import Role
+
+DEFAULT_SPLITS = (("train", 0.8, DatasetAccess.STANDARD), ("dev", 0.1, DatasetAccess.STANDARD),
+                  ("test", 0.1, DatasetAccess.SCORING))
+NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,99}$")
+MAX_PAGE = 500
+
+
+@dataclass(frozen=True)
+class ItemPage:
+    items: list[DatasetItem]
+    gold_visible: bool
+    next_position: int | None
+
+
+def split_sizes(n: int, fractions: list[float]) -> list[int]:
+    """Sizes that add up to ``n`` exactly: floors of the fractions, the remainder to the largest remainders."""
+    raw = [n * f for f in fractions]
+    sizes = [int(x) for x in raw]
+    order = sorted(range(len(raw)), key=lambda i: (raw[i] - sizes[i], -i), reverse=True)
+    for i in order[: n - sum(sizes)]:
+        sizes[i] += 1
+    return sizes
+
+
+async def _owned_task(p: Platform, actor: Actor | None, code: str, auth_error: str | None):
+    actor = require_user(actor, auth_error)
+    view = await task_service.get_task(p, actor, code)
+    async with p.db.session() as s:
+        if not await task_service.is_owner(s, actor, view.row.id):
+            raise Forbidden(f"Only owners of {code} and admins manage its data sets")
+    return actor, view
+
+
+async def build_from_round(
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    round_number: int,
+    *,
+    seed: int = 0,
+    splits: tuple[tuple[str, float, str], ...] = DEFAULT_SPLITS,
+    auth_error: str | None = None,
+) -> list[Dataset]:
+    """Owners turn a round's accepted examples into train/dev/test data sets (by default the test split scores)."""
+    actor, view = await _owned_task(p, actor, task_code, auth_error)
+    if abs(sum(f for _, f, _ in splits) - 1.0) > 1e-9 or any(f < 0 for _, f, _ in splits):
+        raise InvalidInput.from_errors([FieldError("splits", "fractions", "fractions must be at least 0 and add up to 1")])
+    if any(access not in DatasetAccess.ALL for _, _, access in splits):
+        raise InvalidInput.from_errors([FieldError("splits", "access", f"access must be one of {', '.join(DatasetAccess.ALL)}")])
+    async with p.db.write() as s:
+        round_ = await s.scalar(select(Round).where(Round.task_id == view.row.id, Round.number == round_number))
+        if round_ is None:
+            raise NotFound(f"Task {task_code} has no round {round_number}")
+        names = [f"r{round_number}-{name}" for name, _, _ in splits]
+        taken = list(await s.scalars(select(Dataset.name).where(Dataset.task_id == view.row.id, Dataset.name.in_(names))))
+        if taken:
+            raise AlreadyExists(f"Data sets {', '.join(taken)} exist already; delete them first or use another round")
+        rows = (
+            await s.execute(
+                select(Example.id, Example.fields, Context.fields)
+                .outerjoin(Context, Context.id == Example.context_id)
+                .where(Example.round_id == round_.id, Example.status == ExampleStatus.ACCEPTED)
+                .order_by(Example.id)
+            )
+        ).all()
+        if not rows:
+            raise InvalidInput.from_errors(
+                [FieldError("roundNumber", "empty", f"round {round_number} has no accepted examples yet; validate some first")]
+            )
+        order = list(range(len(rows)))
+        random.Random(seed).shuffle(order)
+        sizes = split_sizes(len(rows), [f for _, f, _ in splits])
+        made, start = [], 0
+        for (name, _, access), size in zip(splits, sizes):
+            chosen = order[start : start + size]
+            start += size
+            dataset = Dataset(
+                task_id=view.row.id,
+                name=f"r{round_number}-{name}",
+                description=f"Accepted examples of round {round_number}, {name} split (seed {seed})",
+                access=access,
+                source="round",
+                round_id=round_.id,
+                split=name,
+                seed=seed,
+                size=size,
+                created_by=actor.user_id,
+            )
+            s.add(dataset)
+            await s.flush()
+            await _add_items(
+                s, dataset.id,
+                [(rows[i][0], {**(rows[i][2] or {}), **rows[i][1]}) for i in sorted(chosen)],
+            )
+            made.append(dataset)
+    return made
+
+
+async def _add_items(s: AsyncSession, dataset_id: int, items: list[tuple[int | None, dict[str, Any]]]) -> None:
+    for start in range(0, len(items), 500):
+        chunk = items[start : start + 500]
+        await s.execute(
+            insert(DatasetItem),
+            [
+                {"dataset_id": dataset_id, "position": start + i, "example_id": example_id, "fields": fields}
+                for i, (example_id, fields) in enumerate(chunk)
+            ],
+        )
+
+
+async def list_datasets(p: Platform, actor: Actor | None, task_code: str) -> list[Dataset]:
+    """A task's data sets; HIDDEN ones only for its owners and admins."""
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        owner = await task_service.is_owner(s, actor, view.row.id)
+        where = [Dataset.task_id == view.row.id]
+        if not owner:
+            where.append(Dataset.access != DatasetAccess.HIDDEN)
+        return list(await s.scalars(select(Dataset).where(*where).order_by(Dataset.name)))
+
+
+async def get_dataset(p: Platform, actor: Actor | None, dataset_id: int) -> tuple[Dataset, bool]:
+    """A data set and whether ``actor`` may see its gold targets."""
+    async with p.db.session() as s:
+        dataset = await s.get(Dataset, dataset_id)
+        owner = dataset is not None and await task_service.is_owner(s, actor, dataset.task_id)
+    if dataset is None or (dataset.access == DatasetAccess.HIDDEN and not owner):
+        raise NotFound(f"No data set {dataset_id} that you can see")
+    return dataset, owner or dataset.access == DatasetAccess.STANDARD
+
+
+async def items(
+    p: Platform, actor: Actor | None, dataset_id: int, *, first: int = 100, after: int | None = None
+) -> ItemPage:
+    """A page of a data set's items in order. Gold targets are stripped unless the set is STANDARD or the actor
+    owns the task."""
+    if not 1 <= first <= MAX_PAGE:
+        raise InvalidInput.from_errors([FieldError("first", "range", f"must be between 1 and {MAX_PAGE}")])
+    dataset, gold_visible = await get_dataset(p, actor, dataset_id)
+    task = None
+    if not gold_visible:
+        async with p.db.session() as s:
+            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+        task = p.plugins.task(code)
+    where = [DatasetItem.dataset_id == dataset_id]
+    if after is not None:
+        where.append(DatasetItem.position > after)
+    async with p.db.session() as s:
+        rows = list(await s.scalars(select(DatasetItem).where(*where).order_by(DatasetItem.position).limit(first + 1)))
+    more = len(rows) > first
+    rows = rows[:first]
+    if not gold_visible:
+        hidden = set(task.field_names(Role.TARGET)) if task is not None else set()
+        rows = [
+            DatasetItem(id=r.id, dataset_id=r.dataset_id, position=r.position, example_id=None,
+                        original_position=r.original_position, fields={k: v for k, v in r.fields.items() if k not in hidden})
+            for r in rows
+        ]
+    return ItemPage(rows, gold_visible, rows[-1].position if more and rows else None)

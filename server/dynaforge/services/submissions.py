@@ -1,0 +1,135 @@
+"""Model submissions: a model builder puts a model on a task's leaderboard.
+
+A submission names a registered backend and its configuration (checked without loading the model) and a model
+card; it is throttled per user and task (the task setting ``submissions_per_day``, default 3 in any 24 hours). It
+queues one evaluation per scoring data set of the task (and per perturbed copy of one); the evaluation jobs pick
+them up. Submissions are private until published; an anonymous one hides its submitter from everyone but the task's
+owners and admins.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import func, or_, select
+
+from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, ModelRow, TaskRow, as_utc, utcnow
+from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.platform import Platform
+
+DEFAULT_SUBMISSIONS_PER_DAY = 3
+CARD_FIELDS = {"parameters", "license", "paper", "description", "training_data"}
+
+
+def check_card(card: dict[str, Any] | None) -> dict[str, Any]:
+    """A model card: parameters (a count), license, paper (a URL), description, training_data; all optional."""
+    card = dict(card or {})
+    errors = [FieldError(f"card.{k}", "unknown", f"is not a card field; use {', '.join(sorted(CARD_FIELDS))}")
+              for k in sorted(set(card) - CARD_FIELDS)]
+    parameters = card.get("parameters")
+    if parameters is not None and (not isinstance(parameters, int) or isinstance(parameters, bool) or parameters < 0):
+        errors.append(FieldError("card.parameters", "type", "must be a whole number of parameters, at least 0"))
+    limits = {"license": 100, "paper": 500, "description": 5000, "training_data": 2000}
+    for key, limit in limits.items():
+        value = card.get(key)
+        if value is not None and (not isinstance(value, str) or len(value) > limit):
+            errors.append(FieldError(f"card.{key}", "max_length", f"must be text of at most {limit} characters"))
+    paper = card.get("paper")
+    if isinstance(paper, str) and paper and not paper.startswith(("https://", "http://")):
+        errors.append(FieldError("card.paper", "url", "must be an http(s) link"))
+    if errors:
+        raise InvalidInput.from_errors(errors)
+    return card
+
+
+async def submit_model(
+    p: Platform,
+    actor: Actor | None,
+    *,
+    task_code: str,
+    name: str,
+    backend: str,
+    config: dict[str, Any],
+    card: dict[str, Any] | None = None,
+    published: bool = False,
+    anonymous: bool = False,
+    auth_error: str | None = None,
+) -> tuple[ModelRow, list[Evaluation]]:
+    """Store a submission and queue its evaluations; returns the model and its queued evaluations."""
+    actor = require_human(actor, auth_error)
+    view = await task_service.get_task(p, actor, task_code)
+    spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
+    card = check_card(card)
+    limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
+    since = utcnow() - timedelta(hours=24)
+    async with p.db.write() as s:
+        recent = await s.scalar(
+            select(func.count()).select_from(ModelRow).where(
+                ModelRow.task_id == view.row.id, ModelRow.user_id == actor.user_id, ModelRow.created_at >= since
+            )
+        )
+        if recent >= limit:
+            first = await s.scalar(
+                select(func.min(ModelRow.created_at)).where(
+                    ModelRow.task_id == view.row.id, ModelRow.user_id == actor.user_id, ModelRow.created_at >= since
+                )
+            )
+            retry = max(0.0, (as_utc(first) + timedelta(hours=24) - utcnow()).total_seconds())
+            raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", retry)
+        model = ModelRow(
+            task_id=view.row.id,
+            user_id=actor.user_id,
+            name=spec.name,
+            backend=spec.backend,
+            config=spec.config,
+            card=card,
+            published=published,
+            anonymous=anonymous,
+        )
+        s.add(model)
+        await s.flush()
+        scoring = list(
+            await s.scalars(
+                select(Dataset.id)
+                .where(Dataset.task_id == view.row.id)
+                .where(or_(Dataset.access == DatasetAccess.SCORING,
+                           Dataset.parent_id.in_(select(Dataset.id).where(Dataset.access == DatasetAccess.SCORING))))
+                .order_by(Dataset.id)
+            )
+        )
+        evaluations = [Evaluation(model_id=model.id, dataset_id=d) for d in scoring]
+        s.add_all(evaluations)
+        await s.flush()
+    return model, evaluations
+
+
+async def get_model(p: Platform, actor: Actor | None, model_id: int) -> tuple[ModelRow, bool]:
+    """A model and whether ``actor`` may see everything about it (its submitter, owners and admins).
+
+    Unpublished models are visible only to them; others get NotFound.
+    """
+    async with p.db.session() as s:
+        model = await s.get(ModelRow, model_id)
+        if model is None:
+            raise NotFound(f"No model {model_id} that you can see")
+        privileged = actor is not None and (
+            model.user_id == actor.user_id or await task_service.is_owner(s, actor, model.task_id)
+        )
+        code = await s.scalar(select(TaskRow.code).where(TaskRow.id == model.task_id))
+    if not privileged:
+        if not model.published:
+            raise NotFound(f"No model {model_id} that you can see")
+        await task_service.get_task(p, actor, code)  # hidden tasks stay hidden
+    return model, privileged
+
+
+async def evaluations_of(p: Platform, model_id: int) -> list[tuple[Evaluation, Dataset]]:
+    async with p.db.session() as s:
+        rows = await s.execute(
+            select(Evaluation, Dataset).join(Dataset, Dataset.id == Evaluation.dataset_id)
+            .where(Evaluation.model_id == model_id).order_by(Dataset.name)
+        )
+        return [(e, d) for e, d in rows.all()]

@@ -1,0 +1,149 @@
+"""Data sets from rounds, model submissions and their queued evaluations; who sees gold targets and configs."""
+
+from __future__ import annotations
+
+import pytest
+
+from conftest import register_user
+from dynaforge.db.models import DatasetAccess, EvaluationStatus
+from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotAuthenticated, NotFound, RateLimited
+from dynaforge.services import auth, datasets, examples, submissions, tasks, validation
+from dynaforge.services.actor import Actor
+
+KEYWORD = {"callable": "toy_plugin:keyword_model"}
+
+
+async def _user(p, name: str) -> Actor:
+    user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw")
+    return Actor(user.id, user.username, user.is_admin)
+
+
+@pytest.fixture
+async def setup(platform):
+    platform.settings.examples_per_minute = 1000
+    owner, author, builder = await _user(platform, "owner1"), await _user(platform, "author1"), await _user(platform, "builder1")
+    await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
+    ids = []
+    for i in range(20):
+        outcome = await examples.submit(platform, author, task_code="toy", fields={"text": f"good day {i}", "label": "bad"})
+        ids.append(outcome.example.id)
+    for example_id in ids[:17]:
+        await validation.validate(platform, owner, example_id, "CORRECT")
+    await validation.validate(platform, owner, ids[17], "INCORRECT")
+    return {"owner": owner, "author": author, "builder": builder, "accepted": ids[:17]}
+
+
+async def test_round_datasets_split_deterministically_and_freeze_examples(platform, setup):
+    with pytest.raises(Forbidden):
+        await datasets.build_from_round(platform, setup["builder"], "toy", 1)
+    made = await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=3)
+    assert [(d.name, d.access, d.size) for d in made] == [
+        ("r1-train", DatasetAccess.STANDARD, 13), ("r1-dev", DatasetAccess.STANDARD, 2), ("r1-test", DatasetAccess.SCORING, 2)
+    ]  # 17 accepted: 13.6 / 1.7 / 1.7 floor to 13 / 1 / 1; the 2 left go to the largest remainders (.7 and .7)
+    with pytest.raises(AlreadyExists):
+        await datasets.build_from_round(platform, setup["owner"], "toy", 1)
+    with pytest.raises(NotFound):
+        await datasets.build_from_round(platform, setup["owner"], "toy", 9)
+
+    pages = {}
+    for d in made:
+        page = await datasets.items(platform, setup["owner"], d.id, first=500)
+        pages[d.name] = page
+        assert page.gold_visible and [i.position for i in page.items] == list(range(d.size))
+    used = [i.example_id for page in pages.values() for i in page.items]
+    assert sorted(used) == sorted(setup["accepted"])  # every accepted example once, nothing else
+    assert all(i.fields["label"] == "bad" for i in pages["r1-train"].items)
+    assert datasets.split_sizes(17, [0.8, 0.1, 0.1]) == [13, 2, 2]
+    assert datasets.split_sizes(10, [0.5, 0.5]) == [5, 5]
+    assert sum(datasets.split_sizes(101, [0.8, 0.1, 0.1])) == 101
+
+
+async def test_gold_targets_of_scoring_and_hidden_sets_stay_on_the_server(platform, setup):
+    made = {d.name: d for d in await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=1)}
+    test_set, train_set = made["r1-test"], made["r1-train"]
+    for who in (setup["builder"], None):
+        page = await datasets.items(platform, who, test_set.id)
+        assert not page.gold_visible and page.items and all("label" not in i.fields for i in page.items)
+        assert all(i.example_id is None for i in page.items)
+        assert (await datasets.items(platform, who, train_set.id)).gold_visible
+    owner_page = await datasets.items(platform, setup["owner"], test_set.id)
+    assert owner_page.gold_visible and all("label" in i.fields for i in owner_page.items)
+
+    async with platform.db.write() as s:
+        row = await s.get(type(test_set), test_set.id)
+        row.access = DatasetAccess.HIDDEN
+    with pytest.raises(NotFound):
+        await datasets.items(platform, setup["builder"], test_set.id)
+    assert test_set.id not in {d.id for d in await datasets.list_datasets(platform, setup["builder"], "toy")}
+    assert test_set.id in {d.id for d in await datasets.list_datasets(platform, setup["owner"], "toy")}
+    with pytest.raises(InvalidInput, match="first"):
+        await datasets.items(platform, setup["owner"], train_set.id, first=0)
+
+
+async def test_submissions_queue_one_evaluation_per_scoring_set_and_are_throttled(platform, setup):
+    await datasets.build_from_round(platform, setup["owner"], "toy", 1)
+    builder = setup["builder"]
+    with pytest.raises(NotAuthenticated):
+        await submissions.submit_model(platform, None, task_code="toy", name="m", backend="python", config=KEYWORD)
+    with pytest.raises(InvalidInput) as error:
+        await submissions.submit_model(platform, builder, task_code="toy", name="m", backend="nope", config={},
+                                       card={"parameters": -1, "paper": "ftp://x", "colour": "red"})
+    assert "backend" in str(error.value)
+    with pytest.raises(InvalidInput) as error:
+        await submissions.submit_model(platform, builder, task_code="toy", name="m", backend="python", config=KEYWORD,
+                                       card={"parameters": -1, "paper": "ftp://x", "colour": "red"})
+    assert {e.field for e in error.value.field_errors} == {"card.parameters", "card.paper", "card.colour"}
+
+    card = {"parameters": 12, "license": "MIT", "paper": "https://example.org/paper", "description": "keywords"}
+    model, queued = await submissions.submit_model(platform, builder, task_code="toy", name="kw", backend="python",
+                                                   config=KEYWORD, card=card)
+    assert model.card == card and not model.published
+    pairs = await submissions.evaluations_of(platform, model.id)
+    assert [(d.name, e.status) for e, d in pairs] == [("r1-test", EvaluationStatus.QUEUED)] and len(queued) == 1
+    for i in range(2):
+        await submissions.submit_model(platform, builder, task_code="toy", name=f"kw{i}", backend="python", config=KEYWORD)
+    with pytest.raises(RateLimited, match="3 submissions"):
+        await submissions.submit_model(platform, builder, task_code="toy", name="kw9", backend="python", config=KEYWORD)
+
+
+async def test_unpublished_and_anonymous_models(platform, setup):
+    builder, other, owner = setup["builder"], setup["author"], setup["owner"]
+    private, _ = await submissions.submit_model(platform, builder, task_code="toy", name="p", backend="python", config=KEYWORD)
+    with pytest.raises(NotFound):
+        await submissions.get_model(platform, other, private.id)
+    with pytest.raises(NotFound):
+        await submissions.get_model(platform, None, private.id)
+    assert (await submissions.get_model(platform, builder, private.id))[1] is True
+    assert (await submissions.get_model(platform, owner, private.id))[1] is True
+    public, _ = await submissions.submit_model(platform, builder, task_code="toy", name="q", backend="python",
+                                               config=KEYWORD, published=True, anonymous=True)
+    row, privileged = await submissions.get_model(platform, other, public.id)
+    assert row.id == public.id and privileged is False
+
+
+MODEL = """query($id: ID!) { model(id: $id) { id name submitter config card
+  evaluations { dataset { name access } status progress error } } }"""
+SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) {
+  __typename ... on SubmittedModel { model { id } } ... on Error { message } } }"""
+
+
+async def test_graphql_contract(gql, platform, setup):
+    token, _ = await register_user(gql, "modeller")
+    reader, _ = await register_user(gql, "onlooker")
+    built = await gql('mutation { createRoundDatasets(input: {taskCode: "toy", roundNumber: 1}) { __typename } }',
+                      token=token)
+    assert built["createRoundDatasets"]["__typename"] == "Forbidden"
+    await datasets.build_from_round(platform, setup["owner"], "toy", 1)
+    listed = await gql('{ datasets(taskCode: "toy") { name access size } }', token=None)
+    assert [d["name"] for d in listed["datasets"]] == ["r1-dev", "r1-test", "r1-train"]
+
+    result = await gql(SUBMIT, {"input": {"taskCode": "toy", "name": "kw", "backend": "python", "config": KEYWORD,
+                                          "card": {"parameters": 3}, "published": True, "anonymous": True}}, token=token)
+    model_id = result["submitModel"]["model"]["id"]
+    mine = (await gql(MODEL, {"id": model_id}, token=token))["model"]
+    assert mine["submitter"] == "modeller" and mine["config"] == KEYWORD and mine["card"] == {"parameters": 3}
+    assert mine["evaluations"] == [{"dataset": {"name": "r1-test", "access": "SCORING"}, "status": "QUEUED",
+                                    "progress": 0.0, "error": None}]
+    theirs = (await gql(MODEL, {"id": model_id}, token=reader))["model"]
+    assert theirs["submitter"] is None and theirs["config"] is None  # anonymous, and configs may hold credentials
+    assert (await gql(MODEL, {"id": "999999"}, token=token))["model"] is None
