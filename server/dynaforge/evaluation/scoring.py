@@ -1,0 +1,492 @@
+"""The statistics an evaluation reports for one model on one data set, as pure functions.
+
+Everything here is pure Python (the API process imports it and must not import numpy) and runs in O(n) per pass, so
+the evaluation worker can call it on lists of about a hundred thousand predictions.
+
+Records and target values
+    Gold records are the examples' field values (a mapping holding at least the task's target fields); predictions
+    are what :meth:`Task.read_model_output` returns (the target fields, maybe ``probabilities``/``confidence``), or
+    ``None`` for an item the model gave no answer for (the metric's own rule decides what that scores). A metric is
+    given the *target values*: the value of the task's single target field (a label, a span ``{"text", "start"}``),
+    or a tuple of the values, in field order, when a task has several target fields. See :func:`target_key`.
+
+What an evaluation reports per data set
+    - :func:`score`: the task's metrics, each a registered :class:`~dynaforge.tasks.base.Metric`, with its own
+      semantics (item-averaged like accuracy, or corpus-level like macro-F1).
+    - :func:`metric_interval`: a percentile bootstrap interval for a metric, usually the principal one
+      (:func:`bootstrap_interval` is the general tool underneath).
+    - :func:`consistency`: Dynabench's robustness and fairness measure, the share of perturbed variants whose
+      prediction equals the model's prediction on the original, averaged over originals that have variants.
+    - :func:`perturbed_score`: the task's metrics on the perturbed variants against their originals' gold.
+    - :func:`slice_metrics` and :func:`slice_gaps`: metrics per fairness-slice group, and how far the worst group
+      (of at least :data:`DEFAULT_MIN_GROUP_SIZE` examples) falls below the whole data set.
+
+Bad input (lists of different lengths, empty lists, unknown metrics, a slice of another task...) raises
+:class:`~dynaforge.errors.InvalidInput` with a message that says what is wrong.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import Counter, defaultdict
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from dynaforge.defaults.metrics import macro_f1 as _core_macro_f1
+from dynaforge.errors import InvalidInput
+from dynaforge.tasks.base import Metric, Slice, Task
+from dynaforge.tasks.fields import Role
+
+#: Groups of a fairness slice with fewer examples than this are reported but not used for the worst-group gap:
+#: on a handful of examples a metric swings by tens of points by chance alone (one example of five is 20 points).
+DEFAULT_MIN_GROUP_SIZE = 10
+
+DEFAULT_RESAMPLES = 1000
+DEFAULT_CONFIDENCE = 0.95
+
+# How many random subsets :func:`item_scores` checks a metric on before treating it as item-averaged.
+_ADDITIVITY_CHECKS = 8
+_ADDITIVITY_SUBSET_MAX = 200
+_ADDITIVITY_TOLERANCE = 1e-9
+
+
+# ---------------------------------------------------------------------------------------------------------- values
+def target_key(task: Task) -> Callable[[Mapping[str, Any] | None], Any]:
+    """A function from a gold record or a prediction to its target value, the thing a metric compares.
+
+    For a task with one target field it returns that field's value (a label, a span ``{"text", "start"}``); with
+    several it returns the tuple of their values in field order. ``None`` (no prediction) maps to ``None``. Extra
+    keys of a prediction (``probabilities``, ``confidence``) are ignored, which makes this the key to pass to
+    :func:`consistency` for prediction dicts.
+    """
+    names = tuple(task.field_names(Role.TARGET))
+    if not names:
+        raise InvalidInput(f"task {task.code} has no target field to score")
+    if len(names) == 1:
+        (name,) = names
+
+        def single(record: Mapping[str, Any] | None) -> Any:
+            return None if record is None else record.get(name)
+
+        return single
+
+    def several(record: Mapping[str, Any] | None) -> Any:
+        return None if record is None else tuple(record.get(n) for n in names)
+
+    return several
+
+
+def _gold_values(task: Task, golds: Sequence[Any], what: str = "golds") -> list[Any]:
+    names = task.field_names(Role.TARGET)
+    key = target_key(task)
+    values = []
+    for i, record in enumerate(golds):
+        if not isinstance(record, Mapping):
+            raise InvalidInput(f"{what}[{i}] must be an object of field values, got {type(record).__name__}")
+        missing = [n for n in names if record.get(n) is None]
+        if missing:
+            raise InvalidInput(f"{what}[{i}] lacks the target field {missing[0]!r} of task {task.code}")
+        values.append(key(record))
+    return values
+
+
+def _predicted_values(task: Task, predictions: Sequence[Any], what: str = "predictions") -> list[Any]:
+    names = task.field_names(Role.TARGET)
+    key = target_key(task)
+    values = []
+    for i, record in enumerate(predictions):
+        if record is None:
+            values.append(None)
+            continue
+        if not isinstance(record, Mapping):
+            raise InvalidInput(f"{what}[{i}] must be a prediction object or null, got {type(record).__name__}")
+        missing = [n for n in names if n not in record]
+        if missing:
+            raise InvalidInput(f"{what}[{i}] lacks the target field {missing[0]!r} of task {task.code}")
+        values.append(key(record))
+    return values
+
+
+def _check_lengths(golds: Sequence[Any], predictions: Sequence[Any], *, what: str = "golds and predictions") -> int:
+    if len(golds) != len(predictions):
+        raise InvalidInput(f"{what} differ in length ({len(golds)} vs {len(predictions)})")
+    if not golds:
+        raise InvalidInput(f"{what} are empty: there is nothing to score")
+    return len(golds)
+
+
+def _resolve_metrics(task: Task, metric_names: Iterable[str] | None,
+                     metrics: Mapping[str, Metric]) -> list[Metric]:
+    if isinstance(metric_names, str):
+        raise InvalidInput("metric_names must be a list of metric names, not one string")
+    names = list(task.metrics if metric_names is None else metric_names)
+    if not names:
+        raise InvalidInput(f"no metric to compute for task {task.code}")
+    resolved = []
+    for name in names:
+        metric = metrics.get(name)
+        if metric is None:
+            known = ", ".join(sorted(metrics)) or "none"
+            raise InvalidInput(f"unknown metric {name!r}: no plugin registered it (registered: {known})")
+        resolved.append(metric)
+    return resolved
+
+
+def _compute(metric: Metric, golds: list[Any], preds: list[Any]) -> float:
+    try:
+        value = metric.compute(golds, preds)
+    except (ValueError, TypeError, KeyError) as exc:
+        raise InvalidInput(f"metric {metric.name} could not score these predictions: {exc}") from exc
+    return float(value)
+
+
+# ---------------------------------------------------------------------------------------------------------- scores
+def score(task: Task, metric_names: Iterable[str] | None, golds: Sequence[Mapping[str, Any]],
+          predictions: Sequence[Mapping[str, Any] | None], *, metrics: Mapping[str, Metric]) -> dict[str, float]:
+    """The named metrics of ``predictions`` against ``golds``: ``{metric name: value}``.
+
+    ``metric_names`` are registered metric names (``None``: the task's ``metrics``); ``metrics`` is the registry's
+    ``{name: Metric}`` (``plugins.registry.metrics``). Each metric is computed once over the whole list, exactly as
+    its ``compute(golds, preds)`` defines it, on the target values (see :func:`target_key`).
+    """
+    resolved = _resolve_metrics(task, metric_names, metrics)
+    _check_lengths(golds, predictions)
+    gold_values = _gold_values(task, golds)
+    predicted = _predicted_values(task, predictions)
+    return {metric.name: _compute(metric, gold_values, predicted) for metric in resolved}
+
+
+# ---------------------------------------------------------------------------------------------------------- bootstrap
+class Interval(NamedTuple):
+    """A confidence interval; a tuple ``(low, high)``."""
+
+    low: float
+    high: float
+
+
+def _quantile(ordered: Sequence[float], q: float) -> float:
+    """The ``q`` quantile of sorted values, interpolating linearly between order statistics (numpy's default)."""
+    position = (len(ordered) - 1) * q
+    below = math.floor(position)
+    above = min(below + 1, len(ordered) - 1)
+    fraction = position - below
+    if fraction == 0 or ordered[above] == ordered[below]:
+        return ordered[below]
+    return ordered[below] + fraction * (ordered[above] - ordered[below])
+
+
+def bootstrap_interval(data: Sequence[float] | Callable[[list[int]], float], *, seed: int,
+                       resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
+                       size: int | None = None) -> Interval:
+    """A percentile bootstrap interval (Efron 1979; Efron & Tibshirani 1993, ch. 13).
+
+    Draws ``resamples`` samples of the ``n`` items *with replacement*, computes the statistic on each, and returns
+    the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2`` quantiles of those values (linear interpolation
+    between order statistics). Items are drawn by ``random.Random(seed)``, so a seed gives the same interval.
+
+    ``data`` is either
+
+    - a sequence of per-item scores: the statistic is their mean (right for item-averaged metrics such as
+      accuracy, exact match or token F1, and the fast path: about 1 s for 1000 resamples of 10k items; the cost
+      is resamples x n draws, so lower ``resamples`` for very large data sets), or
+    - a callable ``statistic(indices) -> float`` that recomputes the statistic on the items at ``indices`` (a list
+      of ``size`` item indices, repeats included): right for corpus-level metrics such as macro-F1, whose value
+      is not a mean over items. Give ``size``, the number of items.
+
+    With constant scores every resample gives the same value and the interval is that point.
+    """
+    if isinstance(resamples, bool) or not isinstance(resamples, int) or resamples < 1:
+        raise InvalidInput(f"resamples must be a positive integer, got {resamples!r}")
+    if not (isinstance(confidence, (int, float)) and 0.0 < confidence < 1.0):
+        raise InvalidInput(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+    rng = random.Random(seed)
+    if callable(data):
+        if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+            raise InvalidInput("a bootstrap over a statistic needs size, the number of items (a positive integer)")
+        population = range(size)
+        values = [float(data(rng.choices(population, k=size))) for _ in range(resamples)]
+    else:
+        scores = [float(s) for s in data]
+        n = len(scores)
+        if n == 0:
+            raise InvalidInput("per-item scores are empty: there is nothing to resample")
+        if size is not None and size != n:
+            raise InvalidInput(f"size is {size} but {n} per-item scores were given")
+        if any(not math.isfinite(s) for s in scores):
+            raise InvalidInput("per-item scores must be finite numbers")
+        # choices(scores) draws the same items as choices(range(n)) from the same state: both paths agree.
+        values = [math.fsum(rng.choices(scores, k=n)) / n for _ in range(resamples)]
+    values.sort()
+    alpha = 1.0 - confidence
+    return Interval(_quantile(values, alpha / 2), _quantile(values, 1.0 - alpha / 2))
+
+
+def item_scores(metric: Metric, golds: Sequence[Any], preds: Sequence[Any]) -> list[float] | None:
+    """Per-item scores of an item-averaged metric over target values, or ``None`` for a corpus-level one.
+
+    A metric is taken to be item-averaged when, on the full list and on a few random subsets (seeded, at most
+    200 items each), its value equals the mean of its values on the single items, within 1e-9. Accuracy, exact
+    match and token F1 pass; macro-F1 fails as soon as the predictions are imperfect (on one item it is 1 or 0,
+    i.e. accuracy). A metric that agrees with its item mean on every subset is one for which resampling per-item
+    scores and resampling the whole metric give the same distribution.
+    """
+    n = _check_lengths(golds, preds, what="golds and preds")
+    cache: dict[int, float] = {}
+
+    def single(i: int) -> float:
+        if i not in cache:
+            cache[i] = _compute(metric, [golds[i]], [preds[i]])
+        return cache[i]
+
+    def agrees(indices: Sequence[int]) -> bool:
+        whole = _compute(metric, [golds[i] for i in indices], [preds[i] for i in indices])
+        mean = math.fsum(single(i) for i in indices) / len(indices)
+        return math.isclose(whole, mean, rel_tol=_ADDITIVITY_TOLERANCE, abs_tol=_ADDITIVITY_TOLERANCE)
+
+    rng = random.Random(0)
+    for _ in range(_ADDITIVITY_CHECKS):
+        k = rng.randint(min(2, n), min(n, _ADDITIVITY_SUBSET_MAX))
+        if not agrees(rng.sample(range(n), k)):
+            return None
+    scores = [single(i) for i in range(n)]
+    whole = _compute(metric, list(golds), list(preds))
+    if not math.isclose(whole, math.fsum(scores) / n, rel_tol=_ADDITIVITY_TOLERANCE, abs_tol=_ADDITIVITY_TOLERANCE):
+        return None
+    return scores
+
+
+def _macro_f1_statistic(golds: Sequence[Any], preds: Sequence[Any]) -> Callable[[list[int]], float] | None:
+    """The core macro-F1 of a resample from its confusion counts (same value as ``macro_f1``, O(n) per resample
+    with a small constant): ``None`` when the values are not hashable."""
+    try:
+        pair_ids: dict[tuple[Any, Any], int] = {}
+        ids = [pair_ids.setdefault((g, p), len(pair_ids)) for g, p in zip(golds, preds)]
+    except TypeError:
+        return None
+    pairs = list(pair_ids)
+
+    def statistic(indices: list[int]) -> float:
+        counts = Counter(map(ids.__getitem__, indices))
+        tp: Counter = Counter()
+        fp: Counter = Counter()
+        fn: Counter = Counter()
+        for pair_id, count in counts.items():
+            g, p = pairs[pair_id]
+            if g == p:
+                tp[g] += count
+            else:
+                fn[g] += count
+                fp[p] += count
+        classes = sorted({pairs[i][0] for i in counts} | {pairs[i][1] for i in counts}, key=str)
+        total = 0.0
+        for c in classes:
+            denominator = 2 * tp[c] + fp[c] + fn[c]
+            total += (2 * tp[c] / denominator) if denominator else 0.0
+        return total / len(classes)
+
+    return statistic
+
+
+def metric_interval(task: Task, metric_name: str | None, golds: Sequence[Mapping[str, Any]],
+                    predictions: Sequence[Mapping[str, Any] | None], *, metrics: Mapping[str, Metric], seed: int,
+                    resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
+                    per_item: bool | None = None) -> Interval:
+    """A percentile bootstrap interval for one metric (``None``: the task's principal metric) on a data set.
+
+    Item-averaged metrics resample precomputed per-item scores; corpus-level ones recompute the whole metric on
+    each resample (the core macro-F1 from confusion counts, any other through its ``compute``, which costs
+    ``resamples`` calls). ``per_item`` forces the choice; by default :func:`item_scores` decides. The same seed
+    gives the same interval.
+    """
+    name = task.principal_metric if metric_name is None else metric_name
+    (metric,) = _resolve_metrics(task, [name], metrics)
+    n = _check_lengths(golds, predictions)
+    gold_values = _gold_values(task, golds)
+    predicted = _predicted_values(task, predictions)
+    scores: list[float] | None = None
+    if per_item is None:
+        scores = item_scores(metric, gold_values, predicted)
+    elif per_item:
+        scores = [_compute(metric, [g], [p]) for g, p in zip(gold_values, predicted)]
+    if scores is not None:
+        return bootstrap_interval(scores, seed=seed, resamples=resamples, confidence=confidence)
+    statistic = _macro_f1_statistic(gold_values, predicted) if metric.compute is _core_macro_f1 else None
+    if statistic is None:
+
+        def statistic(indices: list[int]) -> float:
+            return _compute(metric, list(map(gold_values.__getitem__, indices)),
+                            list(map(predicted.__getitem__, indices)))
+
+    return bootstrap_interval(statistic, seed=seed, resamples=resamples, confidence=confidence, size=n)
+
+
+# ---------------------------------------------------------------------------------------------------------- perturbations
+@dataclass(frozen=True)
+class Consistency:
+    """Dynabench's robustness or fairness score of a model on one set of perturbations.
+
+    ``score`` is the mean over originals with at least one variant of the share of its variants predicted the same
+    as the original; ``originals_with_variants`` and ``variants`` count what it was computed on.
+    """
+
+    score: float
+    originals_with_variants: int
+    variants: int
+
+
+def consistency(originals: Mapping[Hashable, Any], variants: Sequence[tuple[Hashable, Any]], *,
+                key: Callable[[Any], Any] | None = None,
+                same: Callable[[Any, Any], bool] | None = None) -> Consistency:
+    """How often the model predicts on perturbed variants what it predicted on their originals.
+
+    ``originals`` maps an original's id to the model's prediction on it; ``variants`` lists
+    ``(original id, prediction on the variant)``. For each original with variants, the share of its variants whose
+    prediction is the same as the original's; the score is the mean of these shares, so each original counts once
+    however many variants it has (originals without variants do not count).
+
+    Two predictions are the same when ``same(original, variant)`` is true; by default when ``key(original) ==
+    key(variant)``, and ``key`` defaults to the prediction itself. For prediction dicts pass
+    ``key=target_key(task)``, which compares the task's target fields and ignores probabilities and confidence: a
+    label is the same label, a span ``{"text", "start"}`` is the same span only when both its text and its offset
+    are equal (the same words elsewhere in the passage are another answer). A task may pass a looser ``key``, say
+    the normalised span text.
+    """
+    if key is not None and same is not None:
+        raise InvalidInput("give key or same, not both")
+    if not variants:
+        raise InvalidInput("there are no perturbed variants to compare with their originals")
+    if same is None:
+        keyed = key or (lambda prediction: prediction)
+
+        def same(a: Any, b: Any) -> bool:
+            return keyed(a) == keyed(b)
+
+    agreeing: dict[Hashable, int] = defaultdict(int)
+    counts: dict[Hashable, int] = defaultdict(int)
+    for i, item in enumerate(variants):
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise InvalidInput(f"variants[{i}] must be a pair (original id, prediction)")
+        original_id, prediction = item
+        try:
+            original = originals[original_id]
+        except KeyError:
+            raise InvalidInput(
+                f"variants[{i}] is a variant of original {original_id!r}, which has no prediction in originals"
+            ) from None
+        except TypeError:
+            raise InvalidInput(f"variants[{i}] has an original id that cannot be a key: {original_id!r}") from None
+        counts[original_id] += 1
+        if same(original, prediction):
+            agreeing[original_id] += 1
+    shares = [agreeing[o] / counts[o] for o in counts]
+    return Consistency(score=math.fsum(shares) / len(shares), originals_with_variants=len(counts),
+                       variants=len(variants))
+
+
+def perturbed_score(task: Task, metric_names: Iterable[str] | None, golds: Mapping[Hashable, Mapping[str, Any]],
+                    variants: Sequence[tuple[Hashable, Mapping[str, Any] | None]], *,
+                    metrics: Mapping[str, Metric]) -> dict[str, float]:
+    """The task's metrics on perturbed variants, each scored against its original's gold.
+
+    ``golds`` maps an original's id to its gold record; ``variants`` lists ``(original id, prediction on the
+    variant)``. Perturbations leave target fields alone, so the original's gold is the variant's gold. Every
+    variant is one item of the perturbed data set (an original with three variants counts three times, as in the
+    accuracy of a perturbed copy of the data set), unlike :func:`consistency`, which averages per original.
+    """
+    if not variants:
+        raise InvalidInput("there are no perturbed variants to score")
+    gold_records = []
+    predictions = []
+    for i, item in enumerate(variants):
+        if not (isinstance(item, (tuple, list)) and len(item) == 2):
+            raise InvalidInput(f"variants[{i}] must be a pair (original id, prediction)")
+        original_id, prediction = item
+        try:
+            gold_records.append(golds[original_id])
+        except (KeyError, TypeError):
+            raise InvalidInput(f"variants[{i}] is a variant of original {original_id!r}, which has no gold") from None
+        predictions.append(prediction)
+    return score(task, metric_names, gold_records, predictions, metrics=metrics)
+
+
+# ---------------------------------------------------------------------------------------------------------- fairness slices
+def slice_metrics(task: Task, slices: Iterable[Slice], golds: Sequence[Mapping[str, Any]],
+                  predictions: Sequence[Mapping[str, Any] | None], examples: Sequence[Mapping[str, Any]], *,
+                  metrics: Mapping[str, Metric],
+                  metric_names: Iterable[str] | None = None) -> dict[str, dict[str, dict[str, float | int]]]:
+    """Metrics per group of each fairness slice: ``{slice: {group: {metric: value, ..., "n": examples}}}``.
+
+    ``examples`` are the items' full field values (context and example fields), given to each slice's
+    ``group(fields)``; an item in no group (``None``) counts for no group. ``golds``, ``predictions`` and
+    ``examples`` are parallel lists. The metrics are ``metric_names`` (``None``: the task's), computed on each
+    group's items alone. Groups are listed in name order; a slice that puts no item in a group maps to ``{}``.
+    """
+    slices = list(slices)
+    names = [metric.name for metric in _resolve_metrics(task, metric_names, metrics)]
+    n = _check_lengths(golds, predictions)
+    if len(examples) != n:
+        raise InvalidInput(f"examples and golds differ in length ({len(examples)} vs {n})")
+    result: dict[str, dict[str, dict[str, float | int]]] = {}
+    for slice_ in slices:
+        if not isinstance(slice_, Slice):
+            raise InvalidInput(f"slices must be Slice objects, got {type(slice_).__name__}")
+        if slice_.task_code is not None and slice_.task_code != task.code:
+            raise InvalidInput(f"slice {slice_.name} belongs to task {slice_.task_code}, not {task.code}")
+        members: dict[str, list[int]] = defaultdict(list)
+        for i, fields in enumerate(examples):
+            if not isinstance(fields, Mapping):
+                raise InvalidInput(f"examples[{i}] must be an object of field values, got {type(fields).__name__}")
+            group = slice_.group(dict(fields))
+            if group is not None:
+                members[str(group)].append(i)
+        groups: dict[str, dict[str, float | int]] = {}
+        for group in sorted(members):
+            indices = members[group]
+            values: dict[str, float | int] = dict(score(
+                task, names, [golds[i] for i in indices], [predictions[i] for i in indices], metrics=metrics))
+            values["n"] = len(indices)
+            groups[group] = values
+        result[slice_.name] = groups
+    return result
+
+
+def slice_gaps(overall: Mapping[str, float], per_slice: Mapping[str, Mapping[str, Mapping[str, float | int]]], *,
+               metrics: Mapping[str, Metric] | None = None,
+               min_group_size: int = DEFAULT_MIN_GROUP_SIZE) -> dict[str, dict[str, dict[str, Any]]]:
+    """How far each slice's worst group falls below the whole data set, per metric.
+
+    ``overall`` is :func:`score` on the whole data set, ``per_slice`` is :func:`slice_metrics`. Returns
+    ``{slice: {metric: {"gap", "worst_group", "worst_value", "overall", "groups_compared"}}}`` where ``gap`` is
+    ``overall - worst`` (``worst - overall`` for a metric whose ``higher_is_better`` is false in ``metrics``), so a
+    positive gap always means the worst group is served worse. The worst group of each metric is chosen on its own
+    (ties: the first group by name). Only groups of at least ``min_group_size`` examples
+    (:data:`DEFAULT_MIN_GROUP_SIZE`, 10) are compared; they stay in ``per_slice`` with their ``n``. When no group
+    is large enough, ``gap``, ``worst_group`` and ``worst_value`` are ``None``.
+    """
+    if isinstance(min_group_size, bool) or not isinstance(min_group_size, int) or min_group_size < 1:
+        raise InvalidInput(f"min_group_size must be a positive integer, got {min_group_size!r}")
+    if not overall:
+        raise InvalidInput("overall metrics are empty: there is nothing to compare the groups with")
+    result: dict[str, dict[str, dict[str, Any]]] = {}
+    for slice_name, groups in per_slice.items():
+        eligible = [(g, values) for g, values in sorted(groups.items()) if int(values.get("n", 0)) >= min_group_size]
+        gaps: dict[str, dict[str, Any]] = {}
+        for metric_name, overall_value in overall.items():
+            metric = (metrics or {}).get(metric_name)
+            higher_is_better = True if metric is None else metric.higher_is_better
+            worst_group, worst_value = None, None
+            for group, values in eligible:
+                if metric_name not in values:
+                    raise InvalidInput(f"slice {slice_name}, group {group} has no value for metric {metric_name}")
+                value = float(values[metric_name])
+                if worst_value is None or (value < worst_value if higher_is_better else value > worst_value):
+                    worst_group, worst_value = group, value
+            gap = None
+            if worst_value is not None:
+                gap = overall_value - worst_value if higher_is_better else worst_value - overall_value
+            gaps[metric_name] = {"gap": gap, "worst_group": worst_group, "worst_value": worst_value,
+                                 "overall": float(overall_value), "groups_compared": len(eligible)}
+        result[slice_name] = gaps
+    return result
