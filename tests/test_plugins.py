@@ -490,7 +490,8 @@ def test_register_perturbations_defaults_present(core):
     kinds = {name: p.kind for name, p in perturbations.items() if isinstance(p, Perturbation)}
     assert kinds == {
         "typo": "robustness", "lowercase": "robustness", "uppercase": "robustness", "punctuation": "robustness",
-        "gender_swap": "fairness", "name_swap": "fairness",
+        "contractions": "robustness", "whitespace": "robustness",
+        "gender_swap": "fairness", "name_swap": "fairness", "name_origin_swap": "fairness",
     }
     rng = random.Random(0)
     assert perturbations["lowercase"].apply("MiXeD Case", rng) == "mixed case"

@@ -102,7 +102,8 @@ class HateSpeechTask(Task):
     )
     metrics = ("accuracy", "macro_f1")
     principal_metric = "accuracy"
-    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "gender_swap", "name_swap")
+    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "contractions", "whitespace",
+                     "gender_swap", "name_swap", "name_origin_swap")
     fairness_slices = (SLICE_NAME,)
     default_target_models = (
         ModelSpec(name="minilm-hatespeech", backend="python", config={"factory": "dynaforge_hatespeech.model:load"}),

@@ -43,7 +43,8 @@ class NLITask(Task):
     )
     metrics = ("accuracy", "macro_f1")
     principal_metric = "accuracy"
-    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "gender_swap", "name_swap")
+    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "contractions", "whitespace",
+                     "gender_swap", "name_swap", "name_origin_swap")
     default_target_models = (
         ModelSpec(name="minilm-nli", backend="python", config={"factory": "dynaforge_nli.model:load"}),
     )

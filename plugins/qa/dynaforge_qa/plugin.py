@@ -5,8 +5,9 @@ The passage is the context; the question is the annotator's input; the answer is
 fooled, as in Dynabench, when the word-overlap F1 of its answer text and the annotator's (after SQuAD normalisation)
 is below 0.4.
 
-Perturbations (typo, casing, punctuation, gender and name swaps) are meant for the task's input field, the
-question: perturbing the passage would move the text under the gold span's offset.
+Perturbations (typo, casing, punctuation, contractions, whitespace, gender, name and name-origin swaps) are
+meant for the task's input field, the question: perturbing the passage would move the text under the gold span's
+offset.
 
 The plugin registers two metrics over span targets, ``span_f1`` and ``exact_match``. The default target model is a
 small span head on the frozen MiniLM encoder, trained by ``dynaforge train qa``. This module never imports torch.
@@ -59,7 +60,8 @@ class QATask(Task):
     )
     metrics = ("span_f1", "exact_match")
     principal_metric = "span_f1"
-    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "gender_swap", "name_swap")
+    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "contractions", "whitespace",
+                     "gender_swap", "name_swap", "name_origin_swap")
     default_target_models = (
         ModelSpec(name="minilm-qa-span", backend="python", config={"factory": "dynaforge_qa.model:load"}),
     )

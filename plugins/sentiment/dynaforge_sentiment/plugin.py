@@ -33,7 +33,8 @@ class SentimentTask(Task):
     )
     metrics = ("accuracy", "macro_f1")
     principal_metric = "accuracy"
-    perturbations = ("typo", "lowercase", "uppercase")
+    perturbations = ("typo", "lowercase", "uppercase", "contractions", "whitespace",
+                     "gender_swap", "name_swap", "name_origin_swap")
     default_target_models = (
         ModelSpec(name="minilm-sentiment", backend="python", config={"factory": "dynaforge_sentiment.model:load"}),
     )
