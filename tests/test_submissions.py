@@ -147,3 +147,28 @@ async def test_graphql_contract(gql, platform, setup):
     theirs = (await gql(MODEL, {"id": model_id}, token=reader))["model"]
     assert theirs["submitter"] is None and theirs["config"] is None  # anonymous, and configs may hold credentials
     assert (await gql(MODEL, {"id": "999999"}, token=token))["model"] is None
+
+
+async def test_scoring_sets_get_seeded_perturbed_copies_that_submissions_are_queued_on(platform, setup, monkeypatch):
+    task = platform.plugins.registry.tasks["toy"]
+    monkeypatch.setattr(task, "perturbations", ("uppercase", "typo"))
+    made = await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=5)
+    by_name = {d.name: d for d in made}
+    parent = by_name["r1-test"]
+    copies = [d for d in made if d.parent_id == parent.id]
+    assert sorted(d.name for d in copies) == ["r1-test~typo", "r1-test~uppercase"]
+    assert all(d.source == "perturbed" and d.access == DatasetAccess.SCORING and d.seed == 5 for d in copies)
+
+    originals = (await datasets.items(platform, setup["owner"], parent.id)).items
+    upper = (await datasets.items(platform, setup["owner"], by_name["r1-test~uppercase"].id)).items
+    assert len(upper) == len(originals)  # every text changes when upper-cased
+    for item in upper:
+        source = originals[item.original_position]
+        assert item.fields["text"] == source.fields["text"].upper() and item.fields["label"] == source.fields["label"]
+    hidden = (await datasets.items(platform, setup["builder"], by_name["r1-test~typo"].id)).items
+    assert all("label" not in i.fields for i in hidden)
+
+    model, queued = await submissions.submit_model(platform, setup["builder"], task_code="toy", name="kw",
+                                                   backend="python", config=KEYWORD)
+    names = [d.name for _, d in await submissions.evaluations_of(platform, model.id)]
+    assert names == ["r1-test", "r1-test~typo", "r1-test~uppercase"] and len(queued) == 3

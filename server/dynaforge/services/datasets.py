@@ -17,6 +17,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from dynaforge.db.models import Context, Dataset, DatasetAccess, DatasetItem, Example, ExampleStatus, Round, TaskRow
+from dynaforge.evaluation.variants import iter_variants
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
@@ -112,12 +113,55 @@ async def build_from_round(
             )
             s.add(dataset)
             await s.flush()
-            await _add_items(
-                s, dataset.id,
-                [(rows[i][0], {**(rows[i][2] or {}), **rows[i][1]}) for i in sorted(chosen)],
-            )
+            frozen = [(rows[i][0], {**(rows[i][2] or {}), **rows[i][1]}) for i in sorted(chosen)]
+            await _add_items(s, dataset.id, frozen)
             made.append(dataset)
+            if access == DatasetAccess.SCORING:
+                made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
     return made
+
+
+async def _add_perturbed_copies(
+    p: Platform, s: AsyncSession, task, parent: Dataset, fields: list[dict[str, Any]], actor: Actor
+) -> list[Dataset]:
+    """One copy of a scoring set per perturbation the task declares (robustness and fairness), seeded by the
+    parent's seed; each item points at the item it was made from. Items a perturbation leaves unchanged have no
+    copy, and a perturbation that changes nothing makes no data set."""
+    by_name: dict[str, list[tuple[int, dict[str, Any]]]] = {}
+    kinds: dict[str, str] = {}
+    variants = iter_variants(task, enumerate(fields), seed=parent.seed or 0, registry=p.plugins.registry)
+    for variant in variants:
+        by_name.setdefault(variant.perturbation, []).append((variant.original_id, variant.fields))
+        kinds[variant.perturbation] = variant.kind
+    copies = []
+    for name, items in sorted(by_name.items()):
+        copy = Dataset(
+            task_id=parent.task_id,
+            name=f"{parent.name}~{name}",
+            description=f"{parent.name} perturbed by {name} ({kinds[name]}; seed {parent.seed})",
+            access=parent.access,
+            source="perturbed",
+            round_id=parent.round_id,
+            split=parent.split,
+            seed=parent.seed,
+            parent_id=parent.id,
+            perturbation=name,
+            size=len(items),
+            created_by=actor.user_id,
+        )
+        s.add(copy)
+        await s.flush()
+        for start in range(0, len(items), 500):
+            await s.execute(
+                insert(DatasetItem),
+                [
+                    {"dataset_id": copy.id, "position": start + i, "example_id": None, "original_position": original,
+                     "fields": values}
+                    for i, (original, values) in enumerate(items[start : start + 500])
+                ],
+            )
+        copies.append(copy)
+    return copies
 
 
 async def _add_items(s: AsyncSession, dataset_id: int, items: list[tuple[int | None, dict[str, Any]]]) -> None:
