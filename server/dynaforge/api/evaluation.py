@@ -24,6 +24,7 @@ from dynaforge.db.models import Dataset as DatasetRow, Evaluation as EvaluationR
 from dynaforge.errors import DynaforgeError
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
+from dynaforge.services import leaderboard as board_service
 from dynaforge.services import submissions as submission_service
 
 Info = strawberry.Info[RequestContext]
@@ -168,8 +169,163 @@ CreateRoundDatasetsResult = Annotated[
 ]
 
 
+@strawberry.input(description="A weight for a metric or a data set of the leaderboard.")
+class WeightInput:
+    name: str
+    weight: float
+
+
+@strawberry.type
+class Weight:
+    name: str
+    weight: float = strawberry.field(description="Normalised: the weights of a board add up to 1.")
+
+
+@strawberry.type
+class LeaderboardMetric:
+    name: str
+    value: float | None = strawberry.field(description="Averaged over the scoring data sets; null: missing.")
+    weight: float
+    interval: list[float] | None = strawberry.field(description="Bootstrap 95% interval (principal metric, one data set).")
+
+
+@strawberry.type
+class LeaderboardRow:
+    model: Model
+    rank: int | None = strawberry.field(description="Null for a model with a gap in a weighted metric.")
+    dynascore: float | None
+    metrics: list[LeaderboardMetric]
+    missing: list[str] = strawberry.field(description="The metrics this model lacks (shown, not silently dropped).")
+
+
+@strawberry.type(description="Published models ranked by a Dynascore computed with the weights asked for.")
+class Leaderboard:
+    task_code: str
+    principal_metric: str
+    datasets: list[str]
+    metric_weights: list[Weight]
+    dataset_weights: list[Weight]
+    amrs_fallback: bool = strawberry.field(
+        description="True when fewer than two models differ on the principal metric: every exchange rate is 1."
+    )
+    rows: list[LeaderboardRow]
+    board: strawberry.Private[board_service.Board]
+
+    @strawberry.field(description="The board as CSV.")
+    def csv(self) -> str:
+        return board_service.to_csv(self.board)
+
+    @classmethod
+    def of(cls, board: board_service.Board) -> "Leaderboard":
+        return cls(
+            task_code=board.task_code,
+            principal_metric=board.principal,
+            datasets=board.datasets,
+            metric_weights=[Weight(name=k, weight=v) for k, v in board.metric_weights.items()],
+            dataset_weights=[Weight(name=k, weight=v) for k, v in board.dataset_weights.items()],
+            amrs_fallback=board.amrs_fallback,
+            rows=[
+                LeaderboardRow(
+                    model=Model.from_row(r.model, privileged=False),
+                    rank=r.rank,
+                    dynascore=r.dynascore,
+                    metrics=[LeaderboardMetric(name=m.name, value=m.value, weight=m.weight,
+                                               interval=list(m.interval) if m.interval else None) for m in r.metrics],
+                    missing=r.missing,
+                )
+                for r in board.rows
+            ],
+            board=board,
+        )
+
+
+@strawberry.type(description="Saved leaderboard weights; pass its id as `forkId` to see the board with them.")
+class LeaderboardFork:
+    id: strawberry.ID
+    name: str
+    description: str
+    metric_weights: JSON
+    dataset_weights: JSON
+
+
+@strawberry.type(description="A leaderboard frozen as it was computed.")
+class LeaderboardSnapshot:
+    id: strawberry.ID
+    name: str
+    metric_weights: JSON
+    dataset_weights: JSON
+    rows: JSON
+    created_at: datetime
+
+
+def _snapshot(row) -> LeaderboardSnapshot:
+    return LeaderboardSnapshot(id=strawberry.ID(str(row.id)), name=row.name, metric_weights=row.metric_weights,
+                               dataset_weights=row.dataset_weights, rows=row.rows, created_at=as_utc(row.created_at))
+
+
+def _pairs(weights: list[WeightInput] | None) -> list[tuple[str, float]] | None:
+    return None if weights is None else [(w.name, w.weight) for w in weights]
+
+
+@strawberry.input
+class LeaderboardWeightsInput:
+    task_code: str
+    name: str
+    description: str = ""
+    metric_weights: list[WeightInput] | None = None
+    dataset_weights: list[WeightInput] | None = None
+
+
+@strawberry.type
+class LeaderboardForkSaved:
+    fork: LeaderboardFork
+
+
+@strawberry.type
+class LeaderboardSnapshotted:
+    snapshot: LeaderboardSnapshot
+
+
+SaveForkResult = Annotated[
+    Union[LeaderboardForkSaved, InvalidInput, NotAuthenticated, NotFound, AlreadyExists],
+    strawberry.union("SaveLeaderboardForkResult"),
+]
+SnapshotResult = Annotated[
+    Union[LeaderboardSnapshotted, InvalidInput, NotAuthenticated, NotFound], strawberry.union("SnapshotLeaderboardResult")
+]
+
+
 @strawberry.type
 class EvaluationQuery:
+    @strawberry.field(description="A task's published models ranked by a Dynascore with your weights (default: 4 on "
+                      "the principal metric, 1 on throughput, memory, robustness and fairness; data sets equal).")
+    async def leaderboard(
+        self,
+        info: Info,
+        task_code: str,
+        metric_weights: list[WeightInput] | None = None,
+        dataset_weights: list[WeightInput] | None = None,
+        sort: str | None = None,
+        fork_id: strawberry.ID | None = None,
+    ) -> Leaderboard:
+        try:
+            board = await board_service.compute(
+                info.context.platform, info.context.actor, task_code, metric_weights=_pairs(metric_weights),
+                dataset_weights=_pairs(dataset_weights), sort=sort,
+                fork_id=None if fork_id is None else parse_id(fork_id, "forkId"),
+            )
+        except DynaforgeError as exc:
+            raise query_error(exc) from exc
+        return Leaderboard.of(board)
+
+    @strawberry.field(description="A frozen leaderboard.")
+    async def leaderboard_snapshot(self, info: Info, id: strawberry.ID) -> LeaderboardSnapshot | None:
+        try:
+            row = await board_service.get_snapshot(info.context.platform, info.context.actor, parse_id(id, "id"))
+        except DynaforgeError:
+            return None
+        return _snapshot(row)
+
     @strawberry.field(description="A submitted model: published ones for everyone, the others for their submitter, "
                       "the task's owners and admins; null otherwise.")
     async def model(self, info: Info, id: strawberry.ID) -> Model | None:
@@ -200,6 +356,34 @@ class EvaluationQuery:
 
 @strawberry.type
 class EvaluationMutation:
+    @strawberry.mutation(description="Save leaderboard weights under a name (a fork others can open by its id).")
+    async def save_leaderboard_fork(self, info: Info, input: LeaderboardWeightsInput) -> SaveForkResult:
+        async def call():
+            row = await board_service.save_fork(
+                info.context.platform, info.context.actor, input.task_code, input.name,
+                metric_weights=dict(_pairs(input.metric_weights) or []) or None,
+                dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
+                description=input.description, auth_error=info.context.auth_error,
+            )
+            return LeaderboardForkSaved(fork=LeaderboardFork(
+                id=strawberry.ID(str(row.id)), name=row.name, description=row.description,
+                metric_weights=row.metric_weights, dataset_weights=row.dataset_weights))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Freeze the leaderboard as it is now with these weights.")
+    async def snapshot_leaderboard(self, info: Info, input: LeaderboardWeightsInput) -> SnapshotResult:
+        async def call():
+            row = await board_service.snapshot(
+                info.context.platform, info.context.actor, input.task_code, input.name,
+                metric_weights=dict(_pairs(input.metric_weights) or []) or None,
+                dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
+                auth_error=info.context.auth_error,
+            )
+            return LeaderboardSnapshotted(snapshot=_snapshot(row))
+
+        return await as_result(call)
+
     @strawberry.mutation(description="Submit a model to a task: it is evaluated on every scoring data set.")
     async def submit_model(self, info: Info, input: SubmitModelInput) -> SubmitModelResult:
         async def call():

@@ -327,3 +327,34 @@ class Evaluation(SQLModel, table=True):
     queued_at: datetime = _ts()
     started_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
     finished_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+
+
+class LeaderboardFork(SQLModel, table=True):
+    """A named choice of leaderboard weights that a user saved (and may share by its id)."""
+
+    __tablename__ = "leaderboard_forks"
+    __table_args__ = (sa.UniqueConstraint("task_id", "user_id", "name", name="uq_leaderboard_forks_name"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    description: str = Field(default="", max_length=2000)
+    metric_weights: dict = _json()
+    dataset_weights: dict = _json()
+    created_at: datetime = _ts()
+
+
+class LeaderboardSnapshot(SQLModel, table=True):
+    """A frozen copy of a leaderboard as it was computed, with the weights it was computed with."""
+
+    __tablename__ = "leaderboard_snapshots"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    metric_weights: dict = _json()
+    dataset_weights: dict = _json()
+    rows: list = _json(list)
+    created_at: datetime = _ts()

@@ -1,0 +1,294 @@
+"""The Dynaboard: published models of a task ranked by a Dynascore whose weights each user chooses.
+
+A board's metrics are the task's metrics (oriented by each metric's ``higher_is_better``) plus ``throughput``
+(examples/s), ``memory`` (GB above the pre-model baseline), ``robustness`` and ``fairness`` (consistency under the
+task's perturbations). Its data sets are the task's scoring sets (their perturbed copies feed robustness and
+fairness, not the board's columns). Only finished (``DONE``) evaluations count; a model lacking one is shown with
+the gap marked (``dynaforge.evaluation.dynascore``).
+
+Evaluations store their task metrics, ``robustness`` and ``fairness`` in ``Evaluation.metrics``, the principal
+metric's bootstrap interval in ``Evaluation.details["intervals"][metric] = [low, high]``, throughput and memory in
+their own columns. A row shows the principal metric's interval when the board has one scoring data set (an interval
+of a weighted mean over several sets would need their resamples). Forks save a user's weights under a name;
+snapshots freeze a computed board.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import select
+
+from dynaforge.db.models import (
+    Dataset,
+    DatasetAccess,
+    Evaluation,
+    EvaluationStatus,
+    LeaderboardFork,
+    LeaderboardSnapshot,
+    ModelRow,
+    User,
+)
+from dynaforge.errors import AlreadyExists, FieldError, InvalidInput, NotFound
+from dynaforge.evaluation import dynascore
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.platform import Platform
+from dynaforge.tasks.base import Task
+
+EXTRA_METRICS = (
+    dynascore.MetricSpec("throughput", "higher"),
+    dynascore.MetricSpec("memory", "memory"),
+    dynascore.MetricSpec("robustness", "higher"),
+    dynascore.MetricSpec("fairness", "higher"),
+)
+
+
+@dataclass(frozen=True)
+class BoardMetric:
+    name: str
+    value: float | None
+    weight: float
+    interval: tuple[float, float] | None = None
+
+
+@dataclass(frozen=True)
+class BoardRow:
+    model: ModelRow
+    model_id: int
+    model_name: str
+    submitter: str | None
+    rank: int | None
+    dynascore: float | None
+    metrics: list[BoardMetric]
+    missing: list[str]
+
+
+@dataclass(frozen=True)
+class Board:
+    task_code: str
+    principal: str
+    metric_weights: dict[str, float]
+    dataset_weights: dict[str, float]
+    datasets: list[str]
+    rows: list[BoardRow]
+    amrs_fallback: bool
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def board_metrics(p: Platform, task: Task) -> list[dynascore.MetricSpec]:
+    registered = p.plugins.registry.metrics
+    specs = [
+        dynascore.MetricSpec(name, "higher" if getattr(registered.get(name), "higher_is_better", True) else "lower")
+        for name in task.metrics
+    ]
+    return specs + [m for m in EXTRA_METRICS if m.name not in task.metrics]
+
+
+def _weights(entries: list[tuple[str, float]] | dict[str, float] | None, what: str) -> dict[str, float] | None:
+    if entries is None:
+        return None
+    pairs = list(entries.items()) if isinstance(entries, dict) else list(entries)
+    seen, out = set(), {}
+    for name, weight in pairs:
+        if name in seen:
+            raise InvalidInput.from_errors([FieldError(f"{what}.{name}", "unique", "is given twice")])
+        seen.add(name)
+        out[name] = weight
+    return out
+
+
+async def compute(
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    *,
+    metric_weights: list[tuple[str, float]] | dict[str, float] | None = None,
+    dataset_weights: list[tuple[str, float]] | dict[str, float] | None = None,
+    sort: str | None = None,
+    fork_id: int | None = None,
+) -> Board:
+    """The board for these weights (or a fork's); ``sort`` is ``dynascore`` (default) or a metric's name."""
+    view = await task_service.get_task(p, actor, task_code)
+    task = view.task
+    specs = board_metrics(p, task)
+    metric_w, dataset_w = _weights(metric_weights, "metricWeights"), _weights(dataset_weights, "datasetWeights")
+    async with p.db.session() as s:
+        if fork_id is not None:
+            fork = await s.get(LeaderboardFork, fork_id)
+            if fork is None or fork.task_id != view.row.id:
+                raise NotFound(f"No leaderboard fork {fork_id} of {task_code}")
+            metric_w = metric_w if metric_w is not None else dict(fork.metric_weights) or None
+            dataset_w = dataset_w if dataset_w is not None else dict(fork.dataset_weights) or None
+        scoring = list(
+            await s.scalars(
+                select(Dataset).where(
+                    Dataset.task_id == view.row.id, Dataset.access == DatasetAccess.SCORING, Dataset.parent_id.is_(None)
+                ).order_by(Dataset.name)
+            )
+        )
+        models = list(
+            await s.scalars(select(ModelRow).where(ModelRow.task_id == view.row.id, ModelRow.published.is_(True)))
+        )
+        evaluations = list(
+            await s.scalars(
+                select(Evaluation).where(
+                    Evaluation.model_id.in_([m.id for m in models]),
+                    Evaluation.dataset_id.in_([d.id for d in scoring]),
+                    Evaluation.status == EvaluationStatus.DONE,
+                )
+            )
+        ) if models and scoring else []
+        names = dict((await s.execute(select(User.id, User.username).where(User.id.in_({m.user_id for m in models})))).all())
+    dataset_names = {d.id: d.name for d in scoring}
+    if dataset_w is not None:
+        unknown = sorted(set(dataset_w) - set(dataset_names.values()))
+        if unknown:
+            raise InvalidInput.from_errors(
+                [FieldError(f"datasetWeights.{n}", "unknown", f"is not a scoring data set of {task_code}") for n in unknown]
+            )
+    scores: dict[int, dict[str, dict[str, float | None]]] = {m.id: {} for m in models}
+    intervals: dict[tuple[int, str, str], tuple[float, float]] = {}
+    for e in evaluations:
+        values = {k: v for k, v in (e.metrics or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        values["throughput"] = e.throughput
+        values["memory"] = None if e.memory_mb is None else e.memory_mb / 1024.0
+        scores[e.model_id][dataset_names[e.dataset_id]] = values
+        for metric, bounds in ((e.details or {}).get("intervals") or {}).items():
+            intervals[(e.model_id, dataset_names[e.dataset_id], metric)] = tuple(bounds)  # type: ignore[index]
+    if dataset_w is None:
+        dataset_w = {name: 1.0 for name in dataset_names.values()} if dataset_names else None
+    computed = dynascore.compute_board(
+        [dynascore.ModelScores(str(m.id), scores[m.id]) for m in models] if dataset_w else [],
+        specs,
+        principal=task.principal_metric,
+        metric_weights=metric_w,
+        dataset_weights=dataset_w,
+    ) if dataset_w else None
+    by_id = {m.id: m for m in models}
+    weights = computed.metric_weights if computed else {}
+    rows = []
+    for r in computed.rows if computed else []:
+        model = by_id[int(r.model_id)]
+        metrics = []
+        for spec in specs:
+            interval = None
+            if len(dataset_names) == 1 and spec.name == task.principal_metric:
+                interval = intervals.get((model.id, next(iter(dataset_names.values())), spec.name))
+            metrics.append(BoardMetric(spec.name, r.x.get(spec.name), weights.get(spec.name, 0.0), interval))
+        rows.append(
+            BoardRow(
+                model=model,
+                model_id=model.id,
+                model_name=model.name,
+                submitter=None if model.anonymous else names.get(model.user_id),
+                rank=r.rank,
+                dynascore=r.dynascore,
+                metrics=metrics,
+                missing=list(r.missing),
+            )
+        )
+    if sort not in (None, "dynascore"):
+        if sort not in {m.name for m in specs}:
+            raise InvalidInput.from_errors(
+                [FieldError("sort", "choice", f"must be dynascore or one of {', '.join(m.name for m in specs)}")]
+            )
+        direction = {m.name: m.direction for m in specs}[sort]
+        sign = 1 if direction == "higher" else -1
+
+        def key(row: BoardRow):
+            value = next(m.value for m in row.metrics if m.name == sort)
+            return (value is None, -sign * value if value is not None else 0, row.model_id)
+
+        rows.sort(key=key)
+    return Board(
+        task_code=task_code,
+        principal=task.principal_metric,
+        metric_weights=weights,
+        dataset_weights=computed.dataset_weights if computed else {},
+        datasets=sorted(dataset_names.values()),
+        rows=rows,
+        amrs_fallback=bool(computed and computed.amrs_fallback),
+    )
+
+
+def to_csv(board: Board) -> str:
+    """The board as CSV: rank, model, submitter, Dynascore, then every metric (empty where missing)."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    names = [m.name for m in board.rows[0].metrics] if board.rows else []
+    writer.writerow(["rank", "model_id", "model", "submitter", "dynascore", *names, "missing"])
+    for row in board.rows:
+        values = {m.name: m.value for m in row.metrics}
+        writer.writerow([
+            "" if row.rank is None else row.rank, row.model_id, row.model_name, row.submitter or "",
+            "" if row.dynascore is None else repr(row.dynascore),
+            *("" if values[n] is None else repr(values[n]) for n in names), " ".join(row.missing),
+        ])
+    return out.getvalue()
+
+
+async def save_fork(
+    p: Platform, actor: Actor | None, task_code: str, name: str, *, metric_weights: dict[str, float] | None,
+    dataset_weights: dict[str, float] | None, description: str = "", auth_error: str | None = None,
+) -> LeaderboardFork:
+    """Save weights under a name (checked by computing the board with them once)."""
+    actor = require_human(actor, auth_error)
+    if not 1 <= len(name.strip()) <= 100 or len(description) > 2000:
+        raise InvalidInput.from_errors([FieldError("name", "length", "give a name of 1 to 100 characters "
+                                                   "(and a description of at most 2000)")])
+    await compute(p, actor, task_code, metric_weights=metric_weights, dataset_weights=dataset_weights)
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.write() as s:
+        taken = await s.scalar(select(LeaderboardFork.id).where(
+            LeaderboardFork.task_id == view.row.id, LeaderboardFork.user_id == actor.user_id,
+            LeaderboardFork.name == name.strip()))
+        if taken is not None:
+            raise AlreadyExists(f"You already have a fork named {name.strip()!r} on {task_code}")
+        fork = LeaderboardFork(task_id=view.row.id, user_id=actor.user_id, name=name.strip(), description=description,
+                               metric_weights=dict(metric_weights or {}), dataset_weights=dict(dataset_weights or {}))
+        s.add(fork)
+        await s.flush()
+    return fork
+
+
+async def snapshot(
+    p: Platform, actor: Actor | None, task_code: str, name: str, *, metric_weights: dict[str, float] | None,
+    dataset_weights: dict[str, float] | None, auth_error: str | None = None,
+) -> LeaderboardSnapshot:
+    """Freeze the board as computed now with these weights."""
+    actor = require_human(actor, auth_error)
+    if not 1 <= len(name.strip()) <= 100:
+        raise InvalidInput.from_errors([FieldError("name", "length", "give a name of 1 to 100 characters")])
+    board = await compute(p, actor, task_code, metric_weights=metric_weights, dataset_weights=dataset_weights)
+    view = await task_service.get_task(p, actor, task_code)
+    rows = [
+        {"model_id": r.model_id, "model": r.model_name, "submitter": r.submitter, "rank": r.rank,
+         "dynascore": r.dynascore, "missing": r.missing,
+         "metrics": [{"name": m.name, "value": m.value, "weight": m.weight,
+                      "interval": list(m.interval) if m.interval else None} for m in r.metrics]}
+        for r in board.rows
+    ]
+    async with p.db.write() as s:
+        row = LeaderboardSnapshot(task_id=view.row.id, user_id=actor.user_id, name=name.strip(),
+                                  metric_weights=board.metric_weights, dataset_weights=board.dataset_weights, rows=rows)
+        s.add(row)
+        await s.flush()
+    return row
+
+
+async def get_snapshot(p: Platform, actor: Actor | None, snapshot_id: int) -> LeaderboardSnapshot:
+    async with p.db.session() as s:
+        row = await s.get(LeaderboardSnapshot, snapshot_id)
+        code = None
+        if row is not None:
+            from dynaforge.db.models import TaskRow
+
+            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == row.task_id))
+    if row is None:
+        raise NotFound(f"No leaderboard snapshot {snapshot_id}")
+    await task_service.get_task(p, actor, code)
+    return row

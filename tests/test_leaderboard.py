@@ -1,0 +1,173 @@
+"""The leaderboard over stored evaluation results: Dynascore with chosen weights, gaps, forks, snapshots, CSV.
+
+Evaluation results are written straight into the evaluations table here (as the evaluation jobs store them), so
+that the board's arithmetic can be checked against values worked out by hand.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+
+from conftest import register_user
+from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow
+from dynaforge.errors import AlreadyExists, InvalidInput, NotFound
+from dynaforge.services import auth, leaderboard, tasks
+from dynaforge.services.actor import Actor
+
+
+async def _user(p, name: str) -> Actor:
+    user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw")
+    return Actor(user.id, user.username, user.is_admin)
+
+
+# Three models on one scoring set; the toy task's metrics are accuracy (principal) and macro_f1.
+# (accuracy, macro_f1, throughput examples/s, memory MB, robustness, fairness)
+RESULTS = {
+    "alpha": (0.90, 0.80, 100.0, 2048.0, 0.90, 0.95),
+    "beta": (0.80, 0.78, 300.0, 1024.0, 0.85, 0.90),
+    "gamma": (0.70, 0.60, 200.0, 512.0, 0.80, 0.85),
+}
+
+
+@pytest.fixture
+async def board(platform):
+    builder = await _user(platform, "builder2")
+    view = await tasks.get_task(platform, None, "toy")
+    ids = {}
+    async with platform.db.write() as s:
+        test_set = Dataset(task_id=view.row.id, name="r1-test", access=DatasetAccess.SCORING, source="round", size=10)
+        copy = Dataset(task_id=view.row.id, name="r1-test~typo", access=DatasetAccess.SCORING, source="perturbed", size=10)
+        s.add_all([test_set, copy])
+        await s.flush()
+        copy.parent_id = test_set.id
+        for name, (acc, f1, thr, mem, rob, fair) in RESULTS.items():
+            model = ModelRow(task_id=view.row.id, user_id=builder.user_id, name=name, backend="python",
+                             config={"callable": "x:y"}, published=True, anonymous=name == "gamma")
+            s.add(model)
+            await s.flush()
+            ids[name] = model.id
+            s.add(Evaluation(model_id=model.id, dataset_id=test_set.id, status=EvaluationStatus.DONE,
+                             metrics={"accuracy": acc, "macro_f1": f1, "robustness": rob, "fairness": fair},
+                             details={"intervals": {"accuracy": [acc - 0.05, acc + 0.04]}},
+                             throughput=thr, memory_mb=mem))
+        hidden = ModelRow(task_id=view.row.id, user_id=builder.user_id, name="private", backend="python", config={})
+        gap = ModelRow(task_id=view.row.id, user_id=builder.user_id, name="delta", backend="python", config={},
+                       published=True)
+        s.add_all([hidden, gap])
+        await s.flush()
+        ids["delta"] = gap.id
+        s.add(Evaluation(model_id=gap.id, dataset_id=test_set.id, status=EvaluationStatus.RUNNING, progress=0.5))
+    return {"ids": ids, "builder": builder}
+
+
+def _by_hand(weights: dict[str, float]) -> dict[str, float]:
+    """The Dynascore of each model worked out step by step (one data set, so x = the stored value).
+
+    Oriented: memory in GB becomes 16 - GB. Sorted by accuracy: gamma 0.7, beta 0.8, alpha 0.9; the pairs
+    (gamma, beta) and (beta, alpha) both step 0.1 on accuracy. AMRS_m = mean |Δm| / 0.1:
+      macro_f1: |0.78-0.60| = 0.18, |0.80-0.78| = 0.02 -> (1.8 + 0.2) / 2 = 1.0
+      throughput: 100, 200 -> (1000 + 2000) / 2 = 1500
+      memory (16 - GB: gamma 15.5, beta 15, alpha 14): (0.5/0.1 + 1/0.1) / 2 = 7.5
+      robustness: 0.05, 0.05 -> 0.5; fairness: the same, 0.5
+    """
+    total = sum(weights.values())
+    amrs = {"accuracy": 1.0, "macro_f1": 1.0, "throughput": 1500.0, "memory": 7.5, "robustness": 0.5, "fairness": 0.5}
+    scores = {}
+    for name, (acc, f1, thr, mem, rob, fair) in RESULTS.items():
+        oriented = {"accuracy": acc, "macro_f1": f1, "throughput": thr, "memory": 16 - mem / 1024,
+                    "robustness": rob, "fairness": fair}
+        scores[name] = sum(weights[m] / total * oriented[m] / amrs[m] for m in weights)
+    return scores
+
+
+async def test_board_matches_the_hand_worked_dynascore(platform, board):
+    result = await leaderboard.compute(platform, None, "toy")
+    weights = {"accuracy": 4, "macro_f1": 1, "throughput": 1, "memory": 1, "robustness": 1, "fairness": 1}
+    expected = _by_hand(weights)
+    complete = [r for r in result.rows if r.rank is not None]
+    assert [r.model_name for r in complete] == sorted(expected, key=expected.get, reverse=True)
+    for row in complete:
+        assert row.dynascore == pytest.approx(expected[row.model_name], abs=1e-9)
+    assert result.datasets == ["r1-test"]  # the perturbed copy feeds robustness, it is not a column
+    # the unpublished model is not on the board; the one still running is shown with every gap marked
+    last = result.rows[-1]
+    assert last.model_name == "delta" and last.rank is None and last.dynascore is None
+    assert set(last.missing) == set(weights)
+    assert "private" not in {r.model_name for r in result.rows}
+    alpha = next(r for r in result.rows if r.model_name == "alpha")
+    accuracy = next(m for m in alpha.metrics if m.name == "accuracy")
+    assert accuracy.interval == pytest.approx((0.85, 0.94)) and accuracy.weight == pytest.approx(4 / 9)
+    gamma = next(r for r in result.rows if r.model_name == "gamma")
+    assert gamma.submitter is None and alpha.submitter == "builder2"
+
+
+async def test_weights_change_the_ranking_and_are_checked(platform, board):
+    fast = {"accuracy": 1, "macro_f1": 0, "throughput": 10, "memory": 0, "robustness": 0, "fairness": 0}
+    result = await leaderboard.compute(platform, None, "toy", metric_weights=fast)
+    expected = _by_hand({k: v for k, v in fast.items() if v})
+    ranked = [r.model_name for r in result.rows if r.rank is not None]
+    assert ranked == sorted(expected, key=expected.get, reverse=True) and ranked[0] == "beta"
+    by_throughput = await leaderboard.compute(platform, None, "toy", sort="throughput")
+    assert [r.model_name for r in by_throughput.rows] == ["beta", "gamma", "alpha", "delta"]
+    with pytest.raises(InvalidInput, match="sort"):
+        await leaderboard.compute(platform, None, "toy", sort="colour")
+    with pytest.raises(InvalidInput, match="given twice"):
+        await leaderboard.compute(platform, None, "toy", metric_weights=[("accuracy", 1), ("accuracy", 2)])
+    with pytest.raises(InvalidInput, match="datasetWeights.r9"):
+        await leaderboard.compute(platform, None, "toy", dataset_weights={"r9": 1})
+    with pytest.raises(InvalidInput):
+        await leaderboard.compute(platform, None, "toy", metric_weights={"accuracy": -1})
+
+
+async def test_forks_snapshots_and_csv(platform, board):
+    builder = board["builder"]
+    fork = await leaderboard.save_fork(platform, builder, "toy", "speed first",
+                                       metric_weights={"accuracy": 1, "throughput": 10}, dataset_weights=None)
+    with pytest.raises(AlreadyExists):
+        await leaderboard.save_fork(platform, builder, "toy", "speed first", metric_weights=None, dataset_weights=None)
+    forked = await leaderboard.compute(platform, None, "toy", fork_id=fork.id)
+    assert forked.rows[0].model_name == "beta"
+    with pytest.raises(NotFound):
+        await leaderboard.compute(platform, None, "toy", fork_id=fork.id + 100)
+
+    frozen = await leaderboard.snapshot(platform, builder, "toy", "before the new round", metric_weights=None,
+                                        dataset_weights=None)
+    assert [r["model"] for r in frozen.rows][:3] == [r.model_name for r in (await leaderboard.compute(platform, None, "toy")).rows][:3]
+    assert (await leaderboard.get_snapshot(platform, None, frozen.id)).rows == frozen.rows
+
+    text = leaderboard.to_csv(await leaderboard.compute(platform, None, "toy"))
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [r["model"] for r in rows] == [r.model_name for r in (await leaderboard.compute(platform, None, "toy")).rows]
+    assert rows[-1]["dynascore"] == "" and "accuracy" in rows[-1]["missing"]
+    assert float(rows[0]["accuracy"]) in {0.9, 0.8, 0.7}
+
+
+BOARD = """query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) {
+  rows { model { id name } dynascore metrics { name value } } csv } }"""
+
+
+async def test_graphql_contract(gql, platform, board):
+    data = (await gql(BOARD, {"w": [{"name": "accuracy", "weight": 4}, {"name": "throughput", "weight": 1}]}, token=None))
+    rows = data["leaderboard"]["rows"]
+    assert {r["model"]["name"] for r in rows} == {"alpha", "beta", "gamma", "delta"}
+    assert rows[-1]["dynascore"] is None
+    assert all({m["name"] for m in r["metrics"]} >= {"accuracy", "throughput", "memory"} for r in rows)
+    assert data["leaderboard"]["csv"].startswith("rank,model_id,model,submitter,dynascore")
+    bad = await gql(BOARD, {"w": [{"name": "accuracy", "weight": -1}]}, token=None, expect_errors=True)
+    assert bad["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
+
+    token, _ = await register_user(gql, "forker")
+    saved = await gql("""mutation { saveLeaderboardFork(input: {taskCode: "toy", name: "mine",
+      metricWeights: [{name: "accuracy", weight: 1}]}) { __typename ... on LeaderboardForkSaved { fork { id } } } }""",
+                      token=token)
+    fork_id = saved["saveLeaderboardFork"]["fork"]["id"]
+    forked = await gql('query($f: ID!) { leaderboard(taskCode: "toy", forkId: $f) { metricWeights { name weight } } }',
+                       {"f": fork_id}, token=None)
+    # a weight given replaces that metric's default; the others keep theirs (1 each): 1 / (1 + 5)
+    assert {w["name"]: w["weight"] for w in forked["leaderboard"]["metricWeights"]}["accuracy"] == pytest.approx(1 / 6)
+    anonymous = await gql("""mutation { snapshotLeaderboard(input: {taskCode: "toy", name: "x"}) { __typename } }""",
+                          token=None)
+    assert anonymous["snapshotLeaderboard"]["__typename"] == "NotAuthenticated"
