@@ -194,3 +194,31 @@ async def register_user(gql: GraphQLClient, username: str = "alice") -> tuple[st
     payload = data["register"]
     assert payload["__typename"] == "AuthPayload", payload
     return payload["token"], payload["user"]["id"]
+
+
+@pytest.fixture
+async def live_platform(db_url, tmp_path):
+    """A platform with the toy task on its own fresh database (of ``db_url``'s kind) and a real engine: a pool of
+    connections and no shared test transaction, for concurrency tests and for code that opens its own engine."""
+    if db_url.startswith("postgresql"):
+        name = f"dynaforge_live_{uuid.uuid4().hex[:10]}"
+        await _admin_execute(f'CREATE DATABASE "{name}"')
+        url = f"{PG_SERVER}/{name}"
+    else:
+        name, url = None, f"sqlite+aiosqlite:///{tmp_path}/live.db"
+    database = Database(url)
+    await upgrade(database)
+    plugins = Plugins(allowlist=set(), extra=[ToyPlugin()])
+    p = Platform.create(
+        make_settings(url, validations_per_minute=10_000),
+        db=database,
+        plugins=plugins,
+        inference=LocalInferenceClient(plugins.registry.backends, timeout_s=5.0),
+    )
+    await task_service.sync_registered_tasks(p)
+    try:
+        yield p
+    finally:
+        await p.close()
+        if name is not None:
+            await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -9,17 +9,11 @@ import uuid
 import pytest
 from sqlalchemy import select
 
-from conftest import PG_SERVER, _admin_execute, make_settings, register_user
-from dynaforge.db.engine import Database
-from dynaforge.db.migrate import upgrade
+from conftest import register_user
 from dynaforge.db.models import Context, Example, ExampleStatus as S, Round, RoundUserStats, Validation
 from dynaforge.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
-from dynaforge.inference.client import LocalInferenceClient
-from dynaforge.plugins import Plugins
 from dynaforge.services import auth, counters, examples, proposals, stats, tasks, validation
 from dynaforge.services.actor import Actor
-from dynaforge.services.platform import Platform
-from toy_plugin import ToyPlugin
 
 
 async def _user(p, name: str, admin: bool = False) -> Actor:
@@ -391,34 +385,6 @@ async def test_graphql_contract(gql, platform):
 
 
 # --------------------------------------------------------------------------- concurrency on real connections
-
-
-@pytest.fixture
-async def live_platform(db_url, tmp_path):
-    """A platform on its own fresh database (of ``db_url``'s kind) and a real engine: a pool of connections and no
-    shared test transaction, for concurrency tests."""
-    if db_url.startswith("postgresql"):
-        name = f"dynaforge_live_{uuid.uuid4().hex[:10]}"
-        await _admin_execute(f'CREATE DATABASE "{name}"')
-        url = f"{PG_SERVER}/{name}"
-    else:
-        name, url = None, f"sqlite+aiosqlite:///{tmp_path}/live.db"
-    database = Database(url)
-    await upgrade(database)
-    plugins = Plugins(allowlist=set(), extra=[ToyPlugin()])
-    p = Platform.create(
-        make_settings(url, validations_per_minute=10_000),
-        db=database,
-        plugins=plugins,
-        inference=LocalInferenceClient(plugins.registry.backends, timeout_s=5.0),
-    )
-    await tasks.sync_registered_tasks(p)
-    try:
-        yield p
-    finally:
-        await p.close()
-        if name is not None:
-            await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
 async def test_parallel_validations_push_the_state_machine_once(live_platform):

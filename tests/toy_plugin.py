@@ -45,3 +45,6 @@ class ToyPlugin:
     @hookimpl
     def register_tasks(self, register):
         register(ToyTask())
+
+
+PLUGIN = ToyPlugin()  # for an entry point (``toy = toy_plugin:PLUGIN``) in tests that start processes

@@ -20,6 +20,7 @@ from dynaforge.api.schema import build_schema
 from dynaforge.inference.client import spec_key
 from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
+from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
@@ -59,8 +60,15 @@ def create_app(
     platform: Platform | None = None,
     sync_tasks: bool = True,
     warm_models: bool = False,
+    run_jobs: bool | None = None,
 ) -> Starlette:
-    """Build the app. ``platform`` lets tests inject their own database, plugins and inference client."""
+    """Build the app. ``platform`` lets tests inject their own database, plugins and inference client.
+
+    ``run_jobs`` (default: when the app builds its own platform) starts the job system: the in-process broker and
+    worker of the embedded default, or a Redis broker that ``dynaforge worker`` processes consume.
+    """
+    if run_jobs is None:
+        run_jobs = platform is None
     settings = settings or (platform.settings if platform else Settings())
     platform = platform or Platform.create(settings)
     graphql = DynaforgeGraphQL(
@@ -71,6 +79,8 @@ def create_app(
     async def lifespan(app: Starlette):
         if sync_tasks:
             await task_service.sync_registered_tasks(platform)
+        if run_jobs:
+            _start_jobs(platform)
         background = [asyncio.create_task(_retry_pending(platform), name="pending-predictions")]
         if warm_models:
             background.append(asyncio.create_task(_warm(platform), name="warm-models"))
@@ -80,6 +90,8 @@ def create_app(
             for task in background:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
+            if run_jobs and platform.jobs is not None:
+                platform.jobs.stop()
             await platform.close()
 
     async def healthz(request: Request) -> JSONResponse:
@@ -102,6 +114,17 @@ def create_app(
     )
     app.state.platform = platform
     return app
+
+
+def _start_jobs(platform: Platform) -> None:
+    from dynaforge.jobs import Jobs
+
+    platform.jobs = Jobs(platform.settings)
+    if platform.jobs.embedded:
+        platform.jobs.start_worker()
+    asyncio.get_running_loop().create_task(
+        submission_service.requeue_unfinished(platform, running_too=platform.jobs.embedded), name="requeue-evaluations"
+    )
 
 
 async def _retry_pending(platform: Platform) -> None:

@@ -54,6 +54,14 @@ class Settings(BaseSettings):
         description="how long the server keeps an idle HTTP connection open; longer than the idle time of clients' "
         "and load balancers' pools (often 15-60 s), so that a reused connection is never closed under a request",
     )
+    broker_url: str | None = Field(
+        default=None,
+        description="jobs: a Redis URL (redis://host:6379/0) shared by the API and `dynaforge worker` processes; "
+        "unset: an in-process broker and worker (the embedded default)",
+    )
+    eval_chunk_size: int = Field(default=256, ge=1, description="evaluation: items per stored chunk (the unit of resumption)")
+    eval_bootstrap_resamples: int = Field(default=1000, ge=10, description="evaluation: bootstrap resamples per interval")
+    eval_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="evaluation: the longest one job may run")
     cache_ttl_s: float = Field(
         default=2.0,
         ge=0,

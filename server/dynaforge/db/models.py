@@ -358,3 +358,17 @@ class LeaderboardSnapshot(SQLModel, table=True):
     dataset_weights: dict = _json()
     rows: list = _json(list)
     created_at: datetime = _ts()
+
+
+class EvaluationChunk(SQLModel, table=True):
+    """The raw model outputs for one chunk of a data set's items (positions ``chunk * size`` onwards), written
+    once: a job that restarts skips the chunks already here, so a killed worker leaves what a clean run leaves."""
+
+    __tablename__ = "evaluation_chunks"
+
+    evaluation_id: int = Field(foreign_key="evaluations.id", primary_key=True, ondelete="CASCADE")
+    chunk: int = Field(primary_key=True)
+    size: int
+    outputs: list = _json(list)
+    seconds: float = Field(default=0.0)
+    created_at: datetime = _ts()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from dynaforge.db.engine import Database
 from dynaforge.events import EventBus, InMemoryEventBus
@@ -22,6 +23,7 @@ class Platform:
     events: EventBus = field(default_factory=InMemoryEventBus)
     limiter: RateLimiter = field(default_factory=RateLimiter)
     caches: Caches = field(default_factory=Caches)
+    jobs: Any = None  # dynaforge.jobs.Jobs once the server starts its job system; None: evaluations stay queued
 
     @classmethod
     def create(

@@ -9,16 +9,19 @@ owners and admins.
 
 from __future__ import annotations
 
+import logging
 from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select
 
-from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, ModelRow, TaskRow, as_utc, utcnow
+from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.platform import Platform
+
+log = logging.getLogger(__name__)
 
 DEFAULT_SUBMISSIONS_PER_DAY = 3
 CARD_FIELDS = {"parameters", "license", "paper", "description", "training_data"}
@@ -103,7 +106,29 @@ async def submit_model(
         evaluations = [Evaluation(model_id=model.id, dataset_id=d) for d in scoring]
         s.add_all(evaluations)
         await s.flush()
+    enqueue(p, [e.id for e in evaluations])
     return model, evaluations
+
+
+def enqueue(p: Platform, evaluation_ids: list[int]) -> None:
+    """Send the evaluations to the job system, if this process runs one. A broker that is down is logged, not
+    raised: the submission is stored, and queued evaluations are sent again when a server starts."""
+    if p.jobs is None or not evaluation_ids:
+        return
+    try:
+        p.jobs.enqueue(evaluation_ids)
+    except Exception as exc:  # dynaforge.jobs.BrokerUnavailable
+        log.error("evaluations %s stay queued: %s", evaluation_ids, exc)
+
+
+async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
+    """Send again the evaluations that never started (and, with ``running_too``, those a stopped worker left
+    running); the runner resumes each from its stored chunks. Returns how many were sent."""
+    statuses = [EvaluationStatus.QUEUED, EvaluationStatus.RUNNING] if running_too else [EvaluationStatus.QUEUED]
+    async with p.db.session() as s:
+        ids = list(await s.scalars(select(Evaluation.id).where(Evaluation.status.in_(statuses)).order_by(Evaluation.id)))
+    enqueue(p, ids)
+    return len(ids)
 
 
 async def get_model(p: Platform, actor: Actor | None, model_id: int) -> tuple[ModelRow, bool]:

@@ -1,0 +1,346 @@
+"""Run one evaluation (a model on a data set) to the end, resumably: ``python -m dynaforge.evaluation.runner ID``.
+
+The job runs in a process of its own (started by the ``evaluate`` actor), so that the API never imports torch, a
+crashing model takes nothing else down, and memory is measured cleanly: the baseline RSS is read before the model
+loads, and a sampler records the peak while it predicts.
+
+Steps, each safe to repeat (a worker killed at any point and started again leaves the rows a clean run leaves):
+
+1. a finished evaluation is left alone; otherwise it is marked RUNNING (attempts + 1);
+2. the data set's items are read chunk by chunk (``EVAL_CHUNK_SIZE`` items, in position order); a chunk whose
+   outputs are already stored is skipped; the others are predicted in batches of similar length (sorted by the
+   model's ``length()`` or the input's characters, so short inputs are not padded to long ones) and stored with an
+   insert that does nothing if another run stored the chunk first; progress is written after each chunk;
+3. from every chunk's outputs: the task's metrics, a bootstrap interval of the principal metric (seeded by the
+   data set's id, so every model is resampled alike), per-slice metrics and gaps, throughput (items per second of prediction, model loading
+   excluded) and peak memory above the baseline; written once, with a compare-and-set on the status;
+4. the model's robustness and fairness are brought up to date: for each scoring set whose perturbed copies are done,
+   the share of variants predicted like their original (Dynabench's consistency), averaged over robustness and over
+   fairness perturbations, plus the copies' own task metrics; then the model's status is rolled up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import math
+import os
+import sys
+import threading
+import time
+from collections import deque
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
+
+from dynaforge.db.engine import Database
+from dynaforge.db.models import (
+    Dataset,
+    DatasetItem,
+    Evaluation,
+    EvaluationChunk,
+    EvaluationStatus as E,
+    ModelRow,
+    ModelStatus,
+    TaskRow,
+    utcnow,
+)
+from dynaforge.evaluation import scoring
+from dynaforge.plugins import Plugins
+from dynaforge.settings import Settings
+from dynaforge.tasks.base import Task
+
+log = logging.getLogger("dynaforge.evaluation")
+
+BATCH = 32
+FAIRNESS = "fairness"
+
+
+def rss_mb() -> float:
+    """This process's resident memory in MB (Linux /proc; 0 where unavailable)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return 0.0
+
+
+class PeakSampler:
+    """Samples RSS every ``interval_s`` in a thread; ``peak`` is the highest seen."""
+
+    def __init__(self, interval_s: float = 0.05):
+        self.interval_s = interval_s
+        self.peak = rss_mb()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self.peak = max(self.peak, rss_mb())
+
+    def __enter__(self) -> "PeakSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.peak = max(self.peak, rss_mb())
+
+
+def _length(predictor: Any, item: dict[str, Any]) -> int:
+    length = getattr(predictor, "length", None)
+    if callable(length):
+        try:
+            return int(length(item))
+        except Exception:  # noqa: BLE001 - an estimate only
+            pass
+    return len(json.dumps(item, ensure_ascii=False))
+
+
+def predict_bucketed(predictor: Any, inputs: list[dict[str, Any]], batch: int = BATCH) -> list[dict[str, Any]]:
+    """Outputs in the order of ``inputs``, predicted in batches of inputs of similar length."""
+    order = sorted(range(len(inputs)), key=lambda i: _length(predictor, inputs[i]))
+    outputs: list[Any] = [None] * len(inputs)
+    for start in range(0, len(order), batch):
+        ids = order[start : start + batch]
+        answers = predictor.predict([inputs[i] for i in ids])
+        if len(answers) != len(ids):
+            raise RuntimeError(f"the model answered {len(answers)} outputs for {len(ids)} inputs")
+        for i, answer in zip(ids, answers):
+            outputs[i] = answer
+    return outputs
+
+
+class Runner:
+    def __init__(self, settings: Settings, plugins: Plugins | None = None):
+        self.settings = settings
+        self.plugins = plugins or Plugins(allowlist=settings.plugin_allowlist())
+        self.db = Database(settings.database_url)
+
+    async def close(self) -> None:
+        await self.db.dispose()
+
+    # ------------------------------------------------------------------ the job
+    async def run(self, evaluation_id: int, *, stop_after_chunks: int | None = None) -> str:
+        """Run (or resume) an evaluation; returns its final status. ``stop_after_chunks`` stops early (tests of
+        resumption)."""
+        async with self.db.session() as s:
+            evaluation = await s.get(Evaluation, evaluation_id)
+            if evaluation is None:
+                raise LookupError(f"no evaluation {evaluation_id}")
+            if evaluation.status == E.DONE:
+                return E.DONE
+            model = await s.get(ModelRow, evaluation.model_id)
+            dataset = await s.get(Dataset, evaluation.dataset_id)
+            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+        task = self.plugins.task(code)
+        if task is None:
+            raise LookupError(f"task {code!r} is not installed in this worker")
+        async with self.db.write() as s:
+            await s.execute(
+                update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE).values(
+                    status=E.RUNNING, attempts=Evaluation.attempts + 1, started_at=utcnow(), error=None
+                )
+            )
+            await s.execute(update(ModelRow).where(ModelRow.id == model.id, ModelRow.status == ModelStatus.SUBMITTED)
+                            .values(status=ModelStatus.EVALUATING))
+        size = self.settings.eval_chunk_size
+        chunks = max(1, math.ceil(dataset.size / size))
+        async with self.db.session() as s:
+            done = set(await s.scalars(select(EvaluationChunk.chunk).where(EvaluationChunk.evaluation_id == evaluation_id)))
+        baseline = rss_mb()
+        predictor = None
+        with PeakSampler() as sampler:
+            ran = 0
+            for chunk in range(chunks):
+                if chunk in done:
+                    continue
+                if stop_after_chunks is not None and ran >= stop_after_chunks:
+                    return E.RUNNING
+                if predictor is None:
+                    backend = self.plugins.registry.backends[model.backend]
+                    predictor = backend.load(model.config)
+                items = await self._items(dataset.id, chunk * size, size)
+                inputs = [task.build_model_input(*task.split_fields(item.fields)) for item in items]
+                started = time.perf_counter()
+                outputs = await asyncio.to_thread(predict_bucketed, predictor, inputs)
+                seconds = time.perf_counter() - started
+                await self._store_chunk(evaluation_id, chunk, len(items), outputs, seconds)
+                ran += 1
+                async with self.db.write() as s:
+                    await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                                    .values(progress=round(min(1.0, (len(done) + ran) / chunks), 4)))
+        memory_mb = max(0.0, sampler.peak - baseline) if predictor is not None else None
+        await self._finish(evaluation_id, task, dataset, memory_mb)
+        await self.refresh_model(model.id)
+        return E.DONE
+
+    async def _items(self, dataset_id: int, start: int, size: int) -> list[DatasetItem]:
+        async with self.db.session() as s:
+            return list(await s.scalars(
+                select(DatasetItem).where(DatasetItem.dataset_id == dataset_id, DatasetItem.position >= start,
+                                          DatasetItem.position < start + size).order_by(DatasetItem.position)
+            ))
+
+    async def _store_chunk(self, evaluation_id: int, chunk: int, size: int, outputs: list, seconds: float) -> None:
+        async with self.db.write() as s:
+            insert = postgresql.insert if s.bind.dialect.name == "postgresql" else sqlite.insert
+            await s.execute(
+                insert(EvaluationChunk).values(evaluation_id=evaluation_id, chunk=chunk, size=size, outputs=outputs,
+                                               seconds=seconds, created_at=utcnow())
+                .on_conflict_do_nothing(index_elements=["evaluation_id", "chunk"])
+            )
+
+    async def predictions(self, evaluation_id: int, task: Task, dataset_id: int) -> tuple[list[dict], list[dict], float]:
+        """The items' fields, the task's reading of every stored output, and the seconds spent predicting."""
+        from dynaforge.services.examples import read_output
+
+        async with self.db.session() as s:
+            chunks = list(await s.scalars(select(EvaluationChunk).where(EvaluationChunk.evaluation_id == evaluation_id)
+                                          .order_by(EvaluationChunk.chunk)))
+            items = list(await s.scalars(select(DatasetItem).where(DatasetItem.dataset_id == dataset_id)
+                                         .order_by(DatasetItem.position)))
+        outputs = [o for c in chunks for o in c.outputs]
+        if len(outputs) != len(items):
+            raise RuntimeError(f"{len(outputs)} stored outputs for {len(items)} items; run the evaluation again")
+        predictions = []
+        for item, output in zip(items, outputs):
+            model_input = task.build_model_input(*task.split_fields(item.fields))
+            try:
+                predictions.append(read_output(task, output, model_input))
+            except (ValueError, TypeError):
+                predictions.append(None)  # an unusable answer counts as wrong
+        return [i.fields for i in items], predictions, sum(c.seconds for c in chunks)
+
+    async def _finish(self, evaluation_id: int, task: Task, dataset: Dataset, memory_mb: float | None) -> None:
+        golds, predictions, seconds = await self.predictions(evaluation_id, task, dataset.id)
+        registry = self.plugins.registry.metrics
+        metrics = scoring.score(task, None, golds, predictions, metrics=registry)
+        details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
+        if golds:
+            interval = scoring.metric_interval(task, None, golds, predictions, metrics=registry, seed=dataset.id,
+                                               resamples=self.settings.eval_bootstrap_resamples)
+            details["intervals"] = {task.principal_metric: [interval.low, interval.high]}
+        slices = [self.plugins.registry.slices[n] for n in task.fairness_slices if n in self.plugins.registry.slices]
+        if slices and golds:
+            per_slice = scoring.slice_metrics(task, slices, golds, predictions, golds, metrics=registry)
+            details["slices"] = per_slice
+            details["slice_gaps"] = scoring.slice_gaps(metrics, per_slice, metrics=registry)
+        throughput = len(golds) / seconds if seconds > 0 else None
+        async with self.db.write() as s:
+            await s.execute(
+                update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE).values(
+                    status=E.DONE, progress=1.0, metrics=metrics, details=details, throughput=throughput,
+                    memory_mb=memory_mb, finished_at=utcnow(), error=None,
+                )
+            )
+
+    # ------------------------------------------------------------------ the model's figures
+    async def refresh_model(self, model_id: int) -> None:
+        """Robustness and fairness on each scoring set whose copies are all done, then the model's status."""
+        async with self.db.session() as s:
+            rows = (await s.execute(
+                select(Evaluation, Dataset).join(Dataset, Dataset.id == Evaluation.dataset_id)
+                .where(Evaluation.model_id == model_id)
+            )).all()
+            model = await s.get(ModelRow, model_id)
+            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == model.task_id))
+        task = self.plugins.task(code)
+        by_dataset = {d.id: (e, d) for e, d in rows}
+        kinds = {p.name: p.kind for p in self.plugins.registry.perturbations.values()}
+        for evaluation, dataset in by_dataset.values():
+            if dataset.parent_id is not None or evaluation.status != E.DONE or task is None:
+                continue
+            copies = [(e, d) for e, d in by_dataset.values() if d.parent_id == dataset.id]
+            if not copies or any(e.status != E.DONE for e, _ in copies):
+                continue
+            _, originals, _ = await self.predictions(evaluation.id, task, dataset.id)
+            key = scoring.target_key(task)
+            figures: dict[str, list[float]] = {"robustness": [], FAIRNESS: []}
+            per_copy = {}
+            for copy_eval, copy in copies:
+                golds, predicted, _ = await self.predictions(copy_eval.id, task, copy.id)
+                async with self.db.session() as s:
+                    positions = list(await s.scalars(select(DatasetItem.original_position).where(
+                        DatasetItem.dataset_id == copy.id).order_by(DatasetItem.position)))
+                result = scoring.consistency(dict(enumerate(originals)), list(zip(positions, predicted)), key=key)
+                kind = kinds.get(copy.perturbation or "", "robustness")
+                figures[FAIRNESS if kind == FAIRNESS else "robustness"].append(result.score)
+                per_copy[copy.perturbation] = {"kind": kind, "consistency": result.score, **copy_eval.metrics}
+            metrics = dict(evaluation.metrics)
+            for name, values in figures.items():
+                if values:
+                    metrics[name] = sum(values) / len(values)
+            details = {**evaluation.details, "perturbations": per_copy}
+            async with self.db.write() as s:
+                await s.execute(update(Evaluation).where(Evaluation.id == evaluation.id)
+                                .values(metrics=metrics, details=details))
+        async with self.db.session() as s:
+            statuses = set(await s.scalars(select(Evaluation.status).where(Evaluation.model_id == model_id)))
+        status = (ModelStatus.FAILED if E.FAILED in statuses else ModelStatus.DONE if statuses <= {E.DONE}
+                  else ModelStatus.EVALUATING)
+        async with self.db.write() as s:
+            await s.execute(update(ModelRow).where(ModelRow.id == model_id).values(status=status))
+
+    async def fail(self, evaluation_id: int, error: str, log_tail: str) -> None:
+        async with self.db.write() as s:
+            await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                            .values(status=E.FAILED, error=error[-4000:], log_tail=log_tail[-20000:],
+                                    finished_at=utcnow()))
+            model_id = await s.scalar(select(Evaluation.model_id).where(Evaluation.id == evaluation_id))
+        if model_id is not None:
+            await self.refresh_model(model_id)
+
+
+class _Tail(logging.Handler):
+    def __init__(self, lines: int = 200):
+        super().__init__(logging.INFO)
+        self.lines: deque[str] = deque(maxlen=lines)
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(self.format(record))
+
+
+async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
+    settings = Settings()
+    runner = Runner(settings)
+    tail = _Tail()
+    logging.getLogger().addHandler(tail)
+    try:
+        status = await runner.run(evaluation_id, stop_after_chunks=stop_after_chunks)
+        log.info("evaluation %s: %s", evaluation_id, status)
+        return 0
+    except Exception as exc:  # recorded for the submitter, then reported to the caller
+        log.exception("evaluation %s failed", evaluation_id)
+        await runner.fail(evaluation_id, f"{type(exc).__name__}: {exc}", "\n".join(tail.lines))
+        return 1
+    finally:
+        await runner.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("evaluation_id", type=int)
+    parser.add_argument("--stop-after-chunks", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if threads := os.environ.get("DYNAFORGE_EVAL_THREADS"):
+        try:
+            import torch
+
+            torch.set_num_threads(int(threads))
+        except ImportError:
+            pass
+    return asyncio.run(_main(args.evaluation_id, args.stop_after_chunks))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

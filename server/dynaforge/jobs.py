@@ -1,0 +1,120 @@
+"""Background jobs on dramatiq: one ``evaluate`` message per evaluation (a model on a data set).
+
+The broker is Redis when ``DYNAFORGE_BROKER_URL`` is set (the API enqueues; ``dynaforge worker`` processes on any
+machine consume), and otherwise dramatiq's in-memory ``StubBroker`` with a worker thread inside the server (the
+embedded default). Either way the actor runs the evaluation in a child process
+(``python -m dynaforge.evaluation.runner ID``): torch never enters the API process, a crashing model takes
+nothing else down, and the memory it reports is the job's own. The runner resumes from stored chunks, so a
+message delivered twice (a worker killed before acknowledging, a restart re-enqueuing what was queued) costs time,
+never a duplicate or missing score.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+import dramatiq
+from dramatiq.brokers.stub import StubBroker
+
+from dynaforge.settings import Settings
+
+log = logging.getLogger(__name__)
+
+QUEUE = "evaluations"
+ACTOR = "dynaforge.evaluate"
+
+
+class BrokerUnavailable(RuntimeError):
+    """The job broker could not be reached; the message was not sent."""
+
+
+def make_broker(settings: Settings) -> dramatiq.Broker:
+    if settings.broker_url:
+        if not settings.broker_url.startswith(("redis://", "rediss://", "unix://")):
+            raise ValueError("DYNAFORGE_BROKER_URL must be a Redis URL (redis://host:6379/0)")
+        from dramatiq.brokers.redis import RedisBroker
+
+        return RedisBroker(url=settings.broker_url)
+    return StubBroker()
+
+
+def run_in_child(settings: Settings, evaluation_id: int, *, extra_args: tuple[str, ...] = ()) -> int:
+    """Run the evaluation in a child process with this process's settings; returns its exit status."""
+    env = dict(os.environ)
+    env["DYNAFORGE_DATABASE_URL"] = settings.database_url
+    if settings.load_plugins is not None:
+        env["DYNAFORGE_LOAD_PLUGINS"] = settings.load_plugins
+    env["DYNAFORGE_EVAL_CHUNK_SIZE"] = str(settings.eval_chunk_size)
+    env["DYNAFORGE_EVAL_BOOTSTRAP_RESAMPLES"] = str(settings.eval_bootstrap_resamples)
+    command = [sys.executable, "-m", "dynaforge.evaluation.runner", str(evaluation_id), *extra_args]
+    try:
+        done = subprocess.run(command, env=env, timeout=settings.eval_timeout_s)
+    except subprocess.TimeoutExpired:
+        log.error("evaluation %s ran past %s s and was stopped", evaluation_id, settings.eval_timeout_s)
+        return 124
+    return done.returncode
+
+
+class Jobs:
+    """The broker and its actors for one process."""
+
+    def __init__(self, settings: Settings, broker: dramatiq.Broker | None = None):
+        self.settings = settings
+        self.broker = broker or make_broker(settings)
+        self.worker: dramatiq.Worker | None = None
+
+        def evaluate(evaluation_id: int) -> None:
+            status = run_in_child(self.settings, evaluation_id)
+            if status != 0:
+                # The runner recorded the failure (error and log tail) on the evaluation; retrying the same model on
+                # the same data would fail the same way, so the message is done.
+                log.warning("evaluation %s ended with status %s", evaluation_id, status)
+
+        self.evaluate = dramatiq.actor(
+            evaluate, broker=self.broker, actor_name=ACTOR, queue_name=QUEUE, max_retries=0,
+            time_limit=int(settings.eval_timeout_s * 1000) + 60_000,
+        )
+
+    @property
+    def embedded(self) -> bool:
+        return isinstance(self.broker, StubBroker)
+
+    def enqueue(self, evaluation_ids: list[int]) -> None:
+        """Send one message per evaluation; raises BrokerUnavailable (with the cause) when the broker is down."""
+        for evaluation_id in evaluation_ids:
+            try:
+                self.evaluate.send(evaluation_id)
+            except Exception as exc:  # redis.ConnectionError and friends
+                raise BrokerUnavailable(f"the job broker is unreachable ({type(exc).__name__}: {exc}); the "
+                                        "evaluations stay queued and are sent again when the server restarts") from exc
+
+    def start_worker(self, threads: int = 1) -> None:
+        """Consume in this process (the embedded default)."""
+        self.worker = dramatiq.Worker(self.broker, queues=[QUEUE], worker_threads=threads, worker_timeout=200)
+        self.worker.start()
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
+        self.broker.close()
+
+
+def worker_main(settings: Settings, threads: int = 1) -> None:  # pragma: no cover - exercised through the CLI
+    """``dynaforge worker``: consume evaluation messages from the Redis broker until interrupted."""
+    import signal
+    import threading
+
+    if not settings.broker_url:
+        raise SystemExit("set DYNAFORGE_BROKER_URL to the Redis URL the API uses; without it the server runs its "
+                         "own jobs and needs no worker")
+    jobs = Jobs(settings)
+    jobs.start_worker(threads)
+    stopped = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stopped.set())
+    log.info("worker consuming %s from %s with %d thread(s)", QUEUE, settings.broker_url, threads)
+    stopped.wait()
+    jobs.stop()

@@ -1,0 +1,238 @@
+"""Evaluation jobs: the runner (metrics, chunks, resumption, robustness), a child process killed mid-job, and the
+dramatiq actor on the StubBroker and on a real Redis broker. On SQLite and PostgreSQL.
+
+The data set: twelve accepted examples of the toy task, all in one scoring set, plus its ``uppercase`` copy. The
+model says 'good' exactly when the text has the lower-case word 'good' (``eval_models.keyword_toy``), so:
+item i has 'good' when i is even; its gold label is good when i % 4 is 0 or 1. Right on i % 4 in {0, 3}: accuracy
+6/12. On the upper-cased copy it always says 'bad', so the six items it called good change: consistency 6/12.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from conftest import service_missing
+from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, EvaluationStatus as E, ModelRow
+from dynaforge.evaluation.runner import Runner
+from dynaforge.services import auth, datasets, examples, submissions, validation
+from dynaforge.services.actor import Actor
+
+TESTS = Path(__file__).resolve().parent
+MODEL = {"callable": "eval_models:keyword_toy"}
+SLOW = {"callable": "eval_models:slow_toy"}
+ONE_SET = (("test", 1.0, DatasetAccess.SCORING),)
+
+
+async def _user(p, name: str, admin: bool = False) -> Actor:
+    user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org",
+                                  password="long enough pw", is_admin=admin)
+    return Actor(user.id, user.username, user.is_admin)
+
+
+@pytest.fixture
+async def scoring(live_platform, monkeypatch):
+    p = live_platform
+    p.settings.examples_per_minute = 1000
+    p.settings.eval_chunk_size = 5
+    p.settings.eval_bootstrap_resamples = 200
+    monkeypatch.setattr(p.plugins.registry.tasks["toy"], "perturbations", ("uppercase",))
+    admin, author = await _user(p, "admin1", admin=True), await _user(p, "author1")
+    for i in range(12):
+        text = f"{'good' if i % 2 == 0 else 'fine'} item {i}"
+        outcome = await examples.submit(p, author, task_code="toy",
+                                        fields={"text": text, "label": "good" if i % 4 in (0, 1) else "bad"})
+        await validation.validate(p, admin, outcome.example.id, "CORRECT")
+    made = await datasets.build_from_round(p, admin, "toy", 1, splits=ONE_SET)
+    assert [d.name for d in made] == ["r1-test", "r1-test~uppercase"]
+    return {"p": p, "builder": await _user(p, "builder1"), "datasets": made}
+
+
+async def _submit(p, builder, name: str, config=MODEL) -> tuple[ModelRow, dict[str, int]]:
+    model, queued = await submissions.submit_model(p, builder, task_code="toy", name=name, backend="python",
+                                                   config=config, published=True)
+    names = {e.dataset_id: e.id for e in queued}
+    async with p.db.session() as s:
+        from dynaforge.db.models import Dataset
+
+        rows = {d.id: d.name for d in await s.scalars(select(Dataset))}
+    return model, {rows[d]: e for d, e in names.items()}
+
+
+async def _rows(p, evaluation_id: int) -> tuple[Evaluation, list[list]]:
+    async with p.db.session() as s:
+        evaluation = await s.get(Evaluation, evaluation_id)
+        chunks = list(await s.scalars(select(EvaluationChunk).where(EvaluationChunk.evaluation_id == evaluation_id)
+                                      .order_by(EvaluationChunk.chunk)))
+    return evaluation, [c.outputs for c in chunks]
+
+
+async def test_runner_scores_chunks_and_robustness(scoring):
+    p = scoring["p"]
+    model, evaluations = await _submit(p, scoring["builder"], "keywords")
+    runner = Runner(p.settings, p.plugins)
+    try:
+        assert await runner.run(evaluations["r1-test"]) == E.DONE
+        assert await runner.run(evaluations["r1-test~uppercase"]) == E.DONE
+    finally:
+        await runner.close()
+    evaluation, chunks = await _rows(p, evaluations["r1-test"])
+    assert [len(c) for c in chunks] == [5, 5, 2]  # 12 items in chunks of 5
+    assert evaluation.status == E.DONE and evaluation.progress == 1.0 and evaluation.attempts == 1
+    assert evaluation.metrics["accuracy"] == pytest.approx(0.5)
+    assert evaluation.metrics["robustness"] == pytest.approx(0.5) and "fairness" not in evaluation.metrics
+    low, high = evaluation.details["intervals"]["accuracy"]
+    assert 0.0 <= low <= 0.5 <= high <= 1.0
+    assert evaluation.throughput > 0 and evaluation.memory_mb is not None and evaluation.memory_mb >= 0
+    assert evaluation.details["perturbations"]["uppercase"]["consistency"] == pytest.approx(0.5)
+    copy, _ = await _rows(p, evaluations["r1-test~uppercase"])
+    # upper-cased, the model says bad everywhere: right on the six 'bad' items
+    assert copy.metrics["accuracy"] == pytest.approx(0.5)
+    async with p.db.session() as s:
+        assert (await s.get(ModelRow, model.id)).status == "DONE"
+
+
+async def test_a_resumed_run_leaves_the_rows_of_a_clean_run(scoring):
+    p, builder = scoring["p"], scoring["builder"]
+    _, clean = await _submit(p, builder, "clean")
+    _, resumed = await _submit(p, builder, "resumed")
+    runner = Runner(p.settings, p.plugins)
+    try:
+        await runner.run(clean["r1-test"])
+        assert await runner.run(resumed["r1-test"], stop_after_chunks=1) == E.RUNNING  # "killed" after one chunk
+        partial, partial_chunks = await _rows(p, resumed["r1-test"])
+        assert partial.status == E.RUNNING and len(partial_chunks) == 1 and partial.progress == pytest.approx(1 / 3, abs=1e-3)
+        assert await runner.run(resumed["r1-test"]) == E.DONE
+        assert await runner.run(resumed["r1-test"]) == E.DONE  # a message delivered twice changes nothing
+    finally:
+        await runner.close()
+    a, a_chunks = await _rows(p, clean["r1-test"])
+    b, b_chunks = await _rows(p, resumed["r1-test"])
+    assert a_chunks == b_chunks and a.metrics == b.metrics and a.details == b.details
+    assert b.attempts == 2  # the repeated delivery found it done and did not start again
+
+
+async def test_a_model_that_cannot_load_fails_with_its_error_and_log(scoring):
+    p = scoring["p"]
+    _, evaluations = await _submit(p, scoring["builder"], "broken", {"callable": "eval_models:no_such_model"})
+    status = await _child(p, evaluations["r1-test"])
+    assert status == 1
+    evaluation, _ = await _rows(p, evaluations["r1-test"])
+    assert evaluation.status == E.FAILED and "no_such_model" in evaluation.error
+    assert "evaluation" in evaluation.log_tail and "Traceback" in evaluation.log_tail
+
+
+def _child_env(p, tmp: Path) -> dict[str, str]:
+    """The toy plugin as an installed entry point, for processes the test starts."""
+    dist = tmp / "toy_plugin-0.1.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_plugin\nVersion: 0.1\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[dynaforge]\ntoy = toy_plugin:PLUGIN\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
+    env.update(PYTHONPATH=os.pathsep.join([str(tmp), str(TESTS)]), DYNAFORGE_DATABASE_URL=p.settings.database_url,
+               DYNAFORGE_LOAD_PLUGINS="toy", DYNAFORGE_EVAL_CHUNK_SIZE=str(p.settings.eval_chunk_size),
+               DYNAFORGE_EVAL_BOOTSTRAP_RESAMPLES=str(p.settings.eval_bootstrap_resamples), PYTHONUNBUFFERED="1")
+    return env
+
+
+async def _child(p, evaluation_id: int) -> int:
+    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"dynaforge-toy-{uuid.uuid4().hex[:8]}"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "dynaforge.evaluation.runner", str(evaluation_id), env=_child_env(p, tmp),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return await asyncio.wait_for(process.wait(), timeout=120)
+
+
+async def test_a_worker_killed_mid_job_resumes_without_duplicates(scoring, tmp_path):
+    p, builder = scoring["p"], scoring["builder"]
+    _, clean = await _submit(p, builder, "clean", MODEL)
+    _, killed = await _submit(p, builder, "killed", SLOW)
+    runner = Runner(p.settings, p.plugins)
+    try:
+        await runner.run(clean["r1-test"])
+    finally:
+        await runner.close()
+    process = subprocess.Popen([sys.executable, "-m", "dynaforge.evaluation.runner", str(killed["r1-test"])],
+                               env=_child_env(p, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(600):  # until the first chunk is stored, then kill -9 before the last
+            async with p.db.session() as s:
+                stored = await s.scalar(select(func.count()).select_from(EvaluationChunk)
+                                        .where(EvaluationChunk.evaluation_id == killed["r1-test"]))
+            if stored >= 1:
+                break
+            await asyncio.sleep(0.05)
+        os.kill(process.pid, signal.SIGKILL)
+    finally:
+        process.wait(timeout=30)
+    partial, partial_chunks = await _rows(p, killed["r1-test"])
+    assert partial.status == E.RUNNING and 1 <= len(partial_chunks) < 3
+    process = subprocess.run([sys.executable, "-m", "dynaforge.evaluation.runner", str(killed["r1-test"])],
+                             env=_child_env(p, tmp_path), capture_output=True, text=True, timeout=120)
+    assert process.returncode == 0, process.stderr[-2000:]
+    a, a_chunks = await _rows(p, clean["r1-test"])
+    b, b_chunks = await _rows(p, killed["r1-test"])
+    assert a_chunks == b_chunks and a.metrics == b.metrics and a.details["intervals"] == b.details["intervals"]
+    assert b.status == E.DONE and b.attempts == 2
+
+
+async def _wait_done(p, evaluation_ids, timeout_s: float = 90.0) -> None:
+    for _ in range(int(timeout_s / 0.1)):
+        async with p.db.session() as s:
+            statuses = list(await s.scalars(select(Evaluation.status).where(Evaluation.id.in_(evaluation_ids))))
+        if all(st in (E.DONE, E.FAILED) for st in statuses):
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"evaluations still {statuses}")
+
+
+@pytest.fixture(params=["stub", "redis"])
+def broker_url(request):
+    if request.param == "stub":
+        return None
+    url = os.environ.get("DYNAFORGE_TEST_REDIS", "redis://127.0.0.1:6379/15")
+    try:
+        import redis
+
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means no usable server
+        service_missing("Redis", f"{type(exc).__name__}: {exc}")
+    return url
+
+
+async def test_the_evaluate_actor_runs_queued_evaluations(scoring, broker_url, tmp_path, monkeypatch):
+    """Submitting enqueues one message per evaluation; a worker (in-process on the StubBroker, a separate consumer
+    on Redis) runs each in a child process."""
+    from dynaforge.jobs import Jobs
+
+    p = scoring["p"]
+    for key, value in _child_env(p, tmp_path).items():
+        monkeypatch.setenv(key, value)
+    p.settings.broker_url = broker_url
+    p.settings.load_plugins = "toy"
+    producer = Jobs(p.settings)
+    consumer = producer if producer.embedded else Jobs(p.settings)
+    if broker_url:
+        producer.broker.flush_all()
+    p.jobs = producer
+    try:
+        consumer.start_worker()
+        model, evaluations = await _submit(p, scoring["builder"], "queued")
+        await _wait_done(p, list(evaluations.values()))
+    finally:
+        consumer.stop()
+        if consumer is not producer:
+            producer.stop()
+        p.jobs = None
+    evaluation, _ = await _rows(p, evaluations["r1-test"])
+    assert evaluation.status == E.DONE and evaluation.metrics["accuracy"] == pytest.approx(0.5)
+    async with p.db.session() as s:
+        assert (await s.get(ModelRow, model.id)).status == "DONE"
