@@ -172,3 +172,48 @@ async def test_scoring_sets_get_seeded_perturbed_copies_that_submissions_are_que
                                                    backend="python", config=KEYWORD)
     names = [d.name for _, d in await submissions.evaluations_of(platform, model.id)]
     assert names == ["r1-test", "r1-test~typo", "r1-test~uppercase"] and len(queued) == 3
+
+
+async def test_uploaded_datasets_are_validated_all_or_nothing(platform, setup):
+    owner = setup["owner"]
+    records = [("line 1", {"text": "good stuff", "label": "good"}), ("line 2", {"text": "x" * 101, "label": "meh"})]
+    with pytest.raises(InvalidInput) as error:
+        await datasets.create_dataset(platform, owner, "toy", "held-out", records)
+    assert {e.field for e in error.value.field_errors} == {"line 2.text", "line 2.label"}
+    assert await datasets.list_datasets(platform, owner, "toy") == []
+    with pytest.raises(Forbidden):
+        await datasets.create_dataset(platform, setup["builder"], "toy", "held-out", records[:1])
+    made = await datasets.create_dataset(platform, owner, "toy", "held-out", records[:1], access=DatasetAccess.HIDDEN)
+    assert [(d.name, d.source, d.size) for d in made] == [("held-out", "upload", 1)]
+    with pytest.raises(AlreadyExists):
+        await datasets.create_dataset(platform, owner, "toy", "held-out", records[:1])
+    with pytest.raises(InvalidInput, match="name"):
+        await datasets.create_dataset(platform, owner, "toy", "Bad Name", records[:1])
+
+
+def test_cli_imports_a_dataset_through_a_task_importer(tmp_path):
+    import asyncio
+
+    from click.testing import CliRunner
+
+    from dynaforge import cli
+    from dynaforge.db.engine import Database
+    from dynaforge.db.migrate import upgrade
+
+    url = f"sqlite+aiosqlite:///{tmp_path}/cli.db"
+
+    async def migrate():
+        database = Database(url)
+        await upgrade(database)
+        await database.dispose()
+
+    asyncio.run(migrate())
+    path = tmp_path / "held-out.tsv"
+    path.write_text("sentence\tlabel\na lovely walk in the rain\t1\nthe soup was cold and late\t0\n", encoding="utf-8")
+    result = CliRunner().invoke(cli.main, ["datasets", "import", "--task", "sentiment", "--format", "sst",
+                                           "--name", "held-out", "--access", "STANDARD", str(path), "--database-url", url])
+    assert result.exit_code == 0, result.output
+    assert "data set held-out: 2 examples (standard)" in result.output
+    again = CliRunner().invoke(cli.main, ["datasets", "import", "--task", "sentiment", "--format", "sst",
+                                          "--name", "held-out", str(path), "--database-url", url])
+    assert again.exit_code == 1 and "already has a data set named 'held-out'" in again.output

@@ -144,6 +144,7 @@ async def _prepare_demo(settings: Settings) -> tuple[str, str | None]:
                 platform, system, username=DEMO_USER, email="demo@dynaforge.invalid", password=password, is_admin=True
             )
         _, token = await auth.create_token(platform, system, name="demo", username=DEMO_USER)
+        await _seed_demo_evaluations(platform, await auth.find_user(platform, DEMO_USER))
         for name, error in platform.plugins.errors.items():
             click.echo(f"warning: plugin {name} is broken: {error}", err=True)
         return token, password
@@ -151,7 +152,83 @@ async def _prepare_demo(settings: Settings) -> tuple[str, str | None]:
         await platform.close()
 
 
+async def _seed_demo_evaluations(platform, user) -> None:
+    """Each task's sample examples become a scoring set ``demo-samples`` (with its perturbed copies) and its default
+    target models are submitted as published models, so the demo's leaderboards fill as the jobs finish."""
+    from dynaforge.errors import DynaforgeError
+    from dynaforge.services import datasets, submissions
+    from dynaforge.services.actor import Actor
+
+    system, demo = Actor.system(), Actor(user.id, user.username, user.is_admin)
+    for code, task in platform.plugins.registry.tasks.items():
+        if not task.sample_examples:
+            continue
+        try:
+            await datasets.create_dataset(
+                platform, system, code, "demo-samples", [(f"sample {i}", dict(e)) for i, e in enumerate(task.sample_examples)],
+                description="The task's own sample examples (a demo scoring set)",
+            )
+        except DynaforgeError:
+            continue  # seeded by an earlier run of the demo
+        for spec in task.default_target_models:
+            try:
+                await submissions.submit_model(platform, demo, task_code=code, name=spec.name, backend=spec.backend,
+                                               config=spec.config, card={"description": "the task's default target model"},
+                                               published=True)
+            except DynaforgeError as exc:
+                click.echo(f"warning: could not submit {spec.name} to {code}: {exc.message}", err=True)
+
+
 # --------------------------------------------------------------------------- db
+
+
+@main.command()
+@click.option("--threads", default=1, show_default=True, type=int, help="Evaluations run at once by this worker.")
+@database_option
+def worker(threads: int, database_url: str | None) -> None:
+    """Run evaluation jobs from the Redis broker (DYNAFORGE_BROKER_URL) that the API servers enqueue to."""
+    from dynaforge.jobs import worker_main
+
+    worker_main(_settings(database_url or _default_url()), threads)
+
+
+@main.group()
+def datasets() -> None:
+    """Evaluation data sets."""
+
+
+@datasets.command("import")
+@click.option("--task", "task_code", required=True)
+@click.option("--format", "format_name", required=True, help="An importer of the task (see `dynaforge import`).")
+@click.option("--name", required=True, help="The data set's name, e.g. anli-r1-dev.")
+@click.option("--access", default="SCORING", show_default=True, type=click.Choice(["SCORING", "STANDARD", "HIDDEN"]))
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@database_option
+def datasets_import(task_code: str, format_name: str, name: str, access: str, path: Path, database_url: str | None) -> None:
+    """Add an evaluation data set read by one of the task's importers (all or nothing; SCORING sets get their
+    perturbed copies)."""
+    from dynaforge.services import datasets as dataset_service
+    from dynaforge.services import imports as import_service
+    from dynaforge.services import tasks as task_service
+    from dynaforge.services.actor import Actor
+    from dynaforge.importers import SkippedRow
+
+    async def go():
+        platform = _platform(database_url)
+        try:
+            await task_service.sync_registered_tasks(platform)
+            task = platform.plugins.task(task_code)
+            if task is None:
+                raise click.ClickException(f"no task {task_code!r} is installed")
+            importer = import_service.choose_importer(platform, task, format_name)
+            records = [(r.location, r.fields) for r in importer.read(path, task) if not isinstance(r, SkippedRow)]
+            return await dataset_service.create_dataset(platform, Actor.system(), task_code, name, records, access=access)
+        finally:
+            await platform.close()
+
+    made = _run(go())
+    for dataset in made:
+        click.echo(f"data set {dataset.name}: {dataset.size} examples ({dataset.access.lower()})")
 
 
 @main.group()

@@ -70,7 +70,7 @@ class NLITask(Task):
     sample_examples = (
         {"premise": "The night ferry to the island leaves at 11 p.m. on weekdays and at midnight on Saturdays. "
                     "It does not run on Sundays between October and March.",
-         "hypothesis": "In January you cannot take the night ferry on a Sunday.", "label": "entailment",
+         "hypothesis": "In January a woman cannot take the night ferry on a Sunday.", "label": "entailment",
          "reason": "Needs the month to be matched to the October-March window."},
         {"premise": "Marta planted twelve tomato seedlings in April. By July only half of them had survived the "
                     "heat, but those gave more fruit than her family could eat.",

@@ -66,7 +66,7 @@ class QATask(Task):
         ModelSpec(name="minilm-qa-span", backend="python", config={"factory": "dynaforge_qa.model:load"}),
     )
     sample_examples = (
-        {"passage": _CANAL, "question": "Who was in charge when work on the canal started?",
+        {"passage": _CANAL, "question": "Who was the woman in charge when work on the canal started?",
          "answer": {"text": "Agnes Pell", "start": _CANAL.index("Agnes Pell")}},
         {"passage": _CANAL, "question": "What did the final commercial boat on the canal carry?",
          "answer": {"text": "a load of timber", "start": _CANAL.index("a load of timber")}},

@@ -225,3 +225,52 @@ async def items(
             for r in rows
         ]
     return ItemPage(rows, gold_visible, rows[-1].position if more and rows else None)
+
+
+MAX_REPORTED = 50
+
+
+async def create_dataset(
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    name: str,
+    records: list[tuple[str, dict[str, Any]]],
+    *,
+    access: str = DatasetAccess.SCORING,
+    description: str = "",
+    seed: int = 0,
+    auth_error: str | None = None,
+) -> list[Dataset]:
+    """Owners add a data set of complete examples (``(location, fields)`` pairs, e.g. read by an importer): each is
+    validated by the task, all or nothing, errors named by location. A SCORING set gets its perturbed copies."""
+    actor, view = await _owned_task(p, actor, task_code, auth_error)
+    errors = []
+    if not NAME.match(name or ""):
+        errors.append(FieldError("name", "format", "use 1 to 100 lowercase letters, digits, '_', '.' or '-'"))
+    if access not in DatasetAccess.ALL:
+        errors.append(FieldError("access", "choice", f"must be one of {', '.join(DatasetAccess.ALL)}"))
+    if not records:
+        errors.append(FieldError("records", "empty", "a data set needs at least one example"))
+    cleaned = []
+    for location, fields in records:
+        try:
+            cleaned.append(view.task.validate_example(fields, None))
+        except InvalidInput as exc:
+            errors.extend(FieldError(f"{location}.{e.field}", e.rule, e.message) for e in exc.field_errors)
+    if errors:
+        more = len(errors) - MAX_REPORTED
+        shown = errors[:MAX_REPORTED] + ([FieldError("records", "more", f"and {more} more problems")] if more > 0 else [])
+        raise InvalidInput.from_errors(shown)
+    async with p.db.write() as s:
+        if await s.scalar(select(Dataset.id).where(Dataset.task_id == view.row.id, Dataset.name == name)) is not None:
+            raise AlreadyExists(f"Task {task_code} already has a data set named {name!r}")
+        dataset = Dataset(task_id=view.row.id, name=name, description=description, access=access, source="upload",
+                          seed=seed, size=len(cleaned), created_by=actor.user_id)
+        s.add(dataset)
+        await s.flush()
+        await _add_items(s, dataset.id, [(None, fields) for fields in cleaned])
+        made = [dataset]
+        if access == DatasetAccess.SCORING:
+            made.extend(await _add_perturbed_copies(p, s, view.task, dataset, cleaned, actor))
+    return made
