@@ -24,7 +24,9 @@ from typing import Any, AsyncIterator, Callable, Iterable
 
 from sqlalchemy import func, select
 
-from dynaforge.db.models import Context, Example, ExampleStatus, Round, Validation, as_utc
+from dynaforge.db.models import (
+    Context, Dataset, DatasetAccess, DatasetItem, Example, ExampleStatus, Round, Validation, as_utc,
+)
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
@@ -77,6 +79,14 @@ class ExportPlan:
     statuses: tuple[str, ...]
     max_id: int
     whole_task: bool
+    withhold_scored: bool = False  # leave out examples frozen into SCORING or HIDDEN data sets (their gold is secret)
+
+    def where(self) -> list[Any]:
+        """Conditions every exported example meets besides its round and the id range."""
+        conditions = [Example.task_id == self.task_id, Example.status.in_(self.statuses), Example.id <= self.max_id]
+        if self.withhold_scored:
+            conditions.append(Example.id.not_in(_scored_examples()))
+        return conditions
 
     @property
     def total(self) -> int:
@@ -115,7 +125,8 @@ async def prepare_export(
     """Check who may export what and fix the export's scope.
 
     Owners and admins may export examples of every status (default: :data:`OWNER_DEFAULT_STATUSES`); everyone
-    else only accepted ones. Hidden tasks exist only for their owners and admins. ``round_number=None`` exports
+    else only accepted ones, less those frozen into a SCORING or HIDDEN data set (whose gold stays with the owners).
+    Hidden tasks exist only for their owners and admins. ``round_number=None`` exports
     every round of the task.
     """
     actor = require_user(actor, auth_error)
@@ -140,12 +151,10 @@ async def prepare_export(
             numbers = list(await s.scalars(select(Round.number).where(Round.task_id == view.row.id).order_by(Round.number)))
             raise NotFound(f"Task {task_code} has no round {round_number}; its rounds are {_numbers(numbers)}")
         max_id = await s.scalar(select(func.max(Example.id)).where(Example.task_id == view.row.id)) or 0
-        where = [
-            Example.task_id == view.row.id,
-            Example.round_id.in_([r.id for r in rounds]),
-            Example.status.in_(wanted),
-            Example.id <= max_id,
-        ]
+        where = [Example.round_id.in_([r.id for r in rounds]), Example.status.in_(wanted), Example.id <= max_id,
+                 Example.task_id == view.row.id]
+        if not owner:
+            where.append(Example.id.not_in(_scored_examples()))
         stats = {
             round_id: (count, first)
             for round_id, count, first in await s.execute(
@@ -153,7 +162,17 @@ async def prepare_export(
             )
         }
     parts = tuple(RoundExport(r, *stats.get(r.id, (0, None))) for r in rounds)
-    return ExportPlan(view.task, view.row.id, parts, tuple(wanted), max_id, whole_task=round_number is None)
+    return ExportPlan(view.task, view.row.id, parts, tuple(wanted), max_id, whole_task=round_number is None,
+                      withhold_scored=not owner)
+
+
+def _scored_examples():
+    """Ids of examples frozen into a SCORING or HIDDEN data set: their gold targets stay with the owners."""
+    return (
+        select(DatasetItem.example_id)
+        .join(Dataset, Dataset.id == DatasetItem.dataset_id)
+        .where(Dataset.access != DatasetAccess.STANDARD, DatasetItem.example_id.is_not(None))
+    )
 
 
 def _check_statuses(statuses: Iterable[str] | None) -> tuple[str, ...] | None:
@@ -197,13 +216,7 @@ async def _pages(p: Platform, plan: ExportPlan, part: RoundExport, page_size: in
             examples = list(
                 await s.scalars(
                     select(Example)
-                    .where(
-                        Example.task_id == plan.task_id,
-                        Example.round_id == part.round.id,
-                        Example.status.in_(plan.statuses),
-                        Example.id > last,
-                        Example.id <= plan.max_id,
-                    )
+                    .where(*plan.where(), Example.round_id == part.round.id, Example.id > last)
                     .order_by(Example.id)
                     .limit(page_size)
                 )
