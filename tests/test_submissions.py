@@ -217,3 +217,27 @@ def test_cli_imports_a_dataset_through_a_task_importer(tmp_path):
     again = CliRunner().invoke(cli.main, ["datasets", "import", "--task", "sentiment", "--format", "sst",
                                           "--name", "held-out", str(path), "--database-url", url])
     assert again.exit_code == 1 and "already has a data set named 'held-out'" in again.output
+
+
+PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) {
+  __typename ... on SubmittedModel { model { id status evaluations { status metrics throughput } } }
+  ... on InvalidInput { fieldErrors { field } } ... on Error { message } } }"""
+
+
+async def test_uploaded_predictions_are_scored_but_not_timed(gql, platform, setup):
+    made = {d.name: d for d in await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=2)}
+    token, _ = await register_user(gql, "uploader")
+    size = made["r1-test"].size
+    wrong_count = {"taskCode": "toy", "name": "mine", "datasetName": "r1-test", "predictions": [{"label": "bad"}]}
+    result = (await gql(PREDICT, {"input": wrong_count}, token=token))["submitPredictions"]
+    assert result["fieldErrors"] == [{"field": "predictions"}]
+    missing = {**wrong_count, "datasetName": "r9-test"}
+    assert (await gql(PREDICT, {"input": missing}, token=token))["submitPredictions"]["__typename"] == "NotFound"
+    # every accepted example says 'bad' in the toy fixture: all-'bad' predictions are right, all-'good' ones wrong
+    right = {**wrong_count, "predictions": [{"label": "bad"}] * size}
+    model = (await gql(PREDICT, {"input": right}, token=token))["submitPredictions"]["model"]
+    assert model["status"] == "DONE"
+    assert model["evaluations"] == [{"status": "DONE", "metrics": {"accuracy": 1.0, "macro_f1": 1.0}, "throughput": None}]
+    wrong = {**wrong_count, "name": "contrary", "predictions": [{"label": "good"}] * size}
+    model = (await gql(PREDICT, {"input": wrong}, token=token))["submitPredictions"]["model"]
+    assert model["evaluations"][0]["metrics"]["accuracy"] == 0.0

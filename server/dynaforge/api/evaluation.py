@@ -144,6 +144,19 @@ class SubmitModelInput:
 
 
 @strawberry.input
+class SubmitPredictionsInput:
+    task_code: str
+    name: str
+    dataset_name: str = strawberry.field(description="A data set you can see (the datasets query lists them).")
+    predictions: list[JSON] = strawberry.field(
+        description="One output per item, in the order of datasetItems, shaped like a model server's output."
+    )
+    card: ModelCardInput | None = None
+    published: bool = False
+    anonymous: bool = False
+
+
+@strawberry.input
 class CreateRoundDatasetsInput:
     task_code: str
     round_number: int
@@ -394,6 +407,22 @@ class EvaluationMutation:
                 info.context.platform, info.context.actor, task_code=input.task_code, name=input.name,
                 backend=input.backend, config=input.config, card=card, published=input.published,
                 anonymous=input.anonymous, auth_error=info.context.auth_error,
+            )
+            return SubmittedModel(model=Model.from_row(model, privileged=True))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Upload predictions for one data set instead of a model: scored at once, "
+                         "not measured for speed or memory.")
+    async def submit_predictions(self, info: Info, input: SubmitPredictionsInput) -> SubmitModelResult:
+        async def call():
+            card = None
+            if input.card is not None:
+                card = {k: v for k, v in vars(input.card).items() if v is not None}
+            model, _ = await submission_service.submit_predictions(
+                info.context.platform, info.context.actor, task_code=input.task_code, name=input.name,
+                dataset_name=input.dataset_name, predictions=list(input.predictions), card=card,
+                published=input.published, anonymous=input.anonymous, auth_error=info.context.auth_error,
             )
             return SubmittedModel(model=Model.from_row(model, privileged=True))
 

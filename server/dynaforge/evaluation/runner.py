@@ -119,13 +119,31 @@ def predict_bucketed(predictor: Any, inputs: list[dict[str, Any]], batch: int = 
 
 
 class Runner:
-    def __init__(self, settings: Settings, plugins: Plugins | None = None):
+    def __init__(self, settings: Settings, plugins: Plugins | None = None, db: Database | None = None):
         self.settings = settings
         self.plugins = plugins or Plugins(allowlist=settings.plugin_allowlist())
-        self.db = Database(settings.database_url)
+        self._own_db = db is None
+        self.db = db or Database(settings.database_url)
 
     async def close(self) -> None:
-        await self.db.dispose()
+        if self._own_db:
+            await self.db.dispose()
+
+    async def score_uploaded(self, evaluation_id: int, outputs: list[dict[str, Any]]) -> None:
+        """An evaluation of uploaded predictions: the outputs are stored as its chunks and scored like a model's;
+        nothing is measured for speed or memory (throughput and memory stay empty on the board)."""
+        async with self.db.session() as s:
+            evaluation = await s.get(Evaluation, evaluation_id)
+            dataset = await s.get(Dataset, evaluation.dataset_id)
+            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+        size = self.settings.eval_chunk_size
+        for chunk in range(max(1, math.ceil(len(outputs) / size))):
+            part = outputs[chunk * size : (chunk + 1) * size]
+            await self._store_chunk(evaluation_id, chunk, len(part), part, 0.0)
+        await self._finish(evaluation_id, self.plugins.task(code), dataset, None)
+        async with self.db.write() as s:
+            await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id).values(throughput=None))
+        await self.refresh_model(evaluation.model_id)
 
     # ------------------------------------------------------------------ the job
     async def run(self, evaluation_id: int, *, stop_after_chunks: int | None = None) -> str:

@@ -158,3 +158,61 @@ async def evaluations_of(p: Platform, model_id: int) -> list[tuple[Evaluation, D
             .where(Evaluation.model_id == model_id).order_by(Dataset.name)
         )
         return [(e, d) for e, d in rows.all()]
+
+
+MAX_PREDICTIONS = 100_000
+
+
+async def submit_predictions(
+    p: Platform,
+    actor: Actor | None,
+    *,
+    task_code: str,
+    name: str,
+    dataset_name: str,
+    predictions: list[Any],
+    card: dict[str, Any] | None = None,
+    published: bool = False,
+    anonymous: bool = False,
+    auth_error: str | None = None,
+) -> tuple[ModelRow, Evaluation]:
+    """A model builder uploads predictions for one data set instead of a model: one output per item, in the order
+    of ``datasetItems``, in the shape the model server contract returns (e.g. ``{"label": "positive"}``). They are
+    scored at once like a model's outputs, but measure no speed or memory. Throttled like submissions."""
+    from dynaforge.evaluation.runner import Runner
+    from dynaforge.services import datasets as dataset_service
+
+    actor = require_human(actor, auth_error)
+    view = await task_service.get_task(p, actor, task_code)
+    card = check_card(card)
+    if not 1 <= len((name or "").strip()) <= 100:
+        raise InvalidInput.from_errors([FieldError("name", "length", "must have 1 to 100 characters")])
+    visible = {d.name: d for d in await dataset_service.list_datasets(p, actor, task_code)}
+    dataset = visible.get(dataset_name)
+    if dataset is None:
+        raise NotFound(f"No data set {dataset_name!r} of {task_code} that you can see; the datasets query lists them")
+    if not isinstance(predictions, list) or len(predictions) != dataset.size or len(predictions) > MAX_PREDICTIONS:
+        raise InvalidInput.from_errors([FieldError(
+            "predictions", "count", f"give exactly one prediction per item of {dataset_name}: {dataset.size}")])
+    problems = [FieldError(f"predictions[{i}]", "type", "must be a JSON object such as a model server returns")
+                for i, value in enumerate(predictions) if not isinstance(value, dict)]
+    if problems:
+        raise InvalidInput.from_errors(problems[:50])
+    limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
+    since = utcnow() - timedelta(hours=24)
+    async with p.db.write() as s:
+        recent = await s.scalar(select(func.count()).select_from(ModelRow).where(
+            ModelRow.task_id == view.row.id, ModelRow.user_id == actor.user_id, ModelRow.created_at >= since))
+        if recent >= limit:
+            raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", 3600.0)
+        model = ModelRow(task_id=view.row.id, user_id=actor.user_id, name=name.strip(), backend=None,
+                         config={"predictions_for": dataset_name}, card=card, published=published, anonymous=anonymous)
+        s.add(model)
+        await s.flush()
+        evaluation = Evaluation(model_id=model.id, dataset_id=dataset.id)
+        s.add(evaluation)
+        await s.flush()
+    runner = Runner(p.settings, p.plugins, db=p.db)
+    await runner.score_uploaded(evaluation.id, predictions)
+    async with p.db.session() as s:
+        return await s.get(ModelRow, model.id), await s.get(Evaluation, evaluation.id)
