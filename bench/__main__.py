@@ -14,13 +14,17 @@ import time
 import traceback
 from types import ModuleType
 
-from bench import p1_create_example, p2_reads_contention, p3_concurrent_annotators, p6_leaderboard, p8_memory
+from bench import (
+    p1_create_example, p2_reads_contention, p3_concurrent_annotators, p4_evaluation, p6_leaderboard, p8_memory,
+)
 from bench.common import (
     Context, Result, client, default_threads, machine_header, prepare, proc_status_kb, reset_peak_rss, serve,
 )
 
 BENCHMARKS: dict[str, ModuleType] = {
-    m.ID: m for m in (p1_create_example, p2_reads_contention, p3_concurrent_annotators, p6_leaderboard, p8_memory)
+    m.ID: m
+    for m in (p1_create_example, p2_reads_contention, p3_concurrent_annotators, p4_evaluation, p6_leaderboard,
+              p8_memory)
 }
 BENCHMARK_TIMEOUT_S = 120.0  # a wedged server must not hang the run
 
