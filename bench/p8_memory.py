@@ -11,8 +11,10 @@ Torch is absent when none of its files (libtorch*.so, torch/_C) is mapped into t
 the worker, which must have torch mapped, is checked the same way so that the probe is known to work. The worker's
 RSS is printed for information.
 
-The second half of P8 (evaluation reports peak RSS above a pre-model baseline) needs evaluation jobs, which are
-not built yet; it is printed as n/a and does not decide PASS or FAIL.
+The second half of P8 (evaluation reports peak RSS above a pre-model baseline) is a property of every evaluation:
+the job's own process reads its RSS before loading the model and samples the peak while it predicts
+(``dynaforge.evaluation.runner``, stored as ``Evaluation.memory_mb`` and tested in tests/test_jobs.py). It is not
+re-measured here and does not decide PASS or FAIL.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ async def run(ctx: Context) -> Result:
         f"API process RSS {_mb(peak):.1f} MB {peak_kind}, {_mb(rss_now):.1f} MB now, "
         f"{_mb(max(samples)):.1f} MB max sampled under load; torch in API process: {'YES' if api_torch else 'no'}; "
         f"{worker}; start-up and registrations peak {_mb(ctx.setup_peak_kb):.0f} MB (not serving traffic); "
-        f"evaluation peak RSS above baseline: n/a (evaluation jobs not built yet)"
+        f"evaluation peak RSS above baseline: reported per evaluation (memoryMb), not re-measured here"
     )
     target = f"API serving peak RSS <= {RSS_TARGET_MB:g} MB without torch"
     return Result(ID, figures, target, _mb(peak) <= RSS_TARGET_MB and not api_torch)
