@@ -151,27 +151,26 @@ async def _add_perturbed_copies(
         )
         s.add(copy)
         await s.flush()
-        for start in range(0, len(items), 500):
-            await s.execute(
-                insert(DatasetItem),
-                [
-                    {"dataset_id": copy.id, "position": start + i, "example_id": None, "original_position": original,
-                     "fields": values}
-                    for i, (original, values) in enumerate(items[start : start + 500])
-                ],
-            )
+        await _add_items(s, copy.id, [(None, values) for _, values in items], [original for original, _ in items])
         copies.append(copy)
     return copies
 
 
-async def _add_items(s: AsyncSession, dataset_id: int, items: list[tuple[int | None, dict[str, Any]]]) -> None:
+async def _add_items(
+    s: AsyncSession,
+    dataset_id: int,
+    items: list[tuple[int | None, dict[str, Any]]],
+    originals: list[int] | None = None,
+) -> None:
+    """Insert ``(example_id, fields)`` items at positions 0, 1, ... in batches of 500; ``originals`` gives a
+    perturbed copy's item the position of the item it was made from."""
     for start in range(0, len(items), 500):
-        chunk = items[start : start + 500]
         await s.execute(
             insert(DatasetItem),
             [
-                {"dataset_id": dataset_id, "position": start + i, "example_id": example_id, "fields": fields}
-                for i, (example_id, fields) in enumerate(chunk)
+                {"dataset_id": dataset_id, "position": position, "example_id": example_id, "fields": fields,
+                 "original_position": originals[position] if originals is not None else None}
+                for position, (example_id, fields) in enumerate(items[start : start + 500], start)
             ],
         )
 

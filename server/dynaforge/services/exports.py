@@ -82,11 +82,8 @@ class ExportPlan:
     withhold_scored: bool = False  # leave out examples frozen into SCORING or HIDDEN data sets (their gold is secret)
 
     def where(self) -> list[Any]:
-        """Conditions every exported example meets besides its round and the id range."""
-        conditions = [Example.task_id == self.task_id, Example.status.in_(self.statuses), Example.id <= self.max_id]
-        if self.withhold_scored:
-            conditions.append(Example.id.not_in(_scored_examples()))
-        return conditions
+        """Conditions every exported example meets besides its round."""
+        return _conditions(self.task_id, self.statuses, self.max_id, self.withhold_scored)
 
     @property
     def total(self) -> int:
@@ -151,10 +148,7 @@ async def prepare_export(
             numbers = list(await s.scalars(select(Round.number).where(Round.task_id == view.row.id).order_by(Round.number)))
             raise NotFound(f"Task {task_code} has no round {round_number}; its rounds are {_numbers(numbers)}")
         max_id = await s.scalar(select(func.max(Example.id)).where(Example.task_id == view.row.id)) or 0
-        where = [Example.round_id.in_([r.id for r in rounds]), Example.status.in_(wanted), Example.id <= max_id,
-                 Example.task_id == view.row.id]
-        if not owner:
-            where.append(Example.id.not_in(_scored_examples()))
+        where = [Example.round_id.in_([r.id for r in rounds]), *_conditions(view.row.id, wanted, max_id, not owner)]
         stats = {
             round_id: (count, first)
             for round_id, count, first in await s.execute(
@@ -164,6 +158,14 @@ async def prepare_export(
     parts = tuple(RoundExport(r, *stats.get(r.id, (0, None))) for r in rounds)
     return ExportPlan(view.task, view.row.id, parts, tuple(wanted), max_id, whole_task=round_number is None,
                       withhold_scored=not owner)
+
+
+def _conditions(task_id: int, statuses: Iterable[str], max_id: int, withhold_scored: bool) -> list[Any]:
+    """The task's examples in ``statuses`` up to ``max_id``, less (``withhold_scored``) those whose gold is secret."""
+    conditions = [Example.task_id == task_id, Example.status.in_(list(statuses)), Example.id <= max_id]
+    if withhold_scored:
+        conditions.append(Example.id.not_in(_scored_examples()))
+    return conditions
 
 
 def _scored_examples():

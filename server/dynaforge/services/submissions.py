@@ -48,6 +48,19 @@ def check_card(card: dict[str, Any] | None) -> dict[str, Any]:
     return card
 
 
+async def _check_throttle(s, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
+    """RateLimited when the user made the task's ``submissions_per_day`` submissions (models or predictions) in the
+    last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the write transaction."""
+    limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
+    since = utcnow() - timedelta(hours=24)
+    window = (ModelRow.task_id == view.row.id, ModelRow.user_id == actor.user_id, ModelRow.created_at >= since)
+    recent = await s.scalar(select(func.count()).select_from(ModelRow).where(*window))
+    if recent >= limit:
+        first = await s.scalar(select(func.min(ModelRow.created_at)).where(*window))
+        retry = max(0.0, (as_utc(first) + timedelta(hours=24) - utcnow()).total_seconds())
+        raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", retry)
+
+
 async def submit_model(
     p: Platform,
     actor: Actor | None,
@@ -66,22 +79,8 @@ async def submit_model(
     view = await task_service.get_task(p, actor, task_code)
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
     card = check_card(card)
-    limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
-    since = utcnow() - timedelta(hours=24)
     async with p.db.write() as s:
-        recent = await s.scalar(
-            select(func.count()).select_from(ModelRow).where(
-                ModelRow.task_id == view.row.id, ModelRow.user_id == actor.user_id, ModelRow.created_at >= since
-            )
-        )
-        if recent >= limit:
-            first = await s.scalar(
-                select(func.min(ModelRow.created_at)).where(
-                    ModelRow.task_id == view.row.id, ModelRow.user_id == actor.user_id, ModelRow.created_at >= since
-                )
-            )
-            retry = max(0.0, (as_utc(first) + timedelta(hours=24) - utcnow()).total_seconds())
-            raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", retry)
+        await _check_throttle(s, view, actor, task_code)
         model = ModelRow(
             task_id=view.row.id,
             user_id=actor.user_id,
@@ -198,13 +197,8 @@ async def submit_predictions(
                 for i, value in enumerate(predictions) if not isinstance(value, dict)]
     if problems:
         raise InvalidInput.from_errors(problems[:50])
-    limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
-    since = utcnow() - timedelta(hours=24)
     async with p.db.write() as s:
-        recent = await s.scalar(select(func.count()).select_from(ModelRow).where(
-            ModelRow.task_id == view.row.id, ModelRow.user_id == actor.user_id, ModelRow.created_at >= since))
-        if recent >= limit:
-            raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", 3600.0)
+        await _check_throttle(s, view, actor, task_code)
         model = ModelRow(task_id=view.row.id, user_id=actor.user_id, name=name.strip(), backend=None,
                          config={"predictions_for": dataset_name}, card=card, published=published, anonymous=anonymous)
         s.add(model)

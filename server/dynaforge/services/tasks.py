@@ -259,11 +259,8 @@ async def update_settings(
 async def _owned_open_round(s: AsyncSession, actor: Actor, view: TaskView, verb: str) -> Round | None:
     if not await is_owner(s, actor, view.row.id):
         raise Forbidden(f"Only owners of {view.task.code} and admins can {verb}")
-    return await s.scalar(
-        select(Round).where(Round.task_id == view.row.id).order_by(Round.number.desc()).limit(1).with_for_update()
-        if s.bind.dialect.name == "postgresql"
-        else select(Round).where(Round.task_id == view.row.id).order_by(Round.number.desc()).limit(1)
-    )
+    latest = select(Round).where(Round.task_id == view.row.id).order_by(Round.number.desc()).limit(1)
+    return await s.scalar(latest.with_for_update() if s.bind.dialect.name == "postgresql" else latest)
 
 
 async def open_next_round(

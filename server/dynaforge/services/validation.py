@@ -137,6 +137,15 @@ async def _peek(p: Platform, actor: Actor, example_id: int):
     return example, view, context, number
 
 
+async def _refuse_second_vote(s: AsyncSession, example_id: int, actor: Actor) -> None:
+    """AlreadyExists when ``actor`` voted on the example before (the unique constraint catches a simultaneous one)."""
+    voted = await s.scalar(
+        select(Validation.id).where(Validation.example_id == example_id, Validation.user_id == actor.user_id)
+    )
+    if voted is not None:
+        raise AlreadyExists(f"You already validated example {example_id}")
+
+
 def _decision(example: Example, label: str, by_owner: bool, quorum: int) -> str | None:
     if by_owner:
         return S.ACCEPTED if label == CORRECT else S.REJECTED
@@ -187,11 +196,7 @@ async def validate(
                 )
             if not by_owner and not example.fooled and not settings.validate_non_fooling:
                 raise Forbidden(f"Task {view.task.code} validates only examples that fooled the model")
-            voted = await s.scalar(
-                select(Validation.id).where(Validation.example_id == example_id, Validation.user_id == actor.user_id)
-            )
-            if voted is not None:
-                raise AlreadyExists(f"You already validated example {example_id}")
+            await _refuse_second_vote(s, example_id, actor)
             s.add(
                 Validation(
                     example_id=example_id,
@@ -243,11 +248,7 @@ async def flag(
             if example.status != S.CREATED:
                 raise Conflict(f"Example {example_id} is {example.status.lower()} and can no longer be flagged")
             if example.user_id != actor.user_id:
-                voted = await s.scalar(
-                    select(Validation.id).where(Validation.example_id == example_id, Validation.user_id == actor.user_id)
-                )
-                if voted is not None:
-                    raise AlreadyExists(f"You already validated example {example_id}")
+                await _refuse_second_vote(s, example_id, actor)
                 by_owner = await task_service.is_owner(s, actor, example.task_id)
                 s.add(Validation(example_id=example_id, user_id=actor.user_id, label=FLAGGED, reason=reason, by_owner=by_owner))
                 example.validations_flagged += 1
