@@ -216,8 +216,10 @@ class Runner:
                 .on_conflict_do_nothing(index_elements=["evaluation_id", "chunk"])
             )
 
-    async def predictions(self, evaluation_id: int, task: Task, dataset_id: int) -> tuple[list[dict], list[dict], float]:
-        """The items' fields, the task's reading of every stored output, and the seconds spent predicting."""
+    async def predictions(
+        self, evaluation_id: int, task: Task, dataset_id: int
+    ) -> tuple[list[DatasetItem], list[dict], float]:
+        """The data set's items, the task's reading of every stored output, and the seconds spent predicting."""
         from dynaforge.services.examples import read_output
 
         async with self.db.session() as s:
@@ -235,10 +237,11 @@ class Runner:
                 predictions.append(read_output(task, output, model_input))
             except (ValueError, TypeError):
                 predictions.append(None)  # an unusable answer counts as wrong
-        return [i.fields for i in items], predictions, sum(c.seconds for c in chunks)
+        return items, predictions, sum(c.seconds for c in chunks)
 
     async def _finish(self, evaluation_id: int, task: Task, dataset: Dataset, memory_mb: float | None) -> None:
-        golds, predictions, seconds = await self.predictions(evaluation_id, task, dataset.id)
+        items, predictions, seconds = await self.predictions(evaluation_id, task, dataset.id)
+        golds = [i.fields for i in items]
         registry = self.plugins.registry.metrics
         metrics = scoring.score(task, None, golds, predictions, metrics=registry)
         details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
@@ -284,10 +287,8 @@ class Runner:
             figures: dict[str, list[float]] = {"robustness": [], FAIRNESS: []}
             per_copy = {}
             for copy_eval, copy in copies:
-                golds, predicted, _ = await self.predictions(copy_eval.id, task, copy.id)
-                async with self.db.session() as s:
-                    positions = list(await s.scalars(select(DatasetItem.original_position).where(
-                        DatasetItem.dataset_id == copy.id).order_by(DatasetItem.position)))
+                items, predicted, _ = await self.predictions(copy_eval.id, task, copy.id)
+                positions = [i.original_position for i in items]
                 result = scoring.consistency(dict(enumerate(originals)), list(zip(positions, predicted)), key=key)
                 kind = kinds.get(copy.perturbation or "", "robustness")
                 figures[FAIRNESS if kind == FAIRNESS else "robustness"].append(result.score)

@@ -30,6 +30,7 @@ from dynaforge.db.models import (
     LeaderboardFork,
     LeaderboardSnapshot,
     ModelRow,
+    TaskRow,
     User,
 )
 from dynaforge.errors import AlreadyExists, FieldError, InvalidInput, NotFound
@@ -285,8 +286,6 @@ async def get_snapshot(p: Platform, actor: Actor | None, snapshot_id: int) -> Le
         row = await s.get(LeaderboardSnapshot, snapshot_id)
         code = None
         if row is not None:
-            from dynaforge.db.models import TaskRow
-
             code = await s.scalar(select(TaskRow.code).where(TaskRow.id == row.task_id))
     if row is None:
         raise NotFound(f"No leaderboard snapshot {snapshot_id}")
