@@ -22,6 +22,7 @@ from sqlalchemy import func, select
 
 from conftest import service_missing
 from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, EvaluationStatus as E, ModelRow
+from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.runner import Runner
 from dynaforge.services import auth, datasets, examples, submissions, validation
 from dynaforge.services.actor import Actor
@@ -236,3 +237,126 @@ async def test_the_evaluate_actor_runs_queued_evaluations(scoring, broker_url, t
     assert evaluation.status == E.DONE and evaluation.metrics["accuracy"] == pytest.approx(0.5)
     async with p.db.session() as s:
         assert (await s.get(ModelRow, model.id)).status == "DONE"
+
+
+# --------------------------------------------------------------------------- owners' own perturbed copies
+
+def _copy_file(*rows: dict) -> list[tuple[str, dict]]:
+    return [(f"line {n}", dict(row)) for n, row in enumerate(rows, 1)]
+
+
+async def _run_all(p, ids) -> None:
+    runner = Runner(p.settings, p.plugins)
+    try:
+        for evaluation_id in ids:
+            assert await runner.run(evaluation_id) == E.DONE
+    finally:
+        await runner.close()
+
+
+async def _queued_for(p, model_id: int) -> dict[str, int]:
+    from dynaforge.db.models import Dataset
+
+    async with p.db.session() as s:
+        rows = (await s.execute(select(Dataset.name, Evaluation.id, Evaluation.status)
+                                .join(Evaluation, Evaluation.dataset_id == Dataset.id)
+                                .where(Evaluation.model_id == model_id))).all()
+    return {name: evaluation_id for name, evaluation_id, status in rows if status == E.QUEUED}
+
+
+async def test_an_owner_copy_is_evaluated_and_counts_to_its_kind(scoring):
+    """A fairness copy of the owner's (items equal to their originals: consistency 1) is queued for the model
+    already on the board and adds fairness; replacing the platform's uppercase copy by an unchanged one takes the
+    stale robustness away until the new copy is scored, then gives 1.0."""
+    p, owner = scoring["p"], Actor.system()
+    model, evaluations = await _submit(p, scoring["builder"], "keywords")
+    await _run_all(p, [evaluations["r1-test"], evaluations["r1-test~uppercase"]])
+    parent = scoring["datasets"][0]
+    originals = (await datasets.items(p, owner, parent.id, first=100)).items
+    same = [{"original_position": i.position, "text": i.fields["text"]} for i in originals]
+
+    copy = await datasets.attach_perturbed_copy(p, owner, parent.id, "names-owner", "fairness", _copy_file(*same))
+    assert (copy.name, copy.source, copy.perturbation_kind, copy.size, copy.parent_id) == (
+        "r1-test~names-owner", "upload", "fairness", 12, parent.id)
+    stored = (await datasets.items(p, owner, copy.id, first=100)).items
+    assert [i.original_position for i in stored] == list(range(12))
+    assert [i.fields["label"] for i in stored] == [i.fields["label"] for i in originals]  # targets copied over
+    async with p.db.session() as s:
+        assert (await s.get(ModelRow, model.id)).status == "EVALUATING"
+    queued = await _queued_for(p, model.id)
+    assert list(queued) == ["r1-test~names-owner"]
+    await _run_all(p, queued.values())
+    evaluation, _ = await _rows(p, evaluations["r1-test"])
+    assert evaluation.metrics["fairness"] == pytest.approx(1.0)
+    assert evaluation.metrics["robustness"] == pytest.approx(0.5)
+    assert evaluation.details["perturbations"]["names-owner"]["kind"] == "fairness"
+
+    with pytest.raises(AlreadyExists, match="replace"):
+        await datasets.attach_perturbed_copy(p, owner, parent.id, "uppercase", "robustness", _copy_file(*same))
+    await datasets.attach_perturbed_copy(p, owner, parent.id, "uppercase", "robustness", _copy_file(*same), replace=True)
+    evaluation, _ = await _rows(p, evaluations["r1-test"])
+    assert "robustness" not in evaluation.metrics and evaluation.metrics["fairness"] == pytest.approx(1.0)
+    queued = await _queued_for(p, model.id)
+    assert list(queued) == ["r1-test~uppercase"] and queued["r1-test~uppercase"] != evaluations["r1-test~uppercase"]
+    await _run_all(p, queued.values())
+    evaluation, _ = await _rows(p, evaluations["r1-test"])
+    assert evaluation.metrics["robustness"] == pytest.approx(1.0)
+    async with p.db.session() as s:
+        assert (await s.get(ModelRow, model.id)).status == "DONE"
+        assert await s.get(Evaluation, evaluations["r1-test~uppercase"]) is None  # went with the replaced copy
+
+
+async def test_owner_copies_are_checked_all_or_nothing(scoring):
+    p, parent = scoring["p"], scoring["datasets"][0]
+    owner, stranger = Actor.system(), scoring["builder"]
+    good = {"original_position": 0, "text": "GOOD ITEM 0"}
+    with pytest.raises(Forbidden):
+        await datasets.attach_perturbed_copy(p, stranger, parent.id, "mine", "robustness", _copy_file(good))
+    with pytest.raises(InvalidInput) as caught:
+        await datasets.attach_perturbed_copy(p, owner, parent.id, "mine", "robustness", _copy_file(
+            good, {"original_position": 12, "text": "x y z"}, {"original_position": "0", "text": "a b c"},
+            {"original_position": 1, "text": "fine", "label": "maybe"}, {"text": "no position"}))
+    fields = [e.field for e in caught.value.field_errors]
+    assert fields == ["line 2.original_position", "line 3.original_position", "line 4.label",
+                      "line 5.original_position"]
+    with pytest.raises(InvalidInput, match="kind"):
+        await datasets.attach_perturbed_copy(p, owner, parent.id, "mine", "speed", _copy_file(good))
+    with pytest.raises(InvalidInput, match="itself a perturbed copy"):
+        await datasets.attach_perturbed_copy(p, owner, scoring["datasets"][1].id, "mine", "robustness", _copy_file(good))
+    with pytest.raises(InvalidInput, match="perturbation"):
+        await datasets.attach_perturbed_copy(p, owner, parent.id, "Not A Name", "robustness", _copy_file(good))
+    with pytest.raises(NotFound):
+        await datasets.attach_perturbed_copy(p, owner, 10_000, "mine", "robustness", _copy_file(good))
+    async with p.db.session() as s:
+        from dynaforge.db.models import Dataset
+
+        assert await s.scalar(select(func.count()).select_from(Dataset)) == 2  # nothing was written
+
+
+def test_copy_files_are_read_line_by_line_with_every_problem_named():
+    import io
+
+    content = b'{"original_position": 0, "text": "a"}\n\n[1]\n{broken\n\xff\n'
+    with pytest.raises(InvalidInput) as caught:
+        datasets.read_jsonl(io.BytesIO(content), 10_000)
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [
+        ("line 3", "type"), ("line 4", "json"), ("line 5", "encoding")]
+    assert datasets.read_jsonl(io.BytesIO(content.split(b"\n\n")[0]), 10_000) == [
+        ("line 1", {"original_position": 0, "text": "a"})]
+    with pytest.raises(InvalidInput, match="larger than"):
+        datasets.read_jsonl(io.BytesIO(content), 20)
+
+
+async def test_a_new_scoring_set_queues_the_models_already_submitted(scoring):
+    """Models are evaluated on every round: a scoring set added later (and its copies) is queued for each model
+    with a backend, not for uploaded predictions, and never for a STANDARD set."""
+    p, owner = scoring["p"], Actor.system()
+    model, _ = await _submit(p, scoring["builder"], "keywords")
+    records = [(f"line {i}", {"text": f"good extra {i}", "label": "good"}) for i in range(3)]
+    at_submission = set(await _queued_for(p, model.id))
+    assert at_submission == {"r1-test", "r1-test~uppercase"}
+    await datasets.create_dataset(p, owner, "toy", "extra-standard", records, access=DatasetAccess.STANDARD)
+    assert set(await _queued_for(p, model.id)) == at_submission
+    made = await datasets.create_dataset(p, owner, "toy", "extra", records)
+    assert set(await _queued_for(p, model.id)) == at_submission | {d.name for d in made}
+    assert {d.name for d in made} == {"extra", "extra~uppercase"}

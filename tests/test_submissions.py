@@ -241,3 +241,56 @@ async def test_uploaded_predictions_are_scored_but_not_timed(gql, platform, setu
     wrong = {**wrong_count, "name": "contrary", "predictions": [{"label": "good"}] * size}
     model = (await gql(PREDICT, {"input": wrong}, token=token))["submitPredictions"]["model"]
     assert model["evaluations"][0]["metrics"]["accuracy"] == 0.0
+
+
+UPLOAD_COPY = """
+mutation($input: UploadPerturbedCopyInput!) {
+  uploadPerturbedCopy(input: $input) {
+    __typename
+    ... on DatasetsCreated { datasets { name source perturbation perturbationKind parentId size } }
+    ... on Error { message }
+    ... on InvalidInput { fieldErrors { field rule } }
+  }
+}"""
+
+
+async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, platform, setup):
+    import json
+
+    from dynaforge.db.models import ModelRow
+
+    made = {d.name: d for d in await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=3)}
+    test_set = made["r1-test"]
+    model, _ = await submissions.submit_model(platform, setup["builder"], task_code="toy", name="k", backend="python",
+                                              config=KEYWORD)
+    token, user_id = await register_user(gql, "copyowner")
+
+    async def post(content: bytes, **fields):
+        variables = {"input": {"datasetId": str(test_set.id), "perturbation": "dialect", "kind": "fairness",
+                               "file": None, **fields}}
+        response = await gql.http.post(
+            "/graphql",
+            data={"operations": json.dumps({"query": UPLOAD_COPY, "variables": variables}),
+                  "map": json.dumps({"0": ["variables.input.file"]})},
+            files={"0": ("copy.jsonl", content, "application/octet-stream")},
+            headers={"Apollo-Require-Preflight": "true", "Authorization": f"Bearer {token}"},
+        )
+        assert response.status_code == 200, response.text
+        return response.json()["data"]["uploadPerturbedCopy"]
+
+    lines = b"".join(json.dumps({"original_position": i, "text": f"goood day {i}"}).encode() + b"\n"
+                     for i in range(test_set.size))
+    assert (await post(lines))["__typename"] == "Forbidden"
+    await tasks.grant_ownership(platform, Actor.system(), "toy", int(user_id))
+    refused = await post(lines + b'{"original_position": 99, "text": "far away"}\n')
+    assert refused["__typename"] == "InvalidInput"
+    assert refused["fieldErrors"] == [{"field": f"line {test_set.size + 1}.original_position", "rule": "original"}]
+    added = await post(lines)
+    assert added == {"__typename": "DatasetsCreated", "datasets": [{
+        "name": "r1-test~dialect", "source": "upload", "perturbation": "dialect", "perturbationKind": "fairness",
+        "parentId": str(test_set.id), "size": test_set.size}]}
+    assert (await post(lines))["__typename"] == "AlreadyExists"
+    evaluations = {d.name: e.status for e, d in await submissions.evaluations_of(platform, model.id)}
+    assert evaluations["r1-test~dialect"] == EvaluationStatus.QUEUED
+    async with platform.db.session() as s:
+        assert (await s.get(ModelRow, model.id)).status == "EVALUATING"

@@ -231,6 +231,45 @@ def datasets_import(task_code: str, format_name: str, name: str, access: str, pa
         click.echo(f"data set {dataset.name}: {dataset.size} examples ({dataset.access.lower()})")
 
 
+@datasets.command("attach-copy")
+@click.option("--task", "task_code", required=True)
+@click.option("--dataset", "dataset_name", required=True, help="The scoring set the copy was made from, e.g. r1-test.")
+@click.option("--perturbation", required=True, help="The copy's perturbation name, e.g. dialect-rewrite.")
+@click.option("--kind", required=True, type=click.Choice(["robustness", "fairness"]))
+@click.option("--replace", is_flag=True, help="Put it in place of a copy of the same name (the platform's or yours).")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@database_option
+def datasets_attach_copy(task_code: str, dataset_name: str, perturbation: str, kind: str, replace: bool, path: Path,
+                         database_url: str | None) -> None:
+    """Attach your own perturbed copy of a scoring set: a JSONL file of objects with original_position (the
+    item's position in the set) and the task's fields (targets left out are copied from the original)."""
+    from sqlalchemy import select
+
+    from dynaforge.db.models import Dataset, TaskRow
+    from dynaforge.services import datasets as dataset_service
+    from dynaforge.services import tasks as task_service
+    from dynaforge.services.actor import Actor
+
+    async def go():
+        platform = _platform(database_url)
+        try:
+            await task_service.sync_registered_tasks(platform)
+            async with platform.db.session() as s:
+                dataset_id = await s.scalar(select(Dataset.id).join(TaskRow, TaskRow.id == Dataset.task_id)
+                                            .where(TaskRow.code == task_code, Dataset.name == dataset_name))
+            if dataset_id is None:
+                raise click.ClickException(f"task {task_code!r} has no data set {dataset_name!r}")
+            with path.open("rb") as source:
+                records = dataset_service.read_jsonl(source, platform.settings.context_upload_max_bytes)
+            return await dataset_service.attach_perturbed_copy(
+                platform, Actor.system(), dataset_id, perturbation, kind, records, replace=replace)
+        finally:
+            await platform.close()
+
+    copy = _run(go())
+    click.echo(f"data set {copy.name}: {copy.size} items ({copy.perturbation_kind}); the task's models are queued on it")
+
+
 @main.group()
 def db() -> None:
     """Database migrations."""

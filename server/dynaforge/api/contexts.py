@@ -62,7 +62,7 @@ UploadContextsResult = Annotated[
 ]
 
 
-def _binary(upload: Any) -> tuple[Any, str | None]:
+def binary_upload(upload: Any) -> tuple[Any, str | None]:
     """The uploaded file's binary stream and name; a JSON request cannot carry a file."""
     stream = getattr(upload, "file", None)
     if stream is None or not hasattr(stream, "readline"):
@@ -87,7 +87,7 @@ class ContextMutation:
     )
     async def upload_contexts(self, info: Info, input: UploadContextsInput) -> UploadContextsResult:
         async def call():
-            stream, filename = _binary(input.file)
+            stream, filename = binary_upload(input.file)
             stream.seek(0)
             added = await context_service.upload_contexts(
                 info.context.platform,

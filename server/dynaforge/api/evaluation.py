@@ -6,9 +6,11 @@ from datetime import datetime
 from typing import Annotated, Union
 
 import strawberry
+from strawberry.file_uploads import Upload
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.contexts import binary_upload
 from dynaforge.api.errors import (
     AlreadyExists,
     Forbidden,
@@ -37,9 +39,11 @@ class Dataset:
     name: str
     description: str
     access: str = strawberry.field(description="SCORING (on the leaderboard), STANDARD (downloadable) or HIDDEN.")
-    source: str = strawberry.field(description="round, upload or perturbed.")
+    source: str = strawberry.field(description="round, upload (an owner's file) or perturbed (made by the platform).")
     split: str | None
     perturbation: str | None
+    perturbation_kind: str | None = strawberry.field(description="robustness or fairness, for a perturbed copy.")
+    parent_id: strawberry.ID | None = strawberry.field(description="A perturbed copy: the data set it was made from.")
     size: int
     created_at: datetime
 
@@ -47,12 +51,16 @@ class Dataset:
     def from_row(cls, row: DatasetRow) -> "Dataset":
         return cls(row=row, id=strawberry.ID(str(row.id)), name=row.name, description=row.description,
                    access=row.access, source=row.source, split=row.split, perturbation=row.perturbation,
+                   perturbation_kind=row.perturbation_kind,
+                   parent_id=None if row.parent_id is None else strawberry.ID(str(row.parent_id)),
                    size=row.size, created_at=as_utc(row.created_at))
 
 
 @strawberry.type(description="One item of a data set; gold targets only where you may see them.")
 class DatasetItem:
     position: int
+    original_position: int | None = strawberry.field(description="A perturbed copy's item: the position of the "
+                                                     "item of the original set it was made from.")
     fields: JSON
 
 
@@ -163,6 +171,18 @@ class CreateRoundDatasetsInput:
     seed: int = 0
 
 
+@strawberry.input(description="An owner's own perturbed copy of a scoring data set, as a JSONL file: one object per "
+                  "line with original_position (the item it was made from) and the task's fields; target fields "
+                  "left out are copied from the original.")
+class UploadPerturbedCopyInput:
+    dataset_id: strawberry.ID
+    perturbation: str = strawberry.field(description="Its name, e.g. dialect-rewrite; the copy is named {set}~{name}.")
+    kind: str = strawberry.field(description="robustness or fairness: which figure the copy's consistency counts to.")
+    file: Upload = strawberry.field(description="The JSONL file, sent as a GraphQL multipart request.")
+    replace: bool = strawberry.field(default=False, description="Put it in place of a copy of the same name.")
+    description: str = ""
+
+
 @strawberry.type(description="The model was stored and its evaluations queued.")
 class SubmittedModel:
     model: Model
@@ -175,6 +195,10 @@ class DatasetsCreated:
 
 SubmitModelResult = Annotated[
     Union[SubmittedModel, InvalidInput, NotAuthenticated, NotFound, RateLimited], strawberry.union("SubmitModelResult")
+]
+UploadPerturbedCopyResult = Annotated[
+    Union[DatasetsCreated, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists],
+    strawberry.union("UploadPerturbedCopyResult"),
 ]
 CreateRoundDatasetsResult = Annotated[
     Union[DatasetsCreated, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists],
@@ -363,7 +387,7 @@ class EvaluationQuery:
                                                first=first, after=after)
         except DynaforgeError as exc:
             raise query_error(exc) from exc
-        return DatasetItemPage(items=[DatasetItem(position=i.position, fields=i.fields) for i in page.items],
+        return DatasetItemPage(items=[DatasetItem(position=i.position, original_position=i.original_position, fields=i.fields) for i in page.items],
                                gold_visible=page.gold_visible, next_after=page.next_position)
 
 
@@ -425,6 +449,24 @@ class EvaluationMutation:
                 published=input.published, anonymous=input.anonymous, auth_error=info.context.auth_error,
             )
             return SubmittedModel(model=Model.from_row(model, privileged=True))
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Owners attach their own perturbed copy of a scoring set (instead of or beside "
+                         "the platform's); the task's models are evaluated on it and their robustness or fairness "
+                         "recomputed. All or nothing, problems named by line.")
+    async def upload_perturbed_copy(self, info: Info, input: UploadPerturbedCopyInput) -> UploadPerturbedCopyResult:
+        async def call():
+            stream, _ = binary_upload(input.file)
+            stream.seek(0)
+            platform = info.context.platform
+            records = dataset_service.read_jsonl(stream, platform.settings.context_upload_max_bytes)
+            copy = await dataset_service.attach_perturbed_copy(
+                platform, info.context.actor, parse_id(input.dataset_id, "datasetId"), input.perturbation,
+                input.kind, records, replace=input.replace, description=input.description,
+                auth_error=info.context.auth_error,
+            )
+            return DatasetsCreated(datasets=[Dataset.from_row(copy)])
 
         return await as_result(call)
 

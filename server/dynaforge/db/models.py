@@ -232,7 +232,8 @@ class DatasetAccess:
 
 class Dataset(SQLModel, table=True):
     """A frozen set of examples of one task: built from a round's accepted examples (one split of it) or uploaded
-    through the task's importers. Perturbed copies point at their source with ``parent_id``."""
+    through the task's importers. Perturbed copies point at their source with ``parent_id`` and name their
+    perturbation and its kind; ``source`` is ``perturbed`` for the platform's copies, ``upload`` for an owner's."""
 
     __tablename__ = "datasets"
     __table_args__ = (sa.UniqueConstraint("task_id", "name", name="uq_datasets_task_name"),)
@@ -248,6 +249,7 @@ class Dataset(SQLModel, table=True):
     seed: Optional[int] = Field(default=None)
     parent_id: Optional[int] = Field(default=None, foreign_key="datasets.id", ondelete="CASCADE")
     perturbation: Optional[str] = Field(default=None, max_length=60)
+    perturbation_kind: Optional[str] = Field(default=None, max_length=16)  # robustness | fairness
     size: int = Field(default=0)
     created_by: Optional[int] = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
     created_at: datetime = _ts()

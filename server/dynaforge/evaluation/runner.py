@@ -290,10 +290,10 @@ class Runner:
                 items, predicted, _ = await self.predictions(copy_eval.id, task, copy.id)
                 positions = [i.original_position for i in items]
                 result = scoring.consistency(dict(enumerate(originals)), list(zip(positions, predicted)), key=key)
-                kind = kinds.get(copy.perturbation or "", "robustness")
+                kind = copy.perturbation_kind or kinds.get(copy.perturbation or "", "robustness")
                 figures[FAIRNESS if kind == FAIRNESS else "robustness"].append(result.score)
                 per_copy[copy.perturbation] = {"kind": kind, "consistency": result.score, **copy_eval.metrics}
-            metrics = dict(evaluation.metrics)
+            metrics = {k: v for k, v in evaluation.metrics.items() if k not in figures}
             for name, values in figures.items():
                 if values:
                     metrics[name] = sum(values) / len(values)

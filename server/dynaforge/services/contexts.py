@@ -210,7 +210,7 @@ def _file_error(rule: str, message: str) -> InvalidInput:
     return InvalidInput.from_errors([FieldError("file", rule, message)])
 
 
-def _physical_lines(source: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes]]:
+def physical_lines(source: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes]]:
     """The file's lines (numbered from 1, a UTF-8 byte order mark dropped), refusing to read past ``max_bytes``."""
     total = 0
     number = 0
@@ -229,7 +229,7 @@ def _physical_lines(source: BinaryIO, max_bytes: int) -> Iterator[tuple[int, byt
         yield number, raw
 
 
-def _encoding_message(exc: UnicodeDecodeError) -> str:
+def encoding_message(exc: UnicodeDecodeError) -> str:
     return f"is not UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8"
 
 
@@ -242,7 +242,7 @@ def _jsonl_records(
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:
-            problems.add(number, None, "encoding", _encoding_message(exc))
+            problems.add(number, None, "encoding", encoding_message(exc))
             yield number, None
             continue
         if not text.strip():
@@ -296,7 +296,7 @@ def _csv_records(
             try:
                 yield raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                problems.add(number, None, "encoding", _encoding_message(exc))
+                problems.add(number, None, "encoding", encoding_message(exc))
                 yield raw.decode("utf-8", errors="replace")
 
     fields = {f.name: f for f in _context_fields(task)}
@@ -382,7 +382,7 @@ def parse_context_file(
     tag_column = TAG_COLUMN not in names
     expected = ", ".join(sorted(names)) + (f", and optionally {TAG_COLUMN}" if tag_column else "")
     problems = _Problems()
-    lines = _physical_lines(source, max_bytes)
+    lines = physical_lines(source, max_bytes)
     if fmt == ContextFileFormat.JSONL:
         records = _jsonl_records(task, lines, problems)
     else:

@@ -8,19 +8,24 @@ the server except to the task's owners and admins: ``items`` strips them for eve
 
 from __future__ import annotations
 
+import json
 import random
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, BinaryIO
 
-from sqlalchemy import insert, select
+from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from dynaforge.db.models import Context, Dataset, DatasetAccess, DatasetItem, Example, ExampleStatus, Round, TaskRow
+from dynaforge.db.models import (
+    Context, Dataset, DatasetAccess, DatasetItem, Evaluation, Example, ExampleStatus, ModelRow, ModelStatus, Round,
+    TaskRow,
+)
 from dynaforge.evaluation.variants import iter_variants
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
+from dynaforge.services.contexts import encoding_message, physical_lines
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
@@ -118,7 +123,38 @@ async def build_from_round(
             made.append(dataset)
             if access == DatasetAccess.SCORING:
                 made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
+        queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
+    _enqueue(p, queued)
     return made
+
+
+def _scored(dataset: Dataset, batch: list[Dataset]) -> bool:
+    """A SCORING set, or a copy of one in the same batch: the sets every model of the task is evaluated on."""
+    if dataset.access == DatasetAccess.SCORING and dataset.parent_id is None:
+        return True
+    return any(d.id == dataset.parent_id and d.access == DatasetAccess.SCORING for d in batch)
+
+
+async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: list[int]) -> list[int]:
+    """Queue an evaluation of every model of the task that has a backend (uploaded predictions cannot be run) on
+    new scoring sets, so that a new round's test set or a new copy ranks the models already on the board; returns
+    the new evaluations' ids, to be sent to the jobs once the transaction has committed."""
+    if not dataset_ids:
+        return []
+    models = list(await s.scalars(select(ModelRow.id).where(ModelRow.task_id == task_id, ModelRow.backend.is_not(None))))
+    if not models:
+        return []
+    evaluations = [Evaluation(model_id=m, dataset_id=d) for m in models for d in dataset_ids]
+    s.add_all(evaluations)
+    await s.flush()
+    await s.execute(update(ModelRow).where(ModelRow.id.in_(models)).values(status=ModelStatus.EVALUATING))
+    return [e.id for e in evaluations]
+
+
+def _enqueue(p: Platform, evaluation_ids: list[int]) -> None:
+    from dynaforge.services.submissions import enqueue  # submissions imports this module's neighbours
+
+    enqueue(p, evaluation_ids)
 
 
 async def _add_perturbed_copies(
@@ -146,6 +182,7 @@ async def _add_perturbed_copies(
             seed=parent.seed,
             parent_id=parent.id,
             perturbation=name,
+            perturbation_kind=kinds[name],
             size=len(items),
             created_by=actor.user_id,
         )
@@ -272,4 +309,148 @@ async def create_dataset(
         made = [dataset]
         if access == DatasetAccess.SCORING:
             made.extend(await _add_perturbed_copies(p, s, view.task, dataset, cleaned, actor))
+        queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
+    _enqueue(p, queued)
     return made
+
+
+PERTURBATION_KINDS = ("robustness", "fairness")
+PERTURBATION_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,59}$")
+ORIGINAL = "original_position"
+
+
+def read_jsonl(source: BinaryIO, max_bytes: int) -> list[tuple[str, dict[str, Any]]]:
+    """The objects of a JSONL file as ``("line N", object)`` pairs; every unreadable line is reported (all of
+    them, up to MAX_REPORTED), and a file larger than ``max_bytes`` is refused before it is read whole."""
+    records, errors = [], []
+    for number, raw in physical_lines(source, max_bytes):
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(FieldError(f"line {number}", "encoding", encoding_message(exc)))
+            continue
+        if not text.strip():
+            continue
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError as exc:
+            errors.append(FieldError(f"line {number}", "json", f"is not valid JSON ({exc.msg}, column {exc.colno}); "
+                                     "write one object per line"))
+            continue
+        if not isinstance(value, dict):
+            errors.append(FieldError(f"line {number}", "type", 'must be a JSON object such as {"original_position": 0, ...}'))
+            continue
+        records.append((f"line {number}", value))
+    if errors:
+        more = len(errors) - MAX_REPORTED
+        raise InvalidInput.from_errors(errors[:MAX_REPORTED] + ([FieldError("file", "more", f"and {more} more problems")] if more > 0 else []))
+    return records
+
+
+async def attach_perturbed_copy(
+    p: Platform,
+    actor: Actor | None,
+    dataset_id: int,
+    perturbation: str,
+    kind: str,
+    records: list[tuple[str, dict[str, Any]]],
+    *,
+    replace: bool = False,
+    description: str = "",
+    auth_error: str | None = None,
+) -> Dataset:
+    """Owners attach their own perturbed copy of a scoring set instead of (or beside) the platform's.
+
+    Each record is ``(location, object)``: the object names the item it was made from in ``original_position``
+    (the parent's ``position``; several variants of one item are allowed) and carries the task's fields. Target
+    fields left out are copied from the original item, since a perturbation keeps the label; a record that gives
+    them is checked like any example. ``kind`` says whether the copy counts towards robustness or fairness. A copy
+    with the same perturbation name is refused unless ``replace``; replacing deletes the old copy with its
+    evaluations. Every model of the task that has a backend is queued on the new copy, and the original's
+    robustness and fairness are recomputed when those evaluations are done. All or nothing; problems are named by
+    location (``line 3.original_position``).
+    """
+    actor = require_user(actor, auth_error)
+    async with p.db.session() as s:
+        parent = await s.get(Dataset, dataset_id)
+        code = None if parent is None else await s.scalar(select(TaskRow.code).where(TaskRow.id == parent.task_id))
+    if parent is None:
+        raise NotFound(f"No data set {dataset_id}")
+    actor, view = await _owned_task(p, actor, code, auth_error)
+    errors = []
+    if parent.parent_id is not None:
+        errors.append(FieldError("datasetId", "original", f"{parent.name} is itself a perturbed copy; attach the copy "
+                                 "to the data set it was made from"))
+    elif parent.access != DatasetAccess.SCORING:
+        errors.append(FieldError("datasetId", "scoring", f"{parent.name} is {parent.access}; only SCORING sets are "
+                                 "evaluated with their perturbed copies"))
+    if not PERTURBATION_NAME.match(perturbation or ""):
+        errors.append(FieldError("perturbation", "format", "use 1 to 60 lowercase letters, digits, '_', '.' or '-'"))
+    if kind not in PERTURBATION_KINDS:
+        errors.append(FieldError("kind", "choice", f"must be one of {', '.join(PERTURBATION_KINDS)}"))
+    if not records:
+        errors.append(FieldError("records", "empty", "a perturbed copy needs at least one item"))
+    if errors:
+        raise InvalidInput.from_errors(errors)
+    async with p.db.session() as s:
+        originals = {
+            position: fields
+            for position, fields in (await s.execute(
+                select(DatasetItem.position, DatasetItem.fields).where(DatasetItem.dataset_id == parent.id)
+            )).all()
+        }
+    targets = view.task.field_names(Role.TARGET)
+    cleaned: list[tuple[int, dict[str, Any]]] = []
+    for location, record in records:
+        position = record.get(ORIGINAL)
+        if isinstance(position, bool) or not isinstance(position, int) or position not in originals:
+            errors.append(FieldError(f"{location}.{ORIGINAL}", "original",
+                                     f"must be the position of an item of {parent.name}, from 0 to {parent.size - 1}"))
+            continue
+        fields = {k: v for k, v in record.items() if k != ORIGINAL}
+        for name in targets:
+            if name not in fields and name in originals[position]:
+                fields[name] = originals[position][name]
+        try:
+            cleaned.append((position, view.task.validate_example(fields, None)))
+        except InvalidInput as exc:
+            errors.extend(FieldError(f"{location}.{e.field}", e.rule, e.message) for e in exc.field_errors)
+    if errors:
+        more = len(errors) - MAX_REPORTED
+        shown = errors[:MAX_REPORTED] + ([FieldError("records", "more", f"and {more} more problems")] if more > 0 else [])
+        raise InvalidInput.from_errors(shown)
+    name = f"{parent.name}~{perturbation}"
+    async with p.db.write() as s:
+        old = await s.scalar(select(Dataset).where(Dataset.task_id == parent.task_id, Dataset.name == name))
+        if old is not None and not replace:
+            raise AlreadyExists(f"{parent.name} already has a copy perturbed by {perturbation} ({name}); pass "
+                                "replace: true to put yours in its place")
+        if old is not None:
+            await s.execute(delete(Dataset).where(Dataset.id == old.id))
+            # The original's figure of the old copy's kind (and of the new one's) came partly from the old copy:
+            # it is recomputed when the new copy's evaluations are done, and not shown stale meanwhile.
+            registered = p.plugins.registry.perturbations.get(perturbation)
+            stale = {kind, old.perturbation_kind or (registered.kind if registered else "robustness")}
+            for evaluation in await s.scalars(select(Evaluation).where(Evaluation.dataset_id == parent.id)):
+                evaluation.metrics = {k: v for k, v in evaluation.metrics.items() if k not in stale}
+        copy = Dataset(
+            task_id=parent.task_id,
+            name=name,
+            description=description or f"{parent.name} perturbed by {perturbation} ({kind}; uploaded by an owner)",
+            access=parent.access,
+            source="upload",
+            round_id=parent.round_id,
+            split=parent.split,
+            seed=parent.seed,
+            parent_id=parent.id,
+            perturbation=perturbation,
+            perturbation_kind=kind,
+            size=len(cleaned),
+            created_by=actor.user_id,
+        )
+        s.add(copy)
+        await s.flush()
+        await _add_items(s, copy.id, [(None, fields) for _, fields in cleaned], [position for position, _ in cleaned])
+        queued = await _evaluate_existing_models(s, parent.task_id, [copy.id])
+    _enqueue(p, queued)
+    return copy
