@@ -24,6 +24,7 @@ from conftest import service_missing
 from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, EvaluationStatus as E, ModelRow
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.runner import Runner
+from dynaforge.jobs import run_in_child
 from dynaforge.services import auth, datasets, examples, submissions, validation
 from dynaforge.services.actor import Actor
 
@@ -121,13 +122,19 @@ async def test_a_resumed_run_leaves_the_rows_of_a_clean_run(scoring):
     assert b.attempts == 2  # the repeated delivery found it done and did not start again
 
 
-async def test_a_model_that_cannot_load_fails_with_its_error_and_log(scoring):
+async def test_a_model_that_cannot_load_fails_with_its_error_and_log(scoring, tmp_path, monkeypatch):
     p = scoring["p"]
     _, evaluations = await _submit(p, scoring["builder"], "broken", {"callable": "eval_models:no_such_model"})
-    status = await _child(p, evaluations["r1-test"])
+    for key, value in _child_env(p, tmp_path).items():
+        monkeypatch.setenv(key, value)
+    p.settings.load_plugins = "toy"
+    events: list[dict] = []
+    status = await asyncio.to_thread(run_in_child, p.settings, evaluations["r1-test"], on_progress=events.append)
     assert status == 1
     evaluation, _ = await _rows(p, evaluations["r1-test"])
     assert evaluation.status == E.FAILED and "no_such_model" in evaluation.error
+    assert [(e["status"], e["progress"]) for e in events] == [(E.RUNNING, 0.0), (E.FAILED, 0.0)]
+    assert "no_such_model" in events[-1]["error"]
     assert "evaluation" in evaluation.log_tail and "Traceback" in evaluation.log_tail
 
 
@@ -211,7 +218,9 @@ def broker_url(request):
 
 async def test_the_evaluate_actor_runs_queued_evaluations(scoring, broker_url, tmp_path, monkeypatch):
     """Submitting enqueues one message per evaluation; a worker (in-process on the StubBroker, a separate consumer
-    on Redis) runs each in a child process."""
+    on Redis) runs each in a child process, and its progress reaches a subscriber of the event bus (in memory, or
+    through Redis pub/sub from the consumer's bus to another bus object)."""
+    from dynaforge.events import InMemoryEventBus, RedisEventBus
     from dynaforge.jobs import Jobs
 
     p = scoring["p"]
@@ -219,24 +228,50 @@ async def test_the_evaluate_actor_runs_queued_evaluations(scoring, broker_url, t
         monkeypatch.setenv(key, value)
     p.settings.broker_url = broker_url
     p.settings.load_plugins = "toy"
-    producer = Jobs(p.settings)
-    consumer = producer if producer.embedded else Jobs(p.settings)
+    if broker_url:
+        prefix = f"dynaforge-test-{uuid.uuid4().hex[:8]}:"
+        worker_bus, listener = RedisEventBus(broker_url, prefix=prefix), RedisEventBus(broker_url, prefix=prefix)
+    else:
+        worker_bus = listener = InMemoryEventBus()
+    await listener.start()
+    producer = Jobs(p.settings, events=worker_bus)
+    consumer = producer if producer.embedded else Jobs(p.settings, events=worker_bus)
     if broker_url:
         producer.broker.flush_all()
+    model, evaluations = await _submit(p, scoring["builder"], "queued")  # no jobs yet: stored, not sent
+    events: list[dict] = []
+
+    async def listen():
+        async for event in listener.subscribe(f"evaluationProgress:{model.id}"):
+            events.append(event)
+            if sum(e["status"] == E.DONE for e in events) == len(evaluations):
+                return
+
+    listening = asyncio.create_task(listen())
+    await asyncio.sleep(0.3)  # the subscription is registered (and, on Redis, the pattern subscribed)
     p.jobs = producer
     try:
         consumer.start_worker()
-        model, evaluations = await _submit(p, scoring["builder"], "queued")
+        assert await submissions.requeue_unfinished(p, running_too=False) == len(evaluations)
         await _wait_done(p, list(evaluations.values()))
+        await asyncio.wait_for(listening, timeout=20)
     finally:
+        listening.cancel()
         consumer.stop()
         if consumer is not producer:
             producer.stop()
         p.jobs = None
+        await listener.close()
+        if worker_bus is not listener:
+            await worker_bus.close()
     evaluation, _ = await _rows(p, evaluations["r1-test"])
     assert evaluation.status == E.DONE and evaluation.metrics["accuracy"] == pytest.approx(0.5)
     async with p.db.session() as s:
         assert (await s.get(ModelRow, model.id)).status == "DONE"
+    for name, evaluation_id in evaluations.items():  # 12 items in chunks of 5: three chunks each
+        seen = [(e["status"], e["progress"]) for e in events if e["evaluation_id"] == evaluation_id]
+        assert seen == [(E.RUNNING, 0.0), (E.RUNNING, 0.3333), (E.RUNNING, 0.6667), (E.RUNNING, 1.0), (E.DONE, 1.0)]
+        assert {e["dataset_name"] for e in events if e["evaluation_id"] == evaluation_id} == {name}
 
 
 # --------------------------------------------------------------------------- owners' own perturbed copies

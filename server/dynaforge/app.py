@@ -79,6 +79,7 @@ def create_app(
     async def lifespan(app: Starlette):
         if sync_tasks:
             await task_service.sync_registered_tasks(platform)
+        await platform.events.start()
         if run_jobs:
             _start_jobs(platform)
         background = [asyncio.create_task(_retry_pending(platform), name="pending-predictions")]
@@ -119,7 +120,7 @@ def create_app(
 def _start_jobs(platform: Platform) -> None:
     from dynaforge.jobs import Jobs
 
-    platform.jobs = Jobs(platform.settings)
+    platform.jobs = Jobs(platform.settings, events=platform.events)
     if platform.jobs.embedded:
         platform.jobs.start_worker()
     asyncio.get_running_loop().create_task(

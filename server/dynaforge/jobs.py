@@ -11,13 +11,19 @@ never a duplicate or missing score.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
 import sys
+import threading
+from typing import Any, Callable
+
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
+from dynaforge.evaluation.runner import PROGRESS_FD
+from dynaforge.events import EventBus
 from dynaforge.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -40,8 +46,18 @@ def make_broker(settings: Settings) -> dramatiq.Broker:
     return StubBroker()
 
 
-def run_in_child(settings: Settings, evaluation_id: int, *, extra_args: tuple[str, ...] = ()) -> int:
-    """Run the evaluation in a child process with this process's settings; returns its exit status."""
+def run_in_child(
+    settings: Settings,
+    evaluation_id: int,
+    *,
+    extra_args: tuple[str, ...] = (),
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
+) -> int:
+    """Run the evaluation in a child process with this process's settings; returns its exit status.
+
+    The child writes its progress events, one JSON object per line, to a pipe; a thread here hands each to
+    ``on_progress`` (the event bus), so that progress reaches subscribers whichever process runs the job.
+    """
     env = dict(os.environ)
     env["DYNAFORGE_DATABASE_URL"] = settings.database_url
     if settings.load_plugins is not None:
@@ -49,24 +65,56 @@ def run_in_child(settings: Settings, evaluation_id: int, *, extra_args: tuple[st
     env["DYNAFORGE_EVAL_CHUNK_SIZE"] = str(settings.eval_chunk_size)
     env["DYNAFORGE_EVAL_BOOTSTRAP_RESAMPLES"] = str(settings.eval_bootstrap_resamples)
     command = [sys.executable, "-m", "dynaforge.evaluation.runner", str(evaluation_id), *extra_args]
+    read_end, write_end = os.pipe()
+    env[PROGRESS_FD] = str(write_end)
     try:
-        done = subprocess.run(command, env=env, timeout=settings.eval_timeout_s)
+        child = subprocess.Popen(command, env=env, pass_fds=(write_end,))
+    finally:
+        os.close(write_end)
+    relay = threading.Thread(target=_relay, args=(read_end, on_progress), name=f"progress-{evaluation_id}", daemon=True)
+    relay.start()
+    try:
+        status = child.wait(timeout=settings.eval_timeout_s)
     except subprocess.TimeoutExpired:
+        child.kill()
+        child.wait()
         log.error("evaluation %s ran past %s s and was stopped", evaluation_id, settings.eval_timeout_s)
-        return 124
-    return done.returncode
+        status = 124
+    relay.join(timeout=5)
+    return status
+
+
+def _relay(read_end: int, on_progress: Callable[[dict[str, Any]], None] | None) -> None:
+    with os.fdopen(read_end, "r", encoding="utf-8") as pipe:
+        for line in pipe:
+            if on_progress is None or not line.strip():
+                continue
+            try:
+                on_progress(json.loads(line))
+            except Exception:  # noqa: BLE001 - a lost progress event never fails the job
+                log.warning("could not relay a progress event", exc_info=True)
+
+
+def publisher(events: EventBus) -> Callable[[dict[str, Any]], None]:
+    """Progress events to ``evaluationProgress:{model id}`` on the bus, from the actor's thread."""
+
+    def publish(event: dict[str, Any]) -> None:
+        events.publish_threadsafe(f"evaluationProgress:{event['model_id']}", event)
+
+    return publish
 
 
 class Jobs:
     """The broker and its actors for one process."""
 
-    def __init__(self, settings: Settings, broker: dramatiq.Broker | None = None):
+    def __init__(self, settings: Settings, broker: dramatiq.Broker | None = None, events: EventBus | None = None):
         self.settings = settings
         self.broker = broker or make_broker(settings)
         self.worker: dramatiq.Worker | None = None
+        self.on_progress = None if events is None else publisher(events)
 
         def evaluate(evaluation_id: int) -> None:
-            status = run_in_child(self.settings, evaluation_id)
+            status = run_in_child(self.settings, evaluation_id, on_progress=self.on_progress)
             if status != 0:
                 # The runner recorded the failure (error and log tail) on the evaluation; retrying the same model on
                 # the same data would fail the same way, so the message is done.
@@ -110,7 +158,10 @@ def worker_main(settings: Settings, threads: int = 1) -> None:  # pragma: no cov
     if not settings.broker_url:
         raise SystemExit("set DYNAFORGE_BROKER_URL to the Redis URL the API uses; without it the server runs its "
                          "own jobs and needs no worker")
-    jobs = Jobs(settings)
+    from dynaforge.events import make_event_bus
+
+    events = make_event_bus(settings)  # Redis pub/sub: progress reaches the API processes' subscribers
+    jobs = Jobs(settings, events=events)
     jobs.start_worker(threads)
     stopped = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):

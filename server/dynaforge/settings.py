@@ -59,6 +59,14 @@ class Settings(BaseSettings):
         description="jobs: a Redis URL (redis://host:6379/0) shared by the API and `dynaforge worker` processes; "
         "unset: an in-process broker and worker (the embedded default)",
     )
+    events_url: str | None = Field(
+        default=None,
+        description="live events: a Redis URL for pub/sub between server processes and workers; unset: the broker's "
+        "URL when it is Redis, else events stay in the process",
+    )
+    subscriber_buffer: int = Field(
+        default=256, ge=1, description="live events: how many events a subscriber may fall behind before it is dropped"
+    )
     eval_chunk_size: int = Field(default=256, ge=1, description="evaluation: items per stored chunk (the unit of resumption)")
     eval_bootstrap_resamples: int = Field(default=1000, ge=10, description="evaluation: bootstrap resamples per interval")
     eval_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="evaluation: the longest one job may run")

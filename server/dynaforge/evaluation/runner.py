@@ -17,6 +17,9 @@ Steps, each safe to repeat (a worker killed at any point and started again leave
 4. the model's robustness and fairness are brought up to date: for each scoring set whose perturbed copies are done,
    the share of variants predicted like their original (Dynabench's consistency), averaged over robustness and over
    fairness perturbations, plus the copies' own task metrics; then the model's status is rolled up.
+
+Progress events (start, each chunk, done, failed) go to ``Runner.progress``; in the child process, to the pipe named
+by ``DYNAFORGE_PROGRESS_FD``, which the job actor relays to the event bus as ``evaluationProgress:{model id}``.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -57,6 +60,8 @@ log = logging.getLogger("dynaforge.evaluation")
 
 BATCH = 32
 FAIRNESS = "fairness"
+#: The environment variable naming the file descriptor the child writes progress events to, one JSON per line.
+PROGRESS_FD = "DYNAFORGE_PROGRESS_FD"
 
 
 def rss_mb() -> float:
@@ -124,6 +129,19 @@ class Runner:
         self.plugins = plugins or Plugins(allowlist=settings.plugin_allowlist())
         self._own_db = db is None
         self.db = db or Database(settings.database_url)
+        #: Called with each progress event (see :meth:`report`); the child process writes them to its progress pipe.
+        self.progress: Callable[[dict[str, Any]], None] | None = None
+
+    def report(self, evaluation: Evaluation, dataset: Dataset, status: str, progress: float,
+               error: str | None = None) -> None:
+        """An ``evaluationProgress`` event: when a run starts, after each chunk, and when it is done or failed."""
+        if self.progress is None:
+            return
+        try:
+            self.progress({"evaluation_id": evaluation.id, "model_id": evaluation.model_id, "dataset_id": dataset.id,
+                           "dataset_name": dataset.name, "status": status, "progress": progress, "error": error})
+        except Exception:  # noqa: BLE001 - progress is news, never a reason to fail the job
+            log.warning("could not report the progress of evaluation %s", evaluation.id, exc_info=True)
 
     async def close(self) -> None:
         if self._own_db:
@@ -173,6 +191,7 @@ class Runner:
         chunks = max(1, math.ceil(dataset.size / size))
         async with self.db.session() as s:
             done = set(await s.scalars(select(EvaluationChunk.chunk).where(EvaluationChunk.evaluation_id == evaluation_id)))
+        self.report(evaluation, dataset, E.RUNNING, round(len(done) / chunks, 4))
         baseline = rss_mb()
         predictor = None
         with PeakSampler() as sampler:
@@ -192,12 +211,15 @@ class Runner:
                 seconds = time.perf_counter() - started
                 await self._store_chunk(evaluation_id, chunk, len(items), outputs, seconds)
                 ran += 1
+                progress = round(min(1.0, (len(done) + ran) / chunks), 4)
                 async with self.db.write() as s:
                     await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
-                                    .values(progress=round(min(1.0, (len(done) + ran) / chunks), 4)))
+                                    .values(progress=progress))
+                self.report(evaluation, dataset, E.RUNNING, progress)
         memory_mb = max(0.0, sampler.peak - baseline) if predictor is not None else None
         await self._finish(evaluation_id, task, dataset, memory_mb)
         await self.refresh_model(model.id)
+        self.report(evaluation, dataset, E.DONE, 1.0)
         return E.DONE
 
     async def _items(self, dataset_id: int, start: int, size: int) -> list[DatasetItem]:
@@ -313,9 +335,11 @@ class Runner:
             await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
                             .values(status=E.FAILED, error=error[-4000:], log_tail=log_tail[-20000:],
                                     finished_at=utcnow()))
-            model_id = await s.scalar(select(Evaluation.model_id).where(Evaluation.id == evaluation_id))
-        if model_id is not None:
-            await self.refresh_model(model_id)
+            evaluation = await s.get(Evaluation, evaluation_id)
+            dataset = None if evaluation is None else await s.get(Dataset, evaluation.dataset_id)
+        if evaluation is not None and dataset is not None:
+            await self.refresh_model(evaluation.model_id)
+            self.report(evaluation, dataset, E.FAILED, evaluation.progress, error[-4000:])
 
 
 class _Tail(logging.Handler):
@@ -331,6 +355,9 @@ class _Tail(logging.Handler):
 async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
     settings = Settings()
     runner = Runner(settings)
+    if (fd := os.environ.get(PROGRESS_FD)) is not None:
+        pipe = os.fdopen(int(fd), "w", buffering=1, encoding="utf-8")
+        runner.progress = lambda event: (pipe.write(json.dumps(event) + "\n"), pipe.flush())
     tail = _Tail()
     logging.getLogger().addHandler(tail)
     try:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dynaforge.db.engine import Database
-from dynaforge.events import EventBus, InMemoryEventBus
+from dynaforge.events import EventBus, InMemoryEventBus, make_event_bus
 from dynaforge.inference.client import InferenceClient, LocalInferenceClient
 from dynaforge.plugins import Plugins
 from dynaforge.services.cache import Caches
@@ -41,9 +41,11 @@ class Platform:
             plugins=plugins,
             inference=inference or _inference_client(settings, plugins),
             caches=Caches(settings.cache_ttl_s),
+            events=make_event_bus(settings),
         )
 
     async def close(self) -> None:
+        await self.events.close()
         await self.inference.close()
         await self.db.dispose()
 
