@@ -12,6 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
+from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
@@ -45,8 +46,23 @@ class DynaforgeGraphQL(GraphQL):
         self.platform = platform
 
     async def get_context(self, request, response) -> RequestContext:  # type: ignore[override]
-        auth = await auth_service.authenticate(self.platform, _bearer(request.headers))
-        return RequestContext.create(self.platform, auth.actor, auth.error, request, response)
+        token = _bearer(request.headers)
+        auth = await auth_service.authenticate(self.platform, token)
+        return RequestContext.create(self.platform, auth.actor, auth.error, request, response, token)
+
+    async def on_ws_connect(self, context: RequestContext):  # type: ignore[override]
+        """graphql-transport-ws ``connection_init``: its payload's ``authorization`` (or ``token``) signs the
+        connection in, in place of the HTTP header (browsers cannot set headers on websockets). A bad token is
+        not refused here: each subscription then answers NotAuthenticated, saying why."""
+        params = context.connection_params if isinstance(context.connection_params, dict) else {}
+        value = next((params[k] for k in ("authorization", "Authorization", "token") if params.get(k)), None)
+        if isinstance(value, str) and value.strip():
+            token = _bearer({"authorization": value if " " in value.strip() else f"Bearer {value.strip()}"})
+            auth = await auth_service.authenticate(self.platform, token)
+            context.actor, context.auth_error, context.token = auth.actor, auth.error, token
+        elif value is not None:
+            context.actor, context.auth_error = None, "The authorization connection parameter must be a string"
+        return await super().on_ws_connect(context)
 
     async def parse_multipart(self, request):  # type: ignore[override]
         """File uploads: refused unless they force a CORS preflight (CSRF) and fit the upload limit."""
@@ -72,7 +88,9 @@ def create_app(
     settings = settings or (platform.settings if platform else Settings())
     platform = platform or Platform.create(settings)
     graphql = DynaforgeGraphQL(
-        platform, graphql_ide="graphiql" if settings.graphiql_enabled else None, multipart_uploads_enabled=True
+        platform, graphql_ide="graphiql" if settings.graphiql_enabled else None, multipart_uploads_enabled=True,
+        # Only graphql-transport-ws: the legacy graphql-ws protocol is not offered.
+        subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
     )
 
     @contextlib.asynccontextmanager

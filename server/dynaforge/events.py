@@ -247,5 +247,5 @@ def make_event_bus(settings: Any) -> EventBus:
     url = getattr(settings, "events_url", None) or getattr(settings, "broker_url", None)
     buffer = getattr(settings, "subscriber_buffer", 256)
     if url and url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisEventBus(url, buffer=buffer)
+        return RedisEventBus(url, prefix=getattr(settings, "events_prefix", "dynaforge:events:"), buffer=buffer)
     return InMemoryEventBus(buffer=buffer)

@@ -76,8 +76,10 @@ def register_importers(register: Callable[[Any], None]) -> None:
 def example_created(example: dict[str, Any]) -> None:
     """Called after an example has been stored, whether or not it fooled the model.
 
-    ``example`` is a plain dict: ``id``, ``task_code``, ``round``, ``user_id``, ``fields``, ``prediction``,
-    ``fooled`` (None while the prediction is pending), ``status``, ``created_at``.
+    ``example`` is a plain dict of JSON values: ``id``, ``task_code``, ``task_id``, ``round`` (its number),
+    ``round_id``, ``user_id``, ``context_id``, ``fields``, ``prediction``, ``model_predictions``, ``fooled`` (None
+    while the prediction is pending), ``status``, ``tag``, ``time_taken_ms``, ``votes`` (correct, incorrect,
+    flagged) and ``created_at`` (ISO 8601).
     """
 
 

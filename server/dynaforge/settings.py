@@ -64,6 +64,10 @@ class Settings(BaseSettings):
         description="live events: a Redis URL for pub/sub between server processes and workers; unset: the broker's "
         "URL when it is Redis, else events stay in the process",
     )
+    events_prefix: str = Field(
+        default="dynaforge:events:", min_length=1,
+        description="live events: the Redis channel prefix (deployments sharing one Redis use different ones)",
+    )
     subscriber_buffer: int = Field(
         default=256, ge=1, description="live events: how many events a subscriber may fall behind before it is dropped"
     )

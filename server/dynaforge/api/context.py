@@ -32,7 +32,10 @@ class RequestContext:
     request: Any = None
     response: Any = None
     loaders: dict[str, DataLoader] = field(default_factory=dict)
+    token: str | None = None  # the bearer token this context was authenticated with (websockets re-check it)
+    connection_params: dict[str, Any] | None = None  # websockets: the connection_init payload
 
     @classmethod
-    def create(cls, platform: Platform, actor: Actor | None, auth_error: str | None, request=None, response=None):
-        return cls(platform, actor, auth_error, request, response, _loaders(platform))
+    def create(cls, platform: Platform, actor: Actor | None, auth_error: str | None, request=None, response=None,
+               token: str | None = None):
+        return cls(platform, actor, auth_error, request, response, _loaders(platform), token)

@@ -24,6 +24,7 @@ from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.queries import Query as CoreQuery
+from dynaforge.api.subscriptions import Subscription
 from dynaforge.errors import DynaforgeError
 from dynaforge.settings import Settings
 
@@ -76,6 +77,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
+        subscription=Subscription,
         types=ERROR_TYPES,
         extensions=[
             lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),

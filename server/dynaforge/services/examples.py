@@ -16,13 +16,13 @@ import json
 import logging
 import time
 from collections import Counter
-from datetime import timedelta
+from datetime import datetime, timedelta
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import func, select, update
 
-from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, utcnow
+from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, as_utc, utcnow
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
 from dynaforge.services import tasks as task_service
@@ -143,17 +143,40 @@ async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str,
 
 
 def event_payload(example: Example, task_code: str, round_number: int) -> dict[str, Any]:
+    """The example as events carry it (plugins' hooks, subscriptions, webhooks): JSON only, enough to rebuild
+    the row (:func:`example_from_payload`) without reading the database once per subscriber."""
     return {
         "id": example.id,
         "task_code": task_code,
+        "task_id": example.task_id,
         "round": round_number,
+        "round_id": example.round_id,
         "user_id": example.user_id,
+        "context_id": example.context_id,
         "fields": example.fields,
         "prediction": example.prediction,
+        "model_predictions": example.model_predictions,
         "fooled": example.fooled,
         "status": example.status,
-        "created_at": example.created_at.isoformat(),
+        "tag": example.tag,
+        "time_taken_ms": example.time_taken_ms,
+        "votes": {"correct": example.validations_correct or 0, "incorrect": example.validations_incorrect or 0,
+                  "flagged": example.validations_flagged or 0},
+        "created_at": as_utc(example.created_at).isoformat(),
     }
+
+
+def example_from_payload(payload: dict[str, Any]) -> Example:
+    """The (detached) row an event describes."""
+    votes = payload.get("votes") or {}
+    return Example(
+        id=payload["id"], task_id=payload["task_id"], round_id=payload["round_id"], user_id=payload["user_id"],
+        context_id=payload.get("context_id"), fields=payload["fields"], prediction=payload.get("prediction"),
+        model_predictions=payload.get("model_predictions") or {}, fooled=payload.get("fooled"),
+        status=payload["status"], tag=payload.get("tag"), time_taken_ms=payload.get("time_taken_ms"),
+        validations_correct=votes.get("correct", 0), validations_incorrect=votes.get("incorrect", 0),
+        validations_flagged=votes.get("flagged", 0), created_at=datetime.fromisoformat(payload["created_at"]),
+    )
 
 
 async def submit(

@@ -320,7 +320,19 @@ async def open_next_round(
         raise Conflict(f"Another owner opened the next round of {code} at the same time; read task.currentRound") from exc
     finally:
         p.caches.rounds.pop(view.row.id)
+    await announce_round(p, code, new, "OPENED")
     return new, previous
+
+
+ROUND_CHANGES = ("OPENED", "CLOSED", "UPDATED")
+
+
+async def announce_round(p: Platform, code: str, round_: Round, change: str) -> None:
+    """A ``roundChanged:{code}`` event after the change has committed."""
+    await p.events.publish(f"roundChanged:{code}", {
+        "task_code": code, "task_id": round_.task_id, "round_id": round_.id, "number": round_.number,
+        "change": change, "at": utcnow().isoformat(),
+    })
 
 
 async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error: str | None = None) -> Round:
@@ -331,10 +343,13 @@ async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error
         round_ = await _owned_open_round(s, actor, view, "close its round")
         if round_ is None:
             raise NotFound(f"Task {code} has no round")
-        if round_.ended_at is None:
+        closed_now = round_.ended_at is None
+        if closed_now:
             round_.ended_at = utcnow()
             await s.flush()
     p.caches.rounds.pop(view.row.id)
+    if closed_now:
+        await announce_round(p, code, round_, "CLOSED")
     return round_
 
 
@@ -355,6 +370,7 @@ async def update_round(
         round_.description = description
         await s.flush()
     p.caches.rounds.pop(view.row.id)
+    await announce_round(p, code, round_, "UPDATED")
     return round_
 
 

@@ -264,7 +264,7 @@ async def flag(
 
 
 async def _announce(p: Platform, task_code: str, round_number: int, example: Example, label: str) -> None:
-    payload = {**event_payload(example, task_code, round_number), "label": label, "votes": _votes(example)}
+    payload = {**event_payload(example, task_code, round_number), "label": label}
     await p.events.publish(f"exampleValidated:{task_code}", payload)
 
 

@@ -1,0 +1,280 @@
+"""Subscriptions over graphql-transport-ws: a real uvicorn server on loopback (in this process, on a fresh SQLite or
+PostgreSQL database), the ``gql`` client over websockets for subscriptions and HTTP for mutations.
+
+Who sees what: example events need a signed-in subscriber (anonymous queries cannot read examples); round events
+anyone who can see the task; evaluation progress anyone who can see the model. Tokens come in the
+``connection_init`` payload; a revoked one stops a running subscription.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator
+
+import httpx
+import pytest
+import uvicorn
+import websockets
+from gql import Client, gql
+from gql.graphql_request import GraphQLRequest
+from gql.transport.exceptions import TransportQueryError
+from gql.transport.websockets import WebsocketsTransport
+
+from dynaforge.app import create_app
+from dynaforge.evaluation.runner import Runner
+from dynaforge.jobs import publisher
+from dynaforge.services import auth, datasets, submissions, validation
+from dynaforge.services.actor import Actor
+from dynaforge.db.models import DatasetAccess
+
+CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
+  ... on CreatedExample { example { id fooled } } ... on Error { message } } }"""
+VALIDATE = """mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }"""
+OPEN_ROUND = """mutation { openNextRound(input: {taskCode: "toy"}) { __typename } }"""
+FOOLED = gql("subscription { modelFooled(taskCode: \"toy\") { id fields prediction fooled taskCode roundNumber } }")
+CREATED = gql("subscription { exampleCreated(taskCode: \"toy\") { id fooled status } }")
+VALIDATED = gql("subscription { exampleValidated(taskCode: \"toy\") { label example { id status votes { correct } } } }")
+ROUNDS = gql("subscription { roundChanged(taskCode: \"toy\") { taskCode change round { number } } }")
+PROGRESS = gql("subscription($m: ID!) { evaluationProgress(modelId: $m) { evaluationId datasetName status progress } }")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Served:
+    def __init__(self, p, base: str):
+        self.p, self.base = p, base
+        self.http = httpx.AsyncClient(base_url=base, timeout=30)
+
+    async def gql(self, query: str, variables: dict | None = None, token: str | None = None) -> dict:
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        response = await self.http.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers)
+        body = response.json()
+        assert "errors" not in body, body
+        return body["data"]
+
+    async def user(self, name: str, admin: bool = False) -> tuple[str, int]:
+        user = await auth.create_user(self.p, Actor.system(), username=name, email=f"{name}@example.org",
+                                      password="long enough pw", is_admin=admin)
+        _, token = await auth.create_token(self.p, Actor(user.id, user.username, admin), name="test")
+        return token, user.id
+
+    @asynccontextmanager
+    async def subscriber(self, token: str | None = None, params: dict | None = None) -> AsyncIterator[Any]:
+        init = params if params is not None else ({"authorization": f"Bearer {token}"} if token else {})
+        transport = WebsocketsTransport(url=self.base.replace("http", "ws") + "/graphql", init_payload=init,
+                                        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL])
+        async with Client(transport=transport, fetch_schema_from_transport=False) as session:
+            yield session
+
+
+@pytest.fixture
+async def served(live_platform):
+    p = live_platform
+    p.settings.examples_per_minute = 1000
+    app = create_app(platform=p, sync_tasks=False)
+    port = _free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    await p.events.start()
+    running = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.02)
+    s = Served(p, f"http://127.0.0.1:{port}")
+    try:
+        yield s
+    finally:
+        await s.http.aclose()
+        server.should_exit = True
+        await asyncio.wait_for(running, timeout=10)
+
+
+async def _collect(session, document, count: int, variables: dict | None = None, timeout: float = 10.0) -> list[dict]:
+    """The first ``count`` results of a subscription (started before the caller makes events)."""
+    results = []
+
+    async def read():
+        request = document if variables is None else GraphQLRequest(document.document, variable_values=variables)
+        async for result in session.subscribe(request):
+            results.append(result)
+            if len(results) == count:
+                return
+
+    await asyncio.wait_for(read(), timeout)
+    return results
+
+
+async def _started(task: asyncio.Task, bus, topic: str) -> None:
+    """Wait until the subscription is registered on the bus (so that no event is made before it listens)."""
+    for _ in range(200):
+        if bus.subscriber_count(topic) or task.done():
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"nobody subscribed to {topic}")
+
+
+async def test_example_events_reach_signed_in_subscribers(served):
+    author, _ = await served.user("author1")
+    reader, _ = await served.user("reader1")
+    async with served.subscriber(reader) as fooled_session, served.subscriber(reader) as created_session:
+        fooled = asyncio.create_task(_collect(fooled_session, FOOLED, 1))
+        created = asyncio.create_task(_collect(created_session, CREATED, 2))
+        await _started(fooled, served.p.events, "modelFooled:toy")
+        await _started(created, served.p.events, "exampleCreated:toy")
+        plain = await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "bad day", "label": "bad"}}}, author)
+        tricky = await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}}, author)
+        assert plain["createExample"]["example"]["fooled"] is False and tricky["createExample"]["example"]["fooled"]
+        got_fooled, got_created = await fooled, await created
+    event = got_fooled[0]["modelFooled"]
+    assert event["id"] == tricky["createExample"]["example"]["id"]
+    assert event["fields"] == {"text": "good grief", "label": "bad"} and event["prediction"]["label"] == "good"
+    assert (event["fooled"], event["taskCode"], event["roundNumber"]) == (True, "toy", 1)
+    assert [r["exampleCreated"]["fooled"] for r in got_created] == [False, True]
+
+
+async def test_anonymous_and_bad_tokens_get_a_clear_error(served):
+    async with served.subscriber() as session:
+        with pytest.raises(TransportQueryError, match="signed-in users"):
+            await _collect(session, FOOLED, 1, timeout=5)
+    async with served.subscriber(params={"authorization": "Bearer not-a-token"}) as session:
+        with pytest.raises(TransportQueryError, match="not valid"):
+            await _collect(session, ROUNDS, 1, timeout=5)
+    token, _ = await served.user("someone")
+    async with served.subscriber(token) as session:
+        with pytest.raises(TransportQueryError, match="No task 'nope'"):
+            await _collect(session, gql('subscription { modelFooled(taskCode: "nope") { id } }'), 1, timeout=5)
+
+
+async def test_rounds_are_public_and_votes_reach_subscribers(served):
+    admin, _ = await served.user("admin1", admin=True)
+    author, _ = await served.user("author2")
+    voter, _ = await served.user("voter1")
+    created = await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}}, author)
+    example_id = created["createExample"]["example"]["id"]
+    async with served.subscriber() as anonymous, served.subscriber(voter) as signed_in:
+        rounds = asyncio.create_task(_collect(anonymous, ROUNDS, 1))
+        votes = asyncio.create_task(_collect(signed_in, VALIDATED, 1))
+        await _started(rounds, served.p.events, "roundChanged:toy")
+        await _started(votes, served.p.events, "exampleValidated:toy")
+        assert (await served.gql(VALIDATE, {"id": example_id}, voter))["validateExample"]["__typename"] == "ValidatedExample"
+        assert (await served.gql(OPEN_ROUND, token=admin))["openNextRound"]["__typename"] == "RoundOpened"
+        got_rounds, got_votes = await rounds, await votes
+    assert got_rounds == [{"roundChanged": {"taskCode": "toy", "change": "OPENED", "round": {"number": 2}}}]
+    vote = got_votes[0]["exampleValidated"]
+    assert vote["label"] == "CORRECT" and vote["example"] == {"id": example_id, "status": "CREATED", "votes": {"correct": 1}}
+
+
+async def test_a_revoked_token_stops_a_running_subscription(served, monkeypatch):
+    import dynaforge.api.subscriptions as subscriptions
+
+    monkeypatch.setattr(subscriptions, "REAUTH_S", 0.0)  # re-check the token at every event
+    author, _ = await served.user("author3")
+    reader, reader_id = await served.user("reader3")
+    async with served.subscriber(reader) as session:
+        seen: list[dict] = []
+
+        async def read():
+            async for result in session.subscribe(CREATED):
+                seen.append(result)
+
+        reading = asyncio.create_task(read())
+        await _started(reading, served.p.events, "exampleCreated:toy")
+        await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "one", "label": "bad"}}}, author)
+        for _ in range(250):  # the first event arrives while the token is good
+            if seen:
+                break
+            await asyncio.sleep(0.02)
+        assert len(seen) == 1
+        token_id = (await served.gql("{ me { apiTokens { id } } }", token=reader))["me"]["apiTokens"][0]["id"]
+        await served.gql(f'mutation {{ revokeApiToken(input: {{id: "{token_id}"}}) {{ __typename }} }}', token=reader)
+        await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "two", "label": "bad"}}}, author)
+        with pytest.raises(TransportQueryError, match="revoked"):
+            await asyncio.wait_for(reading, 10)
+    assert len(seen) == 1
+
+
+async def test_evaluation_progress_is_shown_to_those_who_can_see_the_model(served):
+    p = served.p
+    builder, builder_id = await served.user("builder1")
+    stranger, _ = await served.user("stranger1")
+    _, admin_id = await served.user("admin4", admin=True)
+    admin = Actor(admin_id, "admin4", True)
+    author, _ = await served.user("author4")
+    for i in range(6):
+        await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": f"good {i}", "label": "good"}}}, author)
+    async with p.db.session() as s:
+        from sqlalchemy import select
+
+        from dynaforge.db.models import Example
+
+        ids = list(await s.scalars(select(Example.id)))
+    for example_id in ids:
+        await validation.validate(p, admin, example_id, "CORRECT")
+    await datasets.build_from_round(p, admin, "toy", 1, splits=(("test", 1.0, DatasetAccess.SCORING),))
+    model, queued = await submissions.submit_model(p, Actor(builder_id, "builder1", False), task_code="toy",
+                                                   name="private", backend="python",
+                                                   config={"callable": "toy_plugin:keyword_model"})
+    async with served.subscriber(stranger) as session:
+        with pytest.raises(TransportQueryError, match=f"No model {model.id}"):
+            await _collect(session, PROGRESS, 1, {"m": str(model.id)}, timeout=5)
+    async with served.subscriber(builder) as session:
+        first = queued[0]
+        listening = asyncio.create_task(_collect(session, PROGRESS, 3, {"m": str(model.id)}))
+        await _started(listening, p.events, f"evaluationProgress:{model.id}")
+        p.settings.eval_chunk_size = 4
+        runner = Runner(p.settings, p.plugins, db=p.db)
+        runner.progress = publisher(p.events)
+        assert await runner.run(first.id) == "DONE"
+        got = [r["evaluationProgress"] for r in await listening]
+    assert [(g["status"], g["progress"]) for g in got] == [("RUNNING", 0.0), ("RUNNING", 0.5), ("RUNNING", 1.0)]  # 6 items, chunks of 4
+    assert {g["evaluationId"] for g in got} == {str(first.id)} and got[0]["datasetName"] == "r1-test"
+
+
+async def test_only_graphql_transport_ws_is_spoken(served):
+    """The legacy graphql-ws protocol (which let clients skip connection_init in older servers) is closed with
+    4406 before any operation runs."""
+    url = served.base.replace("http", "ws") + "/graphql"
+    with pytest.raises(websockets.exceptions.ConnectionClosedError) as closed:
+        async with websockets.connect(url, subprotocols=["graphql-ws"]) as ws:
+            await ws.send(json.dumps({"type": "start", "id": "1",
+                                      "payload": {"query": "subscription { roundChanged(taskCode: \"toy\") { change } }"}}))
+            await asyncio.wait_for(ws.recv(), 5)
+    assert closed.value.rcvd.code == 4406
+
+
+async def test_a_slow_subscriber_is_dropped_with_a_bounded_buffer():
+    """The bus, directly: a subscriber that does not read gets at most ``buffer`` events queued, then its stream
+    ends with a message saying it fell behind; other subscribers are unaffected and memory stays bounded."""
+    from dynaforge.events import InMemoryEventBus, SubscriberTooSlow
+
+    bus = InMemoryEventBus(buffer=4)
+    slow, fast = bus.subscribe("t"), bus.subscribe("t")
+    slow_first = asyncio.ensure_future(slow.__anext__())
+    fast_seen = []
+
+    async def read_fast():
+        async for event in fast:
+            fast_seen.append(event["n"])
+            if len(fast_seen) == 10:
+                return
+
+    reading = asyncio.create_task(read_fast())
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    for n in range(10):
+        await bus.publish("t", {"n": n})
+        await asyncio.sleep(0)
+    await reading
+    assert fast_seen == list(range(10))
+    received = [(await slow_first)["n"]]
+    with pytest.raises(SubscriberTooSlow, match="fell more than 4 events behind"):
+        while True:
+            received.append((await slow.__anext__())["n"])
+    assert received == [0, 1, 2, 3, 4] and bus.subscriber_count("t") == 1  # the fast one
+    await fast.aclose()
+    assert bus.subscriber_count("t") == 0
