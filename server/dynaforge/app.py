@@ -144,6 +144,20 @@ def _start_jobs(platform: Platform) -> None:
     asyncio.get_running_loop().create_task(
         submission_service.requeue_unfinished(platform, running_too=platform.jobs.embedded), name="requeue-evaluations"
     )
+    asyncio.get_running_loop().create_task(_resend_webhooks(platform), name="resend-webhooks")
+
+
+async def _resend_webhooks(platform: Platform) -> None:
+    """Deliveries left pending by a stopped server or a broker that was down are sent again."""
+    from dynaforge.services import webhooks
+
+    try:
+        ids = await webhooks.pending_ids(platform)
+        # An in-process broker lost its messages when the server stopped; Redis keeps them (and their delays).
+        if ids and platform.jobs is not None and platform.jobs.embedded:
+            platform.jobs.send_webhooks(ids)
+    except Exception:
+        log.exception("pending webhook deliveries could not be sent again; they are retried at the next start")
 
 
 async def _retry_pending(platform: Platform) -> None:

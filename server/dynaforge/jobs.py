@@ -11,6 +11,7 @@ never a duplicate or missing score.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 
 QUEUE = "evaluations"
 ACTOR = "dynaforge.evaluate"
+WEBHOOK_QUEUE = "webhooks"
+WEBHOOK_ACTOR = "dynaforge.deliver_webhook"
 
 
 class BrokerUnavailable(RuntimeError):
@@ -125,6 +128,26 @@ class Jobs:
             time_limit=int(settings.eval_timeout_s * 1000) + 60_000,
         )
 
+        def deliver_webhook(delivery_id: int) -> None:
+            from dynaforge.db.engine import Database
+            from dynaforge.services.webhooks import attempt
+
+            async def once() -> str:
+                db = Database(self.settings.database_url)
+                try:
+                    return await attempt(self.settings, db, delivery_id, max_attempts=self.settings.webhook_max_attempts)
+                finally:
+                    await db.dispose()
+
+            asyncio.run(once())  # DeliveryFailed propagates: dramatiq retries it with backoff
+
+        self.deliver_webhook = dramatiq.actor(
+            deliver_webhook, broker=self.broker, actor_name=WEBHOOK_ACTOR, queue_name=WEBHOOK_QUEUE,
+            # the attempt itself marks the delivery FAILED at the last attempt; this bound is a backstop
+            max_retries=settings.webhook_max_attempts, min_backoff=settings.webhook_min_backoff_ms,
+            max_backoff=settings.webhook_max_backoff_ms, time_limit=60_000,
+        )
+
     @property
     def embedded(self) -> bool:
         return isinstance(self.broker, StubBroker)
@@ -138,9 +161,19 @@ class Jobs:
                 raise BrokerUnavailable(f"the job broker is unreachable ({type(exc).__name__}: {exc}); the "
                                         "evaluations stay queued and are sent again when the server restarts") from exc
 
+    def send_webhooks(self, delivery_ids: list[int]) -> None:
+        """One message per webhook delivery; raises BrokerUnavailable when the broker is down."""
+        for delivery_id in delivery_ids:
+            try:
+                self.deliver_webhook.send(delivery_id)
+            except Exception as exc:
+                raise BrokerUnavailable(f"the job broker is unreachable ({type(exc).__name__}: {exc}); the "
+                                        "deliveries stay pending and are sent again when the server restarts") from exc
+
     def start_worker(self, threads: int = 1) -> None:
-        """Consume in this process (the embedded default)."""
-        self.worker = dramatiq.Worker(self.broker, queues=[QUEUE], worker_threads=threads, worker_timeout=200)
+        """Consume in this process (the embedded default): evaluations and webhook deliveries."""
+        self.worker = dramatiq.Worker(self.broker, queues=[QUEUE, WEBHOOK_QUEUE], worker_threads=max(2, threads),
+                                      worker_timeout=200)
         self.worker.start()
 
     def stop(self) -> None:

@@ -71,6 +71,14 @@ class Settings(BaseSettings):
     subscriber_buffer: int = Field(
         default=256, ge=1, description="live events: how many events a subscriber may fall behind before it is dropped"
     )
+    webhook_max_attempts: int = Field(default=8, ge=1, description="webhooks: attempts before a delivery is FAILED")
+    webhook_min_backoff_ms: int = Field(default=5_000, ge=1, description="webhooks: the first retry's delay")
+    webhook_max_backoff_ms: int = Field(default=3_600_000, ge=1, description="webhooks: the longest delay between retries")
+    webhook_allow_private: bool = Field(
+        default=False,
+        description="webhooks: allow URLs on loopback and private networks in production (always allowed in "
+        "development and test)",
+    )
     eval_chunk_size: int = Field(default=256, ge=1, description="evaluation: items per stored chunk (the unit of resumption)")
     eval_bootstrap_resamples: int = Field(default=1000, ge=10, description="evaluation: bootstrap resamples per interval")
     eval_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="evaluation: the longest one job may run")

@@ -25,6 +25,7 @@ from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.api.subscriptions import Subscription
+from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
 from dynaforge.errors import DynaforgeError
 from dynaforge.settings import Settings
 
@@ -60,8 +61,8 @@ class ReadAdmission(SchemaExtension):
 
 
 # Each feature module owns its resolvers; the roots merge them (field names must not repeat across modules).
-QUERY_TYPES: tuple[type, ...] = (CoreQuery, CollectionQuery, EvaluationQuery)
-MUTATION_TYPES: tuple[type, ...] = (CoreMutation, CollectionMutation, EvaluationMutation, ContextMutation)
+QUERY_TYPES: tuple[type, ...] = (CoreQuery, CollectionQuery, EvaluationQuery, WebhookQuery)
+MUTATION_TYPES: tuple[type, ...] = (CoreMutation, CollectionMutation, EvaluationMutation, ContextMutation, WebhookMutation)
 Query = merge_types("Query", QUERY_TYPES)
 Mutation = merge_types("Mutation", MUTATION_TYPES)
 

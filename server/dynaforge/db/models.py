@@ -374,3 +374,50 @@ class EvaluationChunk(SQLModel, table=True):
     outputs: list = _json(list)
     seconds: float = Field(default=0.0)
     created_at: datetime = _ts()
+
+
+class WebhookDeliveryStatus:
+    PENDING = "PENDING"
+    DELIVERED = "DELIVERED"
+    FAILED = "FAILED"
+
+    ALL = (PENDING, DELIVERED, FAILED)
+
+
+class Webhook(SQLModel, table=True):
+    """A URL that receives a task's events, signed the Standard Webhooks way. The signing secret is never stored:
+    it is derived from the server's secret key and ``secret_salt`` (a database alone does not reveal it), shown
+    once when the webhook is created or its secret rotated."""
+
+    __tablename__ = "webhooks"
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
+    url: str = Field(max_length=2000)
+    events: list = _json(list)
+    description: str = Field(default="", max_length=500)
+    secret_salt: str = Field(max_length=64)
+    active: bool = Field(default=True)
+    privileged: bool = Field(default=False)  # registered by an owner or admin: payloads name the example's author
+    created_at: datetime = _ts()
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """One event sent (or being sent) to one webhook: what was sent, how many attempts, how the last one ended."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (sa.Index("ix_webhook_deliveries_webhook_created", "webhook_id", "id"),)
+
+    id: Optional[int] = Field(default=None, primary_key=True)
+    webhook_id: int = Field(foreign_key="webhooks.id", ondelete="CASCADE")
+    message_id: str = Field(max_length=64, sa_column_kwargs={"unique": True})  # the webhook-id header
+    event: str = Field(max_length=40)
+    body: str = Field(sa_type=sa.Text)
+    status: str = Field(default=WebhookDeliveryStatus.PENDING, max_length=16)
+    attempts: int = Field(default=0)
+    response_status: Optional[int] = Field(default=None)
+    error: Optional[str] = Field(default=None, max_length=2000)
+    created_at: datetime = _ts()
+    last_attempt_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    delivered_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))

@@ -71,9 +71,11 @@ class Caches:
     tasks: TTLCache = field(init=False)
     rounds: TTLCache = field(init=False)
     contexts: TTLCache = field(init=False)
+    webhooks: TTLCache = field(init=False)  # a task's active webhooks (usually none), for the write path
 
     def __post_init__(self) -> None:
         self.tokens = TTLCache(self.ttl_s)
         self.tasks = TTLCache(self.ttl_s, maxsize=1000)
         self.rounds = TTLCache(self.ttl_s, maxsize=1000)
         self.contexts = TTLCache(None, maxsize=20_000)
+        self.webhooks = TTLCache(self.ttl_s, maxsize=1000)

@@ -26,6 +26,7 @@ from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow,
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
 from dynaforge.services import tasks as task_service
+from dynaforge.services import webhooks
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.counters import move
 from dynaforge.services.platform import Platform
@@ -261,10 +262,10 @@ async def submit(
             )
     payload = event_payload(example, task_code, round_.number)
     await p.plugins.emit("example_created", example=payload)
-    await p.events.publish(f"exampleCreated:{task_code}", payload)
+    await webhooks.announce(p, "exampleCreated", task_code, example.task_id, payload)
     if fooled:
         await p.plugins.emit("model_fooled", example=payload)
-        await p.events.publish(f"modelFooled:{task_code}", payload)
+        await webhooks.announce(p, "modelFooled", task_code, example.task_id, payload)
     return Outcome(example, pending_reason)
 
 
@@ -386,7 +387,7 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
         if fooled:
             payload = event_payload(example, task.code, round_.number)
             await p.plugins.emit("model_fooled", example=payload)
-            await p.events.publish(f"modelFooled:{task.code}", payload)
+            await webhooks.announce(p, "modelFooled", task.code, example.task_id, payload)
     return done
 
 

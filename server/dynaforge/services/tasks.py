@@ -328,8 +328,10 @@ ROUND_CHANGES = ("OPENED", "CLOSED", "UPDATED")
 
 
 async def announce_round(p: Platform, code: str, round_: Round, change: str) -> None:
-    """A ``roundChanged:{code}`` event after the change has committed."""
-    await p.events.publish(f"roundChanged:{code}", {
+    """A ``roundChanged`` event (subscribers and webhooks) after the change has committed."""
+    from dynaforge.services.webhooks import announce  # webhooks reads tasks through this module
+
+    await announce(p, "roundChanged", code, round_.task_id, {
         "task_code": code, "task_id": round_.task_id, "round_id": round_.id, "number": round_.number,
         "change": change, "at": utcnow().isoformat(),
     })

@@ -29,6 +29,7 @@ from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, Inv
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import move
+from dynaforge.services import webhooks
 from dynaforge.services.examples import event_payload
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
@@ -265,7 +266,7 @@ async def flag(
 
 async def _announce(p: Platform, task_code: str, round_number: int, example: Example, label: str) -> None:
     payload = {**event_payload(example, task_code, round_number), "label": label}
-    await p.events.publish(f"exampleValidated:{task_code}", payload)
+    await webhooks.announce(p, "exampleValidated", task_code, example.task_id, payload)
 
 
 def _votes(example: Example) -> dict[str, int]:

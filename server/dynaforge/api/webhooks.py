@@ -1,0 +1,135 @@
+"""Webhook resolvers: register URLs for a task's events, read their delivery log, rotate or delete them."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Union
+
+import strawberry
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.errors import InvalidInput, NotAuthenticated, NotFound, RateLimited, as_result, parse_id, query_error
+from dynaforge.db.models import Webhook as WebhookRow, WebhookDelivery as DeliveryRow, as_utc
+from dynaforge.errors import DynaforgeError
+from dynaforge.services import webhooks as webhook_service
+
+Info = strawberry.Info[RequestContext]
+
+
+@strawberry.type(description="One event sent to a webhook: how many attempts, how the last one ended.")
+class WebhookDelivery:
+    id: strawberry.ID = strawberry.field(description="The webhook-id header, the same on every retry.")
+    event: str
+    status: str = strawberry.field(description="PENDING (being retried), DELIVERED or FAILED.")
+    attempts: int
+    response_status: int | None = strawberry.field(description="The HTTP status of the last attempt.")
+    error: str | None
+    created_at: datetime
+    last_attempt_at: datetime | None
+    delivered_at: datetime | None
+
+    @classmethod
+    def from_row(cls, row: DeliveryRow) -> "WebhookDelivery":
+        return cls(id=strawberry.ID(row.message_id), event=row.event, status=row.status, attempts=row.attempts,
+                   response_status=row.response_status, error=row.error, created_at=as_utc(row.created_at),
+                   last_attempt_at=as_utc(row.last_attempt_at), delivered_at=as_utc(row.delivered_at))
+
+
+@strawberry.type(description="A URL that receives a task's events, signed as Standard Webhooks specify.")
+class Webhook:
+    row: strawberry.Private[WebhookRow]
+    id: strawberry.ID
+    url: str
+    events: list[str]
+    description: str
+    active: bool
+    created_at: datetime
+
+    @strawberry.field(description="The newest deliveries first.")
+    async def deliveries(self, info: Info, first: int = 20) -> list[WebhookDelivery]:
+        try:
+            rows = await webhook_service.deliveries(info.context.platform, self.row.id, first=first)
+        except DynaforgeError as exc:
+            raise query_error(exc) from None
+        return [WebhookDelivery.from_row(r) for r in rows]
+
+    @classmethod
+    def from_row(cls, row: WebhookRow) -> "Webhook":
+        return cls(row=row, id=strawberry.ID(str(row.id)), url=row.url, events=list(row.events),
+                   description=row.description, active=row.active, created_at=as_utc(row.created_at))
+
+
+@strawberry.input
+class CreateWebhookInput:
+    task_code: str
+    url: str = strawberry.field(description="An http(s) URL; in production, a public host.")
+    events: list[str] = strawberry.field(description="Any of modelFooled, exampleCreated, exampleValidated, "
+                                         "roundChanged.")
+    description: str = ""
+
+
+@strawberry.input
+class WebhookIdInput:
+    id: strawberry.ID
+
+
+@strawberry.type(description="The webhook and its signing secret, shown this once: keep it to verify signatures.")
+class WebhookSecret:
+    webhook: Webhook
+    secret: str = strawberry.field(description="whsec_...: the key for webhook-signature (Standard Webhooks).")
+
+
+@strawberry.type
+class WebhookDeleted:
+    id: strawberry.ID
+
+
+CreateWebhookResult = Annotated[Union[WebhookSecret, InvalidInput, NotAuthenticated, NotFound, RateLimited],
+                                strawberry.union("CreateWebhookResult")]
+RotateWebhookSecretResult = Annotated[Union[WebhookSecret, InvalidInput, NotAuthenticated, NotFound],
+                                      strawberry.union("RotateWebhookSecretResult")]
+DeleteWebhookResult = Annotated[Union[WebhookDeleted, InvalidInput, NotAuthenticated, NotFound],
+                                strawberry.union("DeleteWebhookResult")]
+
+
+@strawberry.type
+class WebhookQuery:
+    @strawberry.field(description="Your webhooks on a task (its owners and admins: everyone's), with their deliveries.")
+    async def webhooks(self, info: Info, task_code: str) -> list[Webhook]:
+        try:
+            rows = await webhook_service.list_webhooks(info.context.platform, info.context.actor, task_code,
+                                                       auth_error=info.context.auth_error)
+        except DynaforgeError as exc:
+            raise query_error(exc) from None
+        return [Webhook.from_row(r) for r in rows]
+
+
+@strawberry.type
+class WebhookMutation:
+    @strawberry.mutation(description="Register a URL for a task's events. The answer holds the signing secret, once.")
+    async def create_webhook(self, info: Info, input: CreateWebhookInput) -> CreateWebhookResult:
+        async def call():
+            made = await webhook_service.create(info.context.platform, info.context.actor, input.task_code, input.url,
+                                                list(input.events), description=input.description,
+                                                auth_error=info.context.auth_error)
+            return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="A new signing secret for a webhook (the old one stops working at once).")
+    async def rotate_webhook_secret(self, info: Info, input: WebhookIdInput) -> RotateWebhookSecretResult:
+        async def call():
+            made = await webhook_service.rotate_secret(info.context.platform, info.context.actor,
+                                                       parse_id(input.id, "id"), auth_error=info.context.auth_error)
+            return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
+
+        return await as_result(call)
+
+    @strawberry.mutation(description="Delete a webhook and its delivery log.")
+    async def delete_webhook(self, info: Info, input: WebhookIdInput) -> DeleteWebhookResult:
+        async def call():
+            gone = await webhook_service.delete(info.context.platform, info.context.actor, parse_id(input.id, "id"),
+                                                auth_error=info.context.auth_error)
+            return WebhookDeleted(id=strawberry.ID(str(gone)))
+
+        return await as_result(call)

@@ -1,0 +1,292 @@
+"""Webhooks: a task's events POSTed to URLs that users register, signed as Standard Webhooks specify.
+
+Who may register: any signed-in user, for the task events a subscription would show them (``modelFooled``,
+``exampleCreated``, ``exampleValidated``, ``roundChanged``); payloads name the example's author (``user_id``) only
+in webhooks registered by the task's owners and admins. At most ``MAX_PER_USER_AND_TASK`` webhooks per user and task.
+
+Each delivery is a row (the log the registrant reads) and one job message; the job POSTs the body with the headers
+``webhook-id`` (the message id, the same on every retry, for idempotent receivers), ``webhook-timestamp`` (Unix
+seconds) and ``webhook-signature`` (``v1,`` + base64 HMAC-SHA256 of ``{id}.{timestamp}.{body}`` under the secret's
+key). A 2xx answer delivers it; anything else is retried by the job system with exponential backoff, up to
+``webhook_max_attempts`` attempts, then the delivery is FAILED with the last status or error.
+
+Secrets (``whsec_`` + base64 of 32 bytes) are shown once and never stored: each is derived from the server's
+``SECRET_KEY`` and a random salt kept on the row. Rotating the secret draws a new salt.
+
+Where a delivery may go: http(s) URLs only; outside development and tests, never to loopback, private, link-local
+or otherwise internal addresses (checked when registering and again when sending, after DNS resolution), so a
+webhook cannot be used to reach the server's own network.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import secrets
+import socket
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import func, select, update
+
+from dynaforge.db.models import Webhook, WebhookDelivery, WebhookDeliveryStatus as D, utcnow
+from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.platform import Platform
+from dynaforge.settings import Settings
+
+log = logging.getLogger(__name__)
+
+EVENTS = ("modelFooled", "exampleCreated", "exampleValidated", "roundChanged")
+MAX_PER_USER_AND_TASK = 10
+MAX_PAGE = 100
+TIMEOUT_S = 10.0
+CACHE_S = 5.0
+
+
+# --------------------------------------------------------------------------- signing (Standard Webhooks)
+
+def secret_for(settings: Settings, webhook_id: int, salt: str) -> str:
+    key = hmac.new(settings.secret_key.encode(), f"webhook:{webhook_id}:{salt}".encode(), hashlib.sha256).digest()
+    return "whsec_" + base64.b64encode(key).decode()
+
+
+def sign(secret: str, message_id: str, timestamp: int, body: str) -> str:
+    """The ``webhook-signature`` header value for ``body``."""
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    mac = hmac.new(key, f"{message_id}.{timestamp}.{body}".encode(), hashlib.sha256).digest()
+    return "v1," + base64.b64encode(mac).decode()
+
+
+def verify(secret: str, headers: dict[str, str], body: str, *, tolerance_s: int = 300, now: float | None = None) -> bool:
+    """What a receiver does (and the tests): the signature matches and the timestamp is recent."""
+    message_id, timestamp = headers.get("webhook-id", ""), headers.get("webhook-timestamp", "")
+    if not timestamp.isdigit() or abs((now or time.time()) - int(timestamp)) > tolerance_s:
+        return False
+    expected = sign(secret, message_id, int(timestamp), body).split(",", 1)[1]
+    return any(hmac.compare_digest(expected, part.split(",", 1)[1])
+               for part in headers.get("webhook-signature", "").split() if part.startswith("v1,"))
+
+
+# --------------------------------------------------------------------------- where deliveries may go
+
+def _internal(address: str) -> bool:
+    ip = ipaddress.ip_address(address)
+    return not ip.is_global or ip.is_multicast
+
+
+def check_url(settings: Settings, url: str, *, resolve: bool = True) -> None:
+    """Refuse URLs a webhook may not call (see the module's docstring); raises InvalidInput."""
+    def refuse(rule: str, message: str) -> None:
+        raise InvalidInput.from_errors([FieldError("url", rule, message)])
+
+    if not isinstance(url, str) or len(url) > 2000:
+        refuse("format", "must be an http or https URL of at most 2000 characters")
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        refuse("format", "must be an absolute http or https URL, e.g. https://example.org/hooks/dynaforge")
+    if parts.username or parts.password:
+        refuse("credentials", "must not carry a user name or password; verify the signature instead")
+    if settings.environment != "production" or settings.webhook_allow_private:
+        return
+    if not resolve:
+        return
+    try:
+        addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)}
+    except OSError as exc:
+        refuse("dns", f"the host {parts.hostname!r} does not resolve ({exc.strerror or exc}); check the URL")
+    if any(_internal(a) for a in addresses):
+        refuse("internal", "points at a loopback, private or link-local address; webhooks only call public hosts")
+
+
+# --------------------------------------------------------------------------- registration
+
+@dataclass(frozen=True)
+class Registered:
+    webhook: Webhook
+    secret: str
+
+
+def _check_events(events: list[str]) -> list[str]:
+    chosen = sorted(set(events or []))
+    unknown = [e for e in chosen if e not in EVENTS]
+    if not chosen or unknown:
+        raise InvalidInput.from_errors([FieldError("events", "choice", f"choose one or more of {', '.join(EVENTS)}"
+                                                   + (f"; unknown: {', '.join(unknown)}" if unknown else ""))])
+    return chosen
+
+
+async def create(
+    p: Platform, actor: Actor | None, task_code: str, url: str, events: list[str], *, description: str = "",
+    auth_error: str | None = None,
+) -> Registered:
+    actor = require_human(actor, auth_error)
+    view = await task_service.get_task(p, actor, task_code)
+    chosen = _check_events(events)
+    if len(description or "") > 500:
+        raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 500 characters")])
+    check_url(p.settings, url)
+    async with p.db.write() as s:
+        count = await s.scalar(select(func.count()).select_from(Webhook)
+                               .where(Webhook.task_id == view.row.id, Webhook.user_id == actor.user_id))
+        if count >= MAX_PER_USER_AND_TASK:
+            raise RateLimited(f"You have {count} webhooks on {task_code}, the most allowed; delete one first", 0.0)
+        webhook = Webhook(task_id=view.row.id, user_id=actor.user_id, url=url, events=chosen,
+                          description=description or "", secret_salt=secrets.token_hex(16),
+                          privileged=await task_service.is_owner(s, actor, view.row.id))
+        s.add(webhook)
+        await s.flush()
+    p.caches.webhooks.pop(view.row.id)
+    return Registered(webhook, secret_for(p.settings, webhook.id, webhook.secret_salt))
+
+
+async def _own(s, actor: Actor, webhook_id: int) -> Webhook:
+    webhook = await s.get(Webhook, webhook_id)
+    if webhook is None or (webhook.user_id != actor.user_id and not await task_service.is_owner(s, actor, webhook.task_id)):
+        raise NotFound(f"No webhook {webhook_id} of yours; list them with webhooks(taskCode)")
+    return webhook
+
+
+async def delete(p: Platform, actor: Actor | None, webhook_id: int, *, auth_error: str | None = None) -> int:
+    """The registrant (or the task's owners and admins) deletes a webhook and its delivery log."""
+    actor = require_human(actor, auth_error)
+    async with p.db.write() as s:
+        webhook = await _own(s, actor, webhook_id)
+        task_id = webhook.task_id
+        await s.delete(webhook)
+    p.caches.webhooks.pop(task_id)
+    return webhook_id
+
+
+async def rotate_secret(p: Platform, actor: Actor | None, webhook_id: int, *, auth_error: str | None = None) -> Registered:
+    actor = require_human(actor, auth_error)
+    async with p.db.write() as s:
+        webhook = await _own(s, actor, webhook_id)
+        webhook.secret_salt = secrets.token_hex(16)
+        await s.flush()
+    return Registered(webhook, secret_for(p.settings, webhook.id, webhook.secret_salt))
+
+
+async def list_webhooks(p: Platform, actor: Actor | None, task_code: str, *, auth_error: str | None = None) -> list[Webhook]:
+    """Yours on the task; the task's owners and admins see everyone's."""
+    actor = require_human(actor, auth_error)
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        where = [Webhook.task_id == view.row.id]
+        if not await task_service.is_owner(s, actor, view.row.id):
+            where.append(Webhook.user_id == actor.user_id)
+        return list(await s.scalars(select(Webhook).where(*where).order_by(Webhook.id)))
+
+
+async def deliveries(p: Platform, webhook_id: int, *, first: int = 20) -> list[WebhookDelivery]:
+    """The newest deliveries of a webhook already shown to its reader (see list_webhooks)."""
+    if not 1 <= first <= MAX_PAGE:
+        raise InvalidInput.from_errors([FieldError("first", "range", f"must be between 1 and {MAX_PAGE}")])
+    async with p.db.session() as s:
+        return list(await s.scalars(select(WebhookDelivery).where(WebhookDelivery.webhook_id == webhook_id)
+                                    .order_by(WebhookDelivery.id.desc()).limit(first)))
+
+
+# --------------------------------------------------------------------------- fan-out (after the event's commit)
+
+async def _registered(p: Platform, task_id: int) -> list[Webhook]:
+    cached = p.caches.webhooks.get(task_id)
+    if cached is not None:
+        return cached
+    async with p.db.session() as s:
+        rows = list(await s.scalars(select(Webhook).where(Webhook.task_id == task_id, Webhook.active.is_(True))))
+    p.caches.webhooks.put(task_id, rows)
+    return rows
+
+
+def body_of(event: str, payload: dict[str, Any], privileged: bool) -> str:
+    data = dict(payload) if privileged else {k: v for k, v in payload.items() if k != "user_id"}
+    return json.dumps({"type": event, "timestamp": utcnow().isoformat(), "data": data}, default=str,
+                      separators=(",", ":"))
+
+
+async def dispatch(p: Platform, event: str, task_id: int, payload: dict[str, Any]) -> int:
+    """Store a delivery for each active webhook of the task that wants ``event`` and queue its job; returns how
+    many. Costs one cached lookup when the task has none (the common case on the write path)."""
+    hooks = [w for w in await _registered(p, task_id) if event in w.events]
+    if not hooks:
+        return 0
+    rows = [WebhookDelivery(webhook_id=w.id, message_id=f"msg_{uuid.uuid4().hex}", event=event,
+                            body=body_of(event, payload, w.privileged)) for w in hooks]
+    async with p.db.write() as s:
+        s.add_all(rows)
+        await s.flush()
+    if p.jobs is not None:
+        try:
+            p.jobs.send_webhooks([r.id for r in rows])
+        except Exception as exc:  # BrokerUnavailable: stored PENDING, sent again at the next start
+            log.error("webhook deliveries %s stay pending: %s", [r.id for r in rows], exc)
+    return len(rows)
+
+
+async def announce(p: Platform, event: str, task_code: str, task_id: int, payload: dict[str, Any]) -> None:
+    """An event of a task, after its commit: to live subscribers, then to webhooks. Never raises: the write it
+    reports has already happened."""
+    await p.events.publish(f"{event}:{task_code}", payload)
+    try:
+        await dispatch(p, event, task_id, payload)
+    except Exception:
+        log.exception("webhook deliveries for %s on %s could not be stored", event, task_code)
+
+
+async def pending_ids(p: Platform) -> list[int]:
+    async with p.db.session() as s:
+        return list(await s.scalars(select(WebhookDelivery.id).where(WebhookDelivery.status == D.PENDING)
+                                    .order_by(WebhookDelivery.id)))
+
+
+# --------------------------------------------------------------------------- sending (in the job)
+
+class DeliveryFailed(Exception):
+    """This attempt failed; the job system retries it later."""
+
+
+async def attempt(settings: Settings, db, delivery_id: int, *, max_attempts: int) -> str:
+    """One attempt at a delivery; returns its status after the attempt. Raises DeliveryFailed when it should be
+    retried (fewer than ``max_attempts`` made)."""
+    import httpx
+
+    async with db.session() as s:
+        delivery = await s.get(WebhookDelivery, delivery_id)
+        webhook = None if delivery is None else await s.get(Webhook, delivery.webhook_id)
+    if delivery is None or webhook is None or delivery.status != D.PENDING:
+        return delivery.status if delivery is not None else "GONE"
+    timestamp = int(time.time())
+    secret = secret_for(settings, webhook.id, webhook.secret_salt)
+    headers = {"content-type": "application/json", "user-agent": "Dynaforge-Webhooks/1",
+               "webhook-id": delivery.message_id, "webhook-timestamp": str(timestamp),
+               "webhook-signature": sign(secret, delivery.message_id, timestamp, delivery.body)}
+    status_code, error = None, None
+    try:
+        check_url(settings, webhook.url)
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False) as client:
+            response = await client.post(webhook.url, content=delivery.body.encode(), headers=headers)
+        status_code = response.status_code
+        if not 200 <= status_code < 300:
+            error = f"the receiver answered HTTP {status_code}"
+    except InvalidInput as exc:
+        error = exc.message
+    except httpx.HTTPError as exc:
+        error = f"{type(exc).__name__}: {exc}"[:2000]
+    attempts = delivery.attempts + 1
+    status = D.DELIVERED if error is None else (D.FAILED if attempts >= max_attempts else D.PENDING)
+    async with db.write() as s:
+        await s.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id).values(
+            attempts=attempts, response_status=status_code, error=error, status=status, last_attempt_at=utcnow(),
+            delivered_at=utcnow() if status == D.DELIVERED else None))
+    if status == D.PENDING:
+        raise DeliveryFailed(f"delivery {delivery_id} attempt {attempts}: {error}")
+    return status
