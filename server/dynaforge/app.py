@@ -70,6 +70,56 @@ class DynaforgeGraphQL(GraphQL):
         return await super().parse_multipart(request)
 
 
+class BodyLimit:
+    """Refuse request bodies larger than ``limit`` bytes with 413 before they are read whole: by Content-Length
+    when it is declared, by counting otherwise (chunked bodies). Multipart uploads are left to the upload limit
+    (``check_multipart_request``)."""
+
+    def __init__(self, app: Any, limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
+            return await self.app(scope, receive, send)
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if headers.get("content-type", "").lower().startswith("multipart/"):
+            return await self.app(scope, receive, send)
+        message = (f"The request body is larger than {self.limit} bytes; send a smaller query or fewer variables "
+                   "(files go through a multipart upload)")
+        length = headers.get("content-length", "").strip()
+        if length.isdigit() and int(length) > self.limit:
+            return await JSONResponse({"errors": [{"message": message, "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]},
+                                      status_code=413)(scope, receive, send)
+        seen = 0
+        started = False
+
+        async def counted_receive():
+            nonlocal seen
+            event = await receive()
+            if event["type"] == "http.request":
+                seen += len(event.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge()
+            return event
+
+        async def watched_send(event):
+            nonlocal started
+            if event["type"] == "http.response.start":
+                started = True
+            await send(event)
+
+        try:
+            await self.app(scope, counted_receive, watched_send)
+        except _TooLarge:
+            if not started:
+                await JSONResponse({"errors": [{"message": message, "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]},
+                                   status_code=413)(scope, receive, send)
+
+
+class _TooLarge(Exception):
+    pass
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -132,6 +182,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.platform = platform
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     return app
 
 

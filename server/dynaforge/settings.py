@@ -90,6 +90,15 @@ class Settings(BaseSettings):
     )
 
     # Abuse limits
+    logins_per_minute: int = Field(default=10, ge=0, description="login attempts per account per minute (0: no limit)")
+    logins_per_minute_per_client: int = Field(
+        default=30, ge=0, description="login attempts per client address per minute, whatever the account (0: no limit)"
+    )
+    max_body_bytes: int = Field(
+        default=1024 * 1024, ge=1024,
+        description="the largest GraphQL request body (JSON); file uploads have CONTEXT_UPLOAD_MAX_BYTES",
+    )
+    introspection: bool | None = Field(default=None, description="GraphQL introspection; None: on outside production")
     examples_per_minute: int = 30
     validations_per_minute: int = 120
     proposals_per_day: int = 5
@@ -117,6 +126,10 @@ class Settings(BaseSettings):
     @property
     def is_sqlite(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+    @property
+    def introspection_enabled(self) -> bool:
+        return self.environment != "production" if self.introspection is None else self.introspection
 
     @property
     def graphiql_enabled(self) -> bool:

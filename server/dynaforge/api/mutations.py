@@ -186,7 +186,10 @@ class Mutation:
     @strawberry.mutation(description="Exchange a username and password for a new API token.")
     async def login(self, info: Info, input: LoginInput) -> LoginResult:
         async def call():
-            user, token = await auth_service.login(info.context.platform, username=input.username, password=input.password)
+            request = info.context.request
+            client = getattr(getattr(request, "client", None), "host", None)
+            user, token = await auth_service.login(info.context.platform, username=input.username,
+                                                   password=input.password, client=client)
             return AuthPayload(token=token, user=User.from_row(user))
 
         return await as_result(call)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import strawberry
-from graphql import GraphQLError
+from graphql import GraphQLError, NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension
 from strawberry.tools import merge_types
 from strawberry.types.graphql import OperationType
@@ -75,6 +75,8 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         *QueryDepthLimiter(max_depth=settings.graphql_max_depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=settings.graphql_max_aliases).validation_rules,
     ]
+    if not settings.introspection_enabled:  # production: the schema is published as schema.graphql instead
+        rules.append(NoSchemaIntrospectionCustomRule)
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,

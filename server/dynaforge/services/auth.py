@@ -109,9 +109,16 @@ async def register(p: Platform, *, username: str, email: str, password: str) -> 
     return user, token
 
 
-async def login(p: Platform, *, username: str, password: str) -> tuple[User, str]:
-    """Check a password and issue a new API token. One message for an unknown user and a wrong password."""
-    p.limiter.hit(f"login:{str(username).lower()}", 10, 60.0, "login attempts for this account")
+async def login(p: Platform, *, username: str, password: str, client: str | None = None) -> tuple[User, str]:
+    """Check a password and issue a new API token. One message for an unknown user and a wrong password.
+
+    Brute force: at most ``logins_per_minute`` attempts per account (guessing one password) and
+    ``logins_per_minute_per_client`` per client address (trying many accounts), counted before the password is
+    checked, so that a refused attempt costs no hashing."""
+    p.limiter.hit(f"login:{str(username).lower()}", p.settings.logins_per_minute, 60.0, "login attempts for this account")
+    if client:
+        p.limiter.hit(f"login-client:{client}", p.settings.logins_per_minute_per_client, 60.0,
+                      "login attempts from your address")
     async with p.db.session() as s:
         user = await s.scalar(select(User).where(func.lower(User.username) == str(username).lower()))
     stored = user.password_hash if user is not None else _DUMMY_HASH

@@ -1,0 +1,158 @@
+"""Limits and abuse, one test each, over HTTP against the app: per-user rate limits (examples, validations,
+submissions, logins), body size, field lengths, page sizes, GraphQL depth, aliases and tokens, and introspection and
+GraphiQL in production settings. (Other files test each limit's details; this one shows every limit answers with a
+typed error that says what to do, and that nothing is written.)"""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from conftest import GraphQLClient, register_user
+from dynaforge.app import create_app
+from dynaforge.db.models import Example
+from dynaforge.services import datasets, examples as example_service, submissions, validation
+from dynaforge.services.actor import Actor
+
+CREATE = """mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) { __typename
+  ... on Error { message } ... on RateLimited { retryAfterSeconds } ... on InvalidInput { fieldErrors { field rule } } } }"""
+LOGIN = """mutation($u: String!, $p: String!) { login(input: {username: $u, password: $p}) { __typename
+  ... on Error { message } } }"""
+
+
+async def _examples(p) -> int:
+    async with p.db.session() as s:
+        return await s.scalar(select(func.count()).select_from(Example))
+
+
+async def test_examples_per_minute(gql, platform):
+    platform.settings.examples_per_minute = 2
+    token, _ = await register_user(gql, "fast1")
+    answers = [(await gql(CREATE, {"f": {"text": f"text {i}", "label": "bad"}}, token=token))["createExample"]
+               for i in range(3)]
+    assert [a["__typename"] for a in answers[:2]] != ["RateLimited"] * 2
+    assert answers[2]["__typename"] == "RateLimited" and answers[2]["retryAfterSeconds"] > 0
+    assert await _examples(platform) == 2
+
+
+async def test_validations_per_minute(gql, platform):
+    platform.settings.examples_per_minute = 100
+    platform.settings.validations_per_minute = 1
+    author, _ = await register_user(gql, "author1")
+    voter, _ = await register_user(gql, "voter1")
+    ids = [(await gql('mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) { ... on CreatedExample '
+                      '{ example { id } } } }', {"f": {"text": f"good {i}", "label": "bad"}}, token=author))
+           ["createExample"]["example"]["id"] for i in range(2)]
+    vote = 'mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }'
+    assert (await gql(vote, {"id": ids[0]}, token=voter))["validateExample"]["__typename"] == "ValidatedExample"
+    assert (await gql(vote, {"id": ids[1]}, token=voter))["validateExample"]["__typename"] == "RateLimited"
+
+
+async def test_submissions_per_day(platform):
+    from dynaforge.errors import RateLimited
+    from dynaforge.services import auth
+
+    platform.settings.examples_per_minute = 100
+    user = await auth.create_user(platform, Actor.system(), username="modeller", email="m@example.org",
+                                  password="long enough pw")
+    builder = Actor(user.id, "modeller", False)
+    admin = Actor.system()
+    owner_user = await auth.create_user(platform, Actor.system(), username="own", email="o@example.org",
+                                        password="long enough pw", is_admin=True)
+    owner = Actor(owner_user.id, "own", True)
+    for i in range(3):
+        made = await example_service.submit(platform, owner, task_code="toy", fields={"text": f"good {i}", "label": "good"})
+        await validation.validate(platform, owner, made.example.id, "CORRECT")
+    await datasets.build_from_round(platform, admin, "toy", 1)
+    config = {"callable": "toy_plugin:keyword_model"}
+    await submissions.submit_model(platform, builder, task_code="toy", name="one", backend="python", config=config)
+    with pytest.raises(RateLimited, match="submissions per user in 24 hours"):
+        for i in range(5):
+            await submissions.submit_model(platform, builder, task_code="toy", name=f"more{i}", backend="python",
+                                           config=config)
+
+
+async def test_logins_are_limited_per_account_and_per_client(gql, platform):
+    platform.settings.logins_per_minute = 3
+    platform.settings.logins_per_minute_per_client = 5
+    await register_user(gql, "target1")
+    answers = [(await gql(LOGIN, {"u": "target1", "p": "wrong guess"}, token=None))["login"]["__typename"]
+               for _ in range(3)]
+    assert answers == ["InvalidCredentials"] * 3
+    # the fourth attempt is refused before the password is checked: even the right one
+    refused = (await gql(LOGIN, {"u": "target1", "p": "correct horse battery"}, token=None))["login"]
+    assert refused["__typename"] == "RateLimited" and "this account" in refused["message"]
+    # trying many accounts from one address hits the per-client limit
+    spread = [(await gql(LOGIN, {"u": f"someone{i}", "p": "guess"}, token=None))["login"]["__typename"] for i in range(3)]
+    assert spread[:1] == ["InvalidCredentials"] and spread[-1] == "RateLimited"
+
+
+async def test_request_bodies_are_limited(client, platform):
+    limit = platform.settings.max_body_bytes
+    padding = "x" * (limit + 10)
+    response = await client.post("/graphql", json={"query": "{ __typename }", "variables": {"pad": padding}})
+    assert response.status_code == 413 and response.json()["errors"][0]["extensions"]["code"] == "PAYLOAD_TOO_LARGE"
+
+    async def chunks():  # no Content-Length: counted while read
+        for _ in range(limit // 65536 + 2):
+            yield b" " * 65536
+
+    chunked = await client.post("/graphql", content=chunks(), headers={"content-type": "application/json"})
+    assert chunked.status_code == 413
+    assert (await client.post("/graphql", json={"query": "{ __typename }"})).status_code == 200
+
+
+async def test_field_lengths(gql, platform):
+    token, _ = await register_user(gql, "long1")
+    answer = (await gql(CREATE, {"f": {"text": "x" * 101, "label": "bad"}}, token=token))["createExample"]
+    assert answer["__typename"] == "InvalidInput" and answer["fieldErrors"] == [{"field": "text", "rule": "max_length"}]
+    assert await _examples(platform) == 0
+
+
+async def test_page_sizes(gql, platform):
+    token, _ = await register_user(gql, "pager1")
+    too_many = platform.settings.page_max_size + 1
+    body = await gql(f'{{ examples(taskCode: "toy", first: {too_many}) {{ edges {{ cursor }} }} }}', token=token,
+                     expect_errors=True)
+    assert body["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
+
+
+async def test_depth_aliases_and_tokens(platform, monkeypatch):
+    monkeypatch.setattr(platform.settings, "graphql_max_depth", 2)  # the schema's rules are built with the app
+    app = create_app(platform=platform, sync_tasks=False, run_jobs=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+        gql = GraphQLClient(http)
+        assert "errors" not in await gql("{ tasks { code } }", token=None, expect_errors=True)
+        too_deep = "{ tasks { currentRound { targetModels { name } } } }"
+        aliases = "{ " + " ".join(f"a{i}: tasks {{ code }}" for i in range(20)) + " }"
+        many_tokens = "{ " + " ".join("tasks { code name labels }" for _ in range(400)) + " }"
+        for query, words in ((too_deep, "exceeds maximum operation depth"), (aliases, "aliases"), (many_tokens, "token")):
+            body = await gql(query, token=None, expect_errors=True)
+            assert words in body["errors"][0]["message"].lower(), body
+            assert body.get("data") is None
+
+
+@pytest.mark.parametrize("environment", ["production", "development"])
+async def test_introspection_and_graphiql_follow_the_environment(environment, platform):
+    from dynaforge.settings import Settings
+
+    settings = Settings(database_url=platform.settings.database_url, load_plugins="", environment=environment,
+                        **({"secret_key": "s" * 40} if environment == "production" else {}))
+    p = platform
+    original = p.settings
+    p.settings = settings
+    try:
+        app = create_app(settings, platform=p, sync_tasks=False, run_jobs=False)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+            gql = GraphQLClient(http)
+            body = await gql("{ __schema { queryType { name } } }", token=None, expect_errors=True)
+            page = await http.get("/graphql", headers={"accept": "text/html"})
+    finally:
+        p.settings = original
+    if environment == "production":
+        assert "introspection" in body["errors"][0]["message"].lower()
+        assert page.status_code != 200 or "graphiql" not in page.text.lower()
+    else:
+        assert body["data"]["__schema"]["queryType"]["name"] == "Query"
+        assert "graphiql" in page.text.lower()
