@@ -12,12 +12,14 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
+from cross_web import HTTPException as StrawberryHTTPException  # what strawberry answers as an HTTP status
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
 from dynaforge.api.export_http import export_endpoint
-from dynaforge.api.schema import build_schema
+from dynaforge.api.schema import DatabaseUnavailable, build_schema
+from dynaforge.errors import database_unreachable
 from dynaforge.inference.client import spec_key
 from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
@@ -47,7 +49,12 @@ class DynaforgeGraphQL(GraphQL):
 
     async def get_context(self, request, response) -> RequestContext:  # type: ignore[override]
         token = _bearer(request.headers)
-        auth = await auth_service.authenticate(self.platform, token)
+        try:
+            auth = await auth_service.authenticate(self.platform, token)
+        except Exception as exc:
+            if not database_unreachable(exc):
+                raise
+            raise StrawberryHTTPException(503, DatabaseUnavailable.MESSAGE) from exc
         return RequestContext.create(self.platform, auth.actor, auth.error, request, response, token)
 
     async def on_ws_connect(self, context: RequestContext):  # type: ignore[override]

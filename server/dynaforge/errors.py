@@ -81,3 +81,30 @@ class PluginError(DynaforgeError):
     code = "PLUGIN_ERROR"
 
 
+
+
+class ServiceUnavailable(DynaforgeError):
+    """A service the server needs (the database) cannot be reached right now; retrying later is the remedy."""
+
+    code = "SERVICE_UNAVAILABLE"
+
+
+#: Exception class names that mean "the database connection is gone or cannot be made" (asyncpg, SQLAlchemy, OS).
+_UNREACHABLE = {
+    "ConnectionDoesNotExistError", "CannotConnectNowError", "ConnectionFailureError", "PostgresConnectionError",
+    "InterfaceError", "ConnectionRefusedError", "ConnectionResetError", "TooManyConnectionsError",
+    "AdminShutdownError", "CrashShutdownError", "InternalClientError",
+}
+
+
+def database_unreachable(exc: BaseException | None) -> bool:
+    """Whether ``exc`` (or what caused it) says the database could not be reached."""
+    seen = 0
+    while exc is not None and seen < 10:
+        if type(exc).__name__ in _UNREACHABLE or getattr(exc, "connection_invalidated", False):
+            return True
+        if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
+            return True
+        exc = exc.__cause__ or exc.__context__
+        seen += 1
+    return False

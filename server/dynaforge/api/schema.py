@@ -26,7 +26,7 @@ from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.api.subscriptions import Subscription
 from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
-from dynaforge.errors import DynaforgeError
+from dynaforge.errors import DynaforgeError, ServiceUnavailable, database_unreachable
 from dynaforge.settings import Settings
 
 
@@ -40,6 +40,28 @@ def _should_mask(error: GraphQLError) -> bool:
         if original is None:
             return False
     return not isinstance(original, DynaforgeError)
+
+
+class DatabaseUnavailable(SchemaExtension):
+    """An error caused by a lost or refused database connection becomes SERVICE_UNAVAILABLE with a message that
+    says to retry, instead of the masked 'Unexpected error' (the server reconnects by itself)."""
+
+    MESSAGE = ("The database is unreachable right now; retry in a few seconds. A write that got this answer may or "
+               "may not have been stored: check (e.g. with your examples) before sending it again.")
+
+    def on_operation(self):  # type: ignore[override]
+        yield
+        result = self.execution_context.result
+        if result is None or not result.errors:
+            return
+        replaced = []
+        for error in result.errors:
+            if not isinstance(error.original_error, DynaforgeError) and database_unreachable(error.original_error):
+                cause = ServiceUnavailable(self.MESSAGE)
+                error = GraphQLError(cause.message, nodes=error.nodes, path=error.path, original_error=cause,
+                                     extensions={"code": cause.code})
+            replaced.append(error)
+        result.errors = replaced
 
 
 class ReadAdmission(SchemaExtension):
@@ -84,6 +106,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         types=ERROR_TYPES,
         extensions=[
             lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
+            DatabaseUnavailable,  # inside MaskErrors: its errors are typed before masking looks at them
             lambda: AddValidationRules(rules),
             lambda: ReadAdmission(settings.graphql_max_concurrent_reads),
             lambda: MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
