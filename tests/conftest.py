@@ -120,6 +120,8 @@ async def _dispose_engines():
 
 
 def make_settings(db_url: str, **overrides) -> Settings:
+    # Tests submit models with the python backend (test doubles given by import path) as plain users.
+    overrides.setdefault("submission_backends", "http,transformers,python")
     return Settings(database_url=db_url, environment="test", load_plugins="", **overrides)
 
 

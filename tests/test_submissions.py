@@ -294,3 +294,20 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
     assert evaluations["r1-test~dialect"] == EvaluationStatus.QUEUED
     async with platform.db.session() as s:
         assert (await s.get(ModelRow, model.id)).status == "EVALUATING"
+
+
+async def test_backends_that_run_code_are_for_owners_and_admins(platform, setup, monkeypatch):
+    """The production default: model builders submit over http or transformers; a python import path (code the
+    evaluation worker would run) is refused unless the submitter owns the task."""
+    monkeypatch.setattr(platform.settings, "submission_backends", "http,transformers")
+    await datasets.build_from_round(platform, setup["owner"], "toy", 1)
+    with pytest.raises(InvalidInput) as refused:
+        await submissions.submit_model(platform, setup["builder"], task_code="toy", name="code", backend="python",
+                                       config=KEYWORD)
+    assert refused.value.field_errors[0].field == "backend" and refused.value.field_errors[0].rule == "not_allowed"
+    model, queued = await submissions.submit_model(platform, setup["owner"], task_code="toy", name="owned",
+                                                   backend="python", config=KEYWORD)
+    assert queued
+    remote, _ = await submissions.submit_model(platform, setup["builder"], task_code="toy", name="remote",
+                                               backend="http", config={"url": "http://127.0.0.1:9"})
+    assert remote.backend == "http"

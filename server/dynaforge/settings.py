@@ -79,6 +79,11 @@ class Settings(BaseSettings):
         description="webhooks: allow URLs on loopback and private networks in production (always allowed in "
         "development and test)",
     )
+    submission_backends: str = Field(
+        default="http,transformers",
+        description="model backends any model builder may submit with (comma-separated); the others (python: an "
+        "import path the evaluation worker would run) are for the task's owners and admins only",
+    )
     eval_chunk_size: int = Field(default=256, ge=1, description="evaluation: items per stored chunk (the unit of resumption)")
     eval_bootstrap_resamples: int = Field(default=1000, ge=10, description="evaluation: bootstrap resamples per interval")
     eval_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="evaluation: the longest one job may run")

@@ -60,8 +60,8 @@ class EvaluationProgress:
     dataset_name: str
     status: str = strawberry.field(description="RUNNING, DONE or FAILED.")
     progress: float = strawberry.field(description="The share of the data set's chunks done, 0 to 1.")
-    error: str | None = strawberry.field(description="A failed evaluation's error (its submitter sees the log tail "
-                                         "on the evaluation).")
+    error: str | None = strawberry.field(description="A failed evaluation's error, for its submitter, the task's "
+                                         "owners and admins (as on Evaluation.error).")
 
 
 class _Watch:
@@ -160,8 +160,8 @@ class Subscription:
     async def evaluation_progress(self, info: Info, model_id: strawberry.ID) -> AsyncGenerator[EvaluationProgress, None]:
         _refuse_bad_token(info)
         try:
-            model, _ = await submission_service.get_model(info.context.platform, info.context.actor,
-                                                          parse_id(model_id, "modelId"))
+            model, privileged = await submission_service.get_model(info.context.platform, info.context.actor,
+                                                                   parse_id(model_id, "modelId"))
         except DynaforgeError as exc:
             raise query_error(exc) from None
         async for payload in _events(info, f"evaluationProgress:{model.id}"):
@@ -172,6 +172,6 @@ class Subscription:
                 dataset_name=payload["dataset_name"],
                 status=payload["status"],
                 progress=float(payload["progress"]),
-                error=payload.get("error"),
+                error=payload.get("error") if privileged else None,
             )
 

@@ -228,8 +228,14 @@ async def get_dataset(p: Platform, actor: Actor | None, dataset_id: int) -> tupl
     async with p.db.session() as s:
         dataset = await s.get(Dataset, dataset_id)
         owner = dataset is not None and await task_service.is_owner(s, actor, dataset.task_id)
+        code = None if dataset is None else await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
     if dataset is None or (dataset.access == DatasetAccess.HIDDEN and not owner):
         raise NotFound(f"No data set {dataset_id} that you can see")
+    if not owner:
+        try:
+            await task_service.get_task(p, actor, code)  # a hidden task's data sets stay hidden with it
+        except NotFound:
+            raise NotFound(f"No data set {dataset_id} that you can see") from None
     return dataset, owner or dataset.access == DatasetAccess.STANDARD
 
 

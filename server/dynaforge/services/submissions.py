@@ -77,6 +77,16 @@ async def submit_model(
     """Store a submission and queue its evaluations; returns the model and its queued evaluations."""
     actor = require_human(actor, auth_error)
     view = await task_service.get_task(p, actor, task_code)
+    open_to_all = {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
+    if backend not in open_to_all:
+        async with p.db.session() as s:
+            trusted = await task_service.is_owner(s, actor, view.row.id)
+        if not trusted:
+            # A backend such as python names code that the evaluation worker would import and run.
+            raise InvalidInput.from_errors([FieldError(
+                "backend", "not_allowed",
+                f"model builders submit with {', '.join(sorted(open_to_all)) or 'no backend'}; {backend!r} runs "
+                "code on the server and is for the task's owners and admins (serve your model over http instead)")])
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
     card = check_card(card)
     async with p.db.write() as s:
