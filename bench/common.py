@@ -97,9 +97,11 @@ class Result:
     figures: str
     target: str
     passed: bool
+    info: bool = False  # an informational figure without a target: prints INFO and never fails the run
 
     def line(self) -> str:
-        return f"{self.id} {self.figures} | target: {self.target} | {'PASS' if self.passed else 'FAIL'}"
+        verdict = "INFO" if self.info else "PASS" if self.passed else "FAIL"
+        return f"{self.id} {self.figures} | target: {self.target} | {verdict}"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -262,6 +264,11 @@ class Server:
     def graphql_url(self) -> str:
         return self.base_url + "/graphql"
 
+    @property
+    def database_path(self) -> Path:
+        """The server's SQLite file (benchmarks that seed their own data write to it directly)."""
+        return self.workdir / "bench.db"
+
     def health(self) -> dict[str, Any]:
         with urllib.request.urlopen(self.base_url + "/healthz", timeout=10) as response:
             return json.load(response)
@@ -297,8 +304,12 @@ def _wait_healthy(proc: subprocess.Popen, base_url: str, err_path: Path) -> None
 
 
 @contextlib.contextmanager
-def serve(threads: int) -> Iterator[Server]:
-    """Migrate a fresh SQLite database, create an admin and a token with the CLI, run ``dynaforge serve``."""
+def serve(threads: int, *, warm_models: bool = True) -> Iterator[Server]:
+    """Migrate a fresh SQLite database, create an admin and a token with the CLI, run ``dynaforge serve``.
+
+    ``warm_models=False`` passes ``--no-warm-models``: the model worker then starts only at the first prediction,
+    which the benchmarks that run a second server over seeded data (P5, P6's query path) never ask for.
+    """
     with tempfile.TemporaryDirectory(prefix="dynaforge-bench-") as tmp:
         workdir = Path(tmp)
         env = server_environment(threads)
@@ -311,7 +322,8 @@ def serve(threads: int) -> Iterator[Server]:
         base_url = f"http://127.0.0.1:{port}"
         with open(workdir / "server.out", "wb") as out, open(workdir / "server.err", "wb") as err:
             proc = subprocess.Popen(
-                [_dynaforge(), "serve", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url],
+                [_dynaforge(), "serve", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url,
+                 *(() if warm_models else ("--no-warm-models",))],
                 env=env, cwd=workdir, stdout=out, stderr=err,
             )
         try:
@@ -555,6 +567,98 @@ class Context:
     setup_peak_kb: int  # the API process's peak RSS over start-up and the annotators' registrations
     peak_reset: bool  # whether its peak RSS was reset after them, so that VmHWM covers only the serving traffic
     model: Any = None  # the bare model, once loaded (see bare_model)
+
+
+def sqlite_engine(server: Server):
+    """A plain synchronous SQLAlchemy engine on the server's SQLite file, for seeding data straight into it."""
+    import sqlalchemy
+
+    return sqlalchemy.create_engine(f"sqlite:///{server.database_path.as_posix()}")
+
+
+# --------------------------------------------------------------------------- the API in this process, SQL counted
+
+
+TRANSACTION_CONTROL = ("BEGIN", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE")
+
+
+@dataclass
+class Statements:
+    """The SQL statements one request sent to the database, split into queries and transaction control."""
+
+    all: list[str]
+
+    @property
+    def queries(self) -> list[str]:
+        return [s for s in self.all if s.lstrip().split(None, 1)[0].upper() not in TRANSACTION_CONTROL]
+
+    @property
+    def control(self) -> int:
+        return len(self.all) - len(self.queries)
+
+    def summary(self) -> str:
+        """'2 queries (+2 BEGIN...)': the queries, and the transaction-control statements beside them."""
+        return f"{len(self.queries)} queries (+{self.control} transaction control)"
+
+
+class InProcessApi:
+    """``dynaforge.app.create_app`` built in this process over a server's database, called through
+    ``httpx.ASGITransport`` (no network, no lifespan: tasks are already synced by the served process), with every
+    statement the database driver executes counted by a ``before_cursor_execute`` listener on both engines (the
+    writer and the reader). The served process cannot be counted from outside; this builds the same app and
+    settings, so the statements are the ones it sends.
+    """
+
+    def __init__(self, server: Server, **settings: Any):
+        self.server = server
+        self.settings_overrides = settings
+        self._statements: list[str] = []
+
+    async def __aenter__(self) -> InProcessApi:
+        from sqlalchemy import event
+
+        from dynaforge.app import create_app
+        from dynaforge.settings import Settings
+
+        settings = Settings(
+            _env_file=None,
+            environment="test",
+            database_url=f"sqlite+aiosqlite:///{self.server.database_path.as_posix()}",
+            load_plugins=TASK,
+            examples_per_minute=1_000_000,
+            **self.settings_overrides,
+        )
+        self.app = create_app(settings, sync_tasks=False, run_jobs=False)
+        self.platform = self.app.state.platform
+        self._engines = {self.platform.db.engine.sync_engine, self.platform.db.read_engine.sync_engine}
+        for engine in self._engines:
+            event.listen(engine, "before_cursor_execute", self._count)
+        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://in-process",
+                                      timeout=REQUEST_TIMEOUT_S)
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        from sqlalchemy import event
+
+        await self.http.aclose()
+        for engine in self._engines:
+            event.remove(engine, "before_cursor_execute", self._count)
+        await self.platform.close()
+
+    def _count(self, conn, cursor, statement, parameters, context, executemany) -> None:
+        self._statements.append(statement)
+
+    async def statements(self, query: str, token: str | None = None, **variables: Any) -> tuple[Statements, dict]:
+        """Send one GraphQL request; returns the statements it caused and its data."""
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._statements = []
+        response = await self.http.post("/graphql", json={"query": query, "variables": variables}, headers=headers)
+        counted = Statements(list(self._statements))
+        response.raise_for_status()
+        body = response.json()
+        if body.get("errors"):
+            raise RuntimeError(f"GraphQL errors: {body['errors']}")
+        return counted, body["data"]
 
 
 def pooled_throughput(phases: list[Phase]) -> float:

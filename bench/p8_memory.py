@@ -2,7 +2,7 @@
 
 The API process is the ``dynaforge serve`` process itself (not its model-worker child). Its peak resident set
 (``VmHWM``) is reset once the server is ready and the annotators are registered (``/proc/<pid>/clear_refs``), so
-that the peak read here covers exactly the serving traffic: every benchmark that ran before (P1-P3 in a full run)
+that the peak read here covers exactly the serving traffic: every benchmark that ran before (P1-P3 and LOAD in a full run)
 and a short mixed load of annotators and readers run here while RSS is also sampled. The peak over start-up and the
 registrations (Argon2 password hashing) is printed for information. Where the peak cannot be reset, the decisive
 figure is the largest sampled RSS during this benchmark's own load.

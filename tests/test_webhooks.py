@@ -134,7 +134,7 @@ async def _deliveries(p, webhook_id: int, until, timeout: float = 15.0) -> list[
 async def test_an_owner_webhook_gets_signed_events_with_the_author(world):
     p, receiver, users = world
     made = await webhooks.create(p, users["owner1"], "toy", f"{receiver.base}/owner", ["modelFooled", "roundChanged"])
-    assert made.secret.startswith("whsec_") and made.webhook.privileged
+    assert made.secret.startswith("whsec_")
     fooling = await examples.submit(p, users["author1"], task_code="toy", fields={"text": "good grief", "label": "bad"})
     await examples.submit(p, users["author1"], task_code="toy", fields={"text": "bad day", "label": "bad"})  # not fooled
     rows = await _deliveries(p, made.webhook.id, lambda rows: rows and rows[0].status != "PENDING")
@@ -224,3 +224,25 @@ async def test_graphql_webhooks_and_their_delivery_log(world):
              "attempts": 1, "responseStatus": 204}]}]
         anonymous = await gql(LIST_HOOKS, token=None, expect_errors=True)
         assert anonymous["errors"][0]["extensions"]["code"] == "NOT_AUTHENTICATED"
+
+
+async def test_deliveries_follow_who_may_see_the_task_now(world):
+    """A hidden task's events reach only its owners' and admins' webhooks; a revoked owner's webhook stops getting
+    authors; only the registrant rotates a secret."""
+    p, receiver, users = world
+    watcher = await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/watcher", ["exampleCreated"])
+    owner = await webhooks.create(p, users["owner1"], "toy", f"{receiver.base}/owner", ["exampleCreated"])
+    with pytest.raises(NotFound):
+        await webhooks.rotate_secret(p, users["owner1"], watcher.webhook.id)  # an owner may delete it, not re-key it
+    await tasks.update_settings(p, users["owner1"], "toy", {"hidden": True})
+    await examples.submit(p, users["owner1"], task_code="toy", fields={"text": "secret one", "label": "bad"})
+    await _deliveries(p, owner.webhook.id, lambda rows: rows and rows[0].status == "DELIVERED")
+    assert await _deliveries(p, watcher.webhook.id, lambda rows: bool(rows), timeout=0.5) == []
+    assert "user_id" in json.loads(receiver.on("/owner")[0][1])["data"]
+    await tasks.update_settings(p, users["owner1"], "toy", {"hidden": False})
+    await tasks.revoke_ownership(p, users["admin1"], "toy", users["owner1"].user_id)
+    await examples.submit(p, users["author1"], task_code="toy", fields={"text": "open two", "label": "bad"})
+    await _deliveries(p, owner.webhook.id, lambda rows: len(rows) == 2 and rows[1].status == "DELIVERED")
+    await _deliveries(p, watcher.webhook.id, lambda rows: rows and rows[0].status == "DELIVERED")
+    assert "user_id" not in json.loads(receiver.on("/owner")[1][1])["data"]
+    assert len(receiver.on("/watcher")) == 1

@@ -108,12 +108,17 @@ class Model:
     def config(self) -> JSON | None:
         return self.row.config if self.privileged else None
 
+    #: The submitter's name when the caller already read it (a leaderboard reads every row's at once).
+    known_submitter: strawberry.Private[str | None] = None
+    submitter_known: strawberry.Private[bool] = False
+
     @strawberry.field(description="Who submitted it; null for an anonymous model unless you may see everything.")
-    async def submitter(self, info: Info) -> str | None:
+    def submitter(self, info: Info) -> str | None:
         if self.row.anonymous and not self.privileged:
             return None
-        user = await auth_service.get_user(info.context.platform, self.row.user_id)
-        return None if user is None else user.username
+        if self.submitter_known:
+            return self.known_submitter
+        return _username(info, self.row.user_id)  # an awaitable: GraphQL waits for it
 
     @strawberry.field
     async def evaluations(self, info: Info) -> list[Evaluation]:
@@ -125,10 +130,17 @@ class Model:
         ]
 
     @classmethod
-    def from_row(cls, row: ModelRow, privileged: bool) -> "Model":
+    def from_row(cls, row: ModelRow, privileged: bool, **known: str | None) -> "Model":
+        """``submitter=`` passes the submitter's name when it was read already (None: anonymous or gone)."""
         return cls(row=row, privileged=privileged, id=strawberry.ID(str(row.id)), name=row.name, backend=row.backend,
                    card=row.card, published=row.published, anonymous=row.anonymous, status=row.status,
-                   created_at=as_utc(row.created_at))
+                   created_at=as_utc(row.created_at), known_submitter=known.get("submitter"),
+                   submitter_known="submitter" in known)
+
+
+async def _username(info: Info, user_id: int) -> str | None:
+    user = await auth_service.get_user(info.context.platform, user_id)
+    return None if user is None else user.username
 
 
 @strawberry.input(description="What a model card says; every field is optional.")
@@ -263,7 +275,7 @@ class Leaderboard:
             amrs_fallback=board.amrs_fallback,
             rows=[
                 LeaderboardRow(
-                    model=Model.from_row(r.model, privileged=False),
+                    model=Model.from_row(r.model, privileged=False, submitter=r.submitter),
                     rank=r.rank,
                     dynascore=r.dynascore,
                     metrics=[LeaderboardMetric(name=m.name, value=m.value, weight=m.weight,

@@ -88,7 +88,7 @@ class _Watch:
 
 def _refuse_bad_token(info: Info) -> None:
     if info.context.auth_error:
-        raise NotAuthenticated(info.context.auth_error)
+        raise query_error(NotAuthenticated(info.context.auth_error))
 
 
 async def _events(info: Info, topic: str):
@@ -102,6 +102,11 @@ async def _events(info: Info, topic: str):
         raise query_error(DynaforgeError(str(exc))) from None
     except DynaforgeError as exc:
         raise query_error(exc) from None
+
+
+def _example(payload: dict) -> Example:
+    return Example.from_row(example_service.example_from_payload(payload), task_code=payload["task_code"],
+                            round_number=payload["round"])
 
 
 async def _example_topic(info: Info, event: str, task_code: str) -> str:
@@ -125,21 +130,20 @@ class Subscription:
     async def model_fooled(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
         topic = await _example_topic(info, "modelFooled", task_code)
         async for payload in _events(info, topic):
-            yield Example.from_row(example_service.example_from_payload(payload))
+            yield _example(payload)
 
     @strawberry.subscription(description="Every example stored for the task, fooling or not. Signed-in users.")
     async def example_created(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
         topic = await _example_topic(info, "exampleCreated", task_code)
         async for payload in _events(info, topic):
-            yield Example.from_row(example_service.example_from_payload(payload))
+            yield _example(payload)
 
     @strawberry.subscription(description="Validation votes, flags and owners' decisions on the task's examples. "
                              "Signed-in users.")
     async def example_validated(self, info: Info, task_code: str) -> AsyncGenerator[ExampleValidated, None]:
         topic = await _example_topic(info, "exampleValidated", task_code)
         async for payload in _events(info, topic):
-            yield ExampleValidated(example=Example.from_row(example_service.example_from_payload(payload)),
-                                   label=payload["label"])
+            yield ExampleValidated(example=_example(payload), label=payload["label"])
 
     @strawberry.subscription(description="Rounds of the task opened, closed or edited. Anyone who can see the task.")
     async def round_changed(self, info: Info, task_code: str) -> AsyncGenerator[RoundChanged, None]:

@@ -399,7 +399,6 @@ class Webhook(SQLModel, table=True):
     description: str = Field(default="", max_length=500)
     secret_salt: str = Field(max_length=64)
     active: bool = Field(default=True)
-    privileged: bool = Field(default=False)  # registered by an owner or admin: payloads name the example's author
     created_at: datetime = _ts()
 
 

@@ -17,7 +17,7 @@ import logging
 import time
 from collections import Counter
 from datetime import datetime, timedelta
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -51,6 +51,8 @@ class Page:
     items: list[Example]
     has_next: bool
     end_cursor: str | None
+    task_code: str | None = None  # every item's task (a page is of one task)
+    round_numbers: dict[int, int] = field(default_factory=dict)  # round id -> number, for the items' rounds
 
 
 def encode_cursor(example_id: int) -> str:
@@ -435,10 +437,12 @@ async def list_examples(
     async with p.db.session() as s:
         if mine or not await task_service.is_owner(s, actor, view.row.id):
             where.append(Example.user_id == actor.user_id)
-        rows = list(await s.scalars(select(Example).where(*where).order_by(Example.id.desc()).limit(limit + 1)))
-    has_next = len(rows) > limit
-    rows = rows[:limit]
-    return Page(rows, has_next, encode_cursor(rows[-1].id) if rows else None)
+        found = (await s.execute(select(Example, Round.number).join(Round, Round.id == Example.round_id)
+                                 .where(*where).order_by(Example.id.desc()).limit(limit + 1))).all()
+    has_next = len(found) > limit
+    rows = [example for example, _ in found[:limit]]
+    numbers = {example.round_id: number for example, number in found[:limit]}
+    return Page(rows, has_next, encode_cursor(rows[-1].id) if rows else None, view.task.code, numbers)
 
 
 async def rounds_by_id(p: Platform, round_ids: list[int]) -> dict[int, Round]:

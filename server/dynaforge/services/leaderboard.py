@@ -16,6 +16,7 @@ snapshots freeze a computed board.
 from __future__ import annotations
 
 import csv
+import json
 import io
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,6 +67,12 @@ class BoardRow:
     dynascore: float | None
     metrics: list[BoardMetric]
     missing: list[str]
+
+
+def _json_value(value: Any) -> Any:
+    """A JSON sub-value as the driver returns it (PostgreSQL's JSONB path: decoded; SQLite's json_extract of an
+    object: text)."""
+    return json.loads(value) if isinstance(value, str) else value
 
 
 @dataclass(frozen=True)
@@ -134,15 +141,18 @@ async def compute(
         models = list(
             await s.scalars(select(ModelRow).where(ModelRow.task_id == view.row.id, ModelRow.published.is_(True)))
         )
-        evaluations = list(
-            await s.scalars(
-                select(Evaluation).where(
+        # Only the columns the board uses: the full rows carry details (per-slice and per-copy figures) and log
+        # tails, several times the data, and building 2,000 ORM objects would dominate the query.
+        evaluations = (
+            await s.execute(
+                select(Evaluation.model_id, Evaluation.dataset_id, Evaluation.metrics, Evaluation.throughput,
+                       Evaluation.memory_mb, Evaluation.details["intervals"].label("intervals")).where(
                     Evaluation.model_id.in_([m.id for m in models]),
                     Evaluation.dataset_id.in_([d.id for d in scoring]),
                     Evaluation.status == EvaluationStatus.DONE,
                 )
             )
-        ) if models and scoring else []
+        ).all() if models and scoring else []
         names = dict((await s.execute(select(User.id, User.username).where(User.id.in_({m.user_id for m in models})))).all())
     dataset_names = {d.id: d.name for d in scoring}
     if dataset_w is not None:
@@ -158,7 +168,7 @@ async def compute(
         values["throughput"] = e.throughput
         values["memory"] = None if e.memory_mb is None else e.memory_mb / 1024.0
         scores[e.model_id][dataset_names[e.dataset_id]] = values
-        for metric, bounds in ((e.details or {}).get("intervals") or {}).items():
+        for metric, bounds in (_json_value(e.intervals) or {}).items():
             intervals[(e.model_id, dataset_names[e.dataset_id], metric)] = tuple(bounds)  # type: ignore[index]
     if dataset_w is None:
         dataset_w = {name: 1.0 for name in dataset_names.values()} if dataset_names else None

@@ -172,6 +172,7 @@ async def grant_ownership(p: Platform, actor: Actor | None, code: str, user_id: 
             raise NotFound(f"No user {user_id}")
         if await s.get(TaskOwner, (view.row.id, user_id)) is None:
             s.add(TaskOwner(task_id=view.row.id, user_id=user_id))
+    p.caches.webhooks.pop(view.row.id)  # what the new owner's webhooks may receive changed
 
 
 async def revoke_ownership(p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None) -> None:
@@ -184,6 +185,7 @@ async def revoke_ownership(p: Platform, actor: Actor | None, code: str, user_id:
         row = await s.get(TaskOwner, (view.row.id, user_id))
         if row is not None:
             await s.delete(row)
+    p.caches.webhooks.pop(view.row.id)  # their webhooks stop getting authors (and a hidden task's events)
 
 
 async def user_id_by_name(p: Platform, username: str) -> int:
@@ -253,6 +255,7 @@ async def update_settings(
         row.settings = stored
         await s.flush()
     p.caches.tasks.pop(code)
+    p.caches.webhooks.pop(row.id)  # hiding a task stops its events reaching non-owners' webhooks
     return TaskView(view.task, row)
 
 

@@ -1,8 +1,11 @@
 """Webhooks: a task's events POSTed to URLs that users register, signed as Standard Webhooks specify.
 
 Who may register: any signed-in user, for the task events a subscription would show them (``modelFooled``,
-``exampleCreated``, ``exampleValidated``, ``roundChanged``); payloads name the example's author (``user_id``) only
-in webhooks registered by the task's owners and admins. At most ``MAX_PER_USER_AND_TASK`` webhooks per user and task.
+``exampleCreated``, ``exampleValidated``, ``roundChanged``). Each event is sent only to registrants who may see it
+at that moment (a hidden task's events to its owners and admins only; disabled accounts get nothing), and payloads
+name the example's author (``user_id``) only for registrants who own the task (or are admins) at that moment. At
+most ``MAX_PER_USER_AND_TASK`` webhooks per user and task. The registrant, the task's owners and admins may delete a
+webhook; only the registrant may rotate its secret.
 
 Each delivery is a row (the log the registrant reads) and one job message; the job POSTs the body with the headers
 ``webhook-id`` (the message id, the same on every retry, for idempotent receivers), ``webhook-timestamp`` (Unix
@@ -36,7 +39,7 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import func, select, update
 
-from dynaforge.db.models import Webhook, WebhookDelivery, WebhookDeliveryStatus as D, utcnow
+from dynaforge.db.models import TaskOwner, TaskRow, User, Webhook, WebhookDelivery, WebhookDeliveryStatus as D, utcnow
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
@@ -140,8 +143,7 @@ async def create(
         if count >= MAX_PER_USER_AND_TASK:
             raise RateLimited(f"You have {count} webhooks on {task_code}, the most allowed; delete one first", 0.0)
         webhook = Webhook(task_id=view.row.id, user_id=actor.user_id, url=url, events=chosen,
-                          description=description or "", secret_salt=secrets.token_hex(16),
-                          privileged=await task_service.is_owner(s, actor, view.row.id))
+                          description=description or "", secret_salt=secrets.token_hex(16))
         s.add(webhook)
         await s.flush()
     p.caches.webhooks.pop(view.row.id)
@@ -167,9 +169,12 @@ async def delete(p: Platform, actor: Actor | None, webhook_id: int, *, auth_erro
 
 
 async def rotate_secret(p: Platform, actor: Actor | None, webhook_id: int, *, auth_error: str | None = None) -> Registered:
+    """Only the registrant: whoever holds the secret can sign deliveries their receiver trusts."""
     actor = require_human(actor, auth_error)
     async with p.db.write() as s:
-        webhook = await _own(s, actor, webhook_id)
+        webhook = await s.get(Webhook, webhook_id)
+        if webhook is None or webhook.user_id != actor.user_id:
+            raise NotFound(f"No webhook {webhook_id} of yours; list them with webhooks(taskCode)")
         webhook.secret_salt = secrets.token_hex(16)
         await s.flush()
     return Registered(webhook, secret_for(p.settings, webhook.id, webhook.secret_salt))
@@ -197,14 +202,30 @@ async def deliveries(p: Platform, webhook_id: int, *, first: int = 20) -> list[W
 
 # --------------------------------------------------------------------------- fan-out (after the event's commit)
 
-async def _registered(p: Platform, task_id: int) -> list[Webhook]:
+@dataclass(frozen=True)
+class _Target:
+    webhook: Webhook
+    privileged: bool  # the registrant owns the task (or is an admin) now
+
+
+async def _registered(p: Platform, task_id: int) -> list[_Target]:
+    """The task's active webhooks whose registrants may see its events now: active accounts, and for a hidden task
+    only its owners and admins. Whether a payload names authors follows the registrant's current ownership (a
+    revoked owner's webhook gets what any user's gets). Cached for ``CACHE_TTL_S``."""
     cached = p.caches.webhooks.get(task_id)
     if cached is not None:
         return cached
     async with p.db.session() as s:
-        rows = list(await s.scalars(select(Webhook).where(Webhook.task_id == task_id, Webhook.active.is_(True))))
-    p.caches.webhooks.put(task_id, rows)
-    return rows
+        hidden = bool(await s.scalar(select(TaskRow.hidden).where(TaskRow.id == task_id)))
+        rows = (await s.execute(
+            select(Webhook, User.is_admin, TaskOwner.user_id.is_not(None))
+            .join(User, User.id == Webhook.user_id)
+            .outerjoin(TaskOwner, (TaskOwner.task_id == Webhook.task_id) & (TaskOwner.user_id == Webhook.user_id))
+            .where(Webhook.task_id == task_id, Webhook.active.is_(True), User.is_active.is_(True))
+        )).all()
+    targets = [_Target(w, bool(admin or owner)) for w, admin, owner in rows if not hidden or admin or owner]
+    p.caches.webhooks.put(task_id, targets)
+    return targets
 
 
 def body_of(event: str, payload: dict[str, Any], privileged: bool) -> str:
@@ -216,11 +237,11 @@ def body_of(event: str, payload: dict[str, Any], privileged: bool) -> str:
 async def dispatch(p: Platform, event: str, task_id: int, payload: dict[str, Any]) -> int:
     """Store a delivery for each active webhook of the task that wants ``event`` and queue its job; returns how
     many. Costs one cached lookup when the task has none (the common case on the write path)."""
-    hooks = [w for w in await _registered(p, task_id) if event in w.events]
-    if not hooks:
+    targets = [t for t in await _registered(p, task_id) if event in t.webhook.events]
+    if not targets:
         return 0
-    rows = [WebhookDelivery(webhook_id=w.id, message_id=f"msg_{uuid.uuid4().hex}", event=event,
-                            body=body_of(event, payload, w.privileged)) for w in hooks]
+    rows = [WebhookDelivery(webhook_id=t.webhook.id, message_id=f"msg_{uuid.uuid4().hex}", event=event,
+                            body=body_of(event, payload, t.privileged)) for t in targets]
     async with p.db.write() as s:
         s.add_all(rows)
         await s.flush()

@@ -30,6 +30,15 @@ class Votes:
     flagged: int
 
 
+async def _round_number(info: strawberry.Info[RequestContext], round_id: int) -> int:
+    return (await info.context.loaders["round"].load(round_id)).number
+
+
+async def _context_fields(info: strawberry.Info[RequestContext], context_id: int) -> dict | None:
+    row = await example_service.cached_context(info.context.platform, context_id)
+    return None if row is None else row.fields
+
+
 @strawberry.type(description="An example written against a target model.")
 class Example:
     row: strawberry.Private[ExampleRow]
@@ -43,13 +52,23 @@ class Example:
     time_taken_ms: int | None
     created_at: datetime
 
-    @strawberry.field
-    async def task_code(self, info: strawberry.Info[RequestContext]) -> str:
-        return await info.context.loaders["task_code"].load(self.row.task_id)
+    # What the caller read already (a page reads its rounds' numbers in the same query). These resolvers are
+    # synchronous and hand GraphQL an awaitable only when they must load: an async resolver per row and field
+    # costs more than the page's query.
+    known_task_code: strawberry.Private[str | None] = None
+    known_round_number: strawberry.Private[int | None] = None
 
     @strawberry.field
-    async def round_number(self, info: strawberry.Info[RequestContext]) -> int:
-        return (await info.context.loaders["round"].load(self.row.round_id)).number
+    def task_code(self, info: strawberry.Info[RequestContext]) -> str:
+        if self.known_task_code is not None:
+            return self.known_task_code
+        return info.context.loaders["task_code"].load(self.row.task_id)
+
+    @strawberry.field
+    def round_number(self, info: strawberry.Info[RequestContext]) -> int:
+        if self.known_round_number is not None:
+            return self.known_round_number
+        return _round_number(info, self.row.round_id)
 
     @strawberry.field
     def context_id(self) -> strawberry.ID | None:
@@ -57,11 +76,10 @@ class Example:
 
     @strawberry.field(description="The fields of the context it was written against (null when the example holds "
                       "its context fields itself).")
-    async def context(self, info: strawberry.Info[RequestContext]) -> JSON | None:
+    def context(self, info: strawberry.Info[RequestContext]) -> JSON | None:
         if self.row.context_id is None:
             return None
-        row = await example_service.cached_context(info.context.platform, self.row.context_id)
-        return None if row is None else row.fields
+        return _context_fields(info, self.row.context_id)
 
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:
@@ -72,8 +90,10 @@ class Example:
         )
 
     @classmethod
-    def from_row(cls, row: ExampleRow) -> "Example":
+    def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_number: int | None = None) -> "Example":
         return cls(
+            known_task_code=task_code,
+            known_round_number=round_number,
             row=row,
             id=strawberry.ID(str(row.id)),
             fields=row.fields,
@@ -107,6 +127,8 @@ class ExampleConnection:
     @classmethod
     def from_page(cls, page: example_service.Page) -> "ExampleConnection":
         return cls(
-            edges=[ExampleEdge(node=Example.from_row(r), cursor=example_service.encode_cursor(r.id)) for r in page.items],
+            edges=[ExampleEdge(node=Example.from_row(r, task_code=page.task_code,
+                                                     round_number=page.round_numbers.get(r.round_id)),
+                               cursor=example_service.encode_cursor(r.id)) for r in page.items],
             page_info=PageInfo(has_next_page=page.has_next, end_cursor=page.end_cursor),
         )

@@ -28,7 +28,6 @@ def upgrade() -> None:
     sa.Column('description', sa.String(length=500), nullable=False),
     sa.Column('secret_salt', sa.String(length=64), nullable=False),
     sa.Column('active', sa.Boolean(), nullable=False),
-    sa.Column('privileged', sa.Boolean(), nullable=False),
     sa.Column('created_at', sa.DateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['task_id'], ['tasks.id'], ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['user_id'], ['users.id'], ondelete='CASCADE'),
