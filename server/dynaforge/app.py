@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 from typing import Any
 
@@ -157,6 +158,10 @@ def create_app(
         await platform.events.start()
         if run_jobs:
             _start_jobs(platform)
+        # Everything made so far (modules, plugins, the schema) lives as long as the process: move it out of the
+        # garbage collector's generations, so that the collections that requests trigger stop re-scanning it.
+        gc.collect()
+        gc.freeze()
         background = [asyncio.create_task(_retry_pending(platform), name="pending-predictions")]
         if warm_models:
             background.append(asyncio.create_task(_warm(platform), name="warm-models"))

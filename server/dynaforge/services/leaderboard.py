@@ -59,7 +59,7 @@ class BoardMetric:
 
 @dataclass(frozen=True)
 class BoardRow:
-    model: ModelRow
+    model: Any  # the model's columns (a Row with ModelRow's attribute names; read-only)
     model_id: int
     model_name: str
     submitter: str | None
@@ -138,9 +138,11 @@ async def compute(
                 ).order_by(Dataset.name)
             )
         )
-        models = list(
-            await s.scalars(select(ModelRow).where(ModelRow.task_id == view.row.id, ModelRow.published.is_(True)))
-        )
+        # Rows of columns, not ORM objects: building a few hundred SQLModel instances costs more than the query.
+        models = (
+            await s.execute(select(*ModelRow.__table__.columns)
+                            .where(ModelRow.task_id == view.row.id, ModelRow.published.is_(True)))
+        ).all()
         # Only the columns the board uses: the full rows carry details (per-slice and per-copy figures) and log
         # tails, several times the data, and building 2,000 ORM objects would dominate the query.
         evaluations = (
