@@ -156,3 +156,43 @@ async def test_introspection_and_graphiql_follow_the_environment(environment, pl
     else:
         assert body["data"]["__schema"]["queryType"]["name"] == "Query"
         assert "graphiql" in page.text.lower()
+
+
+async def test_unstorable_text_is_refused_everywhere(gql, platform):
+    """NUL, unpaired surrogates and NaN never reach a store: in variables and query strings (INVALID_INPUT before any
+    resolver), in task fields (however they arrive: imports and files too) and in request bodies (400)."""
+    from dynaforge.tasks.fields import Role, TextField
+
+    import json
+
+    token, _ = await register_user(gql, "hygiene1")
+    for text in ("a\x00b", "a\ud800b"):  # sent as JSON escapes (\u0000, \ud800), as a client's encoder would
+        content = json.dumps({"query": CREATE, "variables": {"f": {"text": text, "label": "bad"}}}).encode()
+        response = await gql.http.post("/graphql", content=content, headers={
+            "content-type": "application/json", "Authorization": f"Bearer {token}"})
+        body = response.json()
+        assert body["errors"][0]["extensions"]["code"] == "INVALID_INPUT" and "$f" in body["errors"][0]["message"]
+    literal = await gql('mutation { createApiToken(input: {name: "x\\u0000y"}) { __typename } }', token=token,
+                        expect_errors=True)
+    assert literal["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
+    assert await _examples(platform) == 0
+    field = TextField(name="text", role=Role.INPUT)
+    assert field.check("fine", task=None, values={}) == []
+    assert [e.rule for e in field.check("nul\x00", task=None, values={})] == ["text"]
+
+
+async def test_bodies_that_are_not_json_objects_get_400_saying_why(client):
+    for body, words in ((b"\x80", "not UTF-8"), (b"null", "JSON object"), (b"42", "JSON object"),
+                        (b'{"query": "{ __typename }", "variables": {"x": NaN}}', "not JSON")):
+        response = await client.post("/graphql", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400 and words in response.text, (body, response.text)
+
+
+@pytest.mark.parametrize("value", ["+1", " 1", "1_0", "\u0661", "0", "-3", str(2**31), str(2**63)])
+def test_ids_are_plain_positive_integers_in_range(value):
+    from dynaforge.api.errors import parse_id
+    from dynaforge.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="is not an id"):
+        parse_id(value, "id")
+    assert parse_id("17", "id") == 17

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 from typing import Any
 
@@ -72,10 +73,28 @@ class DynaforgeGraphQL(GraphQL):
             context.actor, context.auth_error = None, "The authorization connection parameter must be a string"
         return await super().on_ws_connect(context)
 
+    def decode_json(self, data: str | bytes) -> object:  # type: ignore[override]
+        """Request bodies: UTF-8 JSON objects only; a bad body is a 400 that says what was wrong, never a 500."""
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise StrawberryHTTPException(400, f"The request body is not UTF-8 (byte {exc.start + 1}); send JSON "
+                                              "text encoded as UTF-8") from exc
+        value = json.loads(data, parse_constant=_refuse_constant)
+        if not isinstance(value, dict):
+            raise StrawberryHTTPException(400, 'The request body must be a JSON object: {"query": "...", '
+                                          '"variables": {...}}')
+        return value
+
     async def parse_multipart(self, request):  # type: ignore[override]
         """File uploads: refused unless they force a CORS preflight (CSRF) and fit the upload limit."""
         check_multipart_request(request.headers, self.platform.settings.context_upload_max_bytes)
         return await super().parse_multipart(request)
+
+
+def _refuse_constant(name: str) -> None:
+    raise StrawberryHTTPException(400, f"The request body holds {name}, which is not JSON; send numbers only")
 
 
 class BodyLimit:

@@ -108,3 +108,34 @@ def database_unreachable(exc: BaseException | None) -> bool:
         exc = exc.__cause__ or exc.__context__
         seen += 1
     return False
+
+
+#: The largest id a row can have (the id columns are 32-bit integers on PostgreSQL).
+MAX_ID = 2**31 - 1
+
+
+def text_problem(value: object, _depth: int = 0) -> str | None:
+    """What makes ``value`` (a string, or JSON made of them) unstorable, or None: NUL characters (PostgreSQL's text
+    and JSON refuse them), unpaired UTF-16 surrogates (not Unicode text: no encoder takes them), and NaN or infinite
+    numbers (not JSON)."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "contains a NUL character (U+0000); remove it"
+        if not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value):
+            return "contains an unpaired surrogate (\\ud800-\\udfff), which is not Unicode text; send valid UTF-8"
+        return None
+    if isinstance(value, float):
+        return None if value == value and value not in (float("inf"), float("-inf")) else "is NaN or infinite, which JSON cannot hold"
+    if _depth > 64:
+        return None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            problem = text_problem(key, _depth + 1) or text_problem(item, _depth + 1)
+            if problem:
+                return problem
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            problem = text_problem(item, _depth + 1)
+            if problem:
+                return problem
+    return None

@@ -114,8 +114,11 @@ def query_error(exc: domain.DynaforgeError) -> GraphQLError:
 
 def parse_id(value: Any, field: str) -> int:
     try:
-        number = int(str(value))
-        if number <= 0:
+        text = str(value)
+        if not (text.isascii() and text.isdigit()):  # int() would also take "+1", " 1", "1_0" and other scripts' digits
+            raise ValueError
+        number = int(text)
+        if not 0 < number <= domain.MAX_ID:  # beyond the id columns' range no row can have it
             raise ValueError
         return number
     except ValueError as exc:

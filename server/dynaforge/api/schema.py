@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import strawberry
-from graphql import GraphQLError, NoSchemaIntrospectionCustomRule
+from graphql import ExecutionResult as GraphQLExecutionResult, GraphQLError, NoSchemaIntrospectionCustomRule
 from strawberry.extensions import SchemaExtension
 from strawberry.tools import merge_types
 from strawberry.types.graphql import OperationType
@@ -26,7 +26,7 @@ from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.api.subscriptions import Subscription
 from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
-from dynaforge.errors import DynaforgeError, ServiceUnavailable, database_unreachable
+from dynaforge.errors import DynaforgeError, ServiceUnavailable, database_unreachable, text_problem
 from dynaforge.settings import Settings
 
 
@@ -62,6 +62,44 @@ class DatabaseUnavailable(SchemaExtension):
                                      extensions={"code": cause.code})
             replaced.append(error)
         result.errors = replaced
+
+
+class InputHygiene(SchemaExtension):
+    """Refuse, before any resolver runs, variables or string literals that no store can hold: NUL characters,
+    unpaired surrogates, NaN and infinities (see :func:`dynaforge.errors.text_problem`). One INVALID_INPUT error
+    naming the variable; nothing runs, so nothing is half-written."""
+
+    def on_execute(self):  # type: ignore[override]
+        context = self.execution_context
+        problem, where = None, None
+        for name, value in (context.variables or {}).items():
+            problem = text_problem(value)
+            if problem:
+                where = f"variable ${name}"
+                break
+        if problem is None and context.graphql_document is not None:
+            for node in _string_literals(context.graphql_document):
+                problem = text_problem(node.value)
+                if problem:
+                    where = "a string in the query"
+                    break
+        if problem is not None:
+            context.result = GraphQLExecutionResult(data=None, errors=[GraphQLError(
+                f"Invalid input: {where} {problem}", extensions={"code": "INVALID_INPUT"})])
+        yield
+
+
+def _string_literals(document):
+    from graphql import StringValueNode, visit, Visitor
+
+    found = []
+
+    class Strings(Visitor):
+        def enter_string_value(self, node: StringValueNode, *_):
+            found.append(node)
+
+    visit(document, Strings())
+    return found
 
 
 class ReadAdmission(SchemaExtension):
@@ -107,6 +145,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         extensions=[
             lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
             DatabaseUnavailable,  # inside MaskErrors: its errors are typed before masking looks at them
+            InputHygiene,
             lambda: AddValidationRules(rules),
             lambda: ReadAdmission(settings.graphql_max_concurrent_reads),
             lambda: MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),

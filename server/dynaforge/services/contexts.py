@@ -17,7 +17,7 @@ from typing import Any, BinaryIO, Iterator
 from sqlalchemy import func, select
 
 from dynaforge.db.models import Context, Example, ExampleStatus
-from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, text_problem
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
@@ -395,6 +395,9 @@ def parse_context_file(
             raise _file_error("max_rows", f"has more than {max_rows} contexts; split it into files of at most "
                               f"{max_rows} rows and upload each")
         if record is None:
+            continue
+        if problem := text_problem(record):  # NUL, unpaired surrogates, NaN: no store takes them
+            problems.add(number, None, "text", problem)
             continue
         row_tag = tag
         if tag_column and TAG_COLUMN in record:

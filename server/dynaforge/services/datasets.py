@@ -22,7 +22,7 @@ from dynaforge.db.models import (
     TaskRow,
 )
 from dynaforge.evaluation.variants import iter_variants
-from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound, text_problem
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.contexts import encoding_message, physical_lines
@@ -345,6 +345,9 @@ def read_jsonl(source: BinaryIO, max_bytes: int) -> list[tuple[str, dict[str, An
             continue
         if not isinstance(value, dict):
             errors.append(FieldError(f"line {number}", "type", 'must be a JSON object such as {"original_position": 0, ...}'))
+            continue
+        if problem := text_problem(value):
+            errors.append(FieldError(f"line {number}", "text", problem))
             continue
         records.append((f"line {number}", value))
     if errors:

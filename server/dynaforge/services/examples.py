@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import func, select, update
 
 from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, as_utc, utcnow
-from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
+from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
 from dynaforge.services import tasks as task_service
 from dynaforge.services import webhooks
@@ -64,7 +64,10 @@ def decode_cursor(cursor: str) -> int:
         raw = base64.urlsafe_b64decode(cursor.encode()).decode()
         if not raw.startswith(_CURSOR_PREFIX):
             raise ValueError
-        return int(raw[len(_CURSOR_PREFIX) :])
+        number = int(raw[len(_CURSOR_PREFIX) :])
+        if not 0 < number <= MAX_ID + 1:
+            raise ValueError
+        return number
     except (ValueError, UnicodeDecodeError) as exc:
         raise InvalidInput.from_errors(
             [FieldError("after", "cursor", "is not a cursor from this list; pass pageInfo.endCursor unchanged")]

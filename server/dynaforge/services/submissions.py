@@ -13,7 +13,7 @@ import logging
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import delete, func, or_, select
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
@@ -200,6 +200,8 @@ async def submit_predictions(
     dataset = visible.get(dataset_name)
     if dataset is None:
         raise NotFound(f"No data set {dataset_name!r} of {task_code} that you can see; the datasets query lists them")
+    if dataset.size == 0:
+        raise InvalidInput.from_errors([FieldError("datasetName", "empty", f"{dataset_name} has no items to predict")])
     if not isinstance(predictions, list) or len(predictions) != dataset.size or len(predictions) > MAX_PREDICTIONS:
         raise InvalidInput.from_errors([FieldError(
             "predictions", "count", f"give exactly one prediction per item of {dataset_name}: {dataset.size}")])
@@ -217,6 +219,12 @@ async def submit_predictions(
         s.add(evaluation)
         await s.flush()
     runner = Runner(p.settings, p.plugins, db=p.db)
-    await runner.score_uploaded(evaluation.id, predictions)
+    try:
+        await runner.score_uploaded(evaluation.id, predictions)
+    except Exception:
+        # Predictions the task cannot score (e.g. outputs without its target field): nothing stays behind.
+        async with p.db.write() as s:
+            await s.execute(delete(ModelRow).where(ModelRow.id == model.id))
+        raise
     async with p.db.session() as s:
         return await s.get(ModelRow, model.id), await s.get(Evaluation, evaluation.id)

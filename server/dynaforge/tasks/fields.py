@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from dynaforge.errors import FieldError
+from dynaforge.errors import FieldError, text_problem
 
 if TYPE_CHECKING:
     from dynaforge.tasks.base import Task
@@ -69,6 +69,8 @@ class TextField(Field):
             return self.error("min_length", f"must have at least {self.min_length} characters, got {length}")
         if length > self.max_length:
             return self.error("max_length", f"must have at most {self.max_length} characters, got {length}")
+        if problem := text_problem(value):
+            return self.error("text", problem)
         return []
 
     def value_schema(self, task):
