@@ -137,3 +137,138 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
     assert not wrong
     print(f"acknowledged {len(acknowledged)}, refused {len(refused)} ({sorted(set(refused))}), "
           f"restart took {restart_s:.1f} s")
+
+
+# --------------------------------------------------------------------------- the model worker and an evaluation job
+# killed during a burst, on one served process
+
+ACK = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
+  ... on CreatedExample { example { id } } ... on PredictionPending { example { id } } ... on Error { message } } }"""
+
+
+def _runner_pids() -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if b"dynaforge.evaluation.runner" in fh.read():
+                        pids.append(int(entry))
+            except OSError:
+                pass
+    return pids
+
+
+@pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_path: Path):
+    """Writers create examples for several seconds; meanwhile the model worker is killed (its examples are stored
+    pending and predicted when it is back) and a running evaluation job is killed (dramatiq delivers it again and it
+    resumes from its stored chunks). Nothing acknowledged is lost, nothing stays pending, the evaluation ends DONE."""
+    import signal
+
+    with _database(kind, tmp_path) as database_url:
+        env = _toy_env(tmp_path, database_url, f"dynaforge-fault-{uuid.uuid4().hex[:8]}:")
+        for key in ("DYNAFORGE_EVENTS_URL", "DYNAFORGE_INFERENCE"):
+            env.pop(key)  # the model worker process (serve's default), events in the process
+        env.update(DYNAFORGE_EXAMPLES_PER_MINUTE="100000", DYNAFORGE_EVAL_CHUNK_SIZE="2",
+                   DYNAFORGE_PENDING_RETRY_S="0.5", DYNAFORGE_INFERENCE_TIMEOUT_S="2")
+        _cli(env, tmp_path, "db", "upgrade")
+        names = ["operator"] + [f"writer{i}" for i in range(6)]
+        for name in names:
+            _cli(env, tmp_path, "users", "create", "--username", name, "--email", f"{name}@example.org",
+                 "--password", "long enough pw", *(["--admin"] if name == "operator" else []))
+        tokens = {n: _cli(env, tmp_path, "tokens", "create", "--username", n).stdout.strip().splitlines()[-1]
+                  for n in names}
+        with _serve(env, tmp_path, "faults2") as base:
+            async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+                async def call(token: str, query: str, **variables):
+                    response = await http.post("/graphql", headers={"Authorization": f"Bearer {token}"},
+                                               json={"query": query, "variables": variables})
+                    return response.json()
+
+                operator = tokens["operator"]
+                for i in range(60):  # the operator's accepted examples become r1-test (6 items: 3 chunks of 2)
+                    made = await call(operator, ACK, input={"taskCode": "toy", "fields": {"text": f"good {i}", "label": "good"}})
+                    example_id = made["data"]["createExample"]["example"]["id"]
+                    voted = await call(operator, 'mutation($id: ID!) { validateExample(input: {exampleId: $id, '
+                                       'label: CORRECT}) { __typename } }', id=example_id)
+                    assert voted["data"]["validateExample"]["__typename"] == "ValidatedExample", voted
+                built = await call(operator, 'mutation { createRoundDatasets(input: {taskCode: "toy", roundNumber: 1}) '
+                                   '{ __typename } }')
+                assert built["data"]["createRoundDatasets"]["__typename"] == "DatasetsCreated", built
+
+                acknowledged: dict[int, str] = {}
+                unexpected: list[str] = []
+                started = time.monotonic()
+
+                async def writer(name: str) -> None:
+                    n = 0
+                    while time.monotonic() - started < 10.0:
+                        text = f"{name} line {n}"
+                        n += 1
+                        body = await call(tokens[name], ACK, input={"taskCode": "toy", "fields": {"text": text, "label": "bad"}})
+                        result = (body.get("data") or {}).get("createExample") or {}
+                        if result.get("__typename") in ("CreatedExample", "PredictionPending"):
+                            acknowledged[int(result["example"]["id"])] = text
+                        else:
+                            unexpected.append(str(body))
+
+                async def faults() -> tuple[int, str]:
+                    await asyncio.sleep(1.5)
+                    worker = httpx.get(base + "/healthz", timeout=10).json()["inference"]["pid"]
+                    os.kill(worker, signal.SIGKILL)
+                    submitted = await call(operator, """mutation { submitModel(input: {taskCode: "toy", name: "slow",
+                        backend: "python", config: {callable: "eval_models:slow_toy"}, published: true}) {
+                        __typename ... on SubmittedModel { model { id } } } }""")
+                    model_id = submitted["data"]["submitModel"]["model"]["id"]
+                    for _ in range(400):  # kill the job's process once it has finished a chunk
+                        state = await call(operator, 'query($m: ID!) { model(id: $m) { evaluations { progress } } }', m=model_id)
+                        if state["data"]["model"]["evaluations"][0]["progress"] > 0 and _runner_pids():
+                            break
+                        await asyncio.sleep(0.05)
+                    killed = _runner_pids()
+                    for pid in killed:
+                        os.kill(pid, signal.SIGKILL)
+                    return model_id, f"killed runner(s) {killed}"
+
+                outcome = await asyncio.gather(faults(), *(writer(f"writer{i}") for i in range(6)))
+                model_id = outcome[0][0]
+                final = None
+                for _ in range(240):  # pending examples get predicted; the evaluation resumes and finishes
+                    state = await call(operator, 'query($m: ID!) { model(id: $m) { status evaluations { status progress } } }',
+                                       m=model_id)
+                    final = state["data"]["model"]
+                    pending = await call(operator, '{ examples(taskCode: "toy", first: 1, status: PENDING_PREDICTION) '
+                                         '{ edges { node { id } } } }')
+                    if final["status"] == "DONE" and not pending["data"]["examples"]["edges"]:
+                        break
+                    await asyncio.sleep(0.5)
+
+        import asyncpg
+
+        connection = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://")) \
+            if kind == "postgresql" else None
+        if connection is not None:
+            try:
+                rows = {r["id"]: r for r in await connection.fetch("SELECT id, status FROM examples")}
+                attempts = await connection.fetchval("SELECT attempts FROM evaluations WHERE model_id = $1", int(model_id))
+                chunks = await connection.fetchval("SELECT count(*) FROM evaluation_chunks")
+            finally:
+                await connection.close()
+        else:
+            import sqlite3
+
+            db = sqlite3.connect(database_url.split("///", 1)[1])
+            try:
+                rows = {i: {"id": i, "status": s} for i, s in db.execute("SELECT id, status FROM examples")}
+                attempts = db.execute("SELECT attempts FROM evaluations WHERE model_id = ?", (int(model_id),)).fetchone()[0]
+                chunks = db.execute("SELECT count(*) FROM evaluation_chunks").fetchone()[0]
+            finally:
+                db.close()
+    assert not unexpected, unexpected[:3]
+    assert len(acknowledged) > 20
+    missing = [i for i in acknowledged if i not in rows]
+    assert not missing, f"{len(missing)} acknowledged examples are missing"
+    assert not [i for i in acknowledged if rows[i]["status"] == "PENDING_PREDICTION"], "examples were left pending"
+    assert final == {"status": "DONE", "evaluations": [{"status": "DONE", "progress": 1.0}]}, final
+    assert attempts >= 2 and chunks == 3  # resumed, never a chunk twice

@@ -395,3 +395,52 @@ async def test_a_new_scoring_set_queues_the_models_already_submitted(scoring):
     made = await datasets.create_dataset(p, owner, "toy", "extra", records)
     assert set(await _queued_for(p, model.id)) == at_submission | {d.name for d in made}
     assert {d.name for d in made} == {"extra", "extra~uppercase"}
+
+
+async def _runner_pids() -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if b"dynaforge.evaluation.runner" in fh.read():
+                        pids.append(int(entry))
+            except OSError:
+                pass
+    return pids
+
+
+async def test_the_actor_retries_a_killed_job_and_fails_one_that_runs_too_long(scoring, tmp_path, monkeypatch):
+    """A child killed by a signal recorded nothing: the actor raises so that dramatiq delivers it again, and the
+    next delivery resumes to the same result. A child stopped at EVAL_TIMEOUT_S is recorded FAILED, saying why."""
+    from dynaforge.jobs import ChildKilled, Jobs
+
+    p = scoring["p"]
+    for key, value in _child_env(p, tmp_path).items():
+        monkeypatch.setenv(key, value)
+    p.settings.load_plugins = "toy"
+    jobs = Jobs(p.settings)
+    _, killed = await _submit(p, scoring["builder"], "killed", SLOW)
+    running = asyncio.create_task(asyncio.to_thread(jobs.evaluate, killed["r1-test"]))
+    for _ in range(600):  # until the job has stored a chunk, then kill -9 its process
+        async with p.db.session() as s:
+            stored = await s.scalar(select(func.count()).select_from(EvaluationChunk)
+                                    .where(EvaluationChunk.evaluation_id == killed["r1-test"]))
+        if stored:
+            break
+        await asyncio.sleep(0.05)
+    for pid in await _runner_pids():
+        os.kill(pid, signal.SIGKILL)
+    with pytest.raises(ChildKilled, match="killed"):
+        await running
+    await asyncio.to_thread(jobs.evaluate, killed["r1-test"])  # the redelivery
+    evaluation, chunks = await _rows(p, killed["r1-test"])
+    assert evaluation.status == E.DONE and len(chunks) == 3 and evaluation.attempts == 2
+    assert evaluation.metrics["accuracy"] == pytest.approx(0.5)
+
+    _, slow = await _submit(p, scoring["builder"], "too-slow", SLOW)
+    p.settings.eval_timeout_s = 0.3
+    await asyncio.to_thread(jobs.evaluate, slow["r1-test"])
+    evaluation, _ = await _rows(p, slow["r1-test"])
+    assert evaluation.status == E.FAILED and "EVAL_TIMEOUT_S" in evaluation.error
+    jobs.stop()

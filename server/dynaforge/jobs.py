@@ -35,6 +35,15 @@ WEBHOOK_QUEUE = "webhooks"
 WEBHOOK_ACTOR = "dynaforge.deliver_webhook"
 
 
+#: How many times an evaluation whose process was killed is delivered again (each resumes from its stored chunks);
+#: after that it stays RUNNING until the next server start re-sends it.
+EVAL_RETRIES = 3
+
+
+class ChildKilled(RuntimeError):
+    """The evaluation's child process died from a signal before it could record anything."""
+
+
 class BrokerUnavailable(RuntimeError):
     """The job broker could not be reached; the message was not sent."""
 
@@ -82,9 +91,26 @@ def run_in_child(
         child.kill()
         child.wait()
         log.error("evaluation %s ran past %s s and was stopped", evaluation_id, settings.eval_timeout_s)
-        status = 124
+        status = TIMED_OUT
     relay.join(timeout=5)
     return status
+
+
+TIMED_OUT = 124
+
+
+def _record_failure(settings: Settings, evaluation_id: int, error: str) -> None:
+    """Mark an evaluation FAILED from the actor's thread (its child could not: it was stopped)."""
+    from dynaforge.evaluation.runner import Runner
+
+    async def record() -> None:
+        runner = Runner(settings)
+        try:
+            await runner.fail(evaluation_id, error, "")
+        finally:
+            await runner.close()
+
+    asyncio.run(record())
 
 
 def _relay(read_end: int, on_progress: Callable[[dict[str, Any]], None] | None) -> None:
@@ -118,14 +144,24 @@ class Jobs:
 
         def evaluate(evaluation_id: int) -> None:
             status = run_in_child(self.settings, evaluation_id, on_progress=self.on_progress)
+            if status < 0:
+                # Killed by a signal (the OOM killer, an operator, a crash): the runner recorded nothing, and the
+                # stored chunks let the next attempt resume. Raising makes dramatiq deliver it again, with backoff.
+                raise ChildKilled(f"evaluation {evaluation_id}: the job's process was killed (signal {-status})")
+            if status == TIMED_OUT:
+                _record_failure(self.settings, evaluation_id,
+                                f"the evaluation ran past EVAL_TIMEOUT_S ({self.settings.eval_timeout_s:g} s) and was "
+                                "stopped; a faster model or a smaller data set fits in it")
+                return
             if status != 0:
                 # The runner recorded the failure (error and log tail) on the evaluation; retrying the same model on
                 # the same data would fail the same way, so the message is done.
                 log.warning("evaluation %s ended with status %s", evaluation_id, status)
 
         self.evaluate = dramatiq.actor(
-            evaluate, broker=self.broker, actor_name=ACTOR, queue_name=QUEUE, max_retries=0,
-            time_limit=int(settings.eval_timeout_s * 1000) + 60_000,
+            evaluate, broker=self.broker, actor_name=ACTOR, queue_name=QUEUE, max_retries=EVAL_RETRIES,
+            min_backoff=1_000, max_backoff=60_000, time_limit=int(settings.eval_timeout_s * 1000) + 60_000,
+            retry_when=lambda retries, exc: isinstance(exc, ChildKilled) and retries < EVAL_RETRIES,
         )
 
         def deliver_webhook(delivery_id: int) -> None:
