@@ -186,7 +186,8 @@ async def _seed_demo_evaluations(platform, user) -> None:
 @click.option("--threads", default=1, show_default=True, type=int, help="Evaluations run at once by this worker.")
 @database_option
 def worker(threads: int, database_url: str | None) -> None:
-    """Run evaluation jobs from the Redis broker (DYNAFORGE_BROKER_URL) that the API servers enqueue to."""
+    """Run evaluation jobs and webhook deliveries from the Redis broker (DYNAFORGE_BROKER_URL) that the API servers
+    enqueue to; evaluation progress goes back to them through Redis pub/sub."""
     from dynaforge.jobs import worker_main
 
     worker_main(_settings(database_url or _default_url()), threads)

@@ -1,4 +1,5 @@
-"""Background jobs on dramatiq: one ``evaluate`` message per evaluation (a model on a data set).
+"""Background jobs on dramatiq: one ``evaluate`` message per evaluation (a model on a data set), and one
+``deliver_webhook`` message per webhook delivery (retried with exponential backoff; see services/webhooks.py).
 
 The broker is Redis when ``DYNAFORGE_BROKER_URL`` is set (the API enqueues; ``dynaforge worker`` processes on any
 machine consume), and otherwise dramatiq's in-memory ``StubBroker`` with a worker thread inside the server (the
@@ -220,7 +221,7 @@ class Jobs:
 
 
 def worker_main(settings: Settings, threads: int = 1) -> None:  # pragma: no cover - exercised through the CLI
-    """``dynaforge worker``: consume evaluation messages from the Redis broker until interrupted."""
+    """``dynaforge worker``: consume evaluation and webhook messages from the Redis broker until interrupted."""
     import signal
     import threading
 
