@@ -272,3 +272,20 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
     assert not [i for i in acknowledged if rows[i]["status"] == "PENDING_PREDICTION"], "examples were left pending"
     assert final == {"status": "DONE", "evaluations": [{"status": "DONE", "progress": 1.0}]}, final
     assert attempts >= 2 and chunks == 3  # resumed, never a chunk twice
+
+
+def test_only_the_database_layers_connection_errors_count_as_the_database_being_down():
+    """A remote model server refusing a connection is not the database: it must not be reported as one."""
+    import sqlalchemy.exc
+
+    from dynaforge.errors import database_unreachable
+
+    assert not database_unreachable(ConnectionRefusedError("a model server"))
+    assert not database_unreachable(ValueError("bad"))
+    try:
+        try:
+            raise ConnectionRefusedError("refused")
+        except ConnectionRefusedError as cause:
+            raise sqlalchemy.exc.DBAPIError("SELECT 1", {}, cause) from cause
+    except sqlalchemy.exc.DBAPIError as wrapped:
+        assert database_unreachable(wrapped)

@@ -98,15 +98,31 @@ _UNREACHABLE = {
 
 
 def database_unreachable(exc: BaseException | None) -> bool:
-    """Whether ``exc`` (or what caused it) says the database could not be reached."""
-    seen = 0
-    while exc is not None and seen < 10:
-        if type(exc).__name__ in _UNREACHABLE or getattr(exc, "connection_invalidated", False):
-            return True
-        if isinstance(exc, OSError) and not isinstance(exc, FileNotFoundError):
-            return True
+    """Whether ``exc`` (or what caused it) says the database could not be reached: a connection-level error raised
+    through the database layers (SQLAlchemy, asyncpg, aiosqlite), not any network error of the process (a remote
+    model server refusing a connection is not the database's)."""
+    chain: list[BaseException] = []
+    while exc is not None and len(chain) < 10:
+        chain.append(exc)
         exc = exc.__cause__ or exc.__context__
-        seen += 1
+    from_database = any(type(e).__module__.split(".", 1)[0] in _DATABASE_MODULES or _raised_in_database(e) for e in chain)
+    if not from_database:
+        return False
+    return any(type(e).__name__ in _UNREACHABLE or getattr(e, "connection_invalidated", False)
+               or (isinstance(e, OSError) and not isinstance(e, FileNotFoundError)) for e in chain)
+
+
+_DATABASE_MODULES = {"sqlalchemy", "asyncpg", "aiosqlite", "sqlite3"}
+
+
+def _raised_in_database(exc: BaseException) -> bool:
+    """Whether the exception passed through the database layers' code (e.g. a plain ConnectionRefusedError that
+    asyncpg's connect lets through unwrapped)."""
+    tb = exc.__traceback__
+    while tb is not None:
+        if str(tb.tb_frame.f_globals.get("__name__", "")).split(".", 1)[0] in _DATABASE_MODULES:
+            return True
+        tb = tb.tb_next
     return False
 
 
