@@ -46,6 +46,34 @@ def real_data(relative: str) -> Path:
     return path
 
 
+def toy_process_env(tmp: Path, database_url: str, **settings: str) -> dict[str, str]:
+    """The environment of a process a test starts (``serve``, a job runner) with the toy task installed as an
+    entry-point plugin (a dist-info folder in ``tmp``), on ``database_url``; ``settings`` are more DYNAFORGE_ values."""
+    dist = tmp / "toy_plugin-0.1.dist-info"
+    dist.mkdir(parents=True, exist_ok=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_plugin\nVersion: 0.1\n", encoding="utf-8")
+    (dist / "entry_points.txt").write_text("[dynaforge]\ntoy = toy_plugin:PLUGIN\n", encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
+    env.update(PYTHONPATH=os.pathsep.join([str(tmp), str(Path(__file__).resolve().parent)]),
+               DYNAFORGE_DATABASE_URL=database_url, DYNAFORGE_LOAD_PLUGINS="toy", PYTHONUNBUFFERED="1")
+    env.update({f"DYNAFORGE_{name.upper()}": value for name, value in settings.items()})
+    return env
+
+
+def runner_pids() -> list[int]:
+    """The processes running an evaluation job (``python -m dynaforge.evaluation.runner``), from /proc."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                    if b"dynaforge.evaluation.runner" in fh.read():
+                        pids.append(int(entry))
+            except OSError:
+                pass
+    return pids
+
+
 def service_missing(what: str, why: str) -> None:
     """Skip on a developer's machine; fail in CI, where every service must be there."""
     message = f"{what} is not reachable ({why}); start it or set its URL to run these tests"

@@ -26,10 +26,9 @@ from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
 from sqlalchemy import select
 
-from conftest import service_missing
+from conftest import service_missing, toy_process_env
 from test_e2e import DYNAFORGE, _cli, _database, _free_port, _stop, _wait_healthy
 
-TESTS = Path(__file__).resolve().parent
 REDIS_URL = os.environ.get("DYNAFORGE_TEST_REDIS", "redis://127.0.0.1:6379/15")
 FOOLED = gql('subscription { modelFooled(taskCode: "toy") { id fields prediction } }')
 ROUNDS = gql('subscription { roundChanged(taskCode: "toy") { change round { number } } }')
@@ -48,15 +47,8 @@ def _redis_reachable(url: str) -> None:
 
 def _toy_env(tmp: Path, database_url: str, prefix: str) -> dict[str, str]:
     """The toy task as an installed entry-point plugin, inline inference, events through Redis under ``prefix``."""
-    dist = tmp / "toy_plugin-0.1.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_plugin\nVersion: 0.1\n", encoding="utf-8")
-    (dist / "entry_points.txt").write_text("[dynaforge]\ntoy = toy_plugin:PLUGIN\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
-    env.update(PYTHONPATH=os.pathsep.join([str(tmp), str(TESTS)]), DYNAFORGE_LOAD_PLUGINS="toy",
-               DYNAFORGE_ENVIRONMENT="test", DYNAFORGE_INFERENCE="inline", DYNAFORGE_EVENTS_URL=REDIS_URL,
-               DYNAFORGE_EVENTS_PREFIX=prefix, DYNAFORGE_DATABASE_URL=database_url, PYTHONUNBUFFERED="1")
-    return env
+    return toy_process_env(tmp, database_url, environment="test", inference="inline", events_url=REDIS_URL,
+                           events_prefix=prefix)
 
 
 @contextmanager

@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from conftest import IN_CI
+from conftest import IN_CI, runner_pids
 from test_e2e import _cli, _database
 from test_events_redis import _serve, _toy_env
 
@@ -146,19 +146,6 @@ ACK = """mutation($input: CreateExampleInput!) { createExample(input: $input) { 
   ... on CreatedExample { example { id } } ... on PredictionPending { example { id } } ... on Error { message } } }"""
 
 
-def _runner_pids() -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if b"dynaforge.evaluation.runner" in fh.read():
-                        pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_path: Path):
     """Writers create examples for several seconds; meanwhile the model worker is killed (its examples are stored
@@ -223,10 +210,10 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                     model_id = submitted["data"]["submitModel"]["model"]["id"]
                     for _ in range(400):  # kill the job's process once it has finished a chunk
                         state = await call(operator, 'query($m: ID!) { model(id: $m) { evaluations { progress } } }', m=model_id)
-                        if state["data"]["model"]["evaluations"][0]["progress"] > 0 and _runner_pids():
+                        if state["data"]["model"]["evaluations"][0]["progress"] > 0 and runner_pids():
                             break
                         await asyncio.sleep(0.05)
-                    killed = _runner_pids()
+                    killed = runner_pids()
                     for pid in killed:
                         os.kill(pid, signal.SIGKILL)
                     return model_id, f"killed runner(s) {killed}"

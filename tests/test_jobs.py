@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from conftest import service_missing
+from conftest import runner_pids, service_missing, toy_process_env
 from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, EvaluationStatus as E, ModelRow
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.runner import Runner
@@ -28,7 +28,6 @@ from dynaforge.jobs import run_in_child
 from dynaforge.services import auth, datasets, examples, submissions, validation
 from dynaforge.services.actor import Actor
 
-TESTS = Path(__file__).resolve().parent
 MODEL = {"callable": "eval_models:keyword_toy"}
 SLOW = {"callable": "eval_models:slow_toy"}
 ONE_SET = (("test", 1.0, DatasetAccess.SCORING),)
@@ -140,15 +139,8 @@ async def test_a_model_that_cannot_load_fails_with_its_error_and_log(scoring, tm
 
 def _child_env(p, tmp: Path) -> dict[str, str]:
     """The toy plugin as an installed entry point, for processes the test starts."""
-    dist = tmp / "toy_plugin-0.1.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_plugin\nVersion: 0.1\n", encoding="utf-8")
-    (dist / "entry_points.txt").write_text("[dynaforge]\ntoy = toy_plugin:PLUGIN\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
-    env.update(PYTHONPATH=os.pathsep.join([str(tmp), str(TESTS)]), DYNAFORGE_DATABASE_URL=p.settings.database_url,
-               DYNAFORGE_LOAD_PLUGINS="toy", DYNAFORGE_EVAL_CHUNK_SIZE=str(p.settings.eval_chunk_size),
-               DYNAFORGE_EVAL_BOOTSTRAP_RESAMPLES=str(p.settings.eval_bootstrap_resamples), PYTHONUNBUFFERED="1")
-    return env
+    return toy_process_env(tmp, p.settings.database_url, eval_chunk_size=str(p.settings.eval_chunk_size),
+                           eval_bootstrap_resamples=str(p.settings.eval_bootstrap_resamples))
 
 
 async def _child(p, evaluation_id: int) -> int:
@@ -397,19 +389,6 @@ async def test_a_new_scoring_set_queues_the_models_already_submitted(scoring):
     assert {d.name for d in made} == {"extra", "extra~uppercase"}
 
 
-async def _runner_pids() -> list[int]:
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if b"dynaforge.evaluation.runner" in fh.read():
-                        pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
 async def test_the_actor_retries_a_killed_job_and_fails_one_that_runs_too_long(scoring, tmp_path, monkeypatch):
     """A child killed by a signal recorded nothing: the actor raises so that dramatiq delivers it again, and the
     next delivery resumes to the same result. A child stopped at EVAL_TIMEOUT_S is recorded FAILED, saying why."""
@@ -429,7 +408,7 @@ async def test_the_actor_retries_a_killed_job_and_fails_one_that_runs_too_long(s
         if stored:
             break
         await asyncio.sleep(0.05)
-    for pid in await _runner_pids():
+    for pid in runner_pids():
         os.kill(pid, signal.SIGKILL)
     with pytest.raises(ChildKilled, match="killed"):
         await running

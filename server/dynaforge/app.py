@@ -105,18 +105,21 @@ class BodyLimit:
     def __init__(self, app: Any, limit: int):
         self.app, self.limit = app, limit
 
+    def refusal(self) -> JSONResponse:
+        return JSONResponse({"errors": [{
+            "message": f"The request body is larger than {self.limit} bytes; send a smaller query or fewer "
+                       "variables (files go through a multipart upload)",
+            "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]}, status_code=413)
+
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if headers.get("content-type", "").lower().startswith("multipart/"):
             return await self.app(scope, receive, send)
-        message = (f"The request body is larger than {self.limit} bytes; send a smaller query or fewer variables "
-                   "(files go through a multipart upload)")
         length = headers.get("content-length", "").strip()
         if length.isdigit() and int(length) > self.limit:
-            return await JSONResponse({"errors": [{"message": message, "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]},
-                                      status_code=413)(scope, receive, send)
+            return await self.refusal()(scope, receive, send)
         seen = 0
         started = False
 
@@ -139,8 +142,7 @@ class BodyLimit:
             await self.app(scope, counted_receive, watched_send)
         except _TooLarge:
             if not started:
-                await JSONResponse({"errors": [{"message": message, "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]},
-                                   status_code=413)(scope, receive, send)
+                await self.refusal()(scope, receive, send)
 
 
 class _TooLarge(Exception):

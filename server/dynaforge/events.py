@@ -22,7 +22,10 @@ import json
 import logging
 import threading
 from collections import defaultdict
-from typing import Any, AsyncIterator
+from typing import TYPE_CHECKING, Any, AsyncIterator
+
+if TYPE_CHECKING:
+    from dynaforge.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -242,10 +245,9 @@ class RedisEventBus(EventBus):
             self._sync.close()
 
 
-def make_event_bus(settings: Any) -> EventBus:
+def make_event_bus(settings: Settings) -> EventBus:
     """Redis pub/sub when the settings name a Redis URL for events (or the job broker is Redis), else in memory."""
-    url = getattr(settings, "events_url", None) or getattr(settings, "broker_url", None)
-    buffer = getattr(settings, "subscriber_buffer", 256)
+    url = settings.events_url or settings.broker_url
     if url and url.startswith(("redis://", "rediss://", "unix://")):
-        return RedisEventBus(url, prefix=getattr(settings, "events_prefix", "dynaforge:events:"), buffer=buffer)
-    return InMemoryEventBus(buffer=buffer)
+        return RedisEventBus(url, prefix=settings.events_prefix, buffer=settings.subscriber_buffer)
+    return InMemoryEventBus(buffer=settings.subscriber_buffer)

@@ -191,21 +191,11 @@ class Jobs:
 
     def enqueue(self, evaluation_ids: list[int]) -> None:
         """Send one message per evaluation; raises BrokerUnavailable (with the cause) when the broker is down."""
-        for evaluation_id in evaluation_ids:
-            try:
-                self.evaluate.send(evaluation_id)
-            except Exception as exc:  # redis.ConnectionError and friends
-                raise BrokerUnavailable(f"the job broker is unreachable ({type(exc).__name__}: {exc}); the "
-                                        "evaluations stay queued and are sent again when the server restarts") from exc
+        _send(self.evaluate, evaluation_ids, "the evaluations stay queued")
 
     def send_webhooks(self, delivery_ids: list[int]) -> None:
         """One message per webhook delivery; raises BrokerUnavailable when the broker is down."""
-        for delivery_id in delivery_ids:
-            try:
-                self.deliver_webhook.send(delivery_id)
-            except Exception as exc:
-                raise BrokerUnavailable(f"the job broker is unreachable ({type(exc).__name__}: {exc}); the "
-                                        "deliveries stay pending and are sent again when the server restarts") from exc
+        _send(self.deliver_webhook, delivery_ids, "the deliveries stay pending")
 
     def start_worker(self, threads: int = 1) -> None:
         """Consume in this process (the embedded default): evaluations and webhook deliveries."""
@@ -218,6 +208,15 @@ class Jobs:
             self.worker.stop()
             self.worker = None
         self.broker.close()
+
+
+def _send(actor: dramatiq.Actor, ids: list[int], kept: str) -> None:
+    for row_id in ids:
+        try:
+            actor.send(row_id)
+        except Exception as exc:  # redis.ConnectionError and friends
+            raise BrokerUnavailable(f"the job broker is unreachable ({type(exc).__name__}: {exc}); {kept} and are "
+                                    "sent again when the server restarts") from exc
 
 
 def worker_main(settings: Settings, threads: int = 1) -> None:  # pragma: no cover - exercised through the CLI

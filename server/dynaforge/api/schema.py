@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 import strawberry
-from graphql import ExecutionResult as GraphQLExecutionResult, GraphQLError, NoSchemaIntrospectionCustomRule
+from graphql import (
+    ExecutionResult as GraphQLExecutionResult,
+    GraphQLError,
+    NoSchemaIntrospectionCustomRule,
+    StringValueNode,
+    Visitor,
+    visit,
+)
 from strawberry.extensions import SchemaExtension
 from strawberry.tools import merge_types
 from strawberry.types.graphql import OperationType
@@ -77,7 +84,7 @@ class InputHygiene(SchemaExtension):
             if problem:
                 where = f"variable ${name}"
                 break
-        if problem is None and context.graphql_document is not None:
+        if problem is None and context.graphql_document is not None and _may_hold_bad_literals(context.query):
             for node in _string_literals(context.graphql_document):
                 problem = text_problem(node.value)
                 if problem:
@@ -89,17 +96,25 @@ class InputHygiene(SchemaExtension):
         yield
 
 
-def _string_literals(document):
-    from graphql import StringValueNode, visit, Visitor
+def _may_hold_bad_literals(query: str | None) -> bool:
+    """A string literal can only hold NUL or a surrogate if the query text has a ``\\u`` escape, a NUL or non-ASCII
+    characters: the common query skips the walk over its syntax tree (about 0.3 ms)."""
+    return query is None or "\\u" in query or "\x00" in query or not query.isascii()
 
-    found = []
 
-    class Strings(Visitor):
-        def enter_string_value(self, node: StringValueNode, *_):
-            found.append(node)
+class _Strings(Visitor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[StringValueNode] = []
 
-    visit(document, Strings())
-    return found
+    def enter_string_value(self, node: StringValueNode, *_) -> None:
+        self.found.append(node)
+
+
+def _string_literals(document) -> list[StringValueNode]:
+    strings = _Strings()
+    visit(document, strings)
+    return strings.found
 
 
 class ReadAdmission(SchemaExtension):

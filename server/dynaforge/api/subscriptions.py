@@ -31,7 +31,6 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
-from dynaforge.services.actor import Actor
 
 Info = strawberry.Info[RequestContext]
 
@@ -71,10 +70,6 @@ class _Watch:
         self.info = info
         self.checked = time.monotonic()
 
-    @property
-    def actor(self) -> Actor | None:
-        return self.info.context.actor
-
     async def recheck(self) -> None:
         context = self.info.context
         if context.token is None or time.monotonic() - self.checked < REAUTH_S:
@@ -109,9 +104,11 @@ def _example(payload: dict) -> Example:
                             round_number=payload["round"])
 
 
-async def _example_topic(info: Info, event: str, task_code: str) -> str:
+async def _task_topic(info: Info, event: str, task_code: str, *, signed_in: bool) -> str:
+    """The topic of a task's ``event`` for this subscriber, who must see the task (and be signed in when the
+    events show examples)."""
     _refuse_bad_token(info)
-    if info.context.actor is None:
+    if signed_in and info.context.actor is None:
         raise query_error(NotAuthenticated(
             "Examples are shown to signed-in users: send your API token in the connection_init payload as "
             '{"authorization": "Bearer <token>"}'
@@ -128,31 +125,27 @@ class Subscription:
     @strawberry.subscription(description="Examples that fooled the task's target model, as they are stored (or as "
                              "a pending one gets its prediction). Signed-in users.")
     async def model_fooled(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
-        topic = await _example_topic(info, "modelFooled", task_code)
+        topic = await _task_topic(info, "modelFooled", task_code, signed_in=True)
         async for payload in _events(info, topic):
             yield _example(payload)
 
     @strawberry.subscription(description="Every example stored for the task, fooling or not. Signed-in users.")
     async def example_created(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
-        topic = await _example_topic(info, "exampleCreated", task_code)
+        topic = await _task_topic(info, "exampleCreated", task_code, signed_in=True)
         async for payload in _events(info, topic):
             yield _example(payload)
 
     @strawberry.subscription(description="Validation votes, flags and owners' decisions on the task's examples. "
                              "Signed-in users.")
     async def example_validated(self, info: Info, task_code: str) -> AsyncGenerator[ExampleValidated, None]:
-        topic = await _example_topic(info, "exampleValidated", task_code)
+        topic = await _task_topic(info, "exampleValidated", task_code, signed_in=True)
         async for payload in _events(info, topic):
             yield ExampleValidated(example=_example(payload), label=payload["label"])
 
     @strawberry.subscription(description="Rounds of the task opened, closed or edited. Anyone who can see the task.")
     async def round_changed(self, info: Info, task_code: str) -> AsyncGenerator[RoundChanged, None]:
-        _refuse_bad_token(info)
-        try:
-            view = await task_service.get_task(info.context.platform, info.context.actor, task_code)
-        except DynaforgeError as exc:
-            raise query_error(exc) from None
-        async for payload in _events(info, f"roundChanged:{view.task.code}"):
+        topic = await _task_topic(info, "roundChanged", task_code, signed_in=False)
+        async for payload in _events(info, topic):
             async with info.context.platform.db.session() as s:
                 row = await s.get(RoundRow, payload["round_id"])
             if row is None:

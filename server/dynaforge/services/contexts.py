@@ -174,7 +174,7 @@ def detect_format(filename: str | None, given: ContextFileFormat | str | None = 
     )
 
 
-class _Problems:
+class LineProblems:
     """The problems of one file: the first ``MAX_REPORTED_ERRORS`` as field errors, the rest only counted."""
 
     def __init__(self) -> None:
@@ -234,10 +234,17 @@ def encoding_message(exc: UnicodeDecodeError) -> str:
 
 
 def _jsonl_records(
-    task: Task, lines: Iterator[tuple[int, bytes]], problems: _Problems
+    task: Task, lines: Iterator[tuple[int, bytes]], problems: LineProblems
 ) -> Iterator[tuple[int, dict[str, Any] | None]]:
-    """One record per non-blank line: the object, or None when the line could not be read (already reported)."""
-    example = json.dumps({f.name: "..." for f in _context_fields(task)})
+    """A context file's JSONL records (see :func:`jsonl_objects`)."""
+    return jsonl_objects(lines, problems, json.dumps({f.name: "..." for f in _context_fields(task)}))
+
+
+def jsonl_objects(
+    lines: Iterator[tuple[int, bytes]], problems: LineProblems, example: str
+) -> Iterator[tuple[int, dict[str, Any] | None]]:
+    """One record per non-blank line: the object, or None when the line could not be read (already reported, by
+    line: not UTF-8, not JSON, not an object such as ``example``)."""
     for number, raw in lines:
         try:
             text = raw.decode("utf-8")
@@ -287,7 +294,7 @@ def _from_cell(field: Field, task: Task, cell: str) -> Any:
 
 
 def _csv_records(
-    task: Task, lines: Iterator[tuple[int, bytes]], problems: _Problems, tag_column: bool
+    task: Task, lines: Iterator[tuple[int, bytes]], problems: LineProblems, tag_column: bool
 ) -> Iterator[tuple[int, dict[str, Any] | None]]:
     """One record per data row (numbered by the line it starts on), after a header naming the columns."""
 
@@ -381,7 +388,7 @@ def parse_context_file(
     names = {f.name for f in _context_fields(task)}
     tag_column = TAG_COLUMN not in names
     expected = ", ".join(sorted(names)) + (f", and optionally {TAG_COLUMN}" if tag_column else "")
-    problems = _Problems()
+    problems = LineProblems()
     lines = physical_lines(source, max_bytes)
     if fmt == ContextFileFormat.JSONL:
         records = _jsonl_records(task, lines, problems)

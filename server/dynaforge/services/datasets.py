@@ -8,7 +8,6 @@ the server except to the task's owners and admins: ``items`` strips them for eve
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from dataclasses import dataclass
@@ -25,7 +24,7 @@ from dynaforge.evaluation.variants import iter_variants
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound, text_problem
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
-from dynaforge.services.contexts import encoding_message, physical_lines
+from dynaforge.services.contexts import LineProblems, jsonl_objects, physical_lines
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
@@ -171,26 +170,26 @@ async def _add_perturbed_copies(
         kinds[variant.perturbation] = variant.kind
     copies = []
     for name, items in sorted(by_name.items()):
-        copy = Dataset(
-            task_id=parent.task_id,
-            name=f"{parent.name}~{name}",
-            description=f"{parent.name} perturbed by {name} ({kinds[name]}; seed {parent.seed})",
-            access=parent.access,
-            source="perturbed",
-            round_id=parent.round_id,
-            split=parent.split,
-            seed=parent.seed,
-            parent_id=parent.id,
-            perturbation=name,
-            perturbation_kind=kinds[name],
-            size=len(items),
-            created_by=actor.user_id,
-        )
+        copy = _copy_of(parent, name, kinds[name], len(items), actor, source="perturbed",
+                        description=f"{parent.name} perturbed by {name} ({kinds[name]}; seed {parent.seed})")
         s.add(copy)
         await s.flush()
         await _add_items(s, copy.id, [(None, values) for _, values in items], [original for original, _ in items])
         copies.append(copy)
     return copies
+
+
+def _copy_name(parent: Dataset, perturbation: str) -> str:
+    return f"{parent.name}~{perturbation}"
+
+
+def _copy_of(parent: Dataset, perturbation: str, kind: str, size: int, actor: Actor, *, source: str,
+             description: str) -> Dataset:
+    """A perturbed copy's row: the parent's task, access, round, split and seed, linked to it."""
+    return Dataset(task_id=parent.task_id, name=_copy_name(parent, perturbation), description=description,
+                   access=parent.access, source=source, round_id=parent.round_id, split=parent.split, seed=parent.seed,
+                   parent_id=parent.id, perturbation=perturbation, perturbation_kind=kind, size=size,
+                   created_by=actor.user_id)
 
 
 async def _add_items(
@@ -272,6 +271,13 @@ async def items(
 MAX_REPORTED = 50
 
 
+def _capped(errors: list[FieldError]) -> InvalidInput:
+    """The first MAX_REPORTED problems of some records, and a count of the rest."""
+    more = len(errors) - MAX_REPORTED
+    return InvalidInput.from_errors(
+        errors[:MAX_REPORTED] + ([FieldError("records", "more", f"and {more} more problems")] if more > 0 else []))
+
+
 async def create_dataset(
     p: Platform,
     actor: Actor | None,
@@ -301,9 +307,7 @@ async def create_dataset(
         except InvalidInput as exc:
             errors.extend(FieldError(f"{location}.{e.field}", e.rule, e.message) for e in exc.field_errors)
     if errors:
-        more = len(errors) - MAX_REPORTED
-        shown = errors[:MAX_REPORTED] + ([FieldError("records", "more", f"and {more} more problems")] if more > 0 else [])
-        raise InvalidInput.from_errors(shown)
+        raise _capped(errors)
     async with p.db.write() as s:
         if await s.scalar(select(Dataset.id).where(Dataset.task_id == view.row.id, Dataset.name == name)) is not None:
             raise AlreadyExists(f"Task {task_code} already has a data set named {name!r}")
@@ -325,34 +329,20 @@ PERTURBATION_NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,59}$")
 ORIGINAL = "original_position"
 
 
-def read_jsonl(source: BinaryIO, max_bytes: int) -> list[tuple[str, dict[str, Any]]]:
-    """The objects of a JSONL file as ``("line N", object)`` pairs; every unreadable line is reported (all of
-    them, up to MAX_REPORTED), and a file larger than ``max_bytes`` is refused before it is read whole."""
-    records, errors = [], []
-    for number, raw in physical_lines(source, max_bytes):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            errors.append(FieldError(f"line {number}", "encoding", encoding_message(exc)))
-            continue
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            errors.append(FieldError(f"line {number}", "json", f"is not valid JSON ({exc.msg}, column {exc.colno}); "
-                                     "write one object per line"))
-            continue
-        if not isinstance(value, dict):
-            errors.append(FieldError(f"line {number}", "type", 'must be a JSON object such as {"original_position": 0, ...}'))
+def read_jsonl(source: BinaryIO, max_bytes: int, name: str = "the file") -> list[tuple[str, dict[str, Any]]]:
+    """The objects of a JSONL file as ``("line N", object)`` pairs. Every unreadable line is reported by number
+    (the first 50 listed, the rest counted), and a file larger than ``max_bytes`` is refused before it is read
+    whole: the reading of context files."""
+    problems = LineProblems()
+    records = []
+    for number, value in jsonl_objects(physical_lines(source, max_bytes), problems, '{"original_position": 0, ...}'):
+        if value is None:
             continue
         if problem := text_problem(value):
-            errors.append(FieldError(f"line {number}", "text", problem))
+            problems.add(number, None, "text", problem)
             continue
         records.append((f"line {number}", value))
-    if errors:
-        more = len(errors) - MAX_REPORTED
-        raise InvalidInput.from_errors(errors[:MAX_REPORTED] + ([FieldError("file", "more", f"and {more} more problems")] if more > 0 else []))
+    problems.raise_if_any(name)
     return records
 
 
@@ -425,10 +415,8 @@ async def attach_perturbed_copy(
         except InvalidInput as exc:
             errors.extend(FieldError(f"{location}.{e.field}", e.rule, e.message) for e in exc.field_errors)
     if errors:
-        more = len(errors) - MAX_REPORTED
-        shown = errors[:MAX_REPORTED] + ([FieldError("records", "more", f"and {more} more problems")] if more > 0 else [])
-        raise InvalidInput.from_errors(shown)
-    name = f"{parent.name}~{perturbation}"
+        raise _capped(errors)
+    name = _copy_name(parent, perturbation)
     async with p.db.write() as s:
         old = await s.scalar(select(Dataset).where(Dataset.task_id == parent.task_id, Dataset.name == name))
         if old is not None and not replace:
@@ -442,21 +430,8 @@ async def attach_perturbed_copy(
             stale = {kind, old.perturbation_kind or (registered.kind if registered else "robustness")}
             for evaluation in await s.scalars(select(Evaluation).where(Evaluation.dataset_id == parent.id)):
                 evaluation.metrics = {k: v for k, v in evaluation.metrics.items() if k not in stale}
-        copy = Dataset(
-            task_id=parent.task_id,
-            name=name,
-            description=description or f"{parent.name} perturbed by {perturbation} ({kind}; uploaded by an owner)",
-            access=parent.access,
-            source="upload",
-            round_id=parent.round_id,
-            split=parent.split,
-            seed=parent.seed,
-            parent_id=parent.id,
-            perturbation=perturbation,
-            perturbation_kind=kind,
-            size=len(cleaned),
-            created_by=actor.user_id,
-        )
+        copy = _copy_of(parent, perturbation, kind, len(cleaned), actor, source="upload", description=description
+                        or f"{parent.name} perturbed by {perturbation} ({kind}; uploaded by an owner)")
         s.add(copy)
         await s.flush()
         await _add_items(s, copy.id, [(None, fields) for _, fields in cleaned], [position for position, _ in cleaned])

@@ -86,7 +86,7 @@ def _internal(address: str) -> bool:
     return not ip.is_global or ip.is_multicast
 
 
-def check_url(settings: Settings, url: str, *, resolve: bool = True) -> None:
+def check_url(settings: Settings, url: str) -> None:
     """Refuse URLs a webhook may not call (see the module's docstring); raises InvalidInput."""
     def refuse(rule: str, message: str) -> None:
         raise InvalidInput.from_errors([FieldError("url", rule, message)])
@@ -99,8 +99,6 @@ def check_url(settings: Settings, url: str, *, resolve: bool = True) -> None:
     if parts.username or parts.password:
         refuse("credentials", "must not carry a user name or password; verify the signature instead")
     if settings.environment != "production" or settings.webhook_allow_private:
-        return
-    if not resolve:
         return
     try:
         addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)}
