@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup run test bench services schema clean
+.PHONY: setup run test lint format bench services schema clean
 
 PLUGINS := sentiment nli qa hatespeech
 
@@ -25,6 +25,17 @@ run: setup
 ## Every test, on SQLite and PostgreSQL (services started when they are down and can be started here)
 test: setup services
 	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+
+## ruff (lint and format check) and mypy (strict on the plugin contract); the same checks as .pre-commit-config.yaml
+lint: setup
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+## Apply ruff's formatting and safe fixes
+format: setup
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
 
 bench: setup services
 	HF_HUB_OFFLINE=1 $(BIN)/python -m bench

@@ -16,17 +16,41 @@ import traceback
 from types import ModuleType
 
 from bench import (
-    load_mix, p1_create_example, p2_reads_contention, p3_concurrent_annotators, p4_evaluation, p5_examples_page,
-    p6_leaderboard, p7_subscriptions, p8_memory,
+    load_mix,
+    p1_create_example,
+    p2_reads_contention,
+    p3_concurrent_annotators,
+    p4_evaluation,
+    p5_examples_page,
+    p6_leaderboard,
+    p7_subscriptions,
+    p8_memory,
 )
 from bench.common import (
-    Context, Result, client, default_threads, machine_header, prepare, proc_status_kb, reset_peak_rss, serve,
+    Context,
+    Result,
+    client,
+    default_threads,
+    machine_header,
+    prepare,
+    proc_status_kb,
+    reset_peak_rss,
+    serve,
 )
 
 BENCHMARKS: dict[str, ModuleType] = {
     m.ID: m
-    for m in (p1_create_example, p2_reads_contention, p3_concurrent_annotators, p4_evaluation, p5_examples_page,
-              p6_leaderboard, p7_subscriptions, load_mix, p8_memory)  # P8 last: its peak covers the serving traffic of the others
+    for m in (
+        p1_create_example,
+        p2_reads_contention,
+        p3_concurrent_annotators,
+        p4_evaluation,
+        p5_examples_page,
+        p6_leaderboard,
+        p7_subscriptions,
+        load_mix,
+        p8_memory,
+    )  # P8 last: its peak covers the serving traffic of the others
 }
 BENCHMARK_TIMEOUT_S = 120.0  # a wedged server must not hang the run
 
@@ -36,9 +60,11 @@ async def _run(ids: list[str], threads: int) -> bool:
         async with client() as http:
             started = time.perf_counter()
             await prepare(http, server)
-            print(f"# server ready (model loaded, {len(server.annotator_tokens)} annotators registered) "
-                  f"in {time.perf_counter() - started:.1f}s; API pid {server.pid}, worker pid {server.worker_pid()}",
-                  flush=True)
+            print(
+                f"# server ready (model loaded, {len(server.annotator_tokens)} annotators registered) "
+                f"in {time.perf_counter() - started:.1f}s; API pid {server.pid}, worker pid {server.worker_pid()}",
+                flush=True,
+            )
             setup_peak = proc_status_kb(server.pid, "VmHWM")
             ctx = Context(server, http, threads, setup_peak, reset_peak_rss(server.pid))
             passed = True
@@ -48,8 +74,13 @@ async def _run(ids: list[str], threads: int) -> bool:
                 except Exception as exc:  # report and go on with the next target
                     traceback.print_exc(file=sys.stderr)
                     reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"{type(exc).__name__}: {exc}"
-                    outcome = Result(bench_id, f"could not be measured ({reason})", "see above", False,
-                                     info=getattr(BENCHMARKS[bench_id], "INFORMATIONAL", False))
+                    outcome = Result(
+                        bench_id,
+                        f"could not be measured ({reason})",
+                        "see above",
+                        False,
+                        info=getattr(BENCHMARKS[bench_id], "INFORMATIONAL", False),
+                    )
                 for result in outcome if isinstance(outcome, list) else [outcome]:
                     print(result.line(), flush=True)
                     passed = passed and (result.passed or result.info)
@@ -58,10 +89,15 @@ async def _run(ids: list[str], threads: int) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n\n")[0])
-    parser.add_argument("ids", nargs="*", metavar="ID",
-                        help=f"targets to run, of {', '.join(BENCHMARKS)} (default: all)")
-    parser.add_argument("--threads", type=int, default=int(os.environ.get("BENCH_THREADS", "0")) or None,
-                        help="torch intra-op threads for the worker and the bare model (default: the cores less one, as the server)")
+    parser.add_argument(
+        "ids", nargs="*", metavar="ID", help=f"targets to run, of {', '.join(BENCHMARKS)} (default: all)"
+    )
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=int(os.environ.get("BENCH_THREADS", "0")) or None,
+        help="torch intra-op threads for the worker and the bare model (default: the cores less one, as the server)",
+    )
     args = parser.parse_args(argv)
     ids = [i.upper() for i in args.ids] or list(BENCHMARKS)
     unknown = [i for i in ids if i not in BENCHMARKS]

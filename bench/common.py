@@ -64,8 +64,10 @@ STATEMENTS: tuple[tuple[str, str], ...] = (
     ("The museum has moved its sculpture collection to the second floor.", "neutral"),
     ("The kids could not stop talking about the puppet show for days afterwards.", "positive"),
     ("The soup tasted mostly of salt, and the bread was stale.", "negative"),
-    ("A quiet, thoughtful film that trusts its audience and rewards patience with a truly moving final scene.",
-     "positive"),
+    (
+        "A quiet, thoughtful film that trusts its audience and rewards patience with a truly moving final scene.",
+        "positive",
+    ),
     ("The update deleted my saved settings and now the app crashes every time it starts.", "negative"),
     ("The recipe calls for two eggs, flour, and a pinch of salt.", "neutral"),
     ("Great, another Monday where the coffee machine is broken.", "negative"),
@@ -77,8 +79,10 @@ STATEMENTS: tuple[tuple[str, str], ...] = (
     ("The committee will publish its decision next month after reviewing all the applications it received.", "neutral"),
     ("The hike was steep, but the lake at the top made every step worthwhile.", "positive"),
     ("Customer support hung up on me twice and never called back as promised.", "negative"),
-    ("It is not the worst book I have read, but I would never recommend it to a friend who values their time.",
-     "negative"),
+    (
+        "It is not the worst book I have read, but I would never recommend it to a friend who values their time.",
+        "negative",
+    ),
     ("The festival brought the whole town together, with music in every square until midnight.", "positive"),
     ("The printer jams on every other page.", "negative"),
     ("The store changed its opening hours for the holidays.", "neutral"),
@@ -315,16 +319,41 @@ def serve(threads: int, *, warm_models: bool = True) -> Iterator[Server]:
         env = server_environment(threads)
         database_url = f"sqlite+aiosqlite:///{(workdir / 'bench.db').as_posix()}"
         _cli(env, workdir, "db", "upgrade", "--database-url", database_url)
-        _cli(env, workdir, "users", "create", "--username", ADMIN, "--email", "bench-admin@example.org",
-             "--password", "bench admin password", "--admin", "--database-url", database_url)
+        _cli(
+            env,
+            workdir,
+            "users",
+            "create",
+            "--username",
+            ADMIN,
+            "--email",
+            "bench-admin@example.org",
+            "--password",
+            "bench admin password",
+            "--admin",
+            "--database-url",
+            database_url,
+        )
         token = _cli(env, workdir, "tokens", "create", "--username", ADMIN, "--database-url", database_url)
         port = _free_port()
         base_url = f"http://127.0.0.1:{port}"
         with open(workdir / "server.out", "wb") as out, open(workdir / "server.err", "wb") as err:
             proc = subprocess.Popen(
-                [_dynaforge(), "serve", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url,
-                 *(() if warm_models else ("--no-warm-models",))],
-                env=env, cwd=workdir, stdout=out, stderr=err,
+                [
+                    _dynaforge(),
+                    "serve",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--database-url",
+                    database_url,
+                    *(() if warm_models else ("--no-warm-models",)),
+                ],
+                env=env,
+                cwd=workdir,
+                stdout=out,
+                stderr=err,
             )
         try:
             _wait_healthy(proc, base_url, workdir / "server.err")
@@ -364,8 +393,9 @@ def client(connections: int = 64) -> httpx.AsyncClient:
     return httpx.AsyncClient(limits=limits, timeout=REQUEST_TIMEOUT_S)
 
 
-async def graphql(http: httpx.AsyncClient, server: Server, query: str, token: str | None = None,
-                  **variables: Any) -> dict[str, Any]:
+async def graphql(
+    http: httpx.AsyncClient, server: Server, query: str, token: str | None = None, **variables: Any
+) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     response = await http.post(server.graphql_url, json={"query": query, "variables": variables}, headers=headers)
     response.raise_for_status()
@@ -424,8 +454,9 @@ async def prepare(http: httpx.AsyncClient, server: Server) -> None:
             last = f"{type(exc).__name__}: {exc}"
         await asyncio.sleep(0.5)
     else:
-        raise RuntimeError(f"the model never answered within {MODEL_READY_TIMEOUT_S:g}s (last: {last})\n"
-                           + server.log_tail())
+        raise RuntimeError(
+            f"the model never answered within {MODEL_READY_TIMEOUT_S:g}s (last: {last})\n" + server.log_tail()
+        )
     run_id = os.urandom(3).hex()
 
     async def register(i: int) -> str:
@@ -511,8 +542,9 @@ class Phase:
         return sum(1 for c in self.counted() if not c.ok)
 
 
-async def closed_loop(callers: int, call: Callable[[int, int], Awaitable[tuple[int, bool]]], *,
-                      warmup_s: float, measure_s: float) -> Phase:
+async def closed_loop(
+    callers: int, call: Callable[[int, int], Awaitable[tuple[int, bool]]], *, warmup_s: float, measure_s: float
+) -> Phase:
     """``callers`` loops, each sending its next call when the previous one returned, for warmup + measure seconds.
 
     ``call(caller, k)`` makes the k-th call of a caller and returns (latency in ns, success). The phase ends only
@@ -541,8 +573,9 @@ def annotate(http: httpx.AsyncClient, server: Server) -> Callable[[int, int], Aw
     """A closed-loop call: annotator ``caller`` (its own account) submits its k-th statement."""
 
     async def call(caller: int, k: int) -> tuple[int, bool]:
-        created = await create_example(http, server, server.annotator_tokens[caller % len(server.annotator_tokens)],
-                                       caller * 7 + k)
+        created = await create_example(
+            http, server, server.annotator_tokens[caller % len(server.annotator_tokens)], caller * 7 + k
+        )
         return created.latency_ns, created.ok
 
     return call
@@ -633,8 +666,9 @@ class InProcessApi:
         self._engines = {self.platform.db.engine.sync_engine, self.platform.db.read_engine.sync_engine}
         for engine in self._engines:
             event.listen(engine, "before_cursor_execute", self._count)
-        self.http = httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url="http://in-process",
-                                      timeout=REQUEST_TIMEOUT_S)
+        self.http = httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=self.app), base_url="http://in-process", timeout=REQUEST_TIMEOUT_S
+        )
         return self
 
     async def __aexit__(self, *_: object) -> None:

@@ -25,7 +25,15 @@ import time
 from dataclasses import dataclass
 
 from bench.common import (
-    TASK, Context, CpuMeter, Result, closed_loop, create_example, graphql, ms, percentile,
+    TASK,
+    Context,
+    CpuMeter,
+    Result,
+    closed_loop,
+    create_example,
+    graphql,
+    ms,
+    percentile,
 )
 
 ID = "LOAD"
@@ -38,14 +46,14 @@ MIX = (("task", 20), ("examples", 20), ("leaderboard", 20), ("myStats", 20), ("c
 
 READS = {
     "task": "query Task($code: String!) { task(code: $code) { code name currentRound { number collected fooled "
-            "pending } } }",
+    "pending } } }",
     "examples": "query Mine($code: String!) { examples(taskCode: $code, first: 20, mine: true) { edges { cursor node "
-                "{ id fields prediction fooled status createdAt roundNumber } } pageInfo { hasNextPage endCursor } } }",
+    "{ id fields prediction fooled status createdAt roundNumber } } pageInfo { hasNextPage endCursor } } }",
     "leaderboard": "query Board($code: String!) { leaderboard(taskCode: $code) { principalMetric datasets "
-                   "metricWeights { name weight } rows { rank dynascore missing model { id name submitter } "
-                   "metrics { name value } } } }",
+    "metricWeights { name weight } rows { rank dynascore missing model { id name submitter } "
+    "metrics { name value } } } }",
     "myStats": "query Mine($code: String!) { myStats(taskCode: $code) { total { collected fooled verifiedFooled "
-               "foolingRate } rounds { roundNumber stats { collected fooled } } } }",
+    "foolingRate } rounds { roundNumber stats { collected fooled } } } }",
 }
 
 
@@ -96,14 +104,17 @@ async def run(ctx: Context) -> Result:
     failures = sum(1 for r in counted if not r.ok)
 
     def rate(kind: str | None = None, reads: bool = False) -> float:
-        return sum(1 for r in done if (kind is None or r.kind == kind) and (not reads or r.kind != "createExample")
-                   ) / window
+        return (
+            sum(1 for r in done if (kind is None or r.kind == kind) and (not reads or r.kind != "createExample"))
+            / window
+        )
 
     per_kind = []
     for kind in kinds:
         values = [r.latency_ms for r in counted if r.ok and r.kind == kind]
-        per_kind.append(f"{kind} {rate(kind):.1f}/s p50 {percentile(values, 50):.1f} ms p99 "
-                        f"{percentile(values, 99):.1f}")
+        per_kind.append(
+            f"{kind} {rate(kind):.1f}/s p50 {percentile(values, 50):.1f} ms p99 {percentile(values, 99):.1f}"
+        )
     shares = " ".join(f"{name} {share:.0%}" for name, share in meter.used.items())
     mix = "/".join(f"{w}" for w in weights)
     figures = (

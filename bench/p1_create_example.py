@@ -77,7 +77,7 @@ async def run(ctx: Context) -> Result:
     rounds = 0
     while rounds < MAX_ROUNDS and (rounds < MIN_ROUNDS or time.monotonic() < deadline):
         picks = statements(WARMUP_ROUNDS + rounds)
-        for side in (("bare", "served") if rounds % 2 == 0 else ("served", "bare")):
+        for side in ("bare", "served") if rounds % 2 == 0 else ("served", "bare"):
             await asyncio.sleep(SETTLE_S)
             if side == "bare":
                 bare_round(picks, bare)

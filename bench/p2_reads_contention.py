@@ -18,8 +18,17 @@ from __future__ import annotations
 import asyncio
 
 from bench.common import (
-    Context, CpuMeter, Phase, Result, annotate, closed_loop, mean_shares, percentile, pooled_latencies,
-    pooled_throughput, reader,
+    Context,
+    CpuMeter,
+    Phase,
+    Result,
+    annotate,
+    closed_loop,
+    mean_shares,
+    percentile,
+    pooled_latencies,
+    pooled_throughput,
+    reader,
 )
 
 ID = "P2"
@@ -68,7 +77,8 @@ async def run(ctx: Context) -> Result:
         f"(p50 {percentile(pooled_latencies(phases['reads']), 50):.1f} vs {percentile(mixed_reads, 50):.1f} ms); "
         f"reads {pooled_throughput(phases['reads']):.0f}/s alone, {pooled_throughput(phases['mixed reads']):.0f}/s "
         f"mixed ({READERS} readers); mixed cpu {mean_shares(meters)}"
-        + f"; 2 x {MEASURE_S:g} s per kind" + (f"; {failures} writes not CreatedExample" if failures else "")
+        + f"; 2 x {MEASURE_S:g} s per kind"
+        + (f"; {failures} writes not CreatedExample" if failures else "")
     )
     target = f"writes under reads >= {THROUGHPUT_TARGET:.0%} of alone and read p99 mixed <= {READ_P99_TARGET:g}x alone"
     return Result(ID, figures, target, share >= THROUGHPUT_TARGET and slowdown <= READ_P99_TARGET)

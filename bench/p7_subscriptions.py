@@ -32,7 +32,7 @@ SUBSCRIBERS = 100
 EVENTS = 20
 P95_TARGET_MS = 50.0
 DELIVERY_TIMEOUT_S = 5.0
-SUBSCRIPTION = 'subscription { modelFooled(taskCode: "%s") { id createdAt } }' % TASK
+SUBSCRIPTION = f'subscription {{ modelFooled(taskCode: "{TASK}") {{ id createdAt }} }}'
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
   ... on CreatedExample { example { id fooled } } } }"""
 
@@ -47,7 +47,9 @@ class Subscriber:
 
     async def open(self) -> None:
         self.ws = await websockets.connect(self.url, subprotocols=["graphql-transport-ws"], max_queue=None)
-        await self.ws.send(json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {self.token}"}}))
+        await self.ws.send(
+            json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {self.token}"}})
+        )
         ack = json.loads(await asyncio.wait_for(self.ws.recv(), 10))
         if ack.get("type") != "connection_ack":
             raise RuntimeError(f"no connection_ack: {ack}")
@@ -92,7 +94,9 @@ async def _fooling_inputs(ctx: Context, token: str) -> list[dict[str, str]]:
     return found
 
 
-async def _send_and_wait(ctx: Context, token: str, fields: dict[str, str], subscribers: list[Subscriber]) -> tuple[str, int]:
+async def _send_and_wait(
+    ctx: Context, token: str, fields: dict[str, str], subscribers: list[Subscriber]
+) -> tuple[str, int]:
     data = await graphql(ctx.http, ctx.server, CREATE, token, input={"taskCode": TASK, "fields": fields})
     example = data["createExample"]["example"]
     example_id = example["id"]
@@ -112,7 +116,7 @@ async def run(ctx: Context) -> Result:
     subscribers = [Subscriber(url, tokens[i % len(tokens)]) for i in range(SUBSCRIBERS)]
     try:
         for start in range(0, SUBSCRIBERS, 20):
-            await asyncio.gather(*(s.open() for s in subscribers[start:start + 20]))
+            await asyncio.gather(*(s.open() for s in subscribers[start : start + 20]))
         await asyncio.sleep(0.5)  # every subscribe message handled
         _, missing = await _send_and_wait(ctx, writer, fooling[0], subscribers)  # warm-up, and the check
         if missing:
@@ -122,11 +126,14 @@ async def run(ctx: Context) -> Result:
         for n in range(EVENTS):
             example_id, missing = await _send_and_wait(ctx, writer, fooling[n % len(fooling)], subscribers)
             missed += missing
-            latencies += [(s.arrivals[example_id] - s.created[example_id]) * 1000 for s in subscribers
-                          if example_id in s.arrivals]
+            latencies += [
+                (s.arrivals[example_id] - s.created[example_id]) * 1000 for s in subscribers if example_id in s.arrivals
+            ]
     finally:
         await asyncio.gather(*(s.close() for s in subscribers), return_exceptions=True)
     p50, p95, p99 = (percentile(latencies, q) for q in (50, 95, 99))
-    figures = (f"{SUBSCRIBERS} subscribers × {EVENTS} events: delivery after commit p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
-               f"p99 {p99:.1f} ms, max {max(latencies):.1f} ms; {len(latencies)} delivered, {missed} missing")
+    figures = (
+        f"{SUBSCRIBERS} subscribers × {EVENTS} events: delivery after commit p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
+        f"p99 {p99:.1f} ms, max {max(latencies):.1f} ms; {len(latencies)} delivered, {missed} missing"
+    )
     return Result(ID, figures, f"p95 ≤ {P95_TARGET_MS:g} ms, none missing", p95 <= P95_TARGET_MS and missed == 0)

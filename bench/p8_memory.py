@@ -2,8 +2,8 @@
 
 The API process is the ``dynaforge serve`` process itself (not its model-worker child). Its peak resident set
 (``VmHWM``) is reset once the server is ready and the annotators are registered (``/proc/<pid>/clear_refs``), so
-that the peak read here covers exactly the serving traffic: every benchmark that ran before (P1-P3 and LOAD in a full run)
-and a short mixed load of annotators and readers run here while RSS is also sampled. The peak over start-up and the
+that the peak read here covers exactly the serving traffic: every benchmark that ran before (P1-P3 and LOAD in a full
+run) and a short mixed load of annotators and readers run here while RSS is also sampled. The peak over start-up and the
 registrations (Argon2 password hashing) is printed for information. Where the peak cannot be reset, the decisive
 figure is the largest sampled RSS during this benchmark's own load.
 
@@ -60,8 +60,10 @@ async def run(ctx: Context) -> Result:
     peak = proc_status_kb(pid, "VmHWM") if ctx.peak_reset else max(samples)
     api_torch = maps_torch(pid)
     if worker_pid is not None:
-        worker = (f"worker RSS {_mb(proc_status_kb(worker_pid, 'VmRSS')):.0f} MB "
-                  f"(torch mapped: {'yes' if maps_torch(worker_pid) else 'NO: the probe may be broken'})")
+        worker = (
+            f"worker RSS {_mb(proc_status_kb(worker_pid, 'VmRSS')):.0f} MB "
+            f"(torch mapped: {'yes' if maps_torch(worker_pid) else 'NO: the probe may be broken'})"
+        )
     else:
         worker = "worker not running"
     peak_kind = "peak over all serving traffic (VmHWM)" if ctx.peak_reset else "sampled peak under load"

@@ -69,11 +69,15 @@ class World:
         self.written: dict[str, int] = {role: 0 for role in ACCOUNTS}
 
     @classmethod
-    async def create(cls, p: Platform) -> "World":
+    async def create(cls, p: Platform) -> World:
         async with p.db.write() as s:
             users = {
-                role: User(username=f"{role.lower()}1", email=f"{role.lower()}1@example.org", password_hash="!",
-                           is_admin=role == ADMIN)
+                role: User(
+                    username=f"{role.lower()}1",
+                    email=f"{role.lower()}1@example.org",
+                    password_hash="!",
+                    is_admin=role == ADMIN,
+                )
                 for role in ACCOUNTS
             }
             s.add_all(users.values())
@@ -122,8 +126,9 @@ class World:
         """An account with a real password (for login): its username and password."""
 
         async def make():
-            user = await auth_service.create_user(self.p, SYSTEM, username="keyholder", email="keyholder@example.org",
-                                                  password=PASSWORD)
+            user = await auth_service.create_user(
+                self.p, SYSTEM, username="keyholder", email="keyholder@example.org", password=PASSWORD
+            )
             return user.username, PASSWORD
 
         return await self._once("password_account", make)
@@ -197,12 +202,15 @@ class World:
         """A SCORING, a STANDARD and a HIDDEN data set of three items each (made by the operator), by access."""
 
         async def make():
-            records = [(f"line {i + 1}", {"text": f"{word} day", "label": label})
-                       for i, (word, label) in enumerate([("good", "good"), ("bad", "bad"), ("dull", "bad")])]
+            records = [
+                (f"line {i + 1}", {"text": f"{word} day", "label": label})
+                for i, (word, label) in enumerate([("good", "good"), ("bad", "bad"), ("dull", "bad")])
+            ]
             made = {}
             for access in (DatasetAccess.SCORING, DatasetAccess.STANDARD, DatasetAccess.HIDDEN):
-                rows = await dataset_service.create_dataset(self.p, SYSTEM, TASK, f"bench-{access.lower()}",
-                                                            list(records), access=access)
+                rows = await dataset_service.create_dataset(
+                    self.p, SYSTEM, TASK, f"bench-{access.lower()}", list(records), access=access
+                )
                 made[access] = rows[0]
             return made
 
@@ -216,8 +224,14 @@ class World:
         async def make():
             await self.datasets()
             row, queued = await submission_service.submit_model(
-                self.p, self.actors[AUTHOR], task_code=TASK, name="authors-model", backend="python",
-                config=KEYWORD, published=published, anonymous=published,
+                self.p,
+                self.actors[AUTHOR],
+                task_code=TASK,
+                name="authors-model",
+                backend="python",
+                config=KEYWORD,
+                published=published,
+                anonymous=published,
             )
             assert queued, "the model should be queued on the scoring set"
             async with self.p.db.write() as s:
@@ -225,8 +239,15 @@ class World:
                     stored = await s.get(Evaluation, evaluation.id)
                     stored.status = EvaluationStatus.FAILED
                     stored.error, stored.log_tail = EVAL_ERROR, "Traceback ..."
-            await submission_service.submit_model(self.p, self.actors[OTHER], task_code=TASK, name="others-model",
-                                                  backend="python", config=KEYWORD, published=published)
+            await submission_service.submit_model(
+                self.p,
+                self.actors[OTHER],
+                task_code=TASK,
+                name="others-model",
+                backend="python",
+                config=KEYWORD,
+                published=published,
+            )
             return row.id
 
         return await self._once(f"model:{published}", make)
@@ -235,8 +256,9 @@ class World:
         """A leaderboard snapshot AUTHOR took."""
 
         async def make():
-            row = await board_service.snapshot(self.p, self.actors[AUTHOR], TASK, "authors-snapshot",
-                                               metric_weights=None, dataset_weights=None)
+            row = await board_service.snapshot(
+                self.p, self.actors[AUTHOR], TASK, "authors-snapshot", metric_weights=None, dataset_weights=None
+            )
             return row.id
 
         return await self._once("snapshot", make)
@@ -247,10 +269,12 @@ class World:
         """AUTHOR's webhook on the task; OTHER registered one too."""
 
         async def make():
-            mine = await webhook_service.create(self.p, self.actors[AUTHOR], TASK, HOOK_URL, ["modelFooled"],
-                                                description="author's")
-            others = await webhook_service.create(self.p, self.actors[OTHER], TASK, HOOK_URL, ["exampleCreated"],
-                                                  description="other's")
+            mine = await webhook_service.create(
+                self.p, self.actors[AUTHOR], TASK, HOOK_URL, ["modelFooled"], description="author's"
+            )
+            others = await webhook_service.create(
+                self.p, self.actors[OTHER], TASK, HOOK_URL, ["exampleCreated"], description="other's"
+            )
             self.made["others_webhook"] = others.webhook.id
             return mine.webhook.id
 
@@ -273,22 +297,45 @@ class World:
     async def round_event(self, change: str = "UPDATED") -> dict[str, Any]:
         """A roundChanged payload for the task's current round (as services.tasks.announce_round makes it)."""
         async with self.p.db.session() as s:
-            row = await s.scalar(select(Round).join(TaskRow, TaskRow.id == Round.task_id).where(TaskRow.code == TASK)
-                                 .order_by(Round.number.desc()).limit(1))
-        return {"task_code": TASK, "task_id": row.task_id, "round_id": row.id, "number": row.number,
-                "change": change, "at": "2024-01-01T00:00:00+00:00"}
+            row = await s.scalar(
+                select(Round)
+                .join(TaskRow, TaskRow.id == Round.task_id)
+                .where(TaskRow.code == TASK)
+                .order_by(Round.number.desc())
+                .limit(1)
+            )
+        return {
+            "task_code": TASK,
+            "task_id": row.task_id,
+            "round_id": row.id,
+            "number": row.number,
+            "change": change,
+            "at": "2024-01-01T00:00:00+00:00",
+        }
 
     async def progress_event(self, *, published: bool = False) -> dict[str, Any]:
         """An evaluationProgress payload of AUTHOR's model (``model``): its evaluation failed with ``EVAL_ERROR``
         (as evaluation.runner.Runner.report sends it)."""
         model_id = await self.model(published=published)
         async with self.p.db.session() as s:
-            evaluation, dataset = (await s.execute(
-                select(Evaluation, Dataset).join(Dataset, Dataset.id == Evaluation.dataset_id)
-                .where(Evaluation.model_id == model_id).order_by(Evaluation.id).limit(1))).one()
-        return {"evaluation_id": evaluation.id, "model_id": model_id, "dataset_id": dataset.id,
-                "dataset_name": dataset.name, "status": EvaluationStatus.FAILED, "progress": 0.5,
-                "error": EVAL_ERROR}
+            evaluation, dataset = (
+                await s.execute(
+                    select(Evaluation, Dataset)
+                    .join(Dataset, Dataset.id == Evaluation.dataset_id)
+                    .where(Evaluation.model_id == model_id)
+                    .order_by(Evaluation.id)
+                    .limit(1)
+                )
+            ).one()
+        return {
+            "evaluation_id": evaluation.id,
+            "model_id": model_id,
+            "dataset_id": dataset.id,
+            "dataset_name": dataset.name,
+            "status": EvaluationStatus.FAILED,
+            "progress": 0.5,
+            "error": EVAL_ERROR,
+        }
 
     # ------------------------------------------------------------------ proposals, task state
 
@@ -316,7 +363,9 @@ def multipart(query: str, variables: dict[str, Any], path: str, filename: str, c
     """The parts of a GraphQL multipart request (operations, map, the file), as apollo-upload-client sends it;
     ``path`` is where the file goes in the variables, e.g. ``input.file``."""
     return {
-        "data": {"operations": json.dumps({"query": query, "variables": variables}),
-                 "map": json.dumps({"0": [f"variables.{path}"]})},
+        "data": {
+            "operations": json.dumps({"query": query, "variables": variables}),
+            "map": json.dumps({"0": [f"variables.{path}"]}),
+        },
         "files": {"0": (filename, content, "application/octet-stream")},
     }

@@ -14,6 +14,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from toy_plugin import ToyPlugin, ToyTask  # noqa: E402
+
 from dynaforge.app import create_app  # noqa: E402
 from dynaforge.db.engine import BoundDatabase, Database  # noqa: E402
 from dynaforge.db.migrate import upgrade  # noqa: E402
@@ -24,7 +26,6 @@ from dynaforge.services import tasks as task_service  # noqa: E402
 from dynaforge.services.actor import Actor  # noqa: E402
 from dynaforge.services.platform import Platform  # noqa: E402
 from dynaforge.settings import Settings  # noqa: E402
-from toy_plugin import ToyPlugin, ToyTask  # noqa: E402
 
 IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
 PG_SERVER = os.environ.get("DYNAFORGE_TEST_POSTGRES", "postgresql+asyncpg://postgres@127.0.0.1:5432")
@@ -41,8 +42,10 @@ def real_data(relative: str) -> Path:
     folder = Path(os.environ.get("DYNAFORGE_SHARED_DATA") or ROOT.parent / "shared" / "data")
     path = folder / relative
     if not path.is_file():
-        pytest.skip(f"{path} is not here: the public data sets sit beside the project (../shared/data, or set "
-                    "DYNAFORGE_SHARED_DATA); this test replays them")
+        pytest.skip(
+            f"{path} is not here: the public data sets sit beside the project (../shared/data, or set "
+            "DYNAFORGE_SHARED_DATA); this test replays them"
+        )
     return path
 
 
@@ -54,8 +57,12 @@ def toy_process_env(tmp: Path, database_url: str, **settings: str) -> dict[str, 
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_plugin\nVersion: 0.1\n", encoding="utf-8")
     (dist / "entry_points.txt").write_text("[dynaforge]\ntoy = toy_plugin:PLUGIN\n", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
-    env.update(PYTHONPATH=os.pathsep.join([str(tmp), str(Path(__file__).resolve().parent)]),
-               DYNAFORGE_DATABASE_URL=database_url, DYNAFORGE_LOAD_PLUGINS="toy", PYTHONUNBUFFERED="1")
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(tmp), str(Path(__file__).resolve().parent)]),
+        DYNAFORGE_DATABASE_URL=database_url,
+        DYNAFORGE_LOAD_PLUGINS="toy",
+        PYTHONUNBUFFERED="1",
+    )
     env.update({f"DYNAFORGE_{name.upper()}": value for name, value in settings.items()})
     return env
 
@@ -195,7 +202,9 @@ class GraphQLClient:
         bearer = self.token if token is ... else token
         if bearer:
             headers["Authorization"] = f"Bearer {bearer}"
-        response = await self.http.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers)
+        response = await self.http.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
         body = response.json()
         if not expect_errors:
             assert "errors" not in body, body
@@ -220,7 +229,9 @@ mutation($u: String!, $e: String!, $p: String!) {
 
 
 async def register_user(gql: GraphQLClient, username: str = "alice") -> tuple[str, str]:
-    data = await gql(REGISTER, {"u": username, "e": f"{username}@example.org", "p": "correct horse battery"}, token=None)
+    data = await gql(
+        REGISTER, {"u": username, "e": f"{username}@example.org", "p": "correct horse battery"}, token=None
+    )
     payload = data["register"]
     assert payload["__typename"] == "AuthPayload", payload
     return payload["token"], payload["user"]["id"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import REGISTER, register_user
+
 from dynaforge.api.schema import sdl
 
 CREATE = """
@@ -27,7 +27,11 @@ def test_schema_graphql_is_up_to_date():
 
 
 async def test_tasks_query_is_public(gql):
-    data = await gql("{ tasks { code name labels fieldsJsonSchema currentRound { number collected } fields { name role type choices } } }", token=None)
+    data = await gql(
+        "{ tasks { code name labels fieldsJsonSchema currentRound { number collected } fields { name role type "
+        "choices } } }",
+        token=None,
+    )
     toy = next(t for t in data["tasks"] if t["code"] == "toy")
     assert toy["labels"] == ["good", "bad"]
     assert toy["currentRound"] == {"number": 1, "collected": 0}
@@ -36,8 +40,11 @@ async def test_tasks_query_is_public(gql):
     inputs_only = await gql('{ task(code: "toy") { fieldsJsonSchema(roles: [INPUT]) } }', token=None)
     assert list(inputs_only["task"]["fieldsJsonSchema"]["properties"]) == ["text"]
     assert (await gql('{ task(code: "missing") { code } }', token=None))["task"] is None
-    rounds = await gql('{ round(taskCode: "toy") { number } first: round(taskCode: "toy", number: 1) { number } '
-                       'none: round(taskCode: "toy", number: 9) { number } }', token=None)
+    rounds = await gql(
+        '{ round(taskCode: "toy") { number } first: round(taskCode: "toy", number: 1) { number } '
+        'none: round(taskCode: "toy", number: 9) { number } }',
+        token=None,
+    )
     assert rounds == {"round": {"number": 1}, "first": {"number": 1}, "none": None}
 
 
@@ -45,31 +52,51 @@ async def test_register_create_example_and_page(gql):
     gql.token, _ = await register_user(gql)
     context = (await gql('{ nextContext(taskCode: "toy") { id fields } }'))["nextContext"]
     assert "topic" in context["fields"]
-    created = (await gql(CREATE, {"input": {"taskCode": "toy", "contextId": context["id"],
-                                            "fields": {"text": "good vibes", "label": "bad"}}}))["createExample"]
+    created = (
+        await gql(
+            CREATE,
+            {
+                "input": {
+                    "taskCode": "toy",
+                    "contextId": context["id"],
+                    "fields": {"text": "good vibes", "label": "bad"},
+                }
+            },
+        )
+    )["createExample"]
     assert created["__typename"] == "CreatedExample"
     assert created["fooled"] is True and created["example"]["status"] == "CREATED"
     assert created["example"]["roundNumber"] == 1 and created["example"]["taskCode"] == "toy"
-    second = (await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good", "label": "good"}}}))
+    second = await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good", "label": "good"}}})
     assert second["createExample"]["fooled"] is False
 
-    page = (await gql('{ examples(taskCode: "toy", first: 1) { edges { node { id fooled } cursor } '
-                      'pageInfo { hasNextPage endCursor } } }'))["examples"]
+    page = (
+        await gql(
+            '{ examples(taskCode: "toy", first: 1) { edges { node { id fooled } cursor } '
+            "pageInfo { hasNextPage endCursor } } }"
+        )
+    )["examples"]
     assert page["pageInfo"]["hasNextPage"] is True
     assert page["edges"][0]["node"]["id"] == second["createExample"]["example"]["id"]
-    rest = (await gql('query($a: String) { examples(taskCode: "toy", first: 5, after: $a) { edges { node { id } } '
-                      'pageInfo { hasNextPage } } }', {"a": page["pageInfo"]["endCursor"]}))["examples"]
+    rest = (
+        await gql(
+            'query($a: String) { examples(taskCode: "toy", first: 5, after: $a) { edges { node { id } } '
+            "pageInfo { hasNextPage } } }",
+            {"a": page["pageInfo"]["endCursor"]},
+        )
+    )["examples"]
     assert [e["node"]["id"] for e in rest["edges"]] == [created["example"]["id"]]
     me = (await gql("{ me { username email apiTokens { name revoked } } }"))["me"]
     assert me["username"] == "alice" and me["email"] == "alice@example.org"
 
 
 async def test_typed_errors_and_nothing_written(gql):
-    result = (await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good", "label": "good"}}},
-                        token=None))["createExample"]
+    result = (
+        await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good", "label": "good"}}}, token=None)
+    )["createExample"]
     assert result["__typename"] == "NotAuthenticated" and "Bearer" in result["message"]
     gql.token, _ = await register_user(gql)
-    bad_label = (await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "ok", "label": "ugly"}}}))
+    bad_label = await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "ok", "label": "ugly"}}})
     assert bad_label["createExample"]["__typename"] == "InvalidInput"
     assert bad_label["createExample"]["fieldErrors"][0]["field"] == "label"
     unknown = (await gql(CREATE, {"input": {"taskCode": "zzz", "fields": {}}}))["createExample"]
@@ -78,20 +105,29 @@ async def test_typed_errors_and_nothing_written(gql):
     assert bad_id["__typename"] == "InvalidInput"
     not_object = (await gql(CREATE, {"input": {"taskCode": "toy", "fields": [1, 2]}}))["createExample"]
     assert not_object["fieldErrors"][0]["rule"] == "type"
-    counts = await gql('{ task(code: "toy") { currentRound { collected pending } } examples(taskCode: "toy") { edges { node { id } } } }')
+    counts = await gql(
+        '{ task(code: "toy") { currentRound { collected pending } } examples(taskCode: "toy") { edges { node { id } } '
+        "} }"
+    )
     assert counts["task"]["currentRound"] == {"collected": 0, "pending": 0}
     assert counts["examples"]["edges"] == []
 
 
 async def test_revoked_token_is_refused_with_a_clear_message(gql):
     gql.token, _ = await register_user(gql)
-    made = (await gql('mutation { createApiToken(input: {name: "ci"}) { ... on CreatedApiToken { token apiToken { id } } } }'))
+    made = await gql(
+        'mutation { createApiToken(input: {name: "ci"}) { ... on CreatedApiToken { token apiToken { id } } } }'
+    )
     token, token_id = made["createApiToken"]["token"], made["createApiToken"]["apiToken"]["id"]
-    revoked = await gql('mutation($id: ID!) { revokeApiToken(input: {id: $id}) { __typename ... on RevokedApiToken { apiToken { revoked } } } }',
-                        {"id": token_id})
+    revoked = await gql(
+        "mutation($id: ID!) { revokeApiToken(input: {id: $id}) { __typename ... on RevokedApiToken { apiToken { "
+        "revoked } } } }",
+        {"id": token_id},
+    )
     assert revoked["revokeApiToken"]["apiToken"]["revoked"] is True
-    result = (await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good", "label": "good"}}},
-                        token=token))["createExample"]
+    result = (
+        await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good", "label": "good"}}}, token=token)
+    )["createExample"]
     assert result["__typename"] == "NotAuthenticated" and "revoked" in result["message"]
 
 
@@ -99,7 +135,11 @@ async def test_login_and_duplicate_registration(gql):
     await register_user(gql, "zoe")
     again = await gql(REGISTER, {"u": "zoe", "e": "zoe2@example.org", "p": "correct horse battery"}, token=None)
     assert again["register"]["__typename"] == "AlreadyExists"
-    ok = await gql('mutation { login(input: {username: "zoe", password: "correct horse battery"}) { __typename ... on AuthPayload { token } } }', token=None)
+    ok = await gql(
+        'mutation { login(input: {username: "zoe", password: "correct horse battery"}) { __typename ... on '
+        "AuthPayload { token } } }",
+        token=None,
+    )
     assert ok["login"]["token"].startswith("dfk_")
     bad = await gql('mutation { login(input: {username: "zoe", password: "nope nope"}) { __typename } }', token=None)
     assert bad["login"]["__typename"] == "InvalidCredentials"
@@ -164,7 +204,7 @@ async def test_add_contexts_is_for_owners_and_all_or_nothing(gql, platform):
     refused = (await gql(ADD_CONTEXTS, {"input": contexts}))["addContexts"]
     assert refused["__typename"] == "Forbidden"
     await task_service.grant_ownership(platform, Actor.system(), "toy", int(user_id))
-    bad = (await gql(ADD_CONTEXTS, {"input": {"taskCode": "toy", "contexts": [{"topic": "ok"}, {"colour": 1}]}}))
+    bad = await gql(ADD_CONTEXTS, {"input": {"taskCode": "toy", "contexts": [{"topic": "ok"}, {"colour": 1}]}})
     assert bad["addContexts"]["fieldErrors"] == [{"field": "contexts[1].colour", "rule": "unknown_field"}]
     added = (await gql(ADD_CONTEXTS, {"input": contexts}))["addContexts"]
     assert added["__typename"] == "ContextsAdded" and len(added["ids"]) == 2

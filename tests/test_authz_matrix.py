@@ -42,14 +42,13 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 import pytest
 import uvicorn
 import websockets
-from graphql import GraphQLUnionType, get_named_type
-
 from authz_world import (
     ADMIN,
     ANON,
@@ -65,6 +64,8 @@ from authz_world import (
     World,
     multipart,
 )
+from graphql import GraphQLUnionType, get_named_type
+
 from dynaforge.api.schema import build_schema
 from dynaforge.app import create_app
 from dynaforge.db.models import DatasetAccess
@@ -95,7 +96,7 @@ def bug(expected: str, reason: str) -> Bug:
 def rule(*outcomes: str | Bug) -> dict[str, str | Bug]:
     """One row of the table, in the order of ROLES."""
     assert len(outcomes) == len(ROLES), outcomes
-    return dict(zip(ROLES, outcomes))
+    return dict(zip(ROLES, outcomes, strict=False))
 
 
 # The cells the server gets wrong today (strict xfails), by the outcome they should have.
@@ -181,7 +182,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     # --- webhooks (signed-in humans; a webhook: its registrant, the task's owners and admins)
     "createWebhook":                  rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "createWebhook@hiddenTask":       rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
-    "rotateWebhookSecret":            rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  NOTFOUND,  NOTFOUND, NOAUTH),  # only the registrant: the secret signs what their receiver trusts
+    # rotateWebhookSecret: only the registrant, since the secret signs what their receiver trusts
+    "rotateWebhookSecret":            rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  NOTFOUND,  NOTFOUND, NOAUTH),
     "deleteWebhook":                  rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
     "deleteWebhook@hiddenTask":       rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
     "webhooks":                       rule(NOAUTH,   NONE,      OWN,       OWN,       ALL,       ALL,  NOAUTH),
@@ -238,8 +240,14 @@ class Operation:
 OPERATIONS: dict[str, Operation] = {}
 
 
-def operation(key: str, *, document: str | None = None, classify: Classify | None = None,
-              upload: tuple[str, str, bytes] | None = None, event: Event | None = None):
+def operation(
+    key: str,
+    *,
+    document: str | None = None,
+    classify: Classify | None = None,
+    upload: tuple[str, str, bytes] | None = None,
+    event: Event | None = None,
+):
     def register(build):
         assert key not in OPERATIONS, f"two builders for {key}"
         OPERATIONS[key] = Operation(build, document, classify, upload, key.split("@")[0], event)
@@ -354,8 +362,11 @@ def _classify_examples(value: Any, seen: Seen) -> str:
     return _which(ids, seen.world.made["examples_by_role"], seen.role)
 
 
-@operation("examples", document="query($t: String!) { examples(taskCode: $t) { edges { node { id } } } }",
-           classify=_classify_examples)
+@operation(
+    "examples",
+    document="query($t: String!) { examples(taskCode: $t) { edges { node { id } } } }",
+    classify=_classify_examples,
+)
 async def _examples(w: World) -> Variables:
     w.made["examples_by_role"] = await _examples_by_role(w)
     return {"t": TASK}
@@ -367,8 +378,11 @@ def _classify_my_stats(value: Any, seen: Seen) -> str:
     return OK if collected == written else f"leak: counts {collected} examples, the role wrote {written}"
 
 
-@operation("myStats", document="query($t: String!) { myStats(taskCode: $t) { total { collected } } }",
-           classify=_classify_my_stats)
+@operation(
+    "myStats",
+    document="query($t: String!) { myStats(taskCode: $t) { total { collected } } }",
+    classify=_classify_my_stats,
+)
 async def _my_stats(w: World) -> Variables:
     await w.example()
     return {"t": TASK}
@@ -493,7 +507,9 @@ def _classify_round(value: Any, seen: Seen) -> str:
     return _config_view([m["config"] for m in value["targetModels"]])
 
 
-ROUND_QUERY = "query($t: String!) { round(taskCode: $t) { number targetModels { name config } leaderboard { username } } }"
+ROUND_QUERY = (
+    "query($t: String!) { round(taskCode: $t) { number targetModels { name config } leaderboard { username } } }"
+)
 
 
 @operation("round", document=ROUND_QUERY, classify=_classify_round)
@@ -645,8 +661,10 @@ async def _create_round_datasets(w: World) -> Variables:
     return _input(taskCode=TASK, roundNumber=1)
 
 
-PERTURBED = b"".join(json.dumps({"original_position": i, "text": f"a {word} day"}).encode() + b"\n"
-                     for i, word in enumerate(["goood", "baad", "dul"]))
+PERTURBED = b"".join(
+    json.dumps({"original_position": i, "text": f"a {word} day"}).encode() + b"\n"
+    for i, word in enumerate(["goood", "baad", "dul"])
+)
 
 
 @operation("uploadPerturbedCopy", upload=("input.file", "copy.jsonl", PERTURBED))
@@ -674,7 +692,9 @@ async def _submit_model_import_path(w: World) -> Variables:
 @operation("submitPredictions")
 async def _submit_predictions(w: World) -> Variables:
     size = (await w.datasets())[DatasetAccess.SCORING].size
-    return _input(taskCode=TASK, name="predictions", datasetName="bench-scoring", predictions=[{"label": "good"}] * size)
+    return _input(
+        taskCode=TASK, name="predictions", datasetName="bench-scoring", predictions=[{"label": "good"}] * size
+    )
 
 
 @operation("submitPredictions@hiddenSet")
@@ -704,8 +724,7 @@ def _classify_model(value: Any, seen: Seen) -> str:
     return NOTFOUND if value is None else _model_view(value)
 
 
-MODEL = ("query($id: ID!) { model(id: $id) { id anonymous submitter config "
-         "evaluations { status error logTail } } }")
+MODEL = "query($id: ID!) { model(id: $id) { id anonymous submitter config evaluations { status error logTail } } }"
 
 
 @operation("model", document=MODEL, classify=_classify_model)
@@ -732,8 +751,10 @@ def _classify_leaderboard(value: Any, seen: Seen) -> str:
     return OK if views == {PUBLIC} else ", ".join(sorted(views - {PUBLIC}))
 
 
-BOARD = ("query($t: String!) { leaderboard(taskCode: $t) { rows { model { id anonymous submitter config "
-         "evaluations { error logTail } } } } }")
+BOARD = (
+    "query($t: String!) { leaderboard(taskCode: $t) { rows { model { id anonymous submitter config "
+    "evaluations { error logTail } } } } }"
+)
 
 
 @operation("leaderboard", document=BOARD, classify=_classify_leaderboard)
@@ -857,13 +878,15 @@ EXAMPLE_FIELDS = "id fields fooled status taskCode roundNumber votes { correct }
 EXAMPLE_EVENTS = {
     "modelFooled": f"subscription($t: String!) {{ modelFooled(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
     "exampleCreated": f"subscription($t: String!) {{ exampleCreated(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
-    "exampleValidated": (f"subscription($t: String!) {{ exampleValidated(taskCode: $t) {{ label "
-                         f"example {{ {EXAMPLE_FIELDS} }} }} }}"),
+    "exampleValidated": (
+        f"subscription($t: String!) {{ exampleValidated(taskCode: $t) {{ label example {{ {EXAMPLE_FIELDS} }} }} }}"
+    ),
 }
 
 
 def _example_subscription(event: str) -> None:
     """The rows ``event`` and ``event@hiddenTask``: AUTHOR's fooling example, as the services publish it."""
+
     async def publish(w: World) -> tuple[str, dict[str, Any]]:
         return await _example_event(event, w)
 
@@ -895,8 +918,10 @@ async def _round_event(w: World) -> tuple[str, dict[str, Any]]:
     return f"roundChanged:{TASK}", await w.round_event()
 
 
-ROUND_CHANGED = ("subscription($t: String!) { roundChanged(taskCode: $t) { taskCode change "
-                 "round { number targetModels { name config } } } }")
+ROUND_CHANGED = (
+    "subscription($t: String!) { roundChanged(taskCode: $t) { taskCode change "
+    "round { number targetModels { name config } } } }"
+)
 
 
 @operation("roundChanged", document=ROUND_CHANGED, classify=_classify_round_changed, event=_round_event)
@@ -913,8 +938,11 @@ async def _round_changed_hidden(w: World) -> Variables:
 def _classify_progress(value: Any, seen: Seen) -> str:
     """FULL: the failed evaluation's error shows (its submitter, owners, admins); PUBLIC: it does not."""
     sent = seen.world.made["published"]
-    if (value["modelId"], value["evaluationId"], value["status"]) != (str(sent["model_id"]),
-                                                                      str(sent["evaluation_id"]), sent["status"]):
+    if (value["modelId"], value["evaluationId"], value["status"]) != (
+        str(sent["model_id"]),
+        str(sent["evaluation_id"]),
+        sent["status"],
+    ):
         return f"inconsistent: received {value}, published {sent}"
     if value["error"] is None:
         return PUBLIC
@@ -929,8 +957,10 @@ def _progress_event(published: bool) -> Event:
     return publish
 
 
-PROGRESS = ("subscription($m: ID!) { evaluationProgress(modelId: $m) { modelId evaluationId datasetName status "
-            "progress error } }")
+PROGRESS = (
+    "subscription($m: ID!) { evaluationProgress(modelId: $m) { modelId evaluationId datasetName status "
+    "progress error } }"
+)
 
 
 @operation("evaluationProgress", document=PROGRESS, classify=_classify_progress, event=_progress_event(False))
@@ -938,14 +968,12 @@ async def _evaluation_progress(w: World) -> Variables:
     return {"m": str(await w.model())}
 
 
-@operation("evaluationProgress@published", document=PROGRESS, classify=_classify_progress,
-           event=_progress_event(True))
+@operation("evaluationProgress@published", document=PROGRESS, classify=_classify_progress, event=_progress_event(True))
 async def _evaluation_progress_published(w: World) -> Variables:
     return {"m": str(await w.model(published=True))}
 
 
-@operation("evaluationProgress@hiddenTask", document=PROGRESS, classify=_classify_progress,
-           event=_progress_event(True))
+@operation("evaluationProgress@hiddenTask", document=PROGRESS, classify=_classify_progress, event=_progress_event(True))
 async def _evaluation_progress_hidden(w: World) -> Variables:
     model_id = await w.model(published=True)
     await w.hide_task()
@@ -999,7 +1027,9 @@ async def send(http, key: str, variables: Variables, token: str | None) -> dict[
     if op.upload is not None:
         path, filename, content = op.upload
         headers["Apollo-Require-Preflight"] = "true"
-        response = await http.post("/graphql", headers=headers, **multipart(document, variables, path, filename, content))
+        response = await http.post(
+            "/graphql", headers=headers, **multipart(document, variables, path, filename, content)
+        )
     else:
         response = await http.post("/graphql", json={"query": document, "variables": variables}, headers=headers)
     assert response.status_code == 200, response.text
@@ -1066,8 +1096,9 @@ async def subscribe(relay: Relay, world: World, key: str, variables: Variables, 
         await ws.send(json.dumps({"type": "connection_init", "payload": init}))
         ack = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
         assert ack["type"] == "connection_ack", ack
-        await ws.send(json.dumps({"id": "1", "type": "subscribe",
-                                  "payload": {"query": op.document, "variables": variables}}))
+        await ws.send(
+            json.dumps({"id": "1", "type": "subscribe", "payload": {"query": op.document, "variables": variables}})
+        )
         first = asyncio.ensure_future(ws.recv())
         try:
             waited = 0.0

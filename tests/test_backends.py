@@ -7,8 +7,9 @@ import contextlib
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -22,10 +23,39 @@ from dynaforge.defaults.backends import HttpBackend, TransformersBackend
 from dynaforge.inference.backends import InferenceError, InferenceTimeout
 from dynaforge.inference.http_server import create_model_server, serve_model
 
-VOCAB = (
-    "[PAD] [UNK] [CLS] [SEP] [MASK] the a an cat dog sat ran on under mat rug what where who is was did . ? , "
-    "zebra alpha omega good bad film"
-).split()
+VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    "the",
+    "a",
+    "an",
+    "cat",
+    "dog",
+    "sat",
+    "ran",
+    "on",
+    "under",
+    "mat",
+    "rug",
+    "what",
+    "where",
+    "who",
+    "is",
+    "was",
+    "did",
+    ".",
+    "?",
+    ",",
+    "zebra",
+    "alpha",
+    "omega",
+    "good",
+    "bad",
+    "film",
+]
 TINY = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=37)
 
 
@@ -439,9 +469,8 @@ def test_http_never_retries_client_errors_or_model_failures(status):
     ],
 )
 def test_http_rejects_malformed_answers(body, problem):
-    with serving(scripted([(200, body)], [])) as url:
-        with pytest.raises(InferenceError, match=problem):
-            _http(url).predict([{"text": "x"}, {"text": "y"}])
+    with serving(scripted([(200, body)], [])) as url, pytest.raises(InferenceError, match=problem):
+        _http(url).predict([{"text": "x"}, {"text": "y"}])
 
 
 def test_http_times_out_on_a_slow_model():

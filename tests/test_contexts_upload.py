@@ -11,9 +11,10 @@ from collections import Counter
 import httpx
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import delete, select, update
-
 from conftest import GraphQLClient, register_user
+from sqlalchemy import delete, select, update
+from toy_plugin import ToyPlugin, ToyTask
+
 from dynaforge import ChoiceField, ModelSpec, NumberField, Role, Task, TextField, hookimpl
 from dynaforge.app import create_app
 from dynaforge.cli import main as cli
@@ -28,7 +29,6 @@ from dynaforge.services import contexts as contexts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
-from toy_plugin import ToyPlugin, ToyTask
 
 SYSTEM = Actor.system()
 
@@ -189,14 +189,15 @@ async def test_csv_header_with_unknown_columns_names_the_expected_ones(p):
         await upload(p, "\npassage,question,passage\nA long enough passage.,Why?,x\n", filename="bad.csv")
     errors = {(e.field, e.rule): e.message for e in caught.value.field_errors}  # the header is the first row not blank
     assert set(errors) == {("line 2.question", "unknown_column"), ("line 2.passage", "duplicate")}
-    assert "expected columns: passage (required), level (optional), tag (optional)" in errors[
-        ("line 2.question", "unknown_column")
-    ]
+    assert (
+        "expected columns: passage (required), level (optional), tag (optional)"
+        in errors[("line 2.question", "unknown_column")]
+    )
     assert await stored(p, "reading") == []
 
 
 async def test_invalid_utf8_is_reported_by_line(p):
-    content = b'passage\nA clean passage.\nCaf\xe9 by the river.\n'
+    content = b"passage\nA clean passage.\nCaf\xe9 by the river.\n"
     with pytest.raises(InvalidInput) as caught:
         await upload(p, content, filename="latin1.csv")
     assert [(e.field, e.rule) for e in caught.value.field_errors] == [("line 3", "encoding")]
@@ -356,7 +357,7 @@ async def test_upload_through_a_multipart_request(http, p):
     assert payload["__typename"] == "ContextsAdded"
     assert (await stored(p, "reading"))[-1].fields == {"passage": "Lanterns along the canal.", "level": 4}
 
-    forced = (await post_file(http, b"passage\nA passage typed as JSONL.\n", "x.csv", token=token, format="JSONL"))
+    forced = await post_file(http, b"passage\nA passage typed as JSONL.\n", "x.csv", token=token, format="JSONL")
     assert forced.json()["data"]["uploadContexts"]["fieldErrors"][0]["rule"] == "json"
 
 
@@ -398,8 +399,9 @@ async def test_oversized_multipart_requests_are_refused_before_reading(http, p, 
     response = await post_file(http, content, "big.jsonl", token=token)
     assert response.status_code == 413
     # Within the request limit but over the file limit: the service refuses it.
-    response = await post_file(http, jsonl(*[{"passage": "A passage of some length."}] * 8).encode(), "p.jsonl",
-                               token=token)
+    response = await post_file(
+        http, jsonl(*[{"passage": "A passage of some length."}] * 8).encode(), "p.jsonl", token=token
+    )
     assert response.json()["data"]["uploadContexts"]["fieldErrors"][0]["rule"] == "max_bytes"
     assert await stored(p, "reading") == []
 
@@ -429,14 +431,29 @@ async def make_contexts(p: Platform, specs: dict[str, dict]) -> dict[str, int]:
         round_ = await task_service.current_round(s, task.id)
         await s.execute(update(Context).where(Context.round_id == round_.id).values(total_used=1000, total_fooled=1000))
         for name, spec in specs.items():
-            row = Context(task_id=task.id, round_id=round_.id, fields={"topic": name}, tag=spec.get("tag"),
-                          total_used=spec.get("used", 0), total_fooled=spec.get("fooled", 0))
+            row = Context(
+                task_id=task.id,
+                round_id=round_.id,
+                fields={"topic": name},
+                tag=spec.get("tag"),
+                total_used=spec.get("used", 0),
+                total_fooled=spec.get("fooled", 0),
+            )
             s.add(row)
             await s.flush()
             ids[name] = row.id
             for status in spec.get("statuses", ()):
-                s.add(Example(task_id=task.id, round_id=round_.id, context_id=row.id, user_id=user.id,
-                              fields={"text": "x", "label": "good"}, status=status, fooled=True))
+                s.add(
+                    Example(
+                        task_id=task.id,
+                        round_id=round_.id,
+                        context_id=row.id,
+                        user_id=user.id,
+                        fields={"text": "x", "label": "good"},
+                        status=status,
+                        fooled=True,
+                    )
+                )
     return ids
 
 
@@ -464,8 +481,11 @@ async def test_uniform_reaches_every_context(p):
 async def test_least_fooled_then_least_used(p):
     await make_contexts(
         p,
-        {"fooled-often": {"fooled": 4, "used": 0}, "never-fooled-busy": {"fooled": 0, "used": 9},
-         "never-fooled-quiet": {"fooled": 0, "used": 2}},
+        {
+            "fooled-often": {"fooled": 4, "used": 0},
+            "never-fooled-busy": {"fooled": 0, "used": 9},
+            "never-fooled-quiet": {"fooled": 0, "used": 2},
+        },
     )
     assert set(await picks(p, strategy="least_fooled")) == {"never-fooled-quiet"}
 
@@ -523,7 +543,7 @@ async def test_the_task_setting_chooses_the_strategy_unless_asked_otherwise(p):
     assert caught.value.field_errors[0].field == "strategy"
 
 
-NEXT = "query($s: ContextStrategy, $t: String) { nextContext(taskCode: \"toy\", strategy: $s, tag: $t) { fields tag } }"
+NEXT = 'query($s: ContextStrategy, $t: String) { nextContext(taskCode: "toy", strategy: $s, tag: $t) { fields tag } }'
 
 
 async def test_next_context_query_takes_a_strategy(http, p):
@@ -558,13 +578,15 @@ def test_cli_uploads_a_file_as_the_operator(tmp_path, monkeypatch):
     bad.write_text(jsonl({"premise": "Too short"}, {"premise": "The lighthouse keeper retired last spring."}))
     runner = CliRunner()
 
-    result = runner.invoke(cli, ["contexts", "upload", "--task", "nli", str(bad), "--format", "jsonl",
-                                 "--database-url", url], env=env)
+    result = runner.invoke(
+        cli, ["contexts", "upload", "--task", "nli", str(bad), "--format", "jsonl", "--database-url", url], env=env
+    )
     assert result.exit_code == 1, result.output
     assert "line 1.premise: must have at least 10 characters" in result.output
 
-    result = runner.invoke(cli, ["contexts", "upload", "--task", "nli", str(good), "--tag", "cli",
-                                 "--database-url", url], env=env)
+    result = runner.invoke(
+        cli, ["contexts", "upload", "--task", "nli", str(good), "--tag", "cli", "--database-url", url], env=env
+    )
     assert result.exit_code == 0, result.output
     assert result.output.strip().endswith("added 2 contexts to round 1 of nli")
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 
 import pytest
+
 from dynaforge.errors import InvalidInput
 from dynaforge.evaluation.dynascore import (
     DynascoreRow,
@@ -54,7 +55,7 @@ METRICS_1 = [
 def scores(**datasets: tuple[float | None, ...]) -> dict[str, dict[str, float | None]]:
     """``scores(d1=(acc, thr, mem, ece), ...)`` in METRICS_1's order; None values are left out (missing)."""
     names = [m.name for m in METRICS_1]
-    return {d: {n: v for n, v in zip(names, values) if v is not None} for d, values in datasets.items()}
+    return {d: {n: v for n, v in zip(names, values, strict=False) if v is not None} for d, values in datasets.items()}
 
 
 def example_1() -> list[ModelScores]:
@@ -89,8 +90,9 @@ def test_example_1_default_weights_every_intermediate():
         assert rows[model_id].missing == []
 
     assert board.dataset_weights == {"d1": 0.5, "d2": 0.5}
-    assert board.metric_weights == pytest.approx({"accuracy": 4 / 7, "throughput": 1 / 7, "memory": 1 / 7,
-                                                  "ece": 1 / 7}, abs=TOL)
+    assert board.metric_weights == pytest.approx(
+        {"accuracy": 4 / 7, "throughput": 1 / 7, "memory": 1 / 7, "ece": 1 / 7}, abs=TOL
+    )
     assert board.pairs == 2 and not board.amrs_fallback
     assert board.amrs["accuracy"] == 1.0
     assert board.amrs == pytest.approx({"accuracy": 1, "throughput": 450, "memory": 20, "ece": 0.5}, abs=TOL)
@@ -231,8 +233,13 @@ def test_a_metric_missing_on_one_dataset_is_missing_and_the_model_is_listed_last
 def test_a_missing_dataset_or_a_none_value_makes_every_affected_metric_missing():
     models = example_1() + [
         ModelScores("E", scores(d1=(0.9, 10, 1, 0.1))),  # never evaluated on d2
-        ModelScores("F", {"d1": {"accuracy": 0.9, "throughput": None, "memory": 1, "ece": 0.1},
-                          "d2": {"accuracy": None, "throughput": 5, "memory": 1, "ece": 0.1}}),
+        ModelScores(
+            "F",
+            {
+                "d1": {"accuracy": 0.9, "throughput": None, "memory": 1, "ece": 0.1},
+                "d2": {"accuracy": None, "throughput": 5, "memory": 1, "ece": 0.1},
+            },
+        ),
     ]
     rows = compute(models, METRICS_1, principal="accuracy")
     assert [row.model_id for row in rows] == ["B", "A", "C", "E", "F"]
@@ -288,7 +295,9 @@ def test_no_pair_above_the_threshold_falls_back_to_amrs_1():
     board = compute_board(models, METRICS_1, principal="accuracy")
     assert board.amrs_fallback and board.pairs == 0
     assert [(r.model_id, r.dynascore) for r in board.rows] == [
-        ("A", pytest.approx(124.85 / 7, abs=TOL)), ("A2", pytest.approx(60.9 / 7, abs=TOL))]
+        ("A", pytest.approx(124.85 / 7, abs=TOL)),
+        ("A2", pytest.approx(60.9 / 7, abs=TOL)),
+    ]
 
 
 def test_pairs_within_the_threshold_are_skipped():
@@ -335,8 +344,10 @@ def test_an_error_like_principal_metric_uses_the_absolute_threshold():
     assert board.pairs == 1
     assert board.amrs == pytest.approx({"error": 1, "throughput": 20}, abs=TOL)
     assert [(r.model_id, r.dynascore) for r in board.rows] == [
-        ("e0", pytest.approx(-0.11, abs=TOL)), ("e1", pytest.approx(-0.15, abs=TOL)),
-        ("e2", pytest.approx(-0.17, abs=TOL))]
+        ("e0", pytest.approx(-0.11, abs=TOL)),
+        ("e1", pytest.approx(-0.15, abs=TOL)),
+        ("e2", pytest.approx(-0.17, abs=TOL)),
+    ]
 
 
 def test_equal_dynascores_share_a_rank():
@@ -360,27 +371,36 @@ def field_errors(excinfo: pytest.ExceptionInfo[InvalidInput]) -> set[tuple[str, 
     return {(e.field, e.rule) for e in excinfo.value.field_errors}
 
 
-@pytest.mark.parametrize(("weights", "expected"), [
-    ({"memory": -1}, {("metric_weights.memory", "negative")}),
-    ({"speed": 2}, {("metric_weights.speed", "unknown_metric")}),
-    ({"ece": float("nan")}, {("metric_weights.ece", "not_a_number")}),
-    ({"ece": float("inf")}, {("metric_weights.ece", "not_a_number")}),
-    ({"ece": True}, {("metric_weights.ece", "not_a_number")}),
-    ({"accuracy": 0, "throughput": 0, "memory": 0, "ece": 0}, {("metric_weights", "all_zero")}),
-    ({"memory": -1, "speed": 2}, {("metric_weights.memory", "negative"), ("metric_weights.speed", "unknown_metric")}),
-])
+@pytest.mark.parametrize(
+    ("weights", "expected"),
+    [
+        ({"memory": -1}, {("metric_weights.memory", "negative")}),
+        ({"speed": 2}, {("metric_weights.speed", "unknown_metric")}),
+        ({"ece": float("nan")}, {("metric_weights.ece", "not_a_number")}),
+        ({"ece": float("inf")}, {("metric_weights.ece", "not_a_number")}),
+        ({"ece": True}, {("metric_weights.ece", "not_a_number")}),
+        ({"accuracy": 0, "throughput": 0, "memory": 0, "ece": 0}, {("metric_weights", "all_zero")}),
+        (
+            {"memory": -1, "speed": 2},
+            {("metric_weights.memory", "negative"), ("metric_weights.speed", "unknown_metric")},
+        ),
+    ],
+)
 def test_bad_metric_weights_are_named(weights, expected):
     with pytest.raises(InvalidInput) as excinfo:
         compute(example_1(), METRICS_1, principal="accuracy", metric_weights=weights)
     assert field_errors(excinfo) == expected
 
 
-@pytest.mark.parametrize(("weights", "expected"), [
-    ({"d1": -0.5, "d2": 1}, {("dataset_weights.d1", "negative")}),
-    ({"d1": 0, "d2": 0}, {("dataset_weights", "all_zero")}),
-    ({}, {("dataset_weights", "empty")}),
-    ({"d1": "1"}, {("dataset_weights.d1", "not_a_number")}),
-])
+@pytest.mark.parametrize(
+    ("weights", "expected"),
+    [
+        ({"d1": -0.5, "d2": 1}, {("dataset_weights.d1", "negative")}),
+        ({"d1": 0, "d2": 0}, {("dataset_weights", "all_zero")}),
+        ({}, {("dataset_weights", "empty")}),
+        ({"d1": "1"}, {("dataset_weights.d1", "not_a_number")}),
+    ],
+)
 def test_bad_dataset_weights_are_named(weights, expected):
     with pytest.raises(InvalidInput) as excinfo:
         compute(example_1(), METRICS_1, principal="accuracy", dataset_weights=weights)
@@ -392,12 +412,19 @@ def test_bad_metrics_models_scores_and_budget_are_named():
         compute(example_1(), METRICS_1, principal="bleu")
     assert field_errors(excinfo) == {("principal", "unknown_metric")}
 
-    metrics = [MetricSpec("accuracy"), MetricSpec("accuracy"), MetricSpec("x", "sideways"),  # type: ignore[arg-type]
-               MetricSpec("y", default_weight=-2)]
+    metrics = [
+        MetricSpec("accuracy"),
+        MetricSpec("accuracy"),
+        MetricSpec("x", "sideways"),  # type: ignore[arg-type]
+        MetricSpec("y", default_weight=-2),
+    ]
     with pytest.raises(InvalidInput) as excinfo:
         compute(example_1(), metrics, principal="accuracy")
-    assert field_errors(excinfo) == {("metrics[1].name", "duplicate"), ("metrics[2].direction", "unknown_direction"),
-                                     ("metrics[3].default_weight", "negative")}
+    assert field_errors(excinfo) == {
+        ("metrics[1].name", "duplicate"),
+        ("metrics[2].direction", "unknown_direction"),
+        ("metrics[3].default_weight", "negative"),
+    }
 
     with pytest.raises(InvalidInput) as excinfo:
         compute(example_1() + [ModelScores("A", {})], METRICS_1, principal="accuracy", memory_budget_gb=0)
@@ -421,18 +448,30 @@ def test_bad_metrics_models_scores_and_budget_are_named():
 def random_board(seed: int, n_models: int = 12, n_datasets: int = 3) -> list[ModelScores]:
     rng = random.Random(seed)
     return [
-        ModelScores(f"m{i:02d}", {
-            f"d{d}": {"accuracy": rng.uniform(0.4, 0.95), "throughput": rng.uniform(5, 500),
-                      "memory": rng.uniform(0.5, 12), "ece": rng.uniform(0.01, 0.3)}
-            for d in range(n_datasets)
-        })
+        ModelScores(
+            f"m{i:02d}",
+            {
+                f"d{d}": {
+                    "accuracy": rng.uniform(0.4, 0.95),
+                    "throughput": rng.uniform(5, 500),
+                    "memory": rng.uniform(0.5, 12),
+                    "ece": rng.uniform(0.01, 0.3),
+                }
+                for d in range(n_datasets)
+            },
+        )
         for i in range(n_models)
     ]
 
 
 def scaled(models: list[ModelScores], metric: str, factor: float) -> list[ModelScores]:
-    return [ModelScores(m.model_id, {d: {k: (v * factor if k == metric else v) for k, v in values.items()}
-                                     for d, values in m.scores.items()}) for m in models]
+    return [
+        ModelScores(
+            m.model_id,
+            {d: {k: (v * factor if k == metric else v) for k, v in values.items()} for d, values in m.scores.items()},
+        )
+        for m in models
+    ]
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -441,8 +480,7 @@ def test_scaling_a_non_principal_metric_leaves_the_dynascore_unchanged(seed):
     base = by_id(compute(models, METRICS_1, principal="accuracy", memory_budget_gb=16))
     for metric, factor, budget in (("throughput", 1000.0, 16), ("ece", 0.01, 16), ("memory", 1024.0, 16 * 1024)):
         # Memory in MB instead of GB: the budget is in the same unit.
-        other = by_id(compute(scaled(models, metric, factor), METRICS_1, principal="accuracy",
-                              memory_budget_gb=budget))
+        other = by_id(compute(scaled(models, metric, factor), METRICS_1, principal="accuracy", memory_budget_gb=budget))
         for model_id, row in base.items():
             assert other[model_id].dynascore == pytest.approx(row.dynascore, rel=1e-12, abs=1e-12)
             assert other[model_id].rank == row.rank
@@ -481,7 +519,7 @@ def test_rounding_noise_in_a_constant_metric_counts_as_no_change():
     # board is example 1's with a fifth metric of weight 1 (sum of weights 8): B: (4*0.85 + ... ) = 227/60 / 8.
     metrics = [*METRICS_1, MetricSpec("fairness")]
     models = example_1()
-    for model, (f1, f2) in zip(models, [(0.05, 0.25), (0.1, 0.2), (0.05, 0.25)]):
+    for model, (f1, f2) in zip(models, [(0.05, 0.25), (0.1, 0.2), (0.05, 0.25)], strict=False):
         model.scores["d1"]["fairness"] = f1  # type: ignore[index]
         model.scores["d2"]["fairness"] = f2  # type: ignore[index]
     assert 0.5 * 0.05 + 0.5 * 0.25 != 0.5 * 0.1 + 0.5 * 0.2  # the noise is real

@@ -27,9 +27,10 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -73,8 +74,21 @@ mutation($input: AddContextsInput!) {
 
 def _seed_contexts(env: dict[str, str], workdir: Path, database_url: str, base_url: str) -> None:
     """As a real operator would: an admin made with the CLI adds the sentiment prompts through addContexts."""
-    _cli(env, workdir, "users", "create", "--username", "operator", "--email", "operator@example.org",
-         "--password", "operator password", "--admin", "--database-url", database_url)
+    _cli(
+        env,
+        workdir,
+        "users",
+        "create",
+        "--username",
+        "operator",
+        "--email",
+        "operator@example.org",
+        "--password",
+        "operator password",
+        "--admin",
+        "--database-url",
+        database_url,
+    )
     token = _cli(env, workdir, "tokens", "create", "--username", "operator", "--database-url", database_url)
     response = httpx.post(
         f"{base_url}/graphql",
@@ -216,8 +230,21 @@ def operator_server(kind: str, workdir: Path, env: dict[str, str]) -> Iterator[t
     yields the server and the operator's token."""
     with _database(kind, workdir) as database_url:
         _cli(env, workdir, "db", "upgrade", "--database-url", database_url)
-        _cli(env, workdir, "users", "create", "--username", "operator", "--email", "operator@example.org",
-             "--password", "operator password", "--admin", "--database-url", database_url)
+        _cli(
+            env,
+            workdir,
+            "users",
+            "create",
+            "--username",
+            "operator",
+            "--email",
+            "operator@example.org",
+            "--password",
+            "operator password",
+            "--admin",
+            "--database-url",
+            database_url,
+        )
         token = _cli(env, workdir, "tokens", "create", "--username", "operator", "--database-url", database_url)
         port = _free_port()
         base_url = f"http://127.0.0.1:{port}"
@@ -225,7 +252,10 @@ def operator_server(kind: str, workdir: Path, env: dict[str, str]) -> Iterator[t
         with open(workdir / "server.out", "wb") as out, open(stderr_path, "wb") as err:
             proc = subprocess.Popen(
                 [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url],
-                env=env, cwd=workdir, stdout=out, stderr=err,
+                env=env,
+                cwd=workdir,
+                stdout=out,
+                stderr=err,
             )
         try:
             _wait_healthy(proc, base_url, stderr_path)
@@ -294,10 +324,8 @@ REGISTER = (
     + "} }"
 )
 
-LOGIN = (
-    """mutation Login($input: LoginInput!) {
+LOGIN = """mutation Login($input: LoginInput!) {
   login(input: $input) { __typename ... on AuthPayload { token user { username } } ... on Error { message } } }"""
-)
 
 CREATE_TOKEN = (
     """mutation CreateToken($input: CreateApiTokenInput!) {
@@ -499,7 +527,9 @@ async def test_sentiment_examples_fooled_and_paging(server: Server):
         created_ids.append(int(right["example"]["id"]))
 
         wrong = await create_example(
-            s, "sentiment", {"statement": POSITIVE, "label": "negative", "explanation": "testing the fooled flag"},
+            s,
+            "sentiment",
+            {"statement": POSITIVE, "label": "negative", "explanation": "testing the fooled flag"},
             context["id"],
         )
         assert wrong["__typename"] == "CreatedExample", wrong
@@ -665,8 +695,18 @@ async def test_cli_users_and_tokens(server: Server):
     username = f"cli_{uuid.uuid4().hex[:10]}"
     password = "cli-password-e2e"
     created = _cli(
-        server.env, server.workdir, "users", "create", "--username", username, "--email", f"{username}@example.org",
-        "--password", password, "--database-url", server.database_url,
+        server.env,
+        server.workdir,
+        "users",
+        "create",
+        "--username",
+        username,
+        "--email",
+        f"{username}@example.org",
+        "--password",
+        password,
+        "--database-url",
+        server.database_url,
     )
     assert f"created user {username}" in created.stdout
     issued = _cli(

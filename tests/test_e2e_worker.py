@@ -14,16 +14,16 @@ import asyncio
 import os
 import signal
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
-
 from test_e2e import (
-    operator_server,
     Server,
     _environment,
     _write_plugin,
+    operator_server,
     register,
     run,
     session,
@@ -34,7 +34,11 @@ pytestmark = pytest.mark.e2e
 ANNOTATORS = 6
 EACH = 8
 PASSAGE = "Orchards line the valley road, and every autumn the village presses apples into cider."
-SLOW_MODEL = {"name": "slow-first-word", "backend": "python", "config": {"callable": "e2e_spans:answer_first_word_slowly"}}
+SLOW_MODEL = {
+    "name": "slow-first-word",
+    "backend": "python",
+    "config": {"callable": "e2e_spans:answer_first_word_slowly"},
+}
 
 SET_TARGETS = """mutation($input: SetTargetModelsInput!) {
   setTargetModels(input: $input) { __typename ... on Error { message } } }"""
@@ -54,7 +58,10 @@ MINE = """query($after: String) { examples(taskCode: "e2e-spans", first: 100, af
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)],
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+    ],
 )
 def server(request, tmp_path_factory) -> Iterator[tuple[Server, str]]:
     workdir = tmp_path_factory.mktemp(f"e2e-worker-{request.param}")
@@ -92,8 +99,15 @@ async def test_killing_the_worker_during_a_burst_loses_no_example(server):
         assert result["setTargetModels"]["__typename"] == "TargetModelsSet", result
         added = await run(s, ADD_CONTEXTS, input={"taskCode": "e2e-spans", "contexts": [{"passage": PASSAGE}]})
         context_id = added["addContexts"]["ids"][0]
-        warm = await run(s, CREATE, input={"taskCode": "e2e-spans", "contextId": context_id,
-                                           "fields": {"question": "What lines the road?", "answer": {"text": "Orchards", "start": 0}}})
+        warm = await run(
+            s,
+            CREATE,
+            input={
+                "taskCode": "e2e-spans",
+                "contextId": context_id,
+                "fields": {"question": "What lines the road?", "answer": {"text": "Orchards", "start": 0}},
+            },
+        )
         assert warm["createExample"]["__typename"] == "CreatedExample", warm  # the slow model is loaded
 
     before = _inference(server)
@@ -104,8 +118,15 @@ async def test_killing_the_worker_during_a_burst_loses_no_example(server):
         answers = []
         async with session(server, token) as s:
             for j in range(EACH):
-                fields = {"question": f"Question {index}-{j} about the valley?", "answer": {"text": "cider", "start": PASSAGE.index("cider")}}
-                answers.append((await run(s, CREATE, input={"taskCode": "e2e-spans", "contextId": context_id, "fields": fields}))["createExample"])
+                fields = {
+                    "question": f"Question {index}-{j} about the valley?",
+                    "answer": {"text": "cider", "start": PASSAGE.index("cider")},
+                }
+                answers.append(
+                    (await run(s, CREATE, input={"taskCode": "e2e-spans", "contextId": context_id, "fields": fields}))[
+                        "createExample"
+                    ]
+                )
         return answers
 
     async def kill_soon():
@@ -123,14 +144,15 @@ async def test_killing_the_worker_during_a_burst_loses_no_example(server):
 
     # The worker comes back, the retry predicts every pending example, and the counters end exact.
     after = await _wait_for(
-        lambda: asyncio.to_thread(lambda: (lambda i: i if i["ready"] and i["pid"] != before["pid"] else None)(_inference(server))),
-        60, "the model worker to restart",
+        lambda: asyncio.to_thread(
+            lambda: (lambda i: i if i["ready"] and i["pid"] != before["pid"] else None)(_inference(server))
+        ),
+        60,
+        "the model worker to restart",
     )
     assert after["starts"] == 2
     async with session(server, operator) as s:
-        counts = await _wait_for(
-            lambda: _round_when_settled(s), 90, "the pending examples to be predicted"
-        )
+        counts = await _wait_for(lambda: _round_when_settled(s), 90, "the pending examples to be predicted")
     assert counts["collected"] == ANNOTATORS * EACH + 1  # the burst plus the warm-up example
     assert counts["fooled"] == ANNOTATORS * EACH  # the model answers "Orchards", never "cider"
     acknowledged = {a["example"]["id"] for a in answers}

@@ -16,17 +16,16 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 import httpx
 import pytest
+from conftest import service_missing, toy_process_env
 from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
 from sqlalchemy import select
-
-from conftest import service_missing, toy_process_env
 from test_e2e import DYNAFORGE, _cli, _database, _free_port, _stop, _wait_healthy
 
 REDIS_URL = os.environ.get("DYNAFORGE_TEST_REDIS", "redis://127.0.0.1:6379/15")
@@ -47,8 +46,9 @@ def _redis_reachable(url: str) -> None:
 
 def _toy_env(tmp: Path, database_url: str, prefix: str) -> dict[str, str]:
     """The toy task as an installed entry-point plugin, inline inference, events through Redis under ``prefix``."""
-    return toy_process_env(tmp, database_url, environment="test", inference="inline", events_url=REDIS_URL,
-                           events_prefix=prefix)
+    return toy_process_env(
+        tmp, database_url, environment="test", inference="inline", events_url=REDIS_URL, events_prefix=prefix
+    )
 
 
 @contextmanager
@@ -57,8 +57,13 @@ def _serve(env: dict[str, str], workdir: Path, name: str) -> Iterator[str]:
     base = f"http://127.0.0.1:{port}"
     err = workdir / f"{name}.err"
     with open(workdir / f"{name}.out", "wb") as out, open(err, "wb") as errors:
-        proc = subprocess.Popen([DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port)], env=env,
-                                cwd=workdir, stdout=out, stderr=errors)
+        proc = subprocess.Popen(
+            [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port)],
+            env=env,
+            cwd=workdir,
+            stdout=out,
+            stderr=errors,
+        )
     try:
         _wait_healthy(proc, base, err)
         yield base
@@ -73,20 +78,39 @@ async def test_an_event_raised_on_one_server_reaches_a_subscriber_of_another(kin
         env = _toy_env(tmp_path, database_url, f"dynaforge-test-{uuid.uuid4().hex[:8]}:")
         _cli(env, tmp_path, "db", "upgrade")
         for user, admin in (("operator", True), ("writer", False), ("watcher", False)):
-            _cli(env, tmp_path, "users", "create", "--username", user, "--email", f"{user}@example.org",
-                 "--password", "long enough pw", *(["--admin"] if admin else []))
-        tokens = {u: _cli(env, tmp_path, "tokens", "create", "--username", u).stdout.strip().splitlines()[-1]
-                  for u in ("operator", "writer", "watcher")}
+            _cli(
+                env,
+                tmp_path,
+                "users",
+                "create",
+                "--username",
+                user,
+                "--email",
+                f"{user}@example.org",
+                "--password",
+                "long enough pw",
+                *(["--admin"] if admin else []),
+            )
+        tokens = {
+            u: _cli(env, tmp_path, "tokens", "create", "--username", u).stdout.strip().splitlines()[-1]
+            for u in ("operator", "writer", "watcher")
+        }
         with _serve(env, tmp_path, "a") as a, _serve(env, tmp_path, "b") as b:
             ws = b.replace("http", "ws") + "/graphql"
 
             def session(token: str | None):
                 init = {"authorization": f"Bearer {token}"} if token else {}
-                return Client(transport=WebsocketsTransport(url=ws, init_payload=init,
-                                                            subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL]))
+                return Client(
+                    transport=WebsocketsTransport(
+                        url=ws, init_payload=init, subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL]
+                    )
+                )
 
-            async with session(tokens["watcher"]) as watcher, session(None) as anonymous, \
-                    httpx.AsyncClient(base_url=a, timeout=30) as http:
+            async with (
+                session(tokens["watcher"]) as watcher,
+                session(None) as anonymous,
+                httpx.AsyncClient(base_url=a, timeout=30) as http,
+            ):
                 fooled, rounds = [], []
 
                 async def read(s, document, into):
@@ -94,24 +118,48 @@ async def test_an_event_raised_on_one_server_reaches_a_subscriber_of_another(kin
                         into.append(result)
                         return
 
-                readers = [asyncio.create_task(read(watcher, FOOLED, fooled)),
-                           asyncio.create_task(read(anonymous, ROUNDS, rounds))]
+                readers = [
+                    asyncio.create_task(read(watcher, FOOLED, fooled)),
+                    asyncio.create_task(read(anonymous, ROUNDS, rounds)),
+                ]
                 await asyncio.sleep(1.0)  # both subscriptions registered on B (and B's pattern subscribed)
-                created = (await http.post("/graphql", headers={"Authorization": f"Bearer {tokens['writer']}"}, json={
-                    "query": CREATE, "variables": {"input": {"taskCode": "toy",
-                                                             "fields": {"text": "good grief", "label": "bad"}}}})).json()
+                created = (
+                    await http.post(
+                        "/graphql",
+                        headers={"Authorization": f"Bearer {tokens['writer']}"},
+                        json={
+                            "query": CREATE,
+                            "variables": {
+                                "input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}
+                            },
+                        },
+                    )
+                ).json()
                 example = created["data"]["createExample"]["example"]
                 assert example["fooled"] is True
-                opened = (await http.post("/graphql", headers={"Authorization": f"Bearer {tokens['operator']}"},
-                                          json={"query": 'mutation { openNextRound(input: {taskCode: "toy"}) { __typename } }'})).json()
+                opened = (
+                    await http.post(
+                        "/graphql",
+                        headers={"Authorization": f"Bearer {tokens['operator']}"},
+                        json={"query": 'mutation { openNextRound(input: {taskCode: "toy"}) { __typename } }'},
+                    )
+                ).json()
                 assert opened["data"]["openNextRound"]["__typename"] == "RoundOpened"
                 await asyncio.wait_for(asyncio.gather(*readers), timeout=15)
-    assert fooled == [{"modelFooled": {"id": example["id"], "fields": {"text": "good grief", "label": "bad"},
-                                       "prediction": {"label": "good", "probabilities": {}}}}]
+    assert fooled == [
+        {
+            "modelFooled": {
+                "id": example["id"],
+                "fields": {"text": "good grief", "label": "bad"},
+                "prediction": {"label": "good", "probabilities": {}},
+            }
+        }
+    ]
     assert rounds == [{"roundChanged": {"change": "OPENED", "round": {"number": 2}}}]
 
 
 # --------------------------------------------------------------------------- Redis stopped and started again
+
 
 class PrivateRedis:
     """A redis-server of this test's own on a free loopback port, stopped and started at will."""
@@ -126,9 +174,23 @@ class PrivateRedis:
         self.proc: subprocess.Popen | None = None
 
     def start(self) -> None:
-        self.proc = subprocess.Popen([self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
-                                      "--appendonly", "no", "--dir", str(self.tmp)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.tmp),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         import redis
 
         for _ in range(100):
@@ -183,7 +245,10 @@ async def test_the_event_bus_says_when_redis_is_down_and_recovers(private_redis,
         assert await asyncio.wait_for(first, 5) == {"n": 1}
 
         private_redis.stop()
-        with pytest.raises(EventBusUnavailable, match=rf"Redis at redis://127.0.0.1:{private_redis.port}/0\) is unreachable.*subscribe again"):
+        with pytest.raises(
+            EventBusUnavailable,
+            match=rf"Redis at redis://127.0.0.1:{private_redis.port}/0\) is unreachable.*subscribe again",
+        ):
             await asyncio.wait_for(stream.__anext__(), 10)
         await bus.publish("news", {"n": 2})  # the caller's write is committed: publishing logs, never raises
         assert bus.failed_publishes == 1 and "was not published" in caplog.text
@@ -207,7 +272,9 @@ async def test_the_event_bus_says_when_redis_is_down_and_recovers(private_redis,
         await bus.close()
 
 
-async def test_jobs_say_when_redis_is_down_and_queued_work_is_sent_when_it_is_back(live_platform, private_redis, caplog):
+async def test_jobs_say_when_redis_is_down_and_queued_work_is_sent_when_it_is_back(
+    live_platform, private_redis, caplog
+):
     """A submission while the broker is down is stored with its evaluations QUEUED and the error logged; the
     broker's error says what happens next; a restart's requeue sends them once Redis is back."""
     from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationStatus
@@ -217,8 +284,9 @@ async def test_jobs_say_when_redis_is_down_and_queued_work_is_sent_when_it_is_ba
 
     p = live_platform
     p.settings.broker_url = private_redis.url
-    admin_user = await auth.create_user(p, Actor.system(), username="admin9", email="admin9@example.org",
-                                        password="long enough pw", is_admin=True)
+    admin_user = await auth.create_user(
+        p, Actor.system(), username="admin9", email="admin9@example.org", password="long enough pw", is_admin=True
+    )
     admin = Actor(admin_user.id, "admin9", True)
     for i in range(3):
         outcome = await examples.submit(p, admin, task_code="toy", fields={"text": f"good {i}", "label": "good"})
@@ -229,8 +297,14 @@ async def test_jobs_say_when_redis_is_down_and_queued_work_is_sent_when_it_is_ba
         private_redis.stop()
         with pytest.raises(BrokerUnavailable, match="unreachable.*stay queued"):
             p.jobs.enqueue([12345])
-        model, queued = await submissions.submit_model(p, admin, task_code="toy", name="while-down", backend="python",
-                                                       config={"callable": "toy_plugin:keyword_model"})
+        model, queued = await submissions.submit_model(
+            p,
+            admin,
+            task_code="toy",
+            name="while-down",
+            backend="python",
+            config={"callable": "toy_plugin:keyword_model"},
+        )
         assert queued and "stay queued" in caplog.text
         async with p.db.session() as s:
             statuses = set(await s.scalars(select(Evaluation.status).where(Evaluation.model_id == model.id)))

@@ -18,9 +18,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from sqlalchemy import insert, select, update
-
 from conftest import PG_SERVER, _admin_execute, make_settings
+from sqlalchemy import insert, select, update
+from toy_plugin import ToyPlugin, ToyTask
+
 from dynaforge import cli
 from dynaforge.api import export_http
 from dynaforge.db.engine import Database
@@ -32,11 +33,25 @@ from dynaforge.plugins import Plugins
 from dynaforge.services import auth, contexts, examples, exports, tasks
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
-from toy_plugin import ToyPlugin, ToyTask
 
 RECORD_KEYS = {
-    "format", "id", "task", "round", "status", "fields", "tag", "context_id", "fooled", "prediction",
-    "model_predictions", "author", "time_taken_ms", "created_at", "votes", "flag_reason", "validations",
+    "format",
+    "id",
+    "task",
+    "round",
+    "status",
+    "fields",
+    "tag",
+    "context_id",
+    "fooled",
+    "prediction",
+    "model_predictions",
+    "author",
+    "time_taken_ms",
+    "created_at",
+    "votes",
+    "flag_reason",
+    "validations",
 }
 VALIDATION_KEYS = {"validator", "label", "corrected_target", "reason", "by_owner", "created_at"}
 HEX16 = re.compile(r"^[0-9a-f]{16}$")
@@ -46,7 +61,9 @@ HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
 async def _user(p, name: str) -> Actor:
-    user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw")
+    user = await auth.create_user(
+        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw"
+    )
     return Actor(user.id, user.username)
 
 
@@ -57,7 +74,9 @@ async def _task_id(p) -> int:
 async def _submit(p, actor, text: str, label: str, *, context: bool = True, **kw) -> Example:
     if context:
         ctx = await contexts.next_context(p, actor, "toy")
-        outcome = await examples.submit(p, actor, task_code="toy", context_id=ctx.id, fields={"text": text, "label": label}, **kw)
+        outcome = await examples.submit(
+            p, actor, task_code="toy", context_id=ctx.id, fields={"text": text, "label": label}, **kw
+        )
     else:
         fields = {"topic": "kettles", "text": text, "label": label}
         outcome = await examples.submit(p, actor, task_code="toy", fields=fields, **kw)
@@ -90,8 +109,12 @@ async def _validate(p, example_id: int, user_id: int, label: str, **kw) -> None:
 async def _open_round(p, number: int) -> Round:
     task_id = await _task_id(p)
     async with p.db.write() as s:
-        round_ = Round(task_id=task_id, number=number, secret=secrets.token_hex(32),
-                       target_models=[m.as_dict() for m in ToyTask.default_target_models])
+        round_ = Round(
+            task_id=task_id,
+            number=number,
+            secret=secrets.token_hex(32),
+            target_models=[m.as_dict() for m in ToyTask.default_target_models],
+        )
         s.add(round_)
     p.caches.rounds.pop(task_id)
     await contexts.add_contexts(p, Actor.system(), "toy", [{"topic": "clouds"}, {"topic": "ferries"}])
@@ -180,8 +203,14 @@ async def test_jsonl_records_follow_the_format(unlimited):
     assert (r["status"], r["fooled"], r["tag"], r["time_taken_ms"]) == ("REJECTED", False, None, None)
     assert r["votes"] == {"correct": 0, "incorrect": 1, "flagged": 0}
     assert r["validations"] == [
-        {"validator": exports.pseudonym(secret, carol.user_id), "label": "INCORRECT", "corrected_target": {"label": "bad"},
-         "reason": None, "by_owner": True, "created_at": r["validations"][0]["created_at"]}
+        {
+            "validator": exports.pseudonym(secret, carol.user_id),
+            "label": "INCORRECT",
+            "corrected_target": {"label": "bad"},
+            "reason": None,
+            "by_owner": True,
+            "created_at": r["validations"][0]["created_at"],
+        }
     ]
     assert by_id[standalone.id]["fields"] == {"topic": "kettles", "text": "nothing much", "label": "good"}
     assert by_id[standalone.id]["context_id"] is None
@@ -348,17 +377,26 @@ async def _bulk_examples(p, count: int, user_id: int) -> None:
         round_id = await s.scalar(select(Round.id).where(Round.task_id == task_id, Round.number == 1))
     rows = [
         {
-            "task_id": task_id, "round_id": round_id, "user_id": user_id, "status": ExampleStatus.ACCEPTED,
+            "task_id": task_id,
+            "round_id": round_id,
+            "user_id": user_id,
+            "status": ExampleStatus.ACCEPTED,
             "fields": {"topic": "lamps", "text": f"a fairly ordinary sentence number {i}", "label": "good"},
             "prediction": {"label": "bad", "probabilities": {"good": 0.4, "bad": 0.6}},
             "model_predictions": [{"model": "keyword", "prediction": {"label": "bad"}, "latency_ms": 1.5}],
-            "fooled": True, "validations_correct": 1, "validations_total": 1,
+            "fooled": True,
+            "validations_correct": 1,
+            "validations_total": 1,
         }
         for i in range(count)
     ]
     async with p.db.write() as s:
         await s.execute(insert(Example), rows)
-        ids = list(await s.scalars(select(Example.id).where(Example.task_id == task_id).order_by(Example.id.desc()).limit(count)))
+        ids = list(
+            await s.scalars(
+                select(Example.id).where(Example.task_id == task_id).order_by(Example.id.desc()).limit(count)
+            )
+        )
         await s.execute(insert(Validation), [{"example_id": i, "user_id": user_id, "label": "CORRECT"} for i in ids])
 
 
@@ -411,8 +449,9 @@ async def test_http_export_jsonl_and_hf(unlimited, client, tmp_path, monkeypatch
     await _decide(p, made[0].id, ExampleStatus.ACCEPTED)
     owner, other = await _token(p, "olga", owner=True), await _token(p, "pete")
 
-    response = await client.get("/export/toy", params={"round": 1, "format": "jsonl"},
-                                headers={"Authorization": f"Bearer {owner}"})
+    response = await client.get(
+        "/export/toy", params={"round": 1, "format": "jsonl"}, headers={"Authorization": f"Bearer {owner}"}
+    )
     assert response.status_code == 200
     assert response.headers["content-type"].startswith("application/x-ndjson")
     assert 'filename="dynaforge-toy-round1.jsonl"' in response.headers["content-disposition"]
@@ -431,8 +470,11 @@ async def test_http_export_jsonl_and_hf(unlimited, client, tmp_path, monkeypatch
         return made_dirs[-1]
 
     monkeypatch.setattr(export_http.tempfile, "mkdtemp", recording_mkdtemp)
-    response = await client.get("/export/toy", params={"format": "hf", "status": "ACCEPTED,CREATED"},
-                                headers={"Authorization": f"Bearer {owner}"})
+    response = await client.get(
+        "/export/toy",
+        params={"format": "hf", "status": "ACCEPTED,CREATED"},
+        headers={"Authorization": f"Bearer {owner}"},
+    )
     assert response.status_code == 200 and response.headers["content-type"] == "application/zip"
     assert 'filename="dynaforge-toy-all-rounds.zip"' in response.headers["content-disposition"]
     with zipfile.ZipFile(io.BytesIO(response.content)) as z:
@@ -489,8 +531,11 @@ def fresh_url(db_url, tmp_path):
 
 def _toy_platform(database_url: str | None) -> Platform:
     plugins = Plugins(allowlist=set(), extra=[ToyPlugin()])
-    return Platform.create(make_settings(database_url), plugins=plugins,
-                           inference=LocalInferenceClient(plugins.registry.backends, timeout_s=5.0))
+    return Platform.create(
+        make_settings(database_url),
+        plugins=plugins,
+        inference=LocalInferenceClient(plugins.registry.backends, timeout_s=5.0),
+    )
 
 
 async def _seed(url: str) -> list[int]:
@@ -504,7 +549,9 @@ async def _seed(url: str) -> list[int]:
         await tasks.sync_registered_tasks(p)
         await contexts.add_contexts(p, Actor.system(), "toy", list(ToyTask.demo_contexts))
         alice = await _user(p, "alice")
-        made = [await _submit(p, alice, text, label) for text, label in [("good", "good"), ("meh", "good"), ("no", "bad")]]
+        made = [
+            await _submit(p, alice, text, label) for text, label in [("good", "good"), ("meh", "good"), ("no", "bad")]
+        ]
         await _decide(p, made[1].id, ExampleStatus.ACCEPTED)
         return [e.id for e in made]
     finally:
@@ -517,25 +564,70 @@ def test_cli_export(fresh_url, tmp_path, monkeypatch):
     runner = CliRunner()
 
     out = tmp_path / "toy.jsonl"
-    result = runner.invoke(cli.main, ["export", "--task", "toy", "--format", "jsonl", "--out", str(out),
-                                      "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main, ["export", "--task", "toy", "--format", "jsonl", "--out", str(out), "--database-url", fresh_url]
+    )
     assert result.exit_code == 0, result.output
     assert f"wrote 3 examples of toy (round1: 3) to {out}" in result.output
     assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ids
 
     folder = tmp_path / "hf"
-    result = runner.invoke(cli.main, ["export", "--task", "toy", "--round", "1", "--format", "hf", "--out", str(folder),
-                                      "--status", "ACCEPTED", "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main,
+        [
+            "export",
+            "--task",
+            "toy",
+            "--round",
+            "1",
+            "--format",
+            "hf",
+            "--out",
+            str(folder),
+            "--status",
+            "ACCEPTED",
+            "--database-url",
+            fresh_url,
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "wrote 1 example of toy (round1: 1)" in result.output and "round1.parquet" in result.output
     ds = _load(folder, tmp_path / "cache")
     assert ds["round1"]["id"] == [ids[1]]
 
-    result = runner.invoke(cli.main, ["export", "--task", "toy", "--format", "jsonl", "--out", str(out),
-                                      "--status", "DONE", "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main,
+        [
+            "export",
+            "--task",
+            "toy",
+            "--format",
+            "jsonl",
+            "--out",
+            str(out),
+            "--status",
+            "DONE",
+            "--database-url",
+            fresh_url,
+        ],
+    )
     assert result.exit_code == 1 and "status" in result.output
-    result = runner.invoke(cli.main, ["export", "--task", "toy", "--round", "4", "--format", "jsonl", "--out", str(out),
-                                      "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main,
+        [
+            "export",
+            "--task",
+            "toy",
+            "--round",
+            "4",
+            "--format",
+            "jsonl",
+            "--out",
+            str(out),
+            "--database-url",
+            fresh_url,
+        ],
+    )
     assert result.exit_code == 1 and "no round 4" in result.output
 
 
@@ -560,11 +652,22 @@ async def test_export_then_import_keeps_each_example(unlimited, tmp_path):
     await exports.write_jsonl(p, plan, tmp_path / "round1.jsonl")
 
     await _open_round(p, 2)
-    report = await imports.import_examples(p, Actor.system(), task_code="toy", format="jsonl",
-                                           path=tmp_path / "round1.jsonl", round_number=2)
+    report = await imports.import_examples(
+        p, Actor.system(), task_code="toy", format="jsonl", path=tmp_path / "round1.jsonl", round_number=2
+    )
     assert (report.count, report.round_number) == (4, 2)
 
-    kept = ("fields", "status", "fooled", "prediction", "model_predictions", "tag", "votes", "flag_reason", "time_taken_ms")
+    kept = (
+        "fields",
+        "status",
+        "fooled",
+        "prediction",
+        "model_predictions",
+        "tag",
+        "votes",
+        "flag_reason",
+        "time_taken_ms",
+    )
     before = await _jsonl(p, Actor.system(), round_number=1)
     after = await _jsonl(p, Actor.system(), round_number=2)
     assert [{k: r[k] for k in kept} for r in after] == [{k: r[k] for k in kept} for r in before]

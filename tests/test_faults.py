@@ -24,7 +24,6 @@ from pathlib import Path
 
 import httpx
 import pytest
-
 from conftest import IN_CI, runner_pids
 from test_e2e import _cli, _database
 from test_events_redis import _serve, _toy_env
@@ -58,9 +57,21 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
         _cli(env, tmp_path, "db", "upgrade")
         tokens = []
         for i in range(WRITERS):
-            _cli(env, tmp_path, "users", "create", "--username", f"writer{i}", "--email", f"writer{i}@example.org",
-                 "--password", "long enough pw")
-            tokens.append(_cli(env, tmp_path, "tokens", "create", "--username", f"writer{i}").stdout.strip().splitlines()[-1])
+            _cli(
+                env,
+                tmp_path,
+                "users",
+                "create",
+                "--username",
+                f"writer{i}",
+                "--email",
+                f"writer{i}@example.org",
+                "--password",
+                "long enough pw",
+            )
+            tokens.append(
+                _cli(env, tmp_path, "tokens", "create", "--username", f"writer{i}").stdout.strip().splitlines()[-1]
+            )
         with _serve(env, tmp_path, "faults") as base:
             acknowledged: dict[int, str] = {}
             refused: list[str] = []
@@ -73,8 +84,14 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
                     text = f"good w{i} n{n}"
                     n += 1
                     try:
-                        response = await http.post("/graphql", headers={"Authorization": f"Bearer {tokens[i]}"}, json={
-                            "query": CREATE, "variables": {"input": {"taskCode": "toy", "fields": {"text": text, "label": "bad"}}}})
+                        response = await http.post(
+                            "/graphql",
+                            headers={"Authorization": f"Bearer {tokens[i]}"},
+                            json={
+                                "query": CREATE,
+                                "variables": {"input": {"taskCode": "toy", "fields": {"text": text, "label": "bad"}}},
+                            },
+                        )
                     except httpx.HTTPError as exc:  # a connection the server closed: no answer, nothing acknowledged
                         refused.append(f"transport {type(exc).__name__}")
                         continue
@@ -85,8 +102,9 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
                     result = (body.get("data") or {}).get("createExample")
                     if result and result["__typename"] == "CreatedExample":
                         acknowledged[int(result["example"]["id"])] = text
-                    elif body.get("errors") and all(e.get("extensions", {}).get("code") == "SERVICE_UNAVAILABLE"
-                                                    for e in body["errors"]):
+                    elif body.get("errors") and all(
+                        e.get("extensions", {}).get("code") == "SERVICE_UNAVAILABLE" for e in body["errors"]
+                    ):
                         refused.append("SERVICE_UNAVAILABLE")
                     else:
                         unexpected.append(f"{response.status_code} {body}")
@@ -94,8 +112,9 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
             async def restart() -> float:
                 await asyncio.sleep(RESTART_AFTER_S)
                 began = time.monotonic()
-                done = await asyncio.to_thread(subprocess.run, [*cluster, "restart"],
-                                               capture_output=True, text=True, timeout=60)
+                done = await asyncio.to_thread(
+                    subprocess.run, [*cluster, "restart"], capture_output=True, text=True, timeout=60
+                )
                 assert done.returncode == 0, done.stderr
                 return time.monotonic() - began
 
@@ -105,9 +124,21 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
                 # the same process answers again, without a restart
                 recovered = None
                 for _ in range(150):
-                    response = await http.post("/graphql", headers={"Authorization": f"Bearer {tokens[0]}"}, json={
-                        "query": CREATE, "variables": {"input": {"taskCode": "toy", "fields": {"text": "good after", "label": "bad"}}}})
-                    if response.status_code == 200 and (response.json().get("data") or {}).get("createExample", {}).get("__typename") == "CreatedExample":
+                    response = await http.post(
+                        "/graphql",
+                        headers={"Authorization": f"Bearer {tokens[0]}"},
+                        json={
+                            "query": CREATE,
+                            "variables": {
+                                "input": {"taskCode": "toy", "fields": {"text": "good after", "label": "bad"}}
+                            },
+                        },
+                    )
+                    if (
+                        response.status_code == 200
+                        and (response.json().get("data") or {}).get("createExample", {}).get("__typename")
+                        == "CreatedExample"
+                    ):
                         recovered = response.json()["data"]["createExample"]["example"]["id"]
                         break
                     await asyncio.sleep(0.2)
@@ -132,11 +163,16 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
     assert len(acknowledged) > WRITERS, "the burst acknowledged too few examples to mean anything"
     missing = {i: t for i, t in acknowledged.items() if i not in stored}
     assert not missing, f"{len(missing)} acknowledged examples are missing: {list(missing.items())[:5]}"
-    wrong = {i for i, t in acknowledged.items()
-             if (stored[i] if isinstance(stored[i], dict) else json.loads(stored[i]))["text"] != t}
+    wrong = {
+        i
+        for i, t in acknowledged.items()
+        if (stored[i] if isinstance(stored[i], dict) else json.loads(stored[i]))["text"] != t
+    }
     assert not wrong
-    print(f"acknowledged {len(acknowledged)}, refused {len(refused)} ({sorted(set(refused))}), "
-          f"restart took {restart_s:.1f} s")
+    print(
+        f"acknowledged {len(acknowledged)}, refused {len(refused)} ({sorted(set(refused))}), "
+        f"restart took {restart_s:.1f} s"
+    )
 
 
 # --------------------------------------------------------------------------- the model worker and an evaluation job
@@ -157,31 +193,59 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
         env = _toy_env(tmp_path, database_url, f"dynaforge-fault-{uuid.uuid4().hex[:8]}:")
         for key in ("DYNAFORGE_EVENTS_URL", "DYNAFORGE_INFERENCE"):
             env.pop(key)  # the model worker process (serve's default), events in the process
-        env.update(DYNAFORGE_EXAMPLES_PER_MINUTE="100000", DYNAFORGE_EVAL_CHUNK_SIZE="2",
-                   DYNAFORGE_PENDING_RETRY_S="0.5", DYNAFORGE_INFERENCE_TIMEOUT_S="2")
+        env.update(
+            DYNAFORGE_EXAMPLES_PER_MINUTE="100000",
+            DYNAFORGE_EVAL_CHUNK_SIZE="2",
+            DYNAFORGE_PENDING_RETRY_S="0.5",
+            DYNAFORGE_INFERENCE_TIMEOUT_S="2",
+        )
         _cli(env, tmp_path, "db", "upgrade")
         names = ["operator"] + [f"writer{i}" for i in range(6)]
         for name in names:
-            _cli(env, tmp_path, "users", "create", "--username", name, "--email", f"{name}@example.org",
-                 "--password", "long enough pw", *(["--admin"] if name == "operator" else []))
-        tokens = {n: _cli(env, tmp_path, "tokens", "create", "--username", n).stdout.strip().splitlines()[-1]
-                  for n in names}
+            _cli(
+                env,
+                tmp_path,
+                "users",
+                "create",
+                "--username",
+                name,
+                "--email",
+                f"{name}@example.org",
+                "--password",
+                "long enough pw",
+                *(["--admin"] if name == "operator" else []),
+            )
+        tokens = {
+            n: _cli(env, tmp_path, "tokens", "create", "--username", n).stdout.strip().splitlines()[-1] for n in names
+        }
         with _serve(env, tmp_path, "faults2") as base:
             async with httpx.AsyncClient(base_url=base, timeout=60) as http:
+
                 async def call(token: str, query: str, **variables):
-                    response = await http.post("/graphql", headers={"Authorization": f"Bearer {token}"},
-                                               json={"query": query, "variables": variables})
+                    response = await http.post(
+                        "/graphql",
+                        headers={"Authorization": f"Bearer {token}"},
+                        json={"query": query, "variables": variables},
+                    )
                     return response.json()
 
                 operator = tokens["operator"]
                 for i in range(60):  # the operator's accepted examples become r1-test (6 items: 3 chunks of 2)
-                    made = await call(operator, ACK, input={"taskCode": "toy", "fields": {"text": f"good {i}", "label": "good"}})
+                    made = await call(
+                        operator, ACK, input={"taskCode": "toy", "fields": {"text": f"good {i}", "label": "good"}}
+                    )
                     example_id = made["data"]["createExample"]["example"]["id"]
-                    voted = await call(operator, 'mutation($id: ID!) { validateExample(input: {exampleId: $id, '
-                                       'label: CORRECT}) { __typename } }', id=example_id)
+                    voted = await call(
+                        operator,
+                        "mutation($id: ID!) { validateExample(input: {exampleId: $id, "
+                        "label: CORRECT}) { __typename } }",
+                        id=example_id,
+                    )
                     assert voted["data"]["validateExample"]["__typename"] == "ValidatedExample", voted
-                built = await call(operator, 'mutation { createRoundDatasets(input: {taskCode: "toy", roundNumber: 1}) '
-                                   '{ __typename } }')
+                built = await call(
+                    operator,
+                    'mutation { createRoundDatasets(input: {taskCode: "toy", roundNumber: 1}) { __typename } }',
+                )
                 assert built["data"]["createRoundDatasets"]["__typename"] == "DatasetsCreated", built
 
                 acknowledged: dict[int, str] = {}
@@ -193,7 +257,9 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                     while time.monotonic() - started < 10.0:
                         text = f"{name} line {n}"
                         n += 1
-                        body = await call(tokens[name], ACK, input={"taskCode": "toy", "fields": {"text": text, "label": "bad"}})
+                        body = await call(
+                            tokens[name], ACK, input={"taskCode": "toy", "fields": {"text": text, "label": "bad"}}
+                        )
                         result = (body.get("data") or {}).get("createExample") or {}
                         if result.get("__typename") in ("CreatedExample", "PredictionPending"):
                             acknowledged[int(result["example"]["id"])] = text
@@ -204,12 +270,17 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                     await asyncio.sleep(1.5)
                     worker = httpx.get(base + "/healthz", timeout=10).json()["inference"]["pid"]
                     os.kill(worker, signal.SIGKILL)
-                    submitted = await call(operator, """mutation { submitModel(input: {taskCode: "toy", name: "slow",
+                    submitted = await call(
+                        operator,
+                        """mutation { submitModel(input: {taskCode: "toy", name: "slow",
                         backend: "python", config: {callable: "eval_models:slow_toy"}, published: true}) {
-                        __typename ... on SubmittedModel { model { id } } } }""")
+                        __typename ... on SubmittedModel { model { id } } } }""",
+                    )
                     model_id = submitted["data"]["submitModel"]["model"]["id"]
                     for _ in range(400):  # kill the job's process once it has finished a chunk
-                        state = await call(operator, 'query($m: ID!) { model(id: $m) { evaluations { progress } } }', m=model_id)
+                        state = await call(
+                            operator, "query($m: ID!) { model(id: $m) { evaluations { progress } } }", m=model_id
+                        )
                         if state["data"]["model"]["evaluations"][0]["progress"] > 0 and runner_pids():
                             break
                         await asyncio.sleep(0.05)
@@ -222,23 +293,33 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                 model_id = outcome[0][0]
                 final = None
                 for _ in range(240):  # pending examples get predicted; the evaluation resumes and finishes
-                    state = await call(operator, 'query($m: ID!) { model(id: $m) { status evaluations { status progress } } }',
-                                       m=model_id)
+                    state = await call(
+                        operator,
+                        "query($m: ID!) { model(id: $m) { status evaluations { status progress } } }",
+                        m=model_id,
+                    )
                     final = state["data"]["model"]
-                    pending = await call(operator, '{ examples(taskCode: "toy", first: 1, status: PENDING_PREDICTION) '
-                                         '{ edges { node { id } } } }')
+                    pending = await call(
+                        operator,
+                        '{ examples(taskCode: "toy", first: 1, status: PENDING_PREDICTION) { edges { node { id } } } }',
+                    )
                     if final["status"] == "DONE" and not pending["data"]["examples"]["edges"]:
                         break
                     await asyncio.sleep(0.5)
 
         import asyncpg
 
-        connection = await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://")) \
-            if kind == "postgresql" else None
+        connection = (
+            await asyncpg.connect(database_url.replace("postgresql+asyncpg://", "postgresql://"))
+            if kind == "postgresql"
+            else None
+        )
         if connection is not None:
             try:
                 rows = {r["id"]: r for r in await connection.fetch("SELECT id, status FROM examples")}
-                attempts = await connection.fetchval("SELECT attempts FROM evaluations WHERE model_id = $1", int(model_id))
+                attempts = await connection.fetchval(
+                    "SELECT attempts FROM evaluations WHERE model_id = $1", int(model_id)
+                )
                 chunks = await connection.fetchval("SELECT count(*) FROM evaluation_chunks")
             finally:
                 await connection.close()
@@ -248,7 +329,9 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
             db = sqlite3.connect(database_url.split("///", 1)[1])
             try:
                 rows = {i: {"id": i, "status": s} for i, s in db.execute("SELECT id, status FROM examples")}
-                attempts = db.execute("SELECT attempts FROM evaluations WHERE model_id = ?", (int(model_id),)).fetchone()[0]
+                attempts = db.execute(
+                    "SELECT attempts FROM evaluations WHERE model_id = ?", (int(model_id),)
+                ).fetchone()[0]
                 chunks = db.execute("SELECT count(*) FROM evaluation_chunks").fetchone()[0]
             finally:
                 db.close()

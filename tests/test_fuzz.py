@@ -39,6 +39,7 @@ from typing import Any
 import httpx
 import pytest
 from argon2 import PasswordHasher
+from conftest import make_settings
 from graphql import (
     GraphQLEnumType,
     GraphQLField,
@@ -59,7 +60,6 @@ from hypothesis.errors import Flaky
 from sqlalchemy import func, select
 from sqlmodel import SQLModel
 
-from conftest import make_settings
 from dynaforge.api.schema import build_schema
 from dynaforge.app import create_app
 from dynaforge.db import models  # noqa: F401 - registers every table in SQLModel.metadata
@@ -93,12 +93,35 @@ SQLITE_ONLY, PG_ONLY, BOTH = frozenset({"sqlite"}), frozenset({"postgres"}), fro
 # and lists, exactly, the operations it breaks (test_known_bad_inputs checks the list); one without marks the listed
 # fuzz tests xfail. Each bug also gets a fixed reproduction in REPRODUCTIONS (strict xfail while it is listed here).
 # When a bug is fixed, remove its entry; its reproduction stays as a regression test.
-_SURROGATE_OPS = ("register", "login", "createApiToken", "createExample", "addContexts", "createWebhook",
-                  "decideTaskProposal", "flagExample", "validateExample", "grantTaskOwnership", "revokeTaskOwnership",
-                  "openNextRound", "updateRound", "proposeTask", "saveLeaderboardFork", "snapshotLeaderboard",
-                  "submitModel")
-_HUGE_ID_OPS = ("createExample", "decideTaskProposal", "deleteWebhook", "flagExample", "retractExample",
-                "revokeApiToken", "rotateWebhookSecret", "validateExample")
+_SURROGATE_OPS = (
+    "register",
+    "login",
+    "createApiToken",
+    "createExample",
+    "addContexts",
+    "createWebhook",
+    "decideTaskProposal",
+    "flagExample",
+    "validateExample",
+    "grantTaskOwnership",
+    "revokeTaskOwnership",
+    "openNextRound",
+    "updateRound",
+    "proposeTask",
+    "saveLeaderboardFork",
+    "snapshotLeaderboard",
+    "submitModel",
+)
+_HUGE_ID_OPS = (
+    "createExample",
+    "decideTaskProposal",
+    "deleteWebhook",
+    "flagExample",
+    "retractExample",
+    "revokeApiToken",
+    "rotateWebhookSecret",
+    "validateExample",
+)
 _HUGE_ID_QUERIES = ("datasetItems", "example", "examples", "leaderboard", "leaderboardSnapshot", "model")
 
 KNOWN_BUGS: list[Bug] = []
@@ -137,8 +160,12 @@ settings.register_profile(
     database=None,
     print_blob=False,
     report_multiple_bugs=False,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large,
-                           HealthCheck.filter_too_much],
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 settings.register_profile(
     "fuzz-postgres",
@@ -153,7 +180,8 @@ POSTGRES = settings.get_profile("fuzz-postgres")
 SCHEMA = build_schema(make_settings("sqlite+aiosqlite:///:memory:"))._schema
 ERROR_INTERFACE = SCHEMA.get_type("Error")
 ERROR_TYPES = (
-    {t.name for t in SCHEMA.get_possible_types(ERROR_INTERFACE)} if isinstance(ERROR_INTERFACE, GraphQLInterfaceType)
+    {t.name for t in SCHEMA.get_possible_types(ERROR_INTERFACE)}
+    if isinstance(ERROR_INTERFACE, GraphQLInterfaceType)
     else set()
 )
 
@@ -205,10 +233,43 @@ def _choices(strings: st.SearchStrategy, *values: Any, rare: int = 30) -> st.Sea
 
 HUGE = 200_000
 SPECIAL_STRINGS = [
-    "", " ", "  toy  ", "\x00", "a\x00b", "toy\x00", "\ud800", "x\udfffy", "toy\udc00", "\u202eevil", "\ufeffbom", "é",
-    "e\u0301", "🦄" * 20, "İı", "ß", "ǅ", "\r\n\t", "\x1b[31m\x7f", "%s%n%x", "'; drop table users; --",
-    "<script>x</script>", "null", "0", "-1", "1e309", "NaN", "{}", "[]", "../../etc/passwd", "a" * 101, "a" * 4097,
-    "a" * HUGE, "\n" * 1000, "日本語のテキスト", "مرحبا", "\x01\x02\x03",
+    "",
+    " ",
+    "  toy  ",
+    "\x00",
+    "a\x00b",
+    "toy\x00",
+    "\ud800",
+    "x\udfffy",
+    "toy\udc00",
+    "\u202eevil",
+    "\ufeffbom",
+    "é",
+    "e\u0301",
+    "🦄" * 20,
+    "İı",
+    "ß",
+    "ǅ",
+    "\r\n\t",
+    "\x1b[31m\x7f",
+    "%s%n%x",
+    "'; drop table users; --",
+    "<script>x</script>",
+    "null",
+    "0",
+    "-1",
+    "1e309",
+    "NaN",
+    "{}",
+    "[]",
+    "../../etc/passwd",
+    "a" * 101,
+    "a" * 4097,
+    "a" * HUGE,
+    "\n" * 1000,
+    "日本語のテキスト",
+    "مرحبا",
+    "\x01\x02\x03",
 ]
 BIG = 2**63  # one past the largest signed 64-bit integer (SQLite's INTEGER; PostgreSQL's INTEGER ends at 2**31)
 KEYWORD = {"callable": "toy_plugin:keyword_model"}
@@ -246,8 +307,7 @@ def string_kinds(s: str) -> set[str]:
 KIND_STRINGS = {
     "lone-surrogates": st.one_of(
         st.sampled_from(["\ud800", "x\udfffy", "toy\udc00", "\udbff\udbff"]),
-        st.tuples(st.text(max_size=5), st.text(st.characters(categories=["Cs"]), min_size=1, max_size=3))
-        .map("".join),
+        st.tuples(st.text(max_size=5), st.text(st.characters(categories=["Cs"]), min_size=1, max_size=3)).map("".join),
     ),
     "nul-chars": st.one_of(
         st.sampled_from(["\x00", "a\x00b", "toy\x00", "\x00" * 10]),
@@ -274,8 +334,11 @@ class Inputs:
         self.known = known_ids or (1,)
         self.excluded = excluded
         specials = [s for s in SPECIAL_STRINGS if not string_kinds(s) & self.excluded]
-        texts = [st.text(max_size=40), st.text(st.characters(max_codepoint=0x1F), min_size=1, max_size=8),
-                 st.text(st.characters(codec="ascii"), max_size=20)]
+        texts = [
+            st.text(max_size=40),
+            st.text(st.characters(max_codepoint=0x1F), min_size=1, max_size=8),
+            st.text(st.characters(codec="ascii"), max_size=20),
+        ]
         if "nul-chars" in self.excluded:
             texts = [t.map(lambda s: s.replace("\x00", "?")) for t in texts]
         parts = [st.sampled_from(specials), *texts]
@@ -296,7 +359,11 @@ class Inputs:
             st.sampled_from(["NaN", "Infinity", "-Infinity", "1.5"]),  # JSON cannot carry NaN; as strings they fail
         )
         self.json_scalars = st.one_of(
-            st.none(), st.booleans(), self.ints, st.floats(allow_nan=False, allow_infinity=False), self.strings,
+            st.none(),
+            st.booleans(),
+            self.ints,
+            st.floats(allow_nan=False, allow_infinity=False),
+            self.strings,
         )
         self.json = st.one_of(
             st.recursive(
@@ -304,16 +371,38 @@ class Inputs:
                 lambda children: st.lists(children, max_size=4) | st.dictionaries(self.keys, children, max_size=4),
                 max_leaves=10,
             ),
-            st.sampled_from([
-                [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
-                {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": {"j": {}}}}}}}}}}},
-                list(range(5000)),
-                {str(i): i for i in range(2000)},
-            ]),
+            st.sampled_from(
+                [
+                    [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]],
+                    {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": {"i": {"j": {}}}}}}}}}}},
+                    list(range(5000)),
+                    {str(i): i for i in range(2000)},
+                ]
+            ),
         )
         numbers = st.one_of(st.sampled_from(self.known), st.integers(1, 40))
-        odd = ["0", "-1", "-5", "999999999", "2147483647", "1.0", "1e3", "abc", "", " 1", "1 ", "+1", "1_0", "١",
-               "٣", "0x10", "00001", "-0", "NaN", "-9223372036854775808"]
+        odd = [
+            "0",
+            "-1",
+            "-5",
+            "999999999",
+            "2147483647",
+            "1.0",
+            "1e3",
+            "abc",
+            "",
+            " 1",
+            "1 ",
+            "+1",
+            "1_0",
+            "١",
+            "٣",
+            "0x10",
+            "00001",
+            "-0",
+            "NaN",
+            "-9223372036854775808",
+        ]
         odd_ids = st.one_of(st.sampled_from(odd), self.strings, st.integers(-(2**62), 0))
         huge = st.one_of(st.integers(2**31, 2**80), st.sampled_from([2**31, 2**63 - 1, BIG, 10**23]))
         huge_ids = st.one_of(huge, huge.map(str))
@@ -347,24 +436,49 @@ class Inputs:
             "weightinput.name": _choices(s, "accuracy", "throughput", "memory", "robustness", "fairness", "r1-test"),
             "after": _choices(s, *cursors, rare=40),
             "tag": _choices(s, "t1", "weather"),
-            "url": _choices(s, "http://127.0.0.1:1/hook", "https://example.invalid/hook", "ftp://example.org/x",
-                            "http://[::1]:1/", "http://169.254.169.254/latest/meta-data", "javascript:alert(1)"),
+            "url": _choices(
+                s,
+                "http://127.0.0.1:1/hook",
+                "https://example.invalid/hook",
+                "ftp://example.org/x",
+                "http://[::1]:1/",
+                "http://169.254.169.254/latest/meta-data",
+                "javascript:alert(1)",
+            ),
             "events": _choices(s, "modelFooled", "exampleCreated", "exampleValidated", "roundChanged", "nope"),
             "name": _choices(s, "fuzz", "kw", "fork one", rare=60),
         }
         self.json_hints: dict[str, st.SearchStrategy] = {
-            "fields": mostly(st.fixed_dictionaries(
-                {"text": mostly(st.sampled_from(["good day", "a bad day", "fine"]), self.json_scalars, 40),
-                 "label": mostly(st.sampled_from(["good", "bad"]), self.json_scalars, 30)},
-                optional={"note": self.json_scalars, "topic": self.json_scalars, "extra": self.json},
-            ), self.json, 25),
-            "config": mostly(st.one_of(
-                st.sampled_from(CONFIGS),
-                st.dictionaries(st.sampled_from(["callable", "url", "model", "timeout_s", "batch_size"]),
-                                self.json_scalars, max_size=3),
-            ), self.json, 20),
-            "contexts": mostly(st.fixed_dictionaries({"topic": mostly(st.just("sports"), self.json_scalars, 50)},
-                                                     optional={"tag": self.json_scalars}), self.json, 30),
+            "fields": mostly(
+                st.fixed_dictionaries(
+                    {
+                        "text": mostly(st.sampled_from(["good day", "a bad day", "fine"]), self.json_scalars, 40),
+                        "label": mostly(st.sampled_from(["good", "bad"]), self.json_scalars, 30),
+                    },
+                    optional={"note": self.json_scalars, "topic": self.json_scalars, "extra": self.json},
+                ),
+                self.json,
+                25,
+            ),
+            "config": mostly(
+                st.one_of(
+                    st.sampled_from(CONFIGS),
+                    st.dictionaries(
+                        st.sampled_from(["callable", "url", "model", "timeout_s", "batch_size"]),
+                        self.json_scalars,
+                        max_size=3,
+                    ),
+                ),
+                self.json,
+                20,
+            ),
+            "contexts": mostly(
+                st.fixed_dictionaries(
+                    {"topic": mostly(st.just("sports"), self.json_scalars, 50)}, optional={"tag": self.json_scalars}
+                ),
+                self.json,
+                30,
+            ),
             "predictions": mostly(label_only, self.json, 30),
             "correctedtarget": mostly(label_only, self.json, 30),
         }
@@ -392,8 +506,11 @@ class Inputs:
         if name == "Upload":
             return self.uploads
         if name == "DateTime":
-            return st.one_of(st.sampled_from(["2024-01-01T00:00:00", "2024-13-45T99:00:00", "0000-00-00", "yesterday"]),
-                             st.datetimes().map(lambda d: d.isoformat()), self.strings)
+            return st.one_of(
+                st.sampled_from(["2024-01-01T00:00:00", "2024-13-45T99:00:00", "0000-00-00", "yesterday"]),
+                st.datetimes().map(lambda d: d.isoformat()),
+                self.strings,
+            )
         return self.json  # a scalar added later: anything goes
 
     def values(self, t: Any, hint: str, parent: str | None = None, depth: int = 0) -> st.SearchStrategy:
@@ -600,8 +717,17 @@ class Fuzz:
     """The app and what the fuzzing aims at. Not a dataclass: Hypothesis would print every field of a failure's
     fixture."""
 
-    def __init__(self, platform: Any, http: httpx.AsyncClient, tokens: dict[str, str | None], usernames: dict[str, str],
-                 known_ids: tuple[int, ...], log: Captured, database: str, ids: dict[str, int]):
+    def __init__(
+        self,
+        platform: Any,
+        http: httpx.AsyncClient,
+        tokens: dict[str, str | None],
+        usernames: dict[str, str],
+        known_ids: tuple[int, ...],
+        log: Captured,
+        database: str,
+        ids: dict[str, int],
+    ):
         self.platform, self.http, self.tokens, self.usernames = platform, http, tokens, usernames
         self.known_ids, self.log, self.database, self.ids = known_ids, log, database, ids
         self.inputs: Inputs | None = None
@@ -614,15 +740,16 @@ class Fuzz:
         query = select(*[select(func.count()).select_from(t).scalar_subquery().label(t.name) for t in tables])
         async with self.platform.db.session() as s:
             row = (await s.execute(query)).one()
-        return dict(zip([t.name for t in tables], row))
+        return dict(zip([t.name for t in tables], row, strict=False))
 
     async def refresh_tokens(self) -> None:
         """A fuzzed revokeApiToken may have revoked one of ours: issue a new one."""
         for role, username in self.usernames.items():
             result = await auth.authenticate(self.platform, self.tokens[role])
             if result.actor is None:
-                _, self.tokens[role] = await auth.create_token(self.platform, Actor.system(), name="fuzz",
-                                                               username=username)
+                _, self.tokens[role] = await auth.create_token(
+                    self.platform, Actor.system(), name="fuzz", username=username
+                )
 
     async def post(self, content: bytes, role: str, content_type: str = "application/json"):
         """(status, headers, body bytes, exception traceback or None)."""
@@ -653,8 +780,16 @@ def _masked_in(node: Any) -> bool:
     return isinstance(node, str) and MASKED in node
 
 
-async def check_request(fuzz: Fuzz, what: str, content: bytes, role: str, *, content_type: str = "application/json",
-                        failed_result: Any = None, read_only: bool = False) -> None:
+async def check_request(
+    fuzz: Fuzz,
+    what: str,
+    content: bytes,
+    role: str,
+    *,
+    content_type: str = "application/json",
+    failed_result: Any = None,
+    read_only: bool = False,
+) -> None:
     """Post one request and check the properties. ``failed_result(body)`` says whether the operation failed;
     ``read_only``: a query, which must not add or remove rows whatever it answers."""
     await fuzz.refresh_tokens()
@@ -666,8 +801,10 @@ async def check_request(fuzz: Fuzz, what: str, content: bytes, role: str, *, con
         tb = exc or fuzz.log.tracebacks()
         raised = [line for line in tb.splitlines() if re.match(r"[A-Za-z_][\w.]*(Error|Exception|Exit)\b", line)]
         last = raised[-1] if raised else ""
-        return (f"{problem}: {last}\n--- request ({role}) ---\n{what}\n--- HTTP {status} ---\n{raw[:2000]!r}\n"
-                f"--- server traceback ---\n{tb or '(none logged)'}")
+        return (
+            f"{problem}: {last}\n--- request ({role}) ---\n{what}\n--- HTTP {status} ---\n{raw[:2000]!r}\n"
+            f"--- server traceback ---\n{tb or '(none logged)'}"
+        )
 
     assert status < 500, report("a 5xx answer")
     try:
@@ -729,8 +866,9 @@ async def fuzz(platform, monkeypatch):
     actors, tokens, usernames = {}, {"anonymous": None, "bad_token": "dfk_not-a-valid-token"}, {}
     for role, admin in (("user", False), ("owner", False), ("admin", True), ("other", False)):
         name = f"fuzz{role}"
-        user = await auth.create_user(platform, system, username=name, email=f"{name}@example.org",
-                                      password=PASSWORD, is_admin=admin)
+        user = await auth.create_user(
+            platform, system, username=name, email=f"{name}@example.org", password=PASSWORD, is_admin=admin
+        )
         actors[role] = Actor(user.id, user.username, user.is_admin)
         _, tokens[role] = await auth.create_token(platform, system, name="fuzz", username=name)
         usernames[role] = name
@@ -739,23 +877,37 @@ async def fuzz(platform, monkeypatch):
     ids = [a.user_id for a in actors.values()]
     written = []
     for i in range(8):
-        outcome = await examples.submit(platform, actors["other"], task_code="toy",
-                                        fields={"text": f"good day {i}", "label": "bad" if i % 2 else "good"})
+        outcome = await examples.submit(
+            platform,
+            actors["other"],
+            task_code="toy",
+            fields={"text": f"good day {i}", "label": "bad" if i % 2 else "good"},
+        )
         written.append(outcome.example.id)
     for example_id in written[:5]:
         await validation.validate(platform, actors["owner"], example_id, "CORRECT")
     mine = await examples.submit(platform, actors["user"], task_code="toy", fields={"text": "mine", "label": "bad"})
     written.append(mine.example.id)
     made = await datasets.build_from_round(platform, actors["owner"], "toy", 1)
-    model, _ = await submissions.submit_model(platform, actors["user"], task_code="toy", name="kw", backend="python",
-                                              config=KEYWORD, published=True)
+    model, _ = await submissions.submit_model(
+        platform, actors["user"], task_code="toy", name="kw", backend="python", config=KEYWORD, published=True
+    )
     proposal = await proposals.propose(platform, actors["user"], code="newtask", name="A new task")
-    fork = await leaderboard_service.save_fork(platform, actors["user"], "toy", "fork", metric_weights=None,
-                                               dataset_weights=None)
+    fork = await leaderboard_service.save_fork(
+        platform, actors["user"], "toy", "fork", metric_weights=None, dataset_weights=None
+    )
     spare, _ = await auth.create_token(platform, system, name="spare", username="fuzzuser")
     context_ids = await context_service.add_contexts(platform, system, "toy", [{"topic": "fuzzing"}])
-    named = {"example": written[5], "mine": mine.example.id, "dataset": made[-1].id, "model": model.id,
-             "proposal": proposal.id, "fork": fork.id, "token": spare.id, "context": context_ids[0]}
+    named = {
+        "example": written[5],
+        "mine": mine.example.id,
+        "dataset": made[-1].id,
+        "model": model.id,
+        "proposal": proposal.id,
+        "fork": fork.id,
+        "token": spare.id,
+        "context": context_ids[0],
+    }
     ids += written + [d.id for d in made] + list(named.values())
     del tokens["other"], usernames["other"]
 
@@ -810,20 +962,45 @@ KIND_VALUES: dict[str, dict[str, Any]] = {
 }
 # Plausible values by field name (lower case; "operation.field" wins), so that each hostile leaf gets past the
 # other checks to where it is stored or looked up.
-BASE_STRINGS = {"taskcode": "toy", "code": "fresh_task", "backend": "python", "username": "fuzzother",
-                "register.username": "newcomer", "password": PASSWORD, "email": "new@example.org",
-                "datasetname": "r1-train", "kind": "robustness", "ensemblerule": "majority", "perturbation": "typo",
-                "url": "http://127.0.0.1:1/hook", "events": "exampleCreated", "status": "PENDING", "name": "fuzzing",
-                "label": "good"}
-BASE_JSON = {"fields": {"text": "good day", "label": "good"}, "config": KEYWORD, "contexts": {"topic": "sports"},
-             "predictions": {"label": "good"}, "correctedtarget": {"label": "bad"}}
+BASE_STRINGS = {
+    "taskcode": "toy",
+    "code": "fresh_task",
+    "backend": "python",
+    "username": "fuzzother",
+    "register.username": "newcomer",
+    "password": PASSWORD,
+    "email": "new@example.org",
+    "datasetname": "r1-train",
+    "kind": "robustness",
+    "ensemblerule": "majority",
+    "perturbation": "typo",
+    "url": "http://127.0.0.1:1/hook",
+    "events": "exampleCreated",
+    "status": "PENDING",
+    "name": "fuzzing",
+    "label": "good",
+}
+BASE_JSON = {
+    "fields": {"text": "good day", "label": "good"},
+    "config": KEYWORD,
+    "contexts": {"topic": "sports"},
+    "predictions": {"label": "good"},
+    "correctedtarget": {"label": "bad"},
+}
 
 
 def _id_for(fuzz: Fuzz, op: Operation, name: str) -> str:
     """A real id for an ID argument, guessed from its name and its operation's."""
     key = name.lower().removesuffix("id") or op.name.lower()
-    for word, kind in (("example", "example"), ("dataset", "dataset"), ("context", "context"), ("fork", "fork"),
-                       ("token", "token"), ("proposal", "proposal"), ("model", "model")):
+    for word, kind in (
+        ("example", "example"),
+        ("dataset", "dataset"),
+        ("context", "context"),
+        ("fork", "fork"),
+        ("token", "token"),
+        ("proposal", "proposal"),
+        ("model", "model"),
+    ):
         if word in key:
             return str(fuzz.ids[kind])
     return str(fuzz.ids["example"])
@@ -838,13 +1015,21 @@ def base_value(fuzz: Fuzz, op: Operation, t: Any, name: str, *, full: bool) -> A
     if isinstance(t, GraphQLEnumType):
         return next(iter(t.values))
     if isinstance(t, GraphQLInputObjectType):
-        return {k: base_value(fuzz, op, f.type, k, full=full) for k, f in t.fields.items()
-                if full or (isinstance(f.type, GraphQLNonNull) and f.default_value is Undefined)}
+        return {
+            k: base_value(fuzz, op, f.type, k, full=full)
+            for k, f in t.fields.items()
+            if full or (isinstance(f.type, GraphQLNonNull) and f.default_value is Undefined)
+        }
     kind = getattr(t, "name", "")
     string = BASE_STRINGS.get(f"{op.name.lower()}.{name.lower()}", BASE_STRINGS.get(name.lower(), "something"))
     return {
-        "String": string, "ID": _id_for(fuzz, op, name), "Int": 1, "Float": 1.0, "Boolean": False,
-        "JSON": BASE_JSON.get(name.lower(), {"key": "value"}), "Upload": "file.jsonl",
+        "String": string,
+        "ID": _id_for(fuzz, op, name),
+        "Int": 1,
+        "Float": 1.0,
+        "Boolean": False,
+        "JSON": BASE_JSON.get(name.lower(), {"key": "value"}),
+        "Upload": "file.jsonl",
     }.get(kind, "x")
 
 
@@ -862,12 +1047,14 @@ def leaves(value: Any, t: Any, name: str, path: tuple = ()):
     elif isinstance(t, GraphQLScalarType) and t.name == "ID":
         yield path, "ID"
     elif isinstance(t, GraphQLScalarType) and t.name == "JSON":
+
         def walk(v, p):
             if isinstance(v, dict):
                 for k, x in v.items():
                     yield from walk(x, p + (k,))
             elif isinstance(v, str):
                 yield p, "JSON"
+
         yield from walk(value, path)
 
 
@@ -895,27 +1082,40 @@ async def sweep_kind(fuzz: Fuzz, kind: str) -> None:
     for op in OPERATIONS:
         minimal = {name: base_value(fuzz, op, a.type, name, full=False) for name, a in op.field.args.items()}
         full = {name: base_value(fuzz, op, a.type, name, full=True) for name, a in op.field.args.items()}
-        args = {name: minimal[name] for name, a in op.field.args.items()
-                if isinstance(a.type, GraphQLNonNull) and a.default_value is Undefined}
-        hostile = [(name, path, values[leaf]) for name, a in op.field.args.items()
-                   for path, leaf in leaves(full[name], a.type, name) if leaf in values]
+        args = {
+            name: minimal[name]
+            for name, a in op.field.args.items()
+            if isinstance(a.type, GraphQLNonNull) and a.default_value is Undefined
+        }
+        hostile = [
+            (name, path, values[leaf])
+            for name, a in op.field.args.items()
+            for path, leaf in leaves(full[name], a.type, name)
+            if leaf in values
+        ]
         for (name, path, bad), role in ((h, r) for h in hostile for r in ("user", "admin")):
-            text, variables = document(op, Case(role, {**args, name: replaced(minimal[name], full[name], path, bad)},
-                                                frozenset()))
+            text, variables = document(
+                op, Case(role, {**args, name: replaced(minimal[name], full[name], path, bad)}, frozenset())
+            )
             content = json.dumps({"query": text, "variables": variables}).encode()
             try:
-                await check_request(fuzz, f"{text}\nvariables = {shorten(variables)!r}", content, role,
-                                    failed_result=_failed(op))
+                await check_request(
+                    fuzz, f"{text}\nvariables = {shorten(variables)!r}", content, role, failed_result=_failed(op)
+                )
             except AssertionError as exc:
                 failing[op.id] = str(exc)
                 break
     unexpected = {op: report for op, report in failing.items() if op not in expected}
-    assert not unexpected, f"{kind} ({INPUT_KINDS[kind]}) breaks operations not listed in its bug:\n\n" + \
-        "\n\n".join(f"== {op}\n{report}" for op, report in unexpected.items())
+    assert not unexpected, f"{kind} ({INPUT_KINDS[kind]}) breaks operations not listed in its bug:\n\n" + "\n\n".join(
+        f"== {op}\n{report}" for op, report in unexpected.items()
+    )
     if failing:
         fixed = sorted(op for op in expected if op not in failing and op.split(".", 1)[1] in _NAMES)
-        pytest.xfail("; ".join(b.reason() for b in bugs) + f" -- still failing: {sorted(failing)}"
-                     + (f"; passing now (remove them from the list): {fixed}" if fixed else ""))
+        pytest.xfail(
+            "; ".join(b.reason() for b in bugs)
+            + f" -- still failing: {sorted(failing)}"
+            + (f"; passing now (remove them from the list): {fixed}" if fixed else "")
+        )
 
 
 _NAMES = {op.name for op in OPERATIONS}
@@ -934,8 +1134,9 @@ async def test_known_bad_inputs_postgres(fuzz, kind):
     await sweep_kind(fuzz, kind)
 
 
-VALID_MUTATION = ("mutation($i: CreateExampleInput!) { createExample(input: $i) { __typename "
-                  "... on Error { message } } }")
+VALID_MUTATION = (
+    "mutation($i: CreateExampleInput!) { createExample(input: $i) { __typename ... on Error { message } } }"
+)
 JSON = "application/json"
 
 
@@ -949,66 +1150,106 @@ MALFORMED: dict[str, st.SearchStrategy] = {
     # bytes that are not UTF-8 (or not JSON at all)
     "binary-body": st.binary(max_size=200).map(lambda b: (b, JSON)),
     # well-formed JSON of the wrong shape
-    "json-shapes": st.sampled_from([
-        b"", b"{", b"null", b"[]", b"\"query\"", b"0", b"true",
-        b'[{"query": "{ me { id } }"}]',  # a batch
-        b'{"query": 5}', b'{"query": null}', b'{"query": ""}', b'{"query": ["{ me { id } }"]}',
-        b'{"query": "{ me { id } }", "variables": [1]}',
-        b'{"query": "{ me { id } }", "variables": "x"}',
-        b'{"query": "{ me { id } }", "variables": 1}',
-        b'{"query": "{ me { id } }", "operationName": 7}',
-        b'{"query": "{ me { id } }", "operationName": "Nope"}',
-        b'{"query": "{ me { id } }", "extensions": "x"}',
-        b'{"query": "{ me { id } }", "extensions": {"persistedQuery": {"sha256Hash": 1}}}',
-        b'{"query": "query A { me { id } } query B { me { id } }"}',
-        b'{"query": "{ me { id } }", "variables": {"a": 1e999999}}',
-        b'{"query": "{ tasks { code } }", "query": "{ me { id } }"}',
-        b'{"query": "\\u0000"}',
-        b'{"query": "\\ud800"}',
-    ]).map(lambda b: (b, JSON)),
+    "json-shapes": st.sampled_from(
+        [
+            b"",
+            b"{",
+            b"null",
+            b"[]",
+            b'"query"',
+            b"0",
+            b"true",
+            b'[{"query": "{ me { id } }"}]',  # a batch
+            b'{"query": 5}',
+            b'{"query": null}',
+            b'{"query": ""}',
+            b'{"query": ["{ me { id } }"]}',
+            b'{"query": "{ me { id } }", "variables": [1]}',
+            b'{"query": "{ me { id } }", "variables": "x"}',
+            b'{"query": "{ me { id } }", "variables": 1}',
+            b'{"query": "{ me { id } }", "operationName": 7}',
+            b'{"query": "{ me { id } }", "operationName": "Nope"}',
+            b'{"query": "{ me { id } }", "extensions": "x"}',
+            b'{"query": "{ me { id } }", "extensions": {"persistedQuery": {"sha256Hash": 1}}}',
+            b'{"query": "query A { me { id } } query B { me { id } }"}',
+            b'{"query": "{ me { id } }", "variables": {"a": 1e999999}}',
+            b'{"query": "{ tasks { code } }", "query": "{ me { id } }"}',
+            b'{"query": "\\u0000"}',
+            b'{"query": "\\ud800"}',
+        ]
+    ).map(lambda b: (b, JSON)),
     # GraphQL documents that are not valid, too deep, too long or too wide
     "documents": st.one_of(
         st.text(max_size=200).map(lambda q: (_body(q), JSON)),
-        st.sampled_from([
-            "{ " + "tasks { rounds { " * 10 + "number" + " } }" * 10 + " }",
-            "{ " + " ".join(f"a{i}: tasks {{ code }}" for i in range(50)) + " }",
-            "{ " + "me { id } " * 3000 + "}",
-            "{ me { id } } # \x00 comment",
-            "{ me { id } }\x00",
-            '{ task(code: "\\ud800") { code } }',
-            "subscription { nope }",
-            "{ __schema { types { name fields { name } } } }",
-            "fragment F on Query { ...F } { ...F }",
-            "query($a: Int = 99999999999) { round(taskCode: \"toy\", number: $a) { number } }",
-        ]).map(lambda q: (_body(q), JSON)),
+        st.sampled_from(
+            [
+                "{ " + "tasks { rounds { " * 10 + "number" + " } }" * 10 + " }",
+                "{ " + " ".join(f"a{i}: tasks {{ code }}" for i in range(50)) + " }",
+                "{ " + "me { id } " * 3000 + "}",
+                "{ me { id } } # \x00 comment",
+                "{ me { id } }\x00",
+                '{ task(code: "\\ud800") { code } }',
+                "subscription { nope }",
+                "{ __schema { types { name fields { name } } } }",
+                "fragment F on Query { ...F } { ...F }",
+                'query($a: Int = 99999999999) { round(taskCode: "toy", number: $a) { number } }',
+            ]
+        ).map(lambda q: (_body(q), JSON)),
     ),
     # other content types, and multipart without the preflight header
-    "content-types": st.sampled_from([
-        (b'{"query": "{ me { id } }"}', "text/plain"),
-        (b"{ me { id } }", "application/graphql"),
-        (b"query={me{id}}", "application/x-www-form-urlencoded"),
-        (b'--x\r\nContent-Disposition: form-data; name="operations"\r\n\r\n{}\r\n--x--\r\n',
-         "multipart/form-data; boundary=x"),
-        (b'{"query": "{ me { id } }"}', ""),
-        (b'{"query": "{ me { id } }"}', "application/json; charset=latin-1"),
-        ("{\"query\": \"{ task(code: \\\"é\\\") { code } }\"}".encode("utf-16"), JSON),
-    ]),
+    "content-types": st.sampled_from(
+        [
+            (b'{"query": "{ me { id } }"}', "text/plain"),
+            (b"{ me { id } }", "application/graphql"),
+            (b"query={me{id}}", "application/x-www-form-urlencoded"),
+            (
+                b'--x\r\nContent-Disposition: form-data; name="operations"\r\n\r\n{}\r\n--x--\r\n',
+                "multipart/form-data; boundary=x",
+            ),
+            (b'{"query": "{ me { id } }"}', ""),
+            (b'{"query": "{ me { id } }"}', "application/json; charset=latin-1"),
+            ('{"query": "{ task(code: \\"é\\") { code } }"}'.encode("utf-16"), JSON),
+        ]
+    ),
     # Python's json module reads NaN and Infinity, which JSON does not have: they reach the resolvers as floats
-    "nan-literals": st.sampled_from([
-        _body(VALID_MUTATION, {"i": {"taskCode": "toy", "fields": {"text": "good", "label": "good",
-                                                                    "note": float("nan")}}}),
-        _body(VALID_MUTATION, {"i": {"taskCode": "toy", "fields": {"text": float("inf"), "label": "good"}}}),
-        _body("mutation($i: AddContextsInput!) { addContexts(input: $i) { __typename } }",
-              {"i": {"taskCode": "toy", "contexts": [{"topic": float("nan")}]}}),
-        _body("query($w: [WeightInput!]) { leaderboard(taskCode: \"toy\", metricWeights: $w) { csv } }",
-              {"w": [{"name": "accuracy", "weight": float("nan")}]}),
-        _body("query($n: Int) { round(taskCode: \"toy\", number: $n) { number } }", {"n": float("inf")}),
-        _body("mutation($i: SubmitModelInput!) { submitModel(input: $i) { __typename } }",
-              {"i": {"taskCode": "toy", "name": "nan", "backend": "python", "config": {**KEYWORD, "x": float("nan")}}}),
-        _body("mutation($i: SetTargetModelsInput!) { setTargetModels(input: $i) { __typename } }",
-              {"i": {"taskCode": "toy", "models": [{"name": "kw", "backend": "python",
-                                                    "config": {**KEYWORD, "x": float("inf")}}]}}),
-    ]).map(lambda b: (b, JSON)),
+    "nan-literals": st.sampled_from(
+        [
+            _body(
+                VALID_MUTATION,
+                {"i": {"taskCode": "toy", "fields": {"text": "good", "label": "good", "note": float("nan")}}},
+            ),
+            _body(VALID_MUTATION, {"i": {"taskCode": "toy", "fields": {"text": float("inf"), "label": "good"}}}),
+            _body(
+                "mutation($i: AddContextsInput!) { addContexts(input: $i) { __typename } }",
+                {"i": {"taskCode": "toy", "contexts": [{"topic": float("nan")}]}},
+            ),
+            _body(
+                'query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) { csv } }',
+                {"w": [{"name": "accuracy", "weight": float("nan")}]},
+            ),
+            _body('query($n: Int) { round(taskCode: "toy", number: $n) { number } }', {"n": float("inf")}),
+            _body(
+                "mutation($i: SubmitModelInput!) { submitModel(input: $i) { __typename } }",
+                {
+                    "i": {
+                        "taskCode": "toy",
+                        "name": "nan",
+                        "backend": "python",
+                        "config": {**KEYWORD, "x": float("nan")},
+                    }
+                },
+            ),
+            _body(
+                "mutation($i: SetTargetModelsInput!) { setTargetModels(input: $i) { __typename } }",
+                {
+                    "i": {
+                        "taskCode": "toy",
+                        "models": [{"name": "kw", "backend": "python", "config": {**KEYWORD, "x": float("inf")}}],
+                    }
+                },
+            ),
+        ]
+    ).map(lambda b: (b, JSON)),
 }
 
 
@@ -1061,29 +1302,57 @@ def _mutation(name: str, input_type: str) -> str:
 
 
 REPRODUCTIONS = [
-    Repro("BUG-1", BOTH, "anonymous", _mutation("login", "LoginInput"),
-          {"i": {"username": "fuzzuser", "password": "correct\ud800 horse battery"}}, op="login"),
+    Repro(
+        "BUG-1",
+        BOTH,
+        "anonymous",
+        _mutation("login", "LoginInput"),
+        {"i": {"username": "fuzzuser", "password": "correct\ud800 horse battery"}},
+        op="login",
+    ),
     Repro("BUG-2", BOTH, "user", "query($id: ID!) { example(id: $id) { id } }", {"id": str(BIG)}, op="example"),
-    Repro("BUG-3", PG_ONLY, "user", _mutation("createApiToken", "CreateApiTokenInput"), {"i": {"name": "a\x00b"}},
-          op="createApiToken"),
+    Repro(
+        "BUG-3",
+        PG_ONLY,
+        "user",
+        _mutation("createApiToken", "CreateApiTokenInput"),
+        {"i": {"name": "a\x00b"}},
+        op="createApiToken",
+    ),
     # the fixture's scoring set r1-test is empty (5 accepted examples split 4 / 1 / 0)
-    Repro("BUG-4", BOTH, "user", _mutation("submitPredictions", "SubmitPredictionsInput"),
-          {"i": {"taskCode": "toy", "name": "empty", "datasetName": "r1-test", "predictions": []}},
-          op="submitPredictions"),
+    Repro(
+        "BUG-4",
+        BOTH,
+        "user",
+        _mutation("submitPredictions", "SubmitPredictionsInput"),
+        {"i": {"taskCode": "toy", "name": "empty", "datasetName": "r1-test", "predictions": []}},
+        op="submitPredictions",
+    ),
     Repro("BUG-5", BOTH, "user", raw=b"\x80"),
     Repro("BUG-6", BOTH, "user", raw=b"null"),
-    Repro("BUG-7", BOTH, "user", _mutation("submitModel", "SubmitModelInput"),
-          {"i": {"taskCode": "toy", "name": "nan", "backend": "python", "config": {**KEYWORD, "x": float("nan")}}},
-          op="submitModel"),
+    Repro(
+        "BUG-7",
+        BOTH,
+        "user",
+        _mutation("submitModel", "SubmitModelInput"),
+        {"i": {"taskCode": "toy", "name": "nan", "backend": "python", "config": {**KEYWORD, "x": float("nan")}}},
+        op="submitModel",
+    ),
 ]
 _BUGS = {b.id: b for b in KNOWN_BUGS}
 
 
 def _repro_params(database: str) -> list:
     return [
-        pytest.param(r, id=r.bug, marks=[pytest.mark.xfail(reason=_BUGS[r.bug].reason(), strict=True,
-                                                          raises=AssertionError)] if r.bug in _BUGS else [])
-        for r in REPRODUCTIONS if database in r.databases
+        pytest.param(
+            r,
+            id=r.bug,
+            marks=[pytest.mark.xfail(reason=_BUGS[r.bug].reason(), strict=True, raises=AssertionError)]
+            if r.bug in _BUGS
+            else [],
+        )
+        for r in REPRODUCTIONS
+        if database in r.databases
     ]
 
 

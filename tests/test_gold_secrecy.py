@@ -8,15 +8,15 @@ answer may hold a sentinel text next to a gold label. Owners, as a control, do s
 
 from __future__ import annotations
 
+import contextlib
 import json
 from typing import Any
 
 import pytest
-from graphql import GraphQLList, GraphQLNonNull, GraphQLScalarType, GraphQLUnionType, GraphQLEnumType
-
+from conftest import register_user
+from graphql import GraphQLEnumType, GraphQLList, GraphQLNonNull, GraphQLScalarType, GraphQLUnionType
 from graphql.pyutils import Undefined
 
-from conftest import register_user
 from dynaforge.api.schema import build_schema
 from dynaforge.db.models import DatasetAccess
 from dynaforge.services import auth, datasets, examples, submissions, tasks, validation
@@ -76,10 +76,8 @@ def _leaks(value: Any) -> list[Any]:
         for v in value:
             found.extend(_leaks(v))
     elif isinstance(value, str) and SENTINEL in value and value.lstrip().startswith(("{", "[")):
-        try:
+        with contextlib.suppress(ValueError):
             found.extend(_leaks(json.loads(value)))
-        except ValueError:
-            pass
     elif isinstance(value, str) and SENTINEL in value and "\n" in value:  # CSV and the like
         found.extend(line for line in value.splitlines() if SENTINEL in line and ("good" in line or "bad" in line))
     return found
@@ -88,36 +86,67 @@ def _leaks(value: Any) -> list[Any]:
 @pytest.fixture
 async def secrets_on_server(platform):
     platform.settings.examples_per_minute = 1000
-    owner = await auth.create_user(platform, Actor.system(), username="owner9", email="o9@example.org",
-                                   password="long enough pw")
+    owner = await auth.create_user(
+        platform, Actor.system(), username="owner9", email="o9@example.org", password="long enough pw"
+    )
     owner = Actor(owner.id, owner.username)
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
-    author = Actor((await auth.create_user(platform, Actor.system(), username="author9", email="a9@example.org",
-                                           password="long enough pw")).id, "author9")
+    author = Actor(
+        (
+            await auth.create_user(
+                platform, Actor.system(), username="author9", email="a9@example.org", password="long enough pw"
+            )
+        ).id,
+        "author9",
+    )
     example_ids = []
     for i in range(6):
-        outcome = await examples.submit(platform, author, task_code="toy",
-                                        fields={"text": f"{SENTINEL}-{i} good", "label": "bad"})
+        outcome = await examples.submit(
+            platform, author, task_code="toy", fields={"text": f"{SENTINEL}-{i} good", "label": "bad"}
+        )
         await validation.validate(platform, owner, outcome.example.id, "CORRECT")
         example_ids.append(str(outcome.example.id))
     made = await datasets.build_from_round(platform, owner, "toy", 1, splits=(("test", 1.0, DatasetAccess.SCORING),))
-    made += await datasets.create_dataset(platform, owner, "toy", "held-back",
-                                          [("row 1", {"text": f"{SENTINEL}-hidden good", "label": "good"})],
-                                          access=DatasetAccess.HIDDEN)
-    builder = Actor((await auth.create_user(platform, Actor.system(), username="builder9", email="b9@example.org",
-                                            password="long enough pw")).id, "builder9")
-    model, _ = await submissions.submit_model(platform, builder, task_code="toy", name="m", backend="python",
-                                              config={"callable": "toy_plugin:keyword_model"}, published=True)
-    return {"ids": {"dataset": [str(d.id) for d in made], "example": example_ids, "model": [str(model.id)]},
-            "owner": owner}
+    made += await datasets.create_dataset(
+        platform,
+        owner,
+        "toy",
+        "held-back",
+        [("row 1", {"text": f"{SENTINEL}-hidden good", "label": "good"})],
+        access=DatasetAccess.HIDDEN,
+    )
+    builder = Actor(
+        (
+            await auth.create_user(
+                platform, Actor.system(), username="builder9", email="b9@example.org", password="long enough pw"
+            )
+        ).id,
+        "builder9",
+    )
+    model, _ = await submissions.submit_model(
+        platform,
+        builder,
+        task_code="toy",
+        name="m",
+        backend="python",
+        config={"callable": "toy_plugin:keyword_model"},
+        published=True,
+    )
+    return {
+        "ids": {"dataset": [str(d.id) for d in made], "example": example_ids, "model": [str(model.id)]},
+        "owner": owner,
+    }
 
 
 async def _walk(gql, token, ids) -> list[Any]:
     schema = build_schema()._schema
     answers = []
     for name, field in schema.query_type.fields.items():
-        required = {a: arg for a, arg in field.args.items()
-                    if isinstance(arg.type, GraphQLNonNull) and arg.default_value is Undefined}
+        required = {
+            a: arg
+            for a, arg in field.args.items()
+            if isinstance(arg.type, GraphQLNonNull) and arg.default_value is Undefined
+        }
         combos = [{}]
         for arg_name, arg in required.items():
             type_name = _unwrap(arg.type).name
@@ -125,7 +154,7 @@ async def _walk(gql, token, ids) -> list[Any]:
         declared = ", ".join(f"${a}: {str(arg.type)}" for a, arg in required.items())
         passed = ", ".join(f"{a}: ${a}" for a in required)
         selection = _selection(field.type, DEPTH)
-        query = (f"query{f'({declared})' if declared else ''} {{ {name}{f'({passed})' if passed else ''} {selection} }}")
+        query = f"query{f'({declared})' if declared else ''} {{ {name}{f'({passed})' if passed else ''} {selection} }}"
         for variables in combos:
             body = await gql(query, variables, token=token, expect_errors=True)
             answers.append(body.get("data"))

@@ -19,11 +19,7 @@ SPEC_MARKER = "dynaforge_spec"  # the attribute pluggy's HookspecMarker("dynafor
 
 
 def hook_specs() -> dict[str, object]:
-    return {
-        name: obj
-        for name, obj in vars(hookspecs).items()
-        if inspect.isfunction(obj) and hasattr(obj, SPEC_MARKER)
-    }
+    return {name: obj for name, obj in vars(hookspecs).items() if inspect.isfunction(obj) and hasattr(obj, SPEC_MARKER)}
 
 
 HOOKS = sorted(hook_specs())

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import PG_SERVER, _admin_execute, make_settings, real_data
 from sqlalchemy import func, select
 
-from conftest import PG_SERVER, _admin_execute, make_settings, real_data
 from dynaforge import (
     ChoiceField,
     ImportedExample,
@@ -28,9 +28,9 @@ from dynaforge import (
     SkippedRow,
     Task,
     TextField,
+    cli,
     hookimpl,
 )
-from dynaforge import cli
 from dynaforge.db.engine import Database
 from dynaforge.db.models import Example, ExampleStatus, Round, RoundUserStats, TaskRow, User
 from dynaforge.defaults.importers import JsonlImporter
@@ -50,12 +50,31 @@ TASKS = {"nli", "qa", "sentiment", "hatespeech"}
 ANLI_HEADER = ["context", "statement", "reason", "adversary_pred", "gold_label", "uid"]
 ANLI_ROWS = [
     # The first premise spans two lines of the file, so the second row starts on line 4.
-    ["The orchard on the hill has forty apple trees and six pear trees.\nThe same farmer planted all of them in 1990.",
-     "The farmer planted more apple trees than pear trees.", "It has to compare two counts.", "c", "e", "t-1"],
-    ["Ravi closed the bookshop at six, an hour earlier than usual, because the street had flooded.",
-     "On a normal day the bookshop closes at seven.", "", "e", "Entailment", "t-2"],
-    ["The choir rehearses on Tuesdays in the chapel, except in August when the chapel roof is repaired.",
-     "The choir rehearsed in the chapel last August.", "The August exception is easy to miss.", "n", "c", "t-3"],
+    [
+        "The orchard on the hill has forty apple trees and six pear trees.\nThe same farmer planted all of them in "
+        "1990.",
+        "The farmer planted more apple trees than pear trees.",
+        "It has to compare two counts.",
+        "c",
+        "e",
+        "t-1",
+    ],
+    [
+        "Ravi closed the bookshop at six, an hour earlier than usual, because the street had flooded.",
+        "On a normal day the bookshop closes at seven.",
+        "",
+        "e",
+        "Entailment",
+        "t-2",
+    ],
+    [
+        "The choir rehearses on Tuesdays in the chapel, except in August when the chapel roof is repaired.",
+        "The choir rehearsed in the chapel last August.",
+        "The August exception is easy to miss.",
+        "n",
+        "c",
+        "t-3",
+    ],
 ]
 
 PASSAGE = (
@@ -85,8 +104,12 @@ def squad_file(folder: Path, *, version: str | None = "v2.0") -> Path:
     # A question with two answers: the first one is the span.
     first[0]["answers"].append({"text": "in 1989", "answer_start": PASSAGE.index("in 1989")})
     second = [qa("q4", "How long does the crossing take?", "eleven minutes", passage=SECOND_PASSAGE)]
-    data = {"data": [{"title": "Corran", "paragraphs": [{"context": PASSAGE, "qas": first}]},
-                     {"title": "Dallow", "paragraphs": [{"context": SECOND_PASSAGE, "qas": second}]}]}
+    data = {
+        "data": [
+            {"title": "Corran", "paragraphs": [{"context": PASSAGE, "qas": first}]},
+            {"title": "Dallow", "paragraphs": [{"context": SECOND_PASSAGE, "qas": second}]},
+        ]
+    }
     if version is not None:
         data["version"] = version
     path = folder / "squad.json"
@@ -106,7 +129,15 @@ SST_TEXT = (
 DAVIDSON_HEADER = ["id", "count", "hate_speech", "offensive_language", "neither", "class", "tweet"]
 DAVIDSON_ROWS = [
     ["1", "4", "3", "1", "0", "0", "placeholder text for a row the annotators called hate speech"],
-    ["2", "3", "0", "2", "1", "1", "RT @river_fan: this referee is a clown &amp; so is his brother http://example.org/x"],
+    [
+        "2",
+        "3",
+        "0",
+        "2",
+        "1",
+        "1",
+        "RT @river_fan: this referee is a clown &amp; so is his brother http://example.org/x",
+    ],
     ["3", "3", "0", "0", "3", "2", "the pie at the match was great &amp;#128514; #derbyday"],
 ]
 
@@ -122,15 +153,34 @@ def write_csv(path: Path, header: list[str], rows: list[list[str]]) -> Path:
 def export_line(fields: dict, **overrides) -> str:
     """One line of Dynaforge's JSONL export (``dynaforge.example/1``) with invented values."""
     record = {
-        "format": "dynaforge.example/1", "id": 12, "task": "nli", "round": 1, "status": "ACCEPTED",
-        "fields": fields, "tag": "numbers", "context_id": 4, "fooled": True,
+        "format": "dynaforge.example/1",
+        "id": 12,
+        "task": "nli",
+        "round": 1,
+        "status": "ACCEPTED",
+        "fields": fields,
+        "tag": "numbers",
+        "context_id": 4,
+        "fooled": True,
         "prediction": {"label": "neutral", "probabilities": {"entailment": 0.2, "neutral": 0.7, "contradiction": 0.1}},
-        "model_predictions": [{"model": "minilm-nli", "prediction": {"label": "neutral"}, "fooled": True,
-                               "latency_ms": 12.5}],
-        "author": "0123456789abcdef", "time_taken_ms": 1200, "created_at": "2026-01-02T03:04:05+00:00",
-        "votes": {"correct": 2, "incorrect": 1, "flagged": 0}, "flag_reason": None,
-        "validations": [{"validator": "fedcba9876543210", "label": "CORRECT", "corrected_target": None,
-                         "reason": None, "by_owner": False, "created_at": "2026-01-02T04:00:00+00:00"}],
+        "model_predictions": [
+            {"model": "minilm-nli", "prediction": {"label": "neutral"}, "fooled": True, "latency_ms": 12.5}
+        ],
+        "author": "0123456789abcdef",
+        "time_taken_ms": 1200,
+        "created_at": "2026-01-02T03:04:05+00:00",
+        "votes": {"correct": 2, "incorrect": 1, "flagged": 0},
+        "flag_reason": None,
+        "validations": [
+            {
+                "validator": "fedcba9876543210",
+                "label": "CORRECT",
+                "corrected_target": None,
+                "reason": None,
+                "by_owner": False,
+                "created_at": "2026-01-02T04:00:00+00:00",
+            }
+        ],
     }
     record.update(overrides)
     return json.dumps(record)
@@ -148,14 +198,32 @@ def jsonl_text() -> str:
     rejected = dict(NLI_FIELDS, hypothesis="The east wing is older than the west wing.", label="contradiction")
     rejected.pop("reason")
     flagged = dict(NLI_FIELDS, hypothesis="The museum has exactly two wings.", label="neutral")
-    return "\n".join([
-        export_line(NLI_FIELDS),
-        "",
-        export_line(rejected, status="REJECTED", fooled=False, tag=None, time_taken_ms=None,
-                    votes={"correct": 0, "incorrect": 3, "flagged": 0}),
-        export_line(flagged, status="FLAGGED", fooled=None, prediction=None, model_predictions=[],
-                    votes={"correct": 0, "incorrect": 0, "flagged": 2}, flag_reason="ambiguous wording"),
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                export_line(NLI_FIELDS),
+                "",
+                export_line(
+                    rejected,
+                    status="REJECTED",
+                    fooled=False,
+                    tag=None,
+                    time_taken_ms=None,
+                    votes={"correct": 0, "incorrect": 3, "flagged": 0},
+                ),
+                export_line(
+                    flagged,
+                    status="FLAGGED",
+                    fooled=None,
+                    prediction=None,
+                    model_predictions=[],
+                    votes={"correct": 0, "incorrect": 0, "flagged": 2},
+                    flag_reason="ambiguous wording",
+                ),
+            ]
+        )
+        + "\n"
+    )
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -169,8 +237,12 @@ def installed() -> Plugins:
 
 
 def make_platform(db, db_url, plugins: Plugins) -> Platform:
-    return Platform.create(make_settings(db_url), db=db, plugins=plugins,
-                           inference=LocalInferenceClient(plugins.registry.backends, timeout_s=1.0))
+    return Platform.create(
+        make_settings(db_url),
+        db=db,
+        plugins=plugins,
+        inference=LocalInferenceClient(plugins.registry.backends, timeout_s=1.0),
+    )
 
 
 @pytest.fixture
@@ -217,8 +289,9 @@ async def assert_counters_match_recount(p: Platform) -> None:
 
 
 async def add_user(p: Platform, name: str) -> Actor:
-    user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org",
-                                  password="a long enough password")
+    user = await auth.create_user(
+        p, Actor.system(), username=name, email=f"{name}@example.org", password="a long enough password"
+    )
     return Actor(user.id, user.username)
 
 
@@ -228,7 +301,11 @@ async def add_user(p: Platform, name: str) -> Actor:
 def test_register_importers_core_and_bundled_plugins(installed):
     importers = installed.registry.importers
     assert {name: i.task_code for name, i in importers.items()} == {
-        "jsonl": None, "anli": "nli", "squad": "qa", "sst": "sentiment", "davidson": "hatespeech",
+        "jsonl": None,
+        "anli": "nli",
+        "squad": "qa",
+        "sst": "sentiment",
+        "davidson": "hatespeech",
     }
     assert installed.registry.owners[("importers", "jsonl")] == "dynaforge.defaults.importers"
     assert installed.registry.owners[("importers", "anli")] == "nli"
@@ -282,14 +359,20 @@ def test_register_importers_docs_example_reads_its_csv(tmp_path):
         code = "formality"
         name = "Formality"
         labels = ("formal", "informal")
-        fields = (TextField(name="situation", role=Role.CONTEXT), TextField(name="sentence", role=Role.INPUT),
-                  ChoiceField(name="label", role=Role.TARGET))
+        fields = (
+            TextField(name="situation", role=Role.CONTEXT),
+            TextField(name="sentence", role=Role.INPUT),
+            ChoiceField(name="label", role=Role.TARGET),
+        )
 
     collected = []
     namespace["register_importers"](collected.append)
     [importer] = collected
-    path = write_csv(tmp_path / "f.csv", ["situation", "sentence", "register"],
-                     [["A note to a neighbour.", "Hey, got a sec?", "I"], ["A cover letter.", "Dear Sir", "X"]])
+    path = write_csv(
+        tmp_path / "f.csv",
+        ["situation", "sentence", "register"],
+        [["A note to a neighbour.", "Hey, got a sec?", "I"], ["A cover letter.", "Dear Sir", "X"]],
+    )
     first, second = read_all(importer, path, Formality())
     assert first.fields == {"situation": "A note to a neighbour.", "sentence": "Hey, got a sec?", "label": "informal"}
     assert isinstance(second, InvalidInput) and second.field_errors[0].field == "line 3"
@@ -306,7 +389,9 @@ def test_anli_reads_labels_reasons_and_the_adversary(tmp_path, installed):
     assert [i.fields["label"] for i in items] == ["entailment", "entailment", "contradiction"]
     assert [i.fooled for i in items] == [True, False, True]
     assert [i.prediction for i in items] == [{"label": "contradiction"}, {"label": "entailment"}, {"label": "neutral"}]
-    assert items[0].model_predictions == [{"model": "adversary", "prediction": {"label": "contradiction"}, "fooled": True}]
+    assert items[0].model_predictions == [
+        {"model": "adversary", "prediction": {"label": "contradiction"}, "fooled": True}
+    ]
     assert items[0].fields["reason"] == "It has to compare two counts." and "reason" not in items[1].fields
     assert items[0].fields["premise"] == ANLI_ROWS[0][0]
     assert all(i.status == "ACCEPTED" for i in items)
@@ -375,18 +460,27 @@ def test_davidson_maps_classes_normalises_tweets_and_counts_votes(tmp_path, inst
     path = write_csv(tmp_path / "davidson.csv", DAVIDSON_HEADER, DAVIDSON_ROWS)
     hate, offensive, neither = read_all(installed.registry.importers["davidson"], path, task)
     assert hate.fields == {"statement": DAVIDSON_ROWS[0][6], "label": "hateful"}
-    assert offensive.fields == {"statement": "@user: this referee is a clown & so is his brother http",
-                                "label": "not_hateful", "type": "none"}
+    assert offensive.fields == {
+        "statement": "@user: this referee is a clown & so is his brother http",
+        "label": "not_hateful",
+        "type": "none",
+    }
     assert neither.fields["statement"] == "the pie at the match was great \N{FACE WITH TEARS OF JOY} derbyday"
     assert [(i.votes_correct, i.votes_incorrect) for i in (hate, offensive, neither)] == [(3, 1), (3, 0), (3, 0)]
     assert all(i.fooled is None for i in (hate, offensive, neither))
     for item in (hate, offensive, neither):
         task.validate_example(item.fields, None)
 
-    bad = write_csv(tmp_path / "bad.csv", DAVIDSON_HEADER,
-                    [["4", "3", "1", "1", "0", "0", "counts that do not add up"], ["5", "3", "0", "3", "0", "7", "odd class"]])
+    bad = write_csv(
+        tmp_path / "bad.csv",
+        DAVIDSON_HEADER,
+        [["4", "3", "1", "1", "0", "0", "counts that do not add up"], ["5", "3", "0", "3", "0", "7", "odd class"]],
+    )
     errors = read_all(installed.registry.importers["davidson"], bad, task)
-    assert [(e.field_errors[0].field, e.field_errors[0].rule) for e in errors] == [("line 2", "votes"), ("line 3", "label")]
+    assert [(e.field_errors[0].field, e.field_errors[0].rule) for e in errors] == [
+        ("line 2", "votes"),
+        ("line 3", "label"),
+    ]
     plain = write_csv(tmp_path / "plain.csv", ["class", "tweet"], [["2", "just a tweet about lunch"]])
     [item] = read_all(installed.registry.importers["davidson"], plain, task)
     assert (item.votes_correct, item.votes_incorrect) == (0, 0)
@@ -404,16 +498,25 @@ def test_jsonl_reads_the_export_format_and_names_bad_lines(tmp_path, installed):
     assert (rejected.status, rejected.fooled, rejected.tag) == ("REJECTED", False, None)
     assert (flagged.status, flagged.votes_flagged, flagged.flag_reason) == ("FLAGGED", 2, "ambiguous wording")
 
-    path.write_text("\n".join([
-        "{not json",
-        json.dumps({"format": "something/else"}),
-        export_line(NLI_FIELDS, task="qa"),
-        export_line(NLI_FIELDS, fooled="yes", votes={"correct": -1}),
-        "[1, 2]",
-    ]), encoding="utf-8")
+    path.write_text(
+        "\n".join(
+            [
+                "{not json",
+                json.dumps({"format": "something/else"}),
+                export_line(NLI_FIELDS, task="qa"),
+                export_line(NLI_FIELDS, fooled="yes", votes={"correct": -1}),
+                "[1, 2]",
+            ]
+        ),
+        encoding="utf-8",
+    )
     errors = read_all(installed.registry.importers["jsonl"], path, task)
     assert [(e.field_errors[0].field, e.field_errors[0].rule) for e in errors] == [
-        ("line 1", "json"), ("line 2", "format"), ("line 3", "task"), ("line 4", "format"), ("line 5", "json"),
+        ("line 1", "json"),
+        ("line 2", "format"),
+        ("line 3", "task"),
+        ("line 4", "format"),
+        ("line 5", "json"),
     ]
     assert "import it into 'qa'" in errors[2].message
     assert "fooled must be true, false" in errors[3].message and "votes.correct" in errors[3].message
@@ -456,12 +559,26 @@ def fixture_file(folder: Path, fmt: str) -> Path:
 
 # format -> (task, examples, skipped, [(status, fooled, (correct, incorrect, flagged))] per stored example)
 CASES = {
-    "anli": ("nli", 3, 0, [("ACCEPTED", True, (0, 0, 0)), ("ACCEPTED", False, (0, 0, 0)), ("ACCEPTED", True, (0, 0, 0))]),
+    "anli": (
+        "nli",
+        3,
+        0,
+        [("ACCEPTED", True, (0, 0, 0)), ("ACCEPTED", False, (0, 0, 0)), ("ACCEPTED", True, (0, 0, 0))],
+    ),
     "squad": ("qa", 3, 1, [("ACCEPTED", None, (0, 0, 0))] * 3),
     "sst": ("sentiment", 3, 1, [("ACCEPTED", None, (0, 0, 0))] * 3),
-    "davidson": ("hatespeech", 3, 0, [("ACCEPTED", None, (3, 1, 0)), ("ACCEPTED", None, (3, 0, 0)),
-                                      ("ACCEPTED", None, (3, 0, 0))]),
-    "jsonl": ("nli", 3, 0, [("ACCEPTED", True, (2, 1, 0)), ("REJECTED", False, (0, 3, 0)), ("FLAGGED", None, (0, 0, 2))]),
+    "davidson": (
+        "hatespeech",
+        3,
+        0,
+        [("ACCEPTED", None, (3, 1, 0)), ("ACCEPTED", None, (3, 0, 0)), ("ACCEPTED", None, (3, 0, 0))],
+    ),
+    "jsonl": (
+        "nli",
+        3,
+        0,
+        [("ACCEPTED", True, (2, 1, 0)), ("REJECTED", False, (0, 3, 0)), ("FLAGGED", None, (0, 0, 2))],
+    ),
 }
 
 
@@ -470,18 +587,26 @@ async def test_import_stores_every_example_and_counters_match_recount(platform, 
     code, count, skipped, expected = CASES[fmt]
     task = platform.plugins.task(code)
     seen = []
-    report = await imports.import_examples(platform, Actor.system(), task_code=code, format=fmt,
-                                           path=fixture_file(tmp_path, fmt), progress=lambda *a: seen.append(a))
+    report = await imports.import_examples(
+        platform,
+        Actor.system(),
+        task_code=code,
+        format=fmt,
+        path=fixture_file(tmp_path, fmt),
+        progress=lambda *a: seen.append(a),
+    )
     assert (report.task_code, report.format, report.count, report.round_number) == (code, fmt, count, 1)
     assert report.username == "importer" and report.skipped_count == skipped
     assert seen[-1] == ("importing", count, count) and seen[0][0] == "checking"
 
     rows = await stored(platform, code)
-    assert [(e.status, e.fooled, (e.validations_correct, e.validations_incorrect, e.validations_flagged))
-            for e in rows] == expected
+    assert [
+        (e.status, e.fooled, (e.validations_correct, e.validations_incorrect, e.validations_flagged)) for e in rows
+    ] == expected
     for e in rows:
         assert e.context_id is None and e.validations_total == sum(
-            (e.validations_correct, e.validations_incorrect, e.validations_flagged))
+            (e.validations_correct, e.validations_incorrect, e.validations_flagged)
+        )
         # The context's fields are stored in the example (PostgreSQL's JSONB does not keep key order), and the whole
         # passes the task's validation.
         required_context = {f.name for f in task.fields_with(Role.CONTEXT) if f.required}
@@ -500,8 +625,9 @@ async def test_import_stores_every_example_and_counters_match_recount(platform, 
 
 
 async def test_import_keeps_what_the_jsonl_records(platform, tmp_path):
-    await imports.import_examples(platform, Actor.system(), task_code="nli", format="jsonl",
-                                  path=fixture_file(tmp_path, "jsonl"))
+    await imports.import_examples(
+        platform, Actor.system(), task_code="nli", format="jsonl", path=fixture_file(tmp_path, "jsonl")
+    )
     first, rejected, flagged = await stored(platform, "nli")
     assert first.fields == NLI_FIELDS
     assert first.prediction["label"] == "neutral" and first.model_predictions[0]["latency_ms"] == 12.5
@@ -516,21 +642,33 @@ async def test_import_of_a_bad_file_reports_each_bad_line_and_writes_nothing(pla
     path = tmp_path / "bad.jsonl"
     wrong_label = dict(NLI_FIELDS, label="maybe")
     no_premise = {k: v for k, v in NLI_FIELDS.items() if k != "premise"}
-    path.write_text("\n".join([
-        export_line(NLI_FIELDS),
-        "{broken",
-        export_line(NLI_FIELDS),
-        export_line(wrong_label),
-        export_line(NLI_FIELDS, status="PENDING_PREDICTION", fooled=None, prediction=None),
-        export_line(no_premise, status="DONE"),
-        export_line(NLI_FIELDS, task="sentiment"),
-    ]) + "\n", encoding="utf-8")
+    path.write_text(
+        "\n".join(
+            [
+                export_line(NLI_FIELDS),
+                "{broken",
+                export_line(NLI_FIELDS),
+                export_line(wrong_label),
+                export_line(NLI_FIELDS, status="PENDING_PREDICTION", fooled=None, prediction=None),
+                export_line(no_premise, status="DONE"),
+                export_line(NLI_FIELDS, task="sentiment"),
+            ]
+        )
+        + "\n",
+        encoding="utf-8",
+    )
     before = await example_count(platform)
     with pytest.raises(InvalidInput) as caught:
         await imports.import_examples(platform, Actor.system(), task_code="nli", format="jsonl", path=path)
     errors = [(e.field, e.rule) for e in caught.value.field_errors]
-    assert errors == [("line 2", "json"), ("line 4", "choice"), ("line 5", "status"), ("line 6", "required"),
-                      ("line 6", "status"), ("line 7", "task")]
+    assert errors == [
+        ("line 2", "json"),
+        ("line 4", "choice"),
+        ("line 5", "status"),
+        ("line 6", "required"),
+        ("line 6", "status"),
+        ("line 7", "task"),
+    ]
     message = caught.value.message
     assert message.startswith("Nothing was imported: 5 record(s) of bad.jsonl")
     assert "line 4: field label: must be one of entailment, neutral, contradiction; got 'maybe'" in message
@@ -555,12 +693,14 @@ async def test_import_reports_at_most_fifty_errors(platform, tmp_path):
 async def test_import_refuses_empty_and_missing_files(platform, tmp_path):
     (tmp_path / "only.tsv").write_text("sentence\tlabel\nok\t1\n", encoding="utf-8")
     with pytest.raises(InvalidInput, match="holds no example for task sentiment") as caught:
-        await imports.import_examples(platform, Actor.system(), task_code="sentiment", format="sst",
-                                      path=tmp_path / "only.tsv")
+        await imports.import_examples(
+            platform, Actor.system(), task_code="sentiment", format="sst", path=tmp_path / "only.tsv"
+        )
     assert "1 record(s) skipped" in caught.value.message
     with pytest.raises(InvalidInput, match="is not a file"):
-        await imports.import_examples(platform, Actor.system(), task_code="sentiment", format="sst",
-                                      path=tmp_path / "absent.tsv")
+        await imports.import_examples(
+            platform, Actor.system(), task_code="sentiment", format="sst", path=tmp_path / "absent.tsv"
+        )
 
 
 class FlakyImporter(Importer):
@@ -577,8 +717,9 @@ class FlakyImporter(Importer):
         for i in range(1200):
             if self.passes == 2 and i == 1100:
                 raise row_error(f"line {i + 1}", "changed", "was rewritten while the import ran")
-            yield ImportedExample(fields={"statement": f"invented statement {i}", "label": "positive"},
-                                  location=f"line {i + 1}")
+            yield ImportedExample(
+                fields={"statement": f"invented statement {i}", "label": "positive"}, location=f"line {i + 1}"
+            )
 
 
 class GrowingImporter(Importer):
@@ -593,14 +734,19 @@ class GrowingImporter(Importer):
     def read(self, path, task):
         self.passes += 1
         for i in range(600 + self.passes):
-            yield ImportedExample(fields={"statement": f"invented statement {i}", "label": "negative"},
-                                  location=f"line {i + 1}")
+            yield ImportedExample(
+                fields={"statement": f"invented statement {i}", "label": "negative"}, location=f"line {i + 1}"
+            )
 
 
-@pytest.mark.parametrize(("make", "message"), [
-    (FlakyImporter, "changed during the import; nothing was imported"),
-    (GrowingImporter, "held 601 examples when it was checked and 602 when it was imported"),
-], ids=["error-in-second-pass", "more-rows-in-second-pass"])
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (FlakyImporter, "changed during the import; nothing was imported"),
+        (GrowingImporter, "held 601 examples when it was checked and 602 when it was imported"),
+    ],
+    ids=["error-in-second-pass", "more-rows-in-second-pass"],
+)
 async def test_import_failing_half_way_leaves_nothing(db, db_url, tmp_path, make, message):
     importer = make()
 
@@ -615,8 +761,9 @@ async def test_import_failing_half_way_leaves_nothing(db, db_url, tmp_path, make
     (tmp_path / "any").write_text("", encoding="utf-8")
     try:
         with pytest.raises(InvalidInput, match=message):
-            await imports.import_examples(p, Actor.system(), task_code="sentiment", format=importer.name,
-                                          path=tmp_path / "any")
+            await imports.import_examples(
+                p, Actor.system(), task_code="sentiment", format=importer.name, path=tmp_path / "any"
+            )
         assert importer.passes == 2
         assert await example_count(p) == 0
         async with p.db.session() as s:
@@ -652,10 +799,17 @@ async def test_import_only_by_owners_and_admins(platform, tmp_path):
     await tasks.grant_ownership(platform, Actor.system(), "sentiment", olga.user_id)
     report = await imports.import_examples(platform, olga, task_code="sentiment", format="sst", path=path)
     assert report.count == 3
-    admin = await auth.create_user(platform, Actor.system(), username="ada", email="ada@example.org",
-                                   password="a long enough password", is_admin=True)
-    report = await imports.import_examples(platform, Actor(admin.id, "ada", is_admin=True), task_code="sentiment",
-                                           format="sst", path=path)
+    admin = await auth.create_user(
+        platform,
+        Actor.system(),
+        username="ada",
+        email="ada@example.org",
+        password="a long enough password",
+        is_admin=True,
+    )
+    report = await imports.import_examples(
+        platform, Actor(admin.id, "ada", is_admin=True), task_code="sentiment", format="sst", path=path
+    )
     assert report.count == 3 and await example_count(platform) == 6
 
 
@@ -665,8 +819,9 @@ async def test_import_into_a_named_round_as_a_named_user(platform, tmp_path):
     async with platform.db.write() as s:
         task_id = await s.scalar(select(TaskRow.id).where(TaskRow.code == "nli"))
         s.add(Round(task_id=task_id, number=2, secret="0" * 64))
-    report = await imports.import_examples(platform, Actor.system(), task_code="nli", format="anli", path=path,
-                                           round_number=1, username="annotator7")
+    report = await imports.import_examples(
+        platform, Actor.system(), task_code="nli", format="anli", path=path, round_number=1, username="annotator7"
+    )
     assert (report.round_number, report.username, report.count) == (1, "annotator7", 3)
     report = await imports.import_examples(platform, Actor.system(), task_code="nli", format="anli", path=path)
     assert (report.round_number, report.username) == (2, "importer")  # the current round by default
@@ -678,21 +833,25 @@ async def test_import_into_a_named_round_as_a_named_user(platform, tmp_path):
     assert (stats.collected, stats.fooled, stats.accepted, stats.verified_fooled) == (3, 2, 3, 2)
 
     with pytest.raises(NotFound, match="no round 9; its rounds are: 1, 2"):
-        await imports.import_examples(platform, Actor.system(), task_code="nli", format="anli", path=path,
-                                      round_number=9)
+        await imports.import_examples(
+            platform, Actor.system(), task_code="nli", format="anli", path=path, round_number=9
+        )
     with pytest.raises(NotFound, match="No user named 'nobody'"):
-        await imports.import_examples(platform, Actor.system(), task_code="nli", format="anli", path=path,
-                                      username="nobody")
+        await imports.import_examples(
+            platform, Actor.system(), task_code="nli", format="anli", path=path, username="nobody"
+        )
 
 
 async def test_the_importer_account_cannot_sign_in_nor_be_a_person(platform, tmp_path):
-    await imports.import_examples(platform, Actor.system(), task_code="sentiment", format="sst",
-                                  path=fixture_file(tmp_path, "sst"))
+    await imports.import_examples(
+        platform, Actor.system(), task_code="sentiment", format="sst", path=fixture_file(tmp_path, "sst")
+    )
     with pytest.raises(InvalidCredentials):
         await auth.login(platform, username="importer", password=imports.UNUSABLE_PASSWORD)
     # A second import reuses the account.
-    await imports.import_examples(platform, Actor.system(), task_code="sentiment", format="sst",
-                                  path=fixture_file(tmp_path, "sst"))
+    await imports.import_examples(
+        platform, Actor.system(), task_code="sentiment", format="sst", path=fixture_file(tmp_path, "sst")
+    )
     async with platform.db.session() as s:
         assert await s.scalar(select(func.count()).select_from(User).where(User.username == "importer")) == 1
 
@@ -700,8 +859,9 @@ async def test_the_importer_account_cannot_sign_in_nor_be_a_person(platform, tmp
 async def test_a_person_called_importer_is_never_made_the_author(platform, tmp_path):
     await add_user(platform, "importer")
     with pytest.raises(Forbidden, match="belongs to a person"):
-        await imports.import_examples(platform, Actor.system(), task_code="sentiment", format="sst",
-                                      path=fixture_file(tmp_path, "sst"))
+        await imports.import_examples(
+            platform, Actor.system(), task_code="sentiment", format="sst", path=fixture_file(tmp_path, "sst")
+        )
     assert await example_count(platform) == 0
 
 
@@ -739,35 +899,45 @@ def test_cli_import(fresh_url, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
 
     path = fixture_file(tmp_path, "sst")
-    result = runner.invoke(cli.main, ["import", "--task", "sentiment", "--format", "sst", str(path),
-                                      "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main, ["import", "--task", "sentiment", "--format", "sst", str(path), "--database-url", fresh_url]
+    )
     assert result.exit_code == 0, result.output
     assert "imported 3 examples into round 1 of sentiment (format sst, author importer)" in result.output
     assert "skipped 1: phrase fragment shorter than the 3 characters a statement needs" in result.output
 
-    result = runner.invoke(cli.main, ["import", "--task", "sentiment", "--format", "anli", str(path),
-                                      "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main, ["import", "--task", "sentiment", "--format", "anli", str(path), "--database-url", fresh_url]
+    )
     assert result.exit_code == 1
-    assert "importer 'anli' reads data for task nli, not sentiment; the importers for task sentiment are: jsonl, sst" \
+    assert (
+        "importer 'anli' reads data for task nli, not sentiment; the importers for task sentiment are: jsonl, sst"
         in result.output
-    result = runner.invoke(cli.main, ["import", "--task", "nli", "--format", "nope", str(path),
-                                      "--database-url", fresh_url])
+    )
+    result = runner.invoke(
+        cli.main, ["import", "--task", "nli", "--format", "nope", str(path), "--database-url", fresh_url]
+    )
     assert result.exit_code == 1 and "the importers for task nli are: anli, jsonl" in result.output
 
     bad = tmp_path / "bad.tsv"
     bad.write_text("sentence\tlabel\nfine words here\t1\nno label\nanother one\t5\n", encoding="utf-8")
-    result = runner.invoke(cli.main, ["import", "--task", "sentiment", "--format", "sst", str(bad),
-                                      "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main, ["import", "--task", "sentiment", "--format", "sst", str(bad), "--database-url", fresh_url]
+    )
     assert result.exit_code == 1
     assert "Nothing was imported; fix these records and import the file again:" in result.output
     assert "  line 3: expected 'sentence<TAB>0' or 'sentence<TAB>1'" in result.output
     assert "  line 4: expected" in result.output
 
-    result = runner.invoke(cli.main, ["import", "--task", "sentiment", "--format", "sst", str(path), "--round", "3",
-                                      "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main,
+        ["import", "--task", "sentiment", "--format", "sst", str(path), "--round", "3", "--database-url", fresh_url],
+    )
     assert result.exit_code == 1 and "no round 3" in result.output
-    result = runner.invoke(cli.main, ["import", "--task", "sentiment", "--format", "sst", str(path),
-                                      "--user", "ghost", "--database-url", fresh_url])
+    result = runner.invoke(
+        cli.main,
+        ["import", "--task", "sentiment", "--format", "sst", str(path), "--user", "ghost", "--database-url", fresh_url],
+    )
     assert result.exit_code == 1 and "No user named 'ghost'" in result.output
     assert asyncio.run(_count_examples(fresh_url)) == 3
 
@@ -822,8 +992,13 @@ async def test_real_data_set_imports_with_the_row_count_the_file_implies(platfor
         task_id = await s.scalar(select(TaskRow.id).where(TaskRow.code == code))
         where = Example.task_id == task_id
         assert await s.scalar(select(func.count()).select_from(Example).where(where)) == count
-        assert await s.scalar(select(func.count()).select_from(Example).where(where, Example.fooled.is_(True))) == fooled
-        assert await s.scalar(
-            select(func.count()).select_from(Example).where(where, Example.status != ExampleStatus.ACCEPTED)
-        ) == 0
+        assert (
+            await s.scalar(select(func.count()).select_from(Example).where(where, Example.fooled.is_(True))) == fooled
+        )
+        assert (
+            await s.scalar(
+                select(func.count()).select_from(Example).where(where, Example.status != ExampleStatus.ACCEPTED)
+            )
+            == 0
+        )
     await assert_counters_match_recount(platform)

@@ -18,10 +18,11 @@ import uuid
 from pathlib import Path
 
 import pytest
+from conftest import runner_pids, service_missing, toy_process_env
 from sqlalchemy import func, select
 
-from conftest import runner_pids, service_missing, toy_process_env
-from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, EvaluationStatus as E, ModelRow
+from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, ModelRow
+from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.runner import Runner
 from dynaforge.jobs import run_in_child
@@ -34,8 +35,9 @@ ONE_SET = (("test", 1.0, DatasetAccess.SCORING),)
 
 
 async def _user(p, name: str, admin: bool = False) -> Actor:
-    user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org",
-                                  password="long enough pw", is_admin=admin)
+    user = await auth.create_user(
+        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw", is_admin=admin
+    )
     return Actor(user.id, user.username, user.is_admin)
 
 
@@ -49,8 +51,9 @@ async def scoring(live_platform, monkeypatch):
     admin, author = await _user(p, "admin1", admin=True), await _user(p, "author1")
     for i in range(12):
         text = f"{'good' if i % 2 == 0 else 'fine'} item {i}"
-        outcome = await examples.submit(p, author, task_code="toy",
-                                        fields={"text": text, "label": "good" if i % 4 in (0, 1) else "bad"})
+        outcome = await examples.submit(
+            p, author, task_code="toy", fields={"text": text, "label": "good" if i % 4 in (0, 1) else "bad"}
+        )
         await validation.validate(p, admin, outcome.example.id, "CORRECT")
     made = await datasets.build_from_round(p, admin, "toy", 1, splits=ONE_SET)
     assert [d.name for d in made] == ["r1-test", "r1-test~uppercase"]
@@ -58,8 +61,9 @@ async def scoring(live_platform, monkeypatch):
 
 
 async def _submit(p, builder, name: str, config=MODEL) -> tuple[ModelRow, dict[str, int]]:
-    model, queued = await submissions.submit_model(p, builder, task_code="toy", name=name, backend="python",
-                                                   config=config, published=True)
+    model, queued = await submissions.submit_model(
+        p, builder, task_code="toy", name=name, backend="python", config=config, published=True
+    )
     names = {e.dataset_id: e.id for e in queued}
     async with p.db.session() as s:
         from dynaforge.db.models import Dataset
@@ -71,8 +75,13 @@ async def _submit(p, builder, name: str, config=MODEL) -> tuple[ModelRow, dict[s
 async def _rows(p, evaluation_id: int) -> tuple[Evaluation, list[list]]:
     async with p.db.session() as s:
         evaluation = await s.get(Evaluation, evaluation_id)
-        chunks = list(await s.scalars(select(EvaluationChunk).where(EvaluationChunk.evaluation_id == evaluation_id)
-                                      .order_by(EvaluationChunk.chunk)))
+        chunks = list(
+            await s.scalars(
+                select(EvaluationChunk)
+                .where(EvaluationChunk.evaluation_id == evaluation_id)
+                .order_by(EvaluationChunk.chunk)
+            )
+        )
     return evaluation, [c.outputs for c in chunks]
 
 
@@ -110,7 +119,11 @@ async def test_a_resumed_run_leaves_the_rows_of_a_clean_run(scoring):
         await runner.run(clean["r1-test"])
         assert await runner.run(resumed["r1-test"], stop_after_chunks=1) == E.RUNNING  # "killed" after one chunk
         partial, partial_chunks = await _rows(p, resumed["r1-test"])
-        assert partial.status == E.RUNNING and len(partial_chunks) == 1 and partial.progress == pytest.approx(1 / 3, abs=1e-3)
+        assert (
+            partial.status == E.RUNNING
+            and len(partial_chunks) == 1
+            and partial.progress == pytest.approx(1 / 3, abs=1e-3)
+        )
         assert await runner.run(resumed["r1-test"]) == E.DONE
         assert await runner.run(resumed["r1-test"]) == E.DONE  # a message delivered twice changes nothing
     finally:
@@ -139,15 +152,25 @@ async def test_a_model_that_cannot_load_fails_with_its_error_and_log(scoring, tm
 
 def _child_env(p, tmp: Path) -> dict[str, str]:
     """The toy plugin as an installed entry point, for processes the test starts."""
-    return toy_process_env(tmp, p.settings.database_url, eval_chunk_size=str(p.settings.eval_chunk_size),
-                           eval_bootstrap_resamples=str(p.settings.eval_bootstrap_resamples))
+    return toy_process_env(
+        tmp,
+        p.settings.database_url,
+        eval_chunk_size=str(p.settings.eval_chunk_size),
+        eval_bootstrap_resamples=str(p.settings.eval_bootstrap_resamples),
+    )
 
 
 async def _child(p, evaluation_id: int) -> int:
     tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"dynaforge-toy-{uuid.uuid4().hex[:8]}"
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "dynaforge.evaluation.runner", str(evaluation_id), env=_child_env(p, tmp),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        sys.executable,
+        "-m",
+        "dynaforge.evaluation.runner",
+        str(evaluation_id),
+        env=_child_env(p, tmp),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     return await asyncio.wait_for(process.wait(), timeout=120)
 
 
@@ -160,13 +183,20 @@ async def test_a_worker_killed_mid_job_resumes_without_duplicates(scoring, tmp_p
         await runner.run(clean["r1-test"])
     finally:
         await runner.close()
-    process = subprocess.Popen([sys.executable, "-m", "dynaforge.evaluation.runner", str(killed["r1-test"])],
-                               env=_child_env(p, tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "dynaforge.evaluation.runner", str(killed["r1-test"])],
+        env=_child_env(p, tmp_path),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         for _ in range(600):  # until the first chunk is stored, then kill -9 before the last
             async with p.db.session() as s:
-                stored = await s.scalar(select(func.count()).select_from(EvaluationChunk)
-                                        .where(EvaluationChunk.evaluation_id == killed["r1-test"]))
+                stored = await s.scalar(
+                    select(func.count())
+                    .select_from(EvaluationChunk)
+                    .where(EvaluationChunk.evaluation_id == killed["r1-test"])
+                )
             if stored >= 1:
                 break
             await asyncio.sleep(0.05)
@@ -175,8 +205,13 @@ async def test_a_worker_killed_mid_job_resumes_without_duplicates(scoring, tmp_p
         process.wait(timeout=30)
     partial, partial_chunks = await _rows(p, killed["r1-test"])
     assert partial.status == E.RUNNING and 1 <= len(partial_chunks) < 3
-    process = subprocess.run([sys.executable, "-m", "dynaforge.evaluation.runner", str(killed["r1-test"])],
-                             env=_child_env(p, tmp_path), capture_output=True, text=True, timeout=120)
+    process = subprocess.run(
+        [sys.executable, "-m", "dynaforge.evaluation.runner", str(killed["r1-test"])],
+        env=_child_env(p, tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert process.returncode == 0, process.stderr[-2000:]
     a, a_chunks = await _rows(p, clean["r1-test"])
     b, b_chunks = await _rows(p, killed["r1-test"])
@@ -268,6 +303,7 @@ async def test_the_evaluate_actor_runs_queued_evaluations(scoring, broker_url, t
 
 # --------------------------------------------------------------------------- owners' own perturbed copies
 
+
 def _copy_file(*rows: dict) -> list[tuple[str, dict]]:
     return [(f"line {n}", dict(row)) for n, row in enumerate(rows, 1)]
 
@@ -285,9 +321,13 @@ async def _queued_for(p, model_id: int) -> dict[str, int]:
     from dynaforge.db.models import Dataset
 
     async with p.db.session() as s:
-        rows = (await s.execute(select(Dataset.name, Evaluation.id, Evaluation.status)
-                                .join(Evaluation, Evaluation.dataset_id == Dataset.id)
-                                .where(Evaluation.model_id == model_id))).all()
+        rows = (
+            await s.execute(
+                select(Dataset.name, Evaluation.id, Evaluation.status)
+                .join(Evaluation, Evaluation.dataset_id == Dataset.id)
+                .where(Evaluation.model_id == model_id)
+            )
+        ).all()
     return {name: evaluation_id for name, evaluation_id, status in rows if status == E.QUEUED}
 
 
@@ -304,7 +344,12 @@ async def test_an_owner_copy_is_evaluated_and_counts_to_its_kind(scoring):
 
     copy = await datasets.attach_perturbed_copy(p, owner, parent.id, "names-owner", "fairness", _copy_file(*same))
     assert (copy.name, copy.source, copy.perturbation_kind, copy.size, copy.parent_id) == (
-        "r1-test~names-owner", "upload", "fairness", 12, parent.id)
+        "r1-test~names-owner",
+        "upload",
+        "fairness",
+        12,
+        parent.id,
+    )
     stored = (await datasets.items(p, owner, copy.id, first=100)).items
     assert [i.original_position for i in stored] == list(range(12))
     assert [i.fields["label"] for i in stored] == [i.fields["label"] for i in originals]  # targets copied over
@@ -320,7 +365,9 @@ async def test_an_owner_copy_is_evaluated_and_counts_to_its_kind(scoring):
 
     with pytest.raises(AlreadyExists, match="replace"):
         await datasets.attach_perturbed_copy(p, owner, parent.id, "uppercase", "robustness", _copy_file(*same))
-    await datasets.attach_perturbed_copy(p, owner, parent.id, "uppercase", "robustness", _copy_file(*same), replace=True)
+    await datasets.attach_perturbed_copy(
+        p, owner, parent.id, "uppercase", "robustness", _copy_file(*same), replace=True
+    )
     evaluation, _ = await _rows(p, evaluations["r1-test"])
     assert "robustness" not in evaluation.metrics and evaluation.metrics["fairness"] == pytest.approx(1.0)
     queued = await _queued_for(p, model.id)
@@ -340,16 +387,33 @@ async def test_owner_copies_are_checked_all_or_nothing(scoring):
     with pytest.raises(Forbidden):
         await datasets.attach_perturbed_copy(p, stranger, parent.id, "mine", "robustness", _copy_file(good))
     with pytest.raises(InvalidInput) as caught:
-        await datasets.attach_perturbed_copy(p, owner, parent.id, "mine", "robustness", _copy_file(
-            good, {"original_position": 12, "text": "x y z"}, {"original_position": "0", "text": "a b c"},
-            {"original_position": 1, "text": "fine", "label": "maybe"}, {"text": "no position"}))
+        await datasets.attach_perturbed_copy(
+            p,
+            owner,
+            parent.id,
+            "mine",
+            "robustness",
+            _copy_file(
+                good,
+                {"original_position": 12, "text": "x y z"},
+                {"original_position": "0", "text": "a b c"},
+                {"original_position": 1, "text": "fine", "label": "maybe"},
+                {"text": "no position"},
+            ),
+        )
     fields = [e.field for e in caught.value.field_errors]
-    assert fields == ["line 2.original_position", "line 3.original_position", "line 4.label",
-                      "line 5.original_position"]
+    assert fields == [
+        "line 2.original_position",
+        "line 3.original_position",
+        "line 4.label",
+        "line 5.original_position",
+    ]
     with pytest.raises(InvalidInput, match="kind"):
         await datasets.attach_perturbed_copy(p, owner, parent.id, "mine", "speed", _copy_file(good))
     with pytest.raises(InvalidInput, match="itself a perturbed copy"):
-        await datasets.attach_perturbed_copy(p, owner, scoring["datasets"][1].id, "mine", "robustness", _copy_file(good))
+        await datasets.attach_perturbed_copy(
+            p, owner, scoring["datasets"][1].id, "mine", "robustness", _copy_file(good)
+        )
     with pytest.raises(InvalidInput, match="perturbation"):
         await datasets.attach_perturbed_copy(p, owner, parent.id, "Not A Name", "robustness", _copy_file(good))
     with pytest.raises(NotFound):
@@ -367,9 +431,13 @@ def test_copy_files_are_read_line_by_line_with_every_problem_named():
     with pytest.raises(InvalidInput) as caught:
         datasets.read_jsonl(io.BytesIO(content), 10_000)
     assert [(e.field, e.rule) for e in caught.value.field_errors] == [
-        ("line 3", "type"), ("line 4", "json"), ("line 5", "encoding")]
+        ("line 3", "type"),
+        ("line 4", "json"),
+        ("line 5", "encoding"),
+    ]
     assert datasets.read_jsonl(io.BytesIO(content.split(b"\n\n")[0]), 10_000) == [
-        ("line 1", {"original_position": 0, "text": "a"})]
+        ("line 1", {"original_position": 0, "text": "a"})
+    ]
     with pytest.raises(InvalidInput, match="larger than"):
         datasets.read_jsonl(io.BytesIO(content), 20)
 
@@ -403,8 +471,11 @@ async def test_the_actor_retries_a_killed_job_and_fails_one_that_runs_too_long(s
     running = asyncio.create_task(asyncio.to_thread(jobs.evaluate, killed["r1-test"]))
     for _ in range(600):  # until the job has stored a chunk, then kill -9 its process
         async with p.db.session() as s:
-            stored = await s.scalar(select(func.count()).select_from(EvaluationChunk)
-                                    .where(EvaluationChunk.evaluation_id == killed["r1-test"]))
+            stored = await s.scalar(
+                select(func.count())
+                .select_from(EvaluationChunk)
+                .where(EvaluationChunk.evaluation_id == killed["r1-test"])
+            )
         if stored:
             break
         await asyncio.sleep(0.05)

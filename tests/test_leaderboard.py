@@ -10,8 +10,8 @@ import csv
 import io
 
 import pytest
-
 from conftest import register_user
+
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow
 from dynaforge.errors import AlreadyExists, InvalidInput, NotFound
 from dynaforge.services import auth, leaderboard, tasks
@@ -19,7 +19,9 @@ from dynaforge.services.actor import Actor
 
 
 async def _user(p, name: str) -> Actor:
-    user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw")
+    user = await auth.create_user(
+        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw"
+    )
     return Actor(user.id, user.username, user.is_admin)
 
 
@@ -39,23 +41,40 @@ async def board(platform):
     ids = {}
     async with platform.db.write() as s:
         test_set = Dataset(task_id=view.row.id, name="r1-test", access=DatasetAccess.SCORING, source="round", size=10)
-        copy = Dataset(task_id=view.row.id, name="r1-test~typo", access=DatasetAccess.SCORING, source="perturbed", size=10)
+        copy = Dataset(
+            task_id=view.row.id, name="r1-test~typo", access=DatasetAccess.SCORING, source="perturbed", size=10
+        )
         s.add_all([test_set, copy])
         await s.flush()
         copy.parent_id = test_set.id
         for name, (acc, f1, thr, mem, rob, fair) in RESULTS.items():
-            model = ModelRow(task_id=view.row.id, user_id=builder.user_id, name=name, backend="python",
-                             config={"callable": "x:y"}, published=True, anonymous=name == "gamma")
+            model = ModelRow(
+                task_id=view.row.id,
+                user_id=builder.user_id,
+                name=name,
+                backend="python",
+                config={"callable": "x:y"},
+                published=True,
+                anonymous=name == "gamma",
+            )
             s.add(model)
             await s.flush()
             ids[name] = model.id
-            s.add(Evaluation(model_id=model.id, dataset_id=test_set.id, status=EvaluationStatus.DONE,
-                             metrics={"accuracy": acc, "macro_f1": f1, "robustness": rob, "fairness": fair},
-                             details={"intervals": {"accuracy": [acc - 0.05, acc + 0.04]}},
-                             throughput=thr, memory_mb=mem))
+            s.add(
+                Evaluation(
+                    model_id=model.id,
+                    dataset_id=test_set.id,
+                    status=EvaluationStatus.DONE,
+                    metrics={"accuracy": acc, "macro_f1": f1, "robustness": rob, "fairness": fair},
+                    details={"intervals": {"accuracy": [acc - 0.05, acc + 0.04]}},
+                    throughput=thr,
+                    memory_mb=mem,
+                )
+            )
         hidden = ModelRow(task_id=view.row.id, user_id=builder.user_id, name="private", backend="python", config={})
-        gap = ModelRow(task_id=view.row.id, user_id=builder.user_id, name="delta", backend="python", config={},
-                       published=True)
+        gap = ModelRow(
+            task_id=view.row.id, user_id=builder.user_id, name="delta", backend="python", config={}, published=True
+        )
         s.add_all([hidden, gap])
         await s.flush()
         ids["delta"] = gap.id
@@ -77,8 +96,14 @@ def _by_hand(weights: dict[str, float]) -> dict[str, float]:
     amrs = {"accuracy": 1.0, "macro_f1": 1.0, "throughput": 1500.0, "memory": 7.5, "robustness": 0.5, "fairness": 0.5}
     scores = {}
     for name, (acc, f1, thr, mem, rob, fair) in RESULTS.items():
-        oriented = {"accuracy": acc, "macro_f1": f1, "throughput": thr, "memory": 16 - mem / 1024,
-                    "robustness": rob, "fairness": fair}
+        oriented = {
+            "accuracy": acc,
+            "macro_f1": f1,
+            "throughput": thr,
+            "memory": 16 - mem / 1024,
+            "robustness": rob,
+            "fairness": fair,
+        }
         scores[name] = sum(weights[m] / total * oriented[m] / amrs[m] for m in weights)
     return scores
 
@@ -124,8 +149,9 @@ async def test_weights_change_the_ranking_and_are_checked(platform, board):
 
 async def test_forks_snapshots_and_csv(platform, board):
     builder = board["builder"]
-    fork = await leaderboard.save_fork(platform, builder, "toy", "speed first",
-                                       metric_weights={"accuracy": 1, "throughput": 10}, dataset_weights=None)
+    fork = await leaderboard.save_fork(
+        platform, builder, "toy", "speed first", metric_weights={"accuracy": 1, "throughput": 10}, dataset_weights=None
+    )
     with pytest.raises(AlreadyExists):
         await leaderboard.save_fork(platform, builder, "toy", "speed first", metric_weights=None, dataset_weights=None)
     forked = await leaderboard.compute(platform, None, "toy", fork_id=fork.id)
@@ -133,9 +159,12 @@ async def test_forks_snapshots_and_csv(platform, board):
     with pytest.raises(NotFound):
         await leaderboard.compute(platform, None, "toy", fork_id=fork.id + 100)
 
-    frozen = await leaderboard.snapshot(platform, builder, "toy", "before the new round", metric_weights=None,
-                                        dataset_weights=None)
-    assert [r["model"] for r in frozen.rows][:3] == [r.model_name for r in (await leaderboard.compute(platform, None, "toy")).rows][:3]
+    frozen = await leaderboard.snapshot(
+        platform, builder, "toy", "before the new round", metric_weights=None, dataset_weights=None
+    )
+    assert [r["model"] for r in frozen.rows][:3] == [
+        r.model_name for r in (await leaderboard.compute(platform, None, "toy")).rows
+    ][:3]
     assert (await leaderboard.get_snapshot(platform, None, frozen.id)).rows == frozen.rows
 
     text = leaderboard.to_csv(await leaderboard.compute(platform, None, "toy"))
@@ -150,7 +179,7 @@ BOARD = """query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeight
 
 
 async def test_graphql_contract(gql, platform, board):
-    data = (await gql(BOARD, {"w": [{"name": "accuracy", "weight": 4}, {"name": "throughput", "weight": 1}]}, token=None))
+    data = await gql(BOARD, {"w": [{"name": "accuracy", "weight": 4}, {"name": "throughput", "weight": 1}]}, token=None)
     rows = data["leaderboard"]["rows"]
     assert {r["model"]["name"] for r in rows} == {"alpha", "beta", "gamma", "delta"}
     assert rows[-1]["dynascore"] is None
@@ -160,14 +189,20 @@ async def test_graphql_contract(gql, platform, board):
     assert bad["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
 
     token, _ = await register_user(gql, "forker")
-    saved = await gql("""mutation { saveLeaderboardFork(input: {taskCode: "toy", name: "mine",
+    saved = await gql(
+        """mutation { saveLeaderboardFork(input: {taskCode: "toy", name: "mine",
       metricWeights: [{name: "accuracy", weight: 1}]}) { __typename ... on LeaderboardForkSaved { fork { id } } } }""",
-                      token=token)
+        token=token,
+    )
     fork_id = saved["saveLeaderboardFork"]["fork"]["id"]
-    forked = await gql('query($f: ID!) { leaderboard(taskCode: "toy", forkId: $f) { metricWeights { name weight } } }',
-                       {"f": fork_id}, token=None)
+    forked = await gql(
+        'query($f: ID!) { leaderboard(taskCode: "toy", forkId: $f) { metricWeights { name weight } } }',
+        {"f": fork_id},
+        token=None,
+    )
     # a weight given replaces that metric's default; the others keep theirs (1 each): 1 / (1 + 5)
     assert {w["name"]: w["weight"] for w in forked["leaderboard"]["metricWeights"]}["accuracy"] == pytest.approx(1 / 6)
-    anonymous = await gql("""mutation { snapshotLeaderboard(input: {taskCode: "toy", name: "x"}) { __typename } }""",
-                          token=None)
+    anonymous = await gql(
+        """mutation { snapshotLeaderboard(input: {taskCode: "toy", name: "x"}) { __typename } }""", token=None
+    )
     assert anonymous["snapshotLeaderboard"]["__typename"] == "NotAuthenticated"

@@ -7,16 +7,18 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from conftest import GraphQLClient, register_user
 from sqlalchemy import func, select
 
-from conftest import GraphQLClient, register_user
 from dynaforge.app import create_app
 from dynaforge.db.models import Example
-from dynaforge.services import datasets, examples as example_service, submissions, validation
+from dynaforge.services import datasets, submissions, validation
+from dynaforge.services import examples as example_service
 from dynaforge.services.actor import Actor
 
 CREATE = """mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) { __typename
-  ... on Error { message } ... on RateLimited { retryAfterSeconds } ... on InvalidInput { fieldErrors { field rule } } } }"""
+  ... on Error { message } ... on RateLimited { retryAfterSeconds }
+  ... on InvalidInput { fieldErrors { field rule } } } }"""
 LOGIN = """mutation($u: String!, $p: String!) { login(input: {username: $u, password: $p}) { __typename
   ... on Error { message } } }"""
 
@@ -29,8 +31,10 @@ async def _examples(p) -> int:
 async def test_examples_per_minute(gql, platform):
     platform.settings.examples_per_minute = 2
     token, _ = await register_user(gql, "fast1")
-    answers = [(await gql(CREATE, {"f": {"text": f"text {i}", "label": "bad"}}, token=token))["createExample"]
-               for i in range(3)]
+    answers = [
+        (await gql(CREATE, {"f": {"text": f"text {i}", "label": "bad"}}, token=token))["createExample"]
+        for i in range(3)
+    ]
     assert [a["__typename"] for a in answers[:2]] != ["RateLimited"] * 2
     assert answers[2]["__typename"] == "RateLimited" and answers[2]["retryAfterSeconds"] > 0
     assert await _examples(platform) == 2
@@ -41,10 +45,18 @@ async def test_validations_per_minute(gql, platform):
     platform.settings.validations_per_minute = 1
     author, _ = await register_user(gql, "author1")
     voter, _ = await register_user(gql, "voter1")
-    ids = [(await gql('mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) { ... on CreatedExample '
-                      '{ example { id } } } }', {"f": {"text": f"good {i}", "label": "bad"}}, token=author))
-           ["createExample"]["example"]["id"] for i in range(2)]
-    vote = 'mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }'
+    ids = [
+        (
+            await gql(
+                'mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) { ... on CreatedExample '
+                "{ example { id } } } }",
+                {"f": {"text": f"good {i}", "label": "bad"}},
+                token=author,
+            )
+        )["createExample"]["example"]["id"]
+        for i in range(2)
+    ]
+    vote = "mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }"
     assert (await gql(vote, {"id": ids[0]}, token=voter))["validateExample"]["__typename"] == "ValidatedExample"
     assert (await gql(vote, {"id": ids[1]}, token=voter))["validateExample"]["__typename"] == "RateLimited"
 
@@ -54,37 +66,45 @@ async def test_submissions_per_day(platform):
     from dynaforge.services import auth
 
     platform.settings.examples_per_minute = 100
-    user = await auth.create_user(platform, Actor.system(), username="modeller", email="m@example.org",
-                                  password="long enough pw")
+    user = await auth.create_user(
+        platform, Actor.system(), username="modeller", email="m@example.org", password="long enough pw"
+    )
     builder = Actor(user.id, "modeller", False)
     admin = Actor.system()
-    owner_user = await auth.create_user(platform, Actor.system(), username="own", email="o@example.org",
-                                        password="long enough pw", is_admin=True)
+    owner_user = await auth.create_user(
+        platform, Actor.system(), username="own", email="o@example.org", password="long enough pw", is_admin=True
+    )
     owner = Actor(owner_user.id, "own", True)
     for i in range(3):
-        made = await example_service.submit(platform, owner, task_code="toy", fields={"text": f"good {i}", "label": "good"})
+        made = await example_service.submit(
+            platform, owner, task_code="toy", fields={"text": f"good {i}", "label": "good"}
+        )
         await validation.validate(platform, owner, made.example.id, "CORRECT")
     await datasets.build_from_round(platform, admin, "toy", 1)
     config = {"callable": "toy_plugin:keyword_model"}
     await submissions.submit_model(platform, builder, task_code="toy", name="one", backend="python", config=config)
     with pytest.raises(RateLimited, match="submissions per user in 24 hours"):
         for i in range(5):
-            await submissions.submit_model(platform, builder, task_code="toy", name=f"more{i}", backend="python",
-                                           config=config)
+            await submissions.submit_model(
+                platform, builder, task_code="toy", name=f"more{i}", backend="python", config=config
+            )
 
 
 async def test_logins_are_limited_per_account_and_per_client(gql, platform):
     platform.settings.logins_per_minute = 3
     platform.settings.logins_per_minute_per_client = 5
     await register_user(gql, "target1")
-    answers = [(await gql(LOGIN, {"u": "target1", "p": "wrong guess"}, token=None))["login"]["__typename"]
-               for _ in range(3)]
+    answers = [
+        (await gql(LOGIN, {"u": "target1", "p": "wrong guess"}, token=None))["login"]["__typename"] for _ in range(3)
+    ]
     assert answers == ["InvalidCredentials"] * 3
     # the fourth attempt is refused before the password is checked: even the right one
     refused = (await gql(LOGIN, {"u": "target1", "p": "correct horse battery"}, token=None))["login"]
     assert refused["__typename"] == "RateLimited" and "this account" in refused["message"]
     # trying many accounts from one address hits the per-client limit
-    spread = [(await gql(LOGIN, {"u": f"someone{i}", "p": "guess"}, token=None))["login"]["__typename"] for i in range(3)]
+    spread = [
+        (await gql(LOGIN, {"u": f"someone{i}", "p": "guess"}, token=None))["login"]["__typename"] for i in range(3)
+    ]
     assert spread[:1] == ["InvalidCredentials"] and spread[-1] == "RateLimited"
 
 
@@ -113,8 +133,9 @@ async def test_field_lengths(gql, platform):
 async def test_page_sizes(gql, platform):
     token, _ = await register_user(gql, "pager1")
     too_many = platform.settings.page_max_size + 1
-    body = await gql(f'{{ examples(taskCode: "toy", first: {too_many}) {{ edges {{ cursor }} }} }}', token=token,
-                     expect_errors=True)
+    body = await gql(
+        f'{{ examples(taskCode: "toy", first: {too_many}) {{ edges {{ cursor }} }} }}', token=token, expect_errors=True
+    )
     assert body["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
 
 
@@ -127,7 +148,11 @@ async def test_depth_aliases_and_tokens(platform, monkeypatch):
         too_deep = "{ tasks { currentRound { targetModels { name } } } }"
         aliases = "{ " + " ".join(f"a{i}: tasks {{ code }}" for i in range(20)) + " }"
         many_tokens = "{ " + " ".join("tasks { code name labels }" for _ in range(400)) + " }"
-        for query, words in ((too_deep, "exceeds maximum operation depth"), (aliases, "aliases"), (many_tokens, "token")):
+        for query, words in (
+            (too_deep, "exceeds maximum operation depth"),
+            (aliases, "aliases"),
+            (many_tokens, "token"),
+        ):
             body = await gql(query, token=None, expect_errors=True)
             assert words in body["errors"][0]["message"].lower(), body
             assert body.get("data") is None
@@ -137,8 +162,12 @@ async def test_depth_aliases_and_tokens(platform, monkeypatch):
 async def test_introspection_and_graphiql_follow_the_environment(environment, platform):
     from dynaforge.settings import Settings
 
-    settings = Settings(database_url=platform.settings.database_url, load_plugins="", environment=environment,
-                        **({"secret_key": "s" * 40} if environment == "production" else {}))
+    settings = Settings(
+        database_url=platform.settings.database_url,
+        load_plugins="",
+        environment=environment,
+        **({"secret_key": "s" * 40} if environment == "production" else {}),
+    )
     p = platform
     original = p.settings
     p.settings = settings
@@ -161,19 +190,23 @@ async def test_introspection_and_graphiql_follow_the_environment(environment, pl
 async def test_unstorable_text_is_refused_everywhere(gql, platform):
     """NUL, unpaired surrogates and NaN never reach a store: in variables and query strings (INVALID_INPUT before any
     resolver), in task fields (however they arrive: imports and files too) and in request bodies (400)."""
-    from dynaforge.tasks.fields import Role, TextField
-
     import json
+
+    from dynaforge.tasks.fields import Role, TextField
 
     token, _ = await register_user(gql, "hygiene1")
     for text in ("a\x00b", "a\ud800b"):  # sent as JSON escapes (\u0000, \ud800), as a client's encoder would
         content = json.dumps({"query": CREATE, "variables": {"f": {"text": text, "label": "bad"}}}).encode()
-        response = await gql.http.post("/graphql", content=content, headers={
-            "content-type": "application/json", "Authorization": f"Bearer {token}"})
+        response = await gql.http.post(
+            "/graphql",
+            content=content,
+            headers={"content-type": "application/json", "Authorization": f"Bearer {token}"},
+        )
         body = response.json()
         assert body["errors"][0]["extensions"]["code"] == "INVALID_INPUT" and "$f" in body["errors"][0]["message"]
-    literal = await gql('mutation { createApiToken(input: {name: "x\\u0000y"}) { __typename } }', token=token,
-                        expect_errors=True)
+    literal = await gql(
+        'mutation { createApiToken(input: {name: "x\\u0000y"}) { __typename } }', token=token, expect_errors=True
+    )
     assert literal["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
     assert await _examples(platform) == 0
     field = TextField(name="text", role=Role.INPUT)
@@ -182,8 +215,12 @@ async def test_unstorable_text_is_refused_everywhere(gql, platform):
 
 
 async def test_bodies_that_are_not_json_objects_get_400_saying_why(client):
-    for body, words in ((b"\x80", "not UTF-8"), (b"null", "JSON object"), (b"42", "JSON object"),
-                        (b'{"query": "{ __typename }", "variables": {"x": NaN}}', "not JSON")):
+    for body, words in (
+        (b"\x80", "not UTF-8"),
+        (b"null", "JSON object"),
+        (b"42", "JSON object"),
+        (b'{"query": "{ __typename }", "variables": {"x": NaN}}', "not JSON"),
+    ):
         response = await client.post("/graphql", content=body, headers={"content-type": "application/json"})
         assert response.status_code == 400 and words in response.text, (body, response.text)
 

@@ -17,7 +17,9 @@ async def test_migrations_reach_head_and_match_the_models(db_url):
         assert await current_revision(database) == head_revision()
         async with database.engine.connect() as connection:
             diff = await connection.run_sync(
-                lambda c: compare_metadata(MigrationContext.configure(c, opts={"compare_type": True}), SQLModel.metadata)
+                lambda c: compare_metadata(
+                    MigrationContext.configure(c, opts={"compare_type": True}), SQLModel.metadata
+                )
             )
     finally:
         await database.dispose()

@@ -51,7 +51,13 @@ def test_every_registered_perturbation_is_labelled_robustness_or_fairness():
     kinds = {p.name: p.kind for p in DEFAULT_PERTURBATIONS}
     assert {n for n, k in kinds.items() if k == "fairness"} == {"gender_swap", "name_swap", "name_origin_swap"}
     assert {n for n, k in kinds.items() if k == "robustness"} == {
-        "typo", "lowercase", "uppercase", "punctuation", "contractions", "whitespace"}
+        "typo",
+        "lowercase",
+        "uppercase",
+        "punctuation",
+        "contractions",
+        "whitespace",
+    }
     assert Perturbation("x", lambda t, r: t).kind == "robustness"  # the default
 
 
@@ -68,10 +74,14 @@ def test_the_four_tasks_declare_the_new_perturbations(code):
 @pytest.mark.parametrize(
     "text, expected",
     [
-        ("I don't think it is fair, and I am sure you are right.",
-         "I do not think it's fair, and I'm sure you're right."),
-        ("In January you cannot take the night ferry on a Sunday.",
-         "In January you can't take the night ferry on a Sunday."),
+        (
+            "I don't think it is fair, and I am sure you are right.",
+            "I do not think it's fair, and I'm sure you're right.",
+        ),
+        (
+            "In January you cannot take the night ferry on a Sunday.",
+            "In January you can't take the night ferry on a Sunday.",
+        ),
         ("What is the name of the river?", "What's the name of the river?"),
         ("DO NOT enter. I CAN'T.", "DON'T enter. I CANNOT."),
         ("Don't worry, they'll wait.", "Do not worry, they will wait."),
@@ -196,7 +206,8 @@ def test_name_groups_are_small_balanced_and_distinct():
             seen.extend(n.lower() for n in names)
     assert len(seen) == len(set(seen)), "a name belongs to one group and one gender"
     assert {g: set(n) for g, n in FIRST_NAMES.items()} == {
-        gender: {n for by in NAME_GROUPS.values() for n in by[gender]} for gender in GENDERS}
+        gender: {n for by in NAME_GROUPS.values() for n in by[gender]} for gender in GENDERS
+    }
     # no name is also a contraction word or a gendered word that another perturbation changes
     words = {w.lower() for e, c, _ in CONTRACTIONS for w in re.findall(r"[A-Za-z]+", e + " " + c)}
     assert not words & set(seen)
@@ -214,7 +225,7 @@ def test_name_origin_swap_keeps_gender_and_changes_group(seed):
     before, after = re.findall(r"[A-Za-z']+|[^A-Za-z']+", text), re.findall(r"[A-Za-z']+|[^A-Za-z']+", out)
     assert len(before) == len(after)
     mapping = {}
-    for a, b in zip(before, after):
+    for a, b in zip(before, after, strict=False):
         a_name, b_name = a.split("'")[0], b.split("'")[0]
         if a_name.capitalize() in NAME_OF:
             new = b_name.capitalize()
@@ -241,7 +252,7 @@ def test_names_swapped_only_at_word_boundaries():
 def test_name_swap_changes_gender_and_keeps_group(seed):
     out = name_swap("Sofia told Kwame that Mei would come.", random.Random(seed))
     new = re.findall(r"[A-Z][a-z]+", out)
-    for old, name in zip(("Sofia", "Kwame", "Mei"), new):
+    for old, name in zip(("Sofia", "Kwame", "Mei"), new, strict=False):
         assert NAME_OF[name][0] == NAME_OF[old][0] and NAME_OF[name][1] != NAME_OF[old][1]
 
 
@@ -250,10 +261,22 @@ def test_name_swap_changes_gender_and_keeps_group(seed):
 NLI = REGISTRY.tasks["nli"]
 QA = REGISTRY.tasks["qa"]
 EXAMPLES = [
-    {"id": 1, "fields": {"premise": "Emma's shop is closed on Sundays.",
-                         "hypothesis": "Emma does not open the shop on a Sunday.", "label": "entailment"}},
-    {"id": 2, "fields": {"premise": "The ferry leaves at noon.", "hypothesis": "The ferry leaves at noon",
-                         "label": "entailment"}},
+    {
+        "id": 1,
+        "fields": {
+            "premise": "Emma's shop is closed on Sundays.",
+            "hypothesis": "Emma does not open the shop on a Sunday.",
+            "label": "entailment",
+        },
+    },
+    {
+        "id": 2,
+        "fields": {
+            "premise": "The ferry leaves at noon.",
+            "hypothesis": "The ferry leaves at noon",
+            "label": "entailment",
+        },
+    },
     {"id": 3, "fields": {"premise": "It rained.", "hypothesis": "Dry.", "label": "contradiction"}},
 ]
 
@@ -307,7 +330,8 @@ def test_variants_do_not_depend_on_the_order_of_perturbations_or_examples():
     shuffled = build_variants(NLI, EXAMPLES[::-1], seed="eval-1", perturbations=names, registry=REGISTRY)
     assert sorted(_key(shuffled), key=repr) == sorted(_key(forward), key=repr)
     assert [v.perturbation for v in forward if v.original_id == 1] == sorted(
-        v.perturbation for v in forward if v.original_id == 1)
+        v.perturbation for v in forward if v.original_id == 1
+    )
 
 
 def test_variants_stream_from_any_iterable_and_accept_every_example_shape():

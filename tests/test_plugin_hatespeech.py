@@ -8,8 +8,9 @@ import json
 import math
 from importlib.metadata import entry_points
 
-import dynaforge_hatespeech.plugin as hatespeech
 import pytest
+
+import dynaforge_hatespeech.plugin as hatespeech
 from dynaforge import InvalidInput
 from dynaforge.plugins import Plugins
 from dynaforge_hatespeech.model import LABELS, load, normalise, read_metadata
@@ -76,12 +77,20 @@ def test_json_schema_offers_the_declared_choices():
 
 def test_valid_examples_are_cleaned():
     full = TASK.validate_example(
-        {"statement": "  People like them should not be allowed to live here.  ", "label": "hateful",
-         "target_group": "immigrants", "type": "animosity"},
+        {
+            "statement": "  People like them should not be allowed to live here.  ",
+            "label": "hateful",
+            "target_group": "immigrants",
+            "type": "animosity",
+        },
         context=None,
     )
-    assert full == {"statement": "People like them should not be allowed to live here.", "label": "hateful",
-                    "target_group": "immigrants", "type": "animosity"}
+    assert full == {
+        "statement": "People like them should not be allowed to live here.",
+        "label": "hateful",
+        "target_group": "immigrants",
+        "type": "animosity",
+    }
     minimal = TASK.validate_example({"statement": "I love my weekly chess club.", "label": "not_hateful"}, {})
     assert minimal == {"statement": "I love my weekly chess club.", "label": "not_hateful"}
     # an empty optional choice counts as absent
@@ -95,8 +104,13 @@ def test_invalid_examples_name_each_broken_rule():
             {"statement": "no", "label": "offensive", "target_group": "aliens", "type": "rudeness", "prompt": "x"},
             context=None,
         )
-    assert sorted(rule_of(exc)) == [("label", "choice"), ("prompt", "unknown_field"), ("statement", "min_length"),
-                                    ("target_group", "choice"), ("type", "choice")]
+    assert sorted(rule_of(exc)) == [
+        ("label", "choice"),
+        ("prompt", "unknown_field"),
+        ("statement", "min_length"),
+        ("target_group", "choice"),
+        ("type", "choice"),
+    ]
     with pytest.raises(InvalidInput) as exc:
         TASK.validate_example({"statement": "x" * 501}, context=None)
     assert sorted(rule_of(exc)) == [("label", "required"), ("statement", "max_length")]
@@ -199,31 +213,53 @@ def test_shipped_weights_beat_the_majority_baseline_on_macro_f1():
 # Handwritten rows in the source format. The "hateful" class is played by sentences about rain and the rest by
 # sentences about food or sport, so the pipeline has an easy signal to learn without writing hate speech.
 _RAIN = [
-    "It has been raining all day in the valley", "RT @weatherfan: more rain tonight &amp; tomorrow",
-    "Heavy rain flooded the road to the village", "@bob the storm brought rain and thunder again",
-    "Grey clouds and drizzle all afternoon", "The rain will not stop this week #wet",
-    "Umbrellas out, another downpour http://t.co/x1", "A cold rain fell on the station roof",
-    "Rainy mornings make the bus late", "Showers and wind are forecast for the weekend",
-    "The river rose after three days of rain", "Drizzle again, the garden is soaked",
-    "@ann it poured down during the whole match", "Thunderstorms and rain expected overnight",
+    "It has been raining all day in the valley",
+    "RT @weatherfan: more rain tonight &amp; tomorrow",
+    "Heavy rain flooded the road to the village",
+    "@bob the storm brought rain and thunder again",
+    "Grey clouds and drizzle all afternoon",
+    "The rain will not stop this week #wet",
+    "Umbrellas out, another downpour http://t.co/x1",
+    "A cold rain fell on the station roof",
+    "Rainy mornings make the bus late",
+    "Showers and wind are forecast for the weekend",
+    "The river rose after three days of rain",
+    "Drizzle again, the garden is soaked",
+    "@ann it poured down during the whole match",
+    "Thunderstorms and rain expected overnight",
     "Wet streets and rain in the city again",
 ]
 _OTHER = [
-    "I cooked pasta with tomato sauce tonight", "RT @chef: fresh bread &amp; butter for breakfast",
-    "The team scored twice in the second half", "We ate pancakes with honey this morning",
-    "@joe the striker missed a penalty", "Soup and a sandwich for lunch today #hungry",
-    "She won the tennis final in three sets", "Chocolate cake for my sister's birthday",
-    "The marathon runners crossed the bridge", "Grilled fish with lemon and rice",
-    "Our club lost the derby on Saturday", "A bowl of noodles with spicy broth",
-    "He trains at the swimming pool every day", "Apple pie and custard for dessert",
-    "The cyclists climbed the mountain pass", "Roast chicken with potatoes and carrots",
-    "The goalkeeper saved a late header", "A salad of beans, feta and olives",
-    "She ran five kilometres before work", "Curry with naan bread at the corner shop",
-    "The basketball game went to overtime", "Strawberries and cream in the garden",
-    "The boxer won on points", "Porridge with berries for breakfast",
-    "Our relay team took the silver medal", "Tacos with salsa and lime",
-    "The chess final ended in a draw", "Omelette with mushrooms and cheese",
-    "The rowing crew trained at dawn", "Pizza with olives and peppers",
+    "I cooked pasta with tomato sauce tonight",
+    "RT @chef: fresh bread &amp; butter for breakfast",
+    "The team scored twice in the second half",
+    "We ate pancakes with honey this morning",
+    "@joe the striker missed a penalty",
+    "Soup and a sandwich for lunch today #hungry",
+    "She won the tennis final in three sets",
+    "Chocolate cake for my sister's birthday",
+    "The marathon runners crossed the bridge",
+    "Grilled fish with lemon and rice",
+    "Our club lost the derby on Saturday",
+    "A bowl of noodles with spicy broth",
+    "He trains at the swimming pool every day",
+    "Apple pie and custard for dessert",
+    "The cyclists climbed the mountain pass",
+    "Roast chicken with potatoes and carrots",
+    "The goalkeeper saved a late header",
+    "A salad of beans, feta and olives",
+    "She ran five kilometres before work",
+    "Curry with naan bread at the corner shop",
+    "The basketball game went to overtime",
+    "Strawberries and cream in the garden",
+    "The boxer won on points",
+    "Porridge with berries for breakfast",
+    "Our relay team took the silver medal",
+    "Tacos with salsa and lime",
+    "The chess final ended in a draw",
+    "Omelette with mushrooms and cheese",
+    "The rowing crew trained at dawn",
+    "Pizza with olives and peppers",
 ]
 
 
@@ -255,8 +291,9 @@ def test_train_end_to_end_on_tiny_data(tmp_path):
     # the topic signal is easy: the head beats always answering not_hateful
     assert metrics["holdout_macro_f1"] > metrics["baseline_macro_f1"]
     trained = load(weights_dir=out)
-    [rain, food] = trained.predict([{"statement": "Rain and more rain all night long"},
-                                    {"statement": "Cheese on toast for supper"}])
+    [rain, food] = trained.predict(
+        [{"statement": "Rain and more rain all night long"}, {"statement": "Cheese on toast for supper"}]
+    )
     assert rain["label"] == "hateful" and food["label"] == "not_hateful"
 
 

@@ -23,28 +23,66 @@ PREMISE = "The night bus leaves the station at ten and stops at every village on
 
 # (premise, entailment, neutral, contradiction): ten handwritten premises with one hypothesis per label.
 TOY_DATA = (
-    ("Nadia baked three loaves of rye bread on Sunday and gave one to her neighbour.",
-     "Nadia gave away a loaf.", "The neighbour loves rye bread.", "Nadia baked bread on Monday."),
-    ("The museum is closed on Mondays and opens at nine on the other days.",
-     "The museum opens at nine on Tuesdays.", "The museum is popular with tourists.",
-     "The museum is open every day of the week."),
-    ("Tom missed the last train, so he walked home through the park in the rain.",
-     "Tom got home on foot.", "Tom was angry about missing the train.", "Tom took the last train home."),
-    ("The river flooded the lower town twice in 1998, but the new dam has held since 2004.",
-     "The lower town flooded in 1998.", "The dam cost a lot of money.", "The lower town flooded in 2010."),
-    ("Every student in the class passed the exam except Lena, who was ill that week.",
-     "Lena did not pass the exam.", "Lena will retake the exam in June.", "All students passed the exam."),
-    ("The cafe sells only vegetarian food, and its soup changes every morning.",
-     "The cafe does not sell meat dishes.", "The cafe's soup is made by the owner.",
-     "The cafe serves the same soup every day."),
-    ("Amir has played the cello for twenty years and teaches at the music school on Fridays.",
-     "Amir teaches music.", "Amir also plays the piano.", "Amir started the cello last year."),
-    ("The ferry was cancelled because of the storm, and the passengers waited in the harbour hall.",
-     "There was a storm.", "The harbour hall was cold.", "The ferry left on time."),
-    ("Our team won four of its six matches this season and lost the other two.",
-     "The team lost two matches.", "The team has a new coach.", "The team did not lose a match."),
-    ("The bridge was painted red in the spring; before that it had been grey for decades.",
-     "The bridge used to be grey.", "The painters worked at night.", "The bridge has always been red."),
+    (
+        "Nadia baked three loaves of rye bread on Sunday and gave one to her neighbour.",
+        "Nadia gave away a loaf.",
+        "The neighbour loves rye bread.",
+        "Nadia baked bread on Monday.",
+    ),
+    (
+        "The museum is closed on Mondays and opens at nine on the other days.",
+        "The museum opens at nine on Tuesdays.",
+        "The museum is popular with tourists.",
+        "The museum is open every day of the week.",
+    ),
+    (
+        "Tom missed the last train, so he walked home through the park in the rain.",
+        "Tom got home on foot.",
+        "Tom was angry about missing the train.",
+        "Tom took the last train home.",
+    ),
+    (
+        "The river flooded the lower town twice in 1998, but the new dam has held since 2004.",
+        "The lower town flooded in 1998.",
+        "The dam cost a lot of money.",
+        "The lower town flooded in 2010.",
+    ),
+    (
+        "Every student in the class passed the exam except Lena, who was ill that week.",
+        "Lena did not pass the exam.",
+        "Lena will retake the exam in June.",
+        "All students passed the exam.",
+    ),
+    (
+        "The cafe sells only vegetarian food, and its soup changes every morning.",
+        "The cafe does not sell meat dishes.",
+        "The cafe's soup is made by the owner.",
+        "The cafe serves the same soup every day.",
+    ),
+    (
+        "Amir has played the cello for twenty years and teaches at the music school on Fridays.",
+        "Amir teaches music.",
+        "Amir also plays the piano.",
+        "Amir started the cello last year.",
+    ),
+    (
+        "The ferry was cancelled because of the storm, and the passengers waited in the harbour hall.",
+        "There was a storm.",
+        "The harbour hall was cold.",
+        "The ferry left on time.",
+    ),
+    (
+        "Our team won four of its six matches this season and lost the other two.",
+        "The team lost two matches.",
+        "The team has a new coach.",
+        "The team did not lose a match.",
+    ),
+    (
+        "The bridge was painted red in the spring; before that it had been grey for decades.",
+        "The bridge used to be grey.",
+        "The painters worked at night.",
+        "The bridge has always been red.",
+    ),
 )
 
 
@@ -54,7 +92,7 @@ def _write_toy_csv(folder) -> None:
         writer = csv.writer(fh)
         writer.writerow(["context", "statement", "reason", "gold_label"])
         for premise, *hypotheses in TOY_DATA:
-            for hypothesis, code in zip(hypotheses, "enc"):
+            for hypothesis, code in zip(hypotheses, "enc", strict=False):
                 writer.writerow([premise, hypothesis, "written for a unit test", code])
 
 
@@ -75,8 +113,7 @@ def test_plugin_registers_a_valid_declaration(task):
     assert isinstance(task, NLITask)
     assert task.check_declaration() == []
     roles = {f.name: f.role for f in task.fields}
-    assert roles == {"premise": Role.CONTEXT, "hypothesis": Role.INPUT, "label": Role.TARGET,
-                     "reason": Role.METADATA}
+    assert roles == {"premise": Role.CONTEXT, "hypothesis": Role.INPUT, "label": Role.TARGET, "reason": Role.METADATA}
     assert task.labels == LABELS and task.principal_metric == "accuracy"
     assert 6 <= len(task.demo_contexts) <= 8
     for context in task.demo_contexts:
@@ -124,8 +161,10 @@ def test_model_predicts_labels_with_probabilities(task, loaded):
     inputs = [
         {"premise": PREMISE, "hypothesis": "The night bus leaves at ten."},
         {"premise": PREMISE, "hypothesis": "The night bus never stops in villages."},
-        {"premise": "Lina planted four apple trees behind the school last autumn.",
-         "hypothesis": "The apple trees will give fruit next year."},
+        {
+            "premise": "Lina planted four apple trees behind the school last autumn.",
+            "hypothesis": "The apple trees will give fruit next year.",
+        },
     ]
     outputs = loaded.predict(inputs)
     assert len(outputs) == len(inputs)

@@ -63,7 +63,9 @@ def test_declaration_and_registration(plugins, task):
     assert task.check_declaration() == []
     assert (task.code, task.name) == ("qa", "Question answering")
     assert [(f.name, f.role.value) for f in task.fields] == [
-        ("passage", "context"), ("question", "input"), ("answer", "target")
+        ("passage", "context"),
+        ("question", "input"),
+        ("answer", "target"),
     ]
     assert task.fields[2].context_field == "passage"
     assert task.fields[0].max_length >= 6000
@@ -90,7 +92,10 @@ def test_importing_the_plugin_does_not_import_torch():
     import sys
 
     code = "import sys, dynaforge_qa.plugin; print('torch' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
 # --------------------------------------------------------------------------- validation
@@ -228,26 +233,30 @@ def test_model_answers_with_spans_of_each_passage(task, model):
     ]
     outputs = model.predict(inputs)
     assert len(outputs) == len(inputs)
-    for item, output in zip(inputs, outputs):
+    for item, output in zip(inputs, outputs, strict=False):
         assert set(output) == {"answer", "confidence"}
         answer = output["answer"]
-        assert answer["text"] and item["passage"][answer["start"] : answer["start"] + len(answer["text"])] == answer["text"]
+        assert (
+            answer["text"]
+            and item["passage"][answer["start"] : answer["start"] + len(answer["text"])] == answer["text"]
+        )
         assert 0.0 <= output["confidence"] <= 1.0
         assert task.read_model_output(output, item)["answer"] == answer
     # a trained head, not a random one: it gets most of the plainly worded questions right
     answers = [o["answer"]["text"] for o in outputs[:3]]
-    assert sum(a == gold for a, gold in zip(answers, ["1874", "Jonas Brell", "1963"])) >= 2, answers
+    assert sum(a == gold for a, gold in zip(answers, ["1874", "Jonas Brell", "1963"], strict=False)) >= 2, answers
 
 
 def test_long_passages_are_split_into_windows_that_map_back(model):
     from dynaforge_qa.model import encode_windows
 
-    windows = encode_windows(model.encoder, ["Who kept the light?"], [LONG_PASSAGE], max_length=model.max_length,
-                             stride=model.stride)
+    windows = encode_windows(
+        model.encoder, ["Who kept the light?"], [LONG_PASSAGE], max_length=model.max_length, stride=model.stride
+    )
     assert windows.states.shape[0] >= 3 and set(windows.sample.tolist()) == {0}
     spans = [windows.offsets[w][windows.passage[w]].tolist() for w in range(windows.states.shape[0])]
     assert spans[0][0][0] == 0 and spans[-1][-1][1] == len(LONG_PASSAGE.rstrip())
-    for before, after in zip(spans, spans[1:]):
+    for before, after in zip(spans, spans[1:], strict=False):
         assert after[0][0] < before[-1][1]  # consecutive windows overlap
     words = {LONG_PASSAGE[a:b].lower() for window in spans for a, b in window}
     assert {"canal", "moth", "opera", "lighthouse"} <= words  # from the first passage to the last
@@ -276,10 +285,15 @@ def test_model_length_and_bad_inputs(model):
 
 # (question, answer) pairs about the plugin's demo passages and PASSAGE, in the order of PASSAGES below
 QUESTIONS = [
-    [("When did work on the canal begin?", "1788"), ("Who was the canal's engineer?", "Agnes Pell"),
-     ("How many locks are at Crane Hill?", "nine")],
-    [("Where does the pale lantern moth live?", "the cloud forests of the Serra Alta"),
-     ("What do the caterpillars eat?", "the leaves of the mountain laurel")],
+    [
+        ("When did work on the canal begin?", "1788"),
+        ("Who was the canal's engineer?", "Agnes Pell"),
+        ("How many locks are at Crane Hill?", "nine"),
+    ],
+    [
+        ("Where does the pale lantern moth live?", "the cloud forests of the Serra Alta"),
+        ("What do the caterpillars eat?", "the leaves of the mountain laurel"),
+    ],
     [("When was the guild disbanded?", "1889"), ("How long did apprentices serve?", "five years")],
     [("How long is the race?", "about 780 kilometres"), ("Who won three editions in a row?", "Marta Ilves")],
     [("Who conducted the premiere?", "her brother Pavel"), ("Where was the lost copy found?", "in the attic")],
@@ -292,18 +306,34 @@ PASSAGES = [c["passage"] for c in QATask.demo_contexts] + [PASSAGE]
 def write_squad(folder):
     """A tiny SQuAD 2.0 file: two articles, one unanswerable question and one answer at a wrong offset."""
     paragraphs = []
-    for p, (passage, pairs) in enumerate(zip(PASSAGES, QUESTIONS)):
+    for p, (passage, pairs) in enumerate(zip(PASSAGES, QUESTIONS, strict=False)):
         qas = [
-            {"id": f"q{p}-{n}", "question": q, "is_impossible": False,
-             "answers": [{"text": a, "answer_start": passage.index(a)}]}
+            {
+                "id": f"q{p}-{n}",
+                "question": q,
+                "is_impossible": False,
+                "answers": [{"text": a, "answer_start": passage.index(a)}],
+            }
             for n, (q, a) in enumerate(pairs)
         ]
         paragraphs.append({"context": passage, "qas": qas})
-    paragraphs[0]["qas"].append({"id": "none", "question": "Who painted the locks?", "is_impossible": True,
-                                 "answers": [], "plausible_answers": [{"text": "Agnes Pell", "answer_start": 0}]})
+    paragraphs[0]["qas"].append(
+        {
+            "id": "none",
+            "question": "Who painted the locks?",
+            "is_impossible": True,
+            "answers": [],
+            "plausible_answers": [{"text": "Agnes Pell", "answer_start": 0}],
+        }
+    )
     paragraphs[1]["qas"][0]["answers"].append({"text": "Serra Alta", "answer_start": 0})  # not at offset 0
-    data = {"version": "v2.0", "data": [{"title": "Invented", "paragraphs": paragraphs[:4]},
-                                        {"title": "Also invented", "paragraphs": paragraphs[4:]}]}
+    data = {
+        "version": "v2.0",
+        "data": [
+            {"title": "Invented", "paragraphs": paragraphs[:4]},
+            {"title": "Also invented", "paragraphs": paragraphs[4:]},
+        ],
+    }
     folder.mkdir()
     (folder / "squad_v2_dev_sample.json").write_text(json.dumps(data), encoding="utf-8")
 

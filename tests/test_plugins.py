@@ -182,8 +182,10 @@ def test_register_tasks_duplicate_code_is_blamed_on_the_later_plugin():
 def test_register_tasks_bad_declaration_is_reported_and_others_load():
     p = Plugins(
         allowlist=set(),
-        extra=[task_plugin("NoTarget", make_task("temp-no-target", with_target=False)),
-               task_plugin("Fine", make_task("temp-fine"))],
+        extra=[
+            task_plugin("NoTarget", make_task("temp-no-target", with_target=False)),
+            task_plugin("Fine", make_task("temp-fine")),
+        ],
     )
     assert set(p.errors) == {"NoTarget"}
     assert "task 'temp-no-target'" in p.errors["NoTarget"]
@@ -307,8 +309,9 @@ class FakeEntryPoint:
 
 def test_entry_point_that_fails_to_import_is_reported_by_name(monkeypatch, caplog):
     real = plugins_module.entry_points
-    broken = FakeEntryPoint("broken-plugin", "dynaforge_broken.plugin",
-                            ImportError("No module named 'dynaforge_broken'"))
+    broken = FakeEntryPoint(
+        "broken-plugin", "dynaforge_broken.plugin", ImportError("No module named 'dynaforge_broken'")
+    )
 
     def fake_entry_points(**kwargs):
         return [*real(**kwargs), broken]
@@ -455,8 +458,13 @@ def test_register_metrics_from_a_plugin_and_no_overriding_core_ones():
     class MetricPlugin:
         @hookimpl
         def register_metrics(self, register):
-            register(Metric("temp-error-rate", lambda g, p: sum(a != b for a, b in zip(g, p)) / max(len(g), 1),
-                            higher_is_better=False))
+            register(
+                Metric(
+                    "temp-error-rate",
+                    lambda g, p: sum(a != b for a, b in zip(g, p, strict=False)) / max(len(g), 1),
+                    higher_is_better=False,
+                )
+            )
 
     class Override:
         @hookimpl
@@ -489,9 +497,15 @@ def test_register_perturbations_defaults_present(core):
     perturbations = core.registry.perturbations
     kinds = {name: p.kind for name, p in perturbations.items() if isinstance(p, Perturbation)}
     assert kinds == {
-        "typo": "robustness", "lowercase": "robustness", "uppercase": "robustness", "punctuation": "robustness",
-        "contractions": "robustness", "whitespace": "robustness",
-        "gender_swap": "fairness", "name_swap": "fairness", "name_origin_swap": "fairness",
+        "typo": "robustness",
+        "lowercase": "robustness",
+        "uppercase": "robustness",
+        "punctuation": "robustness",
+        "contractions": "robustness",
+        "whitespace": "robustness",
+        "gender_swap": "fairness",
+        "name_swap": "fairness",
+        "name_origin_swap": "fairness",
     }
     rng = random.Random(0)
     assert perturbations["lowercase"].apply("MiXeD Case", rng) == "mixed case"
@@ -509,7 +523,7 @@ def test_register_perturbations_typo_swaps_exactly_two_adjacent_letters(core, se
     typo = core.registry.perturbations["typo"].apply
     out = typo(TEXT, random.Random(seed))
     assert len(out) == len(TEXT)
-    changed = [i for i, (a, b) in enumerate(zip(TEXT, out)) if a != b]
+    changed = [i for i, (a, b) in enumerate(zip(TEXT, out, strict=False)) if a != b]
     assert len(changed) == 2, (TEXT, out)
     i, j = changed
     assert j == i + 1
@@ -546,7 +560,9 @@ def test_register_perturbations_punctuation(core, text, expected):
 
 def test_register_perturbations_gender_swap_both_ways_keeping_case(core):
     swap = core.registry.perturbations["gender_swap"].apply
-    assert swap("He told his Sister that the King left.", random.Random(0)) == "She told her Brother that the Queen left."
+    assert (
+        swap("He told his Sister that the King left.", random.Random(0)) == "She told her Brother that the Queen left."
+    )
     assert swap("SHE met her uncle", random.Random(0)) == "HE met his aunt"
     assert swap("The hero shed a tear", random.Random(0)) == "The hero shed a tear"  # whole words only
 
@@ -757,10 +773,14 @@ def test_register_tasks_docs_example_formality_plugin_works(monkeypatch, tmp_pat
 
         # The validation example shown in the guide.
         with pytest.raises(InvalidInput) as caught:
-            task.validate_example({"sentence": "Hi", "label": "casual", "mood": "ok"},
-                                  context={"situation": "A note to a neighbour."})
+            task.validate_example(
+                {"sentence": "Hi", "label": "casual", "mood": "ok"}, context={"situation": "A note to a neighbour."}
+            )
         assert [(e.field, e.rule) for e in caught.value.field_errors] == [
-            ("mood", "unknown_field"), ("sentence", "min_length"), ("label", "choice")]
+            ("mood", "unknown_field"),
+            ("sentence", "min_length"),
+            ("label", "choice"),
+        ]
 
         # The JSON Schema shown in the guide.
         assert task.json_schema(Role.INPUT, Role.TARGET) == {
@@ -768,11 +788,19 @@ def test_register_tasks_docs_example_formality_plugin_works(monkeypatch, tmp_pat
             "title": "Formality",
             "type": "object",
             "properties": {
-                "sentence": {"type": "string", "minLength": 5, "maxLength": 400,
-                             "description": "Your sentence.", "x-role": "input"},
-                "label": {"type": "string", "enum": ["formal", "informal"],
-                          "description": "The register a careful reader would give your sentence.",
-                          "x-role": "target"},
+                "sentence": {
+                    "type": "string",
+                    "minLength": 5,
+                    "maxLength": 400,
+                    "description": "Your sentence.",
+                    "x-role": "input",
+                },
+                "label": {
+                    "type": "string",
+                    "enum": ["formal", "informal"],
+                    "description": "The register a careful reader would give your sentence.",
+                    "x-role": "target",
+                },
             },
             "required": ["sentence", "label"],
             "additionalProperties": False,
@@ -781,8 +809,13 @@ def test_register_tasks_docs_example_formality_plugin_works(monkeypatch, tmp_pat
         # The model in the loop, through the python backend and the default target model's config.
         context = {"situation": "A text to your sister."}
         cleaned = task.validate_example(
-            {"sentence": "Hey, gonna be late!", "label": "formal",
-             "cue": {"text": "gonna", "start": 5}, "certainty": 4, "native_speaker": True},
+            {
+                "sentence": "Hey, gonna be late!",
+                "label": "formal",
+                "cue": {"text": "gonna", "start": 5},
+                "certainty": 4,
+                "native_speaker": True,
+            },
             context=context,
         )
         assert cleaned["sentence"] == "Hey, gonna be late!"
@@ -800,7 +833,10 @@ def test_register_tasks_docs_example_formality_plugin_works(monkeypatch, tmp_pat
 
         [(sl)] = [core.registry.slices[name] for name in task.fairness_slices]
         assert [sl.group(f) for f in ({"native_speaker": True}, {"native_speaker": False}, {})] == [
-            "native", "non-native", None]
+            "native",
+            "non-native",
+            None,
+        ]
     finally:
         core.unregister("formality")
     assert core.task("formality") is None
@@ -811,8 +847,12 @@ def test_docs_example_train_writes_markers(monkeypatch, tmp_path):
     data = tmp_path / "data"
     data.mkdir()
     informal = ["hey guys this is so cool", "yeah gonna grab food lol", "hey that stuff is cool", "wanna come lol"]
-    formal = ["We regret to inform you of the delay.", "Please find the report attached.",
-              "Thank you for your prompt reply.", "I would be grateful for your assistance."]
+    formal = [
+        "We regret to inform you of the delay.",
+        "Please find the report attached.",
+        "Thank you for your prompt reply.",
+        "I would be grateful for your assistance.",
+    ]
     rows = [f"{s}\tinformal" for s in informal * 5] + [f"{s}\tformal" for s in formal * 5]
     (data / "train.tsv").write_text("\n".join(rows) + "\n", encoding="utf-8")
     out = tmp_path / "out"

@@ -33,16 +33,16 @@ import random
 import sys
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
-
 from conftest import real_data
 from test_e2e import (
-    operator_server,
     Server,
     _environment,
+    operator_server,
     register,
     run,
     session,
@@ -63,15 +63,13 @@ PLAN_CUTS = ((0.72, "CORRECT"), (0.86, "INCORRECT"), (1.0, "FLAGGED"))
 
 STATS_FIELDS = "collected fooled verifiedFooled accepted rejected flagged retracted pending vmer"
 
-CREATE = (
-    """mutation($input: CreateExampleInput!) {
+CREATE = """mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
     ... on CreatedExample { fooled prediction example { id fooled status roundNumber fields } }
     ... on PredictionPending { example { id status } message }
     ... on Error { message }
   } }"""
-)
 EXAMPLE = "query($id: ID!) { example(id: $id) { id status fooled prediction } }"
 PENDING = 'query { task(code: "nli") { currentRound { pending } } }'
 TO_VALIDATE = 'query { exampleToValidate(taskCode: "nli") { id fields fooled status } }'
@@ -87,18 +85,16 @@ OPEN_NEXT = """mutation($input: OpenNextRoundInput!) {
     ... on RoundOpened { round { number endedAt } previous { number endedAt } }
     ... on Error { message }
   } }"""
-ROUNDS = (
-    """query { task(code: "nli") {
-  settings { validationQuorum validateNonFooling }
-  currentRound { number endedAt stats { %(s)s } }
-  round(number: 1) { number endedAt collected fooled verifiedFooled stats { %(s)s }
-                     leaderboard(first: 100) { rank username stats { %(s)s } } }
-} }"""
-    % {"s": STATS_FIELDS}
+ROUNDS = f"""query {{ task(code: "nli") {{
+  settings {{ validationQuorum validateNonFooling }}
+  currentRound {{ number endedAt stats {{ {STATS_FIELDS} }} }}
+  round(number: 1) {{ number endedAt collected fooled verifiedFooled stats {{ {STATS_FIELDS} }}
+                     leaderboard(first: 100) {{ rank username stats {{ {STATS_FIELDS} }} }} }}
+}} }}"""
+MY_STATS = (
+    f'query {{ myStats(taskCode: "nli") {{ rounds {{ roundNumber stats {{ {STATS_FIELDS} }} }} total {{ '
+    f"{STATS_FIELDS} }} }} }}"
 )
-MY_STATS = 'query { myStats(taskCode: "nli") { rounds { roundNumber stats { %(s)s } } total { %(s)s } } }' % {
-    "s": STATS_FIELDS
-}
 
 
 # --------------------------------------------------------------------------- the file
@@ -177,7 +173,7 @@ async def _predict(rows: list[Row]) -> None:
             inputs = [{"premise": r.premise, "hypothesis": r.hypothesis.strip()} for r in batch]
             answer = await client.predict(spec, inputs)
             assert len(answer.outputs) == len(batch)
-            for row, output in zip(batch, answer.outputs):
+            for row, output in zip(batch, answer.outputs, strict=False):
                 assert output["label"] in task.labels, output
                 _PREDICTED[row.key] = output["label"]
     finally:
@@ -238,7 +234,10 @@ def anli_rows() -> list[Row]:
 
 @pytest.fixture(
     scope="module",
-    params=[pytest.param("sqlite", id="sqlite"), pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres)],
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+    ],
 )
 def server(request, tmp_path_factory, anli_rows) -> Iterator[tuple[Server, str]]:
     workdir = tmp_path_factory.mktemp(f"replay-anli-{request.param}")
@@ -356,7 +355,9 @@ async def validate_all(server: Server, tokens: list[str], replay: Replay, by_id:
     await asyncio.gather(*(validator(v) for v in range(VALIDATORS)))
 
 
-def expected_figures(submitted: list[Submitted], votes: list[Vote], predicted: dict[str, str]) -> tuple[Figures, dict[int, Figures], dict[str, str]]:
+def expected_figures(
+    submitted: list[Submitted], votes: list[Vote], predicted: dict[str, str]
+) -> tuple[Figures, dict[int, Figures], dict[str, str]]:
     """collected, fooled, verifiedFooled, accepted, rejected (and vMER) from the file, the model run here and the
     votes cast: in total, per annotator; and each example's final status."""
     cast: dict[str, list[str]] = defaultdict(list)
@@ -397,10 +398,16 @@ async def test_replay_anli_round_one(server, anli_rows, capsys):
     assert {s.row.key for s in replay.submitted} == {r.key for r in rows}
     by_id = {s.example_id: s for s in replay.submitted}
     assert len(by_id) == len(rows), "two rows got the same example id"
-    wrong = [(s.row.line, s.predicted, predicted[s.row.key]) for s in replay.submitted if s.predicted != predicted[s.row.key]]
-    assert not wrong, f"the server's model predicted otherwise than the same model here (line, server, here): {wrong[:10]}"
+    wrong = [
+        (s.row.line, s.predicted, predicted[s.row.key]) for s in replay.submitted if s.predicted != predicted[s.row.key]
+    ]
+    assert not wrong, (
+        f"the server's model predicted otherwise than the same model here (line, server, here): {wrong[:10]}"
+    )
     mismatched = [s.row.line for s in replay.submitted if s.fooled != expected_fooled[s.row.key]]
-    assert not mismatched, f"fooled differs from the file's gold label vs the model's prediction on lines {mismatched[:20]}"
+    assert not mismatched, (
+        f"fooled differs from the file's gold label vs the model's prediction on lines {mismatched[:20]}"
+    )
 
     # 2. Validation until every validator's queue is empty.
     await validate_all(server, validators, replay, by_id)
@@ -451,7 +458,11 @@ async def test_replay_anli_round_one(server, anli_rows, capsys):
     first = task["round"]
     assert first["number"] == 1 and first["endedAt"], first
     assert first["stats"] == total.as_stats(), (first["stats"], total.as_stats())
-    assert (first["collected"], first["fooled"], first["verifiedFooled"]) == (total.collected, total.fooled, total.verifiedFooled)
+    assert (first["collected"], first["fooled"], first["verifiedFooled"]) == (
+        total.collected,
+        total.fooled,
+        total.verifiedFooled,
+    )
     current = task["currentRound"]
     assert current["number"] == 2 and current["endedAt"] is None, current
     assert current["stats"] == Figures().as_stats(), current
@@ -476,7 +487,8 @@ async def test_replay_anli_round_one(server, anli_rows, capsys):
     elapsed = time.monotonic() - started
     with capsys.disabled():
         print(
-            f"\nANLI R1 replay on {server.backend}: {len(rows)} rows by {ANNOTATORS} annotators, {VALIDATORS} validators"
+            f"\nANLI R1 replay on {server.backend}: {len(rows)} rows by {ANNOTATORS} annotators, {VALIDATORS} "
+            f"validators"
             f"\n  round 1: collected={total.collected} fooled={total.fooled} verifiedFooled={total.verifiedFooled}"
             f" rejected={total.rejected} undecided={total.fooled - total.verifiedFooled - total.rejected}"
             f" vmer={total.verifiedFooled / total.collected:.4f} (server: {first['stats']['vmer']})"

@@ -7,6 +7,8 @@ import sys
 from fractions import Fraction
 
 import pytest
+from toy_plugin import ToyPlugin
+
 from dynaforge import Metric, Slice
 from dynaforge.defaults.metrics import macro_f1
 from dynaforge.errors import InvalidInput
@@ -24,7 +26,6 @@ from dynaforge.evaluation.scoring import (
     target_key,
 )
 from dynaforge.plugins import Plugins
-from toy_plugin import ToyPlugin
 
 
 @pytest.fixture(scope="module")
@@ -55,7 +56,7 @@ def span(text, start):
     return {"text": text, "start": start}
 
 
-# ------------------------------------------------------------------------------------------------------------ score
+# --------------------------------------------------------------------------------------------------------------- score
 def test_score_computes_the_tasks_metrics_on_the_target_values(toy):
     task, metrics = toy
     golds = labels("good", "good", "bad", "bad")
@@ -70,10 +71,16 @@ def test_score_computes_the_tasks_metrics_on_the_target_values(toy):
 
 def test_score_spans_with_the_qa_metrics(qa):
     task, metrics = qa
-    golds = [{"answer": span("Agnes Pell", 50)}, {"answer": span("a load of timber", 300)},
-             {"answer": span("1994", 400)}]
-    preds = [{"answer": span("the engineer Agnes Pell", 37), "confidence": 0.4}, None,
-             {"answer": span("1994", 400), "confidence": 0.9}]
+    golds = [
+        {"answer": span("Agnes Pell", 50)},
+        {"answer": span("a load of timber", 300)},
+        {"answer": span("1994", 400)},
+    ]
+    preds = [
+        {"answer": span("the engineer Agnes Pell", 37), "confidence": 0.4},
+        None,
+        {"answer": span("1994", 400), "confidence": 0.9},
+    ]
     result = score(task, None, golds, preds, metrics=metrics)
     # "engineer agnes pell" vs "agnes pell": P 2/3, R 1, F1 0.8; no answer: 0; "1994": 1.
     assert result["span_f1"] == pytest.approx((0.8 + 0 + 1) / 3)
@@ -110,7 +117,7 @@ def test_target_key_keeps_only_the_target_fields(toy, qa):
     assert target_key(qa_task)({"answer": span("1994", 4), "confidence": 0.2}) == span("1994", 4)
 
 
-# ------------------------------------------------------------------------------------------------------------ bootstrap
+# ----------------------------------------------------------------------------------------------------------- bootstrap
 def test_percentile_method_on_a_known_distribution():
     # A statistic that returns 0, 1, ..., 99 on successive resamples: the 90% interval is the 5th and 95th
     # percentiles with linear interpolation, positions 99 * 0.05 = 4.95 and 99 * 0.95 = 94.05.
@@ -145,8 +152,9 @@ def test_bootstrap_narrows_with_more_data():
 def test_resampling_scores_and_resampling_indices_draw_the_same_items():
     scores = [0.0, 0.2, 0.5, 1.0, 1.0, 0.3]
     by_scores = bootstrap_interval(scores, seed=11, resamples=200)
-    by_indices = bootstrap_interval(lambda ix: sum(scores[i] for i in ix) / len(ix), seed=11, resamples=200,
-                                    size=len(scores))
+    by_indices = bootstrap_interval(
+        lambda ix: sum(scores[i] for i in ix) / len(ix), seed=11, resamples=200, size=len(scores)
+    )
     assert by_scores == (pytest.approx(by_indices.low), pytest.approx(by_indices.high))
 
 
@@ -169,8 +177,11 @@ def test_item_scores_tell_item_averaged_metrics_from_corpus_level_ones(toy, qa):
     assert item_scores(metrics["accuracy"], golds, preds) == [1.0, 0.0, 1.0, 1.0]
     assert item_scores(metrics["macro_f1"], golds, preds) is None
     _, qa_metrics = qa
-    spans = item_scores(qa_metrics["span_f1"], [span("Agnes Pell", 0), span("1994", 9)],
-                        [span("the engineer Agnes Pell", 0), span("1861", 3)])
+    spans = item_scores(
+        qa_metrics["span_f1"],
+        [span("Agnes Pell", 0), span("1994", 9)],
+        [span("the engineer Agnes Pell", 0), span("1861", 3)],
+    )
     assert spans == [pytest.approx(0.8), 0.0]
 
 
@@ -195,16 +206,19 @@ def test_macro_f1_interval_resamples_the_whole_metric(toy):
     slow = metric_interval(task, "macro_f1_again", golds, preds, metrics=slow_metrics, seed=2, resamples=300)
     assert fast == (pytest.approx(slow.low, abs=1e-12), pytest.approx(slow.high, abs=1e-12))
     assert fast.low < point < fast.high
-    per_item = metric_interval(task, "macro_f1", golds, preds, metrics=metrics, seed=2, resamples=300,
-                               per_item=True)
+    per_item = metric_interval(task, "macro_f1", golds, preds, metrics=metrics, seed=2, resamples=300, per_item=True)
     assert per_item != fast  # forcing per-item scores bootstraps accuracy, which is another statistic
 
 
-# ------------------------------------------------------------------------------------------------------------ consistency
+# --------------------------------------------------------------------------------------------------------- consistency
 def test_consistency_averages_per_original_not_per_variant():
     originals = {"a": "good", "b": "bad", "c": "good"}
-    variants = [("b", "good"),                                # b: 1 variant, changed -> 0
-                ("c", "good"), ("c", "bad"), ("c", "good")]   # c: 3 variants, 2 unchanged -> 2/3; a: none
+    variants = [
+        ("b", "good"),  # b: 1 variant, changed -> 0
+        ("c", "good"),
+        ("c", "bad"),
+        ("c", "good"),
+    ]  # c: 3 variants, 2 unchanged -> 2/3; a: none
     result = consistency(originals, variants)
     assert result == Consistency(score=pytest.approx(1 / 3), originals_with_variants=2, variants=4)
     assert result.score != pytest.approx(2 / 4)  # what a per-variant average would say
@@ -213,19 +227,25 @@ def test_consistency_averages_per_original_not_per_variant():
 def test_consistency_compares_target_fields_of_prediction_dicts(toy):
     task, _ = toy
     originals = {1: {"label": "good", "probabilities": {"good": 0.9, "bad": 0.1}}}
-    variants = [(1, {"label": "good", "probabilities": {"good": 0.6, "bad": 0.4}}),
-                (1, {"label": "bad", "probabilities": {"good": 0.4, "bad": 0.6}})]
+    variants = [
+        (1, {"label": "good", "probabilities": {"good": 0.6, "bad": 0.4}}),
+        (1, {"label": "bad", "probabilities": {"good": 0.4, "bad": 0.6}}),
+    ]
     assert consistency(originals, variants, key=target_key(task)).score == 0.5
     assert consistency(originals, variants).score == 0.0  # whole dicts: the probabilities differ
 
 
 def test_consistency_of_spans(qa):
     task, _ = qa
-    originals = {"q1": {"answer": span("1994", 120), "confidence": 0.8},
-                 "q2": {"answer": span("Agnes Pell", 40), "confidence": 0.7}}
-    variants = [("q1", {"answer": span("1994", 120), "confidence": 0.3}),   # same span
-                ("q1", {"answer": span("1994", 15), "confidence": 0.9}),    # same words, another place
-                ("q2", {"answer": span("agnes pell", 40), "confidence": 0.5})]
+    originals = {
+        "q1": {"answer": span("1994", 120), "confidence": 0.8},
+        "q2": {"answer": span("Agnes Pell", 40), "confidence": 0.7},
+    }
+    variants = [
+        ("q1", {"answer": span("1994", 120), "confidence": 0.3}),  # same span
+        ("q1", {"answer": span("1994", 15), "confidence": 0.9}),  # same words, another place
+        ("q2", {"answer": span("agnes pell", 40), "confidence": 0.5}),
+    ]
     exact = consistency(originals, variants, key=target_key(task))
     assert exact == Consistency(score=pytest.approx((1 / 2 + 0) / 2), originals_with_variants=2, variants=3)
     loose = consistency(originals, variants, key=lambda p: p["answer"]["text"].lower())
@@ -248,8 +268,7 @@ def test_consistency_rejects_bad_input():
 def test_perturbed_score_scores_each_variant_against_its_originals_gold(toy):
     task, metrics = toy
     golds = {"a": {"label": "good"}, "b": {"label": "bad"}, "c": {"label": "good"}}
-    variants = [("a", {"label": "good"}), ("a", {"label": "bad"}), ("a", {"label": "good"}),
-                ("b", {"label": "bad"})]
+    variants = [("a", {"label": "good"}), ("a", {"label": "bad"}), ("a", {"label": "good"}), ("b", {"label": "bad"})]
     assert perturbed_score(task, ["accuracy"], golds, variants, metrics=metrics) == {"accuracy": 0.75}
     with pytest.raises(InvalidInput, match="original 'x', which has no gold"):
         perturbed_score(task, None, golds, [("x", {"label": "good"})], metrics=metrics)
@@ -257,16 +276,22 @@ def test_perturbed_score_scores_each_variant_against_its_originals_gold(toy):
         perturbed_score(task, None, golds, [], metrics=metrics)
 
 
-# ------------------------------------------------------------------------------------------------------------ slices
+# -------------------------------------------------------------------------------------------------------------- slices
 NOTE_SLICE = Slice(name="toy-note", group=lambda fields: fields.get("note"), task_code="toy")
 
 
 def _sliced_data():
     """x: 10 examples, 6 right; z: 10 examples, all right; y: 2 examples, both wrong; 3 in no group, all right."""
-    rows = ([("x", "good", "good")] * 6 + [("x", "good", "bad")] * 4 + [("z", "bad", "bad")] * 10
-            + [("y", "good", "bad")] * 2 + [(None, "bad", "bad")] * 3)
-    examples = [{"text": f"t{i}", "label": gold, **({"note": note} if note else {})}
-                for i, (note, gold, _) in enumerate(rows)]
+    rows = (
+        [("x", "good", "good")] * 6
+        + [("x", "good", "bad")] * 4
+        + [("z", "bad", "bad")] * 10
+        + [("y", "good", "bad")] * 2
+        + [(None, "bad", "bad")] * 3
+    )
+    examples = [
+        {"text": f"t{i}", "label": gold, **({"note": note} if note else {})} for i, (note, gold, _) in enumerate(rows)
+    ]
     golds = labels(*(gold for _, gold, _ in rows))
     preds = predicted(*(pred for _, _, pred in rows))
     return golds, preds, examples
@@ -290,18 +315,27 @@ def test_slice_gap_leaves_out_groups_below_the_minimum_size(toy):
     golds, preds, examples = _sliced_data()
     overall = score(task, ["accuracy"], golds, preds, metrics=metrics)
     assert overall["accuracy"] == pytest.approx(19 / 25)  # 6 + 10 + 0 + 3 right of 25
-    per_slice = slice_metrics(task, [NOTE_SLICE], golds, preds, examples, metrics=metrics,
-                              metric_names=["accuracy"])
+    per_slice = slice_metrics(task, [NOTE_SLICE], golds, preds, examples, metrics=metrics, metric_names=["accuracy"])
     assert DEFAULT_MIN_GROUP_SIZE == 10
     gaps = slice_gaps(overall, per_slice, metrics=metrics)["toy-note"]["accuracy"]
     # y (2 examples, accuracy 0) is too small to count: the worst group is x, 19/25 - 0.6 = 0.16.
-    assert gaps == {"gap": pytest.approx(0.16), "worst_group": "x", "worst_value": 0.6,
-                    "overall": pytest.approx(0.76), "groups_compared": 2}
+    assert gaps == {
+        "gap": pytest.approx(0.16),
+        "worst_group": "x",
+        "worst_value": 0.6,
+        "overall": pytest.approx(0.76),
+        "groups_compared": 2,
+    }
     with_small = slice_gaps(overall, per_slice, metrics=metrics, min_group_size=2)["toy-note"]["accuracy"]
     assert with_small["worst_group"] == "y" and with_small["gap"] == pytest.approx(0.76)
     nothing = slice_gaps(overall, per_slice, min_group_size=11)["toy-note"]["accuracy"]
-    assert nothing == {"gap": None, "worst_group": None, "worst_value": None, "overall": pytest.approx(0.76),
-                       "groups_compared": 0}
+    assert nothing == {
+        "gap": None,
+        "worst_group": None,
+        "worst_value": None,
+        "overall": pytest.approx(0.76),
+        "groups_compared": 0,
+    }
 
 
 def test_slice_gap_of_a_metric_where_lower_is_better():
@@ -324,7 +358,7 @@ def test_slices_reject_bad_input(toy):
         slice_gaps({"accuracy": 1.0}, {}, min_group_size=0)
 
 
-# ------------------------------------------------------------------------------------------------------------ boundaries
+# ---------------------------------------------------------------------------------------------------------- boundaries
 def test_scoring_does_not_import_numpy():
     code = "import sys, dynaforge.evaluation.scoring; print('numpy' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60)

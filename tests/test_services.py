@@ -97,8 +97,9 @@ async def test_login_attempts_are_rate_limited(platform):
 async def test_only_admins_create_admins_and_foreign_tokens(platform):
     alice = await _user(platform, "alice")
     with pytest.raises(Forbidden):
-        await auth.create_user(platform, alice, username="mallory", email="m@example.org", password="long enough pw",
-                               is_admin=True)
+        await auth.create_user(
+            platform, alice, username="mallory", email="m@example.org", password="long enough pw", is_admin=True
+        )
     with pytest.raises(Forbidden):
         await auth.create_token(platform, alice, name="x", username="someone")
     await _user(platform, "frank")
@@ -120,8 +121,9 @@ async def test_sync_registered_tasks_is_idempotent(platform):
     assert await tasks.sync_registered_tasks(platform) == []
     round_ = await _round(platform)
     assert round_.number == 1
-    assert round_.target_models == [{"name": "keyword", "backend": "python",
-                                     "config": {"callable": "toy_plugin:keyword_model"}}]
+    assert round_.target_models == [
+        {"name": "keyword", "backend": "python", "config": {"callable": "toy_plugin:keyword_model"}}
+    ]
     assert len(round_.secret) == 64
 
 
@@ -157,7 +159,11 @@ async def test_submit_not_fooled_and_fooled_updates_counters(platform):
     alice = await _user(platform)
     ctx = await contexts.next_context(platform, alice, "toy")
     kept = await examples.submit(
-        platform, alice, task_code="toy", context_id=ctx.id, fields={"text": "a good day", "label": "good"},
+        platform,
+        alice,
+        task_code="toy",
+        context_id=ctx.id,
+        fields={"text": "a good day", "label": "good"},
         time_taken_ms=1200,
     )
     assert kept.example.fooled is False and kept.example.status == ExampleStatus.CREATED
@@ -216,7 +222,9 @@ async def test_submit_needs_a_user_and_a_known_task_and_context(platform):
     with pytest.raises(NotFound):
         await examples.submit(platform, alice, task_code="nope", fields={"text": "good", "label": "good"})
     with pytest.raises(NotFound):
-        await examples.submit(platform, alice, task_code="toy", context_id=999999, fields={"text": "g", "label": "good"})
+        await examples.submit(
+            platform, alice, task_code="toy", context_id=999999, fields={"text": "g", "label": "good"}
+        )
     assert await _count(platform, Example) == 0
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import register_user
+
 from dynaforge.db.models import DatasetAccess, EvaluationStatus
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotAuthenticated, NotFound, RateLimited
 from dynaforge.services import auth, datasets, examples, submissions, tasks, validation
@@ -14,18 +14,26 @@ KEYWORD = {"callable": "toy_plugin:keyword_model"}
 
 
 async def _user(p, name: str) -> Actor:
-    user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw")
+    user = await auth.create_user(
+        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw"
+    )
     return Actor(user.id, user.username, user.is_admin)
 
 
 @pytest.fixture
 async def setup(platform):
     platform.settings.examples_per_minute = 1000
-    owner, author, builder = await _user(platform, "owner1"), await _user(platform, "author1"), await _user(platform, "builder1")
+    owner, author, builder = (
+        await _user(platform, "owner1"),
+        await _user(platform, "author1"),
+        await _user(platform, "builder1"),
+    )
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
     ids = []
     for i in range(20):
-        outcome = await examples.submit(platform, author, task_code="toy", fields={"text": f"good day {i}", "label": "bad"})
+        outcome = await examples.submit(
+            platform, author, task_code="toy", fields={"text": f"good day {i}", "label": "bad"}
+        )
         ids.append(outcome.example.id)
     for example_id in ids[:17]:
         await validation.validate(platform, owner, example_id, "CORRECT")
@@ -38,7 +46,9 @@ async def test_round_datasets_split_deterministically_and_freeze_examples(platfo
         await datasets.build_from_round(platform, setup["builder"], "toy", 1)
     made = await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=3)
     assert [(d.name, d.access, d.size) for d in made] == [
-        ("r1-train", DatasetAccess.STANDARD, 13), ("r1-dev", DatasetAccess.STANDARD, 2), ("r1-test", DatasetAccess.SCORING, 2)
+        ("r1-train", DatasetAccess.STANDARD, 13),
+        ("r1-dev", DatasetAccess.STANDARD, 2),
+        ("r1-test", DatasetAccess.SCORING, 2),
     ]  # 17 accepted: 13.6 / 1.7 / 1.7 floor to 13 / 1 / 1; the 2 left go to the largest remainders (.7 and .7)
     with pytest.raises(AlreadyExists):
         await datasets.build_from_round(platform, setup["owner"], "toy", 1)
@@ -86,37 +96,57 @@ async def test_submissions_queue_one_evaluation_per_scoring_set_and_are_throttle
     with pytest.raises(NotAuthenticated):
         await submissions.submit_model(platform, None, task_code="toy", name="m", backend="python", config=KEYWORD)
     with pytest.raises(InvalidInput) as error:
-        await submissions.submit_model(platform, builder, task_code="toy", name="m", backend="nope", config={},
-                                       card={"parameters": -1, "paper": "ftp://x", "colour": "red"})
+        await submissions.submit_model(
+            platform,
+            builder,
+            task_code="toy",
+            name="m",
+            backend="nope",
+            config={},
+            card={"parameters": -1, "paper": "ftp://x", "colour": "red"},
+        )
     assert "backend" in str(error.value)
     with pytest.raises(InvalidInput) as error:
-        await submissions.submit_model(platform, builder, task_code="toy", name="m", backend="python", config=KEYWORD,
-                                       card={"parameters": -1, "paper": "ftp://x", "colour": "red"})
+        await submissions.submit_model(
+            platform,
+            builder,
+            task_code="toy",
+            name="m",
+            backend="python",
+            config=KEYWORD,
+            card={"parameters": -1, "paper": "ftp://x", "colour": "red"},
+        )
     assert {e.field for e in error.value.field_errors} == {"card.parameters", "card.paper", "card.colour"}
 
     card = {"parameters": 12, "license": "MIT", "paper": "https://example.org/paper", "description": "keywords"}
-    model, queued = await submissions.submit_model(platform, builder, task_code="toy", name="kw", backend="python",
-                                                   config=KEYWORD, card=card)
+    model, queued = await submissions.submit_model(
+        platform, builder, task_code="toy", name="kw", backend="python", config=KEYWORD, card=card
+    )
     assert model.card == card and not model.published
     pairs = await submissions.evaluations_of(platform, model.id)
     assert [(d.name, e.status) for e, d in pairs] == [("r1-test", EvaluationStatus.QUEUED)] and len(queued) == 1
     for i in range(2):
-        await submissions.submit_model(platform, builder, task_code="toy", name=f"kw{i}", backend="python", config=KEYWORD)
+        await submissions.submit_model(
+            platform, builder, task_code="toy", name=f"kw{i}", backend="python", config=KEYWORD
+        )
     with pytest.raises(RateLimited, match="3 submissions"):
         await submissions.submit_model(platform, builder, task_code="toy", name="kw9", backend="python", config=KEYWORD)
 
 
 async def test_unpublished_and_anonymous_models(platform, setup):
     builder, other, owner = setup["builder"], setup["author"], setup["owner"]
-    private, _ = await submissions.submit_model(platform, builder, task_code="toy", name="p", backend="python", config=KEYWORD)
+    private, _ = await submissions.submit_model(
+        platform, builder, task_code="toy", name="p", backend="python", config=KEYWORD
+    )
     with pytest.raises(NotFound):
         await submissions.get_model(platform, other, private.id)
     with pytest.raises(NotFound):
         await submissions.get_model(platform, None, private.id)
     assert (await submissions.get_model(platform, builder, private.id))[1] is True
     assert (await submissions.get_model(platform, owner, private.id))[1] is True
-    public, _ = await submissions.submit_model(platform, builder, task_code="toy", name="q", backend="python",
-                                               config=KEYWORD, published=True, anonymous=True)
+    public, _ = await submissions.submit_model(
+        platform, builder, task_code="toy", name="q", backend="python", config=KEYWORD, published=True, anonymous=True
+    )
     row, privileged = await submissions.get_model(platform, other, public.id)
     assert row.id == public.id and privileged is False
 
@@ -130,20 +160,35 @@ SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) {
 async def test_graphql_contract(gql, platform, setup):
     token, _ = await register_user(gql, "modeller")
     reader, _ = await register_user(gql, "onlooker")
-    built = await gql('mutation { createRoundDatasets(input: {taskCode: "toy", roundNumber: 1}) { __typename } }',
-                      token=token)
+    built = await gql(
+        'mutation { createRoundDatasets(input: {taskCode: "toy", roundNumber: 1}) { __typename } }', token=token
+    )
     assert built["createRoundDatasets"]["__typename"] == "Forbidden"
     await datasets.build_from_round(platform, setup["owner"], "toy", 1)
     listed = await gql('{ datasets(taskCode: "toy") { name access size } }', token=None)
     assert [d["name"] for d in listed["datasets"]] == ["r1-dev", "r1-test", "r1-train"]
 
-    result = await gql(SUBMIT, {"input": {"taskCode": "toy", "name": "kw", "backend": "python", "config": KEYWORD,
-                                          "card": {"parameters": 3}, "published": True, "anonymous": True}}, token=token)
+    result = await gql(
+        SUBMIT,
+        {
+            "input": {
+                "taskCode": "toy",
+                "name": "kw",
+                "backend": "python",
+                "config": KEYWORD,
+                "card": {"parameters": 3},
+                "published": True,
+                "anonymous": True,
+            }
+        },
+        token=token,
+    )
     model_id = result["submitModel"]["model"]["id"]
     mine = (await gql(MODEL, {"id": model_id}, token=token))["model"]
     assert mine["submitter"] == "modeller" and mine["config"] == KEYWORD and mine["card"] == {"parameters": 3}
-    assert mine["evaluations"] == [{"dataset": {"name": "r1-test", "access": "SCORING"}, "status": "QUEUED",
-                                    "progress": 0.0, "error": None}]
+    assert mine["evaluations"] == [
+        {"dataset": {"name": "r1-test", "access": "SCORING"}, "status": "QUEUED", "progress": 0.0, "error": None}
+    ]
     theirs = (await gql(MODEL, {"id": model_id}, token=reader))["model"]
     assert theirs["submitter"] is None and theirs["config"] is None  # anonymous, and configs may hold credentials
     assert (await gql(MODEL, {"id": "999999"}, token=token))["model"] is None
@@ -168,8 +213,9 @@ async def test_scoring_sets_get_seeded_perturbed_copies_that_submissions_are_que
     hidden = (await datasets.items(platform, setup["builder"], by_name["r1-test~typo"].id)).items
     assert all("label" not in i.fields for i in hidden)
 
-    model, queued = await submissions.submit_model(platform, setup["builder"], task_code="toy", name="kw",
-                                                   backend="python", config=KEYWORD)
+    model, queued = await submissions.submit_model(
+        platform, setup["builder"], task_code="toy", name="kw", backend="python", config=KEYWORD
+    )
     names = [d.name for _, d in await submissions.evaluations_of(platform, model.id)]
     assert names == ["r1-test", "r1-test~typo", "r1-test~uppercase"] and len(queued) == 3
 
@@ -210,12 +256,42 @@ def test_cli_imports_a_dataset_through_a_task_importer(tmp_path):
     asyncio.run(migrate())
     path = tmp_path / "held-out.tsv"
     path.write_text("sentence\tlabel\na lovely walk in the rain\t1\nthe soup was cold and late\t0\n", encoding="utf-8")
-    result = CliRunner().invoke(cli.main, ["datasets", "import", "--task", "sentiment", "--format", "sst",
-                                           "--name", "held-out", "--access", "STANDARD", str(path), "--database-url", url])
+    result = CliRunner().invoke(
+        cli.main,
+        [
+            "datasets",
+            "import",
+            "--task",
+            "sentiment",
+            "--format",
+            "sst",
+            "--name",
+            "held-out",
+            "--access",
+            "STANDARD",
+            str(path),
+            "--database-url",
+            url,
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "data set held-out: 2 examples (standard)" in result.output
-    again = CliRunner().invoke(cli.main, ["datasets", "import", "--task", "sentiment", "--format", "sst",
-                                          "--name", "held-out", str(path), "--database-url", url])
+    again = CliRunner().invoke(
+        cli.main,
+        [
+            "datasets",
+            "import",
+            "--task",
+            "sentiment",
+            "--format",
+            "sst",
+            "--name",
+            "held-out",
+            str(path),
+            "--database-url",
+            url,
+        ],
+    )
     assert again.exit_code == 1 and "already has a data set named 'held-out'" in again.output
 
 
@@ -237,7 +313,9 @@ async def test_uploaded_predictions_are_scored_but_not_timed(gql, platform, setu
     right = {**wrong_count, "predictions": [{"label": "bad"}] * size}
     model = (await gql(PREDICT, {"input": right}, token=token))["submitPredictions"]["model"]
     assert model["status"] == "DONE"
-    assert model["evaluations"] == [{"status": "DONE", "metrics": {"accuracy": 1.0, "macro_f1": 1.0}, "throughput": None}]
+    assert model["evaluations"] == [
+        {"status": "DONE", "metrics": {"accuracy": 1.0, "macro_f1": 1.0}, "throughput": None}
+    ]
     wrong = {**wrong_count, "name": "contrary", "predictions": [{"label": "good"}] * size}
     model = (await gql(PREDICT, {"input": wrong}, token=token))["submitPredictions"]["model"]
     assert model["evaluations"][0]["metrics"]["accuracy"] == 0.0
@@ -261,34 +339,55 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
 
     made = {d.name: d for d in await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=3)}
     test_set = made["r1-test"]
-    model, _ = await submissions.submit_model(platform, setup["builder"], task_code="toy", name="k", backend="python",
-                                              config=KEYWORD)
+    model, _ = await submissions.submit_model(
+        platform, setup["builder"], task_code="toy", name="k", backend="python", config=KEYWORD
+    )
     token, user_id = await register_user(gql, "copyowner")
 
     async def post(content: bytes, **fields):
-        variables = {"input": {"datasetId": str(test_set.id), "perturbation": "dialect", "kind": "fairness",
-                               "file": None, **fields}}
+        variables = {
+            "input": {
+                "datasetId": str(test_set.id),
+                "perturbation": "dialect",
+                "kind": "fairness",
+                "file": None,
+                **fields,
+            }
+        }
         response = await gql.http.post(
             "/graphql",
-            data={"operations": json.dumps({"query": UPLOAD_COPY, "variables": variables}),
-                  "map": json.dumps({"0": ["variables.input.file"]})},
+            data={
+                "operations": json.dumps({"query": UPLOAD_COPY, "variables": variables}),
+                "map": json.dumps({"0": ["variables.input.file"]}),
+            },
             files={"0": ("copy.jsonl", content, "application/octet-stream")},
             headers={"Apollo-Require-Preflight": "true", "Authorization": f"Bearer {token}"},
         )
         assert response.status_code == 200, response.text
         return response.json()["data"]["uploadPerturbedCopy"]
 
-    lines = b"".join(json.dumps({"original_position": i, "text": f"goood day {i}"}).encode() + b"\n"
-                     for i in range(test_set.size))
+    lines = b"".join(
+        json.dumps({"original_position": i, "text": f"goood day {i}"}).encode() + b"\n" for i in range(test_set.size)
+    )
     assert (await post(lines))["__typename"] == "Forbidden"
     await tasks.grant_ownership(platform, Actor.system(), "toy", int(user_id))
     refused = await post(lines + b'{"original_position": 99, "text": "far away"}\n')
     assert refused["__typename"] == "InvalidInput"
     assert refused["fieldErrors"] == [{"field": f"line {test_set.size + 1}.original_position", "rule": "original"}]
     added = await post(lines)
-    assert added == {"__typename": "DatasetsCreated", "datasets": [{
-        "name": "r1-test~dialect", "source": "upload", "perturbation": "dialect", "perturbationKind": "fairness",
-        "parentId": str(test_set.id), "size": test_set.size}]}
+    assert added == {
+        "__typename": "DatasetsCreated",
+        "datasets": [
+            {
+                "name": "r1-test~dialect",
+                "source": "upload",
+                "perturbation": "dialect",
+                "perturbationKind": "fairness",
+                "parentId": str(test_set.id),
+                "size": test_set.size,
+            }
+        ],
+    }
     assert (await post(lines))["__typename"] == "AlreadyExists"
     evaluations = {d.name: e.status for e, d in await submissions.evaluations_of(platform, model.id)}
     assert evaluations["r1-test~dialect"] == EvaluationStatus.QUEUED
@@ -302,12 +401,15 @@ async def test_backends_that_run_code_are_for_owners_and_admins(platform, setup,
     monkeypatch.setattr(platform.settings, "submission_backends", "http,transformers")
     await datasets.build_from_round(platform, setup["owner"], "toy", 1)
     with pytest.raises(InvalidInput) as refused:
-        await submissions.submit_model(platform, setup["builder"], task_code="toy", name="code", backend="python",
-                                       config=KEYWORD)
+        await submissions.submit_model(
+            platform, setup["builder"], task_code="toy", name="code", backend="python", config=KEYWORD
+        )
     assert refused.value.field_errors[0].field == "backend" and refused.value.field_errors[0].rule == "not_allowed"
-    model, queued = await submissions.submit_model(platform, setup["owner"], task_code="toy", name="owned",
-                                                   backend="python", config=KEYWORD)
+    model, queued = await submissions.submit_model(
+        platform, setup["owner"], task_code="toy", name="owned", backend="python", config=KEYWORD
+    )
     assert queued
-    remote, _ = await submissions.submit_model(platform, setup["builder"], task_code="toy", name="remote",
-                                               backend="http", config={"url": "http://127.0.0.1:9"})
+    remote, _ = await submissions.submit_model(
+        platform, setup["builder"], task_code="toy", name="remote", backend="http", config={"url": "http://127.0.0.1:9"}
+    )
     assert remote.backend == "http"

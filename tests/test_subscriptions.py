@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
@@ -24,20 +25,20 @@ from gql.transport.exceptions import TransportQueryError
 from gql.transport.websockets import WebsocketsTransport
 
 from dynaforge.app import create_app
+from dynaforge.db.models import DatasetAccess
 from dynaforge.evaluation.runner import Runner
 from dynaforge.jobs import publisher
 from dynaforge.services import auth, datasets, submissions, validation
 from dynaforge.services.actor import Actor
-from dynaforge.db.models import DatasetAccess
 
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
   ... on CreatedExample { example { id fooled } } ... on Error { message } } }"""
 VALIDATE = """mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }"""
 OPEN_ROUND = """mutation { openNextRound(input: {taskCode: "toy"}) { __typename } }"""
-FOOLED = gql("subscription { modelFooled(taskCode: \"toy\") { id fields prediction fooled taskCode roundNumber } }")
-CREATED = gql("subscription { exampleCreated(taskCode: \"toy\") { id fooled status } }")
-VALIDATED = gql("subscription { exampleValidated(taskCode: \"toy\") { label example { id status votes { correct } } } }")
-ROUNDS = gql("subscription { roundChanged(taskCode: \"toy\") { taskCode change round { number } } }")
+FOOLED = gql('subscription { modelFooled(taskCode: "toy") { id fields prediction fooled taskCode roundNumber } }')
+CREATED = gql('subscription { exampleCreated(taskCode: "toy") { id fooled status } }')
+VALIDATED = gql('subscription { exampleValidated(taskCode: "toy") { label example { id status votes { correct } } } }')
+ROUNDS = gql('subscription { roundChanged(taskCode: "toy") { taskCode change round { number } } }')
 PROGRESS = gql("subscription($m: ID!) { evaluationProgress(modelId: $m) { evaluationId datasetName status progress } }")
 
 
@@ -54,22 +55,33 @@ class Served:
 
     async def gql(self, query: str, variables: dict | None = None, token: str | None = None) -> dict:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        response = await self.http.post("/graphql", json={"query": query, "variables": variables or {}}, headers=headers)
+        response = await self.http.post(
+            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
+        )
         body = response.json()
         assert "errors" not in body, body
         return body["data"]
 
     async def user(self, name: str, admin: bool = False) -> tuple[str, int]:
-        user = await auth.create_user(self.p, Actor.system(), username=name, email=f"{name}@example.org",
-                                      password="long enough pw", is_admin=admin)
+        user = await auth.create_user(
+            self.p,
+            Actor.system(),
+            username=name,
+            email=f"{name}@example.org",
+            password="long enough pw",
+            is_admin=admin,
+        )
         _, token = await auth.create_token(self.p, Actor(user.id, user.username, admin), name="test")
         return token, user.id
 
     @asynccontextmanager
     async def subscriber(self, token: str | None = None, params: dict | None = None) -> AsyncIterator[Any]:
         init = params if params is not None else ({"authorization": f"Bearer {token}"} if token else {})
-        transport = WebsocketsTransport(url=self.base.replace("http", "ws") + "/graphql", init_payload=init,
-                                        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL])
+        transport = WebsocketsTransport(
+            url=self.base.replace("http", "ws") + "/graphql",
+            init_payload=init,
+            subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        )
         async with Client(transport=transport, fetch_schema_from_transport=False) as session:
             yield session
 
@@ -126,8 +138,12 @@ async def test_example_events_reach_signed_in_subscribers(served):
         created = asyncio.create_task(_collect(created_session, CREATED, 2))
         await _started(fooled, served.p.events, "modelFooled:toy")
         await _started(created, served.p.events, "exampleCreated:toy")
-        plain = await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "bad day", "label": "bad"}}}, author)
-        tricky = await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}}, author)
+        plain = await served.gql(
+            CREATE, {"input": {"taskCode": "toy", "fields": {"text": "bad day", "label": "bad"}}}, author
+        )
+        tricky = await served.gql(
+            CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}}, author
+        )
         assert plain["createExample"]["example"]["fooled"] is False and tricky["createExample"]["example"]["fooled"]
         got_fooled, got_created = await fooled, await created
     event = got_fooled[0]["modelFooled"]
@@ -154,19 +170,27 @@ async def test_rounds_are_public_and_votes_reach_subscribers(served):
     admin, _ = await served.user("admin1", admin=True)
     author, _ = await served.user("author2")
     voter, _ = await served.user("voter1")
-    created = await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}}, author)
+    created = await served.gql(
+        CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}}, author
+    )
     example_id = created["createExample"]["example"]["id"]
     async with served.subscriber() as anonymous, served.subscriber(voter) as signed_in:
         rounds = asyncio.create_task(_collect(anonymous, ROUNDS, 1))
         votes = asyncio.create_task(_collect(signed_in, VALIDATED, 1))
         await _started(rounds, served.p.events, "roundChanged:toy")
         await _started(votes, served.p.events, "exampleValidated:toy")
-        assert (await served.gql(VALIDATE, {"id": example_id}, voter))["validateExample"]["__typename"] == "ValidatedExample"
+        assert (await served.gql(VALIDATE, {"id": example_id}, voter))["validateExample"][
+            "__typename"
+        ] == "ValidatedExample"
         assert (await served.gql(OPEN_ROUND, token=admin))["openNextRound"]["__typename"] == "RoundOpened"
         got_rounds, got_votes = await rounds, await votes
     assert got_rounds == [{"roundChanged": {"taskCode": "toy", "change": "OPENED", "round": {"number": 2}}}]
     vote = got_votes[0]["exampleValidated"]
-    assert vote["label"] == "CORRECT" and vote["example"] == {"id": example_id, "status": "CREATED", "votes": {"correct": 1}}
+    assert vote["label"] == "CORRECT" and vote["example"] == {
+        "id": example_id,
+        "status": "CREATED",
+        "votes": {"correct": 1},
+    }
 
 
 async def test_a_revoked_token_stops_a_running_subscription(served, monkeypatch):
@@ -206,7 +230,9 @@ async def test_evaluation_progress_is_shown_to_those_who_can_see_the_model(serve
     admin = Actor(admin_id, "admin4", True)
     author, _ = await served.user("author4")
     for i in range(6):
-        await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": f"good {i}", "label": "good"}}}, author)
+        await served.gql(
+            CREATE, {"input": {"taskCode": "toy", "fields": {"text": f"good {i}", "label": "good"}}}, author
+        )
     async with p.db.session() as s:
         from sqlalchemy import select
 
@@ -216,9 +242,14 @@ async def test_evaluation_progress_is_shown_to_those_who_can_see_the_model(serve
     for example_id in ids:
         await validation.validate(p, admin, example_id, "CORRECT")
     await datasets.build_from_round(p, admin, "toy", 1, splits=(("test", 1.0, DatasetAccess.SCORING),))
-    model, queued = await submissions.submit_model(p, Actor(builder_id, "builder1", False), task_code="toy",
-                                                   name="private", backend="python",
-                                                   config={"callable": "toy_plugin:keyword_model"})
+    model, queued = await submissions.submit_model(
+        p,
+        Actor(builder_id, "builder1", False),
+        task_code="toy",
+        name="private",
+        backend="python",
+        config={"callable": "toy_plugin:keyword_model"},
+    )
     async with served.subscriber(stranger) as session:
         with pytest.raises(TransportQueryError, match=f"No model {model.id}"):
             await _collect(session, PROGRESS, 1, {"m": str(model.id)}, timeout=5)
@@ -231,7 +262,11 @@ async def test_evaluation_progress_is_shown_to_those_who_can_see_the_model(serve
         runner.progress = publisher(p.events)
         assert await runner.run(first.id) == "DONE"
         got = [r["evaluationProgress"] for r in await listening]
-    assert [(g["status"], g["progress"]) for g in got] == [("RUNNING", 0.0), ("RUNNING", 0.5), ("RUNNING", 1.0)]  # 6 items, chunks of 4
+    assert [(g["status"], g["progress"]) for g in got] == [
+        ("RUNNING", 0.0),
+        ("RUNNING", 0.5),
+        ("RUNNING", 1.0),
+    ]  # 6 items, chunks of 4
     assert {g["evaluationId"] for g in got} == {str(first.id)} and got[0]["datasetName"] == "r1-test"
 
 
@@ -241,8 +276,15 @@ async def test_only_graphql_transport_ws_is_spoken(served):
     url = served.base.replace("http", "ws") + "/graphql"
     with pytest.raises(websockets.exceptions.ConnectionClosedError) as closed:
         async with websockets.connect(url, subprotocols=["graphql-ws"]) as ws:
-            await ws.send(json.dumps({"type": "start", "id": "1",
-                                      "payload": {"query": "subscription { roundChanged(taskCode: \"toy\") { change } }"}}))
+            await ws.send(
+                json.dumps(
+                    {
+                        "type": "start",
+                        "id": "1",
+                        "payload": {"query": 'subscription { roundChanged(taskCode: "toy") { change } }'},
+                    }
+                )
+            )
             await asyncio.wait_for(ws.recv(), 5)
     assert closed.value.rcvd.code == 4406
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import select
+from test_services import _round, _user
+from toy_plugin import ToyTask
 
 from dynaforge.db.models import Context, Example, ExampleStatus, RoundUserStats
 from dynaforge.errors import Forbidden, InvalidInput, NotAuthenticated
@@ -13,9 +15,6 @@ from dynaforge.inference.client import InferenceClient
 from dynaforge.services import examples, tasks
 from dynaforge.services.actor import Actor
 from dynaforge.tasks.base import ModelSpec
-
-from test_services import _round, _user
-from toy_plugin import ToyTask
 
 KEYWORD = {"name": "keyword", "backend": "python", "config": {"callable": "toy_plugin:keyword_model"}}
 ALWAYS_GOOD = {"name": "always-good", "backend": "python", "config": {"callable": "test_targets:always_good"}}
@@ -125,7 +124,7 @@ mutation($input: SetTargetModelsInput!) {
   }
 }"""
 
-CURRENT_TARGETS = "query { task(code: \"toy\") { currentRound { ensembleRule targetModels { name backend config } } } }"
+CURRENT_TARGETS = 'query { task(code: "toy") { currentRound { ensembleRule targetModels { name backend config } } } }'
 
 
 async def test_set_target_models_over_graphql(gql, platform):
@@ -134,10 +133,14 @@ async def test_set_target_models_over_graphql(gql, platform):
     token, user_id = await register_user(gql, "olga")
     other, _ = await register_user(gql, "bob")
     models = [KEYWORD, ALWAYS_BAD]
-    data = await gql(SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "majority"}}, token=token)
+    data = await gql(
+        SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "majority"}}, token=token
+    )
     assert data["setTargetModels"]["__typename"] == "Forbidden"
     await tasks.grant_ownership(platform, Actor.system(), "toy", int(user_id))
-    data = await gql(SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "all_wrong"}}, token=token)
+    data = await gql(
+        SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "all_wrong"}}, token=token
+    )
     payload = data["setTargetModels"]
     assert payload["__typename"] == "TargetModelsSet", payload
     assert payload["round"]["ensembleRule"] == "all_wrong"
@@ -147,7 +150,9 @@ async def test_set_target_models_over_graphql(gql, platform):
     assert shown[0] == {"name": "keyword", "backend": "python", "config": KEYWORD["config"]}
     hidden = (await gql(CURRENT_TARGETS, token=other))["task"]["currentRound"]["targetModels"]
     assert hidden[0] == {"name": "keyword", "backend": "python", "config": None}
-    bad = await gql(SET_TARGETS, {"input": {"taskCode": "toy", "models": [{**KEYWORD, "backend": "nope"}]}}, token=token)
+    bad = await gql(
+        SET_TARGETS, {"input": {"taskCode": "toy", "models": [{**KEYWORD, "backend": "nope"}]}}, token=token
+    )
     assert bad["setTargetModels"]["fieldErrors"][0]["field"] == "models[0].backend"
 
 
@@ -199,7 +204,9 @@ async def test_pending_examples_are_predicted_later_and_then_counted(platform):
     assert rows[fooling.example.id].status == ExampleStatus.CREATED and rows[fooling.example.id].fooled is True
     assert rows[fooling.example.id].prediction["label"] == "good"
     assert rows[plain.example.id].fooled is False
-    assert rows[retracted.example.id].status == ExampleStatus.RETRACTED and rows[retracted.example.id].prediction is None
+    assert (
+        rows[retracted.example.id].status == ExampleStatus.RETRACTED and rows[retracted.example.id].prediction is None
+    )
     round_ = await _round(platform)
     assert (round_.collected, round_.fooled, round_.pending, round_.retracted) == (2, 1, 0, 1)
     assert (stats.collected, stats.fooled, stats.pending) == (2, 1, 0)

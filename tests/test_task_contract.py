@@ -80,8 +80,9 @@ def with_(**changes):
 
 def test_valid_example_is_cleaned(task):
     cleaned = task.validate_example(
-        with_(question="  Which city does it cross?  ", difficulty=3, seconds=12.5, checked=False, source="web",
-              note=""),
+        with_(
+            question="  Which city does it cross?  ", difficulty=3, seconds=12.5, checked=False, source="web", note=""
+        ),
         CONTEXT,
     )
     assert cleaned == {
@@ -171,8 +172,8 @@ def test_span_field_needs_its_context_field(task):
 
 def test_span_field_is_checked_against_a_context_field_sent_with_the_example(task):
     assert errors_of(task, {**with_(answer={"text": "Paris", "start": 31}), "passage": PASSAGE}, None) == [
-        ("answer", "span_in_context")]
-
+        ("answer", "span_in_context")
+    ]
 
 
 class HighlightTask(Task):
@@ -286,8 +287,12 @@ def test_fields_must_be_an_object(task, values):
 
 
 def declared(**attrs) -> Task:
-    base = {"code": "decl", "name": "Decl", "labels": ("a", "b"),
-            "fields": (TextField(name="text", role=Role.INPUT), ChoiceField(name="label", role=Role.TARGET))}
+    base = {
+        "code": "decl",
+        "name": "Decl",
+        "labels": ("a", "b"),
+        "fields": (TextField(name="text", role=Role.INPUT), ChoiceField(name="label", role=Role.TARGET)),
+    }
     return type("Declared", (Task,), {**base, **attrs})()
 
 
@@ -296,14 +301,22 @@ def declared(**attrs) -> Task:
     [
         ({"code": "Bad Code"}, "code must match"),
         ({"code": "x"}, "code must match"),
-        ({"fields": (TextField(name="t", role=Role.INPUT), TextField(name="t", role=Role.TARGET))},
-         "field names must be unique"),
+        (
+            {"fields": (TextField(name="t", role=Role.INPUT), TextField(name="t", role=Role.TARGET))},
+            "field names must be unique",
+        ),
         ({"fields": (ChoiceField(name="label", role=Role.TARGET),)}, "at least one input field"),
         ({"fields": (TextField(name="text", role=Role.INPUT),)}, "at least one target field"),
         ({"labels": ()}, "offers the task's labels but the task has none"),
-        ({"fields": (TextField(name="q", role=Role.INPUT),
-                     SpanField(name="a", role=Role.TARGET, context_field="passage"))},
-         "selects from unknown field passage"),
+        (
+            {
+                "fields": (
+                    TextField(name="q", role=Role.INPUT),
+                    SpanField(name="a", role=Role.TARGET, context_field="passage"),
+                )
+            },
+            "selects from unknown field passage",
+        ),
     ],
 )
 def test_check_declaration_problems(attrs, problem):
@@ -324,8 +337,7 @@ _TYPES = {
     "string": lambda v: isinstance(v, str),
     "boolean": lambda v: isinstance(v, bool),
     "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
-    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
-    or (isinstance(v, float) and v.is_integer()),
+    "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, float) and v.is_integer()),
 }
 
 
@@ -373,14 +385,21 @@ def test_json_schema_structure(task):
     assert list(schema["properties"]) == [f.name for f in task.fields]
     assert schema["required"] == ["passage", "question", "label"]
     props = schema["properties"]
-    assert props["passage"] == {"type": "string", "minLength": 1, "maxLength": 500,
-                                "description": "The text to read.", "x-role": "context"}
+    assert props["passage"] == {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": 500,
+        "description": "The text to read.",
+        "x-role": "context",
+    }
     assert props["question"] == {"type": "string", "minLength": 5, "maxLength": 60, "x-role": "input"}
     assert props["label"] == {"type": "string", "enum": ["answerable", "unanswerable"], "x-role": "target"}
     assert props["answer"] == {
         "type": "object",
-        "properties": {"text": {"type": "string", "minLength": 1, "maxLength": 20},
-                       "start": {"type": "integer", "minimum": 0}},
+        "properties": {
+            "text": {"type": "string", "minLength": 1, "maxLength": 20},
+            "start": {"type": "integer", "minimum": 0},
+        },
         "required": ["text", "start"],
         "additionalProperties": False,
         "x-span-of": "passage",
@@ -400,8 +419,15 @@ def test_json_schema_of_selected_roles(task):
 
 
 def test_json_schema_validates_a_correct_sample(task):
-    sample = {"passage": PASSAGE, **VALID, "difficulty": 2, "seconds": 3.5, "checked": True, "source": "book",
-              "note": "fine"}
+    sample = {
+        "passage": PASSAGE,
+        **VALID,
+        "difficulty": 2,
+        "seconds": 3.5,
+        "checked": True,
+        "source": "book",
+        "note": "fine",
+    }
     assert schema_errors(sample, task.json_schema()) == []
     # and the task agrees with its schema
     assert task.validate_example(sample, None)
@@ -441,11 +467,18 @@ def test_build_model_input_default_sends_context_and_input_fields(task):
 
 
 def test_read_model_output_keeps_targets_and_confidence(task):
-    output = {"label": "answerable", "answer": {"text": "London", "start": 31}, "probabilities": {"answerable": 0.9},
-              "confidence": 0.9, "logits": [1, 2]}
+    output = {
+        "label": "answerable",
+        "answer": {"text": "London", "start": 31},
+        "probabilities": {"answerable": 0.9},
+        "confidence": 0.9,
+        "logits": [1, 2],
+    }
     assert task.read_model_output(output) == {
-        "label": "answerable", "answer": {"text": "London", "start": 31},
-        "probabilities": {"answerable": 0.9}, "confidence": 0.9,
+        "label": "answerable",
+        "answer": {"text": "London", "start": 31},
+        "probabilities": {"answerable": 0.9},
+        "confidence": 0.9,
     }
 
 

@@ -1,4 +1,5 @@
-"""Validation, flags, statistics, rounds, task settings and proposals: services and GraphQL, on SQLite and PostgreSQL."""
+"""Validation, flags, statistics, rounds, task settings and proposals: services and GraphQL, on SQLite and
+PostgreSQL."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import random
 import uuid
 
 import pytest
+from conftest import register_user
 from sqlalchemy import select
 
-from conftest import register_user
-from dynaforge.db.models import Context, Example, ExampleStatus as S, Round, RoundUserStats, Validation
+from dynaforge.db.models import Context, Example, Round, RoundUserStats, Validation
+from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.services import auth, counters, examples, proposals, stats, tasks, validation
 from dynaforge.services.actor import Actor
@@ -116,8 +118,9 @@ async def test_votes_that_are_refused(platform, people):
         await validation.validate(platform, people["v2"], example.id, "INCORRECT", corrected_target={"label": "meh"})
     with pytest.raises(InvalidInput, match="target fields"):
         await validation.validate(platform, people["v2"], example.id, "INCORRECT", corrected_target={"text": "x"})
-    voted = await validation.validate(platform, people["v2"], example.id, "INCORRECT", corrected_target={"label": "good"},
-                                      reason="the text is praise")
+    voted = await validation.validate(
+        platform, people["v2"], example.id, "INCORRECT", corrected_target={"label": "good"}, reason="the text is praise"
+    )
     async with platform.db.session() as s:
         row = await s.scalar(select(Validation).where(Validation.user_id == people["v2"].user_id))
     assert row.corrected_target == {"label": "good"} and row.reason == "the text is praise"
@@ -186,7 +189,9 @@ async def test_queue_order_exclusions_and_tags(platform, people):
     assert (await validation.example_to_validate(platform, people["v1"], "toy")).id == plain.id
     assert (await validation.example_to_validate(platform, people["v3"], "toy")).id in {fresh.id, mine.id}
 
-    await tasks.update_settings(platform, people["owner"], "toy", {"one_example_per_tag": True, "validate_non_fooling": False})
+    await tasks.update_settings(
+        platform, people["owner"], "toy", {"one_example_per_tag": True, "validate_non_fooling": False}
+    )
     a = await _write(platform, people["author"], tag="set-a", n=10)
     b = await _write(platform, people["author"], tag="set-a", n=11)
     first = await validation.example_to_validate(platform, people["v4"], "toy")
@@ -208,7 +213,9 @@ async def test_counters_agree_with_a_recount_after_a_random_history(platform, pe
     written = []
     for i in range(24):
         written.append(await _write(platform, rng.choice(writers), fooling=rng.random() < 0.7, n=i))
-    await tasks.update_settings(platform, people["owner"], "toy", {"validate_non_fooling": True, "validation_quorum": 2})
+    await tasks.update_settings(
+        platform, people["owner"], "toy", {"validate_non_fooling": True, "validation_quorum": 2}
+    )
     for example in written:
         action = rng.random()
         try:
@@ -218,7 +225,9 @@ async def test_counters_agree_with_a_recount_after_a_random_history(platform, pe
                 await validation.flag(platform, rng.choice(voters), example.id, "looks off")
             else:
                 for voter in rng.sample(voters, 3):
-                    await validation.validate(platform, voter, example.id, rng.choice(["CORRECT", "CORRECT", "INCORRECT", "FLAGGED"]))
+                    await validation.validate(
+                        platform, voter, example.id, rng.choice(["CORRECT", "CORRECT", "INCORRECT", "FLAGGED"])
+                    )
         except (Conflict, Forbidden, AlreadyExists):
             pass
     await _assert_counters_match_recount(platform)
@@ -243,7 +252,11 @@ async def test_rounds_open_close_and_describe(platform, people):
         await tasks.open_next_round(platform, people["v1"], "toy")
     first_secret = (await tasks.get_round(platform, view.row.id)).secret
     new, previous = await tasks.open_next_round(
-        platform, people["owner"], "toy", description="harder", copy_contexts=True,
+        platform,
+        people["owner"],
+        "toy",
+        description="harder",
+        copy_contexts=True,
         models=[{"name": "kw2", "backend": "python", "config": {"callable": "toy_plugin:keyword_model"}}],
     )
     assert (new.number, previous.number) == (2, 1) and previous.ended_at is not None and new.ended_at is None
@@ -272,9 +285,13 @@ async def test_task_settings_caps_visibility_and_ownership(platform, people):
     with pytest.raises(Forbidden):
         await tasks.update_settings(platform, people["v1"], "toy", {"validation_quorum": 2})
     with pytest.raises(InvalidInput) as error:
-        await tasks.update_settings(platform, people["owner"], "toy", {"validation_quorum": 0, "context_strategy": "best"})
+        await tasks.update_settings(
+            platform, people["owner"], "toy", {"validation_quorum": 0, "context_strategy": "best"}
+        )
     assert {e.field for e in error.value.field_errors} == {"validationQuorum", "contextStrategy"}
-    view = await tasks.update_settings(platform, people["owner"], "toy", {"daily_example_cap": 2, "instructions": "Be kind."})
+    view = await tasks.update_settings(
+        platform, people["owner"], "toy", {"daily_example_cap": 2, "instructions": "Be kind."}
+    )
     assert view.instructions == "Be kind." and view.settings.daily_example_cap == 2
     await _write(platform, people["author"], n=1)
     await _write(platform, people["author"], n=2)
@@ -329,7 +346,10 @@ async def test_task_proposals(platform, people):
 # --------------------------------------------------------------------------- GraphQL contract
 
 
-STATS = "query($c: String!) { task(code: $c) { currentRound { number stats { collected fooled verifiedFooled rejected vmer } } } }"
+STATS = (
+    "query($c: String!) { task(code: $c) { currentRound { number stats { collected fooled verifiedFooled rejected "
+    "vmer } } } }"
+)
 TO_VALIDATE = "query($c: String!) { exampleToValidate(taskCode: $c) { id fields fooled context votes { correct } } }"
 VALIDATE = """mutation($id: ID!, $l: ValidationLabel!) { validateExample(input: {exampleId: $id, label: $l}) {
   __typename ... on ValidatedExample { example { id status } decided } ... on Error { message } } }"""
@@ -360,13 +380,17 @@ async def test_graphql_contract(gql, platform):
     assert again["__typename"] == "Conflict"
 
     round_stats = (await gql(STATS, {"c": "toy"}, token=None))["task"]["currentRound"]
-    assert round_stats == {"number": 1, "stats": {"collected": 1, "fooled": 1, "verifiedFooled": 1, "rejected": 0, "vmer": 1.0}}
+    assert round_stats == {
+        "number": 1,
+        "stats": {"collected": 1, "fooled": 1, "verifiedFooled": 1, "rejected": 0, "vmer": 1.0},
+    }
     assert (await gql(OPEN, {"c": "toy"}, token=author))["openNextRound"]["__typename"] == "Forbidden"
     opened = (await gql(OPEN, {"c": "toy"}, token=owner))["openNextRound"]
     assert opened["round"]["number"] == 2 and opened["previous"]["number"] == 1 and opened["previous"]["endedAt"]
     board = await gql(
-        "{ task(code: \"toy\") { round(number: 1) { leaderboard { rank username stats { verifiedFooled } } } "
-        "settings { validationQuorum } } }", token=None
+        '{ task(code: "toy") { round(number: 1) { leaderboard { rank username stats { verifiedFooled } } } '
+        "settings { validationQuorum } } }",
+        token=None,
     )
     assert board["task"]["round"]["leaderboard"] == [{"rank": 1, "username": "writer", "stats": {"verifiedFooled": 1}}]
     mine = await gql('{ myStats(taskCode: "toy") { rounds { roundNumber } total { collected vmer } } }', token=author)
@@ -406,8 +430,9 @@ async def test_parallel_validations_push_the_state_machine_once(live_platform):
 
     # the same voter twice at once: one vote, one AlreadyExists
     second = await _write(p, author, n=2)
-    twice = await asyncio.gather(*(validation.validate(p, voters[0], second.id, "INCORRECT") for _ in range(4)),
-                                 return_exceptions=True)
+    twice = await asyncio.gather(
+        *(validation.validate(p, voters[0], second.id, "INCORRECT") for _ in range(4)), return_exceptions=True
+    )
     assert sum(isinstance(r, Example) for r in twice) == 1 and sum(isinstance(r, AlreadyExists) for r in twice) == 3
 
     after = await stats.task_stats(p, view.row.id)
@@ -448,15 +473,23 @@ async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
 
     flag = """mutation($id: ID!, $r: String!) { flagExample(input: {exampleId: $id, reason: $r}) {
       __typename ... on FlaggedExample { example { id status } } ... on InvalidInput { fieldErrors { field } } } }"""
-    assert (await gql(flag, {"id": example_id, "r": ""}, token=other))["flagExample"]["fieldErrors"] == [{"field": "reason"}]
+    assert (await gql(flag, {"id": example_id, "r": ""}, token=other))["flagExample"]["fieldErrors"] == [
+        {"field": "reason"}
+    ]
     flagged = (await gql(flag, {"id": example_id, "r": "mentions a private address"}, token=other))["flagExample"]
     assert flagged == {"__typename": "FlaggedExample", "example": {"id": example_id, "status": "FLAGGED"}}
-    owner_queue = await gql('{ exampleToValidate(taskCode: "toy", mode: OWNER) { id } }', token=other, expect_errors=True)
+    owner_queue = await gql(
+        '{ exampleToValidate(taskCode: "toy", mode: OWNER) { id } }', token=other, expect_errors=True
+    )
     assert owner_queue["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     assert (await gql('{ exampleToValidate(taskCode: "toy", mode: OWNER) { id } }', token=admin_token))[
-        "exampleToValidate"] == {"id": example_id}
+        "exampleToValidate"
+    ] == {"id": example_id}
 
-    close = 'mutation { closeRound(input: {taskCode: "toy"}) { __typename ... on ClosedRound { round { number endedAt } } } }'
+    close = (
+        'mutation { closeRound(input: {taskCode: "toy"}) { __typename ... on ClosedRound { round { number endedAt '
+        "} } } }"
+    )
     assert (await gql(close, token=other))["closeRound"]["__typename"] == "Forbidden"
     closed = (await gql(close, token=admin_token))["closeRound"]
     assert closed["round"]["number"] == 1 and closed["round"]["endedAt"]
@@ -477,16 +510,22 @@ async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
     missing = (await gql(grant % "grantTaskOwnership", {"m": "nobody"}, token=admin_token))["grantTaskOwnership"]
     assert missing["__typename"] == "NotFound"
 
-    propose = """mutation { proposeTask(input: {code: "riddles", name: "Riddles", description: "model-in-the-loop riddles"}) {
+    propose = """mutation {
+      proposeTask(input: {code: "riddles", name: "Riddles", description: "model-in-the-loop riddles"}) {
       __typename ... on TaskProposed { proposal { id status } } } }"""
     proposal = (await gql(propose, token=author))["proposeTask"]["proposal"]
     assert proposal["status"] == "PENDING"
     assert (await gql("{ taskProposals { code } }", token=other))["taskProposals"] == []
     assert (await gql("{ taskProposals { code } }", token=author))["taskProposals"] == [{"code": "riddles"}]
-    decide = """mutation($id: ID!, $a: Boolean!) { decideTaskProposal(input: {id: $id, accept: $a, note: "not installed"}) {
+    decide = """mutation($id: ID!, $a: Boolean!) {
+      decideTaskProposal(input: {id: $id, accept: $a, note: "not installed"}) {
       __typename ... on TaskProposalDecided { proposal { status decisionNote } } ... on InvalidInput { message } } }"""
-    assert (await gql(decide, {"id": proposal["id"], "a": True}, token=author))["decideTaskProposal"]["__typename"] == "Forbidden"
-    assert "no installed plugin" in (await gql(decide, {"id": proposal["id"], "a": True}, token=admin_token))[
-        "decideTaskProposal"]["message"]
+    assert (await gql(decide, {"id": proposal["id"], "a": True}, token=author))["decideTaskProposal"][
+        "__typename"
+    ] == "Forbidden"
+    assert (
+        "no installed plugin"
+        in (await gql(decide, {"id": proposal["id"], "a": True}, token=admin_token))["decideTaskProposal"]["message"]
+    )
     declined = (await gql(decide, {"id": proposal["id"], "a": False}, token=admin_token))["decideTaskProposal"]
     assert declined["proposal"] == {"status": "DECLINED", "decisionNote": "not installed"}

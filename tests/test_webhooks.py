@@ -13,13 +13,13 @@ import time
 import httpx
 import pytest
 import uvicorn
+from conftest import GraphQLClient
 from sqlalchemy import select
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from conftest import GraphQLClient
 from dynaforge.app import create_app
 from dynaforge.db.models import WebhookDelivery
 from dynaforge.errors import InvalidInput, NotAuthenticated, NotFound, RateLimited
@@ -29,8 +29,12 @@ from dynaforge.services.actor import Actor
 
 
 def test_signatures_match_the_standard_webhooks_reference_vector():
-    secret, message_id, timestamp, body = ("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "msg_p5jXN8AQM9LWM0D4loKWxJek",
-                                           1614265330, '{"test": 2432232314}')
+    secret, message_id, timestamp, body = (
+        "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "msg_p5jXN8AQM9LWM0D4loKWxJek",
+        1614265330,
+        '{"test": 2432232314}',
+    )
     signature = webhooks.sign(secret, message_id, timestamp, body)
     assert signature == "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
     headers = {"webhook-id": message_id, "webhook-timestamp": str(timestamp), "webhook-signature": signature}
@@ -45,13 +49,21 @@ def test_urls_are_checked_and_internal_hosts_refused_in_production():
     dev = Settings(environment="test")
     prod = Settings(environment="production", secret_key="x" * 40)
     webhooks.check_url(dev, "http://127.0.0.1:9/hook")  # tests and development deliver to loopback
-    for url, rule in [("ftp://example.org/x", "format"), ("/relative", "format"),
-                      ("https://user:pw@example.org/x", "credentials")]:
+    for url, rule in [
+        ("ftp://example.org/x", "format"),
+        ("/relative", "format"),
+        ("https://user:pw@example.org/x", "credentials"),
+    ]:
         with pytest.raises(InvalidInput) as caught:
             webhooks.check_url(dev, url)
         assert caught.value.field_errors[0].rule == rule
-    for url in ("http://127.0.0.1/hook", "http://10.1.2.3/hook", "http://169.254.169.254/latest/meta-data",
-                "http://[::1]:8080/x", "http://localhost/x"):
+    for url in (
+        "http://127.0.0.1/hook",
+        "http://10.1.2.3/hook",
+        "http://169.254.169.254/latest/meta-data",
+        "http://[::1]:8080/x",
+        "http://localhost/x",
+    ):
         with pytest.raises(InvalidInput, match="loopback, private or link-local"):
             webhooks.check_url(prod, url)
     allowed = Settings(environment="production", secret_key="x" * 40, webhook_allow_private=True)
@@ -59,6 +71,7 @@ def test_urls_are_checked_and_internal_hosts_refused_in_production():
 
 
 # --------------------------------------------------------------------------- a receiver and the jobs
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -98,8 +111,9 @@ async def world(live_platform):
     p.settings.webhook_max_backoff_ms = 200
     p.settings.webhook_max_attempts = 3
     receiver = Receiver()
-    server = uvicorn.Server(uvicorn.Config(receiver.app, host="127.0.0.1", port=receiver.port, log_level="warning",
-                                           lifespan="off"))
+    server = uvicorn.Server(
+        uvicorn.Config(receiver.app, host="127.0.0.1", port=receiver.port, log_level="warning", lifespan="off")
+    )
     serving = asyncio.create_task(server.serve())
     while not server.started:
         await asyncio.sleep(0.02)
@@ -107,8 +121,9 @@ async def world(live_platform):
     p.jobs.start_worker()
     users = {}
     for name, admin in (("owner1", False), ("author1", False), ("watcher1", False), ("admin1", True)):
-        user = await auth.create_user(p, Actor.system(), username=name, email=f"{name}@example.org",
-                                      password="long enough pw", is_admin=admin)
+        user = await auth.create_user(
+            p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw", is_admin=admin
+        )
         users[name] = Actor(user.id, name, admin)
     await tasks.grant_ownership(p, Actor.system(), "toy", users["owner1"].user_id)
     try:
@@ -124,8 +139,11 @@ async def _deliveries(p, webhook_id: int, until, timeout: float = 15.0) -> list[
     deadline = time.monotonic() + timeout
     while True:
         async with p.db.session() as s:
-            rows = list(await s.scalars(select(WebhookDelivery).where(WebhookDelivery.webhook_id == webhook_id)
-                                        .order_by(WebhookDelivery.id)))
+            rows = list(
+                await s.scalars(
+                    select(WebhookDelivery).where(WebhookDelivery.webhook_id == webhook_id).order_by(WebhookDelivery.id)
+                )
+            )
         if until(rows) or time.monotonic() > deadline:
             return rows
         await asyncio.sleep(0.05)
@@ -136,7 +154,9 @@ async def test_an_owner_webhook_gets_signed_events_with_the_author(world):
     made = await webhooks.create(p, users["owner1"], "toy", f"{receiver.base}/owner", ["modelFooled", "roundChanged"])
     assert made.secret.startswith("whsec_")
     fooling = await examples.submit(p, users["author1"], task_code="toy", fields={"text": "good grief", "label": "bad"})
-    await examples.submit(p, users["author1"], task_code="toy", fields={"text": "bad day", "label": "bad"})  # not fooled
+    await examples.submit(
+        p, users["author1"], task_code="toy", fields={"text": "bad day", "label": "bad"}
+    )  # not fooled
     rows = await _deliveries(p, made.webhook.id, lambda rows: rows and rows[0].status != "PENDING")
     assert [(r.event, r.status, r.attempts, r.response_status) for r in rows] == [("modelFooled", "DELIVERED", 1, 204)]
     [(headers, body)] = receiver.on("/owner")
@@ -169,7 +189,9 @@ async def test_failed_deliveries_are_retried_with_backoff_then_marked_failed(wor
     assert "HTTP 500" in failed.error
     calls = receiver.on("/flaky")
     assert len(calls) == 3 and len({h["webhook-id"] for h, _ in calls}) == 1  # the same message each time
-    assert len({h["webhook-timestamp"] for h, _ in calls}) >= 1 and all(webhooks.verify(flaky.secret, h, b) for h, b in calls)
+    assert len({h["webhook-timestamp"] for h, _ in calls}) >= 1 and all(
+        webhooks.verify(flaky.secret, h, b) for h, b in calls
+    )
     assert len(receiver.on("/dead")) == 3
     body = json.loads(calls[0][1])
     assert body["data"]["id"] == example.example.id and "user_id" not in body["data"]  # not an owner's webhook
@@ -183,8 +205,10 @@ async def test_registration_rules(world):
         await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/x", ["modelFooled", "everything"])
     with pytest.raises(NotFound):
         await webhooks.create(p, users["watcher1"], "no-such-task", f"{receiver.base}/x", ["modelFooled"])
-    mine = [await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/w{i}", ["modelFooled"])
-            for i in range(webhooks.MAX_PER_USER_AND_TASK)]
+    mine = [
+        await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/w{i}", ["modelFooled"])
+        for i in range(webhooks.MAX_PER_USER_AND_TASK)
+    ]
     with pytest.raises(RateLimited, match="delete one first"):
         await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/more", ["modelFooled"])
     owners = await webhooks.create(p, users["owner1"], "toy", f"{receiver.base}/o", ["exampleCreated"])
@@ -210,18 +234,40 @@ async def test_graphql_webhooks_and_their_delivery_log(world):
     app = create_app(platform=p, sync_tasks=False, run_jobs=False)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
         gql = GraphQLClient(http)
-        made = (await gql(CREATE_HOOK, {"input": {"taskCode": "toy", "url": f"{receiver.base}/g",
-                                                  "events": ["exampleCreated"]}}, token=token))["createWebhook"]
+        made = (
+            await gql(
+                CREATE_HOOK,
+                {"input": {"taskCode": "toy", "url": f"{receiver.base}/g", "events": ["exampleCreated"]}},
+                token=token,
+            )
+        )["createWebhook"]
         assert made["__typename"] == "WebhookSecret" and made["secret"].startswith("whsec_")
-        refused = (await gql(CREATE_HOOK, {"input": {"taskCode": "toy", "url": "gopher://x", "events": ["exampleCreated"]}},
-                             token=token))["createWebhook"]
+        refused = (
+            await gql(
+                CREATE_HOOK,
+                {"input": {"taskCode": "toy", "url": "gopher://x", "events": ["exampleCreated"]}},
+                token=token,
+            )
+        )["createWebhook"]
         assert refused["__typename"] == "InvalidInput"
         await examples.submit(p, users["author1"], task_code="toy", fields={"text": "plain", "label": "bad"})
         await _deliveries(p, int(made["webhook"]["id"]), lambda rows: rows and rows[0].status == "DELIVERED")
         listed = (await gql(LIST_HOOKS, token=token))["webhooks"]
-        assert listed == [{"id": made["webhook"]["id"], "events": ["exampleCreated"], "deliveries": [
-            {"id": receiver.on("/g")[0][0]["webhook-id"], "event": "exampleCreated", "status": "DELIVERED",
-             "attempts": 1, "responseStatus": 204}]}]
+        assert listed == [
+            {
+                "id": made["webhook"]["id"],
+                "events": ["exampleCreated"],
+                "deliveries": [
+                    {
+                        "id": receiver.on("/g")[0][0]["webhook-id"],
+                        "event": "exampleCreated",
+                        "status": "DELIVERED",
+                        "attempts": 1,
+                        "responseStatus": 204,
+                    }
+                ],
+            }
+        ]
         anonymous = await gql(LIST_HOOKS, token=None, expect_errors=True)
         assert anonymous["errors"][0]["extensions"]["code"] == "NOT_AUTHENTICATED"
 

@@ -221,11 +221,28 @@ def test_model_server_command_serves_a_model_to_the_http_backend(tmp_path):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     dynaforge = str(Path(sys.executable).with_name("dynaforge"))
-    env = {**os.environ, "PYTHONPATH": str(HERE), "DYNAFORGE_LOAD_PLUGINS": "", "DYNAFORGE_MODEL_SERVER_TOKEN": "s3cret"}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(HERE),
+        "DYNAFORGE_LOAD_PLUGINS": "",
+        "DYNAFORGE_MODEL_SERVER_TOKEN": "s3cret",
+    }
     proc = subprocess.Popen(
-        [dynaforge, "model-server", "--backend", "python", "--config", '{"callable": "worker_models:echo"}',
-         "--port", str(port), "--name", "echo"],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(tmp_path / "err.log", "wb"),
+        [
+            dynaforge,
+            "model-server",
+            "--backend",
+            "python",
+            "--config",
+            '{"callable": "worker_models:echo"}',
+            "--port",
+            str(port),
+            "--name",
+            "echo",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=open(tmp_path / "err.log", "wb"),
     )
     try:
         config = {"url": f"http://127.0.0.1:{port}", "headers": {"Authorization": "Bearer s3cret"}, "timeout_s": 5}
@@ -245,6 +262,11 @@ def test_model_server_command_serves_a_model_to_the_http_backend(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
-    bad = subprocess.run([dynaforge, "model-server", "--backend", "python", "--config", "[1]"], env=env,
-                         capture_output=True, text=True, timeout=60)
+    bad = subprocess.run(
+        [dynaforge, "model-server", "--backend", "python", "--config", "[1]"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert bad.returncode != 0 and "--config must be a JSON object" in bad.stderr

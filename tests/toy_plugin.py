@@ -10,8 +10,7 @@ from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, hookimpl
 def keyword_model(inputs):
     """Predicts 'good' when the text contains the word 'good', else 'bad'."""
     return [
-        {"label": "good" if "good" in item["text"].lower().split() else "bad", "probabilities": {}}
-        for item in inputs
+        {"label": "good" if "good" in item["text"].lower().split() else "bad", "probabilities": {}} for item in inputs
     ]
 
 

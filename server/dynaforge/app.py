@@ -9,12 +9,12 @@ import json
 import logging
 from typing import Any
 
+from cross_web import HTTPException as StrawberryHTTPException  # what strawberry answers as an HTTP status
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route, WebSocketRoute
 from strawberry.asgi import GraphQL
-from cross_web import HTTPException as StrawberryHTTPException  # what strawberry answers as an HTTP status
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from dynaforge.api.context import RequestContext
@@ -79,12 +79,14 @@ class DynaforgeGraphQL(GraphQL):
             try:
                 data = data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                raise StrawberryHTTPException(400, f"The request body is not UTF-8 (byte {exc.start + 1}); send JSON "
-                                              "text encoded as UTF-8") from exc
+                raise StrawberryHTTPException(
+                    400, f"The request body is not UTF-8 (byte {exc.start + 1}); send JSON text encoded as UTF-8"
+                ) from exc
         value = json.loads(data, parse_constant=_refuse_constant)
         if not isinstance(value, dict):
-            raise StrawberryHTTPException(400, 'The request body must be a JSON object: {"query": "...", '
-                                          '"variables": {...}}')
+            raise StrawberryHTTPException(
+                400, 'The request body must be a JSON object: {"query": "...", "variables": {...}}'
+            )
         return value
 
     async def parse_multipart(self, request):  # type: ignore[override]
@@ -106,10 +108,18 @@ class BodyLimit:
         self.app, self.limit = app, limit
 
     def refusal(self) -> JSONResponse:
-        return JSONResponse({"errors": [{
-            "message": f"The request body is larger than {self.limit} bytes; send a smaller query or fewer "
-                       "variables (files go through a multipart upload)",
-            "extensions": {"code": "PAYLOAD_TOO_LARGE"}}]}, status_code=413)
+        return JSONResponse(
+            {
+                "errors": [
+                    {
+                        "message": f"The request body is larger than {self.limit} bytes; send a smaller query or fewer "
+                        "variables (files go through a multipart upload)",
+                        "extensions": {"code": "PAYLOAD_TOO_LARGE"},
+                    }
+                ]
+            },
+            status_code=413,
+        )
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
@@ -167,7 +177,9 @@ def create_app(
     settings = settings or (platform.settings if platform else Settings())
     platform = platform or Platform.create(settings)
     graphql = DynaforgeGraphQL(
-        platform, graphql_ide="graphiql" if settings.graphiql_enabled else None, multipart_uploads_enabled=True,
+        platform,
+        graphql_ide="graphiql" if settings.graphiql_enabled else None,
+        multipart_uploads_enabled=True,
         # Only graphql-transport-ws: the legacy graphql-ws protocol is not offered.
         subscription_protocols=[GRAPHQL_TRANSPORT_WS_PROTOCOL],
     )

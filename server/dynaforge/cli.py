@@ -77,10 +77,18 @@ def _serve(settings: Settings, host: str, port: int, *, warm_models: bool, acces
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
 @database_option
-@click.option("--warm-models/--no-warm-models", default=True, show_default=True,
-              help="Load target models in the background at start-up.")
-@click.option("--access-log/--no-access-log", default=False, show_default=True,
-              help="Log every request (costs about half a millisecond of CPU per request).")
+@click.option(
+    "--warm-models/--no-warm-models",
+    default=True,
+    show_default=True,
+    help="Load target models in the background at start-up.",
+)
+@click.option(
+    "--access-log/--no-access-log",
+    default=False,
+    show_default=True,
+    help="Log every request (costs about half a millisecond of CPU per request).",
+)
 def serve(host: str, port: int, database_url: str | None, warm_models: bool, access_log: bool) -> None:
     """Serve the GraphQL API (migrations must be applied: dynaforge db upgrade)."""
     settings = _settings(database_url or _default_url())
@@ -165,16 +173,27 @@ async def _seed_demo_evaluations(platform, user) -> None:
             continue
         try:
             await datasets.create_dataset(
-                platform, system, code, "demo-samples", [(f"sample {i}", dict(e)) for i, e in enumerate(task.sample_examples)],
+                platform,
+                system,
+                code,
+                "demo-samples",
+                [(f"sample {i}", dict(e)) for i, e in enumerate(task.sample_examples)],
                 description="The task's own sample examples (a demo scoring set)",
             )
         except DynaforgeError:
             continue  # seeded by an earlier run of the demo
         for spec in task.default_target_models:
             try:
-                await submissions.submit_model(platform, demo, task_code=code, name=spec.name, backend=spec.backend,
-                                               config=spec.config, card={"description": "the task's default target model"},
-                                               published=True)
+                await submissions.submit_model(
+                    platform,
+                    demo,
+                    task_code=code,
+                    name=spec.name,
+                    backend=spec.backend,
+                    config=spec.config,
+                    card={"description": "the task's default target model"},
+                    published=True,
+                )
             except DynaforgeError as exc:
                 click.echo(f"warning: could not submit {spec.name} to {code}: {exc.message}", err=True)
 
@@ -205,14 +224,16 @@ def datasets() -> None:
 @click.option("--access", default="SCORING", show_default=True, type=click.Choice(["SCORING", "STANDARD", "HIDDEN"]))
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @database_option
-def datasets_import(task_code: str, format_name: str, name: str, access: str, path: Path, database_url: str | None) -> None:
+def datasets_import(
+    task_code: str, format_name: str, name: str, access: str, path: Path, database_url: str | None
+) -> None:
     """Add an evaluation data set read by one of the task's importers (all or nothing; SCORING sets get their
     perturbed copies)."""
+    from dynaforge.importers import SkippedRow
     from dynaforge.services import datasets as dataset_service
     from dynaforge.services import imports as import_service
     from dynaforge.services import tasks as task_service
     from dynaforge.services.actor import Actor
-    from dynaforge.importers import SkippedRow
 
     async def go():
         platform = _platform(database_url)
@@ -223,7 +244,9 @@ def datasets_import(task_code: str, format_name: str, name: str, access: str, pa
                 raise click.ClickException(f"no task {task_code!r} is installed")
             importer = import_service.choose_importer(platform, task, format_name)
             records = [(r.location, r.fields) for r in importer.read(path, task) if not isinstance(r, SkippedRow)]
-            return await dataset_service.create_dataset(platform, Actor.system(), task_code, name, records, access=access)
+            return await dataset_service.create_dataset(
+                platform, Actor.system(), task_code, name, records, access=access
+            )
         finally:
             await platform.close()
 
@@ -240,8 +263,9 @@ def datasets_import(task_code: str, format_name: str, name: str, access: str, pa
 @click.option("--replace", is_flag=True, help="Put it in place of a copy of the same name (the platform's or yours).")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @database_option
-def datasets_attach_copy(task_code: str, dataset_name: str, perturbation: str, kind: str, replace: bool, path: Path,
-                         database_url: str | None) -> None:
+def datasets_attach_copy(
+    task_code: str, dataset_name: str, perturbation: str, kind: str, replace: bool, path: Path, database_url: str | None
+) -> None:
     """Attach your own perturbed copy of a scoring set: a JSONL file of objects with original_position (the
     item's position in the set) and the task's fields (targets left out are copied from the original)."""
     from sqlalchemy import select
@@ -256,19 +280,25 @@ def datasets_attach_copy(task_code: str, dataset_name: str, perturbation: str, k
         try:
             await task_service.sync_registered_tasks(platform)
             async with platform.db.session() as s:
-                dataset_id = await s.scalar(select(Dataset.id).join(TaskRow, TaskRow.id == Dataset.task_id)
-                                            .where(TaskRow.code == task_code, Dataset.name == dataset_name))
+                dataset_id = await s.scalar(
+                    select(Dataset.id)
+                    .join(TaskRow, TaskRow.id == Dataset.task_id)
+                    .where(TaskRow.code == task_code, Dataset.name == dataset_name)
+                )
             if dataset_id is None:
                 raise click.ClickException(f"task {task_code!r} has no data set {dataset_name!r}")
             with path.open("rb") as source:
                 records = dataset_service.read_jsonl(source, platform.settings.context_upload_max_bytes)
             return await dataset_service.attach_perturbed_copy(
-                platform, Actor.system(), dataset_id, perturbation, kind, records, replace=replace)
+                platform, Actor.system(), dataset_id, perturbation, kind, records, replace=replace
+            )
         finally:
             await platform.close()
 
     copy = _run(go())
-    click.echo(f"data set {copy.name}: {copy.size} items ({copy.perturbation_kind}); the task's models are queued on it")
+    click.echo(
+        f"data set {copy.name}: {copy.size} items ({copy.perturbation_kind}); the task's models are queued on it"
+    )
 
 
 @main.group()
@@ -364,18 +394,37 @@ def _platform(database_url: str | None):
 
 @main.command("export")
 @click.option("--task", "task_code", required=True, help="The task's code, e.g. nli.")
-@click.option("--round", "round_number", type=click.IntRange(min=1), default=None,
-              help="Export this round only (default: every round).")
-@click.option("--format", "fmt", type=click.Choice(["jsonl", "hf"]), required=True,
-              help="jsonl: one example per line; hf: a folder that datasets.load_dataset reads.")
-@click.option("--out", "out", required=True, type=click.Path(path_type=Path),
-              help="The .jsonl file, or for hf a new (or empty) folder.")
-@click.option("--status", "statuses", multiple=True,
-              help="Export examples with this status (repeat it for several; default: all but RETRACTED and "
-              "PENDING_PREDICTION).")
+@click.option(
+    "--round",
+    "round_number",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Export this round only (default: every round).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["jsonl", "hf"]),
+    required=True,
+    help="jsonl: one example per line; hf: a folder that datasets.load_dataset reads.",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(path_type=Path),
+    help="The .jsonl file, or for hf a new (or empty) folder.",
+)
+@click.option(
+    "--status",
+    "statuses",
+    multiple=True,
+    help="Export examples with this status (repeat it for several; default: all but RETRACTED and PENDING_PREDICTION).",
+)
 @database_option
-def export(task_code: str, round_number: int | None, fmt: str, out: Path, statuses: tuple[str, ...],
-           database_url: str | None) -> None:
+def export(
+    task_code: str, round_number: int | None, fmt: str, out: Path, statuses: tuple[str, ...], database_url: str | None
+) -> None:
     """Export a task's collected examples (as the operator, so every status may be asked for)."""
     from tqdm import tqdm
 
@@ -414,8 +463,13 @@ def contexts() -> None:
 @click.option("--task", "task_code", required=True, help="The task's code.")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--tag", default=None, help="The tag of rows that do not give their own.")
-@click.option("--format", "file_format", type=click.Choice(["jsonl", "csv"], case_sensitive=False), default=None,
-              help="Default: from the file name (.jsonl, .ndjson or .csv).")
+@click.option(
+    "--format",
+    "file_format",
+    type=click.Choice(["jsonl", "csv"], case_sensitive=False),
+    default=None,
+    help="Default: from the file name (.jsonl, .ndjson or .csv).",
+)
 @database_option
 def contexts_upload(
     task_code: str, path: Path, tag: str | None, file_format: str | None, database_url: str | None
@@ -453,15 +507,30 @@ def contexts_upload(
 
 @main.command("import")
 @click.option("--task", "task_code", required=True, help="The task to import into.")
-@click.option("--format", "format_name", required=True,
-              help="The importer that reads the file: jsonl (Dynaforge's own export) or a task plugin's (anli, ...).")
+@click.option(
+    "--format",
+    "format_name",
+    required=True,
+    help="The importer that reads the file: jsonl (Dynaforge's own export) or a task plugin's (anli, ...).",
+)
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--round", "round_number", type=int, default=None, help="The round to import into (default: the current one).")
-@click.option("--user", "username", default=None,
-              help="The author of the imported examples (default: the 'importer' service account).")
+@click.option(
+    "--round", "round_number", type=int, default=None, help="The round to import into (default: the current one)."
+)
+@click.option(
+    "--user",
+    "username",
+    default=None,
+    help="The author of the imported examples (default: the 'importer' service account).",
+)
 @database_option
 def import_command(
-    task_code: str, format_name: str, path: Path, round_number: int | None, username: str | None, database_url: str | None
+    task_code: str,
+    format_name: str,
+    path: Path,
+    round_number: int | None,
+    username: str | None,
+    database_url: str | None,
 ) -> None:
     """Import the examples of a data set file into a task: all of them, or none when any record is unusable."""
     import sys
@@ -487,8 +556,14 @@ def import_command(
         try:
             await tasks.sync_registered_tasks(platform)
             return await imports.import_examples(
-                platform, Actor.system(), task_code=task_code, format=format_name, path=path,
-                round_number=round_number, username=username, progress=progress,
+                platform,
+                Actor.system(),
+                task_code=task_code,
+                format=format_name,
+                path=path,
+                round_number=round_number,
+                username=username,
+                progress=progress,
             )
         finally:
             for bar in bars.values():
@@ -519,8 +594,13 @@ def import_command(
 @main.command()
 @click.argument("task_code")
 @click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("--out", "out_dir", default=None, type=click.Path(file_okay=False, path_type=Path),
-              help="Where to write the weights (default: the plugin's own weights folder).")
+@click.option(
+    "--out",
+    "out_dir",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Where to write the weights (default: the plugin's own weights folder).",
+)
 @click.option("--limit", default=None, type=int, help="Use only this many rows (a quick check).")
 def train(task_code: str, data_dir: Path, out_dir: Path | None, limit: int | None) -> None:
     """Train TASK_CODE's default target model from a data folder and print its held-out metrics."""
@@ -539,15 +619,27 @@ def train(task_code: str, data_dir: Path, out_dir: Path | None, limit: int | Non
 
 
 @main.command("model-server")
-@click.option("--backend", "backend_name", required=True, help="A registered model backend (python, transformers, ...).")
-@click.option("--config", "config_json", required=True,
-              help='The backend configuration as JSON, e.g. \'{"path": "/models/classifier", "text_fields": ["text"]}\'.')
+@click.option(
+    "--backend", "backend_name", required=True, help="A registered model backend (python, transformers, ...)."
+)
+@click.option(
+    "--config",
+    "config_json",
+    required=True,
+    help='The backend configuration as JSON, e.g. \'{"path": "/models/classifier", "text_fields": ["text"]}\'.',
+)
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8080, show_default=True, type=int)
 @click.option("--name", default=None, help="The model's name in /health (default: the backend's).")
-@click.option("--token", envvar="DYNAFORGE_MODEL_SERVER_TOKEN", default=None,
-              help="Require 'Authorization: Bearer TOKEN' (or set DYNAFORGE_MODEL_SERVER_TOKEN).")
-def model_server(backend_name: str, config_json: str, host: str, port: int, name: str | None, token: str | None) -> None:
+@click.option(
+    "--token",
+    envvar="DYNAFORGE_MODEL_SERVER_TOKEN",
+    default=None,
+    help="Require 'Authorization: Bearer TOKEN' (or set DYNAFORGE_MODEL_SERVER_TOKEN).",
+)
+def model_server(
+    backend_name: str, config_json: str, host: str, port: int, name: str | None, token: str | None
+) -> None:
     """Serve one model over the HTTP model-server contract (docs/model-server.md), for the http backend."""
     import json
 

@@ -32,7 +32,7 @@ class InvalidInput(DynaforgeError):
         self.field_errors = list(field_errors or [])
 
     @classmethod
-    def from_errors(cls, errors: list[FieldError]) -> "InvalidInput":
+    def from_errors(cls, errors: list[FieldError]) -> InvalidInput:
         summary = "; ".join(f"{e.field}: {e.message}" for e in errors)
         return cls(f"Invalid input: {summary}", errors)
 
@@ -81,8 +81,6 @@ class PluginError(DynaforgeError):
     code = "PLUGIN_ERROR"
 
 
-
-
 class ServiceUnavailable(DynaforgeError):
     """A service the server needs (the database) cannot be reached right now; retrying later is the remedy."""
 
@@ -91,9 +89,17 @@ class ServiceUnavailable(DynaforgeError):
 
 #: Exception class names that mean "the database connection is gone or cannot be made" (asyncpg, SQLAlchemy, OS).
 _UNREACHABLE = {
-    "ConnectionDoesNotExistError", "CannotConnectNowError", "ConnectionFailureError", "PostgresConnectionError",
-    "InterfaceError", "ConnectionRefusedError", "ConnectionResetError", "TooManyConnectionsError",
-    "AdminShutdownError", "CrashShutdownError", "InternalClientError",
+    "ConnectionDoesNotExistError",
+    "CannotConnectNowError",
+    "ConnectionFailureError",
+    "PostgresConnectionError",
+    "InterfaceError",
+    "ConnectionRefusedError",
+    "ConnectionResetError",
+    "TooManyConnectionsError",
+    "AdminShutdownError",
+    "CrashShutdownError",
+    "InternalClientError",
 }
 
 
@@ -105,11 +111,17 @@ def database_unreachable(exc: BaseException | None) -> bool:
     while exc is not None and len(chain) < 10:
         chain.append(exc)
         exc = exc.__cause__ or exc.__context__
-    from_database = any(type(e).__module__.split(".", 1)[0] in _DATABASE_MODULES or _raised_in_database(e) for e in chain)
+    from_database = any(
+        type(e).__module__.split(".", 1)[0] in _DATABASE_MODULES or _raised_in_database(e) for e in chain
+    )
     if not from_database:
         return False
-    return any(type(e).__name__ in _UNREACHABLE or getattr(e, "connection_invalidated", False)
-               or (isinstance(e, OSError) and not isinstance(e, FileNotFoundError)) for e in chain)
+    return any(
+        type(e).__name__ in _UNREACHABLE
+        or getattr(e, "connection_invalidated", False)
+        or (isinstance(e, OSError) and not isinstance(e, FileNotFoundError))
+        for e in chain
+    )
 
 
 _DATABASE_MODULES = {"sqlalchemy", "asyncpg", "aiosqlite", "sqlite3"}
@@ -141,7 +153,11 @@ def text_problem(value: object, _depth: int = 0) -> str | None:
             return "contains an unpaired surrogate (\\ud800-\\udfff), which is not Unicode text; send valid UTF-8"
         return None
     if isinstance(value, float):
-        return None if value == value and value not in (float("inf"), float("-inf")) else "is NaN or infinite, which JSON cannot hold"
+        return (
+            None
+            if value == value and value not in (float("inf"), float("-inf"))
+            else "is NaN or infinite, which JSON cannot hold"
+        )
     if _depth > 64:
         return None
     if isinstance(value, dict):

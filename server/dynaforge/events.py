@@ -18,11 +18,13 @@ write: an unreachable Redis is logged and counted (``failed_publishes``), and su
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import threading
 from collections import defaultdict
-from typing import TYPE_CHECKING, Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from dynaforge.settings import Settings
@@ -146,8 +148,9 @@ class RedisEventBus(EventBus):
 
         self.url = url
         self.prefix = prefix
-        self._redis = aioredis.Redis.from_url(url, socket_connect_timeout=2, socket_timeout=None,
-                                              health_check_interval=10)
+        self._redis = aioredis.Redis.from_url(
+            url, socket_connect_timeout=2, socket_timeout=None, health_check_interval=10
+        )
         self._sync = None
         self._sync_lock = threading.Lock()
         self._reader: asyncio.Task | None = None
@@ -193,9 +196,13 @@ class RedisEventBus(EventBus):
             return
         try:
             await asyncio.wait_for(self._connected.wait(), timeout=3.0)
-        except asyncio.TimeoutError:
-            raise self._down if isinstance(self._down, EventBusUnavailable) else EventBusUnavailable(
-                f"the event bus (Redis at {self._where()}) is unreachable; subscribe again in a few seconds"
+        except TimeoutError:
+            raise (
+                self._down
+                if isinstance(self._down, EventBusUnavailable)
+                else EventBusUnavailable(
+                    f"the event bus (Redis at {self._where()}) is unreachable; subscribe again in a few seconds"
+                )
             ) from None
 
     async def _read(self) -> None:
@@ -229,10 +236,8 @@ class RedisEventBus(EventBus):
                 await asyncio.sleep(self.RETRY_S[min(attempt, len(self.RETRY_S) - 1)])
                 attempt += 1
             finally:
-                try:
+                with contextlib.suppress(Exception):  # the connection is gone anyway
                     await pubsub.aclose()
-                except Exception:  # noqa: BLE001 - the connection is gone anyway
-                    pass
 
     async def close(self) -> None:
         if self._reader is not None:

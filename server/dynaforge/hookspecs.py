@@ -7,7 +7,8 @@ Any implementation may be a plain function or a coroutine function.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pluggy
 

@@ -17,10 +17,10 @@ service then reports every unreadable record of a file at once. An importer may 
 from __future__ import annotations
 
 import csv
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.tasks.base import Task
@@ -152,7 +152,8 @@ def csv_records(
             missing = sorted(set(required) - set(header))
             if missing:
                 raise row_error(
-                    "file", "header",
+                    "file",
+                    "header",
                     f"has no column {', '.join(missing)} (its header is {', '.join(header) or 'empty'}); "
                     f"expected {what}",
                 )
@@ -169,7 +170,8 @@ def csv_records(
             raise row_error(where, "csv", f"is not valid CSV ({exc}); reading stopped there") from exc
         except UnicodeDecodeError as exc:  # decoded in blocks: the bad byte is somewhere after the last good line
             raise row_error(
-                "file", "encoding",
+                "file",
+                "encoding",
                 f"is not UTF-8 text ({exc.reason}) after line {reader.line_num}; save it as UTF-8 and import it again",
             ) from exc
 
@@ -185,7 +187,8 @@ def text_lines(path: Path) -> Iterator[tuple[str, str]]:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
                 raise row_error(
-                    f"line {number}", "encoding",
+                    f"line {number}",
+                    "encoding",
                     f"is not UTF-8 text ({exc.reason}); save the file as UTF-8 and import it again",
                 ) from exc
             if number == 1:

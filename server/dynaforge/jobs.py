@@ -19,7 +19,8 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
@@ -150,9 +151,12 @@ class Jobs:
                 # stored chunks let the next attempt resume. Raising makes dramatiq deliver it again, with backoff.
                 raise ChildKilled(f"evaluation {evaluation_id}: the job's process was killed (signal {-status})")
             if status == TIMED_OUT:
-                _record_failure(self.settings, evaluation_id,
-                                f"the evaluation ran past EVAL_TIMEOUT_S ({self.settings.eval_timeout_s:g} s) and was "
-                                "stopped; a faster model or a smaller data set fits in it")
+                _record_failure(
+                    self.settings,
+                    evaluation_id,
+                    f"the evaluation ran past EVAL_TIMEOUT_S ({self.settings.eval_timeout_s:g} s) and was "
+                    "stopped; a faster model or a smaller data set fits in it",
+                )
                 return
             if status != 0:
                 # The runner recorded the failure (error and log tail) on the evaluation; retrying the same model on
@@ -160,8 +164,14 @@ class Jobs:
                 log.warning("evaluation %s ended with status %s", evaluation_id, status)
 
         self.evaluate = dramatiq.actor(
-            evaluate, broker=self.broker, actor_name=ACTOR, queue_name=QUEUE, max_retries=EVAL_RETRIES,
-            min_backoff=1_000, max_backoff=60_000, time_limit=int(settings.eval_timeout_s * 1000) + 60_000,
+            evaluate,
+            broker=self.broker,
+            actor_name=ACTOR,
+            queue_name=QUEUE,
+            max_retries=EVAL_RETRIES,
+            min_backoff=1_000,
+            max_backoff=60_000,
+            time_limit=int(settings.eval_timeout_s * 1000) + 60_000,
             retry_when=lambda retries, exc: isinstance(exc, ChildKilled) and retries < EVAL_RETRIES,
         )
 
@@ -172,17 +182,24 @@ class Jobs:
             async def once() -> str:
                 db = Database(self.settings.database_url)
                 try:
-                    return await attempt(self.settings, db, delivery_id, max_attempts=self.settings.webhook_max_attempts)
+                    return await attempt(
+                        self.settings, db, delivery_id, max_attempts=self.settings.webhook_max_attempts
+                    )
                 finally:
                     await db.dispose()
 
             asyncio.run(once())  # DeliveryFailed propagates: dramatiq retries it with backoff
 
         self.deliver_webhook = dramatiq.actor(
-            deliver_webhook, broker=self.broker, actor_name=WEBHOOK_ACTOR, queue_name=WEBHOOK_QUEUE,
+            deliver_webhook,
+            broker=self.broker,
+            actor_name=WEBHOOK_ACTOR,
+            queue_name=WEBHOOK_QUEUE,
             # the attempt itself marks the delivery FAILED at the last attempt; this bound is a backstop
-            max_retries=settings.webhook_max_attempts, min_backoff=settings.webhook_min_backoff_ms,
-            max_backoff=settings.webhook_max_backoff_ms, time_limit=60_000,
+            max_retries=settings.webhook_max_attempts,
+            min_backoff=settings.webhook_min_backoff_ms,
+            max_backoff=settings.webhook_max_backoff_ms,
+            time_limit=60_000,
         )
 
     @property
@@ -199,8 +216,9 @@ class Jobs:
 
     def start_worker(self, threads: int = 1) -> None:
         """Consume in this process (the embedded default): evaluations and webhook deliveries."""
-        self.worker = dramatiq.Worker(self.broker, queues=[QUEUE, WEBHOOK_QUEUE], worker_threads=max(2, threads),
-                                      worker_timeout=200)
+        self.worker = dramatiq.Worker(
+            self.broker, queues=[QUEUE, WEBHOOK_QUEUE], worker_threads=max(2, threads), worker_timeout=200
+        )
         self.worker.start()
 
     def stop(self) -> None:
@@ -215,8 +233,10 @@ def _send(actor: dramatiq.Actor, ids: list[int], kept: str) -> None:
         try:
             actor.send(row_id)
         except Exception as exc:  # redis.ConnectionError and friends
-            raise BrokerUnavailable(f"the job broker is unreachable ({type(exc).__name__}: {exc}); {kept} and are "
-                                    "sent again when the server restarts") from exc
+            raise BrokerUnavailable(
+                f"the job broker is unreachable ({type(exc).__name__}: {exc}); {kept} and are "
+                "sent again when the server restarts"
+            ) from exc
 
 
 def worker_main(settings: Settings, threads: int = 1) -> None:  # pragma: no cover - exercised through the CLI
@@ -225,8 +245,10 @@ def worker_main(settings: Settings, threads: int = 1) -> None:  # pragma: no cov
     import threading
 
     if not settings.broker_url:
-        raise SystemExit("set DYNAFORGE_BROKER_URL to the Redis URL the API uses; without it the server runs its "
-                         "own jobs and needs no worker")
+        raise SystemExit(
+            "set DYNAFORGE_BROKER_URL to the Redis URL the API uses; without it the server runs its "
+            "own jobs and needs no worker"
+        )
     from dynaforge.events import make_event_bus
 
     events = make_event_bus(settings)  # Redis pub/sub: progress reaches the API processes' subscribers

@@ -12,9 +12,10 @@ import importlib
 import inspect
 import logging
 import threading
+from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import Any, Awaitable, Iterable
+from typing import Any
 
 import pluggy
 

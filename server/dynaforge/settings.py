@@ -39,7 +39,9 @@ class Settings(BaseSettings):
     inference_timeout_s: float = 10.0
     inference_load_timeout_s: float = 300.0
     inference_threads: int = Field(default=1, description="inline mode: threads running predictions")
-    model_threads: int | None = Field(default=None, description="worker mode: torch threads per forward pass (default: the cores less one)")
+    model_threads: int | None = Field(
+        default=None, description="worker mode: torch threads per forward pass (default: the cores less one)"
+    )
     batch_max_size: int = Field(default=32, ge=1, description="worker mode: the most requests in one forward pass")
     batch_window_ms: float = Field(
         default=2.0, ge=0, description="worker mode: how long a batch waits for more requests under concurrency"
@@ -65,7 +67,8 @@ class Settings(BaseSettings):
         "URL when it is Redis, else events stay in the process",
     )
     events_prefix: str = Field(
-        default="dynaforge:events:", min_length=1,
+        default="dynaforge:events:",
+        min_length=1,
         description="live events: the Redis channel prefix (deployments sharing one Redis use different ones)",
     )
     subscriber_buffer: int = Field(
@@ -73,7 +76,9 @@ class Settings(BaseSettings):
     )
     webhook_max_attempts: int = Field(default=8, ge=1, description="webhooks: attempts before a delivery is FAILED")
     webhook_min_backoff_ms: int = Field(default=5_000, ge=1, description="webhooks: the first retry's delay")
-    webhook_max_backoff_ms: int = Field(default=3_600_000, ge=1, description="webhooks: the longest delay between retries")
+    webhook_max_backoff_ms: int = Field(
+        default=3_600_000, ge=1, description="webhooks: the longest delay between retries"
+    )
     webhook_allow_private: bool = Field(
         default=False,
         description="webhooks: allow URLs on loopback and private networks in production (always allowed in "
@@ -84,8 +89,12 @@ class Settings(BaseSettings):
         description="model backends any model builder may submit with (comma-separated); the others (python: an "
         "import path the evaluation worker would run) are for the task's owners and admins only",
     )
-    eval_chunk_size: int = Field(default=256, ge=1, description="evaluation: items per stored chunk (the unit of resumption)")
-    eval_bootstrap_resamples: int = Field(default=1000, ge=10, description="evaluation: bootstrap resamples per interval")
+    eval_chunk_size: int = Field(
+        default=256, ge=1, description="evaluation: items per stored chunk (the unit of resumption)"
+    )
+    eval_bootstrap_resamples: int = Field(
+        default=1000, ge=10, description="evaluation: bootstrap resamples per interval"
+    )
     eval_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="evaluation: the longest one job may run")
     cache_ttl_s: float = Field(
         default=2.0,
@@ -100,7 +109,8 @@ class Settings(BaseSettings):
         default=30, ge=0, description="login attempts per client address per minute, whatever the account (0: no limit)"
     )
     max_body_bytes: int = Field(
-        default=1024 * 1024, ge=1024,
+        default=1024 * 1024,
+        ge=1024,
         description="the largest GraphQL request body (JSON); file uploads have CONTEXT_UPLOAD_MAX_BYTES",
     )
     introspection: bool | None = Field(default=None, description="GraphQL introspection; None: on outside production")
@@ -123,7 +133,7 @@ class Settings(BaseSettings):
     graphiql: bool | None = None  # None: on outside production
 
     @model_validator(mode="after")
-    def _refuse_placeholder_secret(self) -> "Settings":
+    def _refuse_placeholder_secret(self) -> Settings:
         if self.environment == "production" and self.secret_key == PLACEHOLDER_SECRET:
             raise ValueError("DYNAFORGE_SECRET_KEY must be set to a random value in production")
         return self

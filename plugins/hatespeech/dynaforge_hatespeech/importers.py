@@ -14,12 +14,12 @@ incorrect. The data set records no model in the loop, so ``fooled`` stays unknow
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynaforge import ChoiceField, ImportedExample, Importer, Task
 from dynaforge.importers import csv_records, row_error
-
 from dynaforge_hatespeech.model import normalise
 from dynaforge_hatespeech.train import CLASSES, DATA_FILE, HATEFUL_CLASS
 
@@ -67,7 +67,8 @@ class DavidsonImporter(Importer):
         agreeing = counts["hate_speech"] if label == HATEFUL else counts["offensive_language"] + counts["neither"]
         if counts["hate_speech"] + counts["offensive_language"] + counts["neither"] != counts["count"]:
             raise row_error(
-                location, "votes",
+                location,
+                "votes",
                 f"count ({counts['count']}) must equal hate_speech + offensive_language + neither",
             )
         return agreeing, counts["count"] - agreeing

@@ -143,12 +143,14 @@ class HateSpeechModel:
         return f"HateSpeechModel(encoder={ENCODER_NAME!r}, max_length={self.max_length})"
 
 
-def load(*, weights_dir: Path | str | None = None, max_length: int = DEFAULT_MAX_LENGTH,
-         device: str = "cpu") -> HateSpeechModel:
+def load(
+    *, weights_dir: Path | str | None = None, max_length: int = DEFAULT_MAX_LENGTH, device: str = "cpu"
+) -> HateSpeechModel:
     """Load the shared encoder and the trained head (``weights_dir`` defaults to the package's ``weights/``)."""
     import torch
-    from dynaforge.inference.encoders import shared_encoder
     from safetensors.torch import load_file
+
+    from dynaforge.inference.encoders import shared_encoder
 
     if int(max_length) < 2:
         raise ValueError(f"max_length must be at least 2, got {max_length!r}")
@@ -164,9 +166,11 @@ def load(*, weights_dir: Path | str | None = None, max_length: int = DEFAULT_MAX
     bias = tensors["bias"].to(torch.float32).reshape(-1)
     if weight.numel() != EMBEDDING_DIM or bias.numel() != 1:
         raise ValueError(
-            f"bad head shapes in {head_path}: weight {tuple(tensors['weight'].shape)}, bias {tuple(tensors['bias'].shape)}; "
+            f"bad head shapes in {head_path}: weight {tuple(tensors['weight'].shape)}, bias "
+            f"{tuple(tensors['bias'].shape)}; "
             "retrain it with `dynaforge train hatespeech`"
         )
     encoder = shared_encoder(encoder_path(), device=device)
-    return HateSpeechModel(encoder, weight.to(encoder.device), float(bias.item()), max_length=max_length,
-                           metadata=read_metadata(wdir))
+    return HateSpeechModel(
+        encoder, weight.to(encoder.device), float(bias.item()), max_length=max_length, metadata=read_metadata(wdir)
+    )

@@ -91,19 +91,40 @@ class HateSpeechTask(Task):
     instructions = INSTRUCTIONS
     labels = LABELS
     fields = (
-        TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500,
-                  description="Your statement."),
-        ChoiceField(name="label", role=Role.TARGET,
-                    description="Is the statement hateful? The answer a careful reader would give."),
-        ChoiceField(name="target_group", role=Role.METADATA, required=False, choices=TARGET_GROUPS,
-                    description="The group the statement attacks, or is about when it is not hateful."),
-        ChoiceField(name="type", role=Role.METADATA, required=False, choices=HATE_TYPES,
-                    description="The kind of hate; none when the statement is not hateful."),
+        TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500, description="Your statement."),
+        ChoiceField(
+            name="label",
+            role=Role.TARGET,
+            description="Is the statement hateful? The answer a careful reader would give.",
+        ),
+        ChoiceField(
+            name="target_group",
+            role=Role.METADATA,
+            required=False,
+            choices=TARGET_GROUPS,
+            description="The group the statement attacks, or is about when it is not hateful.",
+        ),
+        ChoiceField(
+            name="type",
+            role=Role.METADATA,
+            required=False,
+            choices=HATE_TYPES,
+            description="The kind of hate; none when the statement is not hateful.",
+        ),
     )
     metrics = ("accuracy", "macro_f1")
     principal_metric = "accuracy"
-    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "contractions", "whitespace",
-                     "gender_swap", "name_swap", "name_origin_swap")
+    perturbations = (
+        "typo",
+        "lowercase",
+        "uppercase",
+        "punctuation",
+        "contractions",
+        "whitespace",
+        "gender_swap",
+        "name_swap",
+        "name_origin_swap",
+    )
     fairness_slices = (SLICE_NAME,)
     default_target_models = (
         ModelSpec(name="minilm-hatespeech", backend="python", config={"factory": "dynaforge_hatespeech.model:load"}),
@@ -114,15 +135,26 @@ class HateSpeechTask(Task):
     # speech that quotes hate, an insult without a protected target), with gendered words and first names so the
     # fairness perturbations have something to swap.
     sample_examples = (
-        {"statement": "Women like her should be kept out of every boardroom, they are not fit to lead anything.",
-         "label": "hateful", "target_group": "women", "type": "derogation"},
-        {"statement": "They breed like rats and will swamp our towns unless somebody stops them.",
-         "label": "hateful", "target_group": "immigrants", "type": "dehumanisation"},
-        {"statement": "People who call immigrants vermin should be ashamed: Omar came here at ten and now runs "
-                      "the best bakery in town.",
-         "label": "not_hateful", "target_group": "immigrants", "type": "none"},
-        {"statement": "My brother missed the bus again and I told him he is a useless idiot.",
-         "label": "not_hateful"},
+        {
+            "statement": "Women like her should be kept out of every boardroom, they are not fit to lead anything.",
+            "label": "hateful",
+            "target_group": "women",
+            "type": "derogation",
+        },
+        {
+            "statement": "They breed like rats and will swamp our towns unless somebody stops them.",
+            "label": "hateful",
+            "target_group": "immigrants",
+            "type": "dehumanisation",
+        },
+        {
+            "statement": "People who call immigrants vermin should be ashamed: Omar came here at ten and now runs "
+            "the best bakery in town.",
+            "label": "not_hateful",
+            "target_group": "immigrants",
+            "type": "none",
+        },
+        {"statement": "My brother missed the bus again and I told him he is a useless idiot.", "label": "not_hateful"},
     )
 
     def validate_example(self, values: Any, context: dict[str, Any] | None) -> dict[str, Any]:
@@ -159,8 +191,14 @@ def register_tasks(register):
 
 @hookimpl
 def register_fairness_slices(register):
-    register(Slice(name=SLICE_NAME, group=target_group_of, task_code=HateSpeechTask.code,
-                   description="Hate speech examples grouped by the target group the annotator named."))
+    register(
+        Slice(
+            name=SLICE_NAME,
+            group=target_group_of,
+            task_code=HateSpeechTask.code,
+            description="Hate speech examples grouped by the target group the annotator named.",
+        )
+    )
 
 
 @hookimpl

@@ -114,8 +114,15 @@ def fit_logreg(x, y, weight_decay: float):
     xs = (x - mean) / std
     w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
     b = torch.zeros((), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=LBFGS_MAX_ITER, tolerance_grad=1e-6, tolerance_change=1e-9,
-                            history_size=20, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS(
+        [w, b],
+        lr=1.0,
+        max_iter=LBFGS_MAX_ITER,
+        tolerance_grad=1e-6,
+        tolerance_change=1e-9,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure():
         opt.zero_grad()
@@ -159,7 +166,7 @@ def report(golds: Sequence[str], preds: Sequence[str]) -> dict[str, Any]:
     """Accuracy, macro-F1 (the platform's own metric functions) and per-label precision and recall."""
     per_label = {}
     for label in LABELS:
-        tp = sum(g == label and p == label for g, p in zip(golds, preds))
+        tp = sum(g == label and p == label for g, p in zip(golds, preds, strict=True))
         predicted = sum(p == label for p in preds)
         actual = sum(g == label for g in golds)
         per_label[label] = {
@@ -167,21 +174,33 @@ def report(golds: Sequence[str], preds: Sequence[str]) -> dict[str, Any]:
             "precision": tp / predicted if predicted else 0.0,
             "recall": tp / actual if actual else 0.0,
         }
-    return {"n": len(golds), "accuracy": accuracy(list(golds), list(preds)),
-            "macro_f1": macro_f1(list(golds), list(preds)), "per_label": per_label}
+    return {
+        "n": len(golds),
+        "accuracy": accuracy(list(golds), list(preds)),
+        "macro_f1": macro_f1(list(golds), list(preds)),
+        "per_label": per_label,
+    }
 
 
-def train(data_dir: Path, out_dir: Path, *, progress: bool = True, limit: int | None = None, seed: int = 0,
-          cache: Path | None = None) -> dict[str, Any]:
+def train(
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    progress: bool = True,
+    limit: int | None = None,
+    seed: int = 0,
+    cache: Path | None = None,
+) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` and ``metadata.json`` to ``out_dir``; return held-out metrics.
 
     ``limit`` trains on a seeded random sample of that many rows (smoke tests); ``cache`` is a file where the
     embeddings of exactly these texts are kept between runs (development only: re-embedding takes minutes).
     """
     import torch
-    from dynaforge.inference.encoders import shared_encoder
     from safetensors.torch import save_file
     from tqdm import tqdm
+
+    from dynaforge.inference.encoders import shared_encoder
 
     t0 = time.perf_counter()
     data_path = Path(data_dir) / DATA_FILE
@@ -266,20 +285,22 @@ def train(data_dir: Path, out_dir: Path, *, progress: bool = True, limit: int | 
             "embedding_dim": EMBEDDING_DIM,
         },
         "text_normalisation": "dynaforge_hatespeech.model.normalise: HTML entities decoded, URLs -> http, "
-                              "mentions -> @user, RT dropped, # dropped from hashtags, whitespace collapsed",
+        "mentions -> @user, RT dropped, # dropped from hashtags, whitespace collapsed",
         "labels": list(LABELS),
-        "label_mapping": {"hateful": "class 0 (hate speech)",
-                          "not_hateful": "class 1 (offensive language) and class 2 (neither)"},
+        "label_mapping": {
+            "hateful": "class 0 (hate speech)",
+            "not_hateful": "class 1 (offensive language) and class 2 (neither)",
+        },
         "head": {
             "type": "logistic regression; hateful iff weight . e + bias >= 0; p(hateful) = sigmoid(weight . e + bias)",
             "file": HEAD_FILE,
             "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}) on standardised features, "
-                         "folded into weight and bias",
+            "folded into weight and bias",
             "class_weighting": "each row weighted n / (2 n_label): both labels carry the same total weight",
             "weight_decay": best["weight_decay"],
             "decision_threshold": best["cv_threshold"],
             "decision_threshold_note": "chosen for macro-F1 on out-of-fold scores and subtracted from the stored "
-                                       "bias, so 0.5 is the decision boundary of p(hateful)",
+            "bias, so 0.5 is the decision boundary of p(hateful)",
             "selection": f"highest {FOLDS}-fold cross-validated macro-F1 (at its best threshold) on the training part",
             "search": search,
         },

@@ -10,12 +10,12 @@ example's prediction, so ``fooled`` says whether the annotator fooled that model
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynaforge import ImportedExample, Importer, Task
 from dynaforge.importers import csv_records, row_error
-
 from dynaforge_nli.train import DATA_FILE, LABEL_CODES
 
 REQUIRED_COLUMNS = ("context", "statement", "gold_label")
@@ -43,7 +43,8 @@ class ANLIImporter(Importer):
         if label not in task.labels:
             letters = ", ".join(LABEL_CODES)
             raise row_error(
-                location, "label",
+                location,
+                "label",
                 f"{column} must be one of {letters} or {', '.join(task.labels)}; got {value!r}",
             )
         return label

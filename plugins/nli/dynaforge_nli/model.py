@@ -26,8 +26,10 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 LABELS: tuple[str, str, str] = ("entailment", "neutral", "contradiction")
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -61,15 +63,75 @@ _WORD = re.compile(r"[a-z0-9]+")
 _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 _CAPITALISED = re.compile(r"\b[A-Z][a-zA-Z]+")
 _NEGATIONS = frozenset(
-    "no not never none nobody nothing neither nor without cannot nowhere".split()
+    ["no", "not", "never", "none", "nobody", "nothing", "neither", "nor", "without", "cannot", "nowhere"]
 )
 _STRONG_NEGATIONS = frozenset(("not", "never", "no"))
 _STOPWORDS = frozenset(
-    "a an the of in on at to for and or is are was were be been being by with as from that this these those it "
-    "its his her their he she they them which who whom has have had do does did".split()
+    [
+        "a",
+        "an",
+        "the",
+        "of",
+        "in",
+        "on",
+        "at",
+        "to",
+        "for",
+        "and",
+        "or",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "been",
+        "being",
+        "by",
+        "with",
+        "as",
+        "from",
+        "that",
+        "this",
+        "these",
+        "those",
+        "it",
+        "its",
+        "his",
+        "her",
+        "their",
+        "he",
+        "she",
+        "they",
+        "them",
+        "which",
+        "who",
+        "whom",
+        "has",
+        "have",
+        "had",
+        "do",
+        "does",
+        "did",
+    ]
 )
 _QUANTIFIERS = frozenset(
-    "only all every always first last most least more less before after many few several".split()
+    [
+        "only",
+        "all",
+        "every",
+        "always",
+        "first",
+        "last",
+        "most",
+        "least",
+        "more",
+        "less",
+        "before",
+        "after",
+        "many",
+        "few",
+        "several",
+    ]
 )
 
 
@@ -89,8 +151,8 @@ def lexical_features(premise: str, hypothesis: str) -> list[float]:
     p_words, h_words = _words(premise), _words(hypothesis)
     p_set = set(p_words)
     h_content = [w for w in h_words if w not in _STOPWORDS] or h_words
-    p_bigrams = set(zip(p_words, p_words[1:]))
-    h_bigrams = list(zip(h_words, h_words[1:]))
+    p_bigrams = set(pairwise(p_words))
+    h_bigrams = list(pairwise(h_words))
     p_numbers, h_numbers = set(_NUMBER.findall(premise)), set(_NUMBER.findall(hypothesis))
     names = _CAPITALISED.findall(hypothesis)[1:]  # the first capitalised word may just start the sentence
     premise_lower = premise.lower()
@@ -150,14 +212,17 @@ def pair_features(u, v, premises: Sequence[str], hypotheses: Sequence[str]):
     """Feature matrix ``[n, FEATURE_DIM]`` (float32) from the pooled embeddings ``u`` (premises) and ``v``."""
     import torch
 
-    lexical = torch.tensor([lexical_features(p, h) for p, h in zip(premises, hypotheses)], dtype=torch.float32)
+    lexical = torch.tensor(
+        [lexical_features(p, h) for p, h in zip(premises, hypotheses, strict=True)], dtype=torch.float32
+    )
     lexical = lexical.reshape(len(premises), len(LEXICAL_FEATURES)).to(u.device)
     cosine = (u * v).sum(dim=1, keepdim=True)
     return torch.cat([u, v, (u - v).abs(), u * v, cosine, lexical], dim=1)
 
 
-def embed_pairs(encoder, premises: Sequence[str], hypotheses: Sequence[str], *, many: bool = False,
-                progress: bool = False):
+def embed_pairs(
+    encoder, premises: Sequence[str], hypotheses: Sequence[str], *, many: bool = False, progress: bool = False
+):
     """Pooled embeddings ``(u, v)`` of premises and hypotheses; each distinct text is encoded once.
 
     ``many=False`` (serving) encodes the whole batch in one forward pass; ``many=True`` (training) encodes
@@ -207,7 +272,7 @@ class NLIModel:
         outputs = []
         for row in self.probabilities(premises, hypotheses).tolist():
             best = max(range(len(LABELS)), key=row.__getitem__)
-            outputs.append({"label": LABELS[best], "probabilities": dict(zip(LABELS, row))})
+            outputs.append({"label": LABELS[best], "probabilities": dict(zip(LABELS, row, strict=True))})
         return outputs
 
     def length(self, model_input: Mapping[str, Any]) -> int:

@@ -31,53 +31,105 @@ class NLITask(Task):
     )
     labels = ("entailment", "neutral", "contradiction")
     fields = (
-        TextField(name="premise", role=Role.CONTEXT, min_length=10, max_length=1000,
-                  description="The text your hypothesis is about."),
-        TextField(name="hypothesis", role=Role.INPUT, min_length=5, max_length=300,
-                  description="Your statement about the premise."),
-        ChoiceField(name="label", role=Role.TARGET,
-                    description="Is the hypothesis definitely true (entailment), definitely false (contradiction) "
-                                "or possibly either (neutral), given the premise?"),
-        TextField(name="reason", role=Role.METADATA, required=False, max_length=1000,
-                  description="Why do you think the model was fooled?"),
+        TextField(
+            name="premise",
+            role=Role.CONTEXT,
+            min_length=10,
+            max_length=1000,
+            description="The text your hypothesis is about.",
+        ),
+        TextField(
+            name="hypothesis",
+            role=Role.INPUT,
+            min_length=5,
+            max_length=300,
+            description="Your statement about the premise.",
+        ),
+        ChoiceField(
+            name="label",
+            role=Role.TARGET,
+            description="Is the hypothesis definitely true (entailment), definitely false (contradiction) "
+            "or possibly either (neutral), given the premise?",
+        ),
+        TextField(
+            name="reason",
+            role=Role.METADATA,
+            required=False,
+            max_length=1000,
+            description="Why do you think the model was fooled?",
+        ),
     )
     metrics = ("accuracy", "macro_f1")
     principal_metric = "accuracy"
-    perturbations = ("typo", "lowercase", "uppercase", "punctuation", "contractions", "whitespace",
-                     "gender_swap", "name_swap", "name_origin_swap")
+    perturbations = (
+        "typo",
+        "lowercase",
+        "uppercase",
+        "punctuation",
+        "contractions",
+        "whitespace",
+        "gender_swap",
+        "name_swap",
+        "name_origin_swap",
+    )
     default_target_models = (
         ModelSpec(name="minilm-nli", backend="python", config={"factory": "dynaforge_nli.model:load"}),
     )
     demo_contexts = (
-        {"premise": "The night ferry to the island leaves at 11 p.m. on weekdays and at midnight on Saturdays. "
-                    "It does not run on Sundays between October and March."},
-        {"premise": "Marta planted twelve tomato seedlings in April. By July only half of them had survived the "
-                    "heat, but those gave more fruit than her family could eat."},
-        {"premise": "The town library moved into the old railway station in 2009. Its reading room, once the "
-                    "ticket hall, still has the original clock above the door."},
-        {"premise": "Dr. Okafor's team followed 400 volunteers for two years after they received the new vaccine. "
-                    "Mild headaches were the most common side effect, reported by about one in ten."},
-        {"premise": "After losing the first two sets, the 19-year-old qualifier won the next three to reach her "
-                    "first Grand Slam quarter-final."},
-        {"premise": "The bakery on Elm Street sells sourdough only on Fridays, and it usually runs out before "
-                    "noon. The owner, a former chemist, mills part of the flour herself."},
-        {"premise": "Lake Varna freezes over most winters, but the ice is rarely thick enough to walk on before "
-                    "late January."},
-        {"premise": "The council postponed its vote on the new cycle lanes until spring, after shop owners asked "
-                    "for a study of how the lanes would affect parking."},
+        {
+            "premise": "The night ferry to the island leaves at 11 p.m. on weekdays and at midnight on Saturdays. "
+            "It does not run on Sundays between October and March."
+        },
+        {
+            "premise": "Marta planted twelve tomato seedlings in April. By July only half of them had survived the "
+            "heat, but those gave more fruit than her family could eat."
+        },
+        {
+            "premise": "The town library moved into the old railway station in 2009. Its reading room, once the "
+            "ticket hall, still has the original clock above the door."
+        },
+        {
+            "premise": "Dr. Okafor's team followed 400 volunteers for two years after they received the new vaccine. "
+            "Mild headaches were the most common side effect, reported by about one in ten."
+        },
+        {
+            "premise": "After losing the first two sets, the 19-year-old qualifier won the next three to reach her "
+            "first Grand Slam quarter-final."
+        },
+        {
+            "premise": "The bakery on Elm Street sells sourdough only on Fridays, and it usually runs out before "
+            "noon. The owner, a former chemist, mills part of the flour herself."
+        },
+        {
+            "premise": "Lake Varna freezes over most winters, but the ice is rarely thick enough to walk on before "
+            "late January."
+        },
+        {
+            "premise": "The council postponed its vote on the new cycle lanes until spring, after shop owners asked "
+            "for a study of how the lanes would affect parking."
+        },
     )
 
     sample_examples = (
-        {"premise": "The night ferry to the island leaves at 11 p.m. on weekdays and at midnight on Saturdays. "
-                    "It does not run on Sundays between October and March.",
-         "hypothesis": "In January a woman cannot take the night ferry on a Sunday.", "label": "entailment",
-         "reason": "Needs the month to be matched to the October-March window."},
-        {"premise": "Marta planted twelve tomato seedlings in April. By July only half of them had survived the "
-                    "heat, but those gave more fruit than her family could eat.",
-         "hypothesis": "Seven of Marta's seedlings were still alive in July.", "label": "contradiction"},
-        {"premise": "The town library moved into the old railway station in 2009. Its reading room, once the "
-                    "ticket hall, still has the original clock above the door.",
-         "hypothesis": "The clock above the reading-room door still keeps good time.", "label": "neutral"},
+        {
+            "premise": "The night ferry to the island leaves at 11 p.m. on weekdays and at midnight on Saturdays. "
+            "It does not run on Sundays between October and March.",
+            "hypothesis": "In January a woman cannot take the night ferry on a Sunday.",
+            "label": "entailment",
+            "reason": "Needs the month to be matched to the October-March window.",
+        },
+        {
+            "premise": "Marta planted twelve tomato seedlings in April. By July only half of them had survived the "
+            "heat, but those gave more fruit than her family could eat.",
+            "hypothesis": "Seven of Marta's seedlings were still alive in July.",
+            "label": "contradiction",
+        },
+        {
+            "premise": "The town library moved into the old railway station in 2009. Its reading room, once the "
+            "ticket hall, still has the original clock above the door.",
+            "hypothesis": "The clock above the reading-room door still keeps good time.",
+            "label": "neutral",
+        },
     )
 
     def build_model_input(self, context: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]:

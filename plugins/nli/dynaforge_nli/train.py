@@ -36,9 +36,10 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from dynaforge.tasks.training import file_info, write_json_atomically
 
@@ -151,8 +152,15 @@ def fit_head(x, y, scale: float, weight_decay: float):
     xs = (x - mean) * factor
     w = torch.zeros((x.shape[1], len(LABELS)), dtype=torch.float64, requires_grad=True)
     b = torch.zeros(len(LABELS), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS([w, b], lr=1.0, max_iter=LBFGS_MAX_ITER, tolerance_grad=1e-6,
-                            tolerance_change=1e-12, history_size=20, line_search_fn="strong_wolfe")
+    opt = torch.optim.LBFGS(
+        [w, b],
+        lr=1.0,
+        max_iter=LBFGS_MAX_ITER,
+        tolerance_grad=1e-6,
+        tolerance_change=1e-12,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
 
     def closure():
         opt.zero_grad()
@@ -169,6 +177,7 @@ def fit_head(x, y, scale: float, weight_decay: float):
 def score(logits, y) -> dict[str, float]:
     """Accuracy, macro-F1 (the platform's own metrics) and log-loss of logits against gold label indices."""
     import torch
+
     from dynaforge.defaults.metrics import accuracy, macro_f1
 
     golds = [LABELS[i] for i in y.tolist()]
@@ -190,9 +199,10 @@ def train(
 ) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` + ``metadata.json`` to ``out_dir``; return held-out metrics."""
     import torch
-    from dynaforge.defaults.metrics import accuracy, macro_f1
     from safetensors.torch import save_file
     from tqdm import tqdm
+
+    from dynaforge.defaults.metrics import accuracy, macro_f1
 
     from .model import embed_pairs, pair_features, shared_minilm
 
@@ -244,11 +254,13 @@ def train(
                 w, b = fit_head(x_train[fit], y_train[fit], scale, wd)
                 per_fold.append(score(x_train[~fit] @ w + b, y_train[~fit]))
                 bar.update(1)
-            search.append({
-                "pair_block_scale": scale,
-                "weight_decay": wd,
-                **{f"cv_{m}": sum(r[m] for r in per_fold) / n_cv for m in ("accuracy", "macro_f1", "log_loss")},
-            })
+            search.append(
+                {
+                    "pair_block_scale": scale,
+                    "weight_decay": wd,
+                    **{f"cv_{m}": sum(r[m] for r in per_fold) / n_cv for m in ("accuracy", "macro_f1", "log_loss")},
+                }
+            )
         best = max(search, key=lambda r: (r["cv_accuracy"], -r["cv_log_loss"]))
         weight, bias = fit_head(x_train, y_train, best["pair_block_scale"], best["weight_decay"])
         bar.update(1)
@@ -261,7 +273,7 @@ def train(
     golds = [LABELS[i] for i in y_hold.tolist()]
     baseline = [LABELS[majority]] * len(golds)
     confusion = {gold: {pred: 0 for pred in LABELS} for gold in LABELS}
-    for gold, pred in zip(golds, hold_logits.argmax(dim=1).tolist()):
+    for gold, pred in zip(golds, hold_logits.argmax(dim=1).tolist(), strict=True):
         confusion[gold][LABELS[pred]] += 1
     holdout_metrics = {
         "n": len(hold_idx),
@@ -297,12 +309,13 @@ def train(
         "head": {
             "type": "multinomial logistic regression, p = softmax(features @ weight + bias)",
             "file": HEAD_FILE,
-            "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}, gradient tolerance 1e-6) on standardised features; "
-                         "standardisation and pair-block scale folded into weight/bias",
+            "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}, gradient tolerance 1e-6) "
+            "on standardised features; "
+            "standardisation and pair-block scale folded into weight/bias",
             "pair_block_scale": best["pair_block_scale"],
             "weight_decay": best["weight_decay"],
             "selection": f"highest mean accuracy over {n_cv} grouped, stratified folds of the training part "
-                         "(ties: lower log-loss)",
+            "(ties: lower log-loss)",
             "search": search,
         },
         "data": {

@@ -11,12 +11,12 @@ so ``fooled`` stays unknown. It is the format ``dynaforge train qa`` trains on (
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynaforge import ImportedExample, Importer, SkippedRow, Task
 from dynaforge.importers import row_error
-
 from dynaforge_qa.train import DATA_FILE
 
 UNANSWERABLE = "unanswerable question: the qa task needs an answer span in the passage"
@@ -71,8 +71,10 @@ class SquadImporter(Importer):
         if qa.get("is_impossible") or not answers:
             return SkippedRow(location, UNANSWERABLE)
         first = answers[0]
-        if not isinstance(first, dict) or not isinstance(first.get("text"), str) or not isinstance(
-            first.get("answer_start"), int
+        if (
+            not isinstance(first, dict)
+            or not isinstance(first.get("text"), str)
+            or not isinstance(first.get("answer_start"), int)
         ):
             raise row_error(location, "format", "answers[0] must have a 'text' string and an 'answer_start' integer")
         fields = {

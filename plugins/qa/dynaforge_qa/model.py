@@ -30,9 +30,10 @@ import math
 import re
 import threading
 from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 HEAD_FILE = "head.safetensors"
@@ -46,8 +47,16 @@ MAX_ANSWER_TOKENS = 30
 # more than ``stride`` passage tokens in every window and the tokeniser can always split the passage.
 MAX_QUESTION_CHARS = 200
 HEAD_PARAMETER_NAMES = (
-    "state.weight", "proj.weight", "proj.bias", "conv.weight", "conv.bias", "out.weight", "out.bias", "null.weight",
-    "null.bias", "length.bias",
+    "state.weight",
+    "proj.weight",
+    "proj.bias",
+    "conv.weight",
+    "conv.bias",
+    "out.weight",
+    "out.bias",
+    "null.weight",
+    "null.bias",
+    "length.bias",
 )
 
 
@@ -83,7 +92,9 @@ class Windows:
     sample: Any
 
 
-def encode_windows(encoder, questions: Sequence[str], passages: Sequence[str], *, max_length: int, stride: int) -> Windows:
+def encode_windows(
+    encoder, questions: Sequence[str], passages: Sequence[str], *, max_length: int, stride: int
+) -> Windows:
     """Tokenise the pairs into overlapping passage windows and run the frozen encoder once over all of them."""
     import torch
 
@@ -127,9 +138,22 @@ _QUESTION_TYPE_PATTERNS = tuple(
     )
 )
 TOKEN_FEATURES = (
-    "max_cosine_to_question", "in_question", "in_question_rarity", "capitalised", "has_digit", "punctuation",
-    "word_start", "word_end", "sentence_overlap", "sentence_overlap_vs_best", "sentence_share_of_question",
-    "sentence_cosine", "sentence_cosine_vs_best", "overlap_within_3", "overlap_within_8", "overlap_within_20",
+    "max_cosine_to_question",
+    "in_question",
+    "in_question_rarity",
+    "capitalised",
+    "has_digit",
+    "punctuation",
+    "word_start",
+    "word_end",
+    "sentence_overlap",
+    "sentence_overlap_vs_best",
+    "sentence_share_of_question",
+    "sentence_cosine",
+    "sentence_cosine_vs_best",
+    "overlap_within_3",
+    "overlap_within_8",
+    "overlap_within_20",
 ) + tuple(f"{qtype}_x_{cue}" for qtype in QUESTION_TYPES for cue in ("capitalised", "has_digit"))
 _DENSITY_RADII = (3, 8, 20)
 
@@ -170,7 +194,9 @@ def token_features(windows: Windows, questions: Sequence[str], passages: Sequenc
         p_tokens = in_p[w].nonzero().flatten().tolist()
         if not p_tokens:
             continue
-        q_words = {token_ids[t] for t in q_tokens if any(ch.isalnum() for ch in question[offsets[t][0] : offsets[t][1]])}
+        q_words = {
+            token_ids[t] for t in q_tokens if any(ch.isalnum() for ch in question[offsets[t][0] : offsets[t][1]])
+        }
         counts = Counter(token_ids[t] for t in p_tokens)
         rarity = {u: math.log(1.0 + 1.0 / counts[u]) for u in q_words if u in counts}
         total_rarity = sum(rarity.values()) or 1.0
@@ -202,13 +228,13 @@ def token_features(windows: Windows, questions: Sequence[str], passages: Sequenc
         member[torch.tensor(sentence_of), torch.tensor(p_tokens)] = 1.0
         overlap, share = [], []
         for s in range(n_sentences):
-            words = {token_ids[t] for t, sid in zip(p_tokens, sentence_of) if sid == s} & rarity.keys()
+            words = {token_ids[t] for t, sid in zip(p_tokens, sentence_of, strict=True) if sid == s} & rarity.keys()
             overlap.append(sum(rarity[u] for u in words) / total_rarity)
             share.append(len(words) / max(1, len(q_words)))
         mean_state = F.normalize(member @ states[w] / member.sum(1, keepdim=True).clamp(min=1.0), dim=-1)
         sentence_cosine = (mean_state @ q_unit[w]).tolist()
         best_overlap, best_cosine = max(overlap) or 1.0, max(sentence_cosine)
-        for t, s in zip(p_tokens, sentence_of):
+        for t, s in zip(p_tokens, sentence_of, strict=True):
             f = feats[w, t]
             f[column["sentence_overlap"]] = overlap[s]
             f[column["sentence_overlap_vs_best"]] = overlap[s] / best_overlap
@@ -224,8 +250,18 @@ def token_features(windows: Windows, questions: Sequence[str], passages: Sequenc
     return q, feats
 
 
-def head_logits(params: Mapping[str, Any], states, q, feats, attention, passage, *, dropout: float = 0.0,
-                state_dropout: float = 0.0, training: bool = False):
+def head_logits(
+    params: Mapping[str, Any],
+    states,
+    q,
+    feats,
+    attention,
+    passage,
+    *,
+    dropout: float = 0.0,
+    state_dropout: float = 0.0,
+    training: bool = False,
+):
     """Start and end logits ``[W, T]`` (a large negative logit outside the passage) and the no-answer logit ``[W]``.
 
     The token states enter through a low-rank bottleneck (``state.weight``, a few dimensions, heavily dropped out
@@ -251,7 +287,9 @@ def head_logits(params: Mapping[str, Any], states, q, feats, attention, passage,
     return start.masked_fill(outside, -1e4), end.masked_fill(outside, -1e4), null
 
 
-def init_head(*, rank: int, hidden: int, kernel: int, seed: int, max_answer_tokens: int = MAX_ANSWER_TOKENS) -> dict[str, Any]:
+def init_head(
+    *, rank: int, hidden: int, kernel: int, seed: int, max_answer_tokens: int = MAX_ANSWER_TOKENS
+) -> dict[str, Any]:
     """Fresh head parameters (float32, seeded), shaped as ``head_logits`` and ``span_scores`` expect."""
     import torch
 
@@ -345,7 +383,9 @@ def _pairs(inputs: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[str]]:
 class QAModel:
     """Extractive QA predictor: ``predict([{"passage", "question"}]) -> [{"answer", "confidence"}]``."""
 
-    def __init__(self, encoder, params: dict[str, Any], metadata: dict[str, Any], *, max_length: int, stride: int) -> None:
+    def __init__(
+        self, encoder, params: dict[str, Any], metadata: dict[str, Any], *, max_length: int, stride: int
+    ) -> None:
         if stride >= max_length - MAX_QUESTION_CHARS - 3:
             raise ValueError(
                 f"stride {stride} leaves no room for a {MAX_QUESTION_CHARS}-character question in a "

@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = frozenset(string.punctuation)
@@ -62,7 +63,7 @@ def _mean_over_spans(metric, golds: list[Any], preds: list[Any]) -> float:
         raise ValueError(f"golds and preds differ in length ({len(golds)} vs {len(preds)})")
     if not golds:
         return 0.0
-    return sum(metric(span_text(p), span_text(g)) for g, p in zip(golds, preds)) / len(golds)
+    return sum(metric(span_text(p), span_text(g)) for g, p in zip(golds, preds, strict=True)) / len(golds)
 
 
 def span_f1(golds: list[Any], preds: list[Any]) -> float:

@@ -118,7 +118,11 @@ def read_squad(path: Path) -> tuple[list[Paragraph], dict[str, int]]:
                 answers: list[tuple[str, int]] = []
                 for ans in qa.get("answers") or []:
                     text, start = ans.get("text"), ans.get("answer_start")
-                    if not isinstance(text, str) or not isinstance(start, int) or context[start : start + len(text)] != text:
+                    if (
+                        not isinstance(text, str)
+                        or not isinstance(start, int)
+                        or context[start : start + len(text)] != text
+                    ):
                         skipped["answers_not_at_their_offset"] += 1
                     elif (text, start) not in answers:
                         answers.append((text, start))
@@ -133,7 +137,9 @@ def read_squad(path: Path) -> tuple[list[Paragraph], dict[str, int]]:
     return paragraphs, dict(skipped)
 
 
-def split_paragraphs(paragraphs: list[Paragraph], seed: int) -> tuple[list[Paragraph], list[Paragraph], list[Paragraph]]:
+def split_paragraphs(
+    paragraphs: list[Paragraph], seed: int
+) -> tuple[list[Paragraph], list[Paragraph], list[Paragraph]]:
     """Seeded (fit, validation, held-out) split of the paragraphs; each part has at least one."""
     if len(paragraphs) < 3:
         raise ValueError(f"need at least 3 paragraphs with answerable questions to split, got {len(paragraphs)}")
@@ -227,8 +233,12 @@ def sliding_window(passage: str, question: str) -> str:
 def score_answers(predictions: list[str], questions: list[Question]) -> dict[str, Any]:
     """Mean SQuAD F1 and exact match (best over each question's gold answers), in percent, with n."""
     n = len(questions)
-    f1 = sum(best_over_golds(token_f1, p, [t for t, _ in q.answers]) for p, q in zip(predictions, questions))
-    em = sum(best_over_golds(exact_match, p, [t for t, _ in q.answers]) for p, q in zip(predictions, questions))
+    f1 = sum(
+        best_over_golds(token_f1, p, [t for t, _ in q.answers]) for p, q in zip(predictions, questions, strict=True)
+    )
+    em = sum(
+        best_over_golds(exact_match, p, [t for t, _ in q.answers]) for p, q in zip(predictions, questions, strict=True)
+    )
     return {"n": n, "f1": round(100 * f1 / max(n, 1), 2), "exact_match": round(100 * em / max(n, 1), 2)}
 
 
@@ -273,8 +283,17 @@ def _gold_tokens(offsets, passage_mask, answers: list[tuple[str, int]]):
     return starts, ends
 
 
-def encode_pairs(encoder, questions: list[Question], passages: list[str], *, max_length: int, stride: int,
-                 progress: bool, desc: str, batch_size: int = 16) -> Encoded:
+def encode_pairs(
+    encoder,
+    questions: list[Question],
+    passages: list[str],
+    *,
+    max_length: int,
+    stride: int,
+    progress: bool,
+    desc: str,
+    batch_size: int = 16,
+) -> Encoded:
     """Encode every pair once (length-sorted batches), keeping each window's states and head inputs."""
     import torch
     from tqdm import tqdm
@@ -287,8 +306,11 @@ def encode_pairs(encoder, questions: list[Question], passages: list[str], *, max
         for at in range(0, len(order), batch_size):
             idx = order[at : at + batch_size]
             windows = encode_windows(
-                encoder, [questions[k].question for k in idx], [passages[k] for k in idx],
-                max_length=max_length, stride=stride,
+                encoder,
+                [questions[k].question for k in idx],
+                [passages[k] for k in idx],
+                max_length=max_length,
+                stride=stride,
             )
             with torch.inference_mode():
                 q, feats = token_features(windows, [questions[k].question for k in idx], [passages[k] for k in idx])
@@ -399,8 +421,9 @@ def _loss(start, end, null, length_bias, passage, gold_start, gold_end):
     return (log_all - log_right)[usable].mean()
 
 
-def fit_head(enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], progress: bool, desc: str,
-             evaluate=None) -> tuple[dict[str, Any], list[float]]:
+def fit_head(
+    enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], progress: bool, desc: str, evaluate=None
+) -> tuple[dict[str, Any], list[float]]:
     """Train a fresh head on the windows of ``enc``; ``evaluate(params)`` after each epoch."""
     import torch
     from tqdm import tqdm
@@ -427,8 +450,15 @@ def fit_head(enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], p
             for at in range(0, len(rows), options["batch_size"]):
                 b = _batch(enc, rows[at : at + options["batch_size"]])
                 start, end, null = head_logits(
-                    params, b["states"], b["q"], b["feats"], b["attention"], b["passage"],
-                    dropout=options["dropout"], state_dropout=options["state_dropout"], training=True,
+                    params,
+                    b["states"],
+                    b["q"],
+                    b["feats"],
+                    b["attention"],
+                    b["passage"],
+                    dropout=options["dropout"],
+                    state_dropout=options["state_dropout"],
+                    training=True,
                 )
                 loss = _loss(start, end, null, params["length.bias"], b["passage"], b["gold_start"], b["gold_end"])
                 optimizer.zero_grad()
@@ -474,8 +504,9 @@ def train(
 ) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` + ``metadata.json``; return the held-out metrics."""
     import torch
-    from dynaforge.inference.encoders import shared_encoder
     from safetensors.torch import save_file
+
+    from dynaforge.inference.encoders import shared_encoder
 
     unknown = set(options) - set(DEFAULTS)
     if unknown:
@@ -520,12 +551,20 @@ def train(
         return round((single + long) / 2, 2)
 
     t_fit = time.perf_counter()
-    _, history = fit_head(_concat(enc_fit, enc_neg_fit), epochs=opts["epochs"], seed=seed, options=opts,
-                          progress=progress, desc="choose epochs", evaluate=val_f1)
+    _, history = fit_head(
+        _concat(enc_fit, enc_neg_fit),
+        epochs=opts["epochs"],
+        seed=seed,
+        options=opts,
+        progress=progress,
+        desc="choose epochs",
+        evaluate=val_f1,
+    )
     best_epochs = 1 + max(range(len(history)), key=lambda e: (_smoothed(history, e), -e))
     final_windows = _concat(_concat(enc_fit, enc_neg_fit), _concat(enc_val, enc_neg_val))
-    params, _ = fit_head(final_windows, epochs=best_epochs, seed=seed, options=opts, progress=progress,
-                         desc="final fit")
+    params, _ = fit_head(
+        final_windows, epochs=best_epochs, seed=seed, options=opts, progress=progress, desc="final fit"
+    )
     fit_seconds = time.perf_counter() - t_fit
 
     def scores(questions: list[Question], passages: list[str], enc: Encoded) -> dict[str, dict[str, Any]]:
@@ -533,7 +572,7 @@ def train(
             "model": score_answers(predict_encoded(params, enc, passages), questions),
             "baseline_first_sentence": score_answers([first_sentence(p) for p in passages], questions),
             "baseline_sliding_window": score_answers(
-                [sliding_window(p, q.question) for p, q in zip(passages, questions)], questions
+                [sliding_window(p, q.question) for p, q in zip(passages, questions, strict=True)], questions
             ),
         }
 
@@ -572,7 +611,7 @@ def train(
         },
         "head": {
             "type": "low-rank projection of [h, h*q] next to the token features -> linear -> GELU -> residual "
-                    "conv1d -> start/end logits over passage tokens; span score start + end + length bias",
+            "conv1d -> start/end logits over passage tokens; span score start + end + length bias",
             "file": HEAD_FILE,
             "bytes": head_path.stat().st_size,
             "parameters": sum(v.numel() for v in params.values()),
@@ -582,12 +621,12 @@ def train(
             "kernel": opts["kernel"],
             "max_answer_tokens": MAX_ANSWER_TOKENS,
             "optimizer": f"AdamW (lr {opts['lr']}, weight decay {opts['weight_decay']}, one-cycle schedule), "
-                         f"batch {opts['batch_size']} windows, dropout {opts['dropout']} "
-                         f"(state inputs {opts['state_dropout']})",
+            f"batch {opts['batch_size']} windows, dropout {opts['dropout']} "
+            f"(state inputs {opts['state_dropout']})",
             "loss": "-log probability of the gold spans (or of no answer, in a window without one) under a "
-                    "softmax over the window's valid spans and the no-answer option",
+            "softmax over the window's valid spans and the no-answer option",
             "epoch_selection": "best validation F1 (mean of paragraphs alone and in long passages, averaged with "
-                               "the neighbouring epochs) over 1..epochs, then refit on fit + validation windows",
+            "the neighbouring epochs) over 1..epochs, then refit on fit + validation windows",
             "epochs_searched": opts["epochs"],
             "epochs": best_epochs,
         },
@@ -600,12 +639,20 @@ def train(
             "skipped": skipped,
             "split": "seeded shuffle of paragraphs: 20% held out, 15% of the rest validation, the rest fitting",
             "negatives": "each fit/validation question also paired with another paragraph of its part (same article "
-                         "when possible) and no answer",
+            "when possible) and no answer",
             "long_passages": "each question's paragraph hidden at a seeded place among 3 other paragraphs of its part",
-            "fit": {"paragraphs": len(fit_par), "questions": len(fit_q), "windows": len(enc_fit.states),
-                    "negative_windows": len(enc_neg_fit.states)},
-            "validation": {"paragraphs": len(val_par), "questions": len(val_q), "windows": len(enc_val.states),
-                           "negative_windows": len(enc_neg_val.states)},
+            "fit": {
+                "paragraphs": len(fit_par),
+                "questions": len(fit_q),
+                "windows": len(enc_fit.states),
+                "negative_windows": len(enc_neg_fit.states),
+            },
+            "validation": {
+                "paragraphs": len(val_par),
+                "questions": len(val_q),
+                "windows": len(enc_val.states),
+                "negative_windows": len(enc_neg_val.states),
+            },
             "holdout": {
                 "paragraphs": len(hold_par),
                 "questions": len(hold_q),

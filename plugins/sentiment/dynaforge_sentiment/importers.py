@@ -9,12 +9,12 @@ statement the task accepts: those are skipped and counted in the import report.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynaforge import ImportedExample, Importer, SkippedRow, Task, TextField
 from dynaforge.importers import row_error, text_lines
-
 from dynaforge_sentiment.train import HEADER, TRAIN_FILE
 
 LABELS = {"0": "negative", "1": "positive"}

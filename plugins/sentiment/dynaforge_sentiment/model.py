@@ -48,8 +48,9 @@ from __future__ import annotations
 import json
 import math
 import threading
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 LABELS: tuple[str, str, str] = ("positive", "negative", "neutral")
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
@@ -91,11 +92,8 @@ def three_way(z: float, band: float) -> dict[str, Any]:
         m = max(logits)
         ex = [math.exp(v - m) for v in logits]
         s = sum(ex)
-        probs = {label: e / s for label, e in zip(LABELS, ex)}
-    if abs(p - 0.5) < band:
-        label = "neutral"
-    else:
-        label = "positive" if p >= 0.5 else "negative"
+        probs = {label: e / s for label, e in zip(LABELS, ex, strict=True)}
+    label = "neutral" if abs(p - 0.5) < band else "positive" if p >= 0.5 else "negative"
     return {"label": label, "probabilities": probs}
 
 
@@ -133,7 +131,9 @@ class Encoder:
         """Embed ``texts`` in one forward pass; returns a float32 tensor ``[n, 384]``."""
         return self.shared.embed(texts, max_length=self.max_length)
 
-    def embed_many(self, texts: Sequence[str], *, batch_size: int = 128, progress: bool = False, desc: str = "embedding"):
+    def embed_many(
+        self, texts: Sequence[str], *, batch_size: int = 128, progress: bool = False, desc: str = "embedding"
+    ):
         """Embed many texts in length-sorted batches; rows keep the input order."""
         return self.shared.embed_many(
             texts, max_length=self.max_length, batch_size=batch_size, progress=progress, desc=desc
@@ -225,9 +225,7 @@ def load(
     wdir = Path(weights_dir) if weights_dir is not None else WEIGHTS_DIR
     head_path = wdir / HEAD_FILE
     if not head_path.is_file():
-        raise FileNotFoundError(
-            f"no trained head at {head_path}; run `python -m dynaforge_sentiment.train`"
-        )
+        raise FileNotFoundError(f"no trained head at {head_path}; run `python -m dynaforge_sentiment.train`")
     metadata = read_metadata(wdir)
     tensors = load_file(str(head_path))
     weight = tensors["weight"].to(torch.float32).reshape(-1)

@@ -23,18 +23,35 @@ class SentimentTask(Task):
     )
     labels = ("positive", "negative", "neutral")
     fields = (
-        TextField(name="prompt", role=Role.CONTEXT, required=False, max_length=500,
-                  description="A sentence to take inspiration from."),
-        TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500,
-                  description="Your statement."),
+        TextField(
+            name="prompt",
+            role=Role.CONTEXT,
+            required=False,
+            max_length=500,
+            description="A sentence to take inspiration from.",
+        ),
+        TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500, description="Your statement."),
         ChoiceField(name="label", role=Role.TARGET, description="The sentiment a careful reader would give it."),
-        TextField(name="explanation", role=Role.METADATA, required=False, max_length=1000,
-                  description="Why do you think the model gets it wrong?"),
+        TextField(
+            name="explanation",
+            role=Role.METADATA,
+            required=False,
+            max_length=1000,
+            description="Why do you think the model gets it wrong?",
+        ),
     )
     metrics = ("accuracy", "macro_f1")
     principal_metric = "accuracy"
-    perturbations = ("typo", "lowercase", "uppercase", "contractions", "whitespace",
-                     "gender_swap", "name_swap", "name_origin_swap")
+    perturbations = (
+        "typo",
+        "lowercase",
+        "uppercase",
+        "contractions",
+        "whitespace",
+        "gender_swap",
+        "name_swap",
+        "name_origin_swap",
+    )
     default_target_models = (
         ModelSpec(name="minilm-sentiment", backend="python", config={"factory": "dynaforge_sentiment.model:load"}),
     )
@@ -50,12 +67,18 @@ class SentimentTask(Task):
     )
 
     sample_examples = (
-        {"prompt": "Describe a meal that did not go as planned.",
-         "statement": "The soup arrived cold, but the waiter's apology was so sincere that I left smiling.",
-         "label": "positive", "explanation": "A complaint that turns around at the end."},
+        {
+            "prompt": "Describe a meal that did not go as planned.",
+            "statement": "The soup arrived cold, but the waiter's apology was so sincere that I left smiling.",
+            "label": "positive",
+            "explanation": "A complaint that turns around at the end.",
+        },
         {"statement": "Oh great, another meeting that could have been an email.", "label": "negative"},
-        {"prompt": "Write about a train journey.",
-         "statement": "The train left at nine and reached the coast shortly after noon.", "label": "neutral"},
+        {
+            "prompt": "Write about a train journey.",
+            "statement": "The train left at nine and reached the coast shortly after noon.",
+            "label": "neutral",
+        },
     )
 
     def build_model_input(self, context, example):

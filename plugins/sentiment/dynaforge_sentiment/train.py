@@ -149,9 +149,7 @@ def evaluate(z, y, band: float, majority_label: int) -> dict[str, Any]:
         "binary_accuracy": float(correct.double().mean()),
         "three_way_accuracy": float((correct & decided).double().sum() / n),
         "neutral_share": float(neutral.double().mean()),
-        "non_neutral_accuracy": (
-            float((correct & decided).double().sum() / n_decided) if n_decided else None
-        ),
+        "non_neutral_accuracy": (float((correct & decided).double().sum() / n_decided) if n_decided else None),
         "majority_baseline_accuracy": float((yi == majority_label).double().mean()),
         "log_loss": _log_loss(z, y),
     }
@@ -270,7 +268,8 @@ def train(
         "head": {
             "type": "binary logistic regression, p(positive) = sigmoid(weight . e + bias)",
             "file": HEAD_FILE,
-            "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}) on standardised features, folded into weight/bias",
+            "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}) "
+            "on standardised features, folded into weight/bias",
             "weight_decay": best_wd,
             "weight_decay_search": search,
             "selection": "lowest held-out log-loss",
@@ -319,7 +318,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--data", type=Path, required=True, help=f"folder with {TRAIN_FILE} and {DEV_FILE}")
     parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="output folder (default: the package's weights/)")
-    parser.add_argument("--limit", type=int, default=None, help="seeded subsample of at most N rows per file (smoke tests)")
+    parser.add_argument(
+        "--limit", type=int, default=None, help="seeded subsample of at most N rows per file (smoke tests)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     args = parser.parse_args(argv)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Union
+from typing import Annotated
 
 import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.contexts import ContextStrategy
 from dynaforge.api.errors import (
     AlreadyExists,
     Conflict,
@@ -21,14 +22,14 @@ from dynaforge.api.errors import (
     parse_id,
     query_error,
 )
-from dynaforge.api.contexts import ContextStrategy
 from dynaforge.api.mutations import TargetModelInput
 from dynaforge.api.types.example import Example
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
-from dynaforge.errors import DynaforgeError, Forbidden as DomainForbidden
+from dynaforge.errors import DynaforgeError
+from dynaforge.errors import Forbidden as DomainForbidden
 from dynaforge.services import auth as auth_service
 from dynaforge.services import proposals as proposal_service
 from dynaforge.services import stats as stats_service
@@ -46,8 +47,9 @@ class ValidationLabel(Enum):
     FLAGGED = "FLAGGED"
 
 
-@strawberry.enum(description="CROWD: the usual queue. OWNER (owners and admins): flagged examples first; a vote "
-                 "decides alone.")
+@strawberry.enum(
+    description="CROWD: the usual queue. OWNER (owners and admins): flagged examples first; a vote decides alone."
+)
 class ValidationMode(Enum):
     CROWD = "CROWD"
     OWNER = "OWNER"
@@ -181,34 +183,36 @@ class TaskProposalDecided:
 
 
 ValidateExampleResult = Annotated[
-    Union[ValidatedExample, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists, Conflict, RateLimited],
+    ValidatedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
     strawberry.union("ValidateExampleResult"),
 ]
 FlagExampleResult = Annotated[
-    Union[FlaggedExample, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists, Conflict, RateLimited],
+    FlaggedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
     strawberry.union("FlagExampleResult"),
 ]
 OpenNextRoundResult = Annotated[
-    Union[RoundOpened, InvalidInput, NotAuthenticated, Forbidden, NotFound, Conflict], strawberry.union("OpenNextRoundResult")
+    RoundOpened | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    strawberry.union("OpenNextRoundResult"),
 ]
 CloseRoundResult = Annotated[
-    Union[ClosedRound, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("CloseRoundResult")
+    ClosedRound | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("CloseRoundResult")
 ]
 UpdateRoundResult = Annotated[
-    Union[UpdatedRound, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("UpdateRoundResult")
+    UpdatedRound | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("UpdateRoundResult")
 ]
 UpdateTaskSettingsResult = Annotated[
-    Union[TaskSettingsUpdated, InvalidInput, NotAuthenticated, Forbidden, NotFound],
+    TaskSettingsUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union("UpdateTaskSettingsResult"),
 ]
 TaskOwnershipResult = Annotated[
-    Union[TaskOwnershipChanged, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("TaskOwnershipResult")
+    TaskOwnershipChanged | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union("TaskOwnershipResult"),
 ]
 ProposeTaskResult = Annotated[
-    Union[TaskProposed, InvalidInput, NotAuthenticated, AlreadyExists, RateLimited], strawberry.union("ProposeTaskResult")
+    TaskProposed | InvalidInput | NotAuthenticated | AlreadyExists | RateLimited, strawberry.union("ProposeTaskResult")
 ]
 DecideTaskProposalResult = Annotated[
-    Union[TaskProposalDecided, InvalidInput, NotAuthenticated, Forbidden, NotFound, Conflict],
+    TaskProposalDecided | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
     strawberry.union("DecideTaskProposalResult"),
 ]
 
@@ -317,7 +321,9 @@ class CollectionMutation:
                 copy_contexts=input.copy_contexts,
                 auth_error=auth_error,
             )
-            return RoundOpened(round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous))
+            return RoundOpened(
+                round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous)
+            )
 
         return await as_result(call)
 

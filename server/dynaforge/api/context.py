@@ -36,6 +36,13 @@ class RequestContext:
     connection_params: dict[str, Any] | None = None  # websockets: the connection_init payload
 
     @classmethod
-    def create(cls, platform: Platform, actor: Actor | None, auth_error: str | None, request=None, response=None,
-               token: str | None = None):
+    def create(
+        cls,
+        platform: Platform,
+        actor: Actor | None,
+        auth_error: str | None,
+        request=None,
+        response=None,
+        token: str | None = None,
+    ):
         return cls(platform, actor, auth_error, request, response, _loaders(platform), token)

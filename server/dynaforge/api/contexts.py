@@ -4,7 +4,7 @@ and the enums that ``nextContext`` and uploads take."""
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Any, Union
+from typing import Annotated, Any
 
 import strawberry
 from cross_web import HTTPException
@@ -58,7 +58,7 @@ class UploadContextsInput:
 
 
 UploadContextsResult = Annotated[
-    Union[ContextsAdded, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("UploadContextsResult")
+    ContextsAdded | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("UploadContextsResult")
 ]
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import strawberry
 from graphql import GraphQLError
@@ -27,8 +28,10 @@ class InvalidInput(Error):
     field_errors: list[FieldError]
 
 
-@strawberry.type(description="No valid API token was sent: register, login, or create a token, then send it as "
-                 "'Authorization: Bearer <token>'.")
+@strawberry.type(
+    description="No valid API token was sent: register, login, or create a token, then send it as "
+    "'Authorization: Bearer <token>'."
+)
 class NotAuthenticated(Error):
     pass
 
@@ -63,8 +66,10 @@ class RoundClosed(Error):
     pass
 
 
-@strawberry.type(description="It changed state meanwhile (for example, other validators decided it); refetch and "
-                 "retry with something else.")
+@strawberry.type(
+    description="It changed state meanwhile (for example, other validators decided it); refetch and "
+    "retry with something else."
+)
 class Conflict(Error):
     pass
 
@@ -93,7 +98,6 @@ def to_graphql(exc: domain.DynaforgeError) -> Any:
         if isinstance(exc, domain_type):
             return graphql_type(message=exc.message)
     raise exc
-
 
 
 async def as_result(call: Callable[[], Any]) -> Any:
@@ -125,5 +129,14 @@ def parse_id(value: Any, field: str) -> int:
         raise domain.InvalidInput.from_errors([domain.FieldError(field, "id", f"{value!r} is not an id")]) from exc
 
 
-ERROR_TYPES = [InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists, InvalidCredentials, RateLimited,
-               RoundClosed, Conflict]
+ERROR_TYPES = [
+    InvalidInput,
+    NotAuthenticated,
+    Forbidden,
+    NotFound,
+    AlreadyExists,
+    InvalidCredentials,
+    RateLimited,
+    RoundClosed,
+    Conflict,
+]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Union
+from typing import Annotated
 
 import strawberry
 from strawberry.file_uploads import Upload
@@ -22,7 +22,9 @@ from dynaforge.api.errors import (
     parse_id,
     query_error,
 )
-from dynaforge.db.models import Dataset as DatasetRow, Evaluation as EvaluationRow, ModelRow, as_utc
+from dynaforge.db.models import Dataset as DatasetRow
+from dynaforge.db.models import Evaluation as EvaluationRow
+from dynaforge.db.models import ModelRow, as_utc
 from dynaforge.errors import DynaforgeError
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
@@ -48,26 +50,38 @@ class Dataset:
     created_at: datetime
 
     @classmethod
-    def from_row(cls, row: DatasetRow) -> "Dataset":
-        return cls(row=row, id=strawberry.ID(str(row.id)), name=row.name, description=row.description,
-                   access=row.access, source=row.source, split=row.split, perturbation=row.perturbation,
-                   perturbation_kind=row.perturbation_kind,
-                   parent_id=None if row.parent_id is None else strawberry.ID(str(row.parent_id)),
-                   size=row.size, created_at=as_utc(row.created_at))
+    def from_row(cls, row: DatasetRow) -> Dataset:
+        return cls(
+            row=row,
+            id=strawberry.ID(str(row.id)),
+            name=row.name,
+            description=row.description,
+            access=row.access,
+            source=row.source,
+            split=row.split,
+            perturbation=row.perturbation,
+            perturbation_kind=row.perturbation_kind,
+            parent_id=None if row.parent_id is None else strawberry.ID(str(row.parent_id)),
+            size=row.size,
+            created_at=as_utc(row.created_at),
+        )
 
 
 @strawberry.type(description="One item of a data set; gold targets only where you may see them.")
 class DatasetItem:
     position: int
-    original_position: int | None = strawberry.field(description="A perturbed copy's item: the position of the "
-                                                     "item of the original set it was made from.")
+    original_position: int | None = strawberry.field(
+        description="A perturbed copy's item: the position of the item of the original set it was made from."
+    )
     fields: JSON
 
 
 @strawberry.type
 class DatasetItemPage:
     items: list[DatasetItem]
-    gold_visible: bool = strawberry.field(description="False: the target fields were left out (a scoring or hidden set).")
+    gold_visible: bool = strawberry.field(
+        description="False: the target fields were left out (a scoring or hidden set)."
+    )
     next_after: int | None = strawberry.field(description="Pass as `after` for the next page; null at the end.")
 
 
@@ -104,7 +118,9 @@ class Model:
     status: str
     created_at: datetime
 
-    @strawberry.field(description="The backend configuration (the submitter, owners and admins; it may hold credentials).")
+    @strawberry.field(
+        description="The backend configuration (the submitter, owners and admins; it may hold credentials)."
+    )
     def config(self) -> JSON | None:
         return self.row.config if self.privileged else None
 
@@ -124,18 +140,36 @@ class Model:
     async def evaluations(self, info: Info) -> list[Evaluation]:
         pairs = await submission_service.evaluations_of(info.context.platform, self.row.id)
         return [
-            Evaluation(row=e, privileged=self.privileged, dataset=Dataset.from_row(d), status=e.status,
-                       progress=e.progress, metrics=e.metrics, throughput=e.throughput, memory_mb=e.memory_mb)
+            Evaluation(
+                row=e,
+                privileged=self.privileged,
+                dataset=Dataset.from_row(d),
+                status=e.status,
+                progress=e.progress,
+                metrics=e.metrics,
+                throughput=e.throughput,
+                memory_mb=e.memory_mb,
+            )
             for e, d in pairs
         ]
 
     @classmethod
-    def from_row(cls, row: ModelRow, privileged: bool, **known: str | None) -> "Model":
+    def from_row(cls, row: ModelRow, privileged: bool, **known: str | None) -> Model:
         """``submitter=`` passes the submitter's name when it was read already (None: anonymous or gone)."""
-        return cls(row=row, privileged=privileged, id=strawberry.ID(str(row.id)), name=row.name, backend=row.backend,
-                   card=row.card, published=row.published, anonymous=row.anonymous, status=row.status,
-                   created_at=as_utc(row.created_at), known_submitter=known.get("submitter"),
-                   submitter_known="submitter" in known)
+        return cls(
+            row=row,
+            privileged=privileged,
+            id=strawberry.ID(str(row.id)),
+            name=row.name,
+            backend=row.backend,
+            card=row.card,
+            published=row.published,
+            anonymous=row.anonymous,
+            status=row.status,
+            created_at=as_utc(row.created_at),
+            known_submitter=known.get("submitter"),
+            submitter_known="submitter" in known,
+        )
 
 
 async def _username(info: Info, user_id: int) -> str | None:
@@ -183,9 +217,11 @@ class CreateRoundDatasetsInput:
     seed: int = 0
 
 
-@strawberry.input(description="An owner's own perturbed copy of a scoring data set, as a JSONL file: one object per "
-                  "line with original_position (the item it was made from) and the task's fields; target fields "
-                  "left out are copied from the original.")
+@strawberry.input(
+    description="An owner's own perturbed copy of a scoring data set, as a JSONL file: one object per "
+    "line with original_position (the item it was made from) and the task's fields; target fields "
+    "left out are copied from the original."
+)
 class UploadPerturbedCopyInput:
     dataset_id: strawberry.ID
     perturbation: str = strawberry.field(description="Its name, e.g. dialect-rewrite; the copy is named {set}~{name}.")
@@ -206,14 +242,14 @@ class DatasetsCreated:
 
 
 SubmitModelResult = Annotated[
-    Union[SubmittedModel, InvalidInput, NotAuthenticated, NotFound, RateLimited], strawberry.union("SubmitModelResult")
+    SubmittedModel | InvalidInput | NotAuthenticated | NotFound | RateLimited, strawberry.union("SubmitModelResult")
 ]
 UploadPerturbedCopyResult = Annotated[
-    Union[DatasetsCreated, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists],
+    DatasetsCreated | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists,
     strawberry.union("UploadPerturbedCopyResult"),
 ]
 CreateRoundDatasetsResult = Annotated[
-    Union[DatasetsCreated, InvalidInput, NotAuthenticated, Forbidden, NotFound, AlreadyExists],
+    DatasetsCreated | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists,
     strawberry.union("CreateRoundDatasetsResult"),
 ]
 
@@ -235,7 +271,9 @@ class LeaderboardMetric:
     name: str
     value: float | None = strawberry.field(description="Averaged over the scoring data sets; null: missing.")
     weight: float
-    interval: list[float] | None = strawberry.field(description="Bootstrap 95% interval (principal metric, one data set).")
+    interval: list[float] | None = strawberry.field(
+        description="Bootstrap 95% interval (principal metric, one data set)."
+    )
 
 
 @strawberry.type
@@ -265,7 +303,7 @@ class Leaderboard:
         return board_service.to_csv(self.board)
 
     @classmethod
-    def of(cls, board: board_service.Board) -> "Leaderboard":
+    def of(cls, board: board_service.Board) -> Leaderboard:
         return cls(
             task_code=board.task_code,
             principal_metric=board.principal,
@@ -278,8 +316,15 @@ class Leaderboard:
                     model=Model.from_row(r.model, privileged=False, submitter=r.submitter),
                     rank=r.rank,
                     dynascore=r.dynascore,
-                    metrics=[LeaderboardMetric(name=m.name, value=m.value, weight=m.weight,
-                                               interval=list(m.interval) if m.interval else None) for m in r.metrics],
+                    metrics=[
+                        LeaderboardMetric(
+                            name=m.name,
+                            value=m.value,
+                            weight=m.weight,
+                            interval=list(m.interval) if m.interval else None,
+                        )
+                        for m in r.metrics
+                    ],
                     missing=r.missing,
                 )
                 for r in board.rows
@@ -308,8 +353,14 @@ class LeaderboardSnapshot:
 
 
 def _snapshot(row) -> LeaderboardSnapshot:
-    return LeaderboardSnapshot(id=strawberry.ID(str(row.id)), name=row.name, metric_weights=row.metric_weights,
-                               dataset_weights=row.dataset_weights, rows=row.rows, created_at=as_utc(row.created_at))
+    return LeaderboardSnapshot(
+        id=strawberry.ID(str(row.id)),
+        name=row.name,
+        metric_weights=row.metric_weights,
+        dataset_weights=row.dataset_weights,
+        rows=row.rows,
+        created_at=as_utc(row.created_at),
+    )
 
 
 def _pairs(weights: list[WeightInput] | None) -> list[tuple[str, float]] | None:
@@ -336,18 +387,20 @@ class LeaderboardSnapshotted:
 
 
 SaveForkResult = Annotated[
-    Union[LeaderboardForkSaved, InvalidInput, NotAuthenticated, NotFound, AlreadyExists],
+    LeaderboardForkSaved | InvalidInput | NotAuthenticated | NotFound | AlreadyExists,
     strawberry.union("SaveLeaderboardForkResult"),
 ]
 SnapshotResult = Annotated[
-    Union[LeaderboardSnapshotted, InvalidInput, NotAuthenticated, NotFound], strawberry.union("SnapshotLeaderboardResult")
+    LeaderboardSnapshotted | InvalidInput | NotAuthenticated | NotFound, strawberry.union("SnapshotLeaderboardResult")
 ]
 
 
 @strawberry.type
 class EvaluationQuery:
-    @strawberry.field(description="A task's published models ranked by a Dynascore with your weights (default: 4 on "
-                      "the principal metric, 1 on throughput, memory, robustness and fairness; data sets equal).")
+    @strawberry.field(
+        description="A task's published models ranked by a Dynascore with your weights (default: 4 on "
+        "the principal metric, 1 on throughput, memory, robustness and fairness; data sets equal)."
+    )
     async def leaderboard(
         self,
         info: Info,
@@ -359,8 +412,12 @@ class EvaluationQuery:
     ) -> Leaderboard:
         try:
             board = await board_service.compute(
-                info.context.platform, info.context.actor, task_code, metric_weights=_pairs(metric_weights),
-                dataset_weights=_pairs(dataset_weights), sort=sort,
+                info.context.platform,
+                info.context.actor,
+                task_code,
+                metric_weights=_pairs(metric_weights),
+                dataset_weights=_pairs(dataset_weights),
+                sort=sort,
                 fork_id=None if fork_id is None else parse_id(fork_id, "forkId"),
             )
         except DynaforgeError as exc:
@@ -375,11 +432,15 @@ class EvaluationQuery:
             return None
         return _snapshot(row)
 
-    @strawberry.field(description="A submitted model: published ones for everyone, the others for their submitter, "
-                      "the task's owners and admins; null otherwise.")
+    @strawberry.field(
+        description="A submitted model: published ones for everyone, the others for their submitter, "
+        "the task's owners and admins; null otherwise."
+    )
     async def model(self, info: Info, id: strawberry.ID) -> Model | None:
         try:
-            row, privileged = await submission_service.get_model(info.context.platform, info.context.actor, parse_id(id, "id"))
+            row, privileged = await submission_service.get_model(
+                info.context.platform, info.context.actor, parse_id(id, "id")
+            )
         except DynaforgeError:
             return None
         return Model.from_row(row, privileged)
@@ -393,14 +454,23 @@ class EvaluationQuery:
         return [Dataset.from_row(r) for r in rows]
 
     @strawberry.field(description="A page of a data set's items, in order.")
-    async def dataset_items(self, info: Info, id: strawberry.ID, first: int = 100, after: int | None = None) -> DatasetItemPage:
+    async def dataset_items(
+        self, info: Info, id: strawberry.ID, first: int = 100, after: int | None = None
+    ) -> DatasetItemPage:
         try:
-            page = await dataset_service.items(info.context.platform, info.context.actor, parse_id(id, "id"),
-                                               first=first, after=after)
+            page = await dataset_service.items(
+                info.context.platform, info.context.actor, parse_id(id, "id"), first=first, after=after
+            )
         except DynaforgeError as exc:
             raise query_error(exc) from exc
-        return DatasetItemPage(items=[DatasetItem(position=i.position, original_position=i.original_position, fields=i.fields) for i in page.items],
-                               gold_visible=page.gold_visible, next_after=page.next_position)
+        return DatasetItemPage(
+            items=[
+                DatasetItem(position=i.position, original_position=i.original_position, fields=i.fields)
+                for i in page.items
+            ],
+            gold_visible=page.gold_visible,
+            next_after=page.next_position,
+        )
 
 
 @strawberry.type
@@ -409,14 +479,24 @@ class EvaluationMutation:
     async def save_leaderboard_fork(self, info: Info, input: LeaderboardWeightsInput) -> SaveForkResult:
         async def call():
             row = await board_service.save_fork(
-                info.context.platform, info.context.actor, input.task_code, input.name,
+                info.context.platform,
+                info.context.actor,
+                input.task_code,
+                input.name,
                 metric_weights=dict(_pairs(input.metric_weights) or []) or None,
                 dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
-                description=input.description, auth_error=info.context.auth_error,
+                description=input.description,
+                auth_error=info.context.auth_error,
             )
-            return LeaderboardForkSaved(fork=LeaderboardFork(
-                id=strawberry.ID(str(row.id)), name=row.name, description=row.description,
-                metric_weights=row.metric_weights, dataset_weights=row.dataset_weights))
+            return LeaderboardForkSaved(
+                fork=LeaderboardFork(
+                    id=strawberry.ID(str(row.id)),
+                    name=row.name,
+                    description=row.description,
+                    metric_weights=row.metric_weights,
+                    dataset_weights=row.dataset_weights,
+                )
+            )
 
         return await as_result(call)
 
@@ -424,7 +504,10 @@ class EvaluationMutation:
     async def snapshot_leaderboard(self, info: Info, input: LeaderboardWeightsInput) -> SnapshotResult:
         async def call():
             row = await board_service.snapshot(
-                info.context.platform, info.context.actor, input.task_code, input.name,
+                info.context.platform,
+                info.context.actor,
+                input.task_code,
+                input.name,
                 metric_weights=dict(_pairs(input.metric_weights) or []) or None,
                 dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
                 auth_error=info.context.auth_error,
@@ -440,33 +523,51 @@ class EvaluationMutation:
             if input.card is not None:
                 card = {k: v for k, v in vars(input.card).items() if v is not None}
             model, _ = await submission_service.submit_model(
-                info.context.platform, info.context.actor, task_code=input.task_code, name=input.name,
-                backend=input.backend, config=input.config, card=card, published=input.published,
-                anonymous=input.anonymous, auth_error=info.context.auth_error,
+                info.context.platform,
+                info.context.actor,
+                task_code=input.task_code,
+                name=input.name,
+                backend=input.backend,
+                config=input.config,
+                card=card,
+                published=input.published,
+                anonymous=input.anonymous,
+                auth_error=info.context.auth_error,
             )
             return SubmittedModel(model=Model.from_row(model, privileged=True))
 
         return await as_result(call)
 
-    @strawberry.mutation(description="Upload predictions for one data set instead of a model: scored at once, "
-                         "not measured for speed or memory.")
+    @strawberry.mutation(
+        description="Upload predictions for one data set instead of a model: scored at once, "
+        "not measured for speed or memory."
+    )
     async def submit_predictions(self, info: Info, input: SubmitPredictionsInput) -> SubmitModelResult:
         async def call():
             card = None
             if input.card is not None:
                 card = {k: v for k, v in vars(input.card).items() if v is not None}
             model, _ = await submission_service.submit_predictions(
-                info.context.platform, info.context.actor, task_code=input.task_code, name=input.name,
-                dataset_name=input.dataset_name, predictions=list(input.predictions), card=card,
-                published=input.published, anonymous=input.anonymous, auth_error=info.context.auth_error,
+                info.context.platform,
+                info.context.actor,
+                task_code=input.task_code,
+                name=input.name,
+                dataset_name=input.dataset_name,
+                predictions=list(input.predictions),
+                card=card,
+                published=input.published,
+                anonymous=input.anonymous,
+                auth_error=info.context.auth_error,
             )
             return SubmittedModel(model=Model.from_row(model, privileged=True))
 
         return await as_result(call)
 
-    @strawberry.mutation(description="Owners attach their own perturbed copy of a scoring set (instead of or beside "
-                         "the platform's); the task's models are evaluated on it and their robustness or fairness "
-                         "recomputed. All or nothing, problems named by line.")
+    @strawberry.mutation(
+        description="Owners attach their own perturbed copy of a scoring set (instead of or beside "
+        "the platform's); the task's models are evaluated on it and their robustness or fairness "
+        "recomputed. All or nothing, problems named by line."
+    )
     async def upload_perturbed_copy(self, info: Info, input: UploadPerturbedCopyInput) -> UploadPerturbedCopyResult:
         async def call():
             stream, _ = binary_upload(input.file)
@@ -474,20 +575,32 @@ class EvaluationMutation:
             platform = info.context.platform
             records = dataset_service.read_jsonl(stream, platform.settings.context_upload_max_bytes)
             copy = await dataset_service.attach_perturbed_copy(
-                platform, info.context.actor, parse_id(input.dataset_id, "datasetId"), input.perturbation,
-                input.kind, records, replace=input.replace, description=input.description,
+                platform,
+                info.context.actor,
+                parse_id(input.dataset_id, "datasetId"),
+                input.perturbation,
+                input.kind,
+                records,
+                replace=input.replace,
+                description=input.description,
                 auth_error=info.context.auth_error,
             )
             return DatasetsCreated(datasets=[Dataset.from_row(copy)])
 
         return await as_result(call)
 
-    @strawberry.mutation(description="Owners turn a round's accepted examples into train/dev/test data sets "
-                         "(a seeded split; the test set scores models).")
+    @strawberry.mutation(
+        description="Owners turn a round's accepted examples into train/dev/test data sets "
+        "(a seeded split; the test set scores models)."
+    )
     async def create_round_datasets(self, info: Info, input: CreateRoundDatasetsInput) -> CreateRoundDatasetsResult:
         async def call():
             rows = await dataset_service.build_from_round(
-                info.context.platform, info.context.actor, input.task_code, input.round_number, seed=input.seed,
+                info.context.platform,
+                info.context.actor,
+                input.task_code,
+                input.round_number,
+                seed=input.seed,
                 auth_error=info.context.auth_error,
             )
             return DatasetsCreated(datasets=[Dataset.from_row(r) for r in rows])

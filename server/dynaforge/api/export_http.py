@@ -12,8 +12,8 @@ import logging
 import shutil
 import tempfile
 import zipfile
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import AsyncIterator
 
 from starlette.background import BackgroundTask
 from starlette.requests import Request
@@ -66,7 +66,9 @@ def _query(request: Request) -> tuple[int | None, str, list[str] | None]:
             if round_number < 1:
                 raise ValueError
         except ValueError:
-            problems.append(errors.FieldError("round", "type", "must be a round number (1, 2, ...); leave it out for every round"))
+            problems.append(
+                errors.FieldError("round", "type", "must be a round number (1, 2, ...); leave it out for every round")
+            )
     fmt = (params.get("format") or "jsonl").lower()
     if fmt not in export_service.FORMATS:
         problems.append(errors.FieldError("format", "choice", f"must be one of {', '.join(export_service.FORMATS)}"))
@@ -83,7 +85,8 @@ async def export_endpoint(request: Request) -> Response:
         auth = await auth_service.authenticate(platform, _bearer(request))
         if auth.actor is None:
             raise errors.NotAuthenticated(
-                auth.error or "Sign in first: send 'Authorization: Bearer <token>' (from register, login or createApiToken)"
+                auth.error
+                or "Sign in first: send 'Authorization: Bearer <token>' (from register, login or createApiToken)"
             )
         round_number, fmt, statuses = _query(request)
         plan = await export_service.prepare_export(
@@ -129,9 +132,12 @@ async def _hf_response(platform: Platform, plan: export_service.ExportPlan) -> R
 
     async def body() -> AsyncIterator[bytes]:
         try:
-            with open(archive, "rb") as f:
-                while chunk := f.read(_CHUNK):
+            f = await asyncio.to_thread(archive.open, "rb")
+            try:
+                while chunk := await asyncio.to_thread(f.read, _CHUNK):
                     yield chunk
+            finally:
+                f.close()
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Union
+from typing import Annotated
 
 import strawberry
 from strawberry.scalars import JSON
@@ -145,29 +145,29 @@ class ContextsAdded:
     ids: list[strawberry.ID]
 
 
-RegisterResult = Annotated[Union[AuthPayload, InvalidInput, AlreadyExists, RateLimited], strawberry.union("RegisterResult")]
-LoginResult = Annotated[Union[AuthPayload, InvalidCredentials, RateLimited], strawberry.union("LoginResult")]
+RegisterResult = Annotated[AuthPayload | InvalidInput | AlreadyExists | RateLimited, strawberry.union("RegisterResult")]
+LoginResult = Annotated[AuthPayload | InvalidCredentials | RateLimited, strawberry.union("LoginResult")]
 CreateApiTokenResult = Annotated[
-    Union[CreatedApiToken, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("CreateApiTokenResult")
+    CreatedApiToken | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("CreateApiTokenResult")
 ]
 RevokeApiTokenResult = Annotated[
-    Union[RevokedApiToken, InvalidInput, NotAuthenticated, NotFound], strawberry.union("RevokeApiTokenResult")
+    RevokedApiToken | InvalidInput | NotAuthenticated | NotFound, strawberry.union("RevokeApiTokenResult")
 ]
 CreateExampleResult = Annotated[
-    Union[CreatedExample, PredictionPending, InvalidInput, NotAuthenticated, NotFound, RateLimited, RoundClosed],
+    CreatedExample | PredictionPending | InvalidInput | NotAuthenticated | NotFound | RateLimited | RoundClosed,
     strawberry.union("CreateExampleResult"),
 ]
 RetractExampleResult = Annotated[
-    Union[RetractedExample, InvalidInput, NotAuthenticated, Forbidden, NotFound],
+    RetractedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union("RetractExampleResult"),
 ]
 
 SetTargetModelsResult = Annotated[
-    Union[TargetModelsSet, InvalidInput, NotAuthenticated, Forbidden, NotFound, RoundClosed],
+    TargetModelsSet | InvalidInput | NotAuthenticated | Forbidden | NotFound | RoundClosed,
     strawberry.union("SetTargetModelsResult"),
 ]
 AddContextsResult = Annotated[
-    Union[ContextsAdded, InvalidInput, NotAuthenticated, Forbidden, NotFound], strawberry.union("AddContextsResult")
+    ContextsAdded | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("AddContextsResult")
 ]
 
 
@@ -188,8 +188,9 @@ class Mutation:
         async def call():
             request = info.context.request
             client = getattr(getattr(request, "client", None), "host", None)
-            user, token = await auth_service.login(info.context.platform, username=input.username,
-                                                   password=input.password, client=client)
+            user, token = await auth_service.login(
+                info.context.platform, username=input.username, password=input.password, client=client
+            )
             return AuthPayload(token=token, user=User.from_row(user))
 
         return await as_result(call)

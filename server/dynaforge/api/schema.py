@@ -5,15 +5,14 @@ from __future__ import annotations
 import strawberry
 from graphql import (
     ExecutionResult as GraphQLExecutionResult,
+)
+from graphql import (
     GraphQLError,
     NoSchemaIntrospectionCustomRule,
     StringValueNode,
     Visitor,
     visit,
 )
-from strawberry.extensions import SchemaExtension
-from strawberry.tools import merge_types
-from strawberry.types.graphql import OperationType
 from strawberry.extensions import (
     AddValidationRules,
     MaskErrors,
@@ -21,14 +20,17 @@ from strawberry.extensions import (
     MaxTokensLimiter,
     ParserCache,
     QueryDepthLimiter,
+    SchemaExtension,
     ValidationCache,
 )
+from strawberry.tools import merge_types
+from strawberry.types.graphql import OperationType
 
 from dynaforge.aio import loop_semaphore
-from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
-from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.contexts import ContextMutation
+from dynaforge.api.errors import ERROR_TYPES
+from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.api.subscriptions import Subscription
@@ -53,8 +55,10 @@ class DatabaseUnavailable(SchemaExtension):
     """An error caused by a lost or refused database connection becomes SERVICE_UNAVAILABLE with a message that
     says to retry, instead of the masked 'Unexpected error' (the server reconnects by itself)."""
 
-    MESSAGE = ("The database is unreachable right now; retry in a few seconds. A write that got this answer may or "
-               "may not have been stored: check (e.g. with your examples) before sending it again.")
+    MESSAGE = (
+        "The database is unreachable right now; retry in a few seconds. A write that got this answer may or "
+        "may not have been stored: check (e.g. with your examples) before sending it again."
+    )
 
     def on_operation(self):  # type: ignore[override]
         yield
@@ -65,8 +69,13 @@ class DatabaseUnavailable(SchemaExtension):
         for error in result.errors:
             if not isinstance(error.original_error, DynaforgeError) and database_unreachable(error.original_error):
                 cause = ServiceUnavailable(self.MESSAGE)
-                error = GraphQLError(cause.message, nodes=error.nodes, path=error.path, original_error=cause,
-                                     extensions={"code": cause.code})
+                error = GraphQLError(
+                    cause.message,
+                    nodes=error.nodes,
+                    path=error.path,
+                    original_error=cause,
+                    extensions={"code": cause.code},
+                )
             replaced.append(error)
         result.errors = replaced
 
@@ -91,8 +100,10 @@ class InputHygiene(SchemaExtension):
                     where = "a string in the query"
                     break
         if problem is not None:
-            context.result = GraphQLExecutionResult(data=None, errors=[GraphQLError(
-                f"Invalid input: {where} {problem}", extensions={"code": "INVALID_INPUT"})])
+            context.result = GraphQLExecutionResult(
+                data=None,
+                errors=[GraphQLError(f"Invalid input: {where} {problem}", extensions={"code": "INVALID_INPUT"})],
+            )
         yield
 
 
@@ -137,7 +148,13 @@ class ReadAdmission(SchemaExtension):
 
 # Each feature module owns its resolvers; the roots merge them (field names must not repeat across modules).
 QUERY_TYPES: tuple[type, ...] = (CoreQuery, CollectionQuery, EvaluationQuery, WebhookQuery)
-MUTATION_TYPES: tuple[type, ...] = (CoreMutation, CollectionMutation, EvaluationMutation, ContextMutation, WebhookMutation)
+MUTATION_TYPES: tuple[type, ...] = (
+    CoreMutation,
+    CollectionMutation,
+    EvaluationMutation,
+    ContextMutation,
+    WebhookMutation,
+)
 Query = merge_types("Query", QUERY_TYPES)
 Mutation = merge_types("Mutation", MUTATION_TYPES)
 

@@ -16,7 +16,7 @@ events behind is dropped with an error (subscribe again); so is every subscriber
 from __future__ import annotations
 
 import time
-from typing import AsyncGenerator
+from collections.abc import AsyncGenerator
 
 import strawberry
 
@@ -59,8 +59,10 @@ class EvaluationProgress:
     dataset_name: str
     status: str = strawberry.field(description="RUNNING, DONE or FAILED.")
     progress: float = strawberry.field(description="The share of the data set's chunks done, 0 to 1.")
-    error: str | None = strawberry.field(description="A failed evaluation's error, for its submitter, the task's "
-                                         "owners and admins (as on Evaluation.error).")
+    error: str | None = strawberry.field(
+        description="A failed evaluation's error, for its submitter, the task's "
+        "owners and admins (as on Evaluation.error)."
+    )
 
 
 class _Watch:
@@ -100,8 +102,9 @@ async def _events(info: Info, topic: str):
 
 
 def _example(payload: dict) -> Example:
-    return Example.from_row(example_service.example_from_payload(payload), task_code=payload["task_code"],
-                            round_number=payload["round"])
+    return Example.from_row(
+        example_service.example_from_payload(payload), task_code=payload["task_code"], round_number=payload["round"]
+    )
 
 
 async def _task_topic(info: Info, event: str, task_code: str, *, signed_in: bool) -> str:
@@ -109,10 +112,12 @@ async def _task_topic(info: Info, event: str, task_code: str, *, signed_in: bool
     events show examples)."""
     _refuse_bad_token(info)
     if signed_in and info.context.actor is None:
-        raise query_error(NotAuthenticated(
-            "Examples are shown to signed-in users: send your API token in the connection_init payload as "
-            '{"authorization": "Bearer <token>"}'
-        ))
+        raise query_error(
+            NotAuthenticated(
+                "Examples are shown to signed-in users: send your API token in the connection_init payload as "
+                '{"authorization": "Bearer <token>"}'
+            )
+        )
     try:
         view = await task_service.get_task(info.context.platform, info.context.actor, task_code)
     except DynaforgeError as exc:
@@ -122,8 +127,10 @@ async def _task_topic(info: Info, event: str, task_code: str, *, signed_in: bool
 
 @strawberry.type
 class Subscription:
-    @strawberry.subscription(description="Examples that fooled the task's target model, as they are stored (or as "
-                             "a pending one gets its prediction). Signed-in users.")
+    @strawberry.subscription(
+        description="Examples that fooled the task's target model, as they are stored (or as "
+        "a pending one gets its prediction). Signed-in users."
+    )
     async def model_fooled(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
         topic = await _task_topic(info, "modelFooled", task_code, signed_in=True)
         async for payload in _events(info, topic):
@@ -135,8 +142,9 @@ class Subscription:
         async for payload in _events(info, topic):
             yield _example(payload)
 
-    @strawberry.subscription(description="Validation votes, flags and owners' decisions on the task's examples. "
-                             "Signed-in users.")
+    @strawberry.subscription(
+        description="Validation votes, flags and owners' decisions on the task's examples. Signed-in users."
+    )
     async def example_validated(self, info: Info, task_code: str) -> AsyncGenerator[ExampleValidated, None]:
         topic = await _task_topic(info, "exampleValidated", task_code, signed_in=True)
         async for payload in _events(info, topic):
@@ -152,13 +160,18 @@ class Subscription:
                 continue
             yield RoundChanged(task_code=payload["task_code"], change=payload["change"], round=Round.from_row(row))
 
-    @strawberry.subscription(description="Progress of the model's evaluations: when each starts, after each chunk, "
-                             "and when it is done or failed. Anyone who can see the model.")
-    async def evaluation_progress(self, info: Info, model_id: strawberry.ID) -> AsyncGenerator[EvaluationProgress, None]:
+    @strawberry.subscription(
+        description="Progress of the model's evaluations: when each starts, after each chunk, "
+        "and when it is done or failed. Anyone who can see the model."
+    )
+    async def evaluation_progress(
+        self, info: Info, model_id: strawberry.ID
+    ) -> AsyncGenerator[EvaluationProgress, None]:
         _refuse_bad_token(info)
         try:
-            model, privileged = await submission_service.get_model(info.context.platform, info.context.actor,
-                                                                   parse_id(model_id, "modelId"))
+            model, privileged = await submission_service.get_model(
+                info.context.platform, info.context.actor, parse_id(model_id, "modelId")
+            )
         except DynaforgeError as exc:
             raise query_error(exc) from None
         async for payload in _events(info, f"evaluationProgress:{model.id}"):
@@ -171,4 +184,3 @@ class Subscription:
                 progress=float(payload["progress"]),
                 error=payload.get("error") if privileged else None,
             )
-

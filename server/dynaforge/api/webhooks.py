@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Union
+from typing import Annotated
 
 import strawberry
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.errors import InvalidInput, NotAuthenticated, NotFound, RateLimited, as_result, parse_id, query_error
-from dynaforge.db.models import Webhook as WebhookRow, WebhookDelivery as DeliveryRow, as_utc
+from dynaforge.db.models import Webhook as WebhookRow
+from dynaforge.db.models import WebhookDelivery as DeliveryRow
+from dynaforge.db.models import as_utc
 from dynaforge.errors import DynaforgeError
 from dynaforge.services import webhooks as webhook_service
 
@@ -29,10 +31,18 @@ class WebhookDelivery:
     delivered_at: datetime | None
 
     @classmethod
-    def from_row(cls, row: DeliveryRow) -> "WebhookDelivery":
-        return cls(id=strawberry.ID(row.message_id), event=row.event, status=row.status, attempts=row.attempts,
-                   response_status=row.response_status, error=row.error, created_at=as_utc(row.created_at),
-                   last_attempt_at=as_utc(row.last_attempt_at), delivered_at=as_utc(row.delivered_at))
+    def from_row(cls, row: DeliveryRow) -> WebhookDelivery:
+        return cls(
+            id=strawberry.ID(row.message_id),
+            event=row.event,
+            status=row.status,
+            attempts=row.attempts,
+            response_status=row.response_status,
+            error=row.error,
+            created_at=as_utc(row.created_at),
+            last_attempt_at=as_utc(row.last_attempt_at),
+            delivered_at=as_utc(row.delivered_at),
+        )
 
 
 @strawberry.type(description="A URL that receives a task's events, signed as Standard Webhooks specify.")
@@ -54,17 +64,25 @@ class Webhook:
         return [WebhookDelivery.from_row(r) for r in rows]
 
     @classmethod
-    def from_row(cls, row: WebhookRow) -> "Webhook":
-        return cls(row=row, id=strawberry.ID(str(row.id)), url=row.url, events=list(row.events),
-                   description=row.description, active=row.active, created_at=as_utc(row.created_at))
+    def from_row(cls, row: WebhookRow) -> Webhook:
+        return cls(
+            row=row,
+            id=strawberry.ID(str(row.id)),
+            url=row.url,
+            events=list(row.events),
+            description=row.description,
+            active=row.active,
+            created_at=as_utc(row.created_at),
+        )
 
 
 @strawberry.input
 class CreateWebhookInput:
     task_code: str
     url: str = strawberry.field(description="An http(s) URL; in production, a public host.")
-    events: list[str] = strawberry.field(description="Any of modelFooled, exampleCreated, exampleValidated, "
-                                         "roundChanged.")
+    events: list[str] = strawberry.field(
+        description="Any of modelFooled, exampleCreated, exampleValidated, roundChanged."
+    )
     description: str = ""
 
 
@@ -84,12 +102,15 @@ class WebhookDeleted:
     id: strawberry.ID
 
 
-CreateWebhookResult = Annotated[Union[WebhookSecret, InvalidInput, NotAuthenticated, NotFound, RateLimited],
-                                strawberry.union("CreateWebhookResult")]
-RotateWebhookSecretResult = Annotated[Union[WebhookSecret, InvalidInput, NotAuthenticated, NotFound],
-                                      strawberry.union("RotateWebhookSecretResult")]
-DeleteWebhookResult = Annotated[Union[WebhookDeleted, InvalidInput, NotAuthenticated, NotFound],
-                                strawberry.union("DeleteWebhookResult")]
+CreateWebhookResult = Annotated[
+    WebhookSecret | InvalidInput | NotAuthenticated | NotFound | RateLimited, strawberry.union("CreateWebhookResult")
+]
+RotateWebhookSecretResult = Annotated[
+    WebhookSecret | InvalidInput | NotAuthenticated | NotFound, strawberry.union("RotateWebhookSecretResult")
+]
+DeleteWebhookResult = Annotated[
+    WebhookDeleted | InvalidInput | NotAuthenticated | NotFound, strawberry.union("DeleteWebhookResult")
+]
 
 
 @strawberry.type
@@ -97,8 +118,9 @@ class WebhookQuery:
     @strawberry.field(description="Your webhooks on a task (its owners and admins: everyone's), with their deliveries.")
     async def webhooks(self, info: Info, task_code: str) -> list[Webhook]:
         try:
-            rows = await webhook_service.list_webhooks(info.context.platform, info.context.actor, task_code,
-                                                       auth_error=info.context.auth_error)
+            rows = await webhook_service.list_webhooks(
+                info.context.platform, info.context.actor, task_code, auth_error=info.context.auth_error
+            )
         except DynaforgeError as exc:
             raise query_error(exc) from None
         return [Webhook.from_row(r) for r in rows]
@@ -109,9 +131,15 @@ class WebhookMutation:
     @strawberry.mutation(description="Register a URL for a task's events. The answer holds the signing secret, once.")
     async def create_webhook(self, info: Info, input: CreateWebhookInput) -> CreateWebhookResult:
         async def call():
-            made = await webhook_service.create(info.context.platform, info.context.actor, input.task_code, input.url,
-                                                list(input.events), description=input.description,
-                                                auth_error=info.context.auth_error)
+            made = await webhook_service.create(
+                info.context.platform,
+                info.context.actor,
+                input.task_code,
+                input.url,
+                list(input.events),
+                description=input.description,
+                auth_error=info.context.auth_error,
+            )
             return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
         return await as_result(call)
@@ -119,8 +147,9 @@ class WebhookMutation:
     @strawberry.mutation(description="A new signing secret for a webhook (the old one stops working at once).")
     async def rotate_webhook_secret(self, info: Info, input: WebhookIdInput) -> RotateWebhookSecretResult:
         async def call():
-            made = await webhook_service.rotate_secret(info.context.platform, info.context.actor,
-                                                       parse_id(input.id, "id"), auth_error=info.context.auth_error)
+            made = await webhook_service.rotate_secret(
+                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
+            )
             return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
         return await as_result(call)
@@ -128,8 +157,9 @@ class WebhookMutation:
     @strawberry.mutation(description="Delete a webhook and its delivery log.")
     async def delete_webhook(self, info: Info, input: WebhookIdInput) -> DeleteWebhookResult:
         async def call():
-            gone = await webhook_service.delete(info.context.platform, info.context.actor, parse_id(input.id, "id"),
-                                                auth_error=info.context.auth_error)
+            gone = await webhook_service.delete(
+                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
+            )
             return WebhookDeleted(id=strawberry.ID(str(gone)))
 
         return await as_result(call)

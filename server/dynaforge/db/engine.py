@@ -11,9 +11,9 @@ concurrent writes costs far more than waiting in line.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import AsyncIterator
 
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -73,13 +73,11 @@ class Database:
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
         if self._write_lock is None:
-            async with self._writer() as session:
-                async with session.begin():
-                    yield session
-            return
-        async with self._write_lock, self._writer() as session:
-            async with session.begin():
+            async with self._writer() as session, session.begin():
                 yield session
+            return
+        async with self._write_lock, self._writer() as session, session.begin():
+            yield session
 
     async def dispose(self) -> None:
         await self.engine.dispose()
@@ -114,9 +112,8 @@ class BoundDatabase(Database):
 
     @asynccontextmanager
     async def write(self) -> AsyncIterator[AsyncSession]:
-        async with self._lock, self._writer() as session:
-            async with session.begin():
-                yield session
+        async with self._lock, self._writer() as session, session.begin():
+            yield session
 
     async def dispose(self) -> None:
         """The connection belongs to the caller."""

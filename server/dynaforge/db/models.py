@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Optional
+from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects.postgresql import JSONB
@@ -13,14 +13,14 @@ JSONType = sa.JSON().with_variant(JSONB(), "postgresql")
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def as_utc(value: datetime | None) -> datetime | None:
     """SQLite hands back naive datetimes; every stored time is UTC."""
     if value is None or value.tzinfo is not None:
         return value
-    return value.replace(tzinfo=timezone.utc)
+    return value.replace(tzinfo=UTC)
 
 
 def _ts(**kw: Any) -> Any:
@@ -47,7 +47,7 @@ class ExampleStatus:
 class User(SQLModel, table=True):
     __tablename__ = "users"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     username: str = Field(max_length=40, sa_column_kwargs={"unique": True}, index=False)
     email: str = Field(max_length=254, sa_column_kwargs={"unique": True})
     password_hash: str = Field(max_length=255)
@@ -59,14 +59,14 @@ class User(SQLModel, table=True):
 class ApiToken(SQLModel, table=True):
     __tablename__ = "api_tokens"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
     name: str = Field(max_length=100)
     prefix: str = Field(max_length=16)
     token_hash: str = Field(max_length=64, sa_column_kwargs={"unique": True})
     created_at: datetime = _ts()
-    last_used_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
-    revoked_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    last_used_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    revoked_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
 class TaskRow(SQLModel, table=True):
@@ -74,7 +74,7 @@ class TaskRow(SQLModel, table=True):
 
     __tablename__ = "tasks"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     code: str = Field(max_length=40, sa_column_kwargs={"unique": True})
     name: str = Field(max_length=200)
     settings: dict = _json()
@@ -109,7 +109,7 @@ class Round(Counters, table=True):
     __tablename__ = "rounds"
     __table_args__ = (sa.UniqueConstraint("task_id", "number", name="uq_rounds_task_number"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     number: int
     description: str = Field(default="")
@@ -117,7 +117,7 @@ class Round(Counters, table=True):
     ensemble_rule: str = Field(default="majority", max_length=20)
     secret: str = Field(max_length=64)
     started_at: datetime = _ts()
-    ended_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    ended_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
 class RoundUserStats(Counters, table=True):
@@ -133,11 +133,11 @@ class Context(SQLModel, table=True):
     __tablename__ = "contexts"
     __table_args__ = (sa.Index("ix_contexts_round_used", "round_id", "total_used", "id"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
     fields: dict = _json()
-    tag: Optional[str] = Field(default=None, max_length=100)
+    tag: str | None = Field(default=None, max_length=100)
     total_used: int = Field(default=0)
     total_fooled: int = Field(default=0)
     created_at: datetime = _ts()
@@ -153,25 +153,25 @@ class Example(SQLModel, table=True):
         sa.Index("ix_examples_task_user_created", "task_id", "user_id", "created_at"),
     )
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
     round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
-    context_id: Optional[int] = Field(default=None, foreign_key="contexts.id", ondelete="SET NULL")
+    context_id: int | None = Field(default=None, foreign_key="contexts.id", ondelete="SET NULL")
     user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
     fields: dict = _json()
-    prediction: Optional[dict] = _json(lambda: None, nullable=True)
+    prediction: dict | None = _json(lambda: None, nullable=True)
     model_predictions: list = _json(list)
-    fooled: Optional[bool] = Field(default=None)
+    fooled: bool | None = Field(default=None)
     status: str = Field(default=ExampleStatus.CREATED, max_length=24)
-    tag: Optional[str] = Field(default=None, max_length=100)
-    time_taken_ms: Optional[int] = Field(default=None)
-    inference_ms: Optional[float] = Field(default=None)
+    tag: str | None = Field(default=None, max_length=100)
+    time_taken_ms: int | None = Field(default=None)
+    inference_ms: float | None = Field(default=None)
     validations_correct: int = Field(default=0)
     validations_incorrect: int = Field(default=0)
     validations_flagged: int = Field(default=0)
     validations_total: int = Field(default=0)
-    flag_reason: Optional[str] = Field(default=None, max_length=2000)
-    decided_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    flag_reason: str | None = Field(default=None, max_length=2000)
+    decided_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -180,12 +180,12 @@ class Validation(SQLModel, table=True):
     __tablename__ = "validations"
     __table_args__ = (sa.UniqueConstraint("example_id", "user_id", name="uq_validations_example_user"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     example_id: int = Field(foreign_key="examples.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
     label: str = Field(max_length=16)
-    corrected_target: Optional[dict] = _json(lambda: None, nullable=True)
-    reason: Optional[str] = Field(default=None, max_length=2000)
+    corrected_target: dict | None = _json(lambda: None, nullable=True)
+    reason: str | None = Field(default=None, max_length=2000)
     by_owner: bool = Field(default=False)
     created_at: datetime = _ts()
 
@@ -203,15 +203,15 @@ class TaskProposal(SQLModel, table=True):
 
     __tablename__ = "task_proposals"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
     code: str = Field(max_length=40)
     name: str = Field(max_length=200)
     description: str = Field(default="", max_length=5000)
     status: str = Field(default=ProposalStatus.PENDING, max_length=16)
-    decision_note: Optional[str] = Field(default=None, max_length=2000)
-    decided_by: Optional[int] = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
-    decided_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    decision_note: str | None = Field(default=None, max_length=2000)
+    decided_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    decided_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
     created_at: datetime = _ts()
 
 
@@ -238,20 +238,20 @@ class Dataset(SQLModel, table=True):
     __tablename__ = "datasets"
     __table_args__ = (sa.UniqueConstraint("task_id", "name", name="uq_datasets_task_name"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     name: str = Field(max_length=100)
     description: str = Field(default="", max_length=5000)
     access: str = Field(default=DatasetAccess.SCORING, max_length=16)
     source: str = Field(max_length=16)  # round | upload | perturbed
-    round_id: Optional[int] = Field(default=None, foreign_key="rounds.id", ondelete="SET NULL")
-    split: Optional[str] = Field(default=None, max_length=16)
-    seed: Optional[int] = Field(default=None)
-    parent_id: Optional[int] = Field(default=None, foreign_key="datasets.id", ondelete="CASCADE")
-    perturbation: Optional[str] = Field(default=None, max_length=60)
-    perturbation_kind: Optional[str] = Field(default=None, max_length=16)  # robustness | fairness
+    round_id: int | None = Field(default=None, foreign_key="rounds.id", ondelete="SET NULL")
+    split: str | None = Field(default=None, max_length=16)
+    seed: int | None = Field(default=None)
+    parent_id: int | None = Field(default=None, foreign_key="datasets.id", ondelete="CASCADE")
+    perturbation: str | None = Field(default=None, max_length=60)
+    perturbation_kind: str | None = Field(default=None, max_length=16)  # robustness | fairness
     size: int = Field(default=0)
-    created_by: Optional[int] = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    created_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
     created_at: datetime = _ts()
 
 
@@ -261,11 +261,11 @@ class DatasetItem(SQLModel, table=True):
     __tablename__ = "dataset_items"
     __table_args__ = (sa.UniqueConstraint("dataset_id", "position", name="uq_dataset_items_position"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     dataset_id: int = Field(foreign_key="datasets.id", ondelete="CASCADE")
     position: int
-    example_id: Optional[int] = Field(default=None, foreign_key="examples.id", ondelete="SET NULL")
-    original_position: Optional[int] = Field(default=None)  # perturbed copies: the item it was made from
+    example_id: int | None = Field(default=None, foreign_key="examples.id", ondelete="SET NULL")
+    original_position: int | None = Field(default=None)  # perturbed copies: the item it was made from
     fields: dict = _json()
 
 
@@ -286,11 +286,11 @@ class ModelRow(SQLModel, table=True):
     __tablename__ = "models"
     __table_args__ = (sa.Index("ix_models_task_user_created", "task_id", "user_id", "created_at"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
     name: str = Field(max_length=100)
-    backend: Optional[str] = Field(default=None, max_length=60)  # None: predictions were uploaded
+    backend: str | None = Field(default=None, max_length=60)  # None: predictions were uploaded
     config: dict = _json()
     card: dict = _json()
     published: bool = Field(default=False)
@@ -314,21 +314,21 @@ class Evaluation(SQLModel, table=True):
     __tablename__ = "evaluations"
     __table_args__ = (sa.UniqueConstraint("model_id", "dataset_id", name="uq_evaluations_model_dataset"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     model_id: int = Field(foreign_key="models.id", index=True, ondelete="CASCADE")
     dataset_id: int = Field(foreign_key="datasets.id", index=True, ondelete="CASCADE")
     status: str = Field(default=EvaluationStatus.QUEUED, max_length=16)
     progress: float = Field(default=0.0)
     metrics: dict = _json()
     details: dict = _json()  # intervals, per-slice metrics and gaps, robustness and fairness
-    throughput: Optional[float] = Field(default=None)
-    memory_mb: Optional[float] = Field(default=None)
-    error: Optional[str] = Field(default=None, max_length=4000)
-    log_tail: Optional[str] = Field(default=None, max_length=20000)
+    throughput: float | None = Field(default=None)
+    memory_mb: float | None = Field(default=None)
+    error: str | None = Field(default=None, max_length=4000)
+    log_tail: str | None = Field(default=None, max_length=20000)
     attempts: int = Field(default=0)
     queued_at: datetime = _ts()
-    started_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
-    finished_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    started_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    finished_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
 class LeaderboardFork(SQLModel, table=True):
@@ -337,7 +337,7 @@ class LeaderboardFork(SQLModel, table=True):
     __tablename__ = "leaderboard_forks"
     __table_args__ = (sa.UniqueConstraint("task_id", "user_id", "name", name="uq_leaderboard_forks_name"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
     name: str = Field(max_length=100)
@@ -352,7 +352,7 @@ class LeaderboardSnapshot(SQLModel, table=True):
 
     __tablename__ = "leaderboard_snapshots"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
     name: str = Field(max_length=100)
@@ -391,7 +391,7 @@ class Webhook(SQLModel, table=True):
 
     __tablename__ = "webhooks"
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
     url: str = Field(max_length=2000)
@@ -408,15 +408,15 @@ class WebhookDelivery(SQLModel, table=True):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (sa.Index("ix_webhook_deliveries_webhook_created", "webhook_id", "id"),)
 
-    id: Optional[int] = Field(default=None, primary_key=True)
+    id: int | None = Field(default=None, primary_key=True)
     webhook_id: int = Field(foreign_key="webhooks.id", ondelete="CASCADE")
     message_id: str = Field(max_length=64, sa_column_kwargs={"unique": True})  # the webhook-id header
     event: str = Field(max_length=40)
     body: str = Field(sa_type=sa.Text)
     status: str = Field(default=WebhookDeliveryStatus.PENDING, max_length=16)
     attempts: int = Field(default=0)
-    response_status: Optional[int] = Field(default=None)
-    error: Optional[str] = Field(default=None, max_length=2000)
+    response_status: int | None = Field(default=None)
+    error: str | None = Field(default=None, max_length=2000)
     created_at: datetime = _ts()
-    last_attempt_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
-    delivered_at: Optional[datetime] = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    last_attempt_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    delivered_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))

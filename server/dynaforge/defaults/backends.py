@@ -12,8 +12,9 @@ import importlib
 import random
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -252,7 +253,7 @@ class TransformersClassifier(_TransformersPredictor):
         outputs = []
         for row in probabilities:
             by_label = dict.fromkeys(self.labels, 0.0)
-            for label, p in zip(self.model_labels, row):
+            for label, p in zip(self.model_labels, row, strict=False):
                 by_label[label] += p
             outputs.append({self.target_field: max(by_label, key=by_label.__getitem__), "probabilities": by_label})
         return outputs
@@ -346,7 +347,7 @@ class TransformersQuestionAnswerer(_TransformersPredictor):
         encoded = self.tokenizer(questions, add_special_tokens=False, return_offsets_mapping=True)
         return [
             q if len(offsets) <= self.max_question_tokens else q[: offsets[self.max_question_tokens - 1][1]]
-            for q, offsets in zip(questions, encoded["offset_mapping"])
+            for q, offsets in zip(questions, encoded["offset_mapping"], strict=True)
         ]
 
     def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -373,7 +374,7 @@ class TransformersQuestionAnswerer(_TransformersPredictor):
         offsets = encoded["offset_mapping"].tolist()
         owners = encoded["overflow_to_sample_mapping"].tolist()
         spans = best_spans(output.start_logits, output.end_logits, mask, owners, len(inputs), self.max_answer_tokens)
-        return [self._answer(context, offsets, span) for context, span in zip(contexts, spans)]
+        return [self._answer(context, offsets, span) for context, span in zip(contexts, spans, strict=True)]
 
     def _answer(
         self, context: str, offsets: list[list[list[int]]], span: tuple[int, int, int, float] | None

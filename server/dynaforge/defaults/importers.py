@@ -16,8 +16,9 @@ pseudonyms on the exporting server: their counts survive as the votes.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from dynaforge.hookspecs import hookimpl
 from dynaforge.importers import ImportedExample, Importer, row_error, text_lines
@@ -57,13 +58,15 @@ class JsonlImporter(Importer):
             raise row_error(location, "json", "must be a JSON object, one example per line")
         if data.get("format") != FORMAT:
             raise row_error(
-                location, "format",
+                location,
+                "format",
                 f"has format {json.dumps(data.get('format'))}, not {FORMAT!r}: export the examples from Dynaforge "
                 "or write each line in that format",
             )
         if data.get("task") not in (None, task.code):
             raise row_error(
-                location, "task",
+                location,
+                "task",
                 f"is an example of task {data['task']!r}, not {task.code!r}: import it into {data['task']!r}",
             )
         problems: list[str] = []

@@ -14,7 +14,7 @@ def accuracy(golds: list[Any], preds: list[Any]) -> float:
         raise ValueError("golds and preds differ in length")
     if not golds:
         return 0.0
-    return sum(g == p for g, p in zip(golds, preds)) / len(golds)
+    return sum(g == p for g, p in zip(golds, preds, strict=True)) / len(golds)
 
 
 def macro_f1(golds: list[Any], preds: list[Any]) -> float:
@@ -26,9 +26,9 @@ def macro_f1(golds: list[Any], preds: list[Any]) -> float:
         return 0.0
     total = 0.0
     for c in classes:
-        tp = sum(1 for g, p in zip(golds, preds) if g == c and p == c)
-        fp = sum(1 for g, p in zip(golds, preds) if g != c and p == c)
-        fn = sum(1 for g, p in zip(golds, preds) if g == c and p != c)
+        tp = sum(1 for g, p in zip(golds, preds, strict=True) if g == c and p == c)
+        fp = sum(1 for g, p in zip(golds, preds, strict=True) if g != c and p == c)
+        fn = sum(1 for g, p in zip(golds, preds, strict=True) if g == c and p != c)
         denominator = 2 * tp + fp + fn
         total += (2 * tp / denominator) if denominator else 0.0
     return total / len(classes)

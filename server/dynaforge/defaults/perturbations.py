@@ -30,7 +30,9 @@ def typo(text: str, rng: random.Random) -> str:
 
     def swappable(word: str) -> list[int]:
         # positions of two adjacent, different letters (swapping equal ones would change nothing)
-        return [j for j in range(len(word) - 1) if word[j].isalpha() and word[j + 1].isalpha() and word[j] != word[j + 1]]
+        return [
+            j for j in range(len(word) - 1) if word[j].isalpha() and word[j + 1].isalpha() and word[j] != word[j + 1]
+        ]
 
     candidates = [i for i, w in enumerate(words) if sum(ch.isalpha() for ch in w) >= 4 and swappable(w)]
     if not candidates:
@@ -73,24 +75,49 @@ def punctuation(text: str, rng: random.Random) -> str:
 # "let us know" is not "let's know").
 CONTRACTIONS: tuple[tuple[str, str, str], ...] = (
     # negations: the verb and "not"
-    ("do not", "don't", "both"), ("does not", "doesn't", "both"), ("did not", "didn't", "both"),
-    ("is not", "isn't", "both"), ("are not", "aren't", "both"), ("was not", "wasn't", "both"),
-    ("were not", "weren't", "both"), ("has not", "hasn't", "both"), ("have not", "haven't", "both"),
-    ("had not", "hadn't", "both"), ("will not", "won't", "both"), ("would not", "wouldn't", "both"),
-    ("could not", "couldn't", "both"), ("should not", "shouldn't", "both"), ("must not", "mustn't", "both"),
+    ("do not", "don't", "both"),
+    ("does not", "doesn't", "both"),
+    ("did not", "didn't", "both"),
+    ("is not", "isn't", "both"),
+    ("are not", "aren't", "both"),
+    ("was not", "wasn't", "both"),
+    ("were not", "weren't", "both"),
+    ("has not", "hasn't", "both"),
+    ("have not", "haven't", "both"),
+    ("had not", "hadn't", "both"),
+    ("will not", "won't", "both"),
+    ("would not", "wouldn't", "both"),
+    ("could not", "couldn't", "both"),
+    ("should not", "shouldn't", "both"),
+    ("must not", "mustn't", "both"),
     ("cannot", "can't", "both"),
     # a pronoun and am / are / will
-    ("I am", "I'm", "both"), ("you are", "you're", "both"), ("we are", "we're", "both"),
-    ("they are", "they're", "both"), ("I will", "I'll", "both"), ("you will", "you'll", "both"),
-    ("he will", "he'll", "both"), ("she will", "she'll", "both"), ("it will", "it'll", "both"),
-    ("we will", "we'll", "both"), ("they will", "they'll", "both"),
+    ("I am", "I'm", "both"),
+    ("you are", "you're", "both"),
+    ("we are", "we're", "both"),
+    ("they are", "they're", "both"),
+    ("I will", "I'll", "both"),
+    ("you will", "you'll", "both"),
+    ("he will", "he'll", "both"),
+    ("she will", "she'll", "both"),
+    ("it will", "it'll", "both"),
+    ("we will", "we'll", "both"),
+    ("they will", "they'll", "both"),
     # "is" after a pronoun or question word: contracted only ('s may also stand for "has")
-    ("it is", "it's", "contract"), ("he is", "he's", "contract"), ("she is", "she's", "contract"),
-    ("that is", "that's", "contract"), ("there is", "there's", "contract"), ("what is", "what's", "contract"),
-    ("who is", "who's", "contract"), ("where is", "where's", "contract"),
+    ("it is", "it's", "contract"),
+    ("he is", "he's", "contract"),
+    ("she is", "she's", "contract"),
+    ("that is", "that's", "contract"),
+    ("there is", "there's", "contract"),
+    ("what is", "what's", "contract"),
+    ("who is", "who's", "contract"),
+    ("where is", "where's", "contract"),
     # "have" after a pronoun, and "let's": expanded only
-    ("I have", "I've", "expand"), ("you have", "you've", "expand"), ("we have", "we've", "expand"),
-    ("they have", "they've", "expand"), ("let us", "let's", "expand"),
+    ("I have", "I've", "expand"),
+    ("you have", "you've", "expand"),
+    ("we have", "we've", "expand"),
+    ("they have", "they've", "expand"),
+    ("let us", "let's", "expand"),
 )
 _APOSTROPHES = "'\u2019"
 # Subjects that follow a negation in a question ("Don't you...", "Isn't it..."): "Do not you" is wrong, so a
@@ -152,7 +179,7 @@ def contractions(text: str, rng: random.Random) -> str:
     def swap(match: re.Match) -> str:
         found = match.group(0)
         key = re.sub(r"[ \t]+", " ", found.replace("\u2019", "'")).lower()
-        rest = text[match.end():]
+        rest = text[match.end() :]
         if key in _TO_EXPAND:
             expanded, negation = _TO_EXPAND[key]
             if negation:
@@ -179,7 +206,7 @@ def whitespace(text: str, rng: random.Random) -> str:
     """Change the whitespace between words: one gap in ten (at least one), each gets a second space, becomes a
     tab, or is removed (the two words run together). Characters of words and the text's leading and trailing
     whitespace are never touched; a text of one word comes back unchanged."""
-    gaps = [m for m in _GAP_RE.finditer(text) if text[: m.start()].strip() and text[m.end():].strip()]
+    gaps = [m for m in _GAP_RE.finditer(text) if text[: m.start()].strip() and text[m.end() :].strip()]
     if not gaps:
         return text
     chosen = sorted(rng.sample(range(len(gaps)), 1 + len(gaps) // 10))
@@ -204,13 +231,39 @@ def whitespace(text: str, rng: random.Random) -> str:
 
 # Pairs swapped both ways. "her" is ambiguous (him / his); "his" maps to "her" and "her" to "his".
 _GENDER_PAIRS = (
-    ("he", "she"), ("his", "her"), ("him", "her"), ("himself", "herself"), ("man", "woman"), ("men", "women"),
-    ("boy", "girl"), ("boys", "girls"), ("father", "mother"), ("fathers", "mothers"), ("son", "daughter"),
-    ("sons", "daughters"), ("brother", "sister"), ("brothers", "sisters"), ("husband", "wife"),
-    ("husbands", "wives"), ("king", "queen"), ("kings", "queens"), ("uncle", "aunt"), ("uncles", "aunts"),
-    ("nephew", "niece"), ("mr", "mrs"), ("gentleman", "lady"), ("gentlemen", "ladies"), ("dad", "mom"),
-    ("grandfather", "grandmother"), ("boyfriend", "girlfriend"), ("actor", "actress"), ("waiter", "waitress"),
-    ("male", "female"), ("males", "females"), ("guy", "gal"), ("sir", "madam"),
+    ("he", "she"),
+    ("his", "her"),
+    ("him", "her"),
+    ("himself", "herself"),
+    ("man", "woman"),
+    ("men", "women"),
+    ("boy", "girl"),
+    ("boys", "girls"),
+    ("father", "mother"),
+    ("fathers", "mothers"),
+    ("son", "daughter"),
+    ("sons", "daughters"),
+    ("brother", "sister"),
+    ("brothers", "sisters"),
+    ("husband", "wife"),
+    ("husbands", "wives"),
+    ("king", "queen"),
+    ("kings", "queens"),
+    ("uncle", "aunt"),
+    ("uncles", "aunts"),
+    ("nephew", "niece"),
+    ("mr", "mrs"),
+    ("gentleman", "lady"),
+    ("gentlemen", "ladies"),
+    ("dad", "mom"),
+    ("grandfather", "grandmother"),
+    ("boyfriend", "girlfriend"),
+    ("actor", "actress"),
+    ("waiter", "waitress"),
+    ("male", "female"),
+    ("males", "females"),
+    ("guy", "gal"),
+    ("sir", "madam"),
 )
 _GENDER_SWAP: dict[str, str] = {}
 for _a, _b in _GENDER_PAIRS:
@@ -223,22 +276,38 @@ for _a, _b in _GENDER_PAIRS:
 # about anyone who bears it. Names that are also common English words, places or are often unisex are left out, so
 # a capitalised word that is a name here is very likely a first name.
 NAME_GROUPS: dict[str, dict[str, tuple[str, ...]]] = {
-    "english": {"female": ("Emma", "Olivia", "Chloe", "Hannah", "Emily", "Abigail"),
-                "male": ("James", "Liam", "Noah", "Samuel", "Ethan", "Harry")},
-    "african_american": {"female": ("Keisha", "Imani", "Shanice", "Aaliyah", "Latrice", "Nia"),
-                         "male": ("Jamal", "Darnell", "Terrell", "Jalen", "Deshawn", "Lamar")},
-    "hispanic": {"female": ("Sofia", "Lucia", "Maria", "Valentina", "Camila", "Ximena"),
-                 "male": ("Mateo", "Diego", "Alejandro", "Javier", "Joaquin", "Carlos")},
-    "arabic": {"female": ("Aisha", "Fatima", "Zainab", "Layla", "Yasmin", "Mariam"),
-               "male": ("Omar", "Tariq", "Khalid", "Youssef", "Hamza", "Karim")},
-    "south_asian": {"female": ("Priya", "Ananya", "Lakshmi", "Deepika", "Kavya", "Nisha"),
-                    "male": ("Arjun", "Rahul", "Vikram", "Rohan", "Sanjay", "Aditya")},
-    "east_asian": {"female": ("Mei", "Yuki", "Haruka", "Ling", "Minji", "Akiko"),
-                   "male": ("Wei", "Chen", "Hiroshi", "Takeshi", "Minho", "Haoran")},
-    "west_african": {"female": ("Amara", "Ngozi", "Abena", "Chiamaka", "Adaeze", "Folake"),
-                     "male": ("Kwame", "Kofi", "Chinedu", "Emeka", "Tunde", "Oluwaseun")},
-    "european": {"female": ("Ingrid", "Astrid", "Greta", "Svetlana", "Agnieszka", "Heidi"),
-                 "male": ("Lukas", "Ivan", "Sven", "Dmitri", "Matthias", "Piotr")},
+    "english": {
+        "female": ("Emma", "Olivia", "Chloe", "Hannah", "Emily", "Abigail"),
+        "male": ("James", "Liam", "Noah", "Samuel", "Ethan", "Harry"),
+    },
+    "african_american": {
+        "female": ("Keisha", "Imani", "Shanice", "Aaliyah", "Latrice", "Nia"),
+        "male": ("Jamal", "Darnell", "Terrell", "Jalen", "Deshawn", "Lamar"),
+    },
+    "hispanic": {
+        "female": ("Sofia", "Lucia", "Maria", "Valentina", "Camila", "Ximena"),
+        "male": ("Mateo", "Diego", "Alejandro", "Javier", "Joaquin", "Carlos"),
+    },
+    "arabic": {
+        "female": ("Aisha", "Fatima", "Zainab", "Layla", "Yasmin", "Mariam"),
+        "male": ("Omar", "Tariq", "Khalid", "Youssef", "Hamza", "Karim"),
+    },
+    "south_asian": {
+        "female": ("Priya", "Ananya", "Lakshmi", "Deepika", "Kavya", "Nisha"),
+        "male": ("Arjun", "Rahul", "Vikram", "Rohan", "Sanjay", "Aditya"),
+    },
+    "east_asian": {
+        "female": ("Mei", "Yuki", "Haruka", "Ling", "Minji", "Akiko"),
+        "male": ("Wei", "Chen", "Hiroshi", "Takeshi", "Minho", "Haoran"),
+    },
+    "west_african": {
+        "female": ("Amara", "Ngozi", "Abena", "Chiamaka", "Adaeze", "Folake"),
+        "male": ("Kwame", "Kofi", "Chinedu", "Emeka", "Tunde", "Oluwaseun"),
+    },
+    "european": {
+        "female": ("Ingrid", "Astrid", "Greta", "Svetlana", "Agnieszka", "Heidi"),
+        "male": ("Lukas", "Ivan", "Sven", "Dmitri", "Matthias", "Piotr"),
+    },
 }
 GENDERS = ("female", "male")
 # Every name of one gender, whatever its group.
@@ -317,16 +386,29 @@ DEFAULT_PERTURBATIONS: tuple[Perturbation, ...] = (
     Perturbation("lowercase", lowercase, "robustness", "Lower-case the whole text."),
     Perturbation("uppercase", uppercase, "robustness", "Upper-case the whole text."),
     Perturbation("punctuation", punctuation, "robustness", "Drop or add the final punctuation mark."),
-    Perturbation("contractions", contractions, "robustness",
-                 "Expand contractions and contract their full forms (don't <-> do not), keeping the case."),
-    Perturbation("whitespace", whitespace, "robustness",
-                 "Double, tab or remove some spaces between words; words themselves untouched."),
+    Perturbation(
+        "contractions",
+        contractions,
+        "robustness",
+        "Expand contractions and contract their full forms (don't <-> do not), keeping the case.",
+    ),
+    Perturbation(
+        "whitespace",
+        whitespace,
+        "robustness",
+        "Double, tab or remove some spaces between words; words themselves untouched.",
+    ),
     Perturbation("gender_swap", gender_swap, "fairness", "Swap gendered words (he/she, son/daughter...)."),
-    Perturbation("name_swap", name_swap, "fairness",
-                 "Swap first names for names of the other gender from the same origin group."),
-    Perturbation("name_origin_swap", name_origin_swap, "fairness",
-                 "Swap first names for names of the same gender from another origin group (English, Hispanic, "
-                 "Arabic, South Asian, ...)."),
+    Perturbation(
+        "name_swap", name_swap, "fairness", "Swap first names for names of the other gender from the same origin group."
+    ),
+    Perturbation(
+        "name_origin_swap",
+        name_origin_swap,
+        "fairness",
+        "Swap first names for names of the same gender from another origin group (English, Hispanic, "
+        "Arabic, South Asian, ...).",
+    ),
 )
 
 

@@ -149,8 +149,14 @@ def compute(
 
     Raises :class:`~dynaforge.errors.InvalidInput` naming every bad weight, metric, model id or score.
     """
-    return compute_board(models, metrics, principal=principal, metric_weights=metric_weights,
-                         dataset_weights=dataset_weights, memory_budget_gb=memory_budget_gb).rows
+    return compute_board(
+        models,
+        metrics,
+        principal=principal,
+        metric_weights=metric_weights,
+        dataset_weights=dataset_weights,
+        memory_budget_gb=memory_budget_gb,
+    ).rows
 
 
 def compute_board(
@@ -169,8 +175,11 @@ def compute_board(
     names = _check_metrics(metrics, principal, errors)
     weights = _metric_weights(metrics, principal, metric_weights, errors)
     if not _is_number(memory_budget_gb) or not memory_budget_gb > 0:
-        errors.append(FieldError("memory_budget_gb", "not_positive",
-                                 f"must be a finite number of GB above 0, not {memory_budget_gb!r}"))
+        errors.append(
+            FieldError(
+                "memory_budget_gb", "not_positive", f"must be a finite number of GB above 0, not {memory_budget_gb!r}"
+            )
+        )
     _check_model_ids(models, errors)
     datasets = _dataset_weights(models, dataset_weights, errors)
     if errors:
@@ -198,9 +207,14 @@ def compute_board(
                 elif (type(v) is float and v - v == 0.0) or _is_number(v):  # fast path: a finite plain float
                     sums[k] += w * v
                 else:
-                    errors.append(FieldError(f"models[{index}].scores.{dataset}.{name}", "not_finite",
-                                             f"must be a finite number or null, not {v!r}"))
-        aggregated.append([s if ok else None for s, ok in zip(sums, present)])
+                    errors.append(
+                        FieldError(
+                            f"models[{index}].scores.{dataset}.{name}",
+                            "not_finite",
+                            f"must be a finite number or null, not {v!r}",
+                        )
+                    )
+        aggregated.append([s if ok else None for s, ok in zip(sums, present, strict=True)])
     if errors:
         raise InvalidInput.from_errors(errors)
     oriented = [[None if v is None else scale[k] * v + offset[k] for k, v in enumerate(row)] for row in aggregated]
@@ -255,14 +269,20 @@ def compute_board(
 # --------------------------------------------------------------------------- helpers
 
 
-def _row(model: ModelScores, names: list[str], x: list[float | None], oriented: list[float | None],
-         score: float | None, rank: int | None) -> DynascoreRow:
+def _row(
+    model: ModelScores,
+    names: list[str],
+    x: list[float | None],
+    oriented: list[float | None],
+    score: float | None,
+    rank: int | None,
+) -> DynascoreRow:
     return DynascoreRow(
         model_id=model.model_id,
-        x=dict(zip(names, x)),
-        oriented=dict(zip(names, oriented)),
+        x=dict(zip(names, x, strict=True)),
+        oriented=dict(zip(names, oriented, strict=True)),
         dynascore=score,
-        missing=[name for name, v in zip(names, x) if v is None],
+        missing=[name for name, v in zip(names, x, strict=True) if v is None],
         rank=rank,
     )
 
@@ -284,11 +304,21 @@ def _check_metrics(metrics: list[MetricSpec], principal: str, errors: list[Field
             errors.append(FieldError(f"metrics[{index}].name", "duplicate", f"metric {metric.name!r} appears twice"))
         seen.add(metric.name)
         if metric.direction not in DIRECTIONS:
-            errors.append(FieldError(f"metrics[{index}].direction", "unknown_direction",
-                                     f"must be one of {', '.join(DIRECTIONS)}, not {metric.direction!r}"))
+            errors.append(
+                FieldError(
+                    f"metrics[{index}].direction",
+                    "unknown_direction",
+                    f"must be one of {', '.join(DIRECTIONS)}, not {metric.direction!r}",
+                )
+            )
     if metrics and principal not in seen:
-        errors.append(FieldError("principal", "unknown_metric",
-                                 f"{principal!r} is not one of the board's metrics ({', '.join(map(str, names))})"))
+        errors.append(
+            FieldError(
+                "principal",
+                "unknown_metric",
+                f"{principal!r} is not one of the board's metrics ({', '.join(map(str, names))})",
+            )
+        )
     return names
 
 
@@ -302,8 +332,9 @@ def _check_weight(name: str, value: object, errors: list[FieldError]) -> bool:
     return True
 
 
-def _metric_weights(metrics: list[MetricSpec], principal: str, overrides: Mapping[str, float] | None,
-                    errors: list[FieldError]) -> dict[str, float]:
+def _metric_weights(
+    metrics: list[MetricSpec], principal: str, overrides: Mapping[str, float] | None, errors: list[FieldError]
+) -> dict[str, float]:
     """Each metric's weight: the override, else the spec's default, else 4 for the principal metric and 1 otherwise."""
     before = len(errors)
     weights: dict[str, float] = {}
@@ -314,8 +345,7 @@ def _metric_weights(metrics: list[MetricSpec], principal: str, overrides: Mappin
             weights[metric.name] = float(metric.default_weight)
     for name, value in (overrides or {}).items():
         if name not in weights and not any(m.name == name for m in metrics):
-            errors.append(FieldError(f"metric_weights.{name}", "unknown_metric",
-                                     f"the board has no metric {name!r}"))
+            errors.append(FieldError(f"metric_weights.{name}", "unknown_metric", f"the board has no metric {name!r}"))
         elif _check_weight(f"metric_weights.{name}", value, errors):
             weights[name] = float(value)
     if len(errors) == before and metrics and not any(w > 0 for w in weights.values()):
@@ -329,13 +359,15 @@ def _check_model_ids(models: list[ModelScores], errors: list[FieldError]) -> Non
         if not isinstance(model.model_id, str) or not model.model_id:
             errors.append(FieldError(f"models[{index}].model_id", "empty", "a model needs a non-empty id"))
         elif model.model_id in seen:
-            errors.append(FieldError(f"models[{index}].model_id", "duplicate",
-                                     f"model {model.model_id!r} appears twice"))
+            errors.append(
+                FieldError(f"models[{index}].model_id", "duplicate", f"model {model.model_id!r} appears twice")
+            )
         seen.add(model.model_id)
 
 
-def _dataset_weights(models: list[ModelScores], given: Mapping[str, float] | None,
-                     errors: list[FieldError]) -> list[tuple[str, float]]:
+def _dataset_weights(
+    models: list[ModelScores], given: Mapping[str, float] | None, errors: list[FieldError]
+) -> list[tuple[str, float]]:
     """The scoring data sets, sorted by name, with their weights normalised to sum 1 (those weighted 0 left out)."""
     if given is None:
         names = sorted({dataset for model in models for dataset in model.scores})

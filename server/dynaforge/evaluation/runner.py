@@ -12,8 +12,9 @@ Steps, each safe to repeat (a worker killed at any point and started again leave
    model's ``length()`` or the input's characters, so short inputs are not padded to long ones) and stored with an
    insert that does nothing if another run stored the chunk first; progress is written after each chunk;
 3. from every chunk's outputs: the task's metrics, a bootstrap interval of the principal metric (seeded by the
-   data set's id, so every model is resampled alike), per-slice metrics and gaps, throughput (items per second of prediction, model loading
-   excluded) and peak memory above the baseline; written once, with a compare-and-set on the status;
+   data set's id, so every model is resampled alike), per-slice metrics and gaps, throughput (items per second of
+   prediction, model loading excluded) and peak memory above the baseline; written once, with a compare-and-set on
+   the status;
 4. the model's robustness and fairness are brought up to date: for each scoring set whose perturbed copies are done,
    the share of variants predicted like their original (Dynabench's consistency), averaged over robustness and over
    fairness perturbations, plus the copies' own task metrics; then the model's status is rolled up.
@@ -34,7 +35,8 @@ import sys
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -45,11 +47,13 @@ from dynaforge.db.models import (
     DatasetItem,
     Evaluation,
     EvaluationChunk,
-    EvaluationStatus as E,
     ModelRow,
     ModelStatus,
     TaskRow,
     utcnow,
+)
+from dynaforge.db.models import (
+    EvaluationStatus as E,
 )
 from dynaforge.evaluation import scoring
 from dynaforge.plugins import Plugins
@@ -89,7 +93,7 @@ class PeakSampler:
         while not self._stop.wait(self.interval_s):
             self.peak = max(self.peak, rss_mb())
 
-    def __enter__(self) -> "PeakSampler":
+    def __enter__(self) -> PeakSampler:
         self._thread.start()
         return self
 
@@ -118,7 +122,7 @@ def predict_bucketed(predictor: Any, inputs: list[dict[str, Any]], batch: int = 
         answers = predictor.predict([inputs[i] for i in ids])
         if len(answers) != len(ids):
             raise RuntimeError(f"the model answered {len(answers)} outputs for {len(ids)} inputs")
-        for i, answer in zip(ids, answers):
+        for i, answer in zip(ids, answers, strict=True):
             outputs[i] = answer
     return outputs
 
@@ -132,14 +136,24 @@ class Runner:
         #: Called with each progress event (see :meth:`report`); the child process writes them to its progress pipe.
         self.progress: Callable[[dict[str, Any]], None] | None = None
 
-    def report(self, evaluation: Evaluation, dataset: Dataset, status: str, progress: float,
-               error: str | None = None) -> None:
+    def report(
+        self, evaluation: Evaluation, dataset: Dataset, status: str, progress: float, error: str | None = None
+    ) -> None:
         """An ``evaluationProgress`` event: when a run starts, after each chunk, and when it is done or failed."""
         if self.progress is None:
             return
         try:
-            self.progress({"evaluation_id": evaluation.id, "model_id": evaluation.model_id, "dataset_id": dataset.id,
-                           "dataset_name": dataset.name, "status": status, "progress": progress, "error": error})
+            self.progress(
+                {
+                    "evaluation_id": evaluation.id,
+                    "model_id": evaluation.model_id,
+                    "dataset_id": dataset.id,
+                    "dataset_name": dataset.name,
+                    "status": status,
+                    "progress": progress,
+                    "error": error,
+                }
+            )
         except Exception:  # noqa: BLE001 - progress is news, never a reason to fail the job
             log.warning("could not report the progress of evaluation %s", evaluation.id, exc_info=True)
 
@@ -181,16 +195,21 @@ class Runner:
             raise LookupError(f"task {code!r} is not installed in this worker")
         async with self.db.write() as s:
             await s.execute(
-                update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE).values(
-                    status=E.RUNNING, attempts=Evaluation.attempts + 1, started_at=utcnow(), error=None
-                )
+                update(Evaluation)
+                .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                .values(status=E.RUNNING, attempts=Evaluation.attempts + 1, started_at=utcnow(), error=None)
             )
-            await s.execute(update(ModelRow).where(ModelRow.id == model.id, ModelRow.status == ModelStatus.SUBMITTED)
-                            .values(status=ModelStatus.EVALUATING))
+            await s.execute(
+                update(ModelRow)
+                .where(ModelRow.id == model.id, ModelRow.status == ModelStatus.SUBMITTED)
+                .values(status=ModelStatus.EVALUATING)
+            )
         size = self.settings.eval_chunk_size
         chunks = max(1, math.ceil(dataset.size / size))
         async with self.db.session() as s:
-            done = set(await s.scalars(select(EvaluationChunk.chunk).where(EvaluationChunk.evaluation_id == evaluation_id)))
+            done = set(
+                await s.scalars(select(EvaluationChunk.chunk).where(EvaluationChunk.evaluation_id == evaluation_id))
+            )
         self.report(evaluation, dataset, E.RUNNING, round(len(done) / chunks, 4))
         baseline = rss_mb()
         predictor = None
@@ -213,8 +232,11 @@ class Runner:
                 ran += 1
                 progress = round(min(1.0, (len(done) + ran) / chunks), 4)
                 async with self.db.write() as s:
-                    await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
-                                    .values(progress=progress))
+                    await s.execute(
+                        update(Evaluation)
+                        .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                        .values(progress=progress)
+                    )
                 self.report(evaluation, dataset, E.RUNNING, progress)
         memory_mb = max(0.0, sampler.peak - baseline) if predictor is not None else None
         await self._finish(evaluation_id, task, dataset, memory_mb)
@@ -224,17 +246,31 @@ class Runner:
 
     async def _items(self, dataset_id: int, start: int, size: int) -> list[DatasetItem]:
         async with self.db.session() as s:
-            return list(await s.scalars(
-                select(DatasetItem).where(DatasetItem.dataset_id == dataset_id, DatasetItem.position >= start,
-                                          DatasetItem.position < start + size).order_by(DatasetItem.position)
-            ))
+            return list(
+                await s.scalars(
+                    select(DatasetItem)
+                    .where(
+                        DatasetItem.dataset_id == dataset_id,
+                        DatasetItem.position >= start,
+                        DatasetItem.position < start + size,
+                    )
+                    .order_by(DatasetItem.position)
+                )
+            )
 
     async def _store_chunk(self, evaluation_id: int, chunk: int, size: int, outputs: list, seconds: float) -> None:
         async with self.db.write() as s:
             insert = postgresql.insert if s.bind.dialect.name == "postgresql" else sqlite.insert
             await s.execute(
-                insert(EvaluationChunk).values(evaluation_id=evaluation_id, chunk=chunk, size=size, outputs=outputs,
-                                               seconds=seconds, created_at=utcnow())
+                insert(EvaluationChunk)
+                .values(
+                    evaluation_id=evaluation_id,
+                    chunk=chunk,
+                    size=size,
+                    outputs=outputs,
+                    seconds=seconds,
+                    created_at=utcnow(),
+                )
                 .on_conflict_do_nothing(index_elements=["evaluation_id", "chunk"])
             )
 
@@ -245,15 +281,23 @@ class Runner:
         from dynaforge.services.examples import read_output
 
         async with self.db.session() as s:
-            chunks = list(await s.scalars(select(EvaluationChunk).where(EvaluationChunk.evaluation_id == evaluation_id)
-                                          .order_by(EvaluationChunk.chunk)))
-            items = list(await s.scalars(select(DatasetItem).where(DatasetItem.dataset_id == dataset_id)
-                                         .order_by(DatasetItem.position)))
+            chunks = list(
+                await s.scalars(
+                    select(EvaluationChunk)
+                    .where(EvaluationChunk.evaluation_id == evaluation_id)
+                    .order_by(EvaluationChunk.chunk)
+                )
+            )
+            items = list(
+                await s.scalars(
+                    select(DatasetItem).where(DatasetItem.dataset_id == dataset_id).order_by(DatasetItem.position)
+                )
+            )
         outputs = [o for c in chunks for o in c.outputs]
         if len(outputs) != len(items):
             raise RuntimeError(f"{len(outputs)} stored outputs for {len(items)} items; run the evaluation again")
         predictions = []
-        for item, output in zip(items, outputs):
+        for item, output in zip(items, outputs, strict=True):
             model_input = task.build_model_input(*task.split_fields(item.fields))
             try:
                 predictions.append(read_output(task, output, model_input))
@@ -268,8 +312,15 @@ class Runner:
         metrics = scoring.score(task, None, golds, predictions, metrics=registry)
         details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
         if golds:
-            interval = scoring.metric_interval(task, None, golds, predictions, metrics=registry, seed=dataset.id,
-                                               resamples=self.settings.eval_bootstrap_resamples)
+            interval = scoring.metric_interval(
+                task,
+                None,
+                golds,
+                predictions,
+                metrics=registry,
+                seed=dataset.id,
+                resamples=self.settings.eval_bootstrap_resamples,
+            )
             details["intervals"] = {task.principal_metric: [interval.low, interval.high]}
         slices = [self.plugins.registry.slices[n] for n in task.fairness_slices if n in self.plugins.registry.slices]
         if slices and golds:
@@ -279,9 +330,17 @@ class Runner:
         throughput = len(golds) / seconds if seconds > 0 else None
         async with self.db.write() as s:
             await s.execute(
-                update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE).values(
-                    status=E.DONE, progress=1.0, metrics=metrics, details=details, throughput=throughput,
-                    memory_mb=memory_mb, finished_at=utcnow(), error=None,
+                update(Evaluation)
+                .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                .values(
+                    status=E.DONE,
+                    progress=1.0,
+                    metrics=metrics,
+                    details=details,
+                    throughput=throughput,
+                    memory_mb=memory_mb,
+                    finished_at=utcnow(),
+                    error=None,
                 )
             )
 
@@ -289,10 +348,13 @@ class Runner:
     async def refresh_model(self, model_id: int) -> None:
         """Robustness and fairness on each scoring set whose copies are all done, then the model's status."""
         async with self.db.session() as s:
-            rows = (await s.execute(
-                select(Evaluation, Dataset).join(Dataset, Dataset.id == Evaluation.dataset_id)
-                .where(Evaluation.model_id == model_id)
-            )).all()
+            rows = (
+                await s.execute(
+                    select(Evaluation, Dataset)
+                    .join(Dataset, Dataset.id == Evaluation.dataset_id)
+                    .where(Evaluation.model_id == model_id)
+                )
+            ).all()
             model = await s.get(ModelRow, model_id)
             code = await s.scalar(select(TaskRow.code).where(TaskRow.id == model.task_id))
         task = self.plugins.task(code)
@@ -311,7 +373,9 @@ class Runner:
             for copy_eval, copy in copies:
                 items, predicted, _ = await self.predictions(copy_eval.id, task, copy.id)
                 positions = [i.original_position for i in items]
-                result = scoring.consistency(dict(enumerate(originals)), list(zip(positions, predicted)), key=key)
+                result = scoring.consistency(
+                    dict(enumerate(originals)), list(zip(positions, predicted, strict=True)), key=key
+                )
                 kind = copy.perturbation_kind or kinds.get(copy.perturbation or "", "robustness")
                 figures[FAIRNESS if kind == FAIRNESS else "robustness"].append(result.score)
                 per_copy[copy.perturbation] = {"kind": kind, "consistency": result.score, **copy_eval.metrics}
@@ -321,20 +385,28 @@ class Runner:
                     metrics[name] = sum(values) / len(values)
             details = {**evaluation.details, "perturbations": per_copy}
             async with self.db.write() as s:
-                await s.execute(update(Evaluation).where(Evaluation.id == evaluation.id)
-                                .values(metrics=metrics, details=details))
+                await s.execute(
+                    update(Evaluation).where(Evaluation.id == evaluation.id).values(metrics=metrics, details=details)
+                )
         async with self.db.session() as s:
             statuses = set(await s.scalars(select(Evaluation.status).where(Evaluation.model_id == model_id)))
-        status = (ModelStatus.FAILED if E.FAILED in statuses else ModelStatus.DONE if statuses <= {E.DONE}
-                  else ModelStatus.EVALUATING)
+        status = (
+            ModelStatus.FAILED
+            if E.FAILED in statuses
+            else ModelStatus.DONE
+            if statuses <= {E.DONE}
+            else ModelStatus.EVALUATING
+        )
         async with self.db.write() as s:
             await s.execute(update(ModelRow).where(ModelRow.id == model_id).values(status=status))
 
     async def fail(self, evaluation_id: int, error: str, log_tail: str) -> None:
         async with self.db.write() as s:
-            await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
-                            .values(status=E.FAILED, error=error[-4000:], log_tail=log_tail[-20000:],
-                                    finished_at=utcnow()))
+            await s.execute(
+                update(Evaluation)
+                .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                .values(status=E.FAILED, error=error[-4000:], log_tail=log_tail[-20000:], finished_at=utcnow())
+            )
             evaluation = await s.get(Evaluation, evaluation_id)
             dataset = None if evaluation is None else await s.get(Dataset, evaluation.dataset_id)
         if evaluation is not None and dataset is not None:

@@ -52,7 +52,7 @@ _ADDITIVITY_SUBSET_MAX = 200
 _ADDITIVITY_TOLERANCE = 1e-9
 
 
-# ---------------------------------------------------------------------------------------------------------- values
+# -------------------------------------------------------------------------------------------------------------- values
 def target_key(task: Task) -> Callable[[Mapping[str, Any] | None], Any]:
     """A function from a gold record or a prediction to its target value, the thing a metric compares.
 
@@ -117,8 +117,7 @@ def _check_lengths(golds: Sequence[Any], predictions: Sequence[Any], *, what: st
     return len(golds)
 
 
-def _resolve_metrics(task: Task, metric_names: Iterable[str] | None,
-                     metrics: Mapping[str, Metric]) -> list[Metric]:
+def _resolve_metrics(task: Task, metric_names: Iterable[str] | None, metrics: Mapping[str, Metric]) -> list[Metric]:
     if isinstance(metric_names, str):
         raise InvalidInput("metric_names must be a list of metric names, not one string")
     names = list(task.metrics if metric_names is None else metric_names)
@@ -142,9 +141,15 @@ def _compute(metric: Metric, golds: list[Any], preds: list[Any]) -> float:
     return float(value)
 
 
-# ---------------------------------------------------------------------------------------------------------- scores
-def score(task: Task, metric_names: Iterable[str] | None, golds: Sequence[Mapping[str, Any]],
-          predictions: Sequence[Mapping[str, Any] | None], *, metrics: Mapping[str, Metric]) -> dict[str, float]:
+# -------------------------------------------------------------------------------------------------------------- scores
+def score(
+    task: Task,
+    metric_names: Iterable[str] | None,
+    golds: Sequence[Mapping[str, Any]],
+    predictions: Sequence[Mapping[str, Any] | None],
+    *,
+    metrics: Mapping[str, Metric],
+) -> dict[str, float]:
     """The named metrics of ``predictions`` against ``golds``: ``{metric name: value}``.
 
     ``metric_names`` are registered metric names (``None``: the task's ``metrics``); ``metrics`` is the registry's
@@ -158,7 +163,7 @@ def score(task: Task, metric_names: Iterable[str] | None, golds: Sequence[Mappin
     return {metric.name: _compute(metric, gold_values, predicted) for metric in resolved}
 
 
-# ---------------------------------------------------------------------------------------------------------- bootstrap
+# ----------------------------------------------------------------------------------------------------------- bootstrap
 class Interval(NamedTuple):
     """A confidence interval; a tuple ``(low, high)``."""
 
@@ -177,9 +182,14 @@ def _quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[below] + fraction * (ordered[above] - ordered[below])
 
 
-def bootstrap_interval(data: Sequence[float] | Callable[[list[int]], float], *, seed: int,
-                       resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
-                       size: int | None = None) -> Interval:
+def bootstrap_interval(
+    data: Sequence[float] | Callable[[list[int]], float],
+    *,
+    seed: int,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    size: int | None = None,
+) -> Interval:
     """A percentile bootstrap interval (Efron 1979; Efron & Tibshirani 1993, ch. 13).
 
     Draws ``resamples`` samples of the ``n`` items *with replacement*, computes the statistic on each, and returns
@@ -262,7 +272,7 @@ def _macro_f1_statistic(golds: Sequence[Any], preds: Sequence[Any]) -> Callable[
     with a small constant): ``None`` when the values are not hashable."""
     try:
         pair_ids: dict[tuple[Any, Any], int] = {}
-        ids = [pair_ids.setdefault((g, p), len(pair_ids)) for g, p in zip(golds, preds)]
+        ids = [pair_ids.setdefault((g, p), len(pair_ids)) for g, p in zip(golds, preds, strict=True)]
     except TypeError:
         return None
     pairs = list(pair_ids)
@@ -289,10 +299,18 @@ def _macro_f1_statistic(golds: Sequence[Any], preds: Sequence[Any]) -> Callable[
     return statistic
 
 
-def metric_interval(task: Task, metric_name: str | None, golds: Sequence[Mapping[str, Any]],
-                    predictions: Sequence[Mapping[str, Any] | None], *, metrics: Mapping[str, Metric], seed: int,
-                    resamples: int = DEFAULT_RESAMPLES, confidence: float = DEFAULT_CONFIDENCE,
-                    per_item: bool | None = None) -> Interval:
+def metric_interval(
+    task: Task,
+    metric_name: str | None,
+    golds: Sequence[Mapping[str, Any]],
+    predictions: Sequence[Mapping[str, Any] | None],
+    *,
+    metrics: Mapping[str, Metric],
+    seed: int,
+    resamples: int = DEFAULT_RESAMPLES,
+    confidence: float = DEFAULT_CONFIDENCE,
+    per_item: bool | None = None,
+) -> Interval:
     """A percentile bootstrap interval for one metric (``None``: the task's principal metric) on a data set.
 
     Item-averaged metrics resample precomputed per-item scores; corpus-level ones recompute the whole metric on
@@ -309,20 +327,21 @@ def metric_interval(task: Task, metric_name: str | None, golds: Sequence[Mapping
     if per_item is None:
         scores = item_scores(metric, gold_values, predicted)
     elif per_item:
-        scores = [_compute(metric, [g], [p]) for g, p in zip(gold_values, predicted)]
+        scores = [_compute(metric, [g], [p]) for g, p in zip(gold_values, predicted, strict=True)]
     if scores is not None:
         return bootstrap_interval(scores, seed=seed, resamples=resamples, confidence=confidence)
     statistic = _macro_f1_statistic(gold_values, predicted) if metric.compute is _core_macro_f1 else None
     if statistic is None:
 
         def statistic(indices: list[int]) -> float:
-            return _compute(metric, list(map(gold_values.__getitem__, indices)),
-                            list(map(predicted.__getitem__, indices)))
+            return _compute(
+                metric, list(map(gold_values.__getitem__, indices)), list(map(predicted.__getitem__, indices))
+            )
 
     return bootstrap_interval(statistic, seed=seed, resamples=resamples, confidence=confidence, size=n)
 
 
-# ---------------------------------------------------------------------------------------------------------- perturbations
+# ------------------------------------------------------------------------------------------------------- perturbations
 @dataclass(frozen=True)
 class Consistency:
     """Dynabench's robustness or fairness score of a model on one set of perturbations.
@@ -336,9 +355,13 @@ class Consistency:
     variants: int
 
 
-def consistency(originals: Mapping[Hashable, Any], variants: Sequence[tuple[Hashable, Any]], *,
-                key: Callable[[Any], Any] | None = None,
-                same: Callable[[Any, Any], bool] | None = None) -> Consistency:
+def consistency(
+    originals: Mapping[Hashable, Any],
+    variants: Sequence[tuple[Hashable, Any]],
+    *,
+    key: Callable[[Any], Any] | None = None,
+    same: Callable[[Any, Any], bool] | None = None,
+) -> Consistency:
     """How often the model predicts on perturbed variants what it predicted on their originals.
 
     ``originals`` maps an original's id to the model's prediction on it; ``variants`` lists
@@ -381,13 +404,19 @@ def consistency(originals: Mapping[Hashable, Any], variants: Sequence[tuple[Hash
         if same(original, prediction):
             agreeing[original_id] += 1
     shares = [agreeing[o] / counts[o] for o in counts]
-    return Consistency(score=math.fsum(shares) / len(shares), originals_with_variants=len(counts),
-                       variants=len(variants))
+    return Consistency(
+        score=math.fsum(shares) / len(shares), originals_with_variants=len(counts), variants=len(variants)
+    )
 
 
-def perturbed_score(task: Task, metric_names: Iterable[str] | None, golds: Mapping[Hashable, Mapping[str, Any]],
-                    variants: Sequence[tuple[Hashable, Mapping[str, Any] | None]], *,
-                    metrics: Mapping[str, Metric]) -> dict[str, float]:
+def perturbed_score(
+    task: Task,
+    metric_names: Iterable[str] | None,
+    golds: Mapping[Hashable, Mapping[str, Any]],
+    variants: Sequence[tuple[Hashable, Mapping[str, Any] | None]],
+    *,
+    metrics: Mapping[str, Metric],
+) -> dict[str, float]:
     """The task's metrics on perturbed variants, each scored against its original's gold.
 
     ``golds`` maps an original's id to its gold record; ``variants`` lists ``(original id, prediction on the
@@ -411,11 +440,17 @@ def perturbed_score(task: Task, metric_names: Iterable[str] | None, golds: Mappi
     return score(task, metric_names, gold_records, predictions, metrics=metrics)
 
 
-# ---------------------------------------------------------------------------------------------------------- fairness slices
-def slice_metrics(task: Task, slices: Iterable[Slice], golds: Sequence[Mapping[str, Any]],
-                  predictions: Sequence[Mapping[str, Any] | None], examples: Sequence[Mapping[str, Any]], *,
-                  metrics: Mapping[str, Metric],
-                  metric_names: Iterable[str] | None = None) -> dict[str, dict[str, dict[str, float | int]]]:
+# ----------------------------------------------------------------------------------------------------- fairness slices
+def slice_metrics(
+    task: Task,
+    slices: Iterable[Slice],
+    golds: Sequence[Mapping[str, Any]],
+    predictions: Sequence[Mapping[str, Any] | None],
+    examples: Sequence[Mapping[str, Any]],
+    *,
+    metrics: Mapping[str, Metric],
+    metric_names: Iterable[str] | None = None,
+) -> dict[str, dict[str, dict[str, float | int]]]:
     """Metrics per group of each fairness slice: ``{slice: {group: {metric: value, ..., "n": examples}}}``.
 
     ``examples`` are the items' full field values (context and example fields), given to each slice's
@@ -444,17 +479,22 @@ def slice_metrics(task: Task, slices: Iterable[Slice], golds: Sequence[Mapping[s
         groups: dict[str, dict[str, float | int]] = {}
         for group in sorted(members):
             indices = members[group]
-            values: dict[str, float | int] = dict(score(
-                task, names, [golds[i] for i in indices], [predictions[i] for i in indices], metrics=metrics))
+            values: dict[str, float | int] = dict(
+                score(task, names, [golds[i] for i in indices], [predictions[i] for i in indices], metrics=metrics)
+            )
             values["n"] = len(indices)
             groups[group] = values
         result[slice_.name] = groups
     return result
 
 
-def slice_gaps(overall: Mapping[str, float], per_slice: Mapping[str, Mapping[str, Mapping[str, float | int]]], *,
-               metrics: Mapping[str, Metric] | None = None,
-               min_group_size: int = DEFAULT_MIN_GROUP_SIZE) -> dict[str, dict[str, dict[str, Any]]]:
+def slice_gaps(
+    overall: Mapping[str, float],
+    per_slice: Mapping[str, Mapping[str, Mapping[str, float | int]]],
+    *,
+    metrics: Mapping[str, Metric] | None = None,
+    min_group_size: int = DEFAULT_MIN_GROUP_SIZE,
+) -> dict[str, dict[str, dict[str, Any]]]:
     """How far each slice's worst group falls below the whole data set, per metric.
 
     ``overall`` is :func:`score` on the whole data set, ``per_slice`` is :func:`slice_metrics`. Returns
@@ -486,7 +526,12 @@ def slice_gaps(overall: Mapping[str, float], per_slice: Mapping[str, Mapping[str
             gap = None
             if worst_value is not None:
                 gap = overall_value - worst_value if higher_is_better else worst_value - overall_value
-            gaps[metric_name] = {"gap": gap, "worst_group": worst_group, "worst_value": worst_value,
-                                 "overall": float(overall_value), "groups_compared": len(eligible)}
+            gaps[metric_name] = {
+                "gap": gap,
+                "worst_group": worst_group,
+                "worst_value": worst_value,
+                "overall": float(overall_value),
+                "groups_compared": len(eligible),
+            }
         result[slice_name] = gaps
     return result

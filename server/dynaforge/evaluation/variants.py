@@ -58,8 +58,15 @@ class Variant:
         return f"{self.original_id}~{self.perturbation}"
 
     def as_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "original_id": self.original_id, "perturbation": self.perturbation,
-                "kind": self.kind, "fields": self.fields, "changed": list(self.changed), "seed": self.seed}
+        return {
+            "id": self.id,
+            "original_id": self.original_id,
+            "perturbation": self.perturbation,
+            "kind": self.kind,
+            "fields": self.fields,
+            "changed": list(self.changed),
+            "seed": self.seed,
+        }
 
 
 @dataclass
@@ -131,9 +138,7 @@ def _id_and_fields(example: Any) -> tuple[Any, dict[str, Any]]:
 
 def _inputs_still_valid(task: Task, fields: dict[str, Any], changed: tuple[str, ...]) -> bool:
     by_name = {f.name: f for f in task.fields}
-    return all(
-        not by_name[name].check(fields[name], task=task, values=fields) for name in changed if name in by_name
-    )
+    return all(not by_name[name].check(fields[name], task=task, values=fields) for name in changed if name in by_name)
 
 
 def iter_variants(
@@ -190,6 +195,4 @@ def build_variants(
     stats: VariantStats | None = None,
 ) -> list[Variant]:
     """:func:`iter_variants`, collected into a list."""
-    return list(
-        iter_variants(task, examples, seed=seed, perturbations=perturbations, registry=registry, stats=stats)
-    )
+    return list(iter_variants(task, examples, seed=seed, perturbations=perturbations, registry=registry, stats=stats))

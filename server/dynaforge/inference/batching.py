@@ -14,11 +14,13 @@ passed before their group runs are answered with a timeout instead of spending m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from dynaforge.inference.backends import InferenceError, InferenceTimeout
 
@@ -97,9 +99,7 @@ class MicroBatcher:
         self._task: asyncio.Task | None = None
         self.stats = BatchStats()
 
-    async def predict(
-        self, inputs: list[dict[str, Any]], timeout_s: float
-    ) -> tuple[list[dict[str, Any]], int, float]:
+    async def predict(self, inputs: list[dict[str, Any]], timeout_s: float) -> tuple[list[dict[str, Any]], int, float]:
         """Predict ``inputs`` (queued individually). Returns the outputs in order, the largest forward pass they
         shared, and the longest forward pass in milliseconds (model time, not queueing)."""
         loop = asyncio.get_running_loop()
@@ -133,7 +133,7 @@ class MicroBatcher:
                 self._arrived.clear()
                 try:
                     await asyncio.wait_for(self._arrived.wait(), remaining)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     break
         batch, self._queue = self._queue[: self.max_batch], self._queue[self.max_batch :]
         return batch
@@ -174,25 +174,25 @@ class MicroBatcher:
                             f"{len(outputs) if isinstance(outputs, list) else '?'} outputs for {len(items)} inputs"
                         )
                 except Exception as exc:
-                    error = exc if isinstance(exc, InferenceError) else InferenceError(
-                        f"model {self.name!r} failed: {type(exc).__name__}: {exc}"
+                    error = (
+                        exc
+                        if isinstance(exc, InferenceError)
+                        else InferenceError(f"model {self.name!r} failed: {type(exc).__name__}: {exc}")
                     )
                     for item in items:
                         if not item.future.done():
                             item.future.set_exception(error)
                     continue
                 elapsed_ms = (time.perf_counter() - started) * 1000
-                for item, output in zip(items, outputs):
+                for item, output in zip(items, outputs, strict=True):
                     if not item.future.done():
                         item.future.set_result((output, len(items), elapsed_ms))
 
     async def close(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-            except (asyncio.CancelledError, Exception):
-                pass
         for item in self._queue:
             if not item.future.done():
                 item.future.set_exception(InferenceError(f"model {self.name!r} is shutting down"))

@@ -12,9 +12,10 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
 from dynaforge.tasks.base import ModelSpec
@@ -108,7 +109,9 @@ class LocalInferenceClient(InferenceClient):
         outputs = model.predict(inputs)
         elapsed = (time.perf_counter() - started) * 1000
         if not isinstance(outputs, list) or len(outputs) != len(inputs):
-            raise InferenceError(f"model {spec.name!r} returned {type(outputs).__name__}, expected one output per input")
+            raise InferenceError(
+                f"model {spec.name!r} returned {type(outputs).__name__}, expected one output per input"
+            )
         return ModelAnswer(model=spec.name, outputs=outputs, latency_ms=elapsed)
 
     async def _on_pool(self, timeout_s: float, failing: str, timing_out: str, fn, *args: Any) -> Any:
@@ -116,7 +119,7 @@ class LocalInferenceClient(InferenceClient):
         future = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout=timeout_s)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise InferenceTimeout(f"{timing_out} within {timeout_s:g}s") from exc
         except InferenceError:
             raise

@@ -11,10 +11,11 @@ process never calls it.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
-_CACHE: dict[tuple[str, str], "Encoder"] = {}
+_CACHE: dict[tuple[str, str], Encoder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
@@ -56,7 +57,9 @@ class Encoder:
         """Last hidden states ``[batch, tokens, dim]`` for a tokenised batch (inference mode, no gradients)."""
         import torch
 
-        inputs = {k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")}
+        inputs = {
+            k: v.to(self.device) for k, v in enc.items() if k in ("input_ids", "attention_mask", "token_type_ids")
+        }
         with self.lock, torch.inference_mode():
             return self.model(**inputs).last_hidden_state
 

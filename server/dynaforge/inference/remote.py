@@ -107,11 +107,17 @@ class WorkerInferenceClient(InferenceClient):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self._socket)
         args = [
-            self._python, "-m", "dynaforge.inference.worker",
-            "--socket", self._socket,
-            "--max-batch", str(self._max_batch),
-            "--window-ms", str(self._window_ms),
-            "--parent-pid", str(os.getpid()),
+            self._python,
+            "-m",
+            "dynaforge.inference.worker",
+            "--socket",
+            self._socket,
+            "--max-batch",
+            str(self._max_batch),
+            "--window-ms",
+            str(self._window_ms),
+            "--parent-pid",
+            str(os.getpid()),
         ]
         if self._plugins is not None:
             args += ["--plugins", self._plugins]
@@ -130,7 +136,9 @@ class WorkerInferenceClient(InferenceClient):
                 return await asyncio.open_unix_connection(self._socket)
             except (FileNotFoundError, ConnectionRefusedError):
                 if time.monotonic() > deadline:
-                    raise InferenceUnavailable(f"the model worker did not start within {self._start_timeout_s:g}s")
+                    raise InferenceUnavailable(
+                        f"the model worker did not start within {self._start_timeout_s:g}s"
+                    ) from None
                 await asyncio.sleep(0.05)
 
     async def _supervise(self) -> None:
@@ -174,7 +182,7 @@ class WorkerInferenceClient(InferenceClient):
                 process.terminate()
             try:
                 await asyncio.wait_for(process.wait(), 5.0)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 await process.wait()
@@ -217,7 +225,7 @@ class WorkerInferenceClient(InferenceClient):
         try:
             writer.write(protocol.encode({"id": rid, **message}))
             answer = await asyncio.wait_for(future, timeout_s)
-        except asyncio.TimeoutError as exc:
+        except TimeoutError as exc:
             raise InferenceTimeout(f"no answer within {timeout_s:g}s") from exc
         except (ConnectionError, RuntimeError) as exc:
             raise InferenceUnavailable(f"the model worker connection failed: {exc}") from exc

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from dynaforge.inference import protocol
 from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
@@ -64,7 +66,9 @@ class ModelHost:
                 pass
         backend = self._backends().get(spec.backend)
         if backend is None:
-            raise InferenceError(f"model {spec.name!r} uses backend {spec.backend!r}, which no installed plugin registers")
+            raise InferenceError(
+                f"model {spec.name!r} uses backend {spec.backend!r}, which no installed plugin registers"
+            )
         started = time.perf_counter()
         model = backend.load(spec.config)
         if not callable(getattr(model, "predict", None)):
@@ -197,10 +201,8 @@ class WorkerServer:
         finally:
             watcher.cancel()
             await self.host.close()
-            try:
+            with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.socket_path)
-            except FileNotFoundError:
-                pass
 
     async def _watch_parent(self, parent_pid: int | None) -> None:
         while True:

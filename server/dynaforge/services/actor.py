@@ -15,7 +15,7 @@ class Actor:
     is_system: bool = False
 
     @classmethod
-    def system(cls) -> "Actor":
+    def system(cls) -> Actor:
         """The operator at the command line, who holds the database credentials and may do anything."""
         return cls(user_id=None, username="system", is_admin=True, is_system=True)
 

@@ -82,9 +82,9 @@ async def create_user(
     try:
         async with p.db.write() as s:
             taken = await s.scalar(
-                select(func.count()).select_from(User).where(
-                    (func.lower(User.username) == username.lower()) | (User.email == email.lower())
-                )
+                select(func.count())
+                .select_from(User)
+                .where((func.lower(User.username) == username.lower()) | (User.email == email.lower()))
             )
             if taken:
                 raise AlreadyExists("That username or email is already registered; sign in with login instead")
@@ -115,10 +115,13 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
     Brute force: at most ``logins_per_minute`` attempts per account (guessing one password) and
     ``logins_per_minute_per_client`` per client address (trying many accounts), counted before the password is
     checked, so that a refused attempt costs no hashing."""
-    p.limiter.hit(f"login:{str(username).lower()}", p.settings.logins_per_minute, 60.0, "login attempts for this account")
+    p.limiter.hit(
+        f"login:{str(username).lower()}", p.settings.logins_per_minute, 60.0, "login attempts for this account"
+    )
     if client:
-        p.limiter.hit(f"login-client:{client}", p.settings.logins_per_minute_per_client, 60.0,
-                      "login attempts from your address")
+        p.limiter.hit(
+            f"login-client:{client}", p.settings.logins_per_minute_per_client, 60.0, "login attempts from your address"
+        )
     async with p.db.session() as s:
         user = await s.scalar(select(User).where(func.lower(User.username) == str(username).lower()))
     stored = user.password_hash if user is not None else _DUMMY_HASH
@@ -185,7 +188,9 @@ async def authenticate(p: Platform, bearer: str | None) -> Authentication:
         return cached
     async with p.db.session() as s:
         row = (
-            await s.execute(select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(ApiToken.token_hash == digest))
+            await s.execute(
+                select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(ApiToken.token_hash == digest)
+            )
         ).first()
     if row is None:
         return Authentication(None, "The API token is not valid; create one with login or createApiToken")

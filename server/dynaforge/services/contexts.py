@@ -9,10 +9,11 @@ import csv
 import json
 import logging
 import random
+from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
+from enum import Enum, StrEnum
 from pathlib import PurePath
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from sqlalchemy import func, select
 
@@ -38,7 +39,7 @@ INSERT_BATCH = 500
 TAG_COLUMN = "tag"
 
 
-class ContextStrategy(str, Enum):
+class ContextStrategy(StrEnum):
     """How ``next_context`` picks one of the current round's contexts."""
 
     LEAST_USED = "least_used"
@@ -56,7 +57,7 @@ STRATEGY_DESCRIPTIONS: dict[ContextStrategy, str] = {
 DEFAULT_STRATEGY = ContextStrategy.LEAST_USED
 
 
-class ContextFileFormat(str, Enum):
+class ContextFileFormat(StrEnum):
     """Formats of context files: one JSON object per line, or CSV with a header row."""
 
     JSONL = "jsonl"
@@ -225,7 +226,7 @@ def physical_lines(source: BinaryIO, max_bytes: int) -> Iterator[tuple[int, byte
             )
         number += 1
         if number == 1 and raw.startswith(codecs.BOM_UTF8):
-            raw = raw[len(codecs.BOM_UTF8):]
+            raw = raw[len(codecs.BOM_UTF8) :]
         yield number, raw
 
 
@@ -332,8 +333,11 @@ def _csv_records(
             header_errors.append(FieldError(f"{at}.{column}", "duplicate", "is named twice; name each column once"))
         elif column not in fields and not (tag_column and column == TAG_COLUMN):
             header_errors.append(
-                FieldError(f"{at}.{column}", "unknown_column", f"is not a context field of task {task.code}; "
-                           f"expected columns: {expected}")
+                FieldError(
+                    f"{at}.{column}",
+                    "unknown_column",
+                    f"is not a context field of task {task.code}; expected columns: {expected}",
+                )
             )
     if not header_errors and not any(column in fields for column in columns):
         header_errors.append(FieldError(at, "columns", f"names none of the context fields; expected {expected}"))
@@ -361,7 +365,7 @@ def _csv_records(
             yield start, None
             continue
         record: dict[str, Any] = {}
-        for column, cell in zip(columns, row):
+        for column, cell in zip(columns, row, strict=True):
             if not cell.strip():
                 continue  # an empty cell is a value left out
             record[column] = cell if column not in fields else _from_cell(fields[column], task, cell)
@@ -399,8 +403,10 @@ def parse_context_file(
     for number, record in records:
         count += 1
         if count > max_rows:
-            raise _file_error("max_rows", f"has more than {max_rows} contexts; split it into files of at most "
-                              f"{max_rows} rows and upload each")
+            raise _file_error(
+                "max_rows",
+                f"has more than {max_rows} contexts; split it into files of at most {max_rows} rows and upload each",
+            )
         if record is None:
             continue
         if problem := text_problem(record):  # NUL, unpaired surrogates, NaN: no store takes them

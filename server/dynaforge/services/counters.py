@@ -13,7 +13,8 @@ from sqlalchemy import case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from dynaforge.db.models import Counters, Example, ExampleStatus as S, Round, RoundUserStats
+from dynaforge.db.models import Counters, Example, Round, RoundUserStats
+from dynaforge.db.models import ExampleStatus as S
 
 COUNTERS = tuple(Counters.model_fields)
 
@@ -49,7 +50,9 @@ async def move(s: AsyncSession, *, round_id: int, user_id: int, before, after) -
     await bump(s, round_id=round_id, user_id=user_id, **delta(before, after))
 
 
-async def recount(s: AsyncSession, round_ids: list[int]) -> tuple[dict[int, dict[str, int]], dict[tuple[int, int], dict[str, int]]]:
+async def recount(
+    s: AsyncSession, round_ids: list[int]
+) -> tuple[dict[int, dict[str, int]], dict[tuple[int, int], dict[str, int]]]:
     """The counters recomputed from the examples table: per round, and per (round, user)."""
     status, fooled = Example.status, Example.fooled
     columns = {

@@ -17,19 +17,31 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from dynaforge.db.models import (
-    Context, Dataset, DatasetAccess, DatasetItem, Evaluation, Example, ExampleStatus, ModelRow, ModelStatus, Round,
+    Context,
+    Dataset,
+    DatasetAccess,
+    DatasetItem,
+    Evaluation,
+    Example,
+    ExampleStatus,
+    ModelRow,
+    ModelStatus,
+    Round,
     TaskRow,
 )
-from dynaforge.evaluation.variants import iter_variants
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound, text_problem
+from dynaforge.evaluation.variants import iter_variants
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.contexts import LineProblems, jsonl_objects, physical_lines
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
-DEFAULT_SPLITS = (("train", 0.8, DatasetAccess.STANDARD), ("dev", 0.1, DatasetAccess.STANDARD),
-                  ("test", 0.1, DatasetAccess.SCORING))
+DEFAULT_SPLITS = (
+    ("train", 0.8, DatasetAccess.STANDARD),
+    ("dev", 0.1, DatasetAccess.STANDARD),
+    ("test", 0.1, DatasetAccess.SCORING),
+)
 NAME = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,99}$")
 MAX_PAGE = 500
 
@@ -73,15 +85,21 @@ async def build_from_round(
     """Owners turn a round's accepted examples into train/dev/test data sets (by default the test split scores)."""
     actor, view = await _owned_task(p, actor, task_code, auth_error)
     if abs(sum(f for _, f, _ in splits) - 1.0) > 1e-9 or any(f < 0 for _, f, _ in splits):
-        raise InvalidInput.from_errors([FieldError("splits", "fractions", "fractions must be at least 0 and add up to 1")])
+        raise InvalidInput.from_errors(
+            [FieldError("splits", "fractions", "fractions must be at least 0 and add up to 1")]
+        )
     if any(access not in DatasetAccess.ALL for _, _, access in splits):
-        raise InvalidInput.from_errors([FieldError("splits", "access", f"access must be one of {', '.join(DatasetAccess.ALL)}")])
+        raise InvalidInput.from_errors(
+            [FieldError("splits", "access", f"access must be one of {', '.join(DatasetAccess.ALL)}")]
+        )
     async with p.db.write() as s:
         round_ = await s.scalar(select(Round).where(Round.task_id == view.row.id, Round.number == round_number))
         if round_ is None:
             raise NotFound(f"Task {task_code} has no round {round_number}")
         names = [f"r{round_number}-{name}" for name, _, _ in splits]
-        taken = list(await s.scalars(select(Dataset.name).where(Dataset.task_id == view.row.id, Dataset.name.in_(names))))
+        taken = list(
+            await s.scalars(select(Dataset.name).where(Dataset.task_id == view.row.id, Dataset.name.in_(names)))
+        )
         if taken:
             raise AlreadyExists(f"Data sets {', '.join(taken)} exist already; delete them first or use another round")
         rows = (
@@ -94,13 +112,19 @@ async def build_from_round(
         ).all()
         if not rows:
             raise InvalidInput.from_errors(
-                [FieldError("roundNumber", "empty", f"round {round_number} has no accepted examples yet; validate some first")]
+                [
+                    FieldError(
+                        "roundNumber",
+                        "empty",
+                        f"round {round_number} has no accepted examples yet; validate some first",
+                    )
+                ]
             )
         order = list(range(len(rows)))
         random.Random(seed).shuffle(order)
         sizes = split_sizes(len(rows), [f for _, f, _ in splits])
         made, start = [], 0
-        for (name, _, access), size in zip(splits, sizes):
+        for (name, _, access), size in zip(splits, sizes, strict=True):
             chosen = order[start : start + size]
             start += size
             dataset = Dataset(
@@ -140,7 +164,9 @@ async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: 
     the new evaluations' ids, to be sent to the jobs once the transaction has committed."""
     if not dataset_ids:
         return []
-    models = list(await s.scalars(select(ModelRow.id).where(ModelRow.task_id == task_id, ModelRow.backend.is_not(None))))
+    models = list(
+        await s.scalars(select(ModelRow.id).where(ModelRow.task_id == task_id, ModelRow.backend.is_not(None)))
+    )
     if not models:
         return []
     evaluations = [Evaluation(model_id=m, dataset_id=d) for m in models for d in dataset_ids]
@@ -170,8 +196,15 @@ async def _add_perturbed_copies(
         kinds[variant.perturbation] = variant.kind
     copies = []
     for name, items in sorted(by_name.items()):
-        copy = _copy_of(parent, name, kinds[name], len(items), actor, source="perturbed",
-                        description=f"{parent.name} perturbed by {name} ({kinds[name]}; seed {parent.seed})")
+        copy = _copy_of(
+            parent,
+            name,
+            kinds[name],
+            len(items),
+            actor,
+            source="perturbed",
+            description=f"{parent.name} perturbed by {name} ({kinds[name]}; seed {parent.seed})",
+        )
         s.add(copy)
         await s.flush()
         await _add_items(s, copy.id, [(None, values) for _, values in items], [original for original, _ in items])
@@ -183,13 +216,25 @@ def _copy_name(parent: Dataset, perturbation: str) -> str:
     return f"{parent.name}~{perturbation}"
 
 
-def _copy_of(parent: Dataset, perturbation: str, kind: str, size: int, actor: Actor, *, source: str,
-             description: str) -> Dataset:
+def _copy_of(
+    parent: Dataset, perturbation: str, kind: str, size: int, actor: Actor, *, source: str, description: str
+) -> Dataset:
     """A perturbed copy's row: the parent's task, access, round, split and seed, linked to it."""
-    return Dataset(task_id=parent.task_id, name=_copy_name(parent, perturbation), description=description,
-                   access=parent.access, source=source, round_id=parent.round_id, split=parent.split, seed=parent.seed,
-                   parent_id=parent.id, perturbation=perturbation, perturbation_kind=kind, size=size,
-                   created_by=actor.user_id)
+    return Dataset(
+        task_id=parent.task_id,
+        name=_copy_name(parent, perturbation),
+        description=description,
+        access=parent.access,
+        source=source,
+        round_id=parent.round_id,
+        split=parent.split,
+        seed=parent.seed,
+        parent_id=parent.id,
+        perturbation=perturbation,
+        perturbation_kind=kind,
+        size=size,
+        created_by=actor.user_id,
+    )
 
 
 async def _add_items(
@@ -204,8 +249,13 @@ async def _add_items(
         await s.execute(
             insert(DatasetItem),
             [
-                {"dataset_id": dataset_id, "position": position, "example_id": example_id, "fields": fields,
-                 "original_position": originals[position] if originals is not None else None}
+                {
+                    "dataset_id": dataset_id,
+                    "position": position,
+                    "example_id": example_id,
+                    "fields": fields,
+                    "original_position": originals[position] if originals is not None else None,
+                }
                 for position, (example_id, fields) in enumerate(items[start : start + 500], start)
             ],
         )
@@ -261,8 +311,14 @@ async def items(
     if not gold_visible:
         hidden = set(task.field_names(Role.TARGET)) if task is not None else set()
         rows = [
-            DatasetItem(id=r.id, dataset_id=r.dataset_id, position=r.position, example_id=None,
-                        original_position=r.original_position, fields={k: v for k, v in r.fields.items() if k not in hidden})
+            DatasetItem(
+                id=r.id,
+                dataset_id=r.dataset_id,
+                position=r.position,
+                example_id=None,
+                original_position=r.original_position,
+                fields={k: v for k, v in r.fields.items() if k not in hidden},
+            )
             for r in rows
         ]
     return ItemPage(rows, gold_visible, rows[-1].position if more and rows else None)
@@ -275,7 +331,8 @@ def _capped(errors: list[FieldError]) -> InvalidInput:
     """The first MAX_REPORTED problems of some records, and a count of the rest."""
     more = len(errors) - MAX_REPORTED
     return InvalidInput.from_errors(
-        errors[:MAX_REPORTED] + ([FieldError("records", "more", f"and {more} more problems")] if more > 0 else []))
+        errors[:MAX_REPORTED] + ([FieldError("records", "more", f"and {more} more problems")] if more > 0 else [])
+    )
 
 
 async def create_dataset(
@@ -311,8 +368,16 @@ async def create_dataset(
     async with p.db.write() as s:
         if await s.scalar(select(Dataset.id).where(Dataset.task_id == view.row.id, Dataset.name == name)) is not None:
             raise AlreadyExists(f"Task {task_code} already has a data set named {name!r}")
-        dataset = Dataset(task_id=view.row.id, name=name, description=description, access=access, source="upload",
-                          seed=seed, size=len(cleaned), created_by=actor.user_id)
+        dataset = Dataset(
+            task_id=view.row.id,
+            name=name,
+            description=description,
+            access=access,
+            source="upload",
+            seed=seed,
+            size=len(cleaned),
+            created_by=actor.user_id,
+        )
         s.add(dataset)
         await s.flush()
         await _add_items(s, dataset.id, [(None, fields) for fields in cleaned])
@@ -378,11 +443,21 @@ async def attach_perturbed_copy(
     actor, view = await _owned_task(p, actor, code, auth_error)
     errors = []
     if parent.parent_id is not None:
-        errors.append(FieldError("datasetId", "original", f"{parent.name} is itself a perturbed copy; attach the copy "
-                                 "to the data set it was made from"))
+        errors.append(
+            FieldError(
+                "datasetId",
+                "original",
+                f"{parent.name} is itself a perturbed copy; attach the copy to the data set it was made from",
+            )
+        )
     elif parent.access != DatasetAccess.SCORING:
-        errors.append(FieldError("datasetId", "scoring", f"{parent.name} is {parent.access}; only SCORING sets are "
-                                 "evaluated with their perturbed copies"))
+        errors.append(
+            FieldError(
+                "datasetId",
+                "scoring",
+                f"{parent.name} is {parent.access}; only SCORING sets are evaluated with their perturbed copies",
+            )
+        )
     if not PERTURBATION_NAME.match(perturbation or ""):
         errors.append(FieldError("perturbation", "format", "use 1 to 60 lowercase letters, digits, '_', '.' or '-'"))
     if kind not in PERTURBATION_KINDS:
@@ -394,17 +469,24 @@ async def attach_perturbed_copy(
     async with p.db.session() as s:
         originals = {
             position: fields
-            for position, fields in (await s.execute(
-                select(DatasetItem.position, DatasetItem.fields).where(DatasetItem.dataset_id == parent.id)
-            )).all()
+            for position, fields in (
+                await s.execute(
+                    select(DatasetItem.position, DatasetItem.fields).where(DatasetItem.dataset_id == parent.id)
+                )
+            ).all()
         }
     targets = view.task.field_names(Role.TARGET)
     cleaned: list[tuple[int, dict[str, Any]]] = []
     for location, record in records:
         position = record.get(ORIGINAL)
         if isinstance(position, bool) or not isinstance(position, int) or position not in originals:
-            errors.append(FieldError(f"{location}.{ORIGINAL}", "original",
-                                     f"must be the position of an item of {parent.name}, from 0 to {parent.size - 1}"))
+            errors.append(
+                FieldError(
+                    f"{location}.{ORIGINAL}",
+                    "original",
+                    f"must be the position of an item of {parent.name}, from 0 to {parent.size - 1}",
+                )
+            )
             continue
         fields = {k: v for k, v in record.items() if k != ORIGINAL}
         for name in targets:
@@ -420,8 +502,10 @@ async def attach_perturbed_copy(
     async with p.db.write() as s:
         old = await s.scalar(select(Dataset).where(Dataset.task_id == parent.task_id, Dataset.name == name))
         if old is not None and not replace:
-            raise AlreadyExists(f"{parent.name} already has a copy perturbed by {perturbation} ({name}); pass "
-                                "replace: true to put yours in its place")
+            raise AlreadyExists(
+                f"{parent.name} already has a copy perturbed by {perturbation} ({name}); pass "
+                "replace: true to put yours in its place"
+            )
         if old is not None:
             await s.execute(delete(Dataset).where(Dataset.id == old.id))
             # The original's figure of the old copy's kind (and of the new one's) came partly from the old copy:
@@ -430,8 +514,15 @@ async def attach_perturbed_copy(
             stale = {kind, old.perturbation_kind or (registered.kind if registered else "robustness")}
             for evaluation in await s.scalars(select(Evaluation).where(Evaluation.dataset_id == parent.id)):
                 evaluation.metrics = {k: v for k, v in evaluation.metrics.items() if k not in stale}
-        copy = _copy_of(parent, perturbation, kind, len(cleaned), actor, source="upload", description=description
-                        or f"{parent.name} perturbed by {perturbation} ({kind}; uploaded by an owner)")
+        copy = _copy_of(
+            parent,
+            perturbation,
+            kind,
+            len(cleaned),
+            actor,
+            source="upload",
+            description=description or f"{parent.name} perturbed by {perturbation} ({kind}; uploaded by an owner)",
+        )
         s.add(copy)
         await s.flush()
         await _add_items(s, copy.id, [(None, fields) for _, fields in cleaned], [position for position, _ in cleaned])

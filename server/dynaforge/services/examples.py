@@ -16,8 +16,8 @@ import json
 import logging
 import time
 from collections import Counter
-from datetime import datetime, timedelta
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -123,7 +123,7 @@ def read_output(task: Task, output: Any, model_input: dict[str, Any]) -> dict[st
     return task.read_model_output(output)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _takes_model_input(task_class: type) -> bool:
     return "model_input" in inspect.signature(task_class.read_model_output).parameters
 
@@ -133,9 +133,11 @@ async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str,
     specs = [ModelSpec.from_dict(m) for m in round_.target_models]
     if not specs:
         raise InferenceError(f"round {round_.number} of {task.code} has no target model")
-    answers = await asyncio.gather(*(p.inference.predict(spec, [model_input]) for spec in specs), return_exceptions=True)
+    answers = await asyncio.gather(
+        *(p.inference.predict(spec, [model_input]) for spec in specs), return_exceptions=True
+    )
     members = []
-    for spec, answer in zip(specs, answers):
+    for spec, answer in zip(specs, answers, strict=True):
         if isinstance(answer, BaseException):
             if isinstance(answer, InferenceError):
                 raise answer
@@ -166,8 +168,11 @@ def event_payload(example: Example, task_code: str, round_number: int) -> dict[s
         "status": example.status,
         "tag": example.tag,
         "time_taken_ms": example.time_taken_ms,
-        "votes": {"correct": example.validations_correct or 0, "incorrect": example.validations_incorrect or 0,
-                  "flagged": example.validations_flagged or 0},
+        "votes": {
+            "correct": example.validations_correct or 0,
+            "incorrect": example.validations_incorrect or 0,
+            "flagged": example.validations_flagged or 0,
+        },
         "created_at": as_utc(example.created_at).isoformat(),
     }
 
@@ -176,12 +181,22 @@ def example_from_payload(payload: dict[str, Any]) -> Example:
     """The (detached) row an event describes."""
     votes = payload.get("votes") or {}
     return Example(
-        id=payload["id"], task_id=payload["task_id"], round_id=payload["round_id"], user_id=payload["user_id"],
-        context_id=payload.get("context_id"), fields=payload["fields"], prediction=payload.get("prediction"),
-        model_predictions=payload.get("model_predictions") or {}, fooled=payload.get("fooled"),
-        status=payload["status"], tag=payload.get("tag"), time_taken_ms=payload.get("time_taken_ms"),
-        validations_correct=votes.get("correct", 0), validations_incorrect=votes.get("incorrect", 0),
-        validations_flagged=votes.get("flagged", 0), created_at=datetime.fromisoformat(payload["created_at"]),
+        id=payload["id"],
+        task_id=payload["task_id"],
+        round_id=payload["round_id"],
+        user_id=payload["user_id"],
+        context_id=payload.get("context_id"),
+        fields=payload["fields"],
+        prediction=payload.get("prediction"),
+        model_predictions=payload.get("model_predictions") or {},
+        fooled=payload.get("fooled"),
+        status=payload["status"],
+        tag=payload.get("tag"),
+        time_taken_ms=payload.get("time_taken_ms"),
+        validations_correct=votes.get("correct", 0),
+        validations_incorrect=votes.get("incorrect", 0),
+        validations_flagged=votes.get("flagged", 0),
+        created_at=datetime.fromisoformat(payload["created_at"]),
     )
 
 
@@ -215,7 +230,13 @@ async def submit(
         raise NotFound(f"No context {context_id} in task {task_code}; ask nextContext for one")
     if context is not None and context.round_id != round_.id:
         raise InvalidInput.from_errors(
-            [FieldError("contextId", "round", f"belongs to an earlier round; ask nextContext for one of round {round_.number}")]
+            [
+                FieldError(
+                    "contextId",
+                    "round",
+                    f"belongs to an earlier round; ask nextContext for one of round {round_.number}",
+                )
+            ]
         )
     if tag is not None and len(tag) > 100:
         raise InvalidInput.from_errors([FieldError("tag", "max_length", "must have at most 100 characters")])
@@ -281,9 +302,9 @@ async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, ta
     midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
     async with p.db.session() as s:
         written = await s.scalar(
-            select(func.count()).select_from(Example).where(
-                Example.task_id == task_id, Example.user_id == user_id, Example.created_at >= midnight
-            )
+            select(func.count())
+            .select_from(Example)
+            .where(Example.task_id == task_id, Example.user_id == user_id, Example.created_at >= midnight)
         )
     if written >= cap:
         retry = (midnight + timedelta(days=1) - now).total_seconds()
@@ -319,7 +340,9 @@ async def retract(p: Platform, actor: Actor | None, example_id: int, *, auth_err
         before = (example.status, example.fooled)
         example.status = ExampleStatus.RETRACTED
         example.updated_at = utcnow()
-        await move(s, round_id=example.round_id, user_id=example.user_id, before=before, after=(example.status, example.fooled))
+        await move(
+            s, round_id=example.round_id, user_id=example.user_id, before=before, after=(example.status, example.fooled)
+        )
     return example
 
 
@@ -344,7 +367,11 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
         rounds = {r.id: r for r in await s.scalars(select(Round).where(Round.id.in_({e.round_id for e in pending})))}
         context_ids = {e.context_id for e in pending if e.context_id is not None}
         contexts = {c.id: c for c in await s.scalars(select(Context).where(Context.id.in_(context_ids)))}
-        codes = dict((await s.execute(select(TaskRow.id, TaskRow.code).where(TaskRow.id.in_({e.task_id for e in pending})))).all())
+        codes = dict(
+            (
+                await s.execute(select(TaskRow.id, TaskRow.code).where(TaskRow.id.in_({e.task_id for e in pending})))
+            ).all()
+        )
     done = 0
     for example in pending:
         task = p.plugins.registry.tasks.get(codes.get(example.task_id, ""))
@@ -385,7 +412,9 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
             )
             if example.context_id is not None and fooled:
                 await s.execute(
-                    update(Context).where(Context.id == example.context_id).values(total_fooled=Context.total_fooled + 1)
+                    update(Context)
+                    .where(Context.id == example.context_id)
+                    .values(total_fooled=Context.total_fooled + 1)
                 )
         done += 1
         example.status, example.prediction, example.fooled = ExampleStatus.CREATED, prediction, fooled
@@ -431,7 +460,9 @@ async def list_examples(
             [FieldError("first", "range", f"must be between 1 and {p.settings.page_max_size}")]
         )
     if status is not None and status not in ExampleStatus.ALL:
-        raise InvalidInput.from_errors([FieldError("status", "choice", f"must be one of {', '.join(ExampleStatus.ALL)}")])
+        raise InvalidInput.from_errors(
+            [FieldError("status", "choice", f"must be one of {', '.join(ExampleStatus.ALL)}")]
+        )
     where = [Example.task_id == view.row.id]
     if after:
         where.append(Example.id < decode_cursor(after))
@@ -440,8 +471,15 @@ async def list_examples(
     async with p.db.session() as s:
         if mine or not await task_service.is_owner(s, actor, view.row.id):
             where.append(Example.user_id == actor.user_id)
-        found = (await s.execute(select(Example, Round.number).join(Round, Round.id == Example.round_id)
-                                 .where(*where).order_by(Example.id.desc()).limit(limit + 1))).all()
+        found = (
+            await s.execute(
+                select(Example, Round.number)
+                .join(Round, Round.id == Example.round_id)
+                .where(*where)
+                .order_by(Example.id.desc())
+                .limit(limit + 1)
+            )
+        ).all()
     has_next = len(found) > limit
     rows = [example for example, _ in found[:limit]]
     numbers = {example.round_id: number for example, number in found[:limit]}

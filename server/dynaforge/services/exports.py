@@ -18,14 +18,23 @@ import hmac
 import json
 import os
 import re
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Callable, Iterable
+from typing import Any
 
 from sqlalchemy import func, select
 
 from dynaforge.db.models import (
-    Context, Dataset, DatasetAccess, DatasetItem, Example, ExampleStatus, Round, Validation, as_utc,
+    Context,
+    Dataset,
+    DatasetAccess,
+    DatasetItem,
+    Example,
+    ExampleStatus,
+    Round,
+    Validation,
+    as_utc,
 )
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import tasks as task_service
@@ -145,7 +154,9 @@ async def prepare_export(
         if not rounds:
             if round_number is None:
                 raise NotFound(f"Task {task_code} has no rounds yet")
-            numbers = list(await s.scalars(select(Round.number).where(Round.task_id == view.row.id).order_by(Round.number)))
+            numbers = list(
+                await s.scalars(select(Round.number).where(Round.task_id == view.row.id).order_by(Round.number))
+            )
             raise NotFound(f"Task {task_code} has no round {round_number}; its rounds are {_numbers(numbers)}")
         max_id = await s.scalar(select(func.max(Example.id)).where(Example.task_id == view.row.id)) or 0
         where = [Example.round_id.in_([r.id for r in rounds]), *_conditions(view.row.id, wanted, max_id, not owner)]
@@ -156,8 +167,9 @@ async def prepare_export(
             )
         }
     parts = tuple(RoundExport(r, *stats.get(r.id, (0, None))) for r in rounds)
-    return ExportPlan(view.task, view.row.id, parts, tuple(wanted), max_id, whole_task=round_number is None,
-                      withhold_scored=not owner)
+    return ExportPlan(
+        view.task, view.row.id, parts, tuple(wanted), max_id, whole_task=round_number is None, withhold_scored=not owner
+    )
 
 
 def _conditions(task_id: int, statuses: Iterable[str], max_id: int, withhold_scored: bool) -> list[Any]:
@@ -234,7 +246,9 @@ async def _pages(p: Platform, plan: ExportPlan, part: RoundExport, page_size: in
             context_ids = {e.context_id for e in examples if e.context_id is not None}
             contexts = {}
             if context_ids:
-                contexts = dict((await s.execute(select(Context.id, Context.fields).where(Context.id.in_(context_ids)))).all())
+                contexts = dict(
+                    (await s.execute(select(Context.id, Context.fields).where(Context.id.in_(context_ids)))).all()
+                )
         yield _Page(part, examples, contexts, validations)
         if len(examples) < page_size:
             return
@@ -294,7 +308,9 @@ def record(plan: ExportPlan, page: _Page, example: Example) -> dict[str, Any]:
 
 
 def _jsonl_chunk(plan: ExportPlan, page: _Page) -> bytes:
-    lines = [json.dumps(record(plan, page, e), ensure_ascii=False, separators=(",", ":"), default=str) for e in page.examples]
+    lines = [
+        json.dumps(record(plan, page, e), ensure_ascii=False, separators=(",", ":"), default=str) for e in page.examples
+    ]
     return ("\n".join(lines) + "\n").encode()
 
 
@@ -310,20 +326,28 @@ async def iter_jsonl(
 
 
 async def write_jsonl(
-    p: Platform, plan: ExportPlan, path: str | os.PathLike, *, page_size: int = PAGE_SIZE, progress: Progress | None = None
+    p: Platform,
+    plan: ExportPlan,
+    path: str | os.PathLike,
+    *,
+    page_size: int = PAGE_SIZE,
+    progress: Progress | None = None,
 ) -> ExportResult:
     """Write the export to ``path`` (replaced only once it is complete) and say what was written."""
     path = Path(path)
     partial = path.with_name(path.name + ".partial")
     counts = {part.split: 0 for part in plan.rounds}
     try:
-        with open(partial, "wb") as out:
+        out = await asyncio.to_thread(partial.open, "wb")
+        try:
             for part in plan.rounds:
                 async for page in _pages(p, plan, part, page_size):
                     await asyncio.to_thread(out.write, _jsonl_chunk(plan, page))
                     counts[part.split] += len(page.examples)
                     if progress is not None:
                         progress(len(page.examples))
+        finally:
+            await asyncio.to_thread(out.close)
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
@@ -498,7 +522,12 @@ def _table(plan: ExportPlan, layout: _Layout, schema, page: _Page):
 
 
 async def write_hf(
-    p: Platform, plan: ExportPlan, folder: str | os.PathLike, *, page_size: int = PAGE_SIZE, progress: Progress | None = None
+    p: Platform,
+    plan: ExportPlan,
+    folder: str | os.PathLike,
+    *,
+    page_size: int = PAGE_SIZE,
+    progress: Progress | None = None,
 ) -> ExportResult:
     """Write a folder that ``datasets.load_dataset(folder)`` loads: ``data/round{N}.parquet`` per round (split
     ``round{N}``, one row group per page) and a ``README.md`` dataset card describing the features.
@@ -580,7 +609,9 @@ def dataset_card(plan: ExportPlan, layout: _Layout, counts: dict[str, int]) -> s
         },
     }
     rows = "\n".join(
-        f"| `{part.split}` | {part.round.number} | {counts[part.split]} |" for part in plan.rounds if part.split in counts
+        f"| `{part.split}` | {part.round.number} | {counts[part.split]} |"
+        for part in plan.rounds
+        if part.split in counts
     )
     fields = "\n".join(_field_line(task, c) for c in layout.columns)
     first = splits[0] if splits else "round1"
@@ -693,7 +724,7 @@ def _yaml(value: Any, indent: int = 0) -> str:
         for item in value:
             if isinstance(item, (dict, list)) and item:
                 inner = _yaml(item, indent + 2)
-                out.append(f"{pad}- {inner[indent + 2:]}")
+                out.append(f"{pad}- {inner[indent + 2 :]}")
             else:
                 out.append(f"{pad}- {_yaml_inline(item)}\n")
         return "".join(out)

@@ -17,9 +17,10 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -142,22 +143,29 @@ async def import_examples(
             await asyncio.sleep(0)  # reading is synchronous: let the event loop serve others now and then
     if error_rows:
         if error_rows > MAX_REPORTED_ERRORS:
-            errors.append(FieldError(
-                "file", "too_many_errors",
-                f"{error_rows} records have errors in all; fix the ones above and import again to see the rest",
-            ))
+            errors.append(
+                FieldError(
+                    "file",
+                    "too_many_errors",
+                    f"{error_rows} records have errors in all; fix the ones above and import again to see the rest",
+                )
+            )
         raise InvalidInput(
             f"Nothing was imported: {error_rows} record(s) of {path.name} cannot be imported into {task_code}; "
-            "fix them and import the file again. "
-            + "; ".join(f"{e.field}: {e.message}" for e in errors),
+            "fix them and import the file again. " + "; ".join(f"{e.field}: {e.message}" for e in errors),
             errors,
         )
     if count == 0:
-        raise InvalidInput.from_errors([FieldError(
-            "file", "empty",
-            f"holds no example for task {task_code}"
-            + (f" ({sum(skipped.values())} record(s) skipped: {', '.join(skipped)})" if skipped else ""),
-        )])
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    "file",
+                    "empty",
+                    f"holds no example for task {task_code}"
+                    + (f" ({sum(skipped.values())} record(s) skipped: {', '.join(skipped)})" if skipped else ""),
+                )
+            ]
+        )
 
     # Pass 2: read again and insert, all in one transaction.
     inserted = 0
@@ -167,8 +175,9 @@ async def import_examples(
         batch: list[_Checked] = []
         for item in _checked(importer, path, task, Counter()):
             if isinstance(item, InvalidInput):  # the file changed since the first pass: roll everything back
-                raise InvalidInput(f"{path.name} changed during the import; nothing was imported. " + item.message,
-                                   item.field_errors)
+                raise InvalidInput(
+                    f"{path.name} changed during the import; nothing was imported. " + item.message, item.field_errors
+                )
             batch.append(item)
             if len(batch) == BATCH_SIZE:
                 inserted += await _insert(s, view.row.id, round_.id, user_id, batch)
@@ -180,11 +189,17 @@ async def import_examples(
             if progress is not None:
                 progress("importing", inserted, count)
         if inserted != count:
-            raise InvalidInput.from_errors([FieldError(
-                "file", "changed",
-                f"held {count} examples when it was checked and {inserted} when it was imported: it changed during "
-                "the import, so nothing was imported; import it again",
-            )])
+            raise InvalidInput.from_errors(
+                [
+                    FieldError(
+                        "file",
+                        "changed",
+                        f"held {count} examples when it was checked and {inserted} when it was imported: it changed "
+                        f"during "
+                        "the import, so nothing was imported; import it again",
+                    )
+                ]
+            )
     p.caches.rounds.pop(view.row.id)
     return ImportReport(
         task_code=task_code,
@@ -199,9 +214,7 @@ async def import_examples(
 # --------------------------------------------------------------------------- checks
 
 
-def _checked(
-    importer: Importer, path: Path, task: Task, skipped: Counter[str]
-) -> Iterator[_Checked | InvalidInput]:
+def _checked(importer: Importer, path: Path, task: Task, skipped: Counter[str]) -> Iterator[_Checked | InvalidInput]:
     """Each record of the file as a checked example or as its error; skipped records are counted in ``skipped``."""
     for item in importer.scan(path, task):
         if isinstance(item, SkippedRow):
@@ -214,11 +227,17 @@ def _checked(
             except InvalidInput as exc:
                 yield exc
         else:
-            yield InvalidInput.from_errors([FieldError(
-                "file", "importer",
-                f"importer {importer.name!r} produced {type(item).__name__}, not an ImportedExample; report it to "
-                "the plugin's authors",
-            )])
+            yield InvalidInput.from_errors(
+                [
+                    FieldError(
+                        "file",
+                        "importer",
+                        f"importer {importer.name!r} produced {type(item).__name__}, not an ImportedExample; report "
+                        f"it to "
+                        "the plugin's authors",
+                    )
+                ]
+            )
 
 
 def _check(item: ImportedExample, task: Task) -> dict[str, Any]:
@@ -235,11 +254,14 @@ def _check(item: ImportedExample, task: Task) -> dict[str, Any]:
         known = ", ".join(ExampleStatus.ALL)
         problems.append(FieldError(where, "status", f"status must be one of {known}; got {item.status!r}"))
     elif item.status == ExampleStatus.PENDING_PREDICTION:
-        problems.append(FieldError(
-            where, "status",
-            "has status PENDING_PREDICTION: the model never answered it, so it cannot be counted; let the server "
-            "that collected it predict it and export it again, or leave it out",
-        ))
+        problems.append(
+            FieldError(
+                where,
+                "status",
+                "has status PENDING_PREDICTION: the model never answered it, so it cannot be counted; let the server "
+                "that collected it predict it and export it again, or leave it out",
+            )
+        )
     if item.fooled is not None and not isinstance(item.fooled, bool):
         problems.append(FieldError(where, "fooled", f"fooled must be true, false or null; got {item.fooled!r}"))
     for name in ("votes_correct", "votes_incorrect", "votes_flagged"):
@@ -268,8 +290,13 @@ def _check(item: ImportedExample, task: Task) -> dict[str, Any]:
 
 def _storable(where: str, item: ImportedExample, cleaned: dict[str, Any]) -> list[FieldError]:
     """JSON values the databases can store: serialisable, and without NUL characters (PostgreSQL refuses them)."""
-    values = {"fields": cleaned, "prediction": item.prediction, "model_predictions": item.model_predictions,
-              "tag": item.tag, "flag_reason": item.flag_reason}
+    values = {
+        "fields": cleaned,
+        "prediction": item.prediction,
+        "model_predictions": item.model_predictions,
+        "tag": item.tag,
+        "flag_reason": item.flag_reason,
+    }
     problems = []
     for name, value in values.items():
         try:
@@ -330,28 +357,30 @@ async def _insert(s: AsyncSession, task_id: int, round_id: int, user_id: int, ba
         item = checked.source
         totals.update(counters.delta(None, (item.status, item.fooled)))
         votes = (item.votes_correct, item.votes_incorrect, item.votes_flagged)
-        rows.append({
-            "task_id": task_id,
-            "round_id": round_id,
-            "context_id": None,
-            "user_id": user_id,
-            "fields": checked.fields,
-            "prediction": item.prediction,
-            "model_predictions": item.model_predictions,
-            "fooled": item.fooled,
-            "status": item.status,
-            "tag": item.tag,
-            "time_taken_ms": item.time_taken_ms,
-            "inference_ms": None,
-            "validations_correct": votes[0],
-            "validations_incorrect": votes[1],
-            "validations_flagged": votes[2],
-            "validations_total": sum(votes),
-            "flag_reason": item.flag_reason,
-            "decided_at": now if item.status in (ExampleStatus.ACCEPTED, ExampleStatus.REJECTED) else None,
-            "created_at": now,
-            "updated_at": now,
-        })
+        rows.append(
+            {
+                "task_id": task_id,
+                "round_id": round_id,
+                "context_id": None,
+                "user_id": user_id,
+                "fields": checked.fields,
+                "prediction": item.prediction,
+                "model_predictions": item.model_predictions,
+                "fooled": item.fooled,
+                "status": item.status,
+                "tag": item.tag,
+                "time_taken_ms": item.time_taken_ms,
+                "inference_ms": None,
+                "validations_correct": votes[0],
+                "validations_incorrect": votes[1],
+                "validations_flagged": votes[2],
+                "validations_total": sum(votes),
+                "flag_reason": item.flag_reason,
+                "decided_at": now if item.status in (ExampleStatus.ACCEPTED, ExampleStatus.REJECTED) else None,
+                "created_at": now,
+                "updated_at": now,
+            }
+        )
     if rows:
         await s.execute(insert(Example.__table__), rows)
     await counters.bump(s, round_id=round_id, user_id=user_id, **totals)

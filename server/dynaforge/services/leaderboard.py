@@ -16,8 +16,8 @@ snapshots freeze a computed board.
 from __future__ import annotations
 
 import csv
-import json
 import io
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -133,35 +133,53 @@ async def compute(
             dataset_w = dataset_w if dataset_w is not None else dict(fork.dataset_weights) or None
         scoring = list(
             await s.scalars(
-                select(Dataset).where(
+                select(Dataset)
+                .where(
                     Dataset.task_id == view.row.id, Dataset.access == DatasetAccess.SCORING, Dataset.parent_id.is_(None)
-                ).order_by(Dataset.name)
+                )
+                .order_by(Dataset.name)
             )
         )
         # Rows of columns, not ORM objects: building a few hundred SQLModel instances costs more than the query.
         models = (
-            await s.execute(select(*ModelRow.__table__.columns)
-                            .where(ModelRow.task_id == view.row.id, ModelRow.published.is_(True)))
+            await s.execute(
+                select(*ModelRow.__table__.columns).where(ModelRow.task_id == view.row.id, ModelRow.published.is_(True))
+            )
         ).all()
         # Only the columns the board uses: the full rows carry details (per-slice and per-copy figures) and log
         # tails, several times the data, and building 2,000 ORM objects would dominate the query.
         evaluations = (
-            await s.execute(
-                select(Evaluation.model_id, Evaluation.dataset_id, Evaluation.metrics, Evaluation.throughput,
-                       Evaluation.memory_mb, Evaluation.details["intervals"].label("intervals")).where(
-                    Evaluation.model_id.in_([m.id for m in models]),
-                    Evaluation.dataset_id.in_([d.id for d in scoring]),
-                    Evaluation.status == EvaluationStatus.DONE,
+            (
+                await s.execute(
+                    select(
+                        Evaluation.model_id,
+                        Evaluation.dataset_id,
+                        Evaluation.metrics,
+                        Evaluation.throughput,
+                        Evaluation.memory_mb,
+                        Evaluation.details["intervals"].label("intervals"),
+                    ).where(
+                        Evaluation.model_id.in_([m.id for m in models]),
+                        Evaluation.dataset_id.in_([d.id for d in scoring]),
+                        Evaluation.status == EvaluationStatus.DONE,
+                    )
                 )
-            )
-        ).all() if models and scoring else []
-        names = dict((await s.execute(select(User.id, User.username).where(User.id.in_({m.user_id for m in models})))).all())
+            ).all()
+            if models and scoring
+            else []
+        )
+        names = dict(
+            (await s.execute(select(User.id, User.username).where(User.id.in_({m.user_id for m in models})))).all()
+        )
     dataset_names = {d.id: d.name for d in scoring}
     if dataset_w is not None:
         unknown = sorted(set(dataset_w) - set(dataset_names.values()))
         if unknown:
             raise InvalidInput.from_errors(
-                [FieldError(f"datasetWeights.{n}", "unknown", f"is not a scoring data set of {task_code}") for n in unknown]
+                [
+                    FieldError(f"datasetWeights.{n}", "unknown", f"is not a scoring data set of {task_code}")
+                    for n in unknown
+                ]
             )
     scores: dict[int, dict[str, dict[str, float | None]]] = {m.id: {} for m in models}
     intervals: dict[tuple[int, str, str], tuple[float, float]] = {}
@@ -174,13 +192,17 @@ async def compute(
             intervals[(e.model_id, dataset_names[e.dataset_id], metric)] = tuple(bounds)  # type: ignore[index]
     if dataset_w is None:
         dataset_w = {name: 1.0 for name in dataset_names.values()} if dataset_names else None
-    computed = dynascore.compute_board(
-        [dynascore.ModelScores(str(m.id), scores[m.id]) for m in models] if dataset_w else [],
-        specs,
-        principal=task.principal_metric,
-        metric_weights=metric_w,
-        dataset_weights=dataset_w,
-    ) if dataset_w else None
+    computed = (
+        dynascore.compute_board(
+            [dynascore.ModelScores(str(m.id), scores[m.id]) for m in models] if dataset_w else [],
+            specs,
+            principal=task.principal_metric,
+            metric_weights=metric_w,
+            dataset_weights=dataset_w,
+        )
+        if dataset_w
+        else None
+    )
     by_id = {m.id: m for m in models}
     weights = computed.metric_weights if computed else {}
     rows = []
@@ -236,41 +258,71 @@ def to_csv(board: Board) -> str:
     writer.writerow(["rank", "model_id", "model", "submitter", "dynascore", *names, "missing"])
     for row in board.rows:
         values = {m.name: m.value for m in row.metrics}
-        writer.writerow([
-            "" if row.rank is None else row.rank, row.model_id, row.model_name, row.submitter or "",
-            "" if row.dynascore is None else repr(row.dynascore),
-            *("" if values[n] is None else repr(values[n]) for n in names), " ".join(row.missing),
-        ])
+        writer.writerow(
+            [
+                "" if row.rank is None else row.rank,
+                row.model_id,
+                row.model_name,
+                row.submitter or "",
+                "" if row.dynascore is None else repr(row.dynascore),
+                *("" if values[n] is None else repr(values[n]) for n in names),
+                " ".join(row.missing),
+            ]
+        )
     return out.getvalue()
 
 
 async def save_fork(
-    p: Platform, actor: Actor | None, task_code: str, name: str, *, metric_weights: dict[str, float] | None,
-    dataset_weights: dict[str, float] | None, description: str = "", auth_error: str | None = None,
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    name: str,
+    *,
+    metric_weights: dict[str, float] | None,
+    dataset_weights: dict[str, float] | None,
+    description: str = "",
+    auth_error: str | None = None,
 ) -> LeaderboardFork:
     """Save weights under a name (checked by computing the board with them once)."""
     actor = require_human(actor, auth_error)
     if not 1 <= len(name.strip()) <= 100 or len(description) > 2000:
-        raise InvalidInput.from_errors([FieldError("name", "length", "give a name of 1 to 100 characters "
-                                                   "(and a description of at most 2000)")])
+        raise InvalidInput.from_errors(
+            [FieldError("name", "length", "give a name of 1 to 100 characters (and a description of at most 2000)")]
+        )
     await compute(p, actor, task_code, metric_weights=metric_weights, dataset_weights=dataset_weights)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.write() as s:
-        taken = await s.scalar(select(LeaderboardFork.id).where(
-            LeaderboardFork.task_id == view.row.id, LeaderboardFork.user_id == actor.user_id,
-            LeaderboardFork.name == name.strip()))
+        taken = await s.scalar(
+            select(LeaderboardFork.id).where(
+                LeaderboardFork.task_id == view.row.id,
+                LeaderboardFork.user_id == actor.user_id,
+                LeaderboardFork.name == name.strip(),
+            )
+        )
         if taken is not None:
             raise AlreadyExists(f"You already have a fork named {name.strip()!r} on {task_code}")
-        fork = LeaderboardFork(task_id=view.row.id, user_id=actor.user_id, name=name.strip(), description=description,
-                               metric_weights=dict(metric_weights or {}), dataset_weights=dict(dataset_weights or {}))
+        fork = LeaderboardFork(
+            task_id=view.row.id,
+            user_id=actor.user_id,
+            name=name.strip(),
+            description=description,
+            metric_weights=dict(metric_weights or {}),
+            dataset_weights=dict(dataset_weights or {}),
+        )
         s.add(fork)
         await s.flush()
     return fork
 
 
 async def snapshot(
-    p: Platform, actor: Actor | None, task_code: str, name: str, *, metric_weights: dict[str, float] | None,
-    dataset_weights: dict[str, float] | None, auth_error: str | None = None,
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    name: str,
+    *,
+    metric_weights: dict[str, float] | None,
+    dataset_weights: dict[str, float] | None,
+    auth_error: str | None = None,
 ) -> LeaderboardSnapshot:
     """Freeze the board as computed now with these weights."""
     actor = require_human(actor, auth_error)
@@ -279,15 +331,34 @@ async def snapshot(
     board = await compute(p, actor, task_code, metric_weights=metric_weights, dataset_weights=dataset_weights)
     view = await task_service.get_task(p, actor, task_code)
     rows = [
-        {"model_id": r.model_id, "model": r.model_name, "submitter": r.submitter, "rank": r.rank,
-         "dynascore": r.dynascore, "missing": r.missing,
-         "metrics": [{"name": m.name, "value": m.value, "weight": m.weight,
-                      "interval": list(m.interval) if m.interval else None} for m in r.metrics]}
+        {
+            "model_id": r.model_id,
+            "model": r.model_name,
+            "submitter": r.submitter,
+            "rank": r.rank,
+            "dynascore": r.dynascore,
+            "missing": r.missing,
+            "metrics": [
+                {
+                    "name": m.name,
+                    "value": m.value,
+                    "weight": m.weight,
+                    "interval": list(m.interval) if m.interval else None,
+                }
+                for m in r.metrics
+            ],
+        }
         for r in board.rows
     ]
     async with p.db.write() as s:
-        row = LeaderboardSnapshot(task_id=view.row.id, user_id=actor.user_id, name=name.strip(),
-                                  metric_weights=board.metric_weights, dataset_weights=board.dataset_weights, rows=rows)
+        row = LeaderboardSnapshot(
+            task_id=view.row.id,
+            user_id=actor.user_id,
+            name=name.strip(),
+            metric_weights=board.metric_weights,
+            dataset_weights=board.dataset_weights,
+            rows=rows,
+        )
         s.add(row)
         await s.flush()
     return row

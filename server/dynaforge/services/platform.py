@@ -33,7 +33,7 @@ class Platform:
         db: Database | None = None,
         plugins: Plugins | None = None,
         inference: InferenceClient | None = None,
-    ) -> "Platform":
+    ) -> Platform:
         plugins = plugins or Plugins(allowlist=settings.plugin_allowlist())
         return cls(
             settings=settings,

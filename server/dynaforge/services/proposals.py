@@ -25,7 +25,9 @@ async def propose(
     actor = require_human(actor, auth_error)
     errors = []
     if not CODE.match(code or ""):
-        errors.append(FieldError("code", "format", "use 2 to 40 lowercase letters, digits or _, starting with a letter"))
+        errors.append(
+            FieldError("code", "format", "use 2 to 40 lowercase letters, digits or _, starting with a letter")
+        )
     if not 1 <= len((name or "").strip()) <= 200:
         errors.append(FieldError("name", "length", "must have 1 to 200 characters"))
     if len(description or "") > 5000:
@@ -46,7 +48,12 @@ async def propose(
 
 
 async def decide(
-    p: Platform, actor: Actor | None, proposal_id: int, *, accept: bool, note: str | None = None,
+    p: Platform,
+    actor: Actor | None,
+    proposal_id: int,
+    *,
+    accept: bool,
+    note: str | None = None,
     auth_error: str | None = None,
 ) -> TaskProposal:
     actor = require_user(actor, auth_error)
@@ -62,13 +69,20 @@ async def decide(
         if p.plugins.task(proposal.code) is None:
             known = ", ".join(sorted(p.plugins.registry.tasks)) or "none"
             raise InvalidInput.from_errors(
-                [FieldError("id", "plugin", f"no installed plugin provides task {proposal.code!r} (installed: {known}); "
-                            "install the task's plugin on the server and restart it, then accept")]
+                [
+                    FieldError(
+                        "id",
+                        "plugin",
+                        f"no installed plugin provides task {proposal.code!r} (installed: {known}); "
+                        "install the task's plugin on the server and restart it, then accept",
+                    )
+                ]
             )
         await task_service.sync_registered_tasks(p)
     async with p.db.write() as s:
-        proposal = await s.get(TaskProposal, proposal_id, with_for_update=s.bind.dialect.name == "postgresql",
-                               populate_existing=True)
+        proposal = await s.get(
+            TaskProposal, proposal_id, with_for_update=s.bind.dialect.name == "postgresql", populate_existing=True
+        )
         if proposal.status != ProposalStatus.PENDING:
             raise Conflict(f"Proposal {proposal_id} was already {proposal.status.lower()}")
         proposal.status = ProposalStatus.ACCEPTED if accept else ProposalStatus.DECLINED
@@ -89,7 +103,9 @@ async def list_proposals(
     """Admins see every proposal, others their own; newest first."""
     actor = require_user(actor, auth_error)
     if status is not None and status not in ProposalStatus.ALL:
-        raise InvalidInput.from_errors([FieldError("status", "choice", f"must be one of {', '.join(ProposalStatus.ALL)}")])
+        raise InvalidInput.from_errors(
+            [FieldError("status", "choice", f"must be one of {', '.join(ProposalStatus.ALL)}")]
+        )
     where = []
     if not actor.is_admin:
         where.append(TaskProposal.user_id == actor.user_id)

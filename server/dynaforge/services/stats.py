@@ -42,7 +42,7 @@ class Stats:
         return self.fooled / self.collected if self.collected else None
 
     @classmethod
-    def of(cls, row) -> "Stats":
+    def of(cls, row) -> Stats:
         return cls(**{name: int(getattr(row, name) or 0) for name in COUNTERS})
 
 
@@ -60,7 +60,13 @@ class UserStats:
 async def task_stats(p: Platform, task_id: int) -> Stats:
     """The sum of the counters of every round of the task."""
     async with p.db.session() as s:
-        row = (await s.execute(select(*(func.coalesce(func.sum(getattr(Round, c)), 0).label(c) for c in COUNTERS)).where(Round.task_id == task_id))).one()
+        row = (
+            await s.execute(
+                select(*(func.coalesce(func.sum(getattr(Round, c)), 0).label(c) for c in COUNTERS)).where(
+                    Round.task_id == task_id
+                )
+            )
+        ).one()
     return Stats.of(row)
 
 
@@ -90,7 +96,9 @@ async def leaderboard(p: Platform, round_id: int, *, first: int = 20, offset: in
     return [UserStats(r.user_id, name, offset + i + 1, Stats.of(r)) for i, (r, name) in enumerate(rows)]
 
 
-async def my_stats(p: Platform, actor: Actor | None, task_code: str, *, auth_error: str | None = None) -> list[tuple[int, Stats]]:
+async def my_stats(
+    p: Platform, actor: Actor | None, task_code: str, *, auth_error: str | None = None
+) -> list[tuple[int, Stats]]:
     """The signed-in user's counters in each round of a task where they wrote something, by round number."""
     actor = require_human(actor, auth_error)
     view = await task_service.get_task(p, actor, task_code)

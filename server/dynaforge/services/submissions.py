@@ -30,8 +30,10 @@ CARD_FIELDS = {"parameters", "license", "paper", "description", "training_data"}
 def check_card(card: dict[str, Any] | None) -> dict[str, Any]:
     """A model card: parameters (a count), license, paper (a URL), description, training_data; all optional."""
     card = dict(card or {})
-    errors = [FieldError(f"card.{k}", "unknown", f"is not a card field; use {', '.join(sorted(CARD_FIELDS))}")
-              for k in sorted(set(card) - CARD_FIELDS)]
+    errors = [
+        FieldError(f"card.{k}", "unknown", f"is not a card field; use {', '.join(sorted(CARD_FIELDS))}")
+        for k in sorted(set(card) - CARD_FIELDS)
+    ]
     parameters = card.get("parameters")
     if parameters is not None and (not isinstance(parameters, int) or isinstance(parameters, bool) or parameters < 0):
         errors.append(FieldError("card.parameters", "type", "must be a whole number of parameters, at least 0"))
@@ -83,10 +85,18 @@ async def submit_model(
             trusted = await task_service.is_owner(s, actor, view.row.id)
         if not trusted:
             # A backend such as python names code that the evaluation worker would import and run.
-            raise InvalidInput.from_errors([FieldError(
-                "backend", "not_allowed",
-                f"model builders submit with {', '.join(sorted(open_to_all)) or 'no backend'}; {backend!r} runs "
-                "code on the server and is for the task's owners and admins (serve your model over http instead)")])
+            raise InvalidInput.from_errors(
+                [
+                    FieldError(
+                        "backend",
+                        "not_allowed",
+                        f"model builders submit with {', '.join(sorted(open_to_all)) or 'no backend'}; {backend!r} "
+                        f"runs "
+                        "code on the server and is for the task's owners and admins (serve your model over http "
+                        "instead)",
+                    )
+                ]
+            )
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
     card = check_card(card)
     async with p.db.write() as s:
@@ -107,8 +117,12 @@ async def submit_model(
             await s.scalars(
                 select(Dataset.id)
                 .where(Dataset.task_id == view.row.id)
-                .where(or_(Dataset.access == DatasetAccess.SCORING,
-                           Dataset.parent_id.in_(select(Dataset.id).where(Dataset.access == DatasetAccess.SCORING))))
+                .where(
+                    or_(
+                        Dataset.access == DatasetAccess.SCORING,
+                        Dataset.parent_id.in_(select(Dataset.id).where(Dataset.access == DatasetAccess.SCORING)),
+                    )
+                )
                 .order_by(Dataset.id)
             )
         )
@@ -135,7 +149,9 @@ async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
     running); the runner resumes each from its stored chunks. Returns how many were sent."""
     statuses = [EvaluationStatus.QUEUED, EvaluationStatus.RUNNING] if running_too else [EvaluationStatus.QUEUED]
     async with p.db.session() as s:
-        ids = list(await s.scalars(select(Evaluation.id).where(Evaluation.status.in_(statuses)).order_by(Evaluation.id)))
+        ids = list(
+            await s.scalars(select(Evaluation.id).where(Evaluation.status.in_(statuses)).order_by(Evaluation.id))
+        )
     enqueue(p, ids)
     return len(ids)
 
@@ -163,8 +179,10 @@ async def get_model(p: Platform, actor: Actor | None, model_id: int) -> tuple[Mo
 async def evaluations_of(p: Platform, model_id: int) -> list[tuple[Evaluation, Dataset]]:
     async with p.db.session() as s:
         rows = await s.execute(
-            select(Evaluation, Dataset).join(Dataset, Dataset.id == Evaluation.dataset_id)
-            .where(Evaluation.model_id == model_id).order_by(Dataset.name)
+            select(Evaluation, Dataset)
+            .join(Dataset, Dataset.id == Evaluation.dataset_id)
+            .where(Evaluation.model_id == model_id)
+            .order_by(Dataset.name)
         )
         return [(e, d) for e, d in rows.all()]
 
@@ -203,16 +221,32 @@ async def submit_predictions(
     if dataset.size == 0:
         raise InvalidInput.from_errors([FieldError("datasetName", "empty", f"{dataset_name} has no items to predict")])
     if not isinstance(predictions, list) or len(predictions) != dataset.size or len(predictions) > MAX_PREDICTIONS:
-        raise InvalidInput.from_errors([FieldError(
-            "predictions", "count", f"give exactly one prediction per item of {dataset_name}: {dataset.size}")])
-    problems = [FieldError(f"predictions[{i}]", "type", "must be a JSON object such as a model server returns")
-                for i, value in enumerate(predictions) if not isinstance(value, dict)]
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    "predictions", "count", f"give exactly one prediction per item of {dataset_name}: {dataset.size}"
+                )
+            ]
+        )
+    problems = [
+        FieldError(f"predictions[{i}]", "type", "must be a JSON object such as a model server returns")
+        for i, value in enumerate(predictions)
+        if not isinstance(value, dict)
+    ]
     if problems:
         raise InvalidInput.from_errors(problems[:50])
     async with p.db.write() as s:
         await _check_throttle(s, view, actor, task_code)
-        model = ModelRow(task_id=view.row.id, user_id=actor.user_id, name=name.strip(), backend=None,
-                         config={"predictions_for": dataset_name}, card=card, published=published, anonymous=anonymous)
+        model = ModelRow(
+            task_id=view.row.id,
+            user_id=actor.user_id,
+            name=name.strip(),
+            backend=None,
+            config={"predictions_for": dataset_name},
+            card=card,
+            published=published,
+            anonymous=anonymous,
+        )
         s.add(model)
         await s.flush()
         evaluation = Evaluation(model_id=model.id, dataset_id=dataset.id)

@@ -39,7 +39,7 @@ class TaskSettings:
     context_strategy: str = "least_used"
 
     @classmethod
-    def of(cls, task: Task, stored: dict[str, Any]) -> "TaskSettings":
+    def of(cls, task: Task, stored: dict[str, Any]) -> TaskSettings:
         values = {k: stored[k] for k in cls.__dataclass_fields__ if stored.get(k) is not None}
         values.setdefault("validation_quorum", task.validation_quorum)
         return cls(**values)
@@ -101,7 +101,9 @@ async def is_owner(s: AsyncSession, actor: Actor | None, task_id: int) -> bool:
     if actor.user_id is None:
         return False
     return (
-        await s.scalar(select(TaskOwner.user_id).where(TaskOwner.task_id == task_id, TaskOwner.user_id == actor.user_id))
+        await s.scalar(
+            select(TaskOwner.user_id).where(TaskOwner.task_id == task_id, TaskOwner.user_id == actor.user_id)
+        )
     ) is not None
 
 
@@ -161,7 +163,9 @@ async def get_round(p: Platform, task_id: int, number: int | None = None) -> Rou
         return await s.scalar(select(Round).where(Round.task_id == task_id, Round.number == number))
 
 
-async def grant_ownership(p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None) -> None:
+async def grant_ownership(
+    p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None
+) -> None:
     """Admins make a user an owner of a task (idempotent)."""
     actor = require_user(actor, auth_error)
     if not actor.is_admin:
@@ -175,7 +179,9 @@ async def grant_ownership(p: Platform, actor: Actor | None, code: str, user_id: 
     p.caches.webhooks.pop(view.row.id)  # what the new owner's webhooks may receive changed
 
 
-async def revoke_ownership(p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None) -> None:
+async def revoke_ownership(
+    p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None
+) -> None:
     """Admins take a task away from one of its owners (idempotent)."""
     actor = require_user(actor, auth_error)
     if not actor.is_admin:
@@ -199,7 +205,12 @@ async def user_id_by_name(p: Platform, username: str) -> int:
 async def owners(p: Platform, task_id: int) -> list[User]:
     async with p.db.session() as s:
         return list(
-            await s.scalars(select(User).join(TaskOwner, TaskOwner.user_id == User.id).where(TaskOwner.task_id == task_id).order_by(User.username))
+            await s.scalars(
+                select(User)
+                .join(TaskOwner, TaskOwner.user_id == User.id)
+                .where(TaskOwner.task_id == task_id)
+                .order_by(User.username)
+            )
         )
 
 
@@ -285,7 +296,9 @@ async def open_next_round(
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 5000 characters")])
     specs = check_target_models(p, models, rule or "majority") if models is not None else None
     if specs is None and rule is not None and rule not in ENSEMBLE_RULES:
-        raise InvalidInput.from_errors([FieldError("ensembleRule", "choice", f"must be one of {', '.join(ENSEMBLE_RULES)}")])
+        raise InvalidInput.from_errors(
+            [FieldError("ensembleRule", "choice", f"must be one of {', '.join(ENSEMBLE_RULES)}")]
+        )
     try:
         async with p.db.write() as s:
             previous = await _owned_open_round(s, actor, view, "open its next round")
@@ -296,8 +309,11 @@ async def open_next_round(
                 task_id=view.row.id,
                 number=(previous.number if previous else 0) + 1,
                 description=description,
-                target_models=[m.as_dict() for m in specs] if specs is not None
-                else list(previous.target_models if previous else [m.as_dict() for m in view.task.default_target_models]),
+                target_models=[m.as_dict() for m in specs]
+                if specs is not None
+                else list(
+                    previous.target_models if previous else [m.as_dict() for m in view.task.default_target_models]
+                ),
                 ensemble_rule=rule or (previous.ensemble_rule if previous else "majority"),
                 secret=secrets.token_hex(32),
                 started_at=now,
@@ -320,7 +336,9 @@ async def open_next_round(
                     )
                 )
     except IntegrityError as exc:
-        raise Conflict(f"Another owner opened the next round of {code} at the same time; read task.currentRound") from exc
+        raise Conflict(
+            f"Another owner opened the next round of {code} at the same time; read task.currentRound"
+        ) from exc
     finally:
         p.caches.rounds.pop(view.row.id)
     await announce_round(p, code, new, "OPENED")
@@ -334,10 +352,20 @@ async def announce_round(p: Platform, code: str, round_: Round, change: str) -> 
     """A ``roundChanged`` event (subscribers and webhooks) after the change has committed."""
     from dynaforge.services.webhooks import announce  # webhooks reads tasks through this module
 
-    await announce(p, "roundChanged", code, round_.task_id, {
-        "task_code": code, "task_id": round_.task_id, "round_id": round_.id, "number": round_.number,
-        "change": change, "at": utcnow().isoformat(),
-    })
+    await announce(
+        p,
+        "roundChanged",
+        code,
+        round_.task_id,
+        {
+            "task_code": code,
+            "task_id": round_.task_id,
+            "round_id": round_.id,
+            "number": round_.number,
+            "change": change,
+            "at": utcnow().isoformat(),
+        },
+    )
 
 
 async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error: str | None = None) -> Round:
@@ -425,7 +453,13 @@ def check_target_models(p: Platform, models: list[dict], rule: str) -> list[Mode
 
 
 async def set_target_models(
-    p: Platform, actor: Actor | None, code: str, models: list[dict], rule: str = "majority", *, auth_error: str | None = None
+    p: Platform,
+    actor: Actor | None,
+    code: str,
+    models: list[dict],
+    rule: str = "majority",
+    *,
+    auth_error: str | None = None,
 ) -> Round:
     """Owners (and admins) put one model or an ensemble in the loop of the task's open round."""
     actor = require_user(actor, auth_error)

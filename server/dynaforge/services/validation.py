@@ -24,12 +24,13 @@ from sqlalchemy import exists, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from dynaforge.db.models import Context, Example, ExampleStatus as S, Round, TaskRow, Validation, utcnow
+from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, utcnow
+from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import tasks as task_service
+from dynaforge.services import webhooks
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import move
-from dynaforge.services import webhooks
 from dynaforge.services.examples import event_payload
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
@@ -70,7 +71,9 @@ async def example_to_validate(
                 seen_tags = (
                     select(Example.tag)
                     .join(Validation, Validation.example_id == Example.id)
-                    .where(Validation.user_id == actor.user_id, Example.task_id == view.row.id, Example.tag.is_not(None))
+                    .where(
+                        Validation.user_id == actor.user_id, Example.task_id == view.row.id, Example.tag.is_not(None)
+                    )
                 )
                 where.append(Example.tag.is_(None) | Example.tag.not_in(seen_tags.scalar_subquery()))
             order = [Example.fooled.desc(), Example.validations_total, Example.id]
@@ -78,7 +81,11 @@ async def example_to_validate(
     if not candidates:
         return None
     first = candidates[0]
-    best = [c for c in candidates if (c.status, c.fooled, c.validations_total) == (first.status, first.fooled, first.validations_total)]
+    best = [
+        c
+        for c in candidates
+        if (c.status, c.fooled, c.validations_total) == (first.status, first.fooled, first.validations_total)
+    ]
     return random.choice(best)
 
 
@@ -92,7 +99,9 @@ def _check_vote(label: str, reason: str | None) -> None:
         raise InvalidInput.from_errors(errors)
 
 
-def _check_correction(view: task_service.TaskView, example: Example, context: dict | None, label: str, corrected: Any) -> dict | None:
+def _check_correction(
+    view: task_service.TaskView, example: Example, context: dict | None, label: str, corrected: Any
+) -> dict | None:
     """A corrected target goes with an INCORRECT vote and must be a valid target for the example."""
     if corrected is None:
         return None
@@ -103,7 +112,13 @@ def _check_correction(view: task_service.TaskView, example: Example, context: di
     targets = view.task.field_names(Role.TARGET)
     if not isinstance(corrected, dict) or not corrected or set(corrected) - set(targets):
         raise InvalidInput.from_errors(
-            [FieldError("correctedTarget", "fields", f"must be an object with some of the target fields {', '.join(targets)}")]
+            [
+                FieldError(
+                    "correctedTarget",
+                    "fields",
+                    f"must be an object with some of the target fields {', '.join(targets)}",
+                )
+            ]
         )
     merged = {**example.fields, **corrected}
     try:
@@ -176,7 +191,9 @@ async def validate(
     _check_vote(label, reason)
     peek, view, context, number = await _peek(p, actor, example_id)
     p.limiter.hit(
-        f"validations:{actor.user_id}:{view.task.code}", p.settings.validations_per_minute, 60.0,
+        f"validations:{actor.user_id}:{view.task.code}",
+        p.settings.validations_per_minute,
+        60.0,
         f"validations for {view.task.code}",
     )
     correction = _check_correction(view, peek, context, label, corrected_target)
@@ -208,7 +225,11 @@ async def validate(
                     by_owner=by_owner,
                 )
             )
-            attribute = {CORRECT: "validations_correct", INCORRECT: "validations_incorrect", FLAGGED: "validations_flagged"}[label]
+            attribute = {
+                CORRECT: "validations_correct",
+                INCORRECT: "validations_incorrect",
+                FLAGGED: "validations_flagged",
+            }[label]
             setattr(example, attribute, getattr(example, attribute) + 1)
             example.validations_total += 1
             example.updated_at = utcnow()
@@ -216,7 +237,13 @@ async def validate(
             if decided is not None:
                 before = (example.status, example.fooled)
                 example.status, example.decided_at = decided, utcnow()
-                await move(s, round_id=example.round_id, user_id=example.user_id, before=before, after=(decided, example.fooled))
+                await move(
+                    s,
+                    round_id=example.round_id,
+                    user_id=example.user_id,
+                    before=before,
+                    after=(decided, example.fooled),
+                )
             await s.flush()
     except IntegrityError as exc:  # the same user voting twice at the same moment
         raise AlreadyExists(f"You already validated example {example_id}") from exc
@@ -238,7 +265,9 @@ async def flag(
         raise InvalidInput.from_errors([FieldError("reason", "length", f"say why, in 1 to {MAX_REASON} characters")])
     _, view, _, number = await _peek(p, actor, example_id)
     p.limiter.hit(
-        f"validations:{actor.user_id}:{view.task.code}", p.settings.validations_per_minute, 60.0,
+        f"validations:{actor.user_id}:{view.task.code}",
+        p.settings.validations_per_minute,
+        60.0,
         f"validations for {view.task.code}",
     )
     try:
@@ -251,12 +280,18 @@ async def flag(
             if example.user_id != actor.user_id:
                 await _refuse_second_vote(s, example_id, actor)
                 by_owner = await task_service.is_owner(s, actor, example.task_id)
-                s.add(Validation(example_id=example_id, user_id=actor.user_id, label=FLAGGED, reason=reason, by_owner=by_owner))
+                s.add(
+                    Validation(
+                        example_id=example_id, user_id=actor.user_id, label=FLAGGED, reason=reason, by_owner=by_owner
+                    )
+                )
                 example.validations_flagged += 1
                 example.validations_total += 1
             before = (example.status, example.fooled)
             example.status, example.flag_reason, example.updated_at = S.FLAGGED, reason, utcnow()
-            await move(s, round_id=example.round_id, user_id=example.user_id, before=before, after=(S.FLAGGED, example.fooled))
+            await move(
+                s, round_id=example.round_id, user_id=example.user_id, before=before, after=(S.FLAGGED, example.fooled)
+            )
             await s.flush()
     except IntegrityError as exc:
         raise AlreadyExists(f"You already validated example {example_id}") from exc
@@ -270,6 +305,8 @@ async def _announce(p: Platform, task_code: str, round_number: int, example: Exa
 
 
 def _votes(example: Example) -> dict[str, int]:
-    return {"correct": example.validations_correct, "incorrect": example.validations_incorrect,
-            "flagged": example.validations_flagged}
-
+    return {
+        "correct": example.validations_correct,
+        "incorrect": example.validations_incorrect,
+        "flagged": example.validations_flagged,
+    }

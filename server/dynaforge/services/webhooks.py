@@ -39,7 +39,8 @@ from urllib.parse import urlsplit
 
 from sqlalchemy import func, select, update
 
-from dynaforge.db.models import TaskOwner, TaskRow, User, Webhook, WebhookDelivery, WebhookDeliveryStatus as D, utcnow
+from dynaforge.db.models import TaskOwner, TaskRow, User, Webhook, WebhookDelivery, utcnow
+from dynaforge.db.models import WebhookDeliveryStatus as D
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
@@ -57,6 +58,7 @@ CACHE_S = 5.0
 
 # --------------------------------------------------------------------------- signing (Standard Webhooks)
 
+
 def secret_for(settings: Settings, webhook_id: int, salt: str) -> str:
     key = hmac.new(settings.secret_key.encode(), f"webhook:{webhook_id}:{salt}".encode(), hashlib.sha256).digest()
     return "whsec_" + base64.b64encode(key).decode()
@@ -69,17 +71,23 @@ def sign(secret: str, message_id: str, timestamp: int, body: str) -> str:
     return "v1," + base64.b64encode(mac).decode()
 
 
-def verify(secret: str, headers: dict[str, str], body: str, *, tolerance_s: int = 300, now: float | None = None) -> bool:
+def verify(
+    secret: str, headers: dict[str, str], body: str, *, tolerance_s: int = 300, now: float | None = None
+) -> bool:
     """What a receiver does (and the tests): the signature matches and the timestamp is recent."""
     message_id, timestamp = headers.get("webhook-id", ""), headers.get("webhook-timestamp", "")
     if not timestamp.isdigit() or abs((now or time.time()) - int(timestamp)) > tolerance_s:
         return False
     expected = sign(secret, message_id, int(timestamp), body).split(",", 1)[1]
-    return any(hmac.compare_digest(expected, part.split(",", 1)[1])
-               for part in headers.get("webhook-signature", "").split() if part.startswith("v1,"))
+    return any(
+        hmac.compare_digest(expected, part.split(",", 1)[1])
+        for part in headers.get("webhook-signature", "").split()
+        if part.startswith("v1,")
+    )
 
 
 # --------------------------------------------------------------------------- where deliveries may go
+
 
 def _internal(address: str) -> bool:
     ip = ipaddress.ip_address(address)
@@ -88,6 +96,7 @@ def _internal(address: str) -> bool:
 
 def check_url(settings: Settings, url: str) -> None:
     """Refuse URLs a webhook may not call (see the module's docstring); raises InvalidInput."""
+
     def refuse(rule: str, message: str) -> None:
         raise InvalidInput.from_errors([FieldError("url", rule, message)])
 
@@ -101,7 +110,9 @@ def check_url(settings: Settings, url: str) -> None:
     if settings.environment != "production" or settings.webhook_allow_private:
         return
     try:
-        addresses = {info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)}
+        addresses = {
+            info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+        }
     except OSError as exc:
         refuse("dns", f"the host {parts.hostname!r} does not resolve ({exc.strerror or exc}); check the URL")
     if any(_internal(a) for a in addresses):
@@ -109,6 +120,7 @@ def check_url(settings: Settings, url: str) -> None:
 
 
 # --------------------------------------------------------------------------- registration
+
 
 @dataclass(frozen=True)
 class Registered:
@@ -120,13 +132,27 @@ def _check_events(events: list[str]) -> list[str]:
     chosen = sorted(set(events or []))
     unknown = [e for e in chosen if e not in EVENTS]
     if not chosen or unknown:
-        raise InvalidInput.from_errors([FieldError("events", "choice", f"choose one or more of {', '.join(EVENTS)}"
-                                                   + (f"; unknown: {', '.join(unknown)}" if unknown else ""))])
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    "events",
+                    "choice",
+                    f"choose one or more of {', '.join(EVENTS)}"
+                    + (f"; unknown: {', '.join(unknown)}" if unknown else ""),
+                )
+            ]
+        )
     return chosen
 
 
 async def create(
-    p: Platform, actor: Actor | None, task_code: str, url: str, events: list[str], *, description: str = "",
+    p: Platform,
+    actor: Actor | None,
+    task_code: str,
+    url: str,
+    events: list[str],
+    *,
+    description: str = "",
     auth_error: str | None = None,
 ) -> Registered:
     actor = require_human(actor, auth_error)
@@ -136,12 +162,21 @@ async def create(
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 500 characters")])
     check_url(p.settings, url)
     async with p.db.write() as s:
-        count = await s.scalar(select(func.count()).select_from(Webhook)
-                               .where(Webhook.task_id == view.row.id, Webhook.user_id == actor.user_id))
+        count = await s.scalar(
+            select(func.count())
+            .select_from(Webhook)
+            .where(Webhook.task_id == view.row.id, Webhook.user_id == actor.user_id)
+        )
         if count >= MAX_PER_USER_AND_TASK:
             raise RateLimited(f"You have {count} webhooks on {task_code}, the most allowed; delete one first", 0.0)
-        webhook = Webhook(task_id=view.row.id, user_id=actor.user_id, url=url, events=chosen,
-                          description=description or "", secret_salt=secrets.token_hex(16))
+        webhook = Webhook(
+            task_id=view.row.id,
+            user_id=actor.user_id,
+            url=url,
+            events=chosen,
+            description=description or "",
+            secret_salt=secrets.token_hex(16),
+        )
         s.add(webhook)
         await s.flush()
     p.caches.webhooks.pop(view.row.id)
@@ -150,7 +185,9 @@ async def create(
 
 async def _own(s, actor: Actor, webhook_id: int) -> Webhook:
     webhook = await s.get(Webhook, webhook_id)
-    if webhook is None or (webhook.user_id != actor.user_id and not await task_service.is_owner(s, actor, webhook.task_id)):
+    if webhook is None or (
+        webhook.user_id != actor.user_id and not await task_service.is_owner(s, actor, webhook.task_id)
+    ):
         raise NotFound(f"No webhook {webhook_id} of yours; list them with webhooks(taskCode)")
     return webhook
 
@@ -166,7 +203,9 @@ async def delete(p: Platform, actor: Actor | None, webhook_id: int, *, auth_erro
     return webhook_id
 
 
-async def rotate_secret(p: Platform, actor: Actor | None, webhook_id: int, *, auth_error: str | None = None) -> Registered:
+async def rotate_secret(
+    p: Platform, actor: Actor | None, webhook_id: int, *, auth_error: str | None = None
+) -> Registered:
     """Only the registrant: whoever holds the secret can sign deliveries their receiver trusts."""
     actor = require_human(actor, auth_error)
     async with p.db.write() as s:
@@ -178,7 +217,9 @@ async def rotate_secret(p: Platform, actor: Actor | None, webhook_id: int, *, au
     return Registered(webhook, secret_for(p.settings, webhook.id, webhook.secret_salt))
 
 
-async def list_webhooks(p: Platform, actor: Actor | None, task_code: str, *, auth_error: str | None = None) -> list[Webhook]:
+async def list_webhooks(
+    p: Platform, actor: Actor | None, task_code: str, *, auth_error: str | None = None
+) -> list[Webhook]:
     """Yours on the task; the task's owners and admins see everyone's."""
     actor = require_human(actor, auth_error)
     view = await task_service.get_task(p, actor, task_code)
@@ -194,11 +235,18 @@ async def deliveries(p: Platform, webhook_id: int, *, first: int = 20) -> list[W
     if not 1 <= first <= MAX_PAGE:
         raise InvalidInput.from_errors([FieldError("first", "range", f"must be between 1 and {MAX_PAGE}")])
     async with p.db.session() as s:
-        return list(await s.scalars(select(WebhookDelivery).where(WebhookDelivery.webhook_id == webhook_id)
-                                    .order_by(WebhookDelivery.id.desc()).limit(first)))
+        return list(
+            await s.scalars(
+                select(WebhookDelivery)
+                .where(WebhookDelivery.webhook_id == webhook_id)
+                .order_by(WebhookDelivery.id.desc())
+                .limit(first)
+            )
+        )
 
 
 # --------------------------------------------------------------------------- fan-out (after the event's commit)
+
 
 @dataclass(frozen=True)
 class _Target:
@@ -215,12 +263,14 @@ async def _registered(p: Platform, task_id: int) -> list[_Target]:
         return cached
     async with p.db.session() as s:
         hidden = bool(await s.scalar(select(TaskRow.hidden).where(TaskRow.id == task_id)))
-        rows = (await s.execute(
-            select(Webhook, User.is_admin, TaskOwner.user_id.is_not(None))
-            .join(User, User.id == Webhook.user_id)
-            .outerjoin(TaskOwner, (TaskOwner.task_id == Webhook.task_id) & (TaskOwner.user_id == Webhook.user_id))
-            .where(Webhook.task_id == task_id, Webhook.active.is_(True), User.is_active.is_(True))
-        )).all()
+        rows = (
+            await s.execute(
+                select(Webhook, User.is_admin, TaskOwner.user_id.is_not(None))
+                .join(User, User.id == Webhook.user_id)
+                .outerjoin(TaskOwner, (TaskOwner.task_id == Webhook.task_id) & (TaskOwner.user_id == Webhook.user_id))
+                .where(Webhook.task_id == task_id, Webhook.active.is_(True), User.is_active.is_(True))
+            )
+        ).all()
     targets = [_Target(w, bool(admin or owner)) for w, admin, owner in rows if not hidden or admin or owner]
     p.caches.webhooks.put(task_id, targets)
     return targets
@@ -228,8 +278,9 @@ async def _registered(p: Platform, task_id: int) -> list[_Target]:
 
 def body_of(event: str, payload: dict[str, Any], privileged: bool) -> str:
     data = dict(payload) if privileged else {k: v for k, v in payload.items() if k != "user_id"}
-    return json.dumps({"type": event, "timestamp": utcnow().isoformat(), "data": data}, default=str,
-                      separators=(",", ":"))
+    return json.dumps(
+        {"type": event, "timestamp": utcnow().isoformat(), "data": data}, default=str, separators=(",", ":")
+    )
 
 
 async def dispatch(p: Platform, event: str, task_id: int, payload: dict[str, Any]) -> int:
@@ -238,8 +289,15 @@ async def dispatch(p: Platform, event: str, task_id: int, payload: dict[str, Any
     targets = [t for t in await _registered(p, task_id) if event in t.webhook.events]
     if not targets:
         return 0
-    rows = [WebhookDelivery(webhook_id=t.webhook.id, message_id=f"msg_{uuid.uuid4().hex}", event=event,
-                            body=body_of(event, payload, t.privileged)) for t in targets]
+    rows = [
+        WebhookDelivery(
+            webhook_id=t.webhook.id,
+            message_id=f"msg_{uuid.uuid4().hex}",
+            event=event,
+            body=body_of(event, payload, t.privileged),
+        )
+        for t in targets
+    ]
     async with p.db.write() as s:
         s.add_all(rows)
         await s.flush()
@@ -263,11 +321,15 @@ async def announce(p: Platform, event: str, task_code: str, task_id: int, payloa
 
 async def pending_ids(p: Platform) -> list[int]:
     async with p.db.session() as s:
-        return list(await s.scalars(select(WebhookDelivery.id).where(WebhookDelivery.status == D.PENDING)
-                                    .order_by(WebhookDelivery.id)))
+        return list(
+            await s.scalars(
+                select(WebhookDelivery.id).where(WebhookDelivery.status == D.PENDING).order_by(WebhookDelivery.id)
+            )
+        )
 
 
 # --------------------------------------------------------------------------- sending (in the job)
+
 
 class DeliveryFailed(Exception):
     """This attempt failed; the job system retries it later."""
@@ -285,9 +347,13 @@ async def attempt(settings: Settings, db, delivery_id: int, *, max_attempts: int
         return delivery.status if delivery is not None else "GONE"
     timestamp = int(time.time())
     secret = secret_for(settings, webhook.id, webhook.secret_salt)
-    headers = {"content-type": "application/json", "user-agent": "Dynaforge-Webhooks/1",
-               "webhook-id": delivery.message_id, "webhook-timestamp": str(timestamp),
-               "webhook-signature": sign(secret, delivery.message_id, timestamp, delivery.body)}
+    headers = {
+        "content-type": "application/json",
+        "user-agent": "Dynaforge-Webhooks/1",
+        "webhook-id": delivery.message_id,
+        "webhook-timestamp": str(timestamp),
+        "webhook-signature": sign(secret, delivery.message_id, timestamp, delivery.body),
+    }
     status_code, error = None, None
     try:
         check_url(settings, webhook.url)
@@ -303,9 +369,18 @@ async def attempt(settings: Settings, db, delivery_id: int, *, max_attempts: int
     attempts = delivery.attempts + 1
     status = D.DELIVERED if error is None else (D.FAILED if attempts >= max_attempts else D.PENDING)
     async with db.write() as s:
-        await s.execute(update(WebhookDelivery).where(WebhookDelivery.id == delivery_id).values(
-            attempts=attempts, response_status=status_code, error=error, status=status, last_attempt_at=utcnow(),
-            delivered_at=utcnow() if status == D.DELIVERED else None))
+        await s.execute(
+            update(WebhookDelivery)
+            .where(WebhookDelivery.id == delivery_id)
+            .values(
+                attempts=attempts,
+                response_status=status_code,
+                error=error,
+                status=status,
+                last_attempt_at=utcnow(),
+                delivered_at=utcnow() if status == D.DELIVERED else None,
+            )
+        )
     if status == D.PENDING:
         raise DeliveryFailed(f"delivery {delivery_id} attempt {attempts}: {error}")
     return status

@@ -7,8 +7,9 @@ fit, and registers an instance from a ``register_tasks`` hook. Nothing in the co
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, ClassVar, Iterable
+from typing import Any, ClassVar
 
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.tasks.fields import ChoiceField, Field, Role
@@ -28,7 +29,7 @@ class ModelSpec:
         return {"name": self.name, "backend": self.backend, "config": dict(self.config)}
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "ModelSpec":
+    def from_dict(cls, data: dict[str, Any]) -> ModelSpec:
         return cls(name=data["name"], backend=data["backend"], config=dict(data.get("config") or {}))
 
 

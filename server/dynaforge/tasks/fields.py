@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 
 from dynaforge.errors import FieldError, text_problem
@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from dynaforge.tasks.base import Task
 
 
-class Role(str, Enum):
+class Role(StrEnum):
     """What a field is for in an example."""
 
     CONTEXT = "context"  #: shown to the annotator, e.g. a passage or a prompt; lives on the context row
@@ -36,14 +36,14 @@ class Field:
     description: str = ""
     required: bool = True
 
-    def check(self, value: Any, *, task: "Task", values: dict[str, Any]) -> list[FieldError]:
+    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
         """Return the rules ``value`` (never None) breaks; ``values`` holds the example's other fields."""
         raise NotImplementedError
 
-    def value_schema(self, task: "Task") -> dict[str, Any]:
+    def value_schema(self, task: Task) -> dict[str, Any]:
         raise NotImplementedError
 
-    def json_schema(self, task: "Task") -> dict[str, Any]:
+    def json_schema(self, task: Task) -> dict[str, Any]:
         schema = self.value_schema(task)
         if self.description:
             schema["description"] = self.description
@@ -83,7 +83,7 @@ class ChoiceField(Field):
 
     choices: tuple[str, ...] | None = None
 
-    def options(self, task: "Task") -> tuple[str, ...]:
+    def options(self, task: Task) -> tuple[str, ...]:
         return tuple(task.labels) if self.choices is None else tuple(self.choices)
 
     def check(self, value, *, task, values):

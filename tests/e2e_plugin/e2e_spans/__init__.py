@@ -43,8 +43,12 @@ class E2ESpansTask(Task):
     fields = (
         TextField(name="passage", role=Role.CONTEXT, description="The passage to ask about."),
         TextField(name="question", role=Role.INPUT, max_length=200, description="Your question."),
-        SpanField(name="answer", role=Role.TARGET, context_field="passage",
-                  description="The answer, selected from the passage."),
+        SpanField(
+            name="answer",
+            role=Role.TARGET,
+            context_field="passage",
+            description="The answer, selected from the passage.",
+        ),
     )
     metrics = ("accuracy",)  # the exact match of answer spans
     principal_metric = "accuracy"

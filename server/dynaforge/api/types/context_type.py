@@ -17,5 +17,5 @@ class ContextType:
     total_used: int
 
     @classmethod
-    def from_row(cls, row: ContextRow) -> "ContextType":
+    def from_row(cls, row: ContextRow) -> ContextType:
         return cls(row=row, id=strawberry.ID(str(row.id)), fields=row.fields, tag=row.tag, total_used=row.total_used)

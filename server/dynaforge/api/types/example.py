@@ -9,7 +9,9 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
-from dynaforge.db.models import Example as ExampleRow, ExampleStatus as Status, as_utc
+from dynaforge.db.models import Example as ExampleRow
+from dynaforge.db.models import ExampleStatus as Status
+from dynaforge.db.models import as_utc
 from dynaforge.services import examples as example_service
 
 
@@ -74,8 +76,10 @@ class Example:
     def context_id(self) -> strawberry.ID | None:
         return None if self.row.context_id is None else strawberry.ID(str(self.row.context_id))
 
-    @strawberry.field(description="The fields of the context it was written against (null when the example holds "
-                      "its context fields itself).")
+    @strawberry.field(
+        description="The fields of the context it was written against (null when the example holds "
+        "its context fields itself)."
+    )
     def context(self, info: strawberry.Info[RequestContext]) -> JSON | None:
         if self.row.context_id is None:
             return None
@@ -90,7 +94,7 @@ class Example:
         )
 
     @classmethod
-    def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_number: int | None = None) -> "Example":
+    def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_number: int | None = None) -> Example:
         return cls(
             known_task_code=task_code,
             known_round_number=round_number,
@@ -125,10 +129,14 @@ class ExampleConnection:
     page_info: PageInfo
 
     @classmethod
-    def from_page(cls, page: example_service.Page) -> "ExampleConnection":
+    def from_page(cls, page: example_service.Page) -> ExampleConnection:
         return cls(
-            edges=[ExampleEdge(node=Example.from_row(r, task_code=page.task_code,
-                                                     round_number=page.round_numbers.get(r.round_id)),
-                               cursor=example_service.encode_cursor(r.id)) for r in page.items],
+            edges=[
+                ExampleEdge(
+                    node=Example.from_row(r, task_code=page.task_code, round_number=page.round_numbers.get(r.round_id)),
+                    cursor=example_service.encode_cursor(r.id),
+                )
+                for r in page.items
+            ],
             page_info=PageInfo(has_next_page=page.has_next, end_cursor=page.end_cursor),
         )

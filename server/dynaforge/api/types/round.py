@@ -8,7 +8,8 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.types.stats import LeaderboardEntry, Stats
-from dynaforge.db.models import Round as RoundRow, as_utc
+from dynaforge.db.models import Round as RoundRow
+from dynaforge.db.models import as_utc
 from dynaforge.services import stats as stats_service
 from dynaforge.services.tasks import is_owner
 
@@ -20,8 +21,10 @@ class TargetModel:
     task_id: strawberry.Private[int]
     raw_config: strawberry.Private[dict]
 
-    @strawberry.field(description="The backend configuration; only the task's owners and admins see it (it may "
-                      "hold credentials), others get null.")
+    @strawberry.field(
+        description="The backend configuration; only the task's owners and admins see it (it may "
+        "hold credentials), others get null."
+    )
     async def config(self, info: strawberry.Info) -> JSON | None:
         platform, actor = info.context.platform, info.context.actor
         async with platform.db.session() as s:
@@ -53,7 +56,7 @@ class Round:
         return [LeaderboardEntry.of(r) for r in rows]
 
     @classmethod
-    def from_row(cls, row: RoundRow) -> "Round":
+    def from_row(cls, row: RoundRow) -> Round:
         return cls(
             row=row,
             number=row.number,

@@ -6,7 +6,8 @@ from datetime import datetime
 
 import strawberry
 
-from dynaforge.db.models import TaskProposal as ProposalRow, as_utc
+from dynaforge.db.models import TaskProposal as ProposalRow
+from dynaforge.db.models import as_utc
 from dynaforge.services import stats as stats_service
 from dynaforge.services.tasks import TaskSettings as SettingsValue
 
@@ -25,7 +26,7 @@ class Stats:
     fooling_rate: float | None = strawberry.field(description="fooled / collected.")
 
     @classmethod
-    def of(cls, value: stats_service.Stats) -> "Stats":
+    def of(cls, value: stats_service.Stats) -> Stats:
         return cls(
             collected=value.collected,
             fooled=value.fooled,
@@ -48,8 +49,13 @@ class LeaderboardEntry:
     stats: Stats
 
     @classmethod
-    def of(cls, value: stats_service.UserStats) -> "LeaderboardEntry":
-        return cls(rank=value.rank, username=value.username, user_id=strawberry.ID(str(value.user_id)), stats=Stats.of(value.stats))
+    def of(cls, value: stats_service.UserStats) -> LeaderboardEntry:
+        return cls(
+            rank=value.rank,
+            username=value.username,
+            user_id=strawberry.ID(str(value.user_id)),
+            stats=Stats.of(value.stats),
+        )
 
 
 @strawberry.type(description="The signed-in user's counters in one round.")
@@ -70,13 +76,19 @@ class TaskSettings:
     validation_quorum: int = strawberry.field(
         description="Votes of one kind that decide an example (CORRECT accepts; INCORRECT or FLAGGED rejects)."
     )
-    validate_non_fooling: bool = strawberry.field(description="Whether examples that did not fool the model are validated too.")
+    validate_non_fooling: bool = strawberry.field(
+        description="Whether examples that did not fool the model are validated too."
+    )
     one_example_per_tag: bool = strawberry.field(description="At most one example per tag for each validator.")
-    daily_example_cap: int | None = strawberry.field(description="The most examples a user may write a day (UTC); null: no cap.")
-    context_strategy: str = strawberry.field(description="How nextContext picks: least_used, uniform, least_fooled, validation_failed.")
+    daily_example_cap: int | None = strawberry.field(
+        description="The most examples a user may write a day (UTC); null: no cap."
+    )
+    context_strategy: str = strawberry.field(
+        description="How nextContext picks: least_used, uniform, least_fooled, validation_failed."
+    )
 
     @classmethod
-    def of(cls, value: SettingsValue) -> "TaskSettings":
+    def of(cls, value: SettingsValue) -> TaskSettings:
         return cls(
             validation_quorum=value.validation_quorum,
             validate_non_fooling=value.validate_non_fooling,
@@ -98,7 +110,7 @@ class TaskProposal:
     decided_at: datetime | None
 
     @classmethod
-    def from_row(cls, row: ProposalRow) -> "TaskProposal":
+    def from_row(cls, row: ProposalRow) -> TaskProposal:
         return cls(
             id=strawberry.ID(str(row.id)),
             code=row.code,

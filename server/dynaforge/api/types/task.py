@@ -34,8 +34,13 @@ class TaskField:
     choices: list[str] | None
 
 
-_TYPE_NAMES = {"TextField": "text", "ChoiceField": "choice", "SpanField": "span", "NumberField": "number",
-               "BooleanField": "boolean"}
+_TYPE_NAMES = {
+    "TextField": "text",
+    "ChoiceField": "choice",
+    "SpanField": "span",
+    "NumberField": "number",
+    "BooleanField": "boolean",
+}
 
 
 @strawberry.type(description="A task: its fields, labels and current round. Its behaviour comes from a plugin.")
@@ -105,7 +110,7 @@ class Task:
         return [User.from_row(u) for u in await task_service.owners(info.context.platform, self.view.row.id)]
 
     @classmethod
-    def from_view(cls, view: task_service.TaskView) -> "Task":
+    def from_view(cls, view: task_service.TaskView) -> Task:
         t = view.task
         return cls(
             view=view,

@@ -7,7 +7,9 @@ from datetime import datetime
 import strawberry
 
 from dynaforge.api.context import RequestContext
-from dynaforge.db.models import ApiToken as ApiTokenRow, User as UserRow, as_utc
+from dynaforge.db.models import ApiToken as ApiTokenRow
+from dynaforge.db.models import User as UserRow
+from dynaforge.db.models import as_utc
 from dynaforge.services import auth as auth_service
 
 
@@ -22,7 +24,7 @@ class ApiToken:
     revoked: bool
 
     @classmethod
-    def from_row(cls, row: ApiTokenRow) -> "ApiToken":
+    def from_row(cls, row: ApiTokenRow) -> ApiToken:
         return cls(
             row=row,
             id=strawberry.ID(str(row.id)),
@@ -57,7 +59,7 @@ class User:
         return [ApiToken.from_row(r) for r in await auth_service.list_tokens(info.context.platform, actor)]
 
     @classmethod
-    def from_row(cls, row: UserRow) -> "User":
+    def from_row(cls, row: UserRow) -> User:
         return cls(
             row=row,
             id=strawberry.ID(str(row.id)),
