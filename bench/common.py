@@ -24,7 +24,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -263,6 +263,12 @@ class Server:
     admin_token: str
     workdir: Path
     annotator_tokens: list[str] = field(default_factory=list)
+    database_url: str = ""
+
+    @property
+    def database(self) -> str:
+        """``sqlite`` or ``postgresql``."""
+        return "postgresql" if self.database_url.startswith("postgresql") else "sqlite"
 
     @property
     def graphql_url(self) -> str:
@@ -307,17 +313,44 @@ def _wait_healthy(proc: subprocess.Popen, base_url: str, err_path: Path) -> None
     raise RuntimeError(f"dynaforge serve {state} after {SERVER_START_TIMEOUT_S:g}s:\n{log}")
 
 
-@contextlib.contextmanager
-def serve(threads: int, *, warm_models: bool = True) -> Iterator[Server]:
-    """Migrate a fresh SQLite database, create an admin and a token with the CLI, run ``dynaforge serve``.
+POSTGRES_SERVER = os.environ.get("BENCH_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
 
-    ``warm_models=False`` passes ``--no-warm-models``: the model worker then starts only at the first prediction,
-    which the benchmarks that run a second server over seeded data (P5, P6's query path) never ask for.
+
+@contextlib.asynccontextmanager
+async def postgres_database() -> AsyncIterator[str]:
+    """A throwaway PostgreSQL database on ``BENCH_POSTGRES`` (default: the local server, user postgres); yields
+    its SQLAlchemy async URL and drops it afterwards."""
+    import asyncpg
+
+    name = f"dynaforge_bench_{os.getpid()}_{os.urandom(3).hex()}"
+
+    async def admin(sql: str) -> None:
+        conn = await asyncpg.connect(POSTGRES_SERVER + "/postgres", timeout=5)
+        try:
+            await conn.execute(sql)
+        finally:
+            await conn.close()
+
+    await admin(f'CREATE DATABASE "{name}"')
+    try:
+        yield POSTGRES_SERVER.replace("postgresql://", "postgresql+asyncpg://") + f"/{name}"
+    finally:
+        await admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@contextlib.contextmanager
+def serve(threads: int, *, warm_models: bool = True, database_url: str | None = None) -> Iterator[Server]:
+    """Migrate a fresh database, create an admin and a token with the CLI, run ``dynaforge serve``.
+
+    The database is a SQLite file in a temporary folder unless ``database_url`` names another (P1 also measures
+    on PostgreSQL, see ``postgres_database``). ``warm_models=False`` passes ``--no-warm-models``: the model worker
+    then starts only at the first prediction, which the benchmarks that run a second server over seeded data (P5,
+    P6's query path) never ask for.
     """
     with tempfile.TemporaryDirectory(prefix="dynaforge-bench-") as tmp:
         workdir = Path(tmp)
         env = server_environment(threads)
-        database_url = f"sqlite+aiosqlite:///{(workdir / 'bench.db').as_posix()}"
+        database_url = database_url or f"sqlite+aiosqlite:///{(workdir / 'bench.db').as_posix()}"
         _cli(env, workdir, "db", "upgrade", "--database-url", database_url)
         _cli(
             env,
@@ -357,7 +390,7 @@ def serve(threads: int, *, warm_models: bool = True) -> Iterator[Server]:
             )
         try:
             _wait_healthy(proc, base_url, workdir / "server.err")
-            yield Server(base_url, proc.pid, token.strip().splitlines()[-1], workdir)
+            yield Server(base_url, proc.pid, token.strip().splitlines()[-1], workdir, database_url=database_url)
         finally:
             if proc.poll() is None:
                 proc.terminate()

@@ -1,4 +1,6 @@
-"""P1: one annotator's createExample against a bare ``predict()`` of the same model on the same statement.
+"""P1: one annotator's createExample against a bare ``predict()`` of the same model on the same statement, on SQLite
+(the run's server) and on PostgreSQL (a second ``dynaforge serve`` of its own over a throwaway database on the local
+PostgreSQL server, ``BENCH_POSTGRES``); one line each, ``P1`` and ``P1pg``.
 
 The bare model is the sentiment plugin's ``load()`` in this process, with the worker's torch thread count. Rounds
 alternate (bare then served, then served then bare, ...), each side over the same statements, after a warm-up of
@@ -18,9 +20,24 @@ from __future__ import annotations
 import asyncio
 import time
 
-from bench.common import STATEMENTS, Context, CpuMeter, Result, bare_model, create_example, ms, percentile
+from bench.common import (
+    STATEMENTS,
+    Context,
+    CpuMeter,
+    Result,
+    Server,
+    bare_model,
+    create_example,
+    ms,
+    percentile,
+    postgres_database,
+    prepare,
+    serve,
+)
 
 ID = "P1"
+ID_POSTGRES = "P1pg"
+TIMEOUT_S = 300.0  # two servers: the run's (SQLite) and one of its own on PostgreSQL, which loads the model again
 RATIO_TARGET = 1.15
 NON_MODEL_TARGET_MS = 3.0
 PER_ROUND = 10
@@ -31,9 +48,23 @@ BUDGET_S = 40.0  # no new round starts after this (a loaded machine makes every 
 SETTLE_S = 0.3  # lets the idle side's OpenMP threads stop spinning before the other side is timed
 
 
-async def run(ctx: Context) -> Result:
+async def run(ctx: Context) -> list[Result]:
+    results = [await measure(ctx, ctx.server, ID)]
+    try:
+        async with postgres_database() as url:
+            with serve(ctx.threads, database_url=url) as server:
+                await prepare(ctx.http, server)
+                results.append(await measure(ctx, server, ID_POSTGRES))
+    except Exception as exc:  # no PostgreSQL here: say so, and count it as not measured
+        results.append(
+            Result(ID_POSTGRES, f"could not be measured on PostgreSQL ({type(exc).__name__}: {exc})", "see P1", False)
+        )
+    return results
+
+
+async def measure(ctx: Context, server: Server, result_id: str) -> Result:
     model = bare_model(ctx)
-    server, token = ctx.server, ctx.server.annotator_tokens[0]
+    token = server.annotator_tokens[0]
     worker_pid = server.worker_pid()
 
     def statements(r: int) -> list[int]:
@@ -95,7 +126,8 @@ async def run(ctx: Context) -> Result:
     calls = max(1, len(served) + len(failures))
     passed = ratio <= RATIO_TARGET and non_model_p50 <= NON_MODEL_TARGET_MS and not failures
     figures = (
-        f"createExample p50 {served_p50:.2f} ms (p95 {percentile(served, 95):.2f}) vs bare predict() p50 "
+        f"{server.database}: createExample p50 {served_p50:.2f} ms (p95 {percentile(served, 95):.2f}) "
+        f"vs bare predict() p50 "
         f"{bare_p50:.2f} ms (p95 {percentile(bare, 95):.2f}): ratio {ratio:.3f}; non-model work p50 "
         f"{non_model_p50:.2f} ms (served p50 - bare p50 = {served_p50 - bare_p50:.2f} ms); "
         f"cpu per createExample: api {cpu['api'] * 1000 / calls:.2f} ms, worker {cpu['worker'] * 1000 / calls:.2f} ms; "
@@ -103,4 +135,6 @@ async def run(ctx: Context) -> Result:
         f"n={len(served)} served, {len(bare)} bare in {rounds} alternating rounds"
         + (f"; {len(failures)} calls not CreatedExample ({', '.join(sorted(set(failures)))})" if failures else "")
     )
-    return Result(ID, figures, f"ratio <= {RATIO_TARGET} and non-model p50 <= {NON_MODEL_TARGET_MS:g} ms", passed)
+    return Result(
+        result_id, figures, f"ratio <= {RATIO_TARGET} and non-model p50 <= {NON_MODEL_TARGET_MS:g} ms", passed
+    )
