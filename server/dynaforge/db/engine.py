@@ -6,24 +6,33 @@ emitted by SQLAlchemy (the documented recipe), so SAVEPOINTs work; sessions that
 process, SQLite writers also queue on an asyncio lock before they begin: SQLite admits one writer at a time anyway,
 and its busy handler makes a waiting connection sleep in growing steps (up to 100 ms), which under a burst of
 concurrent writes costs far more than waiting in line.
+
+``run_write(unit)`` runs a synchronous unit of work as one transaction. On SQLite it runs on a writer thread of its
+own, over a plain (pysqlite) connection with the same settings: aiosqlite crosses from the event loop to its thread
+and back for every cursor operation (about fifteen crossings for a write of four statements, each a hand-over of the
+interpreter lock), where the unit crosses once. Elsewhere it runs in the async session's greenlet
+(``AsyncSession.run_sync``), so the same unit serves both.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
-from sqlalchemy import event
+from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import Session, sessionmaker
+
+T = TypeVar("T")
 
 
-def _sqlite_engine(url: str, begin: str, echo: bool) -> AsyncEngine:
-    engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection, _record):  # pragma: no cover - exercised by every sqlite test
+def _configure_sqlite(engine: Engine, begin: str) -> None:
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:  # pragma: no cover - every sqlite test
         dbapi_connection.isolation_level = None  # let SQLAlchemy emit BEGIN
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -32,10 +41,27 @@ def _sqlite_engine(url: str, begin: str, echo: bool) -> AsyncEngine:
         cursor.execute("PRAGMA busy_timeout=30000")
         cursor.close()
 
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(conn):  # pragma: no cover
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:  # pragma: no cover
         conn.exec_driver_sql(begin)
 
+
+def _sqlite_engine(url: str, begin: str, echo: bool) -> AsyncEngine:
+    engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
+    _configure_sqlite(engine.sync_engine, begin)
+    return engine
+
+
+def _sqlite_writer_engine(url: str, echo: bool) -> Engine:
+    """A plain pysqlite engine on the same file for ``run_write``: one connection, used by the writer thread."""
+    engine = create_engine(
+        url.replace("sqlite+aiosqlite:", "sqlite:", 1),
+        echo=echo,
+        connect_args={"timeout": 30, "check_same_thread": False},
+        pool_size=1,
+        max_overflow=0,
+    )
+    _configure_sqlite(engine, "BEGIN IMMEDIATE")
     return engine
 
 
@@ -60,6 +86,11 @@ class Database:
         self._writer = async_sessionmaker(self.engine, expire_on_commit=False, class_=AsyncSession)
         self._reader = async_sessionmaker(self.read_engine, expire_on_commit=False, class_=AsyncSession)
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
+        self._unit_writer: sessionmaker[Session] | None = None
+        self._unit_thread: ThreadPoolExecutor | None = None
+        if self.is_sqlite:
+            self._unit_writer = sessionmaker(_sqlite_writer_engine(url, echo), expire_on_commit=False)
+            self._unit_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynaforge-sqlite-writer")
 
     @property
     def dialect(self) -> str:
@@ -79,10 +110,27 @@ class Database:
         async with self._write_lock, self._writer() as session, session.begin():
             yield session
 
+    async def run_write(self, unit: Callable[[Session], T]) -> T:
+        """Run ``unit(session)`` (synchronous SQLAlchemy) as one transaction that commits when it returns and rolls
+        back when it raises; returns what it returns. Objects it adds stay usable afterwards (no expiry)."""
+        if self._unit_writer is None or self._unit_thread is None or self._write_lock is None:
+            async with self.write() as session:
+                return await session.run_sync(unit)
+        maker = self._unit_writer
+
+        def run() -> T:
+            with maker() as session, session.begin():
+                return unit(session)
+
+        async with self._write_lock:
+            return await asyncio.get_running_loop().run_in_executor(self._unit_thread, run)
+
     async def dispose(self) -> None:
         await self.engine.dispose()
         if self.read_engine is not self.engine:
             await self.read_engine.dispose()
+        if self._unit_writer is not None and self._unit_thread is not None:
+            self._unit_thread.submit(self._unit_writer.kw["bind"].dispose).result()
 
 
 class BoundDatabase(Database):
@@ -104,6 +152,9 @@ class BoundDatabase(Database):
         self._writer = maker
         self._reader = maker
         self._lock = asyncio.Lock()
+        self._write_lock = None
+        self._unit_writer = None  # run_write joins the test's transaction through the async session
+        self._unit_thread = None
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:

@@ -8,10 +8,12 @@ contributions (``delta``), and a recount from the examples table (``recount``) m
 from __future__ import annotations
 
 from collections import defaultdict
+from functools import lru_cache
 
-from sqlalchemy import case, func, select, update
+from sqlalchemy import Executable, bindparam, case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
 
 from dynaforge.db.models import Counters, Example, Round, RoundUserStats
 from dynaforge.db.models import ExampleStatus as S
@@ -48,6 +50,14 @@ def delta(before: tuple[str, bool | None] | None, after: tuple[str, bool | None]
 async def move(s: AsyncSession, *, round_id: int, user_id: int, before, after) -> None:
     """Bump the counters for one example's change of state (see ``delta``)."""
     await bump(s, round_id=round_id, user_id=user_id, **delta(before, after))
+
+
+def move_sync(s: Session, *, round_id: int, user_id: int, before, after) -> None:
+    """``move`` in a synchronous session (a unit of work run by ``Database.run_write``)."""
+    deltas = _checked(delta(before, after))
+    if deltas:
+        for statement in _statements(_dialect(s), tuple(sorted(deltas.items()))):
+            s.execute(statement, {"round_id": round_id, "user_id": user_id})
 
 
 async def recount(
@@ -87,21 +97,41 @@ async def recount(
 
 async def bump(s: AsyncSession, *, round_id: int, user_id: int, **deltas: int) -> None:
     """Add ``deltas`` (counter name -> change) to the round's and the user's counters, atomically in SQL."""
+    deltas = _checked(deltas)
+    if deltas:
+        for statement in _statements(_dialect(s), tuple(sorted(deltas.items()))):
+            await s.execute(statement, {"round_id": round_id, "user_id": user_id})
+
+
+def _checked(deltas: dict[str, int]) -> dict[str, int]:
     deltas = {k: v for k, v in deltas.items() if v}
     unknown = set(deltas) - set(COUNTERS)
     if unknown:
         raise ValueError(f"unknown counters {sorted(unknown)}")
-    if not deltas:
-        return
-    await s.execute(
-        update(Round).where(Round.id == round_id).values({k: getattr(Round, k) + v for k, v in deltas.items()})
-    )
-    dialect = s.bind.dialect.name if s.bind is not None else "sqlite"
+    return deltas
+
+
+def _dialect(s: AsyncSession | Session) -> str:
+    return s.bind.dialect.name if s.bind is not None else "sqlite"
+
+
+@lru_cache(maxsize=256)
+def _statements(dialect: str, deltas: tuple[tuple[str, int], ...]) -> tuple[Executable, Executable]:
+    """The UPDATE of the round's counters and the upsert of the user's, for one set of changes, with the round and
+    user as parameters. Built once per (dialect, changes): the few shapes an example's change of state can have
+    recur on every write, and building SQL expressions costs more than executing them."""
+    # Core tables, not the ORM entities: an ORM-enabled UPDATE would also evaluate its SET clause against every
+    # matching object in the session (synchronize_session), work nobody here needs.
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    table = RoundUserStats.__table__
-    statement = insert(table).values(round_id=round_id, user_id=user_id, **{k: max(v, 0) for k, v in deltas.items()})
-    statement = statement.on_conflict_do_update(
-        index_elements=[table.c.round_id, table.c.user_id],
-        set_={k: table.c[k] + v for k, v in deltas.items()},
+    rounds, table = Round.__table__, RoundUserStats.__table__
+    round_update = (
+        update(rounds).where(rounds.c.id == bindparam("round_id")).values({k: rounds.c[k] + v for k, v in deltas})
     )
-    await s.execute(statement)
+    user_upsert = insert(table).values(
+        round_id=bindparam("round_id"), user_id=bindparam("user_id"), **{k: max(v, 0) for k, v in deltas}
+    )
+    user_upsert = user_upsert.on_conflict_do_update(
+        index_elements=[table.c.round_id, table.c.user_id],
+        set_={k: table.c[k] + v for k, v in deltas},
+    )
+    return round_update, user_upsert

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy.orm import Session
 
 from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, as_utc, utcnow
 from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
@@ -28,7 +29,7 @@ from dynaforge.inference.backends import InferenceError
 from dynaforge.services import tasks as task_service
 from dynaforge.services import webhooks
 from dynaforge.services.actor import Actor, require_human, require_user
-from dynaforge.services.counters import move
+from dynaforge.services.counters import move, move_sync
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
 from dynaforge.tasks.fields import Role
@@ -276,16 +277,15 @@ async def submit(
         time_taken_ms=time_taken_ms,
         inference_ms=inference_ms if inference_ms is not None else (time.perf_counter() - started) * 1000,
     )
-    async with p.db.write() as s:
-        s.add(example)
-        await s.flush()
-        await move(s, round_id=round_.id, user_id=actor.user_id, before=None, after=(status, fooled))
-        if context is not None:
-            await s.execute(
-                update(Context)
-                .where(Context.id == context.id)
-                .values(total_used=Context.total_used + 1, total_fooled=Context.total_fooled + int(bool(fooled)))
-            )
+    user_id, round_id, context_id = actor.user_id, round_.id, context.id if context is not None else None
+
+    def store(s: Session) -> None:
+        example.id = s.execute(_INSERT_EXAMPLE, _row_values(example)).scalar_one()
+        move_sync(s, round_id=round_id, user_id=user_id, before=None, after=(status, fooled))
+        if context_id is not None:
+            s.execute(_COUNT_CONTEXT_USE, {"context_id": context_id, "fooled": int(bool(fooled))})
+
+    await p.db.run_write(store)
     payload = event_payload(example, task_code, round_.number)
     await p.plugins.emit("example_created", example=payload)
     await webhooks.announce(p, "exampleCreated", task_code, example.task_id, payload)
@@ -293,6 +293,24 @@ async def submit(
         await p.plugins.emit("model_fooled", example=payload)
         await webhooks.announce(p, "modelFooled", task_code, example.task_id, payload)
     return Outcome(example, pending_reason)
+
+
+_EXAMPLES = Example.__table__
+_INSERT_EXAMPLE = insert(_EXAMPLES).returning(_EXAMPLES.c.id)
+_EXAMPLE_COLUMNS = tuple(c.name for c in _EXAMPLES.columns if c.name != "id")
+
+
+def _row_values(example: Example) -> dict[str, Any]:
+    """A new example's column values for a core INSERT (the ORM's unit of work is not needed for one row)."""
+    return {name: getattr(example, name) for name in _EXAMPLE_COLUMNS}
+
+
+_CONTEXTS = Context.__table__
+_COUNT_CONTEXT_USE = (  # on the core table: see counters._statements
+    update(_CONTEXTS)
+    .where(_CONTEXTS.c.id == bindparam("context_id"))
+    .values(total_used=_CONTEXTS.c.total_used + 1, total_fooled=_CONTEXTS.c.total_fooled + bindparam("fooled"))
+)
 
 
 async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, task_code: str) -> None:
