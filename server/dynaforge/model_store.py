@@ -5,7 +5,7 @@ what ``dynaforge train`` produces lands here. The layout, under ``DYNAFORGE_DATA
 by default)::
 
     models/
-      <task>/<model>/                 e.g. sentiment/minilm-sentiment/
+      <task>/<model>/                 a task code and a model name, e.g. formality/keywords/
         <version>/                    one trained artifact (head.safetensors, metadata.json, ...), never overwritten
         current.json                  {"format": "dynaforge-model-pointer/1", "version": "<version>"}
 

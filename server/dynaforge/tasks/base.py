@@ -224,7 +224,12 @@ class Task:
 
     # ------------------------------------------------------------------ optional
     def train(self, data_dir, out_dir, *, progress: bool = True, **options) -> dict[str, Any]:
-        """Train the task's default target model from a data folder; returns its held-out metrics."""
+        """Train the task's default target model from a data folder; returns its held-out metrics.
+
+        ``out_dir`` None (``dynaforge train`` without ``--out``) means the model store, never the package's own
+        folder: :func:`dynaforge.tasks.training.run_training` does both for a trainer written as
+        ``train(data_dir, out_dir, *, progress, **options)``.
+        """
         raise NotImplementedError(f"task {self.code} has no training command")
 
     def __repr__(self) -> str:

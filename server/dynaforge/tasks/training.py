@@ -90,12 +90,14 @@ def run_training(
 ) -> dict[str, Any]:
     """Run ``train(data_dir, folder, progress=..., **options)`` and return its metrics.
 
-    With ``out_dir`` the artifact goes there and nothing else happens. Without it, ``train`` writes into a staging
-    folder of the model store (``store``, default the configured one: ``DYNAFORGE_DATA_DIR/models``), which then
-    becomes a new version of ``task``/``model`` and the current one, so the model's loader picks it up; the metrics
-    gain ``weights_dir`` and ``weights_version``. A failed training leaves nothing behind in the store.
+    With ``out_dir`` the artifact goes there (the folder is created) and nothing else happens. Without it,
+    ``train`` writes into a staging folder of the model store (``store``, default the configured one:
+    ``DYNAFORGE_DATA_DIR/models``), which then becomes a new version of ``task``/``model`` and the current one, so
+    the model's loader picks it up; the metrics gain ``weights_dir`` and ``weights_version``. A failed training
+    leaves nothing behind in the store.
     """
     if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
         return train(Path(data_dir), Path(out_dir), progress=progress, **options)
     store = store or ModelStore.from_settings()
     with store.staging(task, model) as staging:
