@@ -599,11 +599,16 @@ def import_command(
     "out_dir",
     default=None,
     type=click.Path(file_okay=False, path_type=Path),
-    help="Where to write the weights (default: the plugin's own weights folder).",
+    help="Where to write the weights (default: a new version in the model store, DYNAFORGE_DATA_DIR/models, "
+    "which the task's model then loads instead of the weights its package ships).",
 )
 @click.option("--limit", default=None, type=int, help="Use only this many rows (a quick check).")
 def train(task_code: str, data_dir: Path, out_dir: Path | None, limit: int | None) -> None:
-    """Train TASK_CODE's default target model from a data folder and print its held-out metrics."""
+    """Train TASK_CODE's default target model from a data folder and print its held-out metrics.
+
+    Trained weights never go into an installed package: without --out they become a new version in the model
+    store (by content hash) and the current one of that model.
+    """
     import json
 
     from dynaforge.plugins import Plugins

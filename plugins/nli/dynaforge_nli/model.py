@@ -32,7 +32,9 @@ from pathlib import Path
 from typing import Any
 
 LABELS: tuple[str, str, str] = ("entailment", "neutral", "contradiction")
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+TASK_CODE = "nli"
+MODEL_NAME = "minilm-nli"  # the default target model's name, and its folder in the model store
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"  # shipped, read-only; training writes to the model store
 HEAD_FILE = "head.safetensors"
 METADATA_FILE = "metadata.json"
 MAX_LENGTH = 256
@@ -285,18 +287,25 @@ class NLIModel:
 
 
 def load(*, weights_dir: Path | str | None = None, device: str = "cpu") -> NLIModel:
-    """Load the shared encoder and the trained head (``weights_dir`` defaults to the package's ``weights/``)."""
+    """Load the shared encoder and the trained head.
+
+    ``weights_dir`` defaults to the model store's current version of this model (what ``dynaforge train nli``
+    wrote), else the package's own ``weights/``; ``metadata["weights"]`` says which was loaded.
+    """
     import torch
     from safetensors.torch import load_file
 
-    wdir = Path(weights_dir) if weights_dir is not None else WEIGHTS_DIR
+    from dynaforge.model_store import resolve_weights
+
+    weights = resolve_weights(TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir)
+    wdir = weights.path
     head_path = wdir / HEAD_FILE
     if not head_path.is_file():
         raise FileNotFoundError(
             f"no trained NLI head at {head_path}; run `dynaforge train nli --data DIR` "
             "(DIR holding anli_r1_dev_annotated.csv)"
         )
-    metadata = read_metadata(wdir)
+    metadata = {**read_metadata(wdir), "weights": weights.describe()}
     if tuple(metadata.get("labels", ())) != LABELS:
         raise ValueError(f"{wdir / METADATA_FILE}: labels {metadata.get('labels')} are not {list(LABELS)}")
     if tuple(metadata.get("scalar_features", ())) != SCALAR_FEATURES:

@@ -8,10 +8,10 @@ sentence-pair features and lexical cues, trained by ``dynaforge train nli``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, hookimpl
+from dynaforge_nli.model import MODEL_NAME
 
 
 class NLITask(Task):
@@ -73,7 +73,7 @@ class NLITask(Task):
         "name_origin_swap",
     )
     default_target_models = (
-        ModelSpec(name="minilm-nli", backend="python", config={"factory": "dynaforge_nli.model:load"}),
+        ModelSpec(name=MODEL_NAME, backend="python", config={"factory": "dynaforge_nli.model:load"}),
     )
     demo_contexts = (
         {
@@ -137,12 +137,12 @@ class NLITask(Task):
         return {"premise": context["premise"], "hypothesis": example["hypothesis"]}
 
     def train(self, data_dir, out_dir=None, *, progress: bool = True, **options) -> dict[str, Any]:
-        """Train the default model from DATA_DIR/anli_r1_dev_annotated.csv; weights go next to the package
-        unless ``out_dir`` is given. Options: ``limit`` (seeded subsample of N rows), ``seed``."""
+        """Train the default model from DATA_DIR/anli_r1_dev_annotated.csv into ``out_dir``, or by default into a
+        new version in the model store. Options: ``limit`` (seeded subsample of N rows), ``seed``."""
+        from dynaforge.tasks.training import run_training
         from dynaforge_nli.train import train
 
-        out = Path(out_dir) if out_dir else Path(__file__).parent / "weights"
-        return train(Path(data_dir), out, progress=progress, **options)
+        return run_training(train, data_dir, out_dir, task=self.code, model=MODEL_NAME, progress=progress, **options)
 
 
 @hookimpl

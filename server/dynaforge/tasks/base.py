@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from os import PathLike
 from typing import Any, ClassVar
 
 from dynaforge.errors import FieldError, InvalidInput
@@ -223,8 +224,20 @@ class Task:
         return perturbed
 
     # ------------------------------------------------------------------ optional
-    def train(self, data_dir, out_dir, *, progress: bool = True, **options) -> dict[str, Any]:
-        """Train the task's default target model from a data folder; returns its held-out metrics."""
+    def train(
+        self,
+        data_dir: str | PathLike[str],
+        out_dir: str | PathLike[str] | None,
+        *,
+        progress: bool = True,
+        **options: Any,
+    ) -> dict[str, Any]:
+        """Train the task's default target model from a data folder; returns its held-out metrics.
+
+        ``out_dir`` None (``dynaforge train`` without ``--out``) means the model store, never the package's own
+        folder: :func:`dynaforge.tasks.training.run_training` does both for a trainer written as
+        ``train(data_dir, out_dir, *, progress, **options)``.
+        """
         raise NotImplementedError(f"task {self.code} has no training command")
 
     def __repr__(self) -> str:

@@ -1,28 +1,361 @@
-"""Helpers for the training commands of task plugins (``Task.train``): what every trainer records and writes.
+"""A kit for the training commands of task plugins (``Task.train``, ``dynaforge train``, ``python -m PKG.train``).
 
-Nothing here imports torch; trainers import what they need themselves.
+What the bundled trainers share, for any task author to reuse:
+
+* :func:`run_training` runs a plugin's ``train(data_dir, out_dir, ...)`` into the model store (or into a folder the
+  caller names); :func:`training_main` is the whole ``main()`` of a training script (``--data --out --limit --seed
+  --no-progress``, metrics printed as JSON);
+* :func:`embed_texts` and :func:`encoder_record`: sentence vectors from the frozen MiniLM encoder that every model of
+  an inference process shares, and the record of that encoder for a model's metadata;
+* :func:`fit_logistic_regression`, :func:`choose_weight_decay`, :func:`log_loss`: an L2-regularised logistic
+  regression (binary or multinomial) fitted by full-batch L-BFGS on standardised features, the standardisation
+  folded into the returned weight and bias, and a weight-decay grid chosen on held-out log-loss;
+* :func:`seeded_sample`, :func:`file_info`, :func:`save_head`, :func:`write_json_atomically`: a seeded subset for
+  ``--limit``, which data a model was trained on, and writing the head and its metadata;
+* :class:`ModelStore`, :func:`resolve_weights` (from :mod:`dynaforge.model_store`): where trained weights go, and
+  which weights a model loader reads.
+
+Nothing here imports torch when the module is imported (the API process imports task plugins but never torch);
+the functions that need it import it themselves.
 """
 
 from __future__ import annotations
 
-import hashlib
+import argparse
 import json
 import os
+import random
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from dynaforge.model_store import (
+    ModelStore,
+    ModelVersion,
+    ModelWeights,
+    file_sha256,
+    resolve_weights,
+    write_json_atomically,
+)
+
+if TYPE_CHECKING:
+    from torch import Tensor
+
+__all__ = [
+    "HEAD_FILE",
+    "METADATA_FILE",
+    "LinearHead",
+    "ModelStore",
+    "ModelVersion",
+    "ModelWeights",
+    "TrainFunction",
+    "WeightDecaySearch",
+    "choose_weight_decay",
+    "embed_texts",
+    "encoder_record",
+    "file_info",
+    "fit_logistic_regression",
+    "log_loss",
+    "resolve_weights",
+    "run_training",
+    "save_head",
+    "seeded_sample",
+    "training_main",
+    "write_json_atomically",
+]
+
+HEAD_FILE = "head.safetensors"
+METADATA_FILE = "metadata.json"
+
+#: A plugin's training function: ``train(data_dir, out_dir, *, progress, **options) -> metrics``. It writes the
+#: trained artifact (weights and metadata) into ``out_dir`` and returns held-out metrics, JSON-serialisable.
+TrainFunction = Callable[..., dict[str, Any]]
+
+
+# --------------------------------------------------------------------------- running a trainer
+
+
+def run_training(
+    train: TrainFunction,
+    data_dir: Path | str,
+    out_dir: Path | str | None = None,
+    *,
+    task: str,
+    model: str,
+    progress: bool = True,
+    store: ModelStore | None = None,
+    **options: Any,
+) -> dict[str, Any]:
+    """Run ``train(data_dir, folder, progress=..., **options)`` and return its metrics.
+
+    With ``out_dir`` the artifact goes there (the folder is created) and nothing else happens. Without it,
+    ``train`` writes into a staging folder of the model store (``store``, default the configured one:
+    ``DYNAFORGE_DATA_DIR/models``), which then becomes a new version of ``task``/``model`` and the current one, so
+    the model's loader picks it up; the metrics gain ``weights_dir`` and ``weights_version``. A failed training
+    leaves nothing behind in the store.
+    """
+    if out_dir is not None:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        return train(Path(data_dir), Path(out_dir), progress=progress, **options)
+    store = store or ModelStore.from_settings()
+    with store.staging(task, model) as staging:
+        metrics = train(Path(data_dir), staging, progress=progress, **options)
+        stored = store.add(task, model, staging)
+    return {**metrics, "weights_dir": str(stored.path), "weights_version": stored.version}
+
+
+def training_main(
+    train: TrainFunction,
+    *,
+    task: str,
+    model: str,
+    description: str,
+    data_help: str,
+    limit_help: str = "seeded subsample of at most N rows (smoke tests)",
+    options: Mapping[str, int | float | str] | None = None,
+    argv: Sequence[str] | None = None,
+) -> int:
+    """The ``main()`` of a plugin's training script (``python -m PKG.train``).
+
+    Arguments: ``--data DIR`` (required), ``--out DIR`` (default: a new version in the model store), ``--limit N``,
+    ``--seed S`` (default 0), ``--no-progress``, and one ``--NAME`` per entry of ``options`` (its default value
+    gives the type). Hub downloads are off unless the environment turns them on. Prints the metrics as JSON.
+    """
+    parser = argparse.ArgumentParser(prog=f"python -m {train.__module__}", description=description)
+    parser.add_argument("--data", type=Path, required=True, help=data_help)
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help=f"output folder (default: a new version of {task}/{model} in the model store, DYNAFORGE_DATA_DIR/models)",
+    )
+    parser.add_argument("--limit", type=int, default=None, help=limit_help)
+    parser.add_argument("--seed", type=int, default=0)
+    for name, value in (options or {}).items():
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, type=type(value), default=value)
+    parser.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    extra = {name: getattr(args, name) for name in options or {}}
+    metrics = run_training(
+        train,
+        args.data,
+        args.out,
+        task=task,
+        model=model,
+        progress=not args.no_progress,
+        limit=args.limit,
+        seed=args.seed,
+        **extra,
+    )
+    json.dump(metrics, sys.stdout, indent=2)
+    sys.stdout.write("\n")
+    return 0
+
+
+# --------------------------------------------------------------------------- data and what a trainer writes
+
+
+def seeded_sample(n: int, limit: int | None, rng: random.Random) -> list[int]:
+    """Sorted indices of a seeded random subset of ``limit`` of ``n`` rows; all rows (``rng`` untouched) when
+    ``limit`` is None or not smaller than ``n``."""
+    if limit is None or limit >= n:
+        return list(range(n))
+    return sorted(rng.sample(range(n), limit))
 
 
 def file_info(path: Path) -> dict[str, Any]:
     """Name, size and sha256 of a file, so that a model's metadata says exactly which data it was trained on."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return {"file": path.name, "bytes": path.stat().st_size, "sha256": digest.hexdigest()}
+    path = Path(path)
+    return {"file": path.name, "bytes": path.stat().st_size, "sha256": file_sha256(path)}
 
 
-def write_json_atomically(path: Path, data: Any) -> None:
-    """Write ``data`` as indented JSON to ``path`` through a temporary file, so a reader never sees half of it."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+def save_head(out_dir: Path, tensors: Mapping[str, Tensor], *, format: str, file: str = HEAD_FILE) -> Path:
+    """Write ``tensors`` as safetensors to ``out_dir/file`` (the folder is created), recording ``format`` in the
+    file's header; readable by everyone like the rest of a package. Returns the file's path."""
+    from safetensors.torch import save_file
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / file
+    save_file(dict(tensors), str(path), metadata={"format": format})
+    os.chmod(path, 0o644)  # safetensors creates it owner-only
+    return path
+
+
+# --------------------------------------------------------------------------- the shared frozen encoder
+
+
+def embed_texts(
+    texts: Sequence[str],
+    *,
+    max_length: int,
+    batch_size: int = 128,
+    progress: bool = False,
+    desc: str = "embedding",
+    device: str = "cpu",
+) -> Tensor:
+    """Mean-pooled, L2-normalised MiniLM vectors ``[n, 384]`` (float32) of ``texts``, in length-sorted batches;
+    rows keep the input order. The encoder is the process-wide shared one (what the served models use)."""
+    from dynaforge.inference.encoders import minilm_path, shared_encoder
+
+    encoder = shared_encoder(minilm_path(), device=device)
+    vectors: Tensor = encoder.embed_many(
+        texts, max_length=max_length, batch_size=batch_size, progress=progress, desc=desc
+    )
+    return vectors
+
+
+def encoder_record() -> dict[str, Any]:
+    """Name, package and weights checksum of the shared MiniLM encoder, for a model's metadata (add how it is
+    used: pooling, ``max_length``, ...)."""
+    from dynaforge.inference.encoders import MINILM_NAME, MINILM_PACKAGE, minilm_path
+
+    return {
+        "name": MINILM_NAME,
+        "package": MINILM_PACKAGE,
+        "model_safetensors_sha256": file_sha256(minilm_path() / "model.safetensors"),
+    }
+
+
+# --------------------------------------------------------------------------- the logistic head
+
+
+@dataclass(frozen=True)
+class LinearHead:
+    """A linear head on raw features: ``logits = x @ weight + bias``.
+
+    Binary: ``weight`` ``[features]``, ``bias`` a scalar, ``p(positive) = sigmoid(logits)``. Multinomial: ``weight``
+    ``[features, classes]``, ``bias`` ``[classes]``, ``p = softmax(logits)``. Both float64.
+    """
+
+    weight: Tensor
+    bias: Tensor
+
+    def logits(self, x: Tensor) -> Tensor:
+        return x @ self.weight + self.bias
+
+
+def fit_logistic_regression(
+    x: Tensor,
+    y: Tensor,
+    *,
+    weight_decay: float,
+    classes: int | None = None,
+    row_weights: Tensor | None = None,
+    feature_scale: Tensor | None = None,
+    max_iter: int = 500,
+    tolerance_grad: float = 1e-6,
+    tolerance_change: float = 1e-9,
+) -> LinearHead:
+    """L2-regularised logistic regression by full-batch L-BFGS (strong Wolfe line search) in float64.
+
+    ``x`` ``[n, features]`` (float64); ``y``: 0/1 floats (binary, ``classes`` None) or class indices (int64,
+    ``classes`` = k for a k-way softmax). The features are standardised on ``x`` (mean 0, standard deviation 1;
+    constant features are left unscaled), then multiplied by ``feature_scale`` when given (a smaller scale means a
+    stronger penalty on those features). The loss is the mean log-loss (weighted by ``row_weights`` when given) plus
+    ``weight_decay / 2 * |w|^2``. The standardisation and scale are folded into the returned head, which applies to
+    raw features.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    mean = x.mean(dim=0)
+    std = x.std(dim=0).nan_to_num(1.0).clamp(min=1e-6)
+    if feature_scale is None:
+        factor = None
+        xs = (x - mean) / std
+    else:
+        factor = feature_scale.to(x.dtype) / std
+        xs = (x - mean) * factor
+    features = x.shape[1]
+    w = torch.zeros((features, classes) if classes else features, dtype=torch.float64, requires_grad=True)
+    b = torch.zeros((classes,) if classes else (), dtype=torch.float64, requires_grad=True)
+    opt = torch.optim.LBFGS(
+        [w, b],
+        lr=1.0,
+        max_iter=max_iter,
+        tolerance_grad=tolerance_grad,
+        tolerance_change=tolerance_change,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
+
+    def data_loss(logits: Tensor) -> Tensor:
+        if row_weights is None:
+            return F.cross_entropy(logits, y) if classes else F.binary_cross_entropy_with_logits(logits, y)
+        losses = (
+            F.cross_entropy(logits, y, reduction="none")
+            if classes
+            else F.binary_cross_entropy_with_logits(logits, y, reduction="none")
+        )
+        return (losses * row_weights).sum() / row_weights.sum()
+
+    def closure() -> Tensor:
+        opt.zero_grad()
+        loss = data_loss(xs @ w + b) + 0.5 * weight_decay * (w * w).sum()
+        loss.backward()  # type: ignore[no-untyped-call]
+        return loss
+
+    opt.step(closure)  # type: ignore[no-untyped-call]
+    w, b = w.detach(), b.detach()
+    if factor is not None:
+        scale = factor[:, None] if classes else factor
+        return LinearHead(w * scale, b - (mean * factor) @ w)
+    weight = w / (std[:, None] if classes else std)
+    return LinearHead(weight, b - (weight * mean).sum() if not classes else b - mean @ weight)
+
+
+def log_loss(logits: Tensor, y: Tensor) -> float:
+    """Mean log-loss: binary (``logits`` ``[n]``, ``y`` 0/1 floats) or multinomial (``[n, k]``, class indices)."""
+    import torch.nn.functional as F
+
+    if logits.dim() == 1:
+        return float(F.binary_cross_entropy_with_logits(logits, y))
+    return float(F.cross_entropy(logits, y))
+
+
+def _accuracy(logits: Tensor, y: Tensor) -> float:
+    if logits.dim() == 1:
+        return float(((logits >= 0).double() == y).double().mean())
+    return float((logits.argmax(dim=1) == y).double().mean())
+
+
+@dataclass(frozen=True)
+class WeightDecaySearch:
+    """The outcome of :func:`choose_weight_decay`: the chosen head and weight decay, and one record per candidate
+    (``weight_decay``, ``holdout_log_loss``, ``holdout_accuracy``) for the model's metadata."""
+
+    head: LinearHead
+    weight_decay: float
+    search: list[dict[str, float]]
+
+
+def choose_weight_decay(
+    x_fit: Tensor,
+    y_fit: Tensor,
+    x_holdout: Tensor,
+    y_holdout: Tensor,
+    weight_decays: Sequence[float],
+    **fit_options: Any,
+) -> WeightDecaySearch:
+    """Fit :func:`fit_logistic_regression` on the fitting part for each weight decay and keep the head with the
+    lowest held-out log-loss (the first of equals). ``fit_options`` go to :func:`fit_logistic_regression`."""
+    if not weight_decays:
+        raise ValueError("weight_decays is empty: give at least one value to try")
+    search: list[dict[str, float]] = []
+    best: tuple[float, float, LinearHead] | None = None
+    for weight_decay in weight_decays:
+        head = fit_logistic_regression(x_fit, y_fit, weight_decay=weight_decay, **fit_options)
+        logits = head.logits(x_holdout)
+        loss = log_loss(logits, y_holdout)
+        search.append(
+            {"weight_decay": weight_decay, "holdout_log_loss": loss, "holdout_accuracy": _accuracy(logits, y_holdout)}
+        )
+        if best is None or loss < best[0]:
+            best = (loss, weight_decay, head)
+    assert best is not None
+    return WeightDecaySearch(best[2], best[1], search)
