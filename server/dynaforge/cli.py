@@ -229,7 +229,6 @@ def datasets_import(
 ) -> None:
     """Add an evaluation data set read by one of the task's importers (all or nothing; SCORING sets get their
     perturbed copies)."""
-    from dynaforge.importers import SkippedRow
     from dynaforge.services import datasets as dataset_service
     from dynaforge.services import imports as import_service
     from dynaforge.services import tasks as task_service
@@ -243,7 +242,7 @@ def datasets_import(
             if task is None:
                 raise click.ClickException(f"no task {task_code!r} is installed")
             importer = import_service.choose_importer(platform, task, format_name)
-            records = [(r.location, r.fields) for r in importer.read(path, task) if not isinstance(r, SkippedRow)]
+            records = import_service.records_of(importer, path, task)
             return await dataset_service.create_dataset(
                 platform, Actor.system(), task_code, name, records, access=access
             )
