@@ -113,7 +113,7 @@ def example_payload(example: Example, task_code: str, round_number: int) -> dict
             "incorrect": example.validations_incorrect or 0,
             "flagged": example.validations_flagged or 0,
         },
-        "created_at": as_utc(example.created_at).isoformat(),
+        "created_at": _iso(example.created_at),
     }
 
 
@@ -128,7 +128,7 @@ def example_from_payload(payload: dict[str, Any]) -> Example:
         context_id=payload.get("context_id"),
         fields=payload["fields"],
         prediction=payload.get("prediction"),
-        model_predictions=payload.get("model_predictions") or {},
+        model_predictions=payload.get("model_predictions") or [],
         fooled=payload.get("fooled"),
         status=payload["status"],
         tag=payload.get("tag"),
@@ -196,7 +196,8 @@ def evaluation_payload(evaluation: Evaluation, task_code: str, dataset_name: str
 
 
 def _iso(value: datetime | None) -> str | None:
-    return None if value is None else as_utc(value).isoformat()
+    utc = as_utc(value)
+    return None if utc is None else utc.isoformat()
 
 
 # --------------------------------------------------------------------------- the events
