@@ -70,6 +70,16 @@ def register_importers(register: Callable[[Any], None]) -> None:
     """
 
 
+@hookspec
+def register_export_formats(register: Callable[[Any], None]) -> None:
+    """Register export formats: call ``register(format)`` with a :class:`dynaforge.ExportFormat` instance.
+
+    A format writes a task's collected examples, handed to it page by page as ``dynaforge.example/1`` records; its
+    ``name`` is what ``dynaforge export --format`` and ``GET /export/{task}?format=`` name and must be unique across
+    plugins. The core registers ``jsonl`` and ``hf``.
+    """
+
+
 # --------------------------------------------------------------------------- events
 
 
