@@ -34,7 +34,9 @@ _FORMAT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 DEFAULT_PLUGINS = (
     "dynaforge.defaults.metrics",
-    "dynaforge.defaults.backends",
+    "dynaforge.defaults.backends.python",
+    "dynaforge.defaults.backends.transformers",
+    "dynaforge.defaults.backends.http",
     "dynaforge.defaults.perturbations",
     "dynaforge.defaults.importers",
     "dynaforge.defaults.exports",
