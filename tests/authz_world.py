@@ -295,7 +295,7 @@ class World:
         return example_service.event_payload(row, TASK, number)
 
     async def round_event(self, change: str = "UPDATED") -> dict[str, Any]:
-        """A roundChanged payload for the task's current round (as services.tasks.announce_round makes it)."""
+        """A roundChanged payload for the task's current round (as services.announce.round_changed makes it)."""
         async with self.p.db.session() as s:
             row = await s.scalar(
                 select(Round)

@@ -72,7 +72,7 @@ def test_core_defaults_are_registered_first_and_marked_default(core):
     assert [r.name for r in rows] == sorted(DEFAULT_PLUGINS)
     assert all(r.is_default and r.error is None for r in rows)
     assert core.registry.owners[("metrics", "accuracy")] == "dynaforge.defaults.metrics"
-    assert core.registry.owners[("backends", "python")] == "dynaforge.defaults.backends"
+    assert core.registry.owners[("backends", "python")] == "dynaforge.defaults.backends.python"
     assert core.registry.owners[("perturbations", "typo")] == "dynaforge.defaults.perturbations"
 
 

@@ -6,6 +6,7 @@ The public API for plugin authors::
 """
 
 from dynaforge.errors import FieldError, InvalidInput
+from dynaforge.exporters import Export, ExportFormat, ExportPage, ExportSplit, WrittenExport
 from dynaforge.hookspecs import hookimpl
 from dynaforge.importers import ImportedExample, Importer, SkippedRow
 from dynaforge.inference.backends import ModelBackend, Predictor
@@ -29,6 +30,10 @@ __version__ = "0.1.0"
 __all__ = [
     "BooleanField",
     "ChoiceField",
+    "Export",
+    "ExportFormat",
+    "ExportPage",
+    "ExportSplit",
     "Field",
     "FieldError",
     "ImportedExample",
@@ -46,5 +51,6 @@ __all__ = [
     "SpanField",
     "Task",
     "TextField",
+    "WrittenExport",
     "hookimpl",
 ]

@@ -229,7 +229,6 @@ def datasets_import(
 ) -> None:
     """Add an evaluation data set read by one of the task's importers (all or nothing; SCORING sets get their
     perturbed copies)."""
-    from dynaforge.importers import SkippedRow
     from dynaforge.services import datasets as dataset_service
     from dynaforge.services import imports as import_service
     from dynaforge.services import tasks as task_service
@@ -243,7 +242,7 @@ def datasets_import(
             if task is None:
                 raise click.ClickException(f"no task {task_code!r} is installed")
             importer = import_service.choose_importer(platform, task, format_name)
-            records = [(r.location, r.fields) for r in importer.read(path, task) if not isinstance(r, SkippedRow)]
+            records = import_service.records_of(importer, path, task)
             return await dataset_service.create_dataset(
                 platform, Actor.system(), task_code, name, records, access=access
             )
@@ -404,16 +403,24 @@ def _platform(database_url: str | None):
 @click.option(
     "--format",
     "fmt",
-    type=click.Choice(["jsonl", "hf"]),
     required=True,
-    help="jsonl: one example per line; hf: a folder that datasets.load_dataset reads.",
+    help="A registered export format: jsonl (one example per line), hf (a folder that datasets.load_dataset "
+    "reads) or a plugin's; --list-formats lists them.",
 )
 @click.option(
     "--out",
     "out",
     required=True,
     type=click.Path(path_type=Path),
-    help="The .jsonl file, or for hf a new (or empty) folder.",
+    help="The file to write (e.g. a .jsonl file), or for a format that writes a folder (hf) a new or empty folder.",
+)
+@click.option(
+    "--list-formats",
+    is_flag=True,
+    is_eager=True,
+    expose_value=False,
+    callback=lambda ctx, _, value: _list_export_formats(ctx, value),
+    help="List the registered export formats and exit.",
 )
 @click.option(
     "--status",
@@ -434,12 +441,12 @@ def export(
     async def go():
         platform = _platform(database_url)
         try:
+            chosen = exports.choose_format(platform, fmt)
             plan = await exports.prepare_export(
                 platform, Actor.system(), task_code, round_number=round_number, statuses=statuses or None
             )
             with tqdm(total=plan.total, unit="example", desc=f"export {task_code}", disable=None) as bar:
-                write = exports.write_jsonl if fmt == "jsonl" else exports.write_hf
-                return await write(platform, plan, out, progress=bar.update)
+                return await exports.write(platform, plan, chosen, out, progress=bar.update)
         finally:
             await platform.close()
 
@@ -449,6 +456,19 @@ def export(
     click.echo(f"wrote {result.total} {noun} of {task_code} ({splits}) to {result.path}")
     for path in result.files:
         click.echo(f"  {path}")
+
+
+def _list_export_formats(ctx: click.Context, value: bool) -> None:
+    """``dynaforge export --list-formats``: the formats the installed plugins register, then exit."""
+    if not value or ctx.resilient_parsing:
+        return
+    from dynaforge.plugins import Plugins
+
+    plugins = Plugins(allowlist=Settings().plugin_allowlist())
+    for name, fmt in plugins.registry.export_formats.items():
+        where = "a folder" if fmt.folder else f"a {fmt.extension} file"
+        click.echo(f"{name}\t{where}: {fmt.description}")
+    ctx.exit()
 
 
 # --------------------------------------------------------------------------- contexts

@@ -70,6 +70,16 @@ def register_importers(register: Callable[[Any], None]) -> None:
     """
 
 
+@hookspec
+def register_export_formats(register: Callable[[Any], None]) -> None:
+    """Register export formats: call ``register(format)`` with a :class:`dynaforge.ExportFormat` instance.
+
+    A format writes a task's collected examples, handed to it page by page as ``dynaforge.example/1`` records; its
+    ``name`` is what ``dynaforge export --format`` and ``GET /export/{task}?format=`` name and must be unique across
+    plugins. The core registers ``jsonl`` and ``hf``.
+    """
+
+
 # --------------------------------------------------------------------------- events
 
 
@@ -87,3 +97,41 @@ def example_created(example: dict[str, Any]) -> None:
 @hookspec
 def model_fooled(example: dict[str, Any]) -> None:
     """Called after a stored example fooled the target model; ``example`` is as in :func:`example_created`."""
+
+
+@hookspec
+def example_validated(example: dict[str, Any], validation: dict[str, Any]) -> None:
+    """Called after a vote on an example, or a flag, has been stored.
+
+    ``example`` is as in :func:`example_created`, as it is after the vote: its ``status`` is ``ACCEPTED`` or
+    ``REJECTED`` when this vote decided it, ``FLAGGED`` after a flag, and ``votes`` counts this vote.
+    ``validation`` is a plain dict of JSON values: ``example_id``, ``label`` (``CORRECT``, ``INCORRECT`` or
+    ``FLAGGED``), ``user_id`` (who voted or flagged; the example's own ``user_id`` when its author flagged it, which
+    is no vote), ``by_owner`` (an owner's or admin's vote, which decides alone), ``reason`` (or None),
+    ``corrected_target`` (the validator's corrected target fields, or None) and ``at`` (ISO 8601).
+    """
+
+
+@hookspec
+def round_changed(round: dict[str, Any], change: str) -> None:
+    """Called after a round of a task has been opened, closed or edited.
+
+    ``change`` is ``OPENED``, ``CLOSED`` or ``UPDATED`` (its description). ``round`` is a plain dict of JSON values:
+    ``id``, ``task_code``, ``task_id``, ``number``, ``description``, ``target_models`` (each a dict with ``name``,
+    ``backend`` and ``config``), ``ensemble_rule``, ``started_at`` and ``ended_at`` (ISO 8601; ``ended_at`` is None
+    while the round is open). Opening a round closes the previous one without a separate ``CLOSED`` call.
+    """
+
+
+@hookspec
+def evaluation_finished(evaluation: dict[str, Any]) -> None:
+    """Called after an evaluation (a model on one data set) has been recorded as ``DONE`` or ``FAILED``.
+
+    Called once per finished run, by the process that recorded it: the evaluation job's own child process for a
+    submitted model (so a worker process, not the API's, wherever jobs run), the job's worker when the child ran past
+    its time limit, and the API process for uploaded predictions. That process loads the same plugins as the server
+    (``DYNAFORGE_LOAD_PLUGINS``). ``evaluation`` is a plain dict of JSON values: ``id``, ``task_code``,
+    ``model_id``, ``dataset_id``, ``dataset_name``, ``status`` (``DONE`` or ``FAILED``), ``metrics`` (metric name
+    to value; empty when failed), ``throughput`` (items per second, or None), ``memory_mb`` (or None), ``error``
+    (None when done), ``attempts``, ``started_at`` and ``finished_at`` (ISO 8601).
+    """

@@ -12,17 +12,22 @@ location ("line 12"), and :meth:`Importer.convert` turns one record into an exam
 :class:`~dynaforge.errors.InvalidInput` whose field is the location when the record cannot be read. The import
 service then reports every unreadable record of a file at once. An importer may instead override
 :meth:`Importer.read` as one generator; reading then stops at its first error.
+
+``csv_records``, ``text_lines`` and ``row_error`` help importers read files the way every uploaded file is read
+(:mod:`dynaforge.files`): records named by the line they start on, problems by location.
 """
 
 from __future__ import annotations
 
-import csv
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dynaforge.errors import FieldError, InvalidInput
+from dynaforge.errors import InvalidInput
+from dynaforge.files import csv_records as csv_records
+from dynaforge.files import row_error as row_error
+from dynaforge.files import text_lines as text_lines
 from dynaforge.tasks.base import Task
 
 #: The status an imported example gets unless its importer says otherwise: an external data set was checked by
@@ -63,11 +68,6 @@ class SkippedRow:
 
     location: str
     reason: str
-
-
-def row_error(location: str, rule: str, message: str) -> InvalidInput:
-    """The error for one unreadable record: its field is the record's location, e.g. ``line 7``."""
-    return InvalidInput.from_errors([FieldError(location, rule, message)])
 
 
 class Importer:
@@ -131,68 +131,3 @@ class Importer:
 
     def __repr__(self) -> str:
         return f"<Importer {self.name!r} for {self.task_code or 'any task'}>"
-
-
-# --------------------------------------------------------------------------- helpers for importers
-
-
-def csv_records(
-    path: Path, required: Iterable[str], *, delimiter: str = ",", what: str = "file"
-) -> Iterator[tuple[str, dict[str, str]]]:
-    """Stream ``("line N", row)`` pairs from a CSV file with a header, N being the line where the row starts; a row
-    with more values than the header yields an :class:`InvalidInput` as its record (see :meth:`Importer.records`).
-
-    Raises :class:`InvalidInput` when a ``required`` column is missing (``what`` names the expected format in the
-    message), and stops with one where the file is not CSV or not UTF-8.
-    """
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        reader = csv.DictReader(fh, delimiter=delimiter)
-        try:
-            header = reader.fieldnames or []
-            missing = sorted(set(required) - set(header))
-            if missing:
-                raise row_error(
-                    "file",
-                    "header",
-                    f"has no column {', '.join(missing)} (its header is {', '.join(header) or 'empty'}); "
-                    f"expected {what}",
-                )
-            start = reader.line_num + 1
-            for row in reader:
-                if None in row:
-                    problem = f"has more values than the header has columns ({len(header)})"
-                    yield f"line {start}", row_error(f"line {start}", "columns", problem)
-                else:
-                    yield f"line {start}", row
-                start = reader.line_num + 1
-        except csv.Error as exc:
-            where = f"line {reader.line_num}"
-            raise row_error(where, "csv", f"is not valid CSV ({exc}); reading stopped there") from exc
-        except UnicodeDecodeError as exc:  # decoded in blocks: the bad byte is somewhere after the last good line
-            raise row_error(
-                "file",
-                "encoding",
-                f"is not UTF-8 text ({exc.reason}) after line {reader.line_num}; save it as UTF-8 and import it again",
-            ) from exc
-
-
-def text_lines(path: Path) -> Iterator[tuple[str, str]]:
-    """Stream ``("line N", text)`` pairs of a UTF-8 text file, without line endings; blank lines are left out.
-
-    Stops with an :class:`InvalidInput` at a line that is not UTF-8.
-    """
-    with open(path, "rb") as fh:
-        for number, raw in enumerate(fh, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise row_error(
-                    f"line {number}",
-                    "encoding",
-                    f"is not UTF-8 text ({exc.reason}); save the file as UTF-8 and import it again",
-                ) from exc
-            if number == 1:
-                text = text.removeprefix("\ufeff")
-            text = text.rstrip("\r\n")
-            if text.strip():
-                yield f"line {number}", text

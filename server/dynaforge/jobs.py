@@ -27,6 +27,7 @@ from dramatiq.brokers.stub import StubBroker
 
 from dynaforge.evaluation.runner import PROGRESS_FD
 from dynaforge.events import EventBus
+from dynaforge.services.announce import progress_topic
 from dynaforge.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -130,7 +131,7 @@ def publisher(events: EventBus) -> Callable[[dict[str, Any]], None]:
     """Progress events to ``evaluationProgress:{model id}`` on the bus, from the actor's thread."""
 
     def publish(event: dict[str, Any]) -> None:
-        events.publish_threadsafe(f"evaluationProgress:{event['model_id']}", event)
+        events.publish_threadsafe(progress_topic(event["model_id"]), event)
 
     return publish
 

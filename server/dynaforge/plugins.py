@@ -11,6 +11,7 @@ import asyncio
 import importlib
 import inspect
 import logging
+import re
 import threading
 from collections.abc import Awaitable, Iterable
 from dataclasses import dataclass, field
@@ -21,6 +22,7 @@ import pluggy
 
 from dynaforge import hookspecs
 from dynaforge.errors import PluginError
+from dynaforge.exporters import ExportFormat
 from dynaforge.importers import Importer
 from dynaforge.inference.backends import ModelBackend
 from dynaforge.tasks.base import Metric, Perturbation, Slice, Task
@@ -28,12 +30,16 @@ from dynaforge.tasks.base import Metric, Perturbation, Slice, Task
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "dynaforge"
+_FORMAT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 DEFAULT_PLUGINS = (
     "dynaforge.defaults.metrics",
-    "dynaforge.defaults.backends",
+    "dynaforge.defaults.backends.python",
+    "dynaforge.defaults.backends.transformers",
+    "dynaforge.defaults.backends.http",
     "dynaforge.defaults.perturbations",
     "dynaforge.defaults.importers",
+    "dynaforge.defaults.exports",
 )
 
 
@@ -90,6 +96,7 @@ class Registry:
     perturbations: dict[str, Perturbation] = field(default_factory=dict)
     slices: dict[str, Slice] = field(default_factory=dict)
     importers: dict[str, Importer] = field(default_factory=dict)
+    export_formats: dict[str, ExportFormat] = field(default_factory=dict)
     owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin name
 
 
@@ -101,6 +108,7 @@ _KINDS: dict[str, tuple[str, type, str]] = {
     "register_perturbations": ("perturbations", Perturbation, "name"),
     "register_fairness_slices": ("slices", Slice, "name"),
     "register_importers": ("importers", Importer, "name"),
+    "register_export_formats": ("export_formats", ExportFormat, "name"),
 }
 
 
@@ -205,6 +213,10 @@ class Plugins:
             raise PluginError(f"{expected.__name__} {key!r} is already registered by {owner}")
         if isinstance(item, Importer) and (not isinstance(key, str) or not key.strip()):
             raise PluginError(f"importer {item!r} has no name")
+        if isinstance(item, ExportFormat) and (not isinstance(key, str) or not _FORMAT_NAME.match(key)):
+            raise PluginError(
+                f"export format {item!r} needs a name of lowercase letters, digits, '_' or '-' (what --format names)"
+            )
         if isinstance(item, Task):
             problems = item.check_declaration()
             if problems:

@@ -1,8 +1,10 @@
-"""``GET /export/{task_code}?round=N&format=jsonl|hf&status=S``: download collected data over HTTP.
+"""``GET /export/{task_code}?round=N&format=NAME&status=S``: download collected data over HTTP.
 
-Authenticated like ``/graphql`` (``Authorization: Bearer <token>``). ``jsonl`` streams JSON Lines page by page;
-``hf`` writes the Hugging Face folder to a temporary directory, streams it as a zip and deletes it afterwards.
-Expected failures are JSON ``{"error": {"code", "message"}}`` with 400, 401, 403, 404 or 429.
+Authenticated like ``/graphql`` (``Authorization: Bearer <token>``). ``format`` is any registered export format
+(default ``jsonl``; an unknown one is refused with the list of registered ones). A format that streams (``jsonl``)
+is sent page by page as it is read; any other is written to a temporary directory, sent (a folder, such as ``hf``'s,
+as a zip) and deleted afterwards. Expected failures are JSON ``{"error": {"code", "message"}}`` with 400, 401, 403,
+404 or 429.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from dynaforge import errors
+from dynaforge.exporters import ExportFormat
 from dynaforge.services import auth as auth_service
 from dynaforge.services import exports as export_service
 from dynaforge.services.platform import Platform
@@ -55,7 +58,7 @@ def _bearer(request: Request) -> str | None:
     return read_bearer(request.headers)
 
 
-def _query(request: Request) -> tuple[int | None, str, list[str] | None]:
+def _query(request: Request, platform: Platform) -> tuple[int | None, ExportFormat | None, list[str] | None]:
     params = request.query_params
     problems = []
     round_number = None
@@ -69,9 +72,11 @@ def _query(request: Request) -> tuple[int | None, str, list[str] | None]:
             problems.append(
                 errors.FieldError("round", "type", "must be a round number (1, 2, ...); leave it out for every round")
             )
-    fmt = (params.get("format") or "jsonl").lower()
-    if fmt not in export_service.FORMATS:
-        problems.append(errors.FieldError("format", "choice", f"must be one of {', '.join(export_service.FORMATS)}"))
+    fmt = None
+    try:
+        fmt = export_service.choose_format(platform, params.get("format") or "jsonl")
+    except errors.InvalidInput as exc:
+        problems.extend(exc.field_errors)
     statuses = [s for value in params.getlist("status") for s in value.split(",") if s.strip()] or None
     if problems:
         raise errors.InvalidInput.from_errors(problems)
@@ -88,14 +93,15 @@ async def export_endpoint(request: Request) -> Response:
                 auth.error
                 or "Sign in first: send 'Authorization: Bearer <token>' (from register, login or createApiToken)"
             )
-        round_number, fmt, statuses = _query(request)
+        round_number, fmt, statuses = _query(request, platform)
+        assert fmt is not None  # _query raised otherwise
         plan = await export_service.prepare_export(
             platform, auth.actor, request.path_params["task_code"], round_number=round_number, statuses=statuses
         )
         platform.limiter.hit(f"exports:{auth.actor.user_id or 'system'}", EXPORTS_PER_MINUTE, 60.0, "exports")
-        if fmt == "jsonl":
-            return _jsonl_response(platform, plan)
-        return await _hf_response(platform, plan)
+        if (chunks := fmt.stream(export_service.export_of(platform, plan))) is not None:
+            return _streamed_response(fmt, plan, chunks)
+        return await _written_response(platform, fmt, plan)
     except errors.DynaforgeError as exc:
         return error_response(exc)
 
@@ -104,28 +110,33 @@ def _attachment(filename: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"}
 
 
-def _jsonl_response(platform: Platform, plan: export_service.ExportPlan) -> StreamingResponse:
+def _streamed_response(
+    fmt: ExportFormat, plan: export_service.ExportPlan, chunks: AsyncIterator[bytes]
+) -> StreamingResponse:
     async def body() -> AsyncIterator[bytes]:
         try:
-            async for chunk in export_service.iter_jsonl(platform, plan):
+            async for chunk in chunks:
                 yield chunk
         except Exception:  # the status line is sent already: log it; the client sees a truncated body
             log.exception("export of %s broke off", plan.code)
             raise
 
-    headers = _attachment(f"{plan.basename}.jsonl")
+    headers = _attachment(f"{plan.basename}{fmt.extension}")
     headers["X-Dynaforge-Examples"] = str(plan.total)
-    return StreamingResponse(body(), media_type="application/x-ndjson", headers=headers)
+    return StreamingResponse(body(), media_type=fmt.media_type, headers=headers)
 
 
-async def _hf_response(platform: Platform, plan: export_service.ExportPlan) -> Response:
+async def _written_response(platform: Platform, fmt: ExportFormat, plan: export_service.ExportPlan) -> Response:
+    """The format writes into a temporary directory; a folder is zipped. The directory goes once it is sent."""
     workdir = Path(tempfile.mkdtemp(prefix="dynaforge-export-"))
     try:
-        folder = workdir / plan.basename
-        await export_service.write_hf(platform, plan, folder)
-        archive = workdir / f"{plan.basename}.zip"
-        await asyncio.to_thread(_zip, folder, archive)
-        await asyncio.to_thread(shutil.rmtree, folder)
+        written = workdir / f"{plan.basename}{fmt.extension}"
+        await export_service.write(platform, plan, fmt, written)
+        archive = written
+        if fmt.folder:
+            archive = workdir / f"{plan.basename}.zip"
+            await asyncio.to_thread(_zip, written, archive)
+            await asyncio.to_thread(shutil.rmtree, written)
     except BaseException:
         shutil.rmtree(workdir, ignore_errors=True)
         raise
@@ -147,7 +158,7 @@ async def _hf_response(platform: Platform, plan: export_service.ExportPlan) -> R
     # The background task removes the directory too if the client went away before the body was read.
     return StreamingResponse(
         body(),
-        media_type="application/zip",
+        media_type="application/zip" if fmt.folder else fmt.media_type,
         headers=headers,
         background=BackgroundTask(shutil.rmtree, workdir, ignore_errors=True),
     )

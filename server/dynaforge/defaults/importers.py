@@ -20,12 +20,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from dynaforge.files import json_object
 from dynaforge.hookspecs import hookimpl
 from dynaforge.importers import ImportedExample, Importer, row_error, text_lines
 from dynaforge.tasks.base import Task
 
 FORMAT = "dynaforge.example/1"
 VOTES = ("correct", "incorrect", "flagged")
+EXAMPLE = f'{{"format": "{FORMAT}", "fields": {{...}}, "status": "ACCEPTED", ...}}'
 
 
 def _optional(record: dict[str, Any], key: str, types: tuple[type, ...], what: str, problems: list[str]) -> Any:
@@ -50,12 +52,7 @@ class JsonlImporter(Importer):
         return text_lines(path)
 
     def convert(self, record: str, location: str, task: Task) -> ImportedExample:
-        try:
-            data = json.loads(record)
-        except json.JSONDecodeError as exc:
-            raise row_error(location, "json", f"is not JSON ({exc.msg} at column {exc.colno})") from exc
-        if not isinstance(data, dict):
-            raise row_error(location, "json", "must be a JSON object, one example per line")
+        data = json_object(location, record, example=EXAMPLE, not_an_object="json")
         if data.get("format") != FORMAT:
             raise row_error(
                 location,

@@ -17,7 +17,10 @@ Steps, each safe to repeat (a worker killed at any point and started again leave
    the status;
 4. the model's robustness and fairness are brought up to date: for each scoring set whose perturbed copies are done,
    the share of variants predicted like their original (Dynabench's consistency), averaged over robustness and over
-   fairness perturbations, plus the copies' own task metrics; then the model's status is rolled up.
+   fairness perturbations, plus the copies' own task metrics; then the model's status is rolled up;
+5. the plugins' ``evaluation_finished`` hook is called by the run whose compare-and-set moved the evaluation to DONE
+   or FAILED, after that commit, in the process that ran it (:meth:`Runner.announce_finished`): once per finished
+   evaluation, never for a repeated delivery that finds it done.
 
 Progress events (start, each chunk, done, failed) go to ``Runner.progress``; in the child process, to the pipe named
 by ``DYNAFORGE_PROGRESS_FD``, which the job actor relays to the event bus as ``evaluationProgress:{model id}``.
@@ -57,6 +60,7 @@ from dynaforge.db.models import (
 )
 from dynaforge.evaluation import scoring
 from dynaforge.plugins import Plugins
+from dynaforge.services import announce
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import Task
 
@@ -172,10 +176,12 @@ class Runner:
         for chunk in range(max(1, math.ceil(len(outputs) / size))):
             part = outputs[chunk * size : (chunk + 1) * size]
             await self._store_chunk(evaluation_id, chunk, len(part), part, 0.0)
-        await self._finish(evaluation_id, self.plugins.task(code), dataset, None)
+        finished = await self._finish(evaluation_id, self.plugins.task(code), dataset, None)
         async with self.db.write() as s:
             await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id).values(throughput=None))
         await self.refresh_model(evaluation.model_id)
+        if finished:
+            await self.announce_finished(evaluation_id)
 
     # ------------------------------------------------------------------ the job
     async def run(self, evaluation_id: int, *, stop_after_chunks: int | None = None) -> str:
@@ -239,9 +245,11 @@ class Runner:
                     )
                 self.report(evaluation, dataset, E.RUNNING, progress)
         memory_mb = max(0.0, sampler.peak - baseline) if predictor is not None else None
-        await self._finish(evaluation_id, task, dataset, memory_mb)
+        finished = await self._finish(evaluation_id, task, dataset, memory_mb)
         await self.refresh_model(model.id)
         self.report(evaluation, dataset, E.DONE, 1.0)
+        if finished:
+            await self.announce_finished(evaluation_id)
         return E.DONE
 
     async def _items(self, dataset_id: int, start: int, size: int) -> list[DatasetItem]:
@@ -305,7 +313,8 @@ class Runner:
                 predictions.append(None)  # an unusable answer counts as wrong
         return items, predictions, sum(c.seconds for c in chunks)
 
-    async def _finish(self, evaluation_id: int, task: Task, dataset: Dataset, memory_mb: float | None) -> None:
+    async def _finish(self, evaluation_id: int, task: Task, dataset: Dataset, memory_mb: float | None) -> bool:
+        """Score the stored outputs and mark the evaluation DONE; False when another run had already done it."""
         items, predictions, seconds = await self.predictions(evaluation_id, task, dataset.id)
         golds = [i.fields for i in items]
         registry = self.plugins.registry.metrics
@@ -329,7 +338,7 @@ class Runner:
             details["slice_gaps"] = scoring.slice_gaps(metrics, per_slice, metrics=registry)
         throughput = len(golds) / seconds if seconds > 0 else None
         async with self.db.write() as s:
-            await s.execute(
+            result = await s.execute(
                 update(Evaluation)
                 .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
                 .values(
@@ -343,6 +352,7 @@ class Runner:
                     error=None,
                 )
             )
+        return result.rowcount == 1
 
     # ------------------------------------------------------------------ the model's figures
     async def refresh_model(self, model_id: int) -> None:
@@ -401,17 +411,43 @@ class Runner:
             await s.execute(update(ModelRow).where(ModelRow.id == model_id).values(status=status))
 
     async def fail(self, evaluation_id: int, error: str, log_tail: str) -> None:
+        """Record a failure (a done evaluation stays done). A failed one gets the newer error and log."""
+        values = {"status": E.FAILED, "error": error[-4000:], "log_tail": log_tail[-20000:], "finished_at": utcnow()}
         async with self.db.write() as s:
-            await s.execute(
+            # Compare-and-set: only the run that moves it to FAILED announces the end (once per finished run).
+            moved = await s.execute(
                 update(Evaluation)
-                .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
-                .values(status=E.FAILED, error=error[-4000:], log_tail=log_tail[-20000:], finished_at=utcnow())
+                .where(Evaluation.id == evaluation_id, Evaluation.status.not_in([E.DONE, E.FAILED]))
+                .values(**values)
             )
+            if moved.rowcount != 1:
+                await s.execute(
+                    update(Evaluation)
+                    .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                    .values(**values)
+                )
             evaluation = await s.get(Evaluation, evaluation_id)
             dataset = None if evaluation is None else await s.get(Dataset, evaluation.dataset_id)
         if evaluation is not None and dataset is not None:
             await self.refresh_model(evaluation.model_id)
             self.report(evaluation, dataset, E.FAILED, evaluation.progress, error[-4000:])
+            if moved.rowcount == 1:
+                await self.announce_finished(evaluation_id)
+
+    async def announce_finished(self, evaluation_id: int) -> None:
+        """The ``evaluation_finished`` hook, after the commit that made it DONE or FAILED, in this process (whose
+        plugins are loaded with the server's allowlist): the job's child process for a model, the job's worker when
+        the child ran out of time, the API process for uploaded predictions. Never raises."""
+        try:
+            async with self.db.session() as s:
+                evaluation = await s.get(Evaluation, evaluation_id)
+                dataset = await s.get(Dataset, evaluation.dataset_id)
+                code = await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+            payload = announce.evaluation_payload(evaluation, code, dataset.name)
+        except Exception:  # noqa: BLE001 - the result is stored; only the news is lost
+            log.exception("evaluation %s finished but could not be announced", evaluation_id)
+            return
+        await announce.evaluation_finished(self.plugins, payload)
 
 
 class _Tail(logging.Handler):

@@ -1,8 +1,8 @@
 """Model backends: how a model configuration becomes something that predicts.
 
-A backend is registered by a plugin (the core's own are in ``dynaforge.defaults.backends``). ``load(config)``
-returns a :class:`Predictor`; it may import heavy libraries (torch, transformers) because it only runs where
-inference runs, never at API start-up.
+A backend is registered by a plugin (the core's own are in ``dynaforge.defaults.backends``, one module each).
+``load(config)`` returns a :class:`Predictor`; it may import heavy libraries (torch, transformers) because it only
+runs where inference runs, never at API start-up.
 """
 
 from __future__ import annotations

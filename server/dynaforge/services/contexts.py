@@ -4,7 +4,6 @@ file), and how the next one is chosen."""
 from __future__ import annotations
 
 import asyncio
-import codecs
 import csv
 import json
 import logging
@@ -17,8 +16,10 @@ from typing import Any, BinaryIO
 
 from sqlalchemy import func, select
 
+from dynaforge import files
 from dynaforge.db.models import Context, Example, ExampleStatus
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, text_problem
+from dynaforge.files import Problems
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
@@ -32,7 +33,7 @@ _SAMPLE = 16
 MAX_CONTEXTS_PER_CALL = 1000
 MAX_TAG_LENGTH = 100
 #: At most this many problems of an uploaded file are listed; the rest are counted.
-MAX_REPORTED_ERRORS = 50
+MAX_REPORTED_ERRORS = files.MAX_REPORTED
 #: Uploaded contexts are inserted this many at a time (all in one transaction).
 INSERT_BATCH = 500
 #: A column (CSV) or key (JSONL) of this name is the row's tag, unless the task has a context field of that name.
@@ -175,99 +176,11 @@ def detect_format(filename: str | None, given: ContextFileFormat | str | None = 
     )
 
 
-class LineProblems:
-    """The problems of one file: the first ``MAX_REPORTED_ERRORS`` as field errors, the rest only counted."""
-
-    def __init__(self) -> None:
-        self.listed: list[FieldError] = []
-        self.count = 0
-
-    def add(self, line: int, field: str | None, rule: str, message: str) -> None:
-        self.count += 1
-        if len(self.listed) < MAX_REPORTED_ERRORS:
-            self.listed.append(FieldError(f"line {line}" + (f".{field}" if field else ""), rule, message))
-
-    def raise_if_any(self, name: str) -> None:
-        if not self.count:
-            return
-        errors = list(self.listed)
-        if self.count > len(errors):
-            errors.append(
-                FieldError(
-                    "file",
-                    "more_errors",
-                    f"and {self.count - len(errors)} more problems not listed; fix these and upload again to see them",
-                )
-            )
-        first = errors[0]
-        raise InvalidInput(
-            f"Nothing was added: {name} has {self.count} problem{'s' if self.count != 1 else ''} "
-            f"(first: {first.field}: {first.message}); fix them and upload the whole file again",
-            errors,
-        )
-
-
-def _file_error(rule: str, message: str) -> InvalidInput:
-    return InvalidInput.from_errors([FieldError("file", rule, message)])
-
-
-def physical_lines(source: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes]]:
-    """The file's lines (numbered from 1, a UTF-8 byte order mark dropped), refusing to read past ``max_bytes``."""
-    total = 0
-    number = 0
-    while True:
-        raw = source.readline(max_bytes - total + 1)
-        if not raw:
-            return
-        total += len(raw)
-        if total > max_bytes:
-            raise _file_error(
-                "max_bytes", f"is larger than {max_bytes} bytes; split it into smaller files and upload each"
-            )
-        number += 1
-        if number == 1 and raw.startswith(codecs.BOM_UTF8):
-            raw = raw[len(codecs.BOM_UTF8) :]
-        yield number, raw
-
-
-def encoding_message(exc: UnicodeDecodeError) -> str:
-    return f"is not UTF-8 (byte {exc.start + 1} of the line); save the file as UTF-8"
-
-
 def _jsonl_records(
-    task: Task, lines: Iterator[tuple[int, bytes]], problems: LineProblems
+    task: Task, lines: Iterator[tuple[int, bytes]], problems: Problems
 ) -> Iterator[tuple[int, dict[str, Any] | None]]:
-    """A context file's JSONL records (see :func:`jsonl_objects`)."""
-    return jsonl_objects(lines, problems, json.dumps({f.name: "..." for f in _context_fields(task)}))
-
-
-def jsonl_objects(
-    lines: Iterator[tuple[int, bytes]], problems: LineProblems, example: str
-) -> Iterator[tuple[int, dict[str, Any] | None]]:
-    """One record per non-blank line: the object, or None when the line could not be read (already reported, by
-    line: not UTF-8, not JSON, not an object such as ``example``)."""
-    for number, raw in lines:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            problems.add(number, None, "encoding", encoding_message(exc))
-            yield number, None
-            continue
-        if not text.strip():
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.add(
-                number, None, "json", f"is not valid JSON ({exc.msg}, column {exc.colno}); write one object per line"
-            )
-            yield number, None
-            continue
-        if not isinstance(value, dict):
-            problems.add(number, None, "type", f"must be a JSON object such as {example}")
-            yield number, None
-            continue
-        yield number, value
+    """A context file's JSONL records (see :func:`dynaforge.files.jsonl_objects`)."""
+    return files.jsonl_objects(lines, problems, json.dumps({f.name: "..." for f in _context_fields(task)}))
 
 
 def _from_cell(field: Field, task: Task, cell: str) -> Any:
@@ -295,36 +208,23 @@ def _from_cell(field: Field, task: Task, cell: str) -> Any:
 
 
 def _csv_records(
-    task: Task, lines: Iterator[tuple[int, bytes]], problems: LineProblems, tag_column: bool
+    task: Task, lines: Iterator[tuple[int, bytes]], problems: Problems, tag_column: bool
 ) -> Iterator[tuple[int, dict[str, Any] | None]]:
     """One record per data row (numbered by the line it starts on), after a header naming the columns."""
-
-    def decoded() -> Iterator[str]:
-        for number, raw in lines:
-            try:
-                yield raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                problems.add(number, None, "encoding", encoding_message(exc))
-                yield raw.decode("utf-8", errors="replace")
-
     fields = {f.name: f for f in _context_fields(task)}
     expected = ", ".join(
         [f"{f.name} ({'required' if f.required else 'optional'})" for f in fields.values()]
         + ([f"{TAG_COLUMN} (optional)"] if tag_column else [])
     )
-    reader = csv.reader(decoded())
-    header: list[str] = []
+    rows = files.CsvRows(lines, problems)
     try:
-        while not any(cell.strip() for cell in header):  # the header is the first row that is not blank
-            header = next(reader)
-    except StopIteration:
-        return
+        first = rows.header()  # the first row that is not blank
     except csv.Error as exc:
-        raise InvalidInput.from_errors(
-            [FieldError(f"line {reader.line_num}", "csv", f"cannot be read as CSV: {exc}")]
-        ) from None
-    at = f"line {reader.line_num}"
-    columns = [cell.strip() for cell in header]
+        raise files.row_error(files.at(rows.line), "csv", f"cannot be read as CSV: {exc}") from None
+    if first is None:
+        return
+    number, columns = first
+    at = files.at(number)
     header_errors = []
     for position, column in enumerate(columns, start=1):
         if not column:
@@ -347,19 +247,14 @@ def _csv_records(
             f"{header_errors[0].message}); fix it and upload the file again",
             header_errors,
         )
-    end = reader.line_num
     while True:
-        start = end + 1
         try:
-            row = next(reader)
+            start, row = next(rows)
         except StopIteration:
             return
         except csv.Error as exc:
-            problems.add(reader.line_num, None, "csv", f"cannot be read as CSV: {exc}; check its quotes")
+            problems.add(rows.line, None, "csv", f"cannot be read as CSV: {exc}; check its quotes")
             return
-        end = reader.line_num
-        if not any(cell.strip() for cell in row):
-            continue
         if len(row) != len(columns):
             problems.add(start, None, "columns", f"has {len(row)} cells but the header names {len(columns)} columns")
             yield start, None
@@ -386,14 +281,15 @@ def parse_context_file(
 
     Returns each row's cleaned context fields with its tag (the row's own ``tag``, else ``tag``), in file order. Raises
     :class:`InvalidInput` when the file breaks a limit or any row is wrong; its field errors name the line and the
-    field (``line 7.passage``), at most ``MAX_REPORTED_ERRORS`` of them plus a count of the rest.
+    field (``line 7.passage``), at most ``MAX_REPORTED_ERRORS`` of them plus a count of the rest. The file is read by
+    :mod:`dynaforge.files`, as every uploaded or imported file is.
     """
     _refuse_contextless(task)
     names = {f.name for f in _context_fields(task)}
     tag_column = TAG_COLUMN not in names
     expected = ", ".join(sorted(names)) + (f", and optionally {TAG_COLUMN}" if tag_column else "")
-    problems = LineProblems()
-    lines = physical_lines(source, max_bytes)
+    problems = Problems()
+    lines = files.numbered_lines(source, max_bytes)
     if fmt == ContextFileFormat.JSONL:
         records = _jsonl_records(task, lines, problems)
     else:
@@ -403,7 +299,7 @@ def parse_context_file(
     for number, record in records:
         count += 1
         if count > max_rows:
-            raise _file_error(
+            raise files.file_error(
                 "max_rows",
                 f"has more than {max_rows} contexts; split it into files of at most {max_rows} rows and upload each",
             )
@@ -434,9 +330,11 @@ def parse_context_file(
         if not cleaned and not unknown:
             problems.add(number, None, "empty", _empty_message(task))
         rows.append((cleaned, row_tag))
-    problems.raise_if_any(name)
+    problems.raise_if_any(files.nothing_added(name))
     if not rows:
-        raise _file_error("empty", f"{name} has no contexts; give one per line (JSONL) or per row after a header (CSV)")
+        raise files.file_error(
+            "empty", f"{name} has no contexts; give one per line (JSONL) or per row after a header (CSV)"
+        )
     return rows
 
 

@@ -16,6 +16,7 @@ from typing import Any, BinaryIO
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from dynaforge import files
 from dynaforge.db.models import (
     Context,
     Dataset,
@@ -29,11 +30,11 @@ from dynaforge.db.models import (
     Round,
     TaskRow,
 )
-from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound, text_problem
+from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.variants import iter_variants
+from dynaforge.files import Problems
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
-from dynaforge.services.contexts import LineProblems, jsonl_objects, physical_lines
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
@@ -324,15 +325,12 @@ async def items(
     return ItemPage(rows, gold_visible, rows[-1].position if more and rows else None)
 
 
-MAX_REPORTED = 50
+MAX_REPORTED = files.MAX_REPORTED
 
 
-def _capped(errors: list[FieldError]) -> InvalidInput:
-    """The first MAX_REPORTED problems of some records, and a count of the rest."""
-    more = len(errors) - MAX_REPORTED
-    return InvalidInput.from_errors(
-        errors[:MAX_REPORTED] + ([FieldError("records", "more", f"and {more} more problems")] if more > 0 else [])
-    )
+def _record_problems() -> Problems:
+    """The problems of a batch of records, named by location (``line 3.label``): listed up to MAX_REPORTED."""
+    return Problems(more_field="records", more_rule="more", again="send them again")
 
 
 async def create_dataset(
@@ -350,21 +348,20 @@ async def create_dataset(
     """Owners add a data set of complete examples (``(location, fields)`` pairs, e.g. read by an importer): each is
     validated by the task, all or nothing, errors named by location. A SCORING set gets its perturbed copies."""
     actor, view = await _owned_task(p, actor, task_code, auth_error)
-    errors = []
+    problems = _record_problems()
     if not NAME.match(name or ""):
-        errors.append(FieldError("name", "format", "use 1 to 100 lowercase letters, digits, '_', '.' or '-'"))
+        problems.add("name", None, "format", "use 1 to 100 lowercase letters, digits, '_', '.' or '-'")
     if access not in DatasetAccess.ALL:
-        errors.append(FieldError("access", "choice", f"must be one of {', '.join(DatasetAccess.ALL)}"))
+        problems.add("access", None, "choice", f"must be one of {', '.join(DatasetAccess.ALL)}")
     if not records:
-        errors.append(FieldError("records", "empty", "a data set needs at least one example"))
+        problems.add("records", None, "empty", "a data set needs at least one example")
     cleaned = []
     for location, fields in records:
         try:
             cleaned.append(view.task.validate_example(fields, None))
         except InvalidInput as exc:
-            errors.extend(FieldError(f"{location}.{e.field}", e.rule, e.message) for e in exc.field_errors)
-    if errors:
-        raise _capped(errors)
+            problems.extend(exc.field_errors, under=location)
+    problems.raise_if_any()
     async with p.db.write() as s:
         if await s.scalar(select(Dataset.id).where(Dataset.task_id == view.row.id, Dataset.name == name)) is not None:
             raise AlreadyExists(f"Task {task_code} already has a data set named {name!r}")
@@ -395,20 +392,10 @@ ORIGINAL = "original_position"
 
 
 def read_jsonl(source: BinaryIO, max_bytes: int, name: str = "the file") -> list[tuple[str, dict[str, Any]]]:
-    """The objects of a JSONL file as ``("line N", object)`` pairs. Every unreadable line is reported by number
-    (the first 50 listed, the rest counted), and a file larger than ``max_bytes`` is refused before it is read
-    whole: the reading of context files."""
-    problems = LineProblems()
-    records = []
-    for number, value in jsonl_objects(physical_lines(source, max_bytes), problems, '{"original_position": 0, ...}'):
-        if value is None:
-            continue
-        if problem := text_problem(value):
-            problems.add(number, None, "text", problem)
-            continue
-        records.append((f"line {number}", value))
-    problems.raise_if_any(name)
-    return records
+    """The objects of a perturbed copy's JSONL file as ``("line N", object)`` pairs (:func:`dynaforge.files.read_jsonl`:
+    every unreadable line reported by number, the first 50 listed and the rest counted; a file larger than
+    ``max_bytes`` refused before it is read whole)."""
+    return files.read_jsonl(source, max_bytes=max_bytes, example='{"original_position": 0, ...}', name=name)
 
 
 async def attach_perturbed_copy(
@@ -477,15 +464,15 @@ async def attach_perturbed_copy(
         }
     targets = view.task.field_names(Role.TARGET)
     cleaned: list[tuple[int, dict[str, Any]]] = []
+    problems = _record_problems()
     for location, record in records:
         position = record.get(ORIGINAL)
         if isinstance(position, bool) or not isinstance(position, int) or position not in originals:
-            errors.append(
-                FieldError(
-                    f"{location}.{ORIGINAL}",
-                    "original",
-                    f"must be the position of an item of {parent.name}, from 0 to {parent.size - 1}",
-                )
+            problems.add(
+                location,
+                ORIGINAL,
+                "original",
+                f"must be the position of an item of {parent.name}, from 0 to {parent.size - 1}",
             )
             continue
         fields = {k: v for k, v in record.items() if k != ORIGINAL}
@@ -495,9 +482,8 @@ async def attach_perturbed_copy(
         try:
             cleaned.append((position, view.task.validate_example(fields, None)))
         except InvalidInput as exc:
-            errors.extend(FieldError(f"{location}.{e.field}", e.rule, e.message) for e in exc.field_errors)
-    if errors:
-        raise _capped(errors)
+            problems.extend(exc.field_errors, under=location)
+    problems.raise_if_any()
     name = _copy_name(parent, perturbation)
     async with p.db.write() as s:
         old = await s.scalar(select(Dataset).where(Dataset.task_id == parent.task_id, Dataset.name == name))

@@ -17,17 +17,17 @@ import logging
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, as_utc, utcnow
+from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, utcnow
 from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
+from dynaforge.services import announce
 from dynaforge.services import tasks as task_service
-from dynaforge.services import webhooks
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.counters import move, move_sync
 from dynaforge.services.platform import Platform
@@ -35,6 +35,10 @@ from dynaforge.tasks.base import ModelSpec, Task
 from dynaforge.tasks.fields import Role
 
 log = logging.getLogger(__name__)
+
+#: An example as events carry it, and the row an event describes (the shapes are the announcer's).
+event_payload = announce.example_payload
+example_from_payload = announce.example_from_payload
 
 _CURSOR_PREFIX = "example:"
 
@@ -151,56 +155,6 @@ async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str,
     return members, max(m["latency_ms"] for m in members)
 
 
-def event_payload(example: Example, task_code: str, round_number: int) -> dict[str, Any]:
-    """The example as events carry it (plugins' hooks, subscriptions, webhooks): JSON only, enough to rebuild
-    the row (:func:`example_from_payload`) without reading the database once per subscriber."""
-    return {
-        "id": example.id,
-        "task_code": task_code,
-        "task_id": example.task_id,
-        "round": round_number,
-        "round_id": example.round_id,
-        "user_id": example.user_id,
-        "context_id": example.context_id,
-        "fields": example.fields,
-        "prediction": example.prediction,
-        "model_predictions": example.model_predictions,
-        "fooled": example.fooled,
-        "status": example.status,
-        "tag": example.tag,
-        "time_taken_ms": example.time_taken_ms,
-        "votes": {
-            "correct": example.validations_correct or 0,
-            "incorrect": example.validations_incorrect or 0,
-            "flagged": example.validations_flagged or 0,
-        },
-        "created_at": as_utc(example.created_at).isoformat(),
-    }
-
-
-def example_from_payload(payload: dict[str, Any]) -> Example:
-    """The (detached) row an event describes."""
-    votes = payload.get("votes") or {}
-    return Example(
-        id=payload["id"],
-        task_id=payload["task_id"],
-        round_id=payload["round_id"],
-        user_id=payload["user_id"],
-        context_id=payload.get("context_id"),
-        fields=payload["fields"],
-        prediction=payload.get("prediction"),
-        model_predictions=payload.get("model_predictions") or {},
-        fooled=payload.get("fooled"),
-        status=payload["status"],
-        tag=payload.get("tag"),
-        time_taken_ms=payload.get("time_taken_ms"),
-        validations_correct=votes.get("correct", 0),
-        validations_incorrect=votes.get("incorrect", 0),
-        validations_flagged=votes.get("flagged", 0),
-        created_at=datetime.fromisoformat(payload["created_at"]),
-    )
-
-
 async def submit(
     p: Platform,
     actor: Actor | None,
@@ -287,11 +241,9 @@ async def submit(
 
     await p.db.run_write(store)
     payload = event_payload(example, task_code, round_.number)
-    await p.plugins.emit("example_created", example=payload)
-    await webhooks.announce(p, "exampleCreated", task_code, example.task_id, payload)
+    await announce.example_created(p, payload)
     if fooled:
-        await p.plugins.emit("model_fooled", example=payload)
-        await webhooks.announce(p, "modelFooled", task_code, example.task_id, payload)
+        await announce.model_fooled(p, payload)
     return Outcome(example, pending_reason)
 
 
@@ -437,9 +389,7 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
         done += 1
         example.status, example.prediction, example.fooled = ExampleStatus.CREATED, prediction, fooled
         if fooled:
-            payload = event_payload(example, task.code, round_.number)
-            await p.plugins.emit("model_fooled", example=payload)
-            await webhooks.announce(p, "modelFooled", task.code, example.task_id, payload)
+            await announce.model_fooled(p, event_payload(example, task.code, round_.number))
     return done
 
 

@@ -1,23 +1,23 @@
-"""Export of collected data: a round or a whole task as JSON Lines or as a Hugging Face ``datasets`` folder.
+"""Export of collected data: a round or a whole task, in any registered export format.
 
-Both formats stream: examples are read in keyset pages by id (``Example.id > last``, ``PAGE_SIZE`` at a time), the
-validations and contexts of a page come in one query each, and each page is written out before the next is read,
-so memory stays flat in the number of examples. No user id leaves the server: authors and validators appear as
-pseudonyms, an HMAC of the user id keyed on the round's secret (:func:`pseudonym`), stable within a round and
-unrelated across rounds.
+The formats are plugins (hook ``register_export_formats``, :mod:`dynaforge.exporters`); the core registers ``jsonl``
+and ``hf`` (a Hugging Face ``datasets`` folder). This module decides what is exported and reads it: examples in
+keyset pages by id (``Example.id > last``, ``PAGE_SIZE`` at a time), the validations and contexts of a page in one
+query each, each page turned into ``dynaforge.example/1`` records and handed to the format, which writes it out
+before the next page is read, so memory stays flat in the number of examples. No user id leaves the server: authors
+and validators appear as pseudonyms, an HMAC of the user id keyed on the round's secret (:func:`pseudonym`), stable
+within a round and unrelated across rounds.
 
-Use :func:`prepare_export` (authorisation, the rounds and how many examples there are) and then one of
-:func:`write_jsonl`, :func:`iter_jsonl` (chunks of bytes, for an HTTP response) or :func:`write_hf`.
+Use :func:`prepare_export` (authorisation, the rounds and how many examples there are) and then :func:`write` with
+a format's name (or :func:`write_jsonl`, :func:`write_hf`, :func:`iter_jsonl` for the core formats), or
+:func:`export_of` to hand the export to a format yourself (``format.stream(export)`` for an HTTP response).
 """
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
-import json
 import os
-import re
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,15 +37,13 @@ from dynaforge.db.models import (
     as_utc,
 )
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.exporters import RECORD_FORMAT, Export, ExportFormat, ExportPage, ExportSplit
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import Task
-from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, SpanField, TextField
 
-RECORD_FORMAT = "dynaforge.example/1"
 PAGE_SIZE = 500
-FORMATS = ("jsonl", "hf")
 #: What owners get unless they ask for other statuses: withdrawn and not-yet-predicted examples stay out.
 OWNER_DEFAULT_STATUSES = tuple(
     s for s in ExampleStatus.ALL if s not in (ExampleStatus.RETRACTED, ExampleStatus.PENDING_PREDICTION)
@@ -304,25 +302,67 @@ def record(plan: ExportPlan, page: _Page, example: Example) -> dict[str, Any]:
     }
 
 
-# --------------------------------------------------------------------------- JSON Lines
+# --------------------------------------------------------------------------- formats (registered by plugins)
 
 
-def _jsonl_chunk(plan: ExportPlan, page: _Page) -> bytes:
-    lines = [
-        json.dumps(record(plan, page, e), ensure_ascii=False, separators=(",", ":"), default=str) for e in page.examples
-    ]
-    return ("\n".join(lines) + "\n").encode()
+def export_formats(p: Platform) -> list[ExportFormat]:
+    """The registered export formats, in the order they were registered (the core's ``jsonl`` and ``hf`` first)."""
+    return list(p.plugins.registry.export_formats.values())
 
 
-async def iter_jsonl(
-    p: Platform, plan: ExportPlan, *, page_size: int = PAGE_SIZE, progress: Progress | None = None
-) -> AsyncIterator[bytes]:
-    """The export as JSON Lines, one chunk of bytes per page (rounds in order, examples by id)."""
-    for part in plan.rounds:
-        async for page in _pages(p, plan, part, page_size):
-            yield _jsonl_chunk(plan, page)
-            if progress is not None:
-                progress(len(page.examples))
+def choose_format(p: Platform, name: str | ExportFormat) -> ExportFormat:
+    """The export format called ``name``; else InvalidInput (field ``format``) listing the registered ones."""
+    if isinstance(name, ExportFormat):
+        return name
+    registered = p.plugins.registry.export_formats
+    found = registered.get(str(name or "").strip().lower())
+    if found is None:
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    "format",
+                    "choice",
+                    f"{name!r} is not an export format; the registered formats are: {', '.join(registered) or 'none'}",
+                )
+            ]
+        )
+    return found
+
+
+def export_of(p: Platform, plan: ExportPlan, *, page_size: int = PAGE_SIZE, progress: Progress | None = None) -> Export:
+    """What a format writes for ``plan``: its splits, and its records read page by page (``page_size`` examples)."""
+    if page_size < 1:
+        raise ValueError(f"page_size must be at least 1, got {page_size}")
+
+    async def read_pages() -> AsyncIterator[ExportPage]:
+        for part in plan.rounds:
+            async for page in _pages(p, plan, part, page_size):
+                yield ExportPage(part.split, part.round.number, [record(plan, page, e) for e in page.examples])
+
+    return Export(
+        task=plan.task,
+        basename=plan.basename,
+        splits=tuple(ExportSplit(part.split, part.round.number, part.count) for part in plan.rounds),
+        statuses=plan.statuses,
+        whole_task=plan.whole_task,
+        read_pages=read_pages,
+        progress=progress,
+    )
+
+
+async def write(
+    p: Platform,
+    plan: ExportPlan,
+    fmt: str | ExportFormat,
+    out: str | os.PathLike,
+    *,
+    page_size: int = PAGE_SIZE,
+    progress: Progress | None = None,
+) -> ExportResult:
+    """Write the export in the format ``fmt`` (a registered name) to ``out`` and say what was written."""
+    chosen = choose_format(p, fmt)
+    written = await chosen.write(export_of(p, plan, page_size=page_size, progress=progress), Path(out))
+    return ExportResult(Path(out), sum(written.counts.values()), dict(written.counts), tuple(written.files))
 
 
 async def write_jsonl(
@@ -333,192 +373,18 @@ async def write_jsonl(
     page_size: int = PAGE_SIZE,
     progress: Progress | None = None,
 ) -> ExportResult:
-    """Write the export to ``path`` (replaced only once it is complete) and say what was written."""
-    path = Path(path)
-    partial = path.with_name(path.name + ".partial")
-    counts = {part.split: 0 for part in plan.rounds}
-    try:
-        out = await asyncio.to_thread(partial.open, "wb")
-        try:
-            for part in plan.rounds:
-                async for page in _pages(p, plan, part, page_size):
-                    await asyncio.to_thread(out.write, _jsonl_chunk(plan, page))
-                    counts[part.split] += len(page.examples)
-                    if progress is not None:
-                        progress(len(page.examples))
-        finally:
-            await asyncio.to_thread(out.close)
-        os.replace(partial, path)
-    finally:
-        partial.unlink(missing_ok=True)
-    return ExportResult(path, sum(counts.values()), counts, (path,))
+    """Write the export as JSON Lines to ``path`` (replaced only once it is complete)."""
+    return await write(p, plan, "jsonl", path, page_size=page_size, progress=progress)
 
 
-# --------------------------------------------------------------------------- Hugging Face datasets folder
-
-#: Columns every export has besides the task's fields (a task field with one of these names gets a ``field_`` prefix).
-META_COLUMNS = (
-    "id",
-    "round",
-    "status",
-    "fooled",
-    "prediction",
-    "author",
-    "tag",
-    "context_id",
-    "time_taken_ms",
-    "created_at",
-    "votes",
-    "flag_reason",
-    "validations",
-)
-_META_DTYPES = {
-    "id": "int64",
-    "round": "int64",
-    "status": "string",
-    "fooled": "bool",
-    "prediction": "string",
-    "author": "string",
-    "tag": "string",
-    "context_id": "int64",
-    "time_taken_ms": "int64",
-    "created_at": "string",
-    "flag_reason": "string",
-}
-_VOTES = [{"name": n, "dtype": "int64"} for n in ("correct", "incorrect", "flagged")]
-_VALIDATION = [
-    {"name": "validator", "dtype": "string"},
-    {"name": "label", "dtype": "string"},
-    {"name": "corrected_target", "dtype": "string"},
-    {"name": "reason", "dtype": "string"},
-    {"name": "by_owner", "dtype": "bool"},
-    {"name": "created_at", "dtype": "string"},
-]
-_SPAN = [{"name": "text", "dtype": "string"}, {"name": "start", "dtype": "int64"}]
-# Column order of every split: what the example is first, then the task's fields, then the model and the votes.
-_BEFORE = ("id", "round", "status")
-
-
-@dataclass(frozen=True)
-class _Column:
-    """How one task field becomes a dataset column."""
-
-    name: str
-    field: Field
-    feature: dict[str, Any]  # the column in the card's ``dataset_info.features`` (datasets' YAML form)
-    names: tuple[str, ...] = ()  # class label names, for a choice field
-
-    def value(self, value: Any) -> Any:
-        if value is None:
-            return None
-        f = self.field
-        if isinstance(f, SpanField):
-            if isinstance(value, dict) and isinstance(value.get("text"), str) and isinstance(value.get("start"), int):
-                return {"text": value["text"], "start": value["start"]}
-            return None
-        if isinstance(f, ChoiceField):
-            return self.names.index(value) if value in self.names else -1
-        if isinstance(f, NumberField):
-            return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
-        if isinstance(f, BooleanField):
-            return value if isinstance(value, bool) else None
-        if isinstance(f, TextField):
-            return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _column(task: Task, f: Field) -> _Column:
-    name = f"field_{f.name}" if f.name in META_COLUMNS else f.name
-    if isinstance(f, SpanField):
-        return _Column(name, f, {"name": name, "struct": _SPAN})
-    if isinstance(f, ChoiceField):
-        names = f.options(task)
-        label = {"class_label": {"names": {str(i): n for i, n in enumerate(names)}}}
-        return _Column(name, f, {"name": name, "dtype": label}, tuple(names))
-    if isinstance(f, NumberField):
-        return _Column(name, f, {"name": name, "dtype": "float64"})
-    if isinstance(f, BooleanField):
-        return _Column(name, f, {"name": name, "dtype": "bool"})
-    # Text, and any other field type as a JSON string.
-    return _Column(name, f, {"name": name, "dtype": "string"})
-
-
-def _meta_feature(name: str) -> dict[str, Any]:
-    if name == "votes":
-        return {"name": name, "struct": _VOTES}
-    if name == "validations":
-        return {"name": name, "list": _VALIDATION}
-    return {"name": name, "dtype": _META_DTYPES[name]}
-
-
-def _arrow_type(feature: dict[str, Any]):
-    """The Arrow type that stores a feature given in datasets' YAML form (a class label is an int64 index)."""
-    import pyarrow as pa  # imported on use: it costs the API process ~40 MB it does not otherwise need
-
-    if "struct" in feature:
-        return pa.struct([(f["name"], _arrow_type(f)) for f in feature["struct"]])
-    if "list" in feature:
-        return pa.list_(pa.struct([(f["name"], _arrow_type(f)) for f in feature["list"]]))
-    dtype = feature["dtype"]
-    if isinstance(dtype, dict):  # class_label
-        return pa.int64()
-    return {"string": pa.string(), "int64": pa.int64(), "float64": pa.float64(), "bool": pa.bool_()}[dtype]
-
-
-@dataclass(frozen=True)
-class _Layout:
-    """The columns of every split: the task's field columns and every column's feature, in order."""
-
-    columns: list[_Column]
-    features: list[dict[str, Any]]
-
-    def arrow_schema(self):
-        import pyarrow as pa
-
-        return pa.schema([(f["name"], _arrow_type(f)) for f in self.features])
-
-
-def _layout(task: Task) -> _Layout:
-    columns = [_column(task, f) for f in task.fields]
-    rest = [m for m in META_COLUMNS if m not in _BEFORE]
-    features = [
-        *(_meta_feature(m) for m in _BEFORE),
-        *(c.feature for c in columns),
-        *(_meta_feature(m) for m in rest),
-    ]
-    return _Layout(columns, features)
-
-
-def _json_or_none(value: Any) -> str | None:
-    return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def _row(layout: _Layout, rec: dict[str, Any]) -> dict[str, Any]:
-    row = {
-        "id": rec["id"],
-        "round": rec["round"],
-        "status": rec["status"],
-        "fooled": rec["fooled"],
-        "prediction": _json_or_none(rec["prediction"]),
-        "author": rec["author"],
-        "tag": rec["tag"],
-        "context_id": rec["context_id"],
-        "time_taken_ms": rec["time_taken_ms"],
-        "created_at": rec["created_at"],
-        "votes": rec["votes"],
-        "flag_reason": rec["flag_reason"],
-        "validations": [{**v, "corrected_target": _json_or_none(v["corrected_target"])} for v in rec["validations"]],
-    }
-    for column in layout.columns:
-        row[column.name] = column.value(rec["fields"].get(column.field.name))
-    return row
-
-
-def _table(plan: ExportPlan, layout: _Layout, schema, page: _Page):
-    import pyarrow as pa
-
-    rows = [_row(layout, record(plan, page, e)) for e in page.examples]
-    return pa.Table.from_pylist(rows, schema=schema)
+async def iter_jsonl(
+    p: Platform, plan: ExportPlan, *, page_size: int = PAGE_SIZE, progress: Progress | None = None
+) -> AsyncIterator[bytes]:
+    """The export as JSON Lines, one chunk of bytes per page (rounds in order, examples by id)."""
+    chunks = choose_format(p, "jsonl").stream(export_of(p, plan, page_size=page_size, progress=progress))
+    assert chunks is not None  # the jsonl format streams
+    async for chunk in chunks:
+        yield chunk
 
 
 async def write_hf(
@@ -529,211 +395,5 @@ async def write_hf(
     page_size: int = PAGE_SIZE,
     progress: Progress | None = None,
 ) -> ExportResult:
-    """Write a folder that ``datasets.load_dataset(folder)`` loads: ``data/round{N}.parquet`` per round (split
-    ``round{N}``, one row group per page) and a ``README.md`` dataset card describing the features.
-
-    ``datasets`` cannot load an empty split, so a round without exported examples gets no split, and an export
-    with no examples at all is refused with :class:`NotFound`.
-    """
-    import pyarrow.parquet as pq  # imported on use, like pyarrow in _arrow_type
-
-    folder = Path(folder)
-    if plan.total == 0:
-        raise NotFound(_nothing(plan))
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise InvalidInput.from_errors(
-            [FieldError("out", "empty_folder", f"{folder} exists and is not an empty folder; choose a new path")]
-        )
-    data = folder / "data"
-    data.mkdir(parents=True, exist_ok=True)
-    layout = _layout(plan.task)
-    schema = layout.arrow_schema()
-    counts: dict[str, int] = {}
-    files = []
-    for part in plan.rounds:
-        if part.count == 0:
-            continue
-        path = data / f"{part.split}.parquet"
-        writer = pq.ParquetWriter(path, schema, compression="zstd")
-        written = 0
-        try:
-            async for page in _pages(p, plan, part, page_size):
-                table = _table(plan, layout, schema, page)
-                await asyncio.to_thread(writer.write_table, table, row_group_size=len(page.examples))
-                written += len(page.examples)
-                if progress is not None:
-                    progress(len(page.examples))
-        finally:
-            writer.close()
-        if written:
-            counts[part.split] = written
-            files.append(path)
-        else:  # its examples changed status since the plan was made
-            path.unlink()
-    if not counts:
-        data.rmdir()
-        raise NotFound(_nothing(plan))
-    card = folder / "README.md"
-    card.write_text(dataset_card(plan, layout, counts), encoding="utf-8")
-    return ExportResult(folder, sum(counts.values()), counts, (card, *files))
-
-
-def _nothing(plan: ExportPlan) -> str:
-    scope = "any round" if plan.whole_task else f"round {plan.rounds[0].round.number}"
-    return (
-        f"Task {plan.code} has no examples with status {', '.join(plan.statuses)} in {scope}, so there is no dataset "
-        "to write; ask for other statuses or export as jsonl"
-    )
-
-
-# --------------------------------------------------------------------------- the dataset card
-
-
-def dataset_card(plan: ExportPlan, layout: _Layout, counts: dict[str, int]) -> str:
-    """README.md with YAML front matter (``configs`` and ``dataset_info``) and a human-readable body."""
-    task = plan.task
-    splits = [part.split for part in plan.rounds if part.split in counts]
-    front = {
-        "pretty_name": f"Dynaforge {task.name}",
-        "tags": ["dynaforge", "adversarial"],
-        "configs": [
-            {
-                "config_name": "default",
-                "data_files": [{"split": s, "path": f"data/{s}.parquet"} for s in splits],
-            }
-        ],
-        "dataset_info": {
-            "config_name": "default",
-            # No ``splits``: datasets wants their Arrow size in bytes, unknown here; the body gives the counts.
-            "features": layout.features,
-        },
-    }
-    rows = "\n".join(
-        f"| `{part.split}` | {part.round.number} | {counts[part.split]} |"
-        for part in plan.rounds
-        if part.split in counts
-    )
-    fields = "\n".join(_field_line(task, c) for c in layout.columns)
-    first = splits[0] if splits else "round1"
-    description = f"\n{task.description.strip()}\n" if task.description.strip() else ""
-    scope = "every round of the task" if plan.whole_task else f"round {plan.rounds[0].round.number}"
-    return f"""---
-{_yaml(front).rstrip()}
----
-
-# Dynaforge: {task.name} (`{task.code}`)
-{description}
-Examples collected with Dynaforge, a platform for dynamic adversarial data collection, for the task
-`{task.code}`: people wrote each example to fool a target model in the loop. This export holds {scope}:
-{sum(counts.values())} examples with status {", ".join(plan.statuses)}.
-
-| split | round | examples |
-|---|---|---|
-{rows}
-
-A round without exported examples has no split.
-
-## Load it
-
-```python
-from datasets import load_dataset
-
-ds = load_dataset("path/to/this/folder")  # or the Hub repository you upload it to
-example = ds["{first}"][0]
-```
-
-## Columns
-
-The task's fields (their role in parentheses; context fields are repeated on each example):
-
-{fields}
-
-Besides the fields: `id` (the example's id on the server), `round`, `status` (CREATED, FLAGGED, ACCEPTED,
-REJECTED, ...), `fooled` (whether the example fooled the target model; null if it was never predicted),
-`prediction` (the model's prediction, a JSON string), `author`, `tag`, `context_id`, `time_taken_ms`,
-`created_at` (ISO 8601, UTC), `votes` (validators' counts: correct, incorrect, flagged), `flag_reason` and
-`validations` (each validator's pseudonym, label, corrected target as a JSON string, reason, whether an owner
-gave it, and when). A choice field holds the index of its class label; -1 marks a stored value that is no
-longer one of the task's labels.
-
-## Pseudonyms
-
-No user id or name is in this data. `author` and `validator` are pseudonyms: the first 16 hexadecimal digits
-of HMAC-SHA256 of the user id, keyed on a secret of the round that never leaves the server. The same person has
-the same pseudonym throughout a round, so examples and validations of one round can be grouped by person, but
-pseudonyms of different rounds cannot be linked to each other.
-"""
-
-
-def _field_line(task: Task, column: _Column) -> str:
-    f = column.field
-    kind = {
-        SpanField: "a span `{text, start}` of " + str(getattr(f, "context_field", "")),
-        ChoiceField: "class label: " + ", ".join(column.names),
-        NumberField: "number",
-        BooleanField: "true or false",
-        TextField: "text",
-    }
-    described = next((v for k, v in kind.items() if isinstance(f, k)), "a JSON string")
-    note = f" — {f.description}" if f.description else ""
-    renamed = f" (the task's field `{f.name}`)" if column.name != f.name else ""
-    return f"- `{column.name}`{renamed} ({f.role.value}): {described}{note}"
-
-
-_PLAIN = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
-_YAML_WORDS = {"true", "false", "null", "yes", "no", "on", "off", "y", "n"}
-
-
-def _plain(text: str) -> bool:
-    """Whether ``text`` can be written unquoted and still read back as the same string."""
-    return bool(_PLAIN.match(text)) and text.lower() not in _YAML_WORDS
-
-
-def _yaml_scalar(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return json.dumps(value)
-    text = str(value)
-    return text if _plain(text) else json.dumps(text, ensure_ascii=False)  # JSON strings are double-quoted YAML
-
-
-def _yaml_key(key: str) -> str:
-    return key if _plain(key) else json.dumps(key, ensure_ascii=False)
-
-
-def _yaml(value: Any, indent: int = 0) -> str:
-    """Block-style YAML for dicts, lists and scalars (what the dataset card's front matter needs)."""
-    pad = " " * indent
-    if isinstance(value, dict):
-        if not value:
-            return pad + "{}\n"
-        out = []
-        for key, item in value.items():
-            if isinstance(item, (dict, list)) and item:
-                out.append(f"{pad}{_yaml_key(key)}:\n{_yaml(item, indent + 2)}")
-            else:
-                out.append(f"{pad}{_yaml_key(key)}: {_yaml_inline(item)}\n")
-        return "".join(out)
-    if isinstance(value, list):
-        if not value:
-            return pad + "[]\n"
-        out = []
-        for item in value:
-            if isinstance(item, (dict, list)) and item:
-                inner = _yaml(item, indent + 2)
-                out.append(f"{pad}- {inner[indent + 2 :]}")
-            else:
-                out.append(f"{pad}- {_yaml_inline(item)}\n")
-        return "".join(out)
-    return pad + _yaml_scalar(value) + "\n"
-
-
-def _yaml_inline(value: Any) -> str:
-    if isinstance(value, dict):
-        return "{}"
-    if isinstance(value, list):
-        return "[]"
-    return _yaml_scalar(value)
+    """Write a Hugging Face ``datasets`` folder (see ``dynaforge.defaults.exports.HfFormat``)."""
+    return await write(p, plan, "hf", folder, page_size=page_size, progress=progress)

@@ -27,6 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from dynaforge.db.models import Example, ExampleStatus, Round, User, utcnow
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.files import MAX_REPORTED, Problems
 from dynaforge.importers import ImportedExample, Importer, SkippedRow
 from dynaforge.services import counters
 from dynaforge.services import tasks as task_service
@@ -36,7 +37,7 @@ from dynaforge.tasks.base import Task
 from dynaforge.tasks.fields import Role
 
 BATCH_SIZE = 500
-MAX_REPORTED_ERRORS = 50
+MAX_REPORTED_ERRORS = MAX_REPORTED
 #: The service account that authors imported examples when no user is named. It cannot sign in: it is inactive and
 #: its password hash is no hash at all, so no password verifies against it.
 IMPORTER_USERNAME = "importer"
@@ -126,35 +127,25 @@ async def import_examples(
         )
 
     # Pass 1: read and validate everything, write nothing.
-    errors: list[FieldError] = []
-    error_rows = 0
+    problems = Problems(more_rule="too_many_errors", again="import again")
     skipped: Counter[str] = Counter()
     count = 0
     for n, item in enumerate(_checked(importer, path, task, skipped), start=1):
         if isinstance(item, InvalidInput):
-            error_rows += 1
-            if len(errors) < MAX_REPORTED_ERRORS:
-                errors.extend(item.field_errors[: MAX_REPORTED_ERRORS - len(errors)])
+            problems.extend(item.field_errors)  # named by the record's location already
         else:
             count += 1
         if progress is not None:
-            progress("checking", count + error_rows + sum(skipped.values()), None)
+            progress("checking", count + problems.records + sum(skipped.values()), None)
         if n % BATCH_SIZE == 0:
             await asyncio.sleep(0)  # reading is synchronous: let the event loop serve others now and then
-    if error_rows:
-        if error_rows > MAX_REPORTED_ERRORS:
-            errors.append(
-                FieldError(
-                    "file",
-                    "too_many_errors",
-                    f"{error_rows} records have errors in all; fix the ones above and import again to see the rest",
-                )
-            )
-        raise InvalidInput(
-            f"Nothing was imported: {error_rows} record(s) of {path.name} cannot be imported into {task_code}; "
-            "fix them and import the file again. " + "; ".join(f"{e.field}: {e.message}" for e in errors),
-            errors,
+    problems.raise_if_any(
+        lambda found: (
+            f"Nothing was imported: {found.records} record(s) of {path.name} cannot be imported into "
+            f"{task_code}; fix them and import the file again. "
+            + "; ".join(f"{e.field}: {e.message}" for e in found.errors())
         )
+    )
     if count == 0:
         raise InvalidInput.from_errors(
             [
@@ -209,6 +200,20 @@ async def import_examples(
         username=username_used,
         skipped=dict(skipped),
     )
+
+
+def records_of(importer: Importer, path: Path, task: Task) -> list[tuple[str, dict[str, Any]]]:
+    """Every example of the file as ``(location, fields)`` pairs (a data set's records, for
+    ``datasets.create_dataset``), skipped records left out; InvalidInput naming every unreadable record at once."""
+    problems = Problems(again="import again")
+    records = []
+    for item in importer.scan(path, task):
+        if isinstance(item, InvalidInput):
+            problems.extend(item.field_errors)
+        elif isinstance(item, ImportedExample):
+            records.append((item.location, item.fields))
+    problems.raise_if_any()
+    return records
 
 
 # --------------------------------------------------------------------------- checks

@@ -17,6 +17,7 @@ from sqlalchemy import delete, func, or_, select
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
+from dynaforge.files import Problems
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.platform import Platform
@@ -228,13 +229,11 @@ async def submit_predictions(
                 )
             ]
         )
-    problems = [
-        FieldError(f"predictions[{i}]", "type", "must be a JSON object such as a model server returns")
-        for i, value in enumerate(predictions)
-        if not isinstance(value, dict)
-    ]
-    if problems:
-        raise InvalidInput.from_errors(problems[:50])
+    problems = Problems(more_field="predictions", again="send them again")
+    for i, value in enumerate(predictions):
+        if not isinstance(value, dict):
+            problems.add(f"predictions[{i}]", None, "type", "must be a JSON object such as a model server returns")
+    problems.raise_if_any()
     async with p.db.write() as s:
         await _check_throttle(s, view, actor, task_code)
         model = ModelRow(

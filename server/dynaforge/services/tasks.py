@@ -12,6 +12,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from dynaforge.db.models import Context, Round, TaskOwner, TaskRow, User, utcnow
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
+from dynaforge.services import announce
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
@@ -341,31 +342,8 @@ async def open_next_round(
         ) from exc
     finally:
         p.caches.rounds.pop(view.row.id)
-    await announce_round(p, code, new, "OPENED")
+    await announce.round_changed(p, code, new, "OPENED")
     return new, previous
-
-
-ROUND_CHANGES = ("OPENED", "CLOSED", "UPDATED")
-
-
-async def announce_round(p: Platform, code: str, round_: Round, change: str) -> None:
-    """A ``roundChanged`` event (subscribers and webhooks) after the change has committed."""
-    from dynaforge.services.webhooks import announce  # webhooks reads tasks through this module
-
-    await announce(
-        p,
-        "roundChanged",
-        code,
-        round_.task_id,
-        {
-            "task_code": code,
-            "task_id": round_.task_id,
-            "round_id": round_.id,
-            "number": round_.number,
-            "change": change,
-            "at": utcnow().isoformat(),
-        },
-    )
 
 
 async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error: str | None = None) -> Round:
@@ -382,7 +360,7 @@ async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error
             await s.flush()
     p.caches.rounds.pop(view.row.id)
     if closed_now:
-        await announce_round(p, code, round_, "CLOSED")
+        await announce.round_changed(p, code, round_, "CLOSED")
     return round_
 
 
@@ -403,7 +381,7 @@ async def update_round(
         round_.description = description
         await s.flush()
     p.caches.rounds.pop(view.row.id)
-    await announce_round(p, code, round_, "UPDATED")
+    await announce.round_changed(p, code, round_, "UPDATED")
     return round_
 
 

@@ -27,11 +27,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, utcnow
 from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.services import announce
 from dynaforge.services import tasks as task_service
-from dynaforge.services import webhooks
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import move
-from dynaforge.services.examples import event_payload
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
@@ -247,7 +246,10 @@ async def validate(
             await s.flush()
     except IntegrityError as exc:  # the same user voting twice at the same moment
         raise AlreadyExists(f"You already validated example {example_id}") from exc
-    await _announce(p, view.task.code, number, example, label)
+    vote = announce.validation_payload(
+        example_id, label=label, user_id=actor.user_id, by_owner=by_owner, reason=reason, corrected_target=correction
+    )
+    await _announce(p, view.task.code, number, example, vote)
     return example
 
 
@@ -277,6 +279,7 @@ async def flag(
                 return example
             if example.status != S.CREATED:
                 raise Conflict(f"Example {example_id} is {example.status.lower()} and can no longer be flagged")
+            by_owner = False  # the author's own flag is no vote
             if example.user_id != actor.user_id:
                 await _refuse_second_vote(s, example_id, actor)
                 by_owner = await task_service.is_owner(s, actor, example.task_id)
@@ -295,13 +298,15 @@ async def flag(
             await s.flush()
     except IntegrityError as exc:
         raise AlreadyExists(f"You already validated example {example_id}") from exc
-    await _announce(p, view.task.code, number, example, FLAGGED)
+    flagged = announce.validation_payload(
+        example_id, label=FLAGGED, user_id=actor.user_id, by_owner=by_owner, reason=reason
+    )
+    await _announce(p, view.task.code, number, example, flagged)
     return example
 
 
-async def _announce(p: Platform, task_code: str, round_number: int, example: Example, label: str) -> None:
-    payload = {**event_payload(example, task_code, round_number), "label": label}
-    await webhooks.announce(p, "exampleValidated", task_code, example.task_id, payload)
+async def _announce(p: Platform, task_code: str, round_number: int, example: Example, vote: dict[str, Any]) -> None:
+    await announce.example_validated(p, announce.example_payload(example, task_code, round_number), vote)
 
 
 def _votes(example: Example) -> dict[str, int]:

@@ -7,7 +7,8 @@ name the example's author (``user_id``) only for registrants who own the task (o
 most ``MAX_PER_USER_AND_TASK`` webhooks per user and task. The registrant, the task's owners and admins may delete a
 webhook; only the registrant may rotate its secret.
 
-Each delivery is a row (the log the registrant reads) and one job message; the job POSTs the body with the headers
+Each delivery is a row (the log the registrant reads) and one job message, both made after the event's commit by
+the announcer (``services/announce.py``); the job POSTs the body with the headers
 ``webhook-id`` (the message id, the same on every retry, for idempotent receivers), ``webhook-timestamp`` (Unix
 seconds) and ``webhook-signature`` (``v1,`` + base64 HMAC-SHA256 of ``{id}.{timestamp}.{body}`` under the secret's
 key). A 2xx answer delivers it; anything else is retried by the job system with exponential backoff, up to
@@ -27,33 +28,30 @@ import base64
 import hashlib
 import hmac
 import ipaddress
-import json
 import logging
 import secrets
 import socket
 import time
-import uuid
 from dataclasses import dataclass
-from typing import Any
 from urllib.parse import urlsplit
 
 from sqlalchemy import func, select, update
 
-from dynaforge.db.models import TaskOwner, TaskRow, User, Webhook, WebhookDelivery, utcnow
+from dynaforge.db.models import Webhook, WebhookDelivery, utcnow
 from dynaforge.db.models import WebhookDeliveryStatus as D
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.announce import WEBHOOK_EVENTS
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
 
 log = logging.getLogger(__name__)
 
-EVENTS = ("modelFooled", "exampleCreated", "exampleValidated", "roundChanged")
+EVENTS = WEBHOOK_EVENTS
 MAX_PER_USER_AND_TASK = 10
 MAX_PAGE = 100
 TIMEOUT_S = 10.0
-CACHE_S = 5.0
 
 
 # --------------------------------------------------------------------------- signing (Standard Webhooks)
@@ -245,78 +243,7 @@ async def deliveries(p: Platform, webhook_id: int, *, first: int = 20) -> list[W
         )
 
 
-# --------------------------------------------------------------------------- fan-out (after the event's commit)
-
-
-@dataclass(frozen=True)
-class _Target:
-    webhook: Webhook
-    privileged: bool  # the registrant owns the task (or is an admin) now
-
-
-async def _registered(p: Platform, task_id: int) -> list[_Target]:
-    """The task's active webhooks whose registrants may see its events now: active accounts, and for a hidden task
-    only its owners and admins. Whether a payload names authors follows the registrant's current ownership (a
-    revoked owner's webhook gets what any user's gets). Cached for ``CACHE_TTL_S``."""
-    cached = p.caches.webhooks.get(task_id)
-    if cached is not None:
-        return cached
-    async with p.db.session() as s:
-        hidden = bool(await s.scalar(select(TaskRow.hidden).where(TaskRow.id == task_id)))
-        rows = (
-            await s.execute(
-                select(Webhook, User.is_admin, TaskOwner.user_id.is_not(None))
-                .join(User, User.id == Webhook.user_id)
-                .outerjoin(TaskOwner, (TaskOwner.task_id == Webhook.task_id) & (TaskOwner.user_id == Webhook.user_id))
-                .where(Webhook.task_id == task_id, Webhook.active.is_(True), User.is_active.is_(True))
-            )
-        ).all()
-    targets = [_Target(w, bool(admin or owner)) for w, admin, owner in rows if not hidden or admin or owner]
-    p.caches.webhooks.put(task_id, targets)
-    return targets
-
-
-def body_of(event: str, payload: dict[str, Any], privileged: bool) -> str:
-    data = dict(payload) if privileged else {k: v for k, v in payload.items() if k != "user_id"}
-    return json.dumps(
-        {"type": event, "timestamp": utcnow().isoformat(), "data": data}, default=str, separators=(",", ":")
-    )
-
-
-async def dispatch(p: Platform, event: str, task_id: int, payload: dict[str, Any]) -> int:
-    """Store a delivery for each active webhook of the task that wants ``event`` and queue its job; returns how
-    many. Costs one cached lookup when the task has none (the common case on the write path)."""
-    targets = [t for t in await _registered(p, task_id) if event in t.webhook.events]
-    if not targets:
-        return 0
-    rows = [
-        WebhookDelivery(
-            webhook_id=t.webhook.id,
-            message_id=f"msg_{uuid.uuid4().hex}",
-            event=event,
-            body=body_of(event, payload, t.privileged),
-        )
-        for t in targets
-    ]
-    async with p.db.write() as s:
-        s.add_all(rows)
-        await s.flush()
-    if p.jobs is not None:
-        try:
-            p.jobs.send_webhooks([r.id for r in rows])
-        except Exception as exc:  # BrokerUnavailable: stored PENDING, sent again at the next start
-            log.error("webhook deliveries %s stay pending: %s", [r.id for r in rows], exc)
-    return len(rows)
-
-
-async def announce(p: Platform, event: str, task_code: str, task_id: int, payload: dict[str, Any]) -> None:
-    """An event of a task, after its commit: to live subscribers, then to webhooks. Never raises: the write it
-    reports has already happened."""
-    await p.events.publish(f"{event}:{task_code}", payload)
-    try:
-        await dispatch(p, event, task_id, payload)
-    except Exception:
-        log.exception("webhook deliveries for %s on %s could not be stored", event, task_code)
+# --------------------------------------------------------------------------- deliveries left pending
 
 
 async def pending_ids(p: Platform) -> list[int]:

@@ -1,116 +1,16 @@
-"""Default model backends: ``python`` (an import path), ``transformers`` (sequence classification and extractive
-question answering from a model folder) and ``http`` (a remote model server speaking the JSON contract of
-docs/model-server.md, which :mod:`dynaforge.inference.http_server` implements).
-
-torch and transformers are imported inside the predictors, so registering these backends costs the API process
-nothing; every predictor has a cheap ``length(model_input)`` estimate that the model worker groups requests by.
-"""
+"""The ``transformers`` backend: sequence classification and extractive question answering from a Hugging Face
+model folder (or hub id). torch and transformers are imported when a model loads, never when the backend is
+registered."""
 
 from __future__ import annotations
 
-import importlib
-import random
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-import httpx
-
+from dynaforge.defaults.backends.common import estimate_tokens, is_int, is_name, unknown_keys
 from dynaforge.hookspecs import hookimpl
-from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
-
-
-def import_object(path: str) -> Any:
-    """Import ``package.module:attribute`` (or ``package.module.attribute``)."""
-    if ":" in path:
-        module_name, _, attr = path.partition(":")
-    else:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ValueError(f"{path!r} is not an import path of the form package.module:attribute")
-    obj: Any = importlib.import_module(module_name)
-    for part in attr.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def estimate_tokens(texts: list[Any]) -> int:
-    """A tokenizer-free token count: about four characters per token, plus a few special tokens."""
-    return sum(len(t) for t in texts if isinstance(t, str)) // 4 + 3
-
-
-# --------------------------------------------------------------------------------------------------- config checks
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _is_name(value: Any) -> bool:
-    return isinstance(value, str) and bool(value)
-
-
-def _unknown_keys(config: dict[str, Any], known: set[str]) -> list[str]:
-    unknown = sorted(set(config) - known)
-    return (
-        [f"unknown config key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}"] if unknown else []
-    )
-
-
-# --------------------------------------------------------------------------------------------------------- python
-
-
-class _CallablePredictor:
-    """Wraps a plain ``fn(inputs) -> outputs`` as a predictor."""
-
-    def __init__(self, fn: Callable[[list[dict[str, Any]]], list[dict[str, Any]]]):
-        self._fn = fn
-
-    def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        return self._fn(inputs)
-
-    def length(self, model_input: dict[str, Any]) -> int:
-        return estimate_tokens(list(model_input.values()))
-
-
-class PythonBackend(ModelBackend):
-    """A model given by an import path.
-
-    Config: ``{"callable": "pkg.mod:fn"}`` where ``fn(inputs) -> outputs`` handles a batch, or
-    ``{"factory": "pkg.mod:load", "kwargs": {...}}`` where ``load(**kwargs)`` returns an object with ``predict``.
-    """
-
-    name = "python"
-    description = "A Python callable or model factory given by an import path (baselines, tests, custom code)."
-
-    def check_config(self, config):
-        keys = {"callable", "factory"} & set(config)
-        if len(keys) != 1:
-            return ['config needs exactly one of "callable" or "factory" (an import path pkg.module:attribute)']
-        if "kwargs" in config and not isinstance(config["kwargs"], dict):
-            return ['"kwargs" must be an object']
-        return []
-
-    def load(self, config: dict[str, Any]) -> Predictor:
-        problems = self.check_config(config)
-        if problems:
-            raise ValueError("; ".join(problems))
-        if "callable" in config:
-            return _CallablePredictor(import_object(config["callable"]))
-        model = import_object(config["factory"])(**config.get("kwargs", {}))
-        if not callable(getattr(model, "predict", None)):
-            raise TypeError(f"{config['factory']} returned {type(model).__name__}, which has no predict() method")
-        return model
-
-
-# --------------------------------------------------------------------------------------------------- transformers
+from dynaforge.inference.backends import ModelBackend, Predictor
 
 CLASSIFICATION = "sequence-classification"
 QUESTION_ANSWERING = "question-answering"
@@ -404,8 +304,8 @@ class TransformersBackend(ModelBackend):
     description = "Hugging Face transformers sequence classification or extractive question answering."
 
     def check_config(self, config):
-        problems = _unknown_keys(config, _COMMON_KEYS | _TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING])
-        if not _is_name(config.get("path")):
+        problems = unknown_keys(config, _COMMON_KEYS | _TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING])
+        if not is_name(config.get("path")):
             problems.append('config needs "path": a local model folder or a hub id')
         task = config.get("task")
         if task is not None and task not in _TASK_KEYS:
@@ -417,22 +317,22 @@ class TransformersBackend(ModelBackend):
         if "local_files_only" in config and not isinstance(config["local_files_only"], bool):
             problems.append('"local_files_only" must be true or false')
         for key in ("target_field", "question_field", "context_field"):
-            if key in config and not _is_name(config[key]):
+            if key in config and not is_name(config[key]):
                 problems.append(f'"{key}" must be a non-empty string (a field name)')
         label_map = config.get("label_map", {})
-        if not isinstance(label_map, dict) or not all(_is_name(k) and _is_name(v) for k, v in label_map.items()):
+        if not isinstance(label_map, dict) or not all(is_name(k) and is_name(v) for k, v in label_map.items()):
             problems.append('"label_map" must be an object of model label -> task label strings')
         fields = config.get("text_fields")
         if "text_fields" in config and (
-            not isinstance(fields, list) or not 1 <= len(fields) <= 2 or not all(_is_name(f) for f in fields)
+            not isinstance(fields, list) or not 1 <= len(fields) <= 2 or not all(is_name(f) for f in fields)
         ):
             problems.append('"text_fields" must be a list of one or two field names')
         for key, least in (("max_length", 8), ("doc_stride", 0), ("max_answer_tokens", 1)):
-            if key in config and (not _is_int(config[key]) or config[key] < least):
+            if key in config and (not is_int(config[key]) or config[key] < least):
                 problems.append(f'"{key}" must be an integer of at least {least}')
         stride = config.get("doc_stride")
         length = config.get("max_length", _DEFAULTS[QUESTION_ANSWERING]["max_length"])
-        if _is_int(stride) and _is_int(length) and stride >= length // 2:
+        if is_int(stride) and is_int(length) and stride >= length // 2:
             problems.append(f'"doc_stride" ({stride}) must be less than half of "max_length" ({length})')
         return problems
 
@@ -450,159 +350,6 @@ class TransformersBackend(ModelBackend):
         return TransformersClassifier(config, model_config)
 
 
-# ----------------------------------------------------------------------------------------------------------- http
-
-RETRY_STATUSES = frozenset({502, 503, 504})
-_HTTP_KEYS = {"url", "timeout_s", "retries", "backoff_s", "headers", "max_batch"}
-_MAX_BACKOFF_S = 5.0
-
-
-def _snippet(response: httpx.Response, limit: int = 200) -> str:
-    """The start of a response body on one line, for error messages."""
-    text = " ".join(response.text.split())
-    return text[:limit] + ("…" if len(text) > limit else "") if text else "(empty body)"
-
-
-class HttpPredictor:
-    """A client of a remote model server (``POST {url}/predict``, ``GET {url}/health``).
-
-    ``predict`` is called from an inference thread: it uses one pooled :class:`httpx.Client`, splits batches
-    larger than ``max_batch``, and retries connection errors, timeouts and 502/503/504 with exponential backoff
-    and jitter (never a 4xx or a 500). Every failure raises :class:`InferenceError` (:class:`InferenceTimeout`
-    when the server did not answer in time) with what went wrong.
-    """
-
-    def __init__(self, config: dict[str, Any]):
-        self.url = config["url"].rstrip("/")
-        self.timeout_s = float(config.get("timeout_s", 10.0))
-        self.retries = int(config.get("retries", 2))
-        self.backoff_s = float(config.get("backoff_s", 0.2))
-        self.max_batch: int | None = config.get("max_batch")
-        self._client = httpx.Client(timeout=self.timeout_s, headers=config.get("headers") or {})
-
-    def length(self, model_input: dict[str, Any]) -> int:
-        return estimate_tokens(list(model_input.values()))
-
-    def close(self) -> None:
-        """Close pooled connections."""
-        self._client.close()
-
-    def check_health(self) -> dict[str, Any]:
-        """``GET /health`` once; raises :class:`InferenceError` unless the server answers ``{"status": "ok"}``."""
-        url = self.url + "/health"
-        try:
-            response = self._client.get(url)
-        except httpx.HTTPError as exc:
-            raise InferenceError(
-                f'model server {self.url} is unreachable ({type(exc).__name__}: {exc}); start it or fix "url"'
-            ) from exc
-        if response.status_code != 200:
-            raise InferenceError(f"GET {url} answered {response.status_code}: {_snippet(response)}")
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise InferenceError(f"GET {url} answered a body that is not JSON: {_snippet(response)}") from exc
-        if not isinstance(body, dict) or body.get("status") != "ok":
-            raise InferenceError(f'GET {url} did not answer {{"status": "ok"}}: {_snippet(response)}')
-        return body
-
-    def _backoff(self, attempt: int) -> float:
-        """Exponential backoff with jitter: between half and all of ``backoff_s * 2**attempt`` (capped)."""
-        delay = min(_MAX_BACKOFF_S, self.backoff_s * 2**attempt)
-        return delay * (0.5 + random.random() / 2)
-
-    def _post(self, url: str, body: dict[str, Any]) -> httpx.Response:
-        """POST with retries on transient failures; returns the first non-transient response."""
-        attempts = self.retries + 1
-        for attempt in range(attempts):
-            cause: Exception | None = None
-            try:
-                response = self._client.post(url, json=body)
-            except httpx.TimeoutException as exc:
-                error: type[InferenceError] = InferenceTimeout
-                message, cause = f"POST {url} did not answer within {self.timeout_s:g}s ({type(exc).__name__})", exc
-            except httpx.TransportError as exc:
-                error, message, cause = InferenceError, f"POST {url} failed: {type(exc).__name__}: {exc}", exc
-            else:
-                if response.status_code not in RETRY_STATUSES:
-                    return response
-                error, message = InferenceError, f"POST {url} answered {response.status_code}: {_snippet(response)}"
-            if attempt + 1 < attempts:
-                time.sleep(self._backoff(attempt))
-        raise error(f"{message} (after {attempts} attempt{'s' if attempts > 1 else ''})") from cause
-
-    def _predict_chunk(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        url = self.url + "/predict"
-        response = self._post(url, {"inputs": inputs})
-        if response.status_code != 200:
-            raise InferenceError(f"POST {url} answered {response.status_code}: {_snippet(response)}")
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise InferenceError(f"POST {url} answered a body that is not JSON: {_snippet(response)}") from exc
-        outputs = body.get("outputs") if isinstance(body, dict) else None
-        if not isinstance(outputs, list):
-            raise InferenceError(f'POST {url} answered no "outputs" list: {_snippet(response)}')
-        if len(outputs) != len(inputs):
-            raise InferenceError(f"POST {url}: expected {len(inputs)} outputs, got {len(outputs)}")
-        bad = next((i for i, o in enumerate(outputs) if not isinstance(o, dict)), None)
-        if bad is not None:
-            raise InferenceError(f"POST {url}: output {bad} is {type(outputs[bad]).__name__}, expected an object")
-        return outputs
-
-    def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        size = self.max_batch or max(1, len(inputs))
-        outputs: list[dict[str, Any]] = []
-        for begin in range(0, len(inputs), size):
-            outputs.extend(self._predict_chunk(inputs[begin : begin + size]))
-        return outputs
-
-
-class HttpBackend(ModelBackend):
-    """A model served over HTTP with the JSON contract of docs/model-server.md.
-
-    Config: ``url`` (http or https), ``timeout_s`` (10), ``retries`` (2), ``backoff_s`` (0.2, the first retry's
-    delay, doubled each time), ``headers`` (sent with every request, e.g. ``Authorization``), ``max_batch``
-    (larger batches are sent in several requests).
-    """
-
-    name = "http"
-    description = 'A remote model server: POST {url}/predict with {"inputs": [...]}, GET {url}/health.'
-
-    def check_config(self, config):
-        problems = _unknown_keys(config, _HTTP_KEYS)
-        url = config.get("url")
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            problems.append('config needs "url": the model server\'s http:// or https:// address')
-        if "timeout_s" in config and (not _is_number(config["timeout_s"]) or config["timeout_s"] <= 0):
-            problems.append('"timeout_s" must be a positive number of seconds')
-        if "retries" in config and (not _is_int(config["retries"]) or not 0 <= config["retries"] <= 10):
-            problems.append('"retries" must be an integer from 0 to 10')
-        if "backoff_s" in config and (not _is_number(config["backoff_s"]) or config["backoff_s"] < 0):
-            problems.append('"backoff_s" must be a non-negative number of seconds')
-        headers = config.get("headers", {})
-        if not isinstance(headers, dict) or not all(_is_name(k) and isinstance(v, str) for k, v in headers.items()):
-            problems.append('"headers" must be an object of header name -> string value')
-        if "max_batch" in config and (not _is_int(config["max_batch"]) or config["max_batch"] < 1):
-            problems.append('"max_batch" must be a positive integer')
-        return problems
-
-    def load(self, config: dict[str, Any]) -> Predictor:
-        problems = self.check_config(config)
-        if problems:
-            raise ValueError("; ".join(problems))
-        predictor = HttpPredictor(config)
-        try:
-            predictor.check_health()
-        except BaseException:
-            predictor.close()
-            raise
-        return predictor
-
-
 @hookimpl(trylast=True)
-def register_model_backends(register):
-    register(PythonBackend())
+def register_model_backends(register: Any) -> None:
     register(TransformersBackend())
-    register(HttpBackend())

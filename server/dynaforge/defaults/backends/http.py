@@ -1,0 +1,177 @@
+"""The ``http`` backend: a remote model server speaking the JSON contract of docs/model-server.md (which
+:mod:`dynaforge.inference.http_server` implements). httpx is imported when a model loads, not when the backend is
+registered, so processes that never call a model server do not pay for it."""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from dynaforge.defaults.backends.common import estimate_tokens, is_int, is_name, is_number, unknown_keys
+from dynaforge.hookspecs import hookimpl
+from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
+
+if TYPE_CHECKING:
+    import httpx
+
+
+RETRY_STATUSES = frozenset({502, 503, 504})
+_HTTP_KEYS = {"url", "timeout_s", "retries", "backoff_s", "headers", "max_batch"}
+_MAX_BACKOFF_S = 5.0
+
+
+def _snippet(response: httpx.Response, limit: int = 200) -> str:
+    """The start of a response body on one line, for error messages."""
+    text = " ".join(response.text.split())
+    return text[:limit] + ("…" if len(text) > limit else "") if text else "(empty body)"
+
+
+class HttpPredictor:
+    """A client of a remote model server (``POST {url}/predict``, ``GET {url}/health``).
+
+    ``predict`` is called from an inference thread: it uses one pooled :class:`httpx.Client`, splits batches
+    larger than ``max_batch``, and retries connection errors, timeouts and 502/503/504 with exponential backoff
+    and jitter (never a 4xx or a 500). Every failure raises :class:`InferenceError` (:class:`InferenceTimeout`
+    when the server did not answer in time) with what went wrong.
+    """
+
+    def __init__(self, config: dict[str, Any]):
+        self.url = config["url"].rstrip("/")
+        self.timeout_s = float(config.get("timeout_s", 10.0))
+        self.retries = int(config.get("retries", 2))
+        self.backoff_s = float(config.get("backoff_s", 0.2))
+        self.max_batch: int | None = config.get("max_batch")
+        import httpx
+
+        self._client = httpx.Client(timeout=self.timeout_s, headers=config.get("headers") or {})
+
+    def length(self, model_input: dict[str, Any]) -> int:
+        return estimate_tokens(list(model_input.values()))
+
+    def close(self) -> None:
+        """Close pooled connections."""
+        self._client.close()
+
+    def check_health(self) -> dict[str, Any]:
+        """``GET /health`` once; raises :class:`InferenceError` unless the server answers ``{"status": "ok"}``."""
+        import httpx
+
+        url = self.url + "/health"
+        try:
+            response = self._client.get(url)
+        except httpx.HTTPError as exc:
+            raise InferenceError(
+                f'model server {self.url} is unreachable ({type(exc).__name__}: {exc}); start it or fix "url"'
+            ) from exc
+        if response.status_code != 200:
+            raise InferenceError(f"GET {url} answered {response.status_code}: {_snippet(response)}")
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise InferenceError(f"GET {url} answered a body that is not JSON: {_snippet(response)}") from exc
+        if not isinstance(body, dict) or body.get("status") != "ok":
+            raise InferenceError(f'GET {url} did not answer {{"status": "ok"}}: {_snippet(response)}')
+        return body
+
+    def _backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: between half and all of ``backoff_s * 2**attempt`` (capped)."""
+        delay = min(_MAX_BACKOFF_S, self.backoff_s * 2**attempt)
+        return delay * (0.5 + random.random() / 2)
+
+    def _post(self, url: str, body: dict[str, Any]) -> httpx.Response:
+        """POST with retries on transient failures; returns the first non-transient response."""
+        import httpx
+
+        attempts = self.retries + 1
+        for attempt in range(attempts):
+            cause: Exception | None = None
+            try:
+                response = self._client.post(url, json=body)
+            except httpx.TimeoutException as exc:
+                error: type[InferenceError] = InferenceTimeout
+                message, cause = f"POST {url} did not answer within {self.timeout_s:g}s ({type(exc).__name__})", exc
+            except httpx.TransportError as exc:
+                error, message, cause = InferenceError, f"POST {url} failed: {type(exc).__name__}: {exc}", exc
+            else:
+                if response.status_code not in RETRY_STATUSES:
+                    return response
+                error, message = InferenceError, f"POST {url} answered {response.status_code}: {_snippet(response)}"
+            if attempt + 1 < attempts:
+                time.sleep(self._backoff(attempt))
+        raise error(f"{message} (after {attempts} attempt{'s' if attempts > 1 else ''})") from cause
+
+    def _predict_chunk(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        url = self.url + "/predict"
+        response = self._post(url, {"inputs": inputs})
+        if response.status_code != 200:
+            raise InferenceError(f"POST {url} answered {response.status_code}: {_snippet(response)}")
+        try:
+            body = response.json()
+        except ValueError as exc:
+            raise InferenceError(f"POST {url} answered a body that is not JSON: {_snippet(response)}") from exc
+        outputs = body.get("outputs") if isinstance(body, dict) else None
+        if not isinstance(outputs, list):
+            raise InferenceError(f'POST {url} answered no "outputs" list: {_snippet(response)}')
+        if len(outputs) != len(inputs):
+            raise InferenceError(f"POST {url}: expected {len(inputs)} outputs, got {len(outputs)}")
+        bad = next((i for i, o in enumerate(outputs) if not isinstance(o, dict)), None)
+        if bad is not None:
+            raise InferenceError(f"POST {url}: output {bad} is {type(outputs[bad]).__name__}, expected an object")
+        return outputs
+
+    def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        size = self.max_batch or max(1, len(inputs))
+        outputs: list[dict[str, Any]] = []
+        for begin in range(0, len(inputs), size):
+            outputs.extend(self._predict_chunk(inputs[begin : begin + size]))
+        return outputs
+
+
+class HttpBackend(ModelBackend):
+    """A model served over HTTP with the JSON contract of docs/model-server.md.
+
+    Config: ``url`` (http or https), ``timeout_s`` (10), ``retries`` (2), ``backoff_s`` (0.2, the first retry's
+    delay, doubled each time), ``headers`` (sent with every request, e.g. ``Authorization``), ``max_batch``
+    (larger batches are sent in several requests).
+    """
+
+    name = "http"
+    description = 'A remote model server: POST {url}/predict with {"inputs": [...]}, GET {url}/health.'
+
+    def check_config(self, config):
+        problems = unknown_keys(config, _HTTP_KEYS)
+        url = config.get("url")
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            problems.append('config needs "url": the model server\'s http:// or https:// address')
+        if "timeout_s" in config and (not is_number(config["timeout_s"]) or config["timeout_s"] <= 0):
+            problems.append('"timeout_s" must be a positive number of seconds')
+        if "retries" in config and (not is_int(config["retries"]) or not 0 <= config["retries"] <= 10):
+            problems.append('"retries" must be an integer from 0 to 10')
+        if "backoff_s" in config and (not is_number(config["backoff_s"]) or config["backoff_s"] < 0):
+            problems.append('"backoff_s" must be a non-negative number of seconds')
+        headers = config.get("headers", {})
+        if not isinstance(headers, dict) or not all(is_name(k) and isinstance(v, str) for k, v in headers.items()):
+            problems.append('"headers" must be an object of header name -> string value')
+        if "max_batch" in config and (not is_int(config["max_batch"]) or config["max_batch"] < 1):
+            problems.append('"max_batch" must be a positive integer')
+        return problems
+
+    def load(self, config: dict[str, Any]) -> Predictor:
+        problems = self.check_config(config)
+        if problems:
+            raise ValueError("; ".join(problems))
+        predictor = HttpPredictor(config)
+        try:
+            predictor.check_health()
+        except BaseException:
+            predictor.close()
+            raise
+        return predictor
+
+
+@hookimpl(trylast=True)
+def register_model_backends(register: Any) -> None:
+    register(HttpBackend())
