@@ -27,6 +27,7 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
 
@@ -52,12 +53,12 @@ class DynaforgeGraphQL(GraphQL):
     async def get_context(self, request, response) -> RequestContext:  # type: ignore[override]
         token = _bearer(request.headers)
         try:
-            auth = await auth_service.authenticate(self.platform, token)
+            actor = await auth_service.authenticate(self.platform, token)
         except Exception as exc:
             if not database_unreachable(exc):
                 raise
             raise StrawberryHTTPException(503, DatabaseUnavailable.MESSAGE) from exc
-        return RequestContext.create(self.platform, auth.actor, auth.error, request, response, token)
+        return RequestContext.create(self.platform, actor, request, response, token)
 
     async def on_ws_connect(self, context: RequestContext):  # type: ignore[override]
         """graphql-transport-ws ``connection_init``: its payload's ``authorization`` (or ``token``) signs the
@@ -67,10 +68,9 @@ class DynaforgeGraphQL(GraphQL):
         value = next((params[k] for k in ("authorization", "Authorization", "token") if params.get(k)), None)
         if isinstance(value, str) and value.strip():
             token = _bearer({"authorization": value if " " in value.strip() else f"Bearer {value.strip()}"})
-            auth = await auth_service.authenticate(self.platform, token)
-            context.actor, context.auth_error, context.token = auth.actor, auth.error, token
+            context.actor, context.token = await auth_service.authenticate(self.platform, token), token
         elif value is not None:
-            context.actor, context.auth_error = None, "The authorization connection parameter must be a string"
+            context.actor = Actor.anonymous("The authorization connection parameter must be a string")
         return await super().on_ws_connect(context)
 
     def decode_json(self, data: str | bytes) -> object:  # type: ignore[override]

@@ -218,7 +218,7 @@ DecideTaskProposalResult = Annotated[
 
 
 def _ctx(info: Info):
-    return info.context.platform, info.context.actor, info.context.auth_error
+    return info.context.platform, info.context.actor
 
 
 @strawberry.type
@@ -230,10 +230,10 @@ class CollectionQuery:
     async def example_to_validate(
         self, info: Info, task_code: str, mode: ValidationMode = ValidationMode.CROWD
     ) -> Example | None:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
         try:
             row = await validation_service.example_to_validate(
-                p, actor, task_code, owner_mode=mode == ValidationMode.OWNER, auth_error=auth_error
+                p, actor, task_code, owner_mode=mode == ValidationMode.OWNER
             )
         except DynaforgeError as exc:
             raise query_error(exc) from exc
@@ -241,9 +241,9 @@ class CollectionQuery:
 
     @strawberry.field(description="Your own counters in a task, per round and in total.")
     async def my_stats(self, info: Info, task_code: str) -> UserTaskStats:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
         try:
-            rows = await stats_service.my_stats(p, actor, task_code, auth_error=auth_error)
+            rows = await stats_service.my_stats(p, actor, task_code)
         except DynaforgeError as exc:
             raise query_error(exc) from exc
         return UserTaskStats(
@@ -254,9 +254,9 @@ class CollectionQuery:
 
     @strawberry.field(description="Task proposals: admins see all, others their own; newest first.")
     async def task_proposals(self, info: Info, status: str | None = None) -> list[TaskProposal]:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
         try:
-            rows = await proposal_service.list_proposals(p, actor, status=status, auth_error=auth_error)
+            rows = await proposal_service.list_proposals(p, actor, status=status)
         except DynaforgeError as exc:
             raise query_error(exc) from exc
         return [TaskProposal.from_row(r) for r in rows]
@@ -269,7 +269,7 @@ class CollectionMutation:
         "it (the task's validationQuorum); an owner's or admin's vote decides alone."
     )
     async def validate_example(self, info: Info, input: ValidateExampleInput) -> ValidateExampleResult:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
 
         async def call():
             row = await validation_service.validate(
@@ -279,7 +279,6 @@ class CollectionMutation:
                 input.label.value,
                 corrected_target=input.corrected_target,
                 reason=input.reason,
-                auth_error=auth_error,
             )
             return ValidatedExample(example=Example.from_row(row), decided=row.decided_at is not None)
 
@@ -290,12 +289,10 @@ class CollectionMutation:
         "queue until an owner decides."
     )
     async def flag_example(self, info: Info, input: FlagExampleInput) -> FlagExampleResult:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
 
         async def call():
-            row = await validation_service.flag(
-                p, actor, parse_id(input.example_id, "exampleId"), input.reason, auth_error=auth_error
-            )
+            row = await validation_service.flag(p, actor, parse_id(input.example_id, "exampleId"), input.reason)
             return FlaggedExample(example=Example.from_row(row))
 
         return await as_result(call)
@@ -305,7 +302,7 @@ class CollectionMutation:
         "the current ones) and a new export secret."
     )
     async def open_next_round(self, info: Info, input: OpenNextRoundInput) -> OpenNextRoundResult:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
 
         async def call():
             models = None
@@ -319,7 +316,6 @@ class CollectionMutation:
                 rule=input.ensemble_rule,
                 description=input.description,
                 copy_contexts=input.copy_contexts,
-                auth_error=auth_error,
             )
             return RoundOpened(
                 round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous)
@@ -329,21 +325,21 @@ class CollectionMutation:
 
     @strawberry.mutation(description="Owners and admins stop collection in the current round.")
     async def close_round(self, info: Info, input: CloseRoundInput) -> CloseRoundResult:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
 
         async def call():
-            row = await task_service.close_round(p, actor, input.task_code, auth_error=auth_error)
+            row = await task_service.close_round(p, actor, input.task_code)
             return ClosedRound(round=Round.from_row(row))
 
         return await as_result(call)
 
     @strawberry.mutation(description="Owners and admins edit a round's description.")
     async def update_round(self, info: Info, input: UpdateRoundInput) -> UpdateRoundResult:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
 
         async def call():
             row = await task_service.update_round(
-                p, actor, input.task_code, input.number, description=input.description, auth_error=auth_error
+                p, actor, input.task_code, input.number, description=input.description
             )
             return UpdatedRound(round=Round.from_row(row))
 
@@ -351,7 +347,7 @@ class CollectionMutation:
 
     @strawberry.mutation(description="Owners and admins change a task's settings.")
     async def update_task_settings(self, info: Info, input: UpdateTaskSettingsInput) -> UpdateTaskSettingsResult:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
 
         async def call():
             view = await task_service.update_settings(
@@ -368,7 +364,6 @@ class CollectionMutation:
                     "hidden": input.hidden,
                     "active": input.active,
                 },
-                auth_error=auth_error,
             )
             return TaskSettingsUpdated(task=Task.from_view(view))
 
@@ -384,11 +379,11 @@ class CollectionMutation:
 
     @strawberry.mutation(description="Ask the admins to run a task (its plugin must be installed to accept it).")
     async def propose_task(self, info: Info, input: ProposeTaskInput) -> ProposeTaskResult:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
 
         async def call():
             row = await proposal_service.propose(
-                p, actor, code=input.code, name=input.name, description=input.description, auth_error=auth_error
+                p, actor, code=input.code, name=input.name, description=input.description
             )
             return TaskProposed(proposal=TaskProposal.from_row(row))
 
@@ -396,11 +391,11 @@ class CollectionMutation:
 
     @strawberry.mutation(description="Admins accept (the proposer becomes an owner) or decline a task proposal.")
     async def decide_task_proposal(self, info: Info, input: DecideTaskProposalInput) -> DecideTaskProposalResult:
-        p, actor, auth_error = _ctx(info)
+        p, actor = _ctx(info)
 
         async def call():
             row = await proposal_service.decide(
-                p, actor, parse_id(input.id, "id"), accept=input.accept, note=input.note, auth_error=auth_error
+                p, actor, parse_id(input.id, "id"), accept=input.accept, note=input.note
             )
             return TaskProposalDecided(proposal=TaskProposal.from_row(row))
 
@@ -408,14 +403,14 @@ class CollectionMutation:
 
 
 async def _ownership(info: Info, input: TaskOwnershipInput, *, grant: bool):
-    p, actor, auth_error = _ctx(info)
+    p, actor = _ctx(info)
 
     async def call():
-        if require_user(actor, auth_error) and not actor.is_admin:
+        if require_user(actor) and not actor.is_admin:
             raise DomainForbidden("Only an admin can change task ownership")
         user_id = await task_service.user_id_by_name(p, input.username)
         change = task_service.grant_ownership if grant else task_service.revoke_ownership
-        await change(p, actor, input.task_code, user_id, auth_error=auth_error)
+        await change(p, actor, input.task_code, user_id)
         view = await task_service.get_task(p, actor, input.task_code)
         return TaskOwnershipChanged(
             task=Task.from_view(view), user=User.from_row(await auth_service.get_user(p, user_id)), is_owner=grant

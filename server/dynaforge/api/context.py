@@ -27,8 +27,7 @@ def _loaders(p: Platform) -> dict[str, DataLoader]:
 @dataclass
 class RequestContext:
     platform: Platform
-    actor: Actor | None
-    auth_error: str | None = None
+    actor: Actor  # anonymous when no valid token was sent (its sign_in_error says why one was refused)
     request: Any = None
     response: Any = None
     loaders: dict[str, DataLoader] = field(default_factory=dict)
@@ -39,10 +38,9 @@ class RequestContext:
     def create(
         cls,
         platform: Platform,
-        actor: Actor | None,
-        auth_error: str | None,
+        actor: Actor,
         request=None,
         response=None,
         token: str | None = None,
     ):
-        return cls(platform, actor, auth_error, request, response, _loaders(platform), token)
+        return cls(platform, actor, request, response, _loaders(platform), token)

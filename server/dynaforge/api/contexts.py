@@ -97,7 +97,6 @@ class ContextMutation:
                 filename=filename,
                 file_format=None if input.format is None else input.format.value,
                 tag=input.tag,
-                auth_error=info.context.auth_error,
             )
             return ContextsAdded(ids=[strawberry.ID(str(i)) for i in added.ids])
 

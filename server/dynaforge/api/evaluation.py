@@ -486,7 +486,6 @@ class EvaluationMutation:
                 metric_weights=dict(_pairs(input.metric_weights) or []) or None,
                 dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
                 description=input.description,
-                auth_error=info.context.auth_error,
             )
             return LeaderboardForkSaved(
                 fork=LeaderboardFork(
@@ -510,7 +509,6 @@ class EvaluationMutation:
                 input.name,
                 metric_weights=dict(_pairs(input.metric_weights) or []) or None,
                 dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
-                auth_error=info.context.auth_error,
             )
             return LeaderboardSnapshotted(snapshot=_snapshot(row))
 
@@ -532,7 +530,6 @@ class EvaluationMutation:
                 card=card,
                 published=input.published,
                 anonymous=input.anonymous,
-                auth_error=info.context.auth_error,
             )
             return SubmittedModel(model=Model.from_row(model, privileged=True))
 
@@ -557,7 +554,6 @@ class EvaluationMutation:
                 card=card,
                 published=input.published,
                 anonymous=input.anonymous,
-                auth_error=info.context.auth_error,
             )
             return SubmittedModel(model=Model.from_row(model, privileged=True))
 
@@ -583,7 +579,6 @@ class EvaluationMutation:
                 records,
                 replace=input.replace,
                 description=input.description,
-                auth_error=info.context.auth_error,
             )
             return DatasetsCreated(datasets=[Dataset.from_row(copy)])
 
@@ -601,7 +596,6 @@ class EvaluationMutation:
                 input.task_code,
                 input.round_number,
                 seed=input.seed,
-                auth_error=info.context.auth_error,
             )
             return DatasetsCreated(datasets=[Dataset.from_row(r) for r in rows])
 

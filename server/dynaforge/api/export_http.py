@@ -22,6 +22,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from dynaforge import errors
 from dynaforge.services import auth as auth_service
 from dynaforge.services import exports as export_service
+from dynaforge.services.actor import require_user
 from dynaforge.services.platform import Platform
 
 log = logging.getLogger(__name__)
@@ -82,17 +83,12 @@ async def export_endpoint(request: Request) -> Response:
     """The route handler; ``request.app.state.platform`` is the platform."""
     platform: Platform = request.app.state.platform
     try:
-        auth = await auth_service.authenticate(platform, _bearer(request))
-        if auth.actor is None:
-            raise errors.NotAuthenticated(
-                auth.error
-                or "Sign in first: send 'Authorization: Bearer <token>' (from register, login or createApiToken)"
-            )
+        actor = require_user(await auth_service.authenticate(platform, _bearer(request)))
         round_number, fmt, statuses = _query(request)
         plan = await export_service.prepare_export(
-            platform, auth.actor, request.path_params["task_code"], round_number=round_number, statuses=statuses
+            platform, actor, request.path_params["task_code"], round_number=round_number, statuses=statuses
         )
-        platform.limiter.hit(f"exports:{auth.actor.user_id or 'system'}", EXPORTS_PER_MINUTE, 60.0, "exports")
+        platform.limiter.hit(f"exports:{actor.user_id or 'system'}", EXPORTS_PER_MINUTE, 60.0, "exports")
         if fmt == "jsonl":
             return _jsonl_response(platform, plan)
         return await _hf_response(platform, plan)

@@ -198,9 +198,7 @@ class Mutation:
     @strawberry.mutation(description="Create another API token for yourself (shown once).")
     async def create_api_token(self, info: Info, input: CreateApiTokenInput) -> CreateApiTokenResult:
         async def call():
-            row, token = await auth_service.create_token(
-                info.context.platform, info.context.actor, name=input.name, auth_error=info.context.auth_error
-            )
+            row, token = await auth_service.create_token(info.context.platform, info.context.actor, name=input.name)
             return CreatedApiToken(token=token, api_token=ApiToken.from_row(row))
 
         return await as_result(call)
@@ -208,9 +206,7 @@ class Mutation:
     @strawberry.mutation(description="Revoke one of your API tokens; it stops working at once.")
     async def revoke_api_token(self, info: Info, input: RevokeApiTokenInput) -> RevokeApiTokenResult:
         async def call():
-            row = await auth_service.revoke_token(
-                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
-            )
+            row = await auth_service.revoke_token(info.context.platform, info.context.actor, parse_id(input.id, "id"))
             return RevokedApiToken(api_token=ApiToken.from_row(row))
 
         return await as_result(call)
@@ -226,7 +222,6 @@ class Mutation:
                 context_id=None if input.context_id is None else parse_id(input.context_id, "contextId"),
                 time_taken_ms=input.time_taken_ms,
                 tag=input.tag,
-                auth_error=info.context.auth_error,
             )
             example = Example.from_row(outcome.example)
             if outcome.pending_reason is not None:
@@ -242,7 +237,6 @@ class Mutation:
                 info.context.platform,
                 info.context.actor,
                 parse_id(input.example_id, "exampleId"),
-                auth_error=info.context.auth_error,
             )
             return RetractedExample(example=Example.from_row(row))
 
@@ -257,7 +251,6 @@ class Mutation:
                 input.task_code,
                 list(input.contexts),
                 tag=input.tag,
-                auth_error=info.context.auth_error,
             )
             return ContextsAdded(ids=[strawberry.ID(str(i)) for i in ids])
 
@@ -275,7 +268,6 @@ class Mutation:
                 input.task_code,
                 [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.models],
                 input.ensemble_rule,
-                auth_error=info.context.auth_error,
             )
             return TargetModelsSet(round=Round.from_row(row))
 

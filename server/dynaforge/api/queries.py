@@ -93,7 +93,6 @@ class Query:
                 after=after,
                 status=status.value if status else None,
                 mine=mine,
-                auth_error=info.context.auth_error,
             )
         except DynaforgeError as exc:
             raise query_error(exc) from exc
@@ -102,7 +101,7 @@ class Query:
     @strawberry.field(description="The signed-in user; null when anonymous.")
     async def me(self, info: Info) -> User | None:
         actor = info.context.actor
-        if actor is None or actor.user_id is None:
+        if actor.user_id is None:
             return None
         row = await auth_service.get_user(info.context.platform, actor.user_id)
         return None if row is None else User.from_row(row)

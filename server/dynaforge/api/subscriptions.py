@@ -77,15 +77,16 @@ class _Watch:
         if context.token is None or time.monotonic() - self.checked < REAUTH_S:
             return
         self.checked = time.monotonic()
-        auth = await auth_service.authenticate(context.platform, context.token)
-        context.actor, context.auth_error = auth.actor, auth.error
-        if auth.actor is None:
-            raise NotAuthenticated(auth.error or "The API token is no longer valid; sign in again and resubscribe")
+        context.actor = await auth_service.authenticate(context.platform, context.token)
+        if context.actor.is_anonymous:
+            raise NotAuthenticated(
+                context.actor.sign_in_error or "The API token is no longer valid; sign in again and resubscribe"
+            )
 
 
 def _refuse_bad_token(info: Info) -> None:
-    if info.context.auth_error:
-        raise query_error(NotAuthenticated(info.context.auth_error))
+    if info.context.actor.sign_in_error:
+        raise query_error(NotAuthenticated(info.context.actor.sign_in_error))
 
 
 async def _events(info: Info, topic: str):
@@ -111,7 +112,7 @@ async def _task_topic(info: Info, event: str, task_code: str, *, signed_in: bool
     """The topic of a task's ``event`` for this subscriber, who must see the task (and be signed in when the
     events show examples)."""
     _refuse_bad_token(info)
-    if signed_in and info.context.actor is None:
+    if signed_in and info.context.actor.is_anonymous:
         raise query_error(
             NotAuthenticated(
                 "Examples are shown to signed-in users: send your API token in the connection_init payload as "

@@ -118,9 +118,7 @@ class WebhookQuery:
     @strawberry.field(description="Your webhooks on a task (its owners and admins: everyone's), with their deliveries.")
     async def webhooks(self, info: Info, task_code: str) -> list[Webhook]:
         try:
-            rows = await webhook_service.list_webhooks(
-                info.context.platform, info.context.actor, task_code, auth_error=info.context.auth_error
-            )
+            rows = await webhook_service.list_webhooks(info.context.platform, info.context.actor, task_code)
         except DynaforgeError as exc:
             raise query_error(exc) from None
         return [Webhook.from_row(r) for r in rows]
@@ -138,7 +136,6 @@ class WebhookMutation:
                 input.url,
                 list(input.events),
                 description=input.description,
-                auth_error=info.context.auth_error,
             )
             return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
@@ -148,7 +145,7 @@ class WebhookMutation:
     async def rotate_webhook_secret(self, info: Info, input: WebhookIdInput) -> RotateWebhookSecretResult:
         async def call():
             made = await webhook_service.rotate_secret(
-                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
+                info.context.platform, info.context.actor, parse_id(input.id, "id")
             )
             return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
@@ -157,9 +154,7 @@ class WebhookMutation:
     @strawberry.mutation(description="Delete a webhook and its delivery log.")
     async def delete_webhook(self, info: Info, input: WebhookIdInput) -> DeleteWebhookResult:
         async def call():
-            gone = await webhook_service.delete(
-                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
-            )
+            gone = await webhook_service.delete(info.context.platform, info.context.actor, parse_id(input.id, "id"))
             return WebhookDeleted(id=strawberry.ID(str(gone)))
 
         return await as_result(call)

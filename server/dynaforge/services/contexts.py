@@ -110,15 +110,14 @@ def _empty_message(task: Task) -> str:
 
 async def add_contexts(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     contexts: list[Any],
     *,
     tag: str | None = None,
-    auth_error: str | None = None,
 ) -> list[int]:
     """Add contexts to the task's current round: owners and admins only; all or nothing."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     _refuse_contextless(view.task)
     if not contexts or len(contexts) > MAX_CONTEXTS_PER_CALL:
@@ -442,14 +441,13 @@ def parse_context_file(
 
 async def upload_contexts(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     source: BinaryIO,
     *,
     filename: str | None = None,
     file_format: ContextFileFormat | str | None = None,
     tag: str | None = None,
-    auth_error: str | None = None,
 ) -> UploadedContexts:
     """Add every context of a JSONL or CSV file to the task's current round: owners and admins only.
 
@@ -457,7 +455,7 @@ async def upload_contexts(
     batches inside one transaction only when no row is wrong. The limits are ``context_upload_max_bytes`` and
     ``context_upload_max_rows``.
     """
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         if not await task_service.is_owner(s, actor, view.row.id):
@@ -594,7 +592,7 @@ _PICKERS = {
 
 async def next_context(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     *,
     tag: str | None = None,

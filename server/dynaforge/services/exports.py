@@ -121,12 +121,11 @@ class ExportResult:
 
 async def prepare_export(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     *,
     round_number: int | None = None,
     statuses: Iterable[str] | None = None,
-    auth_error: str | None = None,
 ) -> ExportPlan:
     """Check who may export what and fix the export's scope.
 
@@ -135,7 +134,7 @@ async def prepare_export(
     Hidden tasks exist only for their owners and admins. ``round_number=None`` exports
     every round of the task.
     """
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     wanted = _check_statuses(statuses)
     async with p.db.session() as s:

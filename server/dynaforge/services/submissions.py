@@ -65,7 +65,7 @@ async def _check_throttle(s, view: task_service.TaskView, actor: Actor, task_cod
 
 async def submit_model(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     *,
     task_code: str,
     name: str,
@@ -74,10 +74,9 @@ async def submit_model(
     card: dict[str, Any] | None = None,
     published: bool = False,
     anonymous: bool = False,
-    auth_error: str | None = None,
 ) -> tuple[ModelRow, list[Evaluation]]:
     """Store a submission and queue its evaluations; returns the model and its queued evaluations."""
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     open_to_all = {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
     if backend not in open_to_all:
@@ -156,7 +155,7 @@ async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
     return len(ids)
 
 
-async def get_model(p: Platform, actor: Actor | None, model_id: int) -> tuple[ModelRow, bool]:
+async def get_model(p: Platform, actor: Actor, model_id: int) -> tuple[ModelRow, bool]:
     """A model and whether ``actor`` may see everything about it (its submitter, owners and admins).
 
     Unpublished models are visible only to them; others get NotFound.
@@ -165,7 +164,7 @@ async def get_model(p: Platform, actor: Actor | None, model_id: int) -> tuple[Mo
         model = await s.get(ModelRow, model_id)
         if model is None:
             raise NotFound(f"No model {model_id} that you can see")
-        privileged = actor is not None and (
+        privileged = actor.is_authenticated and (
             model.user_id == actor.user_id or await task_service.is_owner(s, actor, model.task_id)
         )
         code = await s.scalar(select(TaskRow.code).where(TaskRow.id == model.task_id))
@@ -192,7 +191,7 @@ MAX_PREDICTIONS = 100_000
 
 async def submit_predictions(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     *,
     task_code: str,
     name: str,
@@ -201,7 +200,6 @@ async def submit_predictions(
     card: dict[str, Any] | None = None,
     published: bool = False,
     anonymous: bool = False,
-    auth_error: str | None = None,
 ) -> tuple[ModelRow, Evaluation]:
     """A model builder uploads predictions for one data set instead of a model: one output per item, in the order
     of ``datasetItems``, in the shape the model server contract returns (e.g. ``{"label": "positive"}``). They are
@@ -209,7 +207,7 @@ async def submit_predictions(
     from dynaforge.evaluation.runner import Runner
     from dynaforge.services import datasets as dataset_service
 
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     card = check_card(card)
     if not 1 <= len((name or "").strip()) <= 100:

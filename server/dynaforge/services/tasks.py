@@ -93,9 +93,8 @@ async def sync_registered_tasks(p: Platform) -> list[str]:
     return created
 
 
-async def is_owner(s: AsyncSession, actor: Actor | None, task_id: int) -> bool:
-    if actor is None:
-        return False
+async def is_owner(s: AsyncSession, actor: Actor, task_id: int) -> bool:
+    """Whether ``actor`` owns the task or is an admin (the operator is one; an anonymous actor owns nothing)."""
     if actor.is_admin:
         return True
     if actor.user_id is None:
@@ -107,11 +106,11 @@ async def is_owner(s: AsyncSession, actor: Actor | None, task_id: int) -> bool:
     ) is not None
 
 
-async def _visible(s: AsyncSession, actor: Actor | None, row: TaskRow) -> bool:
+async def _visible(s: AsyncSession, actor: Actor, row: TaskRow) -> bool:
     return not row.hidden or await is_owner(s, actor, row.id)
 
 
-async def list_tasks(p: Platform, actor: Actor | None) -> list[TaskView]:
+async def list_tasks(p: Platform, actor: Actor) -> list[TaskView]:
     """Tasks whose plugin is loaded; hidden ones only for their owners and admins."""
     registry = p.plugins.registry.tasks
     async with p.db.session() as s:
@@ -119,7 +118,7 @@ async def list_tasks(p: Platform, actor: Actor | None) -> list[TaskView]:
         return [TaskView(registry[r.code], r) for r in rows if r.code in registry and await _visible(s, actor, r)]
 
 
-async def get_task(p: Platform, actor: Actor | None, code: str) -> TaskView:
+async def get_task(p: Platform, actor: Actor, code: str) -> TaskView:
     task = p.plugins.task(code)
     row = p.caches.tasks.get(code)
     if row is None or row.hidden:
@@ -163,11 +162,9 @@ async def get_round(p: Platform, task_id: int, number: int | None = None) -> Rou
         return await s.scalar(select(Round).where(Round.task_id == task_id, Round.number == number))
 
 
-async def grant_ownership(
-    p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None
-) -> None:
+async def grant_ownership(p: Platform, actor: Actor, code: str, user_id: int) -> None:
     """Admins make a user an owner of a task (idempotent)."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     if not actor.is_admin:
         raise Forbidden("Only an admin can grant task ownership")
     view = await get_task(p, actor, code)
@@ -179,11 +176,9 @@ async def grant_ownership(
     p.caches.webhooks.pop(view.row.id)  # what the new owner's webhooks may receive changed
 
 
-async def revoke_ownership(
-    p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None
-) -> None:
+async def revoke_ownership(p: Platform, actor: Actor, code: str, user_id: int) -> None:
     """Admins take a task away from one of its owners (idempotent)."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     if not actor.is_admin:
         raise Forbidden("Only an admin can revoke task ownership")
     view = await get_task(p, actor, code)
@@ -234,15 +229,13 @@ def _check_settings(changes: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-async def update_settings(
-    p: Platform, actor: Actor | None, code: str, changes: dict[str, Any], *, auth_error: str | None = None
-) -> TaskView:
+async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[str, Any]) -> TaskView:
     """Owners and admins change a task's settings; ``None`` leaves a setting as it is.
 
     ``changes`` may hold the fields of :class:`TaskSettings` plus ``hidden`` and ``active``. A daily cap of 0 and
     empty instructions go back to the defaults (no cap, the plugin's instructions).
     """
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     changes = {k: v for k, v in changes.items() if v is not None}
     unknown = set(changes) - set(TaskSettings.__dataclass_fields__) - {"hidden", "active"}
@@ -279,18 +272,17 @@ async def _owned_open_round(s: AsyncSession, actor: Actor, view: TaskView, verb:
 
 async def open_next_round(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     code: str,
     *,
     models: list[dict] | None = None,
     rule: str | None = None,
     description: str = "",
     copy_contexts: bool = False,
-    auth_error: str | None = None,
 ) -> tuple[Round, Round | None]:
     """Owners close the current round and open the next: new target models (default: the current ones), a new
     export secret, optionally a copy of the current round's contexts. Returns the new round and the closed one."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     if len(description) > 5000:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 5000 characters")])
@@ -368,9 +360,9 @@ async def announce_round(p: Platform, code: str, round_: Round, change: str) -> 
     )
 
 
-async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error: str | None = None) -> Round:
+async def close_round(p: Platform, actor: Actor, code: str) -> Round:
     """Owners stop collection in the current round (annotators get RoundClosed until the next round opens)."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     async with p.db.write() as s:
         round_ = await _owned_open_round(s, actor, view, "close its round")
@@ -386,11 +378,9 @@ async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error
     return round_
 
 
-async def update_round(
-    p: Platform, actor: Actor | None, code: str, number: int, *, description: str, auth_error: str | None = None
-) -> Round:
+async def update_round(p: Platform, actor: Actor, code: str, number: int, *, description: str) -> Round:
     """Owners edit a round's description."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     if len(description) > 5000:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 5000 characters")])
@@ -454,15 +444,13 @@ def check_target_models(p: Platform, models: list[dict], rule: str) -> list[Mode
 
 async def set_target_models(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     code: str,
     models: list[dict],
     rule: str = "majority",
-    *,
-    auth_error: str | None = None,
 ) -> Round:
     """Owners (and admins) put one model or an ensemble in the loop of the task's open round."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     specs = check_target_models(p, models, rule)
     async with p.db.write() as s:

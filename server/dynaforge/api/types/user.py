@@ -47,14 +47,14 @@ class User:
     @strawberry.field(description="Only visible to the user themself and admins.")
     def email(self, info: strawberry.Info[RequestContext]) -> str | None:
         actor = info.context.actor
-        if actor is not None and (actor.user_id == self.row.id or actor.is_admin):
+        if actor.user_id == self.row.id or actor.is_admin:
             return self.row.email
         return None
 
     @strawberry.field(description="The user's API tokens (only for the user themself).")
     async def api_tokens(self, info: strawberry.Info[RequestContext]) -> list[ApiToken]:
         actor = info.context.actor
-        if actor is None or actor.user_id != self.row.id:
+        if actor.user_id is None or actor.user_id != self.row.id:
             return []
         return [ApiToken.from_row(r) for r in await auth_service.list_tokens(info.context.platform, actor)]
 
