@@ -34,6 +34,11 @@ class RequestContext:
     token: str | None = None  # the bearer token this context was authenticated with (websockets re-check it)
     connection_params: dict[str, Any] | None = None  # websockets: the connection_init payload
 
+    @property
+    def caller(self) -> tuple[Platform, Actor]:
+        """``(platform, actor)``: what every service call takes first (``p, actor = info.context.caller``)."""
+        return self.platform, self.actor
+
     @classmethod
     def create(
         cls,
