@@ -28,13 +28,10 @@ from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
-from dynaforge.errors import Forbidden as DomainForbidden
-from dynaforge.services import auth as auth_service
 from dynaforge.services import proposals as proposal_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import validation as validation_service
-from dynaforge.services.actor import require_user
 
 Info = strawberry.Info[RequestContext]
 
@@ -354,13 +351,5 @@ class CollectionMutation:
 
 
 async def _ownership(info: Info, input: TaskOwnershipInput, *, grant: bool) -> TaskOwnershipChanged:
-    p, actor = info.context.caller
-    if require_user(actor) and not actor.is_admin:
-        raise DomainForbidden("Only an admin can change task ownership")
-    user_id = await task_service.user_id_by_name(p, input.username)
-    change = task_service.grant_ownership if grant else task_service.revoke_ownership
-    await change(p, actor, input.task_code, user_id)
-    view = await task_service.get_task(p, actor, input.task_code)
-    return TaskOwnershipChanged(
-        task=Task.from_view(view), user=User.from_row(await auth_service.get_user(p, user_id)), is_owner=grant
-    )
+    view, user = await task_service.change_ownership(*info.context.caller, input.task_code, input.username, grant=grant)
+    return TaskOwnershipChanged(task=Task.from_view(view), user=User.from_row(user), is_owner=grant)

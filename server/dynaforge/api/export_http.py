@@ -2,7 +2,8 @@
 
 Authenticated like ``/graphql`` (``Authorization: Bearer <token>``). ``jsonl`` streams JSON Lines page by page;
 ``hf`` writes the Hugging Face folder to a temporary directory, streams it as a zip and deletes it afterwards.
-Expected failures are JSON ``{"error": {"code", "message"}}`` with 400, 401, 403, 404 or 429.
+Expected failures are JSON ``{"error": {"code", "message"}}`` with 400, 401, 403, 404 or 429 (more than
+``DYNAFORGE_EXPORTS_PER_MINUTE`` downloads a minute).
 """
 
 from __future__ import annotations
@@ -27,8 +28,6 @@ from dynaforge.services.platform import Platform
 
 log = logging.getLogger(__name__)
 
-#: Exports are heavy reads: each user may start this many per minute.
-EXPORTS_PER_MINUTE = 10
 _CHUNK = 1 << 16
 _STATUS_CODES: dict[type, int] = {
     errors.InvalidInput: 400,
@@ -85,10 +84,9 @@ async def export_endpoint(request: Request) -> Response:
     try:
         actor = require_user(await auth_service.authenticate(platform, _bearer(request)))
         round_number, fmt, statuses = _query(request)
-        plan = await export_service.prepare_export(
+        plan = await export_service.prepare_download(
             platform, actor, request.path_params["task_code"], round_number=round_number, statuses=statuses
         )
-        platform.limiter.hit(f"exports:{actor.user_id or 'system'}", EXPORTS_PER_MINUTE, 60.0, "exports")
         if fmt == "jsonl":
             return _jsonl_response(platform, plan)
         return await _hf_response(platform, plan)

@@ -83,10 +83,7 @@ class Query:
 
     @strawberry.field(description="The signed-in user; null when anonymous.")
     async def me(self, info: Info) -> User | None:
-        actor = info.context.actor
-        if actor.user_id is None:
-            return None
-        row = await auth_service.get_user(info.context.platform, actor.user_id)
+        row = await auth_service.current_user(*info.context.caller)
         return None if row is None else User.from_row(row)
 
     @strawberry.field(description="Loaded plugins, and those that failed to load with the reason.")

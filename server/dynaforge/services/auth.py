@@ -154,6 +154,18 @@ async def list_tokens(p: Platform, actor: Actor) -> list[ApiToken]:
         return list(rows)
 
 
+async def tokens_of(p: Platform, actor: Actor, user_id: int) -> list[ApiToken]:
+    """A user's API tokens, for the user themself; anyone else (admins too) sees none."""
+    if actor.user_id is None or actor.user_id != user_id:
+        return []
+    return await list_tokens(p, actor)
+
+
+def visible_email(actor: Actor, user: User) -> str | None:
+    """A user's email address, for the user themself and admins; None for everyone else."""
+    return user.email if actor.user_id == user.id or actor.is_admin else None
+
+
 async def revoke_token(p: Platform, actor: Actor, token_id: int) -> ApiToken:
     """Revoke one of the actor's tokens (admins: anyone's). Revoking twice is harmless."""
     actor = require_user(actor)
@@ -200,6 +212,11 @@ async def authenticate(p: Platform, bearer: str | None) -> Actor:
                     stored.last_used_at = now
     p.caches.tokens.put(digest, result)
     return result
+
+
+async def current_user(p: Platform, actor: Actor) -> User | None:
+    """The signed-in user's account; None for anonymous actors and the operator, who have none."""
+    return None if actor.user_id is None else await get_user(p, actor.user_id)
 
 
 async def get_user(p: Platform, user_id: int) -> User | None:

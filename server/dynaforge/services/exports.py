@@ -6,7 +6,8 @@ so memory stays flat in the number of examples. No user id leaves the server: au
 pseudonyms, an HMAC of the user id keyed on the round's secret (:func:`pseudonym`), stable within a round and
 unrelated across rounds.
 
-Use :func:`prepare_export` (authorisation, the rounds and how many examples there are) and then one of
+Use :func:`prepare_export` (authorisation, the rounds and how many examples there are; :func:`prepare_download` for
+a download, which is rate limited) and then one of
 :func:`write_jsonl`, :func:`iter_jsonl` (chunks of bytes, for an HTTP response) or :func:`write_hf`.
 """
 
@@ -169,6 +170,21 @@ async def prepare_export(
     return ExportPlan(
         view.task, view.row.id, parts, tuple(wanted), max_id, whole_task=round_number is None, withhold_scored=not owner
     )
+
+
+async def prepare_download(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    *,
+    round_number: int | None = None,
+    statuses: Iterable[str] | None = None,
+) -> ExportPlan:
+    """:func:`prepare_export` for a download over HTTP. Exports are heavy reads: each user may start
+    ``exports_per_minute`` of them (an export refused for another reason does not count)."""
+    plan = await prepare_export(p, actor, task_code, round_number=round_number, statuses=statuses)
+    p.limiter.hit(f"exports:{actor.user_id or 'system'}", p.settings.exports_per_minute, 60.0, "exports")
+    return plan
 
 
 def _conditions(task_id: int, statuses: Iterable[str], max_id: int, withhold_scored: bool) -> list[Any]:

@@ -106,6 +106,17 @@ async def is_owner(s: AsyncSession, actor: Actor, task_id: int) -> bool:
     ) is not None
 
 
+async def owns_task(p: Platform, actor: Actor, task_id: int) -> bool:
+    """:func:`is_owner` in a session of its own."""
+    async with p.db.session() as s:
+        return await is_owner(s, actor, task_id)
+
+
+async def target_model_config(p: Platform, actor: Actor, task_id: int, config: dict[str, Any]) -> dict[str, Any] | None:
+    """A target model's backend configuration, for the task's owners and admins only: it may hold credentials."""
+    return config if await owns_task(p, actor, task_id) else None
+
+
 async def _visible(s: AsyncSession, actor: Actor, row: TaskRow) -> bool:
     return not row.hidden or await is_owner(s, actor, row.id)
 
@@ -155,6 +166,11 @@ async def list_rounds(p: Platform, task_id: int) -> list[Round]:
         return list(await s.scalars(select(Round).where(Round.task_id == task_id).order_by(Round.number)))
 
 
+async def round_by_id(p: Platform, round_id: int) -> Round | None:
+    async with p.db.session() as s:
+        return await s.get(Round, round_id)
+
+
 async def get_round(p: Platform, task_id: int, number: int | None = None) -> Round | None:
     async with p.db.session() as s:
         if number is None:
@@ -187,6 +203,21 @@ async def revoke_ownership(p: Platform, actor: Actor, code: str, user_id: int) -
         if row is not None:
             await s.delete(row)
     p.caches.webhooks.pop(view.row.id)  # their webhooks stop getting authors (and a hidden task's events)
+
+
+async def change_ownership(
+    p: Platform, actor: Actor, code: str, username: str, *, grant: bool
+) -> tuple[TaskView, User]:
+    """Admins make the user named ``username`` an owner of the task (``grant``) or take the task away from them
+    (idempotent); returns the task and the user. A non-admin learns nothing about which usernames exist."""
+    actor = require_user(actor)
+    if not actor.is_admin:
+        raise Forbidden("Only an admin can change task ownership")
+    user_id = await user_id_by_name(p, username)
+    await (grant_ownership if grant else revoke_ownership)(p, actor, code, user_id)
+    view = await get_task(p, actor, code)
+    async with p.db.session() as s:
+        return view, await s.get(User, user_id)
 
 
 async def user_id_by_name(p: Platform, username: str) -> int:
