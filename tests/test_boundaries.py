@@ -51,3 +51,74 @@ def test_api_holds_no_sql_and_no_limits():
             elif isinstance(node, ast.Attribute) and node.attr in ("db", "limiter"):
                 offenders.append(f"{where} uses .{node.attr}")
     assert offenders == [], "move these into a service: " + ", ".join(offenders)
+
+
+#: Function-level imports of one service module by another that remain on purpose, as (file, module):
+#: ``tasks.announce_round`` reaches the webhooks lazily until the after-commit announcer replaces it.
+LAZY_SERVICE_IMPORTS = {("services/tasks.py", "dynaforge.services.webhooks")}
+
+
+def _function_level_imports(path: Path) -> set[tuple[int, str]]:
+    """(line, module) of each import made inside a function of ``path`` (``from a import b`` gives ``a.b`` when b
+    is a module of package a)."""
+    found = set()
+    for function in ast.walk(ast.parse(path.read_text())):
+        if not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for node in ast.walk(function):
+            if isinstance(node, ast.Import):
+                found |= {(node.lineno, alias.name) for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for alias in node.names:
+                    is_module = (PACKAGE.parent / node.module.replace(".", "/") / f"{alias.name}.py").exists()
+                    found.add((node.lineno, f"{node.module}.{alias.name}" if is_module else node.module))
+    return found
+
+
+def test_no_lazy_imports_between_service_modules():
+    """A service imports the services it builds on at the top of its module. An import inside a function hides an
+    import cycle: move the piece both need into a module that both import (as ``evaluation_jobs`` and the
+    ``ContextStrategy`` of ``tasks`` were). api/ never reaches back into the app or the API's own modules."""
+    offenders = []
+    for path in sorted((PACKAGE / "services").glob("*.py")):
+        where = str(path.relative_to(PACKAGE))
+        offenders += [
+            f"{where}:{line} imports {module}"
+            for line, module in sorted(_function_level_imports(path))
+            if module.startswith("dynaforge.services") and (where, module) not in LAZY_SERVICE_IMPORTS
+        ]
+    for path in sorted((PACKAGE / "api").rglob("*.py")):
+        offenders += [
+            f"{path.relative_to(PACKAGE)}:{line} imports {module}"
+            for line, module in sorted(_function_level_imports(path))
+            if module == "dynaforge.app" or module.startswith("dynaforge.api")
+        ]
+    assert offenders == [], "import these at the top of the module, without a cycle: " + ", ".join(offenders)
+
+
+def test_each_service_module_imports_on_its_own():
+    """Every service module (and the app) imports first in a fresh interpreter: no import cycle that works only
+    when another module happened to be imported before. One process per module, forked (all at once) after the
+    third-party libraries and the layers below services (tables, plugins, settings) are loaded."""
+    modules = [f"dynaforge.services.{p.stem}" for p in sorted((PACKAGE / "services").glob("*.py"))]
+    modules += ["dynaforge.api.export_http", "dynaforge.app"]
+    code = (
+        "import importlib, os, sys, traceback\n"
+        "import graphql, pydantic, sqlalchemy, sqlmodel, starlette, strawberry  # shared by every child,\n"
+        "import dynaforge.db.models, dynaforge.plugins, dynaforge.settings  # as are the layers below services\n"
+        "children = {}\n"
+        "for name in sys.argv[1:]:\n"
+        "    pid = os.fork()\n"
+        "    if pid == 0:\n"
+        "        try:\n"
+        "            importlib.import_module(name)\n"
+        "        except BaseException:\n"
+        "            traceback.print_exc()\n"
+        "            os._exit(1)\n"
+        "        os._exit(0)\n"
+        "    children[pid] = name\n"
+        "print(' '.join(name for pid, name in children.items() if os.waitpid(pid, 0)[1] != 0))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"cannot be imported first: {result.stdout.strip()}\n{result.stderr}"

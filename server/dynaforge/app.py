@@ -19,6 +19,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
+from dynaforge.api.credentials import bearer_token
 from dynaforge.api.export_http import export_endpoint
 from dynaforge.api.schema import DatabaseUnavailable, build_schema
 from dynaforge.errors import database_unreachable
@@ -34,15 +35,6 @@ from dynaforge.settings import Settings
 log = logging.getLogger(__name__)
 
 
-def _bearer(headers: Any) -> str | None:
-    """The token of 'Authorization: Bearer <token>'; any other non-empty header is passed on to fail as invalid."""
-    value = (headers.get("authorization") or "").strip()
-    scheme, _, token = value.partition(" ")
-    if scheme.lower() == "bearer":
-        return token.strip() or None
-    return value or None
-
-
 class DynaforgeGraphQL(GraphQL):
     """Strawberry's ASGI app with our request context."""
 
@@ -51,7 +43,7 @@ class DynaforgeGraphQL(GraphQL):
         self.platform = platform
 
     async def get_context(self, request, response) -> RequestContext:  # type: ignore[override]
-        token = _bearer(request.headers)
+        token = bearer_token(request.headers)
         try:
             actor = await auth_service.authenticate(self.platform, token)
         except Exception as exc:
@@ -67,7 +59,7 @@ class DynaforgeGraphQL(GraphQL):
         params = context.connection_params if isinstance(context.connection_params, dict) else {}
         value = next((params[k] for k in ("authorization", "Authorization", "token") if params.get(k)), None)
         if isinstance(value, str) and value.strip():
-            token = _bearer({"authorization": value if " " in value.strip() else f"Bearer {value.strip()}"})
+            token = bearer_token({"authorization": value if " " in value.strip() else f"Bearer {value.strip()}"})
             context.actor, context.token = await auth_service.authenticate(self.platform, token), token
         elif value is not None:
             context.actor = Actor.anonymous("The authorization connection parameter must be a string")

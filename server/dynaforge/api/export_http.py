@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from dynaforge import errors
+from dynaforge.api.credentials import bearer_token
 from dynaforge.services import auth as auth_service
 from dynaforge.services import exports as export_service
 from dynaforge.services.actor import require_user
@@ -47,12 +48,6 @@ def error_response(exc: errors.DynaforgeError) -> JSONResponse:
     if isinstance(exc, errors.RateLimited):
         headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
     return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status, headers=headers)
-
-
-def _bearer(request: Request) -> str | None:
-    from dynaforge.app import _bearer as read_bearer  # the same header rules as /graphql
-
-    return read_bearer(request.headers)
 
 
 def _query(request: Request) -> tuple[int | None, str, list[str] | None]:
@@ -82,7 +77,7 @@ async def export_endpoint(request: Request) -> Response:
     """The route handler; ``request.app.state.platform`` is the platform."""
     platform: Platform = request.app.state.platform
     try:
-        actor = require_user(await auth_service.authenticate(platform, _bearer(request)))
+        actor = require_user(await auth_service.authenticate(platform, bearer_token(request.headers)))
         round_number, fmt, statuses = _query(request)
         plan = await export_service.prepare_download(
             platform, actor, request.path_params["task_code"], round_number=round_number, statuses=statuses

@@ -22,6 +22,7 @@ from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, text
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.services.tasks import ContextStrategy
 from dynaforge.tasks.base import Task
 from dynaforge.tasks.fields import Field, Role
 
@@ -37,15 +38,6 @@ MAX_REPORTED_ERRORS = 50
 INSERT_BATCH = 500
 #: A column (CSV) or key (JSONL) of this name is the row's tag, unless the task has a context field of that name.
 TAG_COLUMN = "tag"
-
-
-class ContextStrategy(StrEnum):
-    """How ``next_context`` picks one of the current round's contexts."""
-
-    LEAST_USED = "least_used"
-    UNIFORM = "uniform"
-    LEAST_FOOLED = "least_fooled"
-    VALIDATION_FAILED = "validation_failed"
 
 
 STRATEGY_DESCRIPTIONS: dict[ContextStrategy, str] = {

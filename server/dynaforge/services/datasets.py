@@ -34,6 +34,7 @@ from dynaforge.evaluation.variants import iter_variants
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.contexts import LineProblems, jsonl_objects, physical_lines
+from dynaforge.services.evaluation_jobs import enqueue
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
@@ -146,7 +147,7 @@ async def build_from_round(
             if access == DatasetAccess.SCORING:
                 made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
-    _enqueue(p, queued)
+    enqueue(p, queued)
     return made
 
 
@@ -173,12 +174,6 @@ async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: 
     await s.flush()
     await s.execute(update(ModelRow).where(ModelRow.id.in_(models)).values(status=ModelStatus.EVALUATING))
     return [e.id for e in evaluations]
-
-
-def _enqueue(p: Platform, evaluation_ids: list[int]) -> None:
-    from dynaforge.services.submissions import enqueue  # submissions imports this module's neighbours
-
-    enqueue(p, evaluation_ids)
 
 
 async def _add_perturbed_copies(
@@ -381,7 +376,7 @@ async def create_dataset(
         if access == DatasetAccess.SCORING:
             made.extend(await _add_perturbed_copies(p, s, view.task, dataset, cleaned, actor))
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
-    _enqueue(p, queued)
+    enqueue(p, queued)
     return made
 
 
@@ -522,5 +517,5 @@ async def attach_perturbed_copy(
         await s.flush()
         await _add_items(s, copy.id, [(None, fields) for _, fields in cleaned], [position for position, _ in cleaned])
         queued = await _evaluate_existing_models(s, parent.task_id, [copy.id])
-    _enqueue(p, queued)
+    enqueue(p, queued)
     return copy

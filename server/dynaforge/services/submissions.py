@@ -9,7 +9,6 @@ owners and admins.
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import Any
 
@@ -17,11 +16,11 @@ from sqlalchemy import delete, func, or_, select
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
+from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.evaluation_jobs import enqueue
 from dynaforge.services.platform import Platform
-
-log = logging.getLogger(__name__)
 
 DEFAULT_SUBMISSIONS_PER_DAY = 3
 CARD_FIELDS = {"parameters", "license", "paper", "description", "training_data"}
@@ -132,17 +131,6 @@ async def submit_model(
     return model, evaluations
 
 
-def enqueue(p: Platform, evaluation_ids: list[int]) -> None:
-    """Send the evaluations to the job system, if this process runs one. A broker that is down is logged, not
-    raised: the submission is stored, and queued evaluations are sent again when a server starts."""
-    if p.jobs is None or not evaluation_ids:
-        return
-    try:
-        p.jobs.enqueue(evaluation_ids)
-    except Exception as exc:  # dynaforge.jobs.BrokerUnavailable
-        log.error("evaluations %s stay queued: %s", evaluation_ids, exc)
-
-
 async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
     """Send again the evaluations that never started (and, with ``running_too``, those a stopped worker left
     running); the runner resumes each from its stored chunks. Returns how many were sent."""
@@ -205,7 +193,6 @@ async def submit_predictions(
     of ``datasetItems``, in the shape the model server contract returns (e.g. ``{"label": "positive"}``). They are
     scored at once like a model's outputs, but measure no speed or memory. Throttled like submissions."""
     from dynaforge.evaluation.runner import Runner
-    from dynaforge.services import datasets as dataset_service
 
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import DateTime, insert, literal, select
@@ -25,6 +26,16 @@ MAX_ENSEMBLE = 7
 MAX_QUORUM = 25
 MAX_DAILY_CAP = 100_000
 MAX_INSTRUCTIONS = 20_000
+
+
+class ContextStrategy(StrEnum):
+    """How ``next_context`` picks one of the current round's contexts (a task setting; see
+    :data:`dynaforge.services.contexts.STRATEGY_DESCRIPTIONS`)."""
+
+    LEAST_USED = "least_used"
+    UNIFORM = "uniform"
+    LEAST_FOOLED = "least_fooled"
+    VALIDATION_FAILED = "validation_failed"
 
 
 @dataclass(frozen=True)
@@ -251,8 +262,6 @@ def _check_settings(changes: dict[str, Any]) -> list[FieldError]:
     instructions = changes.get("instructions")
     if instructions is not None and len(instructions) > MAX_INSTRUCTIONS:
         errors.append(FieldError("instructions", "max_length", f"must have at most {MAX_INSTRUCTIONS} characters"))
-    from dynaforge.services.contexts import ContextStrategy  # contexts builds on this module
-
     strategy = changes.get("context_strategy")
     choices = [c.value for c in ContextStrategy]
     if strategy is not None and strategy not in choices:
