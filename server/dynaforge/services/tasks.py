@@ -228,7 +228,10 @@ async def change_ownership(
     await (grant_ownership if grant else revoke_ownership)(p, actor, code, user_id)
     view = await get_task(p, actor, code)
     async with p.db.session() as s:
-        return view, await s.get(User, user_id)
+        user = await s.get(User, user_id)
+    if user is None:  # removed meanwhile
+        raise NotFound(f"No user named {username!r}")
+    return view, user
 
 
 async def user_id_by_name(p: Platform, username: str) -> int:

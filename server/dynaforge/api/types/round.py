@@ -7,6 +7,7 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
+from dynaforge.api.context import RequestContext
 from dynaforge.api.types.stats import LeaderboardEntry, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
@@ -25,7 +26,7 @@ class TargetModel:
         description="The backend configuration; only the task's owners and admins see it (it may "
         "hold credentials), others get null."
     )
-    async def config(self, info: strawberry.Info) -> JSON | None:
+    async def config(self, info: strawberry.Info[RequestContext]) -> JSON | None:
         return await task_service.target_model_config(*info.context.caller, self.task_id, self.raw_config)
 
 
