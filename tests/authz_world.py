@@ -96,9 +96,9 @@ class World:
             if role == REVOKED:
                 admin = self.actors[ADMIN]
                 row, token = await auth_service.create_token(self.p, admin, name="soon revoked")
-                assert (await auth_service.authenticate(self.p, token)).actor == admin  # valid, and now cached
+                assert await auth_service.authenticate(self.p, token) == admin  # valid, and now cached
                 await auth_service.revoke_token(self.p, admin, row.id)
-                assert (await auth_service.authenticate(self.p, token)).actor is None
+                assert (await auth_service.authenticate(self.p, token)).is_anonymous
             else:
                 _, token = await auth_service.create_token(self.p, self.actors[role], name="matrix")
             self._tokens[role] = token

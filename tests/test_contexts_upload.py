@@ -272,14 +272,14 @@ async def test_format_is_given_or_told_by_the_file_name(p):
 
 async def test_only_owners_and_admins_upload(p):
     user = await auth_service.create_user(
-        p, None, username="olga", email="olga@example.org", password="a long passphrase"
+        p, Actor.anonymous(), username="olga", email="olga@example.org", password="a long passphrase"
     )
     olga = Actor(user_id=user.id, username="olga")
     content = jsonl({"passage": "Owned by nobody yet."})
     with pytest.raises(Forbidden):
         await upload(p, content, actor=olga)
     with pytest.raises(NotAuthenticated):
-        await upload(p, content, actor=None)
+        await upload(p, content, actor=Actor.anonymous())
     assert await stored(p, "reading") == []
     await task_service.grant_ownership(p, SYSTEM, "reading", user.id)
     assert len((await upload(p, content, actor=olga)).ids) == 1
@@ -423,7 +423,7 @@ async def make_contexts(p: Platform, specs: dict[str, dict]) -> dict[str, int]:
     Each spec may give ``used``, ``fooled``, ``tag`` and ``statuses`` (the statuses of examples written on it).
     """
     user = await auth_service.create_user(
-        p, None, username="writer", email="writer@example.org", password="long enough pw"
+        p, Actor.anonymous(), username="writer", email="writer@example.org", password="long enough pw"
     )
     ids = {}
     async with p.db.write() as s:
@@ -460,7 +460,7 @@ async def make_contexts(p: Platform, specs: dict[str, dict]) -> dict[str, int]:
 async def picks(p: Platform, times: int = 30, **kw) -> Counter:
     chosen = Counter()
     for _ in range(times):
-        chosen[(await contexts.next_context(p, None, "toy", **kw)).fields["topic"]] += 1
+        chosen[(await contexts.next_context(p, Actor.anonymous(), "toy", **kw)).fields["topic"]] += 1
     return chosen
 
 
@@ -521,7 +521,7 @@ async def test_every_strategy_keeps_to_the_tag(p, strategy):
     )
     assert set(await picks(p, strategy=strategy, tag="coast")) <= {"tagged-busy", "tagged-quiet"}
     with pytest.raises(NotFound, match="no contexts tagged inland"):
-        await contexts.next_context(p, None, "toy", strategy=strategy, tag="inland")
+        await contexts.next_context(p, Actor.anonymous(), "toy", strategy=strategy, tag="inland")
 
 
 async def test_the_task_setting_chooses_the_strategy_unless_asked_otherwise(p):
@@ -539,7 +539,7 @@ async def test_the_task_setting_chooses_the_strategy_unless_asked_otherwise(p):
     await set_setting("no-such-strategy")  # a stale or hand-edited value is ignored
     assert set(await picks(p, times=5)) == {"used-never"}
     with pytest.raises(InvalidInput) as caught:
-        await contexts.next_context(p, None, "toy", strategy="busiest")
+        await contexts.next_context(p, Actor.anonymous(), "toy", strategy="busiest")
     assert caught.value.field_errors[0].field == "strategy"
 
 

@@ -136,7 +136,7 @@ async def test_register_export_formats_http_serves_a_plugins_format(platform, wi
     made = await _examples(platform, 3)
     _, token = await auth.register(platform, username="olga", email="olga@example.org", password="long enough pw")
     user = await auth.authenticate(platform, token)
-    await tasks.grant_ownership(platform, Actor.system(), "toy", user.actor.user_id)
+    await tasks.grant_ownership(platform, Actor.system(), "toy", user.user_id)
     headers = {"Authorization": f"Bearer {token}"}
     response = await client.get("/export/toy", params={"format": "ids", "round": 1}, headers=headers)
     assert response.status_code == 200, response.text

@@ -255,7 +255,7 @@ async def test_non_owners_export_accepted_examples_only(unlimited):
     with pytest.raises(Forbidden, match="ACCEPTED"):
         await exports.prepare_export(p, bob, "toy", statuses=["ACCEPTED", "CREATED"])
     with pytest.raises(NotAuthenticated):
-        await exports.prepare_export(p, None, "toy")
+        await exports.prepare_export(p, Actor.anonymous(), "toy")
 
     await tasks.grant_ownership(p, Actor.system(), "toy", alice.user_id)
     assert len(await _jsonl(p, alice)) == 2

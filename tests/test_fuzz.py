@@ -745,8 +745,8 @@ class Fuzz:
     async def refresh_tokens(self) -> None:
         """A fuzzed revokeApiToken may have revoked one of ours: issue a new one."""
         for role, username in self.usernames.items():
-            result = await auth.authenticate(self.platform, self.tokens[role])
-            if result.actor is None:
+            actor = await auth.authenticate(self.platform, self.tokens[role])
+            if actor.is_anonymous:
                 _, self.tokens[role] = await auth.create_token(
                     self.platform, Actor.system(), name="fuzz", username=username
                 )

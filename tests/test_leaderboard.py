@@ -37,7 +37,7 @@ RESULTS = {
 @pytest.fixture
 async def board(platform):
     builder = await _user(platform, "builder2")
-    view = await tasks.get_task(platform, None, "toy")
+    view = await tasks.get_task(platform, Actor.anonymous(), "toy")
     ids = {}
     async with platform.db.write() as s:
         test_set = Dataset(task_id=view.row.id, name="r1-test", access=DatasetAccess.SCORING, source="round", size=10)
@@ -109,7 +109,7 @@ def _by_hand(weights: dict[str, float]) -> dict[str, float]:
 
 
 async def test_board_matches_the_hand_worked_dynascore(platform, board):
-    result = await leaderboard.compute(platform, None, "toy")
+    result = await leaderboard.compute(platform, Actor.anonymous(), "toy")
     weights = {"accuracy": 4, "macro_f1": 1, "throughput": 1, "memory": 1, "robustness": 1, "fairness": 1}
     expected = _by_hand(weights)
     complete = [r for r in result.rows if r.rank is not None]
@@ -131,20 +131,20 @@ async def test_board_matches_the_hand_worked_dynascore(platform, board):
 
 async def test_weights_change_the_ranking_and_are_checked(platform, board):
     fast = {"accuracy": 1, "macro_f1": 0, "throughput": 10, "memory": 0, "robustness": 0, "fairness": 0}
-    result = await leaderboard.compute(platform, None, "toy", metric_weights=fast)
+    result = await leaderboard.compute(platform, Actor.anonymous(), "toy", metric_weights=fast)
     expected = _by_hand({k: v for k, v in fast.items() if v})
     ranked = [r.model_name for r in result.rows if r.rank is not None]
     assert ranked == sorted(expected, key=expected.get, reverse=True) and ranked[0] == "beta"
-    by_throughput = await leaderboard.compute(platform, None, "toy", sort="throughput")
+    by_throughput = await leaderboard.compute(platform, Actor.anonymous(), "toy", sort="throughput")
     assert [r.model_name for r in by_throughput.rows] == ["beta", "gamma", "alpha", "delta"]
     with pytest.raises(InvalidInput, match="sort"):
-        await leaderboard.compute(platform, None, "toy", sort="colour")
+        await leaderboard.compute(platform, Actor.anonymous(), "toy", sort="colour")
     with pytest.raises(InvalidInput, match="given twice"):
-        await leaderboard.compute(platform, None, "toy", metric_weights=[("accuracy", 1), ("accuracy", 2)])
+        await leaderboard.compute(platform, Actor.anonymous(), "toy", metric_weights=[("accuracy", 1), ("accuracy", 2)])
     with pytest.raises(InvalidInput, match="datasetWeights.r9"):
-        await leaderboard.compute(platform, None, "toy", dataset_weights={"r9": 1})
+        await leaderboard.compute(platform, Actor.anonymous(), "toy", dataset_weights={"r9": 1})
     with pytest.raises(InvalidInput):
-        await leaderboard.compute(platform, None, "toy", metric_weights={"accuracy": -1})
+        await leaderboard.compute(platform, Actor.anonymous(), "toy", metric_weights={"accuracy": -1})
 
 
 async def test_forks_snapshots_and_csv(platform, board):
@@ -154,22 +154,24 @@ async def test_forks_snapshots_and_csv(platform, board):
     )
     with pytest.raises(AlreadyExists):
         await leaderboard.save_fork(platform, builder, "toy", "speed first", metric_weights=None, dataset_weights=None)
-    forked = await leaderboard.compute(platform, None, "toy", fork_id=fork.id)
+    forked = await leaderboard.compute(platform, Actor.anonymous(), "toy", fork_id=fork.id)
     assert forked.rows[0].model_name == "beta"
     with pytest.raises(NotFound):
-        await leaderboard.compute(platform, None, "toy", fork_id=fork.id + 100)
+        await leaderboard.compute(platform, Actor.anonymous(), "toy", fork_id=fork.id + 100)
 
     frozen = await leaderboard.snapshot(
         platform, builder, "toy", "before the new round", metric_weights=None, dataset_weights=None
     )
     assert [r["model"] for r in frozen.rows][:3] == [
-        r.model_name for r in (await leaderboard.compute(platform, None, "toy")).rows
+        r.model_name for r in (await leaderboard.compute(platform, Actor.anonymous(), "toy")).rows
     ][:3]
-    assert (await leaderboard.get_snapshot(platform, None, frozen.id)).rows == frozen.rows
+    assert (await leaderboard.get_snapshot(platform, Actor.anonymous(), frozen.id)).rows == frozen.rows
 
-    text = leaderboard.to_csv(await leaderboard.compute(platform, None, "toy"))
+    text = leaderboard.to_csv(await leaderboard.compute(platform, Actor.anonymous(), "toy"))
     rows = list(csv.DictReader(io.StringIO(text)))
-    assert [r["model"] for r in rows] == [r.model_name for r in (await leaderboard.compute(platform, None, "toy")).rows]
+    assert [r["model"] for r in rows] == [
+        r.model_name for r in (await leaderboard.compute(platform, Actor.anonymous(), "toy")).rows
+    ]
     assert rows[-1]["dynascore"] == "" and "accuracy" in rows[-1]["missing"]
     assert float(rows[0]["accuracy"]) in {0.9, 0.8, 0.7}
 

@@ -1,4 +1,4 @@
-"""Limits and abuse, one test each, over HTTP against the app: per-user rate limits (examples, validations,
+"""Limits and abuse, one test each, over HTTP against the app: per-user rate limits (examples, validations, exports,
 submissions, logins), body size, field lengths, page sizes, GraphQL depth, aliases and tokens, and introspection and
 GraphiQL in production settings. (Other files test each limit's details; this one shows every limit answers with a
 typed error that says what to do, and that nothing is written.)"""
@@ -88,6 +88,18 @@ async def test_submissions_per_day(platform):
             await submissions.submit_model(
                 platform, builder, task_code="toy", name=f"more{i}", backend="python", config=config
             )
+
+
+async def test_exports_per_minute(gql, client, platform):
+    platform.settings.exports_per_minute = 1
+    token, _ = await register_user(gql, "reader1")
+    headers = {"Authorization": f"Bearer {token}"}
+    refused = await client.get("/export/toy", params={"status": "CREATED"}, headers=headers)
+    assert refused.status_code == 403  # an export refused for another reason is not counted
+    assert (await client.get("/export/toy", headers=headers)).status_code == 200
+    limited = await client.get("/export/toy", headers=headers)
+    assert limited.status_code == 429 and limited.json()["error"]["code"] == "RATE_LIMITED"
+    assert int(limited.headers["Retry-After"]) >= 1 and "exports" in limited.json()["error"]["message"]
 
 
 async def test_logins_are_limited_per_account_and_per_client(gql, platform):

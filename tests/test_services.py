@@ -33,7 +33,7 @@ async def _count(p, model, *where) -> int:
 
 
 async def _round(p, code="toy") -> Round:
-    view = await tasks.get_task(p, None, code)
+    view = await tasks.get_task(p, Actor.anonymous(), code)
     return await tasks.get_round(p, view.row.id)
 
 
@@ -50,20 +50,20 @@ async def test_register_login_and_tokens(platform):
     assert stored.email == "bob@example.org"
 
     authn = await auth.authenticate(platform, token)
-    assert authn.actor.username == "bob" and authn.error is None
+    assert authn.username == "bob" and authn.sign_in_error is None
 
     _, second = await auth.login(platform, username="BOB", password="s3cret-enough")
-    row, third = await auth.create_token(platform, authn.actor, name="laptop")
+    row, third = await auth.create_token(platform, authn, name="laptop")
     assert len({token, second, third}) == 3
-    listed = await auth.list_tokens(platform, authn.actor)
+    listed = await auth.list_tokens(platform, authn)
     assert [t.name for t in listed] == ["registration", "login", "laptop"]
     assert all(t.token_hash != third and len(t.token_hash) == 64 for t in listed)
 
-    await auth.revoke_token(platform, authn.actor, row.id)
+    await auth.revoke_token(platform, authn, row.id)
     revoked = await auth.authenticate(platform, third)
-    assert revoked.actor is None and "revoked" in revoked.error
+    assert revoked.is_anonymous and "revoked" in revoked.sign_in_error
     bogus = await auth.authenticate(platform, "dfk_not-a-token")
-    assert bogus.actor is None and "not valid" in bogus.error
+    assert bogus.is_anonymous and "not valid" in bogus.sign_in_error
 
 
 async def test_register_rejects_bad_and_duplicate_accounts(platform):
@@ -215,7 +215,7 @@ async def test_submit_rejects_bad_fields_and_writes_nothing(platform, fields, fi
 
 async def test_submit_needs_a_user_and_a_known_task_and_context(platform):
     with pytest.raises(NotAuthenticated):
-        await examples.submit(platform, None, task_code="toy", fields={"text": "good", "label": "good"})
+        await examples.submit(platform, Actor.anonymous(), task_code="toy", fields={"text": "good", "label": "good"})
     with pytest.raises(NotAuthenticated):
         await examples.submit(platform, Actor.system(), task_code="toy", fields={"text": "good", "label": "good"})
     alice = await _user(platform)
@@ -229,7 +229,7 @@ async def test_submit_needs_a_user_and_a_known_task_and_context(platform):
 
 
 async def _set_target(platform, spec: ModelSpec) -> None:
-    view = await tasks.get_task(platform, None, "toy")
+    view = await tasks.get_task(platform, Actor.anonymous(), "toy")
     async with platform.db.write() as s:
         round_ = await tasks.current_round(s, view.row.id)
         round_.target_models = [spec.as_dict()]
@@ -301,7 +301,7 @@ async def test_examples_are_keyset_paged_and_private(platform):
     with pytest.raises(InvalidInput):
         await examples.list_examples(platform, alice, task_code="toy", after="garbage")
     with pytest.raises(NotAuthenticated):
-        await examples.list_examples(platform, None, task_code="toy")
+        await examples.list_examples(platform, Actor.anonymous(), task_code="toy")
 
 
 async def test_example_events_fire_after_commit(platform):

@@ -71,7 +71,7 @@ async def test_round_datasets_split_deterministically_and_freeze_examples(platfo
 async def test_gold_targets_of_scoring_and_hidden_sets_stay_on_the_server(platform, setup):
     made = {d.name: d for d in await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=1)}
     test_set, train_set = made["r1-test"], made["r1-train"]
-    for who in (setup["builder"], None):
+    for who in (setup["builder"], Actor.anonymous()):
         page = await datasets.items(platform, who, test_set.id)
         assert not page.gold_visible and page.items and all("label" not in i.fields for i in page.items)
         assert all(i.example_id is None for i in page.items)
@@ -94,7 +94,9 @@ async def test_submissions_queue_one_evaluation_per_scoring_set_and_are_throttle
     await datasets.build_from_round(platform, setup["owner"], "toy", 1)
     builder = setup["builder"]
     with pytest.raises(NotAuthenticated):
-        await submissions.submit_model(platform, None, task_code="toy", name="m", backend="python", config=KEYWORD)
+        await submissions.submit_model(
+            platform, Actor.anonymous(), task_code="toy", name="m", backend="python", config=KEYWORD
+        )
     with pytest.raises(InvalidInput) as error:
         await submissions.submit_model(
             platform,
@@ -141,7 +143,7 @@ async def test_unpublished_and_anonymous_models(platform, setup):
     with pytest.raises(NotFound):
         await submissions.get_model(platform, other, private.id)
     with pytest.raises(NotFound):
-        await submissions.get_model(platform, None, private.id)
+        await submissions.get_model(platform, Actor.anonymous(), private.id)
     assert (await submissions.get_model(platform, builder, private.id))[1] is True
     assert (await submissions.get_model(platform, owner, private.id))[1] is True
     public, _ = await submissions.submit_model(

@@ -194,9 +194,7 @@ async def test_rounds_are_public_and_votes_reach_subscribers(served):
 
 
 async def test_a_revoked_token_stops_a_running_subscription(served, monkeypatch):
-    import dynaforge.api.subscriptions as subscriptions
-
-    monkeypatch.setattr(subscriptions, "REAUTH_S", 0.0)  # re-check the token at every event
+    monkeypatch.setattr(served.p.settings, "subscription_reauth_s", 0.0)  # re-check the token at every event
     author, _ = await served.user("author3")
     reader, reader_id = await served.user("reader3")
     async with served.subscriber(reader) as session:

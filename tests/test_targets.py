@@ -70,7 +70,7 @@ async def test_owners_set_an_ensemble_and_examples_store_every_member(platform):
     alice, owner = await _user(platform), await _user(platform, "olga")
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
     with pytest.raises(NotAuthenticated):
-        await tasks.set_target_models(platform, None, "toy", [KEYWORD])
+        await tasks.set_target_models(platform, Actor.anonymous(), "toy", [KEYWORD])
     with pytest.raises(Forbidden):
         await tasks.set_target_models(platform, alice, "toy", [KEYWORD])
     round_ = await tasks.set_target_models(platform, owner, "toy", [KEYWORD, ALWAYS_GOOD, ALWAYS_BAD], "any_wrong")

@@ -67,7 +67,7 @@ async def test_quorum_of_correct_accepts_and_counts_verified_fooled(platform, pe
     assert result.status == S.ACCEPTED and result.validations_correct == 3
     with pytest.raises(Conflict, match="accepted"):
         await validation.validate(platform, people["v4"], example.id, "INCORRECT")
-    round_ = await tasks.get_round(platform, (await tasks.get_task(platform, None, "toy")).row.id)
+    round_ = await tasks.get_round(platform, (await tasks.get_task(platform, Actor.anonymous(), "toy")).row.id)
     value = stats.Stats.of(round_)
     assert (value.collected, value.fooled, value.verified_fooled, value.accepted) == (1, 1, 1, 1)
     assert value.vmer == 1.0
@@ -231,7 +231,7 @@ async def test_counters_agree_with_a_recount_after_a_random_history(platform, pe
         except (Conflict, Forbidden, AlreadyExists):
             pass
     await _assert_counters_match_recount(platform)
-    view = await tasks.get_task(platform, None, "toy")
+    view = await tasks.get_task(platform, Actor.anonymous(), "toy")
     total = await stats.task_stats(platform, view.row.id)
     board = await stats.leaderboard(platform, (await tasks.get_round(platform, view.row.id)).id)
     assert sum(e.stats.collected for e in board) == total.collected == 24
@@ -246,7 +246,7 @@ async def test_counters_agree_with_a_recount_after_a_random_history(platform, pe
 
 
 async def test_rounds_open_close_and_describe(platform, people):
-    view = await tasks.get_task(platform, None, "toy")
+    view = await tasks.get_task(platform, Actor.anonymous(), "toy")
     await _write(platform, people["author"])
     with pytest.raises(Forbidden):
         await tasks.open_next_round(platform, people["v1"], "toy")
@@ -338,7 +338,7 @@ async def test_task_proposals(platform, people):
     assert accepted.status == "ACCEPTED" and accepted.decided_by == admin.user_id
     with pytest.raises(Conflict):
         await proposals.decide(platform, admin, mine.id, accept=False)
-    view = await tasks.get_task(platform, None, "toy")
+    view = await tasks.get_task(platform, Actor.anonymous(), "toy")
     async with platform.db.session() as s:
         assert await tasks.is_owner(s, people["v1"], view.row.id)
 
@@ -417,7 +417,7 @@ async def test_parallel_validations_push_the_state_machine_once(live_platform):
     author = await _user(p, f"w{suffix}")
     voters = [await _user(p, f"v{i}{suffix}") for i in range(10)]
     example = await _write(p, author, n=1)
-    view = await tasks.get_task(p, None, "toy")
+    view = await tasks.get_task(p, Actor.anonymous(), "toy")
     before = await stats.task_stats(p, view.row.id)
 
     results = await asyncio.gather(
@@ -449,7 +449,7 @@ async def test_parallel_validations_push_the_state_machine_once(live_platform):
 
 async def test_concurrent_next_round_openings_make_one_round(live_platform):
     p = live_platform
-    view = await tasks.get_task(p, None, "toy")
+    view = await tasks.get_task(p, Actor.anonymous(), "toy")
     start = (await tasks.get_round(p, view.row.id)).number
     results = await asyncio.gather(
         *(tasks.open_next_round(p, Actor.system(), "toy") for _ in range(4)), return_exceptions=True

@@ -200,7 +200,7 @@ async def test_failed_deliveries_are_retried_with_backoff_then_marked_failed(wor
 async def test_registration_rules(world):
     p, receiver, users = world
     with pytest.raises(NotAuthenticated):
-        await webhooks.create(p, None, "toy", f"{receiver.base}/x", ["modelFooled"])
+        await webhooks.create(p, Actor.anonymous(), "toy", f"{receiver.base}/x", ["modelFooled"])
     with pytest.raises(InvalidInput, match="choose one or more"):
         await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/x", ["modelFooled", "everything"])
     with pytest.raises(NotFound):

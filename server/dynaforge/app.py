@@ -19,6 +19,7 @@ from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
+from dynaforge.api.credentials import bearer_token
 from dynaforge.api.export_http import export_endpoint
 from dynaforge.api.schema import DatabaseUnavailable, build_schema
 from dynaforge.errors import database_unreachable
@@ -27,19 +28,11 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-def _bearer(headers: Any) -> str | None:
-    """The token of 'Authorization: Bearer <token>'; any other non-empty header is passed on to fail as invalid."""
-    value = (headers.get("authorization") or "").strip()
-    scheme, _, token = value.partition(" ")
-    if scheme.lower() == "bearer":
-        return token.strip() or None
-    return value or None
 
 
 class DynaforgeGraphQL(GraphQL):
@@ -50,14 +43,14 @@ class DynaforgeGraphQL(GraphQL):
         self.platform = platform
 
     async def get_context(self, request, response) -> RequestContext:  # type: ignore[override]
-        token = _bearer(request.headers)
+        token = bearer_token(request.headers)
         try:
-            auth = await auth_service.authenticate(self.platform, token)
+            actor = await auth_service.authenticate(self.platform, token)
         except Exception as exc:
             if not database_unreachable(exc):
                 raise
             raise StrawberryHTTPException(503, DatabaseUnavailable.MESSAGE) from exc
-        return RequestContext.create(self.platform, auth.actor, auth.error, request, response, token)
+        return RequestContext.create(self.platform, actor, request, response, token)
 
     async def on_ws_connect(self, context: RequestContext):  # type: ignore[override]
         """graphql-transport-ws ``connection_init``: its payload's ``authorization`` (or ``token``) signs the
@@ -66,11 +59,10 @@ class DynaforgeGraphQL(GraphQL):
         params = context.connection_params if isinstance(context.connection_params, dict) else {}
         value = next((params[k] for k in ("authorization", "Authorization", "token") if params.get(k)), None)
         if isinstance(value, str) and value.strip():
-            token = _bearer({"authorization": value if " " in value.strip() else f"Bearer {value.strip()}"})
-            auth = await auth_service.authenticate(self.platform, token)
-            context.actor, context.auth_error, context.token = auth.actor, auth.error, token
+            token = bearer_token({"authorization": value if " " in value.strip() else f"Bearer {value.strip()}"})
+            context.actor, context.token = await auth_service.authenticate(self.platform, token), token
         elif value is not None:
-            context.actor, context.auth_error = None, "The authorization connection parameter must be a string"
+            context.actor = Actor.anonymous("The authorization connection parameter must be a string")
         return await super().on_ws_connect(context)
 
     def decode_json(self, data: str | bytes) -> object:  # type: ignore[override]

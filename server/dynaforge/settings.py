@@ -79,6 +79,12 @@ class Settings(BaseSettings):
     subscriber_buffer: int = Field(
         default=256, ge=1, description="live events: how many events a subscriber may fall behind before it is dropped"
     )
+    subscription_reauth_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="live events: how often a running subscription re-checks its token (a revoked one stops "
+        "receiving within this time)",
+    )
     webhook_max_attempts: int = Field(default=8, ge=1, description="webhooks: attempts before a delivery is FAILED")
     webhook_min_backoff_ms: int = Field(default=5_000, ge=1, description="webhooks: the first retry's delay")
     webhook_max_backoff_ms: int = Field(
@@ -122,6 +128,9 @@ class Settings(BaseSettings):
     examples_per_minute: int = 30
     validations_per_minute: int = 120
     proposals_per_day: int = 5
+    exports_per_minute: int = Field(
+        default=10, ge=0, description="downloads from /export each user may start per minute (0: no limit)"
+    )
     page_max_size: int = 100
     context_upload_max_bytes: int = Field(
         default=10 * 1024 * 1024, ge=1, description="the largest context file (JSONL or CSV) one upload may send"

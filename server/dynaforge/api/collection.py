@@ -18,9 +18,9 @@ from dynaforge.api.errors import (
     NotAuthenticated,
     NotFound,
     RateLimited,
-    as_result,
+    errors_as_graphql,
+    errors_as_union,
     parse_id,
-    query_error,
 )
 from dynaforge.api.mutations import TargetModelInput
 from dynaforge.api.types.example import Example
@@ -28,14 +28,10 @@ from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
-from dynaforge.errors import DynaforgeError
-from dynaforge.errors import Forbidden as DomainForbidden
-from dynaforge.services import auth as auth_service
 from dynaforge.services import proposals as proposal_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import validation as validation_service
-from dynaforge.services.actor import require_user
 
 Info = strawberry.Info[RequestContext]
 
@@ -217,35 +213,25 @@ DecideTaskProposalResult = Annotated[
 ]
 
 
-def _ctx(info: Info):
-    return info.context.platform, info.context.actor, info.context.auth_error
-
-
 @strawberry.type
 class CollectionQuery:
     @strawberry.field(
         description="The next example for you to validate in a task (fooling examples first, then those with the "
         "fewest votes; never your own or one you voted on); null when there is none."
     )
+    @errors_as_graphql
     async def example_to_validate(
         self, info: Info, task_code: str, mode: ValidationMode = ValidationMode.CROWD
     ) -> Example | None:
-        p, actor, auth_error = _ctx(info)
-        try:
-            row = await validation_service.example_to_validate(
-                p, actor, task_code, owner_mode=mode == ValidationMode.OWNER, auth_error=auth_error
-            )
-        except DynaforgeError as exc:
-            raise query_error(exc) from exc
+        row = await validation_service.example_to_validate(
+            *info.context.caller, task_code, owner_mode=mode == ValidationMode.OWNER
+        )
         return None if row is None else Example.from_row(row)
 
     @strawberry.field(description="Your own counters in a task, per round and in total.")
+    @errors_as_graphql
     async def my_stats(self, info: Info, task_code: str) -> UserTaskStats:
-        p, actor, auth_error = _ctx(info)
-        try:
-            rows = await stats_service.my_stats(p, actor, task_code, auth_error=auth_error)
-        except DynaforgeError as exc:
-            raise query_error(exc) from exc
+        rows = await stats_service.my_stats(*info.context.caller, task_code)
         return UserTaskStats(
             task_code=task_code,
             rounds=[RoundStats(round_number=n, stats=Stats.of(v)) for n, v in rows],
@@ -253,12 +239,9 @@ class CollectionQuery:
         )
 
     @strawberry.field(description="Task proposals: admins see all, others their own; newest first.")
+    @errors_as_graphql
     async def task_proposals(self, info: Info, status: str | None = None) -> list[TaskProposal]:
-        p, actor, auth_error = _ctx(info)
-        try:
-            rows = await proposal_service.list_proposals(p, actor, status=status, auth_error=auth_error)
-        except DynaforgeError as exc:
-            raise query_error(exc) from exc
+        rows = await proposal_service.list_proposals(*info.context.caller, status=status)
         return [TaskProposal.from_row(r) for r in rows]
 
 
@@ -268,157 +251,105 @@ class CollectionMutation:
         description="Vote on someone else's example. A quorum of CORRECT accepts it, of INCORRECT or FLAGGED rejects "
         "it (the task's validationQuorum); an owner's or admin's vote decides alone."
     )
+    @errors_as_union
     async def validate_example(self, info: Info, input: ValidateExampleInput) -> ValidateExampleResult:
-        p, actor, auth_error = _ctx(info)
-
-        async def call():
-            row = await validation_service.validate(
-                p,
-                actor,
-                parse_id(input.example_id, "exampleId"),
-                input.label.value,
-                corrected_target=input.corrected_target,
-                reason=input.reason,
-                auth_error=auth_error,
-            )
-            return ValidatedExample(example=Example.from_row(row), decided=row.decided_at is not None)
-
-        return await as_result(call)
+        row = await validation_service.validate(
+            *info.context.caller,
+            parse_id(input.example_id, "exampleId"),
+            input.label.value,
+            corrected_target=input.corrected_target,
+            reason=input.reason,
+        )
+        return ValidatedExample(example=Example.from_row(row), decided=row.decided_at is not None)
 
     @strawberry.mutation(
         description="Flag an example (your own, or anyone's that is abusive or unusable): it leaves the validators' "
         "queue until an owner decides."
     )
+    @errors_as_union
     async def flag_example(self, info: Info, input: FlagExampleInput) -> FlagExampleResult:
-        p, actor, auth_error = _ctx(info)
-
-        async def call():
-            row = await validation_service.flag(
-                p, actor, parse_id(input.example_id, "exampleId"), input.reason, auth_error=auth_error
-            )
-            return FlaggedExample(example=Example.from_row(row))
-
-        return await as_result(call)
+        row = await validation_service.flag(*info.context.caller, parse_id(input.example_id, "exampleId"), input.reason)
+        return FlaggedExample(example=Example.from_row(row))
 
     @strawberry.mutation(
         description="Owners and admins close the current round and open the next, with new target models (default: "
         "the current ones) and a new export secret."
     )
+    @errors_as_union
     async def open_next_round(self, info: Info, input: OpenNextRoundInput) -> OpenNextRoundResult:
-        p, actor, auth_error = _ctx(info)
-
-        async def call():
-            models = None
-            if input.target_models is not None:
-                models = [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.target_models]
-            new, previous = await task_service.open_next_round(
-                p,
-                actor,
-                input.task_code,
-                models=models,
-                rule=input.ensemble_rule,
-                description=input.description,
-                copy_contexts=input.copy_contexts,
-                auth_error=auth_error,
-            )
-            return RoundOpened(
-                round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous)
-            )
-
-        return await as_result(call)
+        models = None
+        if input.target_models is not None:
+            models = [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.target_models]
+        new, previous = await task_service.open_next_round(
+            *info.context.caller,
+            input.task_code,
+            models=models,
+            rule=input.ensemble_rule,
+            description=input.description,
+            copy_contexts=input.copy_contexts,
+        )
+        return RoundOpened(round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous))
 
     @strawberry.mutation(description="Owners and admins stop collection in the current round.")
+    @errors_as_union
     async def close_round(self, info: Info, input: CloseRoundInput) -> CloseRoundResult:
-        p, actor, auth_error = _ctx(info)
-
-        async def call():
-            row = await task_service.close_round(p, actor, input.task_code, auth_error=auth_error)
-            return ClosedRound(round=Round.from_row(row))
-
-        return await as_result(call)
+        row = await task_service.close_round(*info.context.caller, input.task_code)
+        return ClosedRound(round=Round.from_row(row))
 
     @strawberry.mutation(description="Owners and admins edit a round's description.")
+    @errors_as_union
     async def update_round(self, info: Info, input: UpdateRoundInput) -> UpdateRoundResult:
-        p, actor, auth_error = _ctx(info)
-
-        async def call():
-            row = await task_service.update_round(
-                p, actor, input.task_code, input.number, description=input.description, auth_error=auth_error
-            )
-            return UpdatedRound(round=Round.from_row(row))
-
-        return await as_result(call)
+        row = await task_service.update_round(
+            *info.context.caller, input.task_code, input.number, description=input.description
+        )
+        return UpdatedRound(round=Round.from_row(row))
 
     @strawberry.mutation(description="Owners and admins change a task's settings.")
+    @errors_as_union
     async def update_task_settings(self, info: Info, input: UpdateTaskSettingsInput) -> UpdateTaskSettingsResult:
-        p, actor, auth_error = _ctx(info)
-
-        async def call():
-            view = await task_service.update_settings(
-                p,
-                actor,
-                input.task_code,
-                {
-                    "validation_quorum": input.validation_quorum,
-                    "validate_non_fooling": input.validate_non_fooling,
-                    "one_example_per_tag": input.one_example_per_tag,
-                    "daily_example_cap": input.daily_example_cap,
-                    "instructions": input.instructions,
-                    "context_strategy": input.context_strategy.value if input.context_strategy else None,
-                    "hidden": input.hidden,
-                    "active": input.active,
-                },
-                auth_error=auth_error,
-            )
-            return TaskSettingsUpdated(task=Task.from_view(view))
-
-        return await as_result(call)
+        view = await task_service.update_settings(
+            *info.context.caller,
+            input.task_code,
+            {
+                "validation_quorum": input.validation_quorum,
+                "validate_non_fooling": input.validate_non_fooling,
+                "one_example_per_tag": input.one_example_per_tag,
+                "daily_example_cap": input.daily_example_cap,
+                "instructions": input.instructions,
+                "context_strategy": input.context_strategy.value if input.context_strategy else None,
+                "hidden": input.hidden,
+                "active": input.active,
+            },
+        )
+        return TaskSettingsUpdated(task=Task.from_view(view))
 
     @strawberry.mutation(description="Admins make a user an owner of a task.")
+    @errors_as_union
     async def grant_task_ownership(self, info: Info, input: TaskOwnershipInput) -> TaskOwnershipResult:
         return await _ownership(info, input, grant=True)
 
     @strawberry.mutation(description="Admins take a task away from one of its owners.")
+    @errors_as_union
     async def revoke_task_ownership(self, info: Info, input: TaskOwnershipInput) -> TaskOwnershipResult:
         return await _ownership(info, input, grant=False)
 
     @strawberry.mutation(description="Ask the admins to run a task (its plugin must be installed to accept it).")
+    @errors_as_union
     async def propose_task(self, info: Info, input: ProposeTaskInput) -> ProposeTaskResult:
-        p, actor, auth_error = _ctx(info)
-
-        async def call():
-            row = await proposal_service.propose(
-                p, actor, code=input.code, name=input.name, description=input.description, auth_error=auth_error
-            )
-            return TaskProposed(proposal=TaskProposal.from_row(row))
-
-        return await as_result(call)
+        row = await proposal_service.propose(
+            *info.context.caller, code=input.code, name=input.name, description=input.description
+        )
+        return TaskProposed(proposal=TaskProposal.from_row(row))
 
     @strawberry.mutation(description="Admins accept (the proposer becomes an owner) or decline a task proposal.")
+    @errors_as_union
     async def decide_task_proposal(self, info: Info, input: DecideTaskProposalInput) -> DecideTaskProposalResult:
-        p, actor, auth_error = _ctx(info)
-
-        async def call():
-            row = await proposal_service.decide(
-                p, actor, parse_id(input.id, "id"), accept=input.accept, note=input.note, auth_error=auth_error
-            )
-            return TaskProposalDecided(proposal=TaskProposal.from_row(row))
-
-        return await as_result(call)
-
-
-async def _ownership(info: Info, input: TaskOwnershipInput, *, grant: bool):
-    p, actor, auth_error = _ctx(info)
-
-    async def call():
-        if require_user(actor, auth_error) and not actor.is_admin:
-            raise DomainForbidden("Only an admin can change task ownership")
-        user_id = await task_service.user_id_by_name(p, input.username)
-        change = task_service.grant_ownership if grant else task_service.revoke_ownership
-        await change(p, actor, input.task_code, user_id, auth_error=auth_error)
-        view = await task_service.get_task(p, actor, input.task_code)
-        return TaskOwnershipChanged(
-            task=Task.from_view(view), user=User.from_row(await auth_service.get_user(p, user_id)), is_owner=grant
+        row = await proposal_service.decide(
+            *info.context.caller, parse_id(input.id, "id"), accept=input.accept, note=input.note
         )
+        return TaskProposalDecided(proposal=TaskProposal.from_row(row))
 
-    return await as_result(call)
+
+async def _ownership(info: Info, input: TaskOwnershipInput, *, grant: bool) -> TaskOwnershipChanged:
+    view, user = await task_service.change_ownership(*info.context.caller, input.task_code, input.username, grant=grant)
+    return TaskOwnershipChanged(task=Task.from_view(view), user=User.from_row(user), is_owner=grant)

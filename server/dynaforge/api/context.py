@@ -27,22 +27,25 @@ def _loaders(p: Platform) -> dict[str, DataLoader]:
 @dataclass
 class RequestContext:
     platform: Platform
-    actor: Actor | None
-    auth_error: str | None = None
+    actor: Actor  # anonymous when no valid token was sent (its sign_in_error says why one was refused)
     request: Any = None
     response: Any = None
     loaders: dict[str, DataLoader] = field(default_factory=dict)
     token: str | None = None  # the bearer token this context was authenticated with (websockets re-check it)
     connection_params: dict[str, Any] | None = None  # websockets: the connection_init payload
 
+    @property
+    def caller(self) -> tuple[Platform, Actor]:
+        """``(platform, actor)``: what every service call takes first (``p, actor = info.context.caller``)."""
+        return self.platform, self.actor
+
     @classmethod
     def create(
         cls,
         platform: Platform,
-        actor: Actor | None,
-        auth_error: str | None,
+        actor: Actor,
         request=None,
         response=None,
         token: str | None = None,
     ):
-        return cls(platform, actor, auth_error, request, response, _loaders(platform), token)
+        return cls(platform, actor, request, response, _loaders(platform), token)

@@ -11,7 +11,7 @@ from cross_web import HTTPException
 from strawberry.file_uploads import Upload
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, as_result
+from dynaforge.api.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, errors_as_union
 from dynaforge.api.mutations import ContextsAdded
 from dynaforge.errors import FieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
@@ -85,23 +85,19 @@ class ContextMutation:
         description="Task owners and admins add every context of a JSONL or CSV file to the current round. All or "
         "nothing: a wrong row adds none, and each problem is named by line and field ('line 7.passage')."
     )
+    @errors_as_union
     async def upload_contexts(self, info: Info, input: UploadContextsInput) -> UploadContextsResult:
-        async def call():
-            stream, filename = binary_upload(input.file)
-            stream.seek(0)
-            added = await context_service.upload_contexts(
-                info.context.platform,
-                info.context.actor,
-                input.task_code,
-                stream,
-                filename=filename,
-                file_format=None if input.format is None else input.format.value,
-                tag=input.tag,
-                auth_error=info.context.auth_error,
-            )
-            return ContextsAdded(ids=[strawberry.ID(str(i)) for i in added.ids])
-
-        return await as_result(call)
+        stream, filename = binary_upload(input.file)
+        stream.seek(0)
+        added = await context_service.upload_contexts(
+            *info.context.caller,
+            input.task_code,
+            stream,
+            filename=filename,
+            file_format=None if input.format is None else input.format.value,
+            tag=input.tag,
+        )
+        return ContextsAdded(ids=[strawberry.ID(str(i)) for i in added.ids])
 
 
 #: Room for the multipart envelope (the operations and map fields, part headers) beyond the largest allowed file.

@@ -1,14 +1,22 @@
-"""Typed GraphQL errors: every expected failure is a member of a mutation's result union."""
+"""Typed GraphQL errors: every expected failure is a member of a mutation's result union.
+
+Resolvers raise the domain's errors (or let the services raise them) and say how they reach the client with one
+decorator: :data:`errors_as_union` (mutations), :data:`errors_as_graphql` (queries: a GraphQL error with a code) or
+:data:`errors_as_null` (look-ups that answer null for what you cannot see).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+import functools
+from collections.abc import Awaitable, Callable
+from typing import Any, NoReturn, TypeVar, cast
 
 import strawberry
 from graphql import GraphQLError
 
 from dynaforge import errors as domain
+
+Resolver = TypeVar("Resolver", bound=Callable[..., Awaitable[Any]])
 
 
 @strawberry.interface(description="An expected failure: the message says what to do next.")
@@ -100,20 +108,48 @@ def to_graphql(exc: domain.DynaforgeError) -> Any:
     raise exc
 
 
-async def as_result(call: Callable[[], Any]) -> Any:
-    """Run a service call; a domain error becomes its typed GraphQL member instead of an exception."""
-    try:
-        return await call()
-    except domain.DynaforgeError as exc:
-        return to_graphql(exc)
-
-
 def query_error(exc: domain.DynaforgeError) -> GraphQLError:
     """For queries (which return objects, not unions): a GraphQL error carrying the domain code."""
     extensions: dict[str, Any] = {"code": exc.code}
     if isinstance(exc, domain.InvalidInput):
         extensions["fieldErrors"] = [e.__dict__ for e in exc.field_errors]
     return GraphQLError(exc.message, extensions=extensions, original_error=exc)
+
+
+def _raise_query_error(exc: domain.DynaforgeError) -> NoReturn:
+    raise query_error(exc) from exc
+
+
+def _null(exc: domain.DynaforgeError) -> None:
+    return None
+
+
+def _translating(translate: Callable[[domain.DynaforgeError], Any]) -> Callable[[Resolver], Resolver]:
+    """A decorator for async resolvers: a domain error raised by the body becomes ``translate(error)``.
+
+    ``functools.wraps`` keeps the resolver's signature and module, which strawberry reads once to build the schema;
+    each call costs the wrapper's frame and nothing else (no closure, no signature inspection).
+    """
+
+    def decorate(resolver: Resolver) -> Resolver:
+        @functools.wraps(resolver)
+        async def resolve(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return await resolver(*args, **kwargs)
+            except domain.DynaforgeError as exc:
+                return translate(exc)
+
+        return cast(Resolver, resolve)
+
+    return decorate
+
+
+#: Mutations: an expected failure is returned as its member of the result union (``NotFound``, ``RateLimited``...).
+errors_as_union = _translating(to_graphql)
+#: Queries and fields: an expected failure is a GraphQL error whose ``extensions.code`` names it.
+errors_as_graphql = _translating(_raise_query_error)
+#: Look-ups documented as "null when there is none you can see": an expected failure answers null.
+errors_as_null = _translating(_null)
 
 
 def parse_id(value: Any, field: str) -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.file_uploads import Upload
@@ -18,14 +18,14 @@ from dynaforge.api.errors import (
     NotAuthenticated,
     NotFound,
     RateLimited,
-    as_result,
+    errors_as_graphql,
+    errors_as_null,
+    errors_as_union,
     parse_id,
-    query_error,
 )
 from dynaforge.db.models import Dataset as DatasetRow
 from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import ModelRow, as_utc
-from dynaforge.errors import DynaforgeError
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import leaderboard as board_service
@@ -401,6 +401,7 @@ class EvaluationQuery:
         description="A task's published models ranked by a Dynascore with your weights (default: 4 on "
         "the principal metric, 1 on throughput, memory, robustness and fairness; data sets equal)."
     )
+    @errors_as_graphql
     async def leaderboard(
         self,
         info: Info,
@@ -410,59 +411,41 @@ class EvaluationQuery:
         sort: str | None = None,
         fork_id: strawberry.ID | None = None,
     ) -> Leaderboard:
-        try:
-            board = await board_service.compute(
-                info.context.platform,
-                info.context.actor,
-                task_code,
-                metric_weights=_pairs(metric_weights),
-                dataset_weights=_pairs(dataset_weights),
-                sort=sort,
-                fork_id=None if fork_id is None else parse_id(fork_id, "forkId"),
-            )
-        except DynaforgeError as exc:
-            raise query_error(exc) from exc
+        board = await board_service.compute(
+            *info.context.caller,
+            task_code,
+            metric_weights=_pairs(metric_weights),
+            dataset_weights=_pairs(dataset_weights),
+            sort=sort,
+            fork_id=None if fork_id is None else parse_id(fork_id, "forkId"),
+        )
         return Leaderboard.of(board)
 
     @strawberry.field(description="A frozen leaderboard.")
+    @errors_as_null
     async def leaderboard_snapshot(self, info: Info, id: strawberry.ID) -> LeaderboardSnapshot | None:
-        try:
-            row = await board_service.get_snapshot(info.context.platform, info.context.actor, parse_id(id, "id"))
-        except DynaforgeError:
-            return None
-        return _snapshot(row)
+        return _snapshot(await board_service.get_snapshot(*info.context.caller, parse_id(id, "id")))
 
     @strawberry.field(
         description="A submitted model: published ones for everyone, the others for their submitter, "
         "the task's owners and admins; null otherwise."
     )
+    @errors_as_null
     async def model(self, info: Info, id: strawberry.ID) -> Model | None:
-        try:
-            row, privileged = await submission_service.get_model(
-                info.context.platform, info.context.actor, parse_id(id, "id")
-            )
-        except DynaforgeError:
-            return None
+        row, privileged = await submission_service.get_model(*info.context.caller, parse_id(id, "id"))
         return Model.from_row(row, privileged)
 
     @strawberry.field(description="A task's data sets (hidden ones for owners and admins).")
+    @errors_as_graphql
     async def datasets(self, info: Info, task_code: str) -> list[Dataset]:
-        try:
-            rows = await dataset_service.list_datasets(info.context.platform, info.context.actor, task_code)
-        except DynaforgeError as exc:
-            raise query_error(exc) from exc
-        return [Dataset.from_row(r) for r in rows]
+        return [Dataset.from_row(r) for r in await dataset_service.list_datasets(*info.context.caller, task_code)]
 
     @strawberry.field(description="A page of a data set's items, in order.")
+    @errors_as_graphql
     async def dataset_items(
         self, info: Info, id: strawberry.ID, first: int = 100, after: int | None = None
     ) -> DatasetItemPage:
-        try:
-            page = await dataset_service.items(
-                info.context.platform, info.context.actor, parse_id(id, "id"), first=first, after=after
-            )
-        except DynaforgeError as exc:
-            raise query_error(exc) from exc
+        page = await dataset_service.items(*info.context.caller, parse_id(id, "id"), first=first, after=after)
         return DatasetItemPage(
             items=[
                 DatasetItem(position=i.position, original_position=i.original_position, fields=i.fields)
@@ -473,136 +456,108 @@ class EvaluationQuery:
         )
 
 
+def _card(card: ModelCardInput | None) -> dict[str, Any] | None:
+    return None if card is None else {k: v for k, v in vars(card).items() if v is not None}
+
+
 @strawberry.type
 class EvaluationMutation:
     @strawberry.mutation(description="Save leaderboard weights under a name (a fork others can open by its id).")
+    @errors_as_union
     async def save_leaderboard_fork(self, info: Info, input: LeaderboardWeightsInput) -> SaveForkResult:
-        async def call():
-            row = await board_service.save_fork(
-                info.context.platform,
-                info.context.actor,
-                input.task_code,
-                input.name,
-                metric_weights=dict(_pairs(input.metric_weights) or []) or None,
-                dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
-                description=input.description,
-                auth_error=info.context.auth_error,
+        row = await board_service.save_fork(
+            *info.context.caller,
+            input.task_code,
+            input.name,
+            metric_weights=dict(_pairs(input.metric_weights) or []) or None,
+            dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
+            description=input.description,
+        )
+        return LeaderboardForkSaved(
+            fork=LeaderboardFork(
+                id=strawberry.ID(str(row.id)),
+                name=row.name,
+                description=row.description,
+                metric_weights=row.metric_weights,
+                dataset_weights=row.dataset_weights,
             )
-            return LeaderboardForkSaved(
-                fork=LeaderboardFork(
-                    id=strawberry.ID(str(row.id)),
-                    name=row.name,
-                    description=row.description,
-                    metric_weights=row.metric_weights,
-                    dataset_weights=row.dataset_weights,
-                )
-            )
-
-        return await as_result(call)
+        )
 
     @strawberry.mutation(description="Freeze the leaderboard as it is now with these weights.")
+    @errors_as_union
     async def snapshot_leaderboard(self, info: Info, input: LeaderboardWeightsInput) -> SnapshotResult:
-        async def call():
-            row = await board_service.snapshot(
-                info.context.platform,
-                info.context.actor,
-                input.task_code,
-                input.name,
-                metric_weights=dict(_pairs(input.metric_weights) or []) or None,
-                dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
-                auth_error=info.context.auth_error,
-            )
-            return LeaderboardSnapshotted(snapshot=_snapshot(row))
-
-        return await as_result(call)
+        row = await board_service.snapshot(
+            *info.context.caller,
+            input.task_code,
+            input.name,
+            metric_weights=dict(_pairs(input.metric_weights) or []) or None,
+            dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
+        )
+        return LeaderboardSnapshotted(snapshot=_snapshot(row))
 
     @strawberry.mutation(description="Submit a model to a task: it is evaluated on every scoring data set.")
+    @errors_as_union
     async def submit_model(self, info: Info, input: SubmitModelInput) -> SubmitModelResult:
-        async def call():
-            card = None
-            if input.card is not None:
-                card = {k: v for k, v in vars(input.card).items() if v is not None}
-            model, _ = await submission_service.submit_model(
-                info.context.platform,
-                info.context.actor,
-                task_code=input.task_code,
-                name=input.name,
-                backend=input.backend,
-                config=input.config,
-                card=card,
-                published=input.published,
-                anonymous=input.anonymous,
-                auth_error=info.context.auth_error,
-            )
-            return SubmittedModel(model=Model.from_row(model, privileged=True))
-
-        return await as_result(call)
+        model, _ = await submission_service.submit_model(
+            *info.context.caller,
+            task_code=input.task_code,
+            name=input.name,
+            backend=input.backend,
+            config=input.config,
+            card=_card(input.card),
+            published=input.published,
+            anonymous=input.anonymous,
+        )
+        return SubmittedModel(model=Model.from_row(model, privileged=True))
 
     @strawberry.mutation(
         description="Upload predictions for one data set instead of a model: scored at once, "
         "not measured for speed or memory."
     )
+    @errors_as_union
     async def submit_predictions(self, info: Info, input: SubmitPredictionsInput) -> SubmitModelResult:
-        async def call():
-            card = None
-            if input.card is not None:
-                card = {k: v for k, v in vars(input.card).items() if v is not None}
-            model, _ = await submission_service.submit_predictions(
-                info.context.platform,
-                info.context.actor,
-                task_code=input.task_code,
-                name=input.name,
-                dataset_name=input.dataset_name,
-                predictions=list(input.predictions),
-                card=card,
-                published=input.published,
-                anonymous=input.anonymous,
-                auth_error=info.context.auth_error,
-            )
-            return SubmittedModel(model=Model.from_row(model, privileged=True))
-
-        return await as_result(call)
+        model, _ = await submission_service.submit_predictions(
+            *info.context.caller,
+            task_code=input.task_code,
+            name=input.name,
+            dataset_name=input.dataset_name,
+            predictions=list(input.predictions),
+            card=_card(input.card),
+            published=input.published,
+            anonymous=input.anonymous,
+        )
+        return SubmittedModel(model=Model.from_row(model, privileged=True))
 
     @strawberry.mutation(
         description="Owners attach their own perturbed copy of a scoring set (instead of or beside "
         "the platform's); the task's models are evaluated on it and their robustness or fairness "
         "recomputed. All or nothing, problems named by line."
     )
+    @errors_as_union
     async def upload_perturbed_copy(self, info: Info, input: UploadPerturbedCopyInput) -> UploadPerturbedCopyResult:
-        async def call():
-            stream, _ = binary_upload(input.file)
-            stream.seek(0)
-            platform = info.context.platform
-            records = dataset_service.read_jsonl(stream, platform.settings.context_upload_max_bytes)
-            copy = await dataset_service.attach_perturbed_copy(
-                platform,
-                info.context.actor,
-                parse_id(input.dataset_id, "datasetId"),
-                input.perturbation,
-                input.kind,
-                records,
-                replace=input.replace,
-                description=input.description,
-                auth_error=info.context.auth_error,
-            )
-            return DatasetsCreated(datasets=[Dataset.from_row(copy)])
-
-        return await as_result(call)
+        stream, _ = binary_upload(input.file)
+        stream.seek(0)
+        platform = info.context.platform
+        records = dataset_service.read_jsonl(stream, platform.settings.context_upload_max_bytes)
+        copy = await dataset_service.attach_perturbed_copy(
+            platform,
+            info.context.actor,
+            parse_id(input.dataset_id, "datasetId"),
+            input.perturbation,
+            input.kind,
+            records,
+            replace=input.replace,
+            description=input.description,
+        )
+        return DatasetsCreated(datasets=[Dataset.from_row(copy)])
 
     @strawberry.mutation(
         description="Owners turn a round's accepted examples into train/dev/test data sets "
         "(a seeded split; the test set scores models)."
     )
+    @errors_as_union
     async def create_round_datasets(self, info: Info, input: CreateRoundDatasetsInput) -> CreateRoundDatasetsResult:
-        async def call():
-            rows = await dataset_service.build_from_round(
-                info.context.platform,
-                info.context.actor,
-                input.task_code,
-                input.round_number,
-                seed=input.seed,
-                auth_error=info.context.auth_error,
-            )
-            return DatasetsCreated(datasets=[Dataset.from_row(r) for r in rows])
-
-        return await as_result(call)
+        rows = await dataset_service.build_from_round(
+            *info.context.caller, input.task_code, input.round_number, seed=input.seed
+        )
+        return DatasetsCreated(datasets=[Dataset.from_row(r) for r in rows])

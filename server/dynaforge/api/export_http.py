@@ -4,7 +4,7 @@ Authenticated like ``/graphql`` (``Authorization: Bearer <token>``). ``format`` 
 (default ``jsonl``; an unknown one is refused with the list of registered ones). A format that streams (``jsonl``)
 is sent page by page as it is read; any other is written to a temporary directory, sent (a folder, such as ``hf``'s,
 as a zip) and deleted afterwards. Expected failures are JSON ``{"error": {"code", "message"}}`` with 400, 401, 403,
-404 or 429.
+404 or 429 (more than ``DYNAFORGE_EXPORTS_PER_MINUTE`` downloads a minute).
 """
 
 from __future__ import annotations
@@ -22,15 +22,15 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from dynaforge import errors
+from dynaforge.api.credentials import bearer_token
 from dynaforge.exporters import ExportFormat
 from dynaforge.services import auth as auth_service
 from dynaforge.services import exports as export_service
+from dynaforge.services.actor import require_user
 from dynaforge.services.platform import Platform
 
 log = logging.getLogger(__name__)
 
-#: Exports are heavy reads: each user may start this many per minute.
-EXPORTS_PER_MINUTE = 10
 _CHUNK = 1 << 16
 _STATUS_CODES: dict[type, int] = {
     errors.InvalidInput: 400,
@@ -50,12 +50,6 @@ def error_response(exc: errors.DynaforgeError) -> JSONResponse:
     if isinstance(exc, errors.RateLimited):
         headers["Retry-After"] = str(max(1, round(exc.retry_after_s)))
     return JSONResponse({"error": {"code": exc.code, "message": exc.message}}, status_code=status, headers=headers)
-
-
-def _bearer(request: Request) -> str | None:
-    from dynaforge.app import _bearer as read_bearer  # the same header rules as /graphql
-
-    return read_bearer(request.headers)
 
 
 def _query(request: Request, platform: Platform) -> tuple[int | None, ExportFormat | None, list[str] | None]:
@@ -87,18 +81,12 @@ async def export_endpoint(request: Request) -> Response:
     """The route handler; ``request.app.state.platform`` is the platform."""
     platform: Platform = request.app.state.platform
     try:
-        auth = await auth_service.authenticate(platform, _bearer(request))
-        if auth.actor is None:
-            raise errors.NotAuthenticated(
-                auth.error
-                or "Sign in first: send 'Authorization: Bearer <token>' (from register, login or createApiToken)"
-            )
+        actor = require_user(await auth_service.authenticate(platform, bearer_token(request.headers)))
         round_number, fmt, statuses = _query(request, platform)
         assert fmt is not None  # _query raised otherwise
-        plan = await export_service.prepare_export(
-            platform, auth.actor, request.path_params["task_code"], round_number=round_number, statuses=statuses
+        plan = await export_service.prepare_download(
+            platform, actor, request.path_params["task_code"], round_number=round_number, statuses=statuses
         )
-        platform.limiter.hit(f"exports:{auth.actor.user_id or 'system'}", EXPORTS_PER_MINUTE, 60.0, "exports")
         if (chunks := fmt.stream(export_service.export_of(platform, plan))) is not None:
             return _streamed_response(fmt, plan, chunks)
         return await _written_response(platform, fmt, plan)

@@ -17,7 +17,7 @@ from dynaforge.api.errors import (
     NotFound,
     RateLimited,
     RoundClosed,
-    as_result,
+    errors_as_union,
     parse_id,
 )
 from dynaforge.api.types.example import Example
@@ -174,109 +174,74 @@ AddContextsResult = Annotated[
 @strawberry.type
 class Mutation:
     @strawberry.mutation(description="Create an account; returns its first API token.")
+    @errors_as_union
     async def register(self, info: Info, input: RegisterInput) -> RegisterResult:
-        async def call():
-            user, token = await auth_service.register(
-                info.context.platform, username=input.username, email=input.email, password=input.password
-            )
-            return AuthPayload(token=token, user=User.from_row(user))
-
-        return await as_result(call)
+        user, token = await auth_service.register(
+            info.context.platform, username=input.username, email=input.email, password=input.password
+        )
+        return AuthPayload(token=token, user=User.from_row(user))
 
     @strawberry.mutation(description="Exchange a username and password for a new API token.")
+    @errors_as_union
     async def login(self, info: Info, input: LoginInput) -> LoginResult:
-        async def call():
-            request = info.context.request
-            client = getattr(getattr(request, "client", None), "host", None)
-            user, token = await auth_service.login(
-                info.context.platform, username=input.username, password=input.password, client=client
-            )
-            return AuthPayload(token=token, user=User.from_row(user))
-
-        return await as_result(call)
+        client = getattr(getattr(info.context.request, "client", None), "host", None)
+        user, token = await auth_service.login(
+            info.context.platform, username=input.username, password=input.password, client=client
+        )
+        return AuthPayload(token=token, user=User.from_row(user))
 
     @strawberry.mutation(description="Create another API token for yourself (shown once).")
+    @errors_as_union
     async def create_api_token(self, info: Info, input: CreateApiTokenInput) -> CreateApiTokenResult:
-        async def call():
-            row, token = await auth_service.create_token(
-                info.context.platform, info.context.actor, name=input.name, auth_error=info.context.auth_error
-            )
-            return CreatedApiToken(token=token, api_token=ApiToken.from_row(row))
-
-        return await as_result(call)
+        row, token = await auth_service.create_token(*info.context.caller, name=input.name)
+        return CreatedApiToken(token=token, api_token=ApiToken.from_row(row))
 
     @strawberry.mutation(description="Revoke one of your API tokens; it stops working at once.")
+    @errors_as_union
     async def revoke_api_token(self, info: Info, input: RevokeApiTokenInput) -> RevokeApiTokenResult:
-        async def call():
-            row = await auth_service.revoke_token(
-                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
-            )
-            return RevokedApiToken(api_token=ApiToken.from_row(row))
-
-        return await as_result(call)
+        row = await auth_service.revoke_token(*info.context.caller, parse_id(input.id, "id"))
+        return RevokedApiToken(api_token=ApiToken.from_row(row))
 
     @strawberry.mutation(description="Write an example: the target model predicts and the server decides `fooled`.")
+    @errors_as_union
     async def create_example(self, info: Info, input: CreateExampleInput) -> CreateExampleResult:
-        async def call():
-            outcome = await example_service.submit(
-                info.context.platform,
-                info.context.actor,
-                task_code=input.task_code,
-                fields=input.fields,
-                context_id=None if input.context_id is None else parse_id(input.context_id, "contextId"),
-                time_taken_ms=input.time_taken_ms,
-                tag=input.tag,
-                auth_error=info.context.auth_error,
-            )
-            example = Example.from_row(outcome.example)
-            if outcome.pending_reason is not None:
-                return PredictionPending(example=example, message=outcome.pending_reason)
-            return CreatedExample(example=example, prediction=outcome.example.prediction, fooled=outcome.example.fooled)
-
-        return await as_result(call)
+        outcome = await example_service.submit(
+            *info.context.caller,
+            task_code=input.task_code,
+            fields=input.fields,
+            context_id=None if input.context_id is None else parse_id(input.context_id, "contextId"),
+            time_taken_ms=input.time_taken_ms,
+            tag=input.tag,
+        )
+        example = Example.from_row(outcome.example)
+        if outcome.pending_reason is not None:
+            return PredictionPending(example=example, message=outcome.pending_reason)
+        return CreatedExample(example=example, prediction=outcome.example.prediction, fooled=outcome.example.fooled)
 
     @strawberry.mutation(description="Withdraw one of your examples before it is accepted or rejected.")
+    @errors_as_union
     async def retract_example(self, info: Info, input: RetractExampleInput) -> RetractExampleResult:
-        async def call():
-            row = await example_service.retract(
-                info.context.platform,
-                info.context.actor,
-                parse_id(input.example_id, "exampleId"),
-                auth_error=info.context.auth_error,
-            )
-            return RetractedExample(example=Example.from_row(row))
-
-        return await as_result(call)
+        row = await example_service.retract(*info.context.caller, parse_id(input.example_id, "exampleId"))
+        return RetractedExample(example=Example.from_row(row))
 
     @strawberry.mutation(description="Task owners and admins add contexts to the current round (all or nothing).")
+    @errors_as_union
     async def add_contexts(self, info: Info, input: AddContextsInput) -> AddContextsResult:
-        async def call():
-            ids = await context_service.add_contexts(
-                info.context.platform,
-                info.context.actor,
-                input.task_code,
-                list(input.contexts),
-                tag=input.tag,
-                auth_error=info.context.auth_error,
-            )
-            return ContextsAdded(ids=[strawberry.ID(str(i)) for i in ids])
-
-        return await as_result(call)
+        ids = await context_service.add_contexts(
+            *info.context.caller, input.task_code, list(input.contexts), tag=input.tag
+        )
+        return ContextsAdded(ids=[strawberry.ID(str(i)) for i in ids])
 
     @strawberry.mutation(
         description="Task owners and admins set the open round's target: one model or an ensemble with a rule. "
         "Backends and configurations are checked before anything changes; the model loads on first use."
     )
+    @errors_as_union
     async def set_target_models(self, info: Info, input: SetTargetModelsInput) -> SetTargetModelsResult:
-        async def call():
-            row = await task_service.set_target_models(
-                info.context.platform,
-                info.context.actor,
-                input.task_code,
-                [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.models],
-                input.ensemble_rule,
-                auth_error=info.context.auth_error,
-            )
-            return TargetModelsSet(round=Round.from_row(row))
-
-        return await as_result(call)
+        row = await task_service.set_target_models(
+            *info.context.caller,
+            input.task_code,
+            [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.models],
+            input.ensemble_rule,
+        )
+        return TargetModelsSet(round=Round.from_row(row))

@@ -6,14 +6,13 @@ import strawberry
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import ContextStrategy
-from dynaforge.api.errors import parse_id, query_error
+from dynaforge.api.errors import errors_as_graphql, errors_as_null, parse_id
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.example import Example, ExampleConnection, ExampleStatus
 from dynaforge.api.types.plugin import Plugin
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
-from dynaforge.errors import DynaforgeError
 from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
 from dynaforge.services import examples as example_service
@@ -26,21 +25,17 @@ Info = strawberry.Info[RequestContext]
 class Query:
     @strawberry.field(description="Every task you can see.")
     async def tasks(self, info: Info) -> list[Task]:
-        return [Task.from_view(v) for v in await task_service.list_tasks(info.context.platform, info.context.actor)]
+        return [Task.from_view(v) for v in await task_service.list_tasks(*info.context.caller)]
 
     @strawberry.field(description="One task by code; null when there is none you can see.")
+    @errors_as_null
     async def task(self, info: Info, code: str) -> Task | None:
-        try:
-            return Task.from_view(await task_service.get_task(info.context.platform, info.context.actor, code))
-        except DynaforgeError:
-            return None
+        return Task.from_view(await task_service.get_task(*info.context.caller, code))
 
     @strawberry.field(description="A round of a task (default: the current one); null when there is none.")
+    @errors_as_null
     async def round(self, info: Info, task_code: str, number: int | None = None) -> Round | None:
-        try:
-            view = await task_service.get_task(info.context.platform, info.context.actor, task_code)
-        except DynaforgeError:
-            return None
+        view = await task_service.get_task(*info.context.caller, task_code)
         row = await task_service.get_round(info.context.platform, view.row.id, number)
         return None if row is None else Round.from_row(row)
 
@@ -48,33 +43,25 @@ class Query:
         description="A context of the task's current round to write against, chosen by `strategy` (default: the "
         "task's context_strategy setting, else LEAST_USED); `tag` narrows to contexts with that tag."
     )
+    @errors_as_graphql
     async def next_context(
         self, info: Info, task_code: str, tag: str | None = None, strategy: ContextStrategy | None = None
     ) -> ContextType:
-        try:
-            row = await context_service.next_context(
-                info.context.platform,
-                info.context.actor,
-                task_code,
-                tag=tag,
-                strategy=None if strategy is None else strategy.value,
-            )
-        except DynaforgeError as exc:
-            raise query_error(exc) from exc
+        row = await context_service.next_context(
+            *info.context.caller, task_code, tag=tag, strategy=None if strategy is None else strategy.value
+        )
         return ContextType.from_row(row)
 
     @strawberry.field(description="One example: authors see their own, owners and admins every example of a task.")
+    @errors_as_null
     async def example(self, info: Info, id: strawberry.ID) -> Example | None:
-        try:
-            row = await example_service.get_example(info.context.platform, info.context.actor, parse_id(id, "id"))
-        except DynaforgeError:
-            return None
-        return Example.from_row(row)
+        return Example.from_row(await example_service.get_example(*info.context.caller, parse_id(id, "id")))
 
     @strawberry.field(
         description="A task's examples, newest first. Users see their own; owners and admins see all "
         "(`mine: true` narrows to their own)."
     )
+    @errors_as_graphql
     async def examples(
         self,
         info: Info,
@@ -84,27 +71,19 @@ class Query:
         status: ExampleStatus | None = None,
         mine: bool = False,
     ) -> ExampleConnection:
-        try:
-            page = await example_service.list_examples(
-                info.context.platform,
-                info.context.actor,
-                task_code=task_code,
-                first=first,
-                after=after,
-                status=status.value if status else None,
-                mine=mine,
-                auth_error=info.context.auth_error,
-            )
-        except DynaforgeError as exc:
-            raise query_error(exc) from exc
+        page = await example_service.list_examples(
+            *info.context.caller,
+            task_code=task_code,
+            first=first,
+            after=after,
+            status=status.value if status else None,
+            mine=mine,
+        )
         return ExampleConnection.from_page(page)
 
     @strawberry.field(description="The signed-in user; null when anonymous.")
     async def me(self, info: Info) -> User | None:
-        actor = info.context.actor
-        if actor is None or actor.user_id is None:
-            return None
-        row = await auth_service.get_user(info.context.platform, actor.user_id)
+        row = await auth_service.current_user(*info.context.caller)
         return None if row is None else User.from_row(row)
 
     @strawberry.field(description="Loaded plugins, and those that failed to load with the reason.")

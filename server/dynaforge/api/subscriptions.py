@@ -1,16 +1,13 @@
 """Live events over graphql-transport-ws at ``/graphql``.
 
 Authentication: the ``connection_init`` payload's ``authorization`` (``"Bearer <token>"``, or the bare token; also
-``Authorization`` or ``token``). What a subscriber may see is what the same person may query:
+``Authorization`` or ``token``). What a subscriber may see is what the same person may query; who may follow which
+events is decided in :mod:`dynaforge.services.subscriptions`.
 
-* ``modelFooled``, ``exampleCreated``, ``exampleValidated``: examples are shown to signed-in users (any user may
-  validate others' examples), never to anonymous subscribers; a hidden task only to its owners and admins.
-* ``roundChanged``: anyone who can see the task.
-* ``evaluationProgress``: anyone who can see the model (a published one, or one's own; owners and admins).
-
-A token is checked when a subscription starts and again at least every ``REAUTH_S`` seconds while events flow,
-so a revoked token stops receiving within that time. A subscriber that falls more than ``SUBSCRIBER_BUFFER``
-events behind is dropped with an error (subscribe again); so is every subscriber when the event bus goes away.
+A token is checked when a subscription starts and again at least every ``subscription_reauth_s`` seconds (a
+setting) while events flow, so a revoked token stops receiving within that time. A subscriber that falls more than
+``subscriber_buffer`` events behind is dropped with an error (subscribe again); so is every subscriber when the event
+bus goes away.
 """
 
 from __future__ import annotations
@@ -21,21 +18,17 @@ from collections.abc import AsyncGenerator
 import strawberry
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.errors import parse_id, query_error
+from dynaforge.api.errors import errors_as_graphql, parse_id, query_error
 from dynaforge.api.types.example import Example
 from dynaforge.api.types.round import Round
-from dynaforge.db.models import Round as RoundRow
-from dynaforge.errors import DynaforgeError, NotAuthenticated
+from dynaforge.errors import DynaforgeError
 from dynaforge.events import EventBusUnavailable, SubscriberTooSlow
 from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
-from dynaforge.services import submissions as submission_service
+from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
 
 Info = strawberry.Info[RequestContext]
-
-#: How often a long-lived subscription checks that its token is still valid.
-REAUTH_S = 30.0
 
 
 @strawberry.type(description="A validator's vote on an example, or an owner's decision.")
@@ -74,18 +67,11 @@ class _Watch:
 
     async def recheck(self) -> None:
         context = self.info.context
-        if context.token is None or time.monotonic() - self.checked < REAUTH_S:
+        if context.token is None or time.monotonic() - self.checked < context.platform.settings.subscription_reauth_s:
             return
         self.checked = time.monotonic()
-        auth = await auth_service.authenticate(context.platform, context.token)
-        context.actor, context.auth_error = auth.actor, auth.error
-        if auth.actor is None:
-            raise NotAuthenticated(auth.error or "The API token is no longer valid; sign in again and resubscribe")
-
-
-def _refuse_bad_token(info: Info) -> None:
-    if info.context.auth_error:
-        raise query_error(NotAuthenticated(info.context.auth_error))
+        context.actor = await auth_service.authenticate(context.platform, context.token)
+        subscription_service.check_still_signed_in(context.actor)
 
 
 async def _events(info: Info, topic: str):
@@ -107,22 +93,14 @@ def _example(payload: dict) -> Example:
     )
 
 
-async def _task_topic(info: Info, event: str, task_code: str, *, signed_in: bool) -> str:
-    """The topic of a task's ``event`` for this subscriber, who must see the task (and be signed in when the
-    events show examples)."""
-    _refuse_bad_token(info)
-    if signed_in and info.context.actor is None:
-        raise query_error(
-            NotAuthenticated(
-                "Examples are shown to signed-in users: send your API token in the connection_init payload as "
-                '{"authorization": "Bearer <token>"}'
-            )
-        )
-    try:
-        view = await task_service.get_task(info.context.platform, info.context.actor, task_code)
-    except DynaforgeError as exc:
-        raise query_error(exc) from None
-    return f"{event}:{view.task.code}"
+@errors_as_graphql
+async def _task_topic(info: Info, event: str, task_code: str) -> str:
+    return await subscription_service.task_topic(*info.context.caller, event, task_code)
+
+
+@errors_as_graphql
+async def _evaluation_topic(info: Info, model_id: strawberry.ID) -> tuple[str, bool]:
+    return await subscription_service.evaluation_topic(*info.context.caller, parse_id(model_id, "modelId"))
 
 
 @strawberry.type
@@ -132,13 +110,13 @@ class Subscription:
         "a pending one gets its prediction). Signed-in users."
     )
     async def model_fooled(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
-        topic = await _task_topic(info, "modelFooled", task_code, signed_in=True)
+        topic = await _task_topic(info, "modelFooled", task_code)
         async for payload in _events(info, topic):
             yield _example(payload)
 
     @strawberry.subscription(description="Every example stored for the task, fooling or not. Signed-in users.")
     async def example_created(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
-        topic = await _task_topic(info, "exampleCreated", task_code, signed_in=True)
+        topic = await _task_topic(info, "exampleCreated", task_code)
         async for payload in _events(info, topic):
             yield _example(payload)
 
@@ -146,16 +124,15 @@ class Subscription:
         description="Validation votes, flags and owners' decisions on the task's examples. Signed-in users."
     )
     async def example_validated(self, info: Info, task_code: str) -> AsyncGenerator[ExampleValidated, None]:
-        topic = await _task_topic(info, "exampleValidated", task_code, signed_in=True)
+        topic = await _task_topic(info, "exampleValidated", task_code)
         async for payload in _events(info, topic):
             yield ExampleValidated(example=_example(payload), label=payload["label"])
 
     @strawberry.subscription(description="Rounds of the task opened, closed or edited. Anyone who can see the task.")
     async def round_changed(self, info: Info, task_code: str) -> AsyncGenerator[RoundChanged, None]:
-        topic = await _task_topic(info, "roundChanged", task_code, signed_in=False)
+        topic = await _task_topic(info, "roundChanged", task_code)
         async for payload in _events(info, topic):
-            async with info.context.platform.db.session() as s:
-                row = await s.get(RoundRow, payload["round_id"])
+            row = await task_service.round_by_id(info.context.platform, payload["round_id"])
             if row is None:
                 continue
             yield RoundChanged(task_code=payload["task_code"], change=payload["change"], round=Round.from_row(row))
@@ -167,14 +144,8 @@ class Subscription:
     async def evaluation_progress(
         self, info: Info, model_id: strawberry.ID
     ) -> AsyncGenerator[EvaluationProgress, None]:
-        _refuse_bad_token(info)
-        try:
-            model, privileged = await submission_service.get_model(
-                info.context.platform, info.context.actor, parse_id(model_id, "modelId")
-            )
-        except DynaforgeError as exc:
-            raise query_error(exc) from None
-        async for payload in _events(info, f"evaluationProgress:{model.id}"):
+        topic, privileged = await _evaluation_topic(info, model_id)
+        async for payload in _events(info, topic):
             yield EvaluationProgress(
                 evaluation_id=strawberry.ID(str(payload["evaluation_id"])),
                 model_id=strawberry.ID(str(payload["model_id"])),

@@ -8,11 +8,18 @@ from typing import Annotated
 import strawberry
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.errors import InvalidInput, NotAuthenticated, NotFound, RateLimited, as_result, parse_id, query_error
+from dynaforge.api.errors import (
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    RateLimited,
+    errors_as_graphql,
+    errors_as_union,
+    parse_id,
+)
 from dynaforge.db.models import Webhook as WebhookRow
 from dynaforge.db.models import WebhookDelivery as DeliveryRow
 from dynaforge.db.models import as_utc
-from dynaforge.errors import DynaforgeError
 from dynaforge.services import webhooks as webhook_service
 
 Info = strawberry.Info[RequestContext]
@@ -56,11 +63,9 @@ class Webhook:
     created_at: datetime
 
     @strawberry.field(description="The newest deliveries first.")
+    @errors_as_graphql
     async def deliveries(self, info: Info, first: int = 20) -> list[WebhookDelivery]:
-        try:
-            rows = await webhook_service.deliveries(info.context.platform, self.row.id, first=first)
-        except DynaforgeError as exc:
-            raise query_error(exc) from None
+        rows = await webhook_service.deliveries(info.context.platform, self.row.id, first=first)
         return [WebhookDelivery.from_row(r) for r in rows]
 
     @classmethod
@@ -116,50 +121,29 @@ DeleteWebhookResult = Annotated[
 @strawberry.type
 class WebhookQuery:
     @strawberry.field(description="Your webhooks on a task (its owners and admins: everyone's), with their deliveries.")
+    @errors_as_graphql
     async def webhooks(self, info: Info, task_code: str) -> list[Webhook]:
-        try:
-            rows = await webhook_service.list_webhooks(
-                info.context.platform, info.context.actor, task_code, auth_error=info.context.auth_error
-            )
-        except DynaforgeError as exc:
-            raise query_error(exc) from None
-        return [Webhook.from_row(r) for r in rows]
+        return [Webhook.from_row(r) for r in await webhook_service.list_webhooks(*info.context.caller, task_code)]
 
 
 @strawberry.type
 class WebhookMutation:
     @strawberry.mutation(description="Register a URL for a task's events. The answer holds the signing secret, once.")
+    @errors_as_union
     async def create_webhook(self, info: Info, input: CreateWebhookInput) -> CreateWebhookResult:
-        async def call():
-            made = await webhook_service.create(
-                info.context.platform,
-                info.context.actor,
-                input.task_code,
-                input.url,
-                list(input.events),
-                description=input.description,
-                auth_error=info.context.auth_error,
-            )
-            return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
-
-        return await as_result(call)
+        made = await webhook_service.create(
+            *info.context.caller, input.task_code, input.url, list(input.events), description=input.description
+        )
+        return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
     @strawberry.mutation(description="A new signing secret for a webhook (the old one stops working at once).")
+    @errors_as_union
     async def rotate_webhook_secret(self, info: Info, input: WebhookIdInput) -> RotateWebhookSecretResult:
-        async def call():
-            made = await webhook_service.rotate_secret(
-                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
-            )
-            return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
-
-        return await as_result(call)
+        made = await webhook_service.rotate_secret(*info.context.caller, parse_id(input.id, "id"))
+        return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
     @strawberry.mutation(description="Delete a webhook and its delivery log.")
+    @errors_as_union
     async def delete_webhook(self, info: Info, input: WebhookIdInput) -> DeleteWebhookResult:
-        async def call():
-            gone = await webhook_service.delete(
-                info.context.platform, info.context.actor, parse_id(input.id, "id"), auth_error=info.context.auth_error
-            )
-            return WebhookDeleted(id=strawberry.ID(str(gone)))
-
-        return await as_result(call)
+        gone = await webhook_service.delete(*info.context.caller, parse_id(input.id, "id"))
+        return WebhookDeleted(id=strawberry.ID(str(gone)))

@@ -74,9 +74,11 @@ class Database:
     def __init__(self, url: str, *, echo: bool = False):
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
+        on_disk = False
         if self.is_sqlite:
-            path = url.split(":///", 1)[1] if ":///" in url else ""
-            if path and path != ":memory:":
+            path = url.split(":///", 1)[1].split("?", 1)[0] if ":///" in url else ""
+            on_disk = bool(path) and path != ":memory:"
+            if on_disk:
                 Path(path).parent.mkdir(parents=True, exist_ok=True)
             self.engine = _sqlite_engine(url, "BEGIN IMMEDIATE", echo)
             self.read_engine = _sqlite_engine(url, "BEGIN", echo)
@@ -88,7 +90,7 @@ class Database:
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
         self._unit_writer: sessionmaker[Session] | None = None
         self._unit_thread: ThreadPoolExecutor | None = None
-        if self.is_sqlite:
+        if on_disk:  # an in-memory database is one per connection: its units stay on the async connection
             self._unit_writer = sessionmaker(_sqlite_writer_engine(url, echo), expire_on_commit=False)
             self._unit_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynaforge-sqlite-writer")
 

@@ -11,7 +11,6 @@ import asyncio
 import hashlib
 import re
 import secrets
-from dataclasses import dataclass
 from datetime import timedelta
 
 from argon2 import PasswordHasher
@@ -35,14 +34,6 @@ _DUMMY_HASH = "$argon2id$v=19$m=65536,t=3,p=4$00BVbJOluhd0tu/51B6xzQ$jHJ5hO+N5ep
 # Each Argon2 computation holds 64 MiB: at most two at once keeps a burst of sign-ups from inflating the API's memory.
 _CONCURRENT_HASHES = 2
 _LAST_USED_GRANULARITY = timedelta(minutes=5)
-
-
-@dataclass(frozen=True)
-class Authentication:
-    """The result of reading a bearer token: an actor, or why there is none."""
-
-    actor: Actor | None
-    error: str | None = None
 
 
 def hash_token(token: str) -> str:
@@ -70,10 +61,10 @@ def _actor(user: User) -> Actor:
 
 
 async def create_user(
-    p: Platform, actor: Actor | None, *, username: str, email: str, password: str, is_admin: bool = False
+    p: Platform, actor: Actor, *, username: str, email: str, password: str, is_admin: bool = False
 ) -> User:
     """Create an account. Anyone may create a plain account; only an admin (or the operator) an admin one."""
-    if is_admin and not (actor and actor.is_admin):
+    if is_admin and not actor.is_admin:
         raise Forbidden("Only an admin can create an admin account")
     _check_account(username, email, password)
     async with loop_semaphore("argon2", _CONCURRENT_HASHES):
@@ -104,7 +95,7 @@ async def _issue_token(p: Platform, user_id: int, name: str) -> tuple[ApiToken, 
 
 async def register(p: Platform, *, username: str, email: str, password: str) -> tuple[User, str]:
     """Create a plain account and its first API token (returned in plain text, once)."""
-    user = await create_user(p, None, username=username, email=email, password=password)
+    user = await create_user(p, Actor.anonymous(), username=username, email=email, password=password)
     _, token = await _issue_token(p, user.id, "registration")
     return user, token
 
@@ -137,11 +128,9 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
     return user, token
 
 
-async def create_token(
-    p: Platform, actor: Actor | None, *, name: str, username: str | None = None, auth_error: str | None = None
-) -> tuple[ApiToken, str]:
+async def create_token(p: Platform, actor: Actor, *, name: str, username: str | None = None) -> tuple[ApiToken, str]:
     """A new API token for the actor (or, for an admin or the operator, for ``username``)."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     name = (name or "").strip()
     if not 1 <= len(name) <= 100:
         raise InvalidInput.from_errors([FieldError("name", "length", "must have 1 to 100 characters")])
@@ -158,16 +147,28 @@ async def create_token(
     return await _issue_token(p, user_id, name)
 
 
-async def list_tokens(p: Platform, actor: Actor | None) -> list[ApiToken]:
+async def list_tokens(p: Platform, actor: Actor) -> list[ApiToken]:
     actor = require_human(actor)
     async with p.db.session() as s:
         rows = await s.scalars(select(ApiToken).where(ApiToken.user_id == actor.user_id).order_by(ApiToken.id))
         return list(rows)
 
 
-async def revoke_token(p: Platform, actor: Actor | None, token_id: int, *, auth_error: str | None = None) -> ApiToken:
+async def tokens_of(p: Platform, actor: Actor, user_id: int) -> list[ApiToken]:
+    """A user's API tokens, for the user themself; anyone else (admins too) sees none."""
+    if actor.user_id is None or actor.user_id != user_id:
+        return []
+    return await list_tokens(p, actor)
+
+
+def visible_email(actor: Actor, user: User) -> str | None:
+    """A user's email address, for the user themself and admins; None for everyone else."""
+    return user.email if actor.user_id == user.id or actor.is_admin else None
+
+
+async def revoke_token(p: Platform, actor: Actor, token_id: int) -> ApiToken:
     """Revoke one of the actor's tokens (admins: anyone's). Revoking twice is harmless."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     async with p.db.write() as s:
         row = await s.get(ApiToken, token_id)
         if row is None or (row.user_id != actor.user_id and not actor.is_admin):
@@ -178,10 +179,11 @@ async def revoke_token(p: Platform, actor: Actor | None, token_id: int, *, auth_
     return row
 
 
-async def authenticate(p: Platform, bearer: str | None) -> Authentication:
-    """Resolve ``Authorization: Bearer <token>``. No header: anonymous. A bad or revoked token: an error."""
+async def authenticate(p: Platform, bearer: str | None) -> Actor:
+    """Resolve ``Authorization: Bearer <token>``. No header: anonymous. A bad or revoked token: anonymous, with
+    the reason in :attr:`Actor.sign_in_error`."""
     if not bearer:
-        return Authentication(None)
+        return Actor.anonymous()
     digest = hash_token(bearer)
     cached = p.caches.tokens.get(digest)
     if cached is not None:
@@ -193,14 +195,14 @@ async def authenticate(p: Platform, bearer: str | None) -> Authentication:
             )
         ).first()
     if row is None:
-        return Authentication(None, "The API token is not valid; create one with login or createApiToken")
+        return Actor.anonymous("The API token is not valid; create one with login or createApiToken")
     token, user = row
     if token.revoked_at is not None:
-        result = Authentication(None, "The API token was revoked; sign in again with login")
+        result = Actor.anonymous("The API token was revoked; sign in again with login")
     elif not user.is_active:
-        result = Authentication(None, "This account is disabled")
+        result = Actor.anonymous("This account is disabled")
     else:
-        result = Authentication(_actor(user))
+        result = _actor(user)
         now = utcnow()
         last = as_utc(token.last_used_at)
         if last is None or now - last > _LAST_USED_GRANULARITY:
@@ -210,6 +212,11 @@ async def authenticate(p: Platform, bearer: str | None) -> Authentication:
                     stored.last_used_at = now
     p.caches.tokens.put(digest, result)
     return result
+
+
+async def current_user(p: Platform, actor: Actor) -> User | None:
+    """The signed-in user's account; None for anonymous actors and the operator, who have none."""
+    return None if actor.user_id is None else await get_user(p, actor.user_id)
 
 
 async def get_user(p: Platform, user_id: int) -> User | None:

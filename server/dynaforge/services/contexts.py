@@ -23,6 +23,7 @@ from dynaforge.files import Problems
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.services.tasks import ContextStrategy
 from dynaforge.tasks.base import Task
 from dynaforge.tasks.fields import Field, Role
 
@@ -38,15 +39,6 @@ MAX_REPORTED_ERRORS = files.MAX_REPORTED
 INSERT_BATCH = 500
 #: A column (CSV) or key (JSONL) of this name is the row's tag, unless the task has a context field of that name.
 TAG_COLUMN = "tag"
-
-
-class ContextStrategy(StrEnum):
-    """How ``next_context`` picks one of the current round's contexts."""
-
-    LEAST_USED = "least_used"
-    UNIFORM = "uniform"
-    LEAST_FOOLED = "least_fooled"
-    VALIDATION_FAILED = "validation_failed"
 
 
 STRATEGY_DESCRIPTIONS: dict[ContextStrategy, str] = {
@@ -111,15 +103,14 @@ def _empty_message(task: Task) -> str:
 
 async def add_contexts(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     contexts: list[Any],
     *,
     tag: str | None = None,
-    auth_error: str | None = None,
 ) -> list[int]:
     """Add contexts to the task's current round: owners and admins only; all or nothing."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     _refuse_contextless(view.task)
     if not contexts or len(contexts) > MAX_CONTEXTS_PER_CALL:
@@ -340,14 +331,13 @@ def parse_context_file(
 
 async def upload_contexts(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     source: BinaryIO,
     *,
     filename: str | None = None,
     file_format: ContextFileFormat | str | None = None,
     tag: str | None = None,
-    auth_error: str | None = None,
 ) -> UploadedContexts:
     """Add every context of a JSONL or CSV file to the task's current round: owners and admins only.
 
@@ -355,7 +345,7 @@ async def upload_contexts(
     batches inside one transaction only when no row is wrong. The limits are ``context_upload_max_bytes`` and
     ``context_upload_max_rows``.
     """
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         if not await task_service.is_owner(s, actor, view.row.id):
@@ -492,7 +482,7 @@ _PICKERS = {
 
 async def next_context(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     *,
     tag: str | None = None,

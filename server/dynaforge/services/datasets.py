@@ -35,6 +35,7 @@ from dynaforge.evaluation.variants import iter_variants
 from dynaforge.files import Problems
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
+from dynaforge.services.evaluation_jobs import enqueue
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
@@ -64,8 +65,8 @@ def split_sizes(n: int, fractions: list[float]) -> list[int]:
     return sizes
 
 
-async def _owned_task(p: Platform, actor: Actor | None, code: str, auth_error: str | None):
-    actor = require_user(actor, auth_error)
+async def _owned_task(p: Platform, actor: Actor, code: str):
+    actor = require_user(actor)
     view = await task_service.get_task(p, actor, code)
     async with p.db.session() as s:
         if not await task_service.is_owner(s, actor, view.row.id):
@@ -75,16 +76,15 @@ async def _owned_task(p: Platform, actor: Actor | None, code: str, auth_error: s
 
 async def build_from_round(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     round_number: int,
     *,
     seed: int = 0,
     splits: tuple[tuple[str, float, str], ...] = DEFAULT_SPLITS,
-    auth_error: str | None = None,
 ) -> list[Dataset]:
     """Owners turn a round's accepted examples into train/dev/test data sets (by default the test split scores)."""
-    actor, view = await _owned_task(p, actor, task_code, auth_error)
+    actor, view = await _owned_task(p, actor, task_code)
     if abs(sum(f for _, f, _ in splits) - 1.0) > 1e-9 or any(f < 0 for _, f, _ in splits):
         raise InvalidInput.from_errors(
             [FieldError("splits", "fractions", "fractions must be at least 0 and add up to 1")]
@@ -148,7 +148,7 @@ async def build_from_round(
             if access == DatasetAccess.SCORING:
                 made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
-    _enqueue(p, queued)
+    enqueue(p, queued)
     return made
 
 
@@ -175,12 +175,6 @@ async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: 
     await s.flush()
     await s.execute(update(ModelRow).where(ModelRow.id.in_(models)).values(status=ModelStatus.EVALUATING))
     return [e.id for e in evaluations]
-
-
-def _enqueue(p: Platform, evaluation_ids: list[int]) -> None:
-    from dynaforge.services.submissions import enqueue  # submissions imports this module's neighbours
-
-    enqueue(p, evaluation_ids)
 
 
 async def _add_perturbed_copies(
@@ -262,7 +256,7 @@ async def _add_items(
         )
 
 
-async def list_datasets(p: Platform, actor: Actor | None, task_code: str) -> list[Dataset]:
+async def list_datasets(p: Platform, actor: Actor, task_code: str) -> list[Dataset]:
     """A task's data sets; HIDDEN ones only for its owners and admins."""
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
@@ -273,7 +267,7 @@ async def list_datasets(p: Platform, actor: Actor | None, task_code: str) -> lis
         return list(await s.scalars(select(Dataset).where(*where).order_by(Dataset.name)))
 
 
-async def get_dataset(p: Platform, actor: Actor | None, dataset_id: int) -> tuple[Dataset, bool]:
+async def get_dataset(p: Platform, actor: Actor, dataset_id: int) -> tuple[Dataset, bool]:
     """A data set and whether ``actor`` may see its gold targets."""
     async with p.db.session() as s:
         dataset = await s.get(Dataset, dataset_id)
@@ -289,9 +283,7 @@ async def get_dataset(p: Platform, actor: Actor | None, dataset_id: int) -> tupl
     return dataset, owner or dataset.access == DatasetAccess.STANDARD
 
 
-async def items(
-    p: Platform, actor: Actor | None, dataset_id: int, *, first: int = 100, after: int | None = None
-) -> ItemPage:
+async def items(p: Platform, actor: Actor, dataset_id: int, *, first: int = 100, after: int | None = None) -> ItemPage:
     """A page of a data set's items in order. Gold targets are stripped unless the set is STANDARD or the actor
     owns the task."""
     if not 1 <= first <= MAX_PAGE:
@@ -335,7 +327,7 @@ def _record_problems() -> Problems:
 
 async def create_dataset(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     name: str,
     records: list[tuple[str, dict[str, Any]]],
@@ -343,11 +335,10 @@ async def create_dataset(
     access: str = DatasetAccess.SCORING,
     description: str = "",
     seed: int = 0,
-    auth_error: str | None = None,
 ) -> list[Dataset]:
     """Owners add a data set of complete examples (``(location, fields)`` pairs, e.g. read by an importer): each is
     validated by the task, all or nothing, errors named by location. A SCORING set gets its perturbed copies."""
-    actor, view = await _owned_task(p, actor, task_code, auth_error)
+    actor, view = await _owned_task(p, actor, task_code)
     problems = _record_problems()
     if not NAME.match(name or ""):
         problems.add("name", None, "format", "use 1 to 100 lowercase letters, digits, '_', '.' or '-'")
@@ -382,7 +373,7 @@ async def create_dataset(
         if access == DatasetAccess.SCORING:
             made.extend(await _add_perturbed_copies(p, s, view.task, dataset, cleaned, actor))
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
-    _enqueue(p, queued)
+    enqueue(p, queued)
     return made
 
 
@@ -400,7 +391,7 @@ def read_jsonl(source: BinaryIO, max_bytes: int, name: str = "the file") -> list
 
 async def attach_perturbed_copy(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     dataset_id: int,
     perturbation: str,
     kind: str,
@@ -408,7 +399,6 @@ async def attach_perturbed_copy(
     *,
     replace: bool = False,
     description: str = "",
-    auth_error: str | None = None,
 ) -> Dataset:
     """Owners attach their own perturbed copy of a scoring set instead of (or beside) the platform's.
 
@@ -421,13 +411,13 @@ async def attach_perturbed_copy(
     robustness and fairness are recomputed when those evaluations are done. All or nothing; problems are named by
     location (``line 3.original_position``).
     """
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     async with p.db.session() as s:
         parent = await s.get(Dataset, dataset_id)
         code = None if parent is None else await s.scalar(select(TaskRow.code).where(TaskRow.id == parent.task_id))
     if parent is None:
         raise NotFound(f"No data set {dataset_id}")
-    actor, view = await _owned_task(p, actor, code, auth_error)
+    actor, view = await _owned_task(p, actor, code)
     errors = []
     if parent.parent_id is not None:
         errors.append(
@@ -513,5 +503,5 @@ async def attach_perturbed_copy(
         await s.flush()
         await _add_items(s, copy.id, [(None, fields) for _, fields in cleaned], [position for position, _ in cleaned])
         queued = await _evaluate_existing_models(s, parent.task_id, [copy.id])
-    _enqueue(p, queued)
+    enqueue(p, queued)
     return copy

@@ -157,16 +157,15 @@ async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str,
 
 async def submit(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     *,
     task_code: str,
     fields: Any,
     context_id: int | None = None,
     time_taken_ms: int | None = None,
     tag: str | None = None,
-    auth_error: str | None = None,
 ) -> Outcome:
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     task = view.task
     if not view.row.active:
@@ -294,9 +293,9 @@ async def cached_context(p: Platform, context_id: int) -> Context | None:
 _RETRACTABLE = (ExampleStatus.CREATED, ExampleStatus.PENDING_PREDICTION, ExampleStatus.FLAGGED)
 
 
-async def retract(p: Platform, actor: Actor | None, example_id: int, *, auth_error: str | None = None) -> Example:
+async def retract(p: Platform, actor: Actor, example_id: int) -> Example:
     """The author (or a task owner or admin) withdraws an example before it has been accepted or rejected."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     async with p.db.write() as s:
         example = await s.get(Example, example_id, with_for_update=s.bind.dialect.name == "postgresql")
         if example is None:
@@ -393,13 +392,13 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
     return done
 
 
-async def _can_read(s, actor: Actor | None, example: Example) -> bool:
-    if actor is None:
+async def _can_read(s, actor: Actor, example: Example) -> bool:
+    if actor.is_anonymous:
         return False
     return example.user_id == actor.user_id or await task_service.is_owner(s, actor, example.task_id)
 
 
-async def get_example(p: Platform, actor: Actor | None, example_id: int) -> Example:
+async def get_example(p: Platform, actor: Actor, example_id: int) -> Example:
     """Authors read their own examples; owners and admins read every example of their tasks."""
     async with p.db.session() as s:
         example = await s.get(Example, example_id)
@@ -410,17 +409,16 @@ async def get_example(p: Platform, actor: Actor | None, example_id: int) -> Exam
 
 async def list_examples(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     *,
     task_code: str,
     first: int | None = None,
     after: str | None = None,
     status: str | None = None,
     mine: bool = False,
-    auth_error: str | None = None,
 ) -> Page:
     """Newest first, keyset-paged. Users see their own examples; owners and admins see all (or theirs, ``mine``)."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     limit = p.settings.page_max_size if first is None else first
     if not 1 <= limit <= p.settings.page_max_size:

@@ -8,9 +8,10 @@ before the next page is read, so memory stays flat in the number of examples. No
 and validators appear as pseudonyms, an HMAC of the user id keyed on the round's secret (:func:`pseudonym`), stable
 within a round and unrelated across rounds.
 
-Use :func:`prepare_export` (authorisation, the rounds and how many examples there are) and then :func:`write` with
-a format's name (or :func:`write_jsonl`, :func:`write_hf`, :func:`iter_jsonl` for the core formats), or
-:func:`export_of` to hand the export to a format yourself (``format.stream(export)`` for an HTTP response).
+Use :func:`prepare_export` (authorisation, the rounds and how many examples there are; :func:`prepare_download`
+for a download, which is rate limited) and then :func:`write` with a format's name (or :func:`write_jsonl`,
+:func:`write_hf`, :func:`iter_jsonl` for the core formats), or :func:`export_of` to hand the export to a format
+yourself (``format.stream(export)`` for an HTTP response).
 """
 
 from __future__ import annotations
@@ -119,12 +120,11 @@ class ExportResult:
 
 async def prepare_export(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     *,
     round_number: int | None = None,
     statuses: Iterable[str] | None = None,
-    auth_error: str | None = None,
 ) -> ExportPlan:
     """Check who may export what and fix the export's scope.
 
@@ -133,7 +133,7 @@ async def prepare_export(
     Hidden tasks exist only for their owners and admins. ``round_number=None`` exports
     every round of the task.
     """
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     wanted = _check_statuses(statuses)
     async with p.db.session() as s:
@@ -168,6 +168,21 @@ async def prepare_export(
     return ExportPlan(
         view.task, view.row.id, parts, tuple(wanted), max_id, whole_task=round_number is None, withhold_scored=not owner
     )
+
+
+async def prepare_download(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    *,
+    round_number: int | None = None,
+    statuses: Iterable[str] | None = None,
+) -> ExportPlan:
+    """:func:`prepare_export` for a download over HTTP. Exports are heavy reads: each user may start
+    ``exports_per_minute`` of them (an export refused for another reason does not count)."""
+    plan = await prepare_export(p, actor, task_code, round_number=round_number, statuses=statuses)
+    p.limiter.hit(f"exports:{actor.user_id or 'system'}", p.settings.exports_per_minute, 60.0, "exports")
+    return plan
 
 
 def _conditions(task_id: int, statuses: Iterable[str], max_id: int, withhold_scored: bool) -> list[Any]:

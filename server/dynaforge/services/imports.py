@@ -95,7 +95,7 @@ def choose_importer(p: Platform, task: Task, name: str) -> Importer:
 
 async def import_examples(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     *,
     task_code: str,
     format: str,

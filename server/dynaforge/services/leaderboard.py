@@ -111,7 +111,7 @@ def _weights(entries: list[tuple[str, float]] | dict[str, float] | None, what: s
 
 async def compute(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     *,
     metric_weights: list[tuple[str, float]] | dict[str, float] | None = None,
@@ -274,17 +274,16 @@ def to_csv(board: Board) -> str:
 
 async def save_fork(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     name: str,
     *,
     metric_weights: dict[str, float] | None,
     dataset_weights: dict[str, float] | None,
     description: str = "",
-    auth_error: str | None = None,
 ) -> LeaderboardFork:
     """Save weights under a name (checked by computing the board with them once)."""
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     if not 1 <= len(name.strip()) <= 100 or len(description) > 2000:
         raise InvalidInput.from_errors(
             [FieldError("name", "length", "give a name of 1 to 100 characters (and a description of at most 2000)")]
@@ -316,16 +315,15 @@ async def save_fork(
 
 async def snapshot(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     name: str,
     *,
     metric_weights: dict[str, float] | None,
     dataset_weights: dict[str, float] | None,
-    auth_error: str | None = None,
 ) -> LeaderboardSnapshot:
     """Freeze the board as computed now with these weights."""
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     if not 1 <= len(name.strip()) <= 100:
         raise InvalidInput.from_errors([FieldError("name", "length", "give a name of 1 to 100 characters")])
     board = await compute(p, actor, task_code, metric_weights=metric_weights, dataset_weights=dataset_weights)
@@ -364,7 +362,7 @@ async def snapshot(
     return row
 
 
-async def get_snapshot(p: Platform, actor: Actor | None, snapshot_id: int) -> LeaderboardSnapshot:
+async def get_snapshot(p: Platform, actor: Actor, snapshot_id: int) -> LeaderboardSnapshot:
     async with p.db.session() as s:
         row = await s.get(LeaderboardSnapshot, snapshot_id)
         code = None

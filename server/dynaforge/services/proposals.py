@@ -19,10 +19,8 @@ from dynaforge.services.platform import Platform
 CODE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
 
 
-async def propose(
-    p: Platform, actor: Actor | None, *, code: str, name: str, description: str = "", auth_error: str | None = None
-) -> TaskProposal:
-    actor = require_human(actor, auth_error)
+async def propose(p: Platform, actor: Actor, *, code: str, name: str, description: str = "") -> TaskProposal:
+    actor = require_human(actor)
     errors = []
     if not CODE.match(code or ""):
         errors.append(
@@ -49,14 +47,13 @@ async def propose(
 
 async def decide(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     proposal_id: int,
     *,
     accept: bool,
     note: str | None = None,
-    auth_error: str | None = None,
 ) -> TaskProposal:
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     if not actor.is_admin:
         raise Forbidden("Only admins decide task proposals")
     if note is not None and len(note) > 2000:
@@ -97,11 +94,9 @@ async def decide(
     return proposal
 
 
-async def list_proposals(
-    p: Platform, actor: Actor | None, *, status: str | None = None, auth_error: str | None = None
-) -> list[TaskProposal]:
+async def list_proposals(p: Platform, actor: Actor, *, status: str | None = None) -> list[TaskProposal]:
     """Admins see every proposal, others their own; newest first."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     if status is not None and status not in ProposalStatus.ALL:
         raise InvalidInput.from_errors(
             [FieldError("status", "choice", f"must be one of {', '.join(ProposalStatus.ALL)}")]

@@ -96,11 +96,9 @@ async def leaderboard(p: Platform, round_id: int, *, first: int = 20, offset: in
     return [UserStats(r.user_id, name, offset + i + 1, Stats.of(r)) for i, (r, name) in enumerate(rows)]
 
 
-async def my_stats(
-    p: Platform, actor: Actor | None, task_code: str, *, auth_error: str | None = None
-) -> list[tuple[int, Stats]]:
+async def my_stats(p: Platform, actor: Actor, task_code: str) -> list[tuple[int, Stats]]:
     """The signed-in user's counters in each round of a task where they wrote something, by round number."""
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         rows = (

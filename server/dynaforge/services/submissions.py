@@ -9,7 +9,6 @@ owners and admins.
 
 from __future__ import annotations
 
-import logging
 from datetime import timedelta
 from typing import Any
 
@@ -18,11 +17,11 @@ from sqlalchemy import delete, func, or_, select
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
 from dynaforge.files import Problems
+from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.evaluation_jobs import enqueue
 from dynaforge.services.platform import Platform
-
-log = logging.getLogger(__name__)
 
 DEFAULT_SUBMISSIONS_PER_DAY = 3
 CARD_FIELDS = {"parameters", "license", "paper", "description", "training_data"}
@@ -66,7 +65,7 @@ async def _check_throttle(s, view: task_service.TaskView, actor: Actor, task_cod
 
 async def submit_model(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     *,
     task_code: str,
     name: str,
@@ -75,10 +74,9 @@ async def submit_model(
     card: dict[str, Any] | None = None,
     published: bool = False,
     anonymous: bool = False,
-    auth_error: str | None = None,
 ) -> tuple[ModelRow, list[Evaluation]]:
     """Store a submission and queue its evaluations; returns the model and its queued evaluations."""
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     open_to_all = {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
     if backend not in open_to_all:
@@ -134,17 +132,6 @@ async def submit_model(
     return model, evaluations
 
 
-def enqueue(p: Platform, evaluation_ids: list[int]) -> None:
-    """Send the evaluations to the job system, if this process runs one. A broker that is down is logged, not
-    raised: the submission is stored, and queued evaluations are sent again when a server starts."""
-    if p.jobs is None or not evaluation_ids:
-        return
-    try:
-        p.jobs.enqueue(evaluation_ids)
-    except Exception as exc:  # dynaforge.jobs.BrokerUnavailable
-        log.error("evaluations %s stay queued: %s", evaluation_ids, exc)
-
-
 async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
     """Send again the evaluations that never started (and, with ``running_too``, those a stopped worker left
     running); the runner resumes each from its stored chunks. Returns how many were sent."""
@@ -157,7 +144,7 @@ async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
     return len(ids)
 
 
-async def get_model(p: Platform, actor: Actor | None, model_id: int) -> tuple[ModelRow, bool]:
+async def get_model(p: Platform, actor: Actor, model_id: int) -> tuple[ModelRow, bool]:
     """A model and whether ``actor`` may see everything about it (its submitter, owners and admins).
 
     Unpublished models are visible only to them; others get NotFound.
@@ -166,7 +153,7 @@ async def get_model(p: Platform, actor: Actor | None, model_id: int) -> tuple[Mo
         model = await s.get(ModelRow, model_id)
         if model is None:
             raise NotFound(f"No model {model_id} that you can see")
-        privileged = actor is not None and (
+        privileged = actor.is_authenticated and (
             model.user_id == actor.user_id or await task_service.is_owner(s, actor, model.task_id)
         )
         code = await s.scalar(select(TaskRow.code).where(TaskRow.id == model.task_id))
@@ -193,7 +180,7 @@ MAX_PREDICTIONS = 100_000
 
 async def submit_predictions(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     *,
     task_code: str,
     name: str,
@@ -202,15 +189,13 @@ async def submit_predictions(
     card: dict[str, Any] | None = None,
     published: bool = False,
     anonymous: bool = False,
-    auth_error: str | None = None,
 ) -> tuple[ModelRow, Evaluation]:
     """A model builder uploads predictions for one data set instead of a model: one output per item, in the order
     of ``datasetItems``, in the shape the model server contract returns (e.g. ``{"label": "positive"}``). They are
     scored at once like a model's outputs, but measure no speed or memory. Throttled like submissions."""
     from dynaforge.evaluation.runner import Runner
-    from dynaforge.services import datasets as dataset_service
 
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     card = check_card(card)
     if not 1 <= len((name or "").strip()) <= 100:

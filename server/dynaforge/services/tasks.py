@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import DateTime, insert, literal, select
@@ -26,6 +27,16 @@ MAX_ENSEMBLE = 7
 MAX_QUORUM = 25
 MAX_DAILY_CAP = 100_000
 MAX_INSTRUCTIONS = 20_000
+
+
+class ContextStrategy(StrEnum):
+    """How ``next_context`` picks one of the current round's contexts (a task setting; see
+    :data:`dynaforge.services.contexts.STRATEGY_DESCRIPTIONS`)."""
+
+    LEAST_USED = "least_used"
+    UNIFORM = "uniform"
+    LEAST_FOOLED = "least_fooled"
+    VALIDATION_FAILED = "validation_failed"
 
 
 @dataclass(frozen=True)
@@ -94,9 +105,8 @@ async def sync_registered_tasks(p: Platform) -> list[str]:
     return created
 
 
-async def is_owner(s: AsyncSession, actor: Actor | None, task_id: int) -> bool:
-    if actor is None:
-        return False
+async def is_owner(s: AsyncSession, actor: Actor, task_id: int) -> bool:
+    """Whether ``actor`` owns the task or is an admin (the operator is one; an anonymous actor owns nothing)."""
     if actor.is_admin:
         return True
     if actor.user_id is None:
@@ -108,11 +118,22 @@ async def is_owner(s: AsyncSession, actor: Actor | None, task_id: int) -> bool:
     ) is not None
 
 
-async def _visible(s: AsyncSession, actor: Actor | None, row: TaskRow) -> bool:
+async def owns_task(p: Platform, actor: Actor, task_id: int) -> bool:
+    """:func:`is_owner` in a session of its own."""
+    async with p.db.session() as s:
+        return await is_owner(s, actor, task_id)
+
+
+async def target_model_config(p: Platform, actor: Actor, task_id: int, config: dict[str, Any]) -> dict[str, Any] | None:
+    """A target model's backend configuration, for the task's owners and admins only: it may hold credentials."""
+    return config if await owns_task(p, actor, task_id) else None
+
+
+async def _visible(s: AsyncSession, actor: Actor, row: TaskRow) -> bool:
     return not row.hidden or await is_owner(s, actor, row.id)
 
 
-async def list_tasks(p: Platform, actor: Actor | None) -> list[TaskView]:
+async def list_tasks(p: Platform, actor: Actor) -> list[TaskView]:
     """Tasks whose plugin is loaded; hidden ones only for their owners and admins."""
     registry = p.plugins.registry.tasks
     async with p.db.session() as s:
@@ -120,7 +141,7 @@ async def list_tasks(p: Platform, actor: Actor | None) -> list[TaskView]:
         return [TaskView(registry[r.code], r) for r in rows if r.code in registry and await _visible(s, actor, r)]
 
 
-async def get_task(p: Platform, actor: Actor | None, code: str) -> TaskView:
+async def get_task(p: Platform, actor: Actor, code: str) -> TaskView:
     task = p.plugins.task(code)
     row = p.caches.tasks.get(code)
     if row is None or row.hidden:
@@ -157,6 +178,11 @@ async def list_rounds(p: Platform, task_id: int) -> list[Round]:
         return list(await s.scalars(select(Round).where(Round.task_id == task_id).order_by(Round.number)))
 
 
+async def round_by_id(p: Platform, round_id: int) -> Round | None:
+    async with p.db.session() as s:
+        return await s.get(Round, round_id)
+
+
 async def get_round(p: Platform, task_id: int, number: int | None = None) -> Round | None:
     async with p.db.session() as s:
         if number is None:
@@ -164,11 +190,9 @@ async def get_round(p: Platform, task_id: int, number: int | None = None) -> Rou
         return await s.scalar(select(Round).where(Round.task_id == task_id, Round.number == number))
 
 
-async def grant_ownership(
-    p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None
-) -> None:
+async def grant_ownership(p: Platform, actor: Actor, code: str, user_id: int) -> None:
     """Admins make a user an owner of a task (idempotent)."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     if not actor.is_admin:
         raise Forbidden("Only an admin can grant task ownership")
     view = await get_task(p, actor, code)
@@ -180,11 +204,9 @@ async def grant_ownership(
     p.caches.webhooks.pop(view.row.id)  # what the new owner's webhooks may receive changed
 
 
-async def revoke_ownership(
-    p: Platform, actor: Actor | None, code: str, user_id: int, *, auth_error: str | None = None
-) -> None:
+async def revoke_ownership(p: Platform, actor: Actor, code: str, user_id: int) -> None:
     """Admins take a task away from one of its owners (idempotent)."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     if not actor.is_admin:
         raise Forbidden("Only an admin can revoke task ownership")
     view = await get_task(p, actor, code)
@@ -193,6 +215,24 @@ async def revoke_ownership(
         if row is not None:
             await s.delete(row)
     p.caches.webhooks.pop(view.row.id)  # their webhooks stop getting authors (and a hidden task's events)
+
+
+async def change_ownership(
+    p: Platform, actor: Actor, code: str, username: str, *, grant: bool
+) -> tuple[TaskView, User]:
+    """Admins make the user named ``username`` an owner of the task (``grant``) or take the task away from them
+    (idempotent); returns the task and the user. A non-admin learns nothing about which usernames exist."""
+    actor = require_user(actor)
+    if not actor.is_admin:
+        raise Forbidden("Only an admin can change task ownership")
+    user_id = await user_id_by_name(p, username)
+    await (grant_ownership if grant else revoke_ownership)(p, actor, code, user_id)
+    view = await get_task(p, actor, code)
+    async with p.db.session() as s:
+        user = await s.get(User, user_id)
+    if user is None:  # removed meanwhile
+        raise NotFound(f"No user named {username!r}")
+    return view, user
 
 
 async def user_id_by_name(p: Platform, username: str) -> int:
@@ -226,8 +266,6 @@ def _check_settings(changes: dict[str, Any]) -> list[FieldError]:
     instructions = changes.get("instructions")
     if instructions is not None and len(instructions) > MAX_INSTRUCTIONS:
         errors.append(FieldError("instructions", "max_length", f"must have at most {MAX_INSTRUCTIONS} characters"))
-    from dynaforge.services.contexts import ContextStrategy  # contexts builds on this module
-
     strategy = changes.get("context_strategy")
     choices = [c.value for c in ContextStrategy]
     if strategy is not None and strategy not in choices:
@@ -235,15 +273,13 @@ def _check_settings(changes: dict[str, Any]) -> list[FieldError]:
     return errors
 
 
-async def update_settings(
-    p: Platform, actor: Actor | None, code: str, changes: dict[str, Any], *, auth_error: str | None = None
-) -> TaskView:
+async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[str, Any]) -> TaskView:
     """Owners and admins change a task's settings; ``None`` leaves a setting as it is.
 
     ``changes`` may hold the fields of :class:`TaskSettings` plus ``hidden`` and ``active``. A daily cap of 0 and
     empty instructions go back to the defaults (no cap, the plugin's instructions).
     """
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     changes = {k: v for k, v in changes.items() if v is not None}
     unknown = set(changes) - set(TaskSettings.__dataclass_fields__) - {"hidden", "active"}
@@ -280,18 +316,17 @@ async def _owned_open_round(s: AsyncSession, actor: Actor, view: TaskView, verb:
 
 async def open_next_round(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     code: str,
     *,
     models: list[dict] | None = None,
     rule: str | None = None,
     description: str = "",
     copy_contexts: bool = False,
-    auth_error: str | None = None,
 ) -> tuple[Round, Round | None]:
     """Owners close the current round and open the next: new target models (default: the current ones), a new
     export secret, optionally a copy of the current round's contexts. Returns the new round and the closed one."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     if len(description) > 5000:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 5000 characters")])
@@ -346,9 +381,9 @@ async def open_next_round(
     return new, previous
 
 
-async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error: str | None = None) -> Round:
+async def close_round(p: Platform, actor: Actor, code: str) -> Round:
     """Owners stop collection in the current round (annotators get RoundClosed until the next round opens)."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     async with p.db.write() as s:
         round_ = await _owned_open_round(s, actor, view, "close its round")
@@ -364,11 +399,9 @@ async def close_round(p: Platform, actor: Actor | None, code: str, *, auth_error
     return round_
 
 
-async def update_round(
-    p: Platform, actor: Actor | None, code: str, number: int, *, description: str, auth_error: str | None = None
-) -> Round:
+async def update_round(p: Platform, actor: Actor, code: str, number: int, *, description: str) -> Round:
     """Owners edit a round's description."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     if len(description) > 5000:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 5000 characters")])
@@ -432,15 +465,13 @@ def check_target_models(p: Platform, models: list[dict], rule: str) -> list[Mode
 
 async def set_target_models(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     code: str,
     models: list[dict],
     rule: str = "majority",
-    *,
-    auth_error: str | None = None,
 ) -> Round:
     """Owners (and admins) put one model or an ensemble in the loop of the task's open round."""
-    actor = require_user(actor, auth_error)
+    actor = require_user(actor)
     view = await get_task(p, actor, code)
     specs = check_target_models(p, models, rule)
     async with p.db.write() as s:

@@ -40,9 +40,7 @@ MAX_REASON = 2000
 _SAMPLE = 16
 
 
-async def example_to_validate(
-    p: Platform, actor: Actor | None, task_code: str, *, owner_mode: bool = False, auth_error: str | None = None
-) -> Example | None:
+async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owner_mode: bool = False) -> Example | None:
     """The next example for ``actor`` to validate in ``task_code``, or None when there is nothing left.
 
     Crowd mode: examples that fooled the model first (the others only if the task validates non-fooling examples),
@@ -51,7 +49,7 @@ async def example_to_validate(
     picked at random, so that validators working at once spread over examples. Owner mode (owners and admins):
     flagged examples first, then the crowd's queue, own examples included.
     """
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     settings = view.settings
     already = exists().where(Validation.example_id == Example.id, Validation.user_id == actor.user_id)
@@ -173,20 +171,19 @@ def _decision(example: Example, label: str, by_owner: bool, quorum: int) -> str 
 
 async def validate(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     example_id: int,
     label: str,
     *,
     corrected_target: Any = None,
     reason: str | None = None,
-    auth_error: str | None = None,
 ) -> Example:
     """Cast ``actor``'s vote on an example; returns the example, decided if this vote reached the quorum.
 
     Raises NotFound (no such example visible), Forbidden (own example, or a non-fooling example where the task does
     not validate those), AlreadyExists (voted before), Conflict (decided or retracted meanwhile).
     """
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     _check_vote(label, reason)
     peek, view, context, number = await _peek(p, actor, example_id)
     p.limiter.hit(
@@ -253,15 +250,13 @@ async def validate(
     return example
 
 
-async def flag(
-    p: Platform, actor: Actor | None, example_id: int, reason: str, *, auth_error: str | None = None
-) -> Example:
+async def flag(p: Platform, actor: Actor, example_id: int, reason: str) -> Example:
     """Take an example out of the validators' queue until an owner decides: its author (say, after a mistake) or
     anyone who finds it abusive, unusable or leaking personal data. Flagging a flagged example changes nothing.
 
     A flag by someone other than the author is also their FLAGGED vote (so they cannot vote on it again).
     """
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     reason = (reason or "").strip()
     if not 1 <= len(reason) <= MAX_REASON:
         raise InvalidInput.from_errors([FieldError("reason", "length", f"say why, in 1 to {MAX_REASON} characters")])

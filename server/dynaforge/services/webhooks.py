@@ -145,15 +145,14 @@ def _check_events(events: list[str]) -> list[str]:
 
 async def create(
     p: Platform,
-    actor: Actor | None,
+    actor: Actor,
     task_code: str,
     url: str,
     events: list[str],
     *,
     description: str = "",
-    auth_error: str | None = None,
 ) -> Registered:
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     chosen = _check_events(events)
     if len(description or "") > 500:
@@ -190,9 +189,9 @@ async def _own(s, actor: Actor, webhook_id: int) -> Webhook:
     return webhook
 
 
-async def delete(p: Platform, actor: Actor | None, webhook_id: int, *, auth_error: str | None = None) -> int:
+async def delete(p: Platform, actor: Actor, webhook_id: int) -> int:
     """The registrant (or the task's owners and admins) deletes a webhook and its delivery log."""
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     async with p.db.write() as s:
         webhook = await _own(s, actor, webhook_id)
         task_id = webhook.task_id
@@ -201,11 +200,9 @@ async def delete(p: Platform, actor: Actor | None, webhook_id: int, *, auth_erro
     return webhook_id
 
 
-async def rotate_secret(
-    p: Platform, actor: Actor | None, webhook_id: int, *, auth_error: str | None = None
-) -> Registered:
+async def rotate_secret(p: Platform, actor: Actor, webhook_id: int) -> Registered:
     """Only the registrant: whoever holds the secret can sign deliveries their receiver trusts."""
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     async with p.db.write() as s:
         webhook = await s.get(Webhook, webhook_id)
         if webhook is None or webhook.user_id != actor.user_id:
@@ -215,11 +212,9 @@ async def rotate_secret(
     return Registered(webhook, secret_for(p.settings, webhook.id, webhook.secret_salt))
 
 
-async def list_webhooks(
-    p: Platform, actor: Actor | None, task_code: str, *, auth_error: str | None = None
-) -> list[Webhook]:
+async def list_webhooks(p: Platform, actor: Actor, task_code: str) -> list[Webhook]:
     """Yours on the task; the task's owners and admins see everyone's."""
-    actor = require_human(actor, auth_error)
+    actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         where = [Webhook.task_id == view.row.id]

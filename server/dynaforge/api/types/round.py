@@ -7,11 +7,12 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
+from dynaforge.api.context import RequestContext
 from dynaforge.api.types.stats import LeaderboardEntry, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import stats as stats_service
-from dynaforge.services.tasks import is_owner
+from dynaforge.services import tasks as task_service
 
 
 @strawberry.type(description="A model a round puts in the loop.")
@@ -25,10 +26,8 @@ class TargetModel:
         description="The backend configuration; only the task's owners and admins see it (it may "
         "hold credentials), others get null."
     )
-    async def config(self, info: strawberry.Info) -> JSON | None:
-        platform, actor = info.context.platform, info.context.actor
-        async with platform.db.session() as s:
-            return self.raw_config if await is_owner(s, actor, self.task_id) else None
+    async def config(self, info: strawberry.Info[RequestContext]) -> JSON | None:
+        return await task_service.target_model_config(*info.context.caller, self.task_id, self.raw_config)
 
 
 @strawberry.type(description="A task's numbered round: its target model(s), dates and counters.")

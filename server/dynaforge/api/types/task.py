@@ -102,8 +102,7 @@ class Task:
 
     @strawberry.field(description="Whether the signed-in user owns this task (or is an admin).")
     async def viewer_is_owner(self, info: strawberry.Info[RequestContext]) -> bool:
-        async with info.context.platform.db.session() as s:
-            return await task_service.is_owner(s, info.context.actor, self.view.row.id)
+        return await task_service.owns_task(*info.context.caller, self.view.row.id)
 
     @strawberry.field(description="The task's owners.")
     async def owners(self, info: strawberry.Info[RequestContext]) -> list[User]:

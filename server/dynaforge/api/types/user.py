@@ -46,17 +46,11 @@ class User:
 
     @strawberry.field(description="Only visible to the user themself and admins.")
     def email(self, info: strawberry.Info[RequestContext]) -> str | None:
-        actor = info.context.actor
-        if actor is not None and (actor.user_id == self.row.id or actor.is_admin):
-            return self.row.email
-        return None
+        return auth_service.visible_email(info.context.actor, self.row)
 
     @strawberry.field(description="The user's API tokens (only for the user themself).")
     async def api_tokens(self, info: strawberry.Info[RequestContext]) -> list[ApiToken]:
-        actor = info.context.actor
-        if actor is None or actor.user_id != self.row.id:
-            return []
-        return [ApiToken.from_row(r) for r in await auth_service.list_tokens(info.context.platform, actor)]
+        return [ApiToken.from_row(r) for r in await auth_service.tokens_of(*info.context.caller, self.row.id)]
 
     @classmethod
     def from_row(cls, row: UserRow) -> User:

@@ -1,0 +1,60 @@
+"""Who may follow which live events, and the event-bus topic each subscription listens to.
+
+What a subscriber may see is what the same person may query:
+
+* events that show examples (:data:`EXAMPLE_EVENTS`) go to signed-in users (any user may validate others'
+  examples), never to anonymous subscribers; a hidden task's only to its owners and admins;
+* ``roundChanged``: anyone who can see the task;
+* ``evaluationProgress``: anyone who can see the model (a published one, or one's own; owners and admins).
+
+A subscriber who sent a token that was refused is told why, even for events that anonymous subscribers may follow:
+a mistyped or revoked token should not pass for anonymity.
+"""
+
+from __future__ import annotations
+
+from dynaforge.errors import NotAuthenticated
+from dynaforge.services import submissions as submission_service
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor
+from dynaforge.services.platform import Platform
+
+#: Events that carry examples: signed-in subscribers only.
+EXAMPLE_EVENTS = frozenset({"modelFooled", "exampleCreated", "exampleValidated"})
+#: Every event a subscription follows per task.
+TASK_EVENTS = EXAMPLE_EVENTS | {"roundChanged"}
+
+
+def _refuse_refused_token(actor: Actor) -> None:
+    if actor.sign_in_error:
+        raise NotAuthenticated(actor.sign_in_error)
+
+
+async def task_topic(p: Platform, actor: Actor, event: str, task_code: str) -> str:
+    """The topic of a task's ``event`` for ``actor``, who must see the task (and be signed in for events that show
+    examples); NotAuthenticated or NotFound otherwise."""
+    if event not in TASK_EVENTS:
+        raise ValueError(f"{event!r} is not a task event")
+    _refuse_refused_token(actor)
+    if event in EXAMPLE_EVENTS and actor.is_anonymous:
+        raise NotAuthenticated(
+            "Examples are shown to signed-in users: send your API token in the connection_init payload as "
+            '{"authorization": "Bearer <token>"}'
+        )
+    view = await task_service.get_task(p, actor, task_code)
+    return f"{event}:{view.task.code}"
+
+
+def check_still_signed_in(actor: Actor) -> None:
+    """A running subscription re-reads its token at least every ``subscription_reauth_s`` seconds; once the token
+    signs no one in (revoked, the account disabled) the subscription ends, saying why."""
+    if actor.is_anonymous:
+        raise NotAuthenticated(actor.sign_in_error or "The API token is no longer valid; sign in again and resubscribe")
+
+
+async def evaluation_topic(p: Platform, actor: Actor, model_id: int) -> tuple[str, bool]:
+    """The topic of a model's evaluation progress for ``actor``, who must see the model, and whether they may see
+    everything about it (a failed evaluation's error: its submitter, the task's owners and admins)."""
+    _refuse_refused_token(actor)
+    model, privileged = await submission_service.get_model(p, actor, model_id)
+    return f"evaluationProgress:{model.id}", privileged
