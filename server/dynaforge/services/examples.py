@@ -23,7 +23,7 @@ from typing import Any
 from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.orm import Session
 
-from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, utcnow
+from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, row_object, utcnow
 from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
 from dynaforge.services import announce
@@ -216,29 +216,34 @@ async def submit(
         pending_reason = str(exc)
         log.warning("example for %s stored pending: %s", task_code, exc)
     status = ExampleStatus.PENDING_PREDICTION if pending_reason else ExampleStatus.CREATED
-    example = Example(
-        task_id=view.row.id,
-        round_id=round_.id,
-        context_id=context.id if context is not None else None,
-        user_id=actor.user_id,
-        fields=stored_fields,
-        prediction=prediction,
-        model_predictions=members,
-        fooled=fooled,
-        status=status,
-        tag=tag,
-        time_taken_ms=time_taken_ms,
-        inference_ms=inference_ms if inference_ms is not None else (time.perf_counter() - started) * 1000,
-    )
+    now = utcnow()  # before the insert and the commit: events' latency is measured from it
     user_id, round_id, context_id = actor.user_id, round_.id, context.id if context is not None else None
+    values = {
+        **_NEW_EXAMPLE,
+        "task_id": view.row.id,
+        "round_id": round_id,
+        "context_id": context_id,
+        "user_id": user_id,
+        "fields": stored_fields,
+        "prediction": prediction,
+        "model_predictions": members,
+        "fooled": fooled,
+        "status": status,
+        "tag": tag,
+        "time_taken_ms": time_taken_ms,
+        "inference_ms": inference_ms if inference_ms is not None else (time.perf_counter() - started) * 1000,
+        "created_at": now,
+        "updated_at": now,
+    }
 
-    def store(s: Session) -> None:
-        example.id = s.execute(_INSERT_EXAMPLE, _row_values(example)).scalar_one()
+    def store(s: Session) -> int:
+        example_id: int = s.execute(_INSERT_EXAMPLE, values).scalar_one()
         move_sync(s, round_id=round_id, user_id=user_id, before=None, after=(status, fooled))
         if context_id is not None:
             s.execute(_COUNT_CONTEXT_USE, {"context_id": context_id, "fooled": int(bool(fooled))})
+        return example_id
 
-    await p.db.run_write(store)
+    example = row_object(Example, {**values, "id": await p.db.run_write(store)})
     payload = event_payload(example, task_code, round_.number)
     await announce.example_created(p, payload)
     if fooled:
@@ -246,14 +251,15 @@ async def submit(
     return Outcome(example, pending_reason)
 
 
+# A new example goes in with a core INSERT (the ORM's unit of work is not needed for one row); its columns start
+# from the table's plain defaults (vote counts, flags), and submit gives the rest.
 _EXAMPLES = Example.__table__
 _INSERT_EXAMPLE = insert(_EXAMPLES).returning(_EXAMPLES.c.id)
-_EXAMPLE_COLUMNS = tuple(c.name for c in _EXAMPLES.columns if c.name != "id")
-
-
-def _row_values(example: Example) -> dict[str, Any]:
-    """A new example's column values for a core INSERT (the ORM's unit of work is not needed for one row)."""
-    return {name: getattr(example, name) for name in _EXAMPLE_COLUMNS}
+_NEW_EXAMPLE: dict[str, Any] = {
+    name: field.default
+    for name, field in Example.model_fields.items()
+    if name != "id" and field.default_factory is None and not field.is_required()
+}
 
 
 _CONTEXTS = Context.__table__
