@@ -43,7 +43,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import base64
-import contextlib
 import json
 import random
 import sqlite3
@@ -64,6 +63,7 @@ from bench.common import (
     CpuMeter,
     InProcessApi,
     Phase,
+    RawConnection,
     Result,
     Server,
     _free_port,
@@ -323,42 +323,6 @@ async def timed(fetch, http: httpx.AsyncClient, side: Any, first: int, after: st
 
 
 # --------------------------------------------------------------------------- the benchmark
-
-
-class RawConnection:
-    """A bare HTTP/1.1 keep-alive connection sending prepared requests: a load generator lighter than ``httpx``, so
-    that the baseline's rate is the server's and not the client's (both sides use it alike)."""
-
-    def __init__(self, base_url: str):
-        host, port = base_url.removeprefix("http://").split(":")
-        self.host, self.port = host, int(port)
-        self.writer: asyncio.StreamWriter | None = None
-
-    async def request(self, raw: bytes) -> tuple[int, bytes]:
-        """Send one prepared request and read its answer; a broken connection is a failed call (RuntimeError, as
-        ``closed_loop`` counts them), and the next call opens a new one."""
-        try:
-            if self.writer is None:
-                self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-            self.writer.write(raw)
-            head = await self.reader.readuntil(b"\r\n\r\n")
-            length = 0
-            for line in head.split(b"\r\n")[1:]:
-                name, _, value = line.partition(b":")
-                if name.strip().lower() == b"content-length":
-                    length = int(value)
-            body = await self.reader.readexactly(length)
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-            await self.close()
-            raise RuntimeError(f"connection to {self.host}:{self.port} failed: {exc!r}") from exc
-        return int(head[9:12]), body
-
-    async def close(self) -> None:
-        writer, self.writer = self.writer, None
-        if writer is not None:
-            writer.close()
-            with contextlib.suppress(OSError):
-                await writer.wait_closed()
 
 
 def graphql_request(server: Server, after: str | None, query: str = PAGE_QUERY) -> bytes:

@@ -11,7 +11,7 @@ concurrent writes costs far more than waiting in line.
 own, over a plain (pysqlite) connection with the same settings: aiosqlite crosses from the event loop to its thread
 and back for every cursor operation (about fifteen crossings for a write of four statements, each a hand-over of the
 interpreter lock), where the unit crosses once. Elsewhere it runs in the async session's greenlet
-(``AsyncSession.run_sync``), so the same unit serves both.
+(``AsyncConnection.run_sync``), so the same unit serves both.
 """
 
 from __future__ import annotations
@@ -23,9 +23,8 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
-from sqlalchemy.orm import Session, sessionmaker
 
 T = TypeVar("T")
 
@@ -88,10 +87,10 @@ class Database:
         self._writer = async_sessionmaker(self.engine, expire_on_commit=False, class_=AsyncSession)
         self._reader = async_sessionmaker(self.read_engine, expire_on_commit=False, class_=AsyncSession)
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
-        self._unit_writer: sessionmaker[Session] | None = None
+        self._unit_engine: Engine | None = None
         self._unit_thread: ThreadPoolExecutor | None = None
         if on_disk:  # an in-memory database is one per connection: its units stay on the async connection
-            self._unit_writer = sessionmaker(_sqlite_writer_engine(url, echo), expire_on_commit=False)
+            self._unit_engine = _sqlite_writer_engine(url, echo)
             self._unit_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynaforge-sqlite-writer")
 
     @property
@@ -112,17 +111,19 @@ class Database:
         async with self._write_lock, self._writer() as session, session.begin():
             yield session
 
-    async def run_write(self, unit: Callable[[Session], T]) -> T:
-        """Run ``unit(session)`` (synchronous SQLAlchemy) as one transaction that commits when it returns and rolls
-        back when it raises; returns what it returns. Objects it adds stay usable afterwards (no expiry)."""
-        if self._unit_writer is None or self._unit_thread is None or self._write_lock is None:
+    async def run_write(self, unit: Callable[[Connection], T]) -> T:
+        """Run ``unit(connection)``, synchronous SQLAlchemy Core statements on a plain connection, as one transaction
+        that commits when it returns and rolls back when it raises; returns what it returns. For short, hot writes
+        (the ORM's session machinery is not needed to run a few prepared statements)."""
+        if self._unit_engine is None or self._unit_thread is None or self._write_lock is None:
             async with self.write() as session:
-                return await session.run_sync(unit)
-        maker = self._unit_writer
+                connection = await session.connection()
+                return await connection.run_sync(unit)
+        engine = self._unit_engine
 
         def run() -> T:
-            with maker() as session, session.begin():
-                return unit(session)
+            with engine.begin() as connection:
+                return unit(connection)
 
         async with self._write_lock:
             return await asyncio.get_running_loop().run_in_executor(self._unit_thread, run)
@@ -131,8 +132,8 @@ class Database:
         await self.engine.dispose()
         if self.read_engine is not self.engine:
             await self.read_engine.dispose()
-        if self._unit_writer is not None and self._unit_thread is not None:
-            self._unit_thread.submit(self._unit_writer.kw["bind"].dispose).result()
+        if self._unit_engine is not None and self._unit_thread is not None:
+            self._unit_thread.submit(self._unit_engine.dispose).result()
 
 
 class BoundDatabase(Database):
@@ -155,7 +156,7 @@ class BoundDatabase(Database):
         self._reader = maker
         self._lock = asyncio.Lock()
         self._write_lock = None
-        self._unit_writer = None  # run_write joins the test's transaction through the async session
+        self._unit_engine = None  # run_write joins the test's transaction through the async session
         self._unit_thread = None
 
     @asynccontextmanager

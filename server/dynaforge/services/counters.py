@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections import defaultdict
 from functools import lru_cache
 
-from sqlalchemy import Executable, bindparam, case, func, select, update
+from sqlalchemy import Connection, Executable, bindparam, case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
 from dynaforge.db.models import Counters, Example, Round, RoundUserStats
 from dynaforge.db.models import ExampleStatus as S
@@ -52,8 +51,8 @@ async def move(s: AsyncSession, *, round_id: int, user_id: int, before, after) -
     await bump(s, round_id=round_id, user_id=user_id, **delta(before, after))
 
 
-def move_sync(s: Session, *, round_id: int, user_id: int, before, after) -> None:
-    """``move`` in a synchronous session (a unit of work run by ``Database.run_write``)."""
+def move_sync(s: Connection, *, round_id: int, user_id: int, before, after) -> None:
+    """``move`` on a synchronous connection (a unit run by ``Database.run_write``)."""
     deltas = _checked(delta(before, after))
     if deltas:
         for statement in _statements(_dialect(s), tuple(sorted(deltas.items()))):
@@ -111,7 +110,9 @@ def _checked(deltas: dict[str, int]) -> dict[str, int]:
     return deltas
 
 
-def _dialect(s: AsyncSession | Session) -> str:
+def _dialect(s: AsyncSession | Connection) -> str:
+    if isinstance(s, Connection):
+        return s.dialect.name
     return s.bind.dialect.name if s.bind is not None else "sqlite"
 
 

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
-from sqlalchemy.orm import Session
+from sqlalchemy import Connection, bindparam, func, insert, select, update
 
 from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, row_object, utcnow
 from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
@@ -236,7 +235,7 @@ async def submit(
         "updated_at": now,
     }
 
-    def store(s: Session) -> int:
+    def store(s: Connection) -> int:
         example_id: int = s.execute(_INSERT_EXAMPLE, values).scalar_one()
         move_sync(s, round_id=round_id, user_id=user_id, before=None, after=(status, fooled))
         if context_id is not None:
