@@ -9,6 +9,7 @@ import secrets
 from pathlib import Path
 
 import click
+from sqlmodel import col
 
 from dynaforge.errors import DynaforgeError
 from dynaforge.settings import Settings
@@ -280,9 +281,9 @@ def datasets_attach_copy(
             await task_service.sync_registered_tasks(platform)
             async with platform.db.session() as s:
                 dataset_id = await s.scalar(
-                    select(Dataset.id)
-                    .join(TaskRow, TaskRow.id == Dataset.task_id)
-                    .where(TaskRow.code == task_code, Dataset.name == dataset_name)
+                    select(col(Dataset.id))
+                    .join(TaskRow, col(TaskRow.id) == col(Dataset.task_id))
+                    .where(col(TaskRow.code) == task_code, col(Dataset.name) == dataset_name)
                 )
             if dataset_id is None:
                 raise click.ClickException(f"task {task_code!r} has no data set {dataset_name!r}")

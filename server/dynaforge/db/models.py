@@ -64,7 +64,7 @@ class ExampleStatus:
 class User(SQLModel, table=True):
     __tablename__ = "users"
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     username: str = Field(max_length=40, sa_column_kwargs={"unique": True}, index=False)
     email: str = Field(max_length=254, sa_column_kwargs={"unique": True})
     password_hash: str = Field(max_length=255)
@@ -76,7 +76,7 @@ class User(SQLModel, table=True):
 class ApiToken(SQLModel, table=True):
     __tablename__ = "api_tokens"
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
     name: str = Field(max_length=100)
     prefix: str = Field(max_length=16)
@@ -91,7 +91,7 @@ class TaskRow(SQLModel, table=True):
 
     __tablename__ = "tasks"
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     code: str = Field(max_length=40, sa_column_kwargs={"unique": True})
     name: str = Field(max_length=200)
     settings: dict = _json()
@@ -126,7 +126,7 @@ class Round(Counters, table=True):
     __tablename__ = "rounds"
     __table_args__ = (sa.UniqueConstraint("task_id", "number", name="uq_rounds_task_number"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     number: int
     description: str = Field(default="")
@@ -150,7 +150,7 @@ class Context(SQLModel, table=True):
     __tablename__ = "contexts"
     __table_args__ = (sa.Index("ix_contexts_round_used", "round_id", "total_used", "id"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
     fields: dict = _json()
@@ -170,7 +170,7 @@ class Example(SQLModel, table=True):
         sa.Index("ix_examples_task_user_created", "task_id", "user_id", "created_at"),
     )
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
     round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
     context_id: int | None = Field(default=None, foreign_key="contexts.id", ondelete="SET NULL")
@@ -197,7 +197,7 @@ class Validation(SQLModel, table=True):
     __tablename__ = "validations"
     __table_args__ = (sa.UniqueConstraint("example_id", "user_id", name="uq_validations_example_user"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     example_id: int = Field(foreign_key="examples.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
     label: str = Field(max_length=16)
@@ -220,7 +220,7 @@ class TaskProposal(SQLModel, table=True):
 
     __tablename__ = "task_proposals"
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
     code: str = Field(max_length=40)
     name: str = Field(max_length=200)
@@ -255,7 +255,7 @@ class Dataset(SQLModel, table=True):
     __tablename__ = "datasets"
     __table_args__ = (sa.UniqueConstraint("task_id", "name", name="uq_datasets_task_name"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     name: str = Field(max_length=100)
     description: str = Field(default="", max_length=5000)
@@ -278,7 +278,7 @@ class DatasetItem(SQLModel, table=True):
     __tablename__ = "dataset_items"
     __table_args__ = (sa.UniqueConstraint("dataset_id", "position", name="uq_dataset_items_position"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     dataset_id: int = Field(foreign_key="datasets.id", ondelete="CASCADE")
     position: int
     example_id: int | None = Field(default=None, foreign_key="examples.id", ondelete="SET NULL")
@@ -303,7 +303,7 @@ class ModelRow(SQLModel, table=True):
     __tablename__ = "models"
     __table_args__ = (sa.Index("ix_models_task_user_created", "task_id", "user_id", "created_at"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
     name: str = Field(max_length=100)
@@ -331,7 +331,7 @@ class Evaluation(SQLModel, table=True):
     __tablename__ = "evaluations"
     __table_args__ = (sa.UniqueConstraint("model_id", "dataset_id", name="uq_evaluations_model_dataset"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     model_id: int = Field(foreign_key="models.id", index=True, ondelete="CASCADE")
     dataset_id: int = Field(foreign_key="datasets.id", index=True, ondelete="CASCADE")
     status: str = Field(default=EvaluationStatus.QUEUED, max_length=16)
@@ -354,7 +354,7 @@ class LeaderboardFork(SQLModel, table=True):
     __tablename__ = "leaderboard_forks"
     __table_args__ = (sa.UniqueConstraint("task_id", "user_id", "name", name="uq_leaderboard_forks_name"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
     name: str = Field(max_length=100)
@@ -369,7 +369,7 @@ class LeaderboardSnapshot(SQLModel, table=True):
 
     __tablename__ = "leaderboard_snapshots"
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
     name: str = Field(max_length=100)
@@ -408,7 +408,7 @@ class Webhook(SQLModel, table=True):
 
     __tablename__ = "webhooks"
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
     user_id: int = Field(foreign_key="users.id", index=True, ondelete="CASCADE")
     url: str = Field(max_length=2000)
@@ -425,7 +425,7 @@ class WebhookDelivery(SQLModel, table=True):
     __tablename__ = "webhook_deliveries"
     __table_args__ = (sa.Index("ix_webhook_deliveries_webhook_created", "webhook_id", "id"),)
 
-    id: int | None = Field(default=None, primary_key=True)
+    id: int = Field(default=None, primary_key=True)
     webhook_id: int = Field(foreign_key="webhooks.id", ondelete="CASCADE")
     message_id: str = Field(max_length=64, sa_column_kwargs={"unique": True})  # the webhook-id header
     event: str = Field(max_length=40)

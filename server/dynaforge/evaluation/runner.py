@@ -43,6 +43,7 @@ from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import col
 
 from dynaforge.db.engine import Database
 from dynaforge.db.models import (
@@ -171,14 +172,14 @@ class Runner:
         async with self.db.session() as s:
             evaluation = await s.get(Evaluation, evaluation_id)
             dataset = await s.get(Dataset, evaluation.dataset_id)
-            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
         size = self.settings.eval_chunk_size
         for chunk in range(max(1, math.ceil(len(outputs) / size))):
             part = outputs[chunk * size : (chunk + 1) * size]
             await self._store_chunk(evaluation_id, chunk, len(part), part, 0.0)
         finished = await self._finish(evaluation_id, self.plugins.task(code), dataset, None)
         async with self.db.write() as s:
-            await s.execute(update(Evaluation).where(Evaluation.id == evaluation_id).values(throughput=None))
+            await s.execute(update(Evaluation).where(col(Evaluation.id) == evaluation_id).values(throughput=None))
         await self.refresh_model(evaluation.model_id)
         if finished:
             await self.announce_finished(evaluation_id)
@@ -195,26 +196,28 @@ class Runner:
                 return E.DONE
             model = await s.get(ModelRow, evaluation.model_id)
             dataset = await s.get(Dataset, evaluation.dataset_id)
-            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
         task = self.plugins.task(code)
         if task is None:
             raise LookupError(f"task {code!r} is not installed in this worker")
         async with self.db.write() as s:
             await s.execute(
                 update(Evaluation)
-                .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
-                .values(status=E.RUNNING, attempts=Evaluation.attempts + 1, started_at=utcnow(), error=None)
+                .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) != E.DONE)
+                .values(status=E.RUNNING, attempts=col(Evaluation.attempts) + 1, started_at=utcnow(), error=None)
             )
             await s.execute(
                 update(ModelRow)
-                .where(ModelRow.id == model.id, ModelRow.status == ModelStatus.SUBMITTED)
+                .where(col(ModelRow.id) == model.id, col(ModelRow.status) == ModelStatus.SUBMITTED)
                 .values(status=ModelStatus.EVALUATING)
             )
         size = self.settings.eval_chunk_size
         chunks = max(1, math.ceil(dataset.size / size))
         async with self.db.session() as s:
             done = set(
-                await s.scalars(select(EvaluationChunk.chunk).where(EvaluationChunk.evaluation_id == evaluation_id))
+                await s.scalars(
+                    select(col(EvaluationChunk.chunk)).where(col(EvaluationChunk.evaluation_id) == evaluation_id)
+                )
             )
         self.report(evaluation, dataset, E.RUNNING, round(len(done) / chunks, 4))
         baseline = rss_mb()
@@ -240,7 +243,7 @@ class Runner:
                 async with self.db.write() as s:
                     await s.execute(
                         update(Evaluation)
-                        .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                        .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) != E.DONE)
                         .values(progress=progress)
                     )
                 self.report(evaluation, dataset, E.RUNNING, progress)
@@ -258,11 +261,11 @@ class Runner:
                 await s.scalars(
                     select(DatasetItem)
                     .where(
-                        DatasetItem.dataset_id == dataset_id,
-                        DatasetItem.position >= start,
-                        DatasetItem.position < start + size,
+                        col(DatasetItem.dataset_id) == dataset_id,
+                        col(DatasetItem.position) >= start,
+                        col(DatasetItem.position) < start + size,
                     )
-                    .order_by(DatasetItem.position)
+                    .order_by(col(DatasetItem.position))
                 )
             )
 
@@ -292,13 +295,15 @@ class Runner:
             chunks = list(
                 await s.scalars(
                     select(EvaluationChunk)
-                    .where(EvaluationChunk.evaluation_id == evaluation_id)
-                    .order_by(EvaluationChunk.chunk)
+                    .where(col(EvaluationChunk.evaluation_id) == evaluation_id)
+                    .order_by(col(EvaluationChunk.chunk))
                 )
             )
             items = list(
                 await s.scalars(
-                    select(DatasetItem).where(DatasetItem.dataset_id == dataset_id).order_by(DatasetItem.position)
+                    select(DatasetItem)
+                    .where(col(DatasetItem.dataset_id) == dataset_id)
+                    .order_by(col(DatasetItem.position))
                 )
             )
         outputs = [o for c in chunks for o in c.outputs]
@@ -340,7 +345,7 @@ class Runner:
         async with self.db.write() as s:
             result = await s.execute(
                 update(Evaluation)
-                .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) != E.DONE)
                 .values(
                     status=E.DONE,
                     progress=1.0,
@@ -361,12 +366,12 @@ class Runner:
             rows = (
                 await s.execute(
                     select(Evaluation, Dataset)
-                    .join(Dataset, Dataset.id == Evaluation.dataset_id)
-                    .where(Evaluation.model_id == model_id)
+                    .join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id))
+                    .where(col(Evaluation.model_id) == model_id)
                 )
             ).all()
             model = await s.get(ModelRow, model_id)
-            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == model.task_id))
+            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == model.task_id))
         task = self.plugins.task(code)
         by_dataset = {d.id: (e, d) for e, d in rows}
         kinds = {p.name: p.kind for p in self.plugins.registry.perturbations.values()}
@@ -396,10 +401,12 @@ class Runner:
             details = {**evaluation.details, "perturbations": per_copy}
             async with self.db.write() as s:
                 await s.execute(
-                    update(Evaluation).where(Evaluation.id == evaluation.id).values(metrics=metrics, details=details)
+                    update(Evaluation)
+                    .where(col(Evaluation.id) == evaluation.id)
+                    .values(metrics=metrics, details=details)
                 )
         async with self.db.session() as s:
-            statuses = set(await s.scalars(select(Evaluation.status).where(Evaluation.model_id == model_id)))
+            statuses = set(await s.scalars(select(col(Evaluation.status)).where(col(Evaluation.model_id) == model_id)))
         status = (
             ModelStatus.FAILED
             if E.FAILED in statuses
@@ -408,7 +415,7 @@ class Runner:
             else ModelStatus.EVALUATING
         )
         async with self.db.write() as s:
-            await s.execute(update(ModelRow).where(ModelRow.id == model_id).values(status=status))
+            await s.execute(update(ModelRow).where(col(ModelRow.id) == model_id).values(status=status))
 
     async def fail(self, evaluation_id: int, error: str, log_tail: str) -> None:
         """Record a failure (a done evaluation stays done). A failed one gets the newer error and log."""
@@ -417,13 +424,13 @@ class Runner:
             # Compare-and-set: only the run that moves it to FAILED announces the end (once per finished run).
             moved = await s.execute(
                 update(Evaluation)
-                .where(Evaluation.id == evaluation_id, Evaluation.status.not_in([E.DONE, E.FAILED]))
+                .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status).not_in([E.DONE, E.FAILED]))
                 .values(**values)
             )
             if moved.rowcount != 1:
                 await s.execute(
                     update(Evaluation)
-                    .where(Evaluation.id == evaluation_id, Evaluation.status != E.DONE)
+                    .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) != E.DONE)
                     .values(**values)
                 )
             evaluation = await s.get(Evaluation, evaluation_id)
@@ -442,7 +449,7 @@ class Runner:
             async with self.db.session() as s:
                 evaluation = await s.get(Evaluation, evaluation_id)
                 dataset = await s.get(Dataset, evaluation.dataset_id)
-                code = await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+                code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
             payload = announce.evaluation_payload(evaluation, code, dataset.name)
         except Exception:  # noqa: BLE001 - the result is stored; only the news is lost
             log.exception("evaluation %s finished but could not be announced", evaluation_id)

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from dynaforge.db.models import (
     Evaluation,
@@ -280,13 +281,16 @@ async def _registered(p: Platform, task_id: int) -> list[_Target]:
     if cached is not None:
         return cached
     async with p.db.session() as s:
-        hidden = bool(await s.scalar(select(TaskRow.hidden).where(TaskRow.id == task_id)))
+        hidden = bool(await s.scalar(select(col(TaskRow.hidden)).where(col(TaskRow.id) == task_id)))
         rows = (
             await s.execute(
-                select(Webhook, User.is_admin, TaskOwner.user_id.is_not(None))
-                .join(User, User.id == Webhook.user_id)
-                .outerjoin(TaskOwner, (TaskOwner.task_id == Webhook.task_id) & (TaskOwner.user_id == Webhook.user_id))
-                .where(Webhook.task_id == task_id, Webhook.active.is_(True), User.is_active.is_(True))
+                select(Webhook, col(User.is_admin), col(TaskOwner.user_id).is_not(None))
+                .join(User, col(User.id) == col(Webhook.user_id))
+                .outerjoin(
+                    TaskOwner,
+                    (col(TaskOwner.task_id) == col(Webhook.task_id)) & (col(TaskOwner.user_id) == col(Webhook.user_id)),
+                )
+                .where(col(Webhook.task_id) == task_id, col(Webhook.active).is_(True), col(User.is_active).is_(True))
             )
         ).all()
     targets = [_Target(w, bool(admin or owner)) for w, admin, owner in rows if not hidden or admin or owner]

@@ -17,6 +17,7 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
+from sqlmodel import col
 
 from dynaforge.aio import loop_semaphore
 from dynaforge.db.models import ApiToken, User, as_utc, utcnow
@@ -75,7 +76,7 @@ async def create_user(
             taken = await s.scalar(
                 select(func.count())
                 .select_from(User)
-                .where((func.lower(User.username) == username.lower()) | (User.email == email.lower()))
+                .where((func.lower(col(User.username)) == username.lower()) | (col(User.email) == email.lower()))
             )
             if taken:
                 raise AlreadyExists("That username or email is already registered; sign in with login instead")
@@ -114,7 +115,7 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
             f"login-client:{client}", p.settings.logins_per_minute_per_client, 60.0, "login attempts from your address"
         )
     async with p.db.session() as s:
-        user = await s.scalar(select(User).where(func.lower(User.username) == str(username).lower()))
+        user = await s.scalar(select(User).where(func.lower(col(User.username)) == str(username).lower()))
     stored = user.password_hash if user is not None else _DUMMY_HASH
     try:
         async with loop_semaphore("argon2", _CONCURRENT_HASHES):
@@ -138,7 +139,7 @@ async def create_token(p: Platform, actor: Actor, *, name: str, username: str | 
         if not actor.is_admin:
             raise Forbidden("Only an admin can create a token for another user")
         async with p.db.session() as s:
-            user = await s.scalar(select(User).where(User.username == username))
+            user = await s.scalar(select(User).where(col(User.username) == username))
         if user is None:
             raise NotFound(f"No user named {username!r}")
         user_id = user.id
@@ -150,7 +151,9 @@ async def create_token(p: Platform, actor: Actor, *, name: str, username: str | 
 async def list_tokens(p: Platform, actor: Actor) -> list[ApiToken]:
     actor = require_human(actor)
     async with p.db.session() as s:
-        rows = await s.scalars(select(ApiToken).where(ApiToken.user_id == actor.user_id).order_by(ApiToken.id))
+        rows = await s.scalars(
+            select(ApiToken).where(col(ApiToken.user_id) == actor.user_id).order_by(col(ApiToken.id))
+        )
         return list(rows)
 
 
@@ -191,7 +194,9 @@ async def authenticate(p: Platform, bearer: str | None) -> Actor:
     async with p.db.session() as s:
         row = (
             await s.execute(
-                select(ApiToken, User).join(User, User.id == ApiToken.user_id).where(ApiToken.token_hash == digest)
+                select(ApiToken, User)
+                .join(User, col(User.id) == col(ApiToken.user_id))
+                .where(col(ApiToken.token_hash) == digest)
             )
         ).first()
     if row is None:
@@ -226,4 +231,4 @@ async def get_user(p: Platform, user_id: int) -> User | None:
 
 async def find_user(p: Platform, username: str) -> User | None:
     async with p.db.session() as s:
-        return await s.scalar(select(User).where(User.username == username))
+        return await s.scalar(select(User).where(col(User.username) == username))

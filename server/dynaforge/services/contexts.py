@@ -15,6 +15,7 @@ from pathlib import PurePath
 from typing import Any, BinaryIO
 
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from dynaforge import files
 from dynaforge.db.models import Context, Example, ExampleStatus
@@ -408,10 +409,10 @@ def resolve_strategy(explicit: ContextStrategy | str | None, stored: Any = None)
 
 
 async def _least_used(s, where: list[Any], round_id: int) -> list[Context]:
-    least = await s.scalar(select(func.min(Context.total_used)).where(*where))
+    least = await s.scalar(select(func.min(col(Context.total_used))).where(*where))
     if least is None:
         return []
-    query = select(Context).where(*where, Context.total_used == least).order_by(Context.id).limit(_SAMPLE)
+    query = select(Context).where(*where, col(Context.total_used) == least).order_by(col(Context.id)).limit(_SAMPLE)
     return list(await s.scalars(query))
 
 
@@ -421,7 +422,7 @@ async def _uniform(s, where: list[Any], round_id: int) -> list[Context]:
     total = await s.scalar(select(func.count()).select_from(Context).where(*where))
     if not total:
         return []
-    ordered = select(Context).where(*where).order_by(Context.total_used, Context.id)
+    ordered = select(Context).where(*where).order_by(col(Context.total_used), col(Context.id))
     row = await s.scalar(ordered.offset(random.randrange(total)).limit(1))
     if row is None:  # rows went away between the two statements
         row = await s.scalar(ordered.limit(1))
@@ -431,9 +432,9 @@ async def _uniform(s, where: list[Any], round_id: int) -> list[Context]:
 async def _least_fooled(s, where: list[Any], round_id: int) -> list[Context]:
     key = (
         await s.execute(
-            select(Context.total_fooled, Context.total_used)
+            select(col(Context.total_fooled), col(Context.total_used))
             .where(*where)
-            .order_by(Context.total_fooled, Context.total_used)
+            .order_by(col(Context.total_fooled), col(Context.total_used))
             .limit(1)
         )
     ).first()
@@ -441,8 +442,8 @@ async def _least_fooled(s, where: list[Any], round_id: int) -> list[Context]:
         return []
     query = (
         select(Context)
-        .where(*where, Context.total_fooled == key[0], Context.total_used == key[1])
-        .order_by(Context.id)
+        .where(*where, col(Context.total_fooled) == key[0], col(Context.total_used) == key[1])
+        .order_by(col(Context.id))
         .limit(_SAMPLE)
     )
     return list(await s.scalars(query))
@@ -450,25 +451,27 @@ async def _least_fooled(s, where: list[Any], round_id: int) -> list[Context]:
 
 async def _validation_failed(s, where: list[Any], round_id: int) -> list[Context]:
     rejected = (
-        select(Example.context_id.label("context_id"), func.count().label("rejected"))
+        select(col(Example.context_id).label("context_id"), func.count().label("rejected"))
         .where(
-            Example.round_id == round_id,
-            Example.status == ExampleStatus.REJECTED,
-            Example.context_id.is_not(None),
+            col(Example.round_id) == round_id,
+            col(Example.status) == ExampleStatus.REJECTED,
+            col(Example.context_id).is_not(None),
         )
-        .group_by(Example.context_id)
+        .group_by(col(Example.context_id))
         .subquery()
     )
     score = func.coalesce(rejected.c.rejected, 0)
-    joined = select(Context).outerjoin(rejected, rejected.c.context_id == Context.id).where(*where)
+    joined = select(Context).outerjoin(rejected, rejected.c.context_id == col(Context.id)).where(*where)
     key = (
         await s.execute(
-            joined.with_only_columns(score, Context.total_used).order_by(score.desc(), Context.total_used).limit(1)
+            joined.with_only_columns(score, col(Context.total_used))
+            .order_by(score.desc(), col(Context.total_used))
+            .limit(1)
         )
     ).first()
     if key is None:
         return []
-    query = joined.where(score == key[0], Context.total_used == key[1]).order_by(Context.id).limit(_SAMPLE)
+    query = joined.where(score == key[0], col(Context.total_used) == key[1]).order_by(col(Context.id)).limit(_SAMPLE)
     return list(await s.scalars(query))
 
 
@@ -497,9 +500,9 @@ async def next_context(
     chosen = resolve_strategy(strategy, (view.row.settings or {}).get("context_strategy"))
     async with p.db.session() as s:
         round_ = await task_service.current_round(s, view.row.id)
-        where = [Context.round_id == round_.id]
+        where = [col(Context.round_id) == round_.id]
         if tag is not None:
-            where.append(Context.tag == tag)
+            where.append(col(Context.tag) == tag)
         candidates = await _PICKERS[chosen](s, where, round_.id)
     if not candidates:
         raise NotFound(f"Round {round_.number} of {task_code} has no contexts{' tagged ' + tag if tag else ''} yet")

@@ -13,6 +13,7 @@ from functools import lru_cache
 from sqlalchemy import Connection, Executable, bindparam, case, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from dynaforge.db.models import Counters, Example, Round, RoundUserStats
 from dynaforge.db.models import ExampleStatus as S
@@ -63,7 +64,7 @@ async def recount(
     s: AsyncSession, round_ids: list[int]
 ) -> tuple[dict[int, dict[str, int]], dict[tuple[int, int], dict[str, int]]]:
     """The counters recomputed from the examples table: per round, and per (round, user)."""
-    status, fooled = Example.status, Example.fooled
+    status, fooled = col(Example.status), col(Example.fooled)
     columns = {
         "collected": func.count(fooled),
         "fooled": func.sum(case((fooled.is_(True), 1), else_=0)),
@@ -80,9 +81,9 @@ async def recount(
         },
     }
     rows = await s.execute(
-        select(Example.round_id, Example.user_id, *(c.label(n) for n, c in columns.items()))
-        .where(Example.round_id.in_(round_ids))
-        .group_by(Example.round_id, Example.user_id)
+        select(col(Example.round_id), col(Example.user_id), *(c.label(n) for n, c in columns.items()))
+        .where(col(Example.round_id).in_(round_ids))
+        .group_by(col(Example.round_id), col(Example.user_id))
     )
     per_round: dict[int, dict[str, int]] = {r: dict.fromkeys(COUNTERS, 0) for r in round_ids}
     per_user: dict[tuple[int, int], dict[str, int]] = defaultdict(lambda: dict.fromkeys(COUNTERS, 0))

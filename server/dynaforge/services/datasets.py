@@ -15,6 +15,7 @@ from typing import Any, BinaryIO
 
 from sqlalchemy import delete, insert, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from dynaforge import files
 from dynaforge.db.models import (
@@ -94,21 +95,25 @@ async def build_from_round(
             [FieldError("splits", "access", f"access must be one of {', '.join(DatasetAccess.ALL)}")]
         )
     async with p.db.write() as s:
-        round_ = await s.scalar(select(Round).where(Round.task_id == view.row.id, Round.number == round_number))
+        round_ = await s.scalar(
+            select(Round).where(col(Round.task_id) == view.row.id, col(Round.number) == round_number)
+        )
         if round_ is None:
             raise NotFound(f"Task {task_code} has no round {round_number}")
         names = [f"r{round_number}-{name}" for name, _, _ in splits]
         taken = list(
-            await s.scalars(select(Dataset.name).where(Dataset.task_id == view.row.id, Dataset.name.in_(names)))
+            await s.scalars(
+                select(col(Dataset.name)).where(col(Dataset.task_id) == view.row.id, col(Dataset.name).in_(names))
+            )
         )
         if taken:
             raise AlreadyExists(f"Data sets {', '.join(taken)} exist already; delete them first or use another round")
         rows = (
             await s.execute(
-                select(Example.id, Example.fields, Context.fields)
-                .outerjoin(Context, Context.id == Example.context_id)
-                .where(Example.round_id == round_.id, Example.status == ExampleStatus.ACCEPTED)
-                .order_by(Example.id)
+                select(col(Example.id), col(Example.fields), col(Context.fields))
+                .outerjoin(Context, col(Context.id) == col(Example.context_id))
+                .where(col(Example.round_id) == round_.id, col(Example.status) == ExampleStatus.ACCEPTED)
+                .order_by(col(Example.id))
             )
         ).all()
         if not rows:
@@ -166,14 +171,16 @@ async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: 
     if not dataset_ids:
         return []
     models = list(
-        await s.scalars(select(ModelRow.id).where(ModelRow.task_id == task_id, ModelRow.backend.is_not(None)))
+        await s.scalars(
+            select(col(ModelRow.id)).where(col(ModelRow.task_id) == task_id, col(ModelRow.backend).is_not(None))
+        )
     )
     if not models:
         return []
     evaluations = [Evaluation(model_id=m, dataset_id=d) for m in models for d in dataset_ids]
     s.add_all(evaluations)
     await s.flush()
-    await s.execute(update(ModelRow).where(ModelRow.id.in_(models)).values(status=ModelStatus.EVALUATING))
+    await s.execute(update(ModelRow).where(col(ModelRow.id).in_(models)).values(status=ModelStatus.EVALUATING))
     return [e.id for e in evaluations]
 
 
@@ -261,10 +268,10 @@ async def list_datasets(p: Platform, actor: Actor, task_code: str) -> list[Datas
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         owner = await task_service.is_owner(s, actor, view.row.id)
-        where = [Dataset.task_id == view.row.id]
+        where = [col(Dataset.task_id) == view.row.id]
         if not owner:
-            where.append(Dataset.access != DatasetAccess.HIDDEN)
-        return list(await s.scalars(select(Dataset).where(*where).order_by(Dataset.name)))
+            where.append(col(Dataset.access) != DatasetAccess.HIDDEN)
+        return list(await s.scalars(select(Dataset).where(*where).order_by(col(Dataset.name))))
 
 
 async def get_dataset(p: Platform, actor: Actor, dataset_id: int) -> tuple[Dataset, bool]:
@@ -272,7 +279,11 @@ async def get_dataset(p: Platform, actor: Actor, dataset_id: int) -> tuple[Datas
     async with p.db.session() as s:
         dataset = await s.get(Dataset, dataset_id)
         owner = dataset is not None and await task_service.is_owner(s, actor, dataset.task_id)
-        code = None if dataset is None else await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+        code = (
+            None
+            if dataset is None
+            else await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
+        )
     if dataset is None or (dataset.access == DatasetAccess.HIDDEN and not owner):
         raise NotFound(f"No data set {dataset_id} that you can see")
     if not owner:
@@ -292,13 +303,15 @@ async def items(p: Platform, actor: Actor, dataset_id: int, *, first: int = 100,
     task = None
     if not gold_visible:
         async with p.db.session() as s:
-            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == dataset.task_id))
+            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
         task = p.plugins.task(code)
-    where = [DatasetItem.dataset_id == dataset_id]
+    where = [col(DatasetItem.dataset_id) == dataset_id]
     if after is not None:
-        where.append(DatasetItem.position > after)
+        where.append(col(DatasetItem.position) > after)
     async with p.db.session() as s:
-        rows = list(await s.scalars(select(DatasetItem).where(*where).order_by(DatasetItem.position).limit(first + 1)))
+        rows = list(
+            await s.scalars(select(DatasetItem).where(*where).order_by(col(DatasetItem.position)).limit(first + 1))
+        )
     more = len(rows) > first
     rows = rows[:first]
     if not gold_visible:
@@ -354,7 +367,12 @@ async def create_dataset(
             problems.extend(exc.field_errors, under=location)
     problems.raise_if_any()
     async with p.db.write() as s:
-        if await s.scalar(select(Dataset.id).where(Dataset.task_id == view.row.id, Dataset.name == name)) is not None:
+        if (
+            await s.scalar(
+                select(col(Dataset.id)).where(col(Dataset.task_id) == view.row.id, col(Dataset.name) == name)
+            )
+            is not None
+        ):
             raise AlreadyExists(f"Task {task_code} already has a data set named {name!r}")
         dataset = Dataset(
             task_id=view.row.id,
@@ -414,7 +432,11 @@ async def attach_perturbed_copy(
     actor = require_user(actor)
     async with p.db.session() as s:
         parent = await s.get(Dataset, dataset_id)
-        code = None if parent is None else await s.scalar(select(TaskRow.code).where(TaskRow.id == parent.task_id))
+        code = (
+            None
+            if parent is None
+            else await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == parent.task_id))
+        )
     if parent is None:
         raise NotFound(f"No data set {dataset_id}")
     actor, view = await _owned_task(p, actor, code)
@@ -448,7 +470,9 @@ async def attach_perturbed_copy(
             position: fields
             for position, fields in (
                 await s.execute(
-                    select(DatasetItem.position, DatasetItem.fields).where(DatasetItem.dataset_id == parent.id)
+                    select(col(DatasetItem.position), col(DatasetItem.fields)).where(
+                        col(DatasetItem.dataset_id) == parent.id
+                    )
                 )
             ).all()
         }
@@ -476,19 +500,19 @@ async def attach_perturbed_copy(
     problems.raise_if_any()
     name = _copy_name(parent, perturbation)
     async with p.db.write() as s:
-        old = await s.scalar(select(Dataset).where(Dataset.task_id == parent.task_id, Dataset.name == name))
+        old = await s.scalar(select(Dataset).where(col(Dataset.task_id) == parent.task_id, col(Dataset.name) == name))
         if old is not None and not replace:
             raise AlreadyExists(
                 f"{parent.name} already has a copy perturbed by {perturbation} ({name}); pass "
                 "replace: true to put yours in its place"
             )
         if old is not None:
-            await s.execute(delete(Dataset).where(Dataset.id == old.id))
+            await s.execute(delete(Dataset).where(col(Dataset.id) == old.id))
             # The original's figure of the old copy's kind (and of the new one's) came partly from the old copy:
             # it is recomputed when the new copy's evaluations are done, and not shown stale meanwhile.
             registered = p.plugins.registry.perturbations.get(perturbation)
             stale = {kind, old.perturbation_kind or (registered.kind if registered else "robustness")}
-            for evaluation in await s.scalars(select(Evaluation).where(Evaluation.dataset_id == parent.id)):
+            for evaluation in await s.scalars(select(Evaluation).where(col(Evaluation.dataset_id) == parent.id)):
                 evaluation.metrics = {k: v for k, v in evaluation.metrics.items() if k not in stale}
         copy = _copy_of(
             parent,

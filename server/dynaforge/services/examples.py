@@ -21,6 +21,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlmodel import col
 
 from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, row_object, utcnow
 from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
@@ -278,7 +279,9 @@ async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, ta
         written = await s.scalar(
             select(func.count())
             .select_from(Example)
-            .where(Example.task_id == task_id, Example.user_id == user_id, Example.created_at >= midnight)
+            .where(
+                col(Example.task_id) == task_id, col(Example.user_id) == user_id, col(Example.created_at) >= midnight
+            )
         )
     if written >= cap:
         retry = (midnight + timedelta(days=1) - now).total_seconds()
@@ -331,19 +334,23 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
         pending = list(
             await s.scalars(
                 select(Example)
-                .where(Example.status == ExampleStatus.PENDING_PREDICTION)
-                .order_by(Example.id)
+                .where(col(Example.status) == ExampleStatus.PENDING_PREDICTION)
+                .order_by(col(Example.id))
                 .limit(limit)
             )
         )
         if not pending:
             return 0
-        rounds = {r.id: r for r in await s.scalars(select(Round).where(Round.id.in_({e.round_id for e in pending})))}
+        rounds = {
+            r.id: r for r in await s.scalars(select(Round).where(col(Round.id).in_({e.round_id for e in pending})))
+        }
         context_ids = {e.context_id for e in pending if e.context_id is not None}
-        contexts = {c.id: c for c in await s.scalars(select(Context).where(Context.id.in_(context_ids)))}
+        contexts = {c.id: c for c in await s.scalars(select(Context).where(col(Context.id).in_(context_ids)))}
         codes = dict(
             (
-                await s.execute(select(TaskRow.id, TaskRow.code).where(TaskRow.id.in_({e.task_id for e in pending})))
+                await s.execute(
+                    select(col(TaskRow.id), col(TaskRow.code)).where(col(TaskRow.id).in_({e.task_id for e in pending}))
+                )
             ).all()
         )
     done = 0
@@ -365,7 +372,7 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
         async with p.db.write() as s:
             result = await s.execute(
                 update(Example)
-                .where(Example.id == example.id, Example.status == ExampleStatus.PENDING_PREDICTION)
+                .where(col(Example.id) == example.id, col(Example.status) == ExampleStatus.PENDING_PREDICTION)
                 .values(
                     status=ExampleStatus.CREATED,
                     prediction=prediction,
@@ -387,8 +394,8 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
             if example.context_id is not None and fooled:
                 await s.execute(
                     update(Context)
-                    .where(Context.id == example.context_id)
-                    .values(total_fooled=Context.total_fooled + 1)
+                    .where(col(Context.id) == example.context_id)
+                    .values(total_fooled=col(Context.total_fooled) + 1)
                 )
         done += 1
         example.status, example.prediction, example.fooled = ExampleStatus.CREATED, prediction, fooled
@@ -434,20 +441,20 @@ async def list_examples(
         raise InvalidInput.from_errors(
             [FieldError("status", "choice", f"must be one of {', '.join(ExampleStatus.ALL)}")]
         )
-    where = [Example.task_id == view.row.id]
+    where = [col(Example.task_id) == view.row.id]
     if after:
-        where.append(Example.id < decode_cursor(after))
+        where.append(col(Example.id) < decode_cursor(after))
     if status is not None:
-        where.append(Example.status == status)
+        where.append(col(Example.status) == status)
     async with p.db.session() as s:
         if mine or not await task_service.is_owner(s, actor, view.row.id):
-            where.append(Example.user_id == actor.user_id)
+            where.append(col(Example.user_id) == actor.user_id)
         found = (
             await s.execute(
-                select(Example, Round.number)
-                .join(Round, Round.id == Example.round_id)
+                select(Example, col(Round.number))
+                .join(Round, col(Round.id) == col(Example.round_id))
                 .where(*where)
-                .order_by(Example.id.desc())
+                .order_by(col(Example.id).desc())
                 .limit(limit + 1)
             )
         ).all()
@@ -459,11 +466,11 @@ async def list_examples(
 
 async def rounds_by_id(p: Platform, round_ids: list[int]) -> dict[int, Round]:
     async with p.db.session() as s:
-        rows = await s.scalars(select(Round).where(Round.id.in_(round_ids)))
+        rows = await s.scalars(select(Round).where(col(Round.id).in_(round_ids)))
         return {r.id: r for r in rows}
 
 
 async def task_codes_by_id(p: Platform, task_ids: list[int]) -> dict[int, str]:
     async with p.db.session() as s:
-        rows = await s.execute(select(TaskRow.id, TaskRow.code).where(TaskRow.id.in_(task_ids)))
+        rows = await s.execute(select(col(TaskRow.id), col(TaskRow.code)).where(col(TaskRow.id).in_(task_ids)))
         return {i: c for i, c in rows}

@@ -2,7 +2,7 @@
 
 The formats are plugins (hook ``register_export_formats``, :mod:`dynaforge.exporters`); the core registers ``jsonl``
 and ``hf`` (a Hugging Face ``datasets`` folder). This module decides what is exported and reads it: examples in
-keyset pages by id (``Example.id > last``, ``PAGE_SIZE`` at a time), the validations and contexts of a page in one
+keyset pages by id (``col(Example.id) > last``, ``PAGE_SIZE`` at a time), the validations and contexts of a page in one
 query each, each page turned into ``dynaforge.example/1`` records and handed to the format, which writes it out
 before the next page is read, so memory stays flat in the number of examples. No user id leaves the server: authors
 and validators appear as pseudonyms, an HMAC of the user id keyed on the round's secret (:func:`pseudonym`), stable
@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from dynaforge.db.models import (
     Context,
@@ -145,23 +146,30 @@ async def prepare_export(
                 f"Only owners of {task_code} and admins can export examples that are not accepted; "
                 "ask for ACCEPTED examples only (the default)"
             )
-        query = select(Round).where(Round.task_id == view.row.id).order_by(Round.number)
+        query = select(Round).where(col(Round.task_id) == view.row.id).order_by(col(Round.number))
         if round_number is not None:
-            query = query.where(Round.number == round_number)
+            query = query.where(col(Round.number) == round_number)
         rounds = list(await s.scalars(query))
         if not rounds:
             if round_number is None:
                 raise NotFound(f"Task {task_code} has no rounds yet")
             numbers = list(
-                await s.scalars(select(Round.number).where(Round.task_id == view.row.id).order_by(Round.number))
+                await s.scalars(
+                    select(col(Round.number)).where(col(Round.task_id) == view.row.id).order_by(col(Round.number))
+                )
             )
             raise NotFound(f"Task {task_code} has no round {round_number}; its rounds are {_numbers(numbers)}")
-        max_id = await s.scalar(select(func.max(Example.id)).where(Example.task_id == view.row.id)) or 0
-        where = [Example.round_id.in_([r.id for r in rounds]), *_conditions(view.row.id, wanted, max_id, not owner)]
+        max_id = await s.scalar(select(func.max(col(Example.id))).where(col(Example.task_id) == view.row.id)) or 0
+        where = [
+            col(Example.round_id).in_([r.id for r in rounds]),
+            *_conditions(view.row.id, wanted, max_id, not owner),
+        ]
         stats = {
             round_id: (count, first)
             for round_id, count, first in await s.execute(
-                select(Example.round_id, func.count(), func.min(Example.id)).where(*where).group_by(Example.round_id)
+                select(col(Example.round_id), func.count(), func.min(col(Example.id)))
+                .where(*where)
+                .group_by(col(Example.round_id))
             )
         }
     parts = tuple(RoundExport(r, *stats.get(r.id, (0, None))) for r in rounds)
@@ -187,18 +195,18 @@ async def prepare_download(
 
 def _conditions(task_id: int, statuses: Iterable[str], max_id: int, withhold_scored: bool) -> list[Any]:
     """The task's examples in ``statuses`` up to ``max_id``, less (``withhold_scored``) those whose gold is secret."""
-    conditions = [Example.task_id == task_id, Example.status.in_(list(statuses)), Example.id <= max_id]
+    conditions = [col(Example.task_id) == task_id, col(Example.status).in_(list(statuses)), col(Example.id) <= max_id]
     if withhold_scored:
-        conditions.append(Example.id.not_in(_scored_examples()))
+        conditions.append(col(Example.id).not_in(_scored_examples()))
     return conditions
 
 
 def _scored_examples():
     """Ids of examples frozen into a SCORING or HIDDEN data set: their gold targets stay with the owners."""
     return (
-        select(DatasetItem.example_id)
-        .join(Dataset, Dataset.id == DatasetItem.dataset_id)
-        .where(Dataset.access != DatasetAccess.STANDARD, DatasetItem.example_id.is_not(None))
+        select(col(DatasetItem.example_id))
+        .join(Dataset, col(Dataset.id) == col(DatasetItem.dataset_id))
+        .where(col(Dataset.access) != DatasetAccess.STANDARD, col(DatasetItem.example_id).is_not(None))
     )
 
 
@@ -243,8 +251,8 @@ async def _pages(p: Platform, plan: ExportPlan, part: RoundExport, page_size: in
             examples = list(
                 await s.scalars(
                     select(Example)
-                    .where(*plan.where(), Example.round_id == part.round.id, Example.id > last)
-                    .order_by(Example.id)
+                    .where(*plan.where(), col(Example.round_id) == part.round.id, col(Example.id) > last)
+                    .order_by(col(Example.id))
                     .limit(page_size)
                 )
             )
@@ -253,14 +261,20 @@ async def _pages(p: Platform, plan: ExportPlan, part: RoundExport, page_size: in
             ids = [e.id for e in examples]
             validations: dict[int, list[Validation]] = {}
             for v in await s.scalars(
-                select(Validation).where(Validation.example_id.in_(ids)).order_by(Validation.example_id, Validation.id)
+                select(Validation)
+                .where(col(Validation.example_id).in_(ids))
+                .order_by(col(Validation.example_id), col(Validation.id))
             ):
                 validations.setdefault(v.example_id, []).append(v)
             context_ids = {e.context_id for e in examples if e.context_id is not None}
             contexts = {}
             if context_ids:
                 contexts = dict(
-                    (await s.execute(select(Context.id, Context.fields).where(Context.id.in_(context_ids)))).all()
+                    (
+                        await s.execute(
+                            select(col(Context.id), col(Context.fields)).where(col(Context.id).in_(context_ids))
+                        )
+                    ).all()
                 )
         yield _Page(part, examples, contexts, validations)
         if len(examples) < page_size:

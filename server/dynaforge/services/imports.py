@@ -24,6 +24,7 @@ from typing import Any
 
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from dynaforge.db.models import Example, ExampleStatus, Round, User, utcnow
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
@@ -321,9 +322,11 @@ async def _round(s: AsyncSession, task_id: int, task_code: str, number: int | No
     if number is None:
         round_ = await task_service.current_round(s, task_id)
     else:
-        round_ = await s.scalar(select(Round).where(Round.task_id == task_id, Round.number == number))
+        round_ = await s.scalar(select(Round).where(col(Round.task_id) == task_id, col(Round.number) == number))
     if round_ is None:
-        numbers = list(await s.scalars(select(Round.number).where(Round.task_id == task_id).order_by(Round.number)))
+        numbers = list(
+            await s.scalars(select(col(Round.number)).where(col(Round.task_id) == task_id).order_by(col(Round.number)))
+        )
         known = ", ".join(map(str, numbers)) or "none"
         what = f"round {number}" if number is not None else "round"
         raise NotFound(f"Task {task_code} has no {what}; its rounds are: {known}")
@@ -331,7 +334,7 @@ async def _round(s: AsyncSession, task_id: int, task_code: str, number: int | No
 
 
 async def _named_user(s: AsyncSession, username: str) -> User:
-    user = await s.scalar(select(User).where(User.username == username))
+    user = await s.scalar(select(User).where(col(User.username) == username))
     if user is None:
         raise NotFound(f"No user named {username!r}; create it first (dynaforge users create) or leave the user out")
     return user
@@ -339,7 +342,7 @@ async def _named_user(s: AsyncSession, username: str) -> User:
 
 async def _service_account(s: AsyncSession) -> User:
     """The ``importer`` account, created (inactive, unable to sign in) on first use."""
-    user = await s.scalar(select(User).where(User.username == IMPORTER_USERNAME))
+    user = await s.scalar(select(User).where(col(User.username) == IMPORTER_USERNAME))
     if user is None:
         user = User(username=IMPORTER_USERNAME, email=IMPORTER_EMAIL, password_hash=UNUSABLE_PASSWORD, is_active=False)
         s.add(user)

@@ -6,8 +6,8 @@ task's perturbations). Its data sets are the task's scoring sets (their perturbe
 fairness, not the board's columns). Only finished (``DONE``) evaluations count; a model lacking one is shown with
 the gap marked (``dynaforge.evaluation.dynascore``).
 
-Evaluations store their task metrics, ``robustness`` and ``fairness`` in ``Evaluation.metrics``, the principal
-metric's bootstrap interval in ``Evaluation.details["intervals"][metric] = [low, high]``, throughput and memory in
+Evaluations store their task metrics, ``robustness`` and ``fairness`` in ``col(Evaluation.metrics)``, the principal
+metric's bootstrap interval in ``col(Evaluation.details)["intervals"][metric] = [low, high]``, throughput and memory in
 their own columns. A row shows the principal metric's interval when the board has one scoring data set (an interval
 of a weighted mean over several sets would need their resamples). Forks save a user's weights under a name;
 snapshots freeze a computed board.
@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from dynaforge.db.models import (
     Dataset,
@@ -135,15 +136,19 @@ async def compute(
             await s.scalars(
                 select(Dataset)
                 .where(
-                    Dataset.task_id == view.row.id, Dataset.access == DatasetAccess.SCORING, Dataset.parent_id.is_(None)
+                    col(Dataset.task_id) == view.row.id,
+                    col(Dataset.access) == DatasetAccess.SCORING,
+                    col(Dataset.parent_id).is_(None),
                 )
-                .order_by(Dataset.name)
+                .order_by(col(Dataset.name))
             )
         )
         # Rows of columns, not ORM objects: building a few hundred SQLModel instances costs more than the query.
         models = (
             await s.execute(
-                select(*ModelRow.__table__.columns).where(ModelRow.task_id == view.row.id, ModelRow.published.is_(True))
+                select(*ModelRow.__table__.columns).where(
+                    col(ModelRow.task_id) == view.row.id, col(ModelRow.published).is_(True)
+                )
             )
         ).all()
         # Only the columns the board uses: the full rows carry details (per-slice and per-copy figures) and log
@@ -152,16 +157,16 @@ async def compute(
             (
                 await s.execute(
                     select(
-                        Evaluation.model_id,
-                        Evaluation.dataset_id,
-                        Evaluation.metrics,
-                        Evaluation.throughput,
-                        Evaluation.memory_mb,
-                        Evaluation.details["intervals"].label("intervals"),
+                        col(Evaluation.model_id),
+                        col(Evaluation.dataset_id),
+                        col(Evaluation.metrics),
+                        col(Evaluation.throughput),
+                        col(Evaluation.memory_mb),
+                        col(Evaluation.details)["intervals"].label("intervals"),
                     ).where(
-                        Evaluation.model_id.in_([m.id for m in models]),
-                        Evaluation.dataset_id.in_([d.id for d in scoring]),
-                        Evaluation.status == EvaluationStatus.DONE,
+                        col(Evaluation.model_id).in_([m.id for m in models]),
+                        col(Evaluation.dataset_id).in_([d.id for d in scoring]),
+                        col(Evaluation.status) == EvaluationStatus.DONE,
                     )
                 )
             ).all()
@@ -169,7 +174,11 @@ async def compute(
             else []
         )
         names = dict(
-            (await s.execute(select(User.id, User.username).where(User.id.in_({m.user_id for m in models})))).all()
+            (
+                await s.execute(
+                    select(col(User.id), col(User.username)).where(col(User.id).in_({m.user_id for m in models}))
+                )
+            ).all()
         )
     dataset_names = {d.id: d.name for d in scoring}
     if dataset_w is not None:
@@ -292,10 +301,10 @@ async def save_fork(
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.write() as s:
         taken = await s.scalar(
-            select(LeaderboardFork.id).where(
-                LeaderboardFork.task_id == view.row.id,
-                LeaderboardFork.user_id == actor.user_id,
-                LeaderboardFork.name == name.strip(),
+            select(col(LeaderboardFork.id)).where(
+                col(LeaderboardFork.task_id) == view.row.id,
+                col(LeaderboardFork.user_id) == actor.user_id,
+                col(LeaderboardFork.name) == name.strip(),
             )
         )
         if taken is not None:
@@ -367,7 +376,7 @@ async def get_snapshot(p: Platform, actor: Actor, snapshot_id: int) -> Leaderboa
         row = await s.get(LeaderboardSnapshot, snapshot_id)
         code = None
         if row is not None:
-            code = await s.scalar(select(TaskRow.code).where(TaskRow.id == row.task_id))
+            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == row.task_id))
     if row is None:
         raise NotFound(f"No leaderboard snapshot {snapshot_id}")
     await task_service.get_task(p, actor, code)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from sqlalchemy import select
+from sqlmodel import col
 
 from dynaforge.db.models import ProposalStatus, TaskOwner, TaskProposal, TaskRow, utcnow
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
@@ -35,7 +36,9 @@ async def propose(p: Platform, actor: Actor, *, code: str, name: str, descriptio
     p.limiter.hit(f"proposals:{actor.user_id}", p.settings.proposals_per_day, 86400.0, "task proposals")
     async with p.db.write() as s:
         pending = await s.scalar(
-            select(TaskProposal.id).where(TaskProposal.code == code, TaskProposal.status == ProposalStatus.PENDING)
+            select(col(TaskProposal.id)).where(
+                col(TaskProposal.code) == code, col(TaskProposal.status) == ProposalStatus.PENDING
+            )
         )
         if pending is not None:
             raise AlreadyExists(f"Task {code!r} is already proposed (proposal {pending}); wait for an admin's decision")
@@ -85,7 +88,7 @@ async def decide(
         proposal.status = ProposalStatus.ACCEPTED if accept else ProposalStatus.DECLINED
         proposal.decision_note, proposal.decided_by, proposal.decided_at = note, actor.user_id, utcnow()
         if accept:
-            task = await s.scalar(select(TaskRow).where(TaskRow.code == proposal.code))
+            task = await s.scalar(select(TaskRow).where(col(TaskRow.code) == proposal.code))
             task.active = True
             if await s.get(TaskOwner, (task.id, proposal.user_id)) is None:
                 s.add(TaskOwner(task_id=task.id, user_id=proposal.user_id))
@@ -103,8 +106,10 @@ async def list_proposals(p: Platform, actor: Actor, *, status: str | None = None
         )
     where = []
     if not actor.is_admin:
-        where.append(TaskProposal.user_id == actor.user_id)
+        where.append(col(TaskProposal.user_id) == actor.user_id)
     if status is not None:
-        where.append(TaskProposal.status == status)
+        where.append(col(TaskProposal.status) == status)
     async with p.db.session() as s:
-        return list(await s.scalars(select(TaskProposal).where(*where).order_by(TaskProposal.id.desc()).limit(200)))
+        return list(
+            await s.scalars(select(TaskProposal).where(*where).order_by(col(TaskProposal.id).desc()).limit(200))
+        )

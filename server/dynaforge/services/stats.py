@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 
 from sqlalchemy import func, select
+from sqlmodel import col
 
 from dynaforge.db.models import Round, RoundUserStats, User
 from dynaforge.errors import FieldError, InvalidInput, NotFound
@@ -63,7 +64,7 @@ async def task_stats(p: Platform, task_id: int) -> Stats:
         row = (
             await s.execute(
                 select(*(func.coalesce(func.sum(getattr(Round, c)), 0).label(c) for c in COUNTERS)).where(
-                    Round.task_id == task_id
+                    col(Round.task_id) == task_id
                 )
             )
         ).one()
@@ -77,17 +78,17 @@ async def leaderboard(p: Platform, round_id: int, *, first: int = 20, offset: in
             [FieldError("first", "range", f"must be between 1 and {MAX_LEADERBOARD} (and offset at least 0)")]
         )
     order = (
-        RoundUserStats.verified_fooled.desc(),
-        RoundUserStats.fooled.desc(),
-        RoundUserStats.collected.desc(),
-        RoundUserStats.user_id,
+        col(RoundUserStats.verified_fooled).desc(),
+        col(RoundUserStats.fooled).desc(),
+        col(RoundUserStats.collected).desc(),
+        col(RoundUserStats.user_id),
     )
     async with p.db.session() as s:
         rows = (
             await s.execute(
-                select(RoundUserStats, User.username)
-                .join(User, User.id == RoundUserStats.user_id)
-                .where(RoundUserStats.round_id == round_id)
+                select(RoundUserStats, col(User.username))
+                .join(User, col(User.id) == col(RoundUserStats.user_id))
+                .where(col(RoundUserStats.round_id) == round_id)
                 .order_by(*order)
                 .offset(offset)
                 .limit(first)
@@ -103,10 +104,10 @@ async def my_stats(p: Platform, actor: Actor, task_code: str) -> list[tuple[int,
     async with p.db.session() as s:
         rows = (
             await s.execute(
-                select(Round.number, RoundUserStats)
-                .join(RoundUserStats, RoundUserStats.round_id == Round.id)
-                .where(Round.task_id == view.row.id, RoundUserStats.user_id == actor.user_id)
-                .order_by(Round.number)
+                select(col(Round.number), RoundUserStats)
+                .join(RoundUserStats, col(RoundUserStats.round_id) == col(Round.id))
+                .where(col(Round.task_id) == view.row.id, col(RoundUserStats.user_id) == actor.user_id)
+                .order_by(col(Round.number))
             )
         ).all()
     return [(number, Stats.of(row)) for number, row in rows]
@@ -118,7 +119,7 @@ def total(stats: list[Stats]) -> Stats:
 
 async def round_id(p: Platform, task_id: int, number: int) -> int:
     async with p.db.session() as s:
-        found = await s.scalar(select(Round.id).where(Round.task_id == task_id, Round.number == number))
+        found = await s.scalar(select(col(Round.id)).where(col(Round.task_id) == task_id, col(Round.number) == number))
     if found is None:
         raise NotFound(f"No round {number}")
     return found

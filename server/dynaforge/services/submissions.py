@@ -13,6 +13,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, or_, select
+from sqlmodel import col
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
 from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
@@ -55,10 +56,14 @@ async def _check_throttle(s, view: task_service.TaskView, actor: Actor, task_cod
     last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the write transaction."""
     limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
     since = utcnow() - timedelta(hours=24)
-    window = (ModelRow.task_id == view.row.id, ModelRow.user_id == actor.user_id, ModelRow.created_at >= since)
+    window = (
+        col(ModelRow.task_id) == view.row.id,
+        col(ModelRow.user_id) == actor.user_id,
+        col(ModelRow.created_at) >= since,
+    )
     recent = await s.scalar(select(func.count()).select_from(ModelRow).where(*window))
     if recent >= limit:
-        first = await s.scalar(select(func.min(ModelRow.created_at)).where(*window))
+        first = await s.scalar(select(func.min(col(ModelRow.created_at))).where(*window))
         retry = max(0.0, (as_utc(first) + timedelta(hours=24) - utcnow()).total_seconds())
         raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", retry)
 
@@ -114,15 +119,17 @@ async def submit_model(
         await s.flush()
         scoring = list(
             await s.scalars(
-                select(Dataset.id)
-                .where(Dataset.task_id == view.row.id)
+                select(col(Dataset.id))
+                .where(col(Dataset.task_id) == view.row.id)
                 .where(
                     or_(
-                        Dataset.access == DatasetAccess.SCORING,
-                        Dataset.parent_id.in_(select(Dataset.id).where(Dataset.access == DatasetAccess.SCORING)),
+                        col(Dataset.access) == DatasetAccess.SCORING,
+                        col(Dataset.parent_id).in_(
+                            select(col(Dataset.id)).where(col(Dataset.access) == DatasetAccess.SCORING)
+                        ),
                     )
                 )
-                .order_by(Dataset.id)
+                .order_by(col(Dataset.id))
             )
         )
         evaluations = [Evaluation(model_id=model.id, dataset_id=d) for d in scoring]
@@ -138,7 +145,9 @@ async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
     statuses = [EvaluationStatus.QUEUED, EvaluationStatus.RUNNING] if running_too else [EvaluationStatus.QUEUED]
     async with p.db.session() as s:
         ids = list(
-            await s.scalars(select(Evaluation.id).where(Evaluation.status.in_(statuses)).order_by(Evaluation.id))
+            await s.scalars(
+                select(col(Evaluation.id)).where(col(Evaluation.status).in_(statuses)).order_by(col(Evaluation.id))
+            )
         )
     enqueue(p, ids)
     return len(ids)
@@ -156,7 +165,7 @@ async def get_model(p: Platform, actor: Actor, model_id: int) -> tuple[ModelRow,
         privileged = actor.is_authenticated and (
             model.user_id == actor.user_id or await task_service.is_owner(s, actor, model.task_id)
         )
-        code = await s.scalar(select(TaskRow.code).where(TaskRow.id == model.task_id))
+        code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == model.task_id))
     if not privileged:
         if not model.published:
             raise NotFound(f"No model {model_id} that you can see")
@@ -168,9 +177,9 @@ async def evaluations_of(p: Platform, model_id: int) -> list[tuple[Evaluation, D
     async with p.db.session() as s:
         rows = await s.execute(
             select(Evaluation, Dataset)
-            .join(Dataset, Dataset.id == Evaluation.dataset_id)
-            .where(Evaluation.model_id == model_id)
-            .order_by(Dataset.name)
+            .join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id))
+            .where(col(Evaluation.model_id) == model_id)
+            .order_by(col(Dataset.name))
         )
         return [(e, d) for e, d in rows.all()]
 
@@ -242,7 +251,7 @@ async def submit_predictions(
     except Exception:
         # Predictions the task cannot score (e.g. outputs without its target field): nothing stays behind.
         async with p.db.write() as s:
-            await s.execute(delete(ModelRow).where(ModelRow.id == model.id))
+            await s.execute(delete(ModelRow).where(col(ModelRow.id) == model.id))
         raise
     async with p.db.session() as s:
         return await s.get(ModelRow, model.id), await s.get(Evaluation, evaluation.id)

@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import DateTime, insert, literal, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from dynaforge.db.models import Context, Round, TaskOwner, TaskRow, User, utcnow
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
@@ -82,7 +83,7 @@ async def sync_registered_tasks(p: Platform) -> list[str]:
     for code, task in p.plugins.registry.tasks.items():
         try:
             async with p.db.write() as s:
-                row = await s.scalar(select(TaskRow).where(TaskRow.code == code))
+                row = await s.scalar(select(TaskRow).where(col(TaskRow.code) == code))
                 if row is None:
                     row = TaskRow(code=code, name=task.name, settings={"validation_quorum": task.validation_quorum})
                     s.add(row)
@@ -90,7 +91,7 @@ async def sync_registered_tasks(p: Platform) -> list[str]:
                     created.append(code)
                 elif row.name != task.name:
                     row.name = task.name
-                has_round = await s.scalar(select(Round.id).where(Round.task_id == row.id).limit(1))
+                has_round = await s.scalar(select(col(Round.id)).where(col(Round.task_id) == row.id).limit(1))
                 if has_round is None:
                     s.add(
                         Round(
@@ -113,7 +114,9 @@ async def is_owner(s: AsyncSession, actor: Actor, task_id: int) -> bool:
         return False
     return (
         await s.scalar(
-            select(TaskOwner.user_id).where(TaskOwner.task_id == task_id, TaskOwner.user_id == actor.user_id)
+            select(col(TaskOwner.user_id)).where(
+                col(TaskOwner.task_id) == task_id, col(TaskOwner.user_id) == actor.user_id
+            )
         )
     ) is not None
 
@@ -137,7 +140,7 @@ async def list_tasks(p: Platform, actor: Actor) -> list[TaskView]:
     """Tasks whose plugin is loaded; hidden ones only for their owners and admins."""
     registry = p.plugins.registry.tasks
     async with p.db.session() as s:
-        rows = list(await s.scalars(select(TaskRow).order_by(TaskRow.code)))
+        rows = list(await s.scalars(select(TaskRow).order_by(col(TaskRow.code))))
         return [TaskView(registry[r.code], r) for r in rows if r.code in registry and await _visible(s, actor, r)]
 
 
@@ -147,7 +150,7 @@ async def get_task(p: Platform, actor: Actor, code: str) -> TaskView:
     if row is None or row.hidden:
         async with p.db.session() as s:
             if row is None and task is not None:
-                row = await s.scalar(select(TaskRow).where(TaskRow.code == code))
+                row = await s.scalar(select(TaskRow).where(col(TaskRow.code) == code))
                 if row is not None:
                     p.caches.tasks.put(code, row)
             visible = row is not None and await _visible(s, actor, row)
@@ -160,7 +163,9 @@ async def get_task(p: Platform, actor: Actor, code: str) -> TaskView:
 
 
 async def current_round(s: AsyncSession, task_id: int) -> Round | None:
-    return await s.scalar(select(Round).where(Round.task_id == task_id).order_by(Round.number.desc()).limit(1))
+    return await s.scalar(
+        select(Round).where(col(Round.task_id) == task_id).order_by(col(Round.number).desc()).limit(1)
+    )
 
 
 async def cached_current_round(p: Platform, task_id: int) -> Round | None:
@@ -175,7 +180,7 @@ async def cached_current_round(p: Platform, task_id: int) -> Round | None:
 
 async def list_rounds(p: Platform, task_id: int) -> list[Round]:
     async with p.db.session() as s:
-        return list(await s.scalars(select(Round).where(Round.task_id == task_id).order_by(Round.number)))
+        return list(await s.scalars(select(Round).where(col(Round.task_id) == task_id).order_by(col(Round.number))))
 
 
 async def round_by_id(p: Platform, round_id: int) -> Round | None:
@@ -187,7 +192,7 @@ async def get_round(p: Platform, task_id: int, number: int | None = None) -> Rou
     async with p.db.session() as s:
         if number is None:
             return await current_round(s, task_id)
-        return await s.scalar(select(Round).where(Round.task_id == task_id, Round.number == number))
+        return await s.scalar(select(Round).where(col(Round.task_id) == task_id, col(Round.number) == number))
 
 
 async def grant_ownership(p: Platform, actor: Actor, code: str, user_id: int) -> None:
@@ -237,7 +242,7 @@ async def change_ownership(
 
 async def user_id_by_name(p: Platform, username: str) -> int:
     async with p.db.session() as s:
-        user_id = await s.scalar(select(User.id).where(User.username == username))
+        user_id = await s.scalar(select(col(User.id)).where(col(User.username) == username))
     if user_id is None:
         raise NotFound(f"No user named {username!r}")
     return user_id
@@ -248,9 +253,9 @@ async def owners(p: Platform, task_id: int) -> list[User]:
         return list(
             await s.scalars(
                 select(User)
-                .join(TaskOwner, TaskOwner.user_id == User.id)
-                .where(TaskOwner.task_id == task_id)
-                .order_by(User.username)
+                .join(TaskOwner, col(TaskOwner.user_id) == col(User.id))
+                .where(col(TaskOwner.task_id) == task_id)
+                .order_by(col(User.username))
             )
         )
 
@@ -310,7 +315,7 @@ async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[st
 async def _owned_open_round(s: AsyncSession, actor: Actor, view: TaskView, verb: str) -> Round | None:
     if not await is_owner(s, actor, view.row.id):
         raise Forbidden(f"Only owners of {view.task.code} and admins can {verb}")
-    latest = select(Round).where(Round.task_id == view.row.id).order_by(Round.number.desc()).limit(1)
+    latest = select(Round).where(col(Round.task_id) == view.row.id).order_by(col(Round.number).desc()).limit(1)
     return await s.scalar(latest.with_for_update() if s.bind.dialect.name == "postgresql" else latest)
 
 
@@ -361,14 +366,14 @@ async def open_next_round(
                     insert(Context).from_select(
                         ["task_id", "round_id", "fields", "tag", "total_used", "total_fooled", "created_at"],
                         select(
-                            Context.task_id,
+                            col(Context.task_id),
                             literal(new.id),
-                            Context.fields,
-                            Context.tag,
+                            col(Context.fields),
+                            col(Context.tag),
                             literal(0),
                             literal(0),
                             literal(now, DateTime(timezone=True)),
-                        ).where(Context.round_id == previous.id),
+                        ).where(col(Context.round_id) == previous.id),
                     )
                 )
     except IntegrityError as exc:
@@ -408,7 +413,7 @@ async def update_round(p: Platform, actor: Actor, code: str, number: int, *, des
     async with p.db.write() as s:
         if not await is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {code} and admins can edit its rounds")
-        round_ = await s.scalar(select(Round).where(Round.task_id == view.row.id, Round.number == number))
+        round_ = await s.scalar(select(Round).where(col(Round.task_id) == view.row.id, col(Round.number) == number))
         if round_ is None:
             raise NotFound(f"Task {code} has no round {number}")
         round_.description = description
@@ -422,7 +427,7 @@ async def open_round_targets(p: Platform) -> list[ModelSpec]:
     """The target models of every task's current round, if it is open (to load them ahead of annotators)."""
     specs: list[ModelSpec] = []
     async with p.db.session() as s:
-        for row in await s.scalars(select(TaskRow).where(TaskRow.code.in_(list(p.plugins.registry.tasks)))):
+        for row in await s.scalars(select(TaskRow).where(col(TaskRow.code).in_(list(p.plugins.registry.tasks)))):
             round_ = await current_round(s, row.id)
             if round_ is not None and round_.ended_at is None:
                 specs.extend(ModelSpec.from_dict(m) for m in round_.target_models)

@@ -23,6 +23,7 @@ from typing import Any
 from sqlalchemy import exists, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlmodel import col
 
 from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, utcnow
 from dynaforge.db.models import ExampleStatus as S
@@ -52,28 +53,35 @@ async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owne
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     settings = view.settings
-    already = exists().where(Validation.example_id == Example.id, Validation.user_id == actor.user_id)
-    where = [Example.task_id == view.row.id, ~already]
+    already = exists().where(col(Validation.example_id) == col(Example.id), col(Validation.user_id) == actor.user_id)
+    where = [col(Example.task_id) == view.row.id, ~already]
     async with p.db.session() as s:
         if owner_mode:
             if not await task_service.is_owner(s, actor, view.row.id):
                 raise Forbidden(f"Only owners of {task_code} and admins can validate in owner mode")
-            where.append(Example.status.in_([S.FLAGGED, S.CREATED]))
-            order = [(Example.status == S.FLAGGED).desc(), Example.fooled.desc(), Example.validations_total, Example.id]
+            where.append(col(Example.status).in_([S.FLAGGED, S.CREATED]))
+            order = [
+                (col(Example.status) == S.FLAGGED).desc(),
+                col(Example.fooled).desc(),
+                col(Example.validations_total),
+                col(Example.id),
+            ]
         else:
-            where += [Example.status == S.CREATED, Example.user_id != actor.user_id]
+            where += [col(Example.status) == S.CREATED, col(Example.user_id) != actor.user_id]
             if not settings.validate_non_fooling:
-                where.append(Example.fooled.is_(True))
+                where.append(col(Example.fooled).is_(True))
             if settings.one_example_per_tag:
                 seen_tags = (
-                    select(Example.tag)
-                    .join(Validation, Validation.example_id == Example.id)
+                    select(col(Example.tag))
+                    .join(Validation, col(Validation.example_id) == col(Example.id))
                     .where(
-                        Validation.user_id == actor.user_id, Example.task_id == view.row.id, Example.tag.is_not(None)
+                        col(Validation.user_id) == actor.user_id,
+                        col(Example.task_id) == view.row.id,
+                        col(Example.tag).is_not(None),
                     )
                 )
-                where.append(Example.tag.is_(None) | Example.tag.not_in(seen_tags.scalar_subquery()))
-            order = [Example.fooled.desc(), Example.validations_total, Example.id]
+                where.append(col(Example.tag).is_(None) | col(Example.tag).not_in(seen_tags.scalar_subquery()))
+            order = [col(Example.fooled).desc(), col(Example.validations_total), col(Example.id)]
         candidates = list(await s.scalars(select(Example).where(*where).order_by(*order).limit(_SAMPLE)))
     if not candidates:
         return None
@@ -137,8 +145,8 @@ async def _peek(p: Platform, actor: Actor, example_id: int):
         example = await s.get(Example, example_id)
         if example is None:
             raise NotFound(f"No example {example_id}")
-        code = await s.scalar(select(TaskRow.code).where(TaskRow.id == example.task_id))
-        number = await s.scalar(select(Round.number).where(Round.id == example.round_id))
+        code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == example.task_id))
+        number = await s.scalar(select(col(Round.number)).where(col(Round.id) == example.round_id))
         context = None
         if example.context_id is not None:
             row = await s.get(Context, example.context_id)
@@ -153,7 +161,9 @@ async def _peek(p: Platform, actor: Actor, example_id: int):
 async def _refuse_second_vote(s: AsyncSession, example_id: int, actor: Actor) -> None:
     """AlreadyExists when ``actor`` voted on the example before (the unique constraint catches a simultaneous one)."""
     voted = await s.scalar(
-        select(Validation.id).where(Validation.example_id == example_id, Validation.user_id == actor.user_id)
+        select(col(Validation.id)).where(
+            col(Validation.example_id) == example_id, col(Validation.user_id) == actor.user_id
+        )
     )
     if voted is not None:
         raise AlreadyExists(f"You already validated example {example_id}")

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from sqlalchemy import func, select, update
+from sqlmodel import col
 
 from dynaforge.db.models import Webhook, WebhookDelivery, utcnow
 from dynaforge.db.models import WebhookDeliveryStatus as D
@@ -162,7 +163,7 @@ async def create(
         count = await s.scalar(
             select(func.count())
             .select_from(Webhook)
-            .where(Webhook.task_id == view.row.id, Webhook.user_id == actor.user_id)
+            .where(col(Webhook.task_id) == view.row.id, col(Webhook.user_id) == actor.user_id)
         )
         if count >= MAX_PER_USER_AND_TASK:
             raise RateLimited(f"You have {count} webhooks on {task_code}, the most allowed; delete one first", 0.0)
@@ -217,10 +218,10 @@ async def list_webhooks(p: Platform, actor: Actor, task_code: str) -> list[Webho
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
-        where = [Webhook.task_id == view.row.id]
+        where = [col(Webhook.task_id) == view.row.id]
         if not await task_service.is_owner(s, actor, view.row.id):
-            where.append(Webhook.user_id == actor.user_id)
-        return list(await s.scalars(select(Webhook).where(*where).order_by(Webhook.id)))
+            where.append(col(Webhook.user_id) == actor.user_id)
+        return list(await s.scalars(select(Webhook).where(*where).order_by(col(Webhook.id))))
 
 
 async def deliveries(p: Platform, webhook_id: int, *, first: int = 20) -> list[WebhookDelivery]:
@@ -231,8 +232,8 @@ async def deliveries(p: Platform, webhook_id: int, *, first: int = 20) -> list[W
         return list(
             await s.scalars(
                 select(WebhookDelivery)
-                .where(WebhookDelivery.webhook_id == webhook_id)
-                .order_by(WebhookDelivery.id.desc())
+                .where(col(WebhookDelivery.webhook_id) == webhook_id)
+                .order_by(col(WebhookDelivery.id).desc())
                 .limit(first)
             )
         )
@@ -245,7 +246,9 @@ async def pending_ids(p: Platform) -> list[int]:
     async with p.db.session() as s:
         return list(
             await s.scalars(
-                select(WebhookDelivery.id).where(WebhookDelivery.status == D.PENDING).order_by(WebhookDelivery.id)
+                select(col(WebhookDelivery.id))
+                .where(col(WebhookDelivery.status) == D.PENDING)
+                .order_by(col(WebhookDelivery.id))
             )
         )
 
@@ -293,7 +296,7 @@ async def attempt(settings: Settings, db, delivery_id: int, *, max_attempts: int
     async with db.write() as s:
         await s.execute(
             update(WebhookDelivery)
-            .where(WebhookDelivery.id == delivery_id)
+            .where(col(WebhookDelivery.id) == delivery_id)
             .values(
                 attempts=attempts,
                 response_status=status_code,
