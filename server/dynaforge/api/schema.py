@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any
+
 import strawberry
 from graphql import (
     ExecutionResult as GraphQLExecutionResult,
@@ -21,8 +25,8 @@ from strawberry.extensions import (
     ParserCache,
     QueryDepthLimiter,
     SchemaExtension,
-    ValidationCache,
 )
+from strawberry.schema.schema import validate_document
 from strawberry.tools import merge_types
 from strawberry.types.graphql import OperationType
 
@@ -128,6 +132,35 @@ def _string_literals(document) -> list[StringValueNode]:
     return strings.found
 
 
+class ValidationByText(SchemaExtension):
+    """strawberry's ``ValidationCache``, keyed by the query's text instead of its syntax tree.
+
+    ``ValidationCache`` keys its LRU on the parsed document, and graphql-core hashes a document by walking all of its
+    nodes, on every request. Validation depends only on the schema, the document (one per text, from the parser
+    cache) and the rules, so the text stands for the document; the cache is bounded like the original.
+    """
+
+    MAXSIZE = 256
+    _cache: OrderedDict[tuple[int, str, tuple[Any, ...]], list[GraphQLError]] = OrderedDict()
+
+    def on_validate(self) -> Iterator[None]:
+        context = self.execution_context
+        if context.graphql_document is None or context.query is None:
+            yield
+            return
+        key = (id(context.schema._schema), context.query, tuple(context.validation_rules))
+        errors = self._cache.get(key)
+        if errors is None:
+            errors = validate_document(context.schema._schema, context.graphql_document, context.validation_rules)
+            self._cache[key] = errors
+            if len(self._cache) > self.MAXSIZE:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        context.pre_execution_errors = errors
+        yield
+
+
 class ReadAdmission(SchemaExtension):
     """At most ``limit`` queries execute at once in this process; mutations never wait.
 
@@ -183,7 +216,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
             lambda: MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
             # Built per request; their LRU caches live at module level, shared by every request.
             lambda: ParserCache(maxsize=256),
-            lambda: ValidationCache(maxsize=256),
+            ValidationByText,
         ],
     )
 
