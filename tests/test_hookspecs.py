@@ -88,7 +88,7 @@ def test_hook_has_docstring(hook):
 
 
 def test_expected_signature_renders_source_annotations():
-    assert expected_signature("register_tasks") == "def register_tasks(register: Callable[[Any], None])"
+    assert expected_signature("register_tasks") == "def register_tasks(register: Callable[[Task], None])"
     assert expected_signature("example_created") == "def example_created(example: dict[str, Any])"
 
 

@@ -8,9 +8,15 @@ Any implementation may be a plain function or a coroutine function.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+if TYPE_CHECKING:  # the contract's types, for plugin authors' type checkers (no import cycle at run time)
+    from dynaforge.exporters import ExportFormat
+    from dynaforge.importers import Importer
+    from dynaforge.inference.backends import ModelBackend
+    from dynaforge.tasks.base import Metric, Perturbation, Slice, Task
 
 hookspec = pluggy.HookspecMarker("dynaforge")
 hookimpl = pluggy.HookimplMarker("dynaforge")
@@ -20,7 +26,7 @@ hookimpl = pluggy.HookimplMarker("dynaforge")
 
 
 @hookspec
-def register_tasks(register: Callable[[Any], None]) -> None:
+def register_tasks(register: Callable[[Task], None]) -> None:
     """Register tasks: call ``register(task)`` with an instance of a :class:`dynaforge.Task` subclass.
 
     A task's ``code`` must be unique across all plugins; a second task with the same code is refused and reported
@@ -29,7 +35,7 @@ def register_tasks(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_model_backends(register: Callable[[Any], None]) -> None:
+def register_model_backends(register: Callable[[ModelBackend], None]) -> None:
     """Register model backends: call ``register(backend)`` with a :class:`dynaforge.ModelBackend` instance.
 
     A backend turns a model configuration (``ModelSpec.config``) into a predictor. Its ``name`` is what a round's
@@ -38,7 +44,7 @@ def register_model_backends(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_metrics(register: Callable[[Any], None]) -> None:
+def register_metrics(register: Callable[[Metric], None]) -> None:
     """Register metrics: call ``register(metric)`` with a :class:`dynaforge.Metric`.
 
     Tasks name the metrics they use in ``Task.metrics``; the name must be registered by some plugin.
@@ -46,7 +52,7 @@ def register_metrics(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_perturbations(register: Callable[[Any], None]) -> None:
+def register_perturbations(register: Callable[[Perturbation], None]) -> None:
     """Register perturbations: call ``register(perturbation)`` with a :class:`dynaforge.Perturbation`.
 
     A perturbation transforms a text with a seeded ``random.Random``; tasks name the ones that fit them.
@@ -54,7 +60,7 @@ def register_perturbations(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_fairness_slices(register: Callable[[Any], None]) -> None:
+def register_fairness_slices(register: Callable[[Slice], None]) -> None:
     """Register fairness slices: call ``register(slice)`` with a :class:`dynaforge.Slice`.
 
     A slice assigns an example to a group from its fields; metrics are reported per group.
@@ -62,7 +68,7 @@ def register_fairness_slices(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_importers(register: Callable[[Any], None]) -> None:
+def register_importers(register: Callable[[Importer], None]) -> None:
     """Register importers of existing data sets: call ``register(importer)`` with a :class:`dynaforge.Importer`.
 
     An importer reads one file format into examples of one task (or of any task when its ``task_code`` is None);
@@ -71,7 +77,7 @@ def register_importers(register: Callable[[Any], None]) -> None:
 
 
 @hookspec
-def register_export_formats(register: Callable[[Any], None]) -> None:
+def register_export_formats(register: Callable[[ExportFormat], None]) -> None:
     """Register export formats: call ``register(format)`` with a :class:`dynaforge.ExportFormat` instance.
 
     A format writes a task's collected examples, handed to it page by page as ``dynaforge.example/1`` records; its

@@ -179,15 +179,14 @@ class Plugins:
         registry = Registry()
         # Defaults first so that third-party plugins may not silently replace a core metric or backend.
         # pluggy keeps plugins in a set: use registration order so that "first registered wins" is deterministic.
-        in_order = [plugin for _, plugin in self.pm.list_name_plugin() if plugin is not None]
-        ordered = sorted(in_order, key=lambda p: self.pm.get_name(p) not in self.default_names)
+        in_order = [(name, plugin) for name, plugin in self.pm.list_name_plugin() if plugin is not None]
+        ordered = sorted(in_order, key=lambda named: named[0] not in self.default_names)
         for hook_name, (attr, expected, key_attr) in _KINDS.items():
             impls = {id(i.plugin): i for i in getattr(self.pm.hook, hook_name).get_hookimpls()}
-            for plugin in ordered:
+            for plugin_name, plugin in ordered:
                 impl = impls.get(id(plugin))
                 if impl is None:
                     continue
-                plugin_name = self.pm.get_name(plugin)
                 if plugin_name in self.errors:
                     continue
                 collected: list[Any] = []
@@ -209,7 +208,7 @@ class Plugins:
             raise PluginError(f"registered {item!r}, which is not a {expected.__name__}")
         key = getattr(item, key_attr, None)
         if key in getattr(registry, attr):
-            owner = registry.owners.get((attr, key))
+            owner = registry.owners.get((attr, str(key)))
             raise PluginError(f"{expected.__name__} {key!r} is already registered by {owner}")
         if isinstance(item, Importer) and (not isinstance(key, str) or not key.strip()):
             raise PluginError(f"importer {item!r} has no name")
@@ -225,8 +224,9 @@ class Plugins:
     # ------------------------------------------------------------------ queries
     def info(self) -> list[PluginInfo]:
         rows = []
-        for plugin in self.pm.get_plugins():
-            name = self.pm.get_name(plugin)
+        for name, plugin in self.pm.list_name_plugin():
+            if plugin is None:  # blocked
+                continue
             hooks = tuple(sorted(h.name for h in self.pm.get_hookcallers(plugin) or []))
             rows.append(
                 PluginInfo(

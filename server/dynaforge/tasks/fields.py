@@ -61,7 +61,7 @@ class TextField(Field):
     min_length: int = 1
     max_length: int = 2000
 
-    def check(self, value, *, task, values):
+    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
         if not isinstance(value, str):
             return self.error("type", f"must be a string, got {type(value).__name__}")
         length = len(value.strip())
@@ -73,7 +73,7 @@ class TextField(Field):
             return self.error("text", problem)
         return []
 
-    def value_schema(self, task):
+    def value_schema(self, task: Task) -> dict[str, Any]:
         return {"type": "string", "minLength": self.min_length, "maxLength": self.max_length}
 
 
@@ -86,13 +86,13 @@ class ChoiceField(Field):
     def options(self, task: Task) -> tuple[str, ...]:
         return tuple(task.labels) if self.choices is None else tuple(self.choices)
 
-    def check(self, value, *, task, values):
+    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
         options = self.options(task)
         if not isinstance(value, str) or value not in options:
             return self.error("choice", f"must be one of {', '.join(options)}; got {value!r}")
         return []
 
-    def value_schema(self, task):
+    def value_schema(self, task: Task) -> dict[str, Any]:
         return {"type": "string", "enum": list(self.options(task))}
 
 
@@ -103,7 +103,7 @@ class SpanField(Field):
     context_field: str
     max_length: int = 1000
 
-    def check(self, value, *, task, values):
+    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
         if not isinstance(value, dict) or set(value) != {"text", "start"}:
             return self.error("type", 'must be an object {"text": string, "start": integer}')
         text, start = value["text"], value["start"]
@@ -123,7 +123,7 @@ class SpanField(Field):
             )
         return []
 
-    def value_schema(self, task):
+    def value_schema(self, task: Task) -> dict[str, Any]:
         return {
             "type": "object",
             "properties": {
@@ -144,7 +144,7 @@ class NumberField(Field):
     maximum: float | None = None
     integer: bool = False
 
-    def check(self, value, *, task, values):
+    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return self.error("type", "must be a finite number")
         try:
@@ -161,7 +161,7 @@ class NumberField(Field):
             return self.error("maximum", f"must be at most {self.maximum}")
         return []
 
-    def value_schema(self, task):
+    def value_schema(self, task: Task) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "integer" if self.integer else "number"}
         if self.minimum is not None:
             schema["minimum"] = self.minimum
@@ -174,10 +174,10 @@ class NumberField(Field):
 class BooleanField(Field):
     """True or false."""
 
-    def check(self, value, *, task, values):
+    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
         if not isinstance(value, bool):
             return self.error("type", "must be true or false")
         return []
 
-    def value_schema(self, task):
+    def value_schema(self, task: Task) -> dict[str, Any]:
         return {"type": "boolean"}
