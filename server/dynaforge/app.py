@@ -35,14 +35,14 @@ from dynaforge.settings import Settings
 log = logging.getLogger(__name__)
 
 
-class DynaforgeGraphQL(GraphQL):
+class DynaforgeGraphQL(GraphQL[RequestContext, None]):
     """Strawberry's ASGI app with our request context."""
 
     def __init__(self, platform: Platform, **kwargs: Any):
         super().__init__(build_schema(platform.settings), **kwargs)
         self.platform = platform
 
-    async def get_context(self, request, response) -> RequestContext:  # type: ignore[override]
+    async def get_context(self, request, response) -> RequestContext:
         token = bearer_token(request.headers)
         try:
             actor = await auth_service.authenticate(self.platform, token)
@@ -52,7 +52,7 @@ class DynaforgeGraphQL(GraphQL):
             raise StrawberryHTTPException(503, DatabaseUnavailable.MESSAGE) from exc
         return RequestContext.create(self.platform, actor, request, response, token)
 
-    async def on_ws_connect(self, context: RequestContext):  # type: ignore[override]
+    async def on_ws_connect(self, context: RequestContext):
         """graphql-transport-ws ``connection_init``: its payload's ``authorization`` (or ``token``) signs the
         connection in, in place of the HTTP header (browsers cannot set headers on websockets). A bad token is
         not refused here: each subscription then answers NotAuthenticated, saying why."""
@@ -65,7 +65,7 @@ class DynaforgeGraphQL(GraphQL):
             context.actor = Actor.anonymous("The authorization connection parameter must be a string")
         return await super().on_ws_connect(context)
 
-    def decode_json(self, data: str | bytes) -> object:  # type: ignore[override]
+    def decode_json(self, data: str | bytes) -> object:
         """Request bodies: UTF-8 JSON objects only; a bad body is a 400 that says what was wrong, never a 500."""
         if isinstance(data, bytes):
             try:
@@ -81,7 +81,7 @@ class DynaforgeGraphQL(GraphQL):
             )
         return value
 
-    async def parse_multipart(self, request):  # type: ignore[override]
+    async def parse_multipart(self, request):
         """File uploads: refused unless they force a CORS preflight (CSRF) and fit the upload limit."""
         check_multipart_request(request.headers, self.platform.settings.context_upload_max_bytes)
         return await super().parse_multipart(request)

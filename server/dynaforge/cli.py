@@ -143,7 +143,7 @@ async def _prepare_demo(settings: Settings) -> tuple[str, str | None]:
         system = Actor.system()
         for code in created:
             task = platform.plugins.task(code)
-            if task.demo_contexts:
+            if task is not None and task.demo_contexts:
                 await contexts.add_contexts(platform, system, code, list(task.demo_contexts))
         password = None
         user = await auth.find_user(platform, DEMO_USER)
@@ -447,7 +447,11 @@ def export(
                 platform, Actor.system(), task_code, round_number=round_number, statuses=statuses or None
             )
             with tqdm(total=plan.total, unit="example", desc=f"export {task_code}", disable=None) as bar:
-                return await exports.write(platform, plan, chosen, out, progress=bar.update)
+
+                def progress(written: int) -> None:
+                    bar.update(written)
+
+                return await exports.write(platform, plan, chosen, out, progress=progress)
         finally:
             await platform.close()
 

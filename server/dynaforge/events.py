@@ -27,6 +27,8 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import redis
+
     from dynaforge.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -151,7 +153,7 @@ class RedisEventBus(EventBus):
         self._redis = aioredis.Redis.from_url(
             url, socket_connect_timeout=2, socket_timeout=None, health_check_interval=10
         )
-        self._sync = None
+        self._sync: redis.Redis | None = None
         self._sync_lock = threading.Lock()
         self._reader: asyncio.Task | None = None
         self._connected = asyncio.Event()

@@ -165,7 +165,6 @@ class Jobs:
                 log.warning("evaluation %s ended with status %s", evaluation_id, status)
 
         self.evaluate = dramatiq.actor(
-            evaluate,
             broker=self.broker,
             actor_name=ACTOR,
             queue_name=QUEUE,
@@ -174,7 +173,7 @@ class Jobs:
             max_backoff=60_000,
             time_limit=int(settings.eval_timeout_s * 1000) + 60_000,
             retry_when=lambda retries, exc: isinstance(exc, ChildKilled) and retries < EVAL_RETRIES,
-        )
+        )(evaluate)
 
         def deliver_webhook(delivery_id: int) -> None:
             from dynaforge.db.engine import Database
@@ -192,7 +191,6 @@ class Jobs:
             asyncio.run(once())  # DeliveryFailed propagates: dramatiq retries it with backoff
 
         self.deliver_webhook = dramatiq.actor(
-            deliver_webhook,
             broker=self.broker,
             actor_name=WEBHOOK_ACTOR,
             queue_name=WEBHOOK_QUEUE,
@@ -201,7 +199,7 @@ class Jobs:
             min_backoff=settings.webhook_min_backoff_ms,
             max_backoff=settings.webhook_max_backoff_ms,
             time_limit=60_000,
-        )
+        )(deliver_webhook)
 
     @property
     def embedded(self) -> bool:
@@ -218,7 +216,7 @@ class Jobs:
     def start_worker(self, threads: int = 1) -> None:
         """Consume in this process (the embedded default): evaluations and webhook deliveries."""
         self.worker = dramatiq.Worker(
-            self.broker, queues=[QUEUE, WEBHOOK_QUEUE], worker_threads=max(2, threads), worker_timeout=200
+            self.broker, queues={QUEUE, WEBHOOK_QUEUE}, worker_threads=max(2, threads), worker_timeout=200
         )
         self.worker.start()
 

@@ -94,7 +94,7 @@ class ContextMutation:
             input.task_code,
             stream,
             filename=filename,
-            file_format=None if input.format is None else input.format.value,
+            file_format=None if input.format is None else context_service.ContextFileFormat[input.format.name],
             tag=input.tag,
         )
         return ContextsAdded(ids=[strawberry.ID(str(i)) for i in added.ids])

@@ -122,7 +122,7 @@ class Model:
         description="The backend configuration (the submitter, owners and admins; it may hold credentials)."
     )
     def config(self) -> JSON | None:
-        return self.row.config if self.privileged else None
+        return JSON(self.row.config) if self.privileged else None
 
     #: The submitter's name when the caller already read it (a leaderboard reads every row's at once).
     known_submitter: strawberry.Private[str | None] = None
@@ -134,7 +134,9 @@ class Model:
             return None
         if self.submitter_known:
             return self.known_submitter
-        return _username(info, self.row.user_id)  # an awaitable: GraphQL waits for it
+        # An awaitable that GraphQL waits for: a sync resolver returning one spares the rows whose name is known
+        # a coroutine each (the schema's type stays String).
+        return _username(info, self.row.user_id)  # type: ignore[return-value]
 
     @strawberry.field
     async def evaluations(self, info: Info) -> list[Evaluation]:
@@ -146,7 +148,7 @@ class Model:
                 dataset=Dataset.from_row(d),
                 status=e.status,
                 progress=e.progress,
-                metrics=e.metrics,
+                metrics=JSON(e.metrics),
                 throughput=e.throughput,
                 memory_mb=e.memory_mb,
             )
@@ -162,7 +164,7 @@ class Model:
             id=strawberry.ID(str(row.id)),
             name=row.name,
             backend=row.backend,
-            card=row.card,
+            card=JSON(row.card),
             published=row.published,
             anonymous=row.anonymous,
             status=row.status,
@@ -448,7 +450,7 @@ class EvaluationQuery:
         page = await dataset_service.items(*info.context.caller, parse_id(id, "id"), first=first, after=after)
         return DatasetItemPage(
             items=[
-                DatasetItem(position=i.position, original_position=i.original_position, fields=i.fields)
+                DatasetItem(position=i.position, original_position=i.original_position, fields=JSON(i.fields))
                 for i in page.items
             ],
             gold_visible=page.gold_visible,
@@ -478,8 +480,8 @@ class EvaluationMutation:
                 id=strawberry.ID(str(row.id)),
                 name=row.name,
                 description=row.description,
-                metric_weights=row.metric_weights,
-                dataset_weights=row.dataset_weights,
+                metric_weights=JSON(row.metric_weights),
+                dataset_weights=JSON(row.dataset_weights),
             )
         )
 

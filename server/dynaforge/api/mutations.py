@@ -216,7 +216,10 @@ class Mutation:
         example = Example.from_row(outcome.example)
         if outcome.pending_reason is not None:
             return PredictionPending(example=example, message=outcome.pending_reason)
-        return CreatedExample(example=example, prediction=outcome.example.prediction, fooled=outcome.example.fooled)
+        # Predicted: the example has its prediction and its verdict.
+        return CreatedExample(
+            example=example, prediction=JSON(outcome.example.prediction), fooled=bool(outcome.example.fooled)
+        )
 
     @strawberry.mutation(description="Withdraw one of your examples before it is accepted or rejected.")
     @errors_as_union

@@ -48,7 +48,10 @@ class Query:
         self, info: Info, task_code: str, tag: str | None = None, strategy: ContextStrategy | None = None
     ) -> ContextType:
         row = await context_service.next_context(
-            *info.context.caller, task_code, tag=tag, strategy=None if strategy is None else strategy.value
+            *info.context.caller,
+            task_code,
+            tag=tag,
+            strategy=None if strategy is None else context_service.ContextStrategy[strategy.name],
         )
         return ContextType.from_row(row)
 

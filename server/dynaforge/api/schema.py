@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import strawberry
@@ -64,7 +64,7 @@ class DatabaseUnavailable(SchemaExtension):
         "may not have been stored: check (e.g. with your examples) before sending it again."
     )
 
-    def on_operation(self):  # type: ignore[override]
+    def on_operation(self) -> Iterator[None]:
         yield
         result = self.execution_context.result
         if result is None or not result.errors:
@@ -89,7 +89,7 @@ class InputHygiene(SchemaExtension):
     unpaired surrogates, NaN and infinities (see :func:`dynaforge.errors.text_problem`). One INVALID_INPUT error
     naming the variable; nothing runs, so nothing is half-written."""
 
-    def on_execute(self):  # type: ignore[override]
+    def on_execute(self) -> Iterator[None]:
         context = self.execution_context
         problem, where = None, None
         for name, value in (context.variables or {}).items():
@@ -171,7 +171,7 @@ class ReadAdmission(SchemaExtension):
     def __init__(self, limit: int):
         self.limit = limit
 
-    async def on_execute(self):  # type: ignore[override]
+    async def on_execute(self) -> AsyncIterator[None]:
         if self.limit <= 0 or self.execution_context.operation_type != OperationType.QUERY:
             yield
             return

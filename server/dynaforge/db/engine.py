@@ -21,12 +21,18 @@ from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 T = TypeVar("T")
+
+
+def rowcount(result: Result[Any]) -> int:
+    """The rows an UPDATE or DELETE matched (compare-and-set writes check it). The result of executing a DML
+    statement is a cursor result; SQLAlchemy types ``execute`` more generally."""
+    return cast("CursorResult[Any]", result).rowcount
 
 
 def _configure_sqlite(engine: Engine, begin: str) -> None:

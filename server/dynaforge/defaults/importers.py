@@ -87,7 +87,7 @@ class JsonlImporter(Importer):
                 problems.append(f"votes.{key} must be a whole number of at least 0, got {json.dumps(value)[:30]}")
             else:
                 counts[key] = value
-        if problems:
+        if problems or not isinstance(fields, dict) or not isinstance(status, str):
             raise row_error(location, "format", "; ".join(problems))
         return ImportedExample(
             fields=fields,

@@ -66,7 +66,7 @@ import itertools
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeGuard
 
 from dynaforge.errors import FieldError, InvalidInput
 
@@ -220,14 +220,18 @@ def compute_board(
     oriented = [[None if v is None else scale[k] * v + offset[k] for k, v in enumerate(row)] for row in aggregated]
 
     # 3. AMRS over the complete models, sorted by the principal metric (ties by model id).
-    complete = [i for i, row in enumerate(oriented) if all(row[k] is not None for k in scored)]
-    complete.sort(key=lambda i: (oriented[i][p], models[i].model_id))
-    threshold = DELTA_CUTOFF * max((abs(oriented[i][p]) for i in complete), default=0.0)
-    noise = {k: NOISE_CUTOFF * max((abs(oriented[i][k]) for i in complete), default=0.0) for k in scored}
+    full: dict[int, list[float]] = {  # a complete model's scored metrics (its unscored ones do not count)
+        i: [0.0 if v is None else v for v in row]
+        for i, row in enumerate(oriented)
+        if all(row[k] is not None for k in scored)
+    }
+    complete = sorted(full, key=lambda i: (full[i][p], models[i].model_id))
+    threshold = DELTA_CUTOFF * max((abs(full[i][p]) for i in complete), default=0.0)
+    noise = {k: NOISE_CUTOFF * max((abs(full[i][k]) for i in complete), default=0.0) for k in scored}
     ratio_sums = [0.0] * k_count
     pairs = 0
     for a, b in itertools.pairwise(complete):
-        low, high = oriented[a], oriented[b]
+        low, high = full[a], full[b]
         step = high[p] - low[p]
         if step > threshold:
             pairs += 1
@@ -242,7 +246,7 @@ def compute_board(
     terms = [(k, weights[names[k]] / total_weight, amrs[names[k]]) for k in scored if weights[names[k]] > 0]
     scores: dict[int, float] = {}
     for i in complete:
-        row = oriented[i]
+        row = full[i]
         scores[i] = sum(share * row[k] / rate for k, share, rate in terms if rate != 0.0)
 
     ranked = sorted(complete, key=lambda i: (-scores[i], models[i].model_id))
@@ -287,7 +291,7 @@ def _row(
     )
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[float]:
     """A finite int or float (bools are not numbers here)."""
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 

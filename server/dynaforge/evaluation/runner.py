@@ -39,13 +39,14 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
 
-from dynaforge.db.engine import Database
+from dynaforge.db.engine import Database, rowcount
 from dynaforge.db.models import (
     Dataset,
     DatasetItem,
@@ -166,21 +167,39 @@ class Runner:
         if self._own_db:
             await self.db.dispose()
 
+    async def _job(self, evaluation_id: int) -> _Job:
+        """The evaluation, its model, its data set and its task's code; LookupError when one of them is gone."""
+        async with self.db.session() as s:
+            evaluation = await s.get(Evaluation, evaluation_id)
+            if evaluation is None:
+                raise LookupError(f"no evaluation {evaluation_id}")
+            model = await s.get(ModelRow, evaluation.model_id)
+            dataset = await s.get(Dataset, evaluation.dataset_id)
+            if model is None or dataset is None:
+                raise LookupError(f"evaluation {evaluation_id}'s model or data set was deleted")
+            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
+        if code is None:
+            raise LookupError(f"evaluation {evaluation_id}'s task was deleted")
+        return _Job(evaluation, model, dataset, code)
+
+    def _task(self, code: str) -> Task:
+        task = self.plugins.task(code)
+        if task is None:
+            raise LookupError(f"task {code!r} is not installed in this worker")
+        return task
+
     async def score_uploaded(self, evaluation_id: int, outputs: list[dict[str, Any]]) -> None:
         """An evaluation of uploaded predictions: the outputs are stored as its chunks and scored like a model's;
         nothing is measured for speed or memory (throughput and memory stay empty on the board)."""
-        async with self.db.session() as s:
-            evaluation = await s.get(Evaluation, evaluation_id)
-            dataset = await s.get(Dataset, evaluation.dataset_id)
-            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
+        job = await self._job(evaluation_id)
         size = self.settings.eval_chunk_size
         for chunk in range(max(1, math.ceil(len(outputs) / size))):
             part = outputs[chunk * size : (chunk + 1) * size]
             await self._store_chunk(evaluation_id, chunk, len(part), part, 0.0)
-        finished = await self._finish(evaluation_id, self.plugins.task(code), dataset, None)
+        finished = await self._finish(evaluation_id, self._task(job.task_code), job.dataset, None)
         async with self.db.write() as s:
             await s.execute(update(Evaluation).where(col(Evaluation.id) == evaluation_id).values(throughput=None))
-        await self.refresh_model(evaluation.model_id)
+        await self.refresh_model(job.evaluation.model_id)
         if finished:
             await self.announce_finished(evaluation_id)
 
@@ -188,18 +207,10 @@ class Runner:
     async def run(self, evaluation_id: int, *, stop_after_chunks: int | None = None) -> str:
         """Run (or resume) an evaluation; returns its final status. ``stop_after_chunks`` stops early (tests of
         resumption)."""
-        async with self.db.session() as s:
-            evaluation = await s.get(Evaluation, evaluation_id)
-            if evaluation is None:
-                raise LookupError(f"no evaluation {evaluation_id}")
-            if evaluation.status == E.DONE:
-                return E.DONE
-            model = await s.get(ModelRow, evaluation.model_id)
-            dataset = await s.get(Dataset, evaluation.dataset_id)
-            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
-        task = self.plugins.task(code)
-        if task is None:
-            raise LookupError(f"task {code!r} is not installed in this worker")
+        job = await self._job(evaluation_id)
+        if job.evaluation.status == E.DONE:
+            return E.DONE
+        evaluation, model, dataset, task = job.evaluation, job.model, job.dataset, self._task(job.task_code)
         async with self.db.write() as s:
             await s.execute(
                 update(Evaluation)
@@ -230,8 +241,10 @@ class Runner:
                 if stop_after_chunks is not None and ran >= stop_after_chunks:
                     return E.RUNNING
                 if predictor is None:
+                    if model.backend is None:
+                        raise LookupError(f"model {model.id} has uploaded predictions, not a backend to run")
                     backend = self.plugins.registry.backends[model.backend]
-                    predictor = backend.load(model.config)
+                    predictor = backend.load(model.config or {})
                 items = await self._items(dataset.id, chunk * size, size)
                 inputs = [task.build_model_input(*task.split_fields(item.fields)) for item in items]
                 started = time.perf_counter()
@@ -271,7 +284,7 @@ class Runner:
 
     async def _store_chunk(self, evaluation_id: int, chunk: int, size: int, outputs: list, seconds: float) -> None:
         async with self.db.write() as s:
-            insert = postgresql.insert if s.bind.dialect.name == "postgresql" else sqlite.insert
+            insert = postgresql.insert if self.db.dialect == "postgresql" else sqlite.insert
             await s.execute(
                 insert(EvaluationChunk)
                 .values(
@@ -287,7 +300,7 @@ class Runner:
 
     async def predictions(
         self, evaluation_id: int, task: Task, dataset_id: int
-    ) -> tuple[list[DatasetItem], list[dict], float]:
+    ) -> tuple[list[DatasetItem], list[dict[str, Any] | None], float]:
         """The data set's items, the task's reading of every stored output, and the seconds spent predicting."""
         from dynaforge.services.examples import read_output
 
@@ -309,7 +322,7 @@ class Runner:
         outputs = [o for c in chunks for o in c.outputs]
         if len(outputs) != len(items):
             raise RuntimeError(f"{len(outputs)} stored outputs for {len(items)} items; run the evaluation again")
-        predictions = []
+        predictions: list[dict[str, Any] | None] = []
         for item, output in zip(items, outputs, strict=True):
             model_input = task.build_model_input(*task.split_fields(item.fields))
             try:
@@ -357,7 +370,7 @@ class Runner:
                     error=None,
                 )
             )
-        return result.rowcount == 1
+        return rowcount(result) == 1
 
     # ------------------------------------------------------------------ the model's figures
     async def refresh_model(self, model_id: int) -> None:
@@ -371,8 +384,12 @@ class Runner:
                 )
             ).all()
             model = await s.get(ModelRow, model_id)
-            code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == model.task_id))
-        task = self.plugins.task(code)
+            code = (
+                None
+                if model is None
+                else await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == model.task_id))
+            )
+        task = None if code is None else self.plugins.task(code)
         by_dataset = {d.id: (e, d) for e, d in rows}
         kinds = {p.name: p.kind for p in self.plugins.registry.perturbations.values()}
         for evaluation, dataset in by_dataset.values():
@@ -427,7 +444,7 @@ class Runner:
                 .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status).not_in([E.DONE, E.FAILED]))
                 .values(**values)
             )
-            if moved.rowcount != 1:
+            if rowcount(moved) != 1:
                 await s.execute(
                     update(Evaluation)
                     .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) != E.DONE)
@@ -438,7 +455,7 @@ class Runner:
         if evaluation is not None and dataset is not None:
             await self.refresh_model(evaluation.model_id)
             self.report(evaluation, dataset, E.FAILED, evaluation.progress, error[-4000:])
-            if moved.rowcount == 1:
+            if rowcount(moved) == 1:
                 await self.announce_finished(evaluation_id)
 
     async def announce_finished(self, evaluation_id: int) -> None:
@@ -446,15 +463,20 @@ class Runner:
         plugins are loaded with the server's allowlist): the job's child process for a model, the job's worker when
         the child ran out of time, the API process for uploaded predictions. Never raises."""
         try:
-            async with self.db.session() as s:
-                evaluation = await s.get(Evaluation, evaluation_id)
-                dataset = await s.get(Dataset, evaluation.dataset_id)
-                code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
-            payload = announce.evaluation_payload(evaluation, code, dataset.name)
+            job = await self._job(evaluation_id)
+            payload = announce.evaluation_payload(job.evaluation, job.task_code, job.dataset.name)
         except Exception:  # noqa: BLE001 - the result is stored; only the news is lost
             log.exception("evaluation %s finished but could not be announced", evaluation_id)
             return
         await announce.evaluation_finished(self.plugins, payload)
+
+
+@dataclass(frozen=True)
+class _Job:
+    evaluation: Evaluation
+    model: ModelRow
+    dataset: Dataset
+    task_code: str
 
 
 class _Tail(logging.Handler):
@@ -472,7 +494,12 @@ async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
     runner = Runner(settings)
     if (fd := os.environ.get(PROGRESS_FD)) is not None:
         pipe = os.fdopen(int(fd), "w", buffering=1, encoding="utf-8")
-        runner.progress = lambda event: (pipe.write(json.dumps(event) + "\n"), pipe.flush())
+
+        def to_pipe(event: dict[str, Any]) -> None:
+            pipe.write(json.dumps(event) + "\n")
+            pipe.flush()
+
+        runner.progress = to_pipe
     tail = _Tail()
     logging.getLogger().addHandler(tail)
     try:

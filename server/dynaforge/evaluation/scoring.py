@@ -95,7 +95,7 @@ def _gold_values(task: Task, golds: Sequence[Any], what: str = "golds") -> list[
 def _predicted_values(task: Task, predictions: Sequence[Any], what: str = "predictions") -> list[Any]:
     names = task.field_names(Role.TARGET)
     key = target_key(task)
-    values = []
+    values: list[Any] = []
     for i, record in enumerate(predictions):
         if record is None:
             values.append(None)

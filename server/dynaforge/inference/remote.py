@@ -197,7 +197,8 @@ class WorkerInferenceClient(InferenceClient):
             message = await protocol.read(reader)
             if message is None:
                 return
-            future = self._pending.pop(message.get("id"), None)
+            rid = message.get("id")
+            future = self._pending.pop(rid, None) if isinstance(rid, int) else None
             if future is not None and not future.done():
                 future.set_result(message)
 

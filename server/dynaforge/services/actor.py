@@ -43,6 +43,13 @@ class Actor:
         """A signed-in user or the operator."""
         return not self.is_anonymous
 
+    @property
+    def person_id(self) -> int:
+        """The user id of a signed-in person (what ``require_human`` checks): for writing rows that belong to one."""
+        if self.user_id is None:
+            raise NotAuthenticated(self.sign_in_error or SIGN_IN_FIRST)
+        return self.user_id
+
 
 ANONYMOUS = Actor(user_id=None, username="")
 

@@ -123,7 +123,7 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
         ok = user is not None and user.is_active
     except (VerificationError, InvalidHashError):
         ok = False
-    if not ok:
+    if not ok or user is None:
         raise InvalidCredentials("Unknown username or wrong password")
     _, token = await _issue_token(p, user.id, "login")
     return user, token
@@ -144,7 +144,7 @@ async def create_token(p: Platform, actor: Actor, *, name: str, username: str | 
             raise NotFound(f"No user named {username!r}")
         user_id = user.id
     else:
-        user_id = require_human(actor).user_id
+        user_id = require_human(actor).person_id
     return await _issue_token(p, user_id, name)
 
 

@@ -15,8 +15,6 @@ from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
-_MISSING = object()
-
 
 class TTLCache:
     """A bounded LRU whose entries expire ``ttl_s`` seconds after they were stored (``None``: never)."""
@@ -27,8 +25,8 @@ class TTLCache:
         self._data: OrderedDict[Hashable, tuple[float, Any]] = OrderedDict()
 
     def get(self, key: Hashable, default: Any = None) -> Any:
-        entry = self._data.get(key, _MISSING)
-        if entry is _MISSING:
+        entry = self._data.get(key)
+        if entry is None:
             return default
         expires, value = entry
         if expires < time.monotonic():

@@ -119,7 +119,8 @@ async def add_contexts(
             [FieldError("contexts", "count", f"give 1 to {MAX_CONTEXTS_PER_CALL} contexts per call")]
         )
     _check_tag(tag)
-    cleaned, errors = [], []
+    cleaned: list[dict[str, Any]] = []
+    errors: list[FieldError] = []
     for i, values in enumerate(contexts):
         try:
             row = view.task.validate_context(values)
@@ -134,7 +135,7 @@ async def add_contexts(
     async with p.db.write() as s:
         if not await task_service.is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {task_code} and admins can add contexts")
-        round_ = await task_service.current_round(s, view.row.id)
+        round_ = await task_service.require_current_round(s, view.row.id, view.task.code)
         rows = [Context(task_id=view.row.id, round_id=round_.id, fields=values, tag=tag) for values in cleaned]
         s.add_all(rows)
         await s.flush()
@@ -367,7 +368,7 @@ async def upload_contexts(
     )
     ids: list[int] = []
     async with p.db.write() as s:
-        round_ = await task_service.current_round(s, view.row.id)
+        round_ = await task_service.require_current_round(s, view.row.id, view.task.code)
         for start in range(0, len(rows), INSERT_BATCH):
             batch = [
                 Context(task_id=view.row.id, round_id=round_.id, fields=values, tag=row_tag)
@@ -499,7 +500,7 @@ async def next_context(
     view = await task_service.get_task(p, actor, task_code)
     chosen = resolve_strategy(strategy, (view.row.settings or {}).get("context_strategy"))
     async with p.db.session() as s:
-        round_ = await task_service.current_round(s, view.row.id)
+        round_ = await task_service.require_current_round(s, view.row.id, view.task.code)
         where = [col(Context.round_id) == round_.id]
         if tag is not None:
             where.append(col(Context.tag) == tag)

@@ -17,6 +17,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import Counters, Example, Round, RoundUserStats
 from dynaforge.db.models import ExampleStatus as S
+from dynaforge.db.models import table as table_of
 
 COUNTERS = tuple(Counters.model_fields)
 
@@ -125,7 +126,7 @@ def _statements(dialect: str, deltas: tuple[tuple[str, int], ...]) -> tuple[Exec
     # Core tables, not the ORM entities: an ORM-enabled UPDATE would also evaluate its SET clause against every
     # matching object in the session (synchronize_session), work nobody here needs.
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
-    rounds, table = Round.__table__, RoundUserStats.__table__
+    rounds, table = table_of(Round), table_of(RoundUserStats)
     round_update = (
         update(rounds).where(rounds.c.id == bindparam("round_id")).values({k: rounds.c[k] + v for k, v in deltas})
     )

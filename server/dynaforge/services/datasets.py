@@ -284,7 +284,7 @@ async def get_dataset(p: Platform, actor: Actor, dataset_id: int) -> tuple[Datas
             if dataset is None
             else await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
         )
-    if dataset is None or (dataset.access == DatasetAccess.HIDDEN and not owner):
+    if dataset is None or code is None or (dataset.access == DatasetAccess.HIDDEN and not owner):
         raise NotFound(f"No data set {dataset_id} that you can see")
     if not owner:
         try:
@@ -304,7 +304,7 @@ async def items(p: Platform, actor: Actor, dataset_id: int, *, first: int = 100,
     if not gold_visible:
         async with p.db.session() as s:
             code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
-        task = p.plugins.task(code)
+        task = None if code is None else p.plugins.task(code)
     where = [col(DatasetItem.dataset_id) == dataset_id]
     if after is not None:
         where.append(col(DatasetItem.position) > after)
@@ -437,7 +437,7 @@ async def attach_perturbed_copy(
             if parent is None
             else await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == parent.task_id))
         )
-    if parent is None:
+    if parent is None or code is None:
         raise NotFound(f"No data set {dataset_id}")
     actor, view = await _owned_task(p, actor, code)
     errors = []

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
 import inspect
 import json
 import logging
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -23,7 +23,8 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlmodel import col
 
-from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, row_object, utcnow
+from dynaforge.db.engine import rowcount
+from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, row_object, table, utcnow
 from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
 from dynaforge.services import announce
@@ -123,17 +124,27 @@ def judge(
 def read_output(task: Task, output: Any, model_input: dict[str, Any]) -> dict[str, Any]:
     """``task.read_model_output``, given the model input too when the task's method accepts it (so that, say, a
     span task can check that the model's span sits in the passage)."""
+    reader: Callable[..., dict[str, Any]] = task.read_model_output
     if _takes_model_input(type(task)):
-        return task.read_model_output(output, model_input=model_input)
-    return task.read_model_output(output)
+        return reader(output, model_input=model_input)
+    return reader(output)
 
 
-@functools.cache
-def _takes_model_input(task_class: type) -> bool:
-    return "model_input" in inspect.signature(task_class.read_model_output).parameters
+_TAKES_MODEL_INPUT: dict[type[Task], bool] = {}
 
 
-async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str, Any]) -> tuple[list, float]:
+def _takes_model_input(task_class: type[Task]) -> bool:
+    known = _TAKES_MODEL_INPUT.get(task_class)
+    if known is None:
+        known = _TAKES_MODEL_INPUT[task_class] = (
+            "model_input" in inspect.signature(task_class.read_model_output).parameters
+        )
+    return known
+
+
+async def predict(
+    p: Platform, task: Task, round_: Round, model_input: dict[str, Any]
+) -> tuple[list[dict[str, Any]], float]:
     """Ask every target model of the round at once; returns each member's prediction and the slowest one's ms."""
     specs = [ModelSpec.from_dict(m) for m in round_.target_models]
     if not specs:
@@ -141,7 +152,7 @@ async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str,
     answers = await asyncio.gather(
         *(p.inference.predict(spec, [model_input]) for spec in specs), return_exceptions=True
     )
-    members = []
+    members: list[dict[str, Any]] = []
     for spec, answer in zip(specs, answers, strict=True):
         if isinstance(answer, BaseException):
             if isinstance(answer, InferenceError):
@@ -152,7 +163,7 @@ async def predict(p: Platform, task: Task, round_: Round, model_input: dict[str,
         except (ValueError, TypeError) as exc:
             raise InferenceError(f"model {spec.name!r} gave an unusable output: {exc}") from exc
         members.append({"model": spec.name, "prediction": prediction, "latency_ms": round(answer.latency_ms, 3)})
-    return members, max(m["latency_ms"] for m in members)
+    return members, max(float(m["latency_ms"]) for m in members)
 
 
 async def submit(
@@ -175,7 +186,7 @@ async def submit(
     )
     cap = view.settings.daily_example_cap
     if cap:
-        await _check_daily_cap(p, view.row.id, actor.user_id, cap, task_code)
+        await _check_daily_cap(p, view.row.id, actor.person_id, cap, task_code)
     round_ = await task_service.cached_current_round(p, view.row.id)
     context = await cached_context(p, context_id) if context_id is not None else None
     if round_ is None or round_.ended_at is not None:
@@ -207,7 +218,10 @@ async def submit(
 
     model_input = task.build_model_input(context_fields, cleaned)
     pending_reason = None
-    prediction, members, inference_ms, fooled = None, [], None, None
+    prediction: dict[str, Any] | None = None
+    members: list[dict[str, Any]] = []
+    inference_ms: float | None = None
+    fooled: bool | None = None
     started = time.perf_counter()
     try:
         members, inference_ms = await predict(p, task, round_, model_input)
@@ -217,7 +231,7 @@ async def submit(
         log.warning("example for %s stored pending: %s", task_code, exc)
     status = ExampleStatus.PENDING_PREDICTION if pending_reason else ExampleStatus.CREATED
     now = utcnow()  # before the insert and the commit: events' latency is measured from it
-    user_id, round_id, context_id = actor.user_id, round_.id, context.id if context is not None else None
+    user_id, round_id, context_id = actor.person_id, round_.id, context.id if context is not None else None
     values = {
         **_NEW_EXAMPLE,
         "task_id": view.row.id,
@@ -253,7 +267,7 @@ async def submit(
 
 # A new example goes in with a core INSERT (the ORM's unit of work is not needed for one row); its columns start
 # from the table's plain defaults (vote counts, flags), and submit gives the rest.
-_EXAMPLES = Example.__table__
+_EXAMPLES = table(Example)
 _INSERT_EXAMPLE = insert(_EXAMPLES).returning(_EXAMPLES.c.id)
 _NEW_EXAMPLE: dict[str, Any] = {
     name: field.default
@@ -262,7 +276,7 @@ _NEW_EXAMPLE: dict[str, Any] = {
 }
 
 
-_CONTEXTS = Context.__table__
+_CONTEXTS = table(Context)
 _COUNT_CONTEXT_USE = (  # on the core table: see counters._statements
     update(_CONTEXTS)
     .where(_CONTEXTS.c.id == bindparam("context_id"))
@@ -283,7 +297,7 @@ async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, ta
                 col(Example.task_id) == task_id, col(Example.user_id) == user_id, col(Example.created_at) >= midnight
             )
         )
-    if written >= cap:
+    if (written or 0) >= cap:
         retry = (midnight + timedelta(days=1) - now).total_seconds()
         raise RateLimited(f"You reached {task_code}'s cap of {cap} examples a day; come back after midnight UTC", retry)
 
@@ -305,7 +319,7 @@ async def retract(p: Platform, actor: Actor, example_id: int) -> Example:
     """The author (or a task owner or admin) withdraws an example before it has been accepted or rejected."""
     actor = require_user(actor)
     async with p.db.write() as s:
-        example = await s.get(Example, example_id, with_for_update=s.bind.dialect.name == "postgresql")
+        example = await s.get(Example, example_id, with_for_update=p.db.dialect == "postgresql")
         if example is None:
             raise NotFound(f"No example {example_id}")
         if example.user_id != actor.user_id and not await task_service.is_owner(s, actor, example.task_id):
@@ -382,7 +396,7 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
                     updated_at=utcnow(),
                 )
             )
-            if result.rowcount != 1:
+            if rowcount(result) != 1:
                 continue  # retracted, or predicted by another process meanwhile
             await move(
                 s,

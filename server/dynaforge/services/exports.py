@@ -267,7 +267,7 @@ async def _pages(p: Platform, plan: ExportPlan, part: RoundExport, page_size: in
             ):
                 validations.setdefault(v.example_id, []).append(v)
             context_ids = {e.context_id for e in examples if e.context_id is not None}
-            contexts = {}
+            contexts: dict[int, dict[str, Any]] = {}
             if context_ids:
                 contexts = dict(
                     (

@@ -26,7 +26,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from dynaforge.db.models import Example, ExampleStatus, Round, User, utcnow
+from dynaforge.db.models import Example, ExampleStatus, Round, User, table, utcnow
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.files import MAX_REPORTED, Problems
 from dynaforge.importers import ImportedExample, Importer, SkippedRow
@@ -390,6 +390,6 @@ async def _insert(s: AsyncSession, task_id: int, round_id: int, user_id: int, ba
             }
         )
     if rows:
-        await s.execute(insert(Example.__table__), rows)
+        await s.execute(insert(table(Example)), rows)
     await counters.bump(s, round_id=round_id, user_id=user_id, **totals)
     return len(rows)

@@ -34,6 +34,7 @@ from dynaforge.db.models import (
     ModelRow,
     TaskRow,
     User,
+    table,
 )
 from dynaforge.errors import AlreadyExists, FieldError, InvalidInput, NotFound
 from dynaforge.evaluation import dynascore
@@ -146,7 +147,7 @@ async def compute(
         # Rows of columns, not ORM objects: building a few hundred SQLModel instances costs more than the query.
         models = (
             await s.execute(
-                select(*ModelRow.__table__.columns).where(
+                select(*table(ModelRow).columns).where(
                     col(ModelRow.task_id) == view.row.id, col(ModelRow.published).is_(True)
                 )
             )
@@ -193,12 +194,15 @@ async def compute(
     scores: dict[int, dict[str, dict[str, float | None]]] = {m.id: {} for m in models}
     intervals: dict[tuple[int, str, str], tuple[float, float]] = {}
     for e in evaluations:
-        values = {k: v for k, v in (e.metrics or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        values: dict[str, float | None] = {
+            k: v for k, v in (e.metrics or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+        }
         values["throughput"] = e.throughput
         values["memory"] = None if e.memory_mb is None else e.memory_mb / 1024.0
         scores[e.model_id][dataset_names[e.dataset_id]] = values
         for metric, bounds in (_json_value(e.intervals) or {}).items():
-            intervals[(e.model_id, dataset_names[e.dataset_id], metric)] = tuple(bounds)  # type: ignore[index]
+            low, high = bounds
+            intervals[(e.model_id, dataset_names[e.dataset_id], metric)] = (low, high)
     if dataset_w is None:
         dataset_w = {name: 1.0 for name in dataset_names.values()} if dataset_names else None
     computed = (
@@ -311,7 +315,7 @@ async def save_fork(
             raise AlreadyExists(f"You already have a fork named {name.strip()!r} on {task_code}")
         fork = LeaderboardFork(
             task_id=view.row.id,
-            user_id=actor.user_id,
+            user_id=actor.person_id,
             name=name.strip(),
             description=description,
             metric_weights=dict(metric_weights or {}),
@@ -360,7 +364,7 @@ async def snapshot(
     async with p.db.write() as s:
         row = LeaderboardSnapshot(
             task_id=view.row.id,
-            user_id=actor.user_id,
+            user_id=actor.person_id,
             name=name.strip(),
             metric_weights=board.metric_weights,
             dataset_weights=board.dataset_weights,
@@ -377,7 +381,7 @@ async def get_snapshot(p: Platform, actor: Actor, snapshot_id: int) -> Leaderboa
         code = None
         if row is not None:
             code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == row.task_id))
-    if row is None:
+    if row is None or code is None:
         raise NotFound(f"No leaderboard snapshot {snapshot_id}")
     await task_service.get_task(p, actor, code)
     return row

@@ -42,7 +42,7 @@ async def propose(p: Platform, actor: Actor, *, code: str, name: str, descriptio
         )
         if pending is not None:
             raise AlreadyExists(f"Task {code!r} is already proposed (proposal {pending}); wait for an admin's decision")
-        proposal = TaskProposal(user_id=actor.user_id, code=code, name=name.strip(), description=description or "")
+        proposal = TaskProposal(user_id=actor.person_id, code=code, name=name.strip(), description=description or "")
         s.add(proposal)
         await s.flush()
     return proposal
@@ -81,14 +81,18 @@ async def decide(
         await task_service.sync_registered_tasks(p)
     async with p.db.write() as s:
         proposal = await s.get(
-            TaskProposal, proposal_id, with_for_update=s.bind.dialect.name == "postgresql", populate_existing=True
+            TaskProposal, proposal_id, with_for_update=p.db.dialect == "postgresql", populate_existing=True
         )
+        if proposal is None:
+            raise NotFound(f"No task proposal {proposal_id}")
         if proposal.status != ProposalStatus.PENDING:
             raise Conflict(f"Proposal {proposal_id} was already {proposal.status.lower()}")
         proposal.status = ProposalStatus.ACCEPTED if accept else ProposalStatus.DECLINED
         proposal.decision_note, proposal.decided_by, proposal.decided_at = note, actor.user_id, utcnow()
         if accept:
             task = await s.scalar(select(TaskRow).where(col(TaskRow.code) == proposal.code))
+            if task is None:  # synced above from the installed plugin
+                raise NotFound(f"Task {proposal.code!r} is not in the database; restart the server to sync it")
             task.active = True
             if await s.get(TaskOwner, (task.id, proposal.user_id)) is None:
                 s.add(TaskOwner(task_id=task.id, user_id=proposal.user_id))

@@ -75,7 +75,7 @@ async def submit_model(
     task_code: str,
     name: str,
     backend: str,
-    config: dict[str, Any],
+    config: object,  # a JSON value from the client; check_target_models requires an object
     card: dict[str, Any] | None = None,
     published: bool = False,
     anonymous: bool = False,
@@ -107,7 +107,7 @@ async def submit_model(
         await _check_throttle(s, view, actor, task_code)
         model = ModelRow(
             task_id=view.row.id,
-            user_id=actor.user_id,
+            user_id=actor.person_id,
             name=spec.name,
             backend=spec.backend,
             config=spec.config,
@@ -167,7 +167,7 @@ async def get_model(p: Platform, actor: Actor, model_id: int) -> tuple[ModelRow,
         )
         code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == model.task_id))
     if not privileged:
-        if not model.published:
+        if not model.published or code is None:
             raise NotFound(f"No model {model_id} that you can see")
         await task_service.get_task(p, actor, code)  # hidden tasks stay hidden
     return model, privileged
@@ -232,7 +232,7 @@ async def submit_predictions(
         await _check_throttle(s, view, actor, task_code)
         model = ModelRow(
             task_id=view.row.id,
-            user_id=actor.user_id,
+            user_id=actor.person_id,
             name=name.strip(),
             backend=None,
             config={"predictions_for": dataset_name},
@@ -254,4 +254,7 @@ async def submit_predictions(
             await s.execute(delete(ModelRow).where(col(ModelRow.id) == model.id))
         raise
     async with p.db.session() as s:
-        return await s.get(ModelRow, model.id), await s.get(Evaluation, evaluation.id)
+        stored, scored = await s.get(ModelRow, model.id), await s.get(Evaluation, evaluation.id)
+    if stored is None or scored is None:  # deleted meanwhile
+        raise NotFound(f"Model {model.id} was deleted while it was being scored")
+    return stored, scored

@@ -168,6 +168,14 @@ async def current_round(s: AsyncSession, task_id: int) -> Round | None:
     )
 
 
+async def require_current_round(s: AsyncSession, task_id: int, task_code: str) -> Round:
+    """The task's current round; NotFound when it has none yet (a task gets round 1 when it is synced)."""
+    round_ = await current_round(s, task_id)
+    if round_ is None:
+        raise NotFound(f"Task {task_code} has no round yet; its owners open one with openNextRound")
+    return round_
+
+
 async def cached_current_round(p: Platform, task_id: int) -> Round | None:
     """The current round as read at most ``cache_ttl_s`` ago (for the write path; counters may be stale)."""
 
@@ -296,7 +304,9 @@ async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[st
     async with p.db.write() as s:
         if not await is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {code} and admins can change its settings")
-        row = await s.get(TaskRow, view.row.id, with_for_update=s.bind.dialect.name == "postgresql")
+        row = await s.get(TaskRow, view.row.id, with_for_update=p.db.dialect == "postgresql")
+        if row is None:
+            raise NotFound(f"No task {code!r}")
         stored = dict(row.settings or {})
         for key, value in changes.items():
             if key in ("hidden", "active"):
@@ -316,7 +326,8 @@ async def _owned_open_round(s: AsyncSession, actor: Actor, view: TaskView, verb:
     if not await is_owner(s, actor, view.row.id):
         raise Forbidden(f"Only owners of {view.task.code} and admins can {verb}")
     latest = select(Round).where(col(Round.task_id) == view.row.id).order_by(col(Round.number).desc()).limit(1)
-    return await s.scalar(latest.with_for_update() if s.bind.dialect.name == "postgresql" else latest)
+    postgres = s.get_bind().dialect.name == "postgresql"
+    return await s.scalar(latest.with_for_update() if postgres else latest)
 
 
 async def open_next_round(

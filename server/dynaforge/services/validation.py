@@ -60,7 +60,7 @@ async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owne
             if not await task_service.is_owner(s, actor, view.row.id):
                 raise Forbidden(f"Only owners of {task_code} and admins can validate in owner mode")
             where.append(col(Example.status).in_([S.FLAGGED, S.CREATED]))
-            order = [
+            order: list[Any] = [  # SQL expressions for order_by
                 (col(Example.status) == S.FLAGGED).desc(),
                 col(Example.fooled).desc(),
                 col(Example.validations_total),
@@ -135,8 +135,13 @@ def _check_correction(
     return {k: cleaned[k] for k in corrected if k in cleaned}
 
 
-async def _locked_example(s: AsyncSession, example_id: int) -> Example | None:
-    return await s.get(Example, example_id, with_for_update=s.bind.dialect.name == "postgresql", populate_existing=True)
+async def _locked_example(s: AsyncSession, example_id: int) -> Example:
+    """The example, re-read and locked for this transaction (PostgreSQL; SQLite writers are serialised)."""
+    postgres = s.get_bind().dialect.name == "postgresql"
+    example = await s.get(Example, example_id, with_for_update=postgres, populate_existing=True)
+    if example is None:
+        raise NotFound(f"No example {example_id}")
+    return example
 
 
 async def _peek(p: Platform, actor: Actor, example_id: int):
@@ -147,6 +152,8 @@ async def _peek(p: Platform, actor: Actor, example_id: int):
             raise NotFound(f"No example {example_id}")
         code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == example.task_id))
         number = await s.scalar(select(col(Round.number)).where(col(Round.id) == example.round_id))
+        if code is None or number is None:  # deleted meanwhile
+            raise NotFound(f"No example {example_id}")
         context = None
         if example.context_id is not None:
             row = await s.get(Context, example.context_id)
@@ -207,8 +214,6 @@ async def validate(
     try:
         async with p.db.write() as s:
             example = await _locked_example(s, example_id)
-            if example is None:
-                raise NotFound(f"No example {example_id}")
             by_owner = await task_service.is_owner(s, actor, example.task_id)
             if example.user_id == actor.user_id and not by_owner:
                 raise Forbidden("You cannot validate your own example; ask exampleToValidate for someone else's")
@@ -224,7 +229,7 @@ async def validate(
             s.add(
                 Validation(
                     example_id=example_id,
-                    user_id=actor.user_id,
+                    user_id=actor.person_id,
                     label=label,
                     corrected_target=correction,
                     reason=reason,
@@ -254,7 +259,7 @@ async def validate(
     except IntegrityError as exc:  # the same user voting twice at the same moment
         raise AlreadyExists(f"You already validated example {example_id}") from exc
     vote = announce.validation_payload(
-        example_id, label=label, user_id=actor.user_id, by_owner=by_owner, reason=reason, corrected_target=correction
+        example_id, label=label, user_id=actor.person_id, by_owner=by_owner, reason=reason, corrected_target=correction
     )
     await _announce(p, view.task.code, number, example, vote)
     return example
@@ -290,7 +295,7 @@ async def flag(p: Platform, actor: Actor, example_id: int, reason: str) -> Examp
                 by_owner = await task_service.is_owner(s, actor, example.task_id)
                 s.add(
                     Validation(
-                        example_id=example_id, user_id=actor.user_id, label=FLAGGED, reason=reason, by_owner=by_owner
+                        example_id=example_id, user_id=actor.person_id, label=FLAGGED, reason=reason, by_owner=by_owner
                     )
                 )
                 example.validations_flagged += 1
@@ -304,7 +309,7 @@ async def flag(p: Platform, actor: Actor, example_id: int, reason: str) -> Examp
     except IntegrityError as exc:
         raise AlreadyExists(f"You already validated example {example_id}") from exc
     flagged = announce.validation_payload(
-        example_id, label=FLAGGED, user_id=actor.user_id, by_owner=by_owner, reason=reason
+        example_id, label=FLAGGED, user_id=actor.person_id, by_owner=by_owner, reason=reason
     )
     await _announce(p, view.task.code, number, example, flagged)
     return example

@@ -110,7 +110,7 @@ def check_url(settings: Settings, url: str) -> None:
         return
     try:
         addresses = {
-            info[4][0] for info in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
+            str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
         }
     except OSError as exc:
         refuse("dns", f"the host {parts.hostname!r} does not resolve ({exc.strerror or exc}); check the URL")
@@ -165,11 +165,12 @@ async def create(
             .select_from(Webhook)
             .where(col(Webhook.task_id) == view.row.id, col(Webhook.user_id) == actor.user_id)
         )
+        count = count or 0
         if count >= MAX_PER_USER_AND_TASK:
             raise RateLimited(f"You have {count} webhooks on {task_code}, the most allowed; delete one first", 0.0)
         webhook = Webhook(
             task_id=view.row.id,
-            user_id=actor.user_id,
+            user_id=actor.person_id,
             url=url,
             events=chosen,
             description=description or "",

@@ -18,4 +18,6 @@ class ContextType:
 
     @classmethod
     def from_row(cls, row: ContextRow) -> ContextType:
-        return cls(row=row, id=strawberry.ID(str(row.id)), fields=row.fields, tag=row.tag, total_used=row.total_used)
+        return cls(
+            row=row, id=strawberry.ID(str(row.id)), fields=JSON(row.fields), tag=row.tag, total_used=row.total_used
+        )

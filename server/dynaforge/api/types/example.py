@@ -64,13 +64,14 @@ class Example:
     def task_code(self, info: strawberry.Info[RequestContext]) -> str:
         if self.known_task_code is not None:
             return self.known_task_code
-        return info.context.loaders["task_code"].load(self.row.task_id)
+        # The loader's awaitable is returned as is: GraphQL awaits it (see above).
+        return info.context.loaders["task_code"].load(self.row.task_id)  # type: ignore[return-value]
 
     @strawberry.field
     def round_number(self, info: strawberry.Info[RequestContext]) -> int:
         if self.known_round_number is not None:
             return self.known_round_number
-        return _round_number(info, self.row.round_id)
+        return _round_number(info, self.row.round_id)  # type: ignore[return-value]  # an awaitable (see above)
 
     @strawberry.field
     def context_id(self) -> strawberry.ID | None:
@@ -83,7 +84,7 @@ class Example:
     def context(self, info: strawberry.Info[RequestContext]) -> JSON | None:
         if self.row.context_id is None:
             return None
-        return _context_fields(info, self.row.context_id)
+        return _context_fields(info, self.row.context_id)  # type: ignore[return-value]  # awaited (see above)
 
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:
@@ -100,9 +101,9 @@ class Example:
             known_round_number=round_number,
             row=row,
             id=strawberry.ID(str(row.id)),
-            fields=row.fields,
-            prediction=row.prediction,
-            model_predictions=row.model_predictions,
+            fields=JSON(row.fields),
+            prediction=None if row.prediction is None else JSON(row.prediction),
+            model_predictions=JSON(row.model_predictions),
             fooled=row.fooled,
             status=ExampleStatus(row.status),
             tag=row.tag,

@@ -27,7 +27,8 @@ class TargetModel:
         "hold credentials), others get null."
     )
     async def config(self, info: strawberry.Info[RequestContext]) -> JSON | None:
-        return await task_service.target_model_config(*info.context.caller, self.task_id, self.raw_config)
+        config = await task_service.target_model_config(*info.context.caller, self.task_id, self.raw_config)
+        return None if config is None else JSON(config)
 
 
 @strawberry.type(description="A task's numbered round: its target model(s), dates and counters.")

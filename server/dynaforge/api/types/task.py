@@ -75,7 +75,7 @@ class Task:
 
     @strawberry.field(description="JSON Schema (draft 2020-12) of the fields with the given roles (default: all).")
     def fields_json_schema(self, roles: list[FieldRole] | None = None) -> JSON:
-        return self.view.task.json_schema(*(Role(r.value) for r in roles or []))
+        return JSON(self.view.task.json_schema(*(Role(r.value) for r in roles or [])))
 
     @strawberry.field
     async def current_round(self, info: strawberry.Info[RequestContext]) -> Round | None:

@@ -155,7 +155,9 @@ class TransformersClassifier(_TransformersPredictor):
             by_label = dict.fromkeys(self.labels, 0.0)
             for label, p in zip(self.model_labels, row, strict=False):
                 by_label[label] += p
-            outputs.append({self.target_field: max(by_label, key=by_label.__getitem__), "probabilities": by_label})
+            outputs.append(
+                {self.target_field: max(by_label.items(), key=lambda kv: kv[1])[0], "probabilities": by_label}
+            )
         return outputs
 
 
