@@ -85,6 +85,11 @@ def read_tsv(path: Path) -> tuple[list[str], list[int]]:
 def choose_band(p_holdout, share: float = NEUTRAL_TARGET_SHARE) -> float:
     """Narrowest half-width b with ``share`` of the phrases inside ``|p - 0.5| < b``."""
     d = sorted(abs(float(v) - 0.5) for v in p_holdout)
+    if not d:
+        raise ValueError(
+            "no held-out rows to choose the neutral band from: every held-out sentence also occurs in the fitting "
+            "part; give more distinct sentences (or a larger --limit)"
+        )
     k = max(1, math.ceil(share * len(d)))
     if k >= len(d):
         return min(0.4999, d[-1] + 1e-6)
