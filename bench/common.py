@@ -303,10 +303,12 @@ def _cli(env: dict[str, str], cwd: Path, *args: str) -> str:
 def _wait_healthy(proc: subprocess.Popen, base_url: str, err_path: Path) -> None:
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while time.monotonic() < deadline and proc.poll() is None:
-        with contextlib.suppress(urllib.error.URLError, OSError):
-            with urllib.request.urlopen(base_url + "/healthz", timeout=2) as response:
-                if response.status == 200:
-                    return
+        with (
+            contextlib.suppress(urllib.error.URLError, OSError),
+            urllib.request.urlopen(base_url + "/healthz", timeout=2) as response,
+        ):
+            if response.status == 200:
+                return
         time.sleep(0.2)
     log = err_path.read_text(encoding="utf-8", errors="replace")[-3000:]
     state = f"exited with {proc.returncode}" if proc.poll() is not None else "is not healthy"
@@ -582,7 +584,7 @@ async def worker_batch_stats(worker_pid: int) -> dict[str, int] | None:
     from dynaforge.inference import protocol
 
     try:
-        args = Path(f"/proc/{worker_pid}/cmdline").read_bytes().split(b"\0")
+        args = (await asyncio.to_thread(Path(f"/proc/{worker_pid}/cmdline").read_bytes)).split(b"\0")
         path = args[args.index(b"--socket") + 1].decode()
         reader, writer = await asyncio.wait_for(asyncio.open_unix_connection(path), 5)
     except (TimeoutError, OSError, ValueError, IndexError):
