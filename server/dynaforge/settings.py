@@ -12,6 +12,9 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 PLACEHOLDER_SECRET = "change-me-in-production"
 
 
+MIN_PRODUCTION_HASH_MEMORY_KIB = 19 * 1024
+
+
 class Settings(BaseSettings):
     """Every tunable of the server. Each field maps to ``DYNAFORGE_<FIELD>``."""
 
@@ -114,6 +117,13 @@ class Settings(BaseSettings):
         "(changes made by this process are seen at once, by other processes within this time; 0 turns it off)",
     )
 
+    # Password hashing (argon2id). The defaults are the library's recommended parameters; outside production they
+    # may be lowered (the test suite hashes hundreds of passwords), in production not below OWASP's minimum.
+    password_hash_time_cost: int = Field(default=3, ge=1, description="argon2id passes (t) for new password hashes")
+    password_hash_memory_kib: int = Field(
+        default=65536, ge=32, description="argon2id memory (m) in KiB for new password hashes"
+    )
+
     # Abuse limits
     logins_per_minute: int = Field(default=10, ge=0, description="login attempts per account per minute (0: no limit)")
     logins_per_minute_per_client: int = Field(
@@ -150,6 +160,14 @@ class Settings(BaseSettings):
     def _refuse_placeholder_secret(self) -> Settings:
         if self.environment == "production" and self.secret_key == PLACEHOLDER_SECRET:
             raise ValueError("DYNAFORGE_SECRET_KEY must be set to a random value in production")
+        if self.environment == "production" and (
+            self.password_hash_time_cost < 2 or self.password_hash_memory_kib < MIN_PRODUCTION_HASH_MEMORY_KIB
+        ):
+            raise ValueError(
+                "DYNAFORGE_PASSWORD_HASH_TIME_COST must be at least 2 and DYNAFORGE_PASSWORD_HASH_MEMORY_KIB at "
+                f"least {MIN_PRODUCTION_HASH_MEMORY_KIB} in production (OWASP's minimum for argon2id); leave them "
+                "unset for the recommended 3 and 65536"
+            )
         return self
 
     @property

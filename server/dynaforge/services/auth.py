@@ -8,10 +8,12 @@ authenticated with one indexed lookup).
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import re
 import secrets
 from datetime import timedelta
+from typing import TYPE_CHECKING
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -25,13 +27,35 @@ from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidCreden
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
 
+if TYPE_CHECKING:
+    from dynaforge.settings import Settings
+
 TOKEN_PREFIX = "dfk_"
 _USERNAME_RE = re.compile(r"^[A-Za-z0-9_.-]{3,40}$")
 _EMAIL_RE = re.compile(r"^[^@\s]{1,64}@[^@\s]+\.[^@\s]+$")
-_hasher = PasswordHasher()  # argon2id with the library's current recommended parameters
 # Verified against when a username is unknown, so that the answer takes as long as for a wrong password.
-# A constant with the hasher's parameters: hashing it at import would cost every process 64 MiB and ~0.3 s.
+# A constant for the default parameters: hashing it at import would cost every process 64 MiB and ~0.3 s.
 _DUMMY_HASH = "$argon2id$v=19$m=65536,t=3,p=4$00BVbJOluhd0tu/51B6xzQ$jHJ5hO+N5epfN1h0kNZeA4eLYUzr07Dn6mk9JZW95w8"
+
+
+@functools.lru_cache(maxsize=4)
+def _hasher(time_cost: int, memory_kib: int) -> PasswordHasher:
+    """argon2id with the library's recommended parallelism and salt and hash lengths."""
+    return PasswordHasher(time_cost=time_cost, memory_cost=memory_kib)
+
+
+@functools.lru_cache(maxsize=4)
+def _dummy_hash(time_cost: int, memory_kib: int) -> str:
+    if (time_cost, memory_kib) == (3, 65536):
+        return _DUMMY_HASH
+    return _hasher(time_cost, memory_kib).hash("no one's password")  # once per process, at the first unknown user
+
+
+def password_hasher(settings: Settings) -> PasswordHasher:
+    """The hasher for new passwords (``password_hash_*`` settings); a stored hash verifies with its own parameters."""
+    return _hasher(settings.password_hash_time_cost, settings.password_hash_memory_kib)
+
+
 # Each Argon2 computation holds 64 MiB: at most two at once keeps a burst of sign-ups from inflating the API's memory.
 _CONCURRENT_HASHES = 2
 _LAST_USED_GRANULARITY = timedelta(minutes=5)
@@ -69,7 +93,7 @@ async def create_user(
         raise Forbidden("Only an admin can create an admin account")
     _check_account(username, email, password)
     async with loop_semaphore("argon2", _CONCURRENT_HASHES):
-        password_hash = await asyncio.to_thread(_hasher.hash, password)
+        password_hash = await asyncio.to_thread(password_hasher(p.settings).hash, password)
     user = User(username=username, email=email.lower(), password_hash=password_hash, is_admin=is_admin)
     try:
         async with p.db.write() as s:
@@ -116,10 +140,16 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
         )
     async with p.db.session() as s:
         user = await s.scalar(select(User).where(func.lower(col(User.username)) == str(username).lower()))
-    stored = user.password_hash if user is not None else _DUMMY_HASH
+    hasher = password_hasher(p.settings)
+    if user is not None:
+        stored = user.password_hash
+    else:
+        stored = await asyncio.to_thread(
+            _dummy_hash, p.settings.password_hash_time_cost, p.settings.password_hash_memory_kib
+        )
     try:
         async with loop_semaphore("argon2", _CONCURRENT_HASHES):
-            await asyncio.to_thread(_hasher.verify, stored, str(password))
+            await asyncio.to_thread(hasher.verify, stored, str(password))
         ok = user is not None and user.is_active
     except (VerificationError, InvalidHashError):
         ok = False
