@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup run test lint format bench services schema clean
+.PHONY: setup run test test-fast lint format bench services schema clean
 
 PLUGINS := sentiment nli qa hatespeech
 
@@ -22,9 +22,21 @@ setup: $(STAMP)
 run: setup
 	HF_HUB_OFFLINE=1 $(BIN)/dynaforge demo
 
-## Every test, on SQLite and PostgreSQL (services started when they are down and can be started here)
+# Test processes at once (pytest-xdist); a module whose tests share a server stays on one of them.
+TEST_WORKERS ?= 3
+PYTEST := HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q -p no:cacheprovider
+PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
+FAST := not e2e and not faults and not (postgres and (fuzz or authz))
+
+## Every test, on SQLite and PostgreSQL (services started when they are down and can be started here): in parallel,
+## then the tests that restart a shared service, alone
 test: setup services
-	HF_HUB_OFFLINE=1 $(BIN)/python -m pytest -q
+	$(PYTEST) $(PARALLEL) -m "not serial"
+	$(PYTEST) -m serial
+
+## The quick loop: no end-to-end servers, fault injection, PostgreSQL fuzzing or PostgreSQL authorisation matrix
+test-fast: setup services
+	$(PYTEST) $(PARALLEL) -m "$(FAST)"
 
 ## ruff (lint and format check) and mypy (strict on the plugin contract); the same checks as .pre-commit-config.yaml
 lint: setup

@@ -4,8 +4,8 @@ PostgreSQL fails), each test inside a transaction rolled back to a savepoint, an
 from __future__ import annotations
 
 import os
+import shutil
 import sys
-import tempfile
 import uuid
 from pathlib import Path
 
@@ -14,6 +14,14 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # Several test processes share the cores: one compute thread each, for them and the processes they start
+    # (torch's OpenMP threads would spin waiting for each other on oversubscribed cores, burning the CPU the other
+    # test processes need). Before anything imports torch.
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+    os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+from support import GraphQLClient, asyncpg_url, make_settings, pg_execute, service_missing  # noqa: E402
 from toy_plugin import ToyPlugin, ToyTask  # noqa: E402
 
 from dynaforge.app import create_app  # noqa: E402
@@ -25,107 +33,85 @@ from dynaforge.services import contexts as context_service  # noqa: E402
 from dynaforge.services import tasks as task_service  # noqa: E402
 from dynaforge.services.actor import Actor  # noqa: E402
 from dynaforge.services.platform import Platform  # noqa: E402
-from dynaforge.settings import Settings  # noqa: E402
 
-IN_CI = os.environ.get("CI", "").lower() in ("1", "true", "yes")
-PG_SERVER = os.environ.get("DYNAFORGE_TEST_POSTGRES", "postgresql+asyncpg://postgres@127.0.0.1:5432")
-
-
-ROOT = Path(__file__).resolve().parent.parent
+# The slowest modules, slowest first: under pytest-xdist they start first, so the longest test does not start last.
+SLOWEST_FIRST = ("test_replay_anli", "test_faults", "test_events_redis", "test_e2e", "test_e2e_worker")
 
 
-def real_data(relative: str) -> Path:
-    """A file of the public data sets kept beside the project (``../shared/data``, or ``$DYNAFORGE_SHARED_DATA``).
-
-    Tests that replay real data skip, saying why, where the folder is absent (it is not part of the project).
-    """
-    folder = Path(os.environ.get("DYNAFORGE_SHARED_DATA") or ROOT.parent / "shared" / "data")
-    path = folder / relative
-    if not path.is_file():
-        pytest.skip(
-            f"{path} is not here: the public data sets sit beside the project (../shared/data, or set "
-            "DYNAFORGE_SHARED_DATA); this test replays them"
-        )
-    return path
+def _backend(item: pytest.Item) -> str:
+    callspec = getattr(item, "callspec", None)
+    values = callspec.params.values() if callspec is not None else ()
+    return next((v for v in values if v in ("sqlite", "postgres", "postgresql")), "")
 
 
-def toy_process_env(tmp: Path, database_url: str, **settings: str) -> dict[str, str]:
-    """The environment of a process a test starts (``serve``, a job runner) with the toy task installed as an
-    entry-point plugin (a dist-info folder in ``tmp``), on ``database_url``; ``settings`` are more DYNAFORGE_ values."""
-    dist = tmp / "toy_plugin-0.1.dist-info"
-    dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_plugin\nVersion: 0.1\n", encoding="utf-8")
-    (dist / "entry_points.txt").write_text("[dynaforge]\ntoy = toy_plugin:PLUGIN\n", encoding="utf-8")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
-    env.update(
-        PYTHONPATH=os.pathsep.join([str(tmp), str(Path(__file__).resolve().parent)]),
-        DYNAFORGE_DATABASE_URL=database_url,
-        DYNAFORGE_LOAD_PLUGINS="toy",
-        PYTHONUNBUFFERED="1",
-    )
-    env.update({f"DYNAFORGE_{name.upper()}": value for name, value in settings.items()})
-    return env
+def pytest_collection_modifyitems(config, items):
+    """For pytest-xdist (``--dist loadgroup``): the tests that share a module-scoped ``server`` fixture (a real
+    server per backend) go to one worker together, so that server starts once; and the slowest modules come first.
+    Without xdist the order changes and nothing else."""
+    for item in items:
+        fixturedefs = item._fixtureinfo.name2fixturedefs.get("server", ())
+        if any(d.scope == "module" for d in fixturedefs):
+            item.add_marker(pytest.mark.xdist_group(f"{item.module.__name__}[{_backend(item)}]"))
+
+    def rank(item: pytest.Item) -> int:
+        name = item.module.__name__ if item.module is not None else ""
+        return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+    items.sort(key=rank)  # stable: within a rank, the collection order
 
 
-def runner_pids() -> list[int]:
-    """The processes running an evaluation job (``python -m dynaforge.evaluation.runner``), from /proc."""
-    pids = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if b"dynaforge.evaluation.runner" in fh.read():
-                        pids.append(int(entry))
-            except OSError:
-                pass
-    return pids
-
-
-def service_missing(what: str, why: str) -> None:
-    """Skip on a developer's machine; fail in CI, where every service must be there."""
-    message = f"{what} is not reachable ({why}); start it or set its URL to run these tests"
-    if IN_CI:
-        pytest.fail(message + " — CI requires it")
-    pytest.skip(message)
-
-
-async def _admin_execute(sql: str) -> None:
-    import asyncpg
-
-    dsn = PG_SERVER.replace("postgresql+asyncpg://", "postgresql://") + "/postgres"
-    conn = await asyncpg.connect(dsn, timeout=5)
+async def _migrated_postgres(prefix: str) -> tuple[str, str]:
+    """A new PostgreSQL database at the head revision: (name, URL). PostgreSQL missing: skip, or fail in CI."""
+    name = f"{prefix}_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     try:
-        await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
-@pytest.fixture(scope="session")
-async def sqlite_url():
-    folder = tempfile.mkdtemp(prefix="dynaforge-test-")
-    url = f"sqlite+aiosqlite:///{folder}/test.db"
+        await pg_execute(f'CREATE DATABASE "{name}"')
+    except Exception as exc:  # noqa: BLE001 - any failure means no usable server
+        service_missing("PostgreSQL", f"{type(exc).__name__}: {exc}")
+    url = asyncpg_url(name)
     db = Database(url)
     await upgrade(db)
     await db.dispose()
-    yield url
+    return name, url
+
+
+async def _migrated_sqlite(path: Path) -> str:
+    """A new SQLite file at the head revision; its URL."""
+    url = f"sqlite+aiosqlite:///{path}"
+    db = Database(url)
+    await upgrade(db)
+    await db.dispose()
+    return url
+
+
+@pytest.fixture(scope="session")
+async def sqlite_url(tmp_path_factory):
+    return await _migrated_sqlite(tmp_path_factory.mktemp("sqlite") / "test.db")
 
 
 @pytest.fixture(scope="session")
 async def postgres_url():
-    name = f"dynaforge_test_{os.getpid()}_{uuid.uuid4().hex[:6]}"
-    try:
-        await _admin_execute(f'CREATE DATABASE "{name}"')
-    except Exception as exc:  # noqa: BLE001 - any failure means no usable server
-        service_missing("PostgreSQL", f"{type(exc).__name__}: {exc}")
-    url = f"{PG_SERVER}/{name}"
-    db = Database(url)
-    await upgrade(db)
-    await db.dispose()
+    name, url = await _migrated_postgres("dynaforge_test")
     yield url
-    await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    await pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(scope="session")
+async def migrated_sqlite_file(tmp_path_factory) -> Path:
+    """A SQLite file at the head revision that no test touches: copied for each test that needs a fresh database."""
+    path = tmp_path_factory.mktemp("template") / "template.db"
+    await _migrated_sqlite(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+async def migrated_postgres_template():
+    """A PostgreSQL database at the head revision with no connections: the TEMPLATE of each fresh database."""
+    name, _ = await _migrated_postgres("dynaforge_template")
+    yield name
+    await pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def db_url(request):
     return request.getfixturevalue(f"{request.param}_url")
 
@@ -154,14 +140,8 @@ async def _dispose_engines():
         await database.dispose()
 
 
-def make_settings(db_url: str, **overrides) -> Settings:
-    # Tests submit models with the python backend (test doubles given by import path) as plain users.
-    overrides.setdefault("submission_backends", "http,transformers,python")
-    return Settings(database_url=db_url, environment="test", load_plugins="", **overrides)
-
-
 @pytest.fixture
-def settings(db_url) -> Settings:
+def settings(db_url):
     return make_settings(db_url)
 
 
@@ -190,65 +170,36 @@ async def client(platform):
         yield c
 
 
-class GraphQLClient:
-    """Posts GraphQL to the in-process app; remembers a bearer token."""
-
-    def __init__(self, http: httpx.AsyncClient):
-        self.http = http
-        self.token: str | None = None
-
-    async def __call__(self, query: str, variables: dict | None = None, token: str | None = ..., expect_errors=False):
-        headers = {}
-        bearer = self.token if token is ... else token
-        if bearer:
-            headers["Authorization"] = f"Bearer {bearer}"
-        response = await self.http.post(
-            "/graphql", json={"query": query, "variables": variables or {}}, headers=headers
-        )
-        body = response.json()
-        if not expect_errors:
-            assert "errors" not in body, body
-            return body["data"]
-        return body
-
-
 @pytest.fixture
 def gql(client):
     return GraphQLClient(client)
 
 
-REGISTER = """
-mutation($u: String!, $e: String!, $p: String!) {
-  register(input: {username: $u, email: $e, password: $p}) {
-    __typename
-    ... on AuthPayload { token user { id username } }
-    ... on Error { message }
-    ... on InvalidInput { fieldErrors { field rule message } }
-  }
-}"""
-
-
-async def register_user(gql: GraphQLClient, username: str = "alice") -> tuple[str, str]:
-    data = await gql(
-        REGISTER, {"u": username, "e": f"{username}@example.org", "p": "correct horse battery"}, token=None
-    )
-    payload = data["register"]
-    assert payload["__typename"] == "AuthPayload", payload
-    return payload["token"], payload["user"]["id"]
+@pytest.fixture
+def live_template(request, db_url) -> str | Path:
+    """The migrated template of ``db_url``'s kind (a database name, or a file). A plain fixture, so that it may ask
+    for the async session fixture of the one kind it needs."""
+    if db_url.startswith("postgresql"):
+        return request.getfixturevalue("migrated_postgres_template")
+    return request.getfixturevalue("migrated_sqlite_file")
 
 
 @pytest.fixture
-async def live_platform(db_url, tmp_path):
+async def live_platform(live_template, db_url, tmp_path):
     """A platform with the toy task on its own fresh database (of ``db_url``'s kind) and a real engine: a pool of
-    connections and no shared test transaction, for concurrency tests and for code that opens its own engine."""
+    connections and no shared test transaction, for concurrency tests and for code that opens its own engine.
+
+    The database is a copy of a migrated template (a file copy on SQLite, ``CREATE DATABASE ... TEMPLATE`` on
+    PostgreSQL), so no test pays for running the migrations."""
     if db_url.startswith("postgresql"):
         name = f"dynaforge_live_{uuid.uuid4().hex[:10]}"
-        await _admin_execute(f'CREATE DATABASE "{name}"')
-        url = f"{PG_SERVER}/{name}"
+        await pg_execute(f'CREATE DATABASE "{name}" TEMPLATE "{live_template}"')
+        url = asyncpg_url(name)
     else:
-        name, url = None, f"sqlite+aiosqlite:///{tmp_path}/live.db"
+        name = None
+        shutil.copyfile(live_template, tmp_path / "live.db")
+        url = f"sqlite+aiosqlite:///{tmp_path}/live.db"
     database = Database(url)
-    await upgrade(database)
     plugins = Plugins(allowlist=set(), extra=[ToyPlugin()])
     p = Platform.create(
         make_settings(url, validations_per_minute=10_000),
@@ -262,4 +213,4 @@ async def live_platform(db_url, tmp_path):
     finally:
         await p.close()
         if name is not None:
-            await _admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            await pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')

@@ -11,26 +11,19 @@ import logging
 import os
 
 import pytest
-from conftest import toy_process_env
 from sqlalchemy import select
+from support import make_user, toy_process_env
 
 from dynaforge import hookimpl, hookspecs
 from dynaforge.db.models import DatasetAccess, WebhookDelivery
 from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.evaluation.runner import Runner
 from dynaforge.jobs import run_in_child
-from dynaforge.services import announce, auth, datasets, examples, submissions, tasks, validation, webhooks
+from dynaforge.services import announce, datasets, examples, submissions, tasks, validation, webhooks
 from dynaforge.services.actor import Actor
 
 KEYWORD = {"callable": "toy_plugin:keyword_model"}
 ONE_SET = (("test", 1.0, DatasetAccess.SCORING),)
-
-
-async def _user(p, name: str, admin: bool = False) -> Actor:
-    user = await auth.create_user(
-        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw", is_admin=admin
-    )
-    return Actor(user.id, user.username, user.is_admin)
 
 
 class Recorder:
@@ -79,8 +72,8 @@ def test_every_event_hook_has_a_route():
 
 async def test_example_validated_gets_the_example_after_the_vote_and_the_vote(platform, recorder):
     platform.settings.examples_per_minute = 1000
-    author, owner = await _user(platform, "author1"), await _user(platform, "owner1")
-    voter = await _user(platform, "voter1")
+    author, owner = await make_user(platform, "author1"), await make_user(platform, "owner1")
+    voter = await make_user(platform, "voter1")
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
     fooling = {"text": "good", "label": "bad"}
     first = (await examples.submit(platform, author, task_code="toy", fields=fooling)).example
@@ -122,7 +115,7 @@ async def test_example_validated_gets_the_example_after_the_vote_and_the_vote(pl
 
 
 async def test_round_changed_on_open_close_and_update(platform, recorder):
-    owner = await _user(platform, "owner2")
+    owner = await make_user(platform, "owner2")
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
     new, previous = await tasks.open_next_round(platform, owner, "toy", description="round two")
     await tasks.update_round(platform, owner, "toy", new.number, description="round two, edited")
@@ -144,7 +137,7 @@ async def test_round_changed_on_open_close_and_update(platform, recorder):
 async def test_round_changed_and_the_other_destinations_survive_a_broken_bus_and_webhook_store(
     platform, recorder, monkeypatch, caplog
 ):
-    owner = await _user(platform, "owner3")
+    owner = await make_user(platform, "owner3")
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
 
     async def bus_down(topic, payload):
@@ -166,7 +159,7 @@ async def test_round_changed_and_the_other_destinations_survive_a_broken_bus_and
 
 async def test_example_created_announces_to_hooks_bus_and_webhooks_in_one_place(platform):
     platform.settings.examples_per_minute = 1000
-    author = await _user(platform, "author4")
+    author = await make_user(platform, "author4")
     await webhooks.create(platform, author, "toy", "http://127.0.0.1:9/hook", ["modelFooled"])
     seen = []
 
@@ -202,7 +195,7 @@ async def test_example_created_announces_to_hooks_bus_and_webhooks_in_one_place(
 
 async def _scoring_set(p) -> None:
     p.settings.examples_per_minute = 1000
-    admin, author = await _user(p, "admin5", admin=True), await _user(p, "author5")
+    admin, author = await make_user(p, "admin5", admin=True), await make_user(p, "author5")
     for i in range(6):
         text = f"{'good' if i % 2 == 0 else 'fine'} item {i}"
         outcome = await examples.submit(p, author, task_code="toy", fields={"text": text, "label": "good"})
@@ -212,7 +205,7 @@ async def _scoring_set(p) -> None:
 
 async def test_evaluation_finished_once_per_finished_evaluation(platform, recorder):
     await _scoring_set(platform)
-    builder = await _user(platform, "builder5")
+    builder = await make_user(platform, "builder5")
     model, [queued] = await submissions.submit_model(
         platform, builder, task_code="toy", name="keywords", backend="python", config=KEYWORD
     )
@@ -238,7 +231,7 @@ async def test_evaluation_finished_once_per_finished_evaluation(platform, record
 
 async def test_evaluation_finished_when_failed_once_even_if_recorded_twice(platform, recorder):
     await _scoring_set(platform)
-    builder = await _user(platform, "builder6")
+    builder = await make_user(platform, "builder6")
     _, [queued] = await submissions.submit_model(
         platform, builder, task_code="toy", name="broken", backend="python", config={"callable": "toy_plugin:nothing"}
     )
@@ -256,7 +249,7 @@ async def test_evaluation_finished_when_failed_once_even_if_recorded_twice(platf
 
 async def test_evaluation_finished_for_uploaded_predictions(platform, recorder):
     await _scoring_set(platform)
-    builder = await _user(platform, "builder7")
+    builder = await make_user(platform, "builder7")
     _, evaluation = await submissions.submit_predictions(
         platform, builder, task_code="toy", name="uploaded", dataset_name="r1-test", predictions=[{"label": "good"}] * 6
     )
@@ -280,7 +273,7 @@ async def test_evaluation_finished_runs_in_the_evaluation_child_process(live_pla
     """The job's child process loads the server's plugins (an entry point here) and calls the hook once."""
     p = live_platform
     await _scoring_set(p)
-    builder = await _user(p, "builder8")
+    builder = await make_user(p, "builder8")
     _, [queued] = await submissions.submit_model(
         p, builder, task_code="toy", name="keywords", backend="python", config=KEYWORD
     )

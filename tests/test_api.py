@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import REGISTER, register_user
+from support import REGISTER_USER, register_user
 
 from dynaforge.api.schema import sdl
 
@@ -133,7 +133,7 @@ async def test_revoked_token_is_refused_with_a_clear_message(gql):
 
 async def test_login_and_duplicate_registration(gql):
     await register_user(gql, "zoe")
-    again = await gql(REGISTER, {"u": "zoe", "e": "zoe2@example.org", "p": "correct horse battery"}, token=None)
+    again = await gql(REGISTER_USER, {"u": "zoe", "e": "zoe2@example.org", "p": "correct horse battery"}, token=None)
     assert again["register"]["__typename"] == "AlreadyExists"
     ok = await gql(
         'mutation { login(input: {username: "zoe", password: "correct horse battery"}) { __typename ... on '

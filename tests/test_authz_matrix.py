@@ -70,6 +70,8 @@ from dynaforge.api.schema import build_schema
 from dynaforge.app import create_app
 from dynaforge.db.models import DatasetAccess
 
+pytestmark = pytest.mark.authz
+
 OK = "ok"
 NOAUTH = "NotAuthenticated"
 FORBIDDEN = "Forbidden"

@@ -3,9 +3,6 @@ http backend against the reference model server running on loopback."""
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,11 +10,11 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from support import free_port, serve_in_thread
 
 from dynaforge.defaults.backends import HttpBackend, TransformersBackend
 from dynaforge.inference.backends import InferenceError, InferenceTimeout
@@ -340,26 +337,6 @@ def test_transformers_check_config_accepts_good_configs():
 # ---------------------------------------------------------------------------------------------------------- http
 
 
-@contextlib.contextmanager
-def serving(app) -> Iterator[str]:
-    """Run ``app`` with uvicorn on a free loopback port in a thread; yields its base URL."""
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=0, log_level="error", lifespan="off", timeout_graceful_shutdown=1)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "the test server did not start"
-        time.sleep(0.01)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(5)
-
-
 class Echo:
     """A python model: labels by a keyword and records the size of every batch it gets."""
 
@@ -393,7 +370,7 @@ def echo() -> Echo:
 
 @pytest.fixture(scope="module")
 def echo_url(echo) -> Iterator[str]:
-    with serving(create_model_server(Model(echo), name="echo")) as url:
+    with serve_in_thread(create_model_server(Model(echo), name="echo")) as url:
         yield url
 
 
@@ -437,25 +414,29 @@ def test_http_max_batch_splits_big_batches(echo, echo_url):
 def test_http_retries_503_then_succeeds():
     calls: list[int] = []
     ok = '{"outputs": [{"label": "pos"}]}'
-    with serving(scripted([(503, "busy"), (502, "bad gateway"), (200, ok)], calls)) as url:
+    with serve_in_thread(scripted([(503, "busy"), (502, "bad gateway"), (200, ok)], calls)) as url:
         assert _http(url, retries=2).predict([{"text": "x"}]) == [{"label": "pos"}]
     assert calls == [503, 502, 200]
 
 
 def test_http_gives_up_after_the_retries():
     calls: list[int] = []
-    with serving(scripted([(503, "overloaded, come back later")], calls)) as url:
-        with pytest.raises(InferenceError, match="answered 503: overloaded, come back later.*after 2 attempts"):
-            _http(url, retries=1).predict([{"text": "x"}])
+    with (
+        serve_in_thread(scripted([(503, "overloaded, come back later")], calls)) as url,
+        pytest.raises(InferenceError, match="answered 503: overloaded, come back later.*after 2 attempts"),
+    ):
+        _http(url, retries=1).predict([{"text": "x"}])
     assert len(calls) == 2
 
 
 @pytest.mark.parametrize("status", [400, 422, 500])
 def test_http_never_retries_client_errors_or_model_failures(status):
     calls: list[int] = []
-    with serving(scripted([(status, '{"error": "field text is missing"}')], calls)) as url:
-        with pytest.raises(InferenceError, match=f"answered {status}: .*field text is missing"):
-            _http(url, retries=3).predict([{"text": "x"}])
+    with (
+        serve_in_thread(scripted([(status, '{"error": "field text is missing"}')], calls)) as url,
+        pytest.raises(InferenceError, match=f"answered {status}: .*field text is missing"),
+    ):
+        _http(url, retries=3).predict([{"text": "x"}])
     assert calls == [status]
 
 
@@ -469,7 +450,7 @@ def test_http_never_retries_client_errors_or_model_failures(status):
     ],
 )
 def test_http_rejects_malformed_answers(body, problem):
-    with serving(scripted([(200, body)], [])) as url, pytest.raises(InferenceError, match=problem):
+    with serve_in_thread(scripted([(200, body)], [])) as url, pytest.raises(InferenceError, match=problem):
         _http(url).predict([{"text": "x"}, {"text": "y"}])
 
 
@@ -478,7 +459,7 @@ def test_http_times_out_on_a_slow_model():
         time.sleep(0.6)
         return [{"label": "late"} for _ in inputs]
 
-    with serving(create_model_server(Model(slow), name="slow")) as url:
+    with serve_in_thread(create_model_server(Model(slow), name="slow")) as url:
         model = _http(url, timeout_s=0.15, retries=1)
         started = time.monotonic()
         with pytest.raises(InferenceTimeout, match=r"did not answer within 0.15s.*after 2 attempts"):
@@ -486,14 +467,8 @@ def test_http_times_out_on_a_slow_model():
         assert time.monotonic() - started < 0.6
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_http_load_fails_clearly_when_the_server_is_unreachable():
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(InferenceError, match=f"model server {url} is unreachable"):
         HttpBackend().load({"url": url, "timeout_s": 2})
 
@@ -502,13 +477,15 @@ def test_http_load_rejects_an_unhealthy_server():
     async def health(request: Request) -> Response:
         return JSONResponse({"status": "loading"}, status_code=503)
 
-    with serving(Starlette(routes=[Route("/health", health)])) as url:
-        with pytest.raises(InferenceError, match='health answered 503: {"status":"loading"}'):
-            HttpBackend().load({"url": url})
+    with (
+        serve_in_thread(Starlette(routes=[Route("/health", health)])) as url,
+        pytest.raises(InferenceError, match='health answered 503: {"status":"loading"}'),
+    ):
+        HttpBackend().load({"url": url})
 
 
 def test_http_sends_configured_headers_to_a_token_protected_server(echo):
-    with serving(create_model_server(Model(echo), name="echo", token="s3cret")) as url:
+    with serve_in_thread(create_model_server(Model(echo), name="echo", token="s3cret")) as url:
         authorised = _http(url, headers={"Authorization": "Bearer s3cret"})
         assert authorised.predict([{"text": "good"}])[0]["label"] == "pos"
         with pytest.raises(InferenceError, match="answered 401"):
@@ -573,7 +550,7 @@ def test_reference_server_refuses_malformed_model_outputs():
     app = Starlette(routes=[])
     for name, fn in shapes.items():
         app.mount(f"/{name}", create_model_server(Model(fn), name=name))
-    with serving(app) as url, httpx.Client(base_url=url, timeout=5) as client:
+    with serve_in_thread(app) as url, httpx.Client(base_url=url, timeout=5) as client:
         few = client.post("/few/predict", json={"inputs": [{"text": "a"}]})
         assert few.status_code == 500 and "returned 0 outputs for 1 inputs" in few.json()["error"]
         nan = client.post("/nan/predict", json={"inputs": [{"text": "a"}]})
@@ -581,7 +558,7 @@ def test_reference_server_refuses_malformed_model_outputs():
 
 
 def test_a_transformers_model_served_remotely_answers_like_the_local_one(classifier):
-    with serving(create_model_server(classifier, name="tiny-bert")) as url:
+    with serve_in_thread(create_model_server(classifier, name="tiny-bert")) as url:
         remote = _http(url)
         inputs = [{"text": "a good film"}, {"text": "the dog ran"}]
         for here, there in zip(classifier.predict(inputs), remote.predict(inputs), strict=True):

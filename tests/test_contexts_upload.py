@@ -11,8 +11,8 @@ from collections import Counter
 import httpx
 import pytest
 from click.testing import CliRunner
-from conftest import GraphQLClient, register_user
 from sqlalchemy import delete, select, update
+from support import GraphQLClient, register_user
 from toy_plugin import ToyPlugin, ToyTask
 
 from dynaforge import ChoiceField, ModelSpec, NumberField, Role, Task, TextField, hookimpl

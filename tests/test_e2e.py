@@ -8,50 +8,38 @@ A module-scoped fixture, run once per database backend (SQLite, then PostgreSQL)
   sentiment contexts through ``addContexts`` as an admin created with the CLI;
 * stops the server (and drops the PostgreSQL database) afterwards.
 
-PostgreSQL is expected at postgresql://postgres@127.0.0.1:5432 (trust auth; ``DYNAFORGE_E2E_POSTGRES`` overrides it).
+PostgreSQL is expected at postgresql://postgres@127.0.0.1:5432 (trust auth; ``DYNAFORGE_TEST_POSTGRES`` overrides it).
 When it is unreachable the PostgreSQL half is skipped, except with ``CI=true``, where it fails.
 """
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-import contextlib
 import json
-import os
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.error
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from gql import Client
 from gql.client import AsyncClientSession
-from gql.graphql_request import GraphQLRequest
-from gql.transport.aiohttp import AIOHTTPTransport
+from support import (
+    ERROR_FIELDS,
+    REGISTER,
+    Server,
+    cli,
+    create_operator,
+    database,
+    e2e_environment,
+    register,
+    run,
+    serve,
+    session,
+    write_e2e_plugin,
+)
 
 pytestmark = pytest.mark.e2e
-
-HERE = Path(__file__).resolve().parent
-PLUGIN_SOURCE = HERE / "e2e_plugin" / "e2e_spans"
-VENV_BIN = Path(sys.prefix) / "bin"
-DYNAFORGE = str(VENV_BIN / "dynaforge")
-if not os.path.exists(DYNAFORGE):  # pytest not run from the virtual environment
-    DYNAFORGE = shutil.which("dynaforge") or "dynaforge"
-PYTHON = sys.executable
-PG_SERVER = os.environ.get("DYNAFORGE_E2E_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
-HEALTH_TIMEOUT_S = 60.0
-CLI_TIMEOUT_S = 120.0
-REQUEST_TIMEOUT_S = 120  # the first sentiment prediction may wait for the model to load
 
 # Sentiment prompts of our own; the operator adds them before the server starts.
 SENTIMENT_PROMPTS = [
@@ -74,26 +62,11 @@ mutation($input: AddContextsInput!) {
 
 def _seed_contexts(env: dict[str, str], workdir: Path, database_url: str, base_url: str) -> None:
     """As a real operator would: an admin made with the CLI adds the sentiment prompts through addContexts."""
-    _cli(
-        env,
-        workdir,
-        "users",
-        "create",
-        "--username",
-        "operator",
-        "--email",
-        "operator@example.org",
-        "--password",
-        "operator password",
-        "--admin",
-        "--database-url",
-        database_url,
-    )
-    token = _cli(env, workdir, "tokens", "create", "--username", "operator", "--database-url", database_url)
+    token = create_operator(env, workdir, database_url)
     response = httpx.post(
         f"{base_url}/graphql",
         json={"query": ADD_CONTEXTS, "variables": {"input": {"taskCode": "sentiment", "contexts": SENTIMENT_PROMPTS}}},
-        headers={"Authorization": f"Bearer {token.stdout.strip().splitlines()[-1]}"},
+        headers={"Authorization": f"Bearer {token}"},
         timeout=30,
     )
     payload = response.json()["data"]["addContexts"]
@@ -101,167 +74,6 @@ def _seed_contexts(env: dict[str, str], workdir: Path, database_url: str, base_u
 
 
 # --------------------------------------------------------------------------- the server
-
-
-@dataclass(frozen=True)
-class Server:
-    backend: str
-    base_url: str
-    database_url: str
-    env: dict[str, str]
-    workdir: Path
-
-    @property
-    def graphql_url(self) -> str:
-        return self.base_url + "/graphql"
-
-
-def _write_plugin(folder: Path) -> None:
-    """The plugin package plus the dist-info that makes importlib.metadata list its entry point."""
-    shutil.copytree(PLUGIN_SOURCE, folder / "e2e_spans", ignore=shutil.ignore_patterns("__pycache__"))
-    dist_info = folder / "e2e_spans-0.1.dist-info"
-    dist_info.mkdir()
-    (dist_info / "METADATA").write_text("Metadata-Version: 2.1\nName: e2e_spans\nVersion: 0.1\n", encoding="utf-8")
-    (dist_info / "entry_points.txt").write_text("[dynaforge]\ne2e_spans = e2e_spans\n", encoding="utf-8")
-
-
-def _environment(plugin_dir: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin_dir), os.environ.get("PYTHONPATH", "")) if p)
-    env["DYNAFORGE_ENVIRONMENT"] = "test"
-    env["DYNAFORGE_INFERENCE_TIMEOUT_S"] = "60"  # 2 slow CPUs: never let the model's first load make an example pending
-    env["HF_HUB_OFFLINE"] = "1"
-    env["TRANSFORMERS_OFFLINE"] = "1"
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _run(cmd: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    result = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=CLI_TIMEOUT_S)
-    if result.returncode != 0:
-        pytest.fail(
-            f"{' '.join(cmd[:4])} ... exited with {result.returncode}\n"
-            f"--- stdout\n{result.stdout}\n--- stderr\n{result.stderr}"
-        )
-    return result
-
-
-def _cli(server_env: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return _run([DYNAFORGE, *args], server_env, cwd)
-
-
-def _in_thread(coro_factory) -> Any:
-    """Run a coroutine on a fresh loop in another thread (the test session's loop stays untouched)."""
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro_factory()).result()
-
-
-async def _pg_execute(*statements: str) -> None:
-    import asyncpg
-
-    conn = await asyncpg.connect(f"{PG_SERVER}/postgres", timeout=5)
-    try:
-        for sql in statements:
-            await conn.execute(sql)
-    finally:
-        await conn.close()
-
-
-@contextlib.contextmanager
-def _database(backend: str, workdir: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite+aiosqlite:///{(workdir / 'e2e.db').as_posix()}"
-        return
-    name = f"dynaforge_e2e_{os.getpid()}"
-    try:
-        _in_thread(lambda: _pg_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name}"))
-    except Exception as exc:  # OSError, timeouts, asyncpg errors: all mean "no usable server"
-        reason = f"PostgreSQL is not reachable at {PG_SERVER} ({type(exc).__name__}: {exc})"
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(reason + "; CI=true requires it")
-        pytest.skip(reason + "; start it (trust auth for user postgres) to run the PostgreSQL end-to-end tests")
-    try:
-        yield f"postgresql+asyncpg://{PG_SERVER.split('://', 1)[1]}/{name}"
-    finally:
-        try:
-            _in_thread(lambda: _pg_execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
-        except Exception as exc:  # pragma: no cover - cleanup only
-            print(f"could not drop database {name}: {exc}", file=sys.stderr)
-
-
-def _wait_healthy(proc: subprocess.Popen, base_url: str, stderr_path: Path) -> None:
-    deadline = time.monotonic() + HEALTH_TIMEOUT_S
-    last_error: Exception | None = None
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            break
-        try:
-            with urllib.request.urlopen(base_url + "/healthz", timeout=2) as response:
-                if response.status == 200:
-                    return
-        except (urllib.error.URLError, OSError) as exc:
-            last_error = exc
-        time.sleep(0.2)
-    log = stderr_path.read_text(encoding="utf-8", errors="replace")
-    print(log, file=sys.stderr)
-    state = f"exited with {proc.returncode}" if proc.poll() is not None else f"not healthy after {HEALTH_TIMEOUT_S:g}s"
-    pytest.fail(f"dynaforge serve {state} (last error: {last_error})\n--- server stderr\n{log}")
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-
-
-@contextlib.contextmanager
-def operator_server(kind: str, workdir: Path, env: dict[str, str]) -> Iterator[tuple[Server, str]]:
-    """A migrated database of ``kind`` with an admin ``operator`` (made with the CLI) and a running ``serve``;
-    yields the server and the operator's token."""
-    with _database(kind, workdir) as database_url:
-        _cli(env, workdir, "db", "upgrade", "--database-url", database_url)
-        _cli(
-            env,
-            workdir,
-            "users",
-            "create",
-            "--username",
-            "operator",
-            "--email",
-            "operator@example.org",
-            "--password",
-            "operator password",
-            "--admin",
-            "--database-url",
-            database_url,
-        )
-        token = _cli(env, workdir, "tokens", "create", "--username", "operator", "--database-url", database_url)
-        port = _free_port()
-        base_url = f"http://127.0.0.1:{port}"
-        stderr_path = workdir / "server.err"
-        with open(workdir / "server.out", "wb") as out, open(stderr_path, "wb") as err:
-            proc = subprocess.Popen(
-                [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url],
-                env=env,
-                cwd=workdir,
-                stdout=out,
-                stderr=err,
-            )
-        try:
-            _wait_healthy(proc, base_url, stderr_path)
-            yield Server(kind, base_url, database_url, env, workdir), token.stdout.strip().splitlines()[-1]
-        finally:
-            _stop(proc)
 
 
 @pytest.fixture(
@@ -273,56 +85,17 @@ def operator_server(kind: str, workdir: Path, env: dict[str, str]) -> Iterator[t
 )
 def server(request, tmp_path_factory) -> Iterator[Server]:
     workdir = tmp_path_factory.mktemp(f"e2e-{request.param}")
-    _write_plugin(workdir)
-    env = _environment(workdir)
-    with _database(request.param, workdir) as database_url:
-        _cli(env, workdir, "db", "upgrade", "--database-url", database_url)
-        port = _free_port()
-        base_url = f"http://127.0.0.1:{port}"
-        stdout_path, stderr_path = workdir / "server.out", workdir / "server.err"
-        with open(stdout_path, "wb") as out, open(stderr_path, "wb") as err:
-            proc = subprocess.Popen(
-                [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port), "--database-url", database_url],
-                env=env,
-                cwd=workdir,
-                stdout=out,
-                stderr=err,
-            )
-        try:
-            _wait_healthy(proc, base_url, stderr_path)
+    write_e2e_plugin(workdir)
+    env = e2e_environment(workdir)
+    with database(request.param, workdir) as database_url:
+        cli(env, workdir, "db", "upgrade", "--database-url", database_url)
+        with serve(env, workdir, "server", "--database-url", database_url) as base_url:
             _seed_contexts(env, workdir, database_url, base_url)
             yield Server(request.param, base_url, database_url, env, workdir)
-        finally:
-            _stop(proc)
 
 
 # --------------------------------------------------------------------------- the client
 
-
-@contextlib.asynccontextmanager
-async def session(server: Server, token: str | None = None) -> AsyncIterator[AsyncClientSession]:
-    """A gql session over HTTP, signed in with ``token`` when one is given."""
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    transport = AIOHTTPTransport(url=server.graphql_url, headers=headers, timeout=REQUEST_TIMEOUT_S)
-    async with Client(transport=transport, execute_timeout=REQUEST_TIMEOUT_S) as s:
-        yield s
-
-
-async def run(s: AsyncClientSession, query: str, **variables: Any) -> dict[str, Any]:
-    return await s.execute(GraphQLRequest(query, variable_values=variables or None))
-
-
-ERROR_FIELDS = """
-    ... on Error { message }
-    ... on InvalidInput { fieldErrors { field rule message } }
-"""
-
-REGISTER = (
-    """mutation Register($input: RegisterInput!) {
-  register(input: $input) { __typename ... on AuthPayload { token user { id username } } """
-    + ERROR_FIELDS
-    + "} }"
-)
 
 LOGIN = """mutation Login($input: LoginInput!) {
   login(input: $input) { __typename ... on AuthPayload { token user { username } } ... on Error { message } } }"""
@@ -368,18 +141,6 @@ EXAMPLES = """query Examples($code: String!, $first: Int, $after: String) {
 }"""
 
 PLUGINS = "query Plugins { plugins { name version hooks isDefault error } }"
-
-
-async def register(server: Server, prefix: str = "e2e") -> tuple[str, dict[str, Any]]:
-    """A fresh account (each test gets its own, so per-user counts and rate limits do not interfere)."""
-    username = f"{prefix}_{uuid.uuid4().hex[:10]}"
-    account = {"username": username, "email": f"{username}@example.org", "password": "correct-horse-e2e"}
-    async with session(server) as s:
-        result = (await run(s, REGISTER, input=account))["register"]
-    assert result["__typename"] == "AuthPayload", result
-    assert result["user"]["username"] == username
-    assert result["token"].startswith("dfk_")
-    return result["token"], result["user"]
 
 
 async def create_example(s: AsyncClientSession, task_code: str, fields: Any, context_id: str | None = None) -> dict:
@@ -694,7 +455,7 @@ async def test_bad_input_is_typed_and_stores_nothing(server: Server):
 async def test_cli_users_and_tokens(server: Server):
     username = f"cli_{uuid.uuid4().hex[:10]}"
     password = "cli-password-e2e"
-    created = _cli(
+    created = cli(
         server.env,
         server.workdir,
         "users",
@@ -709,7 +470,7 @@ async def test_cli_users_and_tokens(server: Server):
         server.database_url,
     )
     assert f"created user {username}" in created.stdout
-    issued = _cli(
+    issued = cli(
         server.env, server.workdir, "tokens", "create", "--username", username, "--database-url", server.database_url
     )
     token = issued.stdout.strip().splitlines()[-1].strip()

@@ -19,14 +19,14 @@ from typing import Any
 
 import httpx
 import pytest
-from test_e2e import (
+from support import (
     Server,
-    _environment,
-    _write_plugin,
+    e2e_environment,
     operator_server,
     register,
     run,
     session,
+    write_e2e_plugin,
 )
 
 pytestmark = pytest.mark.e2e
@@ -65,8 +65,8 @@ MINE = """query($after: String) { examples(taskCode: "e2e-spans", first: 100, af
 )
 def server(request, tmp_path_factory) -> Iterator[tuple[Server, str]]:
     workdir = tmp_path_factory.mktemp(f"e2e-worker-{request.param}")
-    _write_plugin(workdir)
-    env = _environment(workdir)
+    write_e2e_plugin(workdir)
+    env = e2e_environment(workdir)
     env.update(
         DYNAFORGE_LOAD_PLUGINS="e2e_spans",
         DYNAFORGE_INFERENCE="worker",

@@ -10,25 +10,22 @@
 from __future__ import annotations
 
 import asyncio
-import os
 import shutil
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
 import pytest
-from conftest import service_missing, toy_process_env
 from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
 from sqlalchemy import select
-from test_e2e import DYNAFORGE, _cli, _database, _free_port, _stop, _wait_healthy
+from support import REDIS_URL, cli, database, eventually, free_port, serve, service_missing, toy_redis_env
 
-REDIS_URL = os.environ.get("DYNAFORGE_TEST_REDIS", "redis://127.0.0.1:6379/15")
+pytestmark = pytest.mark.e2e
+
 FOOLED = gql('subscription { modelFooled(taskCode: "toy") { id fields prediction } }')
 ROUNDS = gql('subscription { roundChanged(taskCode: "toy") { change round { number } } }')
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
@@ -44,41 +41,14 @@ def _redis_reachable(url: str) -> None:
         service_missing("Redis", f"{type(exc).__name__}: {exc}")
 
 
-def _toy_env(tmp: Path, database_url: str, prefix: str) -> dict[str, str]:
-    """The toy task as an installed entry-point plugin, inline inference, events through Redis under ``prefix``."""
-    return toy_process_env(
-        tmp, database_url, environment="test", inference="inline", events_url=REDIS_URL, events_prefix=prefix
-    )
-
-
-@contextmanager
-def _serve(env: dict[str, str], workdir: Path, name: str) -> Iterator[str]:
-    port = _free_port()
-    base = f"http://127.0.0.1:{port}"
-    err = workdir / f"{name}.err"
-    with open(workdir / f"{name}.out", "wb") as out, open(err, "wb") as errors:
-        proc = subprocess.Popen(
-            [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port)],
-            env=env,
-            cwd=workdir,
-            stdout=out,
-            stderr=errors,
-        )
-    try:
-        _wait_healthy(proc, base, err)
-        yield base
-    finally:
-        _stop(proc)
-
-
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
 async def test_an_event_raised_on_one_server_reaches_a_subscriber_of_another(kind, tmp_path):
     _redis_reachable(REDIS_URL)
-    with _database(kind, tmp_path) as database_url:
-        env = _toy_env(tmp_path, database_url, f"dynaforge-test-{uuid.uuid4().hex[:8]}:")
-        _cli(env, tmp_path, "db", "upgrade")
+    with database(kind, tmp_path) as database_url:
+        env = toy_redis_env(tmp_path, database_url, f"dynaforge-test-{uuid.uuid4().hex[:8]}:")
+        cli(env, tmp_path, "db", "upgrade")
         for user, admin in (("operator", True), ("writer", False), ("watcher", False)):
-            _cli(
+            cli(
                 env,
                 tmp_path,
                 "users",
@@ -92,10 +62,10 @@ async def test_an_event_raised_on_one_server_reaches_a_subscriber_of_another(kin
                 *(["--admin"] if admin else []),
             )
         tokens = {
-            u: _cli(env, tmp_path, "tokens", "create", "--username", u).stdout.strip().splitlines()[-1]
+            u: cli(env, tmp_path, "tokens", "create", "--username", u).stdout.strip().splitlines()[-1]
             for u in ("operator", "writer", "watcher")
         }
-        with _serve(env, tmp_path, "a") as a, _serve(env, tmp_path, "b") as b:
+        with serve(env, tmp_path, "a") as a, serve(env, tmp_path, "b") as b:
             ws = b.replace("http", "ws") + "/graphql"
 
             def session(token: str | None):
@@ -168,7 +138,7 @@ class PrivateRedis:
         self.binary = shutil.which("redis-server")
         if self.binary is None:
             service_missing("redis-server", "the binary is not on PATH")
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"redis://127.0.0.1:{self.port}/0"
         self.tmp = tmp
         self.proc: subprocess.Popen | None = None
@@ -218,17 +188,6 @@ def private_redis(tmp_path):
         server.stop()
 
 
-async def _eventually(check, timeout: float = 10.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            return await check()
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
-
-
 async def test_the_event_bus_says_when_redis_is_down_and_recovers(private_redis, caplog):
     from dynaforge.events import EventBusUnavailable, RedisEventBus
 
@@ -267,7 +226,7 @@ async def test_the_event_bus_says_when_redis_is_down_and_recovers(private_redis,
             finally:
                 await again.aclose()
 
-        assert await _eventually(delivers, timeout=15) == {"n": 3}
+        assert await eventually(delivers, within=15, what="an event delivered through the restarted Redis") == {"n": 3}
     finally:
         await bus.close()
 

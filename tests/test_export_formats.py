@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import make_settings
+from support import make_settings
 from toy_plugin import ToyPlugin
 
 from dynaforge import Export, ExportFormat, ExportPage, ExportSplit, WrittenExport, hookimpl

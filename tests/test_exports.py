@@ -18,8 +18,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
-from conftest import PG_SERVER, _admin_execute, make_settings
 from sqlalchemy import insert, select, update
+from support import asyncpg_url, make_settings, make_user, pg_execute
 from toy_plugin import ToyPlugin, ToyTask
 
 from dynaforge import cli
@@ -58,13 +58,6 @@ HEX16 = re.compile(r"^[0-9a-f]{16}$")
 
 
 # --------------------------------------------------------------------------- helpers
-
-
-async def _user(p, name: str) -> Actor:
-    user = await auth.create_user(
-        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw"
-    )
-    return Actor(user.id, user.username)
 
 
 async def _task_id(p) -> int:
@@ -155,7 +148,7 @@ def unlimited(platform):
 
 async def test_jsonl_records_follow_the_format(unlimited):
     p = unlimited
-    alice, bob, carol = await _user(p, "alice"), await _user(p, "bob"), await _user(p, "carol")
+    alice, bob, carol = await make_user(p, "alice"), await make_user(p, "bob"), await make_user(p, "carol")
     accepted = await _submit(p, alice, "not good at all", "bad", tag="negation", time_taken_ms=1500)
     rejected = await _submit(p, alice, "a good idea", "good")
     standalone = await _submit(p, bob, "nothing much", "good", context=False)
@@ -220,7 +213,7 @@ async def test_jsonl_records_follow_the_format(unlimited):
 
 async def test_pseudonyms_are_stable_within_a_round_and_unlinkable_across_rounds(unlimited):
     p = unlimited
-    alice, bob = await _user(p, "alice"), await _user(p, "bob")
+    alice, bob = await make_user(p, "alice"), await make_user(p, "bob")
     first = [await _submit(p, alice, f"good take {i}", "good", context=False) for i in range(2)]
     by_bob = await _submit(p, bob, "a bad one", "bad", context=False)
     await _validate(p, by_bob.id, alice.user_id, "CORRECT")
@@ -245,7 +238,7 @@ async def test_pseudonyms_are_stable_within_a_round_and_unlinkable_across_rounds
 
 async def test_non_owners_export_accepted_examples_only(unlimited):
     p = unlimited
-    alice, bob = await _user(p, "alice"), await _user(p, "bob")
+    alice, bob = await make_user(p, "alice"), await make_user(p, "bob")
     kept = await _submit(p, alice, "good stuff", "good")
     await _submit(p, alice, "still open", "good")
     await _decide(p, kept.id, ExampleStatus.ACCEPTED)
@@ -264,7 +257,7 @@ async def test_non_owners_export_accepted_examples_only(unlimited):
 
 async def test_export_rejects_unknown_statuses_rounds_and_hidden_tasks(unlimited):
     p = unlimited
-    bob = await _user(p, "bob")
+    bob = await make_user(p, "bob")
     with pytest.raises(InvalidInput) as bad:
         await exports.prepare_export(p, Actor.system(), "toy", statuses=["DONE"])
     assert bad.value.field_errors[0].field == "status"
@@ -283,7 +276,7 @@ async def test_export_rejects_unknown_statuses_rounds_and_hidden_tasks(unlimited
 
 async def test_jsonl_file_pages_and_progress(unlimited, tmp_path):
     p = unlimited
-    alice = await _user(p, "alice")
+    alice = await make_user(p, "alice")
     made = [await _submit(p, alice, f"good line {i}", "good") for i in range(5)]
     plan = await exports.prepare_export(p, Actor.system(), "toy")
     assert plan.total == 5 and plan.basename == "dynaforge-toy-all-rounds"
@@ -306,7 +299,7 @@ async def test_jsonl_file_pages_and_progress(unlimited, tmp_path):
 
 async def test_hf_folder_loads_with_datasets(unlimited, tmp_path):
     p = unlimited
-    alice, bob = await _user(p, "alice"), await _user(p, "bob")
+    alice, bob = await make_user(p, "alice"), await make_user(p, "bob")
     r1 = [await _submit(p, alice, f"good one {i}", "good") for i in range(3)]
     r1.append(await _submit(p, bob, "bad one", "bad", context=False, tag="short"))
     await _decide(p, r1[0].id, ExampleStatus.ACCEPTED, votes=(3, 0, 0))
@@ -355,7 +348,7 @@ async def test_hf_folder_loads_with_datasets(unlimited, tmp_path):
 
 async def test_hf_export_skips_empty_rounds_and_refuses_an_empty_dataset(unlimited, tmp_path):
     p = unlimited
-    alice = await _user(p, "alice")
+    alice = await make_user(p, "alice")
     await _open_round(p, 2)
     await _submit(p, alice, "good", "good")
     plan = await exports.prepare_export(p, Actor.system(), "toy")
@@ -411,7 +404,7 @@ async def _peak(coro_factory) -> int:
 
 async def test_export_memory_stays_flat_in_the_number_of_examples(platform, tmp_path):
     p = platform
-    alice = await _user(p, "alice")
+    alice = await make_user(p, "alice")
     n, page = 120, 40
     await _bulk_examples(p, n, alice.user_id)
 
@@ -426,7 +419,8 @@ async def test_export_memory_stays_flat_in_the_number_of_examples(platform, tmp_
     await _bulk_examples(p, 9 * n, alice.user_id)
     large = await _peak(lambda: run("large"))
     assert (await exports.prepare_export(p, Actor.system(), "toy")).total == 10 * n
-    assert sum(1 for _ in open(tmp_path / "large.jsonl")) == 10 * n
+    with open(tmp_path / "large.jsonl", "rb") as lines:
+        assert sum(1 for _ in lines) == 10 * n
     assert pq.ParquetFile(tmp_path / "large-hf" / "data" / "round1.parquet").metadata.num_rows == 10 * n
     # Ten times the examples, about the same peak: memory follows the page, not the export.
     assert large < 1.5 * small, (small, large)
@@ -444,7 +438,7 @@ async def _token(p, name: str, *, owner: bool = False) -> str:
 
 async def test_http_export_jsonl_and_hf(unlimited, client, tmp_path, monkeypatch):
     p = unlimited
-    alice = await _user(p, "alice")
+    alice = await make_user(p, "alice")
     made = [await _submit(p, alice, f"good {i}", "good") for i in range(3)]
     await _decide(p, made[0].id, ExampleStatus.ACCEPTED)
     owner, other = await _token(p, "olga", owner=True), await _token(p, "pete")
@@ -522,11 +516,11 @@ def fresh_url(db_url, tmp_path):
         yield f"sqlite+aiosqlite:///{tmp_path}/cli.db"
         return
     name = f"dynaforge_export_{uuid.uuid4().hex[:8]}"
-    asyncio.run(_admin_execute(f'CREATE DATABASE "{name}"'))
+    asyncio.run(pg_execute(f'CREATE DATABASE "{name}"'))
     try:
-        yield f"{PG_SERVER}/{name}"
+        yield asyncpg_url(name)
     finally:
-        asyncio.run(_admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 def _toy_platform(database_url: str | None) -> Platform:
@@ -548,7 +542,7 @@ async def _seed(url: str) -> list[int]:
     try:
         await tasks.sync_registered_tasks(p)
         await contexts.add_contexts(p, Actor.system(), "toy", list(ToyTask.demo_contexts))
-        alice = await _user(p, "alice")
+        alice = await make_user(p, "alice")
         made = [
             await _submit(p, alice, text, label) for text, label in [("good", "good"), ("meh", "good"), ("no", "bad")]
         ]
@@ -637,7 +631,7 @@ def test_cli_export(fresh_url, tmp_path, monkeypatch):
 async def test_export_then_import_keeps_each_example(unlimited, tmp_path):
     imports = pytest.importorskip("dynaforge.services.imports")
     p = unlimited
-    alice, bob = await _user(p, "alice"), await _user(p, "bob")
+    alice, bob = await make_user(p, "alice"), await make_user(p, "bob")
     made = [
         await _submit(p, alice, "not good", "bad", tag="negation", time_taken_ms=900),
         await _submit(p, alice, "good news", "good"),

@@ -24,11 +24,9 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import IN_CI, runner_pids
-from test_e2e import _cli, _database
-from test_events_redis import _serve, _toy_env
+from support import IN_CI, cli, database, runner_pids, serve, toy_redis_env
 
-pytestmark = pytest.mark.postgres
+pytestmark = pytest.mark.faults
 
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
   ... on CreatedExample { example { id fields } } ... on Error { message } } }"""
@@ -48,16 +46,18 @@ def _cluster() -> list[str]:
     return [tool, "--skip-systemctl-redirect", versions[0], "main"]
 
 
+@pytest.mark.postgres
+@pytest.mark.serial
 async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: Path):
     cluster = _cluster()
-    with _database("postgresql", tmp_path) as database_url:
-        env = _toy_env(tmp_path, database_url, f"dynaforge-fault-{uuid.uuid4().hex[:8]}:")
+    with database("postgresql", tmp_path) as database_url:
+        env = toy_redis_env(tmp_path, database_url, f"dynaforge-fault-{uuid.uuid4().hex[:8]}:")
         env.pop("DYNAFORGE_EVENTS_URL")  # events stay in the process: this test is about the database
         env["DYNAFORGE_EXAMPLES_PER_MINUTE"] = "100000"
-        _cli(env, tmp_path, "db", "upgrade")
+        cli(env, tmp_path, "db", "upgrade")
         tokens = []
         for i in range(WRITERS):
-            _cli(
+            cli(
                 env,
                 tmp_path,
                 "users",
@@ -70,9 +70,9 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
                 "long enough pw",
             )
             tokens.append(
-                _cli(env, tmp_path, "tokens", "create", "--username", f"writer{i}").stdout.strip().splitlines()[-1]
+                cli(env, tmp_path, "tokens", "create", "--username", f"writer{i}").stdout.strip().splitlines()[-1]
             )
-        with _serve(env, tmp_path, "faults") as base:
+        with serve(env, tmp_path, "faults") as base:
             acknowledged: dict[int, str] = {}
             refused: list[str] = []
             unexpected: list[str] = []
@@ -189,8 +189,8 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
     resumes from its stored chunks). Nothing acknowledged is lost, nothing stays pending, the evaluation ends DONE."""
     import signal
 
-    with _database(kind, tmp_path) as database_url:
-        env = _toy_env(tmp_path, database_url, f"dynaforge-fault-{uuid.uuid4().hex[:8]}:")
+    with database(kind, tmp_path) as database_url:
+        env = toy_redis_env(tmp_path, database_url, f"dynaforge-fault-{uuid.uuid4().hex[:8]}:")
         for key in ("DYNAFORGE_EVENTS_URL", "DYNAFORGE_INFERENCE"):
             env.pop(key)  # the model worker process (serve's default), events in the process
         env.update(
@@ -199,10 +199,10 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
             DYNAFORGE_PENDING_RETRY_S="0.5",
             DYNAFORGE_INFERENCE_TIMEOUT_S="2",
         )
-        _cli(env, tmp_path, "db", "upgrade")
+        cli(env, tmp_path, "db", "upgrade")
         names = ["operator"] + [f"writer{i}" for i in range(6)]
         for name in names:
-            _cli(
+            cli(
                 env,
                 tmp_path,
                 "users",
@@ -216,9 +216,9 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                 *(["--admin"] if name == "operator" else []),
             )
         tokens = {
-            n: _cli(env, tmp_path, "tokens", "create", "--username", n).stdout.strip().splitlines()[-1] for n in names
+            n: cli(env, tmp_path, "tokens", "create", "--username", n).stdout.strip().splitlines()[-1] for n in names
         }
-        with _serve(env, tmp_path, "faults2") as base:
+        with serve(env, tmp_path, "faults2") as base:
             async with httpx.AsyncClient(base_url=base, timeout=60) as http:
 
                 async def call(token: str, query: str, **variables):

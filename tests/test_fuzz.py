@@ -38,8 +38,6 @@ from typing import Any
 
 import httpx
 import pytest
-from argon2 import PasswordHasher
-from conftest import make_settings
 from graphql import (
     GraphQLEnumType,
     GraphQLField,
@@ -59,6 +57,7 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from sqlalchemy import func, select
 from sqlmodel import SQLModel
+from support import make_settings
 
 from dynaforge.api.schema import build_schema
 from dynaforge.app import create_app
@@ -67,6 +66,8 @@ from dynaforge.services import auth, datasets, examples, proposals, submissions,
 from dynaforge.services import contexts as context_service
 from dynaforge.services import leaderboard as leaderboard_service
 from dynaforge.services.actor import Actor
+
+pytestmark = pytest.mark.fuzz
 
 MASKED = "Unexpected error"
 
@@ -856,9 +857,8 @@ PASSWORD = "correct horse battery"
 async def fuzz(platform, monkeypatch):
     """The app over the rolled-back test database, with users of each role, examples, data sets, a model, a
     proposal and a leaderboard fork to aim at, and tokens for each role."""
-    cheap = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
-    monkeypatch.setattr(auth, "_hasher", cheap)  # argon2's defaults cost 0.3 s a hash; the fuzzing needs hundreds
-    monkeypatch.setattr(auth, "_DUMMY_HASH", cheap.hash("not anyone's password"))
+    # argon2's defaults cost 0.15-0.3 s a hash; the fuzzing needs hundreds (make_settings already lowers them)
+    assert platform.settings.password_hash_memory_kib < 1024
     platform.settings.examples_per_minute = 100_000
     platform.settings.validations_per_minute = 100_000
     system = Actor.system()

@@ -13,9 +13,9 @@ import json
 from typing import Any
 
 import pytest
-from conftest import register_user
 from graphql import GraphQLEnumType, GraphQLList, GraphQLNonNull, GraphQLScalarType, GraphQLUnionType
 from graphql.pyutils import Undefined
+from support import register_user
 
 from dynaforge.api.schema import build_schema
 from dynaforge.db.models import DatasetAccess

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import PG_SERVER, _admin_execute, make_settings, real_data
 from sqlalchemy import func, select
+from support import asyncpg_url, make_settings, pg_execute, real_data
 
 from dynaforge import (
     ChoiceField,
@@ -875,11 +875,11 @@ def fresh_url(db_url, tmp_path):
         yield f"sqlite+aiosqlite:///{tmp_path}/cli.db"
         return
     name = f"dynaforge_import_{uuid.uuid4().hex[:8]}"
-    asyncio.run(_admin_execute(f'CREATE DATABASE "{name}"'))
+    asyncio.run(pg_execute(f'CREATE DATABASE "{name}"'))
     try:
-        yield f"{PG_SERVER}/{name}"
+        yield asyncpg_url(name)
     finally:
-        asyncio.run(_admin_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        asyncio.run(pg_execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 async def _count_examples(url: str) -> int:

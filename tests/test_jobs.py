@@ -18,27 +18,20 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import runner_pids, service_missing, toy_process_env
 from sqlalchemy import func, select
+from support import REDIS_URL, make_user, runner_pids, service_missing, toy_process_env
 
 from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, ModelRow
 from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.runner import Runner
 from dynaforge.jobs import run_in_child
-from dynaforge.services import auth, datasets, examples, submissions, validation
+from dynaforge.services import datasets, examples, submissions, validation
 from dynaforge.services.actor import Actor
 
 MODEL = {"callable": "eval_models:keyword_toy"}
 SLOW = {"callable": "eval_models:slow_toy"}
 ONE_SET = (("test", 1.0, DatasetAccess.SCORING),)
-
-
-async def _user(p, name: str, admin: bool = False) -> Actor:
-    user = await auth.create_user(
-        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw", is_admin=admin
-    )
-    return Actor(user.id, user.username, user.is_admin)
 
 
 @pytest.fixture
@@ -48,7 +41,7 @@ async def scoring(live_platform, monkeypatch):
     p.settings.eval_chunk_size = 5
     p.settings.eval_bootstrap_resamples = 200
     monkeypatch.setattr(p.plugins.registry.tasks["toy"], "perturbations", ("uppercase",))
-    admin, author = await _user(p, "admin1", admin=True), await _user(p, "author1")
+    admin, author = await make_user(p, "admin1", admin=True), await make_user(p, "author1")
     for i in range(12):
         text = f"{'good' if i % 2 == 0 else 'fine'} item {i}"
         outcome = await examples.submit(
@@ -57,7 +50,7 @@ async def scoring(live_platform, monkeypatch):
         await validation.validate(p, admin, outcome.example.id, "CORRECT")
     made = await datasets.build_from_round(p, admin, "toy", 1, splits=ONE_SET)
     assert [d.name for d in made] == ["r1-test", "r1-test~uppercase"]
-    return {"p": p, "builder": await _user(p, "builder1"), "datasets": made}
+    return {"p": p, "builder": await make_user(p, "builder1"), "datasets": made}
 
 
 async def _submit(p, builder, name: str, config=MODEL) -> tuple[ModelRow, dict[str, int]]:
@@ -233,7 +226,7 @@ async def _wait_done(p, evaluation_ids, timeout_s: float = 90.0) -> None:
 def broker_url(request):
     if request.param == "stub":
         return None
-    url = os.environ.get("DYNAFORGE_TEST_REDIS", "redis://127.0.0.1:6379/15")
+    url = REDIS_URL
     try:
         import redis
 

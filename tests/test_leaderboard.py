@@ -10,20 +10,12 @@ import csv
 import io
 
 import pytest
-from conftest import register_user
+from support import make_user, register_user
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow
 from dynaforge.errors import AlreadyExists, InvalidInput, NotFound
-from dynaforge.services import auth, leaderboard, tasks
+from dynaforge.services import leaderboard, tasks
 from dynaforge.services.actor import Actor
-
-
-async def _user(p, name: str) -> Actor:
-    user = await auth.create_user(
-        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw"
-    )
-    return Actor(user.id, user.username, user.is_admin)
-
 
 # Three models on one scoring set; the toy task's metrics are accuracy (principal) and macro_f1.
 # (accuracy, macro_f1, throughput examples/s, memory MB, robustness, fairness)
@@ -36,7 +28,7 @@ RESULTS = {
 
 @pytest.fixture
 async def board(platform):
-    builder = await _user(platform, "builder2")
+    builder = await make_user(platform, "builder2")
     view = await tasks.get_task(platform, Actor.anonymous(), "toy")
     ids = {}
     async with platform.db.write() as s:

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
-from conftest import GraphQLClient, register_user
 from sqlalchemy import func, select
+from support import GraphQLClient, register_user
 
 from dynaforge.app import create_app
 from dynaforge.db.models import Example

@@ -38,11 +38,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from conftest import real_data
-from test_e2e import (
+from support import (
     Server,
-    _environment,
+    e2e_environment,
     operator_server,
+    real_data,
     register,
     run,
     session,
@@ -241,12 +241,14 @@ def anli_rows() -> list[Row]:
 )
 def server(request, tmp_path_factory, anli_rows) -> Iterator[tuple[Server, str]]:
     workdir = tmp_path_factory.mktemp(f"replay-anli-{request.param}")
-    env = _environment(workdir)
+    env = e2e_environment(workdir)
     env.update(
         DYNAFORGE_LOAD_PLUGINS="nli",
         DYNAFORGE_EXAMPLES_PER_MINUTE="100000",
         DYNAFORGE_VALIDATIONS_PER_MINUTE="100000",
-        DYNAFORGE_MODEL_THREADS="2",  # the worker's default (the cores less one) leaves a CPU idle here
+        # Alone, the worker's default (the cores less one) leaves a CPU idle here; beside other test processes
+        # (pytest-xdist), one thread, as every test process has.
+        DYNAFORGE_MODEL_THREADS="1" if os.environ.get("PYTEST_XDIST_WORKER") else "2",
         DYNAFORGE_INFERENCE_TIMEOUT_S="120",  # the worker loads the model on the first calls; never go pending
     )
     with operator_server(request.param, workdir, env) as started:

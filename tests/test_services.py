@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import func, select
+from support import current_round, make_user
 
-from dynaforge.db.models import Context, Example, ExampleStatus, Round, RoundUserStats, User
+from dynaforge.db.models import Context, Example, ExampleStatus, RoundUserStats, User
 from dynaforge.errors import (
     AlreadyExists,
     Forbidden,
@@ -17,24 +18,13 @@ from dynaforge.errors import (
 )
 from dynaforge.services import auth, contexts, examples, tasks
 from dynaforge.services.actor import Actor
+from dynaforge.settings import Settings
 from dynaforge.tasks.base import ModelSpec
-
-
-async def _user(p, name="alice", admin=False) -> Actor:
-    user = await auth.create_user(
-        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw", is_admin=admin
-    )
-    return Actor(user.id, user.username, user.is_admin)
 
 
 async def _count(p, model, *where) -> int:
     async with p.db.session() as s:
         return await s.scalar(select(func.count()).select_from(model).where(*where))
-
-
-async def _round(p, code="toy") -> Round:
-    view = await tasks.get_task(p, Actor.anonymous(), code)
-    return await tasks.get_round(p, view.row.id)
 
 
 # --------------------------------------------------------------------------- accounts and tokens
@@ -66,6 +56,22 @@ async def test_register_login_and_tokens(platform):
     assert bogus.is_anonymous and "not valid" in bogus.sign_in_error
 
 
+async def test_password_hashing_cost_follows_the_settings_and_production_keeps_a_floor(platform):
+    user = await make_user(platform, "erin")
+    async with platform.db.session() as s:
+        stored = await s.get(User, user.user_id)
+    assert "$m=64,t=1," in stored.password_hash  # the tests' cheap setting (support.make_settings)
+    await auth.login(platform, username="erin", password="long enough pw")
+    with pytest.raises(InvalidCredentials):  # an unknown user is checked against a dummy hash of the same cost
+        await auth.login(platform, username="nobody", password="long enough pw")
+    assert Settings(_env_file=None).password_hash_time_cost == 3
+    assert Settings(_env_file=None).password_hash_memory_kib == 65536
+    with pytest.raises(ValueError, match="DYNAFORGE_PASSWORD_HASH_TIME_COST must be at least 2"):
+        Settings(environment="production", secret_key="x" * 40, password_hash_time_cost=1)
+    with pytest.raises(ValueError, match="OWASP"):
+        Settings(environment="production", secret_key="x" * 40, password_hash_memory_kib=4096)
+
+
 async def test_register_rejects_bad_and_duplicate_accounts(platform):
     with pytest.raises(InvalidInput) as err:
         await auth.register(platform, username="x", email="nope", password="short")
@@ -77,7 +83,7 @@ async def test_register_rejects_bad_and_duplicate_accounts(platform):
 
 
 async def test_login_wrong_password_and_unknown_user_say_the_same(platform):
-    await _user(platform, "dave")
+    await make_user(platform, "dave")
     with pytest.raises(InvalidCredentials) as wrong:
         await auth.login(platform, username="dave", password="wrong password")
     with pytest.raises(InvalidCredentials) as unknown:
@@ -86,7 +92,7 @@ async def test_login_wrong_password_and_unknown_user_say_the_same(platform):
 
 
 async def test_login_attempts_are_rate_limited(platform):
-    await _user(platform, "erin")
+    await make_user(platform, "erin")
     for _ in range(10):
         with pytest.raises(InvalidCredentials):
             await auth.login(platform, username="erin", password="not it at all")
@@ -95,20 +101,20 @@ async def test_login_attempts_are_rate_limited(platform):
 
 
 async def test_only_admins_create_admins_and_foreign_tokens(platform):
-    alice = await _user(platform, "alice")
+    alice = await make_user(platform, "alice")
     with pytest.raises(Forbidden):
         await auth.create_user(
             platform, alice, username="mallory", email="m@example.org", password="long enough pw", is_admin=True
         )
     with pytest.raises(Forbidden):
         await auth.create_token(platform, alice, name="x", username="someone")
-    await _user(platform, "frank")
+    await make_user(platform, "frank")
     row, _ = await auth.create_token(platform, Actor.system(), name="ops", username="frank")
     assert row.name == "ops"
 
 
 async def test_revoking_someone_elses_token_is_not_found(platform):
-    alice, bob = await _user(platform, "alice"), await _user(platform, "bob")
+    alice, bob = await make_user(platform, "alice"), await make_user(platform, "bob")
     row, _ = await auth.create_token(platform, alice, name="mine")
     with pytest.raises(NotFound):
         await auth.revoke_token(platform, bob, row.id)
@@ -119,7 +125,7 @@ async def test_revoking_someone_elses_token_is_not_found(platform):
 
 async def test_sync_registered_tasks_is_idempotent(platform):
     assert await tasks.sync_registered_tasks(platform) == []
-    round_ = await _round(platform)
+    round_ = await current_round(platform)
     assert round_.number == 1
     assert round_.target_models == [
         {"name": "keyword", "backend": "python", "config": {"callable": "toy_plugin:keyword_model"}}
@@ -128,7 +134,7 @@ async def test_sync_registered_tasks_is_idempotent(platform):
 
 
 async def test_next_context_picks_least_used(platform):
-    alice = await _user(platform)
+    alice = await make_user(platform)
     seen = set()
     for _ in range(3):
         ctx = await contexts.next_context(platform, alice, "toy")
@@ -140,7 +146,7 @@ async def test_next_context_picks_least_used(platform):
 
 
 async def test_add_contexts_is_owner_only_and_all_or_nothing(platform):
-    alice = await _user(platform)
+    alice = await make_user(platform)
     with pytest.raises(Forbidden):
         await contexts.add_contexts(platform, alice, "toy", [{"topic": "sports"}])
     before = await _count(platform, Context)
@@ -156,7 +162,7 @@ async def test_add_contexts_is_owner_only_and_all_or_nothing(platform):
 
 
 async def test_submit_not_fooled_and_fooled_updates_counters(platform):
-    alice = await _user(platform)
+    alice = await make_user(platform)
     ctx = await contexts.next_context(platform, alice, "toy")
     kept = await examples.submit(
         platform,
@@ -174,7 +180,7 @@ async def test_submit_not_fooled_and_fooled_updates_counters(platform):
     assert fooled.example.fooled is True
     assert fooled.example.model_predictions[0]["model"] == "keyword"
 
-    round_ = await _round(platform)
+    round_ = await current_round(platform)
     assert (round_.collected, round_.fooled, round_.pending) == (2, 1, 0)
     async with platform.db.session() as s:
         stats = await s.get(RoundUserStats, (round_.id, alice.user_id))
@@ -184,7 +190,7 @@ async def test_submit_not_fooled_and_fooled_updates_counters(platform):
 
 
 async def test_submit_without_context_stores_context_fields(platform):
-    alice = await _user(platform)
+    alice = await make_user(platform)
     outcome = await examples.submit(
         platform, alice, task_code="toy", fields={"topic": "trains", "text": "good", "label": "good"}
     )
@@ -203,13 +209,13 @@ async def test_submit_without_context_stores_context_fields(platform):
     ],
 )
 async def test_submit_rejects_bad_fields_and_writes_nothing(platform, fields, field, rule):
-    alice = await _user(platform)
+    alice = await make_user(platform)
     ctx = await contexts.next_context(platform, alice, "toy")
     with pytest.raises(InvalidInput) as err:
         await examples.submit(platform, alice, task_code="toy", context_id=ctx.id, fields=fields)
     assert (err.value.field_errors[0].field, err.value.field_errors[0].rule) == (field, rule)
     assert await _count(platform, Example) == 0
-    round_ = await _round(platform)
+    round_ = await current_round(platform)
     assert (round_.collected, round_.pending) == (0, 0)
 
 
@@ -218,7 +224,7 @@ async def test_submit_needs_a_user_and_a_known_task_and_context(platform):
         await examples.submit(platform, Actor.anonymous(), task_code="toy", fields={"text": "good", "label": "good"})
     with pytest.raises(NotAuthenticated):
         await examples.submit(platform, Actor.system(), task_code="toy", fields={"text": "good", "label": "good"})
-    alice = await _user(platform)
+    alice = await make_user(platform)
     with pytest.raises(NotFound):
         await examples.submit(platform, alice, task_code="nope", fields={"text": "good", "label": "good"})
     with pytest.raises(NotFound):
@@ -237,25 +243,25 @@ async def _set_target(platform, spec: ModelSpec) -> None:
 
 async def test_slow_model_stores_example_pending(platform):
     await _set_target(platform, ModelSpec("slow", "python", {"callable": "toy_plugin:slow_model"}))
-    alice = await _user(platform)
+    alice = await make_user(platform)
     outcome = await examples.submit(platform, alice, task_code="toy", fields={"text": "good", "label": "good"})
     assert outcome.pending_reason and "did not answer" in outcome.pending_reason
     assert outcome.example.status == ExampleStatus.PENDING_PREDICTION and outcome.example.fooled is None
-    round_ = await _round(platform)
+    round_ = await current_round(platform)
     assert (round_.collected, round_.pending) == (0, 1)
     assert await _count(platform, Example) == 1
 
 
 async def test_unusable_model_output_stores_example_pending(platform):
     await _set_target(platform, ModelSpec("broken", "python", {"callable": "toy_plugin:broken_model"}))
-    alice = await _user(platform)
+    alice = await make_user(platform)
     outcome = await examples.submit(platform, alice, task_code="toy", fields={"text": "good", "label": "good"})
     assert "unusable output" in outcome.pending_reason
 
 
 async def test_submissions_are_rate_limited_per_user_and_task(platform):
     platform.settings.examples_per_minute = 2
-    alice, bob = await _user(platform, "alice"), await _user(platform, "bob")
+    alice, bob = await make_user(platform, "alice"), await make_user(platform, "bob")
     for _ in range(2):
         await examples.submit(platform, alice, task_code="toy", fields={"text": "good", "label": "good"})
     with pytest.raises(RateLimited):
@@ -264,21 +270,21 @@ async def test_submissions_are_rate_limited_per_user_and_task(platform):
 
 
 async def test_retract_rules(platform):
-    alice, bob = await _user(platform, "alice"), await _user(platform, "bob")
+    alice, bob = await make_user(platform, "alice"), await make_user(platform, "bob")
     outcome = await examples.submit(platform, alice, task_code="toy", fields={"text": "good", "label": "good"})
     with pytest.raises(Forbidden):
         await examples.retract(platform, bob, outcome.example.id)
     retracted = await examples.retract(platform, alice, outcome.example.id)
     assert retracted.status == ExampleStatus.RETRACTED
     await examples.retract(platform, alice, outcome.example.id)  # twice is harmless and counts once
-    round_ = await _round(platform)
+    round_ = await current_round(platform)
     assert round_.retracted == 1
     with pytest.raises(NotFound):
         await examples.retract(platform, alice, 424242)
 
 
 async def test_examples_are_keyset_paged_and_private(platform):
-    alice, bob = await _user(platform, "alice"), await _user(platform, "bob")
+    alice, bob = await make_user(platform, "alice"), await make_user(platform, "bob")
     ids = []
     for i in range(5):
         outcome = await examples.submit(platform, alice, task_code="toy", fields={"text": f"good {i}", "label": "good"})
@@ -320,7 +326,7 @@ async def test_example_events_fire_after_commit(platform):
 
     platform.plugins.register(Listener(), "listener")
     try:
-        alice = await _user(platform)
+        alice = await make_user(platform)
         a = await examples.submit(platform, alice, task_code="toy", fields={"text": "good", "label": "good"})
         b = await examples.submit(platform, alice, task_code="toy", fields={"text": "good", "label": "bad"})
     finally:

@@ -3,30 +3,23 @@
 from __future__ import annotations
 
 import pytest
-from conftest import register_user
+from support import make_user, register_user
 
 from dynaforge.db.models import DatasetAccess, EvaluationStatus
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotAuthenticated, NotFound, RateLimited
-from dynaforge.services import auth, datasets, examples, submissions, tasks, validation
+from dynaforge.services import datasets, examples, submissions, tasks, validation
 from dynaforge.services.actor import Actor
 
 KEYWORD = {"callable": "toy_plugin:keyword_model"}
-
-
-async def _user(p, name: str) -> Actor:
-    user = await auth.create_user(
-        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw"
-    )
-    return Actor(user.id, user.username, user.is_admin)
 
 
 @pytest.fixture
 async def setup(platform):
     platform.settings.examples_per_minute = 1000
     owner, author, builder = (
-        await _user(platform, "owner1"),
-        await _user(platform, "author1"),
-        await _user(platform, "builder1"),
+        await make_user(platform, "owner1"),
+        await make_user(platform, "author1"),
+        await make_user(platform, "builder1"),
     )
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
     ids = []

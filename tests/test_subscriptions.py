@@ -10,19 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 import websockets
 from gql import Client, gql
 from gql.graphql_request import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 from gql.transport.websockets import WebsocketsTransport
+from support import serve_in_loop
 
 from dynaforge.app import create_app
 from dynaforge.db.models import DatasetAccess
@@ -42,16 +41,16 @@ ROUNDS = gql('subscription { roundChanged(taskCode: "toy") { taskCode change rou
 PROGRESS = gql("subscription($m: ID!) { evaluationProgress(modelId: $m) { evaluationId datasetName status progress } }")
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Served:
     def __init__(self, p, base: str):
         self.p, self.base = p, base
         self.http = httpx.AsyncClient(base_url=base, timeout=30)
+
+    async def __aenter__(self) -> Served:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.http.aclose()
 
     async def gql(self, query: str, variables: dict | None = None, token: str | None = None) -> dict:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -91,22 +90,12 @@ async def served(live_platform):
     p = live_platform
     p.settings.examples_per_minute = 1000
     app = create_app(platform=p, sync_tasks=False)
-    port = _free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
     await p.events.start()
-    running = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
-    s = Served(p, f"http://127.0.0.1:{port}")
-    try:
+    async with serve_in_loop(app) as base, Served(p, base) as s:
         yield s
-    finally:
-        await s.http.aclose()
-        server.should_exit = True
-        await asyncio.wait_for(running, timeout=10)
 
 
-async def _collect(session, document, count: int, variables: dict | None = None, timeout: float = 10.0) -> list[dict]:
+async def _collect(session, document, count: int, variables: dict | None = None, within: float = 10.0) -> list[dict]:
     """The first ``count`` results of a subscription (started before the caller makes events)."""
     results = []
 
@@ -117,7 +106,7 @@ async def _collect(session, document, count: int, variables: dict | None = None,
             if len(results) == count:
                 return
 
-    await asyncio.wait_for(read(), timeout)
+    await asyncio.wait_for(read(), within)
     return results
 
 
@@ -156,14 +145,14 @@ async def test_example_events_reach_signed_in_subscribers(served):
 async def test_anonymous_and_bad_tokens_get_a_clear_error(served):
     async with served.subscriber() as session:
         with pytest.raises(TransportQueryError, match="signed-in users"):
-            await _collect(session, FOOLED, 1, timeout=5)
+            await _collect(session, FOOLED, 1, within=5)
     async with served.subscriber(params={"authorization": "Bearer not-a-token"}) as session:
         with pytest.raises(TransportQueryError, match="not valid"):
-            await _collect(session, ROUNDS, 1, timeout=5)
+            await _collect(session, ROUNDS, 1, within=5)
     token, _ = await served.user("someone")
     async with served.subscriber(token) as session:
         with pytest.raises(TransportQueryError, match="No task 'nope'"):
-            await _collect(session, gql('subscription { modelFooled(taskCode: "nope") { id } }'), 1, timeout=5)
+            await _collect(session, gql('subscription { modelFooled(taskCode: "nope") { id } }'), 1, within=5)
 
 
 async def test_rounds_are_public_and_votes_reach_subscribers(served):
@@ -250,7 +239,7 @@ async def test_evaluation_progress_is_shown_to_those_who_can_see_the_model(serve
     )
     async with served.subscriber(stranger) as session:
         with pytest.raises(TransportQueryError, match=f"No model {model.id}"):
-            await _collect(session, PROGRESS, 1, {"m": str(model.id)}, timeout=5)
+            await _collect(session, PROGRESS, 1, {"m": str(model.id)}, within=5)
     async with served.subscriber(builder) as session:
         first = queued[0]
         listening = asyncio.create_task(_collect(session, PROGRESS, 3, {"m": str(model.id)}))

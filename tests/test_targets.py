@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import select
-from test_services import _round, _user
+from support import current_round, make_user
 from toy_plugin import ToyTask
 
 from dynaforge.db.models import Context, Example, ExampleStatus, RoundUserStats
@@ -67,7 +67,7 @@ def test_a_single_model_ignores_the_rule():
 
 
 async def test_owners_set_an_ensemble_and_examples_store_every_member(platform):
-    alice, owner = await _user(platform), await _user(platform, "olga")
+    alice, owner = await make_user(platform), await make_user(platform, "olga")
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
     with pytest.raises(NotAuthenticated):
         await tasks.set_target_models(platform, Actor.anonymous(), "toy", [KEYWORD])
@@ -75,7 +75,7 @@ async def test_owners_set_an_ensemble_and_examples_store_every_member(platform):
         await tasks.set_target_models(platform, alice, "toy", [KEYWORD])
     round_ = await tasks.set_target_models(platform, owner, "toy", [KEYWORD, ALWAYS_GOOD, ALWAYS_BAD], "any_wrong")
     assert [m["name"] for m in round_.target_models] == ["keyword", "always-good", "always-bad"]
-    assert (await _round(platform)).ensemble_rule == "any_wrong"
+    assert (await current_round(platform)).ensemble_rule == "any_wrong"
 
     outcome = await examples.submit(platform, alice, task_code="toy", fields={"text": "good day", "label": "good"})
     example = outcome.example
@@ -106,12 +106,12 @@ async def test_owners_set_an_ensemble_and_examples_store_every_member(platform):
     ],
 )
 async def test_bad_targets_are_refused_and_nothing_changes(platform, models, rule, field, rule_id):
-    admin = await _user(platform, "root", admin=True)
-    before = (await _round(platform)).target_models
+    admin = await make_user(platform, "root", admin=True)
+    before = (await current_round(platform)).target_models
     with pytest.raises(InvalidInput) as caught:
         await tasks.set_target_models(platform, admin, "toy", models, rule)
     assert (field, rule_id) in {(e.field, e.rule) for e in caught.value.field_errors}
-    assert (await _round(platform)).target_models == before
+    assert (await current_round(platform)).target_models == before
 
 
 SET_TARGETS = """
@@ -128,7 +128,7 @@ CURRENT_TARGETS = 'query { task(code: "toy") { currentRound { ensembleRule targe
 
 
 async def test_set_target_models_over_graphql(gql, platform):
-    from conftest import register_user
+    from support import register_user
 
     token, user_id = await register_user(gql, "olga")
     other, _ = await register_user(gql, "bob")
@@ -175,7 +175,7 @@ class Switchable(InferenceClient):
 async def test_pending_examples_are_predicted_later_and_then_counted(platform):
     switch = Switchable(platform.inference)
     platform.inference = switch
-    alice = await _user(platform)
+    alice = await make_user(platform)
     context_id = (await contexts_for(platform))[0]
     switch.down = True
     fooling = await examples.submit(
@@ -186,11 +186,11 @@ async def test_pending_examples_are_predicted_later_and_then_counted(platform):
     for outcome in (fooling, plain, retracted):
         assert outcome.example.status == ExampleStatus.PENDING_PREDICTION and outcome.pending_reason
     await examples.retract(platform, alice, retracted.example.id)
-    round_ = await _round(platform)
+    round_ = await current_round(platform)
     assert (round_.collected, round_.fooled, round_.pending, round_.retracted) == (0, 0, 2, 1)
 
     assert await examples.predict_pending(platform) == 0  # still down: nothing changes
-    assert (await _round(platform)).pending == 2
+    assert (await current_round(platform)).pending == 2
 
     fooled_events: list[str] = []
     platform.events.publish = _recording(platform.events.publish, fooled_events)
@@ -207,7 +207,7 @@ async def test_pending_examples_are_predicted_later_and_then_counted(platform):
     assert (
         rows[retracted.example.id].status == ExampleStatus.RETRACTED and rows[retracted.example.id].prediction is None
     )
-    round_ = await _round(platform)
+    round_ = await current_round(platform)
     assert (round_.collected, round_.fooled, round_.pending, round_.retracted) == (2, 1, 0, 1)
     assert (stats.collected, stats.fooled, stats.pending) == (2, 1, 0)
     assert (context.total_used, context.total_fooled) == (1, 1)

@@ -8,21 +8,14 @@ import random
 import uuid
 
 import pytest
-from conftest import register_user
 from sqlalchemy import select
+from support import make_user, register_user
 
 from dynaforge.db.models import Context, Example, Round, RoundUserStats, Validation
 from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.services import auth, counters, examples, proposals, stats, tasks, validation
 from dynaforge.services.actor import Actor
-
-
-async def _user(p, name: str, admin: bool = False) -> Actor:
-    user = await auth.create_user(
-        p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw", is_admin=admin
-    )
-    return Actor(user.id, user.username, user.is_admin)
 
 
 async def _write(p, actor, *, fooling: bool = True, tag: str | None = None, n: int = 0) -> Example:
@@ -50,7 +43,7 @@ async def _assert_counters_match_recount(p) -> None:
 @pytest.fixture
 async def people(platform):
     names = ["author", "v1", "v2", "v3", "v4", "owner"]
-    actors = {n: await _user(platform, f"user_{n}") for n in names}
+    actors = {n: await make_user(platform, f"user_{n}") for n in names}
     await tasks.grant_ownership(platform, Actor.system(), "toy", actors["owner"].user_id)
     return actors
 
@@ -319,7 +312,7 @@ async def test_task_settings_caps_visibility_and_ownership(platform, people):
 
 
 async def test_task_proposals(platform, people):
-    admin = await _user(platform, "root", admin=True)
+    admin = await make_user(platform, "root", admin=True)
     with pytest.raises(InvalidInput, match="code"):
         await proposals.propose(platform, people["v1"], code="Bad Code!", name="x")
     mine = await proposals.propose(platform, people["v1"], code="toy", name="Toy again", description="a rerun")
@@ -414,8 +407,8 @@ async def test_graphql_contract(gql, platform):
 async def test_parallel_validations_push_the_state_machine_once(live_platform):
     p = live_platform
     suffix = uuid.uuid4().hex[:6]
-    author = await _user(p, f"w{suffix}")
-    voters = [await _user(p, f"v{i}{suffix}") for i in range(10)]
+    author = await make_user(p, f"w{suffix}")
+    voters = [await make_user(p, f"v{i}{suffix}") for i in range(10)]
     example = await _write(p, author, n=1)
     view = await tasks.get_task(p, Actor.anonymous(), "toy")
     before = await stats.task_stats(p, view.row.id)
@@ -466,7 +459,7 @@ async def test_concurrent_next_round_openings_make_one_round(live_platform):
 async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
     author, _ = await register_user(gql, "scribe")
     other, _ = await register_user(gql, "reader")
-    admin = await _user(platform, "chief", admin=True)
+    admin = await make_user(platform, "chief", admin=True)
     _, admin_token = await auth.create_token(platform, admin, name="test")
     created = await gql(CREATE, {"f": {"text": "good grief", "label": "bad"}}, token=author)
     example_id = created["createExample"]["example"]["id"]

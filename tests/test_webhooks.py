@@ -7,18 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 
 import httpx
 import pytest
-import uvicorn
-from conftest import GraphQLClient
 from sqlalchemy import select
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
+from support import GraphQLClient, make_user, serve_in_loop
 
 from dynaforge.app import create_app
 from dynaforge.db.models import WebhookDelivery
@@ -73,12 +71,6 @@ def test_urls_are_checked_and_internal_hosts_refused_in_production():
 # --------------------------------------------------------------------------- a receiver and the jobs
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 class Receiver:
     """Records every POST; answers ``failures`` times with 500 (per path), then 204."""
 
@@ -96,8 +88,7 @@ class Receiver:
             return PlainTextResponse("", status_code=204)
 
         self.app = Starlette(routes=[Route("/{name}", hook, methods=["POST"])])
-        self.port = _free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
+        self.base = ""  # set once it serves
 
     def on(self, path: str) -> list[tuple[dict[str, str], str]]:
         return [(h, b) for p, h, b in self.calls if p == path]
@@ -111,32 +102,22 @@ async def world(live_platform):
     p.settings.webhook_max_backoff_ms = 200
     p.settings.webhook_max_attempts = 3
     receiver = Receiver()
-    server = uvicorn.Server(
-        uvicorn.Config(receiver.app, host="127.0.0.1", port=receiver.port, log_level="warning", lifespan="off")
-    )
-    serving = asyncio.create_task(server.serve())
-    while not server.started:
-        await asyncio.sleep(0.02)
-    p.jobs = Jobs(p.settings)
-    p.jobs.start_worker()
-    users = {}
-    for name, admin in (("owner1", False), ("author1", False), ("watcher1", False), ("admin1", True)):
-        user = await auth.create_user(
-            p, Actor.system(), username=name, email=f"{name}@example.org", password="long enough pw", is_admin=admin
-        )
-        users[name] = Actor(user.id, name, admin)
-    await tasks.grant_ownership(p, Actor.system(), "toy", users["owner1"].user_id)
-    try:
-        yield p, receiver, users
-    finally:
-        p.jobs.stop()
-        p.jobs = None
-        server.should_exit = True
-        await asyncio.wait_for(serving, 10)
+    async with serve_in_loop(receiver.app) as receiver.base:
+        p.jobs = Jobs(p.settings)
+        p.jobs.start_worker()
+        users = {}
+        for name, admin in (("owner1", False), ("author1", False), ("watcher1", False), ("admin1", True)):
+            users[name] = await make_user(p, name, admin)
+        await tasks.grant_ownership(p, Actor.system(), "toy", users["owner1"].user_id)
+        try:
+            yield p, receiver, users
+        finally:
+            p.jobs.stop()
+            p.jobs = None
 
 
-async def _deliveries(p, webhook_id: int, until, timeout: float = 15.0) -> list[WebhookDelivery]:
-    deadline = time.monotonic() + timeout
+async def _deliveries(p, webhook_id: int, until, within: float = 15.0) -> list[WebhookDelivery]:
+    deadline = time.monotonic() + within
     while True:
         async with p.db.session() as s:
             rows = list(
@@ -283,7 +264,7 @@ async def test_deliveries_follow_who_may_see_the_task_now(world):
     await tasks.update_settings(p, users["owner1"], "toy", {"hidden": True})
     await examples.submit(p, users["owner1"], task_code="toy", fields={"text": "secret one", "label": "bad"})
     await _deliveries(p, owner.webhook.id, lambda rows: rows and rows[0].status == "DELIVERED")
-    assert await _deliveries(p, watcher.webhook.id, lambda rows: bool(rows), timeout=0.5) == []
+    assert await _deliveries(p, watcher.webhook.id, lambda rows: bool(rows), within=0.5) == []
     assert "user_id" in json.loads(receiver.on("/owner")[0][1])["data"]
     await tasks.update_settings(p, users["owner1"], "toy", {"hidden": False})
     await tasks.revoke_ownership(p, users["admin1"], "toy", users["owner1"].user_id)

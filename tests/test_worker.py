@@ -12,6 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from support import free_port
 
 from dynaforge.inference.backends import InferenceError, InferenceTimeout
 from dynaforge.inference.batching import MicroBatcher, default_length, group_by_length
@@ -211,15 +212,12 @@ async def test_closing_the_client_stops_the_worker(monkeypatch):
 
 def test_model_server_command_serves_a_model_to_the_http_backend(tmp_path):
     """`dynaforge model-server` runs a model elsewhere; the http backend puts it in the loop."""
-    import socket
     import subprocess
     import sys
 
     from dynaforge.defaults.backends import HttpBackend
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()
     dynaforge = str(Path(sys.executable).with_name("dynaforge"))
     env = {
         **os.environ,
@@ -227,6 +225,7 @@ def test_model_server_command_serves_a_model_to_the_http_backend(tmp_path):
         "DYNAFORGE_LOAD_PLUGINS": "",
         "DYNAFORGE_MODEL_SERVER_TOKEN": "s3cret",
     }
+    err_log = (tmp_path / "err.log").open("wb")
     proc = subprocess.Popen(
         [
             dynaforge,
@@ -242,8 +241,9 @@ def test_model_server_command_serves_a_model_to_the_http_backend(tmp_path):
         ],
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=open(tmp_path / "err.log", "wb"),
+        stderr=err_log,
     )
+    err_log.close()  # the child holds its own descriptor
     try:
         config = {"url": f"http://127.0.0.1:{port}", "headers": {"Authorization": "Bearer s3cret"}, "timeout_s": 5}
         deadline = time.monotonic() + 30
