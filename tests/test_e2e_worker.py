@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +21,7 @@ import pytest
 from support import (
     Server,
     e2e_environment,
+    eventually,
     operator_server,
     register,
     run,
@@ -82,16 +82,6 @@ def _inference(server: Server) -> dict[str, Any]:
     return httpx.get(server.base_url + "/healthz", timeout=10).json()["inference"]
 
 
-async def _wait_for(predicate, timeout_s: float, what: str):
-    deadline = time.monotonic() + timeout_s
-    while True:
-        value = await predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.2)
-
-
 async def test_killing_the_worker_during_a_burst_loses_no_example(server):
     server, operator = server
     async with session(server, operator) as s:
@@ -143,16 +133,19 @@ async def test_killing_the_worker_during_a_burst_loses_no_example(server):
     assert all(a["example"]["status"] == "PENDING_PREDICTION" for a in pending)
 
     # The worker comes back, the retry predicts every pending example, and the counters end exact.
-    after = await _wait_for(
+    after = await eventually(
         lambda: asyncio.to_thread(
             lambda: (lambda i: i if i["ready"] and i["pid"] != before["pid"] else None)(_inference(server))
         ),
-        60,
-        "the model worker to restart",
+        within=60,
+        every=0.2,
+        what="the model worker to restart",
     )
     assert after["starts"] == 2
     async with session(server, operator) as s:
-        counts = await _wait_for(lambda: _round_when_settled(s), 90, "the pending examples to be predicted")
+        counts = await eventually(
+            lambda: _round_when_settled(s), within=90, every=0.2, what="the pending examples to be predicted"
+        )
     assert counts["collected"] == ANNOTATORS * EACH + 1  # the burst plus the warm-up example
     assert counts["fooled"] == ANNOTATORS * EACH  # the model answers "Orchards", never "cider"
     acknowledged = {a["example"]["id"] for a in answers}
