@@ -140,16 +140,19 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
         )
     async with p.db.session() as s:
         user = await s.scalar(select(User).where(func.lower(col(User.username)) == str(username).lower()))
-    hasher = password_hasher(p.settings)
-    if user is not None:
-        stored = user.password_hash
-    else:
-        stored = await asyncio.to_thread(
-            _dummy_hash, p.settings.password_hash_time_cost, p.settings.password_hash_memory_kib
-        )
+    settings = p.settings
+    stored = user.password_hash if user is not None else None
+
+    def check() -> None:
+        if stored is None:  # an unknown user costs the same as a wrong password
+            against = _dummy_hash(settings.password_hash_time_cost, settings.password_hash_memory_kib)
+        else:
+            against = stored
+        password_hasher(settings).verify(against, str(password))
+
     try:
         async with loop_semaphore("argon2", _CONCURRENT_HASHES):
-            await asyncio.to_thread(hasher.verify, stored, str(password))
+            await asyncio.to_thread(check)
         ok = user is not None and user.is_active
     except (VerificationError, InvalidHashError):
         ok = False
