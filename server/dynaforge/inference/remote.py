@@ -27,6 +27,7 @@ from typing import Any
 
 from dynaforge.inference import protocol
 from dynaforge.inference.backends import InferenceError, InferenceTimeout
+from dynaforge.inference.batching import DEFAULT_MAX_BATCH
 from dynaforge.inference.client import InferenceClient, ModelAnswer, spec_key
 from dynaforge.tasks.base import ModelSpec
 
@@ -47,7 +48,7 @@ class WorkerInferenceClient(InferenceClient):
         timeout_s: float = 10.0,
         load_timeout_s: float = 300.0,
         start_timeout_s: float = 60.0,
-        max_batch: int = 32,
+        max_batch: int = DEFAULT_MAX_BATCH,
         window_ms: float = 2.0,
         threads: int | None = None,
         python: str = sys.executable,

@@ -27,7 +27,7 @@ from typing import Any
 
 from dynaforge.inference import protocol
 from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
-from dynaforge.inference.batching import MicroBatcher
+from dynaforge.inference.batching import DEFAULT_MAX_BATCH, MicroBatcher
 from dynaforge.inference.client import close_model, spec_key
 from dynaforge.tasks.base import ModelSpec
 
@@ -41,7 +41,7 @@ class ModelHost:
         self,
         backends: Callable[[], Mapping[str, ModelBackend]],
         *,
-        max_batch: int = 32,
+        max_batch: int = DEFAULT_MAX_BATCH,
         window_s: float = 0.002,
         threads: int | None = None,
     ):
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="dynaforge-model-worker", description=__doc__.split("\n\n")[0])
     parser.add_argument("--socket", required=True, help="Unix socket path to listen on")
     parser.add_argument("--plugins", default=None, help="plugin allowlist (DYNAFORGE_LOAD_PLUGINS format)")
-    parser.add_argument("--max-batch", type=int, default=32)
+    parser.add_argument("--max-batch", type=int, default=DEFAULT_MAX_BATCH)
     parser.add_argument("--window-ms", type=float, default=2.0)
     parser.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: torch's)")
     parser.add_argument("--parent-pid", type=int, default=None)
