@@ -95,6 +95,7 @@ class Database:
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
         self._unit_engine: Engine | None = None
         self._unit_thread: ThreadPoolExecutor | None = None
+        self._unit_open: Connection | None = None  # the writer thread's connection, kept between units
         if on_disk:  # an in-memory database is one per connection: its units stay on the async connection
             self._unit_engine = _sqlite_writer_engine(url, echo)
             self._unit_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynaforge-sqlite-writer")
@@ -125,21 +126,40 @@ class Database:
             async with self.write() as session:
                 connection = await session.connection()
                 return await connection.run_sync(unit)
-        engine = self._unit_engine
 
         def run() -> T:
-            with engine.begin() as connection:
+            connection = self._unit_connection()
+            with connection.begin():
                 return unit(connection)
 
         async with self._write_lock:
             return await asyncio.get_running_loop().run_in_executor(self._unit_thread, run)
+
+    def _unit_connection(self) -> Connection:
+        """The writer thread's connection, opened on first use and kept: checking one out of the pool and back in
+        for every unit cost more than the unit's statements. A connection SQLAlchemy invalidated (a disk error, a
+        file replaced underneath) is replaced."""
+        connection = self._unit_open
+        if connection is None or connection.closed or connection.invalidated:
+            if connection is not None:
+                connection.close()
+            assert self._unit_engine is not None
+            connection = self._unit_open = self._unit_engine.connect()
+        return connection
+
+    def _close_units(self) -> None:
+        if self._unit_open is not None:
+            self._unit_open.close()
+            self._unit_open = None
+        if self._unit_engine is not None:
+            self._unit_engine.dispose()
 
     async def dispose(self) -> None:
         await self.engine.dispose()
         if self.read_engine is not self.engine:
             await self.read_engine.dispose()
         if self._unit_engine is not None and self._unit_thread is not None:
-            self._unit_thread.submit(self._unit_engine.dispose).result()
+            self._unit_thread.submit(self._close_units).result()
 
 
 class BoundDatabase(Database):
@@ -174,6 +194,25 @@ class BoundDatabase(Database):
     async def write(self) -> AsyncIterator[AsyncSession]:
         async with self._lock, self._writer() as session, session.begin():
             yield session
+
+    def _unit_connection(self) -> Connection:
+        """The writer thread's connection, opened on first use and kept: checking one out of the pool and back in
+        for every unit cost more than the unit's statements. A connection SQLAlchemy invalidated (a disk error, a
+        file replaced underneath) is replaced."""
+        connection = self._unit_open
+        if connection is None or connection.closed or connection.invalidated:
+            if connection is not None:
+                connection.close()
+            assert self._unit_engine is not None
+            connection = self._unit_open = self._unit_engine.connect()
+        return connection
+
+    def _close_units(self) -> None:
+        if self._unit_open is not None:
+            self._unit_open.close()
+            self._unit_open = None
+        if self._unit_engine is not None:
+            self._unit_engine.dispose()
 
     async def dispose(self) -> None:
         """The connection belongs to the caller."""
