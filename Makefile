@@ -16,7 +16,16 @@ $(STAMP): pyproject.toml $(foreach p,$(PLUGINS),plugins/$(p)/pyproject.toml)
 	$(BIN)/python -m pip install -q -e ".[dev,models]" $(foreach p,$(PLUGINS),-e plugins/$(p))
 	touch $(STAMP)
 
-setup: $(STAMP)
+# graphql-http's audit suite for tests/test_graphql_http.py (Node.js); without npm that test skips (fails in CI)
+AUDIT_STAMP := tests/http_audit/node_modules/.package-lock.json
+$(AUDIT_STAMP): tests/http_audit/package.json tests/http_audit/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/http_audit && npm ci --no-audit --no-fund --loglevel=error; \
+	else \
+		echo "npm not found: the GraphQL-over-HTTP audit test will skip (install Node.js 18 or newer to run it)"; \
+	fi
+
+setup: $(STAMP) $(AUDIT_STAMP)
 
 ## The embedded demo: SQLite under ./dynaforge-data/, GraphiQL at http://127.0.0.1:8000/graphql
 run: setup

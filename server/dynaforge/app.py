@@ -12,15 +12,19 @@ from typing import Any
 from cross_web import HTTPException as StrawberryHTTPException  # what strawberry answers as an HTTP status
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
+from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
+from strawberry.http import GraphQLHTTPResponse
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+from strawberry.types import ExecutionResult
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
 from dynaforge.api.credentials import bearer_token
 from dynaforge.api.export_http import export_endpoint
+from dynaforge.api.media import GRAPHQL_RESPONSE_JSON, is_request_error, response_media_type
 from dynaforge.api.schema import DatabaseUnavailable, build_schema
 from dynaforge.errors import database_unreachable
 from dynaforge.inference.client import spec_key
@@ -51,6 +55,32 @@ class DynaforgeGraphQL(GraphQL[RequestContext, None]):
                 raise
             raise StrawberryHTTPException(503, DatabaseUnavailable.MESSAGE) from exc
         return RequestContext.create(self.platform, actor, request, response, token)
+
+    async def get_sub_response(self, request: Request | WebSocket) -> Response:
+        """Chooses the answer's media type from ``Accept`` (see :mod:`dynaforge.api.media`) and keeps the sub-response
+        on the request, so that ``process_result`` can set a request error's status."""
+        sub_response = await super().get_sub_response(request)
+        if isinstance(request, Request):
+            sub_response.media_type = response_media_type(request.headers.get("accept"))
+            request.state.graphql_sub_response = sub_response
+        return sub_response
+
+    async def process_result(self, request: Request, result: ExecutionResult) -> GraphQLHTTPResponse:
+        """Under ``application/graphql-response+json`` a request error is a 400 without a ``data`` entry."""
+        response_data = await super().process_result(request, result)
+        sub_response = getattr(request.state, "graphql_sub_response", None)
+        if sub_response is not None and sub_response.media_type == GRAPHQL_RESPONSE_JSON and is_request_error(result):
+            response_data.pop("data", None)
+            sub_response.status_code = 400
+        return response_data
+
+    def create_response(
+        self, response_data: GraphQLHTTPResponse | list[GraphQLHTTPResponse], sub_response: Response
+    ) -> Response:
+        response = super().create_response(response_data, sub_response)
+        if sub_response.media_type == GRAPHQL_RESPONSE_JSON:
+            response.headers["content-type"] = f"{GRAPHQL_RESPONSE_JSON}; charset=utf-8"
+        return response
 
     async def on_ws_connect(self, context: RequestContext):
         """graphql-transport-ws ``connection_init``: its payload's ``authorization`` (or ``token``) signs the
