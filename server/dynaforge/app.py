@@ -9,6 +9,7 @@ import json
 import logging
 from typing import Any
 
+from cross_web import AsyncHTTPRequestAdapter
 from cross_web import HTTPException as StrawberryHTTPException  # what strawberry answers as an HTTP status
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -16,13 +17,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, WebSocketRoute
 from starlette.websockets import WebSocket
 from strawberry.asgi import GraphQL
-from strawberry.http import GraphQLHTTPResponse
+from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
 from dynaforge.api.credentials import bearer_token
+from dynaforge.api.documents import UNKNOWN_DOCUMENT, requested_document_id, trusted_documents
 from dynaforge.api.export_http import export_endpoint
 from dynaforge.api.media import GRAPHQL_RESPONSE_JSON, is_request_error, response_media_type
 from dynaforge.api.schema import DatabaseUnavailable, build_schema
@@ -45,6 +47,43 @@ class DynaforgeGraphQL(GraphQL[RequestContext, None]):
     def __init__(self, platform: Platform, **kwargs: Any):
         super().__init__(build_schema(platform.settings), **kwargs)
         self.platform = platform
+        self.documents = trusted_documents(platform.settings.trusted_documents)
+
+    def should_render_graphql_ide(self, request: Any) -> bool:
+        """Not for a GET that names its document by id (it has no ``query`` parameter either)."""
+        params = request.query_params
+        return "documentId" not in params and "extensions" not in params and super().should_render_graphql_ide(request)
+
+    async def parse_http_body(self, request: AsyncHTTPRequestAdapter) -> GraphQLRequestData | list[GraphQLRequestData]:
+        """Strawberry's parsing, plus documents sent by id (``documentId``, or a persisted-query hash): the
+        registered text takes the place of the missing ``query`` (see :mod:`dynaforge.api.documents`)."""
+        parsed = await super().parse_http_body(request)
+        if isinstance(parsed, list) or parsed.query is not None:
+            return parsed
+        if request.method == "GET":
+            raw: Any = dict(request.query_params)
+        elif "application/json" in (request.content_type or ""):
+            raw = self.decode_json(await request.get_body())
+        else:  # a multipart upload names its document in its operations part
+            return parsed
+        if request.method == "GET" and parsed.extensions is not None:
+            raw["extensions"] = parsed.extensions
+        try:
+            document_id = requested_document_id(raw)
+        except ValueError as exc:
+            raise StrawberryHTTPException(400, str(exc)) from exc
+        if document_id is None:
+            return parsed
+        text = self.documents.text(document_id)
+        if text is None:
+            known = f"the {len(self.documents)} it registered" if len(self.documents) else "none: none are registered"
+            raise StrawberryHTTPException(
+                400,
+                f"{UNKNOWN_DOCUMENT}: no document has the id {document_id!r} on this server (it knows {known}); send "
+                "the document's text, or register it in DYNAFORGE_TRUSTED_DOCUMENTS",
+            )
+        parsed.query = text
+        return parsed
 
     async def get_context(self, request, response) -> RequestContext:
         token = bearer_token(request.headers)

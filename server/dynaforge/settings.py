@@ -162,9 +162,21 @@ class Settings(BaseSettings):
         default=4, ge=0, description="queries executing at once per process (mutations never wait); 0: no limit"
     )
     graphiql: bool | None = None  # None: on outside production
+    trusted_documents: Path | None = Field(
+        default=None,
+        description="a JSON file mapping document ids to GraphQL documents (e.g. GraphQL Code Generator's "
+        "persisted-documents.json): clients may send an id instead of the text",
+    )
+    trusted_documents_only: bool = Field(
+        default=False, description="run only the documents registered in TRUSTED_DOCUMENTS, sent by id or as text"
+    )
 
     @model_validator(mode="after")
     def _refuse_placeholder_secret(self) -> Settings:
+        if self.trusted_documents_only and self.trusted_documents is None:
+            raise ValueError(
+                "DYNAFORGE_TRUSTED_DOCUMENTS_ONLY needs DYNAFORGE_TRUSTED_DOCUMENTS, the file of registered documents"
+            )
         if self.environment == "production" and self.secret_key == PLACEHOLDER_SECRET:
             raise ValueError("DYNAFORGE_SECRET_KEY must be set to a random value in production")
         if self.environment == "production" and (

@@ -33,6 +33,7 @@ from strawberry.types.graphql import OperationType
 from dynaforge.aio import loop_semaphore
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
 from dynaforge.api.contexts import ContextMutation
+from dynaforge.api.documents import OnlyTrustedDocuments, trusted_documents
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.mutations import Mutation as CoreMutation
@@ -145,8 +146,8 @@ class ValidationByText(SchemaExtension):
 
     def on_validate(self) -> Iterator[None]:
         context = self.execution_context
-        if context.graphql_document is None or context.query is None:
-            yield
+        if context.graphql_document is None or context.query is None or context.pre_execution_errors is not None:
+            yield  # nothing to validate, or an earlier extension has decided (OnlyTrustedDocuments)
             return
         key = (id(context.schema._schema), context.query, tuple(context.validation_rules))
         errors = self._cache.get(key)
@@ -202,6 +203,8 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     ]
     if not settings.introspection_enabled:  # production: the schema is published as schema.graphql instead
         rules.append(NoSchemaIntrospectionCustomRule)
+    documents = trusted_documents(settings.trusted_documents)
+    only_trusted = [lambda: OnlyTrustedDocuments(documents)] if settings.trusted_documents_only else []
     return strawberry.Schema(
         query=Query,
         mutation=Mutation,
@@ -210,6 +213,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         extensions=[
             lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
             DatabaseUnavailable,  # inside MaskErrors: its errors are typed before masking looks at them
+            *only_trusted,  # before the parser cache: a refused document is never parsed
             InputHygiene,
             lambda: AddValidationRules(rules),
             lambda: ReadAdmission(settings.graphql_max_concurrent_reads),
