@@ -120,6 +120,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "login":                          rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "createApiToken":                 rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "revokeApiToken":                 rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  NOTFOUND,  OK,   NOAUTH),
+    "logout":                         rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "me":                             rule(NULL,     OK,        OK,        OK,        OK,        OK,   NULL),
     # --- writing examples
     "createExample":                  rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
@@ -284,6 +285,11 @@ async def _create_api_token(w: World) -> Variables:
 @operation("revokeApiToken")
 async def _revoke_api_token(w: World) -> Variables:
     return _input(id=str(await w.authors_token_id()))
+
+
+@operation("logout")
+async def _logout(w: World) -> Variables:
+    return {}
 
 
 def _classify_me(value: Any, seen: Seen) -> str:
@@ -996,6 +1002,8 @@ def _root(name: str) -> str | None:
 def _mutation_document(name: str) -> str:
     """``mutation($input: XInput!) { name(input: $input) { __typename ... on Error { message } } }``."""
     args = SCHEMA.mutation_type.fields[name].args
+    if not args:
+        return f"mutation {{ {name} {{ __typename ... on Error {{ message }} }} }}"
     definitions = ", ".join(f"${a}: {arg.type}" for a, arg in args.items())
     passing = ", ".join(f"{a}: ${a}" for a in args)
     return f"mutation({definitions}) {{ {name}({passing}) {{ __typename ... on Error {{ message }} }} }}"

@@ -23,6 +23,7 @@ from dynaforge.api.errors import (
 from dynaforge.api.types.example import Example
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.user import ApiToken, User
+from dynaforge.db.models import User as UserRow
 from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
 from dynaforge.services import examples as example_service
@@ -97,10 +98,24 @@ class SetTargetModelsInput:
 # --------------------------------------------------------------------------- payloads
 
 
+async def _signed_in(info: Info, user: UserRow, token: str) -> AuthPayload:
+    row = await auth_service.token_by_secret(info.context.platform, token)
+    assert row is not None  # issued just before, in its own committed transaction
+    return AuthPayload(token=token, user=User.from_row(user), api_token=ApiToken.from_row(row))
+
+
 @strawberry.type(description="Signed in: send `token` as 'Authorization: Bearer <token>'. Shown once.")
 class AuthPayload:
     token: str
     user: User
+    api_token: ApiToken = strawberry.field(
+        description="The token just issued, as it appears in `me { apiTokens }` (`logout` or `revokeApiToken` end it)."
+    )
+
+
+@strawberry.type(description="The token this request was signed with is revoked; sign in again to get another.")
+class LoggedOut:
+    api_token: ApiToken
 
 
 @strawberry.type(description="A new API token; `token` is the secret, shown only now.")
@@ -150,6 +165,7 @@ LoginResult = Annotated[AuthPayload | InvalidCredentials | RateLimited, strawber
 CreateApiTokenResult = Annotated[
     CreatedApiToken | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("CreateApiTokenResult")
 ]
+LogoutResult = Annotated[LoggedOut | NotAuthenticated, strawberry.union("LogoutResult")]
 RevokeApiTokenResult = Annotated[
     RevokedApiToken | InvalidInput | NotAuthenticated | NotFound, strawberry.union("RevokeApiTokenResult")
 ]
@@ -179,7 +195,7 @@ class Mutation:
         user, token = await auth_service.register(
             info.context.platform, username=input.username, email=input.email, password=input.password
         )
-        return AuthPayload(token=token, user=User.from_row(user))
+        return await _signed_in(info, user, token)
 
     @strawberry.mutation(description="Exchange a username and password for a new API token.")
     @errors_as_union
@@ -188,7 +204,16 @@ class Mutation:
         user, token = await auth_service.login(
             info.context.platform, username=input.username, password=input.password, client=client
         )
-        return AuthPayload(token=token, user=User.from_row(user))
+        return await _signed_in(info, user, token)
+
+    @strawberry.mutation(
+        description="Revoke the token this request is signed with (the session in use); the user's other tokens stay "
+        "valid."
+    )
+    @errors_as_union
+    async def logout(self, info: Info) -> LogoutResult:
+        row = await auth_service.logout(*info.context.caller, info.context.token)
+        return LoggedOut(api_token=ApiToken.from_row(row))
 
     @strawberry.mutation(description="Create another API token for yourself (shown once).")
     @errors_as_union

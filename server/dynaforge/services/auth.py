@@ -23,7 +23,15 @@ from sqlmodel import col
 
 from dynaforge.aio import loop_semaphore
 from dynaforge.db.models import ApiToken, User, as_utc, utcnow
-from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidCredentials, InvalidInput, NotFound
+from dynaforge.errors import (
+    AlreadyExists,
+    FieldError,
+    Forbidden,
+    InvalidCredentials,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+)
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
 
@@ -213,6 +221,22 @@ async def revoke_token(p: Platform, actor: Actor, token_id: int) -> ApiToken:
             row.revoked_at = utcnow()
     p.caches.tokens.pop(row.token_hash)
     return row
+
+
+async def token_by_secret(p: Platform, plaintext: str) -> ApiToken | None:
+    """The row of a token given in plain text (as just issued, or as sent in a request), or None."""
+    async with p.db.session() as s:
+        return await s.scalar(select(ApiToken).where(col(ApiToken.token_hash) == hash_token(plaintext)))
+
+
+async def logout(p: Platform, actor: Actor, bearer: str | None) -> ApiToken:
+    """Revoke the token the actor signed this request with; it stops working at once (the user's other tokens
+    stay valid). Without a valid token: NotAuthenticated."""
+    actor = require_user(actor)
+    row = await token_by_secret(p, bearer) if bearer else None
+    if row is None or row.user_id != actor.user_id:
+        raise NotAuthenticated("log out with the token to revoke in 'Authorization: Bearer <token>'")
+    return await revoke_token(p, actor, row.id)
 
 
 async def authenticate(p: Platform, bearer: str | None) -> Actor:

@@ -23,6 +23,11 @@ class ApiToken:
     last_used_at: datetime | None
     revoked: bool
 
+    @strawberry.field(description="Whether this token signed the request that reads it (the session in use).")
+    def current(self, info: strawberry.Info[RequestContext]) -> bool:
+        token = info.context.token
+        return token is not None and auth_service.hash_token(token) == self.row.token_hash
+
     @classmethod
     def from_row(cls, row: ApiTokenRow) -> ApiToken:
         return cls(
