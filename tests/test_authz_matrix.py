@@ -139,6 +139,10 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "flagExample@notFooled":          rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleToValidate":              rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleToValidate@ownerMode":    rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "skipExample":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "skipExample@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "validationQueueSize":            rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "validationQueueSize@ownerMode":  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     # --- tasks, rounds, contexts (owners and admins)
     "tasks":                          rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "tasks@hiddenTask":               rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -445,6 +449,37 @@ async def _example_to_validate(w: World) -> Variables:
 
 @operation("exampleToValidate@ownerMode", document=TO_VALIDATE, classify=_found)
 async def _example_to_validate_owner(w: World) -> Variables:
+    await w.example()
+    return {"t": TASK, "m": "OWNER"}
+
+
+@operation("skipExample")
+async def _skip_example(w: World) -> Variables:
+    return _input(exampleId=str(await w.example()))
+
+
+@operation("skipExample@hiddenTask")
+async def _skip_example_hidden(w: World) -> Variables:
+    example_id = await w.example()
+    await w.hide_task()
+    return _input(exampleId=str(example_id))
+
+
+def _classify_queue_size(value: Any, seen: Seen) -> str:
+    return OK if isinstance(value, int) and value >= 0 else f"inconsistent: a queue of {value!r}"
+
+
+QUEUE_SIZE = "query($t: String!, $m: ValidationMode!) { validationQueueSize(taskCode: $t, mode: $m) }"
+
+
+@operation("validationQueueSize", document=QUEUE_SIZE, classify=_classify_queue_size)
+async def _validation_queue_size(w: World) -> Variables:
+    await w.example()
+    return {"t": TASK, "m": "CROWD"}
+
+
+@operation("validationQueueSize@ownerMode", document=QUEUE_SIZE, classify=_classify_queue_size)
+async def _validation_queue_size_owner(w: World) -> Variables:
     await w.example()
     return {"t": TASK, "m": "OWNER"}
 

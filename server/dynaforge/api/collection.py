@@ -28,6 +28,7 @@ from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
+from dynaforge.services import examples as example_service
 from dynaforge.services import proposals as proposal_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
@@ -68,6 +69,11 @@ class ValidateExampleInput:
 class FlagExampleInput:
     example_id: strawberry.ID
     reason: str = strawberry.field(description="Why the example should not be used (required).")
+
+
+@strawberry.input
+class SkipExampleInput:
+    example_id: strawberry.ID
 
 
 @strawberry.input
@@ -140,6 +146,14 @@ class FlaggedExample:
     example: Example
 
 
+@strawberry.type(
+    description="The example moved to the end of your validation queue (yours only; no vote was cast): "
+    "exampleToValidate serves it again after every other example."
+)
+class SkippedExample:
+    example: Example
+
+
 @strawberry.type(description="The previous round was closed and the next one opened.")
 class RoundOpened:
     round: Round
@@ -182,6 +196,7 @@ ValidateExampleResult = Annotated[
     ValidatedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
     strawberry.union("ValidateExampleResult"),
 ]
+SkipExampleResult = Annotated[SkippedExample | NotAuthenticated | NotFound, strawberry.union("SkipExampleResult")]
 FlagExampleResult = Annotated[
     FlaggedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
     strawberry.union("FlagExampleResult"),
@@ -228,14 +243,28 @@ class CollectionQuery:
         )
         return None if row is None else Example.from_row(row)
 
+    @strawberry.field(
+        description="How many examples exampleToValidate could serve you now in this mode (those you skipped "
+        "included): the size of your validation queue."
+    )
+    @errors_as_graphql
+    async def validation_queue_size(
+        self, info: Info, task_code: str, mode: ValidationMode = ValidationMode.CROWD
+    ) -> int:
+        return await validation_service.queue_size(
+            *info.context.caller, task_code, owner_mode=mode == ValidationMode.OWNER
+        )
+
     @strawberry.field(description="Your own counters in a task, per round and in total.")
     @errors_as_graphql
     async def my_stats(self, info: Info, task_code: str) -> UserTaskStats:
-        rows = await stats_service.my_stats(*info.context.caller, task_code)
+        p, actor = info.context.caller
+        rows = await stats_service.my_stats(p, actor, task_code)
         return UserTaskStats(
             task_code=task_code,
             rounds=[RoundStats(round_number=n, stats=Stats.of(v)) for n, v in rows],
             total=Stats.of(stats_service.total([v for _, v in rows])),
+            remaining_today=await example_service.remaining_today(p, actor, task_code),
         )
 
     @strawberry.field(description="Task proposals: admins see all, others their own; newest first.")
@@ -270,6 +299,15 @@ class CollectionMutation:
     async def flag_example(self, info: Info, input: FlagExampleInput) -> FlagExampleResult:
         row = await validation_service.flag(*info.context.caller, parse_id(input.example_id, "exampleId"), input.reason)
         return FlaggedExample(example=Example.from_row(row))
+
+    @strawberry.mutation(
+        description="Pass over an example in your validation queue: it comes back after every other example. "
+        "Others' queues do not change."
+    )
+    @errors_as_union
+    async def skip_example(self, info: Info, input: SkipExampleInput) -> SkipExampleResult:
+        row = await validation_service.skip(*info.context.caller, parse_id(input.example_id, "exampleId"))
+        return SkippedExample(example=Example.from_row(row))
 
     @strawberry.mutation(
         description="Owners and admins close the current round and open the next, with new target models (default: "

@@ -216,6 +216,16 @@ class Validation(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
+class ValidationSkip(SQLModel, table=True):
+    """A validator passed over an example: their queue serves it again only after everything else."""
+
+    __tablename__ = "validation_skips"
+
+    user_id: int = Field(foreign_key="users.id", primary_key=True, ondelete="CASCADE")
+    example_id: int = Field(foreign_key="examples.id", primary_key=True, index=True, ondelete="CASCADE")
+    skipped_at: datetime = _ts()
+
+
 class ProposalStatus:
     PENDING = "PENDING"
     ACCEPTED = "ACCEPTED"

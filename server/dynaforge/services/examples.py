@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, func, insert, select, update
@@ -287,8 +287,15 @@ _COUNT_CONTEXT_USE = (  # on the core table: see counters._statements
 async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, task_code: str) -> None:
     """The task's daily cap per user, counted over the current UTC day (examples written at the same moment may
     pass it by a few on PostgreSQL, where they do not wait for each other)."""
-    now = utcnow()
-    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    written, midnight = await _written_today(p, task_id, user_id)
+    if written >= cap:
+        retry = (midnight + timedelta(days=1) - utcnow()).total_seconds()
+        raise RateLimited(f"You reached {task_code}'s cap of {cap} examples a day; come back after midnight UTC", retry)
+
+
+async def _written_today(p: Platform, task_id: int, user_id: int) -> tuple[int, datetime]:
+    """How many examples the user wrote in the task since midnight UTC, and that midnight."""
+    midnight = utcnow().replace(hour=0, minute=0, second=0, microsecond=0)
     async with p.db.session() as s:
         written = await s.scalar(
             select(func.count())
@@ -297,9 +304,18 @@ async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, ta
                 col(Example.task_id) == task_id, col(Example.user_id) == user_id, col(Example.created_at) >= midnight
             )
         )
-    if (written or 0) >= cap:
-        retry = (midnight + timedelta(days=1) - now).total_seconds()
-        raise RateLimited(f"You reached {task_code}'s cap of {cap} examples a day; come back after midnight UTC", retry)
+    return int(written or 0), midnight
+
+
+async def remaining_today(p: Platform, actor: Actor, task_code: str) -> int | None:
+    """How many more examples the user may write in the task today (UTC) under its daily cap; None: no cap."""
+    actor = require_human(actor)
+    view = await task_service.get_task(p, actor, task_code)
+    cap = view.settings.daily_example_cap
+    if not cap:
+        return None
+    written, _ = await _written_today(p, view.row.id, actor.person_id)
+    return max(0, cap - written)
 
 
 async def cached_context(p: Platform, context_id: int) -> Context | None:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from sqlalchemy import exists, select
+from sqlalchemy import exists, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, utcnow
+from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, ValidationSkip, utcnow
 from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import announce
@@ -46,52 +46,92 @@ async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owne
 
     Crowd mode: examples that fooled the model first (the others only if the task validates non-fooling examples),
     then those with the fewest votes; never the actor's own, never one they already voted on, and with the task's
-    ``one_example_per_tag`` setting, at most one example per tag per validator. Among equally good candidates one is
-    picked at random, so that validators working at once spread over examples. Owner mode (owners and admins):
-    flagged examples first, then the crowd's queue, own examples included.
+    ``one_example_per_tag`` setting, at most one example per tag per validator. Examples the actor skipped come
+    after all the others. Among equally good candidates one is picked at random, so that validators working at once
+    spread over examples. Owner mode (owners and admins): flagged examples first, then the crowd's queue, own
+    examples included.
     """
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        where, order = await _queue(s, actor, view, owner_mode)
+        skipped = exists().where(
+            col(ValidationSkip.example_id) == col(Example.id), col(ValidationSkip.user_id) == actor.user_id
+        )
+        rows = (
+            await s.execute(
+                select(Example, skipped.label("skipped")).where(*where).order_by(skipped, *order).limit(_SAMPLE)
+            )
+        ).all()
+    if not rows:
+        return None
+
+    def rank(row: Any) -> tuple[Any, ...]:
+        example = row[0]
+        return (bool(row[1]), example.status, example.fooled, example.validations_total)
+
+    first = rank(rows[0])
+    return random.choice([row[0] for row in rows if rank(row) == first])
+
+
+async def queue_size(p: Platform, actor: Actor, task_code: str, *, owner_mode: bool = False) -> int:
+    """How many examples ``example_to_validate`` could serve ``actor`` now (the ones they skipped included)."""
+    actor = require_human(actor)
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        where, _ = await _queue(s, actor, view, owner_mode)
+        return int(await s.scalar(select(func.count()).select_from(Example).where(*where)) or 0)
+
+
+async def _queue(s: AsyncSession, actor: Actor, view: Any, owner_mode: bool) -> tuple[list[Any], list[Any]]:
+    """The conditions and the order of ``actor``'s validation queue in a task (see ``example_to_validate``)."""
     settings = view.settings
     already = exists().where(col(Validation.example_id) == col(Example.id), col(Validation.user_id) == actor.user_id)
     where = [col(Example.task_id) == view.row.id, ~already]
-    async with p.db.session() as s:
-        if owner_mode:
-            if not await task_service.is_owner(s, actor, view.row.id):
-                raise Forbidden(f"Only owners of {task_code} and admins can validate in owner mode")
-            where.append(col(Example.status).in_([S.FLAGGED, S.CREATED]))
-            order: list[Any] = [  # SQL expressions for order_by
-                (col(Example.status) == S.FLAGGED).desc(),
-                col(Example.fooled).desc(),
-                col(Example.validations_total),
-                col(Example.id),
-            ]
-        else:
-            where += [col(Example.status) == S.CREATED, col(Example.user_id) != actor.user_id]
-            if not settings.validate_non_fooling:
-                where.append(col(Example.fooled).is_(True))
-            if settings.one_example_per_tag:
-                seen_tags = (
-                    select(col(Example.tag))
-                    .join(Validation, col(Validation.example_id) == col(Example.id))
-                    .where(
-                        col(Validation.user_id) == actor.user_id,
-                        col(Example.task_id) == view.row.id,
-                        col(Example.tag).is_not(None),
-                    )
-                )
-                where.append(col(Example.tag).is_(None) | col(Example.tag).not_in(seen_tags.scalar_subquery()))
-            order = [col(Example.fooled).desc(), col(Example.validations_total), col(Example.id)]
-        candidates = list(await s.scalars(select(Example).where(*where).order_by(*order).limit(_SAMPLE)))
-    if not candidates:
-        return None
-    first = candidates[0]
-    best = [
-        c
-        for c in candidates
-        if (c.status, c.fooled, c.validations_total) == (first.status, first.fooled, first.validations_total)
-    ]
-    return random.choice(best)
+    if owner_mode:
+        if not await task_service.is_owner(s, actor, view.row.id):
+            raise Forbidden(f"Only owners of {view.task.code} and admins can validate in owner mode")
+        where.append(col(Example.status).in_([S.FLAGGED, S.CREATED]))
+        order: list[Any] = [  # SQL expressions for order_by
+            (col(Example.status) == S.FLAGGED).desc(),
+            col(Example.fooled).desc(),
+            col(Example.validations_total),
+            col(Example.id),
+        ]
+        return where, order
+    where += [col(Example.status) == S.CREATED, col(Example.user_id) != actor.user_id]
+    if not settings.validate_non_fooling:
+        where.append(col(Example.fooled).is_(True))
+    if settings.one_example_per_tag:
+        seen_tags = (
+            select(col(Example.tag))
+            .join(Validation, col(Validation.example_id) == col(Example.id))
+            .where(
+                col(Validation.user_id) == actor.user_id,
+                col(Example.task_id) == view.row.id,
+                col(Example.tag).is_not(None),
+            )
+        )
+        where.append(col(Example.tag).is_(None) | col(Example.tag).not_in(seen_tags.scalar_subquery()))
+    return where, [col(Example.fooled).desc(), col(Example.validations_total), col(Example.id)]
+
+
+async def skip(p: Platform, actor: Actor, example_id: int) -> Example:
+    """``actor`` passes over an example in their validation queue: it is served to them again only after every
+    other example (skipping it again moves it to the end again). Others' queues are unchanged; no vote is cast."""
+    actor = require_human(actor)
+    example, _, _, _ = await _peek(p, actor, example_id)
+    now = utcnow()
+    try:
+        async with p.db.write() as s:
+            row = await s.get(ValidationSkip, (actor.user_id, example_id))
+            if row is None:
+                s.add(ValidationSkip(user_id=actor.person_id, example_id=example_id, skipped_at=now))
+            else:
+                row.skipped_at = now
+    except IntegrityError:
+        pass  # the same skip, sent twice at once: the other one is stored
+    return example
 
 
 def _check_vote(label: str, reason: str | None) -> None:

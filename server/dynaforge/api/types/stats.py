@@ -69,6 +69,10 @@ class UserTaskStats:
     task_code: str
     rounds: list[RoundStats]
     total: Stats
+    remaining_today: int | None = strawberry.field(
+        description="How many more examples you may write in the task today (UTC) under its dailyExampleCap; "
+        "null: the task has no cap."
+    )
 
 
 @strawberry.type(description="What a task's owners tune.")
