@@ -180,6 +180,13 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "model":                          rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOTFOUND),
     "model@published":                rule(PUBLIC,   PUBLIC,    FULL,      PUBLIC,    FULL,      FULL, PUBLIC),
     "model@hiddenTask":               rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOTFOUND),
+    "models":                         rule(NONE,     NONE,      FULL,      NONE,      FULL,      FULL, NONE),
+    "models@published":               rule(PUBLIC,   PUBLIC,    FULL,      PUBLIC,    FULL,      FULL, PUBLIC),
+    "models@hiddenTask":              rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  FULL,      FULL, NOTFOUND),
+    "updateModel":                    rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  FORBIDDEN, OK,   NOAUTH),
+    "updateModel@published":          rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
+    "deleteModel":                    rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  FORBIDDEN, OK,   NOAUTH),
+    "deleteModel@published":          rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
     "leaderboard":                    rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "leaderboard@hiddenTask":         rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
     "saveLeaderboardFork":            rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
@@ -785,6 +792,57 @@ async def _model_hidden(w: World) -> Variables:
     model_id = await w.model(published=True)
     await w.hide_task()
     return {"id": str(model_id)}
+
+
+def _classify_models(value: Any, seen: Seen) -> str:
+    """NONE when AUTHOR's model is not in the list, else how much of it shows (see _model_view)."""
+    authors = [e["node"] for e in value["edges"] if e["node"]["name"] == "authors-model"]
+    return NONE if not authors else _model_view(authors[0])
+
+
+MODELS = (
+    "query($t: String!) { models(taskCode: $t) { edges { node { id name anonymous submitter config "
+    "evaluations { status error logTail } } } } }"
+)
+
+
+@operation("models", document=MODELS, classify=_classify_models)
+async def _models(w: World) -> Variables:
+    await w.model()
+    return {"t": TASK}
+
+
+@operation("models@published", document=MODELS, classify=_classify_models)
+async def _models_published(w: World) -> Variables:
+    await w.model(published=True)
+    return {"t": TASK}
+
+
+@operation("models@hiddenTask", document=MODELS, classify=_classify_models)
+async def _models_hidden(w: World) -> Variables:
+    await w.model(published=True)
+    await w.hide_task()
+    return {"t": TASK}
+
+
+@operation("updateModel")
+async def _update_model(w: World) -> Variables:
+    return _input(id=str(await w.model()), name="renamed")
+
+
+@operation("updateModel@published")
+async def _update_model_published(w: World) -> Variables:
+    return _input(id=str(await w.model(published=True)), published=False)
+
+
+@operation("deleteModel")
+async def _delete_model(w: World) -> Variables:
+    return _input(id=str(await w.model()))
+
+
+@operation("deleteModel@published")
+async def _delete_model_published(w: World) -> Variables:
+    return _input(id=str(await w.model(published=True)))
 
 
 def _classify_leaderboard(value: Any, seen: Seen) -> str:

@@ -13,6 +13,7 @@ from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import binary_upload
 from dynaforge.api.errors import (
     AlreadyExists,
+    Conflict,
     Forbidden,
     InvalidInput,
     NotAuthenticated,
@@ -23,6 +24,7 @@ from dynaforge.api.errors import (
     errors_as_union,
     parse_id,
 )
+from dynaforge.api.types.example import PageInfo
 from dynaforge.db.models import Dataset as DatasetRow
 from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import ModelRow, as_utc
@@ -199,6 +201,24 @@ class SubmitModelInput:
     anonymous: bool = False
 
 
+@strawberry.input(description="What to change on a model; fields left out stay as they are.")
+class UpdateModelInput:
+    id: strawberry.ID
+    name: str | None = None
+    published: bool | None = strawberry.field(
+        default=None, description="true puts it on the leaderboard; false takes it off (it stays yours)."
+    )
+    anonymous: bool | None = strawberry.field(
+        default=None, description="true hides your name from everyone but the task's owners and admins."
+    )
+    card: ModelCardInput | None = strawberry.field(default=None, description="Replaces the whole card.")
+
+
+@strawberry.input
+class DeleteModelInput:
+    id: strawberry.ID
+
+
 @strawberry.input
 class SubmitPredictionsInput:
     task_code: str
@@ -238,6 +258,30 @@ class SubmittedModel:
     model: Model
 
 
+@strawberry.type(description="The model as it is now.")
+class UpdatedModel:
+    model: Model
+
+
+@strawberry.type(description="The model and its evaluations are gone.")
+class DeletedModel:
+    id: strawberry.ID
+
+
+@strawberry.type
+class ModelEdge:
+    node: Model
+    cursor: str
+
+
+@strawberry.type(
+    description="A page of a task's models, newest first; pass pageInfo.endCursor as `after` for the next."
+)
+class ModelConnection:
+    edges: list[ModelEdge]
+    page_info: PageInfo
+
+
 @strawberry.type(description="The round's accepted examples became train, dev and test data sets.")
 class DatasetsCreated:
     datasets: list[Dataset]
@@ -245,6 +289,12 @@ class DatasetsCreated:
 
 SubmitModelResult = Annotated[
     SubmittedModel | InvalidInput | NotAuthenticated | NotFound | RateLimited, strawberry.union("SubmitModelResult")
+]
+UpdateModelResult = Annotated[
+    UpdatedModel | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("UpdateModelResult")
+]
+DeleteModelResult = Annotated[
+    DeletedModel | NotAuthenticated | Forbidden | NotFound | Conflict, strawberry.union("DeleteModelResult")
 ]
 UploadPerturbedCopyResult = Annotated[
     DatasetsCreated | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists,
@@ -437,6 +487,33 @@ class EvaluationQuery:
         row, privileged = await submission_service.get_model(*info.context.caller, parse_id(id, "id"))
         return Model.from_row(row, privileged)
 
+    @strawberry.field(
+        description="A task's models, newest first: published ones for everyone who can see the task, and your own; "
+        "every one for its owners and admins. `mine` narrows to yours, `published` to published (true) or "
+        "unpublished (false) ones."
+    )
+    @errors_as_graphql
+    async def models(
+        self,
+        info: Info,
+        task_code: str,
+        mine: bool = False,
+        published: bool | None = None,
+        first: int = 20,
+        after: str | None = None,
+    ) -> ModelConnection:
+        page = await submission_service.list_models(
+            *info.context.caller, task_code, mine=mine, published=published, first=first, after=after
+        )
+        edges = [
+            ModelEdge(node=Model.from_row(row, privileged), cursor=submission_service.encode_model_cursor(row.id))
+            for row, privileged in page.items
+        ]
+        return ModelConnection(
+            edges=edges,
+            page_info=PageInfo(has_next_page=page.has_next, end_cursor=edges[-1].cursor if edges else None),
+        )
+
     @strawberry.field(description="A task's data sets (hidden ones for owners and admins).")
     @errors_as_graphql
     async def datasets(self, info: Info, task_code: str) -> list[Dataset]:
@@ -511,6 +588,31 @@ class EvaluationMutation:
             anonymous=input.anonymous,
         )
         return SubmittedModel(model=Model.from_row(model, privileged=True))
+
+    @strawberry.mutation(
+        description="Its submitter (or an admin) renames a model, publishes it or takes it off the leaderboard, "
+        "shows or hides their name, or replaces its card."
+    )
+    @errors_as_union
+    async def update_model(self, info: Info, input: UpdateModelInput) -> UpdateModelResult:
+        row = await submission_service.update_model(
+            *info.context.caller,
+            parse_id(input.id, "id"),
+            name=input.name,
+            published=input.published,
+            anonymous=input.anonymous,
+            card=_card(input.card) if input.card is not None else None,
+        )
+        return UpdatedModel(model=Model.from_row(row, privileged=True))
+
+    @strawberry.mutation(
+        description="Its submitter (or an admin) deletes a model and its evaluations; refused while an evaluation "
+        "is running."
+    )
+    @errors_as_union
+    async def delete_model(self, info: Info, input: DeleteModelInput) -> DeleteModelResult:
+        row = await submission_service.delete_model(*info.context.caller, parse_id(input.id, "id"))
+        return DeletedModel(id=strawberry.ID(str(row.id)))
 
     @strawberry.mutation(
         description="Upload predictions for one data set instead of a model: scored at once, "

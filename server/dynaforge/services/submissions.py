@@ -9,6 +9,8 @@ owners and admins.
 
 from __future__ import annotations
 
+import base64
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -16,7 +18,7 @@ from sqlalchemy import delete, func, or_, select
 from sqlmodel import col
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
-from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
+from dynaforge.errors import MAX_ID, Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
 from dynaforge.files import Problems
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
@@ -171,6 +173,148 @@ async def get_model(p: Platform, actor: Actor, model_id: int) -> tuple[ModelRow,
             raise NotFound(f"No model {model_id} that you can see")
         await task_service.get_task(p, actor, code)  # hidden tasks stay hidden
     return model, privileged
+
+
+_MODEL_CURSOR = "model:"
+
+
+@dataclass
+class ModelPage:
+    """One page of a task's models, newest first: each with whether the caller may see everything about it."""
+
+    items: list[tuple[ModelRow, bool]]
+    has_next: bool
+
+
+def encode_model_cursor(model_id: int) -> str:
+    return base64.urlsafe_b64encode(f"{_MODEL_CURSOR}{model_id}".encode()).decode()
+
+
+def _decode_model_cursor(cursor: str) -> int:
+    try:
+        raw = base64.urlsafe_b64decode(cursor.encode()).decode()
+        if not raw.startswith(_MODEL_CURSOR):
+            raise ValueError
+        number = int(raw[len(_MODEL_CURSOR) :])
+        if not 0 < number <= MAX_ID + 1:
+            raise ValueError
+        return number
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput.from_errors(
+            [FieldError("after", "cursor", "is not a cursor from this list; pass pageInfo.endCursor unchanged")]
+        ) from exc
+
+
+async def list_models(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    *,
+    mine: bool = False,
+    published: bool | None = None,
+    first: int = 20,
+    after: str | None = None,
+) -> ModelPage:
+    """A task's models, newest first: published ones for everyone who can see the task, plus one's own; every one
+    for the task's owners and admins. ``mine`` narrows to the caller's own (signed in), ``published`` to published
+    or unpublished ones."""
+    if not 1 <= first <= p.settings.page_max_size:
+        raise InvalidInput.from_errors(
+            [FieldError("first", "range", f"must be between 1 and {p.settings.page_max_size}")]
+        )
+    before_id = _decode_model_cursor(after) if after is not None else None
+    view = await task_service.get_task(p, actor, task_code)
+    if mine:
+        require_human(actor)
+    where = [col(ModelRow.task_id) == view.row.id]
+    async with p.db.session() as s:
+        sees_all = actor.is_authenticated and await task_service.is_owner(s, actor, view.row.id)
+        if mine:
+            where.append(col(ModelRow.user_id) == actor.user_id)
+        elif not sees_all:
+            visible = col(ModelRow.published).is_(True)
+            where.append(visible | (col(ModelRow.user_id) == actor.user_id) if actor.user_id is not None else visible)
+        if published is not None:
+            where.append(col(ModelRow.published).is_(published))
+        if before_id is not None:
+            where.append(col(ModelRow.id) < before_id)
+        rows = list(await s.scalars(select(ModelRow).where(*where).order_by(col(ModelRow.id).desc()).limit(first + 1)))
+    page = rows[:first]
+    return ModelPage(
+        [(m, sees_all or (actor.user_id is not None and m.user_id == actor.user_id)) for m in page],
+        len(rows) > first,
+    )
+
+
+async def _own_model(s: Any, actor: Actor, model_id: int) -> ModelRow:
+    """A model its submitter (or an admin) may change; NotFound for one the actor cannot see, Forbidden for one
+    they can see but not change (a published model of someone else, any model of a task they own)."""
+    model = await s.get(ModelRow, model_id, with_for_update=s.get_bind().dialect.name == "postgresql")
+    if model is None:
+        raise NotFound(f"No model {model_id} that you can see")
+    if model.user_id == actor.user_id or actor.is_admin:
+        return model
+    if model.published or await task_service.is_owner(s, actor, model.task_id):
+        raise Forbidden(f"Only the submitter of model {model_id} (or an admin) can change or delete it")
+    raise NotFound(f"No model {model_id} that you can see")
+
+
+async def update_model(
+    p: Platform,
+    actor: Actor,
+    model_id: int,
+    *,
+    name: str | None = None,
+    published: bool | None = None,
+    anonymous: bool | None = None,
+    card: dict[str, Any] | None = None,
+) -> ModelRow:
+    """The submitter (or an admin) renames a model, publishes or withdraws it from the leaderboard, shows or hides
+    their name, or replaces its card. Fields left out (None) do not change."""
+    actor = require_human(actor)
+    errors = []
+    if name is not None and not 1 <= len(name.strip()) <= 100:
+        errors.append(FieldError("name", "length", "must have 1 to 100 characters"))
+    checked_card = None
+    if card is not None:
+        try:
+            checked_card = check_card(card)
+        except InvalidInput as exc:
+            errors += exc.field_errors
+    if errors:
+        raise InvalidInput.from_errors(errors)
+    async with p.db.write() as s:
+        model = await _own_model(s, actor, model_id)
+        if name is not None:
+            model.name = name.strip()
+        if published is not None:
+            model.published = published
+        if anonymous is not None:
+            model.anonymous = anonymous
+        if checked_card is not None:
+            model.card = checked_card
+    return model
+
+
+async def delete_model(p: Platform, actor: Actor, model_id: int) -> ModelRow:
+    """The submitter (or an admin) deletes a model with its evaluations; refused while one is running (the job
+    would write to rows that are gone): try again when it finishes. Queued evaluations go with it."""
+    actor = require_human(actor)
+    async with p.db.write() as s:
+        model = await _own_model(s, actor, model_id)
+        running = await s.scalar(
+            select(func.count())
+            .select_from(Evaluation)
+            .where(col(Evaluation.model_id) == model_id, col(Evaluation.status) == EvaluationStatus.RUNNING)
+        )
+        if running:
+            raise Conflict(
+                f"Model {model_id} has {running} evaluation(s) running; delete it when they finish "
+                "(its evaluations say how far they are)"
+            )
+        await s.execute(delete(Evaluation).where(col(Evaluation.model_id) == model_id))
+        await s.delete(model)
+    return model
 
 
 async def evaluations_of(p: Platform, model_id: int) -> list[tuple[Evaluation, Dataset]]:
