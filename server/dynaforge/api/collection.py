@@ -196,7 +196,9 @@ ValidateExampleResult = Annotated[
     ValidatedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
     strawberry.union("ValidateExampleResult"),
 ]
-SkipExampleResult = Annotated[SkippedExample | NotAuthenticated | NotFound, strawberry.union("SkipExampleResult")]
+SkipExampleResult = Annotated[
+    SkippedExample | InvalidInput | NotAuthenticated | NotFound, strawberry.union("SkipExampleResult")
+]
 FlagExampleResult = Annotated[
     FlaggedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
     strawberry.union("FlagExampleResult"),

@@ -294,7 +294,8 @@ UpdateModelResult = Annotated[
     UpdatedModel | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("UpdateModelResult")
 ]
 DeleteModelResult = Annotated[
-    DeletedModel | NotAuthenticated | Forbidden | NotFound | Conflict, strawberry.union("DeleteModelResult")
+    DeletedModel | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    strawberry.union("DeleteModelResult"),
 ]
 UploadPerturbedCopyResult = Annotated[
     DatasetsCreated | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists,
