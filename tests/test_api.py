@@ -36,7 +36,7 @@ async def test_tasks_query_is_public(gql):
     assert toy["labels"] == ["good", "bad"]
     assert toy["currentRound"] == {"number": 1, "collected": 0}
     assert toy["fieldsJsonSchema"]["properties"]["label"]["enum"] == ["good", "bad"]
-    assert {"name": "label", "role": "TARGET", "type": "choice", "choices": ["good", "bad"]} in toy["fields"]
+    assert {"name": "label", "role": "TARGET", "type": "CHOICE", "choices": ["good", "bad"]} in toy["fields"]
     inputs_only = await gql('{ task(code: "toy") { fieldsJsonSchema(roles: [INPUT]) } }', token=None)
     assert list(inputs_only["task"]["fieldsJsonSchema"]["properties"]) == ["text"]
     assert (await gql('{ task(code: "missing") { code } }', token=None))["task"] is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
+from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
@@ -13,7 +14,7 @@ from dynaforge.api.types.stats import Stats, TaskSettings
 from dynaforge.api.types.user import User
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
-from dynaforge.tasks.fields import ChoiceField, Role
+from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
 
 
 @strawberry.enum(description="What a field is for.")
@@ -24,23 +25,70 @@ class FieldRole(Enum):
     METADATA = "metadata"
 
 
-@strawberry.type(description="One field of a task.")
+@strawberry.enum(description="The kind of value a field holds; a form picks its control from it.")
+class FieldType(Enum):
+    TEXT = "text"
+    CHOICE = "choice"
+    SPAN = "span"
+    NUMBER = "number"
+    BOOLEAN = "boolean"
+    OTHER = strawberry.enum_value("other", description="A kind a plugin defines: see the field's jsonSchema.")
+
+
+@strawberry.type(
+    description="One field of a task, with everything a form needs to render and check it before sending: its "
+    "kind, limits and choices. Null limits do not apply to the field's kind."
+)
 class TaskField:
     name: str
     role: FieldRole
-    type: str = strawberry.field(description="The field type: text, choice, span, number or boolean.")
+    type: FieldType
     description: str
     required: bool
-    choices: list[str] | None
+    choices: list[str] | None = strawberry.field(description="CHOICE: the values it takes, in order.")
+    min_length: int | None = strawberry.field(description="TEXT: the fewest characters (surrounding spaces aside).")
+    max_length: int | None = strawberry.field(description="TEXT and SPAN: the most characters.")
+    minimum: float | None = strawberry.field(description="NUMBER: the least value, if bounded.")
+    maximum: float | None = strawberry.field(description="NUMBER: the greatest value, if bounded.")
+    integer: bool | None = strawberry.field(description="NUMBER: whether only whole numbers are accepted.")
+    context_field: str | None = strawberry.field(
+        description="SPAN: the context field the span is selected from (its text must appear there)."
+    )
+    json_schema: JSON = strawberry.field(
+        description="The field's JSON Schema (draft 2020-12) as the task defines it, the shape OTHER fields use."
+    )
 
 
-_TYPE_NAMES = {
-    "TextField": "text",
-    "ChoiceField": "choice",
-    "SpanField": "span",
-    "NumberField": "number",
-    "BooleanField": "boolean",
-}
+def _field_type(field: Field) -> FieldType:
+    for kind, field_type in (
+        (TextField, FieldType.TEXT),
+        (ChoiceField, FieldType.CHOICE),
+        (SpanField, FieldType.SPAN),
+        (NumberField, FieldType.NUMBER),
+        (BooleanField, FieldType.BOOLEAN),
+    ):
+        if isinstance(field, kind):
+            return field_type
+    return FieldType.OTHER
+
+
+def task_field(field: Field, task: Any) -> TaskField:
+    """The descriptor of one of ``task``'s fields."""
+    return TaskField(
+        name=field.name,
+        role=FieldRole(field.role.value),
+        type=_field_type(field),
+        description=field.description,
+        required=field.required,
+        choices=list(field.options(task)) if isinstance(field, ChoiceField) else None,
+        min_length=field.min_length if isinstance(field, TextField) else None,
+        max_length=field.max_length if isinstance(field, (TextField, SpanField)) else None,
+        minimum=field.minimum if isinstance(field, NumberField) else None,
+        maximum=field.maximum if isinstance(field, NumberField) else None,
+        integer=field.integer if isinstance(field, NumberField) else None,
+        context_field=field.context_field if isinstance(field, SpanField) else None,
+        json_schema=JSON(field.json_schema(task)),
+    )
 
 
 @strawberry.type(description="A task: its fields, labels and current round. Its behaviour comes from a plugin.")
@@ -61,17 +109,7 @@ class Task:
     @strawberry.field
     def fields(self) -> list[TaskField]:
         task = self.view.task
-        return [
-            TaskField(
-                name=f.name,
-                role=FieldRole(f.role.value),
-                type=_TYPE_NAMES.get(type(f).__name__, type(f).__name__),
-                description=f.description,
-                required=f.required,
-                choices=list(f.options(task)) if isinstance(f, ChoiceField) else None,
-            )
-            for f in task.fields
-        ]
+        return [task_field(f, task) for f in task.fields]
 
     @strawberry.field(description="JSON Schema (draft 2020-12) of the fields with the given roles (default: all).")
     def fields_json_schema(self, roles: list[FieldRole] | None = None) -> JSON:
