@@ -23,7 +23,7 @@ from dynaforge.api.errors import (
     parse_id,
 )
 from dynaforge.api.mutations import TargetModelInput
-from dynaforge.api.types.example import Example
+from dynaforge.api.types.example import Example, ValidationLabel
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
 from dynaforge.api.types.task import Task
@@ -35,13 +35,6 @@ from dynaforge.services import tasks as task_service
 from dynaforge.services import validation as validation_service
 
 Info = strawberry.Info[RequestContext]
-
-
-@strawberry.enum(description="A validator's verdict on an example.")
-class ValidationLabel(Enum):
-    CORRECT = "CORRECT"
-    INCORRECT = "INCORRECT"
-    FLAGGED = "FLAGGED"
 
 
 @strawberry.enum(

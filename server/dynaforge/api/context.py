@@ -48,4 +48,13 @@ class RequestContext:
         response=None,
         token: str | None = None,
     ):
-        return cls(platform, actor, request, response, _loaders(platform), token)
+        context = cls(platform, actor, request, response, _loaders(platform), token)
+
+        async def load_reviews(ids: list[int]) -> list[Any]:
+            # The actor as it is when loading: a websocket's is set after the context is made.
+            found = await example_service.reviews(platform, context.actor, list(ids))
+            return [found.get(i) for i in ids]
+
+        # Not cached: a websocket's context lives as long as the connection, and votes keep coming.
+        context.loaders["review"] = DataLoader(load_fn=load_reviews, cache=False)
+        return context

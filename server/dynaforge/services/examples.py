@@ -24,7 +24,19 @@ from sqlalchemy import Connection, bindparam, func, insert, select, update
 from sqlmodel import col
 
 from dynaforge.db.engine import rowcount
-from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, row_object, table, utcnow
+from dynaforge.db.models import (
+    Context,
+    Example,
+    ExampleStatus,
+    Round,
+    TaskOwner,
+    TaskRow,
+    User,
+    Validation,
+    row_object,
+    table,
+    utcnow,
+)
 from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
 from dynaforge.services import announce
@@ -492,6 +504,57 @@ async def list_examples(
     rows = [example for example, _ in found[:limit]]
     numbers = {example.round_id: number for example, number in found[:limit]}
     return Page(rows, has_next, encode_cursor(rows[-1].id) if rows else None, view.task.code, numbers)
+
+
+@dataclass
+class Review:
+    """What the people in charge of an example may read about it beyond its content."""
+
+    author: User | None  # for the author themself and the task's owners and admins
+    flag_reason: str | None
+    validations: list[tuple[Validation, User]] | None  # each vote with its validator; owners and admins only
+
+
+async def reviews(p: Platform, actor: Actor, example_ids: list[int]) -> dict[int, Review]:
+    """For each example ``actor`` authored or whose task they own (or any, for admins): its author, flag reason and
+    (owners and admins) its votes with their validators, oldest first. Examples of anyone else are left out."""
+    if actor.user_id is None and not actor.is_admin:
+        return {}
+    async with p.db.session() as s:
+        rows = (
+            await s.execute(
+                select(col(Example.id), col(Example.task_id), col(Example.user_id), col(Example.flag_reason)).where(
+                    col(Example.id).in_(example_ids)
+                )
+            )
+        ).all()
+        task_ids = {r.task_id for r in rows}
+        if actor.is_admin:
+            owned = task_ids
+        else:
+            owned = set(
+                await s.scalars(
+                    select(col(TaskOwner.task_id)).where(
+                        col(TaskOwner.user_id) == actor.user_id, col(TaskOwner.task_id).in_(task_ids)
+                    )
+                )
+            )
+        visible = [r for r in rows if r.task_id in owned or r.user_id == actor.user_id]
+        if not visible:
+            return {}
+        users = {u.id: u for u in await s.scalars(select(User).where(col(User.id).in_({r.user_id for r in visible})))}
+        votes: dict[int, list[tuple[Validation, User]]] = {r.id: [] for r in visible if r.task_id in owned}
+        if votes:
+            for vote, validator in (
+                await s.execute(
+                    select(Validation, User)
+                    .join(User, col(User.id) == col(Validation.user_id))
+                    .where(col(Validation.example_id).in_(list(votes)))
+                    .order_by(col(Validation.id))
+                )
+            ).all():
+                votes[vote.example_id].append((vote, validator))
+    return {r.id: Review(users.get(r.user_id), r.flag_reason, votes.get(r.id)) for r in visible}
 
 
 async def rounds_by_id(p: Platform, round_ids: list[int]) -> dict[int, Round]:

@@ -9,6 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.types.user import User
 from dynaforge.db.models import Example as ExampleRow
 from dynaforge.db.models import ExampleStatus as Status
 from dynaforge.db.models import as_utc
@@ -39,6 +40,31 @@ async def _round_number(info: strawberry.Info[RequestContext], round_id: int) ->
 async def _context_fields(info: strawberry.Info[RequestContext], context_id: int) -> dict | None:
     row = await example_service.cached_context(info.context.platform, context_id)
     return None if row is None else row.fields
+
+
+@strawberry.enum(description="A validator's verdict on an example.")
+class ValidationLabel(Enum):
+    CORRECT = "CORRECT"
+    INCORRECT = "INCORRECT"
+    FLAGGED = "FLAGGED"
+
+
+@strawberry.type(description="One validator's vote on an example, as the task's owners and admins see it.")
+class Validation:
+    id: strawberry.ID
+    label: ValidationLabel
+    reason: str | None = strawberry.field(description="Why, in the validator's words (required for FLAGGED).")
+    corrected_target: JSON | None = strawberry.field(
+        description="With INCORRECT: the target fields as the validator says they should be (the task's shape)."
+    )
+    by_owner: bool = strawberry.field(description="Whether an owner or admin cast it (such a vote decides alone).")
+    created_at: datetime
+    validator: User
+
+
+async def _review(info: strawberry.Info[RequestContext], example_id: int) -> example_service.Review | None:
+    review: example_service.Review | None = await info.context.loaders["review"].load(example_id)
+    return review
 
 
 @strawberry.type(description="An example written against a target model.")
@@ -85,6 +111,41 @@ class Example:
         if self.row.context_id is None:
             return None
         return _context_fields(info, self.row.context_id)  # type: ignore[return-value]  # awaited (see above)
+
+    @strawberry.field(
+        description="Who wrote it: for the author themself and the task's owners and admins; null for everyone else."
+    )
+    async def author(self, info: strawberry.Info[RequestContext]) -> User | None:
+        review = await _review(info, self.row.id)
+        return None if review is None or review.author is None else User.from_row(review.author)
+
+    @strawberry.field(
+        description="Why it was flagged (FLAGGED examples): for the author and the task's owners and admins."
+    )
+    async def flag_reason(self, info: strawberry.Info[RequestContext]) -> str | None:
+        review = await _review(info, self.row.id)
+        return None if review is None else review.flag_reason
+
+    @strawberry.field(
+        description="Every vote with its validator, reason and correction, oldest first: for the task's owners and "
+        "admins; null for everyone else (the counts are in `votes`)."
+    )
+    async def validations(self, info: strawberry.Info[RequestContext]) -> list[Validation] | None:
+        review = await _review(info, self.row.id)
+        if review is None or review.validations is None:
+            return None
+        return [
+            Validation(
+                id=strawberry.ID(str(vote.id)),
+                label=ValidationLabel(vote.label),
+                reason=vote.reason,
+                corrected_target=None if vote.corrected_target is None else JSON(vote.corrected_target),
+                by_owner=vote.by_owner,
+                created_at=as_utc(vote.created_at),
+                validator=User.from_row(validator),
+            )
+            for vote, validator in review.validations
+        ]
 
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:

@@ -1,0 +1,82 @@
+"""What the people in charge of an example read about it: its author (the author themself and the task's owners and
+admins), why it was flagged, and each vote with its validator, reason and correction (owners and admins only)."""
+
+from __future__ import annotations
+
+import pytest
+from support import make_user
+
+from dynaforge.services import auth, examples, tasks, validation
+from dynaforge.services.actor import Actor
+
+REVIEW = """query($id: ID!) { example(id: $id) { id author { username } flagReason
+  validations { label reason correctedTarget byOwner validator { username } } } }"""
+QUEUE = """query { exampleToValidate(taskCode: "toy") { id author { username } flagReason validations { label } } }"""
+
+
+@pytest.fixture
+async def people(platform):
+    actors = {n: await make_user(platform, f"rv_{n}") for n in ("author", "v1", "v2", "owner")}
+    actors["admin"] = await make_user(platform, "rv_admin", admin=True)
+    await tasks.grant_ownership(platform, Actor.system(), "toy", actors["owner"].user_id)
+    return actors
+
+
+async def _token(platform, actor) -> str:
+    return (await auth.create_token(platform, actor, name="review"))[1]
+
+
+async def test_owners_read_every_vote_with_its_validator_and_correction(gql, platform, people):
+    made = await examples.submit(
+        platform, people["author"], task_code="toy", fields={"text": "a good film", "label": "bad"}
+    )
+    example_id = made.example.id
+    await validation.validate(
+        platform, people["v1"], example_id, "INCORRECT", corrected_target={"label": "good"}, reason="it is praise"
+    )
+    await validation.validate(platform, people["v2"], example_id, "CORRECT")
+
+    owner = (await gql(REVIEW, {"id": str(example_id)}, token=await _token(platform, people["owner"])))["example"]
+    assert owner["author"] == {"username": "rv_author"} and owner["flagReason"] is None
+    assert owner["validations"] == [
+        {
+            "label": "INCORRECT",
+            "reason": "it is praise",
+            "correctedTarget": {"label": "good"},
+            "byOwner": False,
+            "validator": {"username": "rv_v1"},
+        },
+        {
+            "label": "CORRECT",
+            "reason": None,
+            "correctedTarget": None,
+            "byOwner": False,
+            "validator": {"username": "rv_v2"},
+        },
+    ]
+    admin = (await gql(REVIEW, {"id": str(example_id)}, token=await _token(platform, people["admin"])))["example"]
+    assert admin["validations"] == owner["validations"]
+    author = (await gql(REVIEW, {"id": str(example_id)}, token=await _token(platform, people["author"])))["example"]
+    assert author["author"] == {"username": "rv_author"} and author["validations"] is None  # counts only, in votes
+
+
+async def test_validators_see_neither_the_author_nor_the_others_votes(gql, platform, people):
+    made = await examples.submit(
+        platform, people["author"], task_code="toy", fields={"text": "a good song", "label": "bad"}
+    )
+    await validation.validate(platform, people["v2"], made.example.id, "CORRECT", reason="fine")
+    served = (await gql(QUEUE, token=await _token(platform, people["v1"])))["exampleToValidate"]
+    assert served == {"id": str(made.example.id), "author": None, "flagReason": None, "validations": None}
+
+
+async def test_the_flag_reason_reaches_the_author_and_the_owners(gql, platform, people):
+    made = await examples.submit(
+        platform, people["author"], task_code="toy", fields={"text": "a good name", "label": "bad"}
+    )
+    await validation.flag(platform, people["v1"], made.example.id, "it names a real person")
+    for who, sees_votes in (("author", False), ("owner", True)):
+        seen = (await gql(REVIEW, {"id": str(made.example.id)}, token=await _token(platform, people[who])))["example"]
+        assert seen["flagReason"] == "it names a real person"
+        assert (seen["validations"] is not None) is sees_votes
+    reviews = await examples.reviews(platform, Actor.anonymous(), [made.example.id])
+    assert reviews == {}
