@@ -263,6 +263,17 @@ class World:
 
         return await self._once("snapshot", make)
 
+    async def fork(self) -> int:
+        """A leaderboard fork AUTHOR saved."""
+
+        async def make():
+            row = await board_service.save_fork(
+                self.p, self.actors[AUTHOR], TASK, "authors-fork", metric_weights=None, dataset_weights=None
+            )
+            return row.id
+
+        return await self._once("fork", make)
+
     # ------------------------------------------------------------------ webhooks
 
     async def webhook(self) -> int:

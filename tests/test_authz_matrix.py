@@ -193,6 +193,11 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "snapshotLeaderboard":            rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "leaderboardSnapshot":            rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "leaderboardSnapshot@hiddenTask": rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
+    "myLeaderboardForks":             rule(NOAUTH,   NONE,      OWN,       NONE,      NONE,      NONE, NOAUTH),
+    "myLeaderboardSnapshots":         rule(NOAUTH,   NONE,      OWN,       NONE,      NONE,      NONE, NOAUTH),
+    "deleteLeaderboardFork":          rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
+    "deleteLeaderboardFork@hiddenTask": rule(NOAUTH, NOTFOUND,  OK,        NOTFOUND,  FORBIDDEN, OK,   NOAUTH),
+    "deleteLeaderboardSnapshot":      rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
     # --- webhooks (signed-in humans; a webhook: its registrant, the task's owners and admins)
     "createWebhook":                  rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "createWebhook@hiddenTask":       rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
@@ -894,6 +899,53 @@ async def _leaderboard_snapshot_hidden(w: World) -> Variables:
     snapshot_id = await w.snapshot()
     await w.hide_task()
     return {"id": str(snapshot_id)}
+
+
+def _classify_mine(names_key: str, own: str):
+    def classify(value: Any, seen: Seen) -> str:
+        names = {item["name"] for item in value}
+        if not names:
+            return NONE
+        return OWN if names == {own} else f"leak: {sorted(names)}"
+
+    return classify
+
+
+@operation(
+    "myLeaderboardForks",
+    document="query($t: String!) { myLeaderboardForks(taskCode: $t) { id name } }",
+    classify=_classify_mine("forks", "authors-fork"),
+)
+async def _my_forks(w: World) -> Variables:
+    await w.fork()
+    return {"t": TASK}
+
+
+@operation(
+    "myLeaderboardSnapshots",
+    document="query($t: String!) { myLeaderboardSnapshots(taskCode: $t) { id name } }",
+    classify=_classify_mine("snapshots", "authors-snapshot"),
+)
+async def _my_snapshots(w: World) -> Variables:
+    await w.snapshot()
+    return {"t": TASK}
+
+
+@operation("deleteLeaderboardFork")
+async def _delete_fork(w: World) -> Variables:
+    return _input(id=str(await w.fork()))
+
+
+@operation("deleteLeaderboardFork@hiddenTask")
+async def _delete_fork_hidden(w: World) -> Variables:
+    fork_id = await w.fork()
+    await w.hide_task()
+    return _input(id=str(fork_id))
+
+
+@operation("deleteLeaderboardSnapshot")
+async def _delete_snapshot(w: World) -> Variables:
+    return _input(id=str(await w.snapshot()))
 
 
 # ---------------------------------------------------------------- webhooks

@@ -200,3 +200,72 @@ async def test_graphql_contract(gql, platform, board):
         """mutation { snapshotLeaderboard(input: {taskCode: "toy", name: "x"}) { __typename } }""", token=None
     )
     assert anonymous["snapshotLeaderboard"]["__typename"] == "NotAuthenticated"
+
+
+AXES = """query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) {
+  memoryBudgetGb metrics { name direction unit weight exchangeRate }
+  rows { dynascore metrics { name value } } } }"""
+
+
+def _oriented(value: float, direction: str, budget: float) -> float:
+    return {"HIGHER": value, "LOWER": -value, "MEMORY": budget - value}[direction]
+
+
+WEIGHTS = [{"name": "accuracy", "weight": 2}, {"name": "memory", "weight": 3}, {"name": "macro_f1", "weight": 0}]
+
+
+@pytest.mark.parametrize("weights", [None, WEIGHTS])
+async def test_a_client_recomputes_each_dynascore_from_the_axes(gql, platform, board, weights):
+    """What the board publishes per axis (direction, weight, exchange rate, the memory budget) and per row (each
+    metric's value) is enough to recompute every Dynascore, as sliders on a client do."""
+    data = (await gql(AXES, {"w": weights}))["leaderboard"]
+    axes = {a["name"]: a for a in data["metrics"]}
+    assert axes["memory"]["direction"] == "MEMORY" and axes["memory"]["unit"] == "GB"
+    assert axes["throughput"]["unit"] == "examples/s" and axes["accuracy"]["unit"] is None
+    assert sum(a["weight"] for a in axes.values()) == pytest.approx(1.0)
+    if weights is not None:  # unscored axes have no exchange rate
+        assert axes["macro_f1"]["weight"] == 0 and axes["macro_f1"]["exchangeRate"] is None
+    scored = [a for a in axes.values() if a["weight"] > 0]
+    for row in [r for r in data["rows"] if r["dynascore"] is not None]:
+        values = {m["name"]: m["value"] for m in row["metrics"]}
+        again = sum(
+            a["weight"] * _oriented(values[a["name"]], a["direction"], data["memoryBudgetGb"]) / a["exchangeRate"]
+            for a in scored
+        )
+        assert again == pytest.approx(row["dynascore"], rel=1e-9)
+
+
+FORKS = (
+    """query { myLeaderboardForks(taskCode: "toy") { id name } myLeaderboardSnapshots(taskCode: "toy") { id name } }"""
+)
+DELETE_FORK = """mutation($id: ID!) { deleteLeaderboardFork(input: {id: $id}) {
+  __typename ... on LeaderboardItemDeleted { id } ... on Error { message } } }"""
+DELETE_SNAPSHOT = """mutation($id: ID!) { deleteLeaderboardSnapshot(input: {id: $id}) {
+  __typename ... on LeaderboardItemDeleted { id } ... on Error { message } } }"""
+
+
+async def test_forks_and_snapshots_are_listed_and_deleted_by_their_author(gql, platform, board):
+    builder = board["builder"]
+    first = await leaderboard.save_fork(platform, builder, "toy", "a", metric_weights=None, dataset_weights=None)
+    second = await leaderboard.save_fork(platform, builder, "toy", "b", metric_weights=None, dataset_weights=None)
+    frozen = await leaderboard.snapshot(platform, builder, "toy", "then", metric_weights=None, dataset_weights=None)
+    assert [f.name for f in await leaderboard.my_forks(platform, builder, "toy")] == ["b", "a"]
+    assert [s.name for s in await leaderboard.my_snapshots(platform, builder, "toy")] == ["then"]
+
+    gql.token, _ = await register_user(gql, "onlooker")
+    assert (await gql(FORKS)) == {"myLeaderboardForks": [], "myLeaderboardSnapshots": []}  # theirs, not others'
+    refused = (await gql(DELETE_FORK, {"id": str(first.id)}))["deleteLeaderboardFork"]
+    assert refused["__typename"] == "Forbidden"  # shared by id: they know it exists, and are told who may delete it
+    assert (await gql(DELETE_SNAPSHOT, {"id": str(frozen.id)}))["deleteLeaderboardSnapshot"][
+        "__typename"
+    ] == "Forbidden"
+
+    await leaderboard.delete_fork(platform, builder, first.id)
+    assert [f.id for f in await leaderboard.my_forks(platform, builder, "toy")] == [second.id]
+    with pytest.raises(NotFound):
+        await leaderboard.compute(platform, Actor.anonymous(), "toy", fork_id=first.id)
+    await leaderboard.delete_snapshot(platform, builder, frozen.id)
+    with pytest.raises(NotFound):
+        await leaderboard.get_snapshot(platform, builder, frozen.id)
+    with pytest.raises(NotFound):
+        await leaderboard.delete_snapshot(platform, builder, frozen.id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import Enum
 from typing import Annotated, Any
 
 import strawberry
@@ -28,6 +29,7 @@ from dynaforge.api.types.example import PageInfo
 from dynaforge.db.models import Dataset as DatasetRow
 from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import ModelRow, as_utc
+from dynaforge.evaluation import dynascore
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import leaderboard as board_service
@@ -342,6 +344,13 @@ class LeaderboardRow:
 class Leaderboard:
     task_code: str
     principal_metric: str
+    metrics: list[LeaderboardAxis] = strawberry.field(
+        description="Every axis of the board, with what a client needs to draw a slider and a legend per axis and to "
+        "recompute Dynascores itself as weights move: direction, unit, weight in use and exchange rate."
+    )
+    memory_budget_gb: float = strawberry.field(
+        description="The memory budget a MEMORY axis is oriented against (the budget left scores)."
+    )
     datasets: list[str]
     metric_weights: list[Weight]
     dataset_weights: list[Weight]
@@ -360,6 +369,18 @@ class Leaderboard:
         return cls(
             task_code=board.task_code,
             principal_metric=board.principal,
+            metrics=[
+                LeaderboardAxis(
+                    name=m.name,
+                    description=m.description,
+                    direction=MetricDirection(m.direction),
+                    unit=m.unit,
+                    weight=m.weight,
+                    exchange_rate=m.exchange_rate,
+                )
+                for m in board.metrics
+            ],
+            memory_budget_gb=dynascore.DEFAULT_MEMORY_BUDGET_GB,
             datasets=board.datasets,
             metric_weights=[Weight(name=k, weight=v) for k, v in board.metric_weights.items()],
             dataset_weights=[Weight(name=k, weight=v) for k, v in board.dataset_weights.items()],
@@ -386,6 +407,27 @@ class Leaderboard:
         )
 
 
+@strawberry.enum(description="Which way a metric is better, and how the Dynascore orients it.")
+class MetricDirection(Enum):
+    HIGHER = strawberry.enum_value("higher", description="Higher is better (accuracy, throughput, ...).")
+    LOWER = strawberry.enum_value("lower", description="Lower is better (an error rate): oriented as -x.")
+    MEMORY = strawberry.enum_value("memory", description="Memory in GB: oriented as the budget left, budget - x.")
+
+
+@strawberry.type(description="One axis of a leaderboard.")
+class LeaderboardAxis:
+    name: str
+    description: str
+    direction: MetricDirection
+    unit: str | None = strawberry.field(description="What its values are in (e.g. examples/s, GB); null: a ratio.")
+    weight: float = strawberry.field(description="The weight in use, normalised with the others to sum 1.")
+    exchange_rate: float | None = strawberry.field(
+        description="Its average marginal rate of substitution against the principal metric: a row's Dynascore is "
+        "the sum over scored axes of weight x oriented value / exchange rate (oriented: the value; minus it for "
+        "LOWER; memoryBudgetGb minus it for MEMORY). Null when the axis is not scored (weight 0)."
+    )
+
+
 @strawberry.type(description="Saved leaderboard weights; pass its id as `forkId` to see the board with them.")
 class LeaderboardFork:
     id: strawberry.ID
@@ -403,6 +445,32 @@ class LeaderboardSnapshot:
     dataset_weights: JSON
     rows: JSON
     created_at: datetime
+
+
+def _fork(row) -> LeaderboardFork:
+    return LeaderboardFork(
+        id=strawberry.ID(str(row.id)),
+        name=row.name,
+        description=row.description,
+        metric_weights=JSON(row.metric_weights),
+        dataset_weights=JSON(row.dataset_weights),
+    )
+
+
+@strawberry.input
+class DeleteLeaderboardItemInput:
+    id: strawberry.ID
+
+
+@strawberry.type(description="The fork or snapshot is gone.")
+class LeaderboardItemDeleted:
+    id: strawberry.ID
+
+
+DeleteLeaderboardItemResult = Annotated[
+    LeaderboardItemDeleted | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union("DeleteLeaderboardItemResult"),
+]
 
 
 def _snapshot(row) -> LeaderboardSnapshot:
@@ -474,6 +542,16 @@ class EvaluationQuery:
         )
         return Leaderboard.of(board)
 
+    @strawberry.field(description="The leaderboard forks you saved on a task, newest first.")
+    @errors_as_graphql
+    async def my_leaderboard_forks(self, info: Info, task_code: str) -> list[LeaderboardFork]:
+        return [_fork(r) for r in await board_service.my_forks(*info.context.caller, task_code)]
+
+    @strawberry.field(description="The leaderboard snapshots you took of a task, newest first.")
+    @errors_as_graphql
+    async def my_leaderboard_snapshots(self, info: Info, task_code: str) -> list[LeaderboardSnapshot]:
+        return [_snapshot(r) for r in await board_service.my_snapshots(*info.context.caller, task_code)]
+
     @strawberry.field(description="A frozen leaderboard.")
     @errors_as_null
     async def leaderboard_snapshot(self, info: Info, id: strawberry.ID) -> LeaderboardSnapshot | None:
@@ -542,6 +620,22 @@ def _card(card: ModelCardInput | None) -> dict[str, Any] | None:
 
 @strawberry.type
 class EvaluationMutation:
+    @strawberry.mutation(description="Delete one of your leaderboard forks (admins: anyone's).")
+    @errors_as_union
+    async def delete_leaderboard_fork(
+        self, info: Info, input: DeleteLeaderboardItemInput
+    ) -> DeleteLeaderboardItemResult:
+        row = await board_service.delete_fork(*info.context.caller, parse_id(input.id, "id"))
+        return LeaderboardItemDeleted(id=strawberry.ID(str(row.id)))
+
+    @strawberry.mutation(description="Delete one of your leaderboard snapshots (admins: anyone's).")
+    @errors_as_union
+    async def delete_leaderboard_snapshot(
+        self, info: Info, input: DeleteLeaderboardItemInput
+    ) -> DeleteLeaderboardItemResult:
+        row = await board_service.delete_snapshot(*info.context.caller, parse_id(input.id, "id"))
+        return LeaderboardItemDeleted(id=strawberry.ID(str(row.id)))
+
     @strawberry.mutation(description="Save leaderboard weights under a name (a fork others can open by its id).")
     @errors_as_union
     async def save_leaderboard_fork(self, info: Info, input: LeaderboardWeightsInput) -> SaveForkResult:
@@ -553,15 +647,7 @@ class EvaluationMutation:
             dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
             description=input.description,
         )
-        return LeaderboardForkSaved(
-            fork=LeaderboardFork(
-                id=strawberry.ID(str(row.id)),
-                name=row.name,
-                description=row.description,
-                metric_weights=JSON(row.metric_weights),
-                dataset_weights=JSON(row.dataset_weights),
-            )
-        )
+        return LeaderboardForkSaved(fork=_fork(row))
 
     @strawberry.mutation(description="Freeze the leaderboard as it is now with these weights.")
     @errors_as_union

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlmodel import col
 
 from dynaforge.db.models import (
@@ -36,7 +36,7 @@ from dynaforge.db.models import (
     User,
     table,
 )
-from dynaforge.errors import AlreadyExists, FieldError, InvalidInput, NotFound
+from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation import dynascore
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
@@ -87,6 +87,23 @@ class Board:
     rows: list[BoardRow]
     amrs_fallback: bool
     extra: dict[str, Any] = field(default_factory=dict)
+    metrics: list[MetricInfo] = field(default_factory=list)
+
+
+#: What the built-in axes measure in, for a board's legends.
+UNITS = {"throughput": "examples/s", "memory": "GB"}
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One axis of a board as a client needs it to draw sliders and legends and to recompute scores itself."""
+
+    name: str
+    description: str
+    direction: str  # higher, lower or memory (see dynascore.MetricSpec)
+    unit: str | None
+    weight: float  # the weight in use, normalised with the others to sum 1
+    exchange_rate: float | None  # AMRS against the principal metric; None when the metric is not scored
 
 
 def board_metrics(p: Platform, task: Task) -> list[dynascore.MetricSpec]:
@@ -252,6 +269,18 @@ async def compute(
             return (value is None, -sign * value if value is not None else 0, row.model_id)
 
         rows.sort(key=key)
+    registered = p.plugins.registry.metrics
+    infos = [
+        MetricInfo(
+            name=spec.name,
+            description=getattr(registered.get(spec.name), "description", "") or "",
+            direction=spec.direction,
+            unit=UNITS.get(spec.name),
+            weight=weights.get(spec.name, 0.0),
+            exchange_rate=computed.amrs.get(spec.name) if computed else None,
+        )
+        for spec in specs
+    ]
     return Board(
         task_code=task_code,
         principal=task.principal_metric,
@@ -260,6 +289,7 @@ async def compute(
         datasets=sorted(dataset_names.values()),
         rows=rows,
         amrs_fallback=bool(computed and computed.amrs_fallback),
+        metrics=infos,
     )
 
 
@@ -372,6 +402,65 @@ async def snapshot(
         )
         s.add(row)
         await s.flush()
+    return row
+
+
+async def my_forks(p: Platform, actor: Actor, task_code: str) -> list[LeaderboardFork]:
+    """The forks the actor saved on a task, newest first."""
+    actor = require_human(actor)
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        return list(
+            await s.scalars(
+                select(LeaderboardFork)
+                .where(col(LeaderboardFork.task_id) == view.row.id, col(LeaderboardFork.user_id) == actor.user_id)
+                .order_by(col(LeaderboardFork.id).desc())
+            )
+        )
+
+
+async def my_snapshots(p: Platform, actor: Actor, task_code: str) -> list[LeaderboardSnapshot]:
+    """The snapshots the actor took of a task's board, newest first."""
+    actor = require_human(actor)
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        return list(
+            await s.scalars(
+                select(LeaderboardSnapshot)
+                .where(
+                    col(LeaderboardSnapshot.task_id) == view.row.id, col(LeaderboardSnapshot.user_id) == actor.user_id
+                )
+                .order_by(col(LeaderboardSnapshot.id).desc())
+            )
+        )
+
+
+async def delete_fork(p: Platform, actor: Actor, fork_id: int) -> LeaderboardFork:
+    """Its author (or an admin) deletes a fork; boards opened with its id no longer find it."""
+    return await _delete_own(p, actor, LeaderboardFork, fork_id, "leaderboard fork")
+
+
+async def delete_snapshot(p: Platform, actor: Actor, snapshot_id: int) -> LeaderboardSnapshot:
+    """Its author (or an admin) deletes a snapshot."""
+    return await _delete_own(p, actor, LeaderboardSnapshot, snapshot_id, "leaderboard snapshot")
+
+
+async def _delete_own(p: Platform, actor: Actor, kind: Any, row_id: int, what: str) -> Any:
+    actor = require_human(actor)
+    async with p.db.session() as s:
+        row = await s.get(kind, row_id)
+        code = None if row is None else await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == row.task_id))
+    if row is None or code is None:
+        raise NotFound(f"No {what} {row_id}")
+    if row.user_id != actor.user_id and not actor.is_admin:
+        # Shared by id, others may know it exists: those who can see its task are told who may delete it.
+        try:
+            await task_service.get_task(p, actor, code)
+        except NotFound:
+            raise NotFound(f"No {what} {row_id}") from None
+        raise Forbidden(f"Only the author of {what} {row_id} (or an admin) can delete it")
+    async with p.db.write() as s:
+        await s.execute(delete(kind).where(kind.id == row_id))
     return row
 
 
