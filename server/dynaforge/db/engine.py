@@ -184,6 +184,7 @@ class BoundDatabase(Database):
         self._write_lock = None
         self._unit_engine = None  # run_write joins the test's transaction through the async session
         self._unit_thread = None
+        self._unit_open = None
 
     @asynccontextmanager
     async def session(self) -> AsyncIterator[AsyncSession]:
@@ -194,25 +195,6 @@ class BoundDatabase(Database):
     async def write(self) -> AsyncIterator[AsyncSession]:
         async with self._lock, self._writer() as session, session.begin():
             yield session
-
-    def _unit_connection(self) -> Connection:
-        """The writer thread's connection, opened on first use and kept: checking one out of the pool and back in
-        for every unit cost more than the unit's statements. A connection SQLAlchemy invalidated (a disk error, a
-        file replaced underneath) is replaced."""
-        connection = self._unit_open
-        if connection is None or connection.closed or connection.invalidated:
-            if connection is not None:
-                connection.close()
-            assert self._unit_engine is not None
-            connection = self._unit_open = self._unit_engine.connect()
-        return connection
-
-    def _close_units(self) -> None:
-        if self._unit_open is not None:
-            self._unit_open.close()
-            self._unit_open = None
-        if self._unit_engine is not None:
-            self._unit_engine.dispose()
 
     async def dispose(self) -> None:
         """The connection belongs to the caller."""

@@ -9,7 +9,6 @@ transaction and announce it after the commit. If the model cannot answer, the ex
 from __future__ import annotations
 
 import asyncio
-import base64
 import inspect
 import json
 import logging
@@ -37,9 +36,9 @@ from dynaforge.db.models import (
     table,
     utcnow,
 )
-from dynaforge.errors import MAX_ID, FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError
-from dynaforge.services import announce
+from dynaforge.services import announce, cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.counters import move, move_sync
@@ -52,8 +51,6 @@ log = logging.getLogger(__name__)
 #: An example as events carry it, and the row an event describes (the shapes are the announcer's).
 event_payload = announce.example_payload
 example_from_payload = announce.example_from_payload
-
-_CURSOR_PREFIX = "example:"
 
 
 @dataclass(frozen=True)
@@ -74,22 +71,11 @@ class Page:
 
 
 def encode_cursor(example_id: int) -> str:
-    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{example_id}".encode()).decode()
+    return cursors.encode("example", example_id)
 
 
 def decode_cursor(cursor: str) -> int:
-    try:
-        raw = base64.urlsafe_b64decode(cursor.encode()).decode()
-        if not raw.startswith(_CURSOR_PREFIX):
-            raise ValueError
-        number = int(raw[len(_CURSOR_PREFIX) :])
-        if not 0 < number <= MAX_ID + 1:
-            raise ValueError
-        return number
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput.from_errors(
-            [FieldError("after", "cursor", "is not a cursor from this list; pass pageInfo.endCursor unchanged")]
-        ) from exc
+    return cursors.decode("example", cursor)
 
 
 def _target_key(task: Task, prediction: dict[str, Any]) -> str:

@@ -407,30 +407,23 @@ async def snapshot(
 
 async def my_forks(p: Platform, actor: Actor, task_code: str) -> list[LeaderboardFork]:
     """The forks the actor saved on a task, newest first."""
-    actor = require_human(actor)
-    view = await task_service.get_task(p, actor, task_code)
-    async with p.db.session() as s:
-        return list(
-            await s.scalars(
-                select(LeaderboardFork)
-                .where(col(LeaderboardFork.task_id) == view.row.id, col(LeaderboardFork.user_id) == actor.user_id)
-                .order_by(col(LeaderboardFork.id).desc())
-            )
-        )
+    return await _mine(p, actor, task_code, LeaderboardFork)
 
 
 async def my_snapshots(p: Platform, actor: Actor, task_code: str) -> list[LeaderboardSnapshot]:
     """The snapshots the actor took of a task's board, newest first."""
+    return await _mine(p, actor, task_code, LeaderboardSnapshot)
+
+
+async def _mine(p: Platform, actor: Actor, task_code: str, kind: Any) -> list[Any]:
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         return list(
             await s.scalars(
-                select(LeaderboardSnapshot)
-                .where(
-                    col(LeaderboardSnapshot.task_id) == view.row.id, col(LeaderboardSnapshot.user_id) == actor.user_id
-                )
-                .order_by(col(LeaderboardSnapshot.id).desc())
+                select(kind)
+                .where(col(kind.task_id) == view.row.id, col(kind.user_id) == actor.user_id)
+                .order_by(col(kind.id).desc())
             )
         )
 

@@ -9,7 +9,6 @@ owners and admins.
 
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -18,8 +17,9 @@ from sqlalchemy import delete, func, or_, select
 from sqlmodel import col
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
-from dynaforge.errors import MAX_ID, Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
 from dynaforge.files import Problems
+from dynaforge.services import cursors
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
@@ -175,9 +175,6 @@ async def get_model(p: Platform, actor: Actor, model_id: int) -> tuple[ModelRow,
     return model, privileged
 
 
-_MODEL_CURSOR = "model:"
-
-
 @dataclass
 class ModelPage:
     """One page of a task's models, newest first: each with whether the caller may see everything about it."""
@@ -187,22 +184,7 @@ class ModelPage:
 
 
 def encode_model_cursor(model_id: int) -> str:
-    return base64.urlsafe_b64encode(f"{_MODEL_CURSOR}{model_id}".encode()).decode()
-
-
-def _decode_model_cursor(cursor: str) -> int:
-    try:
-        raw = base64.urlsafe_b64decode(cursor.encode()).decode()
-        if not raw.startswith(_MODEL_CURSOR):
-            raise ValueError
-        number = int(raw[len(_MODEL_CURSOR) :])
-        if not 0 < number <= MAX_ID + 1:
-            raise ValueError
-        return number
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput.from_errors(
-            [FieldError("after", "cursor", "is not a cursor from this list; pass pageInfo.endCursor unchanged")]
-        ) from exc
+    return cursors.encode("model", model_id)
 
 
 async def list_models(
@@ -222,7 +204,7 @@ async def list_models(
         raise InvalidInput.from_errors(
             [FieldError("first", "range", f"must be between 1 and {p.settings.page_max_size}")]
         )
-    before_id = _decode_model_cursor(after) if after is not None else None
+    before_id = cursors.decode("model", after) if after is not None else None
     view = await task_service.get_task(p, actor, task_code)
     if mine:
         require_human(actor)
