@@ -204,6 +204,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     # rotateWebhookSecret: only the registrant, since the secret signs what their receiver trusts
     "rotateWebhookSecret":            rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  NOTFOUND,  NOTFOUND, NOAUTH),
     "deleteWebhook":                  rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
+    "updateWebhook":                  rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  FORBIDDEN, FORBIDDEN, NOAUTH),
+    "updateWebhook@pause":            rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
     "deleteWebhook@hiddenTask":       rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
     "webhooks":                       rule(NOAUTH,   NONE,      OWN,       OWN,       ALL,       ALL,  NOAUTH),
     "webhooks@hiddenTask":            rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  ALL,       ALL,  NOAUTH),
@@ -965,6 +967,17 @@ async def _create_webhook_hidden(w: World) -> Variables:
 @operation("rotateWebhookSecret")
 async def _rotate_webhook_secret(w: World) -> Variables:
     return _input(id=str(await w.webhook()))
+
+
+@operation("updateWebhook")
+async def _update_webhook(w: World) -> Variables:
+    """Where it sends: the registrant's alone (owners and admins see it, so they are told, not hidden from)."""
+    return _input(id=str(await w.webhook()), url="https://elsewhere.example.org/hook")
+
+
+@operation("updateWebhook@pause")
+async def _update_webhook_pause(w: World) -> Variables:
+    return _input(id=str(await w.webhook()), active=False)
 
 
 @operation("deleteWebhook")

@@ -9,6 +9,7 @@ import strawberry
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.errors import (
+    Forbidden,
     InvalidInput,
     NotAuthenticated,
     NotFound,
@@ -91,6 +92,23 @@ class CreateWebhookInput:
     description: str = ""
 
 
+@strawberry.input(description="What to change on a webhook; fields left out stay as they are.")
+class UpdateWebhookInput:
+    id: strawberry.ID
+    url: str | None = strawberry.field(default=None, description="The registrant only.")
+    events: list[str] | None = strawberry.field(default=None, description="The registrant only.")
+    description: str | None = strawberry.field(default=None, description="The registrant only.")
+    active: bool | None = strawberry.field(
+        default=None,
+        description="false pauses deliveries, true resumes them: the registrant, the task's owners and admins.",
+    )
+
+
+@strawberry.type(description="The webhook as it is now.")
+class WebhookUpdated:
+    webhook: Webhook
+
+
 @strawberry.input
 class WebhookIdInput:
     id: strawberry.ID
@@ -112,6 +130,9 @@ CreateWebhookResult = Annotated[
 ]
 RotateWebhookSecretResult = Annotated[
     WebhookSecret | InvalidInput | NotAuthenticated | NotFound, strawberry.union("RotateWebhookSecretResult")
+]
+UpdateWebhookResult = Annotated[
+    WebhookUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("UpdateWebhookResult")
 ]
 DeleteWebhookResult = Annotated[
     WebhookDeleted | InvalidInput | NotAuthenticated | NotFound, strawberry.union("DeleteWebhookResult")
@@ -141,6 +162,22 @@ class WebhookMutation:
     async def rotate_webhook_secret(self, info: Info, input: WebhookIdInput) -> RotateWebhookSecretResult:
         made = await webhook_service.rotate_secret(*info.context.caller, parse_id(input.id, "id"))
         return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
+
+    @strawberry.mutation(
+        description="Change a webhook's URL, events or description (its registrant), or pause and resume it (also "
+        "the task's owners and admins)."
+    )
+    @errors_as_union
+    async def update_webhook(self, info: Info, input: UpdateWebhookInput) -> UpdateWebhookResult:
+        row = await webhook_service.change(
+            *info.context.caller,
+            parse_id(input.id, "id"),
+            url=input.url,
+            events=None if input.events is None else list(input.events),
+            description=input.description,
+            active=input.active,
+        )
+        return WebhookUpdated(webhook=Webhook.from_row(row))
 
     @strawberry.mutation(description="Delete a webhook and its delivery log.")
     @errors_as_union

@@ -40,7 +40,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import Webhook, WebhookDelivery, utcnow
 from dynaforge.db.models import WebhookDeliveryStatus as D
-from dynaforge.errors import FieldError, InvalidInput, NotFound, RateLimited
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.announce import WEBHOOK_EVENTS
@@ -200,6 +200,42 @@ async def delete(p: Platform, actor: Actor, webhook_id: int) -> int:
         await s.delete(webhook)
     p.caches.webhooks.pop(task_id)
     return webhook_id
+
+
+async def change(
+    p: Platform,
+    actor: Actor,
+    webhook_id: int,
+    *,
+    url: str | None = None,
+    events: list[str] | None = None,
+    description: str | None = None,
+    active: bool | None = None,
+) -> Webhook:
+    """Change a webhook; fields left out (None) stay. Where deliveries go and what they carry (``url``, ``events``,
+    ``description``) only its registrant changes; the task's owners and admins may also pause or resume it
+    (``active``), as they may delete it. A paused webhook gets no new deliveries."""
+    actor = require_human(actor)
+    chosen = _check_events(events) if events is not None else None
+    if description is not None and len(description) > 500:
+        raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 500 characters")])
+    if url is not None:
+        check_url(p.settings, url)
+    async with p.db.write() as s:
+        webhook = await _own(s, actor, webhook_id)
+        if webhook.user_id != actor.user_id and (url is not None or chosen is not None or description is not None):
+            raise Forbidden(f"Only the registrant of webhook {webhook_id} changes where it sends and what")
+        if url is not None:
+            webhook.url = url
+        if chosen is not None:
+            webhook.events = chosen
+        if description is not None:
+            webhook.description = description
+        if active is not None:
+            webhook.active = active
+        task_id = webhook.task_id
+    p.caches.webhooks.pop(task_id)
+    return webhook
 
 
 async def rotate_secret(p: Platform, actor: Actor, webhook_id: int) -> Registered:
