@@ -681,27 +681,29 @@ def annotate(http: httpx.AsyncClient, server: Server) -> Callable[[int, int], Aw
     return call
 
 
+def prepared_creates(server: Server, token: str) -> list[bytes]:
+    """One prepared createExample request per statement of STATEMENTS, signed with ``token``."""
+    return [
+        prepared_post(
+            server,
+            "/graphql",
+            {
+                "query": CREATE_EXAMPLE,
+                "variables": {"input": {"taskCode": TASK, "fields": {"statement": statement, "label": label}}},
+            },
+            token,
+        )
+        for statement, label in STATEMENTS
+    ]
+
+
 def raw_annotate(server: Server, callers: int) -> Callable[[int, int], Awaitable[tuple[int, bool]]]:
     """``annotate`` through one ``RawConnection`` per annotator with the requests prepared beforehand: on a 2-core
     machine the client shares the cores with the server, and 32 httpx clients would take a large part of one core
     that real annotators, each on a machine of their own, never take from it."""
     tokens = server.annotator_tokens
     connections = [RawConnection(server.base_url) for _ in range(callers)]
-    prepared = [
-        [
-            prepared_post(
-                server,
-                "/graphql",
-                {
-                    "query": CREATE_EXAMPLE,
-                    "variables": {"input": {"taskCode": TASK, "fields": {"statement": statement, "label": label}}},
-                },
-                tokens[caller % len(tokens)],
-            )
-            for statement, label in STATEMENTS
-        ]
-        for caller in range(callers)
-    ]
+    prepared = [prepared_creates(server, tokens[caller % len(tokens)]) for caller in range(callers)]
 
     async def call(caller: int, k: int) -> tuple[int, bool]:
         raw = prepared[caller][(caller * 7 + k) % len(STATEMENTS)]

@@ -24,9 +24,7 @@ import asyncio
 import time
 
 from bench.common import (
-    CREATE_EXAMPLE,
     STATEMENTS,
-    TASK,
     Context,
     CpuMeter,
     RawConnection,
@@ -38,8 +36,8 @@ from bench.common import (
     percentile,
     postgres_database,
     prepare,
+    prepared_creates,
     prepared_get,
-    prepared_post,
     serve,
 )
 
@@ -77,18 +75,7 @@ async def measure(ctx: Context, server: Server, result_id: str) -> Result:
     # Timed through a bare keep-alive connection with prepared requests: httpx spends about 0.5 ms of CPU per call
     # in this process, which would count as the server's non-model work.
     connection = RawConnection(server.base_url)
-    requests = [
-        prepared_post(
-            server,
-            "/graphql",
-            {
-                "query": CREATE_EXAMPLE,
-                "variables": {"input": {"taskCode": TASK, "fields": {"statement": statement, "label": label}}},
-            },
-            token,
-        )
-        for statement, label in STATEMENTS
-    ]
+    requests = prepared_creates(server, token)
     health = prepared_get(server, "/healthz")
 
     def statements(r: int) -> list[int]:
