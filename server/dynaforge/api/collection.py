@@ -28,7 +28,6 @@ from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
-from dynaforge.services import examples as example_service
 from dynaforge.services import proposals as proposal_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
@@ -253,13 +252,11 @@ class CollectionQuery:
     @strawberry.field(description="Your own counters in a task, per round and in total.")
     @errors_as_graphql
     async def my_stats(self, info: Info, task_code: str) -> UserTaskStats:
-        p, actor = info.context.caller
-        rows = await stats_service.my_stats(p, actor, task_code)
+        rows = await stats_service.my_stats(*info.context.caller, task_code)
         return UserTaskStats(
             task_code=task_code,
             rounds=[RoundStats(round_number=n, stats=Stats.of(v)) for n, v in rows],
             total=Stats.of(stats_service.total([v for _, v in rows])),
-            remaining_today=await example_service.remaining_today(p, actor, task_code),
         )
 
     @strawberry.field(description="Task proposals: admins see all, others their own; newest first.")

@@ -29,7 +29,6 @@ from dynaforge.api.types.example import PageInfo
 from dynaforge.db.models import Dataset as DatasetRow
 from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import ModelRow, as_utc
-from dynaforge.evaluation import dynascore
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import leaderboard as board_service
@@ -380,7 +379,7 @@ class Leaderboard:
                 )
                 for m in board.metrics
             ],
-            memory_budget_gb=dynascore.DEFAULT_MEMORY_BUDGET_GB,
+            memory_budget_gb=board.memory_budget_gb,
             datasets=board.datasets,
             metric_weights=[Weight(name=k, weight=v) for k, v in board.metric_weights.items()],
             dataset_weights=[Weight(name=k, weight=v) for k, v in board.dataset_weights.items()],

@@ -88,6 +88,11 @@ class Board:
     amrs_fallback: bool
     extra: dict[str, Any] = field(default_factory=dict)
     metrics: list[MetricInfo] = field(default_factory=list)
+    memory_budget_gb: float = 0.0  # what MEMORY axes were oriented against
+
+
+#: The memory budget boards are computed with (a MEMORY axis scores the budget left).
+MEMORY_BUDGET_GB = dynascore.DEFAULT_MEMORY_BUDGET_GB
 
 
 #: What the built-in axes measure in, for a board's legends.
@@ -229,6 +234,7 @@ async def compute(
             principal=task.principal_metric,
             metric_weights=metric_w,
             dataset_weights=dataset_w,
+            memory_budget_gb=MEMORY_BUDGET_GB,
         )
         if dataset_w
         else None
@@ -290,6 +296,7 @@ async def compute(
         rows=rows,
         amrs_fallback=bool(computed and computed.amrs_fallback),
         metrics=infos,
+        memory_budget_gb=MEMORY_BUDGET_GB,
     )
 
 

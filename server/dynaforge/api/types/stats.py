@@ -6,8 +6,10 @@ from datetime import datetime
 
 import strawberry
 
+from dynaforge.api.context import RequestContext
 from dynaforge.db.models import TaskProposal as ProposalRow
 from dynaforge.db.models import as_utc
+from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services.tasks import TaskSettings as SettingsValue
 
@@ -69,10 +71,13 @@ class UserTaskStats:
     task_code: str
     rounds: list[RoundStats]
     total: Stats
-    remaining_today: int | None = strawberry.field(
+
+    @strawberry.field(
         description="How many more examples you may write in the task today (UTC) under its dailyExampleCap; "
         "null: the task has no cap."
     )
+    async def remaining_today(self, info: strawberry.Info[RequestContext]) -> int | None:
+        return await example_service.remaining_today(*info.context.caller, self.task_code)
 
 
 @strawberry.type(description="What a task's owners tune.")
