@@ -48,9 +48,9 @@ READS = {
     "task": "query Task($code: String!) { task(code: $code) { code name currentRound { number collected fooled "
     "pending } } }",
     "examples": "query Mine($code: String!) { examples(taskCode: $code, first: 20, mine: true) { edges { cursor node "
-    "{ id fields prediction fooled status createdAt roundNumber } } pageInfo { hasNextPage endCursor } } }",
+    "{ id fields prediction fooled status createdAt round { number } } } pageInfo { hasNextPage endCursor } } }",
     "leaderboard": "query Board($code: String!) { leaderboard(taskCode: $code) { principalMetric datasets "
-    "metricWeights { name weight } rows { rank dynascore missing model { id name submitter } "
+    "metricWeights { name weight } rows { rank dynascore missing model { id name submitter { username } } "
     "metrics { name value } } } }",
     "myStats": "query Mine($code: String!) { myStats(taskCode: $code) { total { collected fooled verifiedFooled "
     "foolingRate } rounds { roundNumber stats { collected fooled } } } }",

@@ -5,9 +5,8 @@ The system under test is a second ``dynaforge serve`` (``--no-warm-models``: no 
 model worker starts) over its own throwaway SQLite database, into which SEEDED examples of the sentiment task are
 inserted directly (SQLAlchemy core, in batches) once the server has synced the task and opened its round 1. The
 caller is the admin, who sees every example. The query asks what a list of examples shows:
-``edges { cursor node { id fields prediction fooled status createdAt roundNumber } } pageInfo { ... }``
-(``roundNumber`` is resolved through the request's DataLoader, so it tests that a nested field costs one query per
-page, not one per row).
+``edges { cursor node { id fields prediction fooled status createdAt round { number } } } pageInfo { ... }``
+(the page reads each row's round in its own query, so the nested ``round`` object costs no query per row).
 
 The baseline is a plain Starlette app (this module, run with ``--baseline-serve``) under uvicorn on loopback in its
 own process, as the server is: ``GET /examples?task=&first=&after=`` reads the same rows from the same file with
@@ -19,7 +18,7 @@ prepared requests (``RawConnection``: far lighter than ``httpx``, so that the ba
 not the client's), asking for pages of 50 at a fixed list of keyset positions spread over the table (the first page
 and POSITIONS - 1 cursors; the same positions for both sides); phases of WARMUP_S + MEASURE_S in the order baseline,
 GraphQL, lean, lean, GraphQL, baseline (ABCCBA), pooled per side, where "lean" is the same GraphQL page without
-``roundNumber``: a diagnostic of what the per-row DataLoader field costs, printed but not part of the target. A call
+``round { number }``: a diagnostic of what the nested object costs per row, printed but not part of the target. A call
 succeeds on status 200 with a page and no GraphQL error.
 Printed too: the CPU share of the serving process and of this benchmark process (whether the client was the limit),
 and the serving process's CPU per request (CPU seconds over the phases / calls), whose ratio does not depend on how
@@ -103,11 +102,16 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PAGE_QUERY = """query Page($code: String!, $first: Int, $after: String) {
   examples(taskCode: $code, first: $first, after: $after) {
-    edges { cursor node { id fields prediction fooled status createdAt roundNumber } }
+    edges { cursor node { id fields prediction fooled status createdAt round { number } } }
     pageInfo { hasNextPage endCursor }
   }
 }"""
-LEAN_QUERY = PAGE_QUERY.replace(" roundNumber", "")  # a diagnostic: the same page without the DataLoader field
+LEAN_QUERY = PAGE_QUERY.replace(" round { number }", "")  # a diagnostic: the same page without the DataLoader field
+
+
+def global_id(example_id: int) -> str:
+    """The server's global id of an example (``dynaforge.api.node.global_id``), rebuilt for the baseline."""
+    return base64.urlsafe_b64encode(f"Example:{example_id}".encode()).rstrip(b"=").decode()
 
 
 def cursor(example_id: int) -> str:
@@ -229,13 +233,13 @@ def baseline_app(database: str):
             {
                 "cursor": cursor(i),
                 "node": {
-                    "id": str(i),
+                    "id": global_id(i),
                     "fields": json.loads(fields),
                     "prediction": json.loads(prediction) if prediction else None,
                     "fooled": None if fooled is None else bool(fooled),
                     "status": status,
                     "createdAt": iso(created),
-                    "roundNumber": number,
+                    "round": {"number": number},
                 },
             }
             for i, fields, prediction, fooled, status, created, number in rows
@@ -500,7 +504,7 @@ async def measure(threads: int) -> Result:
         f"{g['cpu_ms']:.2f} ms cpu per request; bench cpu {g['bench_cpu']:.0%}) vs plain Starlette JSON "
         f"{b['rps']:.0f} req/s (p50 {b['p50']:.2f} ms, p95 {b['p95']:.2f}; server cpu {b['server_cpu']:.0%}, "
         f"{b['cpu_ms']:.2f} ms cpu per request; bench cpu {b['bench_cpu']:.0%}): ratio {ratio:.3f} "
-        f"(cpu per request ratio {b['cpu_ms'] / g['cpu_ms']:.3f}); without roundNumber (diagnostic) GraphQL "
+        f"(cpu per request ratio {b['cpu_ms'] / g['cpu_ms']:.3f}); without round {{ number }} (diagnostic) GraphQL "
         f"{lean['rps']:.0f} req/s, {lean['cpu_ms']:.2f} ms cpu per request; "
         f"SQL per page (warm caches) "
         + ", ".join(f"{size}: {c.summary()}" for size, c in counts.items())

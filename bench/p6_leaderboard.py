@@ -88,10 +88,10 @@ BOARD_QUERY = """query Board($code: String!) {
   leaderboard(taskCode: $code) {
     principalMetric datasets
     metricWeights { name weight }
-    rows { rank dynascore missing model { id name submitter } metrics { name value weight interval } }
+    rows { rank dynascore missing model { id name submitter { username } } metrics { name value weight interval } }
   }
 }"""
-BOARD_QUERY_NO_SUBMITTER = BOARD_QUERY.replace(" submitter }", " }")
+BOARD_QUERY_NO_SUBMITTER = BOARD_QUERY.replace(" submitter { username } }", " }")
 
 METRICS = (
     MetricSpec("accuracy", "higher"),

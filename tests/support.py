@@ -558,3 +558,10 @@ async def register(server: Server, prefix: str = "e2e") -> tuple[str, dict[str, 
     assert result["user"]["username"] == username
     assert result["token"].startswith("dfk_")
     return result["token"], result["user"]
+
+
+def gid(type_name: str, key: int | str) -> str:
+    """The global id the API gives the ``type_name`` object whose key is ``key`` (for rows a test made itself)."""
+    from dynaforge.api.node import global_id
+
+    return str(global_id(type_name, key))

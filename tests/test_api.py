@@ -13,7 +13,9 @@ CREATE = """
 mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { fooled prediction example { id fooled status prediction fields roundNumber taskCode } }
+    ... on CreatedExample {
+      fooled prediction example { id fooled status prediction fields round { number } task { code } }
+    }
     ... on PredictionPending { message example { id status } }
     ... on Error { message }
     ... on InvalidInput { fieldErrors { field rule message } }
@@ -66,7 +68,7 @@ async def test_register_create_example_and_page(gql):
     )["createExample"]
     assert created["__typename"] == "CreatedExample"
     assert created["fooled"] is True and created["example"]["status"] == "CREATED"
-    assert created["example"]["roundNumber"] == 1 and created["example"]["taskCode"] == "toy"
+    assert created["example"]["round"]["number"] == 1 and created["example"]["task"]["code"] == "toy"
     second = await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good", "label": "good"}}})
     assert second["createExample"]["fooled"] is False
 
@@ -196,6 +198,7 @@ mutation($input: AddContextsInput!) {
 
 
 async def test_add_contexts_is_for_owners_and_all_or_nothing(gql, platform):
+    from dynaforge.api.node import parse_id
     from dynaforge.services import tasks as task_service
     from dynaforge.services.actor import Actor
 
@@ -203,7 +206,7 @@ async def test_add_contexts_is_for_owners_and_all_or_nothing(gql, platform):
     contexts = {"taskCode": "toy", "contexts": [{"topic": "rivers"}, {"topic": "maps"}]}
     refused = (await gql(ADD_CONTEXTS, {"input": contexts}))["addContexts"]
     assert refused["__typename"] == "Forbidden"
-    await task_service.grant_ownership(platform, Actor.system(), "toy", int(user_id))
+    await task_service.grant_ownership(platform, Actor.system(), "toy", parse_id(user_id, "id", "User"))
     bad = await gql(ADD_CONTEXTS, {"input": {"taskCode": "toy", "contexts": [{"topic": "ok"}, {"colour": 1}]}})
     assert bad["addContexts"]["fieldErrors"] == [{"field": "contexts[1].colour", "rule": "unknown_field"}]
     added = (await gql(ADD_CONTEXTS, {"input": contexts}))["addContexts"]

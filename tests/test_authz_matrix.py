@@ -65,6 +65,7 @@ from authz_world import (
     multipart,
 )
 from graphql import GraphQLUnionType, get_named_type
+from support import gid
 
 from dynaforge.api.schema import build_schema
 from dynaforge.app import create_app
@@ -129,6 +130,9 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "nextContext":                    rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "nextContext@hiddenTask":         rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
     "example":                        rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
+    "node":                           rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
+    "node@webhook":                   rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
+    "nodes":                          rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
     "examples":                       rule(NOAUTH,   NONE,      OWN,       OWN,       ALL,       ALL,  NOAUTH),
     "myStats":                        rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     # --- validation
@@ -302,7 +306,7 @@ async def _create_api_token(w: World) -> Variables:
 
 @operation("revokeApiToken")
 async def _revoke_api_token(w: World) -> Variables:
-    return _input(id=str(await w.authors_token_id()))
+    return _input(id=gid("ApiToken", await w.authors_token_id()))
 
 
 @operation("logout")
@@ -341,7 +345,7 @@ async def _create_example_hidden(w: World) -> Variables:
 
 @operation("retractExample")
 async def _retract_example(w: World) -> Variables:
-    return _input(exampleId=str(await w.example()))
+    return _input(exampleId=gid("Example", await w.example()))
 
 
 def _found(value: Any, seen: Seen) -> str:
@@ -364,7 +368,32 @@ async def _next_context_hidden(w: World) -> Variables:
 
 @operation("example", document="query($id: ID!) { example(id: $id) { id fields } }", classify=_found)
 async def _example(w: World) -> Variables:
-    return {"id": str(await w.example())}
+    return {"id": gid("Example", await w.example())}
+
+
+@operation("node", document="query($id: ID!) { node(id: $id) { id ... on Example { fields } } }", classify=_found)
+async def _node(w: World) -> Variables:
+    return {"id": gid("Example", await w.example())}
+
+
+@operation("node@webhook", document="query($id: ID!) { node(id: $id) { id ... on Webhook { url } } }", classify=_found)
+async def _node_webhook(w: World) -> Variables:
+    return {"id": gid("Webhook", await w.webhook())}
+
+
+def _found_all(value: Any, seen: Seen) -> str:
+    if all(v is None for v in value):
+        return NOTFOUND
+    return OK if all(v is not None for v in value) else f"inconsistent: {value}"
+
+
+@operation(
+    "nodes",
+    document="query($ids: [ID!]!) { nodes(ids: $ids) { id ... on Example { fields } } }",
+    classify=_found_all,
+)
+async def _nodes(w: World) -> Variables:
+    return {"ids": [gid("Example", await w.example())] * 2}
 
 
 def _which(seen_ids: set, by_role: dict[Any, str], role: str) -> str:
@@ -380,7 +409,7 @@ def _which(seen_ids: set, by_role: dict[Any, str], role: str) -> str:
 
 
 async def _examples_by_role(w: World) -> dict[str, str]:
-    return {str(await w.example()): AUTHOR, str(await w.others_example()): OTHER}
+    return {gid("Example", await w.example()): AUTHOR, gid("Example", await w.others_example()): OTHER}
 
 
 def _classify_examples(value: Any, seen: Seen) -> str:
@@ -419,29 +448,29 @@ async def _my_stats(w: World) -> Variables:
 
 @operation("validateExample")
 async def _validate_example(w: World) -> Variables:
-    return _input(exampleId=str(await w.example()), label="CORRECT")
+    return _input(exampleId=gid("Example", await w.example()), label="CORRECT")
 
 
 @operation("validateExample@hiddenTask")
 async def _validate_example_hidden(w: World) -> Variables:
     example_id = await w.example()
     await w.hide_task()
-    return _input(exampleId=str(example_id), label="CORRECT")
+    return _input(exampleId=gid("Example", example_id), label="CORRECT")
 
 
 @operation("validateExample@notFooled")
 async def _validate_example_not_fooled(w: World) -> Variables:
-    return _input(exampleId=str(await w.plain_example()), label="CORRECT")
+    return _input(exampleId=gid("Example", await w.plain_example()), label="CORRECT")
 
 
 @operation("flagExample")
 async def _flag_example(w: World) -> Variables:
-    return _input(exampleId=str(await w.example()), reason="it names a real person")
+    return _input(exampleId=gid("Example", await w.example()), reason="it names a real person")
 
 
 @operation("flagExample@notFooled")
 async def _flag_example_not_fooled(w: World) -> Variables:
-    return _input(exampleId=str(await w.plain_example()), reason="it names a real person")
+    return _input(exampleId=gid("Example", await w.plain_example()), reason="it names a real person")
 
 
 def _classify_to_validate(value: Any, seen: Seen) -> str:
@@ -469,14 +498,14 @@ async def _example_to_validate_owner(w: World) -> Variables:
 
 @operation("skipExample")
 async def _skip_example(w: World) -> Variables:
-    return _input(exampleId=str(await w.example()))
+    return _input(exampleId=gid("Example", await w.example()))
 
 
 @operation("skipExample@hiddenTask")
 async def _skip_example_hidden(w: World) -> Variables:
     example_id = await w.example()
     await w.hide_task()
-    return _input(exampleId=str(example_id))
+    return _input(exampleId=gid("Example", example_id))
 
 
 def _classify_queue_size(value: Any, seen: Seen) -> str:
@@ -635,7 +664,7 @@ async def _propose_task(w: World) -> Variables:
 
 @operation("decideTaskProposal")
 async def _decide_task_proposal(w: World) -> Variables:
-    return _input(id=str(await w.proposal()), accept=False, note="not this year")
+    return _input(id=gid("TaskProposal", await w.proposal()), accept=False, note="not this year")
 
 
 def _classify_proposals(value: Any, seen: Seen) -> str:
@@ -687,7 +716,7 @@ ITEMS = "query($id: ID!) { datasetItems(id: $id) { goldVisible items { position 
 
 
 async def _dataset_id(w: World, access: str) -> Variables:
-    return {"id": str((await w.datasets())[access].id)}
+    return {"id": gid("Dataset", (await w.datasets())[access].id)}
 
 
 @operation("datasetItems", document=ITEMS, classify=_classify_items)
@@ -727,7 +756,7 @@ PERTURBED = b"".join(
 @operation("uploadPerturbedCopy", upload=("input.file", "copy.jsonl", PERTURBED))
 async def _upload_perturbed_copy(w: World) -> Variables:
     scoring = (await w.datasets())[DatasetAccess.SCORING]
-    return _input(datasetId=str(scoring.id), perturbation="dialect", kind="fairness", file=None)
+    return _input(datasetId=gid("Dataset", scoring.id), perturbation="dialect", kind="fairness", file=None)
 
 
 # ---------------------------------------------------------------- models and leaderboards
@@ -781,24 +810,27 @@ def _classify_model(value: Any, seen: Seen) -> str:
     return NOTFOUND if value is None else _model_view(value)
 
 
-MODEL = "query($id: ID!) { model(id: $id) { id anonymous submitter config evaluations { status error logTail } } }"
+MODEL = (
+    "query($id: ID!) { model(id: $id) { id anonymous submitter { username } config "
+    "evaluations { status error logTail } } }"
+)
 
 
 @operation("model", document=MODEL, classify=_classify_model)
 async def _model(w: World) -> Variables:
-    return {"id": str(await w.model())}
+    return {"id": gid("Model", await w.model())}
 
 
 @operation("model@published", document=MODEL, classify=_classify_model)
 async def _model_published(w: World) -> Variables:
-    return {"id": str(await w.model(published=True))}
+    return {"id": gid("Model", await w.model(published=True))}
 
 
 @operation("model@hiddenTask", document=MODEL, classify=_classify_model)
 async def _model_hidden(w: World) -> Variables:
     model_id = await w.model(published=True)
     await w.hide_task()
-    return {"id": str(model_id)}
+    return {"id": gid("Model", model_id)}
 
 
 def _classify_models(value: Any, seen: Seen) -> str:
@@ -808,7 +840,7 @@ def _classify_models(value: Any, seen: Seen) -> str:
 
 
 MODELS = (
-    "query($t: String!) { models(taskCode: $t) { edges { node { id name anonymous submitter config "
+    "query($t: String!) { models(taskCode: $t) { edges { node { id name anonymous submitter { username } config "
     "evaluations { status error logTail } } } } }"
 )
 
@@ -834,22 +866,22 @@ async def _models_hidden(w: World) -> Variables:
 
 @operation("updateModel")
 async def _update_model(w: World) -> Variables:
-    return _input(id=str(await w.model()), name="renamed")
+    return _input(id=gid("Model", await w.model()), name="renamed")
 
 
 @operation("updateModel@published")
 async def _update_model_published(w: World) -> Variables:
-    return _input(id=str(await w.model(published=True)), published=False)
+    return _input(id=gid("Model", await w.model(published=True)), published=False)
 
 
 @operation("deleteModel")
 async def _delete_model(w: World) -> Variables:
-    return _input(id=str(await w.model()))
+    return _input(id=gid("Model", await w.model()))
 
 
 @operation("deleteModel@published")
 async def _delete_model_published(w: World) -> Variables:
-    return _input(id=str(await w.model(published=True)))
+    return _input(id=gid("Model", await w.model(published=True)))
 
 
 def _classify_leaderboard(value: Any, seen: Seen) -> str:
@@ -860,7 +892,7 @@ def _classify_leaderboard(value: Any, seen: Seen) -> str:
 
 
 BOARD = (
-    "query($t: String!) { leaderboard(taskCode: $t) { rows { model { id anonymous submitter config "
+    "query($t: String!) { leaderboard(taskCode: $t) { rows { model { id anonymous submitter { username } config "
     "evaluations { error logTail } } } } }"
 )
 
@@ -893,14 +925,14 @@ SNAPSHOT = "query($id: ID!) { leaderboardSnapshot(id: $id) { id name rows } }"
 
 @operation("leaderboardSnapshot", document=SNAPSHOT, classify=_found)
 async def _leaderboard_snapshot(w: World) -> Variables:
-    return {"id": str(await w.snapshot())}
+    return {"id": gid("LeaderboardSnapshot", await w.snapshot())}
 
 
 @operation("leaderboardSnapshot@hiddenTask", document=SNAPSHOT, classify=_found)
 async def _leaderboard_snapshot_hidden(w: World) -> Variables:
     snapshot_id = await w.snapshot()
     await w.hide_task()
-    return {"id": str(snapshot_id)}
+    return {"id": gid("LeaderboardSnapshot", snapshot_id)}
 
 
 def _classify_mine(names_key: str, own: str):
@@ -935,19 +967,19 @@ async def _my_snapshots(w: World) -> Variables:
 
 @operation("deleteLeaderboardFork")
 async def _delete_fork(w: World) -> Variables:
-    return _input(id=str(await w.fork()))
+    return _input(id=gid("LeaderboardFork", await w.fork()))
 
 
 @operation("deleteLeaderboardFork@hiddenTask")
 async def _delete_fork_hidden(w: World) -> Variables:
     fork_id = await w.fork()
     await w.hide_task()
-    return _input(id=str(fork_id))
+    return _input(id=gid("LeaderboardFork", fork_id))
 
 
 @operation("deleteLeaderboardSnapshot")
 async def _delete_snapshot(w: World) -> Variables:
-    return _input(id=str(await w.snapshot()))
+    return _input(id=gid("LeaderboardSnapshot", await w.snapshot()))
 
 
 # ---------------------------------------------------------------- webhooks
@@ -966,23 +998,23 @@ async def _create_webhook_hidden(w: World) -> Variables:
 
 @operation("rotateWebhookSecret")
 async def _rotate_webhook_secret(w: World) -> Variables:
-    return _input(id=str(await w.webhook()))
+    return _input(id=gid("Webhook", await w.webhook()))
 
 
 @operation("updateWebhook")
 async def _update_webhook(w: World) -> Variables:
     """Where it sends: the registrant's alone (owners and admins see it, so they are told, not hidden from)."""
-    return _input(id=str(await w.webhook()), url="https://elsewhere.example.org/hook")
+    return _input(id=gid("Webhook", await w.webhook()), url="https://elsewhere.example.org/hook")
 
 
 @operation("updateWebhook@pause")
 async def _update_webhook_pause(w: World) -> Variables:
-    return _input(id=str(await w.webhook()), active=False)
+    return _input(id=gid("Webhook", await w.webhook()), active=False)
 
 
 @operation("deleteWebhook")
 async def _delete_webhook(w: World) -> Variables:
-    return _input(id=str(await w.webhook()))
+    return _input(id=gid("Webhook", await w.webhook()))
 
 
 @operation("deleteWebhook@hiddenTask")
@@ -990,11 +1022,11 @@ async def _delete_webhook_hidden(w: World) -> Variables:
     """The registrant may still remove a webhook of a task hidden since (the one way to stop its deliveries)."""
     webhook_id = await w.webhook()
     await w.hide_task()
-    return _input(id=str(webhook_id))
+    return _input(id=gid("Webhook", webhook_id))
 
 
 def _classify_webhooks(value: Any, seen: Seen) -> str:
-    by_role = {str(i): r for i, r in seen.world.made["webhooks_by_role"].items()}
+    by_role = {gid("Webhook", i): r for i, r in seen.world.made["webhooks_by_role"].items()}
     return _which({hook["id"] for hook in value}, by_role, seen.role)
 
 
@@ -1026,7 +1058,7 @@ async def _webhooks_hidden(w: World) -> Variables:
 def _classify_example_event(value: Any, seen: Seen) -> str:
     sent = seen.world.made["published"]
     example = value.get("example", value)
-    if example is None or example["id"] != str(sent["id"]) or example["taskCode"] != TASK:
+    if example is None or example["id"] != gid("Example", sent["id"]) or example["task"]["code"] != TASK:
         return f"inconsistent: received {value}, published example {sent['id']}"
     if "label" in sent and value.get("label") != sent["label"]:
         return f"inconsistent: label {value.get('label')}, published {sent['label']}"
@@ -1040,7 +1072,7 @@ async def _example_event(event: str, w: World) -> tuple[str, dict[str, Any]]:
     return f"{event}:{TASK}", payload
 
 
-EXAMPLE_FIELDS = "id fields fooled status taskCode roundNumber votes { correct }"
+EXAMPLE_FIELDS = "id fields fooled status task { code } round { number } votes { correct }"
 EXAMPLE_EVENTS = {
     "modelFooled": f"subscription($t: String!) {{ modelFooled(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
     "exampleCreated": f"subscription($t: String!) {{ exampleCreated(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
@@ -1105,8 +1137,8 @@ def _classify_progress(value: Any, seen: Seen) -> str:
     """FULL: the failed evaluation's error shows (its submitter, owners, admins); PUBLIC: it does not."""
     sent = seen.world.made["published"]
     if (value["modelId"], value["evaluationId"], value["status"]) != (
-        str(sent["model_id"]),
-        str(sent["evaluation_id"]),
+        gid("Model", sent["model_id"]),
+        gid("Evaluation", sent["evaluation_id"]),
         sent["status"],
     ):
         return f"inconsistent: received {value}, published {sent}"
@@ -1131,19 +1163,19 @@ PROGRESS = (
 
 @operation("evaluationProgress", document=PROGRESS, classify=_classify_progress, event=_progress_event(False))
 async def _evaluation_progress(w: World) -> Variables:
-    return {"m": str(await w.model())}
+    return {"m": gid("Model", await w.model())}
 
 
 @operation("evaluationProgress@published", document=PROGRESS, classify=_classify_progress, event=_progress_event(True))
 async def _evaluation_progress_published(w: World) -> Variables:
-    return {"m": str(await w.model(published=True))}
+    return {"m": gid("Model", await w.model(published=True))}
 
 
 @operation("evaluationProgress@hiddenTask", document=PROGRESS, classify=_classify_progress, event=_progress_event(True))
 async def _evaluation_progress_hidden(w: World) -> Variables:
     model_id = await w.model(published=True)
     await w.hide_task()
-    return {"m": str(model_id)}
+    return {"m": gid("Model", model_id)}
 
 
 # --------------------------------------------------------------------------- the schema, and running a cell

@@ -12,10 +12,11 @@ import httpx
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import delete, select, update
-from support import GraphQLClient, register_user
+from support import GraphQLClient, gid, register_user
 from toy_plugin import ToyPlugin, ToyTask
 
 from dynaforge import ChoiceField, ModelSpec, NumberField, Role, Task, TextField, hookimpl
+from dynaforge.api.node import parse_id
 from dynaforge.app import create_app
 from dynaforge.cli import main as cli
 from dynaforge.db.engine import Database
@@ -337,7 +338,7 @@ async def post_file(http, content: bytes, filename: str, *, token=None, headers=
 
 async def owner_token(http, p) -> str:
     token, user_id = await register_user(GraphQLClient(http), "uploader")
-    await task_service.grant_ownership(p, SYSTEM, "reading", int(user_id))
+    await task_service.grant_ownership(p, SYSTEM, "reading", parse_id(user_id, "id", "User"))
     return token
 
 
@@ -349,7 +350,7 @@ async def test_upload_through_a_multipart_request(http, p):
     payload = response.json()["data"]["uploadContexts"]
     assert payload["__typename"] == "ContextsAdded" and len(payload["ids"]) == 2
     rows = await stored(p, "reading")
-    assert [str(r.id) for r in rows] == payload["ids"]
+    assert [gid("Context", r.id) for r in rows] == payload["ids"]
     assert [r.tag for r in rows] == ["http", "sea"]
 
     csv_content = b"passage,level\nLanterns along the canal.,4\n"

@@ -118,7 +118,9 @@ CREATE_EXAMPLE = (
     """mutation CreateExample($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { fooled prediction example { id fields fooled status taskCode roundNumber contextId } }
+    ... on CreatedExample {
+      fooled prediction example { id fields fooled status task { code } round { number } context { id } }
+    }
     ... on PredictionPending { example { id } }
 """
     + ERROR_FIELDS
@@ -135,7 +137,7 @@ NEXT_CONTEXT = "query Next($code: String!) { nextContext(taskCode: $code) { id f
 
 EXAMPLES = """query Examples($code: String!, $first: Int, $after: String) {
   examples(taskCode: $code, first: $first, after: $after) {
-    edges { cursor node { id fields prediction fooled status contextId } }
+    edges { cursor node { id fields prediction fooled status context { id } } }
     pageInfo { hasNextPage endCursor }
   }
 }"""
@@ -281,11 +283,11 @@ async def test_sentiment_examples_fooled_and_paging(server: Server):
         assert right["prediction"]["label"] == "positive"
         assert set(right["prediction"]["probabilities"]) == {"positive", "negative", "neutral"}
         assert right["example"]["fields"] == {"statement": POSITIVE, "label": "positive"}
-        assert right["example"]["contextId"] == context["id"]
+        assert right["example"]["context"] == {"id": context["id"]}
         assert right["example"]["status"] == "CREATED"
-        assert right["example"]["taskCode"] == "sentiment"
-        assert right["example"]["roundNumber"] == 1
-        created_ids.append(int(right["example"]["id"]))
+        assert right["example"]["task"]["code"] == "sentiment"
+        assert right["example"]["round"]["number"] == 1
+        created_ids.append(right["example"]["id"])
 
         wrong = await create_example(
             s,
@@ -297,17 +299,17 @@ async def test_sentiment_examples_fooled_and_paging(server: Server):
         assert wrong["fooled"] is True
         assert wrong["prediction"]["label"] == "positive"
         assert wrong["example"]["fields"]["explanation"] == "testing the fooled flag"
-        created_ids.append(int(wrong["example"]["id"]))
+        created_ids.append(wrong["example"]["id"])
 
         negative = await create_example(s, "sentiment", {"statement": NEGATIVE, "label": "negative"}, context["id"])
         assert negative["__typename"] == "CreatedExample", negative
         assert negative["fooled"] is False
         assert negative["prediction"]["label"] == "negative"
-        created_ids.append(int(negative["example"]["id"]))
+        created_ids.append(negative["example"]["id"])
 
         nodes, pages = await all_examples(s, "sentiment", page_size=2)
         assert pages == 2
-        assert [int(n["id"]) for n in nodes] == created_ids[::-1]  # newest first, nobody else's
+        assert [n["id"] for n in nodes] == created_ids[::-1]  # newest first, nobody else's
         assert [n["fooled"] for n in nodes] == [False, True, False]
         assert [n["fields"]["label"] for n in nodes] == ["negative", "negative", "positive"]
         assert all(n["status"] == "CREATED" and n["prediction"] for n in nodes)
@@ -330,7 +332,7 @@ async def test_span_task_examples(server: Server):
         assert good["__typename"] == "CreatedExample", good
         assert good["prediction"]["answer"] == {"text": first_word, "start": 0}
         assert good["fooled"] is False  # the annotator selected what the model answers
-        assert good["example"]["contextId"] is None
+        assert good["example"]["context"] is None
         assert good["example"]["fields"]["passage"] == PASSAGE  # context fields are stored on the example
 
         start = PASSAGE.index("fishing boats")

@@ -4,7 +4,7 @@ admins), why it was flagged, and each vote with its validator, reason and correc
 from __future__ import annotations
 
 import pytest
-from support import make_user
+from support import gid, make_user
 
 from dynaforge.services import auth, examples, tasks, validation
 from dynaforge.services.actor import Actor
@@ -35,8 +35,9 @@ async def test_owners_read_every_vote_with_its_validator_and_correction(gql, pla
         platform, people["v1"], example_id, "INCORRECT", corrected_target={"label": "good"}, reason="it is praise"
     )
     await validation.validate(platform, people["v2"], example_id, "CORRECT")
+    asked = {"id": gid("Example", example_id)}
 
-    owner = (await gql(REVIEW, {"id": str(example_id)}, token=await _token(platform, people["owner"])))["example"]
+    owner = (await gql(REVIEW, asked, token=await _token(platform, people["owner"])))["example"]
     assert owner["author"] == {"username": "rv_author"} and owner["flagReason"] is None
     assert owner["validations"] == [
         {
@@ -54,9 +55,9 @@ async def test_owners_read_every_vote_with_its_validator_and_correction(gql, pla
             "validator": {"username": "rv_v2"},
         },
     ]
-    admin = (await gql(REVIEW, {"id": str(example_id)}, token=await _token(platform, people["admin"])))["example"]
+    admin = (await gql(REVIEW, asked, token=await _token(platform, people["admin"])))["example"]
     assert admin["validations"] == owner["validations"]
-    author = (await gql(REVIEW, {"id": str(example_id)}, token=await _token(platform, people["author"])))["example"]
+    author = (await gql(REVIEW, asked, token=await _token(platform, people["author"])))["example"]
     assert author["author"] == {"username": "rv_author"} and author["validations"] is None  # counts only, in votes
 
 
@@ -66,7 +67,7 @@ async def test_validators_see_neither_the_author_nor_the_others_votes(gql, platf
     )
     await validation.validate(platform, people["v2"], made.example.id, "CORRECT", reason="fine")
     served = (await gql(QUEUE, token=await _token(platform, people["v1"])))["exampleToValidate"]
-    assert served == {"id": str(made.example.id), "author": None, "flagReason": None, "validations": None}
+    assert served == {"id": gid("Example", made.example.id), "author": None, "flagReason": None, "validations": None}
 
 
 async def test_the_flag_reason_reaches_the_author_and_the_owners(gql, platform, people):
@@ -74,8 +75,9 @@ async def test_the_flag_reason_reaches_the_author_and_the_owners(gql, platform, 
         platform, people["author"], task_code="toy", fields={"text": "a good name", "label": "bad"}
     )
     await validation.flag(platform, people["v1"], made.example.id, "it names a real person")
+    asked = {"id": gid("Example", made.example.id)}
     for who, sees_votes in (("author", False), ("owner", True)):
-        seen = (await gql(REVIEW, {"id": str(made.example.id)}, token=await _token(platform, people[who])))["example"]
+        seen = (await gql(REVIEW, asked, token=await _token(platform, people[who])))["example"]
         assert seen["flagReason"] == "it names a real person"
         assert (seen["validations"] is not None) is sees_votes
     reviews = await examples.reviews(platform, Actor.anonymous(), [made.example.id])

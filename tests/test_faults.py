@@ -26,6 +26,8 @@ import httpx
 import pytest
 from support import IN_CI, cli, database, runner_pids, serve, toy_redis_env
 
+from dynaforge.api.node import parse_id
+
 pytestmark = pytest.mark.faults
 
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
@@ -101,7 +103,7 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
                     body = response.json()
                     result = (body.get("data") or {}).get("createExample")
                     if result and result["__typename"] == "CreatedExample":
-                        acknowledged[int(result["example"]["id"])] = text
+                        acknowledged[parse_id(result["example"]["id"], "id", "Example")] = text
                     elif body.get("errors") and all(
                         e.get("extensions", {}).get("code") == "SERVICE_UNAVAILABLE" for e in body["errors"]
                     ):
@@ -262,7 +264,7 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                         )
                         result = (body.get("data") or {}).get("createExample") or {}
                         if result.get("__typename") in ("CreatedExample", "PredictionPending"):
-                            acknowledged[int(result["example"]["id"])] = text
+                            acknowledged[parse_id(result["example"]["id"], "id", "Example")] = text
                         else:
                             unexpected.append(str(body))
 
@@ -318,7 +320,7 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
             try:
                 rows = {r["id"]: r for r in await connection.fetch("SELECT id, status FROM examples")}
                 attempts = await connection.fetchval(
-                    "SELECT attempts FROM evaluations WHERE model_id = $1", int(model_id)
+                    "SELECT attempts FROM evaluations WHERE model_id = $1", parse_id(model_id, "id", "Model")
                 )
                 chunks = await connection.fetchval("SELECT count(*) FROM evaluation_chunks")
             finally:
@@ -330,7 +332,7 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
             try:
                 rows = {i: {"id": i, "status": s} for i, s in db.execute("SELECT id, status FROM examples")}
                 attempts = db.execute(
-                    "SELECT attempts FROM evaluations WHERE model_id = ?", (int(model_id),)
+                    "SELECT attempts FROM evaluations WHERE model_id = ?", (parse_id(model_id, "id", "Model"),)
                 ).fetchone()[0]
                 chunks = db.execute("SELECT count(*) FROM evaluation_chunks").fetchone()[0]
             finally:

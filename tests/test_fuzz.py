@@ -4,9 +4,10 @@ The schema is introspected at collection time (``build_schema``, so operations a
 without touching this file): every Mutation field, and every Query field that takes arguments, becomes one test per
 database (test_fuzz_operation_*). Hypothesis draws the arguments from their GraphQL types (hostile strings: empty,
 200k characters, unicode, control characters, NUL, unpaired surrogates; ints around and beyond 32 bits; floats, with
-NaN and infinities as strings since JSON has none; IDs that are numbers, words, negative or huge; enums and bad enum
-names; junk JSON; lists; input objects with required fields sometimes left out or unknown ones added; nulls and values
-of the wrong type), plus the caller (anonymous, a bad token, a user, the task's owner, an admin) and whether each
+NaN and infinities as strings since JSON has none; IDs: the global ids of the rows made for the fuzzing, global ids of
+other types or with odd, negative or huge keys, malformed ones, bare numbers and words; enums and bad enum names; junk
+JSON; lists; input objects with required fields sometimes left out or unknown ones added; nulls and values of the
+wrong type), plus the caller (anonymous, a bad token, a user, the task's owner, an admin) and whether each
 argument travels as a variable or as a literal in the document. The selection is built from the result type:
 ``__typename``, ``... on Error { message }`` and the fields two levels down. Each case is posted over HTTP to the
 in-process app (httpx.ASGITransport) and must satisfy:
@@ -57,8 +58,9 @@ from hypothesis import strategies as st
 from hypothesis.errors import Flaky
 from sqlalchemy import func, select
 from sqlmodel import SQLModel
-from support import make_settings
+from support import gid, make_settings
 
+from dynaforge.api.node import NODE_TYPES, decode_global_id
 from dynaforge.api.schema import build_schema
 from dynaforge.app import create_app
 from dynaforge.db import models  # noqa: F401 - registers every table in SQLModel.metadata
@@ -331,8 +333,8 @@ class Inputs:
     """Strategies for argument values of every GraphQL input type: mostly well-typed, sometimes null, missing or of
     the wrong type. ``excluded`` input kinds are never generated."""
 
-    def __init__(self, known_ids: tuple[int, ...], *, excluded: frozenset[str] = frozenset()):
-        self.known = known_ids or (1,)
+    def __init__(self, known_ids: tuple[str, ...], *, excluded: frozenset[str] = frozenset()):
+        self.known = known_ids or (gid("Example", 1),)
         self.excluded = excluded
         specials = [s for s in SPECIAL_STRINGS if not string_kinds(s) & self.excluded]
         texts = [
@@ -381,7 +383,11 @@ class Inputs:
                 ]
             ),
         )
-        numbers = st.one_of(st.sampled_from(self.known), st.integers(1, 40))
+        numbers = st.integers(1, 40)
+        types = st.sampled_from(NODE_TYPES)
+        # the global ids of real rows (which reach the resolvers), and of any type with small keys (mostly naming
+        # nothing, or an object of another type than the argument wants)
+        global_ids = st.one_of(st.sampled_from(self.known), st.tuples(types, numbers).map(lambda t: gid(*t)))
         odd = [
             "0",
             "-1",
@@ -404,10 +410,17 @@ class Inputs:
             "NaN",
             "-9223372036854775808",
         ]
-        odd_ids = st.one_of(st.sampled_from(odd), self.strings, st.integers(-(2**62), 0))
+        odd_global_ids = st.one_of(
+            st.tuples(types, st.sampled_from(odd)).map(lambda t: gid(*t)),  # odd keys inside a well-formed id
+            global_ids.map(lambda g: g + "=="),  # padded: the same bytes, another spelling
+            global_ids.map(lambda g: g[:-1]),  # truncated
+            st.sampled_from([gid("Nope", 1), gid("example", 1), gid("Example", "1:2"), gid("Example", "")]),
+        )
+        odd_ids = st.one_of(st.sampled_from(odd), self.strings, st.integers(-(2**62), 0), odd_global_ids)
         huge = st.one_of(st.integers(2**31, 2**80), st.sampled_from([2**31, 2**63 - 1, BIG, 10**23]))
-        huge_ids = st.one_of(huge, huge.map(str))
-        self.ids = st.one_of(numbers.map(str), numbers, odd_ids)  # IDs accept JSON numbers too
+        huge_ids = st.one_of(st.tuples(types, huge).map(lambda t: gid(*t)), huge, huge.map(str))
+        # IDs accept JSON numbers too; bare row numbers (the ids of old) are refused
+        self.ids = st.one_of(global_ids, numbers.map(str), numbers, odd_ids)
         if "huge-ids" not in self.excluded:
             self.ids = mostly(self.ids, huge_ids, 10)
         cursors = [examples.encode_cursor(i) for i in (1, 3, 5, 0, -1)] + ["Y3Vyc29yOmFiYw==", "!!!", "AAAA"]
@@ -724,7 +737,7 @@ class Fuzz:
         http: httpx.AsyncClient,
         tokens: dict[str, str | None],
         usernames: dict[str, str],
-        known_ids: tuple[int, ...],
+        known_ids: tuple[str, ...],
         log: Captured,
         database: str,
         ids: dict[str, int],
@@ -851,6 +864,19 @@ async def fuzz_operation(fuzz: Fuzz, op: Operation, data: st.DataObject) -> None
 # --------------------------------------------------------------------------- fixtures
 
 PASSWORD = "correct horse battery"
+# The type of each row the fixture names (Fuzz.ids), and of each kind an ID argument may want (_id_for).
+ID_TYPES = {
+    "example": "Example",
+    "mine": "Example",
+    "dataset": "Dataset",
+    "model": "Model",
+    "proposal": "TaskProposal",
+    "fork": "LeaderboardFork",
+    "token": "ApiToken",
+    "context": "Context",
+    "snapshot": "LeaderboardSnapshot",
+    "webhook": "Webhook",
+}
 
 
 @pytest.fixture
@@ -874,7 +900,6 @@ async def fuzz(platform, monkeypatch):
         usernames[role] = name
     await tasks.grant_ownership(platform, system, "toy", actors["owner"].user_id)
 
-    ids = [a.user_id for a in actors.values()]
     written = []
     for i in range(8):
         outcome = await examples.submit(
@@ -908,7 +933,9 @@ async def fuzz(platform, monkeypatch):
         "token": spare.id,
         "context": context_ids[0],
     }
-    ids += written + [d.id for d in made] + list(named.values())
+    typed = [("User", a.user_id) for a in actors.values()] + [("Example", i) for i in written]
+    typed += [("Dataset", d.id) for d in made] + [(ID_TYPES[k], v) for k, v in named.items()] + [("Task", "toy")]
+    ids = [gid(t, key) for t, key in typed]
     del tokens["other"], usernames["other"]
 
     handler = Captured()
@@ -955,10 +982,16 @@ def _inserting(char: str):
     return lambda value: value[:1] + char + value[1:]
 
 
+def _huge(value: str) -> str:
+    """The global id of the same type as ``value`` with a key beyond the id columns' range."""
+    decoded = decode_global_id(value)
+    return gid(decoded[0] if decoded else "Example", BIG)
+
+
 KIND_VALUES: dict[str, dict[str, Any]] = {
     "lone-surrogates": {"String": _inserting("\ud800"), "JSON": _inserting("\udfff")},
     "nul-chars": {"String": _inserting("\x00"), "JSON": _inserting("\x00")},
-    "huge-ids": {"ID": lambda _: str(BIG), "cursor": lambda _: examples.encode_cursor(BIG)},
+    "huge-ids": {"ID": lambda value: _huge(value), "cursor": lambda _: examples.encode_cursor(BIG)},
 }
 # Plausible values by field name (lower case; "operation.field" wins), so that each hostile leaf gets past the
 # other checks to where it is stored or looked up.
@@ -990,7 +1023,8 @@ BASE_JSON = {
 
 
 def _id_for(fuzz: Fuzz, op: Operation, name: str) -> str:
-    """A real id for an ID argument, guessed from its name and its operation's."""
+    """A real id for an ID argument, guessed from its name and its operation's (the global id of a row of the type
+    it wants; for a type the fixture made no row of, an id of that type that names nothing)."""
     key = name.lower().removesuffix("id") or op.name.lower()
     for word, kind in (
         ("example", "example"),
@@ -1000,10 +1034,12 @@ def _id_for(fuzz: Fuzz, op: Operation, name: str) -> str:
         ("token", "token"),
         ("proposal", "proposal"),
         ("model", "model"),
+        ("snapshot", "snapshot"),
+        ("webhook", "webhook"),
     ):
         if word in key:
-            return str(fuzz.ids[kind])
-    return str(fuzz.ids["example"])
+            return gid(ID_TYPES[kind], fuzz.ids.get(kind, fuzz.ids["example"]))
+    return gid("Example", fuzz.ids["example"])
 
 
 def base_value(fuzz: Fuzz, op: Operation, t: Any, name: str, *, full: bool) -> Any:
@@ -1310,7 +1346,9 @@ REPRODUCTIONS = [
         {"i": {"username": "fuzzuser", "password": "correct\ud800 horse battery"}},
         op="login",
     ),
-    Repro("BUG-2", BOTH, "user", "query($id: ID!) { example(id: $id) { id } }", {"id": str(BIG)}, op="example"),
+    Repro(
+        "BUG-2", BOTH, "user", "query($id: ID!) { example(id: $id) { id } }", {"id": gid("Example", BIG)}, op="example"
+    ),
     Repro(
         "BUG-3",
         PG_ONLY,

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from graphql import GraphQLEnumType, GraphQLList, GraphQLNonNull, GraphQLScalarType, GraphQLUnionType
 from graphql.pyutils import Undefined
-from support import register_user
+from support import gid, register_user
 
 from dynaforge.api.schema import build_schema
 from dynaforge.db.models import DatasetAccess
@@ -105,7 +105,7 @@ async def secrets_on_server(platform):
             platform, author, task_code="toy", fields={"text": f"{SENTINEL}-{i} good", "label": "bad"}
         )
         await validation.validate(platform, owner, outcome.example.id, "CORRECT")
-        example_ids.append(str(outcome.example.id))
+        example_ids.append(gid("Example", outcome.example.id))
     made = await datasets.build_from_round(platform, owner, "toy", 1, splits=(("test", 1.0, DatasetAccess.SCORING),))
     made += await datasets.create_dataset(
         platform,
@@ -133,7 +133,11 @@ async def secrets_on_server(platform):
         published=True,
     )
     return {
-        "ids": {"dataset": [str(d.id) for d in made], "example": example_ids, "model": [str(model.id)]},
+        "ids": {
+            "dataset": [gid("Dataset", d.id) for d in made],
+            "example": example_ids,
+            "model": [gid("Model", model.id)],
+        },
         "owner": owner,
     }
 

@@ -10,7 +10,7 @@ import csv
 import io
 
 import pytest
-from support import make_user, register_user
+from support import gid, make_user, register_user
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow
 from dynaforge.errors import AlreadyExists, InvalidInput, NotFound
@@ -254,9 +254,9 @@ async def test_forks_and_snapshots_are_listed_and_deleted_by_their_author(gql, p
 
     gql.token, _ = await register_user(gql, "onlooker")
     assert (await gql(FORKS)) == {"myLeaderboardForks": [], "myLeaderboardSnapshots": []}  # theirs, not others'
-    refused = (await gql(DELETE_FORK, {"id": str(first.id)}))["deleteLeaderboardFork"]
+    refused = (await gql(DELETE_FORK, {"id": gid("LeaderboardFork", first.id)}))["deleteLeaderboardFork"]
     assert refused["__typename"] == "Forbidden"  # shared by id: they know it exists, and are told who may delete it
-    assert (await gql(DELETE_SNAPSHOT, {"id": str(frozen.id)}))["deleteLeaderboardSnapshot"][
+    assert (await gql(DELETE_SNAPSHOT, {"id": gid("LeaderboardSnapshot", frozen.id)}))["deleteLeaderboardSnapshot"][
         "__typename"
     ] == "Forbidden"
 

@@ -237,11 +237,33 @@ async def test_bodies_that_are_not_json_objects_get_400_saying_why(client):
         assert response.status_code == 400 and words in response.text, (body, response.text)
 
 
-@pytest.mark.parametrize("value", ["+1", " 1", "1_0", "\u0661", "0", "-3", str(2**31), str(2**63)])
-def test_ids_are_plain_positive_integers_in_range(value):
-    from dynaforge.api.errors import parse_id
+@pytest.mark.parametrize("key", ["+1", " 1", "1_0", "\u0661", "0", "-3", str(2**31), str(2**63)])
+def test_ids_hold_plain_positive_integers_in_range(key):
+    from dynaforge.api.node import global_id, parse_id
     from dynaforge.errors import InvalidInput
 
-    with pytest.raises(InvalidInput, match="is not an id"):
-        parse_id(value, "id")
-    assert parse_id("17", "id") == 17
+    with pytest.raises(InvalidInput, match="is not the id of an Example"):
+        parse_id(global_id("Example", key), "id", "Example")
+    assert parse_id(global_id("Example", 17), "id", "Example") == 17
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "17",  # a bare row id: ids are opaque and global now
+        "RXhhbXBsZToxNw==",  # the right bytes with padding: one spelling per id
+        "RXhhbXBsZToxNw ",
+        "TW9kZWw6MTc",  # a Model's id where an Example's is expected
+        "Tm9wZToxNw",  # a type the server does not have
+        "é" * 3,
+        "",
+        "A" * 500,
+    ],
+)
+def test_only_this_servers_ids_of_the_expected_type_are_taken(value):
+    from dynaforge.api.node import parse_id
+    from dynaforge.errors import InvalidInput
+
+    with pytest.raises(InvalidInput, match="is not the id of an Example") as raised:
+        parse_id(value, "exampleId", "Example")
+    assert raised.value.field_errors[0].field == "exampleId"

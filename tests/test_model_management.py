@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import select, update
-from support import make_user
+from support import gid, make_user
 
 from dynaforge.db.models import Evaluation, EvaluationStatus
 from dynaforge.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound
@@ -131,7 +131,7 @@ async def test_deleting_a_model_takes_its_evaluations_but_not_while_one_runs(pla
 
 
 MODELS = """query($mine: Boolean!, $after: String) { models(taskCode: "toy", mine: $mine, first: 1, after: $after) {
-  edges { cursor node { id name published submitter config } } pageInfo { hasNextPage endCursor } } }"""
+  edges { cursor node { id name published submitter { username } config } } pageInfo { hasNextPage endCursor } } }"""
 UPDATE = """mutation($input: UpdateModelInput!) { updateModel(input: $input) {
   __typename ... on UpdatedModel { model { id name published anonymous card } } ... on Error { message } } }"""
 DELETE = """mutation($id: ID!) { deleteModel(input: {id: $id}) {
@@ -151,9 +151,11 @@ async def test_the_graphql_contract(gql, platform, people):
     rest = (await gql(MODELS, {"mine": True, "after": page["pageInfo"]["endCursor"]}))["models"]
     assert [e["node"]["name"] for e in rest["edges"]] == ["one"] and not rest["pageInfo"]["hasNextPage"]
 
-    updated = await gql(UPDATE, {"input": {"id": str(second.id), "published": True, "card": {"license": "MIT"}}})
+    updated = await gql(
+        UPDATE, {"input": {"id": gid("Model", second.id), "published": True, "card": {"license": "MIT"}}}
+    )
     assert updated["updateModel"]["model"] == {
-        "id": str(second.id),
+        "id": gid("Model", second.id),
         "name": "two",
         "published": True,
         "anonymous": False,
@@ -161,10 +163,10 @@ async def test_the_graphql_contract(gql, platform, people):
     }
     anonymous = (await gql(MODELS, {"mine": False}, token=None))["models"]["edges"]
     assert [(e["node"]["name"], e["node"]["config"]) for e in anonymous] == [("two", None)]  # no config for others
-    assert (await gql(DELETE, {"id": str(first.id)}))["deleteModel"] == {
+    assert (await gql(DELETE, {"id": gid("Model", first.id)}))["deleteModel"] == {
         "__typename": "DeletedModel",
-        "id": str(first.id),
+        "id": gid("Model", first.id),
     }
-    assert (await gql(DELETE, {"id": str(first.id)}))["deleteModel"]["__typename"] == "NotFound"
-    refused = (await gql(UPDATE, {"input": {"id": str(second.id), "name": "x" * 101}}))["updateModel"]
+    assert (await gql(DELETE, {"id": gid("Model", first.id)}))["deleteModel"]["__typename"] == "NotFound"
+    refused = (await gql(UPDATE, {"input": {"id": gid("Model", second.id), "name": "x" * 101}}))["updateModel"]
     assert refused["__typename"] == "InvalidInput"

@@ -66,7 +66,7 @@ STATS_FIELDS = "collected fooled verifiedFooled accepted rejected flagged retrac
 CREATE = """mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { fooled prediction example { id fooled status roundNumber fields } }
+    ... on CreatedExample { fooled prediction example { id fooled status round { number } fields } }
     ... on PredictionPending { example { id status } message }
     ... on Error { message }
   } }"""
@@ -304,7 +304,7 @@ async def submit_all(server: Server, tokens: list[str], rows: list[Row]) -> list
                 pending.append((row, annotator, answer["example"]["id"]))
                 continue
             example = answer["example"]
-            assert example["status"] == "CREATED" and example["roundNumber"] == 1, answer
+            assert example["status"] == "CREATED" and example["round"]["number"] == 1, answer
             assert example["fooled"] == answer["fooled"], answer
             assert example["fields"]["hypothesis"] == row.hypothesis.strip(), answer
             assert example["fields"]["label"] == row.label, answer

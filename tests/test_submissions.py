@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support import make_user, register_user
+from support import gid, make_user, register_user
 
 from dynaforge.db.models import DatasetAccess, EvaluationStatus
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotAuthenticated, NotFound, RateLimited
@@ -146,7 +146,7 @@ async def test_unpublished_and_anonymous_models(platform, setup):
     assert row.id == public.id and privileged is False
 
 
-MODEL = """query($id: ID!) { model(id: $id) { id name submitter config card
+MODEL = """query($id: ID!) { model(id: $id) { id name submitter { username } config card
   evaluations { dataset { name access } status progress error } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) {
   __typename ... on SubmittedModel { model { id } } ... on Error { message } } }"""
@@ -180,13 +180,17 @@ async def test_graphql_contract(gql, platform, setup):
     )
     model_id = result["submitModel"]["model"]["id"]
     mine = (await gql(MODEL, {"id": model_id}, token=token))["model"]
-    assert mine["submitter"] == "modeller" and mine["config"] == KEYWORD and mine["card"] == {"parameters": 3}
+    assert (
+        mine["submitter"] == {"username": "modeller"}
+        and mine["config"] == KEYWORD
+        and mine["card"] == {"parameters": 3}
+    )
     assert mine["evaluations"] == [
         {"dataset": {"name": "r1-test", "access": "SCORING"}, "status": "QUEUED", "progress": 0.0, "error": None}
     ]
     theirs = (await gql(MODEL, {"id": model_id}, token=reader))["model"]
     assert theirs["submitter"] is None and theirs["config"] is None  # anonymous, and configs may hold credentials
-    assert (await gql(MODEL, {"id": "999999"}, token=token))["model"] is None
+    assert (await gql(MODEL, {"id": gid("Model", 999999)}, token=token))["model"] is None
 
 
 async def test_scoring_sets_get_seeded_perturbed_copies_that_submissions_are_queued_on(platform, setup, monkeypatch):
@@ -320,7 +324,7 @@ UPLOAD_COPY = """
 mutation($input: UploadPerturbedCopyInput!) {
   uploadPerturbedCopy(input: $input) {
     __typename
-    ... on DatasetsCreated { datasets { name source perturbation perturbationKind parentId size } }
+    ... on DatasetsCreated { datasets { name source perturbation perturbationKind parent { id } size } }
     ... on Error { message }
     ... on InvalidInput { fieldErrors { field rule } }
   }
@@ -330,6 +334,7 @@ mutation($input: UploadPerturbedCopyInput!) {
 async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, platform, setup):
     import json
 
+    from dynaforge.api.node import parse_id
     from dynaforge.db.models import ModelRow
 
     made = {d.name: d for d in await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=3)}
@@ -342,7 +347,7 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
     async def post(content: bytes, **fields):
         variables = {
             "input": {
-                "datasetId": str(test_set.id),
+                "datasetId": gid("Dataset", test_set.id),
                 "perturbation": "dialect",
                 "kind": "fairness",
                 "file": None,
@@ -365,7 +370,7 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
         json.dumps({"original_position": i, "text": f"goood day {i}"}).encode() + b"\n" for i in range(test_set.size)
     )
     assert (await post(lines))["__typename"] == "Forbidden"
-    await tasks.grant_ownership(platform, Actor.system(), "toy", int(user_id))
+    await tasks.grant_ownership(platform, Actor.system(), "toy", parse_id(user_id, "id", "User"))
     refused = await post(lines + b'{"original_position": 99, "text": "far away"}\n')
     assert refused["__typename"] == "InvalidInput"
     assert refused["fieldErrors"] == [{"field": f"line {test_set.size + 1}.original_position", "rule": "original"}]
@@ -378,7 +383,7 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
                 "source": "upload",
                 "perturbation": "dialect",
                 "perturbationKind": "fairness",
-                "parentId": str(test_set.id),
+                "parent": {"id": gid("Dataset", test_set.id)},
                 "size": test_set.size,
             }
         ],

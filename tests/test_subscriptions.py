@@ -21,7 +21,7 @@ from gql import Client, gql
 from gql.graphql_request import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 from gql.transport.websockets import WebsocketsTransport
-from support import serve_in_loop
+from support import gid, serve_in_loop
 
 from dynaforge.app import create_app
 from dynaforge.db.models import DatasetAccess
@@ -34,7 +34,9 @@ CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input)
   ... on CreatedExample { example { id fooled } } ... on Error { message } } }"""
 VALIDATE = """mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }"""
 OPEN_ROUND = """mutation { openNextRound(input: {taskCode: "toy"}) { __typename } }"""
-FOOLED = gql('subscription { modelFooled(taskCode: "toy") { id fields prediction fooled taskCode roundNumber } }')
+FOOLED = gql(
+    'subscription { modelFooled(taskCode: "toy") { id fields prediction fooled task { code } round { number } } }'
+)
 CREATED = gql('subscription { exampleCreated(taskCode: "toy") { id fooled status } }')
 VALIDATED = gql('subscription { exampleValidated(taskCode: "toy") { label example { id status votes { correct } } } }')
 ROUNDS = gql('subscription { roundChanged(taskCode: "toy") { taskCode change round { number } } }')
@@ -138,7 +140,7 @@ async def test_example_events_reach_signed_in_subscribers(served):
     event = got_fooled[0]["modelFooled"]
     assert event["id"] == tricky["createExample"]["example"]["id"]
     assert event["fields"] == {"text": "good grief", "label": "bad"} and event["prediction"]["label"] == "good"
-    assert (event["fooled"], event["taskCode"], event["roundNumber"]) == (True, "toy", 1)
+    assert (event["fooled"], event["task"]["code"], event["round"]["number"]) == (True, "toy", 1)
     assert [r["exampleCreated"]["fooled"] for r in got_created] == [False, True]
 
 
@@ -239,10 +241,10 @@ async def test_evaluation_progress_is_shown_to_those_who_can_see_the_model(serve
     )
     async with served.subscriber(stranger) as session:
         with pytest.raises(TransportQueryError, match=f"No model {model.id}"):
-            await _collect(session, PROGRESS, 1, {"m": str(model.id)}, within=5)
+            await _collect(session, PROGRESS, 1, {"m": gid("Model", model.id)}, within=5)
     async with served.subscriber(builder) as session:
         first = queued[0]
-        listening = asyncio.create_task(_collect(session, PROGRESS, 3, {"m": str(model.id)}))
+        listening = asyncio.create_task(_collect(session, PROGRESS, 3, {"m": gid("Model", model.id)}))
         await _started(listening, p.events, f"evaluationProgress:{model.id}")
         p.settings.eval_chunk_size = 4
         runner = Runner(p.settings, p.plugins, db=p.db)
@@ -254,7 +256,7 @@ async def test_evaluation_progress_is_shown_to_those_who_can_see_the_model(serve
         ("RUNNING", 0.5),
         ("RUNNING", 1.0),
     ]  # 6 items, chunks of 4
-    assert {g["evaluationId"] for g in got} == {str(first.id)} and got[0]["datasetName"] == "r1-test"
+    assert {g["evaluationId"] for g in got} == {gid("Evaluation", first.id)} and got[0]["datasetName"] == "r1-test"
 
 
 async def test_only_graphql_transport_ws_is_spoken(served):

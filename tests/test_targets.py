@@ -130,6 +130,8 @@ CURRENT_TARGETS = 'query { task(code: "toy") { currentRound { ensembleRule targe
 async def test_set_target_models_over_graphql(gql, platform):
     from support import register_user
 
+    from dynaforge.api.node import parse_id
+
     token, user_id = await register_user(gql, "olga")
     other, _ = await register_user(gql, "bob")
     models = [KEYWORD, ALWAYS_BAD]
@@ -137,7 +139,7 @@ async def test_set_target_models_over_graphql(gql, platform):
         SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "majority"}}, token=token
     )
     assert data["setTargetModels"]["__typename"] == "Forbidden"
-    await tasks.grant_ownership(platform, Actor.system(), "toy", int(user_id))
+    await tasks.grant_ownership(platform, Actor.system(), "toy", parse_id(user_id, "id", "User"))
     data = await gql(
         SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "all_wrong"}}, token=token
     )

@@ -11,6 +11,7 @@ import pytest
 from sqlalchemy import select
 from support import make_user, register_user
 
+from dynaforge.api.node import parse_id
 from dynaforge.db.models import Context, Example, Round, RoundUserStats, Validation
 from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
@@ -343,7 +344,9 @@ STATS = (
     "query($c: String!) { task(code: $c) { currentRound { number stats { collected fooled verifiedFooled rejected "
     "vmer } } } }"
 )
-TO_VALIDATE = "query($c: String!) { exampleToValidate(taskCode: $c) { id fields fooled context votes { correct } } }"
+TO_VALIDATE = (
+    "query($c: String!) { exampleToValidate(taskCode: $c) { id fields fooled context { fields } votes { correct } } }"
+)
 VALIDATE = """mutation($id: ID!, $l: ValidationLabel!) { validateExample(input: {exampleId: $id, label: $l}) {
   __typename ... on ValidatedExample { example { id status } decided } ... on Error { message } } }"""
 OPEN = """mutation($c: String!) { openNextRound(input: {taskCode: $c}) {
@@ -356,7 +359,7 @@ async def test_graphql_contract(gql, platform):
     author, _ = await register_user(gql, "writer")
     voters = [(await register_user(gql, f"judge{i}"))[0] for i in range(3)]
     owner, owner_id = await register_user(gql, "boss")
-    await tasks.grant_ownership(platform, Actor.system(), "toy", int(owner_id))
+    await tasks.grant_ownership(platform, Actor.system(), "toy", parse_id(owner_id, "id", "User"))
     created = await gql(CREATE, {"f": {"text": "good news", "label": "bad"}}, token=author)
     example_id = created["createExample"]["example"]["id"]
 

@@ -5,7 +5,7 @@ GraphQL, on SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import pytest
-from support import make_user, register_user
+from support import gid, make_user, register_user
 
 from dynaforge.errors import Forbidden, NotAuthenticated, NotFound, RateLimited
 from dynaforge.services import examples, tasks, validation
@@ -96,7 +96,7 @@ async def test_the_queue_over_graphql(gql, platform, people):
     assert theirs["validationQueueSize"] == 1 and theirs["exampleToValidate"] == {"id": example_id}
     skipped = (await gql(SKIP, {"id": example_id}))["skipExample"]
     assert skipped == {"__typename": "SkippedExample", "example": {"id": example_id, "status": "CREATED"}}
-    missing = (await gql(SKIP, {"id": "999999"}))["skipExample"]
+    missing = (await gql(SKIP, {"id": gid("Example", 999999)}))["skipExample"]
     assert missing["__typename"] == "NotFound"
     anonymous = await gql(SKIP, {"id": example_id}, token=None)
     assert anonymous["skipExample"]["__typename"] == "NotAuthenticated"

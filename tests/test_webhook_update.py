@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from sqlalchemy import func, select
-from support import make_user
+from support import gid, make_user
 
 from dynaforge.db.models import WebhookDelivery
 from dynaforge.errors import Forbidden, InvalidInput, NotFound
@@ -72,13 +72,15 @@ async def test_update_webhook_over_graphql(gql, platform, people):
 
     made = await webhooks.create(platform, people["registrant"], "toy", "https://hooks.example.org/a", ["roundChanged"])
     gql.token = (await auth.create_token(platform, people["registrant"], name="t"))[1]
-    answer = await gql(UPDATE, {"input": {"id": str(made.webhook.id), "active": False, "description": "later"}})
+    answer = await gql(
+        UPDATE, {"input": {"id": gid("Webhook", made.webhook.id), "active": False, "description": "later"}}
+    )
     assert answer["updateWebhook"]["webhook"] == {
-        "id": str(made.webhook.id),
+        "id": gid("Webhook", made.webhook.id),
         "url": "https://hooks.example.org/a",
         "events": ["roundChanged"],
         "active": False,
         "description": "later",
     }
-    refused = (await gql(UPDATE, {"input": {"id": "0"}}))["updateWebhook"]
+    refused = (await gql(UPDATE, {"input": {"id": gid("Webhook", 0)}}))["updateWebhook"]
     assert refused["__typename"] == "InvalidInput"

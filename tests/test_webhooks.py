@@ -16,8 +16,9 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
-from support import GraphQLClient, make_user, serve_in_loop
+from support import GraphQLClient, gid, make_user, serve_in_loop
 
+from dynaforge.api.node import parse_id
 from dynaforge.app import create_app
 from dynaforge.db.models import WebhookDelivery
 from dynaforge.errors import InvalidInput, NotAuthenticated, NotFound, RateLimited
@@ -232,7 +233,9 @@ async def test_graphql_webhooks_and_their_delivery_log(world):
         )["createWebhook"]
         assert refused["__typename"] == "InvalidInput"
         await examples.submit(p, users["author1"], task_code="toy", fields={"text": "plain", "label": "bad"})
-        await _deliveries(p, int(made["webhook"]["id"]), lambda rows: rows and rows[0].status == "DELIVERED")
+        await _deliveries(
+            p, parse_id(made["webhook"]["id"], "id", "Webhook"), lambda rows: rows and rows[0].status == "DELIVERED"
+        )
         listed = (await gql(LIST_HOOKS, token=token))["webhooks"]
         assert listed == [
             {
@@ -240,7 +243,7 @@ async def test_graphql_webhooks_and_their_delivery_log(world):
                 "events": ["exampleCreated"],
                 "deliveries": [
                     {
-                        "id": receiver.on("/g")[0][0]["webhook-id"],
+                        "id": gid("WebhookDelivery", receiver.on("/g")[0][0]["webhook-id"]),
                         "event": "exampleCreated",
                         "status": "DELIVERED",
                         "attempts": 1,

@@ -20,9 +20,9 @@ from dynaforge.api.errors import (
     RateLimited,
     errors_as_graphql,
     errors_as_union,
-    parse_id,
 )
 from dynaforge.api.mutations import TargetModelInput
+from dynaforge.api.node import parse_id
 from dynaforge.api.types.example import Example, ValidationLabel
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
@@ -276,7 +276,7 @@ class CollectionMutation:
     async def validate_example(self, info: Info, input: ValidateExampleInput) -> ValidateExampleResult:
         row = await validation_service.validate(
             *info.context.caller,
-            parse_id(input.example_id, "exampleId"),
+            parse_id(input.example_id, "exampleId", "Example"),
             input.label.value,
             corrected_target=input.corrected_target,
             reason=input.reason,
@@ -289,7 +289,9 @@ class CollectionMutation:
     )
     @errors_as_union
     async def flag_example(self, info: Info, input: FlagExampleInput) -> FlagExampleResult:
-        row = await validation_service.flag(*info.context.caller, parse_id(input.example_id, "exampleId"), input.reason)
+        row = await validation_service.flag(
+            *info.context.caller, parse_id(input.example_id, "exampleId", "Example"), input.reason
+        )
         return FlaggedExample(example=Example.from_row(row))
 
     @strawberry.mutation(
@@ -298,7 +300,7 @@ class CollectionMutation:
     )
     @errors_as_union
     async def skip_example(self, info: Info, input: SkipExampleInput) -> SkipExampleResult:
-        row = await validation_service.skip(*info.context.caller, parse_id(input.example_id, "exampleId"))
+        row = await validation_service.skip(*info.context.caller, parse_id(input.example_id, "exampleId", "Example"))
         return SkippedExample(example=Example.from_row(row))
 
     @strawberry.mutation(
@@ -375,7 +377,7 @@ class CollectionMutation:
     @errors_as_union
     async def decide_task_proposal(self, info: Info, input: DecideTaskProposalInput) -> DecideTaskProposalResult:
         row = await proposal_service.decide(
-            *info.context.caller, parse_id(input.id, "id"), accept=input.accept, note=input.note
+            *info.context.caller, parse_id(input.id, "id", "TaskProposal"), accept=input.accept, note=input.note
         )
         return TaskProposalDecided(proposal=TaskProposal.from_row(row))
 

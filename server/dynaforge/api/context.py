@@ -21,7 +21,8 @@ def _loaders(p: Platform) -> dict[str, DataLoader]:
         rows = await example_service.task_codes_by_id(p, list(ids))
         return [rows.get(i) for i in ids]
 
-    return {"round": DataLoader(load_fn=load_rounds), "task_code": DataLoader(load_fn=load_task_codes)}
+    # Rounds are not cached: their counters move, and a websocket's context lives as long as the connection.
+    return {"round": DataLoader(load_fn=load_rounds, cache=False), "task_code": DataLoader(load_fn=load_task_codes)}
 
 
 @dataclass

@@ -13,6 +13,7 @@ from strawberry.file_uploads import Upload
 from dynaforge.api.context import RequestContext
 from dynaforge.api.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, errors_as_union
 from dynaforge.api.mutations import ContextsAdded
+from dynaforge.api.node import global_id
 from dynaforge.errors import FieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import contexts as context_service
@@ -97,7 +98,7 @@ class ContextMutation:
             file_format=None if input.format is None else context_service.ContextFileFormat[input.format.name],
             tag=input.tag,
         )
-        return ContextsAdded(ids=[strawberry.ID(str(i)) for i in added.ids])
+        return ContextsAdded(ids=[global_id("Context", i) for i in added.ids])
 
 
 #: Room for the multipart envelope (the operations and map fields, part headers) beyond the largest allowed file.

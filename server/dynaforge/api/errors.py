@@ -152,19 +152,6 @@ errors_as_graphql = _translating(_raise_query_error)
 errors_as_null = _translating(_null)
 
 
-def parse_id(value: Any, field: str) -> int:
-    try:
-        text = str(value)
-        if not (text.isascii() and text.isdigit()):  # int() would also take "+1", " 1", "1_0" and other scripts' digits
-            raise ValueError
-        number = int(text)
-        if not 0 < number <= domain.MAX_ID:  # beyond the id columns' range no row can have it
-            raise ValueError
-        return number
-    except ValueError as exc:
-        raise domain.InvalidInput.from_errors([domain.FieldError(field, "id", f"{value!r} is not an id")]) from exc
-
-
 ERROR_TYPES = [
     InvalidInput,
     NotAuthenticated,

@@ -23,9 +23,11 @@ from dynaforge.api.errors import (
     errors_as_graphql,
     errors_as_null,
     errors_as_union,
-    parse_id,
 )
+from dynaforge.api.node import Node, global_id, parse_id
 from dynaforge.api.types.example import PageInfo
+from dynaforge.api.types.task import Task
+from dynaforge.api.types.user import User
 from dynaforge.db.models import Dataset as DatasetRow
 from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import ModelRow, as_utc
@@ -33,12 +35,13 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import leaderboard as board_service
 from dynaforge.services import submissions as submission_service
+from dynaforge.services import tasks as task_service
 
 Info = strawberry.Info[RequestContext]
 
 
 @strawberry.type(description="A frozen set of a task's examples that models are evaluated on.")
-class Dataset:
+class Dataset(Node):
     row: strawberry.Private[DatasetRow]
     id: strawberry.ID
     name: str
@@ -48,15 +51,21 @@ class Dataset:
     split: str | None
     perturbation: str | None
     perturbation_kind: str | None = strawberry.field(description="robustness or fairness, for a perturbed copy.")
-    parent_id: strawberry.ID | None = strawberry.field(description="A perturbed copy: the data set it was made from.")
     size: int
     created_at: datetime
+
+    @strawberry.field(description="A perturbed copy: the data set it was made from; null for any other set.")
+    async def parent(self, info: Info) -> Dataset | None:
+        if self.row.parent_id is None:
+            return None
+        row, _ = await dataset_service.get_dataset(*info.context.caller, self.row.parent_id)
+        return Dataset.from_row(row)
 
     @classmethod
     def from_row(cls, row: DatasetRow) -> Dataset:
         return cls(
             row=row,
-            id=strawberry.ID(str(row.id)),
+            id=global_id("Dataset", row.id),
             name=row.name,
             description=row.description,
             access=row.access,
@@ -64,14 +73,14 @@ class Dataset:
             split=row.split,
             perturbation=row.perturbation,
             perturbation_kind=row.perturbation_kind,
-            parent_id=None if row.parent_id is None else strawberry.ID(str(row.parent_id)),
             size=row.size,
             created_at=as_utc(row.created_at),
         )
 
 
 @strawberry.type(description="One item of a data set; gold targets only where you may see them.")
-class DatasetItem:
+class DatasetItem(Node):
+    id: strawberry.ID
     position: int
     original_position: int | None = strawberry.field(
         description="A perturbed copy's item: the position of the item of the original set it was made from."
@@ -89,9 +98,10 @@ class DatasetItemPage:
 
 
 @strawberry.type(description="One model on one data set.")
-class Evaluation:
+class Evaluation(Node):
     row: strawberry.Private[EvaluationRow]
     privileged: strawberry.Private[bool]
+    id: strawberry.ID
     dataset: Dataset
     status: str = strawberry.field(description="QUEUED, RUNNING, DONE or FAILED.")
     progress: float
@@ -107,9 +117,23 @@ class Evaluation:
     def log_tail(self) -> str | None:
         return self.row.log_tail if self.privileged else None
 
+    @classmethod
+    def of(cls, row: EvaluationRow, dataset: DatasetRow, privileged: bool) -> Evaluation:
+        return cls(
+            row=row,
+            id=global_id("Evaluation", row.id),
+            privileged=privileged,
+            dataset=Dataset.from_row(dataset),
+            status=row.status,
+            progress=row.progress,
+            metrics=JSON(row.metrics),
+            throughput=row.throughput,
+            memory_mb=row.memory_mb,
+        )
+
 
 @strawberry.type(description="A model submitted to a task's leaderboard.")
-class Model:
+class Model(Node):
     row: strawberry.Private[ModelRow]
     privileged: strawberry.Private[bool]
     id: strawberry.ID
@@ -127,44 +151,37 @@ class Model:
     def config(self) -> JSON | None:
         return JSON(self.row.config) if self.privileged else None
 
-    #: The submitter's name when the caller already read it (a leaderboard reads every row's at once).
-    known_submitter: strawberry.Private[str | None] = None
+    #: The submitter's row when the caller already read it (a leaderboard reads every row's at once).
+    known_submitter: strawberry.Private[Any] = None
     submitter_known: strawberry.Private[bool] = False
 
     @strawberry.field(description="Who submitted it; null for an anonymous model unless you may see everything.")
-    def submitter(self, info: Info) -> str | None:
+    def submitter(self, info: Info) -> User | None:
         if self.row.anonymous and not self.privileged:
             return None
         if self.submitter_known:
-            return self.known_submitter
-        # An awaitable that GraphQL waits for: a sync resolver returning one spares the rows whose name is known
-        # a coroutine each (the schema's type stays String).
-        return _username(info, self.row.user_id)  # type: ignore[return-value]
+            return None if self.known_submitter is None else User.from_row(self.known_submitter)
+        # An awaitable that GraphQL waits for: a sync resolver returning one spares the rows whose submitter is
+        # known a coroutine each.
+        return _submitter(info, self.row.user_id)  # type: ignore[return-value]
+
+    @strawberry.field(description="The task it was submitted to.")
+    async def task(self, info: Info) -> Task:
+        code = await info.context.loaders["task_code"].load(self.row.task_id)
+        return Task.from_view(await task_service.get_task(*info.context.caller, code))
 
     @strawberry.field
     async def evaluations(self, info: Info) -> list[Evaluation]:
         pairs = await submission_service.evaluations_of(info.context.platform, self.row.id)
-        return [
-            Evaluation(
-                row=e,
-                privileged=self.privileged,
-                dataset=Dataset.from_row(d),
-                status=e.status,
-                progress=e.progress,
-                metrics=JSON(e.metrics),
-                throughput=e.throughput,
-                memory_mb=e.memory_mb,
-            )
-            for e, d in pairs
-        ]
+        return [Evaluation.of(e, d, self.privileged) for e, d in pairs]
 
     @classmethod
-    def from_row(cls, row: ModelRow, privileged: bool, **known: str | None) -> Model:
-        """``submitter=`` passes the submitter's name when it was read already (None: anonymous or gone)."""
+    def from_row(cls, row: ModelRow, privileged: bool, **known: Any) -> Model:
+        """``submitter=`` passes the submitter's User row when it was read already (None: anonymous or gone)."""
         return cls(
             row=row,
             privileged=privileged,
-            id=strawberry.ID(str(row.id)),
+            id=global_id("Model", row.id),
             name=row.name,
             backend=row.backend,
             card=JSON(row.card),
@@ -177,9 +194,9 @@ class Model:
         )
 
 
-async def _username(info: Info, user_id: int) -> str | None:
+async def _submitter(info: Info, user_id: int) -> User | None:
     user = await auth_service.get_user(info.context.platform, user_id)
-    return None if user is None else user.username
+    return None if user is None else User.from_row(user)
 
 
 @strawberry.input(description="What a model card says; every field is optional.")
@@ -386,7 +403,7 @@ class Leaderboard:
             amrs_fallback=board.amrs_fallback,
             rows=[
                 LeaderboardRow(
-                    model=Model.from_row(r.model, privileged=False, submitter=r.submitter),
+                    model=Model.from_row(r.model, privileged=False, submitter=r.submitter_row),
                     rank=r.rank,
                     dynascore=r.dynascore,
                     metrics=[
@@ -428,7 +445,7 @@ class LeaderboardAxis:
 
 
 @strawberry.type(description="Saved leaderboard weights; pass its id as `forkId` to see the board with them.")
-class LeaderboardFork:
+class LeaderboardFork(Node):
     id: strawberry.ID
     name: str
     description: str
@@ -437,7 +454,7 @@ class LeaderboardFork:
 
 
 @strawberry.type(description="A leaderboard frozen as it was computed.")
-class LeaderboardSnapshot:
+class LeaderboardSnapshot(Node):
     id: strawberry.ID
     name: str
     metric_weights: JSON
@@ -448,7 +465,7 @@ class LeaderboardSnapshot:
 
 def _fork(row) -> LeaderboardFork:
     return LeaderboardFork(
-        id=strawberry.ID(str(row.id)),
+        id=global_id("LeaderboardFork", row.id),
         name=row.name,
         description=row.description,
         metric_weights=JSON(row.metric_weights),
@@ -474,7 +491,7 @@ DeleteLeaderboardItemResult = Annotated[
 
 def _snapshot(row) -> LeaderboardSnapshot:
     return LeaderboardSnapshot(
-        id=strawberry.ID(str(row.id)),
+        id=global_id("LeaderboardSnapshot", row.id),
         name=row.name,
         metric_weights=row.metric_weights,
         dataset_weights=row.dataset_weights,
@@ -537,7 +554,7 @@ class EvaluationQuery:
             metric_weights=_pairs(metric_weights),
             dataset_weights=_pairs(dataset_weights),
             sort=sort,
-            fork_id=None if fork_id is None else parse_id(fork_id, "forkId"),
+            fork_id=None if fork_id is None else parse_id(fork_id, "forkId", "LeaderboardFork"),
         )
         return Leaderboard.of(board)
 
@@ -554,7 +571,9 @@ class EvaluationQuery:
     @strawberry.field(description="A frozen leaderboard.")
     @errors_as_null
     async def leaderboard_snapshot(self, info: Info, id: strawberry.ID) -> LeaderboardSnapshot | None:
-        return _snapshot(await board_service.get_snapshot(*info.context.caller, parse_id(id, "id")))
+        return _snapshot(
+            await board_service.get_snapshot(*info.context.caller, parse_id(id, "id", "LeaderboardSnapshot"))
+        )
 
     @strawberry.field(
         description="A submitted model: published ones for everyone, the others for their submitter, "
@@ -562,7 +581,7 @@ class EvaluationQuery:
     )
     @errors_as_null
     async def model(self, info: Info, id: strawberry.ID) -> Model | None:
-        row, privileged = await submission_service.get_model(*info.context.caller, parse_id(id, "id"))
+        row, privileged = await submission_service.get_model(*info.context.caller, parse_id(id, "id", "Model"))
         return Model.from_row(row, privileged)
 
     @strawberry.field(
@@ -602,10 +621,16 @@ class EvaluationQuery:
     async def dataset_items(
         self, info: Info, id: strawberry.ID, first: int = 100, after: int | None = None
     ) -> DatasetItemPage:
-        page = await dataset_service.items(*info.context.caller, parse_id(id, "id"), first=first, after=after)
+        dataset_id = parse_id(id, "id", "Dataset")
+        page = await dataset_service.items(*info.context.caller, dataset_id, first=first, after=after)
         return DatasetItemPage(
             items=[
-                DatasetItem(position=i.position, original_position=i.original_position, fields=JSON(i.fields))
+                DatasetItem(
+                    id=global_id("DatasetItem", f"{dataset_id}:{i.position}"),
+                    position=i.position,
+                    original_position=i.original_position,
+                    fields=JSON(i.fields),
+                )
                 for i in page.items
             ],
             gold_visible=page.gold_visible,
@@ -624,16 +649,16 @@ class EvaluationMutation:
     async def delete_leaderboard_fork(
         self, info: Info, input: DeleteLeaderboardItemInput
     ) -> DeleteLeaderboardItemResult:
-        row = await board_service.delete_fork(*info.context.caller, parse_id(input.id, "id"))
-        return LeaderboardItemDeleted(id=strawberry.ID(str(row.id)))
+        row = await board_service.delete_fork(*info.context.caller, parse_id(input.id, "id", "LeaderboardFork"))
+        return LeaderboardItemDeleted(id=global_id("LeaderboardFork", row.id))
 
     @strawberry.mutation(description="Delete one of your leaderboard snapshots (admins: anyone's).")
     @errors_as_union
     async def delete_leaderboard_snapshot(
         self, info: Info, input: DeleteLeaderboardItemInput
     ) -> DeleteLeaderboardItemResult:
-        row = await board_service.delete_snapshot(*info.context.caller, parse_id(input.id, "id"))
-        return LeaderboardItemDeleted(id=strawberry.ID(str(row.id)))
+        row = await board_service.delete_snapshot(*info.context.caller, parse_id(input.id, "id", "LeaderboardSnapshot"))
+        return LeaderboardItemDeleted(id=global_id("LeaderboardSnapshot", row.id))
 
     @strawberry.mutation(description="Save leaderboard weights under a name (a fork others can open by its id).")
     @errors_as_union
@@ -683,7 +708,7 @@ class EvaluationMutation:
     async def update_model(self, info: Info, input: UpdateModelInput) -> UpdateModelResult:
         row = await submission_service.update_model(
             *info.context.caller,
-            parse_id(input.id, "id"),
+            parse_id(input.id, "id", "Model"),
             name=input.name,
             published=input.published,
             anonymous=input.anonymous,
@@ -697,8 +722,8 @@ class EvaluationMutation:
     )
     @errors_as_union
     async def delete_model(self, info: Info, input: DeleteModelInput) -> DeleteModelResult:
-        row = await submission_service.delete_model(*info.context.caller, parse_id(input.id, "id"))
-        return DeletedModel(id=strawberry.ID(str(row.id)))
+        row = await submission_service.delete_model(*info.context.caller, parse_id(input.id, "id", "Model"))
+        return DeletedModel(id=global_id("Model", row.id))
 
     @strawberry.mutation(
         description="Upload predictions for one data set instead of a model: scored at once, "
@@ -732,7 +757,7 @@ class EvaluationMutation:
         copy = await dataset_service.attach_perturbed_copy(
             platform,
             info.context.actor,
-            parse_id(input.dataset_id, "datasetId"),
+            parse_id(input.dataset_id, "datasetId", "Dataset"),
             input.perturbation,
             input.kind,
             records,

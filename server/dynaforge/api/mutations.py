@@ -18,8 +18,8 @@ from dynaforge.api.errors import (
     RateLimited,
     RoundClosed,
     errors_as_union,
-    parse_id,
 )
+from dynaforge.api.node import global_id, parse_id
 from dynaforge.api.types.example import Example
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.user import ApiToken, User
@@ -224,7 +224,7 @@ class Mutation:
     @strawberry.mutation(description="Revoke one of your API tokens; it stops working at once.")
     @errors_as_union
     async def revoke_api_token(self, info: Info, input: RevokeApiTokenInput) -> RevokeApiTokenResult:
-        row = await auth_service.revoke_token(*info.context.caller, parse_id(input.id, "id"))
+        row = await auth_service.revoke_token(*info.context.caller, parse_id(input.id, "id", "ApiToken"))
         return RevokedApiToken(api_token=ApiToken.from_row(row))
 
     @strawberry.mutation(description="Write an example: the target model predicts and the server decides `fooled`.")
@@ -234,7 +234,7 @@ class Mutation:
             *info.context.caller,
             task_code=input.task_code,
             fields=input.fields,
-            context_id=None if input.context_id is None else parse_id(input.context_id, "contextId"),
+            context_id=None if input.context_id is None else parse_id(input.context_id, "contextId", "Context"),
             time_taken_ms=input.time_taken_ms,
             tag=input.tag,
         )
@@ -249,7 +249,7 @@ class Mutation:
     @strawberry.mutation(description="Withdraw one of your examples before it is accepted or rejected.")
     @errors_as_union
     async def retract_example(self, info: Info, input: RetractExampleInput) -> RetractExampleResult:
-        row = await example_service.retract(*info.context.caller, parse_id(input.example_id, "exampleId"))
+        row = await example_service.retract(*info.context.caller, parse_id(input.example_id, "exampleId", "Example"))
         return RetractedExample(example=Example.from_row(row))
 
     @strawberry.mutation(description="Task owners and admins add contexts to the current round (all or nothing).")
@@ -258,7 +258,7 @@ class Mutation:
         ids = await context_service.add_contexts(
             *info.context.caller, input.task_code, list(input.contexts), tag=input.tag
         )
-        return ContextsAdded(ids=[strawberry.ID(str(i)) for i in ids])
+        return ContextsAdded(ids=[global_id("Context", i) for i in ids])
 
     @strawberry.mutation(
         description="Task owners and admins set the open round's target: one model or an ensemble with a rule. "

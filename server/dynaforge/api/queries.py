@@ -6,7 +6,8 @@ import strawberry
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import ContextStrategy
-from dynaforge.api.errors import errors_as_graphql, errors_as_null, parse_id
+from dynaforge.api.errors import errors_as_graphql, errors_as_null
+from dynaforge.api.node import parse_id
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.example import Example, ExampleConnection, ExampleStatus
 from dynaforge.api.types.plugin import Plugin
@@ -58,7 +59,7 @@ class Query:
     @strawberry.field(description="One example: authors see their own, owners and admins every example of a task.")
     @errors_as_null
     async def example(self, info: Info, id: strawberry.ID) -> Example | None:
-        return Example.from_row(await example_service.get_example(*info.context.caller, parse_id(id, "id")))
+        return Example.from_row(await example_service.get_example(*info.context.caller, parse_id(id, "id", "Example")))
 
     @strawberry.field(
         description="A task's examples, newest first. Users see their own; owners and admins see all "

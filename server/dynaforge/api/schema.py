@@ -37,6 +37,7 @@ from dynaforge.api.documents import OnlyTrustedDocuments, trusted_documents
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.mutations import Mutation as CoreMutation
+from dynaforge.api.nodes import NODE_CLASSES, NodeQuery
 from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.api.subscriptions import Subscription
 from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
@@ -181,7 +182,7 @@ class ReadAdmission(SchemaExtension):
 
 
 # Each feature module owns its resolvers; the roots merge them (field names must not repeat across modules).
-QUERY_TYPES: tuple[type, ...] = (CoreQuery, CollectionQuery, EvaluationQuery, WebhookQuery)
+QUERY_TYPES: tuple[type, ...] = (CoreQuery, NodeQuery, CollectionQuery, EvaluationQuery, WebhookQuery)
 MUTATION_TYPES: tuple[type, ...] = (
     CoreMutation,
     CollectionMutation,
@@ -209,7 +210,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         query=Query,
         mutation=Mutation,
         subscription=Subscription,
-        types=ERROR_TYPES,
+        types=[*ERROR_TYPES, *NODE_CLASSES],
         extensions=[
             lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
             DatabaseUnavailable,  # inside MaskErrors: its errors are typed before masking looks at them

@@ -18,7 +18,8 @@ from collections.abc import AsyncGenerator
 import strawberry
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.errors import errors_as_graphql, parse_id, query_error
+from dynaforge.api.errors import errors_as_graphql, query_error
+from dynaforge.api.node import global_id, parse_id
 from dynaforge.api.types.example import Example
 from dynaforge.api.types.round import Round
 from dynaforge.errors import DynaforgeError
@@ -88,9 +89,7 @@ async def _events(info: Info, topic: str):
 
 
 def _example(payload: dict) -> Example:
-    return Example.from_row(
-        example_service.example_from_payload(payload), task_code=payload["task_code"], round_number=payload["round"]
-    )
+    return Example.from_row(example_service.example_from_payload(payload), task_code=payload["task_code"])
 
 
 @errors_as_graphql
@@ -100,7 +99,7 @@ async def _task_topic(info: Info, event: str, task_code: str) -> str:
 
 @errors_as_graphql
 async def _evaluation_topic(info: Info, model_id: strawberry.ID) -> tuple[str, bool]:
-    return await subscription_service.evaluation_topic(*info.context.caller, parse_id(model_id, "modelId"))
+    return await subscription_service.evaluation_topic(*info.context.caller, parse_id(model_id, "modelId", "Model"))
 
 
 @strawberry.type
@@ -147,9 +146,9 @@ class Subscription:
         topic, privileged = await _evaluation_topic(info, model_id)
         async for payload in _events(info, topic):
             yield EvaluationProgress(
-                evaluation_id=strawberry.ID(str(payload["evaluation_id"])),
-                model_id=strawberry.ID(str(payload["model_id"])),
-                dataset_id=strawberry.ID(str(payload["dataset_id"])),
+                evaluation_id=global_id("Evaluation", payload["evaluation_id"]),
+                model_id=global_id("Model", payload["model_id"]),
+                dataset_id=global_id("Dataset", payload["dataset_id"]),
                 dataset_name=payload["dataset_name"],
                 status=payload["status"],
                 progress=float(payload["progress"]),

@@ -16,8 +16,8 @@ from dynaforge.api.errors import (
     RateLimited,
     errors_as_graphql,
     errors_as_union,
-    parse_id,
 )
+from dynaforge.api.node import Node, global_id, parse_id
 from dynaforge.db.models import Webhook as WebhookRow
 from dynaforge.db.models import WebhookDelivery as DeliveryRow
 from dynaforge.db.models import as_utc
@@ -27,7 +27,7 @@ Info = strawberry.Info[RequestContext]
 
 
 @strawberry.type(description="One event sent to a webhook: how many attempts, how the last one ended.")
-class WebhookDelivery:
+class WebhookDelivery(Node):
     id: strawberry.ID = strawberry.field(description="The webhook-id header, the same on every retry.")
     event: str
     status: str = strawberry.field(description="PENDING (being retried), DELIVERED or FAILED.")
@@ -41,7 +41,7 @@ class WebhookDelivery:
     @classmethod
     def from_row(cls, row: DeliveryRow) -> WebhookDelivery:
         return cls(
-            id=strawberry.ID(row.message_id),
+            id=global_id("WebhookDelivery", row.message_id),
             event=row.event,
             status=row.status,
             attempts=row.attempts,
@@ -54,7 +54,7 @@ class WebhookDelivery:
 
 
 @strawberry.type(description="A URL that receives a task's events, signed as Standard Webhooks specify.")
-class Webhook:
+class Webhook(Node):
     row: strawberry.Private[WebhookRow]
     id: strawberry.ID
     url: str
@@ -73,7 +73,7 @@ class Webhook:
     def from_row(cls, row: WebhookRow) -> Webhook:
         return cls(
             row=row,
-            id=strawberry.ID(str(row.id)),
+            id=global_id("Webhook", row.id),
             url=row.url,
             events=list(row.events),
             description=row.description,
@@ -160,7 +160,7 @@ class WebhookMutation:
     @strawberry.mutation(description="A new signing secret for a webhook (the old one stops working at once).")
     @errors_as_union
     async def rotate_webhook_secret(self, info: Info, input: WebhookIdInput) -> RotateWebhookSecretResult:
-        made = await webhook_service.rotate_secret(*info.context.caller, parse_id(input.id, "id"))
+        made = await webhook_service.rotate_secret(*info.context.caller, parse_id(input.id, "id", "Webhook"))
         return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
     @strawberry.mutation(
@@ -171,7 +171,7 @@ class WebhookMutation:
     async def update_webhook(self, info: Info, input: UpdateWebhookInput) -> UpdateWebhookResult:
         row = await webhook_service.change(
             *info.context.caller,
-            parse_id(input.id, "id"),
+            parse_id(input.id, "id", "Webhook"),
             url=input.url,
             events=None if input.events is None else list(input.events),
             description=input.description,
@@ -182,5 +182,5 @@ class WebhookMutation:
     @strawberry.mutation(description="Delete a webhook and its delivery log.")
     @errors_as_union
     async def delete_webhook(self, info: Info, input: WebhookIdInput) -> DeleteWebhookResult:
-        gone = await webhook_service.delete(*info.context.caller, parse_id(input.id, "id"))
-        return WebhookDeleted(id=strawberry.ID(str(gone)))
+        gone = await webhook_service.delete(*info.context.caller, parse_id(input.id, "id", "Webhook"))
+        return WebhookDeleted(id=global_id("Webhook", gone))

@@ -289,3 +289,21 @@ async def get_user(p: Platform, user_id: int) -> User | None:
 async def find_user(p: Platform, username: str) -> User | None:
     async with p.db.session() as s:
         return await s.scalar(select(User).where(col(User.username) == username))
+
+
+async def get_token(p: Platform, actor: Actor, token_id: int) -> ApiToken:
+    """One of the signed-in user's own API tokens; NotFound for anyone else's."""
+    actor = require_user(actor)
+    async with p.db.session() as s:
+        row = await s.get(ApiToken, token_id)
+    if row is None or row.user_id != actor.user_id:
+        raise NotFound(f"No API token {token_id} of yours")
+    return row
+
+
+async def visible_user(p: Platform, actor: Actor, user_id: int) -> User:
+    """A user by id. Usernames are public (round leaderboards show them); the email stays behind visible_email."""
+    row = await get_user(p, user_id)
+    if row is None:
+        raise NotFound(f"No user {user_id}")
+    return row

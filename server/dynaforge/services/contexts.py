@@ -513,3 +513,12 @@ async def next_context(
 async def get_context(p: Platform, context_id: int) -> Context | None:
     async with p.db.session() as s:
         return await s.get(Context, context_id)
+
+
+async def visible_context(p: Platform, actor: Actor, context_id: int) -> Context:
+    """A context of a task ``actor`` may see (anyone who may write against it may read it); NotFound otherwise."""
+    row = await get_context(p, context_id)
+    if row is None:
+        raise NotFound(f"No context {context_id}")
+    await task_service.visible_task(p, actor, row.task_id)
+    return row

@@ -67,7 +67,7 @@ class Page:
     has_next: bool
     end_cursor: str | None
     task_code: str | None = None  # every item's task (a page is of one task)
-    round_numbers: dict[int, int] = field(default_factory=dict)  # round id -> number, for the items' rounds
+    rounds: dict[int, Round] = field(default_factory=dict)  # the items' rounds by id
 
 
 def encode_cursor(example_id: int) -> str:
@@ -479,7 +479,7 @@ async def list_examples(
             where.append(col(Example.user_id) == actor.user_id)
         found = (
             await s.execute(
-                select(Example, col(Round.number))
+                select(Example, Round)
                 .join(Round, col(Round.id) == col(Example.round_id))
                 .where(*where)
                 .order_by(col(Example.id).desc())
@@ -488,8 +488,8 @@ async def list_examples(
         ).all()
     has_next = len(found) > limit
     rows = [example for example, _ in found[:limit]]
-    numbers = {example.round_id: number for example, number in found[:limit]}
-    return Page(rows, has_next, encode_cursor(rows[-1].id) if rows else None, view.task.code, numbers)
+    rounds = {example.round_id: round_row for example, round_row in found[:limit]}
+    return Page(rows, has_next, encode_cursor(rows[-1].id) if rows else None, view.task.code, rounds)
 
 
 @dataclass
@@ -553,3 +553,14 @@ async def task_codes_by_id(p: Platform, task_ids: list[int]) -> dict[int, str]:
     async with p.db.session() as s:
         rows = await s.execute(select(col(TaskRow.id), col(TaskRow.code)).where(col(TaskRow.id).in_(task_ids)))
         return {i: c for i, c in rows}
+
+
+async def get_validation(p: Platform, actor: Actor, validation_id: int) -> tuple[Validation, User]:
+    """One vote with its validator, for the task's owners and admins (as ``Example.validations``)."""
+    async with p.db.session() as s:
+        example_id = await s.scalar(select(col(Validation.example_id)).where(col(Validation.id) == validation_id))
+    review = None if example_id is None else (await reviews(p, actor, [example_id])).get(example_id)
+    for vote, validator in (review.validations or []) if review is not None else []:
+        if vote.id == validation_id:
+            return vote, validator
+    raise NotFound(f"No validation {validation_id} that you can see")

@@ -69,6 +69,7 @@ class BoardRow:
     dynascore: float | None
     metrics: list[BoardMetric]
     missing: list[str]
+    submitter_row: Any = None  # the submitter's User row, when not anonymous
 
 
 def _json_value(value: Any) -> Any:
@@ -196,13 +197,7 @@ async def compute(
             if models and scoring
             else []
         )
-        names = dict(
-            (
-                await s.execute(
-                    select(col(User.id), col(User.username)).where(col(User.id).in_({m.user_id for m in models}))
-                )
-            ).all()
-        )
+        users = {u.id: u for u in await s.scalars(select(User).where(col(User.id).in_({m.user_id for m in models})))}
     dataset_names = {d.id: d.name for d in scoring}
     if dataset_w is not None:
         unknown = sorted(set(dataset_w) - set(dataset_names.values()))
@@ -255,7 +250,8 @@ async def compute(
                 model=model,
                 model_id=model.id,
                 model_name=model.name,
-                submitter=None if model.anonymous else names.get(model.user_id),
+                submitter=None if model.anonymous or model.user_id not in users else users[model.user_id].username,
+                submitter_row=None if model.anonymous else users.get(model.user_id),
                 rank=r.rank,
                 dynascore=r.dynascore,
                 metrics=metrics,
@@ -473,4 +469,17 @@ async def get_snapshot(p: Platform, actor: Actor, snapshot_id: int) -> Leaderboa
     if row is None or code is None:
         raise NotFound(f"No leaderboard snapshot {snapshot_id}")
     await task_service.get_task(p, actor, code)
+    return row
+
+
+async def get_fork(p: Platform, actor: Actor, fork_id: int) -> LeaderboardFork:
+    """A fork, for anyone who can see its task (forks are shared by id, as `leaderboard(forkId:)` reads them)."""
+    async with p.db.session() as s:
+        row = await s.get(LeaderboardFork, fork_id)
+    if row is None:
+        raise NotFound(f"No leaderboard fork {fork_id}")
+    try:
+        await task_service.visible_task(p, actor, row.task_id)
+    except NotFound:
+        raise NotFound(f"No leaderboard fork {fork_id}") from None
     return row

@@ -117,3 +117,13 @@ async def list_proposals(p: Platform, actor: Actor, *, status: str | None = None
         return list(
             await s.scalars(select(TaskProposal).where(*where).order_by(col(TaskProposal.id).desc()).limit(200))
         )
+
+
+async def get_proposal(p: Platform, actor: Actor, proposal_id: int) -> TaskProposal:
+    """A proposal, for its proposer and admins; NotFound for anyone else."""
+    actor = require_user(actor)
+    async with p.db.session() as s:
+        row = await s.get(TaskProposal, proposal_id)
+    if row is None or (row.user_id != actor.user_id and not actor.is_admin):
+        raise NotFound(f"No task proposal {proposal_id} of yours")
+    return row

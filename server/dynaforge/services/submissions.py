@@ -384,3 +384,17 @@ async def submit_predictions(
     if stored is None or scored is None:  # deleted meanwhile
         raise NotFound(f"Model {model.id} was deleted while it was being scored")
     return stored, scored
+
+
+async def get_evaluation(p: Platform, actor: Actor, evaluation_id: int) -> tuple[Evaluation, Dataset, bool]:
+    """An evaluation with its data set, for those who may see its model, and whether they see everything."""
+    async with p.db.session() as s:
+        evaluation = await s.get(Evaluation, evaluation_id)
+        dataset = None if evaluation is None else await s.get(Dataset, evaluation.dataset_id)
+    if evaluation is None or dataset is None:
+        raise NotFound(f"No evaluation {evaluation_id}")
+    try:
+        _, privileged = await get_model(p, actor, evaluation.model_id)
+    except NotFound:
+        raise NotFound(f"No evaluation {evaluation_id}") from None
+    return evaluation, dataset, privileged

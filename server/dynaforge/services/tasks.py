@@ -196,6 +196,24 @@ async def round_by_id(p: Platform, round_id: int) -> Round | None:
         return await s.get(Round, round_id)
 
 
+async def visible_task(p: Platform, actor: Actor, task_id: int) -> TaskView:
+    """The task with this row id, when ``actor`` may see it; NotFound otherwise (as get_task)."""
+    async with p.db.session() as s:
+        code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == task_id))
+    if code is None:
+        raise NotFound(f"No task with id {task_id}")
+    return await get_task(p, actor, code)
+
+
+async def visible_round(p: Platform, actor: Actor, round_id: int) -> Round:
+    """A round of a task ``actor`` may see; NotFound otherwise."""
+    row = await round_by_id(p, round_id)
+    if row is None:
+        raise NotFound(f"No round {round_id}")
+    await visible_task(p, actor, row.task_id)
+    return row
+
+
 async def get_round(p: Platform, task_id: int, number: int | None = None) -> Round | None:
     async with p.db.session() as s:
         if number is None:

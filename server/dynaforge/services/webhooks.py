@@ -346,3 +346,24 @@ async def attempt(settings: Settings, db, delivery_id: int, *, max_attempts: int
     if status == D.PENDING:
         raise DeliveryFailed(f"delivery {delivery_id} attempt {attempts}: {error}")
     return status
+
+
+async def get_webhook(p: Platform, actor: Actor, webhook_id: int) -> Webhook:
+    """A webhook, for its registrant and the task's owners and admins (as list_webhooks)."""
+    actor = require_human(actor)
+    async with p.db.session() as s:
+        return await _own(s, actor, webhook_id)
+
+
+async def get_delivery(p: Platform, actor: Actor, message_id: str) -> WebhookDelivery:
+    """A delivery by its message id, for those who may read its webhook."""
+    actor = require_human(actor)
+    async with p.db.session() as s:
+        row = await s.scalar(select(WebhookDelivery).where(col(WebhookDelivery.message_id) == message_id))
+        if row is None:
+            raise NotFound(f"No webhook delivery {message_id!r}")
+        try:
+            await _own(s, actor, row.webhook_id)
+        except NotFound:
+            raise NotFound(f"No webhook delivery {message_id!r}") from None
+    return row

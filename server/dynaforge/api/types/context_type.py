@@ -5,11 +5,12 @@ from __future__ import annotations
 import strawberry
 from strawberry.scalars import JSON
 
+from dynaforge.api.node import Node, global_id
 from dynaforge.db.models import Context as ContextRow
 
 
 @strawberry.type(name="Context", description="What an annotator writes against: the task's context fields.")
-class ContextType:
+class ContextType(Node):
     row: strawberry.Private[ContextRow]
     id: strawberry.ID
     fields: JSON
@@ -19,5 +20,5 @@ class ContextType:
     @classmethod
     def from_row(cls, row: ContextRow) -> ContextType:
         return cls(
-            row=row, id=strawberry.ID(str(row.id)), fields=JSON(row.fields), tag=row.tag, total_used=row.total_used
+            row=row, id=global_id("Context", row.id), fields=JSON(row.fields), tag=row.tag, total_used=row.total_used
         )

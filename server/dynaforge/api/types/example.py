@@ -9,11 +9,19 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.node import Node, global_id
+from dynaforge.api.types.context_type import ContextType
+from dynaforge.api.types.round import Round
+from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
 from dynaforge.db.models import Example as ExampleRow
 from dynaforge.db.models import ExampleStatus as Status
+from dynaforge.db.models import Round as RoundRow
+from dynaforge.db.models import User as UserRow
+from dynaforge.db.models import Validation as ValidationRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import examples as example_service
+from dynaforge.services import tasks as task_service
 
 
 @strawberry.enum(description="Where an example is in its life.")
@@ -33,13 +41,19 @@ class Votes:
     flagged: int
 
 
-async def _round_number(info: strawberry.Info[RequestContext], round_id: int) -> int:
-    return (await info.context.loaders["round"].load(round_id)).number
+async def _round(info: strawberry.Info[RequestContext], round_id: int) -> Round:
+    return Round.from_row(await info.context.loaders["round"].load(round_id))
 
 
-async def _context_fields(info: strawberry.Info[RequestContext], context_id: int) -> dict | None:
+async def _task(info: strawberry.Info[RequestContext], task_id: int, code: str | None) -> Task:
+    if code is None:
+        code = await info.context.loaders["task_code"].load(task_id)
+    return Task.from_view(await task_service.get_task(*info.context.caller, code))
+
+
+async def _context(info: strawberry.Info[RequestContext], context_id: int) -> ContextType | None:
     row = await example_service.cached_context(info.context.platform, context_id)
-    return None if row is None else row.fields
+    return None if row is None else ContextType.from_row(row)
 
 
 @strawberry.enum(description="A validator's verdict on an example.")
@@ -50,7 +64,7 @@ class ValidationLabel(Enum):
 
 
 @strawberry.type(description="One validator's vote on an example, as the task's owners and admins see it.")
-class Validation:
+class Validation(Node):
     id: strawberry.ID
     label: ValidationLabel
     reason: str | None = strawberry.field(description="Why, in the validator's words (required for FLAGGED).")
@@ -61,6 +75,18 @@ class Validation:
     created_at: datetime
     validator: User
 
+    @classmethod
+    def of(cls, vote: ValidationRow, validator: UserRow) -> Validation:
+        return cls(
+            id=global_id("Validation", vote.id),
+            label=ValidationLabel(vote.label),
+            reason=vote.reason,
+            corrected_target=None if vote.corrected_target is None else JSON(vote.corrected_target),
+            by_owner=vote.by_owner,
+            created_at=as_utc(vote.created_at),
+            validator=User.from_row(validator),
+        )
+
 
 async def _review(info: strawberry.Info[RequestContext], example_id: int) -> example_service.Review | None:
     review: example_service.Review | None = await info.context.loaders["review"].load(example_id)
@@ -68,7 +94,7 @@ async def _review(info: strawberry.Info[RequestContext], example_id: int) -> exa
 
 
 @strawberry.type(description="An example written against a target model.")
-class Example:
+class Example(Node):
     row: strawberry.Private[ExampleRow]
     id: strawberry.ID
     fields: JSON = strawberry.field(description="The annotator's input, target and metadata fields.")
@@ -80,37 +106,29 @@ class Example:
     time_taken_ms: int | None
     created_at: datetime
 
-    # What the caller read already (a page reads its rounds' numbers in the same query). These resolvers are
-    # synchronous and hand GraphQL an awaitable only when they must load: an async resolver per row and field
-    # costs more than the page's query.
+    # What the caller read already (a page reads its rounds in the same query). These resolvers are synchronous
+    # and hand GraphQL an awaitable only when they must load: an async resolver per row and field costs more than
+    # the page's query.
     known_task_code: strawberry.Private[str | None] = None
-    known_round_number: strawberry.Private[int | None] = None
+    known_round: strawberry.Private[RoundRow | None] = None
 
-    @strawberry.field
-    def task_code(self, info: strawberry.Info[RequestContext]) -> str:
-        if self.known_task_code is not None:
-            return self.known_task_code
-        # The loader's awaitable is returned as is: GraphQL awaits it (see above).
-        return info.context.loaders["task_code"].load(self.row.task_id)  # type: ignore[return-value]
+    @strawberry.field(description="The task it was written for.")
+    def task(self, info: strawberry.Info[RequestContext]) -> Task:
+        return _task(info, self.row.task_id, self.known_task_code)  # type: ignore[return-value]  # awaited (above)
 
-    @strawberry.field
-    def round_number(self, info: strawberry.Info[RequestContext]) -> int:
-        if self.known_round_number is not None:
-            return self.known_round_number
-        return _round_number(info, self.row.round_id)  # type: ignore[return-value]  # an awaitable (see above)
-
-    @strawberry.field
-    def context_id(self) -> strawberry.ID | None:
-        return None if self.row.context_id is None else strawberry.ID(str(self.row.context_id))
+    @strawberry.field(description="The round it was written in.")
+    def round(self, info: strawberry.Info[RequestContext]) -> Round:
+        if self.known_round is not None:
+            return Round.from_row(self.known_round)
+        return _round(info, self.row.round_id)  # type: ignore[return-value]  # an awaitable (see above)
 
     @strawberry.field(
-        description="The fields of the context it was written against (null when the example holds "
-        "its context fields itself)."
+        description="The context it was written against; null when the example holds its context fields itself."
     )
-    def context(self, info: strawberry.Info[RequestContext]) -> JSON | None:
+    def context(self, info: strawberry.Info[RequestContext]) -> ContextType | None:
         if self.row.context_id is None:
             return None
-        return _context_fields(info, self.row.context_id)  # type: ignore[return-value]  # awaited (see above)
+        return _context(info, self.row.context_id)  # type: ignore[return-value]  # awaited (see above)
 
     @strawberry.field(
         description="Who wrote it: for the author themself and the task's owners and admins; null for everyone else."
@@ -134,18 +152,7 @@ class Example:
         review = await _review(info, self.row.id)
         if review is None or review.validations is None:
             return None
-        return [
-            Validation(
-                id=strawberry.ID(str(vote.id)),
-                label=ValidationLabel(vote.label),
-                reason=vote.reason,
-                corrected_target=None if vote.corrected_target is None else JSON(vote.corrected_target),
-                by_owner=vote.by_owner,
-                created_at=as_utc(vote.created_at),
-                validator=User.from_row(validator),
-            )
-            for vote, validator in review.validations
-        ]
+        return [Validation.of(vote, validator) for vote, validator in review.validations]
 
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:
@@ -156,12 +163,12 @@ class Example:
         )
 
     @classmethod
-    def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_number: int | None = None) -> Example:
+    def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_row: RoundRow | None = None) -> Example:
         return cls(
             known_task_code=task_code,
-            known_round_number=round_number,
+            known_round=round_row,
             row=row,
-            id=strawberry.ID(str(row.id)),
+            id=global_id("Example", row.id),
             fields=JSON(row.fields),
             prediction=None if row.prediction is None else JSON(row.prediction),
             model_predictions=JSON(row.model_predictions),
@@ -195,7 +202,7 @@ class ExampleConnection:
         return cls(
             edges=[
                 ExampleEdge(
-                    node=Example.from_row(r, task_code=page.task_code, round_number=page.round_numbers.get(r.round_id)),
+                    node=Example.from_row(r, task_code=page.task_code, round_row=page.rounds.get(r.round_id)),
                     cursor=example_service.encode_cursor(r.id),
                 )
                 for r in page.items

@@ -8,6 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.stats import LeaderboardEntry, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
@@ -32,8 +33,9 @@ class TargetModel:
 
 
 @strawberry.type(description="A task's numbered round: its target model(s), dates and counters.")
-class Round:
+class Round(Node):
     row: strawberry.Private[RoundRow]
+    id: strawberry.ID
     number: int
     description: str
     target_models: list[TargetModel]
@@ -59,6 +61,7 @@ class Round:
     def from_row(cls, row: RoundRow) -> Round:
         return cls(
             row=row,
+            id=global_id("Round", row.id),
             number=row.number,
             description=row.description,
             target_models=[

@@ -7,6 +7,7 @@ from datetime import datetime
 import strawberry
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.node import Node, global_id
 from dynaforge.db.models import TaskProposal as ProposalRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import examples as example_service
@@ -55,7 +56,7 @@ class LeaderboardEntry:
         return cls(
             rank=value.rank,
             username=value.username,
-            user_id=strawberry.ID(str(value.user_id)),
+            user_id=global_id("User", value.user_id),
             stats=Stats.of(value.stats),
         )
 
@@ -108,7 +109,7 @@ class TaskSettings:
 
 
 @strawberry.type(description="A request to run a task on the platform, decided by an admin.")
-class TaskProposal:
+class TaskProposal(Node):
     id: strawberry.ID
     code: str
     name: str
@@ -121,7 +122,7 @@ class TaskProposal:
     @classmethod
     def from_row(cls, row: ProposalRow) -> TaskProposal:
         return cls(
-            id=strawberry.ID(str(row.id)),
+            id=global_id("TaskProposal", row.id),
             code=row.code,
             name=row.name,
             description=row.description,

@@ -9,6 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import Stats, TaskSettings
 from dynaforge.api.types.user import User
@@ -92,8 +93,9 @@ def task_field(field: Field, task: Any) -> TaskField:
 
 
 @strawberry.type(description="A task: its fields, labels and current round. Its behaviour comes from a plugin.")
-class Task:
+class Task(Node):
     view: strawberry.Private[task_service.TaskView]
+    id: strawberry.ID
     code: str
     name: str
     description: str
@@ -151,6 +153,7 @@ class Task:
         t = view.task
         return cls(
             view=view,
+            id=global_id("Task", t.code),
             code=t.code,
             name=t.name,
             description=t.description,

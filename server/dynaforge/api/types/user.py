@@ -7,6 +7,7 @@ from datetime import datetime
 import strawberry
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.node import Node, global_id
 from dynaforge.db.models import ApiToken as ApiTokenRow
 from dynaforge.db.models import User as UserRow
 from dynaforge.db.models import as_utc
@@ -14,7 +15,7 @@ from dynaforge.services import auth as auth_service
 
 
 @strawberry.type(description="An API token; the secret itself is shown only once, when the token is created.")
-class ApiToken:
+class ApiToken(Node):
     row: strawberry.Private[ApiTokenRow]
     id: strawberry.ID
     name: str
@@ -32,7 +33,7 @@ class ApiToken:
     def from_row(cls, row: ApiTokenRow) -> ApiToken:
         return cls(
             row=row,
-            id=strawberry.ID(str(row.id)),
+            id=global_id("ApiToken", row.id),
             name=row.name,
             prefix=row.prefix,
             created_at=as_utc(row.created_at),
@@ -42,7 +43,7 @@ class ApiToken:
 
 
 @strawberry.type(description="A person with an account.")
-class User:
+class User(Node):
     row: strawberry.Private[UserRow]
     id: strawberry.ID
     username: str
@@ -61,7 +62,7 @@ class User:
     def from_row(cls, row: UserRow) -> User:
         return cls(
             row=row,
-            id=strawberry.ID(str(row.id)),
+            id=global_id("User", row.id),
             username=row.username,
             is_admin=row.is_admin,
             created_at=as_utc(row.created_at),

@@ -1,0 +1,101 @@
+"""Global object identification: opaque ids and the ``Node`` interface every cached object implements.
+
+An id is ``base64url("<Type>:<key>")`` without padding, e.g. ``Example:42`` -> ``RXhhbXBsZTo0Mg``. Clients treat it
+as opaque: they store it, pass it back as an argument, and hand it to ``node(id:)`` to refetch the object. Because the
+type is inside the id, an id of one kind passed where another is expected is refused with a clear error instead of
+silently naming a different row, and a normalised cache (urql graphcache, Apollo) can key objects on ``id`` alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+
+import strawberry
+
+from dynaforge import errors as domain
+
+#: Every type that implements Node, in the order the documentation lists them.
+NODE_TYPES = (
+    "ApiToken",
+    "Context",
+    "Dataset",
+    "DatasetItem",
+    "Evaluation",
+    "Example",
+    "LeaderboardFork",
+    "LeaderboardSnapshot",
+    "Model",
+    "Round",
+    "Task",
+    "TaskProposal",
+    "User",
+    "Validation",
+    "Webhook",
+    "WebhookDelivery",
+)
+
+
+@strawberry.interface(
+    description="An object with a global id: refetch it with `node(id:)`; a normalised client cache keys it on `id`."
+)
+class Node:
+    id: strawberry.ID = strawberry.field(
+        description="Opaque and global: unique across every type, stable for the object's life. Pass it back as "
+        "given; do not build or parse it."
+    )
+
+
+def global_id(type_name: str, key: int | str) -> strawberry.ID:
+    """The opaque id of the ``type_name`` object whose key (row id, task code, ...) is ``key``."""
+    raw = f"{type_name}:{key}".encode()
+    return strawberry.ID(base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii"))
+
+
+def decode_global_id(value: object) -> tuple[str, str] | None:
+    """``(type name, key)`` of an id this server made, or None for anything else."""
+    text = str(value)
+    if not text or len(text) > 200 or not text.isascii():
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    type_name, sep, key = decoded.partition(":")
+    if not sep or type_name not in NODE_TYPES or not key or global_id(type_name, key) != text:
+        return None  # the last test refuses other spellings of the same bytes (padding, stray characters)
+    return type_name, key
+
+
+def _refused(value: object, field: str, expected: str) -> domain.InvalidInput:
+    expected = ("an " if expected[0] in "AEIOU" else "a ") + expected
+    return domain.InvalidInput.from_errors(
+        [
+            domain.FieldError(
+                field,
+                "id",
+                f"{str(value)[:80]!r} is not the id of {expected}: pass the `id` field of {expected} as the API "
+                "returned it.",
+            )
+        ]
+    )
+
+
+def parse_id(value: object, field: str, type_name: str) -> int:
+    """The row id inside the global id of a ``type_name``; InvalidInput (naming ``field``) for anything else."""
+    decoded = decode_global_id(value)
+    if decoded is None or decoded[0] != type_name:
+        raise _refused(value, field, type_name)
+    key = decoded[1]
+    if not (key.isascii() and key.isdigit()) or not 0 < int(key) <= domain.MAX_ID:
+        raise _refused(value, field, type_name)
+    return int(key)
+
+
+def parse_key(value: object, field: str, type_name: str) -> str:
+    """The key inside a global id whose key is not a row id (a task's code, a delivery's message id)."""
+    decoded = decode_global_id(value)
+    if decoded is None or decoded[0] != type_name:
+        raise _refused(value, field, type_name)
+    return decoded[1]
