@@ -462,7 +462,7 @@ def prepared_get(server: Server, path: str) -> bytes:
 CREATE_EXAMPLE = """mutation CreateExample($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { fooled prediction example { id modelPredictions } }
+    ... on CreatedExample { fooled prediction { label } example { id modelPredictions { latencyMs } } }
     ... on PredictionPending { example { id } }
     ... on Error { message }
   }
@@ -529,7 +529,7 @@ def _created(result: dict[str, Any], latency_ns: int) -> Created:
     model_ms = None
     if result["__typename"] == "CreatedExample":
         members = result["example"]["modelPredictions"] or []
-        model_ms = max(float(m["latency_ms"]) for m in members) if members else None
+        model_ms = max(float(m["latencyMs"]) for m in members) if members else None
     return Created(result["__typename"], latency_ns, model_ms)
 
 

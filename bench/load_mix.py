@@ -48,7 +48,8 @@ READS = {
     "task": "query Task($code: String!) { task(code: $code) { code name currentRound { number collected fooled "
     "pending } } }",
     "examples": "query Mine($code: String!) { examples(taskCode: $code, first: 20, mine: true) { edges { cursor node "
-    "{ id fields prediction fooled status createdAt round { number } } } pageInfo { hasNextPage endCursor } } }",
+    "{ id fields prediction { label } fooled status createdAt round { number } } } "
+    "pageInfo { hasNextPage endCursor } } }",
     "leaderboard": "query Board($code: String!) { leaderboard(taskCode: $code) { principalMetric datasets "
     "metricWeights { name weight } rows { rank dynascore missing model { id name submitter { username } } "
     "metrics { name value } } } }",

@@ -5,7 +5,8 @@ The system under test is a second ``dynaforge serve`` (``--no-warm-models``: no 
 model worker starts) over its own throwaway SQLite database, into which SEEDED examples of the sentiment task are
 inserted directly (SQLAlchemy core, in batches) once the server has synced the task and opened its round 1. The
 caller is the admin, who sees every example. The query asks what a list of examples shows:
-``edges { cursor node { id fields prediction fooled status createdAt round { number } } } pageInfo { ... }``
+``edges { cursor node { id fields prediction { label probabilities { label probability } } fooled status createdAt
+round { number } } } pageInfo { ... }``
 (the page reads each row's round in its own query, so the nested ``round`` object costs no query per row).
 
 The baseline is a plain Starlette app (this module, run with ``--baseline-serve``) under uvicorn on loopback in its
@@ -102,11 +103,21 @@ ROOT = Path(__file__).resolve().parent.parent
 
 PAGE_QUERY = """query Page($code: String!, $first: Int, $after: String) {
   examples(taskCode: $code, first: $first, after: $after) {
-    edges { cursor node { id fields prediction fooled status createdAt round { number } } }
+    edges { cursor node { id fields prediction { label probabilities { label probability } } fooled status createdAt
+      round { number } } }
     pageInfo { hasNextPage endCursor }
   }
 }"""
 LEAN_QUERY = PAGE_QUERY.replace(" round { number }", "")  # a diagnostic: the same page without the DataLoader field
+
+
+def typed_prediction(stored: dict) -> dict:
+    """The server's typed ``Prediction`` (label, probabilities most likely first) of a stored one, for the baseline."""
+    probabilities = sorted((stored.get("probabilities") or {}).items(), key=lambda kv: -kv[1])
+    return {
+        "label": stored.get("label"),
+        "probabilities": [{"label": k, "probability": float(v)} for k, v in probabilities] if probabilities else None,
+    }
 
 
 def global_id(example_id: int) -> str:
@@ -235,7 +246,7 @@ def baseline_app(database: str):
                 "node": {
                     "id": global_id(i),
                     "fields": json.loads(fields),
-                    "prediction": json.loads(prediction) if prediction else None,
+                    "prediction": typed_prediction(json.loads(prediction)) if prediction else None,
                     "fooled": None if fooled is None else bool(fooled),
                     "status": status,
                     "createdAt": iso(created),

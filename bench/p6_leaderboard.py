@@ -88,7 +88,8 @@ BOARD_QUERY = """query Board($code: String!) {
   leaderboard(taskCode: $code) {
     principalMetric datasets
     metricWeights { name weight }
-    rows { rank dynascore missing model { id name submitter { username } } metrics { name value weight interval } }
+    rows { rank dynascore missing model { id name submitter { username } }
+      metrics { name value weight interval { low high } } }
   }
 }"""
 BOARD_QUERY_NO_SUBMITTER = BOARD_QUERY.replace(" submitter { username } }", " }")

@@ -10,6 +10,7 @@ one another.
 * the platform: :func:`make_user`, :func:`current_round`;
 * the real server over HTTP with the ``gql`` client: :class:`Server`, :func:`e2e_environment`,
   :func:`write_e2e_plugin`, :func:`operator_server`, :func:`session`, :func:`run`, :func:`register`.
+* reading answers: :func:`gid` (a row's global id), :func:`by_name` (a list of named entries as a dict).
 """
 
 from __future__ import annotations
@@ -565,3 +566,9 @@ def gid(type_name: str, key: int | str) -> str:
     from dynaforge.api.node import global_id
 
     return str(global_id(type_name, key))
+
+
+def by_name(items: list[dict[str, Any]], value: str = "value") -> dict[str, Any]:
+    """A list of named entries as the API returns them (metrics ``{name value}``, weights ``{name weight}``) as a
+    dict name -> ``value``: what the JSON dicts of earlier contracts held, without depending on the list's order."""
+    return {item["name"]: item[value] for item in items}

@@ -14,7 +14,8 @@ mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
     ... on CreatedExample {
-      fooled prediction example { id fooled status prediction fields round { number } task { code } }
+      fooled prediction { label fields }
+      example { id fooled status prediction { label fields } fields round { number } task { code } }
     }
     ... on PredictionPending { message example { id status } }
     ... on Error { message }
@@ -68,6 +69,7 @@ async def test_register_create_example_and_page(gql):
     )["createExample"]
     assert created["__typename"] == "CreatedExample"
     assert created["fooled"] is True and created["example"]["status"] == "CREATED"
+    assert created["prediction"] == created["example"]["prediction"] == {"label": "good", "fields": {"label": "good"}}
     assert created["example"]["round"]["number"] == 1 and created["example"]["task"]["code"] == "toy"
     second = await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good", "label": "good"}}})
     assert second["createExample"]["fooled"] is False

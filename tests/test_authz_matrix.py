@@ -129,7 +129,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "retractExample":                 rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, OK,        OK,   NOAUTH),
     "nextContext":                    rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "nextContext@hiddenTask":         rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
-    "example":                        rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
+    "example":                        rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, OK,        OK,   NOAUTH),
+    "contexts":                       rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "node":                           rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
     "node@webhook":                   rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
     "nodes":                          rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -371,6 +372,15 @@ async def _example(w: World) -> Variables:
     return {"id": gid("Example", await w.example())}
 
 
+@operation(
+    "contexts",
+    document="query($t: String!) { contexts(taskCode: $t) { totalCount nodes { id fields } } }",
+    classify=_found,
+)
+async def _contexts(w: World) -> Variables:
+    return {"t": TASK}
+
+
 @operation("node", document="query($id: ID!) { node(id: $id) { id ... on Example { fields } } }", classify=_found)
 async def _node(w: World) -> Variables:
     return {"id": gid("Example", await w.example())}
@@ -594,7 +604,8 @@ def _classify_round(value: Any, seen: Seen) -> str:
 
 
 ROUND_QUERY = (
-    "query($t: String!) { round(taskCode: $t) { number targetModels { name config } leaderboard { username } } }"
+    "query($t: String!) { round(taskCode: $t) { number targetModels { name config } "
+    "leaderboard { nodes { username } } } }"
 )
 
 
@@ -668,10 +679,10 @@ async def _decide_task_proposal(w: World) -> Variables:
 
 
 def _classify_proposals(value: Any, seen: Seen) -> str:
-    return _which({p["code"] for p in value}, {"authors_task": AUTHOR, "others_task": OTHER}, seen.role)
+    return _which({p["code"] for p in value["nodes"]}, {"authors_task": AUTHOR, "others_task": OTHER}, seen.role)
 
 
-@operation("taskProposals", document="{ taskProposals { id code } }", classify=_classify_proposals)
+@operation("taskProposals", document="{ taskProposals { nodes { id code } } }", classify=_classify_proposals)
 async def _task_proposals(w: World) -> Variables:
     await w.proposal()
     return {}
@@ -704,7 +715,7 @@ async def _datasets_hidden(w: World) -> Variables:
 
 
 def _classify_items(value: Any, seen: Seen) -> str:
-    gold = ["label" in item["fields"] for item in value["items"]]
+    gold = ["label" in item["fields"] for item in value["nodes"]]
     if value["goldVisible"] and gold and all(gold):
         return FULL
     if not value["goldVisible"] and gold and not any(gold):
@@ -712,7 +723,7 @@ def _classify_items(value: Any, seen: Seen) -> str:
     return f"leak: goldVisible {value['goldVisible']}, gold in items {gold}"
 
 
-ITEMS = "query($id: ID!) { datasetItems(id: $id) { goldVisible items { position fields } } }"
+ITEMS = "query($id: ID!) { datasetItems(id: $id) { goldVisible nodes { position fields } } }"
 
 
 async def _dataset_id(w: World, access: str) -> Variables:
@@ -756,7 +767,7 @@ PERTURBED = b"".join(
 @operation("uploadPerturbedCopy", upload=("input.file", "copy.jsonl", PERTURBED))
 async def _upload_perturbed_copy(w: World) -> Variables:
     scoring = (await w.datasets())[DatasetAccess.SCORING]
-    return _input(datasetId=gid("Dataset", scoring.id), perturbation="dialect", kind="fairness", file=None)
+    return _input(datasetId=gid("Dataset", scoring.id), perturbation="dialect", kind="FAIRNESS", file=None)
 
 
 # ---------------------------------------------------------------- models and leaderboards
@@ -920,7 +931,7 @@ async def _snapshot_leaderboard(w: World) -> Variables:
     return _input(taskCode=TASK, name="today")
 
 
-SNAPSHOT = "query($id: ID!) { leaderboardSnapshot(id: $id) { id name rows } }"
+SNAPSHOT = "query($id: ID!) { leaderboardSnapshot(id: $id) { id name rows { modelName rank } } }"
 
 
 @operation("leaderboardSnapshot", document=SNAPSHOT, classify=_found)
@@ -937,7 +948,7 @@ async def _leaderboard_snapshot_hidden(w: World) -> Variables:
 
 def _classify_mine(names_key: str, own: str):
     def classify(value: Any, seen: Seen) -> str:
-        names = {item["name"] for item in value}
+        names = {item["name"] for item in value["nodes"]}
         if not names:
             return NONE
         return OWN if names == {own} else f"leak: {sorted(names)}"
@@ -947,7 +958,7 @@ def _classify_mine(names_key: str, own: str):
 
 @operation(
     "myLeaderboardForks",
-    document="query($t: String!) { myLeaderboardForks(taskCode: $t) { id name } }",
+    document="query($t: String!) { myLeaderboardForks(taskCode: $t) { nodes { id name } } }",
     classify=_classify_mine("forks", "authors-fork"),
 )
 async def _my_forks(w: World) -> Variables:
@@ -957,7 +968,7 @@ async def _my_forks(w: World) -> Variables:
 
 @operation(
     "myLeaderboardSnapshots",
-    document="query($t: String!) { myLeaderboardSnapshots(taskCode: $t) { id name } }",
+    document="query($t: String!) { myLeaderboardSnapshots(taskCode: $t) { nodes { id name } } }",
     classify=_classify_mine("snapshots", "authors-snapshot"),
 )
 async def _my_snapshots(w: World) -> Variables:
@@ -987,13 +998,13 @@ async def _delete_snapshot(w: World) -> Variables:
 
 @operation("createWebhook")
 async def _create_webhook(w: World) -> Variables:
-    return _input(taskCode=TASK, url=HOOK_URL, events=["modelFooled", "roundChanged"], description="mine")
+    return _input(taskCode=TASK, url=HOOK_URL, events=["MODEL_FOOLED", "ROUND_CHANGED"], description="mine")
 
 
 @operation("createWebhook@hiddenTask")
 async def _create_webhook_hidden(w: World) -> Variables:
     await w.hide_task()
-    return _input(taskCode=TASK, url=HOOK_URL, events=["modelFooled", "roundChanged"], description="mine")
+    return _input(taskCode=TASK, url=HOOK_URL, events=["MODEL_FOOLED", "ROUND_CHANGED"], description="mine")
 
 
 @operation("rotateWebhookSecret")
@@ -1030,7 +1041,7 @@ def _classify_webhooks(value: Any, seen: Seen) -> str:
     return _which({hook["id"] for hook in value}, by_role, seen.role)
 
 
-WEBHOOKS = "query($t: String!) { webhooks(taskCode: $t) { id url events deliveries { id } } }"
+WEBHOOKS = "query($t: String!) { webhooks(taskCode: $t) { id url events deliveries { nodes { id } } } }"
 
 
 async def _webhooks_by_role(w: World) -> None:

@@ -119,7 +119,8 @@ CREATE_EXAMPLE = (
   createExample(input: $input) {
     __typename
     ... on CreatedExample {
-      fooled prediction example { id fields fooled status task { code } round { number } context { id } }
+      fooled prediction { fields label span { text start } probabilities { label probability } }
+      example { id fields fooled status task { code } round { number } context { id } }
     }
     ... on PredictionPending { example { id } }
 """
@@ -137,7 +138,8 @@ NEXT_CONTEXT = "query Next($code: String!) { nextContext(taskCode: $code) { id f
 
 EXAMPLES = """query Examples($code: String!, $first: Int, $after: String) {
   examples(taskCode: $code, first: $first, after: $after) {
-    edges { cursor node { id fields prediction fooled status context { id } } }
+    edges { cursor node { id fields fooled status context { id }
+      prediction { fields label span { text start } probabilities { label probability } } } }
     pageInfo { hasNextPage endCursor }
   }
 }"""
@@ -281,7 +283,10 @@ async def test_sentiment_examples_fooled_and_paging(server: Server):
         assert right["__typename"] == "CreatedExample", right
         assert right["fooled"] is False
         assert right["prediction"]["label"] == "positive"
-        assert set(right["prediction"]["probabilities"]) == {"positive", "negative", "neutral"}
+        probabilities = right["prediction"]["probabilities"]
+        assert {p["label"] for p in probabilities} == {"positive", "negative", "neutral"}
+        chances = [p["probability"] for p in probabilities]
+        assert chances == sorted(chances, reverse=True)  # most likely first
         assert right["example"]["fields"] == {"statement": POSITIVE, "label": "positive"}
         assert right["example"]["context"] == {"id": context["id"]}
         assert right["example"]["status"] == "CREATED"
@@ -330,7 +335,8 @@ async def test_span_task_examples(server: Server):
             s, "e2e-spans", {"passage": PASSAGE, "question": QUESTION, "answer": {"text": first_word, "start": 0}}
         )
         assert good["__typename"] == "CreatedExample", good
-        assert good["prediction"]["answer"] == {"text": first_word, "start": 0}
+        assert good["prediction"]["fields"]["answer"] == {"text": first_word, "start": 0}
+        assert good["prediction"]["span"] == {"text": first_word, "start": 0}
         assert good["fooled"] is False  # the annotator selected what the model answers
         assert good["example"]["context"] is None
         assert good["example"]["fields"]["passage"] == PASSAGE  # context fields are stored on the example
@@ -346,7 +352,7 @@ async def test_span_task_examples(server: Server):
             },
         )
         assert fooling["__typename"] == "CreatedExample", fooling
-        assert fooling["prediction"]["answer"]["text"] == first_word
+        assert fooling["prediction"]["fields"]["answer"]["text"] == first_word
         assert fooling["fooled"] is True  # a different span text
 
         after = await snapshot(s)

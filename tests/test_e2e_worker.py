@@ -53,7 +53,8 @@ CREATE = """mutation($input: CreateExampleInput!) {
   } }"""
 ROUND = 'query { task(code: "e2e-spans") { currentRound { collected fooled pending } } }'
 MINE = """query($after: String) { examples(taskCode: "e2e-spans", first: 100, after: $after) {
-  edges { node { id status fooled prediction } } pageInfo { hasNextPage endCursor } } }"""
+  edges { node { id status fooled prediction { fields span { text start } } } }
+  pageInfo { hasNextPage endCursor } } }"""
 
 
 @pytest.fixture(
@@ -156,7 +157,9 @@ async def test_killing_the_worker_during_a_burst_loses_no_example(server):
                 stored[edge["node"]["id"]] = edge["node"]
     assert set(stored) == acknowledged
     assert {n["status"] for n in stored.values()} == {"CREATED"}
-    assert all(n["fooled"] is True and n["prediction"]["answer"]["text"] == "Orchards" for n in stored.values())
+    predictions = [n["prediction"] for n in stored.values()]
+    assert all(n["fooled"] is True for n in stored.values())
+    assert all(p["fields"]["answer"]["text"] == p["span"]["text"] == "Orchards" for p in predictions)
 
 
 async def _round_when_settled(s) -> dict[str, int] | None:

@@ -26,7 +26,9 @@ from support import REDIS_URL, cli, database, eventually, free_port, serve, serv
 
 pytestmark = pytest.mark.e2e
 
-FOOLED = gql('subscription { modelFooled(taskCode: "toy") { id fields prediction } }')
+FOOLED = gql(
+    'subscription { modelFooled(taskCode: "toy") { id fields prediction { fields label probabilities { label } } } }'
+)
 ROUNDS = gql('subscription { roundChanged(taskCode: "toy") { change round { number } } }')
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
   ... on CreatedExample { example { id fooled } } ... on Error { message } } }"""
@@ -121,7 +123,7 @@ async def test_an_event_raised_on_one_server_reaches_a_subscriber_of_another(kin
             "modelFooled": {
                 "id": example["id"],
                 "fields": {"text": "good grief", "label": "bad"},
-                "prediction": {"label": "good", "probabilities": {}},
+                "prediction": {"fields": {"label": "good"}, "label": "good", "probabilities": []},
             }
         }
     ]

@@ -10,7 +10,7 @@ import csv
 import io
 
 import pytest
-from support import gid, make_user, register_user
+from support import by_name, gid, make_user, register_user
 
 from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow
 from dynaforge.errors import AlreadyExists, InvalidInput, NotFound
@@ -171,6 +171,9 @@ async def test_forks_snapshots_and_csv(platform, board):
 BOARD = """query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) {
   rows { model { id name } dynascore metrics { name value } } csv } }"""
 
+SORTED = """query($s: LeaderboardSort! = DYNASCORE, $m: String) {
+  leaderboard(taskCode: "toy", sort: $s, sortMetric: $m) { rows { model { name } dynascore } } }"""
+
 
 async def test_graphql_contract(gql, platform, board):
     data = await gql(BOARD, {"w": [{"name": "accuracy", "weight": 4}, {"name": "throughput", "weight": 1}]}, token=None)
@@ -181,6 +184,19 @@ async def test_graphql_contract(gql, platform, board):
     assert data["leaderboard"]["csv"].startswith("rank,model_id,model,submitter,dynascore")
     bad = await gql(BOARD, {"w": [{"name": "accuracy", "weight": -1}]}, token=None, expect_errors=True)
     assert bad["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
+    by_metric = await gql(SORTED, {"s": "METRIC", "m": "throughput"}, token=None)
+    assert [r["model"]["name"] for r in by_metric["leaderboard"]["rows"]] == ["beta", "gamma", "alpha", "delta"]
+    for variables in ({"s": "DYNASCORE"}, {}):  # also the default
+        scores = [r["dynascore"] for r in (await gql(SORTED, variables, token=None))["leaderboard"]["rows"]]
+        assert scores[:3] == sorted(scores[:3], reverse=True) and scores[3] is None, variables
+    for variables, rule in (
+        ({"s": "METRIC", "m": "colour"}, "choice"),
+        ({"s": "METRIC"}, "required"),
+        ({"s": "DYNASCORE", "m": "accuracy"}, "unused"),
+    ):
+        refused = (await gql(SORTED, variables, token=None, expect_errors=True))["errors"][0]["extensions"]
+        assert refused["code"] == "INVALID_INPUT", variables
+        assert [(e["field"], e["rule"]) for e in refused["fieldErrors"]] == [("sortMetric", rule)], variables
 
     token, _ = await register_user(gql, "forker")
     saved = await gql(
@@ -200,6 +216,74 @@ async def test_graphql_contract(gql, platform, board):
         """mutation { snapshotLeaderboard(input: {taskCode: "toy", name: "x"}) { __typename } }""", token=None
     )
     assert anonymous["snapshotLeaderboard"]["__typename"] == "NotAuthenticated"
+
+
+METRIC_FIELDS = "metrics { name value weight interval { low high } }"
+LIVE = (
+    'query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) { metricWeights { name weight } '
+    "datasetWeights { name weight } rows { model { id name submitter { username } } rank dynascore missing "
+    + METRIC_FIELDS
+    + " } } }"
+)
+SNAPSHOT = """mutation($input: LeaderboardWeightsInput!) { snapshotLeaderboard(input: $input) {
+  __typename ... on LeaderboardSnapshotted { snapshot { id } } } }"""
+READ_SNAPSHOT = (
+    "query($id: ID!) { leaderboardSnapshot(id: $id) { name metricWeights { name weight } datasetWeights { name weight "
+    "} rows { model { id } modelName submitter rank dynascore missing " + METRIC_FIELDS + " } } }"
+)
+FORK = """mutation($input: LeaderboardWeightsInput!) { saveLeaderboardFork(input: $input) {
+  __typename ... on LeaderboardForkSaved { fork { name metricWeights { name weight } datasetWeights { name weight } } }
+} }"""
+
+
+async def test_snapshots_and_forks_read_back_as_typed_rows_and_weights(gql, platform, board):
+    """A snapshot's rows are the board's rows as computed then (model, name, submitter, rank, Dynascore, gaps, each
+    metric's value, weight and interval); its weights and a fork's are lists of {name weight}."""
+    gql.token, _ = await register_user(gql, "freezer")
+    weights = [{"name": "accuracy", "weight": 2}, {"name": "throughput", "weight": 1}]
+    live = (await gql(LIVE, {"w": weights}))["leaderboard"]
+    made = await gql(SNAPSHOT, {"input": {"taskCode": "toy", "name": "frozen", "metricWeights": weights}})
+    snapshot_id = made["snapshotLeaderboard"]["snapshot"]["id"]
+    frozen = (await gql(READ_SNAPSHOT, {"id": snapshot_id}))["leaderboardSnapshot"]
+    assert frozen["name"] == "frozen"
+    for axis in ("metricWeights", "datasetWeights"):  # stored as JSON objects: the order may change
+        assert by_name(frozen[axis], "weight") == by_name(live[axis], "weight"), axis
+    assert by_name(frozen["metricWeights"], "weight")["accuracy"] == pytest.approx(2 / 7)  # 2, 1 and 4 defaults of 1
+    assert frozen["rows"] == [
+        {
+            "model": {"id": row["model"]["id"]},
+            "modelName": row["model"]["name"],
+            "submitter": row["model"]["submitter"] and row["model"]["submitter"]["username"],
+            "rank": row["rank"],
+            "dynascore": row["dynascore"],
+            "missing": row["missing"],
+            "metrics": row["metrics"],
+        }
+        for row in live["rows"]
+    ]
+    alpha = next(r for r in frozen["rows"] if r["modelName"] == "alpha")
+    assert alpha["submitter"] == "builder2" and alpha["model"] == {"id": gid("Model", board["ids"]["alpha"])}
+    assert next(r for r in frozen["rows"] if r["modelName"] == "gamma")["submitter"] is None  # anonymous
+    accuracy = next(m for m in alpha["metrics"] if m["name"] == "accuracy")
+    assert accuracy["value"] == pytest.approx(0.90)
+    assert (accuracy["interval"]["low"], accuracy["interval"]["high"]) == pytest.approx((0.85, 0.94))
+    assert next(m for m in alpha["metrics"] if m["name"] == "throughput")["interval"] is None
+
+    fork = await gql(
+        FORK,
+        {
+            "input": {
+                "taskCode": "toy",
+                "name": "speed",
+                "metricWeights": [{"name": "throughput", "weight": 10}],
+                "datasetWeights": [{"name": "r1-test", "weight": 1}],
+            }
+        },
+    )
+    saved = fork["saveLeaderboardFork"]["fork"]
+    assert saved["name"] == "speed"
+    assert saved["metricWeights"] == [{"name": "throughput", "weight": 10.0}]
+    assert saved["datasetWeights"] == [{"name": "r1-test", "weight": 1.0}]
 
 
 AXES = """query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) {
@@ -236,7 +320,8 @@ async def test_a_client_recomputes_each_dynascore_from_the_axes(gql, platform, b
 
 
 FORKS = (
-    """query { myLeaderboardForks(taskCode: "toy") { id name } myLeaderboardSnapshots(taskCode: "toy") { id name } }"""
+    'query { myLeaderboardForks(taskCode: "toy") { nodes { id name } } '
+    'myLeaderboardSnapshots(taskCode: "toy") { nodes { id name } } }'
 )
 DELETE_FORK = """mutation($id: ID!) { deleteLeaderboardFork(input: {id: $id}) {
   __typename ... on LeaderboardItemDeleted { id } ... on Error { message } } }"""
@@ -249,11 +334,12 @@ async def test_forks_and_snapshots_are_listed_and_deleted_by_their_author(gql, p
     first = await leaderboard.save_fork(platform, builder, "toy", "a", metric_weights=None, dataset_weights=None)
     second = await leaderboard.save_fork(platform, builder, "toy", "b", metric_weights=None, dataset_weights=None)
     frozen = await leaderboard.snapshot(platform, builder, "toy", "then", metric_weights=None, dataset_weights=None)
-    assert [f.name for f in await leaderboard.my_forks(platform, builder, "toy")] == ["b", "a"]
-    assert [s.name for s in await leaderboard.my_snapshots(platform, builder, "toy")] == ["then"]
+    assert [f.name for f in (await leaderboard.my_forks(platform, builder, "toy")).window.rows] == ["b", "a"]
+    assert [s.name for s in (await leaderboard.my_snapshots(platform, builder, "toy")).window.rows] == ["then"]
 
     gql.token, _ = await register_user(gql, "onlooker")
-    assert (await gql(FORKS)) == {"myLeaderboardForks": [], "myLeaderboardSnapshots": []}  # theirs, not others'
+    empty = {"nodes": []}
+    assert (await gql(FORKS)) == {"myLeaderboardForks": empty, "myLeaderboardSnapshots": empty}  # theirs only
     refused = (await gql(DELETE_FORK, {"id": gid("LeaderboardFork", first.id)}))["deleteLeaderboardFork"]
     assert refused["__typename"] == "Forbidden"  # shared by id: they know it exists, and are told who may delete it
     assert (await gql(DELETE_SNAPSHOT, {"id": gid("LeaderboardSnapshot", frozen.id)}))["deleteLeaderboardSnapshot"][
@@ -261,7 +347,7 @@ async def test_forks_and_snapshots_are_listed_and_deleted_by_their_author(gql, p
     ] == "Forbidden"
 
     await leaderboard.delete_fork(platform, builder, first.id)
-    assert [f.id for f in await leaderboard.my_forks(platform, builder, "toy")] == [second.id]
+    assert [f.id for f in (await leaderboard.my_forks(platform, builder, "toy")).window.rows] == [second.id]
     with pytest.raises(NotFound):
         await leaderboard.compute(platform, Actor.anonymous(), "toy", fork_id=first.id)
     await leaderboard.delete_snapshot(platform, builder, frozen.id)

@@ -133,7 +133,8 @@ async def test_deleting_a_model_takes_its_evaluations_but_not_while_one_runs(pla
 MODELS = """query($mine: Boolean!, $after: String) { models(taskCode: "toy", mine: $mine, first: 1, after: $after) {
   edges { cursor node { id name published submitter { username } config } } pageInfo { hasNextPage endCursor } } }"""
 UPDATE = """mutation($input: UpdateModelInput!) { updateModel(input: $input) {
-  __typename ... on UpdatedModel { model { id name published anonymous card } } ... on Error { message } } }"""
+  __typename ... on UpdatedModel { model { id name published anonymous
+  card { parameters license paper description trainingData } } } ... on Error { message } } }"""
 DELETE = """mutation($id: ID!) { deleteModel(input: {id: $id}) {
   __typename ... on DeletedModel { id } ... on Error { message } } }"""
 
@@ -159,7 +160,7 @@ async def test_the_graphql_contract(gql, platform, people):
         "name": "two",
         "published": True,
         "anonymous": False,
-        "card": {"license": "MIT"},
+        "card": {"parameters": None, "license": "MIT", "paper": None, "description": None, "trainingData": None},
     }
     anonymous = (await gql(MODELS, {"mine": False}, token=None))["models"]["edges"]
     assert [(e["node"]["name"], e["node"]["config"]) for e in anonymous] == [("two", None)]  # no config for others

@@ -172,9 +172,11 @@ async def test_an_id_of_another_type_is_refused_with_the_type_expected(gql, plat
     assert result["__typename"] == "InvalidInput"
     assert result["fieldErrors"][0]["field"] == "exampleId" and result["fieldErrors"][0]["rule"] == "id"
     assert "an Example" in result["fieldErrors"][0]["message"]
-    assert (await gql("query($id: ID!) { example(id: $id) { id } }", {"id": str(made["example"].id)}, token=token))[
-        "example"
-    ] is None  # a bare row number names nothing
+    bare = await gql(
+        "query($id: ID!) { example(id: $id) { id } }", {"id": str(made["example"].id)}, token=token, expect_errors=True
+    )
+    assert bare["data"]["example"] is None  # a bare row number names nothing
+    assert bare["errors"][0]["extensions"]["code"] == "INVALID_INPUT"
 
 
 async def test_contexts_items_snapshots_and_deliveries_are_nodes_too(gql, platform, world):
@@ -183,7 +185,7 @@ async def test_contexts_items_snapshots_and_deliveries_are_nodes_too(gql, platfo
     context = (await gql('query { nextContext(taskCode: "toy") { id } }', token=token))["nextContext"]
     standard = next(d for d in made["datasets"] if d.access == "STANDARD")
     items = await gql(
-        "query($id: ID!) { datasetItems(id: $id, first: 2) { items { id position } } }",
+        "query($id: ID!) { datasetItems(id: $id, first: 2) { nodes { id position } } }",
         {"id": gid("Dataset", standard.id)},
         token=token,
     )
@@ -191,12 +193,12 @@ async def test_contexts_items_snapshots_and_deliveries_are_nodes_too(gql, platfo
         platform, people["author"], "toy", "now", metric_weights=None, dataset_weights=None
     )
     await examples.submit(platform, people["other"], task_code="toy", fields={"text": "good day", "label": "bad"})
-    hook = await gql('query { webhooks(taskCode: "toy") { deliveries { id } } }', token=token)
-    deliveries = [d["id"] for w in hook["webhooks"] for d in w["deliveries"]]
+    hook = await gql('query { webhooks(taskCode: "toy") { deliveries { nodes { id } } } }', token=token)
+    deliveries = [d["id"] for w in hook["webhooks"] for d in w["deliveries"]["nodes"]]
     assert deliveries  # the fooling example above was sent to the author's webhook
     wanted = [
         context["id"],
-        *[i["id"] for i in items["datasetItems"]["items"]],
+        *[i["id"] for i in items["datasetItems"]["nodes"]],
         gid("LeaderboardSnapshot", snapshot.id),
         *deliveries,
     ]

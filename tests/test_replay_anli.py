@@ -66,11 +66,11 @@ STATS_FIELDS = "collected fooled verifiedFooled accepted rejected flagged retrac
 CREATE = """mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { fooled prediction example { id fooled status round { number } fields } }
+    ... on CreatedExample { fooled prediction { label } example { id fooled status round { number } fields } }
     ... on PredictionPending { example { id status } message }
     ... on Error { message }
   } }"""
-EXAMPLE = "query($id: ID!) { example(id: $id) { id status fooled prediction } }"
+EXAMPLE = "query($id: ID!) { example(id: $id) { id status fooled prediction { label } } }"
 PENDING = 'query { task(code: "nli") { currentRound { pending } } }'
 TO_VALIDATE = 'query { exampleToValidate(taskCode: "nli") { id fields fooled status } }'
 VALIDATE = """mutation($input: ValidateExampleInput!) {

@@ -300,8 +300,10 @@ async def test_examples_are_keyset_paged_and_private(platform):
     assert seen == sorted(ids, reverse=True)
     everything = await examples.list_examples(platform, Actor.system(), task_code="toy", first=100)
     assert len(everything.items) == 6
-    with pytest.raises(NotFound):
+    with pytest.raises(Forbidden):  # someone else's example of a task bob sees: told apart from a missing one
         await examples.get_example(platform, bob, ids[0])
+    with pytest.raises(NotFound):
+        await examples.get_example(platform, bob, 10**6)
     with pytest.raises(InvalidInput):
         await examples.list_examples(platform, alice, task_code="toy", first=1000)
     with pytest.raises(InvalidInput):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from support import gid, make_user, register_user
+from support import by_name, gid, make_user, register_user
 
 from dynaforge.db.models import DatasetAccess, EvaluationStatus
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotAuthenticated, NotFound, RateLimited
@@ -146,7 +146,8 @@ async def test_unpublished_and_anonymous_models(platform, setup):
     assert row.id == public.id and privileged is False
 
 
-MODEL = """query($id: ID!) { model(id: $id) { id name submitter { username } config card
+MODEL = """query($id: ID!) { model(id: $id) { id name submitter { username } config
+  card { parameters license paper description trainingData }
   evaluations { dataset { name access } status progress error } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) {
   __typename ... on SubmittedModel { model { id } } ... on Error { message } } }"""
@@ -183,7 +184,7 @@ async def test_graphql_contract(gql, platform, setup):
     assert (
         mine["submitter"] == {"username": "modeller"}
         and mine["config"] == KEYWORD
-        and mine["card"] == {"parameters": 3}
+        and mine["card"] == {"parameters": 3, "license": None, "paper": None, "description": None, "trainingData": None}
     )
     assert mine["evaluations"] == [
         {"dataset": {"name": "r1-test", "access": "SCORING"}, "status": "QUEUED", "progress": 0.0, "error": None}
@@ -295,7 +296,7 @@ def test_cli_imports_a_dataset_through_a_task_importer(tmp_path):
 
 
 PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) {
-  __typename ... on SubmittedModel { model { id status evaluations { status metrics throughput } } }
+  __typename ... on SubmittedModel { model { id status evaluations { status metrics { name value } throughput } } }
   ... on InvalidInput { fieldErrors { field } } ... on Error { message } } }"""
 
 
@@ -312,12 +313,12 @@ async def test_uploaded_predictions_are_scored_but_not_timed(gql, platform, setu
     right = {**wrong_count, "predictions": [{"label": "bad"}] * size}
     model = (await gql(PREDICT, {"input": right}, token=token))["submitPredictions"]["model"]
     assert model["status"] == "DONE"
-    assert model["evaluations"] == [
+    assert [{**e, "metrics": by_name(e["metrics"])} for e in model["evaluations"]] == [
         {"status": "DONE", "metrics": {"accuracy": 1.0, "macro_f1": 1.0}, "throughput": None}
     ]
     wrong = {**wrong_count, "name": "contrary", "predictions": [{"label": "good"}] * size}
     model = (await gql(PREDICT, {"input": wrong}, token=token))["submitPredictions"]["model"]
-    assert model["evaluations"][0]["metrics"]["accuracy"] == 0.0
+    assert by_name(model["evaluations"][0]["metrics"])["accuracy"] == 0.0
 
 
 UPLOAD_COPY = """
@@ -349,7 +350,7 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
             "input": {
                 "datasetId": gid("Dataset", test_set.id),
                 "perturbation": "dialect",
-                "kind": "fairness",
+                "kind": "FAIRNESS",
                 "file": None,
                 **fields,
             }
@@ -380,9 +381,9 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
         "datasets": [
             {
                 "name": "r1-test~dialect",
-                "source": "upload",
+                "source": "UPLOAD",
                 "perturbation": "dialect",
-                "perturbationKind": "fairness",
+                "perturbationKind": "FAIRNESS",
                 "parent": {"id": gid("Dataset", test_set.id)},
                 "size": test_set.size,
             }

@@ -35,7 +35,8 @@ CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input)
 VALIDATE = """mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }"""
 OPEN_ROUND = """mutation { openNextRound(input: {taskCode: "toy"}) { __typename } }"""
 FOOLED = gql(
-    'subscription { modelFooled(taskCode: "toy") { id fields prediction fooled task { code } round { number } } }'
+    'subscription { modelFooled(taskCode: "toy") { id fields prediction { label } fooled task { code } '
+    "round { number } } }"
 )
 CREATED = gql('subscription { exampleCreated(taskCode: "toy") { id fooled status } }')
 VALIDATED = gql('subscription { exampleValidated(taskCode: "toy") { label example { id status votes { correct } } } }')

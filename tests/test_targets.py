@@ -92,6 +92,46 @@ async def test_owners_set_an_ensemble_and_examples_store_every_member(platform):
     assert outcome.example.fooled is False and outcome.example.prediction["label"] == "good"
 
 
+ENSEMBLE_EXAMPLE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
+  ... on CreatedExample { fooled prediction { label ensemble { rule members fooledMembers } }
+    example { id prediction { fields label probabilities { label probability } ensemble { rule members fooledMembers } }
+      modelPredictions { model fooled latencyMs prediction { fields label probabilities { label probability } } } } }
+  ... on Error { message } } }"""
+
+
+async def test_an_ensemble_verdict_and_each_member_read_as_typed_predictions(gql, platform):
+    """Over GraphQL: the ensemble's verdict (rule, members, fooled members) on the prediction, and each member's own
+    answer, verdict and latency in the round's order."""
+    from support import register_user
+
+    owner = await make_user(platform, "olga")
+    await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
+    await tasks.set_target_models(platform, owner, "toy", [KEYWORD, ALWAYS_GOOD, ALWAYS_BAD], "any_wrong")
+    gql.token, _ = await register_user(gql, "writer")
+    fields = {"text": "good day", "label": "good"}
+    created = (await gql(ENSEMBLE_EXAMPLE, {"input": {"taskCode": "toy", "fields": fields}}))["createExample"]
+    assert created["__typename"] == "CreatedExample", created
+    verdict = {"rule": "ANY_WRONG", "members": 3, "fooledMembers": 1}
+    assert created["fooled"] is True and created["prediction"] == {"label": "bad", "ensemble": verdict}
+    example = created["example"]
+    assert example["prediction"]["fields"] == {"label": "bad"} and example["prediction"]["ensemble"] == verdict
+    members = example["modelPredictions"]
+    assert [(m["model"], m["prediction"]["label"], m["fooled"]) for m in members] == [
+        ("keyword", "good", False),
+        ("always-good", "good", False),
+        ("always-bad", "bad", True),
+    ]
+    assert all(m["prediction"]["fields"] == {"label": m["prediction"]["label"]} for m in members)
+    assert all(m["latencyMs"] is not None and m["latencyMs"] >= 0 for m in members)
+    # probabilities: a list, most likely first (the keyword model gives none)
+    assert members[1]["prediction"]["probabilities"] == [
+        {"label": "good", "probability": 1.0},
+        {"label": "bad", "probability": 0.0},
+    ]
+    assert members[2]["prediction"]["probabilities"][0] == {"label": "bad", "probability": 1.0}
+    assert members[0]["prediction"]["probabilities"] == []
+
+
 @pytest.mark.parametrize(
     "models, rule, field, rule_id",
     [
@@ -136,16 +176,16 @@ async def test_set_target_models_over_graphql(gql, platform):
     other, _ = await register_user(gql, "bob")
     models = [KEYWORD, ALWAYS_BAD]
     data = await gql(
-        SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "majority"}}, token=token
+        SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "MAJORITY"}}, token=token
     )
     assert data["setTargetModels"]["__typename"] == "Forbidden"
     await tasks.grant_ownership(platform, Actor.system(), "toy", parse_id(user_id, "id", "User"))
     data = await gql(
-        SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "all_wrong"}}, token=token
+        SET_TARGETS, {"input": {"taskCode": "toy", "models": models, "ensembleRule": "ALL_WRONG"}}, token=token
     )
     payload = data["setTargetModels"]
     assert payload["__typename"] == "TargetModelsSet", payload
-    assert payload["round"]["ensembleRule"] == "all_wrong"
+    assert payload["round"]["ensembleRule"] == "ALL_WRONG"
     assert [m["name"] for m in payload["round"]["targetModels"]] == ["keyword", "always-bad"]
     # Owners see the configurations (they may hold credentials); other users see names and backends only.
     shown = (await gql(CURRENT_TARGETS, token=token))["task"]["currentRound"]["targetModels"]

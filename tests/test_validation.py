@@ -320,8 +320,8 @@ async def test_task_proposals(platform, people):
     with pytest.raises(AlreadyExists):
         await proposals.propose(platform, people["v2"], code="toy", name="Same")
     missing = await proposals.propose(platform, people["v2"], code="babylm", name="BabyLM")
-    assert [p.id for p in await proposals.list_proposals(platform, people["v1"])] == [mine.id]
-    assert len(await proposals.list_proposals(platform, admin, status="PENDING")) == 2
+    assert [p.id for p in (await proposals.list_proposals(platform, people["v1"])).window.rows] == [mine.id]
+    assert len((await proposals.list_proposals(platform, admin, status="PENDING")).window.rows) == 2
     with pytest.raises(Forbidden):
         await proposals.decide(platform, people["v1"], mine.id, accept=True)
     with pytest.raises(InvalidInput, match="no installed plugin"):
@@ -384,11 +384,12 @@ async def test_graphql_contract(gql, platform):
     opened = (await gql(OPEN, {"c": "toy"}, token=owner))["openNextRound"]
     assert opened["round"]["number"] == 2 and opened["previous"]["number"] == 1 and opened["previous"]["endedAt"]
     board = await gql(
-        '{ task(code: "toy") { round(number: 1) { leaderboard { rank username stats { verifiedFooled } } } '
+        '{ task(code: "toy") { round(number: 1) { leaderboard { nodes { rank username stats { verifiedFooled } } } } '
         "settings { validationQuorum } } }",
         token=None,
     )
-    assert board["task"]["round"]["leaderboard"] == [{"rank": 1, "username": "writer", "stats": {"verifiedFooled": 1}}]
+    ranked = board["task"]["round"]["leaderboard"]["nodes"]
+    assert ranked == [{"rank": 1, "username": "writer", "stats": {"verifiedFooled": 1}}]
     mine = await gql('{ myStats(taskCode: "toy") { rounds { roundNumber } total { collected vmer } } }', token=author)
     assert mine["myStats"] == {"rounds": [{"roundNumber": 1}], "total": {"collected": 1, "vmer": 1.0}}
 
@@ -397,7 +398,7 @@ async def test_graphql_contract(gql, platform):
         "__typename ... on TaskSettingsUpdated { task { settings { validationQuorum contextStrategy } } } } }",
         token=owner,
     )
-    assert settings["updateTaskSettings"]["task"]["settings"] == {"validationQuorum": 5, "contextStrategy": "uniform"}
+    assert settings["updateTaskSettings"]["task"]["settings"] == {"validationQuorum": 5, "contextStrategy": "UNIFORM"}
     grant = await gql(
         'mutation { grantTaskOwnership(input: {taskCode: "toy", username: "writer"}) { __typename } }', token=owner
     )
@@ -511,8 +512,9 @@ async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
       __typename ... on TaskProposed { proposal { id status } } } }"""
     proposal = (await gql(propose, token=author))["proposeTask"]["proposal"]
     assert proposal["status"] == "PENDING"
-    assert (await gql("{ taskProposals { code } }", token=other))["taskProposals"] == []
-    assert (await gql("{ taskProposals { code } }", token=author))["taskProposals"] == [{"code": "riddles"}]
+    assert (await gql("{ taskProposals { nodes { code } } }", token=other))["taskProposals"]["nodes"] == []
+    mine = (await gql("{ taskProposals { nodes { code } } }", token=author))["taskProposals"]["nodes"]
+    assert mine == [{"code": "riddles"}]
     decide = """mutation($id: ID!, $a: Boolean!) {
       decideTaskProposal(input: {id: $id, accept: $a, note: "not installed"}) {
       __typename ... on TaskProposalDecided { proposal { status decisionNote } } ... on InvalidInput { message } } }"""

@@ -78,9 +78,12 @@ async def test_update_webhook_over_graphql(gql, platform, people):
     assert answer["updateWebhook"]["webhook"] == {
         "id": gid("Webhook", made.webhook.id),
         "url": "https://hooks.example.org/a",
-        "events": ["roundChanged"],
+        "events": ["ROUND_CHANGED"],
         "active": False,
         "description": "later",
     }
+    events = {"id": gid("Webhook", made.webhook.id), "events": ["EXAMPLE_CREATED", "MODEL_FOOLED"]}
+    retuned = (await gql(UPDATE, {"input": events}))["updateWebhook"]["webhook"]
+    assert retuned["events"] == ["EXAMPLE_CREATED", "MODEL_FOOLED"]
     refused = (await gql(UPDATE, {"input": {"id": gid("Webhook", 0)}}))["updateWebhook"]
     assert refused["__typename"] == "InvalidInput"

@@ -206,8 +206,8 @@ async def test_registration_rules(world):
 
 CREATE_HOOK = """mutation($input: CreateWebhookInput!) { createWebhook(input: $input) { __typename
   ... on WebhookSecret { secret webhook { id url events } } ... on Error { message } } }"""
-LIST_HOOKS = """query { webhooks(taskCode: "toy") { id events deliveries(first: 5) { id event status attempts
-  responseStatus } } }"""
+LIST_HOOKS = """query { webhooks(taskCode: "toy") { id events deliveries(first: 5) { nodes { id event status attempts
+  responseStatus } } } }"""
 
 
 async def test_graphql_webhooks_and_their_delivery_log(world):
@@ -219,7 +219,7 @@ async def test_graphql_webhooks_and_their_delivery_log(world):
         made = (
             await gql(
                 CREATE_HOOK,
-                {"input": {"taskCode": "toy", "url": f"{receiver.base}/g", "events": ["exampleCreated"]}},
+                {"input": {"taskCode": "toy", "url": f"{receiver.base}/g", "events": ["EXAMPLE_CREATED"]}},
                 token=token,
             )
         )["createWebhook"]
@@ -227,7 +227,7 @@ async def test_graphql_webhooks_and_their_delivery_log(world):
         refused = (
             await gql(
                 CREATE_HOOK,
-                {"input": {"taskCode": "toy", "url": "gopher://x", "events": ["exampleCreated"]}},
+                {"input": {"taskCode": "toy", "url": "gopher://x", "events": ["EXAMPLE_CREATED"]}},
                 token=token,
             )
         )["createWebhook"]
@@ -240,16 +240,18 @@ async def test_graphql_webhooks_and_their_delivery_log(world):
         assert listed == [
             {
                 "id": made["webhook"]["id"],
-                "events": ["exampleCreated"],
-                "deliveries": [
-                    {
-                        "id": gid("WebhookDelivery", receiver.on("/g")[0][0]["webhook-id"]),
-                        "event": "exampleCreated",
-                        "status": "DELIVERED",
-                        "attempts": 1,
-                        "responseStatus": 204,
-                    }
-                ],
+                "events": ["EXAMPLE_CREATED"],
+                "deliveries": {
+                    "nodes": [
+                        {
+                            "id": gid("WebhookDelivery", receiver.on("/g")[0][0]["webhook-id"]),
+                            "event": "EXAMPLE_CREATED",
+                            "status": "DELIVERED",
+                            "attempts": 1,
+                            "responseStatus": 204,
+                        }
+                    ]
+                },
             }
         ]
         anonymous = await gql(LIST_HOOKS, token=None, expect_errors=True)

@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.contexts import ContextStrategy
+from dynaforge.api.enums import ContextStrategy, EnsembleRule, ProposalStatus, raw
 from dynaforge.api.errors import (
     AlreadyExists,
     Conflict,
@@ -23,6 +23,7 @@ from dynaforge.api.errors import (
 )
 from dynaforge.api.mutations import TargetModelInput
 from dynaforge.api.node import parse_id
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.example import Example, ValidationLabel
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
@@ -40,88 +41,160 @@ Info = strawberry.Info[RequestContext]
     description="CROWD: the usual queue. OWNER (owners and admins): flagged examples first; a vote decides alone."
 )
 class ValidationMode(Enum):
-    CROWD = "CROWD"
-    OWNER = "OWNER"
+    CROWD = strawberry.enum_value(
+        "CROWD",
+        description="Anyone signed in: others' examples awaiting votes (only fooling ones unless the task's "
+        "validateNonFooling is on), fooling ones first, then those with the fewest votes.",
+    )
+    OWNER = strawberry.enum_value(
+        "OWNER",
+        description="The task's owners and admins only: flagged examples first, then those awaiting votes, their "
+        "own included; each vote decides the example alone.",
+    )
+
+
+TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
 
 
 # --------------------------------------------------------------------------- inputs
 
 
-@strawberry.input
+@strawberry.input(description="A vote on an example.")
 class ValidateExampleInput:
-    example_id: strawberry.ID
-    label: ValidationLabel
-    corrected_target: JSON | None = strawberry.field(
-        default=None, description="With INCORRECT: the target fields as they should be."
+    example_id: strawberry.ID = strawberry.field(description="The id of the example to vote on (Example.id).")
+    label: ValidationLabel = strawberry.field(
+        description="The verdict: CORRECT, INCORRECT (give correctedTarget if you can) or FLAGGED (unusable)."
     )
-    reason: str | None = None
+    corrected_target: JSON | None = strawberry.field(
+        default=None,
+        description="With INCORRECT only: the target fields as they should be (an object with some of the task's "
+        "target fields), checked by the task's rules.",
+    )
+    reason: str | None = strawberry.field(
+        default=None,
+        description="Why, in your words, at most 2000 characters; optional. The task's owners and admins read it "
+        "with the vote.",
+    )
 
 
-@strawberry.input
+@strawberry.input(description="An example to take out of the validators' queue until an owner decides.")
 class FlagExampleInput:
-    example_id: strawberry.ID
-    reason: str = strawberry.field(description="Why the example should not be used (required).")
+    example_id: strawberry.ID = strawberry.field(description="The id of the example to flag (Example.id).")
+    reason: str = strawberry.field(
+        description="Why the example should not be used: 1 to 2000 characters, spaces around it removed. Its "
+        "author and the task's owners and admins read it."
+    )
 
 
-@strawberry.input
+@strawberry.input(description="An example to pass over in your validation queue.")
 class SkipExampleInput:
-    example_id: strawberry.ID
+    example_id: strawberry.ID = strawberry.field(
+        description="The id of the example to skip (Example.id), as exampleToValidate served it."
+    )
 
 
-@strawberry.input
+@strawberry.input(description="The next round of a task; what is left out is taken over from the current round.")
 class OpenNextRoundInput:
-    task_code: str
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
     target_models: list[TargetModelInput] | None = strawberry.field(
         default=None, description="The new round's target(s); default: the current round's."
     )
-    ensemble_rule: str | None = None
-    description: str = ""
-    copy_contexts: bool = strawberry.field(default=False, description="Copy the current round's contexts.")
+    ensemble_rule: EnsembleRule | None = strawberry.field(
+        default=None, description="The new round's ensemble rule; default: the current round's."
+    )
+    description: str = strawberry.field(
+        default="", description="The new round's description (Round.description), at most 5000 characters."
+    )
+    copy_contexts: bool = strawberry.field(
+        default=False,
+        description="Copy the current round's contexts into the new round, their use counts back at 0; false: "
+        "the new round starts without contexts.",
+    )
 
 
-@strawberry.input
+@strawberry.input(description="The task whose current round stops collecting examples.")
 class CloseRoundInput:
-    task_code: str
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
 
 
-@strawberry.input
+@strawberry.input(description="A new description for one round of a task.")
 class UpdateRoundInput:
-    task_code: str
-    number: int
-    description: str
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    number: int = strawberry.field(description="The round's number (Round.number), from 1.")
+    description: str = strawberry.field(
+        description="The round's new description, at most 5000 characters; it replaces the old one."
+    )
 
 
-@strawberry.input(description="Null leaves a setting unchanged.")
+@strawberry.input(description="A task's settings to change; a field left out or null leaves its setting unchanged.")
 class UpdateTaskSettingsInput:
-    task_code: str
-    validation_quorum: int | None = None
-    validate_non_fooling: bool | None = None
-    one_example_per_tag: bool | None = None
-    daily_example_cap: int | None = strawberry.field(default=None, description="0 removes the cap.")
-    instructions: str | None = strawberry.field(default=None, description="Empty: the plugin's instructions.")
-    context_strategy: ContextStrategy | None = None
-    hidden: bool | None = None
-    active: bool | None = None
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    validation_quorum: int | None = strawberry.field(
+        default=None,
+        description="How many votes of one kind decide an example, 1 to 25: that many CORRECT accept it, that many "
+        "INCORRECT (or FLAGGED) reject it.",
+    )
+    validate_non_fooling: bool | None = strawberry.field(
+        default=None,
+        description="Whether validators also get the examples that did not fool the model (otherwise only fooling "
+        "ones are validated).",
+    )
+    one_example_per_tag: bool | None = strawberry.field(
+        default=None,
+        description="Whether each validator is served at most one example per tag (untagged examples are not limited).",
+    )
+    daily_example_cap: int | None = strawberry.field(
+        default=None,
+        description="The most examples each user may write in the task per day (UTC), up to 100000; 0 removes the cap.",
+    )
+    instructions: str | None = strawberry.field(
+        default=None,
+        description="Instructions for annotators in place of the plugin's, at most 20000 characters; empty: back "
+        "to the plugin's.",
+    )
+    context_strategy: ContextStrategy | None = strawberry.field(
+        default=None, description="How nextContext chooses a context when the caller names no strategy."
+    )
+    hidden: bool | None = strawberry.field(
+        default=None,
+        description="true hides the task from everyone but its owners and admins (for others it does not exist); "
+        "false shows it.",
+    )
+    active: bool | None = strawberry.field(
+        default=None,
+        description="Whether the task collects examples: while false, createExample answers RoundClosed.",
+    )
 
 
-@strawberry.input
+@strawberry.input(description="A task and the user whose ownership of it changes.")
 class TaskOwnershipInput:
-    task_code: str
-    username: str
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    username: str = strawberry.field(description="The user's username, exactly as written (case counts).")
 
 
-@strawberry.input
+@strawberry.input(description="A task you would like the platform to run.")
 class ProposeTaskInput:
-    code: str
-    name: str
-    description: str = ""
+    code: str = strawberry.field(
+        description="The task's code, as its plugin registers it: 2 to 40 lowercase letters, digits or '_', "
+        "starting with a letter."
+    )
+    name: str = strawberry.field(description="The task's name, 1 to 200 characters (spaces around it removed).")
+    description: str = strawberry.field(
+        default="", description="What the task is and why run it, at most 5000 characters."
+    )
 
 
-@strawberry.input
+@strawberry.input(description="An admin's decision on a task proposal.")
 class DecideTaskProposalInput:
-    id: strawberry.ID
-    accept: bool
-    note: str | None = None
+    id: strawberry.ID = strawberry.field(description="The proposal's id (TaskProposal.id).")
+    accept: bool = strawberry.field(
+        description="true accepts: the task's plugin must be installed on the server; the task is made active and "
+        "the proposer becomes one of its owners. false declines."
+    )
+    note: str | None = strawberry.field(
+        default=None,
+        description="A note for the proposer (TaskProposal.decisionNote), at most 2000 characters; optional.",
+    )
 
 
 # --------------------------------------------------------------------------- payloads
@@ -129,13 +202,18 @@ class DecideTaskProposalInput:
 
 @strawberry.type(description="The vote was recorded; `decided` says whether it accepted or rejected the example.")
 class ValidatedExample:
-    example: Example
-    decided: bool
+    example: Example = strawberry.field(description="The example after the vote, with its new counts and status.")
+    decided: bool = strawberry.field(
+        description="Whether the example is now ACCEPTED or REJECTED: this vote reached the quorum, or an owner or "
+        "admin cast it."
+    )
 
 
 @strawberry.type(description="The example is out of the validators' queue until an owner decides.")
 class FlaggedExample:
-    example: Example
+    example: Example = strawberry.field(
+        description="The example, now FLAGGED (flagging a flagged example changes nothing)."
+    )
 
 
 @strawberry.type(
@@ -143,82 +221,148 @@ class FlaggedExample:
     "exampleToValidate serves it again after every other example."
 )
 class SkippedExample:
-    example: Example
+    example: Example = strawberry.field(description="The example skipped, itself unchanged.")
 
 
 @strawberry.type(description="The previous round was closed and the next one opened.")
 class RoundOpened:
-    round: Round
-    previous: Round | None
+    round: Round = strawberry.field(description="The new round, open and now the task's current round.")
+    previous: Round | None = strawberry.field(
+        description="The round that was current until now, closed if it was not already; null when the task had "
+        "no round."
+    )
 
 
 @strawberry.type(description="The round stopped collecting examples.")
 class ClosedRound:
-    round: Round
+    round: Round = strawberry.field(description="The round, with its endedAt (closing a closed round changes nothing).")
 
 
-@strawberry.type
+@strawberry.type(description="The round's description was replaced.")
 class UpdatedRound:
-    round: Round
+    round: Round = strawberry.field(description="The round as it is now.")
 
 
-@strawberry.type
+@strawberry.type(description="The task's settings were changed.")
 class TaskSettingsUpdated:
-    task: Task
+    task: Task = strawberry.field(description="The task with its new settings.")
 
 
-@strawberry.type
+@strawberry.type(
+    description="A user was made an owner of a task, or stopped being one (doing it twice changes nothing)."
+)
 class TaskOwnershipChanged:
-    task: Task
-    user: User
-    is_owner: bool
+    task: Task = strawberry.field(description="The task.")
+    user: User = strawberry.field(description="The user whose ownership changed.")
+    is_owner: bool = strawberry.field(
+        description="Whether the user owns the task now: true after grantTaskOwnership, false after "
+        "revokeTaskOwnership."
+    )
 
 
-@strawberry.type
+@strawberry.type(description="The proposal was recorded; an admin decides it.")
 class TaskProposed:
-    proposal: TaskProposal
+    proposal: TaskProposal = strawberry.field(description="The new proposal, PENDING.")
 
 
-@strawberry.type
+@strawberry.type(description="An admin decided the proposal.")
 class TaskProposalDecided:
-    proposal: TaskProposal
+    proposal: TaskProposal = strawberry.field(description="The proposal, now ACCEPTED or DECLINED.")
 
 
 ValidateExampleResult = Annotated[
     ValidatedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
-    strawberry.union("ValidateExampleResult"),
+    strawberry.union(
+        "ValidateExampleResult",
+        description="ValidatedExample: the vote counts. The other members are the expected failures, and record "
+        "nothing: InvalidInput (a bad label, reason or correctedTarget), NotAuthenticated, Forbidden (your own "
+        "example, or one that did not fool the model where the task validates only fooling ones), NotFound (no such "
+        "example you can see), AlreadyExists (you voted on it before), Conflict (it is not awaiting votes: decided, "
+        "flagged, retracted or still without a prediction), RateLimited (too many votes and flags on this task this "
+        "minute).",
+    ),
 ]
 SkipExampleResult = Annotated[
-    SkippedExample | InvalidInput | NotAuthenticated | NotFound, strawberry.union("SkipExampleResult")
+    SkippedExample | InvalidInput | NotAuthenticated | NotFound,
+    strawberry.union(
+        "SkipExampleResult",
+        description="SkippedExample: the example moved to the end of your queue. The other members are the "
+        "expected failures: InvalidInput (the id is not an Example's), NotAuthenticated, NotFound (no such example "
+        "you can see).",
+    ),
 ]
 FlagExampleResult = Annotated[
     FlaggedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
-    strawberry.union("FlagExampleResult"),
+    strawberry.union(
+        "FlagExampleResult",
+        description="FlaggedExample: the example waits for an owner. The other members are the expected failures: "
+        "InvalidInput (no reason, or one too long), NotAuthenticated, Forbidden, NotFound (no such example you can "
+        "see), AlreadyExists (you voted on it before), Conflict (it is not awaiting votes: decided, retracted or "
+        "still without a prediction), RateLimited (too many votes and flags on this task this minute).",
+    ),
 ]
 OpenNextRoundResult = Annotated[
     RoundOpened | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
-    strawberry.union("OpenNextRoundResult"),
+    strawberry.union(
+        "OpenNextRoundResult",
+        description="RoundOpened: the next round is open. The other members are the expected failures, and change "
+        "nothing: InvalidInput (a description too long, bad target models or rule), NotAuthenticated, Forbidden "
+        "(not an owner of the task or an admin), NotFound (no such task you can see), Conflict (someone opened the "
+        "next round at the same moment).",
+    ),
 ]
 CloseRoundResult = Annotated[
-    ClosedRound | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("CloseRoundResult")
+    ClosedRound | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "CloseRoundResult",
+        description="ClosedRound: the current round is closed. The other members are the expected failures: "
+        "InvalidInput, NotAuthenticated, Forbidden (not an owner of the task or an admin), NotFound (no such task "
+        "you can see, or it has no round).",
+    ),
 ]
 UpdateRoundResult = Annotated[
-    UpdatedRound | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("UpdateRoundResult")
+    UpdatedRound | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "UpdateRoundResult",
+        description="UpdatedRound: the description is replaced. The other members are the expected failures: "
+        "InvalidInput (a description too long), NotAuthenticated, Forbidden (not an owner of the task or an "
+        "admin), NotFound (no such task you can see, or no round of that number).",
+    ),
 ]
 UpdateTaskSettingsResult = Annotated[
     TaskSettingsUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound,
-    strawberry.union("UpdateTaskSettingsResult"),
+    strawberry.union(
+        "UpdateTaskSettingsResult",
+        description="TaskSettingsUpdated: the settings are changed. The other members are the expected failures, "
+        "and change nothing: InvalidInput (a setting out of range), NotAuthenticated, Forbidden (not an owner of "
+        "the task or an admin), NotFound (no such task you can see).",
+    ),
 ]
 TaskOwnershipResult = Annotated[
     TaskOwnershipChanged | InvalidInput | NotAuthenticated | Forbidden | NotFound,
-    strawberry.union("TaskOwnershipResult"),
+    strawberry.union(
+        "TaskOwnershipResult",
+        description="TaskOwnershipChanged: the user's ownership is as asked. The other members are the expected "
+        "failures: InvalidInput, NotAuthenticated, Forbidden (not an admin), NotFound (no such task or user).",
+    ),
 ]
 ProposeTaskResult = Annotated[
-    TaskProposed | InvalidInput | NotAuthenticated | AlreadyExists | RateLimited, strawberry.union("ProposeTaskResult")
+    TaskProposed | InvalidInput | NotAuthenticated | AlreadyExists | RateLimited,
+    strawberry.union(
+        "ProposeTaskResult",
+        description="TaskProposed: the proposal awaits an admin. The other members are the expected failures: "
+        "InvalidInput (a bad code, name or description), NotAuthenticated, AlreadyExists (a proposal of this code "
+        "is already pending), RateLimited (too many proposals today).",
+    ),
 ]
 DecideTaskProposalResult = Annotated[
     TaskProposalDecided | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
-    strawberry.union("DecideTaskProposalResult"),
+    strawberry.union(
+        "DecideTaskProposalResult",
+        description="TaskProposalDecided: the decision is recorded. The other members are the expected failures: "
+        "InvalidInput (a note too long, or accepting a task whose plugin is not installed), NotAuthenticated, "
+        "Forbidden (not an admin), NotFound (no such proposal), Conflict (it was already decided).",
+    ),
 ]
 
 
@@ -226,11 +370,17 @@ DecideTaskProposalResult = Annotated[
 class CollectionQuery:
     @strawberry.field(
         description="The next example for you to validate in a task (fooling examples first, then those with the "
-        "fewest votes; never your own or one you voted on); null when there is none."
+        "fewest votes; never your own or one you voted on; those you skipped last); null when there is none. "
+        "Signed-in users; OWNER mode: the task's owners and admins (a FORBIDDEN error for others)."
     )
     @errors_as_graphql
     async def example_to_validate(
-        self, info: Info, task_code: str, mode: ValidationMode = ValidationMode.CROWD
+        self,
+        info: Info,
+        task_code: TaskCode,
+        mode: Annotated[
+            ValidationMode, strawberry.argument(description="Which queue to serve from; default: CROWD.")
+        ] = ValidationMode.CROWD,
     ) -> Example | None:
         row = await validation_service.example_to_validate(
             *info.context.caller, task_code, owner_mode=mode == ValidationMode.OWNER
@@ -239,19 +389,27 @@ class CollectionQuery:
 
     @strawberry.field(
         description="How many examples exampleToValidate could serve you now in this mode (those you skipped "
-        "included): the size of your validation queue."
+        "included): the size of your validation queue. Signed-in users; OWNER mode: owners and admins."
     )
     @errors_as_graphql
     async def validation_queue_size(
-        self, info: Info, task_code: str, mode: ValidationMode = ValidationMode.CROWD
-    ) -> int:
+        self,
+        info: Info,
+        task_code: TaskCode,
+        mode: Annotated[
+            ValidationMode, strawberry.argument(description="Which queue to count; default: CROWD.")
+        ] = ValidationMode.CROWD,
+    ) -> int | None:
         return await validation_service.queue_size(
             *info.context.caller, task_code, owner_mode=mode == ValidationMode.OWNER
         )
 
-    @strawberry.field(description="Your own counters in a task, per round and in total.")
+    @strawberry.field(
+        description="Your own counters in a task, per round you wrote in and in total. Signed-in users (anonymous "
+        "callers get a NOT_AUTHENTICATED error)."
+    )
     @errors_as_graphql
-    async def my_stats(self, info: Info, task_code: str) -> UserTaskStats:
+    async def my_stats(self, info: Info, task_code: TaskCode) -> UserTaskStats | None:
         rows = await stats_service.my_stats(*info.context.caller, task_code)
         return UserTaskStats(
             task_code=task_code,
@@ -259,47 +417,73 @@ class CollectionQuery:
             total=Stats.of(stats_service.total([v for _, v in rows])),
         )
 
-    @strawberry.field(description="Task proposals: admins see all, others their own; newest first.")
+    @strawberry.field(description="Task proposals, newest first: admins see all, other signed-in users their own.")
     @errors_as_graphql
-    async def task_proposals(self, info: Info, status: str | None = None) -> list[TaskProposal]:
-        rows = await proposal_service.list_proposals(*info.context.caller, status=status)
-        return [TaskProposal.from_row(r) for r in rows]
+    async def task_proposals(
+        self,
+        info: Info,
+        status: Annotated[
+            ProposalStatus | None, strawberry.argument(description="Only proposals in this status; null: any.")
+        ] = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[TaskProposal] | None:
+        listing = await proposal_service.list_proposals(
+            *info.context.caller,
+            status=None if status is None else raw(status),
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+        return Connection.from_listing(listing, TaskProposal.from_row)
 
 
 @strawberry.type
 class CollectionMutation:
     @strawberry.mutation(
-        description="Vote on someone else's example. A quorum of CORRECT accepts it, of INCORRECT or FLAGGED rejects "
-        "it (the task's validationQuorum); an owner's or admin's vote decides alone."
+        description="Signed-in users vote on someone else's example. A quorum of CORRECT accepts it, of INCORRECT or "
+        "FLAGGED rejects it (the task's validationQuorum); an owner's or admin's vote decides alone, on their own "
+        "examples and flagged ones too. Votes and flags share a per-minute limit per task (120 unless configured "
+        "otherwise)."
     )
     @errors_as_union
-    async def validate_example(self, info: Info, input: ValidateExampleInput) -> ValidateExampleResult:
+    async def validate_example(
+        self, info: Info, input: Annotated[ValidateExampleInput, strawberry.argument(description="The vote.")]
+    ) -> ValidateExampleResult:
         row = await validation_service.validate(
             *info.context.caller,
             parse_id(input.example_id, "exampleId", "Example"),
-            input.label.value,
+            raw(input.label),
             corrected_target=input.corrected_target,
             reason=input.reason,
         )
         return ValidatedExample(example=Example.from_row(row), decided=row.decided_at is not None)
 
     @strawberry.mutation(
-        description="Flag an example (your own, or anyone's that is abusive or unusable): it leaves the validators' "
-        "queue until an owner decides."
+        description="Signed-in users flag an example awaiting votes (their own, or anyone's that is abusive or "
+        "unusable): it leaves the validators' queue until an owner decides. Flagging someone else's example also "
+        "counts as your FLAGGED vote."
     )
     @errors_as_union
-    async def flag_example(self, info: Info, input: FlagExampleInput) -> FlagExampleResult:
+    async def flag_example(
+        self, info: Info, input: Annotated[FlagExampleInput, strawberry.argument(description="The example and why.")]
+    ) -> FlagExampleResult:
         row = await validation_service.flag(
             *info.context.caller, parse_id(input.example_id, "exampleId", "Example"), input.reason
         )
         return FlaggedExample(example=Example.from_row(row))
 
     @strawberry.mutation(
-        description="Pass over an example in your validation queue: it comes back after every other example. "
-        "Others' queues do not change."
+        description="Signed-in users pass over an example in their validation queue: it comes back after every "
+        "other example. Others' queues do not change."
     )
     @errors_as_union
-    async def skip_example(self, info: Info, input: SkipExampleInput) -> SkipExampleResult:
+    async def skip_example(
+        self, info: Info, input: Annotated[SkipExampleInput, strawberry.argument(description="The example to skip.")]
+    ) -> SkipExampleResult:
         row = await validation_service.skip(*info.context.caller, parse_id(input.example_id, "exampleId", "Example"))
         return SkippedExample(example=Example.from_row(row))
 
@@ -308,7 +492,11 @@ class CollectionMutation:
         "the current ones) and a new export secret."
     )
     @errors_as_union
-    async def open_next_round(self, info: Info, input: OpenNextRoundInput) -> OpenNextRoundResult:
+    async def open_next_round(
+        self,
+        info: Info,
+        input: Annotated[OpenNextRoundInput, strawberry.argument(description="The task and its next round.")],
+    ) -> OpenNextRoundResult:
         models = None
         if input.target_models is not None:
             models = [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.target_models]
@@ -316,21 +504,32 @@ class CollectionMutation:
             *info.context.caller,
             input.task_code,
             models=models,
-            rule=input.ensemble_rule,
+            rule=None if input.ensemble_rule is None else raw(input.ensemble_rule),
             description=input.description,
             copy_contexts=input.copy_contexts,
         )
         return RoundOpened(round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous))
 
-    @strawberry.mutation(description="Owners and admins stop collection in the current round.")
+    @strawberry.mutation(
+        description="Owners and admins stop collection in the current round: createExample answers RoundClosed until "
+        "the next round opens."
+    )
     @errors_as_union
-    async def close_round(self, info: Info, input: CloseRoundInput) -> CloseRoundResult:
+    async def close_round(
+        self,
+        info: Info,
+        input: Annotated[CloseRoundInput, strawberry.argument(description="The task whose round closes.")],
+    ) -> CloseRoundResult:
         row = await task_service.close_round(*info.context.caller, input.task_code)
         return ClosedRound(round=Round.from_row(row))
 
     @strawberry.mutation(description="Owners and admins edit a round's description.")
     @errors_as_union
-    async def update_round(self, info: Info, input: UpdateRoundInput) -> UpdateRoundResult:
+    async def update_round(
+        self,
+        info: Info,
+        input: Annotated[UpdateRoundInput, strawberry.argument(description="The round and its new description.")],
+    ) -> UpdateRoundResult:
         row = await task_service.update_round(
             *info.context.caller, input.task_code, input.number, description=input.description
         )
@@ -338,7 +537,13 @@ class CollectionMutation:
 
     @strawberry.mutation(description="Owners and admins change a task's settings.")
     @errors_as_union
-    async def update_task_settings(self, info: Info, input: UpdateTaskSettingsInput) -> UpdateTaskSettingsResult:
+    async def update_task_settings(
+        self,
+        info: Info,
+        input: Annotated[
+            UpdateTaskSettingsInput, strawberry.argument(description="The task and the settings to change.")
+        ],
+    ) -> UpdateTaskSettingsResult:
         view = await task_service.update_settings(
             *info.context.caller,
             input.task_code,
@@ -357,17 +562,30 @@ class CollectionMutation:
 
     @strawberry.mutation(description="Admins make a user an owner of a task.")
     @errors_as_union
-    async def grant_task_ownership(self, info: Info, input: TaskOwnershipInput) -> TaskOwnershipResult:
+    async def grant_task_ownership(
+        self,
+        info: Info,
+        input: Annotated[TaskOwnershipInput, strawberry.argument(description="The task and the new owner.")],
+    ) -> TaskOwnershipResult:
         return await _ownership(info, input, grant=True)
 
     @strawberry.mutation(description="Admins take a task away from one of its owners.")
     @errors_as_union
-    async def revoke_task_ownership(self, info: Info, input: TaskOwnershipInput) -> TaskOwnershipResult:
+    async def revoke_task_ownership(
+        self,
+        info: Info,
+        input: Annotated[TaskOwnershipInput, strawberry.argument(description="The task and the owner to remove.")],
+    ) -> TaskOwnershipResult:
         return await _ownership(info, input, grant=False)
 
-    @strawberry.mutation(description="Ask the admins to run a task (its plugin must be installed to accept it).")
+    @strawberry.mutation(
+        description="Signed-in users ask the admins to run a task (its plugin must be installed to accept it); at "
+        "most 5 proposals a day each unless the server is configured otherwise."
+    )
     @errors_as_union
-    async def propose_task(self, info: Info, input: ProposeTaskInput) -> ProposeTaskResult:
+    async def propose_task(
+        self, info: Info, input: Annotated[ProposeTaskInput, strawberry.argument(description="The task proposed.")]
+    ) -> ProposeTaskResult:
         row = await proposal_service.propose(
             *info.context.caller, code=input.code, name=input.name, description=input.description
         )
@@ -375,7 +593,11 @@ class CollectionMutation:
 
     @strawberry.mutation(description="Admins accept (the proposer becomes an owner) or decline a task proposal.")
     @errors_as_union
-    async def decide_task_proposal(self, info: Info, input: DecideTaskProposalInput) -> DecideTaskProposalResult:
+    async def decide_task_proposal(
+        self,
+        info: Info,
+        input: Annotated[DecideTaskProposalInput, strawberry.argument(description="The proposal and the decision.")],
+    ) -> DecideTaskProposalResult:
         row = await proposal_service.decide(
             *info.context.caller, parse_id(input.id, "id", "TaskProposal"), accept=input.accept, note=input.note
         )

@@ -1,5 +1,5 @@
-"""Context files and selection strategies in the API: the ``uploadContexts`` mutation (a GraphQL multipart request)
-and the enums that ``nextContext`` and uploads take."""
+"""Context files in the API: the ``uploadContexts`` mutation (a GraphQL multipart request) and its file formats.
+``ContextStrategy`` (what ``nextContext`` takes) lives with the other enums in :mod:`dynaforge.api.enums`."""
 
 from __future__ import annotations
 
@@ -21,23 +21,6 @@ from dynaforge.services import contexts as context_service
 Info = strawberry.Info[RequestContext]
 
 
-@strawberry.enum(description="How nextContext picks one of the current round's contexts.")
-class ContextStrategy(Enum):
-    LEAST_USED = strawberry.enum_value(
-        "least_used", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.LEAST_USED]
-    )
-    UNIFORM = strawberry.enum_value(
-        "uniform", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.UNIFORM]
-    )
-    LEAST_FOOLED = strawberry.enum_value(
-        "least_fooled", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.LEAST_FOOLED]
-    )
-    VALIDATION_FAILED = strawberry.enum_value(
-        "validation_failed",
-        description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.VALIDATION_FAILED],
-    )
-
-
 @strawberry.enum(description="Formats of context files.")
 class ContextFileFormat(Enum):
     JSONL = strawberry.enum_value(
@@ -48,18 +31,31 @@ class ContextFileFormat(Enum):
     )
 
 
-@strawberry.input
+@strawberry.input(description="A file of contexts for a task's current round, all or nothing.")
 class UploadContextsInput:
-    task_code: str
-    file: Upload = strawberry.field(description="The file, sent as a GraphQL multipart request.")
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    file: Upload = strawberry.field(
+        description="The file, sent as a GraphQL multipart request with the header 'Apollo-Require-Preflight: "
+        "true' and a Content-Length (else HTTP 400, 411 or 413); at most 10 MiB and 20000 contexts unless the server "
+        "is configured otherwise."
+    )
     format: ContextFileFormat | None = strawberry.field(
         default=None, description="Default: from the file name (.jsonl, .ndjson or .csv)."
     )
-    tag: str | None = strawberry.field(default=None, description="The tag of rows that do not give their own.")
+    tag: str | None = strawberry.field(
+        default=None, description="The tag of rows that do not give their own, 1 to 100 characters; null: none."
+    )
 
 
 UploadContextsResult = Annotated[
-    ContextsAdded | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("UploadContextsResult")
+    ContextsAdded | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "UploadContextsResult",
+        description="ContextsAdded: every context of the file was added. The other members are the expected "
+        "failures, and add none: InvalidInput (not a multipart upload, an unknown format, a file over the size or "
+        "row limit, or wrong rows, each named by line and field), NotAuthenticated, Forbidden (not an owner of the "
+        "task or an admin), NotFound (no such task you can see, or it has no round yet).",
+    ),
 ]
 
 
@@ -87,7 +83,11 @@ class ContextMutation:
         "nothing: a wrong row adds none, and each problem is named by line and field ('line 7.passage')."
     )
     @errors_as_union
-    async def upload_contexts(self, info: Info, input: UploadContextsInput) -> UploadContextsResult:
+    async def upload_contexts(
+        self,
+        info: Info,
+        input: Annotated[UploadContextsInput, strawberry.argument(description="The task and the file.")],
+    ) -> UploadContextsResult:
         stream, filename = binary_upload(input.file)
         stream.seek(0)
         added = await context_service.upload_contexts(

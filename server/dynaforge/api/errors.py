@@ -21,19 +21,28 @@ Resolver = TypeVar("Resolver", bound=Callable[..., Awaitable[Any]])
 
 @strawberry.interface(description="An expected failure: the message says what to do next.")
 class Error:
-    message: str
+    message: str = strawberry.field(description="What went wrong and what to do next, in a sentence for people.")
 
 
 @strawberry.type(description="One broken rule on one field.")
 class FieldError:
-    field: str
-    rule: str
-    message: str
+    field: str = strawberry.field(
+        description="The input field at fault, by its GraphQL name; a path for nested or listed values "
+        "('models[1].backend', 'contexts[0].passage') or a line of an uploaded file ('line 7.passage')."
+    )
+    rule: str = strawberry.field(
+        description="A stable, machine-readable name of the rule broken (for example 'length', 'range', 'choice', "
+        "'format', 'cursor'): branch on it, not on the message."
+    )
+    message: str = strawberry.field(description="What is wrong with the field and what it must be, for people.")
 
 
 @strawberry.type(description="The input broke the task's or the API's rules; nothing was stored.")
 class InvalidInput(Error):
-    field_errors: list[FieldError]
+    field_errors: list[FieldError] = strawberry.field(
+        description="The broken rules found, one per field and rule (a long list of file problems ends with one "
+        "entry counting those not listed). May be empty: then the message alone says what is wrong."
+    )
 
 
 @strawberry.type(
@@ -66,7 +75,10 @@ class InvalidCredentials(Error):
 
 @strawberry.type(description="Too many requests of this kind; retry after the given number of seconds.")
 class RateLimited(Error):
-    retry_after_seconds: float
+    retry_after_seconds: float = strawberry.field(
+        description="Seconds to wait before the same action can succeed (millisecond precision); 0 when waiting "
+        "does not help, as with the limit on webhooks per task (delete one first)."
+    )
 
 
 @strawberry.type(description="The task or round is not collecting examples now.")

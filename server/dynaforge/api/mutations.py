@@ -8,6 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.enums import EnsembleRule, raw
 from dynaforge.api.errors import (
     AlreadyExists,
     Forbidden,
@@ -21,6 +22,7 @@ from dynaforge.api.errors import (
 )
 from dynaforge.api.node import global_id, parse_id
 from dynaforge.api.types.example import Example
+from dynaforge.api.types.prediction import Prediction
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.user import ApiToken, User
 from dynaforge.db.models import User as UserRow
@@ -35,63 +37,99 @@ Info = strawberry.Info[RequestContext]
 # --------------------------------------------------------------------------- inputs
 
 
-@strawberry.input
+@strawberry.input(description="A new account: every field is checked, and each broken rule is reported.")
 class RegisterInput:
-    username: str
-    email: str
-    password: str
+    username: str = strawberry.field(
+        description="The public name: 3 to 40 letters, digits, '_', '.' or '-'; refused when another account has "
+        "it in any case."
+    )
+    email: str = strawberry.field(
+        description="An email address such as name@example.org, at most 254 characters; stored in lower case, one "
+        "account per address. Only the user and admins can read it."
+    )
+    password: str = strawberry.field(description="8 to 256 characters; only a hash of it is stored.")
 
 
-@strawberry.input
+@strawberry.input(description="The credentials of an existing account.")
 class LoginInput:
-    username: str
-    password: str
+    username: str = strawberry.field(description="The account's username, in any case.")
+    password: str = strawberry.field(description="The account's password.")
 
 
-@strawberry.input
+@strawberry.input(description="The label of a new API token for yourself.")
 class CreateApiTokenInput:
-    name: str
+    name: str = strawberry.field(
+        description="A label to recognise the token by (the script or machine that uses it): 1 to 100 characters, "
+        "spaces around it removed."
+    )
 
 
-@strawberry.input
+@strawberry.input(description="The API token to revoke.")
 class RevokeApiTokenInput:
-    id: strawberry.ID
+    id: strawberry.ID = strawberry.field(
+        description="The token's id (ApiToken.id, as in me { apiTokens { id } }): one of yours, or anyone's for "
+        "an admin."
+    )
 
 
-@strawberry.input
+@strawberry.input(description="An example to write in the task's current round.")
 class CreateExampleInput:
-    task_code: str
+    task_code: str = strawberry.field(description="The code of the task to write for (Task.code).")
     fields: JSON = strawberry.field(description="The input, target and metadata fields (see the task's JSON Schema).")
-    context_id: strawberry.ID | None = None
-    time_taken_ms: int | None = None
-    tag: str | None = None
+    context_id: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="The id of the context written against (from nextContext); it must belong to this task's "
+        "current round. Null when the task takes no contexts, or when `fields` holds the context fields too.",
+    )
+    time_taken_ms: int | None = strawberry.field(
+        default=None,
+        description="How long the annotator took to write the example, in milliseconds (0 to one week); optional, "
+        "stored for analysis.",
+    )
+    tag: str | None = strawberry.field(
+        default=None,
+        description="An optional label of at most 100 characters (for example the tag of the context used); with "
+        "the task's oneExamplePerTag setting a validator is served at most one example per tag.",
+    )
 
 
-@strawberry.input
+@strawberry.input(description="Contexts to add to the task's current round, all or nothing.")
 class AddContextsInput:
-    task_code: str
-    contexts: list[JSON] = strawberry.field(description="Each item holds the task's context fields.")
-    tag: str | None = None
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    contexts: list[JSON] = strawberry.field(
+        description="1 to 1000 objects, each holding the task's context fields (those with role CONTEXT). If one is "
+        "wrong none is added, and each problem is named by its position ('contexts[3].passage')."
+    )
+    tag: str | None = strawberry.field(
+        default=None,
+        description="A tag, 1 to 100 characters, given to every context added: nextContext(tag:) then serves only "
+        "contexts with that tag. Null: the contexts have no tag.",
+    )
 
 
-@strawberry.input
+@strawberry.input(description="The example to retract.")
 class RetractExampleInput:
-    example_id: strawberry.ID
+    example_id: strawberry.ID = strawberry.field(description="The id of the example (Example.id).")
 
 
 @strawberry.input(description="A model to put in the loop: a registered backend and that backend's configuration.")
 class TargetModelInput:
-    name: str = strawberry.field(description="Shown to annotators and stored with each prediction.")
+    name: str = strawberry.field(
+        description="1 to 100 characters, distinct within the round; shown to annotators and stored with each "
+        "prediction."
+    )
     backend: str = strawberry.field(description="A backend the plugins register (the plugins query lists them).")
     config: JSON = strawberry.field(description="The backend's configuration (see docs/model-server.md).")
 
 
-@strawberry.input
+@strawberry.input(description="The target model(s) of a task's open round.")
 class SetTargetModelsInput:
-    task_code: str
-    models: list[TargetModelInput] = strawberry.field(description="One model, or the members of an ensemble.")
-    ensemble_rule: str = strawberry.field(
-        default="majority", description="For an ensemble: majority, any_wrong or all_wrong."
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    models: list[TargetModelInput] = strawberry.field(
+        description="One model, or the members of an ensemble: 1 to 7 models with distinct names."
+    )
+    ensemble_rule: EnsembleRule = strawberry.field(
+        default=EnsembleRule.MAJORITY, description="How an ensemble decides (ignored for one model)."
     )
 
 
@@ -106,8 +144,11 @@ async def _signed_in(info: Info, user: UserRow, token: str) -> AuthPayload:
 
 @strawberry.type(description="Signed in: send `token` as 'Authorization: Bearer <token>'. Shown once.")
 class AuthPayload:
-    token: str
-    user: User
+    token: str = strawberry.field(
+        description="The new API token's secret (it starts with 'dfk_'). Shown only in this answer: no query can "
+        "read it again."
+    )
+    user: User = strawberry.field(description="The account now signed in.")
     api_token: ApiToken = strawberry.field(
         description="The token just issued, as it appears in `me { apiTokens }` (`logout` or `revokeApiToken` end it)."
     )
@@ -115,91 +156,178 @@ class AuthPayload:
 
 @strawberry.type(description="The token this request was signed with is revoked; sign in again to get another.")
 class LoggedOut:
-    api_token: ApiToken
+    api_token: ApiToken = strawberry.field(description="The token that was revoked (its `revoked` is now true).")
 
 
 @strawberry.type(description="A new API token; `token` is the secret, shown only now.")
 class CreatedApiToken:
-    token: str
-    api_token: ApiToken
+    token: str = strawberry.field(
+        description="The secret, to send as 'Authorization: Bearer <token>'. Shown only in this answer: no query "
+        "can read it again."
+    )
+    api_token: ApiToken = strawberry.field(description="The token as it appears in me { apiTokens }.")
 
 
-@strawberry.type
+@strawberry.type(
+    description="The token is revoked: it signs no one in any more (a request sent with it is anonymous, and what "
+    "needs a user answers NotAuthenticated, saying why). Revoking it again changes nothing."
+)
 class RevokedApiToken:
-    api_token: ApiToken
+    api_token: ApiToken = strawberry.field(description="The token, now with `revoked: true`.")
 
 
 @strawberry.type(description="The example was stored with the model's prediction.")
 class CreatedExample:
-    example: Example
-    prediction: JSON
-    fooled: bool
+    example: Example = strawberry.field(description="The stored example, in status CREATED.")
+    prediction: Prediction = strawberry.field(description="The target model's answer (an ensemble's verdict).")
+    fooled: bool = strawberry.field(description="Whether the example fooled the target model.")
 
 
 @strawberry.type(
-    description="The example was stored, but the model did not answer in time; it is predicted later and the "
-    "result appears on the example."
+    description="The example was stored, but the model did not answer (it failed, was too slow or gave an unusable "
+    "output); the server asks it again later and the result appears on the example."
 )
 class PredictionPending:
-    example: Example
-    message: str
+    example: Example = strawberry.field(
+        description="The stored example, in status PENDING_PREDICTION: its prediction and `fooled` are null until "
+        "the model answers."
+    )
+    message: str = strawberry.field(description="Why the model did not answer, as the server saw it.")
 
 
-@strawberry.type
+@strawberry.type(
+    description="The example is withdrawn: it leaves the validators' queue and counts as retracted. Retracting it "
+    "again changes nothing."
+)
 class RetractedExample:
-    example: Example
+    example: Example = strawberry.field(description="The example, now in status RETRACTED.")
 
 
 @strawberry.type(description="The round's target models were replaced; the next example is judged by them.")
 class TargetModelsSet:
-    round: Round
+    round: Round = strawberry.field(description="The open round, with its new target models and ensemble rule.")
 
 
 @strawberry.type(description="The contexts were added to the task's current round, in the order given.")
 class ContextsAdded:
-    ids: list[strawberry.ID]
+    ids: list[strawberry.ID] = strawberry.field(
+        description="The new contexts' ids (Context.id), in the order the contexts were given."
+    )
 
 
-RegisterResult = Annotated[AuthPayload | InvalidInput | AlreadyExists | RateLimited, strawberry.union("RegisterResult")]
-LoginResult = Annotated[AuthPayload | InvalidCredentials | RateLimited, strawberry.union("LoginResult")]
-CreateApiTokenResult = Annotated[
-    CreatedApiToken | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("CreateApiTokenResult")
+RegisterResult = Annotated[
+    AuthPayload | InvalidInput | AlreadyExists | RateLimited,
+    strawberry.union(
+        "RegisterResult",
+        description="AuthPayload: the account was created and is signed in. The other members are the expected "
+        "failures: InvalidInput (the username, email or password breaks a rule), AlreadyExists (the username or "
+        "email is taken). RateLimited is part of the contract but not returned at present: sign-ups are not "
+        "limited.",
+    ),
 ]
-LogoutResult = Annotated[LoggedOut | NotAuthenticated, strawberry.union("LogoutResult")]
+LoginResult = Annotated[
+    AuthPayload | InvalidCredentials | RateLimited,
+    strawberry.union(
+        "LoginResult",
+        description="AuthPayload: signed in with a new token. The other members are the expected failures: "
+        "InvalidCredentials (unknown username, wrong password or a disabled account, never told apart), "
+        "RateLimited (too many attempts on this account or from this address in the last minute).",
+    ),
+]
+CreateApiTokenResult = Annotated[
+    CreatedApiToken | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "CreateApiTokenResult",
+        description="CreatedApiToken: the token was issued. The other members are the expected failures: "
+        "InvalidInput (a name of the wrong length), NotAuthenticated (no valid token sent). Forbidden and NotFound "
+        "are part of the contract but not returned at present.",
+    ),
+]
+LogoutResult = Annotated[
+    LoggedOut | NotAuthenticated,
+    strawberry.union(
+        "LogoutResult",
+        description="LoggedOut: the token of this request is revoked. NotAuthenticated, the expected failure: the "
+        "request carried no valid token.",
+    ),
+]
 RevokeApiTokenResult = Annotated[
-    RevokedApiToken | InvalidInput | NotAuthenticated | NotFound, strawberry.union("RevokeApiTokenResult")
+    RevokedApiToken | InvalidInput | NotAuthenticated | NotFound,
+    strawberry.union(
+        "RevokeApiTokenResult",
+        description="RevokedApiToken: the token is revoked. The other members are the expected failures: "
+        "InvalidInput (the id is not an ApiToken's), NotAuthenticated (no valid token sent), NotFound (no such token "
+        "of yours).",
+    ),
 ]
 CreateExampleResult = Annotated[
     CreatedExample | PredictionPending | InvalidInput | NotAuthenticated | NotFound | RateLimited | RoundClosed,
-    strawberry.union("CreateExampleResult"),
+    strawberry.union(
+        "CreateExampleResult",
+        description="Two members mean the example was stored: CreatedExample (the model answered and the verdict "
+        "is in) and PredictionPending (the model answers later). The other members are the expected failures, and "
+        "store nothing: InvalidInput (the fields break the task's rules, a context of an earlier round, a tag or "
+        "time out of range), NotAuthenticated, NotFound (no such task you can see, or the context is not the "
+        "task's), RateLimited (too many examples this minute, or the task's daily cap reached), RoundClosed (the "
+        "task is inactive or its round is closed).",
+    ),
 ]
 RetractExampleResult = Annotated[
     RetractedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound,
-    strawberry.union("RetractExampleResult"),
+    strawberry.union(
+        "RetractExampleResult",
+        description="RetractedExample: the example is withdrawn. The other members are the expected failures: "
+        "InvalidInput (the id is not an Example's), NotAuthenticated, Forbidden (you are not its author, an owner "
+        "of its task or an admin, or it is already accepted or rejected), NotFound (no such example).",
+    ),
 ]
 
 SetTargetModelsResult = Annotated[
     TargetModelsSet | InvalidInput | NotAuthenticated | Forbidden | NotFound | RoundClosed,
-    strawberry.union("SetTargetModelsResult"),
+    strawberry.union(
+        "SetTargetModelsResult",
+        description="TargetModelsSet: the open round has its new target. The other members are the expected "
+        "failures, and change nothing: InvalidInput (an unknown backend, a configuration the backend refuses, "
+        "repeated names, no or too many models), NotAuthenticated, Forbidden (not an owner of the task or an "
+        "admin), NotFound (no such task you can see), RoundClosed (the current round is closed: open the next).",
+    ),
 ]
 AddContextsResult = Annotated[
-    ContextsAdded | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("AddContextsResult")
+    ContextsAdded | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "AddContextsResult",
+        description="ContextsAdded: every context was added. The other members are the expected failures, and add "
+        "none: InvalidInput (the task takes no contexts, too few or too many, a bad tag, a context breaking the "
+        "task's rules), NotAuthenticated, Forbidden (not an owner of the task or an admin), NotFound (no such task "
+        "you can see, or it has no round yet).",
+    ),
 ]
 
 
 @strawberry.type
 class Mutation:
-    @strawberry.mutation(description="Create an account; returns its first API token.")
+    @strawberry.mutation(
+        description="Anyone may create an account (never an admin one); the answer signs it in with its first API "
+        "token, named 'registration'."
+    )
     @errors_as_union
-    async def register(self, info: Info, input: RegisterInput) -> RegisterResult:
+    async def register(
+        self, info: Info, input: Annotated[RegisterInput, strawberry.argument(description="The new account.")]
+    ) -> RegisterResult:
         user, token = await auth_service.register(
             info.context.platform, username=input.username, email=input.email, password=input.password
         )
         return await _signed_in(info, user, token)
 
-    @strawberry.mutation(description="Exchange a username and password for a new API token.")
+    @strawberry.mutation(
+        description="Exchange a username and password for a new API token, named 'login' (the account's other "
+        "tokens stay valid). Attempts are limited per account and per client address, 10 and 30 a minute unless "
+        "the server is configured otherwise."
+    )
     @errors_as_union
-    async def login(self, info: Info, input: LoginInput) -> LoginResult:
+    async def login(
+        self, info: Info, input: Annotated[LoginInput, strawberry.argument(description="The credentials.")]
+    ) -> LoginResult:
         client = getattr(getattr(info.context.request, "client", None), "host", None)
         user, token = await auth_service.login(
             info.context.platform, username=input.username, password=input.password, client=client
@@ -207,29 +335,48 @@ class Mutation:
         return await _signed_in(info, user, token)
 
     @strawberry.mutation(
-        description="Revoke the token this request is signed with (the session in use); the user's other tokens stay "
-        "valid."
+        description="Signed-in users revoke the token this request is signed with (the session in use); their other "
+        "tokens stay valid."
     )
     @errors_as_union
     async def logout(self, info: Info) -> LogoutResult:
         row = await auth_service.logout(*info.context.caller, info.context.token)
         return LoggedOut(api_token=ApiToken.from_row(row))
 
-    @strawberry.mutation(description="Create another API token for yourself (shown once).")
+    @strawberry.mutation(
+        description="Signed-in users create another API token for themselves (for a script, say); its secret is "
+        "shown once."
+    )
     @errors_as_union
-    async def create_api_token(self, info: Info, input: CreateApiTokenInput) -> CreateApiTokenResult:
+    async def create_api_token(
+        self, info: Info, input: Annotated[CreateApiTokenInput, strawberry.argument(description="The token's label.")]
+    ) -> CreateApiTokenResult:
         row, token = await auth_service.create_token(*info.context.caller, name=input.name)
         return CreatedApiToken(token=token, api_token=ApiToken.from_row(row))
 
-    @strawberry.mutation(description="Revoke one of your API tokens; it stops working at once.")
+    @strawberry.mutation(
+        description="Revoke one of your API tokens (admins: anyone's); it stops working at once on this server "
+        "process, and within the cache lifetime (2 seconds by default) on the others."
+    )
     @errors_as_union
-    async def revoke_api_token(self, info: Info, input: RevokeApiTokenInput) -> RevokeApiTokenResult:
+    async def revoke_api_token(
+        self,
+        info: Info,
+        input: Annotated[RevokeApiTokenInput, strawberry.argument(description="The token to revoke.")],
+    ) -> RevokeApiTokenResult:
         row = await auth_service.revoke_token(*info.context.caller, parse_id(input.id, "id", "ApiToken"))
         return RevokedApiToken(api_token=ApiToken.from_row(row))
 
-    @strawberry.mutation(description="Write an example: the target model predicts and the server decides `fooled`.")
+    @strawberry.mutation(
+        description="Signed-in users write an example in the task's open round: the target model predicts and the "
+        "server decides `fooled`. When the model cannot answer, the example is stored anyway and predicted later. "
+        "Limited per user and task: examples per minute (30 unless configured otherwise) and the task's "
+        "dailyExampleCap."
+    )
     @errors_as_union
-    async def create_example(self, info: Info, input: CreateExampleInput) -> CreateExampleResult:
+    async def create_example(
+        self, info: Info, input: Annotated[CreateExampleInput, strawberry.argument(description="The example.")]
+    ) -> CreateExampleResult:
         outcome = await example_service.submit(
             *info.context.caller,
             task_code=input.task_code,
@@ -238,23 +385,36 @@ class Mutation:
             time_taken_ms=input.time_taken_ms,
             tag=input.tag,
         )
-        example = Example.from_row(outcome.example)
+        example = Example.from_row(outcome.example, task_code=input.task_code)
         if outcome.pending_reason is not None:
             return PredictionPending(example=example, message=outcome.pending_reason)
         # Predicted: the example has its prediction and its verdict.
         return CreatedExample(
-            example=example, prediction=JSON(outcome.example.prediction), fooled=bool(outcome.example.fooled)
+            example=example,
+            prediction=Prediction.of(
+                outcome.example.prediction or {}, info.context.platform.plugins.task(input.task_code)
+            ),
+            fooled=bool(outcome.example.fooled),
         )
 
-    @strawberry.mutation(description="Withdraw one of your examples before it is accepted or rejected.")
+    @strawberry.mutation(
+        description="Withdraw an example before it is accepted or rejected (while pending, created or flagged): "
+        "its author, the task's owners and admins."
+    )
     @errors_as_union
-    async def retract_example(self, info: Info, input: RetractExampleInput) -> RetractExampleResult:
+    async def retract_example(
+        self,
+        info: Info,
+        input: Annotated[RetractExampleInput, strawberry.argument(description="The example to retract.")],
+    ) -> RetractExampleResult:
         row = await example_service.retract(*info.context.caller, parse_id(input.example_id, "exampleId", "Example"))
         return RetractedExample(example=Example.from_row(row))
 
     @strawberry.mutation(description="Task owners and admins add contexts to the current round (all or nothing).")
     @errors_as_union
-    async def add_contexts(self, info: Info, input: AddContextsInput) -> AddContextsResult:
+    async def add_contexts(
+        self, info: Info, input: Annotated[AddContextsInput, strawberry.argument(description="The contexts to add.")]
+    ) -> AddContextsResult:
         ids = await context_service.add_contexts(
             *info.context.caller, input.task_code, list(input.contexts), tag=input.tag
         )
@@ -265,11 +425,15 @@ class Mutation:
         "Backends and configurations are checked before anything changes; the model loads on first use."
     )
     @errors_as_union
-    async def set_target_models(self, info: Info, input: SetTargetModelsInput) -> SetTargetModelsResult:
+    async def set_target_models(
+        self,
+        info: Info,
+        input: Annotated[SetTargetModelsInput, strawberry.argument(description="The task and its new target.")],
+    ) -> SetTargetModelsResult:
         row = await task_service.set_target_models(
             *info.context.caller,
             input.task_code,
             [{"name": m.name, "backend": m.backend, "config": m.config} for m in input.models],
-            input.ensemble_rule,
+            raw(input.ensemble_rule),
         )
         return TargetModelsSet(round=Round.from_row(row))

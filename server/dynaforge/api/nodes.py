@@ -8,7 +8,7 @@ like an id that names nothing: ``node`` never tells the two apart.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
@@ -36,6 +36,7 @@ from dynaforge.api.types.user import ApiToken, User
 from dynaforge.api.webhooks import Webhook, WebhookDelivery
 from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
+from dynaforge.services import cursors
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import leaderboard as board_service
@@ -75,7 +76,9 @@ async def _dataset_item(info: Info, key: str) -> Any:
     if not (position_text.isascii() and position_text.isdigit()):
         return None
     position = int(position_text)
-    page = await dataset_service.items(*info.context.caller, dataset_id, first=1, after=position - 1)
+    page = await dataset_service.items(
+        *info.context.caller, dataset_id, first=1, after=cursors.encode("item", position - 1)
+    )
     if not page.items or page.items[0].position != position:
         return None
     item = page.items[0]
@@ -195,7 +198,13 @@ class NodeQuery:
         description="Any object by its global `id`; null when it names nothing you may see (the same rules as the "
         "object's own query) or is not an id this server made."
     )
-    async def node(self, info: Info, id: strawberry.ID) -> Node | None:
+    async def node(
+        self,
+        info: Info,
+        id: Annotated[
+            strawberry.ID, strawberry.argument(description="A global id, as some object's `id` field gave it.")
+        ],
+    ) -> Node | None:
         return await fetch_node(info, id)
 
     @strawberry.field(
@@ -203,7 +212,14 @@ class NodeQuery:
         f"{MAX_NODES} ids."
     )
     @errors_as_graphql
-    async def nodes(self, info: Info, ids: list[strawberry.ID]) -> list[Node | None]:
+    async def nodes(
+        self,
+        info: Info,
+        ids: Annotated[
+            list[strawberry.ID],
+            strawberry.argument(description=f"Global ids, at most {MAX_NODES}; an id may repeat."),
+        ],
+    ) -> list[Node | None] | None:
         if len(ids) > MAX_NODES:
             raise domain.InvalidInput.from_errors(
                 [domain.FieldError("ids", "max_items", f"must hold at most {MAX_NODES} ids; ask in pages")]

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import strawberry
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.contexts import ContextStrategy
+from dynaforge.api.enums import ContextStrategy, raw
 from dynaforge.api.errors import errors_as_graphql, errors_as_null
 from dynaforge.api.node import parse_id
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.context_type import ContextType
-from dynaforge.api.types.example import Example, ExampleConnection, ExampleStatus
+from dynaforge.api.types.example import Example, ExampleStatus
 from dynaforge.api.types.plugin import Plugin
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.task import Task
@@ -22,32 +25,64 @@ from dynaforge.services import tasks as task_service
 Info = strawberry.Info[RequestContext]
 
 
+TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
+
+
 @strawberry.type
 class Query:
-    @strawberry.field(description="Every task you can see.")
+    @strawberry.field(
+        description="Every task whose plugin is installed, by code; hidden ones only for their owners and admins. "
+        "Anyone may ask, anonymous callers included."
+    )
     async def tasks(self, info: Info) -> list[Task]:
         return [Task.from_view(v) for v in await task_service.list_tasks(*info.context.caller)]
 
-    @strawberry.field(description="One task by code; null when there is none you can see.")
+    @strawberry.field(
+        description="One task by code; null when there is none you can see (no such task, its plugin is not "
+        "installed, or it is hidden and you do not own it)."
+    )
     @errors_as_null
-    async def task(self, info: Info, code: str) -> Task | None:
+    async def task(
+        self, info: Info, code: Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
+    ) -> Task | None:
         return Task.from_view(await task_service.get_task(*info.context.caller, code))
 
-    @strawberry.field(description="A round of a task (default: the current one); null when there is none.")
+    @strawberry.field(
+        description="A round of a task (default: the current one, open or closed); null when there is no such "
+        "round or task you can see. Anyone who can see the task."
+    )
     @errors_as_null
-    async def round(self, info: Info, task_code: str, number: int | None = None) -> Round | None:
+    async def round(
+        self,
+        info: Info,
+        task_code: TaskCode,
+        number: Annotated[
+            int | None, strawberry.argument(description="The round's number, from 1; null: the current round.")
+        ] = None,
+    ) -> Round | None:
         view = await task_service.get_task(*info.context.caller, task_code)
         row = await task_service.get_round(info.context.platform, view.row.id, number)
         return None if row is None else Round.from_row(row)
 
     @strawberry.field(
         description="A context of the task's current round to write against, chosen by `strategy` (default: the "
-        "task's context_strategy setting, else LEAST_USED); `tag` narrows to contexts with that tag."
+        "task's context_strategy setting, else LEAST_USED); `tag` narrows to contexts with that tag. Anyone who "
+        "can see the task; a NOT_FOUND error when the round has no such context."
     )
     @errors_as_graphql
     async def next_context(
-        self, info: Info, task_code: str, tag: str | None = None, strategy: ContextStrategy | None = None
-    ) -> ContextType:
+        self,
+        info: Info,
+        task_code: TaskCode,
+        tag: Annotated[
+            str | None,
+            strawberry.argument(description="Only contexts with exactly this tag; null: any context of the round."),
+        ] = None,
+        strategy: Annotated[
+            ContextStrategy | None,
+            strawberry.argument(description="How to choose; null: the task's contextStrategy setting."),
+        ] = None,
+    ) -> ContextType | None:
         row = await context_service.next_context(
             *info.context.caller,
             task_code,
@@ -56,34 +91,100 @@ class Query:
         )
         return ContextType.from_row(row)
 
-    @strawberry.field(description="One example: authors see their own, owners and admins every example of a task.")
-    @errors_as_null
-    async def example(self, info: Info, id: strawberry.ID) -> Example | None:
+    @strawberry.field(
+        description="A task's contexts, newest first, for its owners and admins (a FORBIDDEN error for anyone "
+        "else): those of one round, or with one tag, when asked."
+    )
+    @errors_as_graphql
+    async def contexts(
+        self,
+        info: Info,
+        task_code: TaskCode,
+        round: Annotated[
+            int | None, strawberry.argument(description="Only this round's contexts (its number).")
+        ] = None,
+        tag: Annotated[str | None, strawberry.argument(description="Only contexts with exactly this tag.")] = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[ContextType] | None:
+        listing = await context_service.list_contexts(
+            *info.context.caller,
+            task_code,
+            round_number=round,
+            tag=tag,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+        return Connection.from_listing(listing, ContextType.from_row)
+
+    @strawberry.field(
+        description="One example: authors read their own, owners and admins every example of their tasks. Errors "
+        "tell the cases apart (the field is then null): NOT_FOUND (no such example, or its task is hidden from "
+        "you), NOT_AUTHENTICATED (sign in), FORBIDDEN (someone else's example)."
+    )
+    @errors_as_graphql
+    async def example(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The example's id.")]
+    ) -> Example | None:
         return Example.from_row(await example_service.get_example(*info.context.caller, parse_id(id, "id", "Example")))
 
     @strawberry.field(
-        description="A task's examples, newest first. Users see their own; owners and admins see all "
-        "(`mine: true` narrows to their own)."
+        description="A task's examples, newest first. Signed-in users see their own; owners and admins see all "
+        "(`mine: true` narrows to their own). Anonymous callers get a NOT_AUTHENTICATED error."
     )
     @errors_as_graphql
     async def examples(
         self,
         info: Info,
-        task_code: str,
-        first: int | None = 20,
-        after: str | None = None,
-        status: ExampleStatus | None = None,
-        mine: bool = False,
-    ) -> ExampleConnection:
+        task_code: TaskCode,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+        status: Annotated[
+            ExampleStatus | None, strawberry.argument(description="Only examples in this status; null: any.")
+        ] = None,
+        mine: Annotated[
+            bool, strawberry.argument(description="Only your own examples (what everyone but owners and admins gets).")
+        ] = False,
+        round: Annotated[
+            int | None, strawberry.argument(description="Only this round's examples (its number).")
+        ] = None,
+        fooled: Annotated[
+            bool | None,
+            strawberry.argument(description="Only examples that fooled the model (true) or did not (false)."),
+        ] = None,
+        tag: Annotated[str | None, strawberry.argument(description="Only examples with exactly this tag.")] = None,
+    ) -> Connection[Example] | None:
         page = await example_service.list_examples(
             *info.context.caller,
             task_code=task_code,
-            first=first,
+            first=first if first is not None or last is not None else 20,
             after=after,
-            status=status.value if status else None,
+            last=last,
+            before=before,
+            status=raw(status) if status else None,
             mine=mine,
+            round_number=round,
+            fooled=fooled,
+            tag=tag,
         )
-        return ExampleConnection.from_page(page)
+        return Connection.of(
+            (
+                (
+                    Example.from_row(r, task_code=page.task_code, round_row=page.rounds.get(r.round_id)),
+                    example_service.encode_cursor(r.id),
+                )
+                for r in page.items
+            ),
+            has_next=page.has_next,
+            has_previous=page.has_previous,
+            total=page.total,
+        )
 
     @strawberry.field(description="The signed-in user; null when anonymous.")
     async def me(self, info: Info) -> User | None:

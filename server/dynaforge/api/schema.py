@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, cast
 
 import strawberry
 from graphql import (
@@ -192,6 +192,15 @@ MUTATION_TYPES: tuple[type, ...] = (
 )
 Query = merge_types("Query", QUERY_TYPES)
 Mutation = merge_types("Mutation", MUTATION_TYPES)
+# merge_types takes no description; the merged definitions carry one like every other type.
+cast(Any, Query).__strawberry_definition__.description = (
+    "What anyone may read: tasks, rounds, examples, validation queues, models, leaderboards, data sets, webhooks. "
+    "Each field says who sees what; a look-up answers null for what you may not see."
+)
+cast(Any, Mutation).__strawberry_definition__.description = (
+    "Every write. Each answers a union of its success type and the typed failures it can meet (`InvalidInput`, "
+    "`NotAuthenticated`, `Forbidden`, `NotFound`, ...): nothing is written when it fails."
+)
 
 
 def build_schema(settings: Settings | None = None) -> strawberry.Schema:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncGenerator
+from typing import Annotated
 
 import strawberry
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.enums import EvaluationStatus, RoundChange
 from dynaforge.api.errors import errors_as_graphql, query_error
 from dynaforge.api.node import global_id, parse_id
-from dynaforge.api.types.example import Example
+from dynaforge.api.types.example import Example, ValidationLabel
 from dynaforge.api.types.round import Round
 from dynaforge.errors import DynaforgeError
 from dynaforge.events import EventBusUnavailable, SubscriberTooSlow
@@ -30,28 +32,31 @@ from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
 
 Info = strawberry.Info[RequestContext]
+TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
 
 
 @strawberry.type(description="A validator's vote on an example, or an owner's decision.")
 class ExampleValidated:
-    example: Example
-    label: str = strawberry.field(description="CORRECT, INCORRECT or FLAGGED.")
+    example: Example = strawberry.field(description="The example after the vote, with its new counts and status.")
+    label: ValidationLabel = strawberry.field(description="The vote (an owner's decision counts as one).")
 
 
 @strawberry.type(description="A round of the task was opened, closed or edited.")
 class RoundChanged:
-    task_code: str
-    change: str = strawberry.field(description="OPENED, CLOSED or UPDATED.")
-    round: Round
+    task_code: str = strawberry.field(description="The code of the task whose round changed.")
+    change: RoundChange = strawberry.field(description="What happened to the round.")
+    round: Round = strawberry.field(description="The round as it is now; for OPENED, the new round.")
 
 
 @strawberry.type(description="An evaluation of the model started, finished a chunk, or ended.")
 class EvaluationProgress:
-    evaluation_id: strawberry.ID
-    model_id: strawberry.ID
-    dataset_id: strawberry.ID
-    dataset_name: str
-    status: str = strawberry.field(description="RUNNING, DONE or FAILED.")
+    evaluation_id: strawberry.ID = strawberry.field(description="The id of the evaluation (Evaluation.id).")
+    model_id: strawberry.ID = strawberry.field(description="The id of the model evaluated (Model.id).")
+    dataset_id: strawberry.ID = strawberry.field(description="The id of the data set it is scored on (Dataset.id).")
+    dataset_name: str = strawberry.field(description="The name of that data set.")
+    status: EvaluationStatus = strawberry.field(
+        description="RUNNING when it starts and after each chunk, then DONE or FAILED once, at the end."
+    )
     progress: float = strawberry.field(description="The share of the data set's chunks done, 0 to 1.")
     error: str | None = strawberry.field(
         description="A failed evaluation's error, for its submitter, the task's "
@@ -102,19 +107,24 @@ async def _evaluation_topic(info: Info, model_id: strawberry.ID) -> tuple[str, b
     return await subscription_service.evaluation_topic(*info.context.caller, parse_id(model_id, "modelId", "Model"))
 
 
-@strawberry.type
+@strawberry.type(
+    description="Live events, over the graphql-transport-ws protocol at /graphql. Send your API token in the "
+    'connection_init payload as {"authorization": "Bearer <token>"}; it is checked again while events flow (every '
+    "30 seconds unless configured otherwise), and once it is revoked the subscription ends with an error saying "
+    "why. A subscriber that falls too far behind is dropped with an error: subscribe again."
+)
 class Subscription:
     @strawberry.subscription(
         description="Examples that fooled the task's target model, as they are stored (or as "
         "a pending one gets its prediction). Signed-in users."
     )
-    async def model_fooled(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
+    async def model_fooled(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
         topic = await _task_topic(info, "modelFooled", task_code)
         async for payload in _events(info, topic):
             yield _example(payload)
 
     @strawberry.subscription(description="Every example stored for the task, fooling or not. Signed-in users.")
-    async def example_created(self, info: Info, task_code: str) -> AsyncGenerator[Example, None]:
+    async def example_created(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
         topic = await _task_topic(info, "exampleCreated", task_code)
         async for payload in _events(info, topic):
             yield _example(payload)
@@ -122,26 +132,30 @@ class Subscription:
     @strawberry.subscription(
         description="Validation votes, flags and owners' decisions on the task's examples. Signed-in users."
     )
-    async def example_validated(self, info: Info, task_code: str) -> AsyncGenerator[ExampleValidated, None]:
+    async def example_validated(self, info: Info, task_code: TaskCode) -> AsyncGenerator[ExampleValidated, None]:
         topic = await _task_topic(info, "exampleValidated", task_code)
         async for payload in _events(info, topic):
-            yield ExampleValidated(example=_example(payload), label=payload["label"])
+            yield ExampleValidated(example=_example(payload), label=ValidationLabel(payload["label"]))
 
     @strawberry.subscription(description="Rounds of the task opened, closed or edited. Anyone who can see the task.")
-    async def round_changed(self, info: Info, task_code: str) -> AsyncGenerator[RoundChanged, None]:
+    async def round_changed(self, info: Info, task_code: TaskCode) -> AsyncGenerator[RoundChanged, None]:
         topic = await _task_topic(info, "roundChanged", task_code)
         async for payload in _events(info, topic):
             row = await task_service.round_by_id(info.context.platform, payload["round_id"])
             if row is None:
                 continue
-            yield RoundChanged(task_code=payload["task_code"], change=payload["change"], round=Round.from_row(row))
+            yield RoundChanged(
+                task_code=payload["task_code"], change=RoundChange(payload["change"]), round=Round.from_row(row)
+            )
 
     @strawberry.subscription(
         description="Progress of the model's evaluations: when each starts, after each chunk, "
         "and when it is done or failed. Anyone who can see the model."
     )
     async def evaluation_progress(
-        self, info: Info, model_id: strawberry.ID
+        self,
+        info: Info,
+        model_id: Annotated[strawberry.ID, strawberry.argument(description="The id of the model (Model.id).")],
     ) -> AsyncGenerator[EvaluationProgress, None]:
         topic, privileged = await _evaluation_topic(info, model_id)
         async for payload in _events(info, topic):
@@ -150,7 +164,7 @@ class Subscription:
                 model_id=global_id("Model", payload["model_id"]),
                 dataset_id=global_id("Dataset", payload["dataset_id"]),
                 dataset_name=payload["dataset_name"],
-                status=payload["status"],
+                status=EvaluationStatus(payload["status"]),
                 progress=float(payload["progress"]),
                 error=payload.get("error") if privileged else None,
             )

@@ -8,6 +8,7 @@ from typing import Annotated
 import strawberry
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.enums import WebhookDeliveryStatus, WebhookEvent, raw
 from dynaforge.api.errors import (
     Forbidden,
     InvalidInput,
@@ -18,6 +19,7 @@ from dynaforge.api.errors import (
     errors_as_union,
 )
 from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.db.models import Webhook as WebhookRow
 from dynaforge.db.models import WebhookDelivery as DeliveryRow
 from dynaforge.db.models import as_utc
@@ -26,24 +28,39 @@ from dynaforge.services import webhooks as webhook_service
 Info = strawberry.Info[RequestContext]
 
 
-@strawberry.type(description="One event sent to a webhook: how many attempts, how the last one ended.")
+@strawberry.type(
+    description="One event sent to a webhook: how many attempts, how the last one ended. Readable by those who may "
+    "read the webhook."
+)
 class WebhookDelivery(Node):
     id: strawberry.ID = strawberry.field(description="The webhook-id header, the same on every retry.")
-    event: str
-    status: str = strawberry.field(description="PENDING (being retried), DELIVERED or FAILED.")
-    attempts: int
-    response_status: int | None = strawberry.field(description="The HTTP status of the last attempt.")
-    error: str | None
-    created_at: datetime
-    last_attempt_at: datetime | None
-    delivered_at: datetime | None
+    event: WebhookEvent = strawberry.field(description="The event delivered.")
+    status: WebhookDeliveryStatus = strawberry.field(description="Where the delivery is.")
+    attempts: int = strawberry.field(
+        description="Attempts made so far; after the last allowed one (8 unless configured otherwise) a failing "
+        "delivery is FAILED."
+    )
+    response_status: int | None = strawberry.field(
+        description="The HTTP status of the last attempt; null before the first, or when no HTTP answer came."
+    )
+    error: str | None = strawberry.field(
+        description="Why the last attempt failed (the receiver's status, a network error, or an address webhooks "
+        "may not call); null when it succeeded or none was made."
+    )
+    created_at: datetime = strawberry.field(description="When the event was queued for this webhook (ISO 8601, UTC).")
+    last_attempt_at: datetime | None = strawberry.field(
+        description="When the last attempt was made (ISO 8601, UTC); null before the first."
+    )
+    delivered_at: datetime | None = strawberry.field(
+        description="When the receiver accepted it with a 2xx answer (ISO 8601, UTC); null until then."
+    )
 
     @classmethod
     def from_row(cls, row: DeliveryRow) -> WebhookDelivery:
         return cls(
             id=global_id("WebhookDelivery", row.message_id),
-            event=row.event,
-            status=row.status,
+            event=WebhookEvent(row.event),
+            status=WebhookDeliveryStatus(row.status),
             attempts=row.attempts,
             response_status=row.response_status,
             error=row.error,
@@ -53,21 +70,34 @@ class WebhookDelivery(Node):
         )
 
 
-@strawberry.type(description="A URL that receives a task's events, signed as Standard Webhooks specify.")
+@strawberry.type(
+    description="A URL that receives a task's events, signed as Standard Webhooks specify. Readable by its "
+    "registrant and the task's owners and admins."
+)
 class Webhook(Node):
     row: strawberry.Private[WebhookRow]
-    id: strawberry.ID
-    url: str
-    events: list[str]
-    description: str
-    active: bool
-    created_at: datetime
+    url: str = strawberry.field(description="Where the events are POSTed.")
+    events: list[WebhookEvent] = strawberry.field(description="The events it receives, in alphabetical order.")
+    description: str = strawberry.field(description="The registrant's note about it; may be empty.")
+    active: bool = strawberry.field(
+        description="Whether it receives events; false while paused with updateWebhook (no deliveries are made)."
+    )
+    created_at: datetime = strawberry.field(description="When it was registered (ISO 8601, UTC).")
 
-    @strawberry.field(description="The newest deliveries first.")
+    @strawberry.field(description="Its deliveries, newest first (pages of up to 100).")
     @errors_as_graphql
-    async def deliveries(self, info: Info, first: int = 20) -> list[WebhookDelivery]:
-        rows = await webhook_service.deliveries(info.context.platform, self.row.id, first=first)
-        return [WebhookDelivery.from_row(r) for r in rows]
+    async def deliveries(
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[WebhookDelivery]:
+        listing = await webhook_service.deliveries(
+            info.context.platform, self.row.id, first=first, after=after, last=last, before=before
+        )
+        return Connection.from_listing(listing, WebhookDelivery.from_row)
 
     @classmethod
     def from_row(cls, row: WebhookRow) -> Webhook:
@@ -75,29 +105,36 @@ class Webhook(Node):
             row=row,
             id=global_id("Webhook", row.id),
             url=row.url,
-            events=list(row.events),
+            events=[WebhookEvent(e) for e in row.events],
             description=row.description,
             active=row.active,
             created_at=as_utc(row.created_at),
         )
 
 
-@strawberry.input
+@strawberry.input(description="A URL to register for a task's events.")
 class CreateWebhookInput:
-    task_code: str
-    url: str = strawberry.field(description="An http(s) URL; in production, a public host.")
-    events: list[str] = strawberry.field(
-        description="Any of modelFooled, exampleCreated, exampleValidated, roundChanged."
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    url: str = strawberry.field(
+        description="An absolute http(s) URL of at most 2000 characters, without a user name or password; in "
+        "production its host must resolve to public addresses only."
     )
-    description: str = ""
+    events: list[WebhookEvent] = strawberry.field(description="What it receives (at least one event).")
+    description: str = strawberry.field(default="", description="A note for yourself, at most 500 characters.")
 
 
 @strawberry.input(description="What to change on a webhook; fields left out stay as they are.")
 class UpdateWebhookInput:
-    id: strawberry.ID
-    url: str | None = strawberry.field(default=None, description="The registrant only.")
-    events: list[str] | None = strawberry.field(default=None, description="The registrant only.")
-    description: str | None = strawberry.field(default=None, description="The registrant only.")
+    id: strawberry.ID = strawberry.field(description="The webhook's id (Webhook.id).")
+    url: str | None = strawberry.field(
+        default=None, description="A new URL, under createWebhook's rules. The registrant only."
+    )
+    events: list[WebhookEvent] | None = strawberry.field(
+        default=None, description="The new list of events (at least one). The registrant only."
+    )
+    description: str | None = strawberry.field(
+        default=None, description="A new note, at most 500 characters. The registrant only."
+    )
     active: bool | None = strawberry.field(
         default=None,
         description="false pauses deliveries, true resumes them: the registrant, the task's owners and admins.",
@@ -106,60 +143,102 @@ class UpdateWebhookInput:
 
 @strawberry.type(description="The webhook as it is now.")
 class WebhookUpdated:
-    webhook: Webhook
+    webhook: Webhook = strawberry.field(description="The webhook, with the changes made.")
 
 
-@strawberry.input
+@strawberry.input(description="The webhook to act on.")
 class WebhookIdInput:
-    id: strawberry.ID
+    id: strawberry.ID = strawberry.field(description="The webhook's id (Webhook.id).")
 
 
 @strawberry.type(description="The webhook and its signing secret, shown this once: keep it to verify signatures.")
 class WebhookSecret:
-    webhook: Webhook
+    webhook: Webhook = strawberry.field(description="The webhook the secret signs for.")
     secret: str = strawberry.field(description="whsec_...: the key for webhook-signature (Standard Webhooks).")
 
 
-@strawberry.type
+@strawberry.type(description="The webhook and its delivery log are deleted; no more events go to its URL.")
 class WebhookDeleted:
-    id: strawberry.ID
+    id: strawberry.ID = strawberry.field(description="The id the deleted webhook had.")
 
 
 CreateWebhookResult = Annotated[
-    WebhookSecret | InvalidInput | NotAuthenticated | NotFound | RateLimited, strawberry.union("CreateWebhookResult")
+    WebhookSecret | InvalidInput | NotAuthenticated | NotFound | RateLimited,
+    strawberry.union(
+        "CreateWebhookResult",
+        description="WebhookSecret: the webhook is registered; keep its secret. The other members are the expected "
+        "failures: InvalidInput (a URL, event list or description that breaks the rules), NotAuthenticated, "
+        "NotFound (no such task you can see), RateLimited (you have 10 webhooks on this task: delete one first).",
+    ),
 ]
 RotateWebhookSecretResult = Annotated[
-    WebhookSecret | InvalidInput | NotAuthenticated | NotFound, strawberry.union("RotateWebhookSecretResult")
+    WebhookSecret | InvalidInput | NotAuthenticated | NotFound,
+    strawberry.union(
+        "RotateWebhookSecretResult",
+        description="WebhookSecret: the new secret is in force. The other members are the expected failures: "
+        "InvalidInput (the id is not a Webhook's), NotAuthenticated, NotFound (no webhook of yours with that id: "
+        "only its registrant rotates a secret).",
+    ),
 ]
 UpdateWebhookResult = Annotated[
-    WebhookUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound, strawberry.union("UpdateWebhookResult")
+    WebhookUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "UpdateWebhookResult",
+        description="WebhookUpdated: the changes are made. The other members are the expected failures, and change "
+        "nothing: InvalidInput (a field breaks createWebhook's rules), NotAuthenticated, Forbidden (an owner or "
+        "admin who is not the registrant changing more than `active`), NotFound (no such webhook you may manage).",
+    ),
 ]
 DeleteWebhookResult = Annotated[
-    WebhookDeleted | InvalidInput | NotAuthenticated | NotFound, strawberry.union("DeleteWebhookResult")
+    WebhookDeleted | InvalidInput | NotAuthenticated | NotFound,
+    strawberry.union(
+        "DeleteWebhookResult",
+        description="WebhookDeleted: the webhook is gone. The other members are the expected failures: "
+        "InvalidInput (the id is not a Webhook's), NotAuthenticated, NotFound (no such webhook you may manage).",
+    ),
 ]
 
 
 @strawberry.type
 class WebhookQuery:
-    @strawberry.field(description="Your webhooks on a task (its owners and admins: everyone's), with their deliveries.")
+    @strawberry.field(
+        description="Your webhooks on a task (its owners and admins: everyone's), oldest first, with their "
+        "deliveries. Signed-in users (anonymous callers get a NOT_AUTHENTICATED error)."
+    )
     @errors_as_graphql
-    async def webhooks(self, info: Info, task_code: str) -> list[Webhook]:
+    async def webhooks(
+        self, info: Info, task_code: Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
+    ) -> list[Webhook] | None:
         return [Webhook.from_row(r) for r in await webhook_service.list_webhooks(*info.context.caller, task_code)]
 
 
 @strawberry.type
 class WebhookMutation:
-    @strawberry.mutation(description="Register a URL for a task's events. The answer holds the signing secret, once.")
+    @strawberry.mutation(
+        description="Signed-in users register a URL for the events of a task they can see (at most 10 webhooks per "
+        "task each). The answer holds the signing secret, once. Each event goes only to registrants who may see it "
+        "then; a payload names the example's author only for the task's owners and admins."
+    )
     @errors_as_union
-    async def create_webhook(self, info: Info, input: CreateWebhookInput) -> CreateWebhookResult:
+    async def create_webhook(
+        self, info: Info, input: Annotated[CreateWebhookInput, strawberry.argument(description="The webhook.")]
+    ) -> CreateWebhookResult:
         made = await webhook_service.create(
-            *info.context.caller, input.task_code, input.url, list(input.events), description=input.description
+            *info.context.caller,
+            input.task_code,
+            input.url,
+            [raw(e) for e in input.events],
+            description=input.description,
         )
         return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
-    @strawberry.mutation(description="A new signing secret for a webhook (the old one stops working at once).")
+    @strawberry.mutation(
+        description="Its registrant only: a new signing secret for a webhook (the old one stops working at once)."
+    )
     @errors_as_union
-    async def rotate_webhook_secret(self, info: Info, input: WebhookIdInput) -> RotateWebhookSecretResult:
+    async def rotate_webhook_secret(
+        self, info: Info, input: Annotated[WebhookIdInput, strawberry.argument(description="The webhook.")]
+    ) -> RotateWebhookSecretResult:
         made = await webhook_service.rotate_secret(*info.context.caller, parse_id(input.id, "id", "Webhook"))
         return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
 
@@ -168,19 +247,27 @@ class WebhookMutation:
         "the task's owners and admins)."
     )
     @errors_as_union
-    async def update_webhook(self, info: Info, input: UpdateWebhookInput) -> UpdateWebhookResult:
+    async def update_webhook(
+        self,
+        info: Info,
+        input: Annotated[UpdateWebhookInput, strawberry.argument(description="The webhook and what to change.")],
+    ) -> UpdateWebhookResult:
         row = await webhook_service.change(
             *info.context.caller,
             parse_id(input.id, "id", "Webhook"),
             url=input.url,
-            events=None if input.events is None else list(input.events),
+            events=None if input.events is None else [raw(e) for e in input.events],
             description=input.description,
             active=input.active,
         )
         return WebhookUpdated(webhook=Webhook.from_row(row))
 
-    @strawberry.mutation(description="Delete a webhook and its delivery log.")
+    @strawberry.mutation(
+        description="Its registrant, the task's owners and admins delete a webhook and its delivery log."
+    )
     @errors_as_union
-    async def delete_webhook(self, info: Info, input: WebhookIdInput) -> DeleteWebhookResult:
+    async def delete_webhook(
+        self, info: Info, input: Annotated[WebhookIdInput, strawberry.argument(description="The webhook.")]
+    ) -> DeleteWebhookResult:
         gone = await webhook_service.delete(*info.context.caller, parse_id(input.id, "id", "Webhook"))
         return WebhookDeleted(id=global_id("Webhook", gone))

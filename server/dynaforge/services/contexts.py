@@ -18,9 +18,10 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from dynaforge import files
-from dynaforge.db.models import Context, Example, ExampleStatus
+from dynaforge.db.models import Context, Example, ExampleStatus, Round
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, text_problem
 from dynaforge.files import Problems
+from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
@@ -522,3 +523,37 @@ async def visible_context(p: Platform, actor: Actor, context_id: int) -> Context
         raise NotFound(f"No context {context_id}")
     await task_service.visible_task(p, actor, row.task_id)
     return row
+
+
+async def list_contexts(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    *,
+    round_number: int | None = None,
+    tag: str | None = None,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> cursors.Listing:
+    """A task's contexts, newest first (those of one round, with one tag, when asked): owners and admins only."""
+    actor = require_user(actor)
+    request = cursors.PageRequest.of(
+        "context", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size
+    )
+    view = await task_service.get_task(p, actor, task_code)
+    where = [col(Context.task_id) == view.row.id]
+    if tag is not None:
+        where.append(col(Context.tag) == tag)
+    async with p.db.session() as s:
+        if not await task_service.is_owner(s, actor, view.row.id):
+            raise Forbidden(f"Only owners of {task_code} and admins can list its contexts")
+        if round_number is not None:
+            round_id = await s.scalar(
+                select(col(Round.id)).where(col(Round.task_id) == view.row.id, col(Round.number) == round_number)
+            )
+            where.append(col(Context.round_id) == (round_id if round_id is not None else -1))
+        statement = select(Context).where(*where)
+        page = await cursors.window(s, statement, col(Context.id), "context", request)
+    return cursors.Listing(page, cursors.counter(p, statement))

@@ -34,6 +34,7 @@ from dynaforge.db.models import (
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.variants import iter_variants
 from dynaforge.files import Problems
+from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.evaluation_jobs import enqueue
@@ -53,7 +54,7 @@ MAX_PAGE = 500
 class ItemPage:
     items: list[DatasetItem]
     gold_visible: bool
-    next_position: int | None
+    listing: cursors.Listing  # where the page sits (its cursors are positions), and the set's size
 
 
 def split_sizes(n: int, fractions: list[float]) -> list[int]:
@@ -294,26 +295,39 @@ async def get_dataset(p: Platform, actor: Actor, dataset_id: int) -> tuple[Datas
     return dataset, owner or dataset.access == DatasetAccess.STANDARD
 
 
-async def items(p: Platform, actor: Actor, dataset_id: int, *, first: int = 100, after: int | None = None) -> ItemPage:
-    """A page of a data set's items in order. Gold targets are stripped unless the set is STANDARD or the actor
-    owns the task."""
-    if not 1 <= first <= MAX_PAGE:
-        raise InvalidInput.from_errors([FieldError("first", "range", f"must be between 1 and {MAX_PAGE}")])
+async def items(
+    p: Platform,
+    actor: Actor,
+    dataset_id: int,
+    *,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> ItemPage:
+    """A page of a data set's items in position order (cursors: ``first``/``after`` forward, ``last``/``before``
+    back). Gold targets are stripped unless the set is STANDARD or the actor owns the task."""
+    request = cursors.PageRequest.of(
+        "item", first=first, after=after, last=last, before=before, max_size=MAX_PAGE, default=100, minimum=-1
+    )
     dataset, gold_visible = await get_dataset(p, actor, dataset_id)
     task = None
     if not gold_visible:
         async with p.db.session() as s:
             code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
         task = None if code is None else p.plugins.task(code)
-    where = [col(DatasetItem.dataset_id) == dataset_id]
-    if after is not None:
-        where.append(col(DatasetItem.position) > after)
+    statement = select(DatasetItem).where(col(DatasetItem.dataset_id) == dataset_id)
     async with p.db.session() as s:
-        rows = list(
-            await s.scalars(select(DatasetItem).where(*where).order_by(col(DatasetItem.position)).limit(first + 1))
+        page = await cursors.window(
+            s,
+            statement,
+            col(DatasetItem.position),
+            "item",
+            request,
+            key=lambda item: int(item.position),
+            descending=False,
         )
-    more = len(rows) > first
-    rows = rows[:first]
+    rows = page.rows
     if not gold_visible:
         hidden = set(task.field_names(Role.TARGET)) if task is not None else set()
         rows = [
@@ -327,7 +341,7 @@ async def items(p: Platform, actor: Actor, dataset_id: int, *, first: int = 100,
             )
             for r in rows
         ]
-    return ItemPage(rows, gold_visible, rows[-1].position if more and rows else None)
+    return ItemPage(rows, gold_visible, cursors.Listing(page, cursors.counter(p, statement)))
 
 
 MAX_REPORTED = files.MAX_REPORTED

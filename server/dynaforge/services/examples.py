@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
@@ -68,6 +68,9 @@ class Page:
     end_cursor: str | None
     task_code: str | None = None  # every item's task (a page is of one task)
     rounds: dict[int, Round] = field(default_factory=dict)  # the items' rounds by id
+    has_previous: bool = False
+    start_cursor: str | None = None
+    total: Callable[[], Awaitable[int]] | None = None  # counts the whole filtered list (one query, when asked)
 
 
 def encode_cursor(example_id: int) -> str:
@@ -439,12 +442,24 @@ async def _can_read(s, actor: Actor, example: Example) -> bool:
 
 
 async def get_example(p: Platform, actor: Actor, example_id: int) -> Example:
-    """Authors read their own examples; owners and admins read every example of their tasks."""
+    """Authors read their own examples; owners and admins read every example of their tasks. NotFound when there is
+    no such example (or its task is hidden from the actor); NotAuthenticated for anonymous callers; Forbidden for
+    someone else's example of a task the actor can see (validators are served examples by exampleToValidate)."""
     async with p.db.session() as s:
         example = await s.get(Example, example_id)
-        if example is None or not await _can_read(s, actor, example):
-            raise NotFound(f"No example {example_id} that you can read")
-        return example
+        if example is not None and await _can_read(s, actor, example):
+            return example
+        task_row = None if example is None else await s.get(TaskRow, example.task_id)
+    if example is None or task_row is None:
+        raise NotFound(f"No example {example_id}")
+    try:
+        await task_service.get_task(p, actor, task_row.code)
+    except NotFound:
+        raise NotFound(f"No example {example_id}") from None
+    require_user(actor)
+    raise Forbidden(
+        f"Example {example_id} is someone else's: authors read their own, the task's owners and admins every one"
+    )
 
 
 async def list_examples(
@@ -454,42 +469,68 @@ async def list_examples(
     task_code: str,
     first: int | None = None,
     after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
     status: str | None = None,
     mine: bool = False,
+    round_number: int | None = None,
+    fooled: bool | None = None,
+    tag: str | None = None,
 ) -> Page:
-    """Newest first, keyset-paged. Users see their own examples; owners and admins see all (or theirs, ``mine``)."""
+    """Newest first, keyset-paged (``first``/``after`` forward, ``last``/``before`` back). Users see their own
+    examples; owners and admins see all (or theirs, ``mine``). ``status``, ``round_number``, ``fooled`` and ``tag``
+    narrow the list."""
     actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
-    limit = p.settings.page_max_size if first is None else first
-    if not 1 <= limit <= p.settings.page_max_size:
-        raise InvalidInput.from_errors(
-            [FieldError("first", "range", f"must be between 1 and {p.settings.page_max_size}")]
-        )
+    request = cursors.PageRequest.of(
+        "example",
+        first=first,
+        after=after,
+        last=last,
+        before=before,
+        max_size=p.settings.page_max_size,
+        default=p.settings.page_max_size,
+    )
     if status is not None and status not in ExampleStatus.ALL:
         raise InvalidInput.from_errors(
             [FieldError("status", "choice", f"must be one of {', '.join(ExampleStatus.ALL)}")]
         )
     where = [col(Example.task_id) == view.row.id]
-    if after:
-        where.append(col(Example.id) < decode_cursor(after))
     if status is not None:
         where.append(col(Example.status) == status)
+    if fooled is not None:
+        where.append(col(Example.fooled).is_(fooled))
+    if tag is not None:
+        where.append(col(Example.tag) == tag)
     async with p.db.session() as s:
+        if round_number is not None:
+            round_id = await s.scalar(
+                select(col(Round.id)).where(col(Round.task_id) == view.row.id, col(Round.number) == round_number)
+            )
+            where.append(col(Example.round_id) == (round_id if round_id is not None else -1))
         if mine or not await task_service.is_owner(s, actor, view.row.id):
             where.append(col(Example.user_id) == actor.user_id)
-        found = (
-            await s.execute(
-                select(Example, Round)
-                .join(Round, col(Round.id) == col(Example.round_id))
-                .where(*where)
-                .order_by(col(Example.id).desc())
-                .limit(limit + 1)
-            )
-        ).all()
-    has_next = len(found) > limit
-    rows = [example for example, _ in found[:limit]]
-    rounds = {example.round_id: round_row for example, round_row in found[:limit]}
-    return Page(rows, has_next, encode_cursor(rows[-1].id) if rows else None, view.task.code, rounds)
+        statement = select(Example, Round).join(Round, col(Round.id) == col(Example.round_id)).where(*where)
+        page = await cursors.window(
+            s, statement, col(Example.id), "example", request, key=lambda pair: int(pair[0].id), scalars=False
+        )
+
+    async def total() -> int:
+        async with p.db.session() as s:
+            return await cursors.count(s, select(col(Example.id)).where(*where))
+
+    rows = [example for example, _ in page.rows]
+    rounds = {example.round_id: round_row for example, round_row in page.rows}
+    return Page(
+        rows,
+        page.has_next,
+        page.end_cursor,
+        view.task.code,
+        rounds,
+        has_previous=page.has_previous,
+        start_cursor=page.start_cursor,
+        total=total,
+    )
 
 
 @dataclass

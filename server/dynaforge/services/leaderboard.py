@@ -38,6 +38,7 @@ from dynaforge.db.models import (
 )
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation import dynascore
+from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.platform import Platform
@@ -144,7 +145,7 @@ async def compute(
     sort: str | None = None,
     fork_id: int | None = None,
 ) -> Board:
-    """The board for these weights (or a fork's); ``sort`` is ``dynascore`` (default) or a metric's name."""
+    """The board for these weights (or a fork's); ``sort`` is None (the Dynascore) or a metric's name."""
     view = await task_service.get_task(p, actor, task_code)
     task = view.task
     specs = board_metrics(p, task)
@@ -261,7 +262,7 @@ async def compute(
     if sort not in (None, "dynascore"):
         if sort not in {m.name for m in specs}:
             raise InvalidInput.from_errors(
-                [FieldError("sort", "choice", f"must be dynascore or one of {', '.join(m.name for m in specs)}")]
+                [FieldError("sortMetric", "choice", f"must be one of {', '.join(m.name for m in specs)}")]
             )
         direction = {m.name: m.direction for m in specs}[sort]
         sign = 1 if direction == "higher" else -1
@@ -408,27 +409,24 @@ async def snapshot(
     return row
 
 
-async def my_forks(p: Platform, actor: Actor, task_code: str) -> list[LeaderboardFork]:
-    """The forks the actor saved on a task, newest first."""
-    return await _mine(p, actor, task_code, LeaderboardFork)
+async def my_forks(p: Platform, actor: Actor, task_code: str, **page: Any) -> cursors.Listing:
+    """The forks the actor saved on a task, newest first; ``page`` takes first/after/last/before."""
+    return await _mine(p, actor, task_code, LeaderboardFork, "fork", page)
 
 
-async def my_snapshots(p: Platform, actor: Actor, task_code: str) -> list[LeaderboardSnapshot]:
-    """The snapshots the actor took of a task's board, newest first."""
-    return await _mine(p, actor, task_code, LeaderboardSnapshot)
+async def my_snapshots(p: Platform, actor: Actor, task_code: str, **page: Any) -> cursors.Listing:
+    """The snapshots the actor took of a task's board, newest first; ``page`` takes first/after/last/before."""
+    return await _mine(p, actor, task_code, LeaderboardSnapshot, "snapshot", page)
 
 
-async def _mine(p: Platform, actor: Actor, task_code: str, kind: Any) -> list[Any]:
+async def _mine(p: Platform, actor: Actor, task_code: str, kind: Any, name: str, page: dict[str, Any]) -> Any:
     actor = require_human(actor)
+    request = cursors.PageRequest.of(name, max_size=p.settings.page_max_size, **page)
     view = await task_service.get_task(p, actor, task_code)
+    statement = select(kind).where(col(kind.task_id) == view.row.id, col(kind.user_id) == actor.user_id)
     async with p.db.session() as s:
-        return list(
-            await s.scalars(
-                select(kind)
-                .where(col(kind.task_id) == view.row.id, col(kind.user_id) == actor.user_id)
-                .order_by(col(kind.id).desc())
-            )
-        )
+        found = await cursors.window(s, statement, col(kind.id), name, request)
+    return cursors.Listing(found, cursors.counter(p, statement))
 
 
 async def delete_fork(p: Platform, actor: Actor, fork_id: int) -> LeaderboardFork:

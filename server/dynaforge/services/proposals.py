@@ -13,6 +13,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import ProposalStatus, TaskOwner, TaskProposal, TaskRow, utcnow
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
@@ -101,9 +102,21 @@ async def decide(
     return proposal
 
 
-async def list_proposals(p: Platform, actor: Actor, *, status: str | None = None) -> list[TaskProposal]:
-    """Admins see every proposal, others their own; newest first."""
+async def list_proposals(
+    p: Platform,
+    actor: Actor,
+    *,
+    status: str | None = None,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> cursors.Listing:
+    """Admins see every proposal, others their own; newest first, a page at a time."""
     actor = require_user(actor)
+    request = cursors.PageRequest.of(
+        "proposal", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size
+    )
     if status is not None and status not in ProposalStatus.ALL:
         raise InvalidInput.from_errors(
             [FieldError("status", "choice", f"must be one of {', '.join(ProposalStatus.ALL)}")]
@@ -113,10 +126,10 @@ async def list_proposals(p: Platform, actor: Actor, *, status: str | None = None
         where.append(col(TaskProposal.user_id) == actor.user_id)
     if status is not None:
         where.append(col(TaskProposal.status) == status)
+    statement = select(TaskProposal).where(*where)
     async with p.db.session() as s:
-        return list(
-            await s.scalars(select(TaskProposal).where(*where).order_by(col(TaskProposal.id).desc()).limit(200))
-        )
+        page = await cursors.window(s, statement, col(TaskProposal.id), "proposal", request)
+    return cursors.Listing(page, cursors.counter(p, statement))
 
 
 async def get_proposal(p: Platform, actor: Actor, proposal_id: int) -> TaskProposal:

@@ -7,6 +7,7 @@ prediction that fooled the model and were then accepted by validators.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, fields
 
 from sqlalchemy import func, select
@@ -14,6 +15,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import Round, RoundUserStats, User
 from dynaforge.errors import FieldError, InvalidInput, NotFound
+from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import COUNTERS
@@ -77,6 +79,10 @@ async def leaderboard(p: Platform, round_id: int, *, first: int = 20, offset: in
         raise InvalidInput.from_errors(
             [FieldError("first", "range", f"must be between 1 and {MAX_LEADERBOARD} (and offset at least 0)")]
         )
+    return await _ranked(p, round_id, offset=offset, limit=first)
+
+
+async def _ranked(p: Platform, round_id: int, *, offset: int, limit: int) -> list[UserStats]:
     order = (
         col(RoundUserStats.verified_fooled).desc(),
         col(RoundUserStats.fooled).desc(),
@@ -91,7 +97,7 @@ async def leaderboard(p: Platform, round_id: int, *, first: int = 20, offset: in
                 .where(col(RoundUserStats.round_id) == round_id)
                 .order_by(*order)
                 .offset(offset)
-                .limit(first)
+                .limit(limit)
             )
         ).all()
     return [UserStats(r.user_id, name, offset + i + 1, Stats.of(r)) for i, (r, name) in enumerate(rows)]
@@ -123,3 +129,32 @@ async def round_id(p: Platform, task_id: int, number: int) -> int:
     if found is None:
         raise NotFound(f"No round {number}")
     return found
+
+
+async def leaderboard_page(
+    p: Platform,
+    round_id: int,
+    *,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> tuple[list[UserStats], bool, bool, Callable[[], Awaitable[int]]]:
+    """A page of a round's leaderboard as a connection: ``(entries, has_next, has_previous, total)``. A cursor is a
+    rank (``rank:N``); ranks move as people write, so a page is the ranks after (or before) the cursor's rank at the
+    time of asking."""
+    request = cursors.PageRequest.of(
+        "rank", first=first, after=after, last=last, before=before, max_size=MAX_LEADERBOARD
+    )
+    total = cursors.counter(p, select(col(RoundUserStats.user_id)).where(col(RoundUserStats.round_id) == round_id))
+    low = request.after_id or 0  # ranks after this one
+    high = request.before_id  # ranks before this one (None: to the end)
+    if request.forward:
+        limit = request.size + 1 if high is None else max(min(request.size + 1, high - 1 - low), 0)
+        entries = await _ranked(p, round_id, offset=low, limit=limit) if limit else []
+        more = len(entries) > request.size or (high is not None and low + len(entries) < high - 1)
+        return entries[: request.size], more, low > 0, total
+    end = (await total()) + 1 if high is None else high  # the rank just past the page
+    start = max(low, end - 1 - request.size)
+    entries = await _ranked(p, round_id, offset=start, limit=end - 1 - start) if end - 1 > start else []
+    return entries, high is not None, start > low, total

@@ -9,6 +9,7 @@ owners and admins.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -181,6 +182,8 @@ class ModelPage:
 
     items: list[tuple[ModelRow, bool]]
     has_next: bool
+    window: cursors.Window | None = None  # where the page sits (cursors, previous rows)
+    total: Callable[[], Awaitable[int]] | None = None  # counts the whole filtered list (one query, when asked)
 
 
 def encode_model_cursor(model_id: int) -> str:
@@ -194,17 +197,17 @@ async def list_models(
     *,
     mine: bool = False,
     published: bool | None = None,
-    first: int = 20,
+    first: int | None = None,
     after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
 ) -> ModelPage:
     """A task's models, newest first: published ones for everyone who can see the task, plus one's own; every one
     for the task's owners and admins. ``mine`` narrows to the caller's own (signed in), ``published`` to published
-    or unpublished ones."""
-    if not 1 <= first <= p.settings.page_max_size:
-        raise InvalidInput.from_errors(
-            [FieldError("first", "range", f"must be between 1 and {p.settings.page_max_size}")]
-        )
-    before_id = cursors.decode("model", after) if after is not None else None
+    or unpublished ones. Keyset pages: ``first``/``after`` forward, ``last``/``before`` back."""
+    request = cursors.PageRequest.of(
+        "model", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size
+    )
     view = await task_service.get_task(p, actor, task_code)
     if mine:
         require_human(actor)
@@ -218,13 +221,17 @@ async def list_models(
             where.append(visible | (col(ModelRow.user_id) == actor.user_id) if actor.user_id is not None else visible)
         if published is not None:
             where.append(col(ModelRow.published).is_(published))
-        if before_id is not None:
-            where.append(col(ModelRow.id) < before_id)
-        rows = list(await s.scalars(select(ModelRow).where(*where).order_by(col(ModelRow.id).desc()).limit(first + 1)))
-    page = rows[:first]
+        page = await cursors.window(s, select(ModelRow).where(*where), col(ModelRow.id), "model", request)
+
+    async def total() -> int:
+        async with p.db.session() as s:
+            return await cursors.count(s, select(col(ModelRow.id)).where(*where))
+
     return ModelPage(
-        [(m, sees_all or (actor.user_id is not None and m.user_id == actor.user_id)) for m in page],
-        len(rows) > first,
+        [(m, sees_all or (actor.user_id is not None and m.user_id == actor.user_id)) for m in page.rows],
+        page.has_next,
+        page,
+        total,
     )
 
 

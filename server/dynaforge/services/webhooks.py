@@ -41,6 +41,7 @@ from sqlmodel import col
 from dynaforge.db.models import Webhook, WebhookDelivery, utcnow
 from dynaforge.db.models import WebhookDeliveryStatus as D
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.announce import WEBHOOK_EVENTS
@@ -261,19 +262,21 @@ async def list_webhooks(p: Platform, actor: Actor, task_code: str) -> list[Webho
         return list(await s.scalars(select(Webhook).where(*where).order_by(col(Webhook.id))))
 
 
-async def deliveries(p: Platform, webhook_id: int, *, first: int = 20) -> list[WebhookDelivery]:
-    """The newest deliveries of a webhook already shown to its reader (see list_webhooks)."""
-    if not 1 <= first <= MAX_PAGE:
-        raise InvalidInput.from_errors([FieldError("first", "range", f"must be between 1 and {MAX_PAGE}")])
+async def deliveries(
+    p: Platform,
+    webhook_id: int,
+    *,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> cursors.Listing:
+    """A page of a webhook's deliveries, newest first, for a reader already shown the webhook (see list_webhooks)."""
+    request = cursors.PageRequest.of("delivery", first=first, after=after, last=last, before=before, max_size=MAX_PAGE)
+    statement = select(WebhookDelivery).where(col(WebhookDelivery.webhook_id) == webhook_id)
     async with p.db.session() as s:
-        return list(
-            await s.scalars(
-                select(WebhookDelivery)
-                .where(col(WebhookDelivery.webhook_id) == webhook_id)
-                .order_by(col(WebhookDelivery.id).desc())
-                .limit(first)
-            )
-        )
+        page = await cursors.window(s, statement, col(WebhookDelivery.id), "delivery", request)
+    return cursors.Listing(page, cursors.counter(p, statement))
 
 
 # --------------------------------------------------------------------------- deliveries left pending

@@ -9,13 +9,22 @@ from dynaforge.api.node import Node, global_id
 from dynaforge.db.models import Context as ContextRow
 
 
-@strawberry.type(name="Context", description="What an annotator writes against: the task's context fields.")
+@strawberry.type(
+    name="Context",
+    description="What an annotator writes against (a passage, a prompt): the values of the task's CONTEXT fields, "
+    "added by its owners to one round. Anyone who can see the task can read it.",
+)
 class ContextType(Node):
     row: strawberry.Private[ContextRow]
-    id: strawberry.ID
-    fields: JSON
-    tag: str | None
-    total_used: int
+    fields: JSON = strawberry.field(
+        description="The context's values keyed by field name: one per CONTEXT field of the task (see Task.fields)."
+    )
+    tag: str | None = strawberry.field(
+        description="The label the owners gave it when they added it (nextContext can keep to one tag); null: none."
+    )
+    total_used: int = strawberry.field(
+        description="How many examples have been written against it so far, retracted ones included."
+    )
 
     @classmethod
     def from_row(cls, row: ContextRow) -> ContextType:

@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 from dynaforge.api.context import RequestContext
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.context_type import ContextType
+from dynaforge.api.types.prediction import ModelPrediction, Prediction
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
@@ -22,23 +23,43 @@ from dynaforge.db.models import Validation as ValidationRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import examples as example_service
 from dynaforge.services import tasks as task_service
+from dynaforge.tasks.base import Task as PluginTask
 
 
 @strawberry.enum(description="Where an example is in its life.")
 class ExampleStatus(Enum):
-    PENDING_PREDICTION = Status.PENDING_PREDICTION
-    CREATED = Status.CREATED
-    RETRACTED = Status.RETRACTED
-    FLAGGED = Status.FLAGGED
-    ACCEPTED = Status.ACCEPTED
-    REJECTED = Status.REJECTED
+    PENDING_PREDICTION = strawberry.enum_value(
+        Status.PENDING_PREDICTION,
+        description="Stored, but the target model did not answer (down or too slow): the server asks it again "
+        "later; `prediction` and `fooled` stay null until it answers.",
+    )
+    CREATED = strawberry.enum_value(
+        Status.CREATED,
+        description="The model answered; the example waits in the validators' queue (if it fooled the model, or "
+        "the task validates every example).",
+    )
+    RETRACTED = strawberry.enum_value(
+        Status.RETRACTED, description="Withdrawn by its author, an owner or an admin before a decision; final."
+    )
+    FLAGGED = strawberry.enum_value(
+        Status.FLAGGED, description="Flagged: out of the validators' queue until an owner or an admin decides."
+    )
+    ACCEPTED = strawberry.enum_value(
+        Status.ACCEPTED, description="Accepted by a quorum of CORRECT votes or by an owner's vote; final."
+    )
+    REJECTED = strawberry.enum_value(
+        Status.REJECTED,
+        description="Rejected by a quorum of INCORRECT or of FLAGGED votes, or by an owner's vote; final.",
+    )
 
 
 @strawberry.type(description="Validators' votes on an example.")
 class Votes:
-    correct: int
-    incorrect: int
-    flagged: int
+    correct: int = strawberry.field(description="CORRECT votes so far, an owner's included.")
+    incorrect: int = strawberry.field(description="INCORRECT votes so far, an owner's included.")
+    flagged: int = strawberry.field(
+        description="FLAGGED votes so far, including a flag raised by anyone but the author (that is their vote)."
+    )
 
 
 async def _round(info: strawberry.Info[RequestContext], round_id: int) -> Round:
@@ -51,6 +72,20 @@ async def _task(info: strawberry.Info[RequestContext], task_id: int, code: str |
     return Task.from_view(await task_service.get_task(*info.context.caller, code))
 
 
+async def _plugin_task(info: strawberry.Info[RequestContext], row: ExampleRow) -> PluginTask | None:
+    code = await info.context.loaders["task_code"].load(row.task_id)
+    return None if code is None else info.context.platform.plugins.task(code)
+
+
+async def _prediction(info: strawberry.Info[RequestContext], row: ExampleRow) -> Prediction:
+    return Prediction.of(row.prediction or {}, await _plugin_task(info, row))
+
+
+async def _model_predictions(info: strawberry.Info[RequestContext], row: ExampleRow) -> list[ModelPrediction]:
+    task = await _plugin_task(info, row)
+    return [ModelPrediction.of(m, task) for m in row.model_predictions]
+
+
 async def _context(info: strawberry.Info[RequestContext], context_id: int) -> ContextType | None:
     row = await example_service.cached_context(info.context.platform, context_id)
     return None if row is None else ContextType.from_row(row)
@@ -58,22 +93,32 @@ async def _context(info: strawberry.Info[RequestContext], context_id: int) -> Co
 
 @strawberry.enum(description="A validator's verdict on an example.")
 class ValidationLabel(Enum):
-    CORRECT = "CORRECT"
-    INCORRECT = "INCORRECT"
-    FLAGGED = "FLAGGED"
+    CORRECT = strawberry.enum_value(
+        "CORRECT",
+        description="The example is sound and its target right; a quorum of these, or an owner's, accepts it.",
+    )
+    INCORRECT = strawberry.enum_value(
+        "INCORRECT",
+        description="The annotator's target is wrong (a corrected target may say what it should be); a quorum of "
+        "these, or an owner's, rejects it.",
+    )
+    FLAGGED = strawberry.enum_value(
+        "FLAGGED",
+        description="The example should not be used at all (abusive, unusable, personal data); a quorum of these, "
+        "or an owner's, rejects it.",
+    )
 
 
 @strawberry.type(description="One validator's vote on an example, as the task's owners and admins see it.")
 class Validation(Node):
-    id: strawberry.ID
-    label: ValidationLabel
+    label: ValidationLabel = strawberry.field(description="The verdict the validator gave.")
     reason: str | None = strawberry.field(description="Why, in the validator's words (required for FLAGGED).")
     corrected_target: JSON | None = strawberry.field(
         description="With INCORRECT: the target fields as the validator says they should be (the task's shape)."
     )
     by_owner: bool = strawberry.field(description="Whether an owner or admin cast it (such a vote decides alone).")
-    created_at: datetime
-    validator: User
+    created_at: datetime = strawberry.field(description="When the vote was cast (UTC).")
+    validator: User = strawberry.field(description="Who cast it.")
 
     @classmethod
     def of(cls, vote: ValidationRow, validator: UserRow) -> Validation:
@@ -93,24 +138,52 @@ async def _review(info: strawberry.Info[RequestContext], example_id: int) -> exa
     return review
 
 
-@strawberry.type(description="An example written against a target model.")
+@strawberry.type(
+    description="An example an annotator wrote against a round's target model(s). Its author and the task's owners "
+    "and admins read it by id and in `examples`; validators are served others' examples by exampleToValidate, and "
+    "signed-in users who can see the task receive them from the example subscriptions. `author`, `flagReason` and "
+    "`validations` say who may read them."
+)
 class Example(Node):
     row: strawberry.Private[ExampleRow]
-    id: strawberry.ID
-    fields: JSON = strawberry.field(description="The annotator's input, target and metadata fields.")
-    prediction: JSON | None = strawberry.field(description="The target model's prediction (null while pending).")
-    model_predictions: JSON = strawberry.field(description="Each target model's prediction and latency.")
+    fields: JSON = strawberry.field(
+        description="The example's values keyed by field name: the annotator's input, target and metadata fields, "
+        "and the context fields too when it was written without a stored context."
+    )
     fooled: bool | None = strawberry.field(description="Whether the model was fooled (null while pending).")
-    status: ExampleStatus
-    tag: str | None
-    time_taken_ms: int | None
-    created_at: datetime
+    status: ExampleStatus = strawberry.field(description="Where it is in its life.")
+    tag: str | None = strawberry.field(
+        description="The free label (at most 100 characters) its author gave it; null: none. With the task's "
+        "oneExamplePerTag setting, a validator gets at most one example of each tag."
+    )
+    time_taken_ms: int | None = strawberry.field(
+        description="How long its author took to write it, in milliseconds, as their client reported; null: not "
+        "reported."
+    )
+    created_at: datetime = strawberry.field(description="When it was stored (UTC).")
 
     # What the caller read already (a page reads its rounds in the same query). These resolvers are synchronous
     # and hand GraphQL an awaitable only when they must load: an async resolver per row and field costs more than
     # the page's query.
     known_task_code: strawberry.Private[str | None] = None
     known_round: strawberry.Private[RoundRow | None] = None
+
+    @strawberry.field(description="The target model's answer (an ensemble's verdict); null while pending.")
+    def prediction(self, info: strawberry.Info[RequestContext]) -> Prediction | None:
+        if self.row.prediction is None:
+            return None
+        if self.known_task_code is not None:
+            return Prediction.of(self.row.prediction, info.context.platform.plugins.task(self.known_task_code))
+        return _prediction(info, self.row)  # type: ignore[return-value]  # an awaitable (see above)
+
+    @strawberry.field(description="Each target model's own answer, verdict and latency, in the round's order.")
+    def model_predictions(self, info: strawberry.Info[RequestContext]) -> list[ModelPrediction]:
+        if not self.row.model_predictions:
+            return []
+        if self.known_task_code is not None:
+            task = info.context.platform.plugins.task(self.known_task_code)
+            return [ModelPrediction.of(m, task) for m in self.row.model_predictions]
+        return _model_predictions(info, self.row)  # type: ignore[return-value]  # an awaitable (see above)
 
     @strawberry.field(description="The task it was written for.")
     def task(self, info: strawberry.Info[RequestContext]) -> Task:
@@ -170,42 +243,9 @@ class Example(Node):
             row=row,
             id=global_id("Example", row.id),
             fields=JSON(row.fields),
-            prediction=None if row.prediction is None else JSON(row.prediction),
-            model_predictions=JSON(row.model_predictions),
             fooled=row.fooled,
             status=ExampleStatus(row.status),
             tag=row.tag,
             time_taken_ms=row.time_taken_ms,
             created_at=as_utc(row.created_at),
-        )
-
-
-@strawberry.type
-class ExampleEdge:
-    node: Example
-    cursor: str
-
-
-@strawberry.type
-class PageInfo:
-    has_next_page: bool
-    end_cursor: str | None
-
-
-@strawberry.type(description="A page of examples, newest first; pass pageInfo.endCursor as `after` for the next.")
-class ExampleConnection:
-    edges: list[ExampleEdge]
-    page_info: PageInfo
-
-    @classmethod
-    def from_page(cls, page: example_service.Page) -> ExampleConnection:
-        return cls(
-            edges=[
-                ExampleEdge(
-                    node=Example.from_row(r, task_code=page.task_code, round_row=page.rounds.get(r.round_id)),
-                    cursor=example_service.encode_cursor(r.id),
-                )
-                for r in page.items
-            ],
-            page_info=PageInfo(has_next_page=page.has_next, end_cursor=page.end_cursor),
         )

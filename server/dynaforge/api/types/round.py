@@ -8,18 +8,24 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.enums import EnsembleRule
+from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.node import Node, global_id
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.stats import LeaderboardEntry, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
+from dynaforge.services import cursors
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 
 
-@strawberry.type(description="A model a round puts in the loop.")
+@strawberry.type(description="A model a round puts in the loop: annotators try to fool it.")
 class TargetModel:
-    name: str
-    backend: str
+    name: str = strawberry.field(
+        description="Its name, unique within the round (ModelPrediction.model names the same model)."
+    )
+    backend: str = strawberry.field(description="The registered inference backend that serves it (e.g. http).")
     task_id: strawberry.Private[int]
     raw_config: strawberry.Private[dict]
 
@@ -32,30 +38,62 @@ class TargetModel:
         return None if config is None else JSON(config)
 
 
-@strawberry.type(description="A task's numbered round: its target model(s), dates and counters.")
+@strawberry.type(
+    description="A task's numbered round: its target model(s), dates and counters. Anyone who can see the task can "
+    "read its rounds."
+)
 class Round(Node):
     row: strawberry.Private[RoundRow]
-    id: strawberry.ID
-    number: int
-    description: str
-    target_models: list[TargetModel]
-    ensemble_rule: str
-    started_at: datetime
-    ended_at: datetime | None
+    number: int = strawberry.field(description="Its number within the task: 1 for the first round, then 2, 3, ...")
+    description: str = strawberry.field(description="What its owners say about it; empty when they said nothing.")
+    target_models: list[TargetModel] = strawberry.field(
+        description="The model, or the ensemble of models, that examples are sent to in this round, in the owners' "
+        "order."
+    )
+    ensemble_rule: EnsembleRule = strawberry.field(
+        description="How several target models' answers make one verdict; no matter with a single model."
+    )
+    started_at: datetime = strawberry.field(description="When the round opened (UTC).")
+    ended_at: datetime | None = strawberry.field(
+        description="When the round closed; null while it is open. Only the task's latest round can be open, and "
+        "examples are written only while it is."
+    )
     collected: int = strawberry.field(description="Examples with a model prediction.")
-    fooled: int
-    verified_fooled: int
-    retracted: int
+    fooled: int = strawberry.field(
+        description="Examples that fooled the target model(s), whatever happened to them next (retracted or "
+        "rejected ones included)."
+    )
+    verified_fooled: int = strawberry.field(description="Examples that fooled the model and validators accepted.")
+    retracted: int = strawberry.field(description="Examples withdrawn by their author, an owner or an admin.")
     pending: int = strawberry.field(description="Examples still waiting for a model prediction.")
 
     @strawberry.field(description="The round's counters and vMER.")
     def stats(self) -> Stats:
         return Stats.of(stats_service.Stats.of(self.row))
 
-    @strawberry.field(description="The round's annotators, by verified fooling examples, then fooling examples.")
-    async def leaderboard(self, info: strawberry.Info, first: int = 20, offset: int = 0) -> list[LeaderboardEntry]:
-        rows = await stats_service.leaderboard(info.context.platform, self.row.id, first=first, offset=offset)
-        return [LeaderboardEntry.of(r) for r in rows]
+    @strawberry.field(
+        description="The round's annotators with their usernames and counters, ranked by verified fooling examples, "
+        "then fooling examples, then examples collected, a page at a time (cursors are ranks: pages of up to 100). "
+        "Anyone who can see the task."
+    )
+    @errors_as_graphql
+    async def leaderboard(
+        self,
+        info: strawberry.Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[LeaderboardEntry]:
+        entries, has_next, has_previous, total = await stats_service.leaderboard_page(
+            info.context.platform, self.row.id, first=first, after=after, last=last, before=before
+        )
+        return Connection.of(
+            ((LeaderboardEntry.of(e), cursors.encode("rank", e.rank)) for e in entries),
+            has_next=has_next,
+            has_previous=has_previous,
+            total=total,
+        )
 
     @classmethod
     def from_row(cls, row: RoundRow) -> Round:
@@ -68,7 +106,7 @@ class Round(Node):
                 TargetModel(name=m["name"], backend=m["backend"], task_id=row.task_id, raw_config=m.get("config") or {})
                 for m in row.target_models
             ],
-            ensemble_rule=row.ensemble_rule,
+            ensemble_rule=EnsembleRule(row.ensemble_rule),
             started_at=as_utc(row.started_at),
             ended_at=as_utc(row.ended_at),
             collected=row.collected,

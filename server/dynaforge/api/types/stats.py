@@ -7,6 +7,7 @@ from datetime import datetime
 import strawberry
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.enums import ContextStrategy, ProposalStatus
 from dynaforge.api.node import Node, global_id
 from dynaforge.db.models import TaskProposal as ProposalRow
 from dynaforge.db.models import as_utc
@@ -15,18 +16,26 @@ from dynaforge.services import stats as stats_service
 from dynaforge.services.tasks import TaskSettings as SettingsValue
 
 
-@strawberry.type(description="Counts of examples by state. vmer = verifiedFooled / collected (null before any).")
+@strawberry.type(
+    description="Counts of examples by state. vmer = verifiedFooled / collected (null before any). accepted, "
+    "rejected, flagged, retracted and pending count the examples in that state now."
+)
 class Stats:
     collected: int = strawberry.field(description="Examples the model answered (whatever happened to them next).")
     fooled: int = strawberry.field(description="Collected examples that fooled the model.")
     verified_fooled: int = strawberry.field(description="Fooling examples that validators accepted.")
-    accepted: int
-    rejected: int
+    accepted: int = strawberry.field(description="Examples accepted, by validators' quorum or an owner's vote.")
+    rejected: int = strawberry.field(description="Examples rejected, by validators' quorum or an owner's vote.")
     flagged: int = strawberry.field(description="Examples waiting for an owner's decision after a flag.")
-    retracted: int
+    retracted: int = strawberry.field(description="Examples withdrawn by their author, an owner or an admin.")
     pending: int = strawberry.field(description="Examples still waiting for a model prediction.")
-    vmer: float | None = strawberry.field(description="Verified model error rate: verifiedFooled / collected.")
-    fooling_rate: float | None = strawberry.field(description="fooled / collected.")
+    vmer: float | None = strawberry.field(
+        description="Verified model error rate: verifiedFooled / collected, from 0 to 1; null before any example "
+        "was collected."
+    )
+    fooling_rate: float | None = strawberry.field(
+        description="fooled / collected, from 0 to 1; null before any example was collected."
+    )
 
     @classmethod
     def of(cls, value: stats_service.Stats) -> Stats:
@@ -46,10 +55,13 @@ class Stats:
 
 @strawberry.type(description="One annotator's place on a round's leaderboard.")
 class LeaderboardEntry:
-    rank: int
-    username: str
-    user_id: strawberry.ID
-    stats: Stats
+    rank: int = strawberry.field(
+        description="Their place, from 1 at the top of the whole board; equal counters still get distinct places, "
+        "the earlier account first."
+    )
+    username: str = strawberry.field(description="The annotator's username.")
+    user_id: strawberry.ID = strawberry.field(description="The annotator's User id.")
+    stats: Stats = strawberry.field(description="The annotator's counters in this round.")
 
     @classmethod
     def of(cls, value: stats_service.UserStats) -> LeaderboardEntry:
@@ -63,15 +75,17 @@ class LeaderboardEntry:
 
 @strawberry.type(description="The signed-in user's counters in one round.")
 class RoundStats:
-    round_number: int
-    stats: Stats
+    round_number: int = strawberry.field(description="The round's number within the task.")
+    stats: Stats = strawberry.field(description="Your counters in that round: the examples you wrote there.")
 
 
 @strawberry.type(description="The signed-in user's counters in a task: per round and in total.")
 class UserTaskStats:
-    task_code: str
-    rounds: list[RoundStats]
-    total: Stats
+    task_code: str = strawberry.field(description="The task's code.")
+    rounds: list[RoundStats] = strawberry.field(
+        description="One entry per round in which you wrote an example, by round number."
+    )
+    total: Stats = strawberry.field(description="Your counters over every round of the task, added up.")
 
     @strawberry.field(
         description="How many more examples you may write in the task today (UTC) under its dailyExampleCap; "
@@ -93,8 +107,8 @@ class TaskSettings:
     daily_example_cap: int | None = strawberry.field(
         description="The most examples a user may write a day (UTC); null: no cap."
     )
-    context_strategy: str = strawberry.field(
-        description="How nextContext picks: least_used, uniform, least_fooled, validation_failed."
+    context_strategy: ContextStrategy = strawberry.field(
+        description="How nextContext picks a context when the caller names no strategy."
     )
 
     @classmethod
@@ -104,20 +118,26 @@ class TaskSettings:
             validate_non_fooling=value.validate_non_fooling,
             one_example_per_tag=value.one_example_per_tag,
             daily_example_cap=value.daily_example_cap,
-            context_strategy=value.context_strategy,
+            context_strategy=ContextStrategy(str(value.context_strategy)),
         )
 
 
-@strawberry.type(description="A request to run a task on the platform, decided by an admin.")
+@strawberry.type(
+    description="A request to run a task on the platform, decided by an admin. Its proposer and admins can read it."
+)
 class TaskProposal(Node):
-    id: strawberry.ID
-    code: str
-    name: str
-    description: str
-    status: str = strawberry.field(description="PENDING, ACCEPTED or DECLINED.")
-    decision_note: str | None
-    created_at: datetime
-    decided_at: datetime | None
+    code: str = strawberry.field(
+        description="The code the task would have (2 to 40 lowercase letters, digits or _, starting with a letter); "
+        "a plugin providing a task of that code must be installed before it can be accepted."
+    )
+    name: str = strawberry.field(description="The task's proposed display name.")
+    description: str = strawberry.field(description="What the proposer says the task is for; may be empty.")
+    status: ProposalStatus = strawberry.field(description="Whether it waits for an admin, or how it was decided.")
+    decision_note: str | None = strawberry.field(
+        description="What the deciding admin wrote; null while pending or when they wrote nothing."
+    )
+    created_at: datetime = strawberry.field(description="When it was proposed (UTC).")
+    decided_at: datetime | None = strawberry.field(description="When an admin decided it (UTC); null while pending.")
 
     @classmethod
     def from_row(cls, row: ProposalRow) -> TaskProposal:
@@ -126,7 +146,7 @@ class TaskProposal(Node):
             code=row.code,
             name=row.name,
             description=row.description,
-            status=row.status,
+            status=ProposalStatus(row.status),
             decision_note=row.decision_note,
             created_at=as_utc(row.created_at),
             decided_at=as_utc(row.decided_at),

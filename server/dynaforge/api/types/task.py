@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.enums import raw
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import Stats, TaskSettings
@@ -20,19 +21,43 @@ from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField
 
 @strawberry.enum(description="What a field is for.")
 class FieldRole(Enum):
-    CONTEXT = "context"
-    INPUT = "input"
-    TARGET = "target"
-    METADATA = "metadata"
+    CONTEXT = strawberry.enum_value(
+        "context",
+        description="Shown to the annotator to write against (a passage, a prompt); by default part of what the "
+        "model is sent.",
+    )
+    INPUT = strawberry.enum_value(
+        "input",
+        description="Written by the annotator and, by default, sent to the model (a question, a statement).",
+    )
+    TARGET = strawberry.enum_value(
+        "target",
+        description="The annotator's gold answer (a label, a span), compared with the model's prediction; left out "
+        "of data set items you may not see the gold of.",
+    )
+    METADATA = strawberry.enum_value(
+        "metadata",
+        description="Anything else the annotator records, e.g. why they think the model was fooled; by default "
+        "not sent to the model.",
+    )
 
 
 @strawberry.enum(description="The kind of value a field holds; a form picks its control from it.")
 class FieldType(Enum):
-    TEXT = "text"
-    CHOICE = "choice"
-    SPAN = "span"
-    NUMBER = "number"
-    BOOLEAN = "boolean"
+    TEXT = strawberry.enum_value(
+        "text",
+        description="A string of minLength to maxLength characters (counted without surrounding whitespace).",
+    )
+    CHOICE = strawberry.enum_value("choice", description="A string, one of `choices`.")
+    SPAN = strawberry.enum_value(
+        "span",
+        description='A part of the context field `contextField`: {"text": ..., "start": ...}, the text as it '
+        "stands at that character offset; at most maxLength characters.",
+    )
+    NUMBER = strawberry.enum_value(
+        "number", description="A finite number between minimum and maximum (where set); whole when `integer`."
+    )
+    BOOLEAN = strawberry.enum_value("boolean", description="true or false.")
     OTHER = strawberry.enum_value("other", description="A kind a plugin defines: see the field's jsonSchema.")
 
 
@@ -41,11 +66,13 @@ class FieldType(Enum):
     "kind, limits and choices. Null limits do not apply to the field's kind."
 )
 class TaskField:
-    name: str
-    role: FieldRole
-    type: FieldType
-    description: str
-    required: bool
+    name: str = strawberry.field(description="The field's key in an example's (or a context's) `fields` object.")
+    role: FieldRole = strawberry.field(description="What the field is for: who fills it and where it goes.")
+    type: FieldType = strawberry.field(description="The kind of value it holds; a form picks its control from it.")
+    description: str = strawberry.field(
+        description="What the task says about the field, to show beside it; may be empty."
+    )
+    required: bool = strawberry.field(description="Whether an example must give it a value.")
     choices: list[str] | None = strawberry.field(description="CHOICE: the values it takes, in order.")
     min_length: int | None = strawberry.field(description="TEXT: the fewest characters (surrounding spaces aside).")
     max_length: int | None = strawberry.field(description="TEXT and SPAN: the most characters.")
@@ -92,38 +119,64 @@ def task_field(field: Field, task: Any) -> TaskField:
     )
 
 
-@strawberry.type(description="A task: its fields, labels and current round. Its behaviour comes from a plugin.")
+@strawberry.type(
+    description="A task: its fields, labels and current round. Its behaviour comes from a plugin. Anyone, signed in "
+    "or not, can see a task, except a hidden one: only its owners and admins see that."
+)
 class Task(Node):
     view: strawberry.Private[task_service.TaskView]
-    id: strawberry.ID
-    code: str
-    name: str
-    description: str
-    instructions: str
-    labels: list[str]
-    principal_metric: str
-    metrics: list[str]
-    perturbations: list[str]
-    fairness_slices: list[str]
-    hidden: bool
-    active: bool
+    code: str = strawberry.field(description="Its stable code: the `taskCode` every query and mutation takes.")
+    name: str = strawberry.field(description="Its display name.")
+    description: str = strawberry.field(description="What the task is about, from its plugin; may be empty.")
+    instructions: str = strawberry.field(
+        description="What annotators are asked to do: the owners' own instructions where they set some, else the "
+        "plugin's; may be empty."
+    )
+    labels: list[str] = strawberry.field(
+        description="A classification task's labels, in order (empty for other tasks); a CHOICE field without "
+        "choices of its own offers them."
+    )
+    principal_metric: str = strawberry.field(
+        description="The metric that matters most: weighted 4 on the leaderboard by default, and the yardstick "
+        "the other metrics' exchange rates are measured against."
+    )
+    metrics: list[str] = strawberry.field(description="The metrics models are evaluated on, by name.")
+    perturbations: list[str] = strawberry.field(
+        description="The perturbations whose copies of each scoring data set measure robustness and fairness, by name."
+    )
+    fairness_slices: list[str] = strawberry.field(
+        description="The slices (groupings of items, e.g. by dialect) each evaluation breaks its metrics down by, "
+        "by name."
+    )
+    hidden: bool = strawberry.field(description="Whether only its owners and admins can see the task.")
+    active: bool = strawberry.field(description="Whether it takes new examples; createExample is refused while false.")
 
-    @strawberry.field
+    @strawberry.field(description="Every field of the task, in the order the task declares them.")
     def fields(self) -> list[TaskField]:
         task = self.view.task
         return [task_field(f, task) for f in task.fields]
 
     @strawberry.field(description="JSON Schema (draft 2020-12) of the fields with the given roles (default: all).")
-    def fields_json_schema(self, roles: list[FieldRole] | None = None) -> JSON:
-        return JSON(self.view.task.json_schema(*(Role(r.value) for r in roles or [])))
+    def fields_json_schema(
+        self,
+        roles: Annotated[
+            list[FieldRole] | None,
+            strawberry.argument(description="The roles whose fields to include; null or empty: every field."),
+        ] = None,
+    ) -> JSON:
+        return JSON(self.view.task.json_schema(*(Role(raw(r)) for r in roles or [])))
 
-    @strawberry.field
+    @strawberry.field(description="The task's latest round, open or closed (see its endedAt); null before it has any.")
     async def current_round(self, info: strawberry.Info[RequestContext]) -> Round | None:
         row = await task_service.get_round(info.context.platform, self.view.row.id)
         return None if row is None else Round.from_row(row)
 
-    @strawberry.field
-    async def round(self, info: strawberry.Info[RequestContext], number: int) -> Round | None:
+    @strawberry.field(description="One round of the task by its number; null when it has no such round.")
+    async def round(
+        self,
+        info: strawberry.Info[RequestContext],
+        number: Annotated[int, strawberry.argument(description="The round's number: 1 for the first.")],
+    ) -> Round | None:
         row = await task_service.get_round(info.context.platform, self.view.row.id, number)
         return None if row is None else Round.from_row(row)
 
@@ -136,7 +189,7 @@ class Task(Node):
     async def stats(self, info: strawberry.Info[RequestContext]) -> Stats:
         return Stats.of(await stats_service.task_stats(info.context.platform, self.view.row.id))
 
-    @strawberry.field
+    @strawberry.field(description="What the task's owners tuned; anyone who can see the task can read it.")
     def settings(self) -> TaskSettings:
         return TaskSettings.of(self.view.settings)
 

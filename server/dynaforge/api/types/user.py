@@ -17,12 +17,20 @@ from dynaforge.services import auth as auth_service
 @strawberry.type(description="An API token; the secret itself is shown only once, when the token is created.")
 class ApiToken(Node):
     row: strawberry.Private[ApiTokenRow]
-    id: strawberry.ID
-    name: str
+    name: str = strawberry.field(
+        description="A label for people: the name given to createApiToken (1 to 100 characters), or 'registration' "
+        "and 'login' for the tokens those mutations issue."
+    )
     prefix: str = strawberry.field(description="The token's first characters, to recognise it in a list.")
-    created_at: datetime
-    last_used_at: datetime | None
-    revoked: bool
+    created_at: datetime = strawberry.field(description="When the token was issued (ISO 8601, UTC).")
+    last_used_at: datetime | None = strawberry.field(
+        description="When the token last signed a request (ISO 8601, UTC), recorded at most every five minutes; "
+        "null when it has never been used."
+    )
+    revoked: bool = strawberry.field(
+        description="Whether the token was revoked (logout or revokeApiToken): a revoked token signs no one in "
+        "and cannot be restored."
+    )
 
     @strawberry.field(description="Whether this token signed the request that reads it (the session in use).")
     def current(self, info: strawberry.Info[RequestContext]) -> bool:
@@ -42,19 +50,31 @@ class ApiToken(Node):
         )
 
 
-@strawberry.type(description="A person with an account.")
+@strawberry.type(
+    description="A person with an account. Anyone may read a user's username, admin flag and creation date; the "
+    "email and API tokens are private."
+)
 class User(Node):
     row: strawberry.Private[UserRow]
-    id: strawberry.ID
-    username: str
-    is_admin: bool
-    created_at: datetime
+    username: str = strawberry.field(
+        description="The public name: 3 to 40 letters, digits, '_', '.' or '-', unique regardless of case."
+    )
+    is_admin: bool = strawberry.field(
+        description="Whether the user is an admin: admins may do whatever a task's owners may, on every task, and "
+        "run the platform (task ownership, proposals)."
+    )
+    created_at: datetime = strawberry.field(description="When the account was created (ISO 8601, UTC).")
 
-    @strawberry.field(description="Only visible to the user themself and admins.")
+    @strawberry.field(
+        description="The email address (stored in lower case); null for everyone but the user themself and admins."
+    )
     def email(self, info: strawberry.Info[RequestContext]) -> str | None:
         return auth_service.visible_email(info.context.actor, self.row)
 
-    @strawberry.field(description="The user's API tokens (only for the user themself).")
+    @strawberry.field(
+        description="The user's API tokens, revoked ones included, oldest first; empty for everyone but the user "
+        "themself (admins too)."
+    )
     async def api_tokens(self, info: strawberry.Info[RequestContext]) -> list[ApiToken]:
         return [ApiToken.from_row(r) for r in await auth_service.tokens_of(*info.context.caller, self.row.id)]
 

@@ -1,0 +1,144 @@
+"""The closed value sets of the API, as GraphQL enums.
+
+Each enum's Python values are what the database and the services store (``"SUBMITTED"``, ``"any_wrong"``,
+``"modelFooled"``), so converting is ``Enum(row.column)`` one way and ``member.value`` the other; the GraphQL names
+are the members' names. A test checks each against the set the services accept, so the two cannot drift apart.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import cast
+
+import strawberry
+
+from dynaforge.db.models import DatasetAccess as AccessValue
+from dynaforge.db.models import EvaluationStatus as EvaluationValue
+from dynaforge.db.models import ModelStatus as ModelValue
+from dynaforge.db.models import ProposalStatus as ProposalValue
+from dynaforge.db.models import WebhookDeliveryStatus as DeliveryValue
+from dynaforge.services import contexts as context_service
+from dynaforge.services.tasks import ENSEMBLE_RULES
+
+
+@strawberry.enum(description="Where a submitted model is in its evaluation.")
+class ModelStatus(Enum):
+    SUBMITTED = strawberry.enum_value(ModelValue.SUBMITTED, description="Stored; no evaluation has started yet.")
+    EVALUATING = strawberry.enum_value(
+        ModelValue.EVALUATING, description="At least one evaluation is queued or running."
+    )
+    DONE = strawberry.enum_value(ModelValue.DONE, description="Every evaluation finished.")
+    FAILED = strawberry.enum_value(
+        ModelValue.FAILED,
+        description="An evaluation failed: its `error` and `logTail` say why (the submitter sees them).",
+    )
+
+
+@strawberry.enum(description="Where one evaluation (one model on one data set) is.")
+class EvaluationStatus(Enum):
+    QUEUED = strawberry.enum_value(EvaluationValue.QUEUED, description="Waiting for a worker.")
+    RUNNING = strawberry.enum_value(EvaluationValue.RUNNING, description="A worker is scoring it; `progress` moves.")
+    DONE = strawberry.enum_value(EvaluationValue.DONE, description="Scored: its metrics are final.")
+    FAILED = strawberry.enum_value(EvaluationValue.FAILED, description="It stopped with an error.")
+
+
+@strawberry.enum(description="Who sees a data set and what it is for.")
+class DatasetAccess(Enum):
+    SCORING = strawberry.enum_value(
+        AccessValue.SCORING, description="Ranks models on the leaderboard; gold targets stay with the task's owners."
+    )
+    STANDARD = strawberry.enum_value(AccessValue.STANDARD, description="Downloadable with its gold targets.")
+    HIDDEN = strawberry.enum_value(AccessValue.HIDDEN, description="Scored for the task's owners and admins only.")
+
+
+@strawberry.enum(description="Where a data set came from.")
+class DatasetSource(Enum):
+    ROUND = strawberry.enum_value("round", description="A round's accepted examples, split by `createRoundDatasets`.")
+    UPLOAD = strawberry.enum_value("upload", description="An owner's file (a data set or a perturbed copy).")
+    PERTURBED = strawberry.enum_value("perturbed", description="Made by the platform from a scoring set.")
+
+
+@strawberry.enum(description="What a perturbed copy of a scoring set measures.")
+class PerturbationKind(Enum):
+    ROBUSTNESS = strawberry.enum_value(
+        "robustness", description="Meaning-preserving edits: a model should answer as on the original."
+    )
+    FAIRNESS = strawberry.enum_value(
+        "fairness", description="Edits of who the text is about: a model should not change its answer."
+    )
+
+
+@strawberry.enum(description="What happened to a round.")
+class RoundChange(Enum):
+    OPENED = strawberry.enum_value("OPENED", description="A new round opened (and the previous one closed).")
+    CLOSED = strawberry.enum_value("CLOSED", description="The round stopped collecting examples.")
+    UPDATED = strawberry.enum_value("UPDATED", description="The round's description or target models changed.")
+
+
+@strawberry.enum(description="How an ensemble of target models decides whether an example fooled it.")
+class EnsembleRule(Enum):
+    MAJORITY = strawberry.enum_value("majority", description=ENSEMBLE_RULES["majority"])
+    ANY_WRONG = strawberry.enum_value("any_wrong", description=ENSEMBLE_RULES["any_wrong"])
+    ALL_WRONG = strawberry.enum_value("all_wrong", description=ENSEMBLE_RULES["all_wrong"])
+
+
+@strawberry.enum(description="The events a webhook can receive (each one a subscription of the same name).")
+class WebhookEvent(Enum):
+    MODEL_FOOLED = strawberry.enum_value("modelFooled", description="An example fooled the target model.")
+    EXAMPLE_CREATED = strawberry.enum_value("exampleCreated", description="An example was stored with its verdict.")
+    EXAMPLE_VALIDATED = strawberry.enum_value(
+        "exampleValidated", description="A validator voted on an example, or an owner decided it."
+    )
+    ROUND_CHANGED = strawberry.enum_value("roundChanged", description="A round opened, closed or changed.")
+
+
+@strawberry.enum(description="Where one webhook delivery is.")
+class WebhookDeliveryStatus(Enum):
+    PENDING = strawberry.enum_value(DeliveryValue.PENDING, description="Not yet accepted; it is retried with backoff.")
+    DELIVERED = strawberry.enum_value(DeliveryValue.DELIVERED, description="The receiver answered 2xx.")
+    FAILED = strawberry.enum_value(DeliveryValue.FAILED, description="Every attempt failed; it is not retried.")
+
+
+@strawberry.enum(description="Where a task proposal is.")
+class ProposalStatus(Enum):
+    PENDING = strawberry.enum_value(ProposalValue.PENDING, description="Waiting for an admin.")
+    ACCEPTED = strawberry.enum_value(ProposalValue.ACCEPTED, description="Accepted: the proposer owns the task.")
+    DECLINED = strawberry.enum_value(ProposalValue.DECLINED, description="Declined; `decisionNote` says why.")
+
+
+@strawberry.enum(description="What a leaderboard's rows are ordered by.")
+class LeaderboardSort(Enum):
+    DYNASCORE = strawberry.enum_value("dynascore", description="The Dynascore, best first (the default).")
+    METRIC = strawberry.enum_value(
+        "metric", description="One metric, best first in its own direction: name it in `sortMetric`."
+    )
+
+
+@strawberry.enum(description="How nextContext picks one of the current round's contexts.")
+class ContextStrategy(Enum):
+    LEAST_USED = strawberry.enum_value(
+        "least_used", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.LEAST_USED]
+    )
+    UNIFORM = strawberry.enum_value(
+        "uniform", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.UNIFORM]
+    )
+    LEAST_FOOLED = strawberry.enum_value(
+        "least_fooled", description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.LEAST_FOOLED]
+    )
+    VALIDATION_FAILED = strawberry.enum_value(
+        "validation_failed",
+        description=context_service.STRATEGY_DESCRIPTIONS[context_service.ContextStrategy.VALIDATION_FAILED],
+    )
+
+
+@strawberry.enum(description="Which way a metric is better, and how the Dynascore orients it.")
+class MetricDirection(Enum):
+    HIGHER = strawberry.enum_value("higher", description="Higher is better (accuracy, throughput, ...).")
+    LOWER = strawberry.enum_value("lower", description="Lower is better (an error rate): oriented as -x.")
+    MEMORY = strawberry.enum_value("memory", description="Memory in GB: oriented as the budget left, budget - x.")
+
+
+def raw(member: Enum) -> str:
+    """The stored value of an enum member (what the services take); typed for mypy, which sees the
+    ``strawberry.enum_value`` wrapper where Python holds the plain value."""
+    return cast(str, member.value)
