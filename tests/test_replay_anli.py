@@ -89,7 +89,7 @@ ROUNDS = f"""query {{ task(code: "nli") {{
   settings {{ validationQuorum validateNonFooling }}
   currentRound {{ number endedAt stats {{ {STATS_FIELDS} }} }}
   round(number: 1) {{ number endedAt collected fooled verifiedFooled stats {{ {STATS_FIELDS} }}
-                     leaderboard(first: 100) {{ rank username stats {{ {STATS_FIELDS} }} }} }}
+                     leaderboard(first: 100) {{ nodes {{ rank username stats {{ {STATS_FIELDS} }} }} }} }}
 }} }}"""
 MY_STATS = (
     f'query {{ myStats(taskCode: "nli") {{ rounds {{ roundNumber stats {{ {STATS_FIELDS} }} }} total {{ '
@@ -469,7 +469,7 @@ async def test_replay_anli_round_one(server, anli_rows, capsys):
     assert current["number"] == 2 and current["endedAt"] is None, current
     assert current["stats"] == Figures().as_stats(), current
 
-    board = first["leaderboard"]
+    board = first["leaderboard"]["nodes"]
     assert len(board) == ANNOTATORS, board  # validators wrote nothing and are not on it
     assert [e["rank"] for e in board] == list(range(1, ANNOTATORS + 1))
     for name in ("collected", "fooled", "verifiedFooled", "accepted", "rejected", "flagged", "retracted", "pending"):

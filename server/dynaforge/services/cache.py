@@ -71,6 +71,7 @@ class Caches:
     rounds: TTLCache = field(init=False)
     contexts: TTLCache = field(init=False)
     webhooks: TTLCache = field(init=False)  # a task's active webhooks (usually none), for the write path
+    boards: TTLCache = field(init=False)  # what a task's leaderboard is computed from (services.leaderboard)
 
     def __post_init__(self) -> None:
         self.tokens = TTLCache(self.ttl_s)
@@ -78,3 +79,4 @@ class Caches:
         self.rounds = TTLCache(self.ttl_s, maxsize=1000)
         self.contexts = TTLCache(None, maxsize=20_000)
         self.webhooks = TTLCache(self.ttl_s, maxsize=1000)
+        self.boards = TTLCache(self.ttl_s, maxsize=100)

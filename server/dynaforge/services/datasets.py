@@ -155,6 +155,7 @@ async def build_from_round(
                 made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
     enqueue(p, queued)
+    p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
     return made
 
 
@@ -406,6 +407,7 @@ async def create_dataset(
             made.extend(await _add_perturbed_copies(p, s, view.task, dataset, cleaned, actor))
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
     enqueue(p, queued)
+    p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
     return made
 
 
@@ -542,4 +544,5 @@ async def attach_perturbed_copy(
         await _add_items(s, copy.id, [(None, fields) for _, fields in cleaned], [position for position, _ in cleaned])
         queued = await _evaluate_existing_models(s, parent.task_id, [copy.id])
     enqueue(p, queued)
+    p.caches.boards.pop(parent.task_id)
     return copy

@@ -21,7 +21,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
 from sqlmodel import col
 
 from dynaforge.db.models import (
@@ -32,6 +32,7 @@ from dynaforge.db.models import (
     LeaderboardFork,
     LeaderboardSnapshot,
     ModelRow,
+    ModelStatus,
     TaskRow,
     User,
     table,
@@ -135,33 +136,57 @@ def _weights(entries: list[tuple[str, float]] | dict[str, float] | None, what: s
     return out
 
 
-async def compute(
-    p: Platform,
-    actor: Actor,
-    task_code: str,
-    *,
-    metric_weights: list[tuple[str, float]] | dict[str, float] | None = None,
-    dataset_weights: list[tuple[str, float]] | dict[str, float] | None = None,
-    sort: str | None = None,
-    fork_id: int | None = None,
-) -> Board:
-    """The board for these weights (or a fork's); ``sort`` is None (the Dynascore) or a metric's name."""
-    view = await task_service.get_task(p, actor, task_code)
-    task = view.task
-    specs = board_metrics(p, task)
-    metric_w, dataset_w = _weights(metric_weights, "metricWeights"), _weights(dataset_weights, "datasetWeights")
+@dataclass(frozen=True)
+class BoardData:
+    """What a task's board is computed from, read once and shared by every request for ``Caches.ttl_s`` (and
+    dropped at once by this process when a model, a data set or an evaluation of the task changes): the published
+    models, their submitters, the scoring sets' names, and each model's figures per set, decoded."""
+
+    stamp: tuple[Any, ...]  # _stamp when it was read: a newer one means an evaluation or a model changed since
+    models: list[Any]
+    users: dict[int, User]
+    dataset_names: dict[int, str]
+    scores: dict[int, dict[str, dict[str, float | None]]]
+    intervals: dict[tuple[int, str, str], tuple[float, float]]
+
+
+async def _stamp(p: Platform, task_id: int) -> tuple[Any, ...]:
+    """What moves when a task's board inputs change in any process: its DONE evaluations (how many, the latest
+    finish) and its published models (how many, the newest, how many are DONE). Two small aggregate queries."""
+    done = (
+        select(func.count(), func.max(col(Evaluation.finished_at)))
+        .join(ModelRow, col(ModelRow.id) == col(Evaluation.model_id))
+        .where(col(ModelRow.task_id) == task_id, col(Evaluation.status) == EvaluationStatus.DONE)
+    )
+    published = select(
+        func.count(), func.max(col(ModelRow.id)), func.count().filter(col(ModelRow.status) == ModelStatus.DONE)
+    ).where(col(ModelRow.task_id) == task_id, col(ModelRow.published).is_(True))
     async with p.db.session() as s:
-        if fork_id is not None:
-            fork = await s.get(LeaderboardFork, fork_id)
-            if fork is None or fork.task_id != view.row.id:
-                raise NotFound(f"No leaderboard fork {fork_id} of {task_code}")
-            metric_w = metric_w if metric_w is not None else dict(fork.metric_weights) or None
-            dataset_w = dataset_w if dataset_w is not None else dict(fork.dataset_weights) or None
+        evaluations = (await s.execute(done)).one()
+        models = (await s.execute(published)).one()
+    return (*evaluations, *models)
+
+
+async def _board_data(p: Platform, task_id: int) -> BoardData:
+    """The task's board inputs: cached per process for ``Caches.ttl_s``, read again at once when the stamp moved
+    (an evaluation finished in a worker) or this process changed a model or a data set of the task (it drops the
+    entry). A change the stamp does not see (another server process renaming or unpublishing a model) shows within
+    ``ttl_s``, like every cached row."""
+    stamp = await _stamp(p, task_id)
+    data: BoardData | None = p.caches.boards.get(task_id)
+    if data is None or data.stamp != stamp:
+        data = await _load_board(p, task_id, stamp)
+        p.caches.boards.put(task_id, data)
+    return data
+
+
+async def _load_board(p: Platform, task_id: int, stamp: tuple[Any, ...]) -> BoardData:
+    async with p.db.session() as s:
         scoring = list(
             await s.scalars(
                 select(Dataset)
                 .where(
-                    col(Dataset.task_id) == view.row.id,
+                    col(Dataset.task_id) == task_id,
                     col(Dataset.access) == DatasetAccess.SCORING,
                     col(Dataset.parent_id).is_(None),
                 )
@@ -172,7 +197,7 @@ async def compute(
         models = (
             await s.execute(
                 select(*table(ModelRow).columns).where(
-                    col(ModelRow.task_id) == view.row.id, col(ModelRow.published).is_(True)
+                    col(ModelRow.task_id) == task_id, col(ModelRow.published).is_(True)
                 )
             )
         ).all()
@@ -200,15 +225,6 @@ async def compute(
         )
         users = {u.id: u for u in await s.scalars(select(User).where(col(User.id).in_({m.user_id for m in models})))}
     dataset_names = {d.id: d.name for d in scoring}
-    if dataset_w is not None:
-        unknown = sorted(set(dataset_w) - set(dataset_names.values()))
-        if unknown:
-            raise InvalidInput.from_errors(
-                [
-                    FieldError(f"datasetWeights.{n}", "unknown", f"is not a scoring data set of {task_code}")
-                    for n in unknown
-                ]
-            )
     scores: dict[int, dict[str, dict[str, float | None]]] = {m.id: {} for m in models}
     intervals: dict[tuple[int, str, str], tuple[float, float]] = {}
     for e in evaluations:
@@ -221,6 +237,43 @@ async def compute(
         for metric, bounds in (_json_value(e.intervals) or {}).items():
             low, high = bounds
             intervals[(e.model_id, dataset_names[e.dataset_id], metric)] = (low, high)
+    return BoardData(stamp, list(models), users, dataset_names, scores, intervals)
+
+
+async def compute(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    *,
+    metric_weights: list[tuple[str, float]] | dict[str, float] | None = None,
+    dataset_weights: list[tuple[str, float]] | dict[str, float] | None = None,
+    sort: str | None = None,
+    fork_id: int | None = None,
+) -> Board:
+    """The board for these weights (or a fork's); ``sort`` is None (the Dynascore) or a metric's name."""
+    view = await task_service.get_task(p, actor, task_code)
+    task = view.task
+    specs = board_metrics(p, task)
+    metric_w, dataset_w = _weights(metric_weights, "metricWeights"), _weights(dataset_weights, "datasetWeights")
+    if fork_id is not None:
+        async with p.db.session() as s:
+            fork = await s.get(LeaderboardFork, fork_id)
+        if fork is None or fork.task_id != view.row.id:
+            raise NotFound(f"No leaderboard fork {fork_id} of {task_code}")
+        metric_w = metric_w if metric_w is not None else dict(fork.metric_weights) or None
+        dataset_w = dataset_w if dataset_w is not None else dict(fork.dataset_weights) or None
+    data = await _board_data(p, view.row.id)
+    models, users, dataset_names = data.models, data.users, data.dataset_names
+    scores, intervals = data.scores, data.intervals
+    if dataset_w is not None:
+        unknown = sorted(set(dataset_w) - set(dataset_names.values()))
+        if unknown:
+            raise InvalidInput.from_errors(
+                [
+                    FieldError(f"datasetWeights.{n}", "unknown", f"is not a scoring data set of {task_code}")
+                    for n in unknown
+                ]
+            )
     if dataset_w is None:
         dataset_w = {name: 1.0 for name in dataset_names.values()} if dataset_names else None
     computed = (

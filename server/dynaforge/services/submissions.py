@@ -139,6 +139,7 @@ async def submit_model(
         s.add_all(evaluations)
         await s.flush()
     enqueue(p, [e.id for e in evaluations])
+    p.caches.boards.pop(model.task_id)  # the board's cached inputs (services.leaderboard.BoardData)
     return model, evaluations
 
 
@@ -282,6 +283,7 @@ async def update_model(
             model.anonymous = anonymous
         if checked_card is not None:
             model.card = checked_card
+    p.caches.boards.pop(model.task_id)
     return model
 
 
@@ -303,6 +305,7 @@ async def delete_model(p: Platform, actor: Actor, model_id: int) -> ModelRow:
             )
         await s.execute(delete(Evaluation).where(col(Evaluation.model_id) == model_id))
         await s.delete(model)
+    p.caches.boards.pop(model.task_id)
     return model
 
 
@@ -390,6 +393,7 @@ async def submit_predictions(
         stored, scored = await s.get(ModelRow, model.id), await s.get(Evaluation, evaluation.id)
     if stored is None or scored is None:  # deleted meanwhile
         raise NotFound(f"Model {model.id} was deleted while it was being scored")
+    p.caches.boards.pop(stored.task_id)
     return stored, scored
 
 
