@@ -111,6 +111,9 @@ def rule(*outcomes: str | Bug) -> dict[str, str | Bug]:
 # Reasons for queries that need no row: they read no object whose visibility depends on who asks.
 PUBLIC_QUERIES: dict[str, str] = {
     "plugins": "the loaded plugins and their load errors: server facts, the same for every caller",
+    "backends": "the registered model backends and their configuration schemas: server facts",
+    "metrics": "the registered metrics: server facts, the same for every caller",
+    "perturbations": "the registered perturbations: server facts, the same for every caller",
 }
 
 # fmt: off
@@ -130,6 +133,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "nextContext":                    rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "nextContext@hiddenTask":         rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
     "example":                        rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, OK,        OK,   NOAUTH),
+    "user":                           rule(NOTFOUND, OK,        OK,        OK,        OK,        OK,   NOTFOUND),
     "contexts":                       rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "node":                           rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
     "node@webhook":                   rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -370,6 +374,20 @@ async def _next_context_hidden(w: World) -> Variables:
 @operation("example", document="query($id: ID!) { example(id: $id) { id fields } }", classify=_found)
 async def _example(w: World) -> Variables:
     return {"id": gid("Example", await w.example())}
+
+
+def _classify_user(value: Any, seen: Seen) -> str:
+    if value is None:
+        return NOTFOUND
+    may_read = seen.viewer == value["username"] or seen.role == ADMIN
+    if value["email"] is not None and not may_read:
+        return f"leak: {value['username']}'s email"
+    return OK
+
+
+@operation("user", document="query($u: String!) { user(username: $u) { id username email } }", classify=_classify_user)
+async def _user(w: World) -> Variables:
+    return {"u": w.username(AUTHOR)}
 
 
 @operation(

@@ -39,6 +39,7 @@ from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.nodes import NODE_CLASSES, NodeQuery
 from dynaforge.api.queries import Query as CoreQuery
+from dynaforge.api.registry import RegistryQuery
 from dynaforge.api.subscriptions import Subscription
 from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
 from dynaforge.errors import DynaforgeError, ServiceUnavailable, database_unreachable, text_problem
@@ -182,7 +183,14 @@ class ReadAdmission(SchemaExtension):
 
 
 # Each feature module owns its resolvers; the roots merge them (field names must not repeat across modules).
-QUERY_TYPES: tuple[type, ...] = (CoreQuery, NodeQuery, CollectionQuery, EvaluationQuery, WebhookQuery)
+QUERY_TYPES: tuple[type, ...] = (
+    CoreQuery,
+    NodeQuery,
+    CollectionQuery,
+    EvaluationQuery,
+    WebhookQuery,
+    RegistryQuery,
+)
 MUTATION_TYPES: tuple[type, ...] = (
     CoreMutation,
     CollectionMutation,

@@ -22,6 +22,9 @@ class ModelBackend:
 
     name: str = ""
     description: str = ""
+    #: JSON Schema (draft 2020-12) of the configuration, for forms and clients (the API lists it with the backend).
+    #: ``check_config`` stays the authority: a schema cannot say everything (for example, which keys go together).
+    config_schema: dict[str, Any] = {"type": "object"}
 
     def check_config(self, config: dict[str, Any]) -> list[str]:
         """Problems with a configuration, found without loading the model (empty when it looks right)."""

@@ -307,3 +307,17 @@ async def visible_user(p: Platform, actor: Actor, user_id: int) -> User:
     if row is None:
         raise NotFound(f"No user {user_id}")
     return row
+
+
+async def lookup_user(p: Platform, actor: Actor, username: str) -> User:
+    """A user by username (case as registered, compared without case), for signed-in users: owners look people up
+    to grant ownership. Usernames are public (round leaderboards show them); the email stays behind visible_email."""
+    require_user(actor)
+    name = (username or "").strip()
+    if not 1 <= len(name) <= 100:
+        raise NotFound(f"No user {username[:100]!r}")
+    async with p.db.session() as s:
+        row = await s.scalar(select(User).where(func.lower(col(User.username)) == name.lower()))
+    if row is None:
+        raise NotFound(f"No user {name!r}")
+    return row

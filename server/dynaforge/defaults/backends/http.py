@@ -140,6 +140,24 @@ class HttpBackend(ModelBackend):
     name = "http"
     description = 'A remote model server: POST {url}/predict with {"inputs": [...]}, GET {url}/health.'
 
+    config_schema = {
+        "type": "object",
+        "required": ["url"],
+        "additionalProperties": False,
+        "properties": {
+            "url": {"type": "string", "format": "uri", "description": "The model server's http(s) address."},
+            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds per request."},
+            "retries": {"type": "integer", "minimum": 0, "maximum": 10, "description": "Retries on failure."},
+            "backoff_s": {"type": "number", "minimum": 0, "description": "Seconds before the first retry."},
+            "headers": {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": "Header name -> value, sent with every request (e.g. an API key).",
+            },
+            "max_batch": {"type": "integer", "minimum": 1, "description": "The most inputs per request."},
+        },
+    }
+
     def check_config(self, config):
         problems = unknown_keys(config, _HTTP_KEYS)
         url = config.get("url")

@@ -33,6 +33,16 @@ class PythonBackend(ModelBackend):
     name = "python"
     description = "A Python callable or model factory given by an import path (baselines, tests, custom code)."
 
+    config_schema = {
+        "type": "object",
+        "properties": {
+            "callable": {"type": "string", "description": "pkg.module:attribute of a function inputs -> outputs."},
+            "factory": {"type": "string", "description": "pkg.module:attribute that returns an object with predict()."},
+            "kwargs": {"type": "object", "description": "Keyword arguments for the factory."},
+        },
+        "oneOf": [{"required": ["callable"]}, {"required": ["factory"]}],
+    }
+
     def check_config(self, config):
         keys = {"callable", "factory"} & set(config)
         if len(keys) != 1:

@@ -305,6 +305,35 @@ class TransformersBackend(ModelBackend):
     name = "transformers"
     description = "Hugging Face transformers sequence classification or extractive question answering."
 
+    config_schema = {
+        "type": "object",
+        "required": ["path"],
+        "additionalProperties": False,
+        "properties": {
+            "path": {"type": "string", "minLength": 1, "description": "A local model folder or a hub id."},
+            "task": {"enum": [CLASSIFICATION, QUESTION_ANSWERING], "description": "Default: read from the model."},
+            "local_files_only": {"type": "boolean", "description": "Local files only (default true: no downloads)."},
+            "target_field": {"type": "string", "minLength": 1, "description": "The target field answered."},
+            "max_length": {"type": "integer", "minimum": 8, "description": "Tokens per input."},
+            "label_map": {
+                "type": "object",
+                "additionalProperties": {"type": "string", "minLength": 1},
+                "description": "Classification: model label -> task label.",
+            },
+            "text_fields": {
+                "type": "array",
+                "items": {"type": "string", "minLength": 1},
+                "minItems": 1,
+                "maxItems": 2,
+                "description": "Classification: the one or two fields the model reads.",
+            },
+            "question_field": {"type": "string", "minLength": 1, "description": "Question answering: the question."},
+            "context_field": {"type": "string", "minLength": 1, "description": "Question answering: the passage."},
+            "doc_stride": {"type": "integer", "minimum": 0, "description": "Question answering: window overlap."},
+            "max_answer_tokens": {"type": "integer", "minimum": 1, "description": "Question answering: answer size."},
+        },
+    }
+
     def check_config(self, config):
         problems = unknown_keys(config, _COMMON_KEYS | _TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING])
         if not is_name(config.get("path")):

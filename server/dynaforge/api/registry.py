@@ -1,0 +1,95 @@
+"""What the loaded plugins offer (model backends with their configuration schema, metrics, perturbations) and a
+user look-up: the facts the owners' and model builders' forms are built from."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import strawberry
+from strawberry.scalars import JSON
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.enums import MetricDirection, PerturbationKind
+from dynaforge.api.errors import errors_as_null
+from dynaforge.api.types.user import User
+from dynaforge.services import auth as auth_service
+
+Info = strawberry.Info[RequestContext]
+
+
+@strawberry.type(description="A model backend a plugin registered: what `submitModel` and `setTargetModels` take.")
+class Backend:
+    name: str = strawberry.field(description="Its name, as the `backend` argument takes it.")
+    description: str = strawberry.field(description="What it runs, in the plugin's words (may be empty).")
+    config_schema: JSON = strawberry.field(
+        description="JSON Schema (draft 2020-12) of its `config` (the backend's own shape): enough to build a form; "
+        "the server's checks on submission remain the authority."
+    )
+    open_to_submissions: bool = strawberry.field(
+        description="Whether every signed-in user may submit models with it; false: only the task's owners and "
+        "admins (a backend that runs code on the server)."
+    )
+
+
+@strawberry.type(description="A metric a plugin registered, as evaluations and leaderboards name it.")
+class Metric:
+    name: str = strawberry.field(description="Its name, as in `Evaluation.metrics` and the leaderboard's axes.")
+    description: str = strawberry.field(description="What it measures, in the plugin's words (may be empty).")
+    direction: MetricDirection = strawberry.field(description="Which way is better.")
+
+
+@strawberry.type(description="A perturbation a plugin registered: a seeded edit the platform applies to scoring sets.")
+class Perturbation:
+    name: str = strawberry.field(description="Its name, as `Dataset.perturbation` and `Evaluation.perturbations` say.")
+    kind: PerturbationKind = strawberry.field(description="What its copies measure.")
+    description: str = strawberry.field(description="What it changes, in the plugin's words (may be empty).")
+
+
+@strawberry.type
+class RegistryQuery:
+    @strawberry.field(description="The model backends this server has, by name. Anyone.")
+    def backends(self, info: Info) -> list[Backend]:
+        p = info.context.platform
+        open_to_all = {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
+        return [
+            Backend(
+                name=name,
+                description=backend.description,
+                config_schema=JSON(backend.config_schema),
+                open_to_submissions=name in open_to_all,
+            )
+            for name, backend in sorted(p.plugins.registry.backends.items())
+        ]
+
+    @strawberry.field(description="The metrics this server has, by name. Anyone.")
+    def metrics(self, info: Info) -> list[Metric]:
+        return [
+            Metric(
+                name=name,
+                description=metric.description,
+                direction=MetricDirection.HIGHER if metric.higher_is_better else MetricDirection.LOWER,
+            )
+            for name, metric in sorted(info.context.platform.plugins.registry.metrics.items())
+        ]
+
+    @strawberry.field(description="The perturbations this server has, by name. Anyone.")
+    def perturbations(self, info: Info) -> list[Perturbation]:
+        return [
+            Perturbation(
+                name=name,
+                kind=PerturbationKind.FAIRNESS if perturbation.kind == "fairness" else PerturbationKind.ROBUSTNESS,
+                description=perturbation.description,
+            )
+            for name, perturbation in sorted(info.context.platform.plugins.registry.perturbations.items())
+        ]
+
+    @strawberry.field(
+        description="A user by username (compared without case), for signed-in users (owners look people up to "
+        "grant ownership); null when there is none, or for anonymous callers. The email shows only to the user and "
+        "admins."
+    )
+    @errors_as_null
+    async def user(
+        self, info: Info, username: Annotated[str, strawberry.argument(description="The username to look up.")]
+    ) -> User | None:
+        return User.from_row(await auth_service.lookup_user(*info.context.caller, username))
