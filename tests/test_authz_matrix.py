@@ -223,6 +223,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "modelFooled@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "exampleCreated":                 rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleCreated@hiddenTask":      rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "examplePredicted":               rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "examplePredicted@hiddenTask":    rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "exampleValidated":               rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleValidated@hiddenTask":    rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "roundChanged":                   rule(PUBLIC,   PUBLIC,    PUBLIC,    PUBLIC,    FULL,      FULL, NOAUTH),
@@ -1105,6 +1107,7 @@ EXAMPLE_FIELDS = "id fields fooled status task { code } round { number } votes {
 EXAMPLE_EVENTS = {
     "modelFooled": f"subscription($t: String!) {{ modelFooled(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
     "exampleCreated": f"subscription($t: String!) {{ exampleCreated(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
+    "examplePredicted": f"subscription($t: String!) {{ examplePredicted(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
     "exampleValidated": (
         f"subscription($t: String!) {{ exampleValidated(taskCode: $t) {{ label example {{ {EXAMPLE_FIELDS} }} }} }}"
     ),

@@ -674,8 +674,10 @@ def recorders(hook_name: str, seen: list):
     ]
 
 
-@pytest.mark.parametrize("hook_name", ["example_created", "model_fooled"])
-async def test_example_created_and_model_fooled_reach_sync_and_async_implementations(hook_name, caplog):
+@pytest.mark.parametrize("hook_name", ["example_created", "example_predicted", "model_fooled"])
+async def test_example_created_example_predicted_and_model_fooled_reach_sync_and_async_implementations(
+    hook_name, caplog
+):
     seen: list = []
     p = Plugins(allowlist=set(), extra=recorders(hook_name, seen))
     assert p.errors == {}

@@ -253,13 +253,20 @@ async def test_pending_examples_are_predicted_later_and_then_counted(platform):
     assert (round_.collected, round_.fooled, round_.pending, round_.retracted) == (2, 1, 0, 1)
     assert (stats.collected, stats.fooled, stats.pending) == (2, 1, 0)
     assert (context.total_used, context.total_fooled) == (1, 1)
-    assert fooled_events == [f"modelFooled:toy:{fooling.example.id}"]
+    # Both pending examples announce their prediction (the annotate screen's answer); the fooling one also fools.
+    assert sorted(fooled_events) == sorted(
+        [
+            f"examplePredicted:toy:{fooling.example.id}:True",
+            f"examplePredicted:toy:{plain.example.id}:False",
+            f"modelFooled:toy:{fooling.example.id}:True",
+        ]
+    )
 
 
 def _recording(publish, seen):
     async def wrapper(topic, payload):
-        if topic.startswith("modelFooled"):
-            seen.append(f"{topic}:{payload['id']}")
+        if topic.startswith(("modelFooled", "examplePredicted")):
+            seen.append(f"{topic}:{payload['id']}:{payload['fooled']}")
         return await publish(topic, payload)
 
     return wrapper

@@ -101,6 +101,12 @@ def example_created(example: dict[str, Any]) -> None:
 
 
 @hookspec
+def example_predicted(example: dict[str, Any]) -> None:
+    """Called after an example stored while its prediction was pending got it (fooled or not); ``example`` is as in
+    :func:`example_created`, with its ``prediction`` and ``fooled``. :func:`model_fooled` follows when it fooled."""
+
+
+@hookspec
 def model_fooled(example: dict[str, Any]) -> None:
     """Called after a stored example fooled the target model; ``example`` is as in :func:`example_created`."""
 

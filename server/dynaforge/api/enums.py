@@ -86,6 +86,9 @@ class EnsembleRule(Enum):
 class WebhookEvent(Enum):
     MODEL_FOOLED = strawberry.enum_value("modelFooled", description="An example fooled the target model.")
     EXAMPLE_CREATED = strawberry.enum_value("exampleCreated", description="An example was stored with its verdict.")
+    EXAMPLE_PREDICTED = strawberry.enum_value(
+        "examplePredicted", description="An example stored while its prediction was pending got it (fooled or not)."
+    )
     EXAMPLE_VALIDATED = strawberry.enum_value(
         "exampleValidated", description="A validator voted on an example, or an owner decided it."
     )

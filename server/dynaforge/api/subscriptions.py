@@ -123,6 +123,16 @@ class Subscription:
         async for payload in _events(info, topic):
             yield _example(payload)
 
+    @strawberry.subscription(
+        description="Examples of the task that were stored while their prediction was pending (createExample "
+        "answered PredictionPending), as each gets it, fooling or not: `prediction` and `fooled` are set. Signed-in "
+        "users."
+    )
+    async def example_predicted(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
+        topic = await _task_topic(info, "examplePredicted", task_code)
+        async for payload in _events(info, topic):
+            yield _example(payload)
+
     @strawberry.subscription(description="Every example stored for the task, fooling or not. Signed-in users.")
     async def example_created(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
         topic = await _task_topic(info, "exampleCreated", task_code)

@@ -10,6 +10,7 @@ A service commits its write first, then calls one function here per event. Each 
 event                           plugin hook             bus topic                   webhook event
 =============================== ======================= =========================== ====================
 an example is stored            ``example_created``     ``exampleCreated:{task}``   ``exampleCreated``
+a pending prediction came       ``example_predicted``   ``examplePredicted:{task}`` ``examplePredicted``
 an example fooled the model     ``model_fooled``        ``modelFooled:{task}``      ``modelFooled``
 a vote or a flag                ``example_validated``   ``exampleValidated:{task}`` ``exampleValidated``
 a round opened, closed, edited  ``round_changed``       ``roundChanged:{task}``     ``roundChanged``
@@ -67,6 +68,7 @@ class Route:
 ROUTES: dict[str, Route] = {
     "modelFooled": Route("model_fooled", "modelFooled"),
     "exampleCreated": Route("example_created", "exampleCreated"),
+    "examplePredicted": Route("example_predicted", "examplePredicted"),
     "exampleValidated": Route("example_validated", "exampleValidated"),
     "roundChanged": Route("round_changed", "roundChanged"),
     "evaluationFinished": Route("evaluation_finished", None),
@@ -207,6 +209,11 @@ def _iso(value: datetime | None) -> str | None:
 async def example_created(p: Platform, example: dict[str, Any]) -> None:
     """An example was stored (``example``: :func:`example_payload`), fooling or not, or pending a prediction."""
     await _announce(p, ROUTES["exampleCreated"], example, {"example": example})
+
+
+async def example_predicted(p: Platform, example: dict[str, Any]) -> None:
+    """An example stored while its prediction was pending got it (fooled or not): the annotate screen's answer."""
+    await _announce(p, ROUTES["examplePredicted"], example, {"example": example})
 
 
 async def model_fooled(p: Platform, example: dict[str, Any]) -> None:

@@ -430,8 +430,10 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
                 )
         done += 1
         example.status, example.prediction, example.fooled = ExampleStatus.CREATED, prediction, fooled
+        payload = event_payload(example, task.code, round_.number)
+        await announce.example_predicted(p, payload)
         if fooled:
-            await announce.model_fooled(p, event_payload(example, task.code, round_.number))
+            await announce.model_fooled(p, payload)
     return done
 
 
