@@ -170,6 +170,28 @@ class World:
 
         return await self._once("example", make)
 
+    async def correction(self) -> int:
+        """An extra validator's INCORRECT vote with a corrected target on AUTHOR's example (the vote's id)."""
+
+        async def make():
+            example_id = await self.example()
+            validator = await self.account("corrector")
+            await validation_service.validate(
+                self.p, validator, example_id, "INCORRECT", corrected_target={"label": "good"}, reason="it praises"
+            )
+            async with self.p.db.session() as s:
+                from sqlalchemy import select
+
+                from dynaforge.db.models import Validation
+
+                return await s.scalar(
+                    select(Validation.id).where(
+                        Validation.example_id == example_id, Validation.user_id == validator.user_id
+                    )
+                )
+
+        return await self._once("correction", make)
+
     async def plain_example(self) -> int:
         """AUTHOR's example that did not fool the model (CREATED): the toy task validates only fooling examples, so
         it never reaches the crowd's queue."""

@@ -134,6 +134,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "nextContext@hiddenTask":         rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
     "example":                        rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, OK,        OK,   NOAUTH),
     "user":                           rule(NOTFOUND, OK,        OK,        OK,        OK,        OK,   NOTFOUND),
+    "applyCorrection":                rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "contexts":                       rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "node":                           rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
     "node@webhook":                   rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -390,6 +391,11 @@ def _classify_user(value: Any, seen: Seen) -> str:
 @operation("user", document="query($u: String!) { user(username: $u) { id username email } }", classify=_classify_user)
 async def _user(w: World) -> Variables:
     return {"u": w.username(AUTHOR)}
+
+
+@operation("applyCorrection")
+async def _apply_correction(w: World) -> Variables:
+    return _input(validationId=gid("Validation", await w.correction()))
 
 
 @operation(

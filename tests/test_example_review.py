@@ -82,3 +82,44 @@ async def test_the_flag_reason_reaches_the_author_and_the_owners(gql, platform, 
         assert (seen["validations"] is not None) is sees_votes
     reviews = await examples.reviews(platform, Actor.anonymous(), [made.example.id])
     assert reviews == {}
+
+
+APPLY = """mutation($v: ID!) { applyCorrection(input: {validationId: $v}) { __typename
+  ... on AppliedCorrection { example { id fields correctedTarget correction { reason validator { username } } } }
+  ... on InvalidInput { fieldErrors { field rule } } ... on Error { message } } }"""
+VOTES = """query($id: ID!) { example(id: $id) { validations { id label correctedTarget } } }"""
+
+
+async def test_owners_apply_a_validators_correction_and_the_example_keeps_both(gql, platform, people):
+    made = await examples.submit(
+        platform, people["author"], task_code="toy", fields={"text": "a good film", "label": "bad"}
+    )
+    await validation.validate(
+        platform, people["v1"], made.example.id, "INCORRECT", corrected_target={"label": "good"}, reason="praise"
+    )
+    await validation.validate(platform, people["v2"], made.example.id, "CORRECT")
+    owner = await _token(platform, people["owner"])
+    votes = (await gql(VOTES, {"id": gid("Example", made.example.id)}, token=owner))["example"]["validations"]
+    corrected = next(v for v in votes if v["label"] == "INCORRECT")
+    plain = next(v for v in votes if v["label"] == "CORRECT")
+
+    refused = await gql(APPLY, {"v": corrected["id"]}, token=await _token(platform, people["author"]))
+    assert refused["applyCorrection"]["__typename"] == "Forbidden"
+    no_correction = (await gql(APPLY, {"v": plain["id"]}, token=owner))["applyCorrection"]
+    assert no_correction["__typename"] == "InvalidInput"
+    assert no_correction["fieldErrors"] == [{"field": "validationId", "rule": "no_correction"}]
+
+    applied = (await gql(APPLY, {"v": corrected["id"]}, token=owner))["applyCorrection"]
+    assert applied["__typename"] == "AppliedCorrection"
+    example = applied["example"]
+    assert example["fields"] == {"text": "a good film", "label": "bad"}  # the author's fields stay as written
+    assert example["correctedTarget"] == {"label": "good"}
+    assert example["correction"] == {"reason": "praise", "validator": {"username": "rv_v1"}}
+    author_view = (
+        await gql(
+            "query($id: ID!) { example(id: $id) { correctedTarget correction { id } } }",
+            {"id": gid("Example", made.example.id)},
+            token=await _token(platform, people["author"]),
+        )
+    )["example"]
+    assert author_view == {"correctedTarget": {"label": "good"}, "correction": None}  # the vote is the owners'

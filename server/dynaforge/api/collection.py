@@ -93,6 +93,18 @@ class SkipExampleInput:
     )
 
 
+@strawberry.input(description="A validator's vote whose corrected target an owner applies to its example.")
+class ApplyCorrectionInput:
+    validation_id: strawberry.ID = strawberry.field(
+        description="The vote (Validation.id, as Example.validations lists it); it must carry a correctedTarget."
+    )
+
+
+@strawberry.type(description="The example now carries the vote's corrected target beside its own fields.")
+class AppliedCorrection:
+    example: Example = strawberry.field(description="The example, with correctedTarget and correction set.")
+
+
 @strawberry.input(description="The next round of a task; what is left out is taken over from the current round.")
 class OpenNextRoundInput:
     task_code: str = strawberry.field(description="The code of the task (Task.code).")
@@ -282,6 +294,16 @@ ValidateExampleResult = Annotated[
         "minute).",
     ),
 ]
+ApplyCorrectionResult = Annotated[
+    AppliedCorrection | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    strawberry.union(
+        "ApplyCorrectionResult",
+        description="AppliedCorrection on success. The other members are the expected failures: the vote has no "
+        "corrected target or the id is not a validation's (InvalidInput), not signed in, not an owner or admin of "
+        "the task (Forbidden), no such vote you can see (NotFound), the example was retracted (Conflict).",
+    ),
+]
+
 SkipExampleResult = Annotated[
     SkippedExample | InvalidInput | NotAuthenticated | NotFound,
     strawberry.union(
@@ -486,6 +508,22 @@ class CollectionMutation:
     ) -> SkipExampleResult:
         row = await validation_service.skip(*info.context.caller, parse_id(input.example_id, "exampleId", "Example"))
         return SkippedExample(example=Example.from_row(row))
+
+    @strawberry.mutation(
+        description="The task's owners and admins apply a validator's corrected target to its example: the example "
+        "keeps the fields its author wrote and carries the correction beside them (Example.correctedTarget); "
+        "applying another vote's correction replaces it."
+    )
+    @errors_as_union
+    async def apply_correction(
+        self,
+        info: Info,
+        input: Annotated[ApplyCorrectionInput, strawberry.argument(description="The vote to apply.")],
+    ) -> ApplyCorrectionResult:
+        row = await validation_service.apply_correction(
+            *info.context.caller, parse_id(input.validation_id, "validationId", "Validation")
+        )
+        return AppliedCorrection(example=Example.from_row(row))
 
     @strawberry.mutation(
         description="Owners and admins close the current round and open the next, with new target models (default: "

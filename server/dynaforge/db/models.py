@@ -198,6 +198,9 @@ class Example(SQLModel, table=True):
     validations_total: int = Field(default=0)
     flag_reason: str | None = Field(default=None, max_length=2000)
     decided_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    # An owner applied a validator's corrected target: the example keeps its own fields beside it.
+    corrected_target: dict | None = _json(lambda: None, nullable=True)
+    correction_id: int | None = Field(default=None)  # the validation it came from
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 

@@ -241,6 +241,7 @@ async def submit(
         "user_id": user_id,
         "fields": stored_fields,
         "prediction": prediction,
+        "corrected_target": None,
         "model_predictions": members,
         "fooled": fooled,
         "status": status,

@@ -365,3 +365,35 @@ def _votes(example: Example) -> dict[str, int]:
         "incorrect": example.validations_incorrect,
         "flagged": example.validations_flagged,
     }
+
+
+async def apply_correction(p: Platform, actor: Actor, validation_id: int) -> Example:
+    """The task's owners (and admins) apply a validator's corrected target to the example: it is stored beside the
+    example's own fields (which stay as the annotator wrote them), naming the vote it came from. Applying another
+    vote's correction replaces it."""
+    actor = require_human(actor)
+    async with p.db.write() as s:
+        vote = await s.get(Validation, validation_id)
+        example = None if vote is None else await s.get(Example, vote.example_id)
+        if vote is None or example is None:
+            raise NotFound(f"No validation {validation_id}")
+        if not await task_service.is_owner(s, actor, example.task_id):
+            task = await s.get(TaskRow, example.task_id)
+            if task is None or (task.hidden and not actor.is_admin):
+                raise NotFound(f"No validation {validation_id}")
+            raise Forbidden("Only the task's owners and admins apply corrections")
+        if vote.corrected_target is None:
+            raise InvalidInput.from_errors(
+                [
+                    FieldError(
+                        "validationId", "no_correction", "this vote carries no corrected target (INCORRECT votes may)"
+                    )
+                ]
+            )
+        if example.status == S.RETRACTED:
+            raise Conflict(f"Example {example.id} was retracted by its author")
+        example.corrected_target = dict(vote.corrected_target)
+        example.correction_id = vote.id
+        example.updated_at = utcnow()
+        await s.flush()
+    return example

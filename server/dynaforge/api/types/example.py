@@ -227,6 +227,26 @@ class Example(Node):
             return None
         return [Validation.of(vote, validator) for vote, validator in review.validations]
 
+    @strawberry.field(
+        description="The corrected target fields an owner applied from a validator's vote (the task's shape); the "
+        "example's own `fields` stay as written. Null when none was applied."
+    )
+    def corrected_target(self) -> JSON | None:
+        return None if self.row.corrected_target is None else JSON(self.row.corrected_target)
+
+    @strawberry.field(
+        description="The vote whose corrected target was applied: for the task's owners and admins (null for "
+        "everyone else, and when none was applied)."
+    )
+    async def correction(self, info: strawberry.Info[RequestContext]) -> Validation | None:
+        if self.row.correction_id is None:
+            return None
+        review = await _review(info, self.row.id)
+        for vote, validator in (review.validations or []) if review is not None else []:
+            if vote.id == self.row.correction_id:
+                return Validation.of(vote, validator)
+        return None
+
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:
         return Votes(
