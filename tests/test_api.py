@@ -102,7 +102,7 @@ async def test_typed_errors_and_nothing_written(gql):
     gql.token, _ = await register_user(gql)
     bad_label = await gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "ok", "label": "ugly"}}})
     assert bad_label["createExample"]["__typename"] == "InvalidInput"
-    assert bad_label["createExample"]["fieldErrors"][0]["field"] == "label"
+    assert bad_label["createExample"]["fieldErrors"][0]["field"] == ["label"]
     unknown = (await gql(CREATE, {"input": {"taskCode": "zzz", "fields": {}}}))["createExample"]
     assert unknown["__typename"] == "NotFound" and "known tasks: toy" in unknown["message"]
     bad_id = (await gql(CREATE, {"input": {"taskCode": "toy", "contextId": "abc", "fields": {}}}))["createExample"]
@@ -210,7 +210,7 @@ async def test_add_contexts_is_for_owners_and_all_or_nothing(gql, platform):
     assert refused["__typename"] == "Forbidden"
     await task_service.grant_ownership(platform, Actor.system(), "toy", parse_id(user_id, "id", "User"))
     bad = await gql(ADD_CONTEXTS, {"input": {"taskCode": "toy", "contexts": [{"topic": "ok"}, {"colour": 1}]}})
-    assert bad["addContexts"]["fieldErrors"] == [{"field": "contexts[1].colour", "rule": "unknown_field"}]
+    assert bad["addContexts"]["fieldErrors"] == [{"field": ["contexts", "1", "colour"], "rule": "unknown_field"}]
     added = (await gql(ADD_CONTEXTS, {"input": contexts}))["addContexts"]
     assert added["__typename"] == "ContextsAdded" and len(added["ids"]) == 2
     anonymous = (await gql(ADD_CONTEXTS, {"input": contexts}, token=None))["addContexts"]

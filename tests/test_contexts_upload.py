@@ -367,7 +367,7 @@ async def test_multipart_errors_come_back_typed_and_nothing_is_written(http, p):
     content = jsonl({"passage": "A fine passage."}, {"passage": "bad"})
     payload = (await post_file(http, content.encode(), "p.jsonl", token=token)).json()["data"]["uploadContexts"]
     assert payload["__typename"] == "InvalidInput"
-    assert [(e["field"], e["rule"]) for e in payload["fieldErrors"]] == [("line 2.passage", "min_length")]
+    assert [(e["field"], e["rule"]) for e in payload["fieldErrors"]] == [(["line 2", "passage"], "min_length")]
     assert await stored(p, "reading") == []
 
     payload = (await post_file(http, content.encode(), "p.jsonl")).json()["data"]["uploadContexts"]

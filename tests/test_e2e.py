@@ -39,6 +39,8 @@ from support import (
     write_e2e_plugin,
 )
 
+from dynaforge.api.errors import field_path
+
 pytestmark = pytest.mark.e2e
 
 # Sentiment prompts of our own; the operator adds them before the server starts.
@@ -185,7 +187,7 @@ async def snapshot(s: AsyncClientSession) -> dict[str, Any]:
 
 def assert_invalid(result: dict, field: str, rule: str) -> dict:
     assert result["__typename"] == "InvalidInput", result
-    matching = [e for e in result["fieldErrors"] if e["field"] == field and e["rule"] == rule]
+    matching = [e for e in result["fieldErrors"] if e["field"] == field_path(field) and e["rule"] == rule]
     assert matching, result
     assert result["message"].strip(), result
     assert matching[0]["message"].strip(), result

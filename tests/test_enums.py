@@ -142,3 +142,35 @@ def test_stored_results_read_as_typed_metrics_slices_and_copies():
         slices_of(Evaluation(model_id=1, dataset_id=1)) == []
         and metrics_of(Evaluation(model_id=1, dataset_id=1), {}) == []
     )
+
+
+def test_every_rule_the_platform_raises_has_a_code():
+    """FieldError.code is OTHER only for rules a task plugin defines: every rule literal in the server maps."""
+    import pathlib
+    import re
+
+    import dynaforge
+    from dynaforge.api.errors import RULE_CODES, field_path
+
+    root = pathlib.Path(dynaforge.__file__).parent
+    patterns = [
+        r'FieldError\(\s*(?:field=)?(?:f?"[^"]*"|[a-z_.\[\]]+),\s*(?:rule=)?"([a-z_]+)"',
+        r'self\.error\(\s*"([a-z_]+)"',
+        r'more_rule: str = "([a-z_]+)"',
+        r'more_rule="([a-z_]+)"',
+        r'row_error\(\s*[^,()]+(?:\([^()]*\))?,\s*"([a-z_]+)"',
+        r'file_error\(\s*"([a-z_]+)"',
+        r'problems\.add\(\s*[^,()]+,\s*[^,()]+,\s*"([a-z_]+)"',
+    ]
+    found = {
+        rule
+        for path in root.rglob("*.py")
+        for pattern in patterns
+        for rule in re.findall(pattern, path.read_text(), flags=re.S)
+    }
+    assert len(found) > 40  # the scan sees the rules
+    assert found - set(RULE_CODES) == set()
+    assert field_path("contexts[0].passage") == ["contexts", "0", "passage"]
+    assert field_path("line 7.label") == ["line 7", "label"]
+    assert field_path("models[1][2].x") == ["models", "1", "2", "x"]
+    assert field_path("name") == ["name"]

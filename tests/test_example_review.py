@@ -107,7 +107,7 @@ async def test_owners_apply_a_validators_correction_and_the_example_keeps_both(g
     assert refused["applyCorrection"]["__typename"] == "Forbidden"
     no_correction = (await gql(APPLY, {"v": plain["id"]}, token=owner))["applyCorrection"]
     assert no_correction["__typename"] == "InvalidInput"
-    assert no_correction["fieldErrors"] == [{"field": "validationId", "rule": "no_correction"}]
+    assert no_correction["fieldErrors"] == [{"field": ["validationId"], "rule": "no_correction"}]
 
     applied = (await gql(APPLY, {"v": corrected["id"]}, token=owner))["applyCorrection"]
     assert applied["__typename"] == "AppliedCorrection"

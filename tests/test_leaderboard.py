@@ -196,7 +196,7 @@ async def test_graphql_contract(gql, platform, board):
     ):
         refused = (await gql(SORTED, variables, token=None, expect_errors=True))["errors"][0]["extensions"]
         assert refused["code"] == "INVALID_INPUT", variables
-        assert [(e["field"], e["rule"]) for e in refused["fieldErrors"]] == [("sortMetric", rule)], variables
+        assert [(e["field"], e["rule"]) for e in refused["fieldErrors"]] == [(["sortMetric"], rule)], variables
 
     token, _ = await register_user(gql, "forker")
     saved = await gql(

@@ -138,7 +138,9 @@ async def test_request_bodies_are_limited(client, platform):
 async def test_field_lengths(gql, platform):
     token, _ = await register_user(gql, "long1")
     answer = (await gql(CREATE, {"f": {"text": "x" * 101, "label": "bad"}}, token=token))["createExample"]
-    assert answer["__typename"] == "InvalidInput" and answer["fieldErrors"] == [{"field": "text", "rule": "max_length"}]
+    assert answer["__typename"] == "InvalidInput" and answer["fieldErrors"] == [
+        {"field": ["text"], "rule": "max_length"}
+    ]
     assert await _examples(platform) == 0
 
 

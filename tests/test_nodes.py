@@ -170,7 +170,7 @@ async def test_an_id_of_another_type_is_refused_with_the_type_expected(gql, plat
     )
     result = answer["retractExample"]
     assert result["__typename"] == "InvalidInput"
-    assert result["fieldErrors"][0]["field"] == "exampleId" and result["fieldErrors"][0]["rule"] == "id"
+    assert result["fieldErrors"][0]["field"] == ["exampleId"] and result["fieldErrors"][0]["rule"] == "id"
     assert "an Example" in result["fieldErrors"][0]["message"]
     bare = await gql(
         "query($id: ID!) { example(id: $id) { id } }", {"id": str(made["example"].id)}, token=token, expect_errors=True

@@ -306,7 +306,7 @@ async def test_uploaded_predictions_are_scored_but_not_timed(gql, platform, setu
     size = made["r1-test"].size
     wrong_count = {"taskCode": "toy", "name": "mine", "datasetName": "r1-test", "predictions": [{"label": "bad"}]}
     result = (await gql(PREDICT, {"input": wrong_count}, token=token))["submitPredictions"]
-    assert result["fieldErrors"] == [{"field": "predictions"}]
+    assert result["fieldErrors"] == [{"field": ["predictions"]}]
     missing = {**wrong_count, "datasetName": "r9-test"}
     assert (await gql(PREDICT, {"input": missing}, token=token))["submitPredictions"]["__typename"] == "NotFound"
     # every accepted example says 'bad' in the toy fixture: all-'bad' predictions are right, all-'good' ones wrong
@@ -374,7 +374,7 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
     await tasks.grant_ownership(platform, Actor.system(), "toy", parse_id(user_id, "id", "User"))
     refused = await post(lines + b'{"original_position": 99, "text": "far away"}\n')
     assert refused["__typename"] == "InvalidInput"
-    assert refused["fieldErrors"] == [{"field": f"line {test_set.size + 1}.original_position", "rule": "original"}]
+    assert refused["fieldErrors"] == [{"field": [f"line {test_set.size + 1}", "original_position"], "rule": "original"}]
     added = await post(lines)
     assert added == {
         "__typename": "DatasetsCreated",

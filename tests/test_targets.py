@@ -195,7 +195,7 @@ async def test_set_target_models_over_graphql(gql, platform):
     bad = await gql(
         SET_TARGETS, {"input": {"taskCode": "toy", "models": [{**KEYWORD, "backend": "nope"}]}}, token=token
     )
-    assert bad["setTargetModels"]["fieldErrors"][0]["field"] == "models[0].backend"
+    assert bad["setTargetModels"]["fieldErrors"][0]["field"] == ["models", "0", "backend"]
 
 
 # --------------------------------------------------------------------------- pending predictions

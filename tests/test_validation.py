@@ -471,7 +471,7 @@ async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
     flag = """mutation($id: ID!, $r: String!) { flagExample(input: {exampleId: $id, reason: $r}) {
       __typename ... on FlaggedExample { example { id status } } ... on InvalidInput { fieldErrors { field } } } }"""
     assert (await gql(flag, {"id": example_id, "r": ""}, token=other))["flagExample"]["fieldErrors"] == [
-        {"field": "reason"}
+        {"field": ["reason"]}
     ]
     flagged = (await gql(flag, {"id": example_id, "r": "mentions a private address"}, token=other))["flagExample"]
     assert flagged == {"__typename": "FlaggedExample", "example": {"id": example_id, "status": "FLAGGED"}}

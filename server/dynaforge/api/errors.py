@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from enum import Enum
 from typing import Any, NoReturn, TypeVar, cast
 
 import strawberry
@@ -24,17 +25,118 @@ class Error:
     message: str = strawberry.field(description="What went wrong and what to do next, in a sentence for people.")
 
 
+@strawberry.enum(description="What kind of rule a field broke: branch on it; `FieldError.rule` names the exact rule.")
+class FieldErrorCode(Enum):
+    REQUIRED = strawberry.enum_value("REQUIRED", description="A value must be given.")
+    TYPE = strawberry.enum_value("TYPE", description="The value has the wrong type or shape.")
+    CHOICE = strawberry.enum_value(
+        "CHOICE", description="The value is not one of those allowed (listed in the message)."
+    )
+    RANGE = strawberry.enum_value("RANGE", description="A number or a count is out of its range.")
+    LENGTH = strawberry.enum_value("LENGTH", description="A text or a list is too short or too long.")
+    FORMAT = strawberry.enum_value("FORMAT", description="The text does not have the required form (a URL, a code).")
+    EMPTY = strawberry.enum_value("EMPTY", description="The value is empty where something is needed.")
+    UNIQUE = strawberry.enum_value("UNIQUE", description="The value is given twice, or is already taken.")
+    UNKNOWN = strawberry.enum_value("UNKNOWN", description="The value names something the server does not have.")
+    NOT_FOUND = strawberry.enum_value("NOT_FOUND", description="The value names something that is not there.")
+    TOO_MANY = strawberry.enum_value("TOO_MANY", description="Too many items, or too many problems to list them all.")
+    ID = strawberry.enum_value("ID", description="Not an id of the expected type: pass an `id` the API returned.")
+    CURSOR = strawberry.enum_value("CURSOR", description="Not a cursor of this list: pass a pageInfo cursor unchanged.")
+    EXCLUSIVE = strawberry.enum_value("EXCLUSIVE", description="The argument cannot be given with another one.")
+    UNUSED = strawberry.enum_value("UNUSED", description="The value does not apply with the other arguments given.")
+    NOT_ALLOWED = strawberry.enum_value("NOT_ALLOWED", description="The value is not allowed here or for you.")
+    SPAN = strawberry.enum_value("SPAN", description="A span does not sit in the context text it selects from.")
+    ROLE = strawberry.enum_value("ROLE", description="The field cannot be set here (its role is another).")
+    FILE = strawberry.enum_value("FILE", description="An uploaded file cannot be read (encoding, JSON, columns).")
+    CONFIG = strawberry.enum_value("CONFIG", description="A backend's configuration is wrong (the message says how).")
+    OTHER = strawberry.enum_value(
+        "OTHER", description="A rule a task plugin defines (`rule` names it; the message says what to do)."
+    )
+
+
+#: The platform's rules (FieldError.rule as the services raise them) by kind; a plugin's own rules are OTHER.
+RULE_CODES: dict[str, FieldErrorCode] = {
+    **dict.fromkeys(["required"], FieldErrorCode.REQUIRED),
+    **dict.fromkeys(
+        ["type", "integer", "not_a_number", "fooled", "prediction", "model_predictions", "fields"], FieldErrorCode.TYPE
+    ),
+    **dict.fromkeys(["choice", "access", "status", "unknown_direction"], FieldErrorCode.CHOICE),
+    **dict.fromkeys(
+        [
+            "range",
+            "minimum",
+            "maximum",
+            "count",
+            "fractions",
+            "negative",
+            "not_finite",
+            "not_positive",
+            "all_zero",
+            "votes",
+            "time_taken_ms",
+        ],
+        FieldErrorCode.RANGE,
+    ),
+    **dict.fromkeys(["length", "min_length", "max_length", "tag", "flag_reason"], FieldErrorCode.LENGTH),
+    **dict.fromkeys(["format", "url"], FieldErrorCode.FORMAT),
+    **dict.fromkeys(["empty", "empty_folder", "text"], FieldErrorCode.EMPTY),
+    **dict.fromkeys(["unique", "duplicate"], FieldErrorCode.UNIQUE),
+    **dict.fromkeys(
+        ["unknown", "unknown_column", "unknown_field", "unknown_metric", "importer", "plugin"], FieldErrorCode.UNKNOWN
+    ),
+    **dict.fromkeys(["not_found", "original", "round"], FieldErrorCode.NOT_FOUND),
+    **dict.fromkeys(
+        ["max_items", "more", "more_errors", "too_many_errors", "max_rows", "max_bytes"], FieldErrorCode.TOO_MANY
+    ),
+    **dict.fromkeys(["id"], FieldErrorCode.ID),
+    **dict.fromkeys(["cursor"], FieldErrorCode.CURSOR),
+    **dict.fromkeys(["exclusive"], FieldErrorCode.EXCLUSIVE),
+    **dict.fromkeys(["unused", "label"], FieldErrorCode.UNUSED),
+    **dict.fromkeys(
+        ["not_allowed", "no_context_fields", "no_correction", "scoring", "changed", "task"], FieldErrorCode.NOT_ALLOWED
+    ),
+    **dict.fromkeys(["span_context", "span_in_context"], FieldErrorCode.SPAN),
+    **dict.fromkeys(["role"], FieldErrorCode.ROLE),
+    **dict.fromkeys(["columns", "json", "nul", "upload", "csv", "encoding", "header"], FieldErrorCode.FILE),
+    **dict.fromkeys(["backend_config"], FieldErrorCode.CONFIG),
+}
+
+
+def field_path(field: str) -> list[str]:
+    """``'contexts[0].passage'`` -> ``['contexts', '0', 'passage']``; ``'line 7.label'`` -> ``['line 7', 'label']``."""
+    path: list[str] = []
+    for part in field.split("."):
+        name, _, rest = part.partition("[")
+        if name:
+            path.append(name)
+        while rest:
+            index, _, rest = rest.partition("]")
+            path.append(index)
+            rest = rest.removeprefix("[")
+    return path or [field]
+
+
 @strawberry.type(description="One broken rule on one field.")
 class FieldError:
-    field: str = strawberry.field(
-        description="The input field at fault, by its GraphQL name; a path for nested or listed values "
-        "('models[1].backend', 'contexts[0].passage') or a line of an uploaded file ('line 7.passage')."
+    field: list[str] = strawberry.field(
+        description="The path to the input value at fault, by GraphQL names and list indexes: ['name'], "
+        "['models', '1', 'backend'], ['contexts', '0', 'passage'], or a line of an uploaded file ['line 7', 'passage']."
     )
+    code: FieldErrorCode = strawberry.field(description="What kind of rule it broke: branch on it.")
     rule: str = strawberry.field(
-        description="A stable, machine-readable name of the rule broken (for example 'length', 'range', 'choice', "
-        "'format', 'cursor'): branch on it, not on the message."
+        description="The exact rule, stable and machine-readable ('length', 'range', 'choice', ..., or one a task "
+        "plugin defines): finer than `code`."
     )
     message: str = strawberry.field(description="What is wrong with the field and what it must be, for people.")
+
+    @classmethod
+    def of(cls, error: domain.FieldError) -> FieldError:
+        return cls(
+            field=field_path(error.field),
+            code=RULE_CODES.get(error.rule, FieldErrorCode.OTHER),
+            rule=error.rule,
+            message=error.message,
+        )
 
 
 @strawberry.type(description="The input broke the task's or the API's rules; nothing was stored.")
@@ -110,7 +212,7 @@ def to_graphql(exc: domain.DynaforgeError) -> Any:
     if isinstance(exc, domain.InvalidInput):
         return InvalidInput(
             message=exc.message,
-            field_errors=[FieldError(field=e.field, rule=e.rule, message=e.message) for e in exc.field_errors],
+            field_errors=[FieldError.of(e) for e in exc.field_errors],
         )
     if isinstance(exc, domain.RateLimited):
         return RateLimited(message=exc.message, retry_after_seconds=round(exc.retry_after_s, 3))
@@ -124,7 +226,15 @@ def query_error(exc: domain.DynaforgeError) -> GraphQLError:
     """For queries (which return objects, not unions): a GraphQL error carrying the domain code."""
     extensions: dict[str, Any] = {"code": exc.code}
     if isinstance(exc, domain.InvalidInput):
-        extensions["fieldErrors"] = [e.__dict__ for e in exc.field_errors]
+        extensions["fieldErrors"] = [
+            {
+                "field": field_path(e.field),
+                "code": RULE_CODES.get(e.rule, FieldErrorCode.OTHER).name,
+                "rule": e.rule,
+                "message": e.message,
+            }
+            for e in exc.field_errors
+        ]
     return GraphQLError(exc.message, extensions=extensions, original_error=exc)
 
 
