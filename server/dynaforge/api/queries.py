@@ -173,10 +173,11 @@ class Query:
             fooled=fooled,
             tag=tag,
         )
+        rounds = {round_id: Round.from_row(row) for round_id, row in page.rounds.items()}
         return Connection.of(
             (
                 (
-                    Example.from_row(r, task_code=page.task_code, round_row=page.rounds.get(r.round_id)),
+                    Example.from_row(r, task_code=page.task_code, round_=rounds.get(r.round_id)),
                     example_service.encode_cursor(r.id),
                 )
                 for r in page.items

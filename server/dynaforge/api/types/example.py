@@ -17,7 +17,6 @@ from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
 from dynaforge.db.models import Example as ExampleRow
 from dynaforge.db.models import ExampleStatus as Status
-from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import User as UserRow
 from dynaforge.db.models import Validation as ValidationRow
 from dynaforge.db.models import as_utc
@@ -166,7 +165,7 @@ class Example(Node):
     # and hand GraphQL an awaitable only when they must load: an async resolver per row and field costs more than
     # the page's query.
     known_task_code: strawberry.Private[str | None] = None
-    known_round: strawberry.Private[RoundRow | None] = None
+    known_round: strawberry.Private[Round | None] = None  # built once per page for the rows of one round
 
     @strawberry.field(description="The target model's answer (an ensemble's verdict); null while pending.")
     def prediction(self, info: strawberry.Info[RequestContext]) -> Prediction | None:
@@ -192,7 +191,7 @@ class Example(Node):
     @strawberry.field(description="The round it was written in.")
     def round(self, info: strawberry.Info[RequestContext]) -> Round:
         if self.known_round is not None:
-            return Round.from_row(self.known_round)
+            return self.known_round
         return _round(info, self.row.round_id)  # type: ignore[return-value]  # an awaitable (see above)
 
     @strawberry.field(
@@ -256,10 +255,10 @@ class Example(Node):
         )
 
     @classmethod
-    def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_row: RoundRow | None = None) -> Example:
+    def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_: Round | None = None) -> Example:
         return cls(
             known_task_code=task_code,
-            known_round=round_row,
+            known_round=round_,
             row=row,
             id=global_id("Example", row.id),
             fields=JSON(row.fields),
