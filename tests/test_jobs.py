@@ -21,6 +21,7 @@ import pytest
 from sqlalchemy import func, select
 from support import REDIS_URL, make_user, runner_pids, service_missing, toy_process_env
 
+from dynaforge.api.types.results import hardware_of
 from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, ModelRow
 from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
@@ -95,6 +96,10 @@ async def test_runner_scores_chunks_and_robustness(scoring):
     low, high = evaluation.details["intervals"]["accuracy"]
     assert 0.0 <= low <= 0.5 <= high <= 1.0
     assert evaluation.throughput > 0 and evaluation.memory_mb is not None and evaluation.memory_mb >= 0
+    # What it ran on, beside the figures measured there (no host name: nothing that locates the machine).
+    machine = hardware_of(evaluation)
+    assert machine is not None and machine.cores == os.cpu_count() and machine.cpu and machine.accelerator is None
+    assert set(evaluation.details["hardware"]) == {"cpu", "cores", "memory_gb", "machine", "accelerator"}
     assert evaluation.details["perturbations"]["uppercase"]["consistency"] == pytest.approx(0.5)
     copy, _ = await _rows(p, evaluations["r1-test~uppercase"])
     # upper-cased, the model says bad everywhere: right on the six 'bad' items

@@ -36,7 +36,7 @@ from dynaforge.api.errors import (
 from dynaforge.api.node import Node, global_id, parse_id
 from dynaforge.api.types import results
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
-from dynaforge.api.types.results import EvaluationMetric, Interval, PerturbationResult, SliceResult
+from dynaforge.api.types.results import EvaluationMetric, Hardware, Interval, PerturbationResult, SliceResult
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
 from dynaforge.db.models import Dataset as DatasetRow
@@ -171,6 +171,13 @@ class Evaluation(Node):
     def unusable_outputs(self) -> int | None:
         n = (self.row.details or {}).get("unusable_outputs")
         return n if isinstance(n, int) else None
+
+    @strawberry.field(
+        description="The machine the model ran on (with `throughput` and `memoryMb`, what they were measured on); "
+        "null for uploaded predictions and evaluations recorded before it was kept."
+    )
+    def hardware(self) -> Hardware | None:
+        return results.hardware_of(self.row)
 
     @strawberry.field(description="Why it failed (the submitter, owners and admins).")
     def error(self) -> str | None:

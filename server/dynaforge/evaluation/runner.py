@@ -61,6 +61,7 @@ from dynaforge.db.models import (
     EvaluationStatus as E,
 )
 from dynaforge.evaluation import scoring
+from dynaforge.evaluation.hardware import hardware
 from dynaforge.plugins import Plugins
 from dynaforge.services import announce
 from dynaforge.settings import Settings
@@ -338,6 +339,8 @@ class Runner:
         registry = self.plugins.registry.metrics
         metrics = scoring.score(task, None, golds, predictions, metrics=registry)
         details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
+        if memory_mb is not None:  # the model ran here (uploaded predictions ran nowhere)
+            details["hardware"] = hardware()
         if golds:
             interval = scoring.metric_interval(
                 task,

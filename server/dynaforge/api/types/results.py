@@ -176,3 +176,26 @@ def perturbations_of(row: EvaluationRow) -> list[PerturbationResult]:
             )
         )
     return out
+
+
+@strawberry.type(description="The machine an evaluation's model ran on, as the evaluation job recorded it.")
+class Hardware:
+    cpu: str = strawberry.field(description="The processor model.")
+    cores: int | None = strawberry.field(description="Logical cores the machine has.")
+    memory_gb: float | None = strawberry.field(description="The machine's memory in GiB.")
+    accelerator: str | None = strawberry.field(description="The GPU's name, when the model ran on one; null: CPU.")
+    machine: str = strawberry.field(description="The architecture (x86_64, arm64, ...).")
+
+
+def hardware_of(row: EvaluationRow) -> Hardware | None:
+    facts = (row.details or {}).get("hardware")
+    if not isinstance(facts, dict):
+        return None
+    cores, memory = facts.get("cores"), facts.get("memory_gb")
+    return Hardware(
+        cpu=str(facts.get("cpu") or "unknown"),
+        cores=cores if isinstance(cores, int) else None,
+        memory_gb=_number(memory),
+        accelerator=facts.get("accelerator") if isinstance(facts.get("accelerator"), str) else None,
+        machine=str(facts.get("machine") or "unknown"),
+    )
