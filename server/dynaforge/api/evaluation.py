@@ -44,7 +44,6 @@ from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import ModelRow, as_utc
 from dynaforge.errors import FieldError as DomainFieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
-from dynaforge.errors import NotFound as NotFoundError
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import leaderboard as board_service
@@ -671,18 +670,18 @@ class LeaderboardSnapshot(Node):
     metric_weights: list[Weight] = strawberry.field(description="The metric weights the board was computed with.")
     dataset_weights: list[Weight] = strawberry.field(description="The data set weights it was computed with.")
     created_at: datetime = strawberry.field(description="When it was taken (UTC).")
+    task_id: strawberry.Private[int]
     stored_rows: strawberry.Private[list[Any]]
 
     @strawberry.field(description="The board's rows, best first, as they were.")
     async def rows(self, info: Info) -> list[SnapshotRow]:
+        visible = await submission_service.visible_models(
+            *info.context.caller, self.task_id, [int(r["model_id"]) for r in self.stored_rows]
+        )
         out = []
         for r in self.stored_rows:
-            model = None
-            try:
-                row, privileged = await submission_service.get_model(*info.context.caller, int(r["model_id"]))
-                model = Model.from_row(row, privileged)
-            except NotFoundError:
-                pass
+            found = visible.get(int(r["model_id"]))
+            model = None if found is None else Model.from_row(*found)
             out.append(
                 SnapshotRow(
                     model=model,
@@ -751,6 +750,7 @@ def _snapshot(row) -> LeaderboardSnapshot:
         metric_weights=_weight_list(row.metric_weights),
         dataset_weights=_weight_list(row.dataset_weights),
         stored_rows=list(row.rows or []),
+        task_id=row.task_id,
         created_at=as_utc(row.created_at),
     )
 

@@ -157,6 +157,28 @@ async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
     return len(ids)
 
 
+async def visible_models(
+    p: Platform, actor: Actor, task_id: int, model_ids: list[int]
+) -> dict[int, tuple[ModelRow, bool]]:
+    """The models of a task the caller already sees (a snapshot's rows, say) that ``actor`` may see, by id, each
+    with whether they see everything about it: :func:`get_model`'s rules in one query for the lot."""
+    if not model_ids:
+        return {}
+    async with p.db.session() as s:
+        rows = list(
+            await s.scalars(
+                select(ModelRow).where(col(ModelRow.task_id) == task_id, col(ModelRow.id).in_(set(model_ids)))
+            )
+        )
+        owner = actor.is_authenticated and await task_service.is_owner(s, actor, task_id)
+    found = {}
+    for model in rows:
+        privileged = owner or (actor.is_authenticated and model.user_id == actor.user_id)
+        if privileged or model.published:
+            found[model.id] = (model, privileged)
+    return found
+
+
 async def get_model(p: Platform, actor: Actor, model_id: int) -> tuple[ModelRow, bool]:
     """A model and whether ``actor`` may see everything about it (its submitter, owners and admins).
 
