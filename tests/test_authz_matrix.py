@@ -134,6 +134,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "nextContext@hiddenTask":         rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
     "example":                        rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, OK,        OK,   NOAUTH),
     "user":                           rule(NOTFOUND, OK,        OK,        OK,        OK,        OK,   NOTFOUND),
+    "updateContext":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "deleteContext":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "applyCorrection":                rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "contexts":                       rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "node":                           rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -391,6 +393,25 @@ def _classify_user(value: Any, seen: Seen) -> str:
 @operation("user", document="query($u: String!) { user(username: $u) { id username email } }", classify=_classify_user)
 async def _user(w: World) -> Variables:
     return {"u": w.username(AUTHOR)}
+
+
+async def _a_context(w: World) -> str:
+    from sqlalchemy import select
+
+    from dynaforge.db.models import Context
+
+    async with w.p.db.session() as s:
+        return gid("Context", await s.scalar(select(Context.id).order_by(Context.id).limit(1)))
+
+
+@operation("updateContext")
+async def _update_context(w: World) -> Variables:
+    return _input(id=await _a_context(w), tag="edited")
+
+
+@operation("deleteContext")
+async def _delete_context(w: World) -> Variables:
+    return _input(id=await _a_context(w))
 
 
 @operation("applyCorrection")

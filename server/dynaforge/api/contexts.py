@@ -9,11 +9,13 @@ from typing import Annotated, Any
 import strawberry
 from cross_web import HTTPException
 from strawberry.file_uploads import Upload
+from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, errors_as_union
+from dynaforge.api.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound, errors_as_union
 from dynaforge.api.mutations import ContextsAdded
-from dynaforge.api.node import global_id
+from dynaforge.api.node import global_id, parse_id
+from dynaforge.api.types.context_type import ContextType
 from dynaforge.errors import FieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import contexts as context_service
@@ -76,8 +78,80 @@ def binary_upload(upload: Any) -> tuple[Any, str | None]:
     return stream, getattr(upload, "filename", None)
 
 
+@strawberry.input(description="An owner's edit of a context: what is left out stays as it is.")
+class UpdateContextInput:
+    id: strawberry.ID = strawberry.field(description="The context to edit (Context.id); it must be in service.")
+    fields: JSON | None = strawberry.field(
+        default=None, description="The new values of the task's CONTEXT fields (the task's shape); null: unchanged."
+    )
+    tag: str | None = strawberry.field(default=None, description="A new tag (1 to 100 characters); null: unchanged.")
+
+
+@strawberry.input(description="A context to take out of service.")
+class DeleteContextInput:
+    id: strawberry.ID = strawberry.field(description="The context (Context.id).")
+
+
+@strawberry.type(description="The context was replaced by an edited successor in the same round.")
+class ContextUpdated:
+    context: ContextType = strawberry.field(description="The successor, now in service (a new id).")
+    previous: ContextType = strawberry.field(description="The retired original, kept for its examples.")
+
+
+@strawberry.type(description="The context is out of service: no longer served, listed or copied to the next round.")
+class ContextDeleted:
+    context: ContextType = strawberry.field(description="The retired context, kept for its examples.")
+
+
+UpdateContextResult = Annotated[
+    ContextUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    strawberry.union(
+        "UpdateContextResult",
+        description="ContextUpdated on success. The other members are the expected failures: fields the task refuses "
+        "(InvalidInput), not signed in, not an owner or admin (Forbidden), no such context (NotFound), already "
+        "retired (Conflict: edit its successor).",
+    ),
+]
+DeleteContextResult = Annotated[
+    ContextDeleted | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    strawberry.union(
+        "DeleteContextResult",
+        description="ContextDeleted on success. The other members are the expected failures: not an id "
+        "(InvalidInput), not signed in, not an owner or admin (Forbidden), no such context (NotFound), already "
+        "retired (Conflict).",
+    ),
+]
+
+
 @strawberry.type
 class ContextMutation:
+    @strawberry.mutation(
+        description="Task owners and admins edit a context. Contexts never change in place (examples point into "
+        "their text): the original is retired and a successor with the new values takes its place in the round."
+    )
+    @errors_as_union
+    async def update_context(
+        self, info: Info, input: Annotated[UpdateContextInput, strawberry.argument(description="The edit.")]
+    ) -> UpdateContextResult:
+        new, old = await context_service.replace_context(
+            *info.context.caller,
+            parse_id(input.id, "id", "Context"),
+            fields=input.fields,
+            tag=input.tag,
+        )
+        return ContextUpdated(context=ContextType.from_row(new), previous=ContextType.from_row(old))
+
+    @strawberry.mutation(
+        description="Task owners and admins take a context out of service; it stays for the examples written "
+        "against it."
+    )
+    @errors_as_union
+    async def delete_context(
+        self, info: Info, input: Annotated[DeleteContextInput, strawberry.argument(description="The context.")]
+    ) -> DeleteContextResult:
+        row = await context_service.retire_context(*info.context.caller, parse_id(input.id, "id", "Context"))
+        return ContextDeleted(context=ContextType.from_row(row))
+
     @strawberry.mutation(
         description="Task owners and admins add every context of a JSONL or CSV file to the current round. All or "
         "nothing: a wrong row adds none, and each problem is named by line and field ('line 7.passage')."

@@ -167,6 +167,10 @@ class Context(SQLModel, table=True):
     total_used: int = Field(default=0)
     total_fooled: int = Field(default=0)
     created_at: datetime = _ts()
+    # Contexts never change (examples point into their text, and processes cache them): an owner's edit retires
+    # the row and adds its successor; a retired context is no longer served or copied, and stays for its examples.
+    retired_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    successor_id: int | None = Field(default=None)
 
 
 class Example(SQLModel, table=True):

@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from dynaforge import files
-from dynaforge.db.models import Context, Example, ExampleStatus, Round
-from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, text_problem
+from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, utcnow
+from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, text_problem
 from dynaforge.files import Problems
 from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
@@ -502,7 +502,7 @@ async def next_context(
     chosen = resolve_strategy(strategy, (view.row.settings or {}).get("context_strategy"))
     async with p.db.session() as s:
         round_ = await task_service.require_current_round(s, view.row.id, view.task.code)
-        where = [col(Context.round_id) == round_.id]
+        where = [col(Context.round_id) == round_.id, col(Context.retired_at).is_(None)]
         if tag is not None:
             where.append(col(Context.tag) == tag)
         candidates = await _PICKERS[chosen](s, where, round_.id)
@@ -537,13 +537,14 @@ async def list_contexts(
     last: int | None = None,
     before: str | None = None,
 ) -> cursors.Listing:
-    """A task's contexts, newest first (those of one round, with one tag, when asked): owners and admins only."""
+    """A task's contexts in service (not retired), newest first (those of one round, with one tag, when asked):
+    owners and admins only."""
     actor = require_user(actor)
     request = cursors.PageRequest.of(
         "context", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size
     )
     view = await task_service.get_task(p, actor, task_code)
-    where = [col(Context.task_id) == view.row.id]
+    where = [col(Context.task_id) == view.row.id, col(Context.retired_at).is_(None)]
     if tag is not None:
         where.append(col(Context.tag) == tag)
     async with p.db.session() as s:
@@ -557,3 +558,64 @@ async def list_contexts(
         statement = select(Context).where(*where)
         page = await cursors.window(s, statement, col(Context.id), "context", request)
     return cursors.Listing(page, cursors.counter(p, statement))
+
+
+async def _owned_context(s: Any, actor: Actor, context_id: int) -> Context:
+    """A context in service that ``actor`` may change (an owner of its task, or an admin)."""
+    row = await s.get(Context, context_id, with_for_update=s.get_bind().dialect.name == "postgresql")
+    if row is None:
+        raise NotFound(f"No context {context_id}")
+    if not await task_service.is_owner(s, actor, row.task_id):
+        task = await s.get(TaskRow, row.task_id)
+        if task is None or task.hidden:
+            raise NotFound(f"No context {context_id}")
+        raise Forbidden("Only the task's owners and admins change its contexts")
+    if row.retired_at is not None:
+        raise Conflict(f"Context {context_id} was retired (replaced or deleted); change its successor instead")
+    return row
+
+
+async def replace_context(
+    p: Platform, actor: Actor, context_id: int, *, fields: Any = None, tag: str | None = None
+) -> tuple[Context, Context]:
+    """An owner's edit: the context is retired and a successor with the new fields (and tag) takes its place in
+    the same round, so examples written against the old text keep it. Returns ``(successor, retired)``."""
+    actor = require_user(actor)
+    if tag is not None:
+        _check_tag(tag)
+    async with p.db.write() as s:
+        old = await _owned_context(s, actor, context_id)
+        code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == old.task_id))
+        task = None if code is None else p.plugins.task(code)
+        if task is None:
+            raise NotFound(f"No context {context_id}")
+        values = old.fields
+        if fields is not None and not isinstance(fields, dict):
+            raise InvalidInput.from_errors([FieldError("fields", "type", "must be an object of context field values")])
+        if fields is not None:
+            try:
+                values = task.validate_context(fields)
+            except InvalidInput as exc:
+                raise InvalidInput.from_errors(
+                    [FieldError(f"fields.{e.field}", e.rule, e.message) for e in exc.field_errors]
+                ) from None
+            if not values:
+                raise InvalidInput.from_errors([FieldError("fields", "empty", _empty_message(task))])
+        new = Context(task_id=old.task_id, round_id=old.round_id, fields=values, tag=old.tag if tag is None else tag)
+        s.add(new)
+        await s.flush()
+        old.retired_at = utcnow()
+        old.successor_id = new.id
+        await s.flush()
+    return new, old
+
+
+async def retire_context(p: Platform, actor: Actor, context_id: int) -> Context:
+    """An owner's delete: the context is no longer served, listed or copied to the next round; the row stays for
+    the examples written against it."""
+    actor = require_user(actor)
+    async with p.db.write() as s:
+        row = await _owned_context(s, actor, context_id)
+        row.retired_at = utcnow()
+        await s.flush()
+    return row

@@ -402,7 +402,7 @@ async def open_next_round(
                             literal(0),
                             literal(0),
                             literal(now, DateTime(timezone=True)),
-                        ).where(col(Context.round_id) == previous.id),
+                        ).where(col(Context.round_id) == previous.id, col(Context.retired_at).is_(None)),
                     )
                 )
     except IntegrityError as exc:

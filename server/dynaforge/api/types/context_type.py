@@ -26,6 +26,17 @@ class ContextType(Node):
         description="How many examples have been written against it so far, retracted ones included."
     )
 
+    @strawberry.field(
+        description="Whether an owner retired it (replaced it with an edited successor, or deleted it): it is no "
+        "longer served or listed, and stays for the examples written against it."
+    )
+    def retired(self) -> bool:
+        return self.row.retired_at is not None
+
+    @strawberry.field(description="The id of the context that replaced it after an owner's edit; null otherwise.")
+    def successor_id(self) -> strawberry.ID | None:
+        return None if self.row.successor_id is None else global_id("Context", self.row.successor_id)
+
     @classmethod
     def from_row(cls, row: ContextRow) -> ContextType:
         return cls(
