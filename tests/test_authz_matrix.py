@@ -136,6 +136,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "user":                           rule(NOTFOUND, OK,        OK,        OK,        OK,        OK,   NOTFOUND),
     "updateContext":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "deleteContext":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "importExamples":                 rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "importDataset":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "applyCorrection":                rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "contexts":                       rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "node":                           rule(NOTFOUND, NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -412,6 +414,22 @@ async def _update_context(w: World) -> Variables:
 @operation("deleteContext")
 async def _delete_context(w: World) -> Variables:
     return _input(id=await _a_context(w))
+
+
+IMPORTED = (
+    b'{"format": "dynaforge.example/1", "task": "toy", "status": "ACCEPTED", '
+    b'"fields": {"text": "a", "label": "good"}}\n'
+)
+
+
+@operation("importExamples", upload=("input.file", "examples.jsonl", IMPORTED))
+async def _import_examples(w: World) -> Variables:
+    return _input(taskCode=TASK, file=None)
+
+
+@operation("importDataset", upload=("input.file", "set.jsonl", IMPORTED))
+async def _import_dataset(w: World) -> Variables:
+    return _input(taskCode=TASK, name="imported", file=None, access="STANDARD")
 
 
 @operation("applyCorrection")

@@ -36,6 +36,7 @@ from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.documents import OnlyTrustedDocuments, trusted_documents
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
+from dynaforge.api.imports import ImportMutation
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.nodes import NODE_CLASSES, NodeQuery
 from dynaforge.api.queries import Query as CoreQuery
@@ -193,6 +194,7 @@ QUERY_TYPES: tuple[type, ...] = (
 )
 MUTATION_TYPES: tuple[type, ...] = (
     CoreMutation,
+    ImportMutation,
     CollectionMutation,
     EvaluationMutation,
     ContextMutation,

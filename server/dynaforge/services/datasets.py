@@ -8,9 +8,11 @@ the server except to the task's owners and admins: ``items`` strips them for eve
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, BinaryIO
 
 from sqlalchemy import delete, insert, select, update
@@ -546,3 +548,24 @@ async def attach_perturbed_copy(
     enqueue(p, queued)
     p.caches.boards.pop(parent.task_id)
     return copy
+
+
+async def import_dataset(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    name: str,
+    *,
+    format: str,
+    path: Path,
+    access: str = DatasetAccess.SCORING,
+    description: str = "",
+) -> list[Dataset]:
+    """Owners add a data set from a file one of the task's importers reads (``format``): the owner is checked before
+    the file is read; then as :func:`create_dataset` (all or nothing, SCORING sets get their perturbed copies)."""
+    from dynaforge.services import imports as import_service
+
+    actor, view = await _owned_task(p, actor, task_code)
+    importer = import_service.choose_importer(p, view.task, format)
+    records = await asyncio.to_thread(import_service.records_of, importer, path, view.task)
+    return await create_dataset(p, actor, task_code, name, records, access=access, description=description)
