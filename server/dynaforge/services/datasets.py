@@ -37,6 +37,7 @@ from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput,
 from dynaforge.evaluation.variants import iter_variants
 from dynaforge.files import Problems
 from dynaforge.services import cursors
+from dynaforge.services import imports as import_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.evaluation_jobs import enqueue
@@ -563,8 +564,6 @@ async def import_dataset(
 ) -> list[Dataset]:
     """Owners add a data set from a file one of the task's importers reads (``format``): the owner is checked before
     the file is read; then as :func:`create_dataset` (all or nothing, SCORING sets get their perturbed copies)."""
-    from dynaforge.services import imports as import_service
-
     actor, view = await _owned_task(p, actor, task_code)
     importer = import_service.choose_importer(p, view.task, format)
     records = await asyncio.to_thread(import_service.records_of, importer, path, view.task)
