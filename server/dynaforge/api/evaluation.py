@@ -40,6 +40,7 @@ from dynaforge.api.types.results import EvaluationMetric, Hardware, Interval, Pe
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
 from dynaforge.db.models import Dataset as DatasetRow
+from dynaforge.db.models import DatasetItem as DatasetItemRow
 from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import ModelRow, as_utc
 from dynaforge.errors import FieldError as DomainFieldError
@@ -115,6 +116,15 @@ class DatasetItem(Node):
         description="The item's values keyed by field name; its target fields are left out unless the set is "
         "STANDARD or you own the task (or are an admin)."
     )
+
+    @classmethod
+    def of(cls, item: DatasetItemRow) -> DatasetItem:
+        return cls(
+            id=global_id("DatasetItem", f"{item.dataset_id}:{item.position}"),
+            position=item.position,
+            original_position=item.original_position,
+            fields=JSON(item.fields),
+        )
 
 
 @strawberry.type(description="A page of a data set's items in position order, and whether they carry their gold.")
@@ -1001,18 +1011,7 @@ class EvaluationQuery:
         )
         window = page.listing.window
         connection = DatasetItemConnection.of(
-            (
-                (
-                    DatasetItem(
-                        id=global_id("DatasetItem", f"{dataset_id}:{i.position}"),
-                        position=i.position,
-                        original_position=i.original_position,
-                        fields=JSON(i.fields),
-                    ),
-                    window.cursor(i),
-                )
-                for i in page.items
-            ),
+            ((DatasetItem.of(i), window.cursor(i)) for i in page.items),
             has_next=window.has_next,
             has_previous=window.has_previous,
             total=page.listing.total,

@@ -11,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import strawberry
-from strawberry.scalars import JSON
 
 from dynaforge import errors as domain
 from dynaforge.api.context import RequestContext
@@ -26,7 +25,7 @@ from dynaforge.api.evaluation import (
     _fork,
     _snapshot,
 )
-from dynaforge.api.node import Node, decode_global_id, global_id
+from dynaforge.api.node import Node, decode_global_id
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.example import Example, Validation
 from dynaforge.api.types.round import Round
@@ -81,13 +80,7 @@ async def _dataset_item(info: Info, key: str) -> Any:
     )
     if not page.items or page.items[0].position != position:
         return None
-    item = page.items[0]
-    return DatasetItem(
-        id=global_id("DatasetItem", f"{dataset_id}:{position}"),
-        position=item.position,
-        original_position=item.original_position,
-        fields=JSON(item.fields),
-    )
+    return DatasetItem.of(page.items[0])
 
 
 async def _evaluation(info: Info, key: str) -> Any:

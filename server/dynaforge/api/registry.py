@@ -13,6 +13,7 @@ from dynaforge.api.enums import MetricDirection, PerturbationKind
 from dynaforge.api.errors import errors_as_null
 from dynaforge.api.types.user import User
 from dynaforge.services import auth as auth_service
+from dynaforge.services import submissions as submission_service
 
 Info = strawberry.Info[RequestContext]
 
@@ -50,7 +51,7 @@ class RegistryQuery:
     @strawberry.field(description="The model backends this server has, by name. Anyone.")
     def backends(self, info: Info) -> list[Backend]:
         p = info.context.platform
-        open_to_all = {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
+        open_to_all = submission_service.open_backends(p)
         return [
             Backend(
                 name=name,

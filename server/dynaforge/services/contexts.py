@@ -18,7 +18,7 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from dynaforge import files
-from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskRow, utcnow
+from dynaforge.db.models import Context, Example, ExampleStatus, TaskRow, utcnow
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, text_problem
 from dynaforge.files import Problems
 from dynaforge.services import cursors
@@ -551,10 +551,7 @@ async def list_contexts(
         if not await task_service.is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {task_code} and admins can list its contexts")
         if round_number is not None:
-            round_id = await s.scalar(
-                select(col(Round.id)).where(col(Round.task_id) == view.row.id, col(Round.number) == round_number)
-            )
-            where.append(col(Context.round_id) == (round_id if round_id is not None else -1))
+            where.append(col(Context.round_id) == await task_service.round_id_of(s, view.row.id, round_number))
         statement = select(Context).where(*where)
         page = await cursors.window(s, statement, col(Context.id), "context", request)
     return cursors.Listing(page, cursors.counter(p, statement))

@@ -507,10 +507,7 @@ async def list_examples(
         where.append(col(Example.tag) == tag)
     async with p.db.session() as s:
         if round_number is not None:
-            round_id = await s.scalar(
-                select(col(Round.id)).where(col(Round.task_id) == view.row.id, col(Round.number) == round_number)
-            )
-            where.append(col(Example.round_id) == (round_id if round_id is not None else -1))
+            where.append(col(Example.round_id) == await task_service.round_id_of(s, view.row.id, round_number))
         if mine or not await task_service.is_owner(s, actor, view.row.id):
             where.append(col(Example.user_id) == actor.user_id)
         statement = select(Example, Round).join(Round, col(Round.id) == col(Example.round_id)).where(*where)

@@ -71,6 +71,12 @@ async def _check_throttle(s, view: task_service.TaskView, actor: Actor, task_cod
         raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", retry)
 
 
+def open_backends(p: Platform) -> set[str]:
+    """The backends every signed-in user may submit models with (``SUBMISSION_BACKENDS``); the others are for the
+    task's owners and admins."""
+    return {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
+
+
 async def submit_model(
     p: Platform,
     actor: Actor,
@@ -86,7 +92,7 @@ async def submit_model(
     """Store a submission and queue its evaluations; returns the model and its queued evaluations."""
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
-    open_to_all = {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
+    open_to_all = open_backends(p)
     if backend not in open_to_all:
         async with p.db.session() as s:
             trusted = await task_service.is_owner(s, actor, view.row.id)

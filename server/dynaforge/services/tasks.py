@@ -205,6 +205,12 @@ async def visible_task(p: Platform, actor: Actor, task_id: int) -> TaskView:
     return await get_task(p, actor, code)
 
 
+async def round_id_of(s: AsyncSession, task_id: int, number: int) -> int:
+    """The id of the task's round ``number``; -1 (which no row has) when there is none, so a filter on it is empty."""
+    found = await s.scalar(select(col(Round.id)).where(col(Round.task_id) == task_id, col(Round.number) == number))
+    return -1 if found is None else int(found)
+
+
 async def visible_round(p: Platform, actor: Actor, round_id: int) -> Round:
     """A round of a task ``actor`` may see; NotFound otherwise."""
     row = await round_by_id(p, round_id)
