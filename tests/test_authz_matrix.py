@@ -757,13 +757,13 @@ async def _task_proposals(w: World) -> Variables:
 
 
 def _classify_datasets(value: Any, seen: Seen) -> str:
-    names = {d["name"] for d in value}
+    names = {d["name"] for d in value["nodes"]}
     if not {"bench-scoring", "bench-standard"} <= names:
         return f"inconsistent: {sorted(names)}"
     return FULL if "bench-hidden" in names else PUBLIC
 
 
-DATASETS = "query($t: String!) { datasets(taskCode: $t) { name access } }"
+DATASETS = "query($t: String!) { datasets(taskCode: $t) { nodes { name access } } }"
 
 
 @operation("datasets", document=DATASETS, classify=_classify_datasets)
@@ -868,7 +868,7 @@ async def _submit_predictions_hidden_set(w: World) -> Variables:
 def _model_view(model: dict[str, Any]) -> str:
     """FULL (configuration, submitter, the failed evaluation's error and log), PUBLIC (none of them; the submitter
     of an anonymous model neither), or a leak."""
-    failures = [(e["error"], e["logTail"]) for e in model["evaluations"]]
+    failures = [(e["error"], e["logTail"]) for e in model["evaluations"]["nodes"]]
     if not failures:
         return "inconsistent: the world's model has a failed evaluation"
     if model["config"] is not None:
@@ -888,7 +888,7 @@ def _classify_model(value: Any, seen: Seen) -> str:
 
 MODEL = (
     "query($id: ID!) { model(id: $id) { id anonymous submitter { username } config "
-    "evaluations { status error logTail } } }"
+    "evaluations { nodes { status error logTail } } } }"
 )
 
 
@@ -917,7 +917,7 @@ def _classify_models(value: Any, seen: Seen) -> str:
 
 MODELS = (
     "query($t: String!) { models(taskCode: $t) { edges { node { id name anonymous submitter { username } config "
-    "evaluations { status error logTail } } } } }"
+    "evaluations { nodes { status error logTail } } } } } }"
 )
 
 
@@ -969,7 +969,7 @@ def _classify_leaderboard(value: Any, seen: Seen) -> str:
 
 BOARD = (
     "query($t: String!) { leaderboard(taskCode: $t) { rows { model { id anonymous submitter { username } config "
-    "evaluations { error logTail } } } } }"
+    "evaluations { nodes { error logTail } } } } } }"
 )
 
 

@@ -281,9 +281,11 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                     model_id = submitted["data"]["submitModel"]["model"]["id"]
                     for _ in range(400):  # kill the job's process once it has finished a chunk
                         state = await call(
-                            operator, "query($m: ID!) { model(id: $m) { evaluations { progress } } }", m=model_id
+                            operator,
+                            "query($m: ID!) { model(id: $m) { evaluations { nodes { progress } } } }",
+                            m=model_id,
                         )
-                        if state["data"]["model"]["evaluations"][0]["progress"] > 0 and runner_pids():
+                        if state["data"]["model"]["evaluations"]["nodes"][0]["progress"] > 0 and runner_pids():
                             break
                         await asyncio.sleep(0.05)
                     killed = runner_pids()
@@ -297,7 +299,7 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                 for _ in range(240):  # pending examples get predicted; the evaluation resumes and finishes
                     state = await call(
                         operator,
-                        "query($m: ID!) { model(id: $m) { status evaluations { status progress } } }",
+                        "query($m: ID!) { model(id: $m) { status evaluations { nodes { status progress } } } }",
                         m=model_id,
                     )
                     final = state["data"]["model"]
@@ -342,7 +344,7 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
     missing = [i for i in acknowledged if i not in rows]
     assert not missing, f"{len(missing)} acknowledged examples are missing"
     assert not [i for i in acknowledged if rows[i]["status"] == "PENDING_PREDICTION"], "examples were left pending"
-    assert final == {"status": "DONE", "evaluations": [{"status": "DONE", "progress": 1.0}]}, final
+    assert final == {"status": "DONE", "evaluations": {"nodes": [{"status": "DONE", "progress": 1.0}]}}, final
     assert attempts >= 2 and chunks == 3  # resumed, never a chunk twice
 
 

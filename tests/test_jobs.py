@@ -95,6 +95,12 @@ async def test_runner_scores_chunks_and_robustness(scoring):
     assert evaluation.metrics["robustness"] == pytest.approx(0.5) and "fairness" not in evaluation.metrics
     low, high = evaluation.details["intervals"]["accuracy"]
     assert 0.0 <= low <= 0.5 <= high <= 1.0
+    # Every task metric has its interval around its value, not the principal one alone.
+    task_metrics = set(evaluation.metrics) - {"robustness", "fairness"}
+    assert len(task_metrics) > 1 and set(evaluation.details["intervals"]) == task_metrics
+    for name in task_metrics:
+        low, high = evaluation.details["intervals"][name]
+        assert low <= evaluation.metrics[name] <= high, name
     assert evaluation.throughput > 0 and evaluation.memory_mb is not None and evaluation.memory_mb >= 0
     # What it ran on, beside the figures measured there (no host name: nothing that locates the machine).
     machine = hardware_of(evaluation)

@@ -149,11 +149,11 @@ async def test_objects_link_to_objects_by_global_id(gql, platform, world):
     assert example["task"] == {"id": gid("Task", "toy"), "code": "toy"}
     assert example["round"] == {"id": gid("Round", made["round"].id), "number": 1}
     model_query = """query($id: ID!) { model(id: $id) { task { code } submitter { id username }
-      evaluations { id dataset { id } } } }"""
+      evaluations { nodes { id dataset { id } } } } }"""
     model = (await gql(model_query, {"id": gid("Model", made["model"].id)}, token=token))["model"]
     assert model["task"] == {"code": "toy"}
     assert model["submitter"] == {"id": gid("User", people["author"].user_id), "username": "nd_author"}
-    for evaluation in model["evaluations"]:
+    for evaluation in model["evaluations"]["nodes"]:
         found = (await gql(NODE, {"id": evaluation["id"]}, token=token))["node"]
         assert found == {"__typename": "Evaluation", "id": evaluation["id"]}
 

@@ -148,7 +148,7 @@ async def test_unpublished_and_anonymous_models(platform, setup):
 
 MODEL = """query($id: ID!) { model(id: $id) { id name submitter { username } config
   card { parameters license paper description trainingData }
-  evaluations { dataset { name access } status progress error } } }"""
+  evaluations { totalCount nodes { dataset { name access } status progress error } } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) {
   __typename ... on SubmittedModel { model { id } } ... on Error { message } } }"""
 
@@ -161,8 +161,17 @@ async def test_graphql_contract(gql, platform, setup):
     )
     assert built["createRoundDatasets"]["__typename"] == "Forbidden"
     await datasets.build_from_round(platform, setup["owner"], "toy", 1)
-    listed = await gql('{ datasets(taskCode: "toy") { name access size } }', token=None)
-    assert [d["name"] for d in listed["datasets"]] == ["r1-dev", "r1-test", "r1-train"]
+    listed = await gql('{ datasets(taskCode: "toy") { totalCount nodes { name access size } } }', token=None)
+    assert sorted(d["name"] for d in listed["datasets"]["nodes"]) == ["r1-dev", "r1-test", "r1-train"]
+    assert listed["datasets"]["totalCount"] == 3
+    # Oldest first, in pages: the second page of one starts after the first's cursor.
+    paged = """query($after: String) { datasets(taskCode: "toy", first: 2, after: $after) {
+      nodes { name } pageInfo { hasNextPage hasPreviousPage endCursor } } }"""
+    first = (await gql(paged, {"after": None}, token=None))["datasets"]
+    rest = (await gql(paged, {"after": first["pageInfo"]["endCursor"]}, token=None))["datasets"]
+    assert first["pageInfo"]["hasNextPage"] and not first["pageInfo"]["hasPreviousPage"]
+    assert not rest["pageInfo"]["hasNextPage"] and rest["pageInfo"]["hasPreviousPage"]
+    assert [d["name"] for d in first["nodes"] + rest["nodes"]] == [d["name"] for d in listed["datasets"]["nodes"]]
 
     result = await gql(
         SUBMIT,
@@ -186,9 +195,12 @@ async def test_graphql_contract(gql, platform, setup):
         and mine["config"] == KEYWORD
         and mine["card"] == {"parameters": 3, "license": None, "paper": None, "description": None, "trainingData": None}
     )
-    assert mine["evaluations"] == [
-        {"dataset": {"name": "r1-test", "access": "SCORING"}, "status": "QUEUED", "progress": 0.0, "error": None}
-    ]
+    assert mine["evaluations"] == {
+        "totalCount": 1,
+        "nodes": [
+            {"dataset": {"name": "r1-test", "access": "SCORING"}, "status": "QUEUED", "progress": 0.0, "error": None}
+        ],
+    }
     theirs = (await gql(MODEL, {"id": model_id}, token=reader))["model"]
     assert theirs["submitter"] is None and theirs["config"] is None  # anonymous, and configs may hold credentials
     assert (await gql(MODEL, {"id": gid("Model", 999999)}, token=token))["model"] is None
@@ -296,7 +308,8 @@ def test_cli_imports_a_dataset_through_a_task_importer(tmp_path):
 
 
 PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) {
-  __typename ... on SubmittedModel { model { id status evaluations { status metrics { name value } throughput } } }
+  __typename ... on SubmittedModel {
+    model { id status evaluations { nodes { status metrics { name value } throughput } } } }
   ... on InvalidInput { fieldErrors { field } } ... on Error { message } } }"""
 
 
@@ -313,12 +326,12 @@ async def test_uploaded_predictions_are_scored_but_not_timed(gql, platform, setu
     right = {**wrong_count, "predictions": [{"label": "bad"}] * size}
     model = (await gql(PREDICT, {"input": right}, token=token))["submitPredictions"]["model"]
     assert model["status"] == "DONE"
-    assert [{**e, "metrics": by_name(e["metrics"])} for e in model["evaluations"]] == [
+    assert [{**e, "metrics": by_name(e["metrics"])} for e in model["evaluations"]["nodes"]] == [
         {"status": "DONE", "metrics": {"accuracy": 1.0, "macro_f1": 1.0}, "throughput": None}
     ]
     wrong = {**wrong_count, "name": "contrary", "predictions": [{"label": "good"}] * size}
     model = (await gql(PREDICT, {"input": wrong}, token=token))["submitPredictions"]["model"]
-    assert by_name(model["evaluations"][0]["metrics"])["accuracy"] == 0.0
+    assert by_name(model["evaluations"]["nodes"][0]["metrics"])["accuracy"] == 0.0
 
 
 UPLOAD_COPY = """

@@ -281,12 +281,18 @@ class Model(Node):
         return Task.from_view(await task_service.get_task(*info.context.caller, code))
 
     @strawberry.field(
-        description="One evaluation per data set it was queued on, by data set name; their `error` and `logTail` "
-        "only for the submitter, the task's owners and admins."
+        description="One evaluation per data set it was queued on, in the order they were queued (pages of up to "
+        "100, 100 by default); their `error` and `logTail` only for the submitter, the task's owners and admins."
     )
-    async def evaluations(self, info: Info) -> list[Evaluation]:
-        pairs = await submission_service.evaluations_of(info.context.platform, self.row.id)
-        return [Evaluation.of(e, d, self.privileged) for e, d in pairs]
+    @errors_as_graphql
+    async def evaluations(
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> Connection[Evaluation]:
+        listing = await submission_service.evaluations_page(
+            info.context.platform, self.row.id, first=first, after=after, last=last, before=before
+        )
+        privileged = self.privileged
+        return Connection.from_listing(listing, lambda pair: Evaluation.of(pair[0], pair[1], privileged))
 
     @classmethod
     def from_row(cls, row: ModelRow, privileged: bool, **known: Any) -> Model:
@@ -527,7 +533,8 @@ class LeaderboardMetric:
         description="The metric's weight on the board, normalised (the same on every row)."
     )
     interval: Interval | None = strawberry.field(
-        description="Bootstrap 95% interval (the principal metric on a board of one data set)."
+        description="Bootstrap 95% interval of a task metric on a board of one data set; null on a board that "
+        "averages several sets, and for robustness, fairness, throughput and memory."
     )
 
 
@@ -982,12 +989,24 @@ class EvaluationQuery:
             total=page.total,
         )
 
-    @strawberry.field(description="A task's data sets (hidden ones for owners and admins).")
+    @strawberry.field(
+        description="A task's data sets, oldest first (a round's sets beside their perturbed copies), for anyone who "
+        "can see the task; HIDDEN ones for its owners and admins only. Pages of up to 100, 100 by default."
+    )
     @errors_as_graphql
     async def datasets(
-        self, info: Info, task_code: Annotated[str, strawberry.argument(description="The code of the task.")]
-    ) -> list[Dataset] | None:
-        return [Dataset.from_row(r) for r in await dataset_service.list_datasets(*info.context.caller, task_code)]
+        self,
+        info: Info,
+        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[Dataset] | None:
+        listing = await dataset_service.datasets_page(
+            *info.context.caller, task_code, first=first, after=after, last=last, before=before
+        )
+        return Connection.from_listing(listing, Dataset.from_row)
 
     @strawberry.field(
         description="A page of a data set's items, in order, for anyone who can see the set; target fields only "

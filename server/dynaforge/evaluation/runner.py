@@ -11,8 +11,8 @@ Steps, each safe to repeat (a worker killed at any point and started again leave
    outputs are already stored is skipped; the others are predicted in batches of similar length (sorted by the
    model's ``length()`` or the input's characters, so short inputs are not padded to long ones) and stored with an
    insert that does nothing if another run stored the chunk first; progress is written after each chunk;
-3. from every chunk's outputs: the task's metrics, a bootstrap interval of the principal metric (seeded by the
-   data set's id, so every model is resampled alike), per-slice metrics and gaps, throughput (items per second of
+3. from every chunk's outputs: the task's metrics, a bootstrap interval of each of them (seeded by the data
+   set's id, so every model is resampled alike), per-slice metrics and gaps, throughput (items per second of
    prediction, model loading excluded) and peak memory above the baseline; written once, with a compare-and-set on
    the status;
 4. the model's robustness and fairness are brought up to date: for each scoring set whose perturbed copies are done,
@@ -342,16 +342,7 @@ class Runner:
         if memory_mb is not None:  # the model ran here (uploaded predictions ran nowhere)
             details["hardware"] = hardware()
         if golds:
-            interval = scoring.metric_interval(
-                task,
-                None,
-                golds,
-                predictions,
-                metrics=registry,
-                seed=dataset.id,
-                resamples=self.settings.eval_bootstrap_resamples,
-            )
-            details["intervals"] = {task.principal_metric: [interval.low, interval.high]}
+            details["intervals"] = self._intervals(task, list(metrics), golds, predictions, dataset.id)
         slices = [self.plugins.registry.slices[n] for n in task.fairness_slices if n in self.plugins.registry.slices]
         if slices and golds:
             per_slice = scoring.slice_metrics(task, slices, golds, predictions, golds, metrics=registry)
@@ -374,6 +365,37 @@ class Runner:
                 )
             )
         return rowcount(result) == 1
+
+    def _intervals(
+        self,
+        task: Task,
+        names: list[str],
+        golds: list[dict[str, Any]],
+        predictions: list[dict[str, Any] | None],
+        seed: int,
+    ) -> dict[str, list[float]]:
+        """A bootstrap interval for each metric the task computed, every one drawn from the same seed (the data
+        set's id, so every model and every metric is resampled alike). A plugin metric whose recomputation fails on
+        a resample gets no interval rather than failing the evaluation; the principal metric's failure is raised."""
+        intervals: dict[str, list[float]] = {}
+        for name in names:
+            try:
+                interval = scoring.metric_interval(
+                    task,
+                    name,
+                    golds,
+                    predictions,
+                    metrics=self.plugins.registry.metrics,
+                    seed=seed,
+                    resamples=self.settings.eval_bootstrap_resamples,
+                )
+            except Exception:
+                if name == task.principal_metric:
+                    raise
+                log.warning("no interval for metric %s of task %s", name, task.code, exc_info=True)
+                continue
+            intervals[name] = [interval.low, interval.high]
+        return intervals
 
     # ------------------------------------------------------------------ the model's figures
     async def refresh_model(self, model_id: int) -> None:

@@ -279,6 +279,31 @@ async def list_datasets(p: Platform, actor: Actor, task_code: str) -> list[Datas
         return list(await s.scalars(select(Dataset).where(*where).order_by(col(Dataset.name))))
 
 
+async def datasets_page(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    *,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> cursors.Listing:
+    """A page of a task's data sets, oldest first (a round's sets and their perturbed copies together); HIDDEN ones
+    only for its owners and admins. Up to 100 a page, 100 by default."""
+    request = cursors.PageRequest.of(
+        "dataset", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size, default=100
+    )
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        where = [col(Dataset.task_id) == view.row.id]
+        if not await task_service.is_owner(s, actor, view.row.id):
+            where.append(col(Dataset.access) != DatasetAccess.HIDDEN)
+        statement = select(Dataset).where(*where)
+        page = await cursors.window(s, statement, col(Dataset.id), "dataset", request, descending=False)
+    return cursors.Listing(page, cursors.counter(p, select(col(Dataset.id)).where(*where)))
+
+
 async def get_dataset(p: Platform, actor: Actor, dataset_id: int) -> tuple[Dataset, bool]:
     """A data set and whether ``actor`` may see its gold targets."""
     async with p.db.session() as s:

@@ -337,7 +337,38 @@ async def delete_model(p: Platform, actor: Actor, model_id: int) -> ModelRow:
     return model
 
 
+async def evaluations_page(
+    p: Platform,
+    model_id: int,
+    *,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> cursors.Listing:
+    """A page of a model's evaluations, each with its data set, in the order they were queued (up to 100 a page, 100
+    by default: a model is evaluated once per scoring set), for a reader already shown the model."""
+    request = cursors.PageRequest.of(
+        "evaluation", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size, default=100
+    )
+    where = col(Evaluation.model_id) == model_id
+    statement = select(Evaluation, Dataset).join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id)).where(where)
+    async with p.db.session() as s:
+        page = await cursors.window(
+            s,
+            statement,
+            col(Evaluation.id),
+            "evaluation",
+            request,
+            key=lambda row: int(row[0].id),
+            scalars=False,
+            descending=False,
+        )
+    return cursors.Listing(page, cursors.counter(p, select(col(Evaluation.id)).where(where)))
+
+
 async def evaluations_of(p: Platform, model_id: int) -> list[tuple[Evaluation, Dataset]]:
+    """Every evaluation of a model with its data set, by data set name (for jobs and tools; the API pages them)."""
     async with p.db.session() as s:
         rows = await s.execute(
             select(Evaluation, Dataset)

@@ -41,7 +41,8 @@ class EvaluationMetric:
         "fairness included)."
     )
     interval: Interval | None = strawberry.field(
-        description="A 95% bootstrap interval (the task's principal metric; null for the others)."
+        description="A 95% bootstrap interval over the data set's items (every task metric; null for robustness "
+        "and fairness, which are not resampled, and for evaluations recorded before intervals were kept)."
     )
 
 
