@@ -34,7 +34,7 @@ is printed too. Queries are the statements that are not transaction control (BEG
 DEPTH_ROUND calls (first then deep, deep then first, ...). For scale, the same two pages through plain SQL in
 this process, and the OFFSET 100000 form that keyset paging avoids.
 
-Targets (same run): GraphQL requests/s >= 0.10 x the baseline's; queries per page the same at every size and
+Targets (same run): GraphQL requests/s >= 0.12 x the baseline's; queries per page the same at every size and
 <= 3; the deep page's p50 <= 1.5 x the first page's.
 """
 
@@ -81,7 +81,7 @@ from bench.common import (
 )
 
 ID = "P5"
-RATIO_TARGET = 0.10
+RATIO_TARGET = 0.12  # PERFORMANCE.md: in three consecutive runs
 QUERIES_TARGET = 3
 DEPTH_TARGET = 1.5
 SEEDED = 110_000

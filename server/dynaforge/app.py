@@ -21,6 +21,7 @@ from strawberry.http import GraphQLHTTPResponse, GraphQLRequestData
 from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 from strawberry.types import ExecutionResult
 
+from dynaforge import jsonio
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
 from dynaforge.api.credentials import bearer_token
@@ -48,6 +49,11 @@ class DynaforgeGraphQL(GraphQL[RequestContext, None]):
         super().__init__(build_schema(platform.settings), **kwargs)
         self.platform = platform
         self.documents = trusted_documents(platform.settings.trusted_documents)
+
+    def encode_json(self, data: object) -> str:
+        """Responses through orjson (see :mod:`dynaforge.jsonio`): a page of examples is one large document. Text,
+        not bytes: Strawberry sends bytes over a websocket as binary frames, which graphql-ws clients refuse."""
+        return jsonio.dumps(data).decode()
 
     def should_render_graphql_ide(self, request: Any) -> bool:
         """Not for a GET that names its document by id (it has no ``query`` parameter either)."""

@@ -34,6 +34,7 @@ from dynaforge.aio import loop_semaphore
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
 from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.documents import OnlyTrustedDocuments, trusted_documents
+from dynaforge.api.execution import ExecutionContext
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.imports import ImportMutation
@@ -230,6 +231,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
         mutation=Mutation,
         subscription=Subscription,
         types=[*ERROR_TYPES, *NODE_CLASSES],
+        execution_context_class=ExecutionContext,
         extensions=[
             lambda: MaskErrors(should_mask_error=_should_mask, error_message="Unexpected error; it has been logged."),
             DatabaseUnavailable,  # inside MaskErrors: its errors are typed before masking looks at them

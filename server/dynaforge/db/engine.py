@@ -26,6 +26,8 @@ from typing import Any, TypeVar, cast
 from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
+from dynaforge import jsonio
+
 T = TypeVar("T")
 
 
@@ -52,7 +54,7 @@ def _configure_sqlite(engine: Engine, begin: str) -> None:
 
 
 def _sqlite_engine(url: str, begin: str, echo: bool) -> AsyncEngine:
-    engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30})
+    engine = create_async_engine(url, echo=echo, connect_args={"timeout": 30}, json_deserializer=jsonio.loads)
     _configure_sqlite(engine.sync_engine, begin)
     return engine
 
@@ -63,6 +65,7 @@ def _sqlite_writer_engine(url: str, echo: bool) -> Engine:
         url.replace("sqlite+aiosqlite:", "sqlite:", 1),
         echo=echo,
         connect_args={"timeout": 30, "check_same_thread": False},
+        json_deserializer=jsonio.loads,
         pool_size=1,
         max_overflow=0,
     )
@@ -88,7 +91,9 @@ class Database:
             self.engine = _sqlite_engine(url, "BEGIN IMMEDIATE", echo)
             self.read_engine = _sqlite_engine(url, "BEGIN", echo)
         else:
-            self.engine = create_async_engine(url, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=10)
+            self.engine = create_async_engine(
+                url, echo=echo, pool_pre_ping=True, pool_size=10, max_overflow=10, json_deserializer=jsonio.loads
+            )
             self.read_engine = self.engine
         self._writer = async_sessionmaker(self.engine, expire_on_commit=False, class_=AsyncSession)
         self._reader = async_sessionmaker(self.read_engine, expire_on_commit=False, class_=AsyncSession)
