@@ -11,8 +11,10 @@ spinning before the other side is timed.
 Figures: served p50 / bare p50 (target <= 1.15) and the non-model work p50 (target <= 3 ms), where non-model work
 is each call's latency minus the model time the example itself reports (``modelPredictions[].latency_ms``, the
 worker's forward pass); served p50 - bare p50 is printed too, as a cross-check that needs no server figure.
-For diagnosis: the CPU the API process and the worker spent per createExample, and the round trip of ``/healthz``
-(a plain Starlette JSON route) from this client, the floor that HTTP and the client itself put under any call.
+For diagnosis: the CPU the API process and the worker spent per createExample, the round trip of ``/healthz``
+(a plain Starlette JSON route) from this client, the floor that HTTP and the client itself put under any call, and
+(on the P1 line) the floor the process split puts under it: the same model in a model worker called straight from
+this process, against the bare model, in alternating rounds (``process_split_floor``).
 
 The served calls go through ``RawConnection`` (one keep-alive connection, the requests prepared beforehand), not
 httpx: httpx spends about 0.5 ms of CPU per call in this process, and that time would be counted as the server's.
@@ -25,6 +27,7 @@ import time
 
 from bench.common import (
     STATEMENTS,
+    TASK,
     Context,
     CpuMeter,
     RawConnection,
@@ -51,11 +54,17 @@ WARMUP_ROUNDS = 1
 MIN_ROUNDS = 2  # one of each order
 MAX_ROUNDS = 16
 BUDGET_S = 40.0  # no new round starts after this (a loaded machine makes every call slow)
+FLOOR_ROUNDS = 8  # rounds of the process-split diagnostic (process_split_floor)
 SETTLE_S = 0.3  # lets the idle side's OpenMP threads stop spinning before the other side is timed
 
 
 async def run(ctx: Context) -> list[Result]:
     results = [await measure(ctx, ctx.server, ID)]
+    try:
+        floor = await process_split_floor(ctx)
+    except Exception as exc:  # a diagnostic: say why it is missing, never fail the target for it
+        floor = f"the process split alone could not be measured ({type(exc).__name__}: {exc})"
+    results[0] = Result(results[0].id, f"{results[0].figures}; {floor}", results[0].target, results[0].passed)
     try:
         async with postgres_database() as url:
             with serve(ctx.threads, database_url=url) as server:
@@ -66,6 +75,44 @@ async def run(ctx: Context) -> list[Result]:
             Result(ID_POSTGRES, f"could not be measured on PostgreSQL ({type(exc).__name__}: {exc})", "see P1", False)
         )
     return results
+
+
+async def process_split_floor(ctx: Context) -> str:
+    """The bare model against the same model in a model worker called straight from this process (no HTTP, no
+    GraphQL, no database), in alternating rounds as above: what the process split alone (torch stays out of the API
+    process, P8) puts under createExample on this machine. A diagnostic printed with P1, not a target."""
+    from dynaforge.inference.remote import WorkerInferenceClient
+    from dynaforge.tasks.base import ModelSpec
+
+    model = bare_model(ctx)
+    spec = ModelSpec(name="floor", backend="python", config={"factory": "dynaforge_sentiment.model:load"})
+    worker = WorkerInferenceClient(threads=ctx.threads, plugins_allowlist=TASK)
+    bare: list[float] = []
+    direct: list[float] = []
+    try:
+        await worker.start()
+        await worker.warm_up(spec)
+        for r in range(WARMUP_ROUNDS + FLOOR_ROUNDS):
+            picks = [(r * PER_ROUND + i) % len(STATEMENTS) for i in range(PER_ROUND)]
+            for side in ("bare", "direct") if r % 2 == 0 else ("direct", "bare"):
+                await asyncio.sleep(SETTLE_S)
+                for n in picks:
+                    model_input = [{"statement": STATEMENTS[n][0]}]
+                    started = time.perf_counter_ns()
+                    if side == "bare":
+                        model.predict(model_input)
+                    else:
+                        await worker.predict(spec, model_input)
+                    if r >= WARMUP_ROUNDS:
+                        (bare if side == "bare" else direct).append(ms(time.perf_counter_ns() - started))
+    finally:
+        await worker.close()
+    ratio = percentile(direct, 50) / percentile(bare, 50)
+    return (
+        f"the process split alone (a model worker called from the benchmark, no HTTP, GraphQL or database): p50 "
+        f"{percentile(direct, 50):.2f} ms vs bare {percentile(bare, 50):.2f} ms, ratio {ratio:.3f} "
+        f"(n={len(direct)} + {len(bare)})"
+    )
 
 
 async def measure(ctx: Context, server: Server, result_id: str) -> Result:
