@@ -21,6 +21,10 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     os.environ.setdefault("OMP_NUM_THREADS", "1")
     os.environ.setdefault("MKL_NUM_THREADS", "1")
 
+# The tests' model servers and webhook receivers listen on loopback: the tests allowlist it, as an operator
+# allowlists an internal network (tests/test_outbound.py clears it to see the policy refuse).
+os.environ.setdefault("DYNAFORGE_OUTBOUND_ALLOW", "127.0.0.0/8,::1,localhost")
+
 from support import GraphQLClient, asyncpg_url, make_settings, pg_execute, service_missing  # noqa: E402
 from toy_plugin import ToyPlugin, ToyTask  # noqa: E402
 

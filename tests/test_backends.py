@@ -423,10 +423,14 @@ def test_http_gives_up_after_the_retries():
     calls: list[int] = []
     with (
         serve_in_thread(scripted([(503, "overloaded, come back later")], calls)) as url,
-        pytest.raises(InferenceError, match="answered 503: overloaded, come back later.*after 2 attempts"),
+        pytest.raises(
+            InferenceError, match=r"POST /predict answered 503 with a 27-byte body .*after 2 attempts"
+        ) as caught,
     ):
         _http(url, retries=1).predict([{"text": "x"}])
     assert len(calls) == 2
+    # What the server answered stays out of the error, as does its address: errors reach submitters and annotators.
+    assert "overloaded" not in str(caught.value) and "127.0.0.1" not in str(caught.value)
 
 
 @pytest.mark.parametrize("status", [400, 422, 500])
@@ -434,17 +438,18 @@ def test_http_never_retries_client_errors_or_model_failures(status):
     calls: list[int] = []
     with (
         serve_in_thread(scripted([(status, '{"error": "field text is missing"}')], calls)) as url,
-        pytest.raises(InferenceError, match=f"answered {status}: .*field text is missing"),
+        pytest.raises(InferenceError, match=f"answered {status} with a 34-byte body") as caught,
     ):
         _http(url, retries=3).predict([{"text": "x"}])
     assert calls == [status]
+    assert "missing" not in str(caught.value)
 
 
 @pytest.mark.parametrize(
     ("body", "problem"),
     [
         ('{"outputs": [{"label": "a"}]}', "expected 2 outputs, got 1"),
-        ("<html>oops</html>", "not JSON: <html>oops</html>"),
+        ("<html>oops</html>", "answered a 17-byte body that is not JSON"),
         ('{"predictions": []}', 'no "outputs" list'),
         ('{"outputs": [{"label": "a"}, "b"]}', "output 1 is str, expected an object"),
     ],
@@ -469,8 +474,9 @@ def test_http_times_out_on_a_slow_model():
 
 def test_http_load_fails_clearly_when_the_server_is_unreachable():
     url = f"http://127.0.0.1:{free_port()}"
-    with pytest.raises(InferenceError, match=f"model server {url} is unreachable"):
+    with pytest.raises(InferenceError, match="the model server is unreachable") as caught:
         HttpBackend().load({"url": url, "timeout_s": 2})
+    assert url not in str(caught.value)
 
 
 def test_http_load_rejects_an_unhealthy_server():
@@ -479,7 +485,7 @@ def test_http_load_rejects_an_unhealthy_server():
 
     with (
         serve_in_thread(Starlette(routes=[Route("/health", health)])) as url,
-        pytest.raises(InferenceError, match='health answered 503: {"status":"loading"}'),
+        pytest.raises(InferenceError, match="GET /health answered 503 with a 20-byte body"),
     ):
         HttpBackend().load({"url": url})
 
@@ -498,7 +504,9 @@ def test_http_sends_configured_headers_to_a_token_protected_server(echo):
         ({}, 'needs "url"'),
         ({"url": "ftp://models.example/x"}, 'needs "url"'),
         ({"url": "http://"}, 'needs "url"'),
-        ({"url": "http://m", "timeout_s": 0}, '"timeout_s" must be a positive number'),
+        ({"url": "http://m", "timeout_s": 0}, '"timeout_s" must be a number of seconds above 0 and at most 60'),
+        ({"url": "http://m", "timeout_s": 3600}, '"timeout_s" must be a number of seconds above 0 and at most 60'),
+        ({"url": "http://m", "backoff_s": 30}, '"backoff_s" must be a number of seconds from 0 to 5'),
         ({"url": "http://m", "retries": -1}, '"retries" must be an integer from 0 to 10'),
         ({"url": "http://m", "retries": True}, '"retries" must be an integer'),
         ({"url": "http://m", "headers": {"Authorization": 3}}, '"headers" must be an object'),

@@ -19,7 +19,11 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
-from support import REDIS_URL, make_user, runner_pids, service_missing, toy_process_env
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+from support import REDIS_URL, make_user, runner_pids, serve_in_thread, service_missing, toy_process_env
 
 from dynaforge.api.types.results import hardware_of
 from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, ModelRow
@@ -54,9 +58,9 @@ async def scoring(live_platform, monkeypatch):
     return {"p": p, "builder": await make_user(p, "builder1"), "datasets": made}
 
 
-async def _submit(p, builder, name: str, config=MODEL) -> tuple[ModelRow, dict[str, int]]:
+async def _submit(p, builder, name: str, config=MODEL, backend="python") -> tuple[ModelRow, dict[str, int]]:
     model, queued = await submissions.submit_model(
-        p, builder, task_code="toy", name=name, backend="python", config=config, published=True
+        p, builder, task_code="toy", name=name, backend=backend, config=config, published=True
     )
     names = {e.dataset_id: e.id for e in queued}
     async with p.db.session() as s:
@@ -112,6 +116,57 @@ async def test_runner_scores_chunks_and_robustness(scoring):
     assert copy.metrics["accuracy"] == pytest.approx(0.5)
     async with p.db.session() as s:
         assert (await s.get(ModelRow, model.id)).status == "DONE"
+
+
+SECRET = "SECRET-7f3a internal admin console"
+
+
+def _internal_service(hits: list[str], status: int = 200) -> Starlette:
+    """A service on loopback that trusts its callers: it answers every request with a secret."""
+
+    async def answer(request: Request) -> PlainTextResponse:
+        hits.append(request.url.path)
+        return PlainTextResponse(SECRET, status_code=status)
+
+    return Starlette(routes=[Route("/{path:path}", answer, methods=["GET", "POST"])])
+
+
+async def _evaluate(p, evaluation_id: int, tmp: Path, monkeypatch) -> Evaluation:
+    """The evaluation run as the job runs it: in a child process with the server's settings."""
+    for key, value in _child_env(p, tmp).items():
+        monkeypatch.setenv(key, value)
+    p.settings.load_plugins = "toy"
+    await asyncio.to_thread(run_in_child, p.settings, evaluation_id)
+    evaluation, _ = await _rows(p, evaluation_id)
+    return evaluation
+
+
+async def test_an_http_model_on_an_internal_address_is_never_called(scoring, tmp_path, monkeypatch):
+    """The SSRF a model builder could make: a model "server" that is a loopback service. Without an operator's
+    allowlist the evaluation fails before any request, and its error names neither the address nor an answer."""
+    p, hits = scoring["p"], []
+    with serve_in_thread(_internal_service(hits)) as url:
+        p.settings.outbound_allow = ""  # what a server has unless its operator allowlists (the job passes it on)
+        _, evaluations = await _submit(p, scoring["builder"], "probe", {"url": url}, backend="http")
+        evaluation = await _evaluate(p, evaluations["r1-test"], tmp_path, monkeypatch)
+    assert evaluation.status == E.FAILED and hits == []
+    assert "outbound policy refuses the model server's url" in evaluation.error
+    assert "internal address" in evaluation.error and "DYNAFORGE_OUTBOUND_ALLOW" in evaluation.error
+    for shown in (evaluation.error, evaluation.log_tail or ""):
+        assert "127.0.0.1" not in shown and SECRET not in shown
+
+
+async def test_an_http_models_error_never_shows_what_the_server_answered(scoring, tmp_path, monkeypatch):
+    """An allowlisted server that fails: the evaluation's error says the status and the size, never the body."""
+    p, hits = scoring["p"], []
+    with serve_in_thread(_internal_service(hits, status=500)) as url:
+        _, evaluations = await _submit(p, scoring["builder"], "failing", {"url": url}, backend="http")
+        evaluation = await _evaluate(p, evaluations["r1-test"], tmp_path, monkeypatch)
+    assert evaluation.status == E.FAILED and hits == ["/health"]
+    assert f"GET /health answered 500 with a {len(SECRET)}-byte body" in evaluation.error
+    assert url not in evaluation.error  # the log tail may name it: only those who may see the config see the log
+    for shown in (evaluation.error, evaluation.log_tail or ""):
+        assert SECRET not in shown
 
 
 async def test_a_resumed_run_leaves_the_rows_of_a_clean_run(scoring):

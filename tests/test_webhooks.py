@@ -42,19 +42,20 @@ def test_signatures_match_the_standard_webhooks_reference_vector():
     assert not webhooks.verify(secret, headers, body, now=timestamp + 3600)  # replayed an hour later
 
 
-def test_urls_are_checked_and_internal_hosts_refused_in_production():
+async def test_urls_are_checked_and_internal_hosts_refused_in_every_environment():
     from dynaforge.settings import Settings
 
-    dev = Settings(environment="test")
-    prod = Settings(environment="production", secret_key="x" * 40)
-    webhooks.check_url(dev, "http://127.0.0.1:9/hook")  # tests and development deliver to loopback
+    closed = Settings(environment="test", outbound_allow="")  # no allowlist: development and test alike
+    allowed = Settings(environment="production", secret_key="x" * 40, outbound_allow="10.0.0.0/8,127.0.0.1")
+    pinned = await webhooks.check_url(allowed, "http://127.0.0.1:9/hook")  # an operator's allowlisted receiver
+    assert pinned.pinned_url == "http://127.0.0.1:9/hook"
     for url, rule in [
         ("ftp://example.org/x", "format"),
         ("/relative", "format"),
         ("https://user:pw@example.org/x", "credentials"),
     ]:
         with pytest.raises(InvalidInput) as caught:
-            webhooks.check_url(dev, url)
+            await webhooks.check_url(closed, url)
         assert caught.value.field_errors[0].rule == rule
     for url in (
         "http://127.0.0.1/hook",
@@ -62,11 +63,12 @@ def test_urls_are_checked_and_internal_hosts_refused_in_production():
         "http://169.254.169.254/latest/meta-data",
         "http://[::1]:8080/x",
         "http://localhost/x",
+        "http://2130706433/x",
     ):
-        with pytest.raises(InvalidInput, match="loopback, private or link-local"):
-            webhooks.check_url(prod, url)
-    allowed = Settings(environment="production", secret_key="x" * 40, webhook_allow_private=True)
-    webhooks.check_url(allowed, "http://10.1.2.3/hook")
+        with pytest.raises(InvalidInput, match="loopback, private, link-local") as caught:
+            await webhooks.check_url(closed, url)
+        assert caught.value.field_errors[0].rule == "internal"
+    assert (await webhooks.check_url(allowed, "http://10.1.2.3/hook")).address == "10.1.2.3"
 
 
 # --------------------------------------------------------------------------- a receiver and the jobs
@@ -177,6 +179,19 @@ async def test_failed_deliveries_are_retried_with_backoff_then_marked_failed(wor
     assert len(receiver.on("/dead")) == 3
     body = json.loads(calls[0][1])
     assert body["data"]["id"] == example.example.id and "user_id" not in body["data"]  # not an owner's webhook
+
+
+async def test_a_delivery_checks_its_address_again_when_sent(world):
+    """Registered while its network was allowlisted; the operator then closes it: the deliveries fail without a
+    request, and the log says why."""
+    p, receiver, users = world
+    hook = await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/closed", ["exampleCreated"])
+    p.settings.outbound_allow = ""
+    await examples.submit(p, users["author1"], task_code="toy", fields={"text": "plain", "label": "bad"})
+    [failed] = await _deliveries(p, hook.webhook.id, lambda rows: rows and rows[0].status != "PENDING")
+    assert failed.status == "FAILED" and failed.response_status is None
+    assert "internal address" in failed.error and "OUTBOUND_ALLOW" in failed.error
+    assert receiver.on("/closed") == []
 
 
 async def test_registration_rules(world):

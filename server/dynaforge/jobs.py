@@ -75,6 +75,7 @@ def run_in_child(
     """
     env = dict(os.environ)
     env["DYNAFORGE_DATABASE_URL"] = settings.database_url
+    env["DYNAFORGE_OUTBOUND_ALLOW"] = settings.outbound_allow  # the child's http backends check their URLs with it
     if settings.load_plugins is not None:
         env["DYNAFORGE_LOAD_PLUGINS"] = settings.load_plugins
     env["DYNAFORGE_EVAL_CHUNK_SIZE"] = str(settings.eval_chunk_size)

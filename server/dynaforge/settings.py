@@ -100,10 +100,11 @@ class Settings(BaseSettings):
     webhook_max_backoff_ms: int = Field(
         default=3_600_000, ge=1, description="webhooks: the longest delay between retries"
     )
-    webhook_allow_private: bool = Field(
-        default=False,
-        description="webhooks: allow URLs on loopback and private networks in production (always allowed in "
-        "development and test)",
+    outbound_allow: str = Field(
+        default="",
+        description="requests the server makes (http model backends, webhooks) go only to public addresses; this "
+        "comma-separated list of networks (10.0.0.0/8), addresses and host names allows internal ones too (see "
+        "dynaforge.outbound). Model workers and evaluation jobs inherit it",
     )
     submission_backends: str = Field(
         default="http,transformers",

@@ -87,7 +87,7 @@ class _Plan:
         # What Strawberry's basic resolver calls: the schema's default resolver (getattr) on the Python name.
         self.getter, self.attribute = definition.default_resolver, definition.python_name
         if is_leaf_type(field_type):
-            self.leaf = field_type  # type: ignore[assignment]
+            self.leaf = field_type
         elif isinstance(field_type, GraphQLObjectType) and _plain_type_check(field_type):
             self.object = field_type
         elif isinstance(field_type, GraphQLList) and isinstance(field_type.of_type, GraphQLNonNull):
@@ -132,7 +132,7 @@ def _info_class(schema: Any) -> Any:
     """The Strawberry schema's ``Info`` class, or None where resolvers must go through Strawberry (a schema with
     exception handlers that turn errors into results)."""
     strawberry_schema = (schema.extensions or {}).get(BACKREF)
-    if strawberry_schema is None or getattr(strawberry_schema.schema_converter, "_exception_handler_specs", ()):
+    if strawberry_schema is None or bool(getattr(strawberry_schema.schema_converter, "_exception_handler_specs", None)):
         return None
     return strawberry_schema.config.info_class
 
@@ -255,7 +255,10 @@ class ExecutionContext(StrawberryGraphQLCoreExecutionContext):
             return (True, None) if not plan.non_null else (False, None)
         object_type = plan.object
         assert object_type is not None
-        if self.is_awaitable(value) or (object_type.is_type_of is not None and not object_type.is_type_of(value, None)):
+        check: Any = (
+            object_type.is_type_of
+        )  # Strawberry's own check, which never reads the info (see _plain_type_check)
+        if self.is_awaitable(value) or (check is not None and not check(value, None)):
             return False, None
         field_path = Path(path, response_name, parent_type.name)
         try:
@@ -292,7 +295,7 @@ class ExecutionContext(StrawberryGraphQLCoreExecutionContext):
             return (True, None) if not plan.non_null else (False, None)
         object_type = plan.objects
         assert object_type is not None
-        check = object_type.is_type_of
+        check: Any = object_type.is_type_of  # as in _object_field
         is_awaitable = self.is_awaitable
         if not isinstance(value, (list, tuple)) or any(
             item is None or is_awaitable(item) or (check is not None and not check(item, None)) for item in value

@@ -34,9 +34,9 @@ from dynaforge.aio import loop_semaphore
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
 from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.documents import OnlyTrustedDocuments, trusted_documents
-from dynaforge.api.execution import ExecutionContext
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
+from dynaforge.api.execution import ExecutionContext
 from dynaforge.api.imports import ImportMutation
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.nodes import NODE_CLASSES, NodeQuery

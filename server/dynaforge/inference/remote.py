@@ -54,10 +54,13 @@ class WorkerInferenceClient(InferenceClient):
         python: str = sys.executable,
         max_backoff_s: float = 10.0,
         data_dir: str | os.PathLike[str] | None = None,
+        outbound_allow: str | None = None,
     ):
         self._plugins = plugins_allowlist
         # The worker's model loaders find trained weights in the model store under this data directory.
         self._data_dir = None if data_dir is None else os.path.abspath(data_dir)
+        # The outbound policy's allowlist for the worker's http backends (None: the worker inherits this process's).
+        self._outbound_allow = outbound_allow
         self._timeout_s = timeout_s
         self._load_timeout_s = load_timeout_s
         self._start_timeout_s = start_timeout_s
@@ -129,7 +132,11 @@ class WorkerInferenceClient(InferenceClient):
         # stalls whenever the API needs one of them.
         threads = self._threads or max(1, (os.cpu_count() or 2) - 1)
         args += ["--threads", str(threads)]
-        env = None if self._data_dir is None else {**os.environ, "DYNAFORGE_DATA_DIR": self._data_dir}
+        env = dict(os.environ)
+        if self._data_dir is not None:
+            env["DYNAFORGE_DATA_DIR"] = self._data_dir
+        if self._outbound_allow is not None:
+            env["DYNAFORGE_OUTBOUND_ALLOW"] = self._outbound_allow
         return await asyncio.create_subprocess_exec(*args, stdin=asyncio.subprocess.DEVNULL, env=env)
 
     async def _connect(self, process: asyncio.subprocess.Process) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:

@@ -68,4 +68,5 @@ def _inference_client(settings: Settings, plugins: Plugins) -> InferenceClient:
         window_ms=settings.batch_window_ms,
         threads=settings.model_threads,
         data_dir=settings.data_dir,
+        outbound_allow=settings.outbound_allow,
     )

@@ -17,9 +17,11 @@ key). A 2xx answer delivers it; anything else is retried by the job system with 
 Secrets (``whsec_`` + base64 of 32 bytes) are shown once and never stored: each is derived from the server's
 ``SECRET_KEY`` and a random salt kept on the row. Rotating the secret draws a new salt.
 
-Where a delivery may go: http(s) URLs only; outside development and tests, never to loopback, private, link-local
-or otherwise internal addresses (checked when registering and again when sending, after DNS resolution), so a
-webhook cannot be used to reach the server's own network.
+Where a delivery may go: the outbound policy (:mod:`dynaforge.outbound`), in every environment: http(s) URLs only,
+never to loopback, private, link-local or otherwise internal addresses unless the operator allowlists them
+(``OUTBOUND_ALLOW``); checked when registering and again when sending, after DNS resolution (off the event loop),
+and the request goes to the address that was checked, without following redirects. A delivery's recorded error
+names the status or the failure, never what the receiver answered.
 """
 
 from __future__ import annotations
@@ -27,13 +29,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import ipaddress
 import logging
 import secrets
-import socket
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 from sqlalchemy import func, select, update
 from sqlmodel import col
@@ -41,6 +40,7 @@ from sqlmodel import col
 from dynaforge.db.models import Webhook, WebhookDelivery, utcnow
 from dynaforge.db.models import WebhookDeliveryStatus as D
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.outbound import OutboundPolicy, OutboundRefused, Target
 from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
@@ -89,34 +89,20 @@ def verify(
 # --------------------------------------------------------------------------- where deliveries may go
 
 
-def _internal(address: str) -> bool:
-    ip = ipaddress.ip_address(address)
-    return not ip.is_global or ip.is_multicast
+def _policy(settings: Settings) -> OutboundPolicy:
+    return OutboundPolicy(settings.outbound_allow)
 
 
-def check_url(settings: Settings, url: str) -> None:
-    """Refuse URLs a webhook may not call (see the module's docstring); raises InvalidInput."""
-
-    def refuse(rule: str, message: str) -> None:
-        raise InvalidInput.from_errors([FieldError("url", rule, message)])
-
-    if not isinstance(url, str) or len(url) > 2000:
-        refuse("format", "must be an http or https URL of at most 2000 characters")
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        refuse("format", "must be an absolute http or https URL, e.g. https://example.org/hooks/dynaforge")
-    if parts.username or parts.password:
-        refuse("credentials", "must not carry a user name or password; verify the signature instead")
-    if settings.environment != "production" or settings.webhook_allow_private:
-        return
+async def check_url(settings: Settings, url: str, *, registering: bool = False) -> Target | None:
+    """The URL pinned to its checked address, or InvalidInput (on ``url``) for one the outbound policy refuses.
+    ``registering``: a host that does not resolve yet is accepted (None; the receiver may not be up yet): every
+    delivery checks it again, and an internal address is refused then."""
     try:
-        addresses = {
-            str(info[4][0]) for info in socket.getaddrinfo(parts.hostname, parts.port or 443, type=socket.SOCK_STREAM)
-        }
-    except OSError as exc:
-        refuse("dns", f"the host {parts.hostname!r} does not resolve ({exc.strerror or exc}); check the URL")
-    if any(_internal(a) for a in addresses):
-        refuse("internal", "points at a loopback, private or link-local address; webhooks only call public hosts")
+        return await _policy(settings).resolve_async(url)
+    except OutboundRefused as exc:
+        if registering and exc.rule == "dns":
+            return None
+        raise InvalidInput.from_errors([FieldError("url", exc.rule, exc.message)]) from None
 
 
 # --------------------------------------------------------------------------- registration
@@ -159,7 +145,7 @@ async def create(
     chosen = _check_events(events)
     if len(description or "") > 500:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 500 characters")])
-    check_url(p.settings, url)
+    await check_url(p.settings, url, registering=True)
     async with p.db.write() as s:
         count = await s.scalar(
             select(func.count())
@@ -221,7 +207,7 @@ async def change(
     if description is not None and len(description) > 500:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 500 characters")])
     if url is not None:
-        check_url(p.settings, url)
+        await check_url(p.settings, url, registering=True)
     async with p.db.write() as s:
         webhook = await _own(s, actor, webhook_id)
         if webhook.user_id != actor.user_id and (url is not None or chosen is not None or description is not None):
@@ -321,16 +307,24 @@ async def attempt(settings: Settings, db, delivery_id: int, *, max_attempts: int
     }
     status_code, error = None, None
     try:
-        check_url(settings, webhook.url)
-        async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False) as client:
-            response = await client.post(webhook.url, content=delivery.body.encode(), headers=headers)
+        target = await check_url(settings, webhook.url)
+        assert target is not None
+        async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False, trust_env=False) as client:
+            response = await client.post(
+                target.pinned_url,
+                content=delivery.body.encode(),
+                headers={**headers, **target.headers()},
+                extensions=target.extensions(),
+            )
         status_code = response.status_code
         if not 200 <= status_code < 300:
             error = f"the receiver answered HTTP {status_code}"
     except InvalidInput as exc:
         error = exc.message
+    except httpx.TimeoutException:
+        error = f"the receiver did not answer within {TIMEOUT_S:g}s"
     except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"[:2000]
+        error = f"the request failed ({type(exc).__name__})"
     attempts = delivery.attempts + 1
     status = D.DELIVERED if error is None else (D.FAILED if attempts >= max_attempts else D.PENDING)
     async with db.write() as s:

@@ -12,6 +12,7 @@ from urllib.parse import urlsplit
 from dynaforge.defaults.backends.common import estimate_tokens, is_int, is_name, is_number, unknown_keys
 from dynaforge.hookspecs import hookimpl
 from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
+from dynaforge.outbound import OutboundPolicy, OutboundRefused
 
 if TYPE_CHECKING:
     import httpx
@@ -20,12 +21,21 @@ if TYPE_CHECKING:
 RETRY_STATUSES = frozenset({502, 503, 504})
 _HTTP_KEYS = {"url", "timeout_s", "retries", "backoff_s", "headers", "max_batch"}
 _MAX_BACKOFF_S = 5.0
+_REFUSALS = {
+    "format": "it must be an absolute http or https URL",
+    "credentials": "it must not carry a user name or password (send credentials in headers)",
+    "dns": "its host does not resolve",
+    "internal": "it points at a loopback, private, link-local or otherwise internal address, which the server calls "
+    "only when its operator allowlists it (DYNAFORGE_OUTBOUND_ALLOW)",
+}
+MAX_TIMEOUT_S = 60.0  # per request: a model server that takes longer holds the job threads hostage
 
 
-def _snippet(response: httpx.Response, limit: int = 200) -> str:
-    """The start of a response body on one line, for error messages."""
-    text = " ".join(response.text.split())
-    return text[:limit] + ("…" if len(text) > limit else "") if text else "(empty body)"
+def _body(response: httpx.Response) -> str:
+    """What an error may say about a response body: its size, never its content (the body belongs to the remote
+    service, and the error reaches submitters and annotators)."""
+    size = len(response.content)
+    return f"a {size}-byte body" if size else "an empty body"
 
 
 class HttpPredictor:
@@ -34,18 +44,32 @@ class HttpPredictor:
     ``predict`` is called from an inference thread: it uses one pooled :class:`httpx.Client`, splits batches
     larger than ``max_batch``, and retries connection errors, timeouts and 502/503/504 with exponential backoff
     and jitter (never a 4xx or a 500). Every failure raises :class:`InferenceError` (:class:`InferenceTimeout`
-    when the server did not answer in time) with what went wrong.
+    when the server did not answer in time) that says what went wrong by path, status, size and time only: never
+    the server's address or what it answered (errors reach submitters and annotators).
+
+    The URL goes through the outbound policy (:mod:`dynaforge.outbound`) when the predictor is made: an internal
+    address is refused unless the operator allowlisted it, and every request goes to the address that was checked
+    (the ``Host`` header and, for https, the certificate check keep the name), without following redirects.
     """
 
-    def __init__(self, config: dict[str, Any]):
+    def __init__(self, config: dict[str, Any], policy: OutboundPolicy | None = None):
         self.url = config["url"].rstrip("/")
+        try:
+            self.target = (policy or OutboundPolicy.from_environment()).resolve(self.url)
+        except OutboundRefused as exc:
+            # Not exc.message: it names the host, and this error reaches annotators of a task whose target it is.
+            raise InferenceError(
+                f"the server's outbound policy refuses the model server's url: {_REFUSALS[exc.rule]}"
+            ) from None
+        self._base = self.target.pinned_url.rstrip("/")
         self.timeout_s = float(config.get("timeout_s", 10.0))
         self.retries = int(config.get("retries", 2))
         self.backoff_s = float(config.get("backoff_s", 0.2))
         self.max_batch: int | None = config.get("max_batch")
         import httpx
 
-        self._client = httpx.Client(timeout=self.timeout_s, headers=config.get("headers") or {})
+        headers = {**(config.get("headers") or {}), **self.target.headers()}
+        self._client = httpx.Client(timeout=self.timeout_s, headers=headers, follow_redirects=False, trust_env=False)
 
     def length(self, model_input: dict[str, Any]) -> int:
         return estimate_tokens(list(model_input.values()))
@@ -58,21 +82,21 @@ class HttpPredictor:
         """``GET /health`` once; raises :class:`InferenceError` unless the server answers ``{"status": "ok"}``."""
         import httpx
 
-        url = self.url + "/health"
+        url = "GET /health"
         try:
-            response = self._client.get(url)
+            response = self._client.get(self._base + "/health", extensions=self.target.extensions())
         except httpx.HTTPError as exc:
             raise InferenceError(
-                f'model server {self.url} is unreachable ({type(exc).__name__}: {exc}); start it or fix "url"'
+                f'the model server is unreachable ({type(exc).__name__}); start it or fix "url"'
             ) from exc
         if response.status_code != 200:
-            raise InferenceError(f"GET {url} answered {response.status_code}: {_snippet(response)}")
+            raise InferenceError(f"{url} answered {response.status_code} with {_body(response)}")
         try:
             body = response.json()
         except ValueError as exc:
-            raise InferenceError(f"GET {url} answered a body that is not JSON: {_snippet(response)}") from exc
+            raise InferenceError(f"{url} answered {_body(response)} that is not JSON") from exc
         if not isinstance(body, dict) or body.get("status") != "ok":
-            raise InferenceError(f'GET {url} did not answer {{"status": "ok"}}: {_snippet(response)}')
+            raise InferenceError(f'{url} did not answer {{"status": "ok"}}')
         return body
 
     def _backoff(self, attempt: int) -> float:
@@ -80,45 +104,49 @@ class HttpPredictor:
         delay = min(_MAX_BACKOFF_S, self.backoff_s * 2**attempt)
         return delay * (0.5 + random.random() / 2)
 
-    def _post(self, url: str, body: dict[str, Any]) -> httpx.Response:
+    def _post(self, path: str, body: dict[str, Any]) -> httpx.Response:
         """POST with retries on transient failures; returns the first non-transient response."""
         import httpx
 
+        url = f"POST {path}"
         attempts = self.retries + 1
         for attempt in range(attempts):
             cause: Exception | None = None
+            started = time.perf_counter()
             try:
-                response = self._client.post(url, json=body)
+                response = self._client.post(self._base + path, json=body, extensions=self.target.extensions())
             except httpx.TimeoutException as exc:
                 error: type[InferenceError] = InferenceTimeout
-                message, cause = f"POST {url} did not answer within {self.timeout_s:g}s ({type(exc).__name__})", exc
+                message, cause = f"{url} did not answer within {self.timeout_s:g}s ({type(exc).__name__})", exc
             except httpx.TransportError as exc:
-                error, message, cause = InferenceError, f"POST {url} failed: {type(exc).__name__}: {exc}", exc
+                error, message, cause = InferenceError, f"{url} failed ({type(exc).__name__})", exc
             else:
                 if response.status_code not in RETRY_STATUSES:
                     return response
-                error, message = InferenceError, f"POST {url} answered {response.status_code}: {_snippet(response)}"
+                elapsed = (time.perf_counter() - started) * 1000
+                error = InferenceError
+                message = f"{url} answered {response.status_code} with {_body(response)} after {elapsed:.0f} ms"
             if attempt + 1 < attempts:
                 time.sleep(self._backoff(attempt))
         raise error(f"{message} (after {attempts} attempt{'s' if attempts > 1 else ''})") from cause
 
     def _predict_chunk(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        url = self.url + "/predict"
-        response = self._post(url, {"inputs": inputs})
+        url = "POST /predict"
+        response = self._post("/predict", {"inputs": inputs})
         if response.status_code != 200:
-            raise InferenceError(f"POST {url} answered {response.status_code}: {_snippet(response)}")
+            raise InferenceError(f"{url} answered {response.status_code} with {_body(response)}")
         try:
             body = response.json()
         except ValueError as exc:
-            raise InferenceError(f"POST {url} answered a body that is not JSON: {_snippet(response)}") from exc
+            raise InferenceError(f"{url} answered {_body(response)} that is not JSON") from exc
         outputs = body.get("outputs") if isinstance(body, dict) else None
         if not isinstance(outputs, list):
-            raise InferenceError(f'POST {url} answered no "outputs" list: {_snippet(response)}')
+            raise InferenceError(f'{url} answered no "outputs" list')
         if len(outputs) != len(inputs):
-            raise InferenceError(f"POST {url}: expected {len(inputs)} outputs, got {len(outputs)}")
+            raise InferenceError(f"{url}: expected {len(inputs)} outputs, got {len(outputs)}")
         bad = next((i for i, o in enumerate(outputs) if not isinstance(o, dict)), None)
         if bad is not None:
-            raise InferenceError(f"POST {url}: output {bad} is {type(outputs[bad]).__name__}, expected an object")
+            raise InferenceError(f"{url}: output {bad} is {type(outputs[bad]).__name__}, expected an object")
         return outputs
 
     def predict(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -146,9 +174,19 @@ class HttpBackend(ModelBackend):
         "additionalProperties": False,
         "properties": {
             "url": {"type": "string", "format": "uri", "description": "The model server's http(s) address."},
-            "timeout_s": {"type": "number", "exclusiveMinimum": 0, "description": "Seconds per request."},
+            "timeout_s": {
+                "type": "number",
+                "exclusiveMinimum": 0,
+                "maximum": MAX_TIMEOUT_S,
+                "description": "Seconds per request (at most 60).",
+            },
             "retries": {"type": "integer", "minimum": 0, "maximum": 10, "description": "Retries on failure."},
-            "backoff_s": {"type": "number", "minimum": 0, "description": "Seconds before the first retry."},
+            "backoff_s": {
+                "type": "number",
+                "minimum": 0,
+                "maximum": 5,
+                "description": "Seconds before the first retry (at most 5).",
+            },
             "headers": {
                 "type": "object",
                 "additionalProperties": {"type": "string"},
@@ -164,12 +202,14 @@ class HttpBackend(ModelBackend):
         parts = urlsplit(url) if isinstance(url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
             problems.append('config needs "url": the model server\'s http:// or https:// address')
-        if "timeout_s" in config and (not is_number(config["timeout_s"]) or config["timeout_s"] <= 0):
-            problems.append('"timeout_s" must be a positive number of seconds')
+        if "timeout_s" in config and (
+            not is_number(config["timeout_s"]) or not 0 < config["timeout_s"] <= MAX_TIMEOUT_S
+        ):
+            problems.append(f'"timeout_s" must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}')
         if "retries" in config and (not is_int(config["retries"]) or not 0 <= config["retries"] <= 10):
             problems.append('"retries" must be an integer from 0 to 10')
-        if "backoff_s" in config and (not is_number(config["backoff_s"]) or config["backoff_s"] < 0):
-            problems.append('"backoff_s" must be a non-negative number of seconds')
+        if "backoff_s" in config and (not is_number(config["backoff_s"]) or not 0 <= config["backoff_s"] <= 5):
+            problems.append('"backoff_s" must be a number of seconds from 0 to 5')
         headers = config.get("headers", {})
         if not isinstance(headers, dict) or not all(is_name(k) and isinstance(v, str) for k, v in headers.items()):
             problems.append('"headers" must be an object of header name -> string value')
