@@ -12,6 +12,7 @@ from support import GraphQLClient, register_user
 
 from dynaforge.app import create_app
 from dynaforge.db.models import Example
+from dynaforge.errors import RateLimited
 from dynaforge.services import datasets, submissions, validation
 from dynaforge.services import examples as example_service
 from dynaforge.services.actor import Actor
@@ -226,6 +227,69 @@ async def test_unstorable_text_is_refused_everywhere(gql, platform):
     field = TextField(name="text", role=Role.INPUT)
     assert field.check("fine", task=None, values={}) == []
     assert [e.rule for e in field.check("nul\x00", task=None, values={})] == ["text"]
+
+
+async def test_deep_bodies_are_refused_saying_why(client):
+    deep = "[" * 100_000 + "]" * 100_000  # past the interpreter's recursion limit
+    nested = '{"query": "{ __typename }", "variables": {"x": ' + "[" * 70 + "]" * 70 + "}}"  # past the body's limit
+    for body in (deep, nested):
+        response = await client.post("/graphql", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400 and "deeper than 64 levels" in response.text, response.text[:200]
+    fine = '{"query": "{ __typename }", "variables": {"x": ' + "[" * 20 + "]" * 20 + "}}"
+    assert (
+        await client.post("/graphql", content=fine, headers={"content-type": "application/json"})
+    ).status_code == 200
+    assert (await client.get("/graphql", params={"query": "{ __typename }"})).status_code == 200
+
+
+async def test_get_query_strings_are_bounded_like_bodies():
+    from dynaforge.app import BodyLimit
+
+    async def inner(scope, receive, send):
+        raise AssertionError("a query string over the limit reached the app")
+
+    sent: list[dict] = []
+
+    async def send(message):
+        sent.append(message)
+
+    async def receive():
+        return {"type": "http.request", "body": b""}
+
+    scope = {"type": "http", "method": "GET", "path": "/graphql", "headers": [], "query_string": b"q=" + b"x" * 200}
+    await BodyLimit(inner, 100)(scope, receive, send)
+    assert sent[0]["status"] == 414 and b"URI_TOO_LONG" in sent[1]["body"]
+
+
+async def test_registrations_are_limited_per_client_before_any_hashing(gql, platform):
+    platform.settings.registrations_per_hour_per_client = 2
+    register = """mutation($u: String!) { register(input: {username: $u, email: "x@example.org",
+      password: "long enough password"}) { __typename ... on Error { message } } }"""
+    answers = []
+    for i in range(3):
+        variables = {"u": f"signup{i}"}
+        answers.append((await gql(register.replace("x@", f"{i}@"), variables, token=None))["register"])
+    assert [a["__typename"] for a in answers] == ["AuthPayload", "AuthPayload", "RateLimited"]
+    assert "registrations from your address" in answers[2]["message"]
+
+
+def test_the_rate_limiter_holds_bounded_keys():
+    """Keys come from what callers send (a username at login): long ones are kept as digests, and the number kept is
+    capped, least recently used first out."""
+    from dynaforge.services.ratelimit import MAX_KEY_LENGTH, RateLimiter
+
+    limiter = RateLimiter(max_keys=3)
+    for i in range(60):
+        limiter.hit(f"login:{i}" + "u" * 900_000, 10, 60.0, "login attempts")
+    assert len(limiter) == 3
+    assert all(len(key) <= MAX_KEY_LENGTH for key in limiter._hits)
+    limiter.hit("login:a", 1, 60.0, "login attempts")
+    with pytest.raises(RateLimited):  # the window of a key in use is kept
+        limiter.hit("login:a", 1, 60.0, "login attempts")
+    huge = "login:" + "v" * 900_000
+    limiter.hit(huge, 1, 60.0, "login attempts")
+    with pytest.raises(RateLimited):  # a digest counts like the key it stands for
+        limiter.hit(huge, 1, 60.0, "login attempts")
 
 
 async def test_bodies_that_are_not_json_objects_get_400_saying_why(client):

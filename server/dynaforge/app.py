@@ -149,7 +149,17 @@ class DynaforgeGraphQL(GraphQL[RequestContext, None]):
                 raise StrawberryHTTPException(
                     400, f"The request body is not UTF-8 (byte {exc.start + 1}); send JSON text encoded as UTF-8"
                 ) from exc
-        value = json.loads(data, parse_constant=_refuse_constant)
+        try:
+            value = json.loads(data, parse_constant=_refuse_constant)
+        except RecursionError:
+            value = None  # nested past the interpreter's limit: refused below, as any over-deep body
+            deep = True
+        else:
+            deep = _deeper_than(value, MAX_JSON_DEPTH)
+        if deep:
+            raise StrawberryHTTPException(
+                400, f"The request body nests arrays and objects deeper than {MAX_JSON_DEPTH} levels; flatten it"
+            )
         if not isinstance(value, dict):
             raise StrawberryHTTPException(
                 400, 'The request body must be a JSON object: {"query": "...", "variables": {...}}'
@@ -160,6 +170,23 @@ class DynaforgeGraphQL(GraphQL[RequestContext, None]):
         """File uploads: refused unless they force a CORS preflight (CSRF) and fit the upload limit."""
         check_multipart_request(request.headers, self.platform.settings.context_upload_max_bytes)
         return await super().parse_multipart(request)
+
+
+MAX_JSON_DEPTH = 64  # request bodies: far beyond any real query's variables, far below any recursion limit
+
+
+def _deeper_than(value: object, limit: int) -> bool:
+    """Whether JSON ``value`` nests arrays and objects more than ``limit`` levels deep (iteratively: no recursion)."""
+    stack: list[tuple[object, int]] = [(value, 1)]
+    while stack:
+        current, depth = stack.pop()
+        children = current.values() if isinstance(current, dict) else current if isinstance(current, list) else None
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _refuse_constant(name: str) -> None:
@@ -189,6 +216,20 @@ class BodyLimit:
         )
 
     async def __call__(self, scope, receive, send):
+        if scope["type"] == "http" and len(scope.get("query_string", b"")) > self.limit:
+            # A GET query carries its document and variables in the URL: bounded like a body.
+            return await JSONResponse(
+                {
+                    "errors": [
+                        {
+                            "message": f"The query string is longer than {self.limit} bytes; send the query as a POST "
+                            "body or register it as a trusted document",
+                            "extensions": {"code": "URI_TOO_LONG"},
+                        }
+                    ]
+                },
+                status_code=414,
+            )(scope, receive, send)
         if scope["type"] != "http" or scope.get("method") in ("GET", "HEAD", "OPTIONS"):
             return await self.app(scope, receive, send)
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}

@@ -134,6 +134,9 @@ class Settings(BaseSettings):
 
     # Abuse limits
     logins_per_minute: int = Field(default=10, ge=0, description="login attempts per account per minute (0: no limit)")
+    registrations_per_hour_per_client: int = Field(
+        default=20, ge=0, description="accounts registered per client address per hour (0: no limit)"
+    )
     logins_per_minute_per_client: int = Field(
         default=30, ge=0, description="login attempts per client address per minute, whatever the account (0: no limit)"
     )

@@ -221,8 +221,7 @@ RegisterResult = Annotated[
         "RegisterResult",
         description="AuthPayload: the account was created and is signed in. The other members are the expected "
         "failures: InvalidInput (the username, email or password breaks a rule), AlreadyExists (the username or "
-        "email is taken). RateLimited is part of the contract but not returned at present: sign-ups are not "
-        "limited.",
+        "email is taken), RateLimited (too many accounts registered from the caller's address: wait).",
     ),
 ]
 LoginResult = Annotated[
@@ -304,18 +303,28 @@ AddContextsResult = Annotated[
 ]
 
 
+def _client_address(info: Info) -> str | None:
+    """The caller's address, as the ASGI server reports it (behind a proxy: what its forwarded headers say)."""
+    return getattr(getattr(info.context.request, "client", None), "host", None)
+
+
 @strawberry.type
 class Mutation:
     @strawberry.mutation(
         description="Anyone may create an account (never an admin one); the answer signs it in with its first API "
-        "token, named 'registration'."
+        "token, named 'registration'. At most 20 accounts an hour per client address unless the server is "
+        "configured otherwise (RateLimited)."
     )
     @errors_as_union
     async def register(
         self, info: Info, input: Annotated[RegisterInput, strawberry.argument(description="The new account.")]
     ) -> RegisterResult:
         user, token = await auth_service.register(
-            info.context.platform, username=input.username, email=input.email, password=input.password
+            info.context.platform,
+            username=input.username,
+            email=input.email,
+            password=input.password,
+            client=_client_address(info),
         )
         return await _signed_in(info, user, token)
 
@@ -328,9 +337,8 @@ class Mutation:
     async def login(
         self, info: Info, input: Annotated[LoginInput, strawberry.argument(description="The credentials.")]
     ) -> LoginResult:
-        client = getattr(getattr(info.context.request, "client", None), "host", None)
         user, token = await auth_service.login(
-            info.context.platform, username=input.username, password=input.password, client=client
+            info.context.platform, username=input.username, password=input.password, client=_client_address(info)
         )
         return await _signed_in(info, user, token)
 

@@ -126,8 +126,18 @@ async def _issue_token(p: Platform, user_id: int, name: str) -> tuple[ApiToken, 
     return row, plaintext
 
 
-async def register(p: Platform, *, username: str, email: str, password: str) -> tuple[User, str]:
-    """Create a plain account and its first API token (returned in plain text, once)."""
+async def register(
+    p: Platform, *, username: str, email: str, password: str, client: str | None = None
+) -> tuple[User, str]:
+    """Create a plain account and its first API token (returned in plain text, once). At most
+    ``registrations_per_hour_per_client`` per client address, counted before any hashing."""
+    if client:
+        p.limiter.hit(
+            f"register-client:{client}",
+            p.settings.registrations_per_hour_per_client,
+            3600.0,
+            "registrations from your address",
+        )
     user = await create_user(p, Actor.anonymous(), username=username, email=email, password=password)
     _, token = await _issue_token(p, user.id, "registration")
     return user, token
