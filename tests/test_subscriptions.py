@@ -140,7 +140,8 @@ async def test_example_events_reach_signed_in_subscribers(served):
         got_fooled, got_created = await fooled, await created
     event = got_fooled[0]["modelFooled"]
     assert event["id"] == tricky["createExample"]["example"]["id"]
-    assert event["fields"] == {"text": "good grief", "label": "bad"} and event["prediction"]["label"] == "good"
+    # The reader is not the author nor an owner: the example comes without its gold and the model's answer.
+    assert event["fields"] == {"text": "good grief"} and event["prediction"] is None
     assert (event["fooled"], event["task"]["code"], event["round"]["number"]) == (True, "toy", 1)
     assert [r["exampleCreated"]["fooled"] for r in got_created] == [False, True]
 
@@ -310,3 +311,68 @@ async def test_a_slow_subscriber_is_dropped_with_a_bounded_buffer():
     assert received == [0, 1, 2, 3, 4] and bus.subscriber_count("t") == 1  # the fast one
     await fast.aclose()
     assert bus.subscriber_count("t") == 0
+
+
+async def test_every_path_shows_an_examples_gold_to_the_same_people(served):
+    """One example, read as each role through the query, the subscription and a webhook: its author, the task's
+    owners and admins see it whole; every other signed-in user sees it redacted (no label, no prediction, no author)
+    in events, and not at all through example(id)."""
+    from sqlalchemy import select
+
+    from dynaforge.db.models import WebhookDelivery
+    from dynaforge.services import tasks, webhooks
+
+    p = served.p
+    people = {
+        name: await served.user(f"g{name}", admin=name == "admin") for name in ("author", "owner", "admin", "other")
+    }
+    await tasks.grant_ownership(p, Actor.system(), "toy", people["owner"][1])
+    for name, (_, user_id) in people.items():  # a webhook each (deliveries are stored; none is sent here)
+        actor = Actor(user_id, f"g{name}", name == "admin")
+        await webhooks.create(p, actor, "toy", f"http://127.0.0.1:9/{name}", ["modelFooled"])
+    query = "query($id: ID!) { example(id: $id) { ... on Example { fields prediction { label } } } }"
+    async with (
+        served.subscriber(people["author"][0]) as author,
+        served.subscriber(people["owner"][0]) as owner,
+        served.subscriber(people["admin"][0]) as admin,
+        served.subscriber(people["other"][0]) as other,
+    ):
+        sessions = {"author": author, "owner": owner, "admin": admin, "other": other}
+        reading = {name: asyncio.create_task(_collect(s, FOOLED, 1)) for name, s in sessions.items()}
+        for task in reading.values():
+            await _started(task, p.events, "modelFooled:toy")
+        for _ in range(200):  # every subscription is listening before the example is made
+            if p.events.subscriber_count("modelFooled:toy") == 4:
+                break
+            await asyncio.sleep(0.02)
+        made = await served.gql(
+            CREATE,
+            {"input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}},
+            people["author"][0],
+        )
+        example_id = made["createExample"]["example"]["id"]
+        events = {name: (await task)[0]["modelFooled"] for name, task in reading.items()}
+    whole = {"text": "good grief", "label": "bad"}
+    for name in ("author", "owner", "admin"):
+        assert events[name]["fields"] == whole and events[name]["prediction"] == {"label": "good"}, name
+        read = (await served.gql(query, {"id": example_id}, people[name][0]))["example"]
+        assert read == {"fields": whole, "prediction": {"label": "good"}}, name
+    assert events["other"]["fields"] == {"text": "good grief"} and events["other"]["prediction"] is None
+    assert events["other"]["fooled"] is True and events["other"]["id"] == example_id
+    refused = await served.http.post(
+        "/graphql",
+        json={"query": query, "variables": {"id": example_id}},
+        headers={"Authorization": f"Bearer {people['other'][0]}"},
+    )
+    body = refused.json()
+    assert body["data"]["example"] is None and body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    async with p.db.session() as s:
+        bodies = {d.webhook_id: json.loads(d.body)["data"] for d in await s.scalars(select(WebhookDelivery))}
+    admin_actor = Actor(people["admin"][1], "gadmin", True)
+    hooks = {h.user_id: h.id for h in await webhooks.list_webhooks(p, admin_actor, "toy")}
+    for name, (_, user_id) in people.items():
+        data = bodies[hooks[user_id]]
+        if name == "other":
+            assert data["fields"] == {"text": "good grief"} and data["prediction"] is None and "user_id" not in data
+        else:
+            assert data["fields"] == whole and data["prediction"]["label"] == "good", name

@@ -107,6 +107,7 @@ class HateSpeechTask(Task):
         ChoiceField(
             name="type",
             role=Role.METADATA,
+            reveals_gold=True,
             required=False,
             choices=HATE_TYPES,
             description="The kind of hate; none when the statement is not hateful.",

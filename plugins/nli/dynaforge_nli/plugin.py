@@ -54,6 +54,7 @@ class NLITask(Task):
         TextField(
             name="reason",
             role=Role.METADATA,
+            reveals_gold=True,
             required=False,
             max_length=1000,
             description="Why do you think the model was fooled?",

@@ -34,6 +34,7 @@ class SentimentTask(Task):
         TextField(
             name="explanation",
             role=Role.METADATA,
+            reveals_gold=True,
             required=False,
             max_length=1000,
             description="Why do you think the model gets it wrong?",

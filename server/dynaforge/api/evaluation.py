@@ -113,8 +113,8 @@ class DatasetItem(Node):
         description="A perturbed copy's item: the position of the item of the original set it was made from."
     )
     fields: JSON = strawberry.field(
-        description="The item's values keyed by field name; its target fields are left out unless the set is "
-        "STANDARD or you own the task (or are an admin)."
+        description="The item's values keyed by field name; its gold fields (the targets and the fields that reveal "
+        "them) are left out unless the set is STANDARD or you own the task (or are an admin)."
     )
 
     @classmethod
@@ -130,7 +130,7 @@ class DatasetItem(Node):
 @strawberry.type(description="A page of a data set's items in position order, and whether they carry their gold.")
 class DatasetItemConnection(Connection[DatasetItem]):
     gold_visible: bool = strawberry.field(
-        default=False, description="False: the target fields were left out (a scoring or hidden set)."
+        default=False, description="False: the gold fields were left out (a scoring or hidden set)."
     )
 
 
@@ -1009,7 +1009,7 @@ class EvaluationQuery:
         return Connection.from_listing(listing, Dataset.from_row)
 
     @strawberry.field(
-        description="A page of a data set's items, in order, for anyone who can see the set; target fields only "
+        description="A page of a data set's items, in order, for anyone who can see the set; gold fields only "
         "where you may see its gold (see DatasetItem.fields)."
     )
     @errors_as_graphql

@@ -30,6 +30,7 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import visibility
 
 Info = strawberry.Info[RequestContext]
 TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
@@ -71,21 +72,25 @@ class _Watch:
         self.info = info
         self.checked = time.monotonic()
 
-    async def recheck(self) -> None:
+    async def recheck(self) -> bool:
+        """Re-read the token when it is due; True when it was (and still signs the subscriber in)."""
         context = self.info.context
         if context.token is None or time.monotonic() - self.checked < context.platform.settings.subscription_reauth_s:
-            return
+            return False
         self.checked = time.monotonic()
         context.actor = await auth_service.authenticate(context.platform, context.token)
         subscription_service.check_still_signed_in(context.actor)
+        return True
 
 
-async def _events(info: Info, topic: str):
-    """The bus's events for ``topic``; bus failures become GraphQL errors that say what to do."""
+async def _events(info: Info, topic: str, on_recheck=None):
+    """The bus's events for ``topic``; bus failures become GraphQL errors that say what to do. ``on_recheck`` is
+    awaited after each re-check of the token (to re-read what depends on who the subscriber is)."""
     watch = _Watch(info)
     try:
         async for payload in info.context.platform.events.subscribe(topic):
-            await watch.recheck()
+            if await watch.recheck() and on_recheck is not None:
+                await on_recheck()
             yield payload
     except (SubscriberTooSlow, EventBusUnavailable) as exc:
         raise query_error(DynaforgeError(str(exc))) from None
@@ -95,6 +100,30 @@ async def _events(info: Info, topic: str):
 
 def _example(payload: dict) -> Example:
     return Example.from_row(example_service.example_from_payload(payload), task_code=payload["task_code"])
+
+
+async def _example_events(info: Info, event: str, task_code: str) -> AsyncGenerator[dict, None]:
+    """A task's example events as this subscriber may see each (whole or redacted: services.visibility)."""
+    topic = await _task_topic(info, event, task_code)
+    context = info.context
+    privileged = await _sees_all_gold(info, task_code)
+
+    async def refresh() -> None:
+        nonlocal privileged
+        privileged = await _sees_all_gold(info, task_code)
+
+    async for payload in _events(info, topic, refresh):
+        if visibility.sees_gold(
+            privileged=privileged, viewer_id=context.actor.user_id, author_id=payload.get("user_id")
+        ):
+            yield payload
+        else:
+            yield visibility.redact_payload(context.platform.plugins.task(payload["task_code"]), payload)
+
+
+@errors_as_graphql
+async def _sees_all_gold(info: Info, task_code: str) -> bool:
+    return await subscription_service.sees_all_gold(*info.context.caller, task_code)
 
 
 @errors_as_graphql
@@ -116,35 +145,35 @@ async def _evaluation_topic(info: Info, model_id: strawberry.ID) -> tuple[str, b
 class Subscription:
     @strawberry.subscription(
         description="Examples that fooled the task's target model, as they are stored (or as "
-        "a pending one gets its prediction). Signed-in users."
+        "a pending one gets its prediction). Signed-in users: whole to its author, the task's owners and admins; "
+        "to everyone else without its gold fields, prediction and author (fields hold the rest, prediction is null)."
     )
     async def model_fooled(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
-        topic = await _task_topic(info, "modelFooled", task_code)
-        async for payload in _events(info, topic):
+        async for payload in _example_events(info, "modelFooled", task_code):
             yield _example(payload)
 
     @strawberry.subscription(
         description="Examples of the task that were stored while their prediction was pending (createExample "
         "answered PredictionPending), as each gets it, fooling or not: `prediction` and `fooled` are set. Signed-in "
-        "users."
+        "users, redacted as in modelFooled."
     )
     async def example_predicted(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
-        topic = await _task_topic(info, "examplePredicted", task_code)
-        async for payload in _events(info, topic):
-            yield _example(payload)
-
-    @strawberry.subscription(description="Every example stored for the task, fooling or not. Signed-in users.")
-    async def example_created(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
-        topic = await _task_topic(info, "exampleCreated", task_code)
-        async for payload in _events(info, topic):
+        async for payload in _example_events(info, "examplePredicted", task_code):
             yield _example(payload)
 
     @strawberry.subscription(
-        description="Validation votes, flags and owners' decisions on the task's examples. Signed-in users."
+        description="Every example stored for the task, fooling or not. Signed-in users, redacted as in modelFooled."
+    )
+    async def example_created(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
+        async for payload in _example_events(info, "exampleCreated", task_code):
+            yield _example(payload)
+
+    @strawberry.subscription(
+        description="Validation votes, flags and owners' decisions on the task's examples. Signed-in users, the "
+        "example redacted as in modelFooled."
     )
     async def example_validated(self, info: Info, task_code: TaskCode) -> AsyncGenerator[ExampleValidated, None]:
-        topic = await _task_topic(info, "exampleValidated", task_code)
-        async for payload in _events(info, topic):
+        async for payload in _example_events(info, "exampleValidated", task_code):
             yield ExampleValidated(example=_example(payload), label=ValidationLabel(payload["label"]))
 
     @strawberry.subscription(description="Rounds of the task opened, closed or edited. Anyone who can see the task.")

@@ -49,10 +49,12 @@ from dynaforge.db.models import (
     as_utc,
     utcnow,
 )
+from dynaforge.services import visibility
 
 if TYPE_CHECKING:
     from dynaforge.plugins import Plugins
     from dynaforge.services.platform import Platform
+    from dynaforge.tasks.base import Task
 
 log = logging.getLogger(__name__)
 
@@ -127,7 +129,7 @@ def example_from_payload(payload: dict[str, Any]) -> Example:
         id=payload["id"],
         task_id=payload["task_id"],
         round_id=payload["round_id"],
-        user_id=payload["user_id"],
+        user_id=payload.get("user_id", 0),  # absent from redacted payloads: no user has id 0
         context_id=payload.get("context_id"),
         fields=payload["fields"],
         prediction=payload.get("prediction"),
@@ -305,12 +307,28 @@ async def _registered(p: Platform, task_id: int) -> list[_Target]:
     return targets
 
 
-def webhook_body(event: str, payload: dict[str, Any], privileged: bool) -> str:
-    """A delivery's JSON body; the example's author (``user_id``) only for registrants who own the task."""
-    data = dict(payload) if privileged else {k: v for k, v in payload.items() if k != "user_id"}
+def webhook_body(
+    event: str, payload: dict[str, Any], privileged: bool, *, task: Task | None = None, registrant: int | None = None
+) -> str:
+    """A delivery's JSON body. An example's gold, prediction and author (``user_id``) only for registrants who own
+    the task (or are admins) and for the example's author; everyone else gets it redacted
+    (:mod:`dynaforge.services.visibility`, as subscriptions)."""
+    if "fields" in payload and not visibility.sees_gold(
+        privileged=privileged, viewer_id=registrant, author_id=payload.get("user_id")
+    ):
+        data = visibility.redact_payload(task, payload)
+    elif privileged:
+        data = dict(payload)
+    else:
+        data = {k: v for k, v in payload.items() if k != "user_id"}
     return json.dumps(
         {"type": event, "timestamp": utcnow().isoformat(), "data": data}, default=str, separators=(",", ":")
     )
+
+
+def _task_or_none(p: Platform, payload: dict[str, Any]) -> Task | None:
+    code = payload.get("task_code")
+    return p.plugins.task(code) if code else None
 
 
 async def queue_webhooks(p: Platform, event: str, task_id: int, payload: dict[str, Any]) -> int:
@@ -324,7 +342,9 @@ async def queue_webhooks(p: Platform, event: str, task_id: int, payload: dict[st
             webhook_id=t.webhook.id,
             message_id=f"msg_{uuid.uuid4().hex}",
             event=event,
-            body=webhook_body(event, payload, t.privileged),
+            body=webhook_body(
+                event, payload, t.privileged, task=_task_or_none(p, payload), registrant=t.webhook.user_id
+            ),
         )
         for t in targets
     ]

@@ -36,7 +36,7 @@ from dynaforge.db.models import (
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.variants import iter_variants
 from dynaforge.files import Problems
-from dynaforge.services import cursors
+from dynaforge.services import cursors, visibility
 from dynaforge.services import imports as import_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
@@ -358,7 +358,6 @@ async def items(
         )
     rows = page.rows
     if not gold_visible:
-        hidden = set(task.field_names(Role.TARGET)) if task is not None else set()
         rows = [
             DatasetItem(
                 id=r.id,
@@ -366,7 +365,7 @@ async def items(
                 position=r.position,
                 example_id=None,
                 original_position=r.original_position,
-                fields={k: v for k, v in r.fields.items() if k not in hidden},
+                fields=visibility.without_gold(task, r.fields),
             )
             for r in rows
         ]

@@ -2,8 +2,10 @@
 
 What a subscriber may see is what the same person may query:
 
-* events that show examples (:data:`EXAMPLE_EVENTS`) go to signed-in users (any user may validate others'
-  examples), never to anonymous subscribers; a hidden task's only to its owners and admins;
+* events that show examples (:data:`EXAMPLE_EVENTS`) go to signed-in users, never to anonymous subscribers; a
+  hidden task's only to its owners and admins. Each example comes whole to those who may read it with
+  ``example(id)`` (its author, the task's owners and admins) and redacted to everyone else: no gold fields, no
+  prediction, no author (:mod:`dynaforge.services.visibility`, the policy webhooks follow too);
 * ``roundChanged``: anyone who can see the task;
 * ``evaluationProgress``: anyone who can see the model (a published one, or one's own; owners and admins).
 
@@ -43,6 +45,17 @@ async def task_topic(p: Platform, actor: Actor, event: str, task_code: str) -> s
         )
     view = await task_service.get_task(p, actor, task_code)
     return f"{event}:{view.task.code}"
+
+
+async def sees_all_gold(p: Platform, actor: Actor, task_code: str) -> bool:
+    """Whether ``actor`` sees the gold of every example of the task (its owners and admins); others see their own
+    examples' gold and the rest redacted (:mod:`dynaforge.services.visibility`). Checked when a subscription starts
+    and again whenever its token is (an owner removed stops seeing gold within ``subscription_reauth_s``)."""
+    if actor.is_anonymous:
+        return False
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        return await task_service.is_owner(s, actor, view.row.id)
 
 
 def check_still_signed_in(actor: Actor) -> None:

@@ -114,6 +114,11 @@ class Task:
     def field_names(self, *roles: Role) -> list[str]:
         return [f.name for f in self.fields_with(*roles)]
 
+    def gold_field_names(self) -> frozenset[str]:
+        """The fields that state or reveal the gold answer: the targets and the fields declared ``reveals_gold``.
+        Whoever may not see an example's gold sees its fields without these."""
+        return frozenset(f.name for f in self.fields if f.role is Role.TARGET or f.reveals_gold)
+
     def json_schema(self, *roles: Role) -> dict[str, Any]:
         """JSON Schema (draft 2020-12) of the fields with the given roles (all roles when none are given)."""
         selected = self.fields_with(*roles) if roles else list(self.fields)

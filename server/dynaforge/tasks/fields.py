@@ -35,6 +35,10 @@ class Field:
     role: Role
     description: str = ""
     required: bool = True
+    #: A metadata field that can state the gold answer (an explanation of why the model was fooled, a kind of hate
+    #: that is "none" exactly when the statement is not hateful): withheld wherever the target is. Target fields
+    #: always are.
+    reveals_gold: bool = False
 
     def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
         """Return the rules ``value`` (never None) breaks; ``values`` holds the example's other fields."""
@@ -48,6 +52,8 @@ class Field:
         if self.description:
             schema["description"] = self.description
         schema["x-role"] = self.role.value
+        if self.reveals_gold:  # targets are gold by their role
+            schema["x-reveals-gold"] = True
         return schema
 
     def error(self, rule: str, message: str) -> list[FieldError]:
