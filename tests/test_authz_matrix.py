@@ -188,7 +188,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "uploadPerturbedCopy":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     # --- models and leaderboards
     "submitModel":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
-    "submitModel@importPath":         rule(NOAUTH,   INVALID,   INVALID,   INVALID,   OK,        OK,   NOAUTH),
+    "submitModel@importPath":         rule(NOAUTH,   INVALID,   INVALID,   INVALID,   INVALID,   OK,   NOAUTH),
     "submitPredictions":              rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "submitPredictions@hiddenSet":    rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "model":                          rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOTFOUND),

@@ -409,9 +409,10 @@ async def test_owners_upload_a_perturbed_copy_through_a_multipart_request(gql, p
         assert (await s.get(ModelRow, model.id)).status == "EVALUATING"
 
 
-async def test_backends_that_run_code_are_for_owners_and_admins(platform, setup, monkeypatch):
-    """The production default: model builders submit over http or transformers; a python import path (code the
-    evaluation worker would run) is refused unless the submitter owns the task."""
+async def test_backends_that_run_code_are_for_admins_only(platform, setup, monkeypatch):
+    """The production default: models run over http or transformers; a python import path (code the worker would
+    run, with the server's environment and secrets) is refused to model builders and task owners alike, as a
+    submission and as a target model; admins may use it."""
     monkeypatch.setattr(platform.settings, "submission_backends", "http,transformers")
     await datasets.build_from_round(platform, setup["owner"], "toy", 1)
     with pytest.raises(InvalidInput) as refused:
@@ -419,8 +420,19 @@ async def test_backends_that_run_code_are_for_owners_and_admins(platform, setup,
             platform, setup["builder"], task_code="toy", name="code", backend="python", config=KEYWORD
         )
     assert refused.value.field_errors[0].field == "backend" and refused.value.field_errors[0].rule == "not_allowed"
+    with pytest.raises(InvalidInput) as refused:
+        await submissions.submit_model(
+            platform, setup["owner"], task_code="toy", name="owned", backend="python", config=KEYWORD
+        )
+    assert refused.value.field_errors[0].rule == "not_allowed" and "admins only" in refused.value.message
+    with pytest.raises(InvalidInput) as refused:
+        await tasks.set_target_models(
+            platform, setup["owner"], "toy", [{"name": "code", "backend": "python", "config": KEYWORD}]
+        )
+    assert refused.value.field_errors[0].field == "models[0].backend"
+    admin = await make_user(platform, "root1", admin=True)
     model, queued = await submissions.submit_model(
-        platform, setup["owner"], task_code="toy", name="owned", backend="python", config=KEYWORD
+        platform, admin, task_code="toy", name="admin's", backend="python", config=KEYWORD
     )
     assert queued
     remote, _ = await submissions.submit_model(

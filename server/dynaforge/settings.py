@@ -108,8 +108,9 @@ class Settings(BaseSettings):
     )
     submission_backends: str = Field(
         default="http,transformers",
-        description="model backends any model builder may submit with (comma-separated); the others (python: an "
-        "import path the evaluation worker would run) are for the task's owners and admins only",
+        description="model backends anyone may run models with, as submissions or as a task's target models "
+        "(comma-separated); the others (python: an import path the worker would run with the server's environment) "
+        "are for admins only",
     )
     eval_chunk_size: int = Field(
         default=256, ge=1, description="evaluation: items per stored chunk (the unit of resumption)"

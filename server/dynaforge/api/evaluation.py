@@ -347,8 +347,7 @@ class SubmitModelInput:
     name: str = strawberry.field(description="The model's display name, 1 to 100 characters.")
     backend: str = strawberry.field(
         description="A registered backend. Any signed-in user may use those the server opens to model builders (by "
-        "default http and transformers); the others (python runs code on the server) only the task's owners and "
-        "admins."
+        "default http and transformers); the others (python runs code on the server) only admins."
     )
     config: JSON = strawberry.field(description="The backend's configuration (see docs/model-server.md).")
     card: ModelCardInput | None = strawberry.field(default=None, description="Its model card; null: an empty one.")

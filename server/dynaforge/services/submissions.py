@@ -71,10 +71,7 @@ async def _check_throttle(s, view: task_service.TaskView, actor: Actor, task_cod
         raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", retry)
 
 
-def open_backends(p: Platform) -> set[str]:
-    """The backends every signed-in user may submit models with (``SUBMISSION_BACKENDS``); the others are for the
-    task's owners and admins."""
-    return {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
+open_backends = task_service.open_backends
 
 
 async def submit_model(
@@ -92,24 +89,8 @@ async def submit_model(
     """Store a submission and queue its evaluations; returns the model and its queued evaluations."""
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
-    open_to_all = open_backends(p)
-    if backend not in open_to_all:
-        async with p.db.session() as s:
-            trusted = await task_service.is_owner(s, actor, view.row.id)
-        if not trusted:
-            # A backend such as python names code that the evaluation worker would import and run.
-            raise InvalidInput.from_errors(
-                [
-                    FieldError(
-                        "backend",
-                        "not_allowed",
-                        f"model builders submit with {', '.join(sorted(open_to_all)) or 'no backend'}; {backend!r} "
-                        f"runs "
-                        "code on the server and is for the task's owners and admins (serve your model over http "
-                        "instead)",
-                    )
-                ]
-            )
+    # A backend such as python names code that the evaluation worker would import and run: admins only.
+    task_service.check_backend_allowed(p, actor, backend)
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
     card = check_card(card)
     async with p.db.write() as s:

@@ -378,6 +378,8 @@ async def open_next_round(
     try:
         async with p.db.write() as s:
             previous = await _owned_open_round(s, actor, view, "open its next round")
+            for i, spec in enumerate(specs or ()):
+                check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend")
             now = utcnow()
             if previous is not None and previous.ended_at is None:
                 previous.ended_at = now
@@ -503,6 +505,30 @@ def check_target_models(p: Platform, models: list[dict], rule: str) -> list[Mode
     return specs
 
 
+def open_backends(p: Platform) -> set[str]:
+    """The backends every signed-in user may run models with (``SUBMISSION_BACKENDS``); the others (``python``: an
+    import path the model worker would run, with the server's environment) are for admins only."""
+    return {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
+
+
+def check_backend_allowed(p: Platform, actor: Actor, backend: str, field: str = "backend") -> None:
+    """InvalidInput (rule ``not_allowed``) unless ``backend`` is open to everyone or ``actor`` is an admin: a
+    backend that runs code on the server would hand a task owner the server's secrets."""
+    allowed = open_backends(p)
+    if backend in allowed or actor.is_admin:
+        return
+    raise InvalidInput.from_errors(
+        [
+            FieldError(
+                field,
+                "not_allowed",
+                f"models run with {', '.join(sorted(allowed)) or 'no backend'} here; {backend!r} runs code on the "
+                "server and is for admins only (serve your model over http instead)",
+            )
+        ]
+    )
+
+
 async def set_target_models(
     p: Platform,
     actor: Actor,
@@ -517,6 +543,8 @@ async def set_target_models(
     async with p.db.write() as s:
         if not await is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {code} and admins can set its target models")
+        for i, spec in enumerate(specs):
+            check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend")
         round_ = await current_round(s, view.row.id)
         if round_ is None or round_.ended_at is not None:
             raise RoundClosed(f"Task {code} has no open round; open the next one first")
