@@ -125,6 +125,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "createApiToken":                 rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "revokeApiToken":                 rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  NOTFOUND,  OK,   NOAUTH),
     "logout":                         rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "revokeAllApiTokens":             rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "me":                             rule(NULL,     OK,        OK,        OK,        OK,        OK,   NULL),
     # --- writing examples
     "createExample":                  rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
@@ -323,6 +324,11 @@ async def _revoke_api_token(w: World) -> Variables:
 
 @operation("logout")
 async def _logout(w: World) -> Variables:
+    return {}
+
+
+@operation("revokeAllApiTokens")
+async def _revoke_all_api_tokens(w: World) -> Variables:
     return {}
 
 

@@ -54,3 +54,54 @@ async def test_logout_needs_a_valid_token(gql):
     assert (await gql(LOGOUT, token=token))["logout"]["__typename"] == "LoggedOut"
     again = (await gql(LOGOUT, token=token))["logout"]  # the revoked token no longer signs anyone in
     assert again["__typename"] == "NotAuthenticated" and "revoked" in again["message"]
+
+
+async def test_tokens_expire(gql, platform):
+    from datetime import timedelta
+
+    from sqlalchemy import update
+
+    from dynaforge.db.models import ApiToken, utcnow
+
+    platform.settings.token_ttl_days = 30
+    registered = (await gql(REGISTER, {"u": "tess", "e": "tess@example.org", "p": PASSWORD}, token=None))["register"]
+    token = registered["token"]
+    [listed] = (await gql("{ me { apiTokens { expiresAt } } }", token=token))["me"]["apiTokens"]
+    assert listed["expiresAt"] is not None  # about 30 days ahead
+    async with platform.db.write() as s:
+        await s.execute(update(ApiToken).values(expires_at=utcnow() - timedelta(minutes=1)))
+    platform.caches.tokens.clear()
+    assert (await gql("{ me { username } }", token=token))["me"] is None
+    refused = (
+        await gql(
+            'mutation { createApiToken(input: {name: "x"}) { __typename ... on Error { message } } }', token=token
+        )
+    )["createApiToken"]
+    assert refused["__typename"] == "NotAuthenticated" and "expired" in refused["message"]
+    platform.settings.token_ttl_days = 0  # never: what an operator may choose
+    again = (await gql(SIGN_IN, {"u": "tess", "p": PASSWORD}, token=None))["login"]["token"]
+    [never] = [
+        t
+        for t in (await gql("{ me { apiTokens { expiresAt revoked } } }", token=again))["me"]["apiTokens"]
+        if not t["revoked"] and t["expiresAt"] is None
+    ]
+    assert never == {"expiresAt": None, "revoked": False}
+
+
+async def test_a_user_holds_a_bounded_number_of_live_tokens(gql, platform):
+    platform.settings.tokens_per_user = 3
+    await gql(REGISTER, {"u": "lena", "e": "lena@example.org", "p": PASSWORD}, token=None)
+    tokens = [(await gql(SIGN_IN, {"u": "lena", "p": PASSWORD}, token=None))["login"]["token"] for _ in range(4)]
+    listed = (await gql(TOKENS, token=tokens[-1]))["me"]["apiTokens"]
+    assert len(listed) == 5 and sum(not t["revoked"] for t in listed) == 3
+    assert [t["revoked"] for t in listed] == [True, True, False, False, False]  # the least recently used went
+
+
+async def test_revoke_all_signs_out_everywhere(gql):
+    await gql(REGISTER, {"u": "otto", "e": "otto@example.org", "p": PASSWORD}, token=None)
+    one = (await gql(SIGN_IN, {"u": "otto", "p": PASSWORD}, token=None))["login"]["token"]
+    two = (await gql(SIGN_IN, {"u": "otto", "p": PASSWORD}, token=None))["login"]["token"]
+    out = await gql("mutation { revokeAllApiTokens { __typename ... on RevokedAllApiTokens { count } } }", token=one)
+    assert out["revokeAllApiTokens"] == {"__typename": "RevokedAllApiTokens", "count": 3}
+    for token in (one, two):
+        assert (await gql("{ me { username } }", token=token, expect_errors=True))["data"]["me"] is None

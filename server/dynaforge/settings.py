@@ -135,6 +135,14 @@ class Settings(BaseSettings):
 
     # Abuse limits
     logins_per_minute: int = Field(default=10, ge=0, description="login attempts per account per minute (0: no limit)")
+    token_ttl_days: float = Field(
+        default=90, ge=0, description="API tokens expire this many days after they are issued (0: never)"
+    )
+    tokens_per_user: int = Field(
+        default=50,
+        ge=1,
+        description="live API tokens per user: issuing one more revokes the least recently used beyond the limit",
+    )
     registrations_per_hour_per_client: int = Field(
         default=20, ge=0, description="accounts registered per client address per hour (0: no limit)"
     )

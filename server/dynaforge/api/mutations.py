@@ -176,6 +176,11 @@ class RevokedApiToken:
     api_token: ApiToken = strawberry.field(description="The token, now with `revoked: true`.")
 
 
+@strawberry.type(description="Every token of the account was revoked, the one that signed this request included.")
+class RevokedAllApiTokens:
+    count: int = strawberry.field(description="How many live tokens were revoked.")
+
+
 @strawberry.type(description="The example was stored with the model's prediction.")
 class CreatedExample:
     example: Example = strawberry.field(description="The stored example, in status CREATED.")
@@ -257,6 +262,13 @@ RevokeApiTokenResult = Annotated[
         description="RevokedApiToken: the token is revoked. The other members are the expected failures: "
         "InvalidInput (the id is not an ApiToken's), NotAuthenticated (no valid token sent), NotFound (no such token "
         "of yours).",
+    ),
+]
+RevokeAllApiTokensResult = Annotated[
+    RevokedAllApiTokens | NotAuthenticated,
+    strawberry.union(
+        "RevokeAllApiTokensResult",
+        description="RevokedAllApiTokens: signed out everywhere. NotAuthenticated: no valid token was sent.",
     ),
 ]
 CreateExampleResult = Annotated[
@@ -374,6 +386,14 @@ class Mutation:
     ) -> RevokeApiTokenResult:
         row = await auth_service.revoke_token(*info.context.caller, parse_id(input.id, "id", "ApiToken"))
         return RevokedApiToken(api_token=ApiToken.from_row(row))
+
+    @strawberry.mutation(
+        description="Signed-in users revoke every one of their API tokens, the one in use included: sign out "
+        "everywhere (after a token leaked, say). Sign in again with login."
+    )
+    @errors_as_union
+    async def revoke_all_api_tokens(self, info: Info) -> RevokeAllApiTokensResult:
+        return RevokedAllApiTokens(count=await auth_service.revoke_all_tokens(*info.context.caller))
 
     @strawberry.mutation(
         description="Signed-in users write an example in the task's open round: the target model predicts and the "

@@ -93,6 +93,7 @@ class ApiToken(SQLModel, table=True):
     created_at: datetime = _ts()
     last_used_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
     revoked_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    expires_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))  # None: never
 
 
 class TaskRow(SQLModel, table=True):

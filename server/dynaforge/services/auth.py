@@ -119,9 +119,33 @@ async def create_user(
 
 
 async def _issue_token(p: Platform, user_id: int, name: str) -> tuple[ApiToken, str]:
+    """A new token for the user, expiring after ``token_ttl_days``; the user's live tokens beyond
+    ``tokens_per_user`` (the least recently used first) are revoked in the same transaction."""
     plaintext = _new_token()
-    row = ApiToken(user_id=user_id, name=name, prefix=plaintext[:12], token_hash=hash_token(plaintext))
+    now = utcnow()
+    ttl = p.settings.token_ttl_days
+    row = ApiToken(
+        user_id=user_id,
+        name=name,
+        prefix=plaintext[:12],
+        token_hash=hash_token(plaintext),
+        expires_at=now + timedelta(days=ttl) if ttl > 0 else None,
+    )
     async with p.db.write() as s:
+        live = list(
+            await s.scalars(
+                select(ApiToken)
+                .where(
+                    col(ApiToken.user_id) == user_id,
+                    col(ApiToken.revoked_at).is_(None),
+                    (col(ApiToken.expires_at).is_(None)) | (col(ApiToken.expires_at) > now),
+                )
+                .order_by(func.coalesce(col(ApiToken.last_used_at), col(ApiToken.created_at)), col(ApiToken.id))
+            )
+        )
+        for old in live[: max(0, len(live) - p.settings.tokens_per_user + 1)]:
+            old.revoked_at = now
+            p.caches.tokens.pop(old.token_hash)
         s.add(row)
     return row, plaintext
 
@@ -233,6 +257,23 @@ async def revoke_token(p: Platform, actor: Actor, token_id: int) -> ApiToken:
     return row
 
 
+async def revoke_all_tokens(p: Platform, actor: Actor) -> int:
+    """Revoke every live token of the actor, the one in use included (sign out everywhere); returns how many."""
+    actor = require_human(actor)
+    now = utcnow()
+    async with p.db.write() as s:
+        rows = list(
+            await s.scalars(
+                select(ApiToken).where(col(ApiToken.user_id) == actor.user_id, col(ApiToken.revoked_at).is_(None))
+            )
+        )
+        for row in rows:
+            row.revoked_at = now
+    for row in rows:
+        p.caches.tokens.pop(row.token_hash)
+    return len(rows)
+
+
 async def token_by_secret(p: Platform, plaintext: str) -> ApiToken | None:
     """The row of a token given in plain text (as just issued, or as sent in a request), or None."""
     async with p.db.session() as s:
@@ -269,8 +310,11 @@ async def authenticate(p: Platform, bearer: str | None) -> Actor:
     if row is None:
         return Actor.anonymous("The API token is not valid; create one with login or createApiToken")
     token, user = row
+    expires = as_utc(token.expires_at)
     if token.revoked_at is not None:
         result = Actor.anonymous("The API token was revoked; sign in again with login")
+    elif expires is not None and expires <= utcnow():
+        result = Actor.anonymous(f"The API token expired on {expires:%Y-%m-%d}; sign in again with login")
     elif not user.is_active:
         result = Actor.anonymous("This account is disabled")
     else:

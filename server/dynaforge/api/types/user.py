@@ -28,8 +28,12 @@ class ApiToken(Node):
         "null when it has never been used."
     )
     revoked: bool = strawberry.field(
-        description="Whether the token was revoked (logout or revokeApiToken): a revoked token signs no one in "
-        "and cannot be restored."
+        description="Whether the token was revoked (logout, revokeApiToken, revokeAllApiTokens, or a newer token "
+        "past the server's tokens per user): a revoked token signs no one in and cannot be restored."
+    )
+    expires_at: datetime | None = strawberry.field(
+        description="When the token stops signing anyone in (ISO 8601, UTC; 90 days after it was issued unless the "
+        "server is configured otherwise); null: never."
     )
 
     @strawberry.field(description="Whether this token signed the request that reads it (the session in use).")
@@ -47,6 +51,7 @@ class ApiToken(Node):
             created_at=as_utc(row.created_at),
             last_used_at=as_utc(row.last_used_at),
             revoked=row.revoked_at is not None,
+            expires_at=as_utc(row.expires_at),
         )
 
 
