@@ -168,6 +168,32 @@ async def test_forks_snapshots_and_csv(platform, board):
     assert float(rows[0]["accuracy"]) in {0.9, 0.8, 0.7}
 
 
+async def test_csv_cells_never_run_as_spreadsheet_formulas(platform, board):
+    from sqlalchemy import update
+
+    from dynaforge.db.models import ModelRow
+
+    async with platform.db.write() as s:
+        await s.execute(update(ModelRow).where(ModelRow.name == "beta").values(name='=HYPERLINK("http://x","go")'))
+    platform.caches.boards.clear()
+    text = leaderboard.to_csv(await leaderboard.compute(platform, Actor.anonymous(), "toy"))
+    names = [r["model"] for r in csv.DictReader(io.StringIO(text))]
+    assert '\'=HYPERLINK("http://x","go")' in names and not any(n.startswith("=") for n in names)
+
+
+async def test_forks_and_snapshots_per_user_are_bounded(platform, board, monkeypatch):
+    monkeypatch.setattr(leaderboard, "MAX_FORKS_PER_USER", 2)
+    monkeypatch.setattr(leaderboard, "MAX_SNAPSHOTS_PER_USER", 1)
+    builder = board["builder"]
+    for name in ("a", "b"):
+        await leaderboard.save_fork(platform, builder, "toy", name, metric_weights=None, dataset_weights=None)
+    with pytest.raises(InvalidInput, match="delete one"):
+        await leaderboard.save_fork(platform, builder, "toy", "c", metric_weights=None, dataset_weights=None)
+    await leaderboard.snapshot(platform, builder, "toy", "one", metric_weights=None, dataset_weights=None)
+    with pytest.raises(InvalidInput, match="delete one"):
+        await leaderboard.snapshot(platform, builder, "toy", "two", metric_weights=None, dataset_weights=None)
+
+
 BOARD = """query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) {
   rows { model { id name } dynascore metrics { name value } } csv } }"""
 

@@ -350,8 +350,20 @@ async def compute(
     )
 
 
+# A cell starting with one of these is a formula to a spreadsheet (CSV injection, OWASP): quoted with a leading '.
+_FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: object) -> object:
+    """A text cell as spreadsheets show it without running it; numbers are left as they are."""
+    if isinstance(value, str) and value.startswith(_FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def to_csv(board: Board) -> str:
-    """The board as CSV: rank, model, submitter, Dynascore, then every metric (empty where missing)."""
+    """The board as CSV: rank, model, submitter, Dynascore, then every metric (empty where missing). Text that a
+    spreadsheet would run as a formula (a model named ``=HYPERLINK(...)``) starts with ``'``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     names = [m.name for m in board.rows[0].metrics] if board.rows else []
@@ -362,14 +374,29 @@ def to_csv(board: Board) -> str:
             [
                 "" if row.rank is None else row.rank,
                 row.model_id,
-                row.model_name,
-                row.submitter or "",
+                _cell(row.model_name),
+                _cell(row.submitter or ""),
                 "" if row.dynascore is None else repr(row.dynascore),
                 *("" if values[n] is None else repr(values[n]) for n in names),
-                " ".join(row.missing),
+                _cell(" ".join(row.missing)),
             ]
         )
     return out.getvalue()
+
+
+#: What one user may keep on one task: forks and snapshots are rows anyone signed in can make.
+MAX_FORKS_PER_USER = 100
+MAX_SNAPSHOTS_PER_USER = 100
+
+
+async def _check_room(s: Any, table: Any, task_id: int, user_id: int, limit: int, what: str, task_code: str) -> None:
+    held = await s.scalar(
+        select(func.count()).select_from(table).where(col(table.task_id) == task_id, col(table.user_id) == user_id)
+    )
+    if held >= limit:
+        raise InvalidInput.from_errors(
+            [FieldError("name", "limit", f"you keep {held} {what} on {task_code}, the most one user may; delete one")]
+        )
 
 
 async def save_fork(
@@ -400,6 +427,7 @@ async def save_fork(
         )
         if taken is not None:
             raise AlreadyExists(f"You already have a fork named {name.strip()!r} on {task_code}")
+        await _check_room(s, LeaderboardFork, view.row.id, actor.person_id, MAX_FORKS_PER_USER, "forks", task_code)
         fork = LeaderboardFork(
             task_id=view.row.id,
             user_id=actor.person_id,
@@ -449,6 +477,9 @@ async def snapshot(
         for r in board.rows
     ]
     async with p.db.write() as s:
+        await _check_room(
+            s, LeaderboardSnapshot, view.row.id, actor.person_id, MAX_SNAPSHOTS_PER_USER, "snapshots", task_code
+        )
         row = LeaderboardSnapshot(
             task_id=view.row.id,
             user_id=actor.person_id,
