@@ -173,6 +173,43 @@ async def test_depth_aliases_and_tokens(platform, monkeypatch):
             assert body.get("data") is None
 
 
+async def test_operations_are_limited_by_the_objects_they_can_ask_for(platform, monkeypatch):
+    """Page sizes multiply down each path: short documents that ask for many objects are refused before anything
+    runs, with the count and the limit."""
+    monkeypatch.setattr(platform.settings, "graphql_max_nodes", 1000)
+    app = create_app(platform=platform, sync_tasks=False, run_jobs=False)
+    nested = """query($n: Int) { models(taskCode: "toy", first: $n) { nodes {
+      evaluations(first: 50) { nodes { id } } } } }"""
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+        gql = GraphQLClient(http)
+        fine = await gql(nested, {"n": 10}, token=None, expect_errors=True)  # 10 + 10 x 50 = 510
+        assert "errors" not in fine, fine
+        body = await gql(nested, {"n": 30}, token=None, expect_errors=True)  # 30 + 30 x 50 = 1530
+        error = body["errors"][0]
+        assert body.get("data") is None and error["extensions"]["code"] == "QUERY_TOO_COSTLY"
+        assert error["extensions"]["cost"] == 1530 and "smaller pages" in error["message"]
+        # A connection asked for without a page size counts as its largest page (100), through fragments too.
+        spread = """{ ...f } fragment f on Query { models(taskCode: "toy") { nodes {
+          evaluations { nodes { id } } } } }"""
+        refused = await gql(spread, token=None, expect_errors=True)
+        assert refused["errors"][0]["extensions"]["cost"] == 100 + 100 * 100
+
+
+def test_the_cost_of_an_operation_is_its_page_sizes_multiplied_down_each_path():
+    from graphql import parse
+
+    from dynaforge.api.cost import node_count
+    from dynaforge.api.schema import build_schema
+
+    schema = build_schema()._schema
+    document = parse(
+        """query { a: examples(taskCode: "t", first: 5) { nodes { id round { leaderboard(first: 7) { nodes {
+        rank } } } } } tasks { code } b: datasetItems(id: "x", last: 3) { nodes { id } } }"""
+    )
+    [operation] = document.definitions
+    assert node_count(schema, operation, {}) == 5 + 5 * 7 + 3  # tasks is a plain list: bounded by the data
+
+
 @pytest.mark.parametrize("environment", ["production", "development"])
 async def test_introspection_and_graphiql_follow_the_environment(environment, platform):
     from dynaforge.settings import Settings

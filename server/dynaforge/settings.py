@@ -171,6 +171,11 @@ class Settings(BaseSettings):
     graphql_max_depth: int = 12
     graphql_max_tokens: int = 2000
     graphql_max_aliases: int = 15
+    graphql_max_nodes: int = Field(
+        default=20_000,
+        ge=0,
+        description="objects one operation may ask for: page sizes multiplied down each path, summed (0: no limit)",
+    )
     graphql_max_concurrent_reads: int = Field(
         default=4, ge=0, description="queries executing at once per process (mutations never wait); 0: no limit"
     )

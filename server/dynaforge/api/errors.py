@@ -84,16 +84,18 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     **dict.fromkeys(
         ["unknown", "unknown_column", "unknown_field", "unknown_metric", "importer", "plugin"], FieldErrorCode.UNKNOWN
     ),
-    **dict.fromkeys(["not_found", "original", "round"], FieldErrorCode.NOT_FOUND),
+    **dict.fromkeys(["not_found", "original", "round", "dns"], FieldErrorCode.NOT_FOUND),
     **dict.fromkeys(
-        ["max_items", "more", "more_errors", "too_many_errors", "max_rows", "max_bytes"], FieldErrorCode.TOO_MANY
+        ["max_items", "more", "more_errors", "too_many_errors", "max_rows", "max_bytes", "limit"],
+        FieldErrorCode.TOO_MANY,
     ),
     **dict.fromkeys(["id"], FieldErrorCode.ID),
     **dict.fromkeys(["cursor"], FieldErrorCode.CURSOR),
     **dict.fromkeys(["exclusive"], FieldErrorCode.EXCLUSIVE),
     **dict.fromkeys(["unused", "label"], FieldErrorCode.UNUSED),
     **dict.fromkeys(
-        ["not_allowed", "no_context_fields", "no_correction", "scoring", "changed", "task"], FieldErrorCode.NOT_ALLOWED
+        ["not_allowed", "no_context_fields", "no_correction", "scoring", "changed", "task", "credentials", "internal"],
+        FieldErrorCode.NOT_ALLOWED,
     ),
     **dict.fromkeys(["span_context", "span_in_context"], FieldErrorCode.SPAN),
     **dict.fromkeys(["role"], FieldErrorCode.ROLE),

@@ -33,6 +33,7 @@ from strawberry.types.graphql import OperationType
 from dynaforge.aio import loop_semaphore
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
 from dynaforge.api.contexts import ContextMutation
+from dynaforge.api.cost import QueryCost
 from dynaforge.api.documents import OnlyTrustedDocuments, trusted_documents
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
@@ -240,6 +241,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
             lambda: AddValidationRules(rules),
             lambda: ReadAdmission(settings.graphql_max_concurrent_reads),
             lambda: MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
+            lambda: QueryCost(settings.graphql_max_nodes),
             # Built per request; their LRU caches live at module level, shared by every request.
             lambda: ParserCache(maxsize=256),
             ValidationByText,
