@@ -248,6 +248,7 @@ def server_environment(threads: int) -> dict[str, str]:
         PYTHONUNBUFFERED="1",
         DYNAFORGE_ENVIRONMENT="test",
         DYNAFORGE_EXAMPLES_PER_MINUTE="1000000",  # the per-user limit would otherwise throttle the load
+        DYNAFORGE_REGISTRATIONS_PER_HOUR_PER_CLIENT="0",  # every annotator registers from this one address
         DYNAFORGE_LOAD_PLUGINS=TASK,
         DYNAFORGE_MODEL_THREADS=str(threads),
     )

@@ -376,3 +376,41 @@ async def test_every_path_shows_an_examples_gold_to_the_same_people(served):
             assert data["fields"] == {"text": "good grief"} and data["prediction"] is None and "user_id" not in data
         else:
             assert data["fields"] == whole and data["prediction"]["label"] == "good", name
+
+
+async def test_subscriptions_are_capped_per_connection_and_per_user(served):
+    p = served.p
+    p.settings.subscriptions_per_connection = 2
+    p.settings.subscriptions_per_user = 3
+    token, user_id = await served.user("many1")
+
+    async def first_event_or_error(session) -> str:
+        try:
+            async for _ in session.subscribe(ROUNDS):
+                return "event"
+        except TransportQueryError as exc:
+            return exc.errors[0]["extensions"]["code"] + ": " + exc.errors[0]["message"]
+        return "ended"
+
+    async with served.subscriber(token) as one, served.subscriber(token) as two:
+        running = [asyncio.create_task(first_event_or_error(one)) for _ in range(2)]
+        for _ in range(200):
+            if p.subscriptions.held(f"user:{user_id}") == 2:
+                break
+            await asyncio.sleep(0.02)
+        third_on_one = await asyncio.wait_for(first_event_or_error(one), 10)
+        assert third_on_one.startswith("RATE_LIMITED") and "this connection" in third_on_one
+        running.append(asyncio.create_task(first_event_or_error(two)))  # the user's third
+        for _ in range(200):
+            if p.subscriptions.held(f"user:{user_id}") == 3:
+                break
+            await asyncio.sleep(0.02)
+        fourth = await asyncio.wait_for(first_event_or_error(two), 10)
+        assert fourth.startswith("RATE_LIMITED") and "at most 3 at once" in fourth
+        await served.gql(OPEN_ROUND, token=(await served.user("admin9", admin=True))[0])
+        assert await asyncio.wait_for(asyncio.gather(*running), 10) == ["event"] * 3
+    for _ in range(200):  # every slot is given back when the subscriptions end
+        if p.subscriptions.held(f"user:{user_id}") == 0:
+            break
+        await asyncio.sleep(0.02)
+    assert p.subscriptions.held(f"user:{user_id}") == 0

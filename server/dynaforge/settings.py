@@ -89,6 +89,15 @@ class Settings(BaseSettings):
     subscriber_buffer: int = Field(
         default=256, ge=1, description="live events: how many events a subscriber may fall behind before it is dropped"
     )
+    subscriptions_per_connection: int = Field(
+        default=20, ge=1, description="subscriptions one websocket connection may hold open at once"
+    )
+    subscriptions_per_user: int = Field(
+        default=50,
+        ge=1,
+        description="subscriptions one user (anonymous subscribers: one client address) may hold open at once, "
+        "over all their connections to this process",
+    )
     subscription_reauth_s: float = Field(
         default=30.0,
         ge=0,

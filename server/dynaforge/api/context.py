@@ -34,6 +34,7 @@ class RequestContext:
     loaders: dict[str, DataLoader] = field(default_factory=dict)
     token: str | None = None  # the bearer token this context was authenticated with (websockets re-check it)
     connection_params: dict[str, Any] | None = None  # websockets: the connection_init payload
+    open_subscriptions: int = 0  # websockets: the subscriptions running on this connection
 
     @property
     def caller(self) -> tuple[Platform, Actor]:

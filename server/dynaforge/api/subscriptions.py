@@ -87,6 +87,13 @@ async def _events(info: Info, topic: str, on_recheck=None):
     """The bus's events for ``topic``; bus failures become GraphQL errors that say what to do. ``on_recheck`` is
     awaited after each re-check of the token (to re-read what depends on who the subscriber is)."""
     watch = _Watch(info)
+    context = info.context
+    client = getattr(getattr(context.request, "client", None), "host", None)
+    try:
+        key = subscription_service.open_subscription(*context.caller, client, context.open_subscriptions)
+    except DynaforgeError as exc:
+        raise query_error(exc) from None
+    context.open_subscriptions += 1
     try:
         async for payload in info.context.platform.events.subscribe(topic):
             if await watch.recheck() and on_recheck is not None:
@@ -96,6 +103,9 @@ async def _events(info: Info, topic: str, on_recheck=None):
         raise query_error(DynaforgeError(str(exc))) from None
     except DynaforgeError as exc:
         raise query_error(exc) from None
+    finally:
+        context.open_subscriptions -= 1
+        subscription_service.close_subscription(context.platform, key)
 
 
 def _example(payload: dict) -> Example:

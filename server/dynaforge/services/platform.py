@@ -10,7 +10,7 @@ from dynaforge.events import EventBus, InMemoryEventBus, make_event_bus
 from dynaforge.inference.client import InferenceClient, LocalInferenceClient
 from dynaforge.plugins import Plugins
 from dynaforge.services.cache import Caches
-from dynaforge.services.ratelimit import RateLimiter
+from dynaforge.services.ratelimit import RateLimiter, Slots
 from dynaforge.settings import Settings
 
 
@@ -23,6 +23,7 @@ class Platform:
     events: EventBus = field(default_factory=InMemoryEventBus)
     limiter: RateLimiter = field(default_factory=RateLimiter)
     caches: Caches = field(default_factory=Caches)
+    subscriptions: Slots = field(default_factory=Slots)  # live subscriptions per user (or client address)
     jobs: Any = None  # dynaforge.jobs.Jobs once the server starts its job system; None: evaluations stay queued
 
     @classmethod

@@ -54,3 +54,32 @@ class RateLimiter:
             del self._hits[key]
         while len(self._hits) >= self.max_keys:
             self._hits.popitem(last=False)  # the least recently used
+
+
+class Slots:
+    """Things held open at once per key (live subscriptions per user): ``acquire`` refuses past the limit, and
+    ``release`` gives the slot back. In process memory, like :class:`RateLimiter`; keys with nothing held are
+    dropped, so only what is open takes room."""
+
+    def __init__(self) -> None:
+        self._held: dict[str, int] = {}
+
+    def held(self, key: str) -> int:
+        return self._held.get(key, 0)
+
+    def acquire(self, key: str, limit: int, what: str) -> None:
+        if len(key) > MAX_KEY_LENGTH:
+            key = "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        held = self._held.get(key, 0)
+        if limit > 0 and held >= limit:
+            raise RateLimited(f"Too many {what}: at most {limit} at once; end one first", 1.0)
+        self._held[key] = held + 1
+
+    def release(self, key: str) -> None:
+        if len(key) > MAX_KEY_LENGTH:
+            key = "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        held = self._held.get(key, 0) - 1
+        if held > 0:
+            self._held[key] = held
+        else:
+            self._held.pop(key, None)

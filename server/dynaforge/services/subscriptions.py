@@ -15,7 +15,7 @@ a mistyped or revoked token should not pass for anonymity.
 
 from __future__ import annotations
 
-from dynaforge.errors import NotAuthenticated
+from dynaforge.errors import NotAuthenticated, RateLimited
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor
@@ -56,6 +56,26 @@ async def sees_all_gold(p: Platform, actor: Actor, task_code: str) -> bool:
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         return await task_service.is_owner(s, actor, view.row.id)
+
+
+def open_subscription(p: Platform, actor: Actor, client: str | None, on_connection: int) -> str:
+    """Admit one more subscription for ``actor`` (whose connection already holds ``on_connection``): RateLimited
+    past ``subscriptions_per_connection`` on the connection or ``subscriptions_per_user`` for the person (anonymous
+    subscribers: their address). Returns the key to hand back to :func:`close_subscription` when it ends."""
+    settings = p.settings
+    if on_connection >= settings.subscriptions_per_connection:
+        raise RateLimited(
+            f"Too many subscriptions on this connection: at most {settings.subscriptions_per_connection} at once; "
+            "end one first",
+            1.0,
+        )
+    key = f"user:{actor.user_id}" if actor.user_id is not None else f"client:{client or 'unknown'}"
+    p.subscriptions.acquire(key, settings.subscriptions_per_user, "subscriptions for you")
+    return key
+
+
+def close_subscription(p: Platform, key: str) -> None:
+    p.subscriptions.release(key)
 
 
 def check_still_signed_in(actor: Actor) -> None:
