@@ -181,9 +181,24 @@ async def test_plugins_query_lists_core_defaults_and_task_plugins(gql):
     assert "register_tasks" in names["toy_plugin"]["hooks"]
 
 
+async def test_a_broken_plugins_error_is_for_admins(gql, platform, monkeypatch):
+    from support import make_user
+
+    monkeypatch.setitem(platform.plugins.errors, "broken_plugin", "ImportError: /srv/secret/path/plugin.py line 3")
+    query = "{ plugins { name error } }"
+    shown = {p["name"]: p["error"] for p in (await gql(query, token=None))["plugins"]}
+    assert shown["broken_plugin"] == "failed to load (admins see why)"
+    admin = await make_user(platform, "root2", admin=True)
+    from dynaforge.services import auth
+
+    _, token = await auth.create_token(platform, admin, name="t")
+    seen = {p["name"]: p["error"] for p in (await gql(query, token=token))["plugins"]}
+    assert seen["broken_plugin"].startswith("ImportError") and seen["toy_plugin"] is None
+
+
 async def test_healthz(client):
     response = await client.get("/healthz")
-    assert response.status_code == 200 and response.json()["tasks"] == ["toy"]
+    assert response.status_code == 200 and response.json()["tasks"] == 1  # a count: hidden tasks' codes stay hidden
 
 
 @pytest.mark.parametrize("header", ["Bearer", "Basic abc", "Bearer dfk_unknown"])

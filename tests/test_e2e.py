@@ -201,7 +201,7 @@ async def test_health_plugins_and_tasks(server: Server):
     with urllib.request.urlopen(server.base_url + "/healthz", timeout=5) as response:
         health = json.load(response)
     assert health["status"] == "ok"
-    assert {"sentiment", "e2e-spans"} <= set(health["tasks"])
+    assert health["tasks"] >= 2  # a count: task codes are for the tasks query, which hides hidden ones
 
     async with session(server) as s:
         plugins = {p["name"]: p for p in (await run(s, PLUGINS))["plugins"]}

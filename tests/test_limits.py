@@ -370,3 +370,21 @@ def test_only_this_servers_ids_of_the_expected_type_are_taken(value):
     with pytest.raises(InvalidInput, match="is not the id of an Example") as raised:
         parse_id(value, "exampleId", "Example")
     assert raised.value.field_errors[0].field == "exampleId"
+
+
+def test_forwarded_headers_are_believed_only_from_named_proxies(monkeypatch):
+    """Per-address limits count the client's address: X-Forwarded-For may name it only when the operator names the
+    proxy that sets it (uvicorn would otherwise believe anyone on loopback)."""
+    import uvicorn
+
+    import dynaforge.app
+    from dynaforge.cli import _serve
+    from dynaforge.settings import Settings
+
+    calls: list[dict] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kwargs: calls.append(kwargs))
+    monkeypatch.setattr(dynaforge.app, "create_app", lambda *args, **kwargs: object())
+    _serve(Settings(environment="test"), "127.0.0.1", 8000, warm_models=False)
+    _serve(Settings(environment="test", forwarded_allow_ips="10.0.0.5"), "127.0.0.1", 8000, warm_models=False)
+    assert (calls[0]["proxy_headers"], calls[0]["forwarded_allow_ips"]) == (False, None)
+    assert (calls[1]["proxy_headers"], calls[1]["forwarded_allow_ips"]) == (True, "10.0.0.5")

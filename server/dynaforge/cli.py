@@ -71,6 +71,10 @@ def _serve(settings: Settings, host: str, port: int, *, warm_models: bool, acces
         log_level="info",
         access_log=access_log,
         timeout_keep_alive=int(settings.http_keep_alive_s),
+        # X-Forwarded-For names the client only when it comes from a proxy the operator names: otherwise anyone on
+        # loopback (uvicorn's default trust) could pose as any address and dodge the per-address limits.
+        proxy_headers=bool(settings.forwarded_allow_ips),
+        forwarded_allow_ips=settings.forwarded_allow_ips or None,
     )
 
 

@@ -89,6 +89,11 @@ class Settings(BaseSettings):
     subscriber_buffer: int = Field(
         default=256, ge=1, description="live events: how many events a subscriber may fall behind before it is dropped"
     )
+    forwarded_allow_ips: str = Field(
+        default="",
+        description="the proxies (comma-separated addresses or networks) whose X-Forwarded-For and "
+        "X-Forwarded-Proto the server believes; empty: none, the client is the connection's peer",
+    )
     subscriptions_per_connection: int = Field(
         default=20, ge=1, description="subscriptions one websocket connection may hold open at once"
     )

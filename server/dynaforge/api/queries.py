@@ -192,9 +192,18 @@ class Query:
         row = await auth_service.current_user(*info.context.caller)
         return None if row is None else User.from_row(row)
 
-    @strawberry.field(description="Loaded plugins, and those that failed to load with the reason.")
+    @strawberry.field(
+        description="Loaded plugins, and those that failed to load; why one failed (its error) is for admins only."
+    )
     def plugins(self, info: Info) -> list[Plugin]:
+        admin = info.context.actor.is_admin
         return [
-            Plugin(name=p.name, version=p.version, hooks=list(p.hooks), is_default=p.is_default, error=p.error)
+            Plugin(
+                name=p.name,
+                version=p.version,
+                hooks=list(p.hooks),
+                is_default=p.is_default,
+                error=p.error if admin or p.error is None else "failed to load (admins see why)",
+            )
             for p in info.context.platform.plugins.info()
         ]

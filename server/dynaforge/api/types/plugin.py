@@ -22,6 +22,6 @@ class Plugin:
     )
     is_default: bool = strawberry.field(description="Part of the core, registered before installed plugins.")
     error: str | None = strawberry.field(
-        description="Why it failed to load (it could not be imported or registered, or one of its hooks raised); "
-        "null when it loaded."
+        description="Why it failed to load (it could not be imported or registered, or one of its hooks raised: "
+        "admins see the error, everyone else that it failed); null when it loaded."
     )
