@@ -313,9 +313,20 @@ async def test_task_settings_caps_visibility_and_ownership(platform, people):
 
 
 async def test_task_proposals(platform, people):
+    from sqlalchemy import delete, update
+
+    from dynaforge.db.models import TaskOwner, TaskRow
+
     admin = await make_user(platform, "root", admin=True)
     with pytest.raises(InvalidInput, match="code"):
         await proposals.propose(platform, people["v1"], code="Bad Code!", name="x")
+    with pytest.raises(AlreadyExists, match="taken"):  # a running task: accepting would hand it to the proposer
+        await proposals.propose(platform, people["v1"], code="toy", name="Mine now")
+    # The toy plugin's task as a newly installed plugin's waits for its proposal: inactive, without owners.
+    async with platform.db.write() as s:
+        await s.execute(update(TaskRow).where(TaskRow.code == "toy").values(active=False))
+        await s.execute(delete(TaskOwner))
+    platform.caches.tasks.clear()
     mine = await proposals.propose(platform, people["v1"], code="toy", name="Toy again", description="a rerun")
     with pytest.raises(AlreadyExists):
         await proposals.propose(platform, people["v2"], code="toy", name="Same")
@@ -335,6 +346,24 @@ async def test_task_proposals(platform, people):
     view = await tasks.get_task(platform, Actor.anonymous(), "toy")
     async with platform.db.session() as s:
         assert await tasks.is_owner(s, people["v1"], view.row.id)
+    with pytest.raises(AlreadyExists, match="taken"):
+        await proposals.propose(platform, people["v2"], code="toy", name="Mine now")
+
+
+async def test_a_proposal_never_hands_over_a_task_that_has_owners(platform, people):
+    from sqlalchemy import delete, update
+
+    from dynaforge.db.models import TaskOwner, TaskRow
+
+    admin = await make_user(platform, "root", admin=True)
+    async with platform.db.write() as s:
+        await s.execute(update(TaskRow).where(TaskRow.code == "toy").values(active=False))
+        await s.execute(delete(TaskOwner))
+    platform.caches.tasks.clear()
+    proposal = await proposals.propose(platform, people["v2"], code="toy", name="Early bird")
+    await tasks.grant_ownership(platform, Actor.system(), "toy", people["v1"].user_id)  # before the decision
+    with pytest.raises(Conflict, match="already has owners"):
+        await proposals.decide(platform, admin, proposal.id, accept=True)
 
 
 # --------------------------------------------------------------------------- GraphQL contract

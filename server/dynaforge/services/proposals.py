@@ -36,6 +36,8 @@ async def propose(p: Platform, actor: Actor, *, code: str, name: str, descriptio
         raise InvalidInput.from_errors(errors)
     p.limiter.hit(f"proposals:{actor.user_id}", p.settings.proposals_per_day, 86400.0, "task proposals")
     async with p.db.write() as s:
+        if await _taken(s, code):
+            raise AlreadyExists(f"The task code {code!r} is taken; propose another")
         pending = await s.scalar(
             select(col(TaskProposal.id)).where(
                 col(TaskProposal.code) == code, col(TaskProposal.status) == ProposalStatus.PENDING
@@ -47,6 +49,17 @@ async def propose(p: Platform, actor: Actor, *, code: str, name: str, descriptio
         s.add(proposal)
         await s.flush()
     return proposal
+
+
+async def _owned(s, task_id: int) -> bool:
+    return await s.scalar(select(col(TaskOwner.task_id)).where(col(TaskOwner.task_id) == task_id).limit(1)) is not None
+
+
+async def _taken(s, code: str) -> bool:
+    """A task with this code is running (active) or owned: a proposal may not name it (accepting one would hand
+    the proposer ownership of someone else's task). A plugin's task that waits for its proposal is neither."""
+    task = await s.scalar(select(TaskRow).where(col(TaskRow.code) == code))
+    return task is not None and (task.active or await _owned(s, task.id))
 
 
 async def decide(
@@ -94,6 +107,12 @@ async def decide(
             task = await s.scalar(select(TaskRow).where(col(TaskRow.code) == proposal.code))
             if task is None:  # synced above from the installed plugin
                 raise NotFound(f"Task {proposal.code!r} is not in the database; restart the server to sync it")
+            if await _owned(s, task.id):
+                # Accepting would make the proposer an owner of a task that others run: never by a proposal.
+                raise Conflict(
+                    f"Task {proposal.code!r} already has owners; decline the proposal (its owners or an admin grant "
+                    "ownership with grantTaskOwnership)"
+                )
             task.active = True
             if await s.get(TaskOwner, (task.id, proposal.user_id)) is None:
                 s.add(TaskOwner(task_id=task.id, user_id=proposal.user_id))
