@@ -439,3 +439,41 @@ async def test_backends_that_run_code_are_for_admins_only(platform, setup, monke
         platform, setup["builder"], task_code="toy", name="remote", backend="http", config={"url": "http://127.0.0.1:9"}
     )
     assert remote.backend == "http"
+
+
+async def test_transformers_models_from_non_admins_name_a_hub_commit(platform, setup, tmp_path):
+    """A local folder reads the server's own files, and a branch can change the weights under a round: model
+    builders and owners name owner/name at a commit; admins may name a folder."""
+    await datasets.build_from_round(platform, setup["owner"], "toy", 1)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    for who in ("builder", "owner"):
+        for config, words in (
+            ({"path": str(tmp_path)}, "folder on the server"),
+            ({"path": "/etc"}, "folder on the server"),
+            ({"path": "../models/x"}, "folder on the server"),
+            ({"path": "acme/sentiment-base"}, "must name the hub commit"),
+            ({"path": "acme/sentiment-base", "revision": "main"}, "must name the hub commit"),
+        ):
+            with pytest.raises(InvalidInput, match=words) as refused:
+                await submissions.submit_model(
+                    platform, setup[who], task_code="toy", name="hub", backend="transformers", config=config
+                )
+            assert refused.value.field_errors[0].field == "config"
+    model, _ = await submissions.submit_model(
+        platform,
+        setup["builder"],
+        task_code="toy",
+        name="pinned",
+        backend="transformers",
+        config={"path": "acme/sentiment-base", "revision": commit},
+    )
+    assert model.config["revision"] == commit
+    with pytest.raises(InvalidInput, match="folder on the server"):
+        await tasks.set_target_models(
+            platform, setup["owner"], "toy", [{"name": "local", "backend": "transformers", "config": {"path": "/srv"}}]
+        )
+    admin = await make_user(platform, "root3", admin=True)
+    local, _ = await submissions.submit_model(
+        platform, admin, task_code="toy", name="local", backend="transformers", config={"path": str(tmp_path)}
+    )
+    assert local.backend == "transformers"

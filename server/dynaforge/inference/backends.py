@@ -33,6 +33,11 @@ class ModelBackend:
     def load(self, config: dict[str, Any]) -> Predictor:
         raise NotImplementedError
 
+    def admin_only(self, config: dict[str, Any]) -> str | None:
+        """Why this configuration is for admins only (it reads the server's own files, say), or None when anyone
+        the backend is open to may use it. Checked for model submissions and a task's target models."""
+        return None
+
     def __repr__(self) -> str:
         return f"<ModelBackend {self.name}>"
 

@@ -379,7 +379,7 @@ async def open_next_round(
         async with p.db.write() as s:
             previous = await _owned_open_round(s, actor, view, "open its next round")
             for i, spec in enumerate(specs or ()):
-                check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend")
+                check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend", spec.config)
             now = utcnow()
             if previous is not None and previous.ended_at is None:
                 previous.ended_at = now
@@ -511,11 +511,21 @@ def open_backends(p: Platform) -> set[str]:
     return {b.strip() for b in p.settings.submission_backends.split(",") if b.strip()}
 
 
-def check_backend_allowed(p: Platform, actor: Actor, backend: str, field: str = "backend") -> None:
+def check_backend_allowed(
+    p: Platform, actor: Actor, backend: str, field: str = "backend", config: dict | None = None
+) -> None:
     """InvalidInput (rule ``not_allowed``) unless ``backend`` is open to everyone or ``actor`` is an admin: a
-    backend that runs code on the server would hand a task owner the server's secrets."""
+    backend that runs code on the server would hand a task owner the server's secrets. An open backend may still
+    reserve some configurations for admins (``ModelBackend.admin_only``: a local folder on the server, say)."""
     allowed = open_backends(p)
-    if backend in allowed or actor.is_admin:
+    if actor.is_admin:
+        return
+    if backend in allowed:
+        implementation = p.plugins.registry.backends.get(backend)
+        reason = implementation.admin_only(config or {}) if implementation is not None else None
+        if reason is not None:
+            config_field = field.removesuffix("backend") + "config" if field.endswith("backend") else "config"
+            raise InvalidInput.from_errors([FieldError(config_field, "not_allowed", f"{reason} (admins may)")])
         return
     raise InvalidInput.from_errors(
         [
@@ -544,7 +554,7 @@ async def set_target_models(
         if not await is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {code} and admins can set its target models")
         for i, spec in enumerate(specs):
-            check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend")
+            check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend", spec.config)
         round_ = await current_round(s, view.row.id)
         if round_ is None or round_.ended_at is not None:
             raise RoundClosed(f"Task {code} has no open round; open the next one first")

@@ -4,6 +4,7 @@ registered."""
 
 from __future__ import annotations
 
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,10 @@ from dynaforge.inference.backends import ModelBackend, Predictor
 
 CLASSIFICATION = "sequence-classification"
 QUESTION_ANSWERING = "question-answering"
-_COMMON_KEYS = {"path", "task", "local_files_only", "target_field", "max_length"}
+_COMMON_KEYS = {"path", "revision", "task", "local_files_only", "target_field", "max_length"}
+# A hub id (owner/name) and a commit: what non-admins may name, so that the weights cannot change under a round.
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
+_COMMIT = re.compile(r"[0-9a-f]{40}")
 _TASK_KEYS = {
     CLASSIFICATION: {"label_map", "text_fields"},
     QUESTION_ANSWERING: {"question_field", "context_field", "doc_stride", "max_answer_tokens"},
@@ -80,8 +84,9 @@ class _TransformersPredictor:
         self.path: str = config["path"]
         local_only = bool(config.get("local_files_only", True))
         self.settings = {**_DEFAULTS[self.task], **config}
-        self.tokenizer = _load_pretrained(AutoTokenizer, self.path, local_only, "tokenizer")
-        self.model = _load_pretrained(auto_model, self.path, local_only, "model", config=model_config)
+        pinned = {"revision": config["revision"]} if config.get("revision") else {}
+        self.tokenizer = _load_pretrained(AutoTokenizer, self.path, local_only, "tokenizer", **pinned)
+        self.model = _load_pretrained(auto_model, self.path, local_only, "model", config=model_config, **pinned)
         self.model.eval()
         self.target_field: str = self.settings["target_field"]
         self.max_length = int(self.settings["max_length"])
@@ -310,7 +315,16 @@ class TransformersBackend(ModelBackend):
         "required": ["path"],
         "additionalProperties": False,
         "properties": {
-            "path": {"type": "string", "minLength": 1, "description": "A local model folder or a hub id."},
+            "path": {
+                "type": "string",
+                "minLength": 1,
+                "description": "A hub id (owner/name; with revision) or, for admins, a local model folder.",
+            },
+            "revision": {
+                "type": "string",
+                "minLength": 1,
+                "description": "The hub commit to load (40 hexadecimal characters; required from non-admins).",
+            },
             "task": {"enum": [CLASSIFICATION, QUESTION_ANSWERING], "description": "Default: read from the model."},
             "local_files_only": {"type": "boolean", "description": "Local files only (default true: no downloads)."},
             "target_field": {"type": "string", "minLength": 1, "description": "The target field answered."},
@@ -334,6 +348,16 @@ class TransformersBackend(ModelBackend):
         },
     }
 
+    def admin_only(self, config):
+        """Non-admins name a hub model by id and commit: a local folder reads the server's own files, and a branch
+        or tag can change the weights under a round that ran against them."""
+        path = config.get("path")
+        if not isinstance(path, str) or not _HUB_ID.fullmatch(path) or ".." in path or Path(path).expanduser().exists():
+            return '"path" names a folder on the server; model builders name a hub model as owner/name'
+        if not isinstance(config.get("revision"), str) or not _COMMIT.fullmatch(config["revision"]):
+            return '"revision" must name the hub commit (40 hexadecimal characters) the model is evaluated at'
+        return None
+
     def check_config(self, config):
         problems = unknown_keys(config, _COMMON_KEYS | _TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING])
         if not is_name(config.get("path")):
@@ -345,6 +369,8 @@ class TransformersBackend(ModelBackend):
             misplaced = sorted(set(config) & (set().union(*_TASK_KEYS.values()) - _TASK_KEYS[task]))
             if misplaced:
                 problems.append(f"config key(s) {', '.join(misplaced)} do not apply to {task}")
+        if "revision" in config and not is_name(config["revision"]):
+            problems.append('"revision" must be a hub commit (40 hexadecimal characters), a tag or a branch')
         if "local_files_only" in config and not isinstance(config["local_files_only"], bool):
             problems.append('"local_files_only" must be true or false')
         for key in ("target_field", "question_field", "context_field"):
@@ -374,7 +400,8 @@ class TransformersBackend(ModelBackend):
         from transformers import AutoConfig
 
         local_only = config.get("local_files_only", True)
-        model_config = _load_pretrained(AutoConfig, config["path"], local_only, "model config")
+        pinned = {"revision": config["revision"]} if config.get("revision") else {}
+        model_config = _load_pretrained(AutoConfig, config["path"], local_only, "model config", **pinned)
         task = _pick_task(config, list(getattr(model_config, "architectures", None) or []))
         if task == QUESTION_ANSWERING:
             return TransformersQuestionAnswerer(config, model_config)
