@@ -414,3 +414,24 @@ async def test_subscriptions_are_capped_per_connection_and_per_user(served):
             break
         await asyncio.sleep(0.02)
     assert p.subscriptions.held(f"user:{user_id}") == 0
+
+
+async def test_a_task_hidden_since_ends_its_subscriptions_for_those_who_may_not_see_it(served):
+    from dynaforge.services import tasks
+
+    admin_token, admin_id = await served.user("admin5", admin=True)
+    async with served.subscriber() as anonymous:
+
+        async def until_refused() -> str:
+            try:
+                async for _ in anonymous.subscribe(ROUNDS):
+                    return "event"
+            except TransportQueryError as exc:
+                return exc.errors[0]["extensions"]["code"]
+            return "ended"
+
+        listening = asyncio.create_task(until_refused())
+        await _started(listening, served.p.events, "roundChanged:toy")
+        await tasks.update_settings(served.p, Actor(admin_id, "admin5", True), "toy", {"hidden": True})
+        await served.gql(OPEN_ROUND, token=admin_token)  # an event that the anonymous subscriber may not see now
+        assert await asyncio.wait_for(listening, 10) == "NOT_FOUND"

@@ -27,6 +27,7 @@ from dramatiq.brokers.stub import StubBroker
 
 from dynaforge.evaluation.runner import PROGRESS_FD
 from dynaforge.events import EventBus
+from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services.announce import progress_topic
 from dynaforge.settings import Settings
 
@@ -73,7 +74,9 @@ def run_in_child(
     The child writes its progress events, one JSON object per line, to a pipe; a thread here hands each to
     ``on_progress`` (the event bus), so that progress reaches subscribers whichever process runs the job.
     """
-    env = dict(os.environ)
+    # Model code runs in the child: the server's secrets stay here. It keeps the database URL, which it writes its
+    # results with, and the job settings below.
+    env = scrubbed_environment(keep={"DYNAFORGE_DATABASE_URL", PROGRESS_FD})
     env["DYNAFORGE_DATABASE_URL"] = settings.database_url
     env["DYNAFORGE_OUTBOUND_ALLOW"] = settings.outbound_allow  # the child's http backends check their URLs with it
     if settings.load_plugins is not None:

@@ -123,6 +123,7 @@ async def _example_events(info: Info, event: str, task_code: str) -> AsyncGenera
         privileged = await _sees_all_gold(info, task_code)
 
     async for payload in _events(info, topic, refresh):
+        await _task_topic(info, event, task_code)  # hidden since (and not the subscriber's): the subscription ends
         if visibility.sees_gold(
             privileged=privileged, viewer_id=context.actor.user_id, author_id=payload.get("user_id")
         ):
@@ -190,6 +191,7 @@ class Subscription:
     async def round_changed(self, info: Info, task_code: TaskCode) -> AsyncGenerator[RoundChanged, None]:
         topic = await _task_topic(info, "roundChanged", task_code)
         async for payload in _events(info, topic):
+            await _task_topic(info, "roundChanged", task_code)  # a task hidden since ends the subscription
             row = await task_service.round_by_id(info.context.platform, payload["round_id"])
             if row is None:
                 continue

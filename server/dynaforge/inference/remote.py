@@ -29,6 +29,7 @@ from dynaforge.inference import protocol
 from dynaforge.inference.backends import InferenceError, InferenceTimeout
 from dynaforge.inference.batching import DEFAULT_MAX_BATCH
 from dynaforge.inference.client import InferenceClient, ModelAnswer, spec_key
+from dynaforge.sandbox import scrubbed_environment
 from dynaforge.tasks.base import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ class WorkerInferenceClient(InferenceClient):
         # stalls whenever the API needs one of them.
         threads = self._threads or max(1, (os.cpu_count() or 2) - 1)
         args += ["--threads", str(threads)]
-        env = dict(os.environ)
+        env = scrubbed_environment()  # model code runs there: none of the server's secrets, not its database URL
         if self._data_dir is not None:
             env["DYNAFORGE_DATA_DIR"] = self._data_dir
         if self._outbound_allow is not None:
