@@ -30,7 +30,7 @@ from dynaforge.db.models import Example, ExampleStatus, Round, TaskRow, Validati
 from dynaforge.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound
 from dynaforge.inference.client import LocalInferenceClient
 from dynaforge.plugins import Plugins
-from dynaforge.services import auth, contexts, examples, exports, tasks
+from dynaforge.services import auth, contexts, datasets, examples, exports, tasks
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
 
@@ -112,6 +112,11 @@ async def _open_round(p, number: int) -> Round:
     p.caches.rounds.pop(task_id)
     await contexts.add_contexts(p, Actor.system(), "toy", [{"topic": "clouds"}, {"topic": "ferries"}])
     return round_
+
+
+async def _publish(p, number: int) -> None:
+    """The round's accepted examples split into one published (STANDARD) set: what non-owners may export."""
+    await datasets.build_from_round(p, Actor.system(), "toy", number, splits=(("train", 1.0, "STANDARD"),))
 
 
 async def _jsonl(p, actor, **kw) -> list[dict]:
@@ -243,6 +248,9 @@ async def test_non_owners_export_accepted_examples_only(unlimited):
     await _submit(p, alice, "still open", "good")
     await _decide(p, kept.id, ExampleStatus.ACCEPTED)
 
+    # Not split yet: its test set may be drawn from what is accepted now, so non-owners export nothing of it.
+    assert await _jsonl(p, bob) == []
+    await _publish(p, 1)
     assert [r["id"] for r in await _jsonl(p, bob)] == [kept.id]
     assert [r["id"] for r in await _jsonl(p, bob, statuses=["accepted"])] == [kept.id]
     with pytest.raises(Forbidden, match="ACCEPTED"):
@@ -338,6 +346,7 @@ async def test_hf_folder_loads_with_datasets(unlimited, tmp_path):
 
     # One round, public statuses, into its own folder; a non-empty folder is refused.
     await _decide(p, r2[0].id, ExampleStatus.ACCEPTED)
+    await _publish(p, 2)
     only = await exports.prepare_export(p, alice, "toy", round_number=2)
     await exports.write_hf(p, only, tmp_path / "r2")
     ds2 = _load(tmp_path / "r2", tmp_path / "cache2")
@@ -453,6 +462,9 @@ async def test_http_export_jsonl_and_hf(unlimited, client, tmp_path, monkeypatch
     assert [r["id"] for r in lines] == [e.id for e in made]
     assert all(set(r) == RECORD_KEYS for r in lines)
 
+    public = await client.get("/export/toy", headers={"Authorization": f"Bearer {other}"})
+    assert public.text == ""  # the round is not split yet
+    await _publish(p, 1)
     public = await client.get("/export/toy", headers={"Authorization": f"Bearer {other}"})
     assert [json.loads(line)["id"] for line in public.text.splitlines()] == [made[0].id]
 

@@ -130,7 +130,8 @@ async def prepare_export(
     """Check who may export what and fix the export's scope.
 
     Owners and admins may export examples of every status (default: :data:`OWNER_DEFAULT_STATUSES`); everyone
-    else only accepted ones, less those frozen into a SCORING or HIDDEN data set (whose gold stays with the owners).
+    else only accepted ones that a published (STANDARD) split holds: none of a round not split yet (its test set is
+    drawn from them later) and none frozen into a SCORING or HIDDEN data set (whose gold stays with the owners).
     Hidden tasks exist only for their owners and admins. ``round_number=None`` exports
     every round of the task.
     """
@@ -197,8 +198,20 @@ def _conditions(task_id: int, statuses: Iterable[str], max_id: int, withhold_sco
     """The task's examples in ``statuses`` up to ``max_id``, less (``withhold_scored``) those whose gold is secret."""
     conditions = [col(Example.task_id) == task_id, col(Example.status).in_(list(statuses)), col(Example.id) <= max_id]
     if withhold_scored:
+        # Only what a published (STANDARD) split holds: an accepted example of a round not split yet may be drawn
+        # into its test set later, and one frozen into a scoring set keeps its gold with the owners.
+        conditions.append(col(Example.id).in_(_published_examples()))
         conditions.append(col(Example.id).not_in(_scored_examples()))
     return conditions
+
+
+def _published_examples():
+    """Ids of examples frozen into a STANDARD data set (a round's train or dev split): what non-owners export."""
+    return (
+        select(col(DatasetItem.example_id))
+        .join(Dataset, col(Dataset.id) == col(DatasetItem.dataset_id))
+        .where(col(Dataset.access) == DatasetAccess.STANDARD, col(DatasetItem.example_id).is_not(None))
+    )
 
 
 def _scored_examples():
