@@ -313,6 +313,9 @@ async def test_the_evaluate_actor_runs_queued_evaluations(scoring, broker_url, t
     for key, value in _child_env(p, tmp_path).items():
         monkeypatch.setenv(key, value)
     p.settings.broker_url = broker_url
+    # Queues of this test's own: another test's worker on the same Redis must not take its messages (nor its
+    # flush_all empty theirs).
+    p.settings.broker_namespace = f"dynaforge-test-{uuid.uuid4().hex[:8]}"
     p.settings.load_plugins = "toy"
     if broker_url:
         prefix = f"dynaforge-test-{uuid.uuid4().hex[:8]}:"

@@ -58,7 +58,7 @@ def make_broker(settings: Settings) -> dramatiq.Broker:
             raise ValueError("DYNAFORGE_BROKER_URL must be a Redis URL (redis://host:6379/0)")
         from dramatiq.brokers.redis import RedisBroker
 
-        return RedisBroker(url=settings.broker_url)
+        return RedisBroker(url=settings.broker_url, namespace=settings.broker_namespace)
     return StubBroker()
 
 

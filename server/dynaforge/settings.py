@@ -76,6 +76,12 @@ class Settings(BaseSettings):
         description="jobs: a Redis URL (redis://host:6379/0) shared by the API and `dynaforge worker` processes; "
         "unset: an in-process broker and worker (the embedded default)",
     )
+    broker_namespace: str = Field(
+        default="dramatiq",
+        min_length=1,
+        max_length=100,
+        description="jobs: the key prefix of the broker's queues in Redis (one per deployment sharing a Redis)",
+    )
     events_url: str | None = Field(
         default=None,
         description="live events: a Redis URL for pub/sub between server processes and workers; unset: the broker's "
