@@ -18,6 +18,13 @@ MAX_KEY_LENGTH = 200
 DEFAULT_MAX_KEYS = 100_000
 
 
+def bounded(key: str) -> str:
+    """A key as the limiters keep it: itself, or its SHA-256 digest when it is longer than ``MAX_KEY_LENGTH``."""
+    if len(key) > MAX_KEY_LENGTH:
+        return "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+    return key
+
+
 class RateLimiter:
     def __init__(self, clock=time.monotonic, max_keys: int = DEFAULT_MAX_KEYS):
         self._clock = clock
@@ -31,8 +38,7 @@ class RateLimiter:
         """Count one use of ``key``; raise RateLimited when more than ``limit`` fall inside the window."""
         if limit <= 0:
             return
-        if len(key) > MAX_KEY_LENGTH:
-            key = "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        key = bounded(key)
         now = self._clock()
         entry = self._hits.get(key)
         if entry is None:
@@ -65,19 +71,17 @@ class Slots:
         self._held: dict[str, int] = {}
 
     def held(self, key: str) -> int:
-        return self._held.get(key, 0)
+        return self._held.get(bounded(key), 0)
 
     def acquire(self, key: str, limit: int, what: str) -> None:
-        if len(key) > MAX_KEY_LENGTH:
-            key = "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        key = bounded(key)
         held = self._held.get(key, 0)
         if limit > 0 and held >= limit:
             raise RateLimited(f"Too many {what}: at most {limit} at once; end one first", 1.0)
         self._held[key] = held + 1
 
     def release(self, key: str) -> None:
-        if len(key) > MAX_KEY_LENGTH:
-            key = "sha256:" + hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        key = bounded(key)
         held = self._held.get(key, 0) - 1
         if held > 0:
             self._held[key] = held
