@@ -146,8 +146,14 @@ async def test_an_http_model_on_an_internal_address_is_never_called(scoring, tmp
     allowlist the evaluation fails before any request, and its error names neither the address nor an answer."""
     p, hits = scoring["p"], []
     with serve_in_thread(_internal_service(hits)) as url:
-        p.settings.outbound_allow = ""  # what a server has unless its operator allowlists (the job passes it on)
+        allowed, p.settings.outbound_allow = p.settings.outbound_allow, ""  # what a server has unless allowlisted
+        with pytest.raises(InvalidInput) as refused:  # refused when submitted, before anything is queued
+            await _submit(p, scoring["builder"], "probe", {"url": url}, backend="http")
+        assert refused.value.field_errors[0].field == "config.url" and refused.value.field_errors[0].rule == "internal"
+        # Submitted while allowed, run after the operator closed the network: refused again when it loads.
+        p.settings.outbound_allow = allowed
         _, evaluations = await _submit(p, scoring["builder"], "probe", {"url": url}, backend="http")
+        p.settings.outbound_allow = ""
         evaluation = await _evaluate(p, evaluations["r1-test"], tmp_path, monkeypatch)
     assert evaluation.status == E.FAILED and hits == []
     assert "outbound policy refuses the model server's url" in evaluation.error

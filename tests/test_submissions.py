@@ -477,3 +477,34 @@ async def test_transformers_models_from_non_admins_name_a_hub_commit(platform, s
         platform, admin, task_code="toy", name="local", backend="transformers", config={"path": str(tmp_path)}
     )
     assert local.backend == "transformers"
+
+
+async def test_models_on_internal_addresses_are_refused_when_submitted_or_set(platform, setup):
+    """The outbound policy at the door: a model server on an internal address is refused when the model is
+    submitted or set as a target, not only when it loads (a name that does not resolve yet passes, as it may not
+    be up yet; it is checked again when it loads)."""
+    platform.settings.outbound_allow = ""
+    await datasets.build_from_round(platform, setup["owner"], "toy", 1)
+    for url in ("http://127.0.0.1:8080", "http://169.254.169.254/latest", "http://[::1]:9000"):
+        with pytest.raises(InvalidInput) as refused:
+            await submissions.submit_model(
+                platform, setup["builder"], task_code="toy", name="probe", backend="http", config={"url": url}
+            )
+        assert (refused.value.field_errors[0].field, refused.value.field_errors[0].rule) == ("config.url", "internal")
+    with pytest.raises(InvalidInput) as refused:
+        await tasks.set_target_models(
+            platform,
+            setup["owner"],
+            "toy",
+            [{"name": "probe", "backend": "http", "config": {"url": "http://10.0.0.1"}}],
+        )
+    assert refused.value.field_errors[0].field == "models[0].config.url"
+    later, _ = await submissions.submit_model(
+        platform,
+        setup["builder"],
+        task_code="toy",
+        name="later",
+        backend="http",
+        config={"url": "http://models.not-up-yet.invalid"},
+    )
+    assert later.backend == "http"

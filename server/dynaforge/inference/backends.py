@@ -33,6 +33,11 @@ class ModelBackend:
     def load(self, config: dict[str, Any]) -> Predictor:
         raise NotImplementedError
 
+    def outbound_urls(self, config: dict[str, Any]) -> list[str]:
+        """The URLs the server will call for this configuration (a model server's address): checked against the
+        outbound policy when the model is submitted or set as a target, not only when it loads."""
+        return []
+
     def admin_only(self, config: dict[str, Any]) -> str | None:
         """Why this configuration is for admins only (it reads the server's own files, say), or None when anyone
         the backend is open to may use it. Checked for model submissions and a task's target models."""

@@ -91,6 +91,7 @@ async def submit_model(
     view = await task_service.get_task(p, actor, task_code)
     # A backend such as python names code that the evaluation worker would import and run: admins only.
     task_service.check_backend_allowed(p, actor, backend, config=config if isinstance(config, dict) else None)
+    await task_service.check_outbound(p, backend, config if isinstance(config, dict) else None)
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
     card = check_card(card)
     async with p.db.write() as s:

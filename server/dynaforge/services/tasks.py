@@ -14,6 +14,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import Context, Round, TaskOwner, TaskRow, User, utcnow
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
+from dynaforge.outbound import OutboundPolicy, OutboundRefused
 from dynaforge.services import announce
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
@@ -375,11 +376,14 @@ async def open_next_round(
         raise InvalidInput.from_errors(
             [FieldError("ensembleRule", "choice", f"must be one of {', '.join(ENSEMBLE_RULES)}")]
         )
+    if specs is not None:
+        async with p.db.session() as s:
+            if not await is_owner(s, actor, view.row.id):
+                raise Forbidden(f"Only owners of {view.task.code} and admins can open its next round")
+        await _check_models_allowed(p, actor, specs)  # outside the write: it may resolve host names
     try:
         async with p.db.write() as s:
             previous = await _owned_open_round(s, actor, view, "open its next round")
-            for i, spec in enumerate(specs or ()):
-                check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend", spec.config)
             now = utcnow()
             if previous is not None and previous.ended_at is None:
                 previous.ended_at = now
@@ -539,6 +543,28 @@ def check_backend_allowed(
     )
 
 
+async def check_outbound(p: Platform, backend: str, config: dict | None, field: str = "config") -> None:
+    """InvalidInput (on ``field``.url) when the backend would call a URL the outbound policy refuses (an internal
+    address, say). A host that does not resolve yet passes: the model server may not be up, and the policy is
+    applied again when the model loads."""
+    implementation = p.plugins.registry.backends.get(backend)
+    if implementation is None or not isinstance(config, dict):
+        return
+    policy = OutboundPolicy(p.settings.outbound_allow)
+    for url in implementation.outbound_urls(config):
+        try:
+            await policy.resolve_async(url)
+        except OutboundRefused as exc:
+            if exc.rule != "dns":
+                raise InvalidInput.from_errors([FieldError(f"{field}.url", exc.rule, exc.message)]) from None
+
+
+async def _check_models_allowed(p: Platform, actor: Actor, specs: list[ModelSpec]) -> None:
+    for i, spec in enumerate(specs):
+        check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend", spec.config)
+        await check_outbound(p, spec.backend, spec.config, f"models[{i}].config")
+
+
 async def set_target_models(
     p: Platform,
     actor: Actor,
@@ -550,11 +576,13 @@ async def set_target_models(
     actor = require_user(actor)
     view = await get_task(p, actor, code)
     specs = check_target_models(p, models, rule)
+    async with p.db.session() as s:
+        if not await is_owner(s, actor, view.row.id):
+            raise Forbidden(f"Only owners of {code} and admins can set its target models")
+    await _check_models_allowed(p, actor, specs)  # outside the write: it may resolve host names
     async with p.db.write() as s:
         if not await is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {code} and admins can set its target models")
-        for i, spec in enumerate(specs):
-            check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend", spec.config)
         round_ = await current_round(s, view.row.id)
         if round_ is None or round_.ended_at is not None:
             raise RoundClosed(f"Task {code} has no open round; open the next one first")

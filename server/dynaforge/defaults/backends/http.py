@@ -196,6 +196,10 @@ class HttpBackend(ModelBackend):
         },
     }
 
+    def outbound_urls(self, config):
+        url = config.get("url")
+        return [url] if isinstance(url, str) else []
+
     def check_config(self, config):
         problems = unknown_keys(config, _HTTP_KEYS)
         url = config.get("url")
