@@ -4,7 +4,7 @@ What it measures, in this process (the server under test is not used): the predi
 :meth:`dynaforge.evaluation.runner.Runner.run` runs it for one chunk, on EXAMPLES examples of the sentiment task:
 
 * **end to end**: each item's fields -> ``task.split_fields`` -> ``task.build_model_input``;
-  :func:`~dynaforge.evaluation.runner.predict_bucketed` with the ``transformers`` backend's predictor (which
+  :func:`~dynaforge.evaluation.predictor.predict_bucketed` with the ``transformers`` backend's predictor (which
   tokenises each batch, pads it to its longest input, runs the forward pass and turns logits into labelled
   probabilities); then the task's reading of every output (``read_output``, as ``Runner.predictions`` does);
 * **bare**: the same model object on the same examples, tokenised once beforehand (with the predictor's tokenizer
@@ -150,7 +150,7 @@ def measure(threads: int | None = None) -> Result:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     import torch
 
-    from dynaforge.evaluation.runner import BATCH, predict_bucketed
+    from dynaforge.evaluation.predictor import BATCH, predict_bucketed
     from dynaforge.plugins import Plugins
     from dynaforge.services.examples import read_output
 

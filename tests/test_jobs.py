@@ -30,7 +30,7 @@ from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, Mode
 from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.runner import Runner
-from dynaforge.jobs import run_in_child
+from dynaforge.jobs import TIMED_OUT, run_in_child
 from dynaforge.services import datasets, examples, submissions, validation
 from dynaforge.services.actor import Actor
 
@@ -562,3 +562,69 @@ async def test_the_actor_retries_a_killed_job_and_fails_one_that_runs_too_long(s
     evaluation, _ = await _rows(p, slow["r1-test"])
     assert evaluation.status == E.FAILED and "EVAL_TIMEOUT_S" in evaluation.error
     jobs.stop()
+
+
+async def test_the_model_runs_in_a_process_without_secrets_or_the_database(scoring, tmp_path, monkeypatch):
+    """Through the job: the model's code runs in a process of its own whose environment holds neither the server's
+    secrets nor the database URL (the job's runner writes the results), within the configured limits."""
+    p = scoring["p"]
+    monkeypatch.setenv("DYNAFORGE_SECRET_KEY", "s" * 40)
+    monkeypatch.setenv("HF_TOKEN", "hf_secret_token")
+    p.settings.eval_memory_limit_mb, p.settings.eval_cpu_limit_s, p.settings.eval_open_files = 6000, 900, 200
+    _, evaluations = await _submit(p, scoring["builder"], "probe", {"callable": "eval_models:report_confinement"})
+    evaluation = await _evaluate(p, evaluations["r1-test"], tmp_path, monkeypatch)
+    assert evaluation.status == E.DONE, evaluation.error
+    _, chunks = await _rows(p, evaluations["r1-test"])
+    report = chunks[0][0]["report"]
+    assert "DYNAFORGE_DATABASE_URL" not in report["environment"] and "DYNAFORGE_SECRET_KEY" not in report["environment"]
+    assert "HF_TOKEN" not in report["environment"] and p.settings.database_url not in report["values"]
+    assert (report["address_space"], report["cpu"], report["open_files"]) == (6000 * 1024**2, 900, 200)
+    assert report["pid"] != os.getpid()
+    assert evaluation.memory_mb is not None and evaluation.memory_mb >= 0 and evaluation.throughput > 0
+
+
+async def test_a_model_past_its_memory_limit_fails_with_words_for_the_submitter(scoring, tmp_path, monkeypatch):
+    p = scoring["p"]
+    p.settings.eval_memory_limit_mb = 1024
+    _, evaluations = await _submit(p, scoring["builder"], "hoarder", {"callable": "eval_models:hoard_memory"})
+    evaluation = await _evaluate(p, evaluations["r1-test"], tmp_path, monkeypatch)
+    assert evaluation.status == E.FAILED
+    assert evaluation.error.startswith("MemoryError: the model ran out of memory (EVAL_MEMORY_LIMIT_MB)")
+
+
+async def test_a_model_past_its_cpu_limit_is_stopped(scoring, tmp_path, monkeypatch):
+    p = scoring["p"]
+    p.settings.eval_cpu_limit_s = 2
+    _, evaluations = await _submit(p, scoring["builder"], "spinner", {"callable": "eval_models:spin"})
+    evaluation = await _evaluate(p, evaluations["r1-test"], tmp_path, monkeypatch)
+    assert evaluation.status == E.FAILED
+    assert evaluation.error == "the model's process was stopped: it used more CPU time than EVAL_CPU_LIMIT_S allows"
+
+
+async def test_a_job_stopped_at_its_time_limit_takes_its_model_with_it(scoring, tmp_path, monkeypatch):
+    """EVAL_TIMEOUT_S is a hard bound: the job's process group goes, the model's process included, and the
+    evaluation says why."""
+    p = scoring["p"]
+    probe = tmp_path / "probe"
+    probe.mkdir()
+    monkeypatch.setenv("DYNAFORGE_EVAL_PROBE_DIR", str(probe))
+    p.settings.eval_timeout_s = 8
+    _, evaluations = await _submit(p, scoring["builder"], "hanger", {"callable": "eval_models:hang"})
+    for key, value in _child_env(p, tmp_path).items():
+        monkeypatch.setenv(key, value)
+    p.settings.load_plugins = "toy"
+    assert await asyncio.to_thread(run_in_child, p.settings, evaluations["r1-test"]) == TIMED_OUT
+    pid = int((probe / "pid").read_text())
+    for _ in range(100):
+        if not _alive(pid):
+            break
+        await asyncio.sleep(0.05)
+    assert not _alive(pid), f"the model's process {pid} outlived its job"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return not any(line.startswith("State:") and "Z" in line for line in fh)
+    except FileNotFoundError:
+        return False

@@ -508,3 +508,90 @@ async def test_models_on_internal_addresses_are_refused_when_submitted_or_set(pl
         config={"url": "http://models.not-up-yet.invalid"},
     )
     assert later.backend == "http"
+
+
+PRIVATE = """query($id: ID!) { node(id: $id) { ... on Model { evaluations { nodes {
+  scoredPart itemCount privateItemCount metrics { name value } privateMetrics { name value interval { low high } }
+} } } } }"""
+BOARD = """{ leaderboard(taskCode: "toy") { rows { model { name } metrics { name value } } } }"""
+
+
+async def test_uploaded_predictions_show_the_public_part_until_the_round_ends(gql, platform, setup):
+    """Subset queries cannot read the gold that decides the final ranking: the scores shown at once are those of the
+    set's public part (the same items for every submission); the private part's appear, and rank the predictions,
+    once the round has ended."""
+    from dynaforge.db.models import Dataset
+    from dynaforge.services import visibility
+
+    made = {d.name: d for d in await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=2)}
+    test_set = made["r1-test"]
+    async with platform.db.session() as s:
+        test_set = await s.get(Dataset, test_set.id)
+    public = visibility.public_part(test_set, platform.settings.predictions_public_share)
+    assert public == visibility.public_part(test_set, 0.5) and True in public and False in public
+    # every item's gold is 'bad': right on the public part, wrong on the private part
+    predictions = [{"label": "bad" if flag else "good"} for flag in public]
+    model, _ = await submissions.submit_predictions(
+        platform,
+        setup["builder"],
+        task_code="toy",
+        name="split",
+        dataset_name="r1-test",
+        predictions=predictions,
+        published=True,
+    )
+    query = {"id": gid("Model", model.id)}  # published: anyone reads it
+    [evaluation] = (await gql(PRIVATE, query))["node"]["evaluations"]["nodes"]
+    assert evaluation["scoredPart"] == "PUBLIC" and evaluation["privateMetrics"] is None
+    assert (evaluation["itemCount"], evaluation["privateItemCount"]) == (public.count(True), public.count(False))
+    assert by_name(evaluation["metrics"])["accuracy"] == 1.0
+    [row] = (await gql(BOARD))["leaderboard"]["rows"]
+    assert by_name(row["metrics"])["accuracy"] == 1.0
+
+    await tasks.close_round(platform, setup["owner"], "toy")
+    [evaluation] = (await gql(PRIVATE, query))["node"]["evaluations"]["nodes"]
+    assert by_name(evaluation["metrics"])["accuracy"] == 1.0  # the public part's figures stay what they were
+    assert by_name(evaluation["privateMetrics"])["accuracy"] == 0.0
+    [row] = (await gql(BOARD))["leaderboard"]["rows"]
+    assert by_name(row["metrics"])["accuracy"] == 0.0  # the final standing: the private part
+
+
+async def test_predictions_that_cannot_be_scored_still_count_against_the_limit(platform, setup, monkeypatch):
+    """Else failures would be free probes: the attempt stays, unpublished, with a FAILED evaluation that says why."""
+    from sqlalchemy import select
+
+    from dynaforge.db.models import Evaluation, ModelRow
+    from dynaforge.evaluation import scoring
+
+    await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=2)
+
+    def broken(*args, **kwargs):
+        raise ValueError("the outputs do not fit the task")
+
+    monkeypatch.setattr(scoring, "score", broken)
+    for attempt in range(submissions.DEFAULT_SUBMISSIONS_PER_DAY):
+        with pytest.raises(ValueError, match="do not fit"):
+            await submissions.submit_predictions(
+                platform,
+                setup["builder"],
+                task_code="toy",
+                name=f"probe{attempt}",
+                dataset_name="r1-test",
+                predictions=[{"label": "bad"}] * 2,
+                published=True,
+            )
+    async with platform.db.session() as s:
+        [model] = [m for m in await s.scalars(select(ModelRow)) if m.name == "probe0"]
+        [evaluation] = list(await s.scalars(select(Evaluation).where(Evaluation.model_id == model.id)))
+    assert model.published is False and model.status == "FAILED"
+    assert evaluation.status == EvaluationStatus.FAILED and "do not fit" in evaluation.error
+    monkeypatch.undo()
+    with pytest.raises(RateLimited):
+        await submissions.submit_predictions(
+            platform,
+            setup["builder"],
+            task_code="toy",
+            name="again",
+            dataset_name="r1-test",
+            predictions=[{"label": "bad"}] * 2,
+        )

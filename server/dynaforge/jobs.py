@@ -4,18 +4,21 @@
 The broker is Redis when ``DYNAFORGE_BROKER_URL`` is set (the API enqueues; ``dynaforge worker`` processes on any
 machine consume), and otherwise dramatiq's in-memory ``StubBroker`` with a worker thread inside the server (the
 embedded default). Either way the actor runs the evaluation in a child process
-(``python -m dynaforge.evaluation.runner ID``): torch never enters the API process, a crashing model takes
-nothing else down, and the memory it reports is the job's own. The runner resumes from stored chunks, so a
-message delivered twice (a worker killed before acknowledging, a restart re-enqueuing what was queued) costs time,
-never a duplicate or missing score.
+(``python -m dynaforge.evaluation.runner ID``), which runs the model in a confined process of its own
+(:mod:`dynaforge.evaluation.predictor`): torch never enters the API process, a crashing model takes nothing else
+down, the model's code sees no secret, and the memory it reports is the model's own. The runner resumes from
+stored chunks, so a message delivered twice (a worker killed before acknowledging, a restart re-enqueuing what was
+queued) costs time, never a duplicate or missing score.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -25,7 +28,8 @@ from typing import Any
 import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
-from dynaforge.evaluation.runner import PROGRESS_FD
+from dynaforge.evaluation.predictor import network_isolation
+from dynaforge.evaluation.runner import LOST, PROGRESS_FD
 from dynaforge.events import EventBus
 from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services.announce import progress_topic
@@ -83,11 +87,17 @@ def run_in_child(
         env["DYNAFORGE_LOAD_PLUGINS"] = settings.load_plugins
     env["DYNAFORGE_EVAL_CHUNK_SIZE"] = str(settings.eval_chunk_size)
     env["DYNAFORGE_EVAL_BOOTSTRAP_RESAMPLES"] = str(settings.eval_bootstrap_resamples)
+    env["DYNAFORGE_EVAL_TIMEOUT_S"] = str(settings.eval_timeout_s)
+    env["DYNAFORGE_EVAL_MEMORY_LIMIT_MB"] = str(settings.eval_memory_limit_mb)
+    env["DYNAFORGE_EVAL_CPU_LIMIT_S"] = str(settings.eval_cpu_limit_s)
+    env["DYNAFORGE_EVAL_OPEN_FILES"] = str(settings.eval_open_files)
+    env["DYNAFORGE_EVAL_ISOLATE_NETWORK"] = "true" if settings.eval_isolate_network else "false"
     command = [sys.executable, "-m", "dynaforge.evaluation.runner", str(evaluation_id), *extra_args]
     read_end, write_end = os.pipe()
     env[PROGRESS_FD] = str(write_end)
     try:
-        child = subprocess.Popen(command, env=env, pass_fds=(write_end,))
+        # A session of its own: at the time limit the whole group goes, the model's process with the job's.
+        child = subprocess.Popen(command, env=env, pass_fds=(write_end,), start_new_session=True)
     finally:
         os.close(write_end)
     relay = threading.Thread(target=_relay, args=(read_end, on_progress), name=f"progress-{evaluation_id}", daemon=True)
@@ -95,7 +105,8 @@ def run_in_child(
     try:
         status = child.wait(timeout=settings.eval_timeout_s)
     except subprocess.TimeoutExpired:
-        child.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child.pid, signal.SIGKILL)
         child.wait()
         log.error("evaluation %s ran past %s s and was stopped", evaluation_id, settings.eval_timeout_s)
         status = TIMED_OUT
@@ -151,6 +162,8 @@ class Jobs:
 
         def evaluate(evaluation_id: int) -> None:
             status = run_in_child(self.settings, evaluation_id, on_progress=self.on_progress)
+            if status == LOST:
+                raise ChildKilled(f"evaluation {evaluation_id}: the model's process was killed")
             if status < 0:
                 # Killed by a signal (the OOM killer, an operator, a crash): the runner recorded nothing, and the
                 # stored chunks let the next attempt resume. Raising makes dramatiq deliver it again, with backoff.
@@ -218,7 +231,19 @@ class Jobs:
         _send(self.deliver_webhook, delivery_ids, "the deliveries stay pending")
 
     def start_worker(self, threads: int = 1) -> None:
-        """Consume in this process (the embedded default): evaluations and webhook deliveries."""
+        """Consume in this process (the embedded default): evaluations and webhook deliveries. Says at start-up
+        whether models under evaluation can be cut off from the network here."""
+        if self.settings.eval_isolate_network:
+            why = network_isolation()
+            if why is None:
+                log.info("evaluations: models that need no network run without one (network namespaces)")
+            else:
+                log.warning(
+                    "evaluations: models run WITH the network: %s. Allow unprivileged user namespaces "
+                    "(sysctl kernel.unprivileged_userns_clone=1, or a container runtime that permits unshare) to "
+                    "cut them off",
+                    why,
+                )
         self.worker = dramatiq.Worker(
             self.broker, queues={QUEUE, WEBHOOK_QUEUE}, worker_threads=max(2, threads), worker_timeout=200
         )

@@ -139,6 +139,32 @@ class Settings(BaseSettings):
         default=1000, ge=10, description="evaluation: bootstrap resamples per interval"
     )
     eval_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="evaluation: the longest one job may run")
+    predictions_public_share: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="uploaded predictions on a scoring set are scored at once on this share of its items (the "
+        "public part, the same for every submission); the rest is scored too but shown only when the set's round "
+        "ends (1: no private part)",
+    )
+    eval_memory_limit_mb: int = Field(
+        default=16384,
+        ge=0,
+        description="evaluation: the address space a model's process may map, in MB (0: no limit); torch alone maps "
+        "about 700 MB",
+    )
+    eval_cpu_limit_s: int = Field(
+        default=0,
+        ge=0,
+        description="evaluation: CPU seconds a model's process may use, all threads together (0: EVAL_TIMEOUT_S "
+        "times the machine's cores)",
+    )
+    eval_open_files: int = Field(default=1024, ge=0, description="evaluation: files a model's process may hold open")
+    eval_isolate_network: bool = Field(
+        default=True,
+        description="evaluation: run models whose backend needs no network (uploaded artifacts, local files) in a "
+        "network namespace without one, where the kernel allows it (the job worker says at start-up if not)",
+    )
     cache_ttl_s: float = Field(
         default=2.0,
         ge=0,

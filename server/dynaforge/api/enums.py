@@ -141,6 +141,16 @@ class MetricDirection(Enum):
     MEMORY = strawberry.enum_value("memory", description="Memory in GB: oriented as the budget left, budget - x.")
 
 
+@strawberry.enum(description="Which items of its data set an evaluation's `metrics` were computed on.")
+class ScoredPart(Enum):
+    WHOLE = strawberry.enum_value("whole", description="Every item (a model's run; uploaded predictions elsewhere).")
+    PUBLIC = strawberry.enum_value(
+        "public",
+        description="The public part of a scoring set (uploaded predictions): the private part is scored too, and "
+        "its figures (`privateMetrics`) are shown once the set's round has ended.",
+    )
+
+
 def raw(member: Enum) -> str:
     """The stored value of an enum member (what the services take); typed for mypy, which sees the
     ``strawberry.enum_value`` wrapper where Python holds the plain value."""

@@ -19,6 +19,7 @@ from dynaforge.api.enums import (
     MetricDirection,
     ModelStatus,
     PerturbationKind,
+    ScoredPart,
     raw,
 )
 from dynaforge.api.errors import (
@@ -141,6 +142,7 @@ class DatasetItemConnection(Connection[DatasetItem]):
 class Evaluation(Node):
     row: strawberry.Private[EvaluationRow]
     privileged: strawberry.Private[bool]
+    dataset_row: strawberry.Private[DatasetRow]
     dataset: Dataset = strawberry.field(description="The data set the model is evaluated on.")
     status: EvaluationStatus = strawberry.field(description="Where the run is.")
     progress: float = strawberry.field(
@@ -160,6 +162,32 @@ class Evaluation(Node):
     )
     def metrics(self, info: Info) -> list[EvaluationMetric]:
         return results.metrics_of(self.row, info.context.platform.plugins.registry.metrics)
+
+    @strawberry.field(
+        description="Which items `metrics` were computed on: the whole set, or (uploaded predictions on a scoring "
+        "set) its public part."
+    )
+    def scored_part(self) -> ScoredPart:
+        return ScoredPart.PUBLIC if (self.row.details or {}).get("part") == "public" else ScoredPart.WHOLE
+
+    @strawberry.field(
+        description="Uploaded predictions on a scoring set: the task's metrics on the set's private part, null "
+        "until the set's round has ended (or the set stops being a scoring set), and for every other evaluation. "
+        "From then on the leaderboard ranks the predictions by them."
+    )
+    async def private_metrics(self, info: Info) -> list[EvaluationMetric] | None:
+        p = info.context.platform
+        held = await submission_service.released_private_part(p, self.row, self.dataset_row)
+        if held is None:
+            return None
+        intervals = (held.get("details") or {}).get("intervals") or {}
+        return results.metric_list(held.get("metrics") or {}, intervals, p.plugins.registry.metrics)
+
+    @strawberry.field(description="How many items the private part holds (null when there is none).")
+    def private_item_count(self) -> int | None:
+        held = (self.row.details or {}).get("held")
+        n = (held.get("details") or {}).get("n") if isinstance(held, dict) else None
+        return n if isinstance(n, int) else None
 
     @strawberry.field(
         description="Per fairness slice: each group's metrics and the worst group's gap; empty until DONE."
@@ -202,6 +230,7 @@ class Evaluation(Node):
             row=row,
             id=global_id("Evaluation", row.id),
             privileged=privileged,
+            dataset_row=dataset,
             dataset=Dataset.from_row(dataset),
             status=EvaluationStatus(row.status),
             progress=row.progress,

@@ -1,8 +1,10 @@
 """Run one evaluation (a model on a data set) to the end, resumably: ``python -m dynaforge.evaluation.runner ID``.
 
-The job runs in a process of its own (started by the ``evaluate`` actor), so that the API never imports torch, a
-crashing model takes nothing else down, and memory is measured cleanly: the baseline RSS is read before the model
-loads, and a sampler records the peak while it predicts.
+The job runs in a process of its own (started by the ``evaluate`` actor), so that the API never imports torch. The
+model it evaluates runs in a second, confined process (:mod:`dynaforge.evaluation.predictor`): no secrets and no
+database URL in its environment (this process reads the items and writes the results), resource limits, no network
+when its backend needs none, stopped with the job. A crashing model takes nothing else down, and memory is measured
+cleanly: the model's process reports its resident size before the model loads and its peak (``VmHWM``).
 
 Steps, each safe to repeat (a worker killed at any point and started again leaves the rows a clean run leaves):
 
@@ -35,7 +37,6 @@ import logging
 import math
 import os
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable
@@ -62,81 +63,36 @@ from dynaforge.db.models import (
 )
 from dynaforge.evaluation import scoring
 from dynaforge.evaluation.hardware import hardware
+from dynaforge.evaluation.predictor import (
+    Limits,
+    LocalModel,
+    ModelError,
+    ModelProcess,
+    ModelProcessLost,
+)
 from dynaforge.plugins import Plugins
+from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services import announce
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import Task
 
 log = logging.getLogger("dynaforge.evaluation")
 
-BATCH = 32
 FAIRNESS = "fairness"
 #: The environment variable naming the file descriptor the child writes progress events to, one JSON per line.
 PROGRESS_FD = "DYNAFORGE_PROGRESS_FD"
-
-
-def rss_mb() -> float:
-    """This process's resident memory in MB (Linux /proc; 0 where unavailable)."""
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
-
-
-class PeakSampler:
-    """Samples RSS every ``interval_s`` in a thread; ``peak`` is the highest seen."""
-
-    def __init__(self, interval_s: float = 0.05):
-        self.interval_s = interval_s
-        self.peak = rss_mb()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="rss-sampler", daemon=True)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            self.peak = max(self.peak, rss_mb())
-
-    def __enter__(self) -> PeakSampler:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.peak = max(self.peak, rss_mb())
-
-
-def _length(predictor: Any, item: dict[str, Any]) -> int:
-    length = getattr(predictor, "length", None)
-    if callable(length):
-        try:
-            return int(length(item))
-        except Exception:  # noqa: BLE001 - an estimate only
-            pass
-    return len(json.dumps(item, ensure_ascii=False))
-
-
-def predict_bucketed(predictor: Any, inputs: list[dict[str, Any]], batch: int = BATCH) -> list[dict[str, Any]]:
-    """Outputs in the order of ``inputs``, predicted in batches of inputs of similar length."""
-    order = sorted(range(len(inputs)), key=lambda i: _length(predictor, inputs[i]))
-    outputs: list[Any] = [None] * len(inputs)
-    for start in range(0, len(order), batch):
-        ids = order[start : start + batch]
-        answers = predictor.predict([inputs[i] for i in ids])
-        if len(answers) != len(ids):
-            raise RuntimeError(f"the model answered {len(answers)} outputs for {len(ids)} inputs")
-        for i, answer in zip(ids, answers, strict=True):
-            outputs[i] = answer
-    return outputs
+#: The runner's exit status when the model's process was killed from outside: the job actor delivers it again.
+LOST = 75
 
 
 class Runner:
-    def __init__(self, settings: Settings, plugins: Plugins | None = None, db: Database | None = None):
+    def __init__(
+        self, settings: Settings, plugins: Plugins | None = None, db: Database | None = None, *, isolate: bool = False
+    ):
+        """``isolate``: run the model in a confined process of its own (:class:`ModelProcess`), as evaluation jobs
+        do; otherwise in this process (:class:`LocalModel`: tests whose plugins exist only in the test process)."""
         self.settings = settings
+        self.isolate = isolate
         self.plugins = plugins or Plugins(allowlist=settings.plugin_allowlist())
         self._own_db = db is None
         self.db = db or Database(settings.database_url)
@@ -189,15 +145,18 @@ class Runner:
             raise LookupError(f"task {code!r} is not installed in this worker")
         return task
 
-    async def score_uploaded(self, evaluation_id: int, outputs: list[dict[str, Any]]) -> None:
+    async def score_uploaded(
+        self, evaluation_id: int, outputs: list[dict[str, Any]], *, public: list[bool] | None = None
+    ) -> None:
         """An evaluation of uploaded predictions: the outputs are stored as its chunks and scored like a model's;
-        nothing is measured for speed or memory (throughput and memory stay empty on the board)."""
+        nothing is measured for speed or memory (throughput and memory stay empty on the board). ``public``: one
+        flag per item, the public part of a scoring set (see :meth:`_finish`)."""
         job = await self._job(evaluation_id)
         size = self.settings.eval_chunk_size
         for chunk in range(max(1, math.ceil(len(outputs) / size))):
             part = outputs[chunk * size : (chunk + 1) * size]
             await self._store_chunk(evaluation_id, chunk, len(part), part, 0.0)
-        finished = await self._finish(evaluation_id, self._task(job.task_code), job.dataset, None)
+        finished = await self._finish(evaluation_id, self._task(job.task_code), job.dataset, None, public=public)
         async with self.db.write() as s:
             await s.execute(update(Evaluation).where(col(Evaluation.id) == evaluation_id).values(throughput=None))
         await self.refresh_model(job.evaluation.model_id)
@@ -232,25 +191,19 @@ class Runner:
                 )
             )
         self.report(evaluation, dataset, E.RUNNING, round(len(done) / chunks, 4))
-        baseline = rss_mb()
-        predictor = None
-        with PeakSampler() as sampler:
+        model_process: LocalModel | ModelProcess | None = None
+        try:
             ran = 0
             for chunk in range(chunks):
                 if chunk in done:
                     continue
                 if stop_after_chunks is not None and ran >= stop_after_chunks:
                     return E.RUNNING
-                if predictor is None:
-                    if model.backend is None:
-                        raise LookupError(f"model {model.id} has uploaded predictions, not a backend to run")
-                    backend = self.plugins.registry.backends[model.backend]
-                    predictor = backend.load(model.config or {})
+                if model_process is None:
+                    model_process = await asyncio.to_thread(self.open_model, model)
                 items = await self._items(dataset.id, chunk * size, size)
                 inputs = [task.build_model_input(*task.split_fields(item.fields)) for item in items]
-                started = time.perf_counter()
-                outputs = await asyncio.to_thread(predict_bucketed, predictor, inputs)
-                seconds = time.perf_counter() - started
+                outputs, seconds = await asyncio.to_thread(model_process.predict, inputs)
                 await self._store_chunk(evaluation_id, chunk, len(items), outputs, seconds)
                 ran += 1
                 progress = round(min(1.0, (len(done) + ran) / chunks), 4)
@@ -261,13 +214,52 @@ class Runner:
                         .values(progress=progress)
                     )
                 self.report(evaluation, dataset, E.RUNNING, progress)
-        memory_mb = max(0.0, sampler.peak - baseline) if predictor is not None else None
+        finally:
+            if model_process is not None:
+                await asyncio.to_thread(model_process.close)
+        memory_mb = model_process.memory_mb() if model_process is not None else None
         finished = await self._finish(evaluation_id, task, dataset, memory_mb)
         await self.refresh_model(model.id)
         self.report(evaluation, dataset, E.DONE, 1.0)
         if finished:
             await self.announce_finished(evaluation_id)
         return E.DONE
+
+    def limits(self, backend_name: str, config: dict[str, Any]) -> Limits:
+        """The confinement of a model's process: the settings' limits, and no network unless its backend needs it."""
+        backend = self.plugins.registry.backends.get(backend_name)
+        cores = os.cpu_count() or 1
+        return Limits(
+            memory_mb=self.settings.eval_memory_limit_mb,
+            cpu_s=self.settings.eval_cpu_limit_s or math.ceil(self.settings.eval_timeout_s * cores),
+            open_files=self.settings.eval_open_files,
+            network=not self.settings.eval_isolate_network or backend is None or backend.needs_network(config),
+        )
+
+    def open_model(self, model: ModelRow) -> LocalModel | ModelProcess:
+        """The model, loaded and ready to predict: in a confined process when :attr:`isolate`, else here."""
+        if model.backend is None:
+            raise LookupError(f"model {model.id} has uploaded predictions, not a backend to run")
+        config = model.config or {}
+        if not self.isolate:
+            return LocalModel(self.plugins.registry.backends[model.backend], config)
+        limits = self.limits(model.backend, config)
+        started = time.perf_counter()
+        process = ModelProcess(
+            model.backend,
+            config,
+            limits,
+            environment=scrubbed_environment(),
+            timeout_s=self.settings.eval_timeout_s,
+        )
+        log.info(
+            "model %s loaded in %.1f s in process %s (network: %s)",
+            model.id,
+            time.perf_counter() - started,
+            process.process.pid,
+            process.network,
+        )
+        return process
 
     async def _items(self, dataset_id: int, start: int, size: int) -> list[DatasetItem]:
         async with self.db.session() as s:
@@ -332,22 +324,55 @@ class Runner:
                 predictions.append(None)  # an unusable answer counts as wrong
         return items, predictions, sum(c.seconds for c in chunks)
 
-    async def _finish(self, evaluation_id: int, task: Task, dataset: Dataset, memory_mb: float | None) -> bool:
-        """Score the stored outputs and mark the evaluation DONE; False when another run had already done it."""
-        items, predictions, seconds = await self.predictions(evaluation_id, task, dataset.id)
-        golds = [i.fields for i in items]
+    def _figures(
+        self, task: Task, golds: list[dict[str, Any]], predictions: list[dict[str, Any] | None], seed: int
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The task's metrics on these items, and the details beside them: item counts, intervals, slices."""
         registry = self.plugins.registry.metrics
         metrics = scoring.score(task, None, golds, predictions, metrics=registry)
         details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
-        if memory_mb is not None:  # the model ran here (uploaded predictions ran nowhere)
-            details["hardware"] = hardware()
         if golds:
-            details["intervals"] = self._intervals(task, list(metrics), golds, predictions, dataset.id)
+            details["intervals"] = self._intervals(task, list(metrics), golds, predictions, seed)
         slices = [self.plugins.registry.slices[n] for n in task.fairness_slices if n in self.plugins.registry.slices]
         if slices and golds:
             per_slice = scoring.slice_metrics(task, slices, golds, predictions, golds, metrics=registry)
             details["slices"] = per_slice
             details["slice_gaps"] = scoring.slice_gaps(metrics, per_slice, metrics=registry)
+        return metrics, details
+
+    async def _finish(
+        self,
+        evaluation_id: int,
+        task: Task,
+        dataset: Dataset,
+        memory_mb: float | None,
+        *,
+        public: list[bool] | None = None,
+    ) -> bool:
+        """Score the stored outputs and mark the evaluation DONE; False when another run had already done it.
+
+        ``public`` (uploaded predictions on a scoring set: one flag per item) scores the public part as the
+        evaluation's figures and the private part into ``details["held"]``, which nobody reads until it is released
+        (:func:`dynaforge.services.submissions.held_released`)."""
+        items, predictions, seconds = await self.predictions(evaluation_id, task, dataset.id)
+        golds = [i.fields for i in items]
+        if public is None:
+            metrics, details = self._figures(task, golds, predictions, dataset.id)
+        else:
+            parts = {
+                flag: (
+                    [g for g, p in zip(golds, public, strict=True) if p is flag],
+                    [o for o, p in zip(predictions, public, strict=True) if p is flag],
+                )
+                for flag in (True, False)
+            }
+            metrics, details = self._figures(task, *parts[True], dataset.id)
+            details["part"] = "public"
+            if parts[False][0]:
+                held_metrics, held_details = self._figures(task, *parts[False], dataset.id)
+                details["held"] = {"metrics": held_metrics, "details": held_details}
+        if memory_mb is not None:  # the model ran here (uploaded predictions ran nowhere)
+            details["hardware"] = hardware()
         throughput = len(golds) / seconds if seconds > 0 else None
         async with self.db.write() as s:
             result = await s.execute(
@@ -516,7 +541,7 @@ class _Tail(logging.Handler):
 
 async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
     settings = Settings()
-    runner = Runner(settings)
+    runner = Runner(settings, isolate=True)
     if (fd := os.environ.get(PROGRESS_FD)) is not None:
         pipe = os.fdopen(int(fd), "w", buffering=1, encoding="utf-8")
 
@@ -531,6 +556,15 @@ async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
         status = await runner.run(evaluation_id, stop_after_chunks=stop_after_chunks)
         log.info("evaluation %s: %s", evaluation_id, status)
         return 0
+    except ModelProcessLost:
+        # Killed from outside, not by its own fault for sure: nothing is recorded, the job is delivered again and
+        # resumes from the stored chunks.
+        log.exception("evaluation %s: the model's process was lost", evaluation_id)
+        return LOST
+    except ModelError as exc:  # the model's own failure, in words for the submitter
+        log.warning("evaluation %s failed: %s", evaluation_id, exc)
+        await runner.fail(evaluation_id, str(exc), "\n".join(tail.lines))
+        return 1
     except Exception as exc:  # recorded for the submitter, then reported to the caller
         log.exception("evaluation %s failed", evaluation_id)
         await runner.fail(evaluation_id, f"{type(exc).__name__}: {exc}", "\n".join(tail.lines))
@@ -545,13 +579,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stop-after-chunks", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    if threads := os.environ.get("DYNAFORGE_EVAL_THREADS"):
-        try:
-            import torch
-
-            torch.set_num_threads(int(threads))
-        except ImportError:
-            pass
     return asyncio.run(_main(args.evaluation_id, args.stop_after_chunks))
 
 

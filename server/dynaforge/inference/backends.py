@@ -38,6 +38,12 @@ class ModelBackend:
         outbound policy when the model is submitted or set as a target, not only when it loads."""
         return []
 
+    def needs_network(self, config: dict[str, Any]) -> bool:
+        """Whether a model of this configuration calls out (a model server, a hub download). Evaluations run the
+        others in a process without network (where the kernel allows it); the default, True, is the safe answer for
+        a backend that does not say."""
+        return True
+
     def admin_only(self, config: dict[str, Any]) -> str | None:
         """Why this configuration is for admins only (it reads the server's own files, say), or None when anyone
         the backend is open to may use it. Checked for model submissions and a task's target models."""

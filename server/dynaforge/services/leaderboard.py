@@ -33,13 +33,14 @@ from dynaforge.db.models import (
     LeaderboardSnapshot,
     ModelRow,
     ModelStatus,
+    Round,
     TaskRow,
     User,
     table,
 )
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation import dynascore
-from dynaforge.services import cursors
+from dynaforge.services import cursors, visibility
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.platform import Platform
@@ -213,6 +214,7 @@ async def _load_board(p: Platform, task_id: int, stamp: tuple[Any, ...]) -> Boar
                         col(Evaluation.throughput),
                         col(Evaluation.memory_mb),
                         col(Evaluation.details)["intervals"].label("intervals"),
+                        col(Evaluation.details)["held"].label("held"),
                     ).where(
                         col(Evaluation.model_id).in_([m.id for m in models]),
                         col(Evaluation.dataset_id).in_([d.id for d in scoring]),
@@ -224,17 +226,33 @@ async def _load_board(p: Platform, task_id: int, stamp: tuple[Any, ...]) -> Boar
             else []
         )
         users = {u.id: u for u in await s.scalars(select(User).where(col(User.id).in_({m.user_id for m in models})))}
+        round_ids = {d.round_id for d in scoring if d.round_id is not None}
+        ended = (
+            set(
+                await s.scalars(
+                    select(col(Round.id)).where(col(Round.id).in_(round_ids), col(Round.ended_at).is_not(None))
+                )
+            )
+            if round_ids
+            else set()
+        )
     dataset_names = {d.id: d.name for d in scoring}
+    # Uploaded predictions rank by their private part once it is released (the round ended): the final standing.
+    released = {d.id for d in scoring if visibility.held_released(d, d.round_id in ended)}
     scores: dict[int, dict[str, dict[str, float | None]]] = {m.id: {} for m in models}
     intervals: dict[tuple[int, str, str], tuple[float, float]] = {}
     for e in evaluations:
+        metrics, bounds_of = e.metrics, e.intervals
+        held = _json_value(e.held)
+        if isinstance(held, dict) and e.dataset_id in released:
+            metrics, bounds_of = held.get("metrics"), (held.get("details") or {}).get("intervals")
         values: dict[str, float | None] = {
-            k: v for k, v in (e.metrics or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)
+            k: v for k, v in (metrics or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)
         }
         values["throughput"] = e.throughput
         values["memory"] = None if e.memory_mb is None else e.memory_mb / 1024.0
         scores[e.model_id][dataset_names[e.dataset_id]] = values
-        for metric, bounds in (_json_value(e.intervals) or {}).items():
+        for metric, bounds in (_json_value(bounds_of) or {}).items():
             low, high = bounds
             intervals[(e.model_id, dataset_names[e.dataset_id], metric)] = (low, high)
     return BoardData(stamp, list(models), users, dataset_names, scores, intervals)

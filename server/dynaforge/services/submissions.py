@@ -14,13 +14,23 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select
+from sqlalchemy import delete, func, or_, select, update
 from sqlmodel import col
 
-from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, ModelRow, TaskRow, as_utc, utcnow
+from dynaforge.db.models import (
+    Dataset,
+    DatasetAccess,
+    Evaluation,
+    EvaluationStatus,
+    ModelRow,
+    Round,
+    TaskRow,
+    as_utc,
+    utcnow,
+)
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
 from dynaforge.files import Problems
-from dynaforge.services import cursors
+from dynaforge.services import cursors, visibility
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
@@ -378,7 +388,12 @@ async def submit_predictions(
 ) -> tuple[ModelRow, Evaluation]:
     """A model builder uploads predictions for one data set instead of a model: one output per item, in the order
     of ``datasetItems``, in the shape the model server contract returns (e.g. ``{"label": "positive"}``). They are
-    scored at once like a model's outputs, but measure no speed or memory. Throttled like submissions."""
+    scored at once like a model's outputs, but measure no speed or memory. Throttled like submissions, and counted
+    whether or not they can be scored (a failure stays as an unpublished model with a FAILED evaluation).
+
+    On a SCORING set the figures shown at once are those of its public part (``visibility.public_part``); the
+    private part's are held until ``visibility.held_released``, so that subset queries against the leaderboard
+    cannot recover the gold of the items that decide the final ranking."""
     from dynaforge.evaluation.runner import Runner
 
     actor = require_human(actor)
@@ -423,12 +438,17 @@ async def submit_predictions(
         s.add(evaluation)
         await s.flush()
     runner = Runner(p.settings, p.plugins, db=p.db)
+    split = p.settings.predictions_public_share
+    public = visibility.public_part(dataset, split) if dataset.access == DatasetAccess.SCORING and split < 1 else None
     try:
-        await runner.score_uploaded(evaluation.id, predictions)
-    except Exception:
-        # Predictions the task cannot score (e.g. outputs without its target field): nothing stays behind.
+        await runner.score_uploaded(evaluation.id, predictions, public=public)
+    except Exception as exc:
+        # Predictions the task cannot score (e.g. outputs without its target field): the attempt still counts
+        # against the limit (else failures would be free probes), as an unpublished model whose evaluation says why.
         async with p.db.write() as s:
-            await s.execute(delete(ModelRow).where(col(ModelRow.id) == model.id))
+            await s.execute(update(ModelRow).where(col(ModelRow.id) == model.id).values(published=False))
+        await runner.fail(evaluation.id, f"the predictions could not be scored: {exc}", "")
+        p.caches.boards.pop(view.row.id)
         raise
     async with p.db.session() as s:
         stored, scored = await s.get(ModelRow, model.id), await s.get(Evaluation, evaluation.id)
@@ -436,6 +456,20 @@ async def submit_predictions(
         raise NotFound(f"Model {model.id} was deleted while it was being scored")
     p.caches.boards.pop(stored.task_id)
     return stored, scored
+
+
+async def released_private_part(p: Platform, evaluation: Evaluation, dataset: Dataset) -> dict[str, Any] | None:
+    """The held figures of uploaded predictions' private part (``{"metrics", "details"}``) once they may be read
+    (``visibility.held_released``: the set's round has ended, or it is no longer a scoring set); None before, and
+    for evaluations without a private part."""
+    held = (evaluation.details or {}).get("held")
+    if not isinstance(held, dict):
+        return None
+    ended = False
+    if dataset.round_id is not None and dataset.access == DatasetAccess.SCORING:
+        async with p.db.session() as s:
+            ended = await s.scalar(select(col(Round.ended_at)).where(col(Round.id) == dataset.round_id)) is not None
+    return held if visibility.held_released(dataset, ended) else None
 
 
 async def get_evaluation(p: Platform, actor: Actor, evaluation_id: int) -> tuple[Evaluation, Dataset, bool]:

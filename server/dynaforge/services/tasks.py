@@ -423,6 +423,7 @@ async def open_next_round(
         ) from exc
     finally:
         p.caches.rounds.pop(view.row.id)
+    p.caches.boards.pop(view.row.id)  # a round that ended releases held scores of uploaded predictions
     await announce.round_changed(p, code, new, "OPENED")
     return new, previous
 
@@ -440,6 +441,7 @@ async def close_round(p: Platform, actor: Actor, code: str) -> Round:
             round_.ended_at = utcnow()
             await s.flush()
     p.caches.rounds.pop(view.row.id)
+    p.caches.boards.pop(view.row.id)  # a round that ended releases held scores of uploaded predictions
     if closed_now:
         await announce.round_changed(p, code, round_, "CLOSED")
     return round_

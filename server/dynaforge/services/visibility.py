@@ -7,12 +7,18 @@ events (a subscription, a webhook) gets the example *redacted* (:func:`redact_pa
 round and counters, but not the gold fields, not the model's prediction (with ``fooled``, the prediction tells
 the gold of a two-class task), not a correction, and not the author. Data-set items whose gold the reader may not
 see lose the same fields (:func:`without_gold`).
+
+Uploaded predictions on a scoring set are scored at once on the set's public part only (:func:`public_part`); the
+private part's figures are held until :func:`held_released`, so that repeated submissions cannot read the gold of
+the items that decide the final ranking off the leaderboard.
 """
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
+from dynaforge.db.models import Dataset, DatasetAccess
 from dynaforge.tasks.base import Task
 
 
@@ -40,3 +46,21 @@ def redact_payload(task: Task | None, payload: dict[str, Any]) -> dict[str, Any]
     redacted.pop("corrected_target", None)
     redacted.pop("user_id", None)
     return redacted
+
+
+def public_part(dataset: Dataset, share: float) -> list[bool]:
+    """Which items of a scoring set are its public part (True), for uploaded predictions: ``share`` of them (at
+    least one, and at least one left private when the set has two or more), drawn by a generator seeded with the
+    set's id and seed, so the split is the same for every submission and never changes."""
+    size = dataset.size
+    count = min(max(1, round(size * share)), size - 1) if size > 1 else size
+    order = list(range(size))
+    random.Random(f"public-part:{dataset.id}:{dataset.seed}").shuffle(order)
+    chosen = set(order[:count])
+    return [position in chosen for position in range(size)]
+
+
+def held_released(dataset: Dataset, round_ended: bool) -> bool:
+    """Whether the held (private-part) figures of uploaded predictions on ``dataset`` may be read: once the round
+    it was built from has ended, or once it is no longer a scoring set (its gold is then no secret)."""
+    return dataset.access != DatasetAccess.SCORING or round_ended

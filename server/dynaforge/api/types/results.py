@@ -112,9 +112,15 @@ def _values(metrics: Mapping[str, Any], skip: tuple[str, ...] = ()) -> list[Metr
 
 def metrics_of(row: EvaluationRow, registry: Mapping[str, Any]) -> list[EvaluationMetric]:
     """The evaluation's metrics in stored order; a metric is ``higher`` unless its registered one says otherwise."""
-    intervals = (row.details or {}).get("intervals") or {}
+    return metric_list(row.metrics or {}, (row.details or {}).get("intervals") or {}, registry)
+
+
+def metric_list(
+    metrics: Mapping[str, Any], intervals: Mapping[str, Any], registry: Mapping[str, Any]
+) -> list[EvaluationMetric]:
+    """Stored metrics (name to value) with their stored intervals (name to ``[low, high]``), as the API gives them."""
     out = []
-    for name, value in (row.metrics or {}).items():
+    for name, value in metrics.items():
         number = _number(value)
         if number is None:
             continue

@@ -358,6 +358,10 @@ class TransformersBackend(ModelBackend):
             return '"revision" must name the hub commit (40 hexadecimal characters) the model is evaluated at'
         return None
 
+    def needs_network(self, config):
+        """Only when asked to download (``local_files_only: false``): otherwise every file is read from disk."""
+        return config.get("local_files_only", True) is False
+
     def check_config(self, config):
         problems = unknown_keys(config, _COMMON_KEYS | _TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING])
         if not is_name(config.get("path")):
