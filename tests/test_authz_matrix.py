@@ -42,8 +42,10 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -65,6 +67,7 @@ from authz_world import (
     multipart,
 )
 from graphql import GraphQLUnionType, get_named_type
+from model_archives import MINIMAL_ARCHIVE
 from support import gid
 
 from dynaforge.api.schema import build_schema
@@ -190,6 +193,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     # --- models and leaderboards
     "submitModel":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "submitModel@importPath":         rule(NOAUTH,   INVALID,   INVALID,   INVALID,   INVALID,   OK,   NOAUTH),
+    "uploadModel":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "uploadModel@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "submitPredictions":              rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "submitPredictions@hiddenSet":    rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "model":                          rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOTFOUND),
@@ -855,6 +860,30 @@ async def _submit_model_import_path(w: World) -> Variables:
     # world is built, since the world submits python models of its own.
     w.p.settings.submission_backends = "http,transformers"
     return _input(taskCode=TASK, name="local", backend="python", config=KEYWORD)
+
+
+def _model_store(w: World) -> None:
+    """Uploaded artifacts go to a data directory of the test session's own, not the working directory's."""
+    global _ARTIFACTS
+    if _ARTIFACTS is None:
+        _ARTIFACTS = tempfile.TemporaryDirectory(prefix="dynaforge-authz-")
+    w.p.settings.data_dir = Path(_ARTIFACTS.name)
+
+
+_ARTIFACTS: tempfile.TemporaryDirectory | None = None
+
+
+@operation("uploadModel", upload=("input.file", "model.tar.gz", MINIMAL_ARCHIVE))
+async def _upload_model(w: World) -> Variables:
+    _model_store(w)
+    return _input(taskCode=TASK, name="uploaded", file=None)
+
+
+@operation("uploadModel@hiddenTask", upload=("input.file", "model.tar.gz", MINIMAL_ARCHIVE))
+async def _upload_model_hidden_task(w: World) -> Variables:
+    _model_store(w)
+    await w.hide_task()
+    return _input(taskCode=TASK, name="uploaded", file=None)
 
 
 @operation("submitPredictions")

@@ -167,9 +167,27 @@ class DynaforgeGraphQL(GraphQL[RequestContext, None]):
         return value
 
     async def parse_multipart(self, request):
-        """File uploads: refused unless they force a CORS preflight (CSRF) and fit the upload limit."""
-        check_multipart_request(request.headers, self.platform.settings.context_upload_max_bytes)
+        """File uploads: refused unless they force a CORS preflight (CSRF) and fit the upload limit. The limit is
+        that of context files; a model archive (``MODEL_UPLOAD_MAX_MB``, larger) only from a signed-in caller, so
+        nobody anonymous makes the server spool gigabytes. Each mutation holds its own file to its own limit."""
+        settings = self.platform.settings
+        limit = settings.context_upload_max_bytes
+        model_limit = settings.model_upload_max_mb * 1024 * 1024
+        if model_limit > limit and await self._signed_in(request):
+            limit = model_limit
+        check_multipart_request(request.headers, limit)
         return await super().parse_multipart(request)
+
+    async def _signed_in(self, request) -> bool:
+        token = bearer_token(request.headers)
+        if not token:
+            return False
+        try:
+            return (await auth_service.authenticate(self.platform, token)).is_authenticated
+        except Exception as exc:
+            if not database_unreachable(exc):
+                raise
+            raise StrawberryHTTPException(503, DatabaseUnavailable.MESSAGE) from exc
 
 
 MAX_JSON_DEPTH = 64  # request bodies: far beyond any real query's variables, far below any recursion limit

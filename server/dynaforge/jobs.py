@@ -83,6 +83,7 @@ def run_in_child(
     env = scrubbed_environment(keep={"DYNAFORGE_DATABASE_URL", PROGRESS_FD})
     env["DYNAFORGE_DATABASE_URL"] = settings.database_url
     env["DYNAFORGE_OUTBOUND_ALLOW"] = settings.outbound_allow  # the child's http backends check their URLs with it
+    env["DYNAFORGE_DATA_DIR"] = str(settings.data_dir.absolute())  # the model store: uploaded models load from it
     if settings.load_plugins is not None:
         env["DYNAFORGE_LOAD_PLUGINS"] = settings.load_plugins
     env["DYNAFORGE_EVAL_CHUNK_SIZE"] = str(settings.eval_chunk_size)

@@ -198,7 +198,8 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=1024 * 1024,
         ge=1024,
-        description="the largest GraphQL request body (JSON); file uploads have CONTEXT_UPLOAD_MAX_BYTES",
+        description="the largest GraphQL request body (JSON); file uploads have CONTEXT_UPLOAD_MAX_BYTES and "
+        "MODEL_UPLOAD_MAX_MB",
     )
     introspection: bool | None = Field(default=None, description="GraphQL introspection; None: on outside production")
     examples_per_minute: int = 30
@@ -213,6 +214,17 @@ class Settings(BaseSettings):
     )
     context_upload_max_rows: int = Field(
         default=20_000, ge=1, description="the most contexts one uploaded file may hold"
+    )
+    model_upload_max_mb: int = Field(
+        default=2048,
+        ge=1,
+        description="uploadModel: the largest model archive, and the most its files may take unpacked, in MiB",
+    )
+    model_upload_max_file_mb: int = Field(
+        default=1024, ge=1, description="uploadModel: the largest file in a model archive (a weights shard), in MiB"
+    )
+    model_upload_max_files: int = Field(
+        default=64, ge=1, description="uploadModel: the most files a model archive may hold"
     )
     graphql_max_depth: int = 12
     graphql_max_tokens: int = 2000

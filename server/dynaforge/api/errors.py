@@ -101,6 +101,9 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     **dict.fromkeys(["role"], FieldErrorCode.ROLE),
     **dict.fromkeys(["columns", "json", "nul", "upload", "csv", "encoding", "header"], FieldErrorCode.FILE),
     **dict.fromkeys(["backend_config"], FieldErrorCode.CONFIG),
+    # model archives (uploadModel, dynaforge.model_archive)
+    **dict.fromkeys(["pickle", "code", "file_type", "link", "path", "remote_code"], FieldErrorCode.NOT_ALLOWED),
+    **dict.fromkeys(["archive", "safetensors"], FieldErrorCode.FILE),
 }
 
 

@@ -39,6 +39,7 @@ from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.execution import ExecutionContext
 from dynaforge.api.imports import ImportMutation
+from dynaforge.api.model_uploads import ModelUploadMutation
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.nodes import NODE_CLASSES, NodeQuery
 from dynaforge.api.queries import Query as CoreQuery
@@ -200,6 +201,7 @@ MUTATION_TYPES: tuple[type, ...] = (
     CollectionMutation,
     EvaluationMutation,
     ContextMutation,
+    ModelUploadMutation,
     WebhookMutation,
 )
 Query = merge_types("Query", QUERY_TYPES)

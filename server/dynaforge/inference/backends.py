@@ -44,6 +44,11 @@ class ModelBackend:
         a backend that does not say."""
         return True
 
+    def artifacts(self, config: dict[str, Any]) -> list[str]:
+        """The uploaded model artifacts (digests in the model store) this configuration loads: each must be stored
+        when the model is submitted or set as a target, so a configuration cannot point anywhere else."""
+        return []
+
     def admin_only(self, config: dict[str, Any]) -> str | None:
         """Why this configuration is for admins only (it reads the server's own files, say), or None when anyone
         the backend is open to may use it. Checked for model submissions and a task's target models."""

@@ -64,7 +64,7 @@ def check_card(card: dict[str, Any] | None) -> dict[str, Any]:
     return card
 
 
-async def _check_throttle(s, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
+async def check_throttle(s, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
     """RateLimited when the user made the task's ``submissions_per_day`` submissions (models or predictions) in the
     last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the write transaction."""
     limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
@@ -103,9 +103,10 @@ async def submit_model(
     task_service.check_backend_allowed(p, actor, backend, config=config if isinstance(config, dict) else None)
     await task_service.check_outbound(p, backend, config if isinstance(config, dict) else None)
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
+    task_service.check_artifacts(p, spec.backend, spec.config)  # an uploaded model's digest must be stored
     card = check_card(card)
     async with p.db.write() as s:
-        await _check_throttle(s, view, actor, task_code)
+        await check_throttle(s, view, actor, task_code)
         model = ModelRow(
             task_id=view.row.id,
             user_id=actor.person_id,
@@ -421,7 +422,7 @@ async def submit_predictions(
             problems.add(f"predictions[{i}]", None, "type", "must be a JSON object such as a model server returns")
     problems.raise_if_any()
     async with p.db.write() as s:
-        await _check_throttle(s, view, actor, task_code)
+        await check_throttle(s, view, actor, task_code)
         model = ModelRow(
             task_id=view.row.id,
             user_id=actor.person_id,

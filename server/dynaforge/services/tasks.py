@@ -14,6 +14,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import Context, Round, TaskOwner, TaskRow, User, utcnow
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
+from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.outbound import OutboundPolicy, OutboundRefused
 from dynaforge.services import announce
 from dynaforge.services.actor import Actor, require_user
@@ -561,9 +562,31 @@ async def check_outbound(p: Platform, backend: str, config: dict | None, field: 
                 raise InvalidInput.from_errors([FieldError(f"{field}.url", exc.rule, exc.message)]) from None
 
 
+def check_artifacts(p: Platform, backend: str, config: dict | None, field: str = "config") -> None:
+    """InvalidInput (on ``field``.artifact, rule ``not_found``) when the configuration names an uploaded artifact
+    the model store does not hold: a model points at what ``uploadModel`` stored, never at anything else."""
+    implementation = p.plugins.registry.backends.get(backend)
+    if implementation is None or not isinstance(config, dict):
+        return
+    store = ArtifactStore.from_settings(p.settings)
+    for digest in implementation.artifacts(config):
+        if not store.exists(digest):
+            raise InvalidInput.from_errors(
+                [
+                    FieldError(
+                        f"{field}.artifact",
+                        "not_found",
+                        f"no uploaded model has the digest {str(digest)[:64]!r}; upload the model with uploadModel and "
+                        "use the digest it gives",
+                    )
+                ]
+            )
+
+
 async def _check_models_allowed(p: Platform, actor: Actor, specs: list[ModelSpec]) -> None:
     for i, spec in enumerate(specs):
         check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend", spec.config)
+        check_artifacts(p, spec.backend, spec.config, f"models[{i}].config")
         await check_outbound(p, spec.backend, spec.config, f"models[{i}].config")
 
 

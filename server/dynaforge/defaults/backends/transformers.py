@@ -6,16 +6,20 @@ from __future__ import annotations
 
 import re
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dynaforge.defaults.backends.common import estimate_tokens, is_int, is_name, unknown_keys
 from dynaforge.hookspecs import hookimpl
 from dynaforge.inference.backends import ModelBackend, Predictor
+from dynaforge.model_artifacts import ArtifactStore, is_digest
 
 CLASSIFICATION = "sequence-classification"
 QUESTION_ANSWERING = "question-answering"
-_COMMON_KEYS = {"path", "revision", "task", "local_files_only", "target_field", "max_length"}
+_COMMON_KEYS = {"path", "artifact", "revision", "task", "local_files_only", "target_field", "max_length"}
+#: Keys that say where a hub model or a folder comes from: an uploaded artifact is in the model store.
+_LOCATION_KEYS = ("revision", "local_files_only")
 # A hub id (owner/name) and a commit: what non-admins may name, so that the weights cannot change under a round.
 _HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,95}/[A-Za-z0-9][A-Za-z0-9_.-]{0,95}")
 _COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -36,22 +40,48 @@ _DEFAULTS = {
 }
 
 
-def _load_pretrained(loader: Any, path: str, local_only: bool, what: str, **kwargs: Any) -> Any:
-    """``loader.from_pretrained`` with an error that says which path failed and how to fix it."""
+@dataclass(frozen=True)
+class _Source:
+    """Where a model is read from: ``path`` for ``from_pretrained``, ``shown`` in errors (an artifact by its digest,
+    not by the server's folder), and the keywords every load passes (a hub commit) or the model's weights need (an
+    artifact: safetensors only)."""
+
+    path: str
+    shown: str
+    local_only: bool
+    pinned: dict[str, Any] = field(default_factory=dict)
+    weights: dict[str, Any] = field(default_factory=dict)
+
+
+def _source(config: dict[str, Any]) -> _Source:
+    if "artifact" in config:
+        # The stored copy, hashed again before it is read: what was checked when it was uploaded.
+        folder = ArtifactStore.from_settings().folder(config["artifact"])
+        return _Source(str(folder), f"artifact {config['artifact'][:12]}", True, weights={"use_safetensors": True})
+    pinned = {"revision": config["revision"]} if config.get("revision") else {}
+    return _Source(config["path"], repr(config["path"]), bool(config.get("local_files_only", True)), pinned)
+
+
+def _load_pretrained(loader: Any, source: _Source, what: str, **kwargs: Any) -> Any:
+    """``loader.from_pretrained`` without remote code, with an error that says which model failed and how to fix
+    it."""
+    path = source.path
     try:
-        return loader.from_pretrained(path, local_files_only=local_only, **kwargs)
+        return loader.from_pretrained(
+            path, local_files_only=source.local_only, trust_remote_code=False, **source.pinned, **kwargs
+        )
     except OSError as exc:
         if not Path(path).expanduser().exists():
-            if local_only:
+            if source.local_only:
                 raise FileNotFoundError(
                     f'no model folder at {path!r}, and hub downloads are off: fix "path", or set '
                     '"local_files_only": false in the config to download it as a hub id'
                 ) from exc
             raise FileNotFoundError(f"no model folder at {path!r}, and no hub id to download: {exc}") from exc
-        raise OSError(f"could not load the {what} from {path!r}: {exc}") from exc
+        raise OSError(f"could not load the {what} from {source.shown}: {exc}") from exc
 
 
-def _pick_task(config: dict[str, Any], architectures: list[str]) -> str:
+def _pick_task(config: dict[str, Any], architectures: list[str], shown: str) -> str:
     """The configured task, else the one the saved architecture names (``…ForQuestionAnswering`` or not)."""
     task = config.get("task")
     if task is None:
@@ -61,7 +91,7 @@ def _pick_task(config: dict[str, Any], architectures: list[str]) -> str:
         expected = "ForQuestionAnswering" if task == QUESTION_ANSWERING else "ForSequenceClassification"
         if architectures and not any(a.endswith(expected) for a in architectures):
             raise ValueError(
-                f"the model at {config['path']!r} is a {', '.join(architectures)}, not a …{expected} model, so it "
+                f"the model at {shown} is a {', '.join(architectures)}, not a …{expected} model, so it "
                 f'cannot do "task": "{task}"; use a matching model or change "task"'
             )
     other = (_TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING]) - _TASK_KEYS[task]
@@ -76,17 +106,15 @@ class _TransformersPredictor:
 
     task: str
 
-    def __init__(self, config: dict[str, Any], model_config: Any, auto_model: Any):
+    def __init__(self, config: dict[str, Any], model_config: Any, auto_model: Any, source: _Source):
         import torch  # lazily: only where inference runs
         from transformers import AutoTokenizer
 
         self._torch = torch
-        self.path: str = config["path"]
-        local_only = bool(config.get("local_files_only", True))
+        self.path: str = source.shown
         self.settings = {**_DEFAULTS[self.task], **config}
-        pinned = {"revision": config["revision"]} if config.get("revision") else {}
-        self.tokenizer = _load_pretrained(AutoTokenizer, self.path, local_only, "tokenizer", **pinned)
-        self.model = _load_pretrained(auto_model, self.path, local_only, "model", config=model_config, **pinned)
+        self.tokenizer = _load_pretrained(AutoTokenizer, source, "tokenizer")
+        self.model = _load_pretrained(auto_model, source, "model", config=model_config, **source.weights)
         self.model.eval()
         self.target_field: str = self.settings["target_field"]
         self.max_length = int(self.settings["max_length"])
@@ -109,17 +137,17 @@ class TransformersClassifier(_TransformersPredictor):
 
     task = CLASSIFICATION
 
-    def __init__(self, config: dict[str, Any], model_config: Any):
+    def __init__(self, config: dict[str, Any], model_config: Any, source: _Source):
         from transformers import AutoModelForSequenceClassification
 
-        super().__init__(config, model_config, AutoModelForSequenceClassification)
+        super().__init__(config, model_config, AutoModelForSequenceClassification, source)
         self.text_fields: list[str] | None = self.settings.get("text_fields")
         id2label = {int(k): str(v) for k, v in self.model.config.id2label.items()}
         label_map: dict[str, str] = self.settings.get("label_map") or {}
         unknown = sorted(set(label_map) - set(id2label.values()))
         if unknown:
             raise ValueError(
-                f"label_map names {', '.join(map(repr, unknown))}, which the model at {self.path!r} does not have; "
+                f"label_map names {', '.join(map(repr, unknown))}, which the model at {self.path} does not have; "
                 f"its labels are {', '.join(map(repr, id2label.values()))}"
             )
         self.model_labels = [label_map.get(id2label[i], id2label[i]) for i in range(len(id2label))]
@@ -214,13 +242,13 @@ class TransformersQuestionAnswerer(_TransformersPredictor):
 
     task = QUESTION_ANSWERING
 
-    def __init__(self, config: dict[str, Any], model_config: Any):
+    def __init__(self, config: dict[str, Any], model_config: Any, source: _Source):
         from transformers import AutoModelForQuestionAnswering
 
-        super().__init__(config, model_config, AutoModelForQuestionAnswering)
+        super().__init__(config, model_config, AutoModelForQuestionAnswering, source)
         if not getattr(self.tokenizer, "is_fast", False):
             raise ValueError(
-                f"the tokenizer at {self.path!r} is not a fast tokenizer (no tokenizer.json); question answering "
+                f"the tokenizer at {self.path} is not a fast tokenizer (no tokenizer.json); question answering "
                 "needs character offsets, which only fast tokenizers give"
             )
         self.question_field: str = self.settings["question_field"]
@@ -299,12 +327,15 @@ class TransformersQuestionAnswerer(_TransformersPredictor):
 
 
 class TransformersBackend(ModelBackend):
-    """A Hugging Face model folder (or hub id): sequence classification or extractive question answering.
+    """A Hugging Face model folder (or hub id, or uploaded artifact): sequence classification or extractive question
+    answering.
 
-    Common config: ``path``, ``task`` (``"sequence-classification"`` or ``"question-answering"``; default: read from
-    the saved architecture), ``target_field``, ``max_length``, ``local_files_only`` (default true: nothing is
-    downloaded unless you ask). Classification: ``label_map`` (model label -> task label), ``text_fields`` (one or a
-    pair). Question answering: ``question_field``, ``context_field``, ``doc_stride``, ``max_answer_tokens``.
+    Common config: ``path`` or ``artifact`` (the digest of a model uploaded into the model store), ``task``
+    (``"sequence-classification"`` or ``"question-answering"``; default: read from the saved architecture),
+    ``target_field``, ``max_length``, ``local_files_only`` (default true: nothing is downloaded unless you ask; an
+    artifact is always local, safetensors only). Classification: ``label_map`` (model label -> task label),
+    ``text_fields`` (one or a pair). Question answering: ``question_field``, ``context_field``, ``doc_stride``,
+    ``max_answer_tokens``.
     """
 
     name = "transformers"
@@ -312,13 +343,21 @@ class TransformersBackend(ModelBackend):
 
     config_schema = {
         "type": "object",
-        "required": ["path"],
+        "oneOf": [
+            {"required": ["path"]},
+            {"required": ["artifact"], "not": {"anyOf": [{"required": [k]} for k in _LOCATION_KEYS]}},
+        ],
         "additionalProperties": False,
         "properties": {
             "path": {
                 "type": "string",
                 "minLength": 1,
                 "description": "A hub id (owner/name; with revision) or, for admins, a local model folder.",
+            },
+            "artifact": {
+                "type": "string",
+                "pattern": "^[0-9a-f]{64}$",
+                "description": "Instead of path: the SHA-256 digest of a model uploaded with uploadModel.",
             },
             "revision": {
                 "type": "string",
@@ -349,8 +388,11 @@ class TransformersBackend(ModelBackend):
     }
 
     def admin_only(self, config):
-        """Non-admins name a hub model by id and commit: a local folder reads the server's own files, and a branch
-        or tag can change the weights under a round that ran against them."""
+        """Non-admins name an uploaded artifact (checked when it was uploaded, and its existence when the model is
+        submitted) or a hub model by id and commit: a local folder reads the server's own files, and a branch or tag
+        can change the weights under a round that ran against them."""
+        if "artifact" in config and "path" not in config:
+            return None
         path = config.get("path")
         if not isinstance(path, str) or not _HUB_ID.fullmatch(path) or ".." in path or Path(path).expanduser().exists():
             return '"path" names a folder on the server; model builders name a hub model as owner/name'
@@ -362,10 +404,21 @@ class TransformersBackend(ModelBackend):
         """Only when asked to download (``local_files_only: false``): otherwise every file is read from disk."""
         return config.get("local_files_only", True) is False
 
+    def artifacts(self, config):
+        return [config["artifact"]] if "artifact" in config else []
+
     def check_config(self, config):
         problems = unknown_keys(config, _COMMON_KEYS | _TASK_KEYS[CLASSIFICATION] | _TASK_KEYS[QUESTION_ANSWERING])
-        if not is_name(config.get("path")):
-            problems.append('config needs "path": a local model folder or a hub id')
+        if "artifact" in config:
+            if "path" in config:
+                problems.append('give "path" or "artifact", not both')
+            if not is_digest(config["artifact"]):
+                problems.append('"artifact" must be the digest uploadModel gave (64 lowercase hexadecimal digits)')
+            misplaced = [k for k in _LOCATION_KEYS if k in config]
+            if misplaced:
+                problems.append(f"config key(s) {', '.join(misplaced)} do not apply to an uploaded artifact")
+        elif not is_name(config.get("path")):
+            problems.append('config needs "path": a local model folder or a hub id (or "artifact": an upload)')
         task = config.get("task")
         if task is not None and task not in _TASK_KEYS:
             problems.append(f'"task" must be "{CLASSIFICATION}" or "{QUESTION_ANSWERING}", not {task!r}')
@@ -403,13 +456,12 @@ class TransformersBackend(ModelBackend):
             raise ValueError("; ".join(problems))
         from transformers import AutoConfig
 
-        local_only = config.get("local_files_only", True)
-        pinned = {"revision": config["revision"]} if config.get("revision") else {}
-        model_config = _load_pretrained(AutoConfig, config["path"], local_only, "model config", **pinned)
-        task = _pick_task(config, list(getattr(model_config, "architectures", None) or []))
+        source = _source(config)
+        model_config = _load_pretrained(AutoConfig, source, "model config")
+        task = _pick_task(config, list(getattr(model_config, "architectures", None) or []), source.shown)
         if task == QUESTION_ANSWERING:
-            return TransformersQuestionAnswerer(config, model_config)
-        return TransformersClassifier(config, model_config)
+            return TransformersQuestionAnswerer(config, model_config, source)
+        return TransformersClassifier(config, model_config, source)
 
 
 @hookimpl(trylast=True)
