@@ -39,7 +39,7 @@ from dynaforge.services.actor import Actor  # noqa: E402
 from dynaforge.services.platform import Platform  # noqa: E402
 
 # The slowest modules, slowest first: under pytest-xdist they start first, so the longest test does not start last.
-SLOWEST_FIRST = ("test_replay_anli", "test_faults", "test_replicas", "test_events_redis", "test_e2e", "test_e2e_worker")
+SLOWEST_FIRST = ("test_replay_anli", "test_faults", "test_events_redis", "test_e2e", "test_e2e_worker")
 
 
 def _backend(item: pytest.Item) -> str:

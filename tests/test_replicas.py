@@ -13,8 +13,8 @@ process runs with ``DYNAFORGE_ENVIRONMENT=production`` and the settings docs/dep
   load balancer: requests in flight may fail, the rest go to the survivor, and every example whose createExample was
   acknowledged is in the database.
 
-The module's tests share one topology (a module-scoped fixture, one xdist group) and run in order: the replica is
-killed last. HAProxy missing: skip, saying so (``scripts/services.sh`` installs it with apt-get); CI fails instead.
+The module's tests share one topology (a module-scoped fixture) and run in order, alone (``serial``): the replica
+is killed last. HAProxy missing: skip, saying so (``scripts/services.sh`` installs it with apt-get); CI fails instead.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ from support import (
 
 from dynaforge.api.node import parse_id
 
-pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.xdist_group("replicas")]
+# serial: a whole deployment (eight processes) on the shared CPUs, started once for the module's tests in order.
+pytestmark = [pytest.mark.e2e, pytest.mark.postgres, pytest.mark.serial]
 
 HAPROXY_CONFIG = ROOT / "deploy" / "haproxy.cfg"
 START_TIMEOUT_S = 90.0
