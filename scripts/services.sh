@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Start PostgreSQL and Redis on loopback when they are installed here but not running. Never fatal: tests skip
-# (or, with CI=true, fail) with a message when a service is still missing.
+# Start PostgreSQL and Redis on loopback when they are installed here but not running, and install HAProxy (the
+# load balancer of the replicas test) when it is missing and apt-get can install it. Never fatal: tests skip (or,
+# with CI=true, fail) with a message when a service is still missing.
 set -u
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -21,6 +22,15 @@ if ! port_open 6379; then
   else
     echo "Redis is not running and cannot be started here; its tests will skip" >&2
   fi
+fi
+
+if ! command -v haproxy >/dev/null 2>&1; then
+  if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "installing HAProxy (apt-get)"
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq haproxy; } >/dev/null || true
+  fi
+  command -v haproxy >/dev/null 2>&1 ||
+    echo "HAProxy is not installed and cannot be installed here; the replicas test will skip" >&2
 fi
 
 for _ in $(seq 1 30); do

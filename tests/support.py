@@ -4,7 +4,7 @@ one another.
 * services: :data:`IN_CI`, :func:`service_missing`, :data:`PG_SERVER`, :data:`REDIS_URL`, :func:`database`,
   :func:`real_data`;
 * processes: :func:`cli`, :func:`serve`, :func:`wait_healthy`, :func:`stop`, :func:`toy_process_env`,
-  :func:`runner_pids`;
+  :func:`runner_pids`, :class:`PrivateRedis` (a redis-server of a test's own);
 * in-process servers: :func:`free_port`, :func:`serve_in_loop`, :func:`serve_in_thread`;
 * waiting: :func:`eventually` and :func:`wait_until` poll a condition until it holds (never a fixed sleep);
 * the platform: :func:`make_user`, :func:`current_round`;
@@ -246,6 +246,55 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=15)
+
+
+class PrivateRedis:
+    """A redis-server of a test's own on a free loopback port, stopped and started at will (nothing another test
+    writes to the shared Redis can reach it: event channels, job queues, rate-limit counters)."""
+
+    def __init__(self, tmp: Path):
+        binary = shutil.which("redis-server")
+        if binary is None:
+            service_missing("redis-server", "the binary is not on PATH")
+        self.binary = str(binary)
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.tmp = tmp
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.tmp),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        import redis
+
+        for _ in range(100):
+            try:
+                redis.Redis.from_url(self.url, socket_connect_timeout=0.2).ping()
+                return
+            except Exception:  # noqa: BLE001 - still starting
+                time.sleep(0.05)
+        raise RuntimeError("the private redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            self.proc = None
 
 
 @contextlib.contextmanager
