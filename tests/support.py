@@ -1,8 +1,8 @@
 """Helpers shared by the test modules. Test modules import from here (and fixtures from ``conftest.py``), never from
 one another.
 
-* services: :data:`IN_CI`, :func:`service_missing`, :data:`PG_SERVER`, :data:`REDIS_URL`, :func:`database`,
-  :func:`real_data`;
+* services: :data:`IN_CI`, :func:`service_missing`, :data:`PG_SERVER`, :data:`REDIS_URL`, :class:`PrivateRedis`,
+  :func:`database`, :func:`real_data`;
 * processes: :func:`cli`, :func:`serve`, :func:`wait_healthy`, :func:`stop`, :func:`toy_process_env`,
   :func:`runner_pids`;
 * in-process servers: :func:`free_port`, :func:`serve_in_loop`, :func:`serve_in_thread`;
@@ -72,6 +72,53 @@ def service_missing(what: str, why: str) -> None:
     if IN_CI:
         pytest.fail(message + " — CI requires it")
     pytest.skip(message)
+
+
+class PrivateRedis:
+    """A redis-server of this test's own on a free loopback port, stopped and started at will."""
+
+    def __init__(self, tmp: Path):
+        self.binary = shutil.which("redis-server")
+        if self.binary is None:
+            service_missing("redis-server", "the binary is not on PATH")
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.tmp = tmp
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                self.binary,
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.tmp),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        import redis
+
+        for _ in range(100):
+            try:
+                redis.Redis.from_url(self.url, socket_connect_timeout=0.2).ping()
+                return
+            except Exception:  # noqa: BLE001 - still starting
+                time.sleep(0.05)
+        raise RuntimeError("the private redis-server did not start")
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.wait(timeout=10)
+            self.proc = None
 
 
 def asyncpg_url(name: str) -> str:

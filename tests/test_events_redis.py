@@ -10,19 +10,24 @@
 from __future__ import annotations
 
 import asyncio
-import shutil
-import subprocess
 import sys
-import time
 import uuid
-from pathlib import Path
 
 import httpx
 import pytest
 from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
 from sqlalchemy import select
-from support import REDIS_URL, cli, database, eventually, free_port, serve, service_missing, toy_redis_env
+from support import (
+    REDIS_URL,
+    PrivateRedis,
+    cli,
+    database,
+    eventually,
+    serve,
+    service_missing,
+    toy_redis_env,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -132,53 +137,6 @@ async def test_an_event_raised_on_one_server_reaches_a_subscriber_of_another(kin
 
 
 # --------------------------------------------------------------------------- Redis stopped and started again
-
-
-class PrivateRedis:
-    """A redis-server of this test's own on a free loopback port, stopped and started at will."""
-
-    def __init__(self, tmp: Path):
-        self.binary = shutil.which("redis-server")
-        if self.binary is None:
-            service_missing("redis-server", "the binary is not on PATH")
-        self.port = free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.tmp = tmp
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        self.proc = subprocess.Popen(
-            [
-                self.binary,
-                "--port",
-                str(self.port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.tmp),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        import redis
-
-        for _ in range(100):
-            try:
-                redis.Redis.from_url(self.url, socket_connect_timeout=0.2).ping()
-                return
-            except Exception:  # noqa: BLE001 - still starting
-                time.sleep(0.05)
-        raise RuntimeError("the private redis-server did not start")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.proc.kill()
-            self.proc.wait(timeout=10)
-            self.proc = None
 
 
 @pytest.fixture

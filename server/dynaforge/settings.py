@@ -92,6 +92,18 @@ class Settings(BaseSettings):
         min_length=1,
         description="live events: the Redis channel prefix (deployments sharing one Redis use different ones)",
     )
+    limits_url: str | None = Field(
+        default=None,
+        description="rate limits: a Redis URL every server process counts in, so that limits hold across replicas "
+        "and restarts; unset: EVENTS_URL's or BROKER_URL's Redis, else process memory (the embedded default); "
+        "memory:// keeps them in memory even then. While Redis fails, each process counts in its own memory",
+    )
+    limits_prefix: str = Field(
+        default="dynaforge:limits",
+        min_length=1,
+        max_length=100,
+        description="rate limits: the key prefix in Redis (deployments sharing one Redis use different ones)",
+    )
     subscriber_buffer: int = Field(
         default=256, ge=1, description="live events: how many events a subscriber may fall behind before it is dropped"
     )

@@ -156,7 +156,7 @@ async def register(
     """Create a plain account and its first API token (returned in plain text, once). At most
     ``registrations_per_hour_per_client`` per client address, counted before any hashing."""
     if client:
-        p.limiter.hit(
+        await p.limiter.hit(
             f"register-client:{client}",
             p.settings.registrations_per_hour_per_client,
             3600.0,
@@ -173,11 +173,11 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
     Brute force: at most ``logins_per_minute`` attempts per account (guessing one password) and
     ``logins_per_minute_per_client`` per client address (trying many accounts), counted before the password is
     checked, so that a refused attempt costs no hashing."""
-    p.limiter.hit(
+    await p.limiter.hit(
         f"login:{str(username).lower()}", p.settings.logins_per_minute, 60.0, "login attempts for this account"
     )
     if client:
-        p.limiter.hit(
+        await p.limiter.hit(
             f"login-client:{client}", p.settings.logins_per_minute_per_client, 60.0, "login attempts from your address"
         )
     async with p.db.session() as s:
