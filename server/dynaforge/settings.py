@@ -164,6 +164,24 @@ class Settings(BaseSettings):
     password_hash_memory_kib: int = Field(
         default=65536, ge=32, description="argon2id memory (m) in KiB for new password hashes"
     )
+    password_hash_threads_login: int = Field(
+        default=2,
+        ge=1,
+        description="password checks at login running at once (threads of their own; each holds "
+        "PASSWORD_HASH_MEMORY_KIB): registrations never wait for them, nor they for registrations",
+    )
+    password_hash_threads_register: int = Field(
+        default=1,
+        ge=1,
+        description="new password hashes (registration, accounts an admin creates) computed at once, on threads of "
+        "their own",
+    )
+    password_hash_queue: int = Field(
+        default=16,
+        ge=0,
+        description="password hashes that may wait for a thread, per purpose (login, registration); past that the "
+        "request answers RATE_LIMITED at once rather than queueing",
+    )
 
     # Abuse limits
     logins_per_minute: int = Field(default=10, ge=0, description="login attempts per account per minute (0: no limit)")
