@@ -64,6 +64,7 @@ def password_hasher(settings: Settings) -> PasswordHasher:
 
 
 _LAST_USED_GRANULARITY = timedelta(minutes=5)
+_USERNAME_TAKEN = "That username is already registered; choose another, or sign in with login if it is yours"
 
 
 def hash_token(token: str) -> str:
@@ -93,7 +94,12 @@ def _actor(user: User) -> Actor:
 async def create_user(
     p: Platform, actor: Actor, *, username: str, email: str, password: str, is_admin: bool = False
 ) -> User:
-    """Create an account. Anyone may create a plain account; only an admin (or the operator) an admin one."""
+    """Create an account. Anyone may create a plain account; only an admin (or the operator) an admin one.
+
+    A username is unique (in any case) and a taken one is reported: usernames are public. An email address is not
+    unique and never reported as used: without verification it is only a contact the user gave, and refusing a
+    used one would tell anyone whether an address has an account here (and let whoever types an address first
+    lock its owner out). The password is hashed before anything is looked up, so every answer costs the same."""
     if is_admin and not actor.is_admin:
         raise Forbidden("Only an admin can create an admin account")
     _check_account(username, email, password)
@@ -102,15 +108,13 @@ async def create_user(
     try:
         async with p.db.write() as s:
             taken = await s.scalar(
-                select(func.count())
-                .select_from(User)
-                .where((func.lower(col(User.username)) == username.lower()) | (col(User.email) == email.lower()))
+                select(func.count()).select_from(User).where(func.lower(col(User.username)) == username.lower())
             )
             if taken:
-                raise AlreadyExists("That username or email is already registered; sign in with login instead")
+                raise AlreadyExists(_USERNAME_TAKEN)
             s.add(user)
-    except IntegrityError as exc:  # a concurrent registration won the race
-        raise AlreadyExists("That username or email is already registered; sign in with login instead") from exc
+    except IntegrityError as exc:  # a concurrent registration of the same username won the race
+        raise AlreadyExists(_USERNAME_TAKEN) from exc
     return user
 
 
