@@ -139,6 +139,16 @@ async def test_login_and_duplicate_registration(gql):
     await register_user(gql, "zoe")
     again = await gql(REGISTER_USER, {"u": "zoe", "e": "zoe2@example.org", "p": "correct horse battery"}, token=None)
     assert again["register"]["__typename"] == "AlreadyExists"
+    # the same address again, under another name: answered like any registration, never "that email is used"
+    same_email = await gql(
+        REGISTER_USER, {"u": "zoe-too", "e": "ZOE@example.org", "p": "correct horse battery"}, token=None
+    )
+    assert same_email["register"]["__typename"] == "AuthPayload"
+    assert set(same_email["register"]) == set(
+        (await gql(REGISTER_USER, {"u": "yves", "e": "yves@example.org", "p": "correct horse battery"}, token=None))[
+            "register"
+        ]
+    )
     ok = await gql(
         'mutation { login(input: {username: "zoe", password: "correct horse battery"}) { __typename ... on '
         "AuthPayload { token } } }",

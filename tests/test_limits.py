@@ -310,23 +310,41 @@ async def test_registrations_are_limited_per_client_before_any_hashing(gql, plat
     assert "registrations from your address" in answers[2]["message"]
 
 
-def test_the_rate_limiter_holds_bounded_keys():
-    """Keys come from what callers send (a username at login): long ones are kept as digests, and the number kept is
-    capped, least recently used first out."""
+async def test_the_rate_limiter_holds_bounded_keys():
+    """Keys come from what callers send (a username at login): long ones are kept as digests, and the number kept in
+    memory is capped, least recently used first out. (tests/test_limits_redis.py: the same on Redis.)"""
     from dynaforge.services.ratelimit import MAX_KEY_LENGTH, RateLimiter
 
     limiter = RateLimiter(max_keys=3)
+    assert not limiter.shared
     for i in range(60):
-        limiter.hit(f"login:{i}" + "u" * 900_000, 10, 60.0, "login attempts")
+        await limiter.hit(f"login:{i}" + "u" * 900_000, 10, 60.0, "login attempts")
     assert len(limiter) == 3
-    assert all(len(key) <= MAX_KEY_LENGTH for key in limiter._hits)
-    limiter.hit("login:a", 1, 60.0, "login attempts")
-    with pytest.raises(RateLimited):  # the window of a key in use is kept
-        limiter.hit("login:a", 1, 60.0, "login attempts")
+    assert all(len(key) <= MAX_KEY_LENGTH + 50 for key in limiter.memory.held_keys())  # + the limit's own prefix
+    await limiter.hit("login:a", 1, 60.0, "login attempts")
+    with pytest.raises(RateLimited) as refused:  # the window of a key in use is kept
+        await limiter.hit("login:a", 1, 60.0, "login attempts")
+    assert 59 <= refused.value.retry_after_s <= 60 and "at most 1 per 60s" in refused.value.message
     huge = "login:" + "v" * 900_000
-    limiter.hit(huge, 1, 60.0, "login attempts")
+    await limiter.hit(huge, 1, 60.0, "login attempts")
     with pytest.raises(RateLimited):  # a digest counts like the key it stands for
-        limiter.hit(huge, 1, 60.0, "login attempts")
+        await limiter.hit(huge, 1, 60.0, "login attempts")
+
+
+async def test_a_window_frees_its_slots_as_it_moves():
+    from dynaforge.services.ratelimit import RateLimiter
+
+    now = [1000.0]
+    limiter = RateLimiter(clock=lambda: now[0])
+    await limiter.hit("k", 2, 60.0, "calls")
+    now[0] += 30
+    await limiter.hit("k", 2, 60.0, "calls")
+    with pytest.raises(RateLimited) as refused:
+        await limiter.hit("k", 2, 60.0, "calls")
+    assert refused.value.retry_after_s == pytest.approx(30.0)
+    now[0] += 30.5  # the first hit left the window
+    await limiter.hit("k", 2, 60.0, "calls")
+    await limiter.hit("other", 0, 60.0, "calls")  # 0: no limit
 
 
 async def test_bodies_that_are_not_json_objects_get_400_saying_why(client):

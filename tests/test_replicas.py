@@ -307,7 +307,6 @@ def _register(base: str, prefix: str) -> tuple[str, str]:
 # --------------------------------------------------------------------------- limits
 
 
-@pytest.mark.xfail(strict=False, reason="limits are per process until the Redis limiter lands")
 def test_limits_are_shared_by_the_replicas(topology: Topology):
     """Calls alternate between the replicas; the one past the limit is refused whichever replica receives it."""
     a, b = (r.base for r in topology.replicas)

@@ -77,9 +77,42 @@ async def test_register_rejects_bad_and_duplicate_accounts(platform):
         await auth.register(platform, username="x", email="nope", password="short")
     assert {e.field for e in err.value.field_errors} == {"username", "email", "password"}
     await auth.register(platform, username="carol", email="carol@example.org", password="long enough pw")
-    with pytest.raises(AlreadyExists):
+    with pytest.raises(AlreadyExists) as taken:  # usernames are public: a taken one is said
         await auth.register(platform, username="Carol", email="other@example.org", password="long enough pw")
+    assert "username" in taken.value.message and "email" not in taken.value.message
     assert await _count(platform, User) == 1
+
+
+async def test_a_used_email_address_is_never_revealed(platform, monkeypatch):
+    """Registering with an address another account gave answers exactly like any registration (a new account and
+    its token), after the same hashing work: nobody learns whether an address has an account here, and nobody can
+    lock an address's owner out by registering it first."""
+    hashes: list[str] = []
+    real = auth.password_hasher
+
+    class Counting:
+        def __init__(self, hasher):
+            self.hasher = hasher
+
+        def hash(self, password):
+            hashes.append(password)
+            return self.hasher.hash(password)
+
+        def verify(self, stored, password):
+            return self.hasher.verify(stored, password)
+
+    monkeypatch.setattr(auth, "password_hasher", lambda settings: Counting(real(settings)))
+    first, first_token = await auth.register(platform, username="nina", email="nina@example.org", password="pw nina 1")
+    second, second_token = await auth.register(
+        platform, username="nina2", email="NINA@example.org", password="pw nina 2"
+    )
+    assert (second.email, second.username) == ("nina@example.org", "nina2") and second.id != first.id
+    assert second_token.startswith("dfk_") and second_token != first_token
+    with pytest.raises(AlreadyExists):
+        await auth.register(platform, username="NINA", email="elsewhere@example.org", password="pw nina 3")
+    assert hashes == ["pw nina 1", "pw nina 2", "pw nina 3"]  # one hash each: a new, a used and a taken name alike
+    assert (await auth.login(platform, username="nina", password="pw nina 1"))[0].id == first.id
+    assert (await auth.login(platform, username="nina2", password="pw nina 2"))[0].id == second.id
 
 
 async def test_login_wrong_password_and_unknown_user_say_the_same(platform):

@@ -92,6 +92,18 @@ class Settings(BaseSettings):
         min_length=1,
         description="live events: the Redis channel prefix (deployments sharing one Redis use different ones)",
     )
+    limits_url: str | None = Field(
+        default=None,
+        description="rate limits: a Redis URL every server process counts in, so that limits hold across replicas "
+        "and restarts; unset: EVENTS_URL's or BROKER_URL's Redis, else process memory (the embedded default); "
+        "memory:// keeps them in memory even then. While Redis fails, each process counts in its own memory",
+    )
+    limits_prefix: str = Field(
+        default="dynaforge:limits",
+        min_length=1,
+        max_length=100,
+        description="rate limits: the key prefix in Redis (deployments sharing one Redis use different ones)",
+    )
     subscriber_buffer: int = Field(
         default=256, ge=1, description="live events: how many events a subscriber may fall behind before it is dropped"
     )
@@ -177,6 +189,24 @@ class Settings(BaseSettings):
     password_hash_time_cost: int = Field(default=3, ge=1, description="argon2id passes (t) for new password hashes")
     password_hash_memory_kib: int = Field(
         default=65536, ge=32, description="argon2id memory (m) in KiB for new password hashes"
+    )
+    password_hash_threads_login: int = Field(
+        default=2,
+        ge=1,
+        description="password checks at login running at once (threads of their own; each holds "
+        "PASSWORD_HASH_MEMORY_KIB): registrations never wait for them, nor they for registrations",
+    )
+    password_hash_threads_register: int = Field(
+        default=1,
+        ge=1,
+        description="new password hashes (registration, accounts an admin creates) computed at once, on threads of "
+        "their own",
+    )
+    password_hash_queue: int = Field(
+        default=16,
+        ge=0,
+        description="password hashes that may wait for a thread, per purpose (login, registration); past that the "
+        "request answers RATE_LIMITED at once rather than queueing",
     )
 
     # Abuse limits

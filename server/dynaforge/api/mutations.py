@@ -44,8 +44,9 @@ class RegisterInput:
         "it in any case."
     )
     email: str = strawberry.field(
-        description="An email address such as name@example.org, at most 254 characters; stored in lower case, one "
-        "account per address. Only the user and admins can read it."
+        description="An email address such as name@example.org, at most 254 characters; stored in lower case. "
+        "Never checked against other accounts' (an address already given is accepted, and no answer says so). "
+        "Only the user and admins can read it."
     )
     password: str = strawberry.field(description="8 to 256 characters; only a hash of it is stored.")
 
@@ -225,8 +226,9 @@ RegisterResult = Annotated[
     strawberry.union(
         "RegisterResult",
         description="AuthPayload: the account was created and is signed in. The other members are the expected "
-        "failures: InvalidInput (the username, email or password breaks a rule), AlreadyExists (the username or "
-        "email is taken), RateLimited (too many accounts registered from the caller's address: wait).",
+        "failures: InvalidInput (the username, email or password breaks a rule), AlreadyExists (the username is "
+        "taken; whether an email address is used is never said), RateLimited (too many accounts registered from the "
+        "caller's address, or the server is busy hashing passwords: wait retryAfterSeconds).",
     ),
 ]
 LoginResult = Annotated[
@@ -235,7 +237,8 @@ LoginResult = Annotated[
         "LoginResult",
         description="AuthPayload: signed in with a new token. The other members are the expected failures: "
         "InvalidCredentials (unknown username, wrong password or a disabled account, never told apart), "
-        "RateLimited (too many attempts on this account or from this address in the last minute).",
+        "RateLimited (too many attempts on this account or from this address in the last minute, or the server is "
+        "busy checking passwords: wait retryAfterSeconds).",
     ),
 ]
 CreateApiTokenResult = Annotated[

@@ -75,7 +75,7 @@ class User(SQLModel, table=True):
 
     id: int = Field(default=None, primary_key=True)
     username: str = Field(max_length=40, sa_column_kwargs={"unique": True}, index=False)
-    email: str = Field(max_length=254, sa_column_kwargs={"unique": True})
+    email: str = Field(max_length=254)  # not unique: an unverified contact (see services/auth.create_user)
     password_hash: str = Field(max_length=255)
     is_admin: bool = Field(default=False)
     is_active: bool = Field(default=True)

@@ -1,13 +1,13 @@
 """Accounts and API tokens.
 
-Passwords are hashed with Argon2id (memory-hard), off the event loop. API tokens are random 256-bit secrets shown
-once; only their SHA-256 is stored (a fast hash is right for high-entropy secrets, and lets a request be
-authenticated with one indexed lookup).
+Passwords are hashed with Argon2id (memory-hard), off the event loop on bounded pools of their own, one for logins
+and one for new passwords (``dynaforge.services.hashing``), so that neither can starve the other. API tokens are
+random 256-bit secrets shown once; only their SHA-256 is stored (a fast hash is right for high-entropy secrets, and
+lets a request be authenticated with one indexed lookup).
 """
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import hashlib
 import re
@@ -21,7 +21,6 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
-from dynaforge.aio import loop_semaphore
 from dynaforge.db.models import ApiToken, User, as_utc, utcnow
 from dynaforge.errors import (
     AlreadyExists,
@@ -64,9 +63,8 @@ def password_hasher(settings: Settings) -> PasswordHasher:
     return _hasher(settings.password_hash_time_cost, settings.password_hash_memory_kib)
 
 
-# Each Argon2 computation holds 64 MiB: at most two at once keeps a burst of sign-ups from inflating the API's memory.
-_CONCURRENT_HASHES = 2
 _LAST_USED_GRANULARITY = timedelta(minutes=5)
+_USERNAME_TAKEN = "That username is already registered; choose another, or sign in with login if it is yours"
 
 
 def hash_token(token: str) -> str:
@@ -96,25 +94,27 @@ def _actor(user: User) -> Actor:
 async def create_user(
     p: Platform, actor: Actor, *, username: str, email: str, password: str, is_admin: bool = False
 ) -> User:
-    """Create an account. Anyone may create a plain account; only an admin (or the operator) an admin one."""
+    """Create an account. Anyone may create a plain account; only an admin (or the operator) an admin one.
+
+    A username is unique (in any case) and a taken one is reported: usernames are public. An email address is not
+    unique and never reported as used: without verification it is only a contact the user gave, and refusing a
+    used one would tell anyone whether an address has an account here (and let whoever types an address first
+    lock its owner out). The password is hashed before anything is looked up, so every answer costs the same."""
     if is_admin and not actor.is_admin:
         raise Forbidden("Only an admin can create an admin account")
     _check_account(username, email, password)
-    async with loop_semaphore("argon2", _CONCURRENT_HASHES):
-        password_hash = await asyncio.to_thread(password_hasher(p.settings).hash, password)
+    password_hash = await p.hashing.register.run(password_hasher(p.settings).hash, password)
     user = User(username=username, email=email.lower(), password_hash=password_hash, is_admin=is_admin)
     try:
         async with p.db.write() as s:
             taken = await s.scalar(
-                select(func.count())
-                .select_from(User)
-                .where((func.lower(col(User.username)) == username.lower()) | (col(User.email) == email.lower()))
+                select(func.count()).select_from(User).where(func.lower(col(User.username)) == username.lower())
             )
             if taken:
-                raise AlreadyExists("That username or email is already registered; sign in with login instead")
+                raise AlreadyExists(_USERNAME_TAKEN)
             s.add(user)
-    except IntegrityError as exc:  # a concurrent registration won the race
-        raise AlreadyExists("That username or email is already registered; sign in with login instead") from exc
+    except IntegrityError as exc:  # a concurrent registration of the same username won the race
+        raise AlreadyExists(_USERNAME_TAKEN) from exc
     return user
 
 
@@ -156,7 +156,7 @@ async def register(
     """Create a plain account and its first API token (returned in plain text, once). At most
     ``registrations_per_hour_per_client`` per client address, counted before any hashing."""
     if client:
-        p.limiter.hit(
+        await p.limiter.hit(
             f"register-client:{client}",
             p.settings.registrations_per_hour_per_client,
             3600.0,
@@ -172,12 +172,13 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
 
     Brute force: at most ``logins_per_minute`` attempts per account (guessing one password) and
     ``logins_per_minute_per_client`` per client address (trying many accounts), counted before the password is
-    checked, so that a refused attempt costs no hashing."""
-    p.limiter.hit(
+    checked, so that a refused attempt costs no hashing. The check runs on the login hashing pool; when that pool
+    and its queue are full the answer is RateLimited at once."""
+    await p.limiter.hit(
         f"login:{str(username).lower()}", p.settings.logins_per_minute, 60.0, "login attempts for this account"
     )
     if client:
-        p.limiter.hit(
+        await p.limiter.hit(
             f"login-client:{client}", p.settings.logins_per_minute_per_client, 60.0, "login attempts from your address"
         )
     async with p.db.session() as s:
@@ -193,8 +194,7 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
         password_hasher(settings).verify(against, str(password))
 
     try:
-        async with loop_semaphore("argon2", _CONCURRENT_HASHES):
-            await asyncio.to_thread(check)
+        await p.hashing.login.run(check)
         ok = user is not None and user.is_active
     except (VerificationError, InvalidHashError):
         ok = False

@@ -182,7 +182,7 @@ async def submit(
     task = view.task
     if not view.row.active:
         raise RoundClosed(f"Task {task_code} is not collecting examples at the moment")
-    p.limiter.hit(
+    await p.limiter.hit(
         f"examples:{actor.user_id}:{task_code}", p.settings.examples_per_minute, 60.0, f"examples for {task_code}"
     )
     cap = view.settings.daily_example_cap

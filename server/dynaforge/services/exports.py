@@ -190,7 +190,7 @@ async def prepare_download(
     """:func:`prepare_export` for a download over HTTP. Exports are heavy reads: each user may start
     ``exports_per_minute`` of them (an export refused for another reason does not count)."""
     plan = await prepare_export(p, actor, task_code, round_number=round_number, statuses=statuses)
-    p.limiter.hit(f"exports:{actor.user_id or 'system'}", p.settings.exports_per_minute, 60.0, "exports")
+    await p.limiter.hit(f"exports:{actor.user_id or 'system'}", p.settings.exports_per_minute, 60.0, "exports")
     return plan
 
 

@@ -10,6 +10,7 @@ from dynaforge.events import EventBus, InMemoryEventBus, make_event_bus
 from dynaforge.inference.client import InferenceClient, LocalInferenceClient
 from dynaforge.plugins import Plugins
 from dynaforge.services.cache import Caches
+from dynaforge.services.hashing import PasswordHashing
 from dynaforge.services.ratelimit import RateLimiter, Slots
 from dynaforge.settings import Settings
 
@@ -21,7 +22,8 @@ class Platform:
     plugins: Plugins
     inference: InferenceClient
     events: EventBus = field(default_factory=InMemoryEventBus)
-    limiter: RateLimiter = field(default_factory=RateLimiter)
+    limiter: RateLimiter = field(default_factory=RateLimiter)  # shared through Redis when configured
+    hashing: PasswordHashing = field(default_factory=PasswordHashing)  # password hashing pools per purpose
     caches: Caches = field(default_factory=Caches)
     subscriptions: Slots = field(default_factory=Slots)  # live subscriptions per user (or client address)
     jobs: Any = None  # dynaforge.jobs.Jobs once the server starts its job system; None: evaluations stay queued
@@ -43,12 +45,16 @@ class Platform:
             inference=inference or _inference_client(settings, plugins),
             caches=Caches(settings.cache_ttl_s),
             events=make_event_bus(settings),
+            limiter=RateLimiter.from_settings(settings),
+            hashing=PasswordHashing.from_settings(settings),
         )
 
     async def close(self) -> None:
         await self.events.close()
         await self.inference.close()
         await self.db.dispose()
+        await self.limiter.close()
+        self.hashing.close()
 
 
 def _inference_client(settings: Settings, plugins: Plugins) -> InferenceClient:

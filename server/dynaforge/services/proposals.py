@@ -34,7 +34,7 @@ async def propose(p: Platform, actor: Actor, *, code: str, name: str, descriptio
         errors.append(FieldError("description", "max_length", "must have at most 5000 characters"))
     if errors:
         raise InvalidInput.from_errors(errors)
-    p.limiter.hit(f"proposals:{actor.user_id}", p.settings.proposals_per_day, 86400.0, "task proposals")
+    await p.limiter.hit(f"proposals:{actor.user_id}", p.settings.proposals_per_day, 86400.0, "task proposals")
     async with p.db.write() as s:
         if await _taken(s, code):
             raise AlreadyExists(f"The task code {code!r} is taken; propose another")

@@ -243,7 +243,7 @@ async def validate(
     actor = require_human(actor)
     _check_vote(label, reason)
     peek, view, context, number = await _peek(p, actor, example_id)
-    p.limiter.hit(
+    await p.limiter.hit(
         f"validations:{actor.user_id}:{view.task.code}",
         p.settings.validations_per_minute,
         60.0,
@@ -316,7 +316,7 @@ async def flag(p: Platform, actor: Actor, example_id: int, reason: str) -> Examp
     if not 1 <= len(reason) <= MAX_REASON:
         raise InvalidInput.from_errors([FieldError("reason", "length", f"say why, in 1 to {MAX_REASON} characters")])
     _, view, _, number = await _peek(p, actor, example_id)
-    p.limiter.hit(
+    await p.limiter.hit(
         f"validations:{actor.user_id}:{view.task.code}",
         p.settings.validations_per_minute,
         60.0,
