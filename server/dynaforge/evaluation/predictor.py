@@ -185,11 +185,13 @@ def predict_bucketed(predictor: Any, inputs: list[dict[str, Any]], batch: int = 
     return outputs
 
 
-class _Tail(logging.Handler):
-    def __init__(self, lines: int = 50):
+class LogTail(logging.Handler):
+    """The last ``lines`` log records at INFO or above, formatted: what a failed run shows its submitter."""
+
+    def __init__(self, lines: int = 50, fmt: str = "%(levelname)s %(name)s: %(message)s"):
         super().__init__(logging.INFO)
         self.lines: deque[str] = deque(maxlen=lines)
-        self.setFormatter(logging.Formatter("%(levelname)s %(name)s: %(message)s"))
+        self.setFormatter(logging.Formatter(fmt))
 
     def emit(self, record: logging.LogRecord) -> None:
         self.lines.append(self.format(record))
@@ -199,7 +201,7 @@ def serve(requests: IO[str], answers: IO[str], network: str) -> int:
     """Answer requests until the request pipe ends (the child's main loop)."""
     from dynaforge import jsonio
 
-    tail = _Tail()
+    tail = LogTail()
     logging.getLogger().addHandler(tail)
     model: Any = None
 

@@ -38,7 +38,6 @@ import math
 import os
 import sys
 import time
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +65,7 @@ from dynaforge.evaluation.hardware import hardware
 from dynaforge.evaluation.predictor import (
     Limits,
     LocalModel,
+    LogTail,
     ModelError,
     ModelProcess,
     ModelProcessLost,
@@ -529,16 +529,6 @@ class _Job:
     task_code: str
 
 
-class _Tail(logging.Handler):
-    def __init__(self, lines: int = 200):
-        super().__init__(logging.INFO)
-        self.lines: deque[str] = deque(maxlen=lines)
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        self.lines.append(self.format(record))
-
-
 async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
     settings = Settings()
     runner = Runner(settings, isolate=True)
@@ -550,7 +540,7 @@ async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
             pipe.flush()
 
         runner.progress = to_pipe
-    tail = _Tail()
+    tail = LogTail(200, "%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger().addHandler(tail)
     try:
         status = await runner.run(evaluation_id, stop_after_chunks=stop_after_chunks)
