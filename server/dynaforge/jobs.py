@@ -84,6 +84,13 @@ def run_in_child(
     env["DYNAFORGE_DATABASE_URL"] = settings.database_url
     env["DYNAFORGE_OUTBOUND_ALLOW"] = settings.outbound_allow  # the child's http backends check their URLs with it
     env["DYNAFORGE_DATA_DIR"] = str(settings.data_dir.absolute())  # the model store: uploaded models load from it
+    if settings.model_store_url:
+        # Uploaded models in a bucket: the child fetches them into the data directory's cache before the model's
+        # process (which gets none of this) loads one, so it keeps the bucket's settings and credentials.
+        env["DYNAFORGE_MODEL_STORE_URL"] = settings.model_store_url
+        if settings.model_store_endpoint:
+            env["DYNAFORGE_MODEL_STORE_ENDPOINT"] = settings.model_store_endpoint
+        env.update({name: value for name, value in os.environ.items() if name.startswith("AWS_")})
     if settings.load_plugins is not None:
         env["DYNAFORGE_LOAD_PLUGINS"] = settings.load_plugins
     env["DYNAFORGE_EVAL_CHUNK_SIZE"] = str(settings.eval_chunk_size)

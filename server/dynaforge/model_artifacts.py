@@ -7,33 +7,50 @@ is the one :mod:`dynaforge.model_store` gives trained weights: SHA-256 of the so
 the files, so the same files uploaded twice are stored once, and a loader can tell that what it reads is what was
 checked (:meth:`ArtifactStore.folder` hashes it again).
 
-Where artifacts live is an :class:`ArtifactStorage`. The one here keeps them on the filesystem, under
+Where artifacts live is an :class:`ArtifactStorage`: :class:`FilesystemArtifactStorage` keeps them under
 ``DYNAFORGE_DATA_DIR/models/_artifacts/<sha256>/`` (a task code cannot start with ``_``, so no trained model of
-:class:`~dynaforge.model_store.ModelStore` shares the folder); an object store (S3-compatible) would implement the
-same four methods, downloading into a local cache in :meth:`ArtifactStorage.local_folder`. Artifacts are written
-into a staging folder inside the store and renamed into place, so a reader never sees half of one, and never
-change once stored. Nothing here imports torch.
+:class:`~dynaforge.model_store.ModelStore` shares the folder); :class:`S3ArtifactStorage` keeps them in an
+S3-compatible bucket (``DYNAFORGE_MODEL_STORE_URL=s3://bucket/prefix/``), each under ``<prefix><sha256>/``, and
+downloads one into the same local folder, its cache, when a loader asks for it. Artifacts are written into a staging
+folder and renamed into place (on S3: a ``MANIFEST`` object written last), so a reader never sees half of one, and
+never change once stored. Nothing here imports torch.
+
+Models run in processes without the server's secrets (:mod:`dynaforge.sandbox`), so without S3 credentials and, for
+an artifact, without network: the trusted processes fetch an artifact into the local cache first
+(:meth:`ArtifactStore.materialise`: the evaluation job before it starts the model's process, the API before it asks
+the model worker to load a target model), and the model's process reads the cache as a filesystem store.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import hashlib
 import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, BinaryIO, Protocol
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
+from urllib.parse import urlsplit
 
 from dynaforge.model_archive import ArchiveLimits, unpack_archive
-from dynaforge.model_store import STAGING_PREFIX, ModelStoreError, content_hash
+from dynaforge.model_store import STAGING_PREFIX, ModelStoreError, content_hash, file_sha256, manifest
 
 if TYPE_CHECKING:
+    from dynaforge.inference.backends import ModelBackend
     from dynaforge.settings import Settings
 
 ARTIFACTS_DIR = "_artifacts"
+#: The object written last under an artifact's prefix in a bucket: its manifest, whose SHA-256 is the digest.
+MANIFEST = "MANIFEST"
+#: A manifest larger than this is not one of ours (an upload holds at most MODEL_UPLOAD_MAX_FILES files).
+MAX_MANIFEST_BYTES = 1 << 20
+_MANIFEST_LINE = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
 DIGEST = re.compile(r"[0-9a-f]{64}")
 
 
@@ -105,6 +122,177 @@ class FilesystemArtifactStorage:
         return folder
 
 
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """``s3://bucket/prefix/`` as ``("bucket", "prefix/")`` (the prefix empty, or ending with ``/``); ValueError
+    with what to write when it is not such a URL."""
+    parts = urlsplit(url)
+    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"{url!r} is not an s3://bucket/prefix/ URL")
+    prefix = parts.path.strip("/")
+    return parts.netloc, f"{prefix}/" if prefix else ""
+
+
+def parse_manifest(text: str) -> list[tuple[str, str]]:
+    """``(sha256, relative path)`` of each line of a stored manifest; :class:`ModelStoreError` for anything that
+    :func:`~dynaforge.model_store.manifest` does not write (a path out of the folder included)."""
+    entries = []
+    for line in text.splitlines():
+        match = _MANIFEST_LINE.fullmatch(line)
+        name = match.group(2) if match else ""
+        if not name or name == MANIFEST or "\\" in name or any(part in ("", ".", "..") for part in name.split("/")):
+            raise ModelStoreError(f"the artifact's manifest has a line that is not '<sha256>  <file name>': {line!r}")
+        entries.append((line[:64], name))
+    names = [name for _, name in entries]
+    if not entries or names != sorted(set(names)):
+        raise ModelStoreError("the artifact's manifest lists no files, or not sorted and unique")
+    return entries
+
+
+class S3ArtifactStorage:
+    """Artifacts in an S3-compatible bucket: ``<prefix><digest>/<file name>``, then ``<prefix><digest>/MANIFEST``
+    (the sorted ``<sha256>  <name>`` lines, whose SHA-256 is the digest) written last, so an artifact without its
+    manifest (an upload cut short) is not stored. A loader reads a local copy under ``cache_root``
+    (``DATA_DIR/models/_artifacts``, the filesystem store's layout): downloaded into a staging folder, each file
+    checked against the manifest, then renamed into place. Credentials: boto3's usual chain (``AWS_ACCESS_KEY_ID``
+    and ``AWS_SECRET_ACCESS_KEY``, a profile, an instance role); the client is made at first use, so a process that
+    only reads the cache needs none."""
+
+    def __init__(
+        self,
+        bucket: str,
+        prefix: str,
+        cache_root: Path | str,
+        *,
+        endpoint_url: str | None = None,
+        client: Any = None,
+    ) -> None:
+        self.bucket = bucket
+        self.prefix = prefix
+        self.endpoint_url = endpoint_url
+        self.cache = FilesystemArtifactStorage(cache_root)
+        self._client = client
+        self._lock = threading.Lock()
+        self._fetching: dict[str, threading.Lock] = {}
+
+    def __repr__(self) -> str:
+        return f"S3ArtifactStorage('s3://{self.bucket}/{self.prefix}', cache={str(self.cache.root)!r})"
+
+    @property
+    def client(self) -> Any:
+        with self._lock:
+            if self._client is None:
+                try:
+                    import boto3
+                    from botocore.config import Config
+                except ImportError as exc:
+                    raise ModelStoreError(
+                        "DYNAFORGE_MODEL_STORE_URL names an S3 bucket, but boto3 is not installed: install the "
+                        "server with its s3 extra (pip install 'dynaforge[s3]')"
+                    ) from exc
+                self._client = boto3.session.Session().client(
+                    "s3", endpoint_url=self.endpoint_url, config=Config(retries={"mode": "standard"})
+                )
+            return self._client
+
+    def _key(self, digest: str, name: str) -> str:
+        return f"{self.prefix}{digest}/{name}"
+
+    def _where(self, digest: str) -> str:
+        return f"s3://{self.bucket}/{self._key(digest, '')}"
+
+    def exists(self, digest: str) -> bool:
+        if self.cache.exists(digest):  # only complete artifacts are ever cached
+            return True
+        from botocore.exceptions import ClientError
+
+        try:
+            self.client.head_object(Bucket=self.bucket, Key=self._key(digest, MANIFEST))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise ModelStoreError(f"could not look up {self._where(digest)}: {exc}") from exc
+        return True
+
+    def staging(self) -> AbstractContextManager[Path]:
+        return self.cache.staging()  # in the cache's folder, so that put can keep the uploaded copy
+
+    def put(self, digest: str, folder: Path) -> bool:
+        if self.exists(digest):
+            self._keep(digest, folder)
+            return False
+        text = manifest(folder)
+        if hashlib.sha256(text.encode("utf-8")).hexdigest() != digest:
+            raise ModelStoreError(f"the files in {folder} do not hash to {digest}; nothing was stored")
+        for _, name in parse_manifest(text):
+            self.client.upload_file(str(folder / name), self.bucket, self._key(digest, name))
+        # Last: from now on the artifact exists, whole.
+        self.client.put_object(
+            Bucket=self.bucket, Key=self._key(digest, MANIFEST), Body=text.encode("utf-8"), ContentType="text/plain"
+        )
+        self._keep(digest, folder)
+        return True
+
+    def _keep(self, digest: str, folder: Path) -> None:
+        """The staging folder as the cached copy (this process uploaded it, so the files are the digest's)."""
+        with contextlib.suppress(OSError):  # only a cache: the next loader downloads it
+            self.cache.put(digest, folder)
+
+    def _manifest(self, digest: str) -> list[tuple[str, str]]:
+        from botocore.exceptions import ClientError
+
+        try:
+            response = self.client.get_object(Bucket=self.bucket, Key=self._key(digest, MANIFEST))
+            data = response["Body"].read(MAX_MANIFEST_BYTES + 1)
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                raise ModelStoreError(
+                    f"no artifact {digest} in {self._where(digest)}; upload the model again (uploadModel)"
+                ) from None
+            raise ModelStoreError(f"could not read the manifest of {self._where(digest)}: {exc}") from exc
+        if len(data) > MAX_MANIFEST_BYTES or hashlib.sha256(data).hexdigest() != digest:
+            raise ModelStoreError(
+                f"the manifest of {self._where(digest)} does not hash to its digest; the bucket's copy was changed, "
+                "and it is not used: upload the model again"
+            )
+        return parse_manifest(data.decode("utf-8"))
+
+    def local_folder(self, digest: str) -> Path:
+        if self.cache.exists(digest):
+            return self.cache.local_folder(digest)
+        with self._lock:
+            fetching = self._fetching.setdefault(digest, threading.Lock())
+        with fetching:  # one download per artifact at a time in this process; others wait for it
+            if not self.cache.exists(digest):
+                self._download(digest)
+        return self.cache.local_folder(digest)
+
+    def _download(self, digest: str) -> None:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        entries = self._manifest(digest)
+        with self.cache.staging() as folder:
+            for expected, name in entries:
+                target = folder / name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    self.client.download_file(self.bucket, self._key(digest, name), str(target))
+                except (BotoCoreError, ClientError) as exc:
+                    raise ModelStoreError(f"could not download {name} of {self._where(digest)}: {exc}") from exc
+                found = file_sha256(target)
+                if found != expected:
+                    raise ModelStoreError(
+                        f"{name} of {self._where(digest)} hashes to {found}, not to {expected} as its manifest "
+                        "says; the bucket's copy was changed, and it is not used: upload the model again"
+                    )
+            self.cache.put(digest, folder)
+
+
+@functools.lru_cache(maxsize=16)
+def _s3_storage(bucket: str, prefix: str, cache_root: Path, endpoint_url: str | None) -> S3ArtifactStorage:
+    """One storage (one boto3 client, made at first use) per bucket, prefix, cache and endpoint in a process."""
+    return S3ArtifactStorage(bucket, prefix, cache_root, endpoint_url=endpoint_url)
+
+
 @dataclass(frozen=True)
 class StoredArtifact:
     """An uploaded model folder in the store."""
@@ -123,11 +311,18 @@ class ArtifactStore:
 
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> ArtifactStore:
-        """The store of the configured data directory (``DYNAFORGE_DATA_DIR``, default ``./dynaforge-data``)."""
+        """The configured store: the bucket of ``DYNAFORGE_MODEL_STORE_URL`` (``DYNAFORGE_MODEL_STORE_ENDPOINT`` for
+        a service other than AWS) with its cache in the data directory, else the data directory itself
+        (``DYNAFORGE_DATA_DIR``, default ``./dynaforge-data``). A model's process, which gets neither the URL nor
+        credentials, reads what was fetched into the cache."""
         from dynaforge.settings import Settings
 
-        root = (settings or Settings()).data_dir / "models" / ARTIFACTS_DIR
-        return cls(FilesystemArtifactStorage(root.absolute()))
+        settings = settings or Settings()
+        root = (settings.data_dir / "models" / ARTIFACTS_DIR).absolute()
+        if settings.model_store_url:
+            bucket, prefix = parse_s3_url(settings.model_store_url)
+            return cls(_s3_storage(bucket, prefix, root, settings.model_store_endpoint))
+        return cls(FilesystemArtifactStorage(root))
 
     def __repr__(self) -> str:
         return f"ArtifactStore({self.storage!r})"
@@ -145,6 +340,19 @@ class ArtifactStore:
 
     def exists(self, digest: object) -> bool:
         return is_digest(digest) and self.storage.exists(str(digest))
+
+    def materialise(self, backend: ModelBackend | None, config: dict[str, Any] | None) -> list[Path]:
+        """The local folders of the artifacts a model's configuration loads, fetched first where the store is remote:
+        what a trusted process calls before a confined one (no credentials, no network) loads the model. Blocking:
+        run it off the event loop. :class:`ModelStoreError` when one is not stored or cannot be fetched."""
+        if backend is None or not isinstance(config, dict):
+            return []
+        folders = []
+        for digest in backend.artifacts(config):
+            if not is_digest(digest):
+                raise ModelStoreError(f"{digest!r} is not an artifact's digest (64 lowercase hexadecimal digits)")
+            folders.append(self.storage.local_folder(digest))
+        return folders
 
     def folder(self, digest: str, *, verify: bool = True) -> Path:
         """The local folder of a stored artifact. With ``verify`` (the default, for loaders) its files are hashed

@@ -59,13 +59,17 @@ def file_sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def content_hash(folder: Path) -> str:
-    """The version of the artifact in ``folder``: SHA-256 of its sorted ``<sha256>  <path>`` manifest."""
+def manifest(folder: Path) -> str:
+    """The artifact's manifest: one ``<sha256 of the file>  <relative path>`` line per file, sorted by path."""
     files = sorted((p for p in Path(folder).rglob("*") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
     if not files:
         raise ModelStoreError(f"{folder} holds no files; there is nothing to store")
-    manifest = "".join(f"{file_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files)
-    return hashlib.sha256(manifest.encode("utf-8")).hexdigest()
+    return "".join(f"{file_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files)
+
+
+def content_hash(folder: Path) -> str:
+    """The version of the artifact in ``folder``: SHA-256 of its sorted ``<sha256>  <path>`` manifest."""
+    return hashlib.sha256(manifest(folder).encode("utf-8")).hexdigest()
 
 
 def write_json_atomically(path: Path, data: Any) -> None:

@@ -256,6 +256,18 @@ class Settings(BaseSettings):
     model_upload_max_files: int = Field(
         default=64, ge=1, description="uploadModel: the most files a model archive may hold"
     )
+    model_store_url: str | None = Field(
+        default=None,
+        description="uploaded model artifacts in an S3-compatible bucket, s3://bucket/prefix/ (unset: on the "
+        "filesystem, DATA_DIR/models/_artifacts/, which is then the local cache the models load from); credentials "
+        "from boto3's usual chain (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, a profile, an instance role); needs "
+        "the s3 extra",
+    )
+    model_store_endpoint: str | None = Field(
+        default=None,
+        description="the S3 API's URL for MODEL_STORE_URL when it is not AWS's (MinIO, Ceph, R2...), e.g. "
+        "http://minio:9000",
+    )
     graphql_max_depth: int = 12
     graphql_max_tokens: int = 2000
     graphql_max_aliases: int = 15
@@ -279,6 +291,13 @@ class Settings(BaseSettings):
 
     @model_validator(mode="after")
     def _refuse_placeholder_secret(self) -> Settings:
+        if self.model_store_url:
+            from dynaforge.model_artifacts import parse_s3_url
+
+            try:
+                parse_s3_url(self.model_store_url)
+            except ValueError as exc:
+                raise ValueError(f"DYNAFORGE_MODEL_STORE_URL: {exc}") from None
         if self.trusted_documents_only and self.trusted_documents is None:
             raise ValueError(
                 "DYNAFORGE_TRUSTED_DOCUMENTS_ONLY needs DYNAFORGE_TRUSTED_DOCUMENTS, the file of registered documents"

@@ -70,6 +70,7 @@ from dynaforge.evaluation.predictor import (
     ModelProcess,
     ModelProcessLost,
 )
+from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.plugins import Plugins
 from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services import announce
@@ -243,6 +244,9 @@ class Runner:
         config = model.config or {}
         if not self.isolate:
             return LocalModel(self.plugins.registry.backends[model.backend], config)
+        # Uploaded artifacts into the local cache, here: the model's process gets no credentials and no network.
+        backend = self.plugins.registry.backends.get(model.backend)
+        ArtifactStore.from_settings(self.settings).materialise(backend, config)
         limits = self.limits(model.backend, config)
         started = time.perf_counter()
         process = ModelProcess(

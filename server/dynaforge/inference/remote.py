@@ -23,6 +23,7 @@ import os
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from typing import Any
 
 from dynaforge.inference import protocol
@@ -56,12 +57,16 @@ class WorkerInferenceClient(InferenceClient):
         max_backoff_s: float = 10.0,
         data_dir: str | os.PathLike[str] | None = None,
         outbound_allow: str | None = None,
+        prepare: Callable[[ModelSpec], object] | None = None,
     ):
         self._plugins = plugins_allowlist
         # The worker's model loaders find trained weights in the model store under this data directory.
         self._data_dir = None if data_dir is None else os.path.abspath(data_dir)
         # The outbound policy's allowlist for the worker's http backends (None: the worker inherits this process's).
         self._outbound_allow = outbound_allow
+        # Called (on a thread) before the worker is asked to load a model: fetches what the worker cannot, an uploaded
+        # artifact in a bucket (the worker has no credentials), into the data directory's cache.
+        self._prepare = prepare
         self._timeout_s = timeout_s
         self._load_timeout_s = load_timeout_s
         self._start_timeout_s = start_timeout_s
@@ -211,11 +216,20 @@ class WorkerInferenceClient(InferenceClient):
             if future is not None and not future.done():
                 future.set_result(message)
 
+    async def _load(self, spec: ModelSpec) -> None:
+        """Ask the worker to load ``spec``, after :attr:`_prepare` made its files local."""
+        if self._prepare is not None:
+            try:
+                await asyncio.to_thread(self._prepare, spec)
+            except Exception as exc:  # noqa: BLE001 - the model cannot load; the caller learns why
+                raise InferenceError(f"model {spec.name!r} could not be fetched: {exc}") from exc
+        await self._request({"op": "load", "spec": spec.as_dict()}, self._load_timeout_s)
+
     async def _reload(self) -> None:
         """After a restart, load again the models that were in use, so their requests stop failing fast."""
         for key, spec in list(self._wanted.items()):
             try:
-                await self._request({"op": "load", "spec": spec.as_dict()}, self._load_timeout_s)
+                await self._load(spec)
                 self._loaded.add(key)
             except InferenceError as exc:
                 # Forget it: its next request loads it again (and waits for that) instead of failing fast.
@@ -262,7 +276,7 @@ class WorkerInferenceClient(InferenceClient):
             # It was loaded before this worker started: the reload is under way; fail fast meanwhile.
             raise InferenceUnavailable(f"model {spec.name!r} is loading again after a worker restart")
         try:
-            await self._request({"op": "load", "spec": spec.as_dict()}, self._load_timeout_s)
+            await self._load(spec)
         except InferenceTimeout as exc:
             raise InferenceTimeout(f"model {spec.name!r} did not load within {self._load_timeout_s:g}s") from exc
         self._loaded.add(key)

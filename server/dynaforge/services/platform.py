@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
 from dynaforge.db.engine import Database
 from dynaforge.events import EventBus, InMemoryEventBus, make_event_bus
 from dynaforge.inference.client import InferenceClient, LocalInferenceClient
+from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.plugins import Plugins
 from dynaforge.services.cache import Caches
 from dynaforge.services.hashing import PasswordHashing
 from dynaforge.services.ratelimit import RateLimiter, Slots
 from dynaforge.settings import Settings
+from dynaforge.tasks.base import ModelSpec
 
 
 @dataclass
@@ -76,4 +79,12 @@ def _inference_client(settings: Settings, plugins: Plugins) -> InferenceClient:
         threads=settings.model_threads,
         data_dir=settings.data_dir,
         outbound_allow=settings.outbound_allow,
+        prepare=functools.partial(fetch_artifacts, settings, plugins),
     )
+
+
+def fetch_artifacts(settings: Settings, plugins: Plugins, spec: ModelSpec) -> None:
+    """The uploaded artifacts a target model loads, fetched into the data directory's cache before the model worker
+    (no credentials) loads it from there. Blocking: the worker client calls it on a thread."""
+    store = ArtifactStore.from_settings(settings)
+    store.materialise(plugins.registry.backends.get(spec.backend), spec.config)

@@ -103,7 +103,7 @@ async def submit_model(
     task_service.check_backend_allowed(p, actor, backend, config=config if isinstance(config, dict) else None)
     await task_service.check_outbound(p, backend, config if isinstance(config, dict) else None)
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
-    task_service.check_artifacts(p, spec.backend, spec.config)  # an uploaded model's digest must be stored
+    await task_service.check_artifacts(p, spec.backend, spec.config)  # an uploaded model's digest must be stored
     card = check_card(card)
     async with p.db.write() as s:
         await check_throttle(s, view, actor, task_code)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from dataclasses import dataclass
 from enum import StrEnum
@@ -562,15 +563,16 @@ async def check_outbound(p: Platform, backend: str, config: dict | None, field: 
                 raise InvalidInput.from_errors([FieldError(f"{field}.url", exc.rule, exc.message)]) from None
 
 
-def check_artifacts(p: Platform, backend: str, config: dict | None, field: str = "config") -> None:
+async def check_artifacts(p: Platform, backend: str, config: dict | None, field: str = "config") -> None:
     """InvalidInput (on ``field``.artifact, rule ``not_found``) when the configuration names an uploaded artifact
-    the model store does not hold: a model points at what ``uploadModel`` stored, never at anything else."""
+    the model store does not hold: a model points at what ``uploadModel`` stored, never at anything else. The store
+    is asked on a thread (a bucket's store asks over the network)."""
     implementation = p.plugins.registry.backends.get(backend)
     if implementation is None or not isinstance(config, dict):
         return
     store = ArtifactStore.from_settings(p.settings)
     for digest in implementation.artifacts(config):
-        if not store.exists(digest):
+        if not await asyncio.to_thread(store.exists, digest):
             raise InvalidInput.from_errors(
                 [
                     FieldError(
@@ -586,7 +588,7 @@ def check_artifacts(p: Platform, backend: str, config: dict | None, field: str =
 async def _check_models_allowed(p: Platform, actor: Actor, specs: list[ModelSpec]) -> None:
     for i, spec in enumerate(specs):
         check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend", spec.config)
-        check_artifacts(p, spec.backend, spec.config, f"models[{i}].config")
+        await check_artifacts(p, spec.backend, spec.config, f"models[{i}].config")
         await check_outbound(p, spec.backend, spec.config, f"models[{i}].config")
 
 
