@@ -27,6 +27,7 @@ os.environ.setdefault("DYNAFORGE_OUTBOUND_ALLOW", "127.0.0.0/8,::1,localhost")
 
 from support import GraphQLClient, asyncpg_url, make_settings, pg_execute, service_missing  # noqa: E402
 from toy_plugin import ToyPlugin, ToyTask  # noqa: E402
+from upload_site import site, tiny_bert  # noqa: E402, F401 - fixtures of the model upload tests
 
 from dynaforge.app import create_app  # noqa: E402
 from dynaforge.db.engine import BoundDatabase, Database  # noqa: E402

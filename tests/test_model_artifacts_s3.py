@@ -18,7 +18,7 @@ from model_archives import MINIMAL_ARCHIVE, folder_files, minimal_files, tar_arc
 from pydantic import ValidationError
 from sqlalchemy import select
 from support import free_port, toy_process_env
-from test_model_upload import LIMITS, site, tiny_bert, uploaded  # noqa: F401 - fixtures used here
+from upload_site import LIMITS, uploaded
 
 from dynaforge.db.models import Evaluation, EvaluationStatus, ModelRow
 from dynaforge.defaults.backends.transformers import TransformersBackend
