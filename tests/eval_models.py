@@ -42,7 +42,7 @@ def report_confinement(inputs):
     report = {
         "environment": sorted(os.environ),
         "values": sorted(os.environ.values()),
-        "address_space": resource.getrlimit(resource.RLIMIT_AS)[0],
+        "memory": resource.getrlimit(resource.RLIMIT_DATA)[0],
         "cpu": resource.getrlimit(resource.RLIMIT_CPU)[0],
         "open_files": resource.getrlimit(resource.RLIMIT_NOFILE)[0],
         "connection": connection,

@@ -578,7 +578,7 @@ async def test_the_model_runs_in_a_process_without_secrets_or_the_database(scori
     report = chunks[0][0]["report"]
     assert "DYNAFORGE_DATABASE_URL" not in report["environment"] and "DYNAFORGE_SECRET_KEY" not in report["environment"]
     assert "HF_TOKEN" not in report["environment"] and p.settings.database_url not in report["values"]
-    assert (report["address_space"], report["cpu"], report["open_files"]) == (6000 * 1024**2, 900, 200)
+    assert (report["memory"], report["cpu"], report["open_files"]) == (6000 * 1024**2, 900, 200)
     assert report["pid"] != os.getpid()
     assert evaluation.memory_mb is not None and evaluation.memory_mb >= 0 and evaluation.throughput > 0
 

@@ -106,7 +106,7 @@ def test_a_model_that_needs_no_network_gets_none(network):
             model.close()
     assert [o["label"] for o in outputs] == ["good", "bad"] and seconds >= 0
     report = outputs[0]["report"]
-    assert (report["address_space"], report["cpu"], report["open_files"]) == (4096 * 1024**2, 120, 128)
+    assert (report["memory"], report["cpu"], report["open_files"]) == (4096 * 1024**2, 120, 128)
     if network:
         assert model.network == "open" and report["connection"] == "connected"
     else:

@@ -162,8 +162,8 @@ class Settings(BaseSettings):
     eval_memory_limit_mb: int = Field(
         default=16384,
         ge=0,
-        description="evaluation: the address space a model's process may map, in MB (0: no limit); torch alone maps "
-        "about 700 MB",
+        description="evaluation: the memory a model's process may allocate (heap and private writable mappings: "
+        "RLIMIT_DATA), in MB (0: no limit). Not the address space, which CUDA reserves far more of than it uses",
     )
     eval_cpu_limit_s: int = Field(
         default=0,

@@ -6,8 +6,10 @@ model's code can reach is what this process has:
 
 * **no secrets**: the environment is scrubbed (:func:`dynaforge.sandbox.scrubbed_environment`): no ``SECRET_KEY``,
   no database URL, no broker URL. Results go back through the parent, which alone writes to the database;
-* **resource limits**, set by this process on itself before any plugin or model code is imported: address space
-  (``EVAL_MEMORY_LIMIT_MB``), CPU seconds (``EVAL_CPU_LIMIT_S``), open files (``EVAL_OPEN_FILES``), no core files.
+* **resource limits**, set by this process on itself before any plugin or model code is imported: memory it may
+  allocate (``EVAL_MEMORY_LIMIT_MB``, the data limit: heap and private writable mappings, not the address space,
+  which CUDA reserves tens of gigabytes of at start-up without using them: see ``bench/gpu_confinement.py``), CPU
+  seconds (``EVAL_CPU_LIMIT_S``), open files (``EVAL_OPEN_FILES``), no core files.
   Past the CPU limit the kernel stops the process (SIGXCPU); past the memory limit allocations fail;
 * **no network** for models whose backend needs none (:meth:`ModelBackend.needs_network`: an uploaded artifact, a
   model folder read with ``local_files_only``): a new user and network namespace whose only interface, loopback, is
@@ -139,7 +141,7 @@ def confine(limits: Limits) -> str:
         why = unshare_network()
         network = "isolated" if why is None else f"open: {why}"
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    _set_limit(resource.RLIMIT_AS, limits.memory_mb * 1024 * 1024)
+    _set_limit(resource.RLIMIT_DATA, limits.memory_mb * 1024 * 1024)
     # The soft CPU limit sends SIGXCPU (which stops the process); the hard limit, a little later, SIGKILL.
     if limits.cpu_s > 0:
         _, hard = resource.getrlimit(resource.RLIMIT_CPU)
