@@ -118,6 +118,7 @@ test("three validators accept an example and the author's open page counts it wi
   browser,
   baseURL,
 }) => {
+  test.setTimeout(180_000);
   await register(page, "author");
   await openTask(page, "sentiment");
   await writeSentiment(page, `${PRAISE} Best evening in years.`, "negative");
@@ -139,8 +140,11 @@ test("three validators accept an example and the author's open page counts it wi
         await checkAccessibility(validator, "validate");
         await screenshots(validator, "validate-item");
       }
+      const queue = validator.locator("[data-queue-size]");
+      const size = await queue.textContent();
       await correct.click();
       await expect(validator.getByRole("status").filter({ hasText: "Voted correct." })).toBeVisible();
+      await expect(queue).not.toHaveText(size ?? ""); // the next example (or none) is served
     }
     if (i === 0) await screenshots(validator, "validate-empty");
     await context.close();
@@ -220,6 +224,8 @@ test("GraphiQL works offline from the app's own assets", async ({ page, baseURL 
   await page.goto("/graphql");
   await expect(page.locator(".graphiql-container")).toBeVisible();
   await expect(page.getByText("Loading GraphiQL…")).toHaveCount(0);
+  await page.getByRole("button", { name: /^Execute query/ }).click();
+  await expect(page.locator(".graphiql-response")).toContainText('"code": "sentiment"');
   await screenshots(page, "graphiql");
   expect(outside).toEqual([]);
 });

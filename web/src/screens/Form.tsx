@@ -18,7 +18,7 @@ export function TextInput({
           {hint}
         </p>
       )}
-      <input id={id} aria-invalid={error ? true : undefined} aria-describedby={described} {...input} />
+      <input id={id} type="text" aria-invalid={error ? true : undefined} aria-describedby={described} {...input} />
       {error && (
         <p className="error" id={`${id}-error`}>
           {error}

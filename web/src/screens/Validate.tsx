@@ -176,10 +176,12 @@ function TaskPicker() {
   );
 }
 
+const queued = (n: number) => (n === 1 ? "1 example" : `${n} examples`);
+
 function QueueCount({ code }: { code: string }) {
   const [{ data }] = useQuery({ query: QueueSize, variables: { code }, requestPolicy: "cache-and-network" });
   const size = data?.validationQueueSize;
-  return <p className="muted">{size == null ? "…" : `${size} waiting for you`}</p>;
+  return <p className="muted">{size == null ? "…" : `${queued(size)} waiting for you`}</p>;
 }
 
 function Queue({ code }: { code: string }) {
@@ -211,7 +213,7 @@ function Queue({ code }: { code: string }) {
     <section>
       <h1>Validate: {task.name}</h1>
       <p className="muted" data-queue-size>
-        {data?.validationQueueSize ?? 0} examples in your queue.
+        {queued(data?.validationQueueSize ?? 0)} in your queue.
       </p>
       <div role="status" className="done">
         {done}
