@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup run test test-fast lint format bench services schema clean
+.PHONY: setup run test test-fast lint format bench services schema clean web-lint web-test web-unit
 
 PLUGINS := sentiment nli qa hatespeech
 
@@ -25,9 +25,24 @@ $(AUDIT_STAMP): tests/http_audit/package.json tests/http_audit/package-lock.json
 		echo "npm not found: the GraphQL-over-HTTP audit test will skip (install Node.js 18 or newer to run it)"; \
 	fi
 
-setup: $(STAMP) $(AUDIT_STAMP)
+# The web app (web/): installed and built when npm exists, served by the server at /. Without npm every web step
+# says so and skips (with CI=true it fails). Browsers are never downloaded: the tests use Debian's Chromium.
+NPM := $(shell command -v npm 2>/dev/null)
+NO_NPM = echo "npm not found: the web app is not built and its checks and tests skip (install Node.js 20.19 or newer, then make setup)"; [ "$$CI" != true ]
+WEB_STAMP := web/node_modules/.package-lock.json
+WEB_BUILD := web/dist/index.html
+WEB_SOURCES := $(shell find web/src web/public web/scripts -type f -not -path 'web/src/gql/*' 2>/dev/null) \
+	web/index.html web/graphiql.html web/vite.config.ts web/codegen.ts web/tsconfig.json schema.graphql
+$(WEB_STAMP): web/package.json web/package-lock.json
+	@if [ -n "$(NPM)" ]; then \
+		cd web && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error; \
+	else $(NO_NPM); fi
+$(WEB_BUILD): $(WEB_STAMP) $(WEB_SOURCES)
+	@if [ -n "$(NPM)" ]; then cd web && npm run --silent build; else $(NO_NPM); fi
 
-## The embedded demo: SQLite under ./dynaforge-data/, GraphiQL at http://127.0.0.1:8000/graphql
+setup: $(STAMP) $(AUDIT_STAMP) $(WEB_BUILD)
+
+## The embedded demo: SQLite under ./dynaforge-data/, the web app at http://127.0.0.1:8000/, GraphiQL at /graphql
 run: setup
 	HF_HUB_OFFLINE=1 $(BIN)/dynaforge demo
 
@@ -42,16 +57,30 @@ FAST := not e2e and not faults and not (postgres and (fuzz or authz))
 test: setup services
 	$(PYTEST) $(PARALLEL) -m "not serial"
 	$(PYTEST) -m serial
+	@$(MAKE) --no-print-directory web-test
 
 ## The quick loop: no end-to-end servers, fault injection, PostgreSQL fuzzing or PostgreSQL authorisation matrix
 test-fast: setup services
 	$(PYTEST) $(PARALLEL) -m "$(FAST)"
+	@$(MAKE) --no-print-directory web-unit
 
-## ruff (lint and format check) and mypy (strict on the plugin contract); the same checks as .pre-commit-config.yaml
+## The web app's unit tests (vitest), then its browser tests (Playwright on Debian's Chromium against a real demo)
+web-test: web-unit
+	@if [ -n "$(NPM)" ]; then cd web && npm run --silent test:browser; else $(NO_NPM); fi
+
+web-unit: $(WEB_BUILD)
+	@if [ -n "$(NPM)" ]; then cd web && npm test --silent; else $(NO_NPM); fi
+
+## ruff (lint and format check) and mypy (strict on the plugin contract), the same checks as
+## .pre-commit-config.yaml; then the web app's type check (tsc) and lint (biome)
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	@$(MAKE) --no-print-directory web-lint
+
+web-lint: $(WEB_STAMP)
+	@if [ -n "$(NPM)" ]; then cd web && npm run --silent lint; else $(NO_NPM); fi
 
 ## Apply ruff's formatting and safe fixes
 format: setup
@@ -68,4 +97,4 @@ schema: setup
 	$(BIN)/dynaforge schema > schema.graphql
 
 clean:
-	rm -rf $(VENV) dynaforge-data .pytest_cache
+	rm -rf $(VENV) dynaforge-data .pytest_cache web/node_modules web/dist web/src/gql

@@ -445,6 +445,8 @@ def make_settings(db_url: str, **overrides: Any) -> Any:
 
     # Tests submit models with the python backend (test doubles given by import path) as plain users.
     overrides.setdefault("submission_backends", "http,transformers,python")
+    # Not the checkout's web/dist, whether or not it is built: tests/test_web.py gives its own build.
+    overrides.setdefault("web_dir", Path(__file__).parent / "no-web-build")
     for name, value in CHEAP_PASSWORD_HASHING.items():
         overrides.setdefault(name, int(value))
     return Settings(database_url=db_url, environment="test", load_plugins="", **overrides)

@@ -1,4 +1,5 @@
-"""The Starlette application: /graphql over HTTP and websockets, /export/{task_code}, /healthz."""
+"""The Starlette application: /graphql over HTTP and websockets, /export/{task_code}, /healthz, and the web app at /
+(see :mod:`dynaforge.webapp`)."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from dynaforge import jsonio
 from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
 from dynaforge.api.credentials import bearer_token
-from dynaforge.api.documents import UNKNOWN_DOCUMENT, requested_document_id, trusted_documents
+from dynaforge.api.documents import UNKNOWN_DOCUMENT, registered_documents, requested_document_id
 from dynaforge.api.export_http import export_endpoint
 from dynaforge.api.media import GRAPHQL_RESPONSE_JSON, is_request_error, response_media_type
 from dynaforge.api.schema import DatabaseUnavailable, build_schema
@@ -38,6 +39,7 @@ from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
+from dynaforge.webapp import WebApp
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +50,17 @@ class DynaforgeGraphQL(GraphQL[RequestContext, None]):
     def __init__(self, platform: Platform, **kwargs: Any):
         super().__init__(build_schema(platform.settings), **kwargs)
         self.platform = platform
-        self.documents = trusted_documents(platform.settings.trusted_documents)
+        self.documents = registered_documents(platform.settings)
+        self.webapp = WebApp(platform.settings)
 
     def encode_json(self, data: object) -> str:
         """Responses through orjson (see :mod:`dynaforge.jsonio`): a page of examples is one large document. Text,
         not bytes: Strawberry sends bytes over a websocket as binary frames, which graphql-ws clients refuse."""
         return jsonio.dumps(data).decode()
+
+    async def render_graphql_ide(self, request: Request) -> Response:
+        """GraphiQL from the web app's own build (no CDN: it works offline, under the app's CSP)."""
+        return self.webapp.graphiql(request)
 
     def should_render_graphql_ide(self, request: Any) -> bool:
         """Not for a GET that names its document by id (it has no ``query`` parameter either)."""
@@ -351,6 +358,8 @@ def create_app(
             Route("/export/{task_code}", export_endpoint, methods=["GET"]),
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
+            Route("/assets/{path:path}", graphql.webapp.asset, methods=["GET"]),
+            Route("/{path:path}", graphql.webapp.page, methods=["GET"]),  # last: the app's client routes
         ],
         lifespan=lifespan,
     )

@@ -99,6 +99,7 @@ def serve(host: str, port: int, database_url: str | None, warm_models: bool, acc
     settings = _settings(database_url or _default_url())
     _run(_check_migrated(settings))
     click.echo(f"Dynaforge serving http://{host}:{port}/graphql")
+    click.echo(_web_line(settings, host, port))
     _serve(settings, host, port, warm_models=warm_models, access_log=access_log)
 
 
@@ -126,12 +127,21 @@ def demo(host: str, port: int) -> None:
     token, password = _run(_prepare_demo(settings))
     click.echo("")
     click.echo("Dynaforge demo")
+    click.echo(f"  web app:   {_web_line(settings, host, port)}")
     click.echo(f"  GraphiQL:  http://{host}:{port}/graphql")
     click.echo(f"  user:      {DEMO_USER}  (password {password})" if password else f"  user:      {DEMO_USER}")
     click.echo(f"  token:     {token}")
     click.echo('  header:    {"Authorization": "Bearer ' + token + '"}')
     click.echo("")
     _serve(settings, host, port, warm_models=True)
+
+
+def _web_line(settings: Settings, host: str, port: int) -> str:
+    from dynaforge.webapp import web_dir
+
+    if web_dir(settings) is None:
+        return "the web app is not built (make setup, or: cd web && npm ci && npm run build)"
+    return f"http://{host}:{port}/"
 
 
 async def _prepare_demo(settings: Settings) -> tuple[str, str | None]:

@@ -285,6 +285,11 @@ class Settings(BaseSettings):
         description="a JSON file mapping document ids to GraphQL documents (e.g. GraphQL Code Generator's "
         "persisted-documents.json): clients may send an id instead of the text",
     )
+    web_dir: Path | None = Field(
+        default=None,
+        description="the built web app (what `npm run build` writes to web/dist), served at / with GraphiQL at "
+        "/graphql; unset: the source checkout's web/dist when it has been built",
+    )
     trusted_documents_only: bool = Field(
         default=False, description="run only the documents registered in TRUSTED_DOCUMENTS, sent by id or as text"
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +27,10 @@ from typing import Any
 
 from graphql import GraphQLError
 from strawberry.extensions import SchemaExtension
+
+from dynaforge.settings import Settings
+
+log = logging.getLogger(__name__)
 
 NOT_TRUSTED = "DOCUMENT_NOT_TRUSTED"
 UNKNOWN_DOCUMENT = "PERSISTED_QUERY_NOT_FOUND"
@@ -88,6 +93,24 @@ def trusted_documents(path: Path | None) -> TrustedDocuments:
     except OSError as exc:
         raise ValueError(f"DYNAFORGE_TRUSTED_DOCUMENTS: cannot read {path}: {exc.strerror or exc}") from exc
     return _load(str(path), mtime_ns)
+
+
+def registered_documents(settings: Settings) -> TrustedDocuments:
+    """The documents registered with this server: the operator's (``TRUSTED_DOCUMENTS``) and those of the built web
+    app (its ``persisted-documents.json``, see :mod:`dynaforge.webapp`), so that the app sends ids, and runs under
+    ``TRUSTED_DOCUMENTS_ONLY`` too. A broken web manifest is skipped with a warning: the API runs without it."""
+    from dynaforge.webapp import manifest_path
+
+    configured = trusted_documents(settings.trusted_documents)
+    web = manifest_path(settings)
+    if web is None:
+        return configured
+    try:
+        app = trusted_documents(web)
+    except ValueError as exc:
+        log.warning("the web app's documents are not registered: %s", exc)
+        return configured
+    return TrustedDocuments({**app.by_id, **configured.by_id})
 
 
 def requested_document_id(data: dict[str, Any]) -> str | None:

@@ -34,7 +34,7 @@ from dynaforge.aio import loop_semaphore
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
 from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.cost import QueryCost
-from dynaforge.api.documents import OnlyTrustedDocuments, trusted_documents
+from dynaforge.api.documents import OnlyTrustedDocuments, registered_documents
 from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.execution import ExecutionContext
@@ -227,7 +227,7 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
     ]
     if not settings.introspection_enabled:  # production: the schema is published as schema.graphql instead
         rules.append(NoSchemaIntrospectionCustomRule)
-    documents = trusted_documents(settings.trusted_documents)
+    documents = registered_documents(settings)
     only_trusted = [lambda: OnlyTrustedDocuments(documents)] if settings.trusted_documents_only else []
     return strawberry.Schema(
         query=Query,

@@ -1,0 +1,251 @@
+// The web app against a real demo server: register, annotate each task (QA by selecting a span), verdicts,
+// validation changing an open page's counters live, the live feed of fooling examples, accessibility and
+// screenshots of every screen, GraphiQL offline, and the first-load size of an annotate page (W1).
+import type { Page } from "@playwright/test";
+import { checkAccessibility, expect, newPerson, openTask, register, screenshots, test, verdict } from "./fixtures";
+
+// Unmistakable statements: the demo's sentiment model reads them right, so the verdict follows the label given.
+const PRAISE = "I absolutely love this wonderful film; the acting is brilliant and the music is a delight.";
+
+async function writeSentiment(page: Page, statement: string, label: string) {
+  await page.getByLabel("Statement").fill(statement);
+  await page.getByRole("radio", { name: label, exact: true }).check();
+  await page.getByRole("button", { name: "Submit" }).click();
+}
+
+test("register, then a not-fooled and a fooled verdict, then retract", async ({ page }) => {
+  await register(page, "ada");
+  await page.getByRole("link", { name: "Sentiment", exact: true }).click();
+  await expect(page.getByRole("heading", { name: "Sentiment", level: 1 })).toBeVisible();
+  await openTask(page, "sentiment");
+  await writeSentiment(page, PRAISE, "positive");
+  await expect(verdict(page)).toContainText("The model was not fooled.");
+  await expect(verdict(page)).toContainText("The model answered: positive");
+  await expect(page.getByRole("list", { name: "The model's probabilities" }).getByRole("listitem")).toHaveCount(3);
+  await checkAccessibility(page, "annotate, not fooled");
+
+  // Ctrl+Enter submits; number keys choose a label (2: the task's second label).
+  await page.getByLabel("Statement").fill(`${PRAISE} Truly.`);
+  await page.getByRole("radio", { name: "negative", exact: true }).focus();
+  await page.keyboard.press("2");
+  await expect(page.getByRole("radio", { name: "negative", exact: true })).toBeChecked();
+  await page.getByLabel("Statement").press("Control+Enter");
+  await expect(verdict(page)).toContainText("You fooled the model!");
+  await screenshots(page, "annotate-sentiment-fooled");
+  await page.getByRole("button", { name: "Retract" }).click();
+  await expect(verdict(page)).toContainText("(retracted)");
+});
+
+test("errors are shown where they happen, in words", async ({ page }) => {
+  await page.goto("/register");
+  await page.getByLabel("Username").fill("x");
+  await page.getByLabel("Email").fill("not-an-address");
+  await page.getByLabel("Password").fill("short");
+  await page.getByRole("button", { name: "Create account" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: /\w/ })).toBeVisible();
+  await expect(page.getByLabel("Username")).toHaveAttribute("aria-invalid", "true");
+  await screenshots(page, "register-errors");
+
+  await page.goto("/signin");
+  await page.getByLabel("Username").fill("nobody-here");
+  await page.getByLabel("Password").fill("wrong password");
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  await expect(page.getByRole("alert").filter({ hasText: /\w/ })).toBeVisible();
+
+  await register(page, "eve");
+  await openTask(page, "sentiment");
+  await page.getByLabel("Statement").fill("ok");
+  await page.getByRole("button", { name: "Submit" }).click();
+  await expect(page.getByText("Statement needs at least 3 characters.")).toBeVisible();
+  await expect(page.getByText("Label is required.")).toBeVisible();
+});
+
+test("annotate the NLI task", async ({ page }) => {
+  await register(page, "nia");
+  await openTask(page, "nli");
+  await expect(page.locator('[data-context-field="premise"]')).not.toBeEmpty();
+  await page.getByLabel("Hypothesis").fill("Somebody is doing something somewhere.");
+  await page.getByRole("radio", { name: "entailment", exact: true }).check();
+  await page.getByRole("button", { name: "Submit" }).click();
+  await expect(verdict(page)).toContainText("The model answered:");
+  await expect(verdict(page)).toContainText(/You fooled the model!|The model was not fooled\./);
+  await checkAccessibility(page, "annotate nli");
+  await screenshots(page, "annotate-nli");
+});
+
+test("annotate the QA task by selecting the answer in the passage", async ({ page }) => {
+  await register(page, "quinn");
+  await openTask(page, "qa");
+  const passage = page.locator('[data-context-field="passage"]');
+  await page.getByLabel("Question").fill("What does the passage say about it?");
+  await passage.scrollIntoViewIfNeeded();
+  // Double-click a word of the passage (a person's selection): the first year, or else the first long word.
+  const box = await passage.evaluate((element) => {
+    const node = element.firstChild as Text;
+    const text = node.textContent ?? "";
+    const match = /\b\d{4}\b/.exec(text) ?? /\b[A-Za-z]{6,}\b/.exec(text);
+    if (!match) throw new Error("no word to select in the passage");
+    const range = document.createRange();
+    range.setStart(node, match.index);
+    range.setEnd(node, match.index + match[0].length);
+    const rect = range.getClientRects()[0];
+    if (!rect) throw new Error("the word is not on screen");
+    return { x: rect.x + rect.width / 2, y: rect.y + rect.height / 2, word: match[0] };
+  });
+  await page.mouse.dblclick(box.x, box.y);
+  await expect(page.getByLabel("Answer")).toHaveValue(box.word);
+  await page.getByRole("button", { name: "Submit" }).click();
+  await expect(verdict(page)).toContainText("The model answered:");
+  await expect(verdict(page)).toContainText(/You fooled the model!|The model was not fooled\./);
+  await checkAccessibility(page, "annotate qa");
+  await screenshots(page, "annotate-qa");
+});
+
+test("annotate the hate speech task", async ({ page }) => {
+  await register(page, "hal");
+  await openTask(page, "hatespeech");
+  const labels = page.getByRole("group", { name: "Label", exact: true }).getByRole("radio");
+  await page.getByLabel("Statement").fill("What a lovely morning to walk the dog in the park.");
+  await labels.last().check();
+  await page.getByRole("button", { name: "Submit" }).click();
+  await expect(verdict(page)).toContainText("The model answered:");
+  await checkAccessibility(page, "annotate hatespeech");
+  await screenshots(page, "annotate-hatespeech");
+});
+
+test("three validators accept an example and the author's open page counts it without a reload", async ({
+  page,
+  browser,
+  baseURL,
+}) => {
+  test.setTimeout(180_000);
+  await register(page, "author");
+  await openTask(page, "sentiment");
+  await writeSentiment(page, `${PRAISE} Best evening in years.`, "negative");
+  await expect(verdict(page)).toContainText("You fooled the model!");
+  const verified = page.locator('[data-counter="verified"]');
+  const before = Number(await verified.textContent());
+
+  for (let i = 0; i < 3; i++) {
+    const { context, page: validator } = await newPerson(browser, baseURL, `val${i}`);
+    await validator.getByRole("link", { name: "Validate", exact: true }).click();
+    await validator.getByRole("link", { name: "Sentiment", exact: true }).click();
+    // Vote Correct on everything in this validator's queue (the author's example among them).
+    for (let n = 0; n < 20; n++) {
+      const correct = validator.getByRole("button", { name: "Correct", exact: true });
+      const empty = validator.getByText("Nothing to validate here now.");
+      await expect(correct.or(empty)).toBeVisible();
+      if (await empty.isVisible()) break;
+      if (i === 0 && n === 0) {
+        await checkAccessibility(validator, "validate");
+        await screenshots(validator, "validate-item");
+      }
+      const queue = validator.locator("[data-queue-size]");
+      const size = await queue.textContent();
+      await correct.click();
+      await expect(validator.getByRole("status").filter({ hasText: "Voted correct." })).toBeVisible();
+      await expect(queue).not.toHaveText(size ?? ""); // the next example (or none) is served
+    }
+    if (i === 0) await screenshots(validator, "validate-empty");
+    await context.close();
+  }
+  await expect(verified).not.toHaveText(String(before));
+  expect(Number(await verified.textContent())).toBeGreaterThan(before);
+});
+
+test("a fooling example by another user appears in the live feed", async ({ page, browser, baseURL }) => {
+  await register(page, "watcher");
+  const subscribed = page
+    .waitForEvent("websocket")
+    .then((ws) => ws.waitForEvent("framesent", (frame) => String(frame.payload).includes("modelFooled")));
+  await openTask(page, "sentiment");
+  await subscribed;
+  const statement = `${PRAISE} Feed check ${Date.now()}.`;
+  const other = await newPerson(browser, baseURL, "writer");
+  await openTask(other.page, "sentiment");
+  await writeSentiment(other.page, statement, "negative");
+  await expect(verdict(other.page)).toContainText("You fooled the model!");
+  await expect(page.getByRole("list", { name: "Examples that fooled the model" })).toContainText(statement);
+  await screenshots(page, "annotate-live-feed");
+  await other.context.close();
+});
+
+test("the demo token signs in, and sign out forgets it", async ({ page }) => {
+  await page.goto("/signin");
+  await page.getByLabel("API token").fill(process.env.DYNAFORGE_E2E_TOKEN ?? "");
+  await page.getByRole("button", { name: "Use token" }).click();
+  await expect(page.getByText("demo", { exact: true })).toBeVisible();
+  await page.reload(); // kept for this tab
+  await expect(page.getByRole("button", { name: "Sign out" })).toBeVisible();
+  await page.getByRole("button", { name: "Sign out" }).click();
+  await expect(page.getByRole("link", { name: "Sign in", exact: true })).toBeVisible();
+  expect(await page.evaluate(() => JSON.stringify(sessionStorage))).not.toContain("dfk_");
+  expect(page.url()).not.toContain("dfk_");
+});
+
+test("every screen is accessible, at a phone's and a laptop's width", async ({ page }) => {
+  const anonymous: [string, string][] = [
+    ["/", "tasks"],
+    ["/signin", "signin"],
+    ["/register", "register"],
+    ["/tasks/sentiment", "annotate-anonymous"],
+    ["/validate", "validate-anonymous"],
+    ["/leaderboards", "leaderboards"],
+    ["/models", "models"],
+    ["/no/such/page", "not-found"],
+  ];
+  for (const [path, name] of anonymous) {
+    await page.goto(path);
+    await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
+    await checkAccessibility(page, path);
+    await screenshots(page, name);
+  }
+  await register(page, "axe");
+  for (const [path, name] of [
+    ["/", "tasks-signed-in"],
+    ["/validate", "validate-tasks"],
+    ["/tasks/qa", "annotate-qa-empty"],
+  ] as const) {
+    await page.goto(path);
+    await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
+    await checkAccessibility(page, path);
+    await screenshots(page, name);
+  }
+});
+
+test("GraphiQL works offline from the app's own assets", async ({ page, baseURL }) => {
+  const outside: string[] = [];
+  await page.route("**/*", (route) => {
+    const url = route.request().url();
+    if (url.startsWith(baseURL ?? "") || url.startsWith("ws://127.0.0.1")) return route.continue();
+    outside.push(url);
+    return route.abort();
+  });
+  await page.goto("/graphql");
+  await expect(page.locator(".graphiql-container")).toBeVisible();
+  await expect(page.getByText("Loading GraphiQL…")).toHaveCount(0);
+  await page.getByRole("button", { name: /^Execute query/ }).click();
+  await expect(page.locator(".graphiql-response")).toContainText('"code": "sentiment"');
+  await screenshots(page, "graphiql");
+  expect(outside).toEqual([]);
+});
+
+test("W1: the first load of an annotate page transfers at most 150 KB of JS and CSS", async ({ browser, baseURL }) => {
+  const context = await browser.newContext({ baseURL });
+  const page = await context.newPage();
+  const sizes: Promise<number>[] = [];
+  page.on("requestfinished", (request) => {
+    if (["script", "stylesheet"].includes(request.resourceType()))
+      sizes.push(request.sizes().then((s) => s.responseBodySize));
+  });
+  const started = Date.now();
+  await page.goto("/tasks/sentiment");
+  await expect(page.getByRole("button", { name: "Submit" })).toBeEnabled();
+  await expect(page.getByLabel("Statement")).toBeEditable();
+  const interactive = Date.now() - started;
+  await page.waitForLoadState("networkidle");
+  const total = (await Promise.all(sizes)).reduce((a, b) => a + b, 0);
+  console.log(`W1 ${(total / 1024).toFixed(1)} KB of JS+CSS transferred; W2 interactive form after ${interactive} ms`);
+  expect(total).toBeLessThanOrEqual(150 * 1024);
+  await context.close();
+});

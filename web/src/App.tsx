@@ -1,0 +1,97 @@
+// The shell: header with navigation and the account links, and the routes. Every screen but the shell is loaded
+// on demand, so the first load of a page carries only what that page needs.
+import { lazy, Suspense, useEffect, useRef } from "react";
+import { Link, Route, Switch, useLocation } from "wouter";
+import { useAuth } from "./lib/auth";
+import { SignOutButton } from "./screens/SignOut";
+
+const Tasks = lazy(() => import("./screens/Tasks"));
+const Annotate = lazy(() => import("./screens/Annotate"));
+const Validate = lazy(() => import("./screens/Validate"));
+const SignIn = lazy(() => import("./screens/SignIn"));
+const Register = lazy(() => import("./screens/Register"));
+const Placeholder = lazy(() => import("./screens/Placeholder"));
+
+function NavLink({ href, children }: { href: string; children: string }) {
+  const [location] = useLocation();
+  const current = href === "/" ? location === "/" || location.startsWith("/tasks") : location.startsWith(href);
+  return (
+    <Link href={href} aria-current={current ? "page" : undefined}>
+      {children}
+    </Link>
+  );
+}
+
+/** Moves focus to the page's heading after a navigation, so screen readers announce the new page. */
+function useFocusOnNavigation(ref: React.RefObject<HTMLElement | null>) {
+  const [location] = useLocation();
+  const previous = useRef(location);
+  useEffect(() => {
+    if (previous.current === location) return;
+    previous.current = location;
+    ref.current?.focus();
+  }, [location, ref]);
+}
+
+export function App() {
+  const { session } = useAuth();
+  const main = useRef<HTMLElement>(null);
+  useFocusOnNavigation(main);
+  return (
+    <>
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <header className="top">
+        <Link href="/" className="brand">
+          Dynaforge
+        </Link>
+        <nav aria-label="Main">
+          <NavLink href="/">Tasks</NavLink>
+          <NavLink href="/validate">Validate</NavLink>
+          <NavLink href="/leaderboards">Leaderboards</NavLink>
+          <NavLink href="/models">Models</NavLink>
+        </nav>
+        <div className="account">
+          {session ? (
+            <>
+              <span className="who">{session.username}</span>
+              <SignOutButton />
+            </>
+          ) : (
+            <>
+              <Link href="/signin">Sign in</Link>
+              <Link href="/register">Register</Link>
+            </>
+          )}
+        </div>
+      </header>
+      <main id="main" ref={main} tabIndex={-1}>
+        <Suspense fallback={<p className="muted">Loading…</p>}>
+          <Switch>
+            <Route path="/" component={Tasks} />
+            <Route path="/tasks/:code">{(params) => <Annotate code={params.code} />}</Route>
+            <Route path="/validate">
+              <Validate />
+            </Route>
+            <Route path="/validate/:code">{(params) => <Validate code={params.code} />}</Route>
+            <Route path="/signin" component={SignIn} />
+            <Route path="/register" component={Register} />
+            <Route path="/leaderboards">
+              <Placeholder title="Leaderboards" field="leaderboard" />
+            </Route>
+            <Route path="/models">
+              <Placeholder title="Models" field="models" />
+            </Route>
+            <Route>
+              <h1>Not found</h1>
+              <p>
+                There is no page here. <Link href="/">See the tasks</Link>.
+              </p>
+            </Route>
+          </Switch>
+        </Suspense>
+      </main>
+    </>
+  );
+}

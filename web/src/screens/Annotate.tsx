@@ -1,0 +1,570 @@
+// Annotate (/tasks/:code): the task's instructions and a context, a form built from the task's field descriptors,
+// the model's answer and the verdict, and the round's counters and fooling examples as they happen.
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useMutation, useQuery, useSubscription } from "urql";
+import { Link } from "wouter";
+import { graphql } from "../gql";
+import type {
+  CreateExampleMutation,
+  ModelFooledFeedSubscription,
+  ModelFooledFeedSubscriptionVariables,
+} from "../gql/graphql";
+import { useAuth } from "../lib/auth";
+import { type Problem, problemOf, transportMessage } from "../lib/errors";
+import {
+  buildFields,
+  choicesOf,
+  type FieldDescriptor,
+  type FormValue,
+  type FormValues,
+  fieldTitle,
+  formFields,
+  showValue,
+  spanFromSelection,
+} from "../lib/fields";
+import { percent } from "../lib/format";
+import { FieldControls } from "./FieldControls";
+import { ProblemBox } from "./Form";
+
+const AnnotatePage = graphql(`
+  query AnnotatePage($code: String!) {
+    task(code: $code) {
+      id
+      code
+      name
+      description
+      instructions
+      labels
+      active
+      fields {
+        ...TaskFieldParts
+      }
+      currentRound {
+        id
+        number
+        endedAt
+        collected
+        fooled
+        verifiedFooled
+        stats {
+          vmer
+        }
+      }
+    }
+  }
+`);
+
+const NextContext = graphql(`
+  query NextContext($code: String!) {
+    nextContext(taskCode: $code) {
+      id
+      fields
+      tag
+    }
+  }
+`);
+
+const MyTaskStats = graphql(`
+  query MyTaskStats($code: String!) {
+    myStats(taskCode: $code) {
+      taskCode
+      remainingToday
+      total {
+        collected
+        fooled
+        verifiedFooled
+      }
+    }
+  }
+`);
+
+const CreateExample = graphql(`
+  mutation CreateExample($input: CreateExampleInput!) {
+    createExample(input: $input) {
+      __typename
+      ... on CreatedExample {
+        fooled
+        prediction {
+          label
+          span {
+            text
+            start
+          }
+          fields
+          probabilities {
+            label
+            probability
+          }
+          confidence
+        }
+        example {
+          id
+          status
+          fooled
+          round {
+            id
+            collected
+            fooled
+            verifiedFooled
+            stats {
+              vmer
+            }
+          }
+        }
+      }
+      ... on PredictionPending {
+        message
+        example {
+          id
+          status
+        }
+      }
+      ... on Error {
+        message
+      }
+      ... on InvalidInput {
+        fieldErrors {
+          field
+          message
+        }
+      }
+      ... on RateLimited {
+        retryAfterSeconds
+      }
+    }
+  }
+`);
+
+const RetractExample = graphql(`
+  mutation RetractExample($input: RetractExampleInput!) {
+    retractExample(input: $input) {
+      __typename
+      ... on RetractedExample {
+        example {
+          id
+          status
+          round {
+            id
+            retracted
+          }
+        }
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
+// Live counters: every example stored and every vote updates the round (and the example) in the normalised cache,
+// which re-renders whatever shows them.
+const ExampleCreatedLive = graphql(`
+  subscription ExampleCreatedLive($code: String!) {
+    exampleCreated(taskCode: $code) {
+      id
+      status
+      fooled
+      round {
+        id
+        collected
+        fooled
+        verifiedFooled
+        stats {
+          vmer
+        }
+      }
+    }
+  }
+`);
+
+const ExampleValidatedLive = graphql(`
+  subscription ExampleValidatedLive($code: String!) {
+    exampleValidated(taskCode: $code) {
+      label
+      example {
+        id
+        status
+        votes {
+          correct
+          incorrect
+          flagged
+        }
+        round {
+          id
+          collected
+          fooled
+          verifiedFooled
+          stats {
+            vmer
+          }
+        }
+      }
+    }
+  }
+`);
+
+const ModelFooledFeed = graphql(`
+  subscription ModelFooledFeed($code: String!) {
+    modelFooled(taskCode: $code) {
+      id
+      fields
+      createdAt
+    }
+  }
+`);
+
+type Created = CreateExampleMutation["createExample"];
+type FeedItem = { id: string; fields: unknown; createdAt: string };
+
+export default function Annotate({ code }: { code: string }) {
+  const { session } = useAuth();
+  const [page] = useQuery({ query: AnnotatePage, variables: { code } });
+  const [context, nextContext] = useQuery({ query: NextContext, variables: { code } });
+  const [mine, refreshMine] = useQuery({ query: MyTaskStats, variables: { code }, pause: !session });
+  const refreshStats = useCallback(() => refreshMine({ requestPolicy: "network-only" }), [refreshMine]);
+
+  useSubscription({ query: ExampleCreatedLive, variables: { code }, pause: !session });
+  useSubscription({ query: ExampleValidatedLive, variables: { code }, pause: !session }, (_, event) => {
+    refreshStats();
+    return event;
+  });
+  const [feed] = useSubscription<ModelFooledFeedSubscription, FeedItem[], ModelFooledFeedSubscriptionVariables>(
+    { query: ModelFooledFeed, variables: { code }, pause: !session },
+    (items = [], event) => [event.modelFooled, ...items].slice(0, 10),
+  );
+
+  const task = page.data?.task;
+  if (page.error) return <p role="alert">{transportMessage(page.error)}</p>;
+  if (page.fetching && !task) return <p className="muted">Loading the task…</p>;
+  if (!task)
+    return (
+      <section>
+        <h1>No such task</h1>
+        <p>
+          There is no task <code>{code}</code> you can see. <Link href="/">See the tasks</Link>.
+        </p>
+      </section>
+    );
+  const round = task.currentRound;
+  const contextFields = task.fields.filter((f) => f.role === "CONTEXT");
+  const ctx = context.data?.nextContext;
+  const remaining = mine.data?.myStats?.remainingToday;
+
+  return (
+    <div className="annotate">
+      <div className="work">
+        <h1>{task.name}</h1>
+        <p className="lead">{task.description}</p>
+        {task.instructions && (
+          <details className="instructions" open>
+            <summary>Instructions</summary>
+            <p>{task.instructions}</p>
+          </details>
+        )}
+        {!session && (
+          <p className="notice">
+            <Link href="/signin">Sign in</Link> or <Link href="/register">register</Link> to write examples.
+          </p>
+        )}
+        {contextFields.length > 0 && (
+          <ContextView
+            fields={contextFields}
+            values={(ctx?.fields as Record<string, unknown>) ?? {}}
+            loading={context.fetching}
+            error={context.error ? transportMessage(context.error) : undefined}
+            onAnother={() => nextContext({ requestPolicy: "network-only" })}
+          />
+        )}
+        <ExampleForm
+          key={ctx?.id ?? "none"}
+          code={task.code}
+          fields={task.fields}
+          labels={task.labels}
+          contextId={ctx?.id ?? null}
+          contextTag={ctx?.tag ?? null}
+          context={(ctx?.fields as Record<string, unknown>) ?? {}}
+          onStored={refreshStats}
+        />
+      </div>
+      <aside className="side" aria-label="Round">
+        <h2>Round {round?.number ?? "–"}</h2>
+        {round && (
+          <dl className="counters">
+            <div>
+              <dt>Collected</dt>
+              <dd data-counter="collected">{round.collected}</dd>
+            </div>
+            <div>
+              <dt>Fooled</dt>
+              <dd data-counter="fooled">{round.fooled}</dd>
+            </div>
+            <div>
+              <dt>Verified</dt>
+              <dd data-counter="verified">{round.verifiedFooled}</dd>
+            </div>
+            <div>
+              <dt>vMER</dt>
+              <dd>{percent(round.stats.vmer)}</dd>
+            </div>
+          </dl>
+        )}
+        {session && mine.data?.myStats && (
+          <p className="muted">
+            You: {mine.data.myStats.total.collected} written, {mine.data.myStats.total.fooled} fooled,{" "}
+            {mine.data.myStats.total.verifiedFooled} verified.{" "}
+            {remaining == null ? "No daily limit." : `${remaining} left today.`}
+          </p>
+        )}
+        <h2>Model fooled</h2>
+        {!session ? (
+          <p className="muted">Sign in to follow the examples that fool the model.</p>
+        ) : (
+          <ol className="feed" aria-live="polite" aria-label="Examples that fooled the model">
+            {(feed.data ?? []).length === 0 && <li className="muted">None yet since you opened this page.</li>}
+            {(feed.data ?? []).map((item) => (
+              <li key={item.id}>
+                {formFields(task.fields)
+                  .filter((f) => f.role === "INPUT")
+                  .map((f) => showValue((item.fields as Record<string, unknown>)[f.name]))
+                  .filter(Boolean)
+                  .join(" · ")}
+                <time dateTime={item.createdAt}> {new Date(item.createdAt).toLocaleTimeString()}</time>
+              </li>
+            ))}
+          </ol>
+        )}
+      </aside>
+    </div>
+  );
+}
+
+function ContextView({
+  fields,
+  values,
+  loading,
+  error,
+  onAnother,
+}: {
+  fields: readonly FieldDescriptor[];
+  values: Record<string, unknown>;
+  loading: boolean;
+  error?: string;
+  onAnother: () => void;
+}) {
+  return (
+    <section className="context card" aria-label="Context">
+      {error && <p role="alert">{error}</p>}
+      {fields.map((f) => (
+        <div key={f.name}>
+          <h2 className="field-title">{fieldTitle(f.name)}</h2>
+          <p className="context-text" data-context-field={f.name}>
+            {showValue(values[f.name]) || (loading ? "Loading…" : "(none)")}
+          </p>
+        </div>
+      ))}
+      <button type="button" className="secondary" onClick={onAnother} disabled={loading}>
+        Another context
+      </button>
+    </section>
+  );
+}
+
+function ExampleForm({
+  code,
+  fields,
+  labels,
+  contextId,
+  contextTag,
+  context,
+  onStored,
+}: {
+  code: string;
+  fields: readonly FieldDescriptor[];
+  labels: readonly string[];
+  contextId: string | null;
+  contextTag: string | null;
+  context: Record<string, unknown>;
+  onStored: () => void;
+}) {
+  const inputs = useMemo(() => formFields(fields), [fields]);
+  const [values, setValues] = useState<FormValues>({});
+  const [errors, setErrors] = useState<Record<string, string>>({});
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [verdict, setVerdict] = useState<Created | null>(null);
+  const [retracted, setRetracted] = useState(false);
+  const started = useRef(Date.now());
+  const form = useRef<HTMLFormElement>(null);
+  const [creating, create] = useMutation(CreateExample);
+  const [retracting, retract] = useMutation(RetractExample);
+  const setValue = useCallback((name: string, value: FormValue) => setValues((v) => ({ ...v, [name]: value })), []);
+
+  // A span is picked by selecting text in the context field it refers to.
+  useEffect(() => {
+    const spans = inputs.filter((f) => f.type === "SPAN" && f.contextField);
+    if (spans.length === 0) return;
+    const onSelection = () => {
+      const selection = document.getSelection();
+      if (!selection || selection.rangeCount === 0 || selection.isCollapsed) return;
+      const range = selection.getRangeAt(0);
+      for (const field of spans) {
+        const element = document.querySelector(`[data-context-field="${CSS.escape(field.contextField ?? "")}"]`);
+        const text = element?.firstChild;
+        if (!element || !text || range.startContainer !== text || range.endContainer !== text) continue;
+        const span = spanFromSelection(text.textContent ?? "", range.startOffset, range.endOffset);
+        if (span) setValue(field.name, span);
+      }
+    };
+    document.addEventListener("selectionchange", onSelection);
+    return () => document.removeEventListener("selectionchange", onSelection);
+  }, [inputs, setValue]);
+
+  async function submit() {
+    if (creating.fetching) return;
+    const built = buildFields(fields, values, labels);
+    setErrors(built.errors);
+    if (Object.keys(built.errors).length) {
+      setProblem({ message: "Some fields need attention.", fields: built.errors });
+      return;
+    }
+    setProblem(null);
+    const result = await create({
+      input: {
+        taskCode: code,
+        contextId,
+        fields: built.fields,
+        timeTakenMs: Math.min(Date.now() - started.current, 7 * 24 * 3600 * 1000),
+        tag: contextTag,
+      },
+    });
+    const answer = result.data?.createExample;
+    const failed = problemOf(
+      result.error,
+      answer,
+      ["CreatedExample", "PredictionPending"],
+      inputs.map((f) => f.name),
+    );
+    setProblem(failed);
+    setErrors(failed?.fields ?? {});
+    if (!failed && answer) {
+      setVerdict(answer);
+      setRetracted(false);
+      onStored();
+    }
+  }
+
+  async function doRetract(id: string) {
+    const result = await retract({ input: { exampleId: id } });
+    const failed = problemOf(result.error, result.data?.retractExample, "RetractedExample");
+    setProblem(failed);
+    if (!failed) {
+      setRetracted(true);
+      onStored();
+    }
+  }
+
+  function onKeyDown(event: React.KeyboardEvent<HTMLFormElement>) {
+    if ((event.ctrlKey || event.metaKey) && event.key === "Enter") {
+      event.preventDefault();
+      void submit();
+      return;
+    }
+    // Number keys choose among the first choice field's options, unless the key is typed into a text box.
+    const target = event.target as HTMLElement;
+    if (/^[1-9]$/.test(event.key) && !event.ctrlKey && !event.altKey && !event.metaKey) {
+      if (
+        target.tagName === "TEXTAREA" ||
+        (target.tagName === "INPUT" && (target as HTMLInputElement).type !== "radio")
+      )
+        return;
+      const choice = inputs.find((f) => f.type === "CHOICE");
+      const option = choice && choicesOf(choice, labels)[Number(event.key) - 1];
+      if (choice && option) {
+        event.preventDefault();
+        setValue(choice.name, option);
+      }
+    }
+  }
+
+  const created = verdict?.__typename === "CreatedExample" ? verdict : null;
+  const pending = verdict?.__typename === "PredictionPending" ? verdict : null;
+  const exampleId = created?.example.id ?? pending?.example.id;
+
+  return (
+    <form
+      ref={form}
+      className="card example-form"
+      aria-label="Your example"
+      onKeyDown={onKeyDown}
+      onSubmit={(e) => {
+        e.preventDefault();
+        void submit();
+      }}
+      noValidate
+    >
+      <FieldControls
+        fields={inputs}
+        labels={labels}
+        values={values}
+        errors={errors}
+        context={context}
+        onChange={setValue}
+      />
+      <ProblemBox problem={problem} />
+      <div className="actions">
+        <button type="submit" disabled={creating.fetching} aria-keyshortcuts="Control+Enter">
+          Submit
+        </button>
+        <span className="muted small">Ctrl+Enter</span>
+      </div>
+      <div role="status" className={verdict ? (created?.fooled ? "verdict fooled" : "verdict") : "verdict empty"}>
+        {created && (
+          <>
+            <p className="verdict-line">
+              {created.fooled ? "You fooled the model!" : "The model was not fooled."}
+              {retracted ? " (retracted)" : ""}
+            </p>
+            <Prediction prediction={created.prediction} />
+          </>
+        )}
+        {pending && <p className="verdict-line">Stored. The model has not answered yet: {pending.message}</p>}
+      </div>
+      {exampleId && (
+        <div className="actions">
+          <button
+            type="button"
+            className="secondary"
+            disabled={retracted || retracting.fetching}
+            onClick={() => doRetract(exampleId)}
+          >
+            Retract
+          </button>
+        </div>
+      )}
+    </form>
+  );
+}
+
+function Prediction({ prediction }: { prediction: Extract<Created, { __typename: "CreatedExample" }>["prediction"] }) {
+  const answer = prediction.label ?? prediction.span?.text ?? showValue(prediction.fields);
+  return (
+    <div className="prediction">
+      <p>
+        The model answered: <strong>{answer}</strong>
+        {prediction.confidence != null && ` (confidence ${percent(prediction.confidence)})`}
+      </p>
+      {prediction.probabilities && (
+        <ul className="probabilities" aria-label="The model's probabilities">
+          {prediction.probabilities.map((p) => (
+            <li key={p.label}>
+              <span className="prob-label">{p.label}</span>
+              <span className="bar" aria-hidden="true">
+                <span style={{ inlineSize: `${Math.round(p.probability * 100)}%` }} />
+              </span>
+              <span className="prob-value">{percent(p.probability)}</span>
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}

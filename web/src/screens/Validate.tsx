@@ -1,0 +1,420 @@
+// Validate: pick a task (/validate), then vote on the examples of its queue (/validate/:code): Correct, Incorrect
+// (with a corrected target), Flag (with a reason) or Skip.
+import { useState } from "react";
+import { useMutation, useQuery } from "urql";
+import { Link } from "wouter";
+import { graphql } from "../gql";
+import { useAuth } from "../lib/auth";
+import { type Problem, problemOf, transportMessage } from "../lib/errors";
+import { buildFields, type FieldDescriptor, type FormValues, fieldTitle, showValue } from "../lib/fields";
+import { FieldControls } from "./FieldControls";
+import { ProblemBox } from "./Form";
+
+const ValidateTasks = graphql(`
+  query ValidateTasks {
+    tasks {
+      id
+      code
+      name
+      description
+    }
+  }
+`);
+
+const QueueSize = graphql(`
+  query QueueSize($code: String!) {
+    validationQueueSize(taskCode: $code)
+  }
+`);
+
+const ValidateItem = graphql(`
+  query ValidateItem($code: String!) {
+    task(code: $code) {
+      id
+      code
+      name
+      labels
+      fields {
+        ...TaskFieldParts
+      }
+    }
+    exampleToValidate(taskCode: $code) {
+      id
+      fields
+      fooled
+      status
+      votes {
+        correct
+        incorrect
+        flagged
+      }
+      prediction {
+        label
+        span {
+          text
+          start
+        }
+        fields
+      }
+      context {
+        id
+        fields
+      }
+    }
+    validationQueueSize(taskCode: $code)
+  }
+`);
+
+const Vote = graphql(`
+  mutation Vote($input: ValidateExampleInput!) {
+    validateExample(input: $input) {
+      __typename
+      ... on ValidatedExample {
+        decided
+        example {
+          id
+          status
+          votes {
+            correct
+            incorrect
+            flagged
+          }
+        }
+      }
+      ... on Error {
+        message
+      }
+      ... on InvalidInput {
+        fieldErrors {
+          field
+          message
+        }
+      }
+      ... on RateLimited {
+        retryAfterSeconds
+      }
+    }
+  }
+`);
+
+const Flag = graphql(`
+  mutation Flag($input: FlagExampleInput!) {
+    flagExample(input: $input) {
+      __typename
+      ... on FlaggedExample {
+        example {
+          id
+          status
+        }
+      }
+      ... on Error {
+        message
+      }
+      ... on InvalidInput {
+        fieldErrors {
+          field
+          message
+        }
+      }
+      ... on RateLimited {
+        retryAfterSeconds
+      }
+    }
+  }
+`);
+
+const Skip = graphql(`
+  mutation Skip($input: SkipExampleInput!) {
+    skipExample(input: $input) {
+      __typename
+      ... on SkippedExample {
+        example {
+          id
+        }
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
+export default function Validate({ code }: { code?: string }) {
+  const { session } = useAuth();
+  if (!session)
+    return (
+      <section>
+        <h1>Validate</h1>
+        <p className="notice">
+          <Link href="/signin">Sign in</Link> or <Link href="/register">register</Link> to check other people's
+          examples.
+        </p>
+      </section>
+    );
+  return code ? <Queue code={code} /> : <TaskPicker />;
+}
+
+function TaskPicker() {
+  const [{ data, error }] = useQuery({ query: ValidateTasks });
+  return (
+    <section>
+      <h1>Validate</h1>
+      <p className="lead">Check whether other people's examples are right. Choose a task:</p>
+      {error && <p role="alert">{transportMessage(error)}</p>}
+      <ul className="cards">
+        {data?.tasks.map((task) => (
+          <li key={task.id} className="card">
+            <h2>
+              <Link href={`/validate/${encodeURIComponent(task.code)}`}>{task.name}</Link>
+            </h2>
+            <p>{task.description}</p>
+            <QueueCount code={task.code} />
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+const queued = (n: number) => (n === 1 ? "1 example" : `${n} examples`);
+
+function QueueCount({ code }: { code: string }) {
+  const [{ data }] = useQuery({ query: QueueSize, variables: { code }, requestPolicy: "cache-and-network" });
+  const size = data?.validationQueueSize;
+  return <p className="muted">{size == null ? "…" : `${queued(size)} waiting for you`}</p>;
+}
+
+function Queue({ code }: { code: string }) {
+  const [{ data, error, fetching }, refetch] = useQuery({
+    query: ValidateItem,
+    variables: { code },
+    requestPolicy: "network-only",
+  });
+  const task = data?.task;
+  const example = data?.exampleToValidate;
+  const [done, setDone] = useState<string | null>(null);
+  const next = (said: string) => {
+    setDone(said);
+    refetch({ requestPolicy: "network-only" });
+  };
+  if (error) return <p role="alert">{transportMessage(error)}</p>;
+  if (!task)
+    return fetching ? (
+      <p className="muted">Loading…</p>
+    ) : (
+      <section>
+        <h1>No such task</h1>
+        <p>
+          <Link href="/validate">Choose another task</Link>.
+        </p>
+      </section>
+    );
+  return (
+    <section>
+      <h1>Validate: {task.name}</h1>
+      <p className="muted" data-queue-size>
+        {queued(data?.validationQueueSize ?? 0)} in your queue.
+      </p>
+      <div role="status" className="done">
+        {done}
+      </div>
+      {example ? (
+        <Item key={example.id} task={task} example={example} onDone={next} />
+      ) : (
+        !fetching && (
+          <p>
+            Nothing to validate here now. <Link href="/validate">Choose another task</Link> or{" "}
+            <Link href={`/tasks/${encodeURIComponent(code)}`}>write examples</Link>.
+          </p>
+        )
+      )}
+    </section>
+  );
+}
+
+type ItemExample = {
+  id: string;
+  fields: unknown;
+  fooled?: boolean | null;
+  votes: { correct: number; incorrect: number; flagged: number };
+  prediction?: { label?: string | null; span?: { text: string } | null; fields: unknown } | null;
+  context?: { fields: unknown } | null;
+};
+
+function Item({
+  task,
+  example,
+  onDone,
+}: {
+  task: { code: string; labels: readonly string[]; fields: readonly FieldDescriptor[] };
+  example: ItemExample;
+  onDone: (said: string) => void;
+}) {
+  const [mode, setMode] = useState<"none" | "incorrect" | "flag">("none");
+  const [values, setValues] = useState<FormValues>({});
+  const [reason, setReason] = useState("");
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [voting, vote] = useMutation(Vote);
+  const [flagging, flag] = useMutation(Flag);
+  const [skipping, skip] = useMutation(Skip);
+  const busy = voting.fetching || flagging.fetching || skipping.fetching;
+  const fields = {
+    ...((example.context?.fields as Record<string, unknown>) ?? {}),
+    ...(example.fields as Record<string, unknown>),
+  };
+  const targets = task.fields.filter((f) => f.role === "TARGET");
+
+  async function sendVote(label: "CORRECT" | "INCORRECT") {
+    let correctedTarget: Record<string, unknown> | null = null;
+    if (label === "INCORRECT") {
+      const built = buildFields(
+        targets.map((f) => ({ ...f, required: false })),
+        values,
+        task.labels,
+      );
+      if (Object.keys(built.errors).length)
+        return setProblem({ message: "Check the corrected answer.", fields: built.errors });
+      correctedTarget = Object.keys(built.fields).length ? built.fields : null;
+    }
+    const result = await vote({
+      input: { exampleId: example.id, label, correctedTarget, reason: reason.trim() || null },
+    });
+    const answer = result.data?.validateExample;
+    const failed = problemOf(
+      result.error,
+      answer,
+      "ValidatedExample",
+      targets.map((f) => f.name),
+    );
+    setProblem(failed);
+    if (!failed) onDone(label === "CORRECT" ? "Voted correct." : "Voted incorrect.");
+  }
+
+  async function sendFlag() {
+    const result = await flag({ input: { exampleId: example.id, reason } });
+    const failed = problemOf(result.error, result.data?.flagExample, "FlaggedExample", ["reason"]);
+    setProblem(failed);
+    if (!failed) onDone("Flagged for the task's owners.");
+  }
+
+  async function sendSkip() {
+    const result = await skip({ input: { exampleId: example.id } });
+    const failed = problemOf(result.error, result.data?.skipExample, "SkippedExample");
+    setProblem(failed);
+    if (!failed) onDone("Skipped: it comes back after the others.");
+  }
+
+  const prediction = example.prediction;
+  return (
+    <article className="card" aria-label="Example to validate">
+      <dl className="example">
+        {task.fields.map((f) =>
+          fields[f.name] === undefined ? null : (
+            <div key={f.name} className={`role-${f.role.toLowerCase()}`}>
+              <dt>{fieldTitle(f.name)}</dt>
+              <dd>{showValue(fields[f.name])}</dd>
+            </div>
+          ),
+        )}
+        {prediction && (
+          <div>
+            <dt>The model answered</dt>
+            <dd>
+              {prediction.label ?? prediction.span?.text ?? showValue(prediction.fields)}
+              {example.fooled != null && (example.fooled ? " (fooled)" : " (not fooled)")}
+            </dd>
+          </div>
+        )}
+      </dl>
+      <p className="muted">
+        Votes so far: {example.votes.correct} correct, {example.votes.incorrect} incorrect, {example.votes.flagged}{" "}
+        flagged.
+      </p>
+      <div className="actions votes">
+        <button type="button" disabled={busy} onClick={() => sendVote("CORRECT")}>
+          Correct
+        </button>
+        <button
+          type="button"
+          className="secondary"
+          aria-expanded={mode === "incorrect"}
+          disabled={busy}
+          onClick={() => setMode(mode === "incorrect" ? "none" : "incorrect")}
+        >
+          Incorrect
+        </button>
+        <button
+          type="button"
+          className="secondary"
+          aria-expanded={mode === "flag"}
+          disabled={busy}
+          onClick={() => setMode(mode === "flag" ? "none" : "flag")}
+        >
+          Flag
+        </button>
+        <button type="button" className="secondary" disabled={busy} onClick={sendSkip}>
+          Skip
+        </button>
+      </div>
+      {mode === "incorrect" && (
+        <fieldset className="panel">
+          <legend>What should the answer be? (optional)</legend>
+          <FieldControls
+            fields={targets.map((f) => ({ ...f, required: false }))}
+            labels={task.labels}
+            values={values}
+            errors={problem?.fields ?? {}}
+            context={fields}
+            onChange={(name, value) => setValues((v) => ({ ...v, [name]: value }))}
+          />
+          <ReasonBox value={reason} onChange={setReason} label="Why (optional)" />
+          <button type="button" disabled={busy} onClick={() => sendVote("INCORRECT")}>
+            Send vote: incorrect
+          </button>
+        </fieldset>
+      )}
+      {mode === "flag" && (
+        <fieldset className="panel">
+          <legend>Flag this example</legend>
+          <ReasonBox value={reason} onChange={setReason} label="Reason" error={problem?.fields.reason} />
+          <button type="button" disabled={busy} onClick={sendFlag}>
+            Send flag
+          </button>
+        </fieldset>
+      )}
+      <ProblemBox problem={problem} />
+    </article>
+  );
+}
+
+function ReasonBox({
+  value,
+  onChange,
+  label,
+  error,
+}: {
+  value: string;
+  onChange: (value: string) => void;
+  label: string;
+  error?: string;
+}) {
+  return (
+    <div className="control">
+      <label htmlFor="vote-reason">{label}</label>
+      <textarea
+        id="vote-reason"
+        rows={2}
+        maxLength={2000}
+        value={value}
+        aria-invalid={error ? true : undefined}
+        aria-describedby={error ? "vote-reason-error" : undefined}
+        onChange={(e) => onChange(e.currentTarget.value)}
+      />
+      {error && (
+        <p className="error" id="vote-reason-error">
+          {error}
+        </p>
+      )}
+    </div>
+  );
+}
