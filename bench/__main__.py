@@ -25,6 +25,7 @@ from bench import (
     p6_leaderboard,
     p7_subscriptions,
     p8_memory,
+    w_web,
 )
 from bench.common import (
     Context,
@@ -50,7 +51,8 @@ BENCHMARKS: dict[str, ModuleType] = {
         p7_subscriptions,
         load_mix,
         p8_memory,
-    )  # P8 last: its peak covers the serving traffic of the others
+        w_web,
+    )  # P8 after the server's targets: its peak covers their traffic; WEB runs a demo server of its own
 }
 BENCHMARK_TIMEOUT_S = 120.0  # a wedged server must not hang the run (a benchmark may set its own TIMEOUT_S)
 
