@@ -595,3 +595,36 @@ async def test_predictions_that_cannot_be_scored_still_count_against_the_limit(p
             dataset_name="r1-test",
             predictions=[{"label": "bad"}] * 2,
         )
+
+
+MODEL_EVALUATIONS = """query($id: ID!) { node(id: $id) { ... on Model {
+  evaluations { totalCount nodes { id dataset { name access } } } } } }"""
+
+
+async def test_a_hidden_sets_figures_are_for_its_owners_only(gql, platform, setup):
+    """A set made HIDDEN after models were scored on it (owners take a test set back) keeps its evaluations for the
+    task's owners: the model's submitter no longer sees them, in the model's evaluations or by id."""
+    from dynaforge.db.models import Dataset
+
+    made = {d.name: d for d in await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=2)}
+    model, queued = await submissions.submit_model(
+        platform, setup["builder"], task_code="toy", name="k", backend="python", config=KEYWORD
+    )
+    async with platform.db.write() as s:
+        row = await s.get(Dataset, made["r1-test"].id)
+        row.access = DatasetAccess.HIDDEN
+    hidden = [e for e in queued if e.dataset_id == made["r1-test"].id]
+    assert len(hidden) == 1
+    query = {"id": gid("Model", model.id)}
+    from dynaforge.services import auth
+
+    _, builder_token = await auth.create_token(platform, setup["builder"], name="t")
+    _, owner_token = await auth.create_token(platform, setup["owner"], name="t")
+    seen = (await gql(MODEL_EVALUATIONS, query, token=builder_token))["node"]["evaluations"]
+    assert "HIDDEN" not in {e["dataset"]["access"] for e in seen["nodes"]}
+    assert seen["totalCount"] == len(seen["nodes"]) == len(queued) - 1
+    owners = (await gql(MODEL_EVALUATIONS, query, token=owner_token))["node"]["evaluations"]
+    assert owners["totalCount"] == len(queued) and "HIDDEN" in {e["dataset"]["access"] for e in owners["nodes"]}
+    by_id = {"id": gid("Evaluation", hidden[0].id)}
+    assert (await gql("query($id: ID!) { node(id: $id) { id } }", by_id, token=builder_token))["node"] is None
+    assert (await gql("query($id: ID!) { node(id: $id) { id } }", by_id, token=owner_token))["node"] is not None

@@ -311,14 +311,17 @@ class Model(Node):
 
     @strawberry.field(
         description="One evaluation per data set it was queued on, in the order they were queued (pages of up to "
-        "100, 100 by default); their `error` and `logTail` only for the submitter, the task's owners and admins."
+        "100, 100 by default); those on HIDDEN sets only for the task's owners and admins; their `error` and "
+        "`logTail` only for the submitter, the task's owners and admins."
     )
     @errors_as_graphql
     async def evaluations(
         self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
     ) -> Connection[Evaluation]:
+        p, actor = info.context.caller
+        with_hidden = self.privileged and await submission_service.sees_hidden_sets(p, actor, self.row.task_id)
         listing = await submission_service.evaluations_page(
-            info.context.platform, self.row.id, first=first, after=after, last=last, before=before
+            p, self.row.id, first=first, after=after, last=last, before=before, with_hidden=with_hidden
         )
         privileged = self.privileged
         return Connection.from_listing(listing, lambda pair: Evaluation.of(pair[0], pair[1], privileged))

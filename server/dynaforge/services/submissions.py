@@ -338,14 +338,19 @@ async def evaluations_page(
     after: str | None = None,
     last: int | None = None,
     before: str | None = None,
+    with_hidden: bool = False,
 ) -> cursors.Listing:
     """A page of a model's evaluations, each with its data set, in the order they were queued (up to 100 a page, 100
-    by default: a model is evaluated once per scoring set), for a reader already shown the model."""
+    by default: a model is evaluated once per scoring set), for a reader already shown the model. Evaluations on
+    HIDDEN sets only ``with_hidden`` (for the task's owners and admins: :func:`sees_hidden_sets`)."""
     request = cursors.PageRequest.of(
         "evaluation", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size, default=100
     )
     where = col(Evaluation.model_id) == model_id
-    statement = select(Evaluation, Dataset).join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id)).where(where)
+    if not with_hidden:
+        where = where & (col(Dataset.access) != DatasetAccess.HIDDEN)
+    joined = select(Evaluation, Dataset).join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id))
+    statement = joined.where(where)
     async with p.db.session() as s:
         page = await cursors.window(
             s,
@@ -357,7 +362,15 @@ async def evaluations_page(
             scalars=False,
             descending=False,
         )
-    return cursors.Listing(page, cursors.counter(p, select(col(Evaluation.id)).where(where)))
+    counted = select(col(Evaluation.id)).join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id)).where(where)
+    return cursors.Listing(page, cursors.counter(p, counted))
+
+
+async def sees_hidden_sets(p: Platform, actor: Actor, task_id: int) -> bool:
+    """Whether ``actor`` may see how models did on the task's HIDDEN sets: its owners and admins (a submitter sees
+    the scoring sets only: a hidden set's figures would tell what the owners keep back)."""
+    async with p.db.session() as s:
+        return await task_service.is_owner(s, actor, task_id)
 
 
 async def evaluations_of(p: Platform, model_id: int) -> list[tuple[Evaluation, Dataset]]:
@@ -481,7 +494,9 @@ async def get_evaluation(p: Platform, actor: Actor, evaluation_id: int) -> tuple
     if evaluation is None or dataset is None:
         raise NotFound(f"No evaluation {evaluation_id}")
     try:
-        _, privileged = await get_model(p, actor, evaluation.model_id)
+        model, privileged = await get_model(p, actor, evaluation.model_id)
     except NotFound:
         raise NotFound(f"No evaluation {evaluation_id}") from None
+    if dataset.access == DatasetAccess.HIDDEN and not await sees_hidden_sets(p, actor, model.task_id):
+        raise NotFound(f"No evaluation {evaluation_id}")
     return evaluation, dataset, privileged
