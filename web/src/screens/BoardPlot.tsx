@@ -1,6 +1,7 @@
 // The plot of a Dynascore board, loaded only when a board is shown: one bar per ranked model, split into what each
 // weighted metric adds to (or takes from) its Dynascore. Plain SVG drawn by React: no style elements or attributes,
 // which the app's Content-Security-Policy forbids (a charting library that injects them would break it).
+import { useEffect, useRef, useState } from "react";
 import { niceTicks } from "../lib/ticks";
 
 export interface PlotBar {
@@ -13,13 +14,30 @@ export interface PlotBar {
 /** Distinct colours with at least 3:1 contrast against white (WCAG non-text contrast). */
 const PALETTE = ["#1d4ed8", "#b45309", "#047857", "#be185d", "#6d28d9", "#0e7490", "#a16207", "#4d7c0f"];
 
-const WIDTH = 640;
 const ROW = 44;
 const TOP = 8;
 const AXIS = 28;
 const SIDE = 12;
 
+/** The width of the element, followed as it changes (the plot is drawn at 1 unit = 1 pixel, so its text keeps its
+ * size on a phone). */
+function useWidth(fallback: number, shown: boolean) {
+  // `shown`: the element exists (the effect measures it again when it appears).
+  const ref = useRef<HTMLElement>(null);
+  const [width, setWidth] = useState(fallback);
+  // biome-ignore lint/correctness/useExhaustiveDependencies: `shown` re-runs it when the element appears
+  useEffect(() => {
+    const element = ref.current;
+    if (!element) return;
+    const observer = new ResizeObserver(() => setWidth(Math.max(240, Math.round(element.clientWidth) - 24)));
+    observer.observe(element);
+    return () => observer.disconnect();
+  }, [shown]);
+  return [ref, width] as const;
+}
+
 export default function BoardPlot({ axes, bars }: { axes: readonly string[]; bars: readonly PlotBar[] }) {
+  const [ref, WIDTH] = useWidth(640, bars.length > 0);
   const best = bars[0];
   if (!best) return null;
   const colour = (name: string) => PALETTE[axes.indexOf(name) % PALETTE.length];
@@ -40,7 +58,7 @@ export default function BoardPlot({ axes, bars }: { axes: readonly string[]; bar
   const x = (v: number) => SIDE + ((v - domain[0]) / (domain[1] - domain[0])) * (WIDTH - 2 * SIDE);
   const height = TOP + bars.length * ROW + AXIS;
   return (
-    <figure className="plot">
+    <figure className="plot" ref={ref}>
       <figcaption>
         <strong>What makes up each Dynascore.</strong> Each bar is a ranked model; each segment is what a metric adds
         (right of 0) or takes away (left of 0) at the weights above.

@@ -380,12 +380,12 @@ export function DynascoreBoard({ code }: { code: string }) {
                   id={`metric-${axis.name}`}
                   label={axis.name}
                   hint={[
-                    axis.description,
-                    axis.unit && `in ${axis.unit}`,
-                    axis.direction === "higher" ? "higher is better" : "lower is better",
+                    axis.description && (/[.!?]$/.test(axis.description) ? axis.description : `${axis.description}.`),
+                    axis.unit && `In ${axis.unit}.`,
+                    axis.direction === "higher" ? "Higher is better." : "Lower is better.",
                   ]
                     .filter(Boolean)
-                    .join("; ")}
+                    .join(" ")}
                   value={weights.metrics[axis.name] ?? 0}
                   share={typeof board === "object" && board ? board.metricWeights[axis.name] : undefined}
                   onChange={(v) => setMetric(axis.name, v)}

@@ -356,7 +356,9 @@ function Tokens({ tokens, onChange }: { tokens: readonly Token[]; onChange: () =
                 The token “{secret.name}”; copy it now, it is never shown again. Send it as{" "}
                 <code>Authorization: Bearer …</code>.
               </p>
-              <code data-secret>{secret.token}</code>
+              <code className="token-secret" data-secret>
+                {secret.token}
+              </code>
             </div>
           )}
         </div>
