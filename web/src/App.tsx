@@ -11,6 +11,8 @@ const Validate = lazy(() => import("./screens/Validate"));
 const SignIn = lazy(() => import("./screens/SignIn"));
 const Register = lazy(() => import("./screens/Register"));
 const Placeholder = lazy(() => import("./screens/Placeholder"));
+const Leaderboards = lazy(() => import("./screens/Leaderboards"));
+const Me = lazy(() => import("./screens/Me"));
 
 function NavLink({ href, children }: { href: string; children: string }) {
   const [location] = useLocation();
@@ -56,6 +58,7 @@ export function App() {
           {session ? (
             <>
               <span className="who">{session.username}</span>
+              <NavLink href="/me">Me</NavLink>
               <SignOutButton />
             </>
           ) : (
@@ -78,8 +81,10 @@ export function App() {
             <Route path="/signin" component={SignIn} />
             <Route path="/register" component={Register} />
             <Route path="/leaderboards">
-              <Placeholder title="Leaderboards" field="leaderboard" />
+              <Leaderboards />
             </Route>
+            <Route path="/leaderboards/:code">{(params) => <Leaderboards code={params.code} />}</Route>
+            <Route path="/me" component={Me} />
             <Route path="/models">
               <Placeholder title="Models" field="models" />
             </Route>

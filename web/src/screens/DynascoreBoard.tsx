@@ -1,0 +1,708 @@
+// The Dynascore board of a task: its published models ranked by a Dynascore whose weights the sliders set (one per
+// metric, one per scoring data set). The server sends each model's figures per data set once; every move of a
+// slider re-ranks the board here (lib/dynascore.ts computes exactly what the server would), the plot and the CSV
+// follow the board as shown, and the weights can be saved as a fork and loaded again.
+import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
+import { useClient, useMutation, useQuery } from "urql";
+import { Link, useSearch } from "wouter";
+import { graphql } from "../gql";
+import type { MetricDirection } from "../gql/graphql";
+import { useAuth } from "../lib/auth";
+import { boardCsv, parseCsv } from "../lib/csv";
+import { type Axis, computeBoard, type Direction, type DynascoreRow, defaultMetricWeights } from "../lib/dynascore";
+import { type Problem, problemOf, transportMessage } from "../lib/errors";
+import { ProblemBox, submitted, TextInput } from "./Form";
+import { ScrollBox } from "./ScrollBox";
+
+const BoardPlot = lazy(() => import("./BoardPlot"));
+
+const BoardBase = graphql(`
+  query BoardBase($code: String!) {
+    leaderboard(taskCode: $code) {
+      taskCode
+      principalMetric
+      memoryBudgetGb
+      datasets
+      metrics {
+        name
+        description
+        direction
+        unit
+      }
+      rows {
+        model {
+          id
+          name
+          submitter {
+            id
+            username
+          }
+        }
+        metrics {
+          name
+          interval {
+            low
+            high
+          }
+        }
+      }
+      csv
+    }
+  }
+`);
+
+const BoardOneSet = graphql(`
+  query BoardOneSet($code: String!, $datasetWeights: [WeightInput!]!) {
+    leaderboard(taskCode: $code, datasetWeights: $datasetWeights) {
+      rows {
+        model {
+          id
+        }
+        metrics {
+          name
+          value
+        }
+      }
+    }
+  }
+`);
+
+/** What the board needs of a fork: its name and weights. */
+export const ForkParts = graphql(`
+  fragment ForkParts on LeaderboardFork {
+    id
+    name
+    description
+    metricWeights {
+      name
+      weight
+    }
+    datasetWeights {
+      name
+      weight
+    }
+  }
+`);
+
+const MyForks = graphql(`
+  query MyForks($code: String!) {
+    myLeaderboardForks(taskCode: $code, first: 50) {
+      nodes {
+        ...ForkParts
+      }
+    }
+  }
+`);
+
+const ForkById = graphql(`
+  query ForkById($id: ID!) {
+    node(id: $id) {
+      id
+      ... on LeaderboardFork {
+        ...ForkParts
+      }
+    }
+  }
+`);
+
+const SaveFork = graphql(`
+  mutation SaveFork($input: LeaderboardWeightsInput!) {
+    saveLeaderboardFork(input: $input) {
+      __typename
+      ... on LeaderboardForkSaved {
+        fork {
+          ...ForkParts
+        }
+      }
+      ... on Error {
+        message
+      }
+      ... on InvalidInput {
+        fieldErrors {
+          field
+          message
+        }
+      }
+    }
+  }
+`);
+
+const DeleteFork = graphql(`
+  mutation DeleteFork($input: DeleteLeaderboardItemInput!) {
+    deleteLeaderboardFork(input: $input) {
+      __typename
+      ... on LeaderboardItemDeleted {
+        id
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
+interface Fork {
+  id: string;
+  name: string;
+  description: string;
+  metricWeights: readonly { name: string; weight: number }[];
+  datasetWeights: readonly { name: string; weight: number }[];
+}
+
+interface BoardAxis extends Axis {
+  description: string;
+  unit: string | null;
+}
+
+interface BoardModel {
+  id: string;
+  /** The server's model id, from the CSV: what the server breaks ties by. */
+  key: string;
+  name: string;
+  submitter: string;
+  intervals: Record<string, { low: number; high: number }>;
+  scores: Record<string, Record<string, number | null>>;
+}
+
+interface BoardData {
+  principal: string;
+  memoryBudgetGb: number;
+  datasets: string[];
+  axes: BoardAxis[];
+  models: BoardModel[];
+}
+
+const DIRECTIONS: Record<MetricDirection, Direction> = {
+  HIGHER: "higher",
+  LOWER: "lower",
+  MEMORY: "memory",
+};
+
+const SLIDER_MAX = 10;
+
+/** Everything the board is computed from: the axes and each model's figures on each scoring data set (the
+ * server's board weighted on that set alone), read in one go. */
+function useBoardData(code: string) {
+  const client = useClient();
+  const [data, setData] = useState<BoardData | null>(null);
+  const [error, setError] = useState<string | null>(null);
+  const [version, setVersion] = useState(0);
+  useEffect(() => {
+    let live = true;
+    void version;
+    (async () => {
+      const base = await client.query(BoardBase, { code }, { requestPolicy: "network-only" }).toPromise();
+      if (!live) return;
+      if (base.error) return setError(transportMessage(base.error));
+      const board = base.data?.leaderboard;
+      if (!board) return setError("There is no such leaderboard.");
+      const sets = await Promise.all(
+        board.datasets.map((name) =>
+          client
+            .query(BoardOneSet, { code, datasetWeights: [{ name, weight: 1 }] }, { requestPolicy: "network-only" })
+            .toPromise(),
+        ),
+      );
+      if (!live) return;
+      const failed = sets.find((s) => s.error);
+      if (failed?.error) return setError(transportMessage(failed.error));
+      const ids = parseCsv(board.csv)
+        .slice(1)
+        .map((cells) => cells[1]);
+      const models: BoardModel[] = board.rows.map((row, i) => ({
+        id: row.model.id,
+        key: ids[i] ?? row.model.id,
+        name: row.model.name,
+        submitter: row.model.submitter?.username ?? "",
+        intervals: Object.fromEntries(row.metrics.flatMap((m) => (m.interval ? [[m.name, m.interval]] : []))),
+        scores: {},
+      }));
+      const byId = new Map(models.map((m) => [m.id, m]));
+      board.datasets.forEach((name, d) => {
+        for (const row of sets[d]?.data?.leaderboard?.rows ?? []) {
+          const model = byId.get(row.model.id);
+          if (model) model.scores[name] = Object.fromEntries(row.metrics.map((m) => [m.name, m.value ?? null]));
+        }
+      });
+      setError(null);
+      setData({
+        principal: board.principalMetric,
+        memoryBudgetGb: board.memoryBudgetGb,
+        datasets: board.datasets,
+        axes: board.metrics.map((m) => ({
+          name: m.name,
+          direction: DIRECTIONS[m.direction],
+          description: m.description,
+          unit: m.unit ?? null,
+        })),
+        models,
+      });
+    })();
+    return () => {
+      live = false;
+    };
+  }, [client, code, version]);
+  const reload = useCallback(() => setVersion((v) => v + 1), []);
+  return { data, error, reload };
+}
+
+interface Weights {
+  metrics: Record<string, number>;
+  datasets: Record<string, number>;
+}
+
+function defaultWeights(data: BoardData): Weights {
+  return {
+    metrics: defaultMetricWeights(data.axes, data.principal),
+    datasets: Object.fromEntries(data.datasets.map((d) => [d, 1])),
+  };
+}
+
+/** A fork's weights on this board: axes it leaves out keep their default; data sets it leaves out do not count
+ * (none named: every set equally). */
+function forkWeights(data: BoardData, fork: Fork): Weights {
+  const base = defaultWeights(data);
+  for (const w of fork.metricWeights) if (w.name in base.metrics) base.metrics[w.name] = w.weight;
+  if (fork.datasetWeights.length) {
+    for (const d of data.datasets) base.datasets[d] = 0;
+    for (const w of fork.datasetWeights) if (w.name in base.datasets) base.datasets[w.name] = w.weight;
+  }
+  return base;
+}
+
+function formatValue(value: number | null | undefined, unit: string | null): string {
+  if (value == null) return "–";
+  if (unit === "GB") return value.toFixed(2);
+  if (unit) return value.toFixed(1);
+  return value.toFixed(3);
+}
+
+const formatScore = (value: number | null) => (value == null ? "–" : value.toFixed(3));
+
+function download(name: string, text: string) {
+  const url = URL.createObjectURL(new Blob([text], { type: "text/csv;charset=utf-8" }));
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  setTimeout(() => URL.revokeObjectURL(url), 10_000);
+}
+
+export function DynascoreBoard({ code }: { code: string }) {
+  const { data, error, reload } = useBoardData(code);
+  const [weights, setWeights] = useState<Weights | null>(null);
+  const [fork, setFork] = useState<Fork | null>(null);
+  const search = useSearch();
+  const forkId = new URLSearchParams(search).get("fork");
+  const [linked] = useQuery({ query: ForkById, variables: { id: forkId ?? "" }, pause: !forkId });
+
+  // Start from the defaults, or from the fork the address names once it is read.
+  useEffect(() => {
+    if (!data || weights) return;
+    if (forkId && linked.fetching) return;
+    const node = linked.data?.node;
+    if (forkId && node && node.__typename === "LeaderboardFork") {
+      setFork(node);
+      setWeights(forkWeights(data, node));
+    } else setWeights(defaultWeights(data));
+  }, [data, weights, forkId, linked]);
+
+  const board = useMemo(() => {
+    if (!data || !weights) return null;
+    return computeBoard(
+      data.models.map((m) => ({ key: m.key, scores: m.scores })),
+      data.axes,
+      {
+        principal: data.principal,
+        metricWeights: weights.metrics,
+        datasetWeights: data.datasets.map((d) => [d, weights.datasets[d] ?? 0] as const),
+        memoryBudgetGb: data.memoryBudgetGb,
+      },
+    );
+  }, [data, weights]);
+
+  const byKey = useMemo(() => new Map(data?.models.map((m) => [m.key, m])), [data]);
+
+  if (error)
+    return (
+      <section className="board-section" aria-labelledby="models-heading">
+        <h2 id="models-heading">Models</h2>
+        <p role="alert">{error}</p>
+        <button type="button" className="secondary" onClick={reload}>
+          Try again
+        </button>
+      </section>
+    );
+  if (!data || !weights) return <p className="muted">Loading the leaderboard…</p>;
+
+  const setMetric = (name: string, value: number) =>
+    setWeights((w) => w && { ...w, metrics: { ...w.metrics, [name]: value } });
+  const setDataset = (name: string, value: number) =>
+    setWeights((w) => w && { ...w, datasets: { ...w.datasets, [name]: value } });
+  const rows = typeof board === "string" || !board ? [] : board.rows;
+  const csv = () =>
+    boardCsv(
+      data.axes.map((a) => a.name),
+      rows.map((r) => {
+        const model = byKey.get(r.key);
+        return {
+          rank: r.rank,
+          modelId: r.key,
+          model: model?.name ?? "",
+          submitter: model?.submitter ?? "",
+          dynascore: r.dynascore,
+          values: r.x,
+          missing: r.missing,
+        };
+      }),
+    );
+
+  return (
+    <section className="board-section" aria-labelledby="models-heading">
+      <h2 id="models-heading">Models</h2>
+      <p className="lead">
+        Published models ranked by their Dynascore: every metric counts as much as its weight, converted into{" "}
+        {data.principal} at the rate the models on this board trade one for the other. Move the sliders to rank them by
+        what matters to you.
+      </p>
+      {data.datasets.length === 0 ? (
+        <p className="notice">This task has no scoring data set yet, so no model can be ranked.</p>
+      ) : (
+        <div className="board-layout">
+          <form className="weights" aria-label="Weights" onSubmit={(e) => e.preventDefault()}>
+            <fieldset>
+              <legend>Metrics</legend>
+              {data.axes.map((axis) => (
+                <Slider
+                  key={axis.name}
+                  id={`metric-${axis.name}`}
+                  label={axis.name}
+                  hint={[
+                    axis.description && (/[.!?]$/.test(axis.description) ? axis.description : `${axis.description}.`),
+                    axis.unit && `In ${axis.unit}.`,
+                    axis.direction === "higher" ? "Higher is better." : "Lower is better.",
+                  ]
+                    .filter(Boolean)
+                    .join(" ")}
+                  value={weights.metrics[axis.name] ?? 0}
+                  share={typeof board === "object" && board ? board.metricWeights[axis.name] : undefined}
+                  onChange={(v) => setMetric(axis.name, v)}
+                />
+              ))}
+            </fieldset>
+            <fieldset>
+              <legend>Data sets</legend>
+              {data.datasets.map((name) => (
+                <Slider
+                  key={name}
+                  id={`dataset-${name}`}
+                  label={name}
+                  value={weights.datasets[name] ?? 0}
+                  share={typeof board === "object" && board ? (board.datasetWeights[name] ?? 0) : undefined}
+                  onChange={(v) => setDataset(name, v)}
+                />
+              ))}
+            </fieldset>
+            <p className="actions">
+              <button
+                type="button"
+                className="secondary"
+                onClick={() => {
+                  setFork(null);
+                  setWeights(defaultWeights(data));
+                }}
+              >
+                Default weights
+              </button>
+            </p>
+          </form>
+          <div className="board-main">
+            <div role="status" className="board-status">
+              {typeof board === "string" ? (
+                <span className="problem">{board}</span>
+              ) : (
+                <>
+                  {fork && <>Weights of the fork “{fork.name}”. </>}
+                  {board?.amrsFallback && rows.length > 0 && (
+                    <>
+                      Fewer than two ranked models differ on {data.principal}, so every exchange rate is 1 and the
+                      Dynascore adds figures in their own units.
+                    </>
+                  )}
+                </>
+              )}
+            </div>
+            <BoardTable data={data} rows={rows} byKey={byKey} />
+            <p className="actions">
+              <button
+                type="button"
+                className="secondary"
+                disabled={typeof board === "string"}
+                onClick={() => download(`${code}-leaderboard.csv`, csv())}
+              >
+                Download CSV
+              </button>
+              <button type="button" className="link" onClick={reload}>
+                Refresh
+              </button>
+            </p>
+            {typeof board === "object" && board && (
+              <Suspense fallback={<p className="muted">Loading the plot…</p>}>
+                <BoardPlot
+                  axes={data.axes.map((a) => a.name).filter((n) => (board.metricWeights[n] ?? 0) > 0)}
+                  bars={rows.flatMap((r) =>
+                    r.dynascore == null
+                      ? []
+                      : [{ key: r.key, name: byKey.get(r.key)?.name ?? r.key, total: r.dynascore, parts: r.terms }],
+                  )}
+                />
+              </Suspense>
+            )}
+          </div>
+        </div>
+      )}
+      <Forks
+        code={code}
+        weights={weights}
+        data={data}
+        onLoad={(f) => {
+          setFork(f);
+          setWeights(forkWeights(data, f));
+        }}
+      />
+    </section>
+  );
+}
+
+function Slider({
+  id,
+  label,
+  hint,
+  value,
+  share,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  hint?: string;
+  value: number;
+  share?: number;
+  onChange: (value: number) => void;
+}) {
+  const hintId = hint ? `${id}-hint` : undefined;
+  return (
+    <div className="slider">
+      <label htmlFor={id} className="slider-label">
+        {label}
+      </label>
+      <output htmlFor={id} className="slider-value">
+        {value} {share !== undefined && <span className="muted">({(share * 100).toFixed(0)}%)</span>}
+      </output>
+      <input
+        id={id}
+        type="range"
+        min={0}
+        max={Math.max(SLIDER_MAX, Math.ceil(value))}
+        step={0.5}
+        value={value}
+        aria-describedby={hintId}
+        onChange={(e) => onChange(Number(e.currentTarget.value))}
+      />
+      {hint && (
+        <p className="hint small" id={hintId}>
+          {hint}
+        </p>
+      )}
+    </div>
+  );
+}
+
+function BoardTable({
+  data,
+  rows,
+  byKey,
+}: {
+  data: BoardData;
+  rows: readonly DynascoreRow[];
+  byKey: Map<string, BoardModel>;
+}) {
+  if (data.models.length === 0) return <p>No model is published on this task yet.</p>;
+  return (
+    <ScrollBox label="Models, scrollable">
+      <table className="board" data-board="models">
+        <caption className="sr">Models ranked by Dynascore</caption>
+        <thead>
+          <tr>
+            <th scope="col">Rank</th>
+            <th scope="col">Model</th>
+            <th scope="col">Submitter</th>
+            <th scope="col" className="num">
+              Dynascore
+            </th>
+            {data.axes.map((a) => (
+              <th scope="col" className="num" key={a.name}>
+                {a.name}
+                {a.unit && <span className="unit"> ({a.unit})</span>}
+              </th>
+            ))}
+            <th scope="col">Missing</th>
+          </tr>
+        </thead>
+        <tbody>
+          {rows.map((r) => {
+            const model = byKey.get(r.key);
+            return (
+              <tr key={r.key} data-model-id={r.key}>
+                <td className="num">{r.rank ?? "–"}</td>
+                <th scope="row">{model?.name}</th>
+                <td>{model?.submitter || <span className="muted">anonymous</span>}</td>
+                <td className="num" data-dynascore>
+                  {formatScore(r.dynascore)}
+                </td>
+                {data.axes.map((a) => {
+                  const interval = model?.intervals[a.name];
+                  return (
+                    <td className="num" key={a.name}>
+                      {formatValue(r.x[a.name], a.unit)}
+                      {interval && r.x[a.name] != null && (
+                        <span className="interval">
+                          {" "}
+                          [{formatValue(interval.low, a.unit)}, {formatValue(interval.high, a.unit)}]
+                          <span className="sr"> 95% interval</span>
+                        </span>
+                      )}
+                    </td>
+                  );
+                })}
+                <td>{r.missing.length ? r.missing.join(", ") : <span className="muted">none</span>}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </ScrollBox>
+  );
+}
+
+function Forks({
+  code,
+  weights,
+  data,
+  onLoad,
+}: {
+  code: string;
+  weights: Weights;
+  data: BoardData;
+  onLoad: (fork: Fork) => void;
+}) {
+  const { session } = useAuth();
+  const [list, refresh] = useQuery({ query: MyForks, variables: { code }, pause: !session });
+  const [saving, save] = useMutation(SaveFork);
+  const [, remove] = useMutation(DeleteFork);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  const [listProblem, setListProblem] = useState<Problem | null>(null);
+  const [saved, setSaved] = useState<Fork | null>(null);
+  if (!session)
+    return (
+      <section className="panel forks" aria-labelledby="forks-heading">
+        <h3 id="forks-heading">Forks</h3>
+        <p>
+          <Link href="/signin">Sign in</Link> to save these weights as a fork and load your forks again.
+        </p>
+      </section>
+    );
+  const forks = list.data?.myLeaderboardForks?.nodes ?? [];
+  return (
+    <section className="panel forks" aria-labelledby="forks-heading">
+      <h3 id="forks-heading">Forks</h3>
+      <form
+        aria-label="Save a fork"
+        onSubmit={submitted(async (form) => {
+          setSaved(null);
+          const result = await save({
+            input: {
+              taskCode: code,
+              name: String(form.get("name") ?? "").trim(),
+              description: String(form.get("description") ?? "").trim(),
+              metricWeights: data.axes.map((a) => ({ name: a.name, weight: weights.metrics[a.name] ?? 0 })),
+              datasetWeights: data.datasets.map((d) => ({ name: d, weight: weights.datasets[d] ?? 0 })),
+            },
+          });
+          const answer = result.data?.saveLeaderboardFork;
+          const failed = problemOf(result.error, answer, "LeaderboardForkSaved", ["name", "description"]);
+          setProblem(failed);
+          if (!failed && answer?.__typename === "LeaderboardForkSaved") {
+            setSaved(answer.fork);
+            refresh({ requestPolicy: "network-only" });
+          }
+        })}
+      >
+        <p className="hint">Save the weights above under a name; anyone can open the fork's link.</p>
+        <div className="fork-fields">
+          <TextInput label="Fork name" name="name" required maxLength={100} error={problem?.fields.name} />
+          <TextInput
+            label="What it stresses (optional)"
+            id="fork-description"
+            name="description"
+            maxLength={2000}
+            error={problem?.fields.description}
+          />
+        </div>
+        <button type="submit" disabled={saving.fetching}>
+          Save fork
+        </button>
+        <ProblemBox problem={problem} />
+        <div role="status">
+          {saved && (
+            <>
+              Saved the fork “{saved.name}”.{" "}
+              <Link href={`/leaderboards/${encodeURIComponent(code)}?fork=${encodeURIComponent(saved.id)}`}>
+                Its link
+              </Link>
+            </>
+          )}
+        </div>
+      </form>
+      <h4>Your forks</h4>
+      {list.error && <p role="alert">{transportMessage(list.error)}</p>}
+      {forks.length === 0 ? (
+        <p className="muted">You have no fork of this board yet.</p>
+      ) : (
+        <ul className="fork-list">
+          {forks.map((f) => (
+            <li key={f.id}>
+              <span>
+                <strong>{f.name}</strong>
+                {f.description && <span className="muted"> — {f.description}</span>}
+              </span>
+              <span className="actions">
+                <button type="button" className="secondary" onClick={() => onLoad(f)}>
+                  Load<span className="sr"> fork {f.name}</span>
+                </button>
+                <button
+                  type="button"
+                  className="secondary"
+                  onClick={async () => {
+                    const result = await remove({ input: { id: f.id } });
+                    const failed = problemOf(
+                      result.error,
+                      result.data?.deleteLeaderboardFork,
+                      "LeaderboardItemDeleted",
+                    );
+                    setListProblem(failed);
+                    if (!failed) refresh({ requestPolicy: "network-only" });
+                  }}
+                >
+                  Delete<span className="sr"> fork {f.name}</span>
+                </button>
+              </span>
+            </li>
+          ))}
+        </ul>
+      )}
+      <ProblemBox problem={listProblem} />
+    </section>
+  );
+}

@@ -1,0 +1,368 @@
+// Me (/me): the signed-in user's account, their statistics per task and round, and their API tokens: issue one
+// (its secret shown once), revoke any (revoking the one in use signs this tab out).
+import { useState } from "react";
+import { useMutation, useQuery } from "urql";
+import { Link, useLocation } from "wouter";
+import { graphql } from "../gql";
+import { useAuth } from "../lib/auth";
+import { type Problem, problemOf, transportMessage } from "../lib/errors";
+import { percent } from "../lib/format";
+import { ProblemBox, submitted, TextInput } from "./Form";
+import { ScrollBox } from "./ScrollBox";
+import "./boards.css";
+
+const MePage = graphql(`
+  query MePage {
+    me {
+      id
+      username
+      email
+      isAdmin
+      createdAt
+      apiTokens {
+        id
+        name
+        prefix
+        createdAt
+        lastUsedAt
+        expiresAt
+        revoked
+        current
+      }
+    }
+    tasks {
+      id
+      code
+      name
+    }
+  }
+`);
+
+const MyStatsOf = graphql(`
+  query MyStatsOf($code: String!) {
+    myStats(taskCode: $code) {
+      taskCode
+      remainingToday
+      rounds {
+        roundNumber
+        stats {
+          collected
+          fooled
+          verifiedFooled
+          accepted
+          rejected
+          retracted
+          vmer
+        }
+      }
+      total {
+        collected
+        fooled
+        verifiedFooled
+        accepted
+        rejected
+        retracted
+        vmer
+      }
+    }
+  }
+`);
+
+const CreateToken = graphql(`
+  mutation CreateToken($input: CreateApiTokenInput!) {
+    createApiToken(input: $input) {
+      __typename
+      ... on CreatedApiToken {
+        token
+        apiToken {
+          id
+          name
+          prefix
+          createdAt
+          lastUsedAt
+          expiresAt
+          revoked
+          current
+        }
+      }
+      ... on Error {
+        message
+      }
+      ... on InvalidInput {
+        fieldErrors {
+          field
+          message
+        }
+      }
+    }
+  }
+`);
+
+const RevokeToken = graphql(`
+  mutation RevokeToken($input: RevokeApiTokenInput!) {
+    revokeApiToken(input: $input) {
+      __typename
+      ... on RevokedApiToken {
+        apiToken {
+          id
+          revoked
+        }
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
+const when = (iso: string | null | undefined) =>
+  iso ? new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }) : "–";
+
+export default function Me() {
+  const { session } = useAuth();
+  if (!session)
+    return (
+      <section>
+        <h1>Me</h1>
+        <p className="notice">
+          <Link href="/signin">Sign in</Link> or <Link href="/register">register</Link> to see your statistics and
+          tokens.
+        </p>
+      </section>
+    );
+  return <MeScreen />;
+}
+
+function MeScreen() {
+  const [{ data, error, fetching }, refetch] = useQuery({ query: MePage, requestPolicy: "cache-and-network" });
+  const me = data?.me;
+  if (error) return <p role="alert">{transportMessage(error)}</p>;
+  if (!me) return fetching ? <p className="muted">Loading…</p> : <p role="alert">You are not signed in any more.</p>;
+  return (
+    <section>
+      <h1>Me</h1>
+      <p className="lead">
+        Signed in as <strong>{me.username}</strong>
+        {me.email && <> ({me.email})</>}
+        {me.isAdmin && ", an admin"}, here since {when(me.createdAt)}.
+      </p>
+      <section className="board-section" aria-labelledby="stats-heading">
+        <h2 id="stats-heading">My statistics</h2>
+        {data.tasks.map((task) => (
+          <TaskStats key={task.id} code={task.code} name={task.name} />
+        ))}
+      </section>
+      <Tokens tokens={me.apiTokens} onChange={() => refetch({ requestPolicy: "network-only" })} />
+    </section>
+  );
+}
+
+function TaskStats({ code, name }: { code: string; name: string }) {
+  const [{ data, error }] = useQuery({ query: MyStatsOf, variables: { code }, requestPolicy: "cache-and-network" });
+  const stats = data?.myStats;
+  const headingId = `stats-${code}`;
+  return (
+    <section className="task-stats" aria-labelledby={headingId}>
+      <h3 id={headingId}>{name}</h3>
+      {error && <p role="alert">{transportMessage(error)}</p>}
+      {!stats ? (
+        !error && <p className="muted">Loading…</p>
+      ) : stats.rounds.length === 0 ? (
+        <p className="muted">
+          You have not written an example here yet. <Link href={`/tasks/${encodeURIComponent(code)}`}>Start</Link>.
+        </p>
+      ) : (
+        <>
+          <ScrollBox label={`My statistics in ${name}, scrollable`}>
+            <table className="board">
+              <caption className="sr">My examples in {name} per round</caption>
+              <thead>
+                <tr>
+                  <th scope="col">Round</th>
+                  <th scope="col" className="num">
+                    Written
+                  </th>
+                  <th scope="col" className="num">
+                    Fooled
+                  </th>
+                  <th scope="col" className="num">
+                    Verified
+                  </th>
+                  <th scope="col" className="num">
+                    Accepted
+                  </th>
+                  <th scope="col" className="num">
+                    Rejected
+                  </th>
+                  <th scope="col" className="num">
+                    Retracted
+                  </th>
+                  <th scope="col" className="num">
+                    vMER
+                  </th>
+                </tr>
+              </thead>
+              <tbody>
+                {[
+                  ...stats.rounds.map((r) => [`Round ${r.roundNumber}`, r.stats] as const),
+                  ["Total", stats.total] as const,
+                ].map(([label, s]) => (
+                  <tr key={label} className={label === "Total" ? "total" : undefined}>
+                    <th scope="row">{label}</th>
+                    <td className="num">{s.collected}</td>
+                    <td className="num">{s.fooled}</td>
+                    <td className="num">{s.verifiedFooled}</td>
+                    <td className="num">{s.accepted}</td>
+                    <td className="num">{s.rejected}</td>
+                    <td className="num">{s.retracted}</td>
+                    <td className="num">{percent(s.vmer)}</td>
+                  </tr>
+                ))}
+              </tbody>
+            </table>
+          </ScrollBox>
+          {stats.remainingToday != null && (
+            <p className="muted small">You may write {stats.remainingToday} more today.</p>
+          )}
+        </>
+      )}
+    </section>
+  );
+}
+
+interface Token {
+  id: string;
+  name: string;
+  prefix: string;
+  createdAt: string;
+  lastUsedAt?: string | null;
+  expiresAt?: string | null;
+  revoked: boolean;
+  current: boolean;
+}
+
+function Tokens({ tokens, onChange }: { tokens: readonly Token[]; onChange: () => void }) {
+  const { signOut } = useAuth();
+  const [, navigate] = useLocation();
+  const [creating, create] = useMutation(CreateToken);
+  const [revoking, revoke] = useMutation(RevokeToken);
+  const [createProblem, setCreateProblem] = useState<Problem | null>(null);
+  const [revokeProblem, setRevokeProblem] = useState<Problem | null>(null);
+  const [secret, setSecret] = useState<{ name: string; token: string } | null>(null);
+  const [done, setDone] = useState("");
+  const live = tokens.filter((t) => !t.revoked);
+
+  async function revokeOne(token: Token) {
+    setDone("");
+    const result = await revoke({ input: { id: token.id } });
+    const failed = problemOf(result.error, result.data?.revokeApiToken, "RevokedApiToken");
+    setRevokeProblem(failed);
+    if (failed) return;
+    if (token.current) {
+      signOut();
+      navigate("/signin");
+      return;
+    }
+    setDone(`Revoked the token “${token.name}”.`);
+    onChange();
+  }
+
+  return (
+    <section className="board-section" aria-labelledby="tokens-heading">
+      <h2 id="tokens-heading">My API tokens</h2>
+      <p className="lead">
+        Tokens sign scripts and other browsers in as you. Revoke one you no longer use; revoking the one this page uses
+        signs you out here.
+      </p>
+      <ScrollBox label="My API tokens, scrollable">
+        <table className="board" data-tokens>
+          <caption className="sr">My API tokens, {live.length} live</caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Starts with</th>
+              <th scope="col">Issued</th>
+              <th scope="col">Last used</th>
+              <th scope="col">Expires</th>
+              <th scope="col">State</th>
+              <th scope="col">
+                <span className="sr">Action</span>
+              </th>
+            </tr>
+          </thead>
+          <tbody>
+            {tokens.map((t) => (
+              <tr key={t.id} data-token-prefix={t.prefix}>
+                <th scope="row">{t.name}</th>
+                <td>
+                  <code>{t.prefix}…</code>
+                </td>
+                <td>{when(t.createdAt)}</td>
+                <td>{when(t.lastUsedAt)}</td>
+                <td>{t.expiresAt ? when(t.expiresAt) : "never"}</td>
+                <td>{t.revoked ? "revoked" : t.current ? "in use here" : "live"}</td>
+                <td>
+                  {!t.revoked && (
+                    <button
+                      type="button"
+                      className="secondary"
+                      disabled={revoking.fetching}
+                      onClick={() => revokeOne(t)}
+                    >
+                      Revoke<span className="sr"> token {t.name}</span>
+                    </button>
+                  )}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollBox>
+      <ProblemBox problem={revokeProblem} />
+      <div role="status">{done}</div>
+      <form
+        className="panel token-form"
+        aria-label="New API token"
+        onSubmit={submitted(async (form) => {
+          setSecret(null);
+          const name = String(form.get("name") ?? "").trim();
+          const result = await create({ input: { name } });
+          const answer = result.data?.createApiToken;
+          const failed = problemOf(result.error, answer, "CreatedApiToken", ["name"]);
+          setCreateProblem(failed);
+          if (!failed && answer?.__typename === "CreatedApiToken") {
+            setSecret({ name: answer.apiToken.name, token: answer.token });
+            onChange();
+          }
+        })}
+      >
+        <h3>New token</h3>
+        <TextInput
+          label="Token name"
+          name="name"
+          required
+          maxLength={100}
+          hint="What will use it, e.g. a script or a laptop."
+          error={createProblem?.fields.name}
+        />
+        <button type="submit" disabled={creating.fetching}>
+          Create token
+        </button>
+        <ProblemBox problem={createProblem} />
+        <div role="status">
+          {secret && (
+            <div className="secret">
+              <p>
+                The token “{secret.name}”; copy it now, it is never shown again. Send it as{" "}
+                <code>Authorization: Bearer …</code>.
+              </p>
+              <code className="token-secret" data-secret>
+                {secret.token}
+              </code>
+            </div>
+          )}
+        </div>
+      </form>
+    </section>
+  );
+}
