@@ -11,6 +11,7 @@ const Validate = lazy(() => import("./screens/Validate"));
 const SignIn = lazy(() => import("./screens/SignIn"));
 const Register = lazy(() => import("./screens/Register"));
 const Placeholder = lazy(() => import("./screens/Placeholder"));
+const Manage = lazy(() => import("./screens/owner/Manage"));
 
 function NavLink({ href, children }: { href: string; children: string }) {
   const [location] = useLocation();
@@ -71,6 +72,9 @@ export function App() {
           <Switch>
             <Route path="/" component={Tasks} />
             <Route path="/tasks/:code">{(params) => <Annotate code={params.code} />}</Route>
+            <Route path="/tasks/:code/manage/:section?">
+              {(params) => <Manage code={params.code} section={params.section} />}
+            </Route>
             <Route path="/validate">
               <Validate />
             </Route>
