@@ -73,6 +73,9 @@ export default async function globalSetup() {
   if (!token) throw new Error(`no demo token in the demo's output:\n${output}`);
   process.env.DYNAFORGE_E2E_URL = base;
   process.env.DYNAFORGE_E2E_TOKEN = token;
+  // The demo admin's password (printed when the demo creates the account): signing in with it makes a token of
+  // its own, so a test that signs out (revoking its token) leaves the others signed in.
+  process.env.DYNAFORGE_E2E_PASSWORD = /\(password (\S+)\)/.exec(output)?.[1] ?? "";
   return async () => {
     child.kill("SIGTERM");
     await Promise.race([

@@ -13,6 +13,7 @@ const Register = lazy(() => import("./screens/Register"));
 const Placeholder = lazy(() => import("./screens/Placeholder"));
 const Leaderboards = lazy(() => import("./screens/Leaderboards"));
 const Me = lazy(() => import("./screens/Me"));
+const Manage = lazy(() => import("./screens/owner/Manage"));
 
 function NavLink({ href, children }: { href: string; children: string }) {
   const [location] = useLocation();
@@ -74,6 +75,9 @@ export function App() {
           <Switch>
             <Route path="/" component={Tasks} />
             <Route path="/tasks/:code">{(params) => <Annotate code={params.code} />}</Route>
+            <Route path="/tasks/:code/manage/:section?">
+              {(params) => <Manage code={params.code} section={params.section} />}
+            </Route>
             <Route path="/validate">
               <Validate />
             </Route>

@@ -36,6 +36,7 @@ const AnnotatePage = graphql(`
       instructions
       labels
       active
+      viewerIsOwner
       fields {
         ...TaskFieldParts
       }
@@ -255,6 +256,11 @@ export default function Annotate({ code }: { code: string }) {
       <div className="work">
         <h1>{task.name}</h1>
         <p className="lead">{task.description}</p>
+        {task.viewerIsOwner && (
+          <p className="small">
+            <Link href={`/tasks/${encodeURIComponent(task.code)}/manage/rounds`}>Manage this task</Link>
+          </p>
+        )}
         {task.instructions && (
           <details className="instructions" open>
             <summary>Instructions</summary>

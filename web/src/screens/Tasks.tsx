@@ -12,6 +12,7 @@ const TasksQuery = graphql(`
       name
       description
       active
+      viewerIsOwner
       currentRound {
         id
         number
@@ -82,6 +83,11 @@ export default function Tasks() {
                 <Link href={`/validate/${encodeURIComponent(task.code)}`} className="button secondary">
                   Check examples<span className="sr"> of {task.name}</span>
                 </Link>
+                {task.viewerIsOwner && (
+                  <Link href={`/tasks/${encodeURIComponent(task.code)}/manage/rounds`} className="button secondary">
+                    Manage<span className="sr"> {task.name}</span>
+                  </Link>
+                )}
               </p>
             </li>
           );

@@ -1,0 +1,248 @@
+// The owner pages against a real demo server, signed in with the demo token (an admin, so an owner of every task):
+// rounds (close and open the next, seen on the annotate page), contexts (upload, list, edit, retire), a flagged
+// example with its reason, data sets from a round and from a file, an export downloaded with the token in a header,
+// webhooks, settings; accessibility and screenshots of every owner screen.
+import { readFileSync } from "node:fs";
+import type { Page } from "@playwright/test";
+import { checkAccessibility, expect, newPerson, openTask, screenshots, test, verdict } from "./fixtures";
+
+/** Signs in as the demo's admin with its password (a session of its own: another test signing out with the demo
+ * token revokes that token), or with the demo token when the password is unknown. */
+async function signInAsOwner(page: Page) {
+  await page.goto("/signin");
+  const password = process.env.DYNAFORGE_E2E_PASSWORD;
+  if (password) {
+    await page.getByLabel("Username").fill("demo");
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  } else {
+    await page.getByLabel("API token").fill(process.env.DYNAFORGE_E2E_TOKEN ?? "");
+    await page.getByRole("button", { name: "Use token" }).click();
+  }
+  await expect(page.getByRole("button", { name: "Sign out" })).toBeVisible();
+}
+
+async function manage(page: Page, code: string, section: string) {
+  await page.goto(`/tasks/${code}/manage/${section}`);
+  await expect(page.getByRole("heading", { level: 1, name: /^Manage / })).toBeVisible();
+}
+
+const roundHeading = (page: Page) =>
+  page.getByRole("complementary", { name: "Round" }).getByRole("heading", { name: /^Round \d+$/ });
+
+test("an owner closes the round and opens the next; the annotate page shows it", async ({ page }) => {
+  await signInAsOwner(page);
+  await openTask(page, "hatespeech");
+  const before = Number((await roundHeading(page).textContent())?.replace(/\D+/g, ""));
+  await page.getByRole("link", { name: "Manage this task" }).click();
+  await expect(page.getByRole("heading", { name: "Rounds", level: 2 })).toBeVisible();
+  const targets = page.getByRole("table", { name: `Target models of round ${before}` });
+  await expect(targets.getByRole("row")).not.toHaveCount(1);
+  await expect(page.getByRole("group", { name: "Play against" }).getByRole("checkbox").first()).toBeChecked();
+  await checkAccessibility(page, "owner rounds");
+  await screenshots(page, "owner-rounds");
+
+  await page.getByRole("button", { name: `Close round ${before}` }).click();
+  await expect(page.getByRole("status").filter({ hasText: `Round ${before} is closed.` })).toBeVisible();
+  await page.getByRole("button", { name: `Open round ${before + 1}` }).click();
+  await expect(page.getByRole("status").filter({ hasText: `Round ${before + 1} is open.` })).toBeVisible();
+  await expect(page.getByRole("heading", { name: `Round ${before + 1} (open)` })).toBeVisible();
+
+  await page.getByRole("link", { name: /^Write examples for / }).click();
+  await expect(roundHeading(page)).toHaveText(`Round ${before + 1}`);
+
+  // A model id that names nothing is refused in words, beside the field.
+  await manage(page, "hatespeech", "rounds");
+  await page.getByLabel("Model id").fill("no-such-model");
+  await page.getByRole("button", { name: "Add model" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: "No model with the id no-such-model" })).toBeVisible();
+});
+
+test("an owner uploads contexts, sees them listed, edits and retires one", async ({ page }) => {
+  await signInAsOwner(page);
+  await manage(page, "nli", "contexts");
+  const stamp = Date.now().toString(36);
+  const premises = [0, 1, 2].map((i) => `Uploaded premise ${stamp} number ${i}: a cat sat on the warm mat.`);
+  const [p0 = "", p1 = "", p2 = ""] = premises;
+
+  // A wrong row adds none and is named by line.
+  await page.getByLabel("Contexts file").setInputFiles({
+    name: "bad.jsonl",
+    mimeType: "application/x-ndjson",
+    buffer: Buffer.from(`${JSON.stringify({ premise: p0 })}\n${JSON.stringify({ nothing: 1 })}\n`),
+  });
+  await page.getByRole("button", { name: "Upload contexts" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: /line 2/ })).toBeVisible();
+
+  await page.getByLabel("Contexts file").setInputFiles({
+    name: "premises.jsonl",
+    mimeType: "application/x-ndjson",
+    buffer: Buffer.from(premises.map((premise) => JSON.stringify({ premise })).join("\n")),
+  });
+  await page.getByLabel("Tag (optional)").fill(`batch-${stamp}`);
+  await page.getByRole("button", { name: "Upload contexts" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Added 3 contexts from premises.jsonl" })).toBeVisible();
+  const list = page.getByRole("list", { name: /^Contexts of round/ });
+  for (const premise of premises) await expect(list).toContainText(premise);
+  await checkAccessibility(page, "owner contexts");
+  await screenshots(page, "owner-contexts");
+
+  await page.getByRole("button", { name: new RegExp(`^Edit context: Uploaded premise ${stamp} number 0`) }).click();
+  await page
+    .getByRole("textbox", { name: "Premise", exact: true })
+    .fill(`Edited premise ${stamp}: a dog slept under the old table.`);
+  await page.getByRole("button", { name: "Save context" }).click();
+  await expect(list).toContainText(`Edited premise ${stamp}`);
+  await expect(list).not.toContainText(p0);
+
+  await page.getByRole("button", { name: new RegExp(`^Retire context: Uploaded premise ${stamp} number 1`) }).click();
+  await expect(list).not.toContainText(p1);
+  await expect(list).toContainText(p2);
+});
+
+test("a flagged example reaches the owner, who accepts it, makes data sets of the round and exports it", async ({
+  page,
+  browser,
+  baseURL,
+}) => {
+  test.setTimeout(120_000);
+  const statement = `Owner check ${Date.now()}: people from every town are welcome at our table.`;
+  const writer = await newPerson(browser, baseURL, "flagw");
+  await openTask(writer.page, "hatespeech");
+  await writer.page.getByLabel("Statement").fill(statement);
+  // A friendly statement labelled hateful fools the model, so it goes to the validators.
+  await writer.page.getByRole("radio", { name: "hateful", exact: true }).check();
+  await writer.page.getByRole("button", { name: "Submit" }).click();
+  await expect(verdict(writer.page)).toContainText("You fooled the model!");
+  await writer.context.close();
+
+  // Another person flags it from the validation queue (skipping anything else there).
+  const flagger = await newPerson(browser, baseURL, "flagv");
+  await flagger.page.goto("/validate/hatespeech");
+  for (let n = 0; ; n++) {
+    expect(n, "the example reached the validation queue").toBeLessThan(30);
+    await expect(flagger.page.getByRole("button", { name: "Skip" })).toBeVisible();
+    const item = flagger.page.getByRole("article", { name: "Example to validate" });
+    if (await item.getByText(statement).isVisible()) break;
+    const shown = (await item.textContent()) ?? "";
+    await flagger.page.getByRole("button", { name: "Skip" }).click();
+    await expect(item).not.toHaveText(shown);
+  }
+  await flagger.page.getByRole("button", { name: "Flag" }).click();
+  await flagger.page.getByLabel("Reason").fill("It reads like spam, not a real statement.");
+  await flagger.page.getByRole("button", { name: "Send flag" }).click();
+  await expect(flagger.page.getByText("Flagged for the task's owners.")).toBeVisible();
+  await flagger.context.close();
+
+  await signInAsOwner(page);
+  await manage(page, "hatespeech", "flagged");
+  const item = page.getByRole("listitem").filter({ hasText: statement });
+  await expect(item).toContainText("It reads like spam, not a real statement.");
+  await checkAccessibility(page, "owner flagged");
+  await screenshots(page, "owner-flagged");
+  await item.getByRole("button", { name: "Accept" }).click();
+  await expect(page.getByRole("listitem").filter({ hasText: statement })).toHaveCount(0);
+
+  // Data sets from the round it was written in (the current one).
+  await page.getByRole("link", { name: "Data sets", exact: true }).click();
+  const round = await page.getByLabel("Round", { exact: true }).inputValue();
+  await page.getByRole("button", { name: "Create data sets" }).click();
+  await expect(page.getByRole("status").filter({ hasText: `r${round}-test` })).toBeVisible();
+  const sets = page.getByRole("table", { name: /^Data sets of/ });
+  await expect(sets).toContainText(`r${round}-train`);
+  await checkAccessibility(page, "owner data sets");
+  await screenshots(page, "owner-datasets");
+
+  // The round's export, fetched with the token in a header and saved from a blob.
+  await page.getByRole("link", { name: "Exports", exact: true }).click();
+  const exportRequest = page.waitForRequest((r) => r.url().includes("/export/hatespeech"));
+  const download = page.waitForEvent("download");
+  await page.getByRole("button", { name: "Download export" }).click();
+  const request = await exportRequest;
+  expect(request.url()).not.toContain("dfk_");
+  expect(await request.headerValue("authorization")).toMatch(/^Bearer /);
+  const file = await (await download).path();
+  const jsonl = readFileSync(file, "utf8");
+  expect(jsonl).toContain(statement);
+  await expect(page.getByRole("status").filter({ hasText: /^Downloaded / })).toBeVisible();
+  await checkAccessibility(page, "owner exports");
+  await screenshots(page, "owner-exports");
+
+  // The export imported back as a data set.
+  await page.getByRole("link", { name: "Data sets", exact: true }).click();
+  const name = `imported-${Date.now().toString(36)}`;
+  await page.getByLabel("Name", { exact: true }).fill(name);
+  await page.getByLabel("Access").selectOption("STANDARD");
+  await page.getByLabel("Examples file").setInputFiles({
+    name: "export.jsonl",
+    mimeType: "application/x-ndjson",
+    buffer: Buffer.from(jsonl),
+  });
+  await page.getByRole("button", { name: "Import data set" }).click();
+  await expect(page.getByRole("status").filter({ hasText: `Imported ${name}` })).toBeVisible();
+  await expect(sets).toContainText(name);
+});
+
+test("an owner creates a webhook, rotates its secret and deletes it", async ({ page }) => {
+  await signInAsOwner(page);
+  await manage(page, "sentiment", "webhooks");
+  const url = `https://hooks.example.org/dynaforge-${Date.now().toString(36)}`;
+
+  await page.getByLabel("URL").fill("ftp://hooks.example.org/no");
+  await page.getByRole("button", { name: "Create webhook" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: /\w/ })).toBeVisible();
+  await expect(page.getByLabel("URL")).toHaveAttribute("aria-invalid", "true");
+
+  await page.getByLabel("URL").fill(url);
+  await page.getByLabel("A round opened, closed or changed").check();
+  await page.getByLabel("Note (optional)").fill("the team's dashboard");
+  await page.getByRole("button", { name: "Create webhook" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Signing secret" })).toContainText("whsec_");
+  const first = await page.getByRole("status").filter({ hasText: "Signing secret" }).locator("code").textContent();
+  const hooks = page.getByRole("list", { name: /^Registered webhooks/ });
+  const row = hooks.getByRole("listitem").filter({ hasText: url });
+  await expect(row).toContainText("model fooled, round changed");
+  await row.getByText(/^Deliveries/).click();
+  await checkAccessibility(page, "owner webhooks");
+  await screenshots(page, "owner-webhooks");
+
+  await row.getByRole("button", { name: `Rotate the secret of ${url}` }).click();
+  const second = row.getByRole("status").filter({ hasText: "Signing secret" }).locator("code");
+  await expect(second).toContainText("whsec_");
+  expect(await second.textContent()).not.toEqual(first);
+
+  await row.getByRole("button", { name: `Pause ${url}` }).click();
+  await expect(row).toContainText("(paused)");
+  await row.getByRole("button", { name: `Delete ${url}` }).click();
+  await expect(hooks.getByRole("listitem").filter({ hasText: url })).toHaveCount(0);
+});
+
+test("an owner changes the task's settings", async ({ page }) => {
+  await signInAsOwner(page);
+  await manage(page, "hatespeech", "settings");
+  const instructions = await page.getByLabel("Instructions").inputValue();
+  await page.getByLabel("Validation quorum").fill("0");
+  await page.getByRole("button", { name: "Save settings" }).click();
+  await expect(page.getByRole("alert").filter({ hasText: /quorum/i })).toBeVisible();
+  await page.getByLabel("Validation quorum").fill("3");
+  await page.getByLabel("Instructions").fill(`${instructions}\nBe kind.`);
+  await page.getByRole("button", { name: "Save settings" }).click();
+  await expect(page.getByRole("status").filter({ hasText: "Settings saved." })).toBeVisible();
+  await checkAccessibility(page, "owner settings");
+  await screenshots(page, "owner-settings");
+  await openTask(page, "hatespeech");
+  await expect(page.getByText("Be kind.")).toBeVisible();
+});
+
+test("people who do not own a task see no owner pages", async ({ page, browser, baseURL }) => {
+  const person = await newPerson(browser, baseURL, "notowner");
+  await expect(person.page.getByRole("link", { name: /^Manage/ })).toHaveCount(0);
+  await openTask(person.page, "nli");
+  await expect(person.page.getByRole("link", { name: "Manage this task" })).toHaveCount(0);
+  await person.page.goto("/tasks/nli/manage/settings");
+  await expect(person.page.getByText("Only the owners of the task")).toBeVisible();
+  await checkAccessibility(person.page, "owner pages, not an owner");
+  await person.context.close();
+  await signInAsOwner(page);
+  await expect(page.getByRole("link", { name: "Manage Sentiment" })).toBeVisible();
+});

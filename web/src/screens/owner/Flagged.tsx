@@ -1,0 +1,152 @@
+import { useMutation, useQuery } from "urql";
+import { graphql } from "../../gql";
+import type { ValidationLabel } from "../../gql/graphql";
+import { transportMessage } from "../../lib/errors";
+import { fieldTitle, showValue } from "../../lib/fields";
+import type { ManagedTask } from "./Manage";
+import { Outcome, useOutcome, when } from "./parts";
+
+const FlaggedExamples = graphql(`
+  query FlaggedExamples($code: String!) {
+    examples(taskCode: $code, status: FLAGGED, first: 50) {
+      totalCount
+      nodes {
+        id
+        fields
+        status
+        flagReason
+        createdAt
+        round {
+          id
+          number
+        }
+        author {
+          id
+          username
+        }
+        validations {
+          id
+          label
+          reason
+          createdAt
+          validator {
+            id
+            username
+          }
+        }
+      }
+    }
+  }
+`);
+
+const Decide = graphql(`
+  mutation DecideFlagged($input: ValidateExampleInput!) {
+    validateExample(input: $input) {
+      __typename
+      ... on ValidatedExample {
+        decided
+        example {
+          id
+          status
+        }
+      }
+      ... on Error {
+        message
+      }
+      ... on RateLimited {
+        retryAfterSeconds
+      }
+    }
+  }
+`);
+
+export default function Flagged({ task }: { task: ManagedTask }) {
+  const [{ data, error, fetching }, refresh] = useQuery({
+    query: FlaggedExamples,
+    variables: { code: task.code },
+    requestPolicy: "cache-and-network",
+  });
+  const examples = data?.examples?.nodes ?? [];
+  return (
+    <section aria-labelledby="flagged-title">
+      <h2 id="flagged-title">Flagged examples{data?.examples ? ` (${data.examples.totalCount})` : ""}</h2>
+      <p className="lead">
+        Examples someone flagged wait here for an owner: accept or reject each one (your vote decides alone).
+      </p>
+      {error && <p role="alert">{transportMessage(error)}</p>}
+      {fetching && !data && <p className="muted">Loading…</p>}
+      {data && examples.length === 0 && <p>No flagged examples.</p>}
+      <ul className="rows" aria-label="Flagged examples">
+        {examples.map((e) => (
+          <FlaggedRow key={e.id} example={e} onDecided={() => refresh({ requestPolicy: "network-only" })} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function FlaggedRow({
+  example,
+  onDecided,
+}: {
+  example: {
+    id: string;
+    fields: unknown;
+    flagReason?: string | null;
+    createdAt: string;
+    round: { number: number };
+    author?: { username: string } | null;
+    validations?:
+      | readonly { id: string; label: ValidationLabel; reason?: string | null; validator: { username: string } }[]
+      | null;
+  };
+  onDecided: () => void;
+}) {
+  const [state, decide] = useMutation(Decide);
+  const outcome = useOutcome();
+  const fields = (example.fields ?? {}) as Record<string, unknown>;
+  const flags = (example.validations ?? []).filter((v) => v.label === "FLAGGED" && v.reason);
+
+  async function vote(label: ValidationLabel) {
+    const result = await decide({ input: { exampleId: example.id, label } });
+    const words = label === "CORRECT" ? "Accepted." : "Rejected.";
+    if (outcome.record(result.error, result.data?.validateExample, "ValidatedExample", words)) onDecided();
+  }
+
+  return (
+    <li className="row">
+      <dl className="example">
+        {Object.entries(fields).map(([name, value]) => (
+          <div key={name}>
+            <dt>{fieldTitle(name)}</dt>
+            <dd>{showValue(value)}</dd>
+          </div>
+        ))}
+      </dl>
+      <p className="reason">
+        <strong>Why it was flagged:</strong> {example.flagReason || "no reason given"}
+      </p>
+      {flags.length > 0 && (
+        <ul className="small">
+          {flags.map((v) => (
+            <li key={v.id}>
+              {v.validator.username}: {v.reason}
+            </li>
+          ))}
+        </ul>
+      )}
+      <p className="muted small">
+        Round {example.round.number} · by {example.author?.username ?? "someone"} · {when(example.createdAt)}
+      </p>
+      <p className="actions">
+        <button type="button" disabled={state.fetching} onClick={() => vote("CORRECT")}>
+          Accept
+        </button>
+        <button type="button" className="secondary" disabled={state.fetching} onClick={() => vote("INCORRECT")}>
+          Reject
+        </button>
+      </p>
+      <Outcome outcome={outcome} />
+    </li>
+  );
+}

@@ -1,0 +1,145 @@
+import { useMutation } from "urql";
+import { graphql } from "../../gql";
+import type { ContextStrategy } from "../../gql/graphql";
+import { submitted, TextInput } from "../Form";
+import type { ManagedTask } from "./Manage";
+import { Checkbox, Outcome, Select, TextArea, textOf, useOutcome } from "./parts";
+
+const UpdateSettings = graphql(`
+  mutation UpdateTaskSettings($input: UpdateTaskSettingsInput!) {
+    updateTaskSettings(input: $input) {
+      __typename
+      ... on TaskSettingsUpdated {
+        task {
+          id
+          hidden
+          active
+          instructions
+          settings {
+            validationQuorum
+            validateNonFooling
+            oneExamplePerTag
+            dailyExampleCap
+            contextStrategy
+          }
+        }
+      }
+      ... on Error {
+        message
+      }
+      ... on InvalidInput {
+        fieldErrors {
+          field
+          message
+        }
+      }
+    }
+  }
+`);
+
+const STRATEGIES: [ContextStrategy, string][] = [
+  ["LEAST_USED", "Least used first"],
+  ["UNIFORM", "At random"],
+  ["LEAST_FOOLED", "Least fooled first"],
+  ["VALIDATION_FAILED", "Most rejected first"],
+];
+
+const KNOWN = ["validationQuorum", "dailyExampleCap", "instructions"];
+
+export default function Settings({ task }: { task: ManagedTask }) {
+  const [state, update] = useMutation(UpdateSettings);
+  const outcome = useOutcome();
+  const s = task.settings;
+
+  async function save(form: FormData) {
+    const quorum = Number(textOf(form, "quorum"));
+    const cap = textOf(form, "cap");
+    if (!Number.isInteger(quorum) || quorum < 1) return outcome.fail("The quorum must be a whole number, 1 or more.");
+    if (cap && !/^\d+$/.test(cap)) return outcome.fail("The daily cap must be a whole number (or empty: no change).");
+    const result = await update({
+      input: {
+        taskCode: task.code,
+        validationQuorum: quorum,
+        validateNonFooling: form.get("nonfooling") === "on",
+        oneExamplePerTag: form.get("pertag") === "on",
+        dailyExampleCap: cap ? Number(cap) : null,
+        instructions: String(form.get("instructions") ?? ""),
+        contextStrategy: String(form.get("strategy")) as ContextStrategy,
+        hidden: form.get("hidden") === "on",
+        active: form.get("active") === "on",
+      },
+    });
+    outcome.record(result.error, result.data?.updateTaskSettings, "TaskSettingsUpdated", "Settings saved.", KNOWN);
+  }
+
+  const fields = outcome.problem?.fields ?? {};
+  return (
+    <section aria-labelledby="settings-title">
+      <h2 id="settings-title">Settings</h2>
+      <form onSubmit={submitted(save)} className="owner-form" key={task.id}>
+        <TextInput
+          label="Validation quorum"
+          id="set-quorum"
+          name="quorum"
+          type="number"
+          defaultValue={s.validationQuorum}
+          hint="Votes that accept or reject an example."
+          error={fields.validationQuorum}
+        />
+        <TextInput
+          label="Daily example cap"
+          id="set-cap"
+          name="cap"
+          type="number"
+          min={0}
+          defaultValue={s.dailyExampleCap ?? ""}
+          hint="Examples a person may write per UTC day; leave empty to keep it as it is."
+          error={fields.dailyExampleCap}
+        />
+        <Select label="Which context to serve" id="set-strategy" name="strategy" defaultValue={s.contextStrategy}>
+          {STRATEGIES.map(([value, title]) => (
+            <option key={value} value={value}>
+              {title}
+            </option>
+          ))}
+        </Select>
+        <TextArea
+          label="Instructions"
+          id="set-instructions"
+          name="instructions"
+          rows={4}
+          defaultValue={task.instructions}
+          error={fields.instructions}
+        />
+        <Checkbox
+          label="Validate examples that did not fool the model"
+          id="set-nonfooling"
+          name="nonfooling"
+          defaultChecked={s.validateNonFooling}
+        />
+        <Checkbox
+          label="One example per context tag"
+          id="set-pertag"
+          name="pertag"
+          defaultChecked={s.oneExamplePerTag}
+        />
+        <Checkbox
+          label="Active (people may write examples)"
+          id="set-active"
+          name="active"
+          defaultChecked={task.active}
+        />
+        <Checkbox
+          label="Hidden (only owners and admins see the task)"
+          id="set-hidden"
+          name="hidden"
+          defaultChecked={task.hidden}
+        />
+        <button type="submit" disabled={state.fetching}>
+          Save settings
+        </button>
+        <Outcome outcome={outcome} />
+      </form>
+    </section>
+  );
+}
