@@ -11,6 +11,7 @@ const Validate = lazy(() => import("./screens/Validate"));
 const SignIn = lazy(() => import("./screens/SignIn"));
 const Register = lazy(() => import("./screens/Register"));
 const Placeholder = lazy(() => import("./screens/Placeholder"));
+const Models = lazy(() => import("./screens/Models"));
 
 function NavLink({ href, children }: { href: string; children: string }) {
   const [location] = useLocation();
@@ -81,8 +82,10 @@ export function App() {
               <Placeholder title="Leaderboards" field="leaderboard" />
             </Route>
             <Route path="/models">
-              <Placeholder title="Models" field="models" />
+              <Models />
             </Route>
+            <Route path="/models/:code">{(params) => <Models code={params.code} />}</Route>
+            <Route path="/models/:code/:id">{(params) => <Models code={params.code} id={params.id} />}</Route>
             <Route>
               <h1>Not found</h1>
               <p>
