@@ -1391,7 +1391,7 @@ async def relay():
         await served.close()
 
 
-WAIT_S = 5.0  # for any one step of a subscription cell; a cell that hangs fails, saying which step
+WAIT_S = 15.0  # for any one step of a subscription cell; a cell that hangs fails, saying which step
 
 
 async def subscribe(relay: Relay, world: World, key: str, variables: Variables, token: str | None) -> dict[str, Any]:

@@ -24,7 +24,13 @@ from dynaforge.services.platform import Platform
 TASKS = "query Tasks { tasks { code } }"
 BY_CODE = "query Task($code: String!) { task(code: $code) { code name } }"
 ROUNDS = 'subscription Rounds { roundChanged(taskCode: "toy") { change } }'
-MANIFEST = {"sha256:" + document_hash(TASKS): TASKS, "task-by-code": BY_CODE, "rounds": ROUNDS}
+UPLOAD = "mutation Upload($input: UploadContextsInput!) { uploadContexts(input: $input) { __typename } }"
+MANIFEST = {
+    "sha256:" + document_hash(TASKS): TASKS,
+    "task-by-code": BY_CODE,
+    "rounds": ROUNDS,
+    "sha256:" + document_hash(UPLOAD): UPLOAD,
+}
 
 
 def write_manifest(directory: Path, manifest: dict | str = MANIFEST) -> Path:
@@ -55,7 +61,7 @@ async def http_client(app):
 
 def test_a_manifest_maps_ids_to_documents_and_knows_their_hashes(tmp_path):
     documents = TrustedDocuments.load(write_manifest(tmp_path))
-    assert len(documents) == 3
+    assert len(documents) == 4
     assert documents.text("task-by-code") == BY_CODE
     assert documents.text("sha256:" + document_hash(TASKS)) == documents.text(document_hash(TASKS)) == TASKS
     assert documents.text(document_hash(BY_CODE)) == BY_CODE  # any registered text is found by its SHA-256
@@ -118,11 +124,29 @@ async def test_documents_are_sent_by_id_over_post_and_get(db, db_url, tmp_path):
         assert (await client.post("/graphql", json={"query": "{ tasks { name } }"})).json()["data"]["tasks"]
 
 
+async def test_a_multipart_upload_names_its_document_by_hash(db, db_url, tmp_path):
+    """A file upload from a client that sends ids (the web app's uploadModel) names the document in its operations
+    part as urql's persisted-query hash, and runs under TRUSTED_DOCUMENTS_ONLY."""
+    async with app_with(db, db_url, tmp_path, trusted_documents_only=True) as app, http_client(app) as client:
+        operations = {
+            "variables": {"input": {"taskCode": "toy", "file": None}},
+            "extensions": {"persistedQuery": {"version": 1, "sha256Hash": document_hash(UPLOAD)}},
+        }
+        response = await client.post(
+            "/graphql",
+            data={"operations": json.dumps(operations), "map": json.dumps({"0": ["variables.input.file"]})},
+            files={"0": ("contexts.jsonl", b'{"text": "a"}\n', "application/octet-stream")},
+            headers={"Apollo-Require-Preflight": "true"},
+        )
+        assert response.status_code == 200, response.text
+        assert response.json()["data"]["uploadContexts"]["__typename"] == "NotAuthenticated"
+
+
 async def test_an_unknown_or_malformed_id_is_a_400_that_says_why(db, db_url, tmp_path):
     async with app_with(db, db_url, tmp_path) as app, http_client(app) as client:
         unknown = await client.post("/graphql", json={"documentId": "sha256:" + "0" * 64})
         assert unknown.status_code == 400
-        assert "PERSISTED_QUERY_NOT_FOUND" in unknown.text and "the 3 it registered" in unknown.text
+        assert "PERSISTED_QUERY_NOT_FOUND" in unknown.text and "the 4 it registered" in unknown.text
         malformed = await client.post("/graphql", json={"documentId": 12})
         assert malformed.status_code == 400 and "documentId must be a non-empty string" in malformed.text
 

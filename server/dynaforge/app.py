@@ -77,8 +77,8 @@ class DynaforgeGraphQL(GraphQL[RequestContext, None]):
             raw: Any = dict(request.query_params)
         elif "application/json" in (request.content_type or ""):
             raw = self.decode_json(await request.get_body())
-        else:  # a multipart upload names its document in its operations part
-            return parsed
+        else:  # a multipart upload: its operations part names the document (a persisted-query hash), as urql sends
+            raw = {"extensions": parsed.extensions}
         if request.method == "GET" and parsed.extensions is not None:
             raw["extensions"] = parsed.extensions
         try:

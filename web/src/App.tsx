@@ -10,10 +10,10 @@ const Annotate = lazy(() => import("./screens/Annotate"));
 const Validate = lazy(() => import("./screens/Validate"));
 const SignIn = lazy(() => import("./screens/SignIn"));
 const Register = lazy(() => import("./screens/Register"));
-const Placeholder = lazy(() => import("./screens/Placeholder"));
 const Leaderboards = lazy(() => import("./screens/Leaderboards"));
 const Me = lazy(() => import("./screens/Me"));
 const Manage = lazy(() => import("./screens/owner/Manage"));
+const Models = lazy(() => import("./screens/Models"));
 
 function NavLink({ href, children }: { href: string; children: string }) {
   const [location] = useLocation();
@@ -90,8 +90,10 @@ export function App() {
             <Route path="/leaderboards/:code">{(params) => <Leaderboards code={params.code} />}</Route>
             <Route path="/me" component={Me} />
             <Route path="/models">
-              <Placeholder title="Models" field="models" />
+              <Models />
             </Route>
+            <Route path="/models/:code">{(params) => <Models code={params.code} />}</Route>
+            <Route path="/models/:code/:id">{(params) => <Models code={params.code} id={params.id} />}</Route>
             <Route>
               <h1>Not found</h1>
               <p>

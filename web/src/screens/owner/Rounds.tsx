@@ -7,7 +7,7 @@ import type { ManagedTask } from "./Manage";
 import { Checkbox, Outcome, Select, TextArea, textOf, useOutcome, when } from "./parts";
 
 const TaskModels = graphql(`
-  query TaskModels($code: String!) {
+  query OwnerTaskModels($code: String!) {
     models(taskCode: $code, first: 50) {
       nodes {
         id

@@ -1,0 +1,65 @@
+import { describe, expect, it } from "vitest";
+import {
+  intervalText,
+  isModelArchive,
+  liveState,
+  mergeProgress,
+  metricValue,
+  parseJsonObject,
+} from "../src/lib/models";
+import { failureOf, multipartBody, outcomeOf } from "../src/lib/uploadProgress";
+
+describe("the Models screens' words and numbers", () => {
+  it("formats metric values and intervals", () => {
+    expect(metricValue(0.61234)).toBe("0.612");
+    expect(metricValue(1234.5)).toBe("1235");
+    expect(metricValue(null)).toBe("–");
+    expect(intervalText({ low: 0.5, high: 0.75 })).toBe("0.500 – 0.750");
+    expect(intervalText(null)).toBe("–");
+  });
+
+  it("knows the archive kinds and reads options as a JSON object", () => {
+    expect(isModelArchive("m.tar.gz") && isModelArchive("m.ZIP") && isModelArchive("m.tgz")).toBe(true);
+    expect(isModelArchive("model.bin")).toBe(false);
+    expect(parseJsonObject("")).toEqual({ value: null, error: null });
+    expect(parseJsonObject('{"max_length": 64}').value).toEqual({ max_length: 64 });
+    expect(parseJsonObject("[1]").error).toMatch(/JSON object/);
+    expect(parseJsonObject("{x").error).toMatch(/not valid JSON/);
+  });
+
+  it("merges live progress over the last query, never moving an evaluation back", () => {
+    let live = mergeProgress({}, { evaluationId: "e1", status: "RUNNING", progress: 0.5 });
+    live = mergeProgress(live, { evaluationId: "e1", status: "DONE", progress: 1 });
+    expect(mergeProgress(live, { evaluationId: "e1", status: "RUNNING", progress: 0.5 })).toBe(live);
+    const queued = { id: "e1", status: "QUEUED" as const, progress: 0 };
+    expect(liveState(queued, live)).toEqual({ status: "DONE", progress: 1, error: null });
+    expect(liveState({ ...queued, status: "DONE", progress: 1 }, {})).toEqual({
+      status: "DONE",
+      progress: 1,
+      error: null,
+    });
+  });
+});
+
+describe("a multipart upload", () => {
+  it("names the document by its hash and puts the file at its place", async () => {
+    const document = { __meta__: { hash: "sha256:abc" } };
+    const body = multipartBody(document, { input: { name: "m", file: "x" } }, "input.file", new Blob(["z"]), "m.zip");
+    expect(JSON.parse(String(body.get("operations")))).toEqual({
+      variables: { input: { name: "m", file: null } },
+      extensions: { persistedQuery: { version: 1, sha256Hash: "sha256:abc" } },
+    });
+    expect(JSON.parse(String(body.get("map")))).toEqual({ "0": ["variables.input.file"] });
+    expect(body.get("0")).toBeInstanceOf(Blob);
+    expect(() => multipartBody({}, {}, "input.file", new Blob([]), "m.zip")).toThrow(/registered/);
+  });
+
+  it("reads answers and refusals in the server's words", () => {
+    expect(outcomeOf(200, '{"data": {"uploadModel": {"__typename": "ModelUploaded"}}}').failure).toBeNull();
+    expect(outcomeOf(200, '{"errors": [{"message": "boom"}]}').failure).toBe("boom");
+    expect(outcomeOf(0, "").failure).toMatch(/could not be reached/);
+    expect(failureOf(413, '{"detail": "The request has 9 bytes, more than 8"}')).toMatch(/more than 8/);
+    expect(failureOf(400, "Multipart requests must send the header")).toMatch(/header/);
+    expect(failureOf(502, "")).toMatch(/try again later/);
+  });
+});
