@@ -1,19 +1,38 @@
 // The shell: header with navigation and the account links, and the routes. Every screen but the shell is loaded
 // on demand, so the first load of a page carries only what that page needs.
-import { lazy, Suspense, useEffect, useRef } from "react";
+import { Suspense, useEffect, useRef } from "react";
 import { Link, Route, Switch, useLocation } from "wouter";
 import { useAuth } from "./lib/auth";
+import { screen } from "./lib/screen";
 import { SignOutButton } from "./screens/SignOut";
 
-const Tasks = lazy(() => import("./screens/Tasks"));
-const Annotate = lazy(() => import("./screens/Annotate"));
-const Validate = lazy(() => import("./screens/Validate"));
-const SignIn = lazy(() => import("./screens/SignIn"));
-const Register = lazy(() => import("./screens/Register"));
-const Leaderboards = lazy(() => import("./screens/Leaderboards"));
-const Me = lazy(() => import("./screens/Me"));
-const Manage = lazy(() => import("./screens/owner/Manage"));
-const Models = lazy(() => import("./screens/Models"));
+const Tasks = screen(() => import("./screens/Tasks"));
+const Annotate = screen(() => import("./screens/Annotate"));
+const Validate = screen(() => import("./screens/Validate"));
+const SignIn = screen(() => import("./screens/SignIn"));
+const Register = screen(() => import("./screens/Register"));
+const Leaderboards = screen(() => import("./screens/Leaderboards"));
+const Me = screen(() => import("./screens/Me"));
+const Manage = screen(() => import("./screens/owner/Manage"));
+const Models = screen(() => import("./screens/Models"));
+
+/** The screen a path shows, by the routes below (null: the not-found page), for main.tsx to preload. */
+const SCREENS: [RegExp, { preload: () => Promise<void> }][] = [
+  [/^\/$/, Tasks],
+  [/^\/tasks\/[^/]+\/manage(\/|$)/, Manage],
+  [/^\/tasks\/[^/]+\/?$/, Annotate],
+  [/^\/validate(\/|$)/, Validate],
+  [/^\/signin\/?$/, SignIn],
+  [/^\/register\/?$/, Register],
+  [/^\/leaderboards(\/|$)/, Leaderboards],
+  [/^\/me\/?$/, Me],
+  [/^\/models(\/|$)/, Models],
+];
+
+export function preloadScreen(path: string): Promise<void> {
+  const found = SCREENS.find(([pattern]) => pattern.test(path));
+  return found ? found[1].preload() : Promise.resolve();
+}
 
 function NavLink({ href, children }: { href: string; children: string }) {
   const [location] = useLocation();
