@@ -24,20 +24,9 @@ from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.platform import Platform
 
 BACKEND = "transformers"
-#: What an uploader sets of the backend's configuration: how the model reads the task's inputs, not where it is.
-OPTION_KEYS = frozenset(
-    {
-        "task",
-        "target_field",
-        "max_length",
-        "label_map",
-        "text_fields",
-        "question_field",
-        "context_field",
-        "doc_stride",
-        "max_answer_tokens",
-    }
-)
+#: What an uploader may not set of the backend's configuration: where the model is and how it is fetched (the
+#: archive is the model). Every other key of the backend's schema says how the model reads the task's inputs.
+LOCATION_KEYS = frozenset({"path", "revision", "local_files_only", "artifact"})
 _PLACEHOLDER = "0" * 64  # stands for the digest while the options are checked, before anything is stored
 
 
@@ -57,14 +46,15 @@ def check_options(p: Platform, name: str, options: Any) -> dict[str, Any]:
         options = {}
     if not isinstance(options, dict):
         raise InvalidInput.from_errors([FieldError("options", "type", "must be a JSON object of backend options")])
-    unknown = sorted(set(options) - OPTION_KEYS)
+    allowed = set(p.plugins.registry.backends[BACKEND].config_schema.get("properties", {})) - LOCATION_KEYS
+    unknown = sorted(set(options) - allowed)
     if unknown:
         raise InvalidInput.from_errors(
             [
                 FieldError(
                     f"options.{key}",
                     "unknown",
-                    f"is not an option of an uploaded model; use {', '.join(sorted(OPTION_KEYS))} (the archive is "
+                    f"is not an option of an uploaded model; use {', '.join(sorted(allowed))} (the archive is "
                     "the model: it has no path, revision or artifact to set)",
                 )
                 for key in unknown
