@@ -23,6 +23,7 @@ from dynaforge.tasks import (
     SpanField,
     Task,
     TextField,
+    TrainingRecipe,
 )
 
 __version__ = "0.1.0"
@@ -51,6 +52,7 @@ __all__ = [
     "SpanField",
     "Task",
     "TextField",
+    "TrainingRecipe",
     "WrittenExport",
     "hookimpl",
 ]

@@ -338,6 +338,20 @@ class ArtifactStore:
             created = self.storage.put(digest, folder)
         return StoredArtifact(digest, files, size, created)
 
+    def add_folder(self, folder: Path) -> StoredArtifact:
+        """Store a folder a trusted process wrote (a training job's weights, a package's shipped weights) as it is,
+        by the digest of its files. Blocking: run it off the event loop."""
+        import shutil
+
+        folder = Path(folder)
+        with self.storage.staging() as staged:
+            shutil.copytree(folder, staged, dirs_exist_ok=True)
+            digest = content_hash(staged)
+            files = sorted(p.relative_to(staged).as_posix() for p in staged.rglob("*") if p.is_file())
+            size = sum((staged / name).stat().st_size for name in files)
+            created = self.storage.put(digest, staged)
+        return StoredArtifact(digest, files, size, created)
+
     def exists(self, digest: object) -> bool:
         return is_digest(digest) and self.storage.exists(str(digest))
 

@@ -210,10 +210,11 @@ class ModelStore:
 @dataclass(frozen=True)
 class ModelWeights:
     """The folder a model loader reads, and where it comes from: ``given`` (the caller named it), ``trained`` (the
-    store's current version) or ``shipped`` (the package's own read-only weights)."""
+    store's current version), ``artifact`` (a stored artifact by digest) or ``shipped`` (the package's own read-only
+    weights)."""
 
     path: Path
-    source: Literal["given", "trained", "shipped"]
+    source: Literal["given", "artifact", "trained", "shipped"]
     version: str | None = None
 
     def describe(self) -> dict[str, Any]:
@@ -227,12 +228,19 @@ def resolve_weights(
     shipped: Path,
     *,
     weights_dir: Path | str | None = None,
+    weights_artifact: str | None = None,
     store: ModelStore | None = None,
 ) -> ModelWeights:
-    """The weights a model loader should read, logged: ``weights_dir`` when given, else the model store's current
-    version of ``task``/``model``, else ``shipped`` (the weights inside the plugin package)."""
+    """The weights a model loader should read, logged: ``weights_dir`` when given, else the artifact
+    ``weights_artifact`` of the model store (a training job's or a round's pinned weights, by digest; its files are
+    hashed again before use), else the model store's current version of ``task``/``model``, else ``shipped`` (the
+    weights inside the plugin package)."""
     if weights_dir is not None:
         weights = ModelWeights(Path(weights_dir), "given")
+    elif weights_artifact is not None:
+        from dynaforge.model_artifacts import ArtifactStore
+
+        weights = ModelWeights(ArtifactStore.from_settings().folder(weights_artifact), "artifact", weights_artifact)
     else:
         trained = (store or ModelStore.from_settings()).current(task, model)
         if trained is not None:

@@ -1,6 +1,6 @@
 """The task contract: field types, roles, the Task base class and the objects plugins register."""
 
-from dynaforge.tasks.base import Metric, ModelSpec, Perturbation, Slice, Task
+from dynaforge.tasks.base import Metric, ModelSpec, Perturbation, Slice, Task, TrainingRecipe
 from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
 
 __all__ = [
@@ -16,4 +16,5 @@ __all__ = [
     "SpanField",
     "Task",
     "TextField",
+    "TrainingRecipe",
 ]

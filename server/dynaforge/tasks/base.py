@@ -64,6 +64,71 @@ class Slice:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class TrainingRecipe:
+    """How the platform trains a new version of one of a task's models from its own examples.
+
+    ``trainer`` is an import path ``pkg.module:function`` of
+    ``train(data, out_dir, *, seed, report, progress, **hyperparameters) -> metrics``: ``data`` is a
+    :class:`dynaforge.tasks.training.TrainingData` (the platform's accepted examples as the task's field values, and
+    optionally ``data.base_dir``, a folder with the plugin's own base data, described by ``base_data``); the function
+    writes the trained artifact (safetensors and JSON, no pickle) into ``out_dir``, calls ``report(fraction, stage)``
+    now and then, and returns held-out metrics (a JSON object). It must be deterministic for a seed.
+
+    ``factory`` is the ``python`` backend's factory that loads what ``trainer`` wrote: it takes the keyword argument
+    ``weights_artifact`` (a model store digest) and, without it, loads ``shipped`` (the package's read-only weights)
+    or what ``dynaforge train`` last put in the model store. ``hyperparameters`` are the defaults, and their types are
+    the only types a caller may give. The platform imports ``trainer`` only in a training job's own process.
+    """
+
+    name: str
+    model: str  #: the model's name (a default target's name, and its folder in the model store)
+    trainer: str
+    factory: str
+    description: str = ""
+    hyperparameters: dict[str, bool | int | float | str] = field(default_factory=dict)
+    base_data: str = ""  #: what a base data folder holds ("" when the recipe uses none)
+    shipped: PathLike[str] | str | None = None  #: the package's own weights folder
+
+    def model_spec(self, weights_artifact: str | None = None) -> ModelSpec:
+        """The ``python`` backend spec that loads this recipe's model: ``weights_artifact`` (a digest in the model
+        store) or, without it, what the factory loads by default."""
+        kwargs = {"weights_artifact": weights_artifact} if weights_artifact else {}
+        config: dict[str, Any] = {"factory": self.factory, **({"kwargs": kwargs} if kwargs else {})}
+        return ModelSpec(name=self.model, backend="python", config=config)
+
+    def loads(self, spec: ModelSpec) -> bool:
+        """Whether ``spec`` is this recipe's model (any version of it)."""
+        return spec.backend == "python" and spec.config.get("factory") == self.factory
+
+    def check_hyperparameters(self, given: dict[str, Any]) -> tuple[dict[str, Any], list[FieldError]]:
+        """The defaults updated by ``given``, and a :class:`FieldError` (on ``hyperparameters.NAME``) for each name
+        the recipe lacks or value of another type than the default's (an int is accepted for a float)."""
+        values, errors = dict(self.hyperparameters), []
+        for name, value in given.items():
+            where = f"hyperparameters.{name}"
+            if name not in self.hyperparameters:
+                known = ", ".join(sorted(self.hyperparameters)) or "none"
+                message = f"recipe {self.name} has no hyper-parameter {name!r}; it has {known}"
+                errors.append(FieldError(where, "unknown", message))
+                continue
+            default = self.hyperparameters[name]
+            kind = type(default)
+            ok = (
+                isinstance(value, bool)
+                if kind is bool
+                else isinstance(value, (int, float)) and not isinstance(value, bool)
+                if kind is float
+                else isinstance(value, kind) and not isinstance(value, bool)
+            )
+            if not ok:
+                what = {bool: "a boolean", int: "an integer", float: "a number", str: "a string"}[kind]
+                errors.append(FieldError(where, "type", f"must be {what}, like the default {default!r}"))
+                continue
+            values[name] = float(value) if kind is float else value
+        return values, errors
+
+
 class Task:
     """Base class of every task. Subclass it, set the attributes, register an instance.
 
@@ -82,6 +147,7 @@ class Task:
     perturbations: ClassVar[tuple[str, ...]] = ()
     fairness_slices: ClassVar[tuple[str, ...]] = ()
     default_target_models: ClassVar[tuple[ModelSpec, ...]] = ()
+    training_recipes: ClassVar[tuple[TrainingRecipe, ...]] = ()
     demo_contexts: ClassVar[tuple[dict[str, Any], ...]] = ()
     sample_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
     validation_quorum: ClassVar[int] = 3
@@ -105,7 +171,27 @@ class Task:
             span_of = getattr(f, "context_field", None)
             if span_of is not None and span_of not in names:
                 problems.append(f"field {f.name} selects from unknown field {span_of}")
+        recipe_names = [r.name for r in self.training_recipes]
+        if len(recipe_names) != len(set(recipe_names)):
+            problems.append("training recipe names must be unique")
+        for recipe in self.training_recipes:
+            for what in ("trainer", "factory"):
+                if ":" not in getattr(recipe, what):
+                    problems.append(f"training recipe {recipe.name}: {what} must be an import path pkg.module:name")
+            for name, value in recipe.hyperparameters.items():
+                if not isinstance(value, (bool, int, float, str)):
+                    problems.append(
+                        f"training recipe {recipe.name}: hyper-parameter {name} must default to a bool, int, float "
+                        "or str"
+                    )
         return problems
+
+    def training_recipe(self, name: str | None = None) -> TrainingRecipe | None:
+        """The recipe called ``name`` (default: the first), or None."""
+        for recipe in self.training_recipes:
+            if name is None or recipe.name == name:
+                return recipe
+        return None
 
     # ------------------------------------------------------------------ fields
     def fields_with(self, *roles: Role) -> list[Field]:

@@ -2,6 +2,10 @@
 
 What the bundled trainers share, for any task author to reuse:
 
+* :class:`TrainingData` and :func:`run_recipe`: what a task's :class:`~dynaforge.tasks.base.TrainingRecipe` is
+  given (the platform's accepted examples, optionally the plugin's base data folder) and the one path that runs a
+  recipe, for training jobs and ``dynaforge train`` alike; :func:`example_weights` weighs the platform's examples
+  against the base data;
 * :func:`run_training` runs a plugin's ``train(data_dir, out_dir, ...)`` into the model store (or into a folder the
   caller names); :func:`training_main` is the whole ``main()`` of a training script (``--data --out --limit --seed
   --no-progress``, metrics printed as JSON);
@@ -45,6 +49,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HEAD_FILE",
+    "TrainingData",
+    "example_weights",
+    "read_examples_jsonl",
+    "run_recipe",
     "METADATA_FILE",
     "LinearHead",
     "ModelStore",
@@ -68,10 +76,136 @@ __all__ = [
 
 HEAD_FILE = "head.safetensors"
 METADATA_FILE = "metadata.json"
+TRAINING_FILE = "training.json"
 
 #: A plugin's training function: ``train(data_dir, out_dir, *, progress, **options) -> metrics``. It writes the
 #: trained artifact (weights and metadata) into ``out_dir`` and returns held-out metrics, JSON-serialisable.
 TrainFunction = Callable[..., dict[str, Any]]
+
+
+# --------------------------------------------------------------------------- recipes: the platform's examples
+
+
+@dataclass(frozen=True)
+class TrainingData:
+    """What a training recipe learns from.
+
+    ``examples``: the platform's examples, each the task's field values (context and example fields, with the gold
+    target as validated: an owner's correction replaces the annotator's value), in a fixed order. ``sources``: one
+    record per data set they came from (``name``, ``id``, ``size``, ``sha256`` of its examples), for the model's
+    metadata. ``base_dir``: a folder with the plugin's own base data (the recipe's ``base_data`` says what it holds),
+    or None when the recipe is to learn from the examples alone.
+    """
+
+    examples: tuple[dict[str, Any], ...] = ()
+    sources: tuple[dict[str, Any], ...] = ()
+    base_dir: Path | None = None
+
+    def digest(self) -> str:
+        """SHA-256 of the examples (canonical JSON, one per line, in order): which data a model was trained on."""
+        return examples_digest(self.examples)
+
+    def describe(self) -> dict[str, Any]:
+        """The record of this data for a model's metadata (no example text)."""
+        return {
+            "examples": len(self.examples),
+            "examples_sha256": self.digest(),
+            "sources": [dict(source) for source in self.sources],
+            "base_data": self.base_dir is not None,
+        }
+
+
+def examples_digest(examples: Sequence[Mapping[str, Any]]) -> str:
+    """SHA-256 of examples as canonical JSON lines (sorted keys, no spaces), in the order given."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for example in examples:
+        digest.update(json.dumps(example, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def read_examples_jsonl(path: Path | str) -> list[dict[str, Any]]:
+    """Examples from a JSON-lines file: one object per line, either the field values themselves or an export row
+    with them under ``fields`` (what ``dynaforge export`` writes in its ``jsonl`` format)."""
+    examples = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError as exc:
+                raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from None
+            if not isinstance(row, dict):
+                raise ValueError(f"{path}:{lineno}: expected a JSON object")
+            fields = row.get("fields") if isinstance(row.get("fields"), dict) else row
+            examples.append(dict(fields))
+    return examples
+
+
+def example_weights(n_base: int, n_examples: int, *, example_weight: float) -> list[float]:
+    """Row weights for ``n_base`` base rows followed by ``n_examples`` platform examples: each base row weighs 1 and
+    each platform example ``example_weight`` (adversarial examples are few beside a base corpus; a weight above 1
+    makes them count)."""
+    if example_weight <= 0:
+        raise ValueError("example_weight must be positive")
+    return [1.0] * n_base + [float(example_weight)] * n_examples
+
+
+#: ``report(fraction, stage)``: a recipe's progress, ``fraction`` in [0, 1].
+Reporter = Callable[[float, str], None]
+
+
+def _no_report(fraction: float, stage: str) -> None:
+    return None
+
+
+def run_recipe(
+    recipe: Any,
+    data: TrainingData,
+    out_dir: Path | str,
+    *,
+    seed: int = 0,
+    hyperparameters: Mapping[str, Any] | None = None,
+    report: Reporter | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Run a :class:`~dynaforge.tasks.base.TrainingRecipe` into ``out_dir`` (created) and return its metrics.
+
+    The hyper-parameters are checked against the recipe's (``ValueError`` naming each problem). Afterwards
+    ``out_dir/training.json`` records the recipe, hyper-parameters, seed, data (counts and hashes, no text) and
+    metrics, so that the artifact itself says how it was made. ``report(fraction, stage)`` is called at the start
+    and the end besides whatever the trainer reports.
+    """
+    from dynaforge.defaults.backends.common import import_object
+
+    values, errors = recipe.check_hyperparameters(dict(hyperparameters or {}))
+    if errors:
+        raise ValueError("; ".join(f"{e.field}: {e.message}" for e in errors))
+    if data.base_dir is None and not data.examples:
+        raise ValueError("nothing to train on: give examples (data sets) or the base data")
+    if data.base_dir is not None and not Path(data.base_dir).is_dir():
+        raise ValueError(f"the base data folder {data.base_dir} does not exist")
+    report = report or _no_report
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    report(0.0, "starting")
+    trainer = import_object(recipe.trainer)
+    metrics = trainer(data, out, seed=seed, report=report, progress=progress, **values)
+    record = {
+        "format": "dynaforge-training/1",
+        "recipe": recipe.name,
+        "model": recipe.model,
+        "hyperparameters": values,
+        "seed": seed,
+        "data": data.describe(),
+        "metrics": metrics,
+    }
+    write_json_atomically(out / TRAINING_FILE, record)
+    report(1.0, "done")
+    return dict(metrics)
 
 
 # --------------------------------------------------------------------------- running a trainer

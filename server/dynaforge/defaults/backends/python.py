@@ -28,6 +28,8 @@ class PythonBackend(ModelBackend):
 
     Config: ``{"callable": "pkg.mod:fn"}`` where ``fn(inputs) -> outputs`` handles a batch, or
     ``{"factory": "pkg.mod:load", "kwargs": {...}}`` where ``load(**kwargs)`` returns an object with ``predict``.
+    A ``weights_artifact`` keyword names weights in the model store by digest (what a training recipe's factory
+    takes); it is fetched, and its existence checked, like an uploaded model's artifact.
     """
 
     name = "python"
@@ -50,6 +52,13 @@ class PythonBackend(ModelBackend):
         if "kwargs" in config and not isinstance(config["kwargs"], dict):
             return ['"kwargs" must be an object']
         return []
+
+    def artifacts(self, config: dict[str, Any]) -> list[str]:
+        """A factory's ``weights_artifact`` keyword (a trained model's weights in the model store, by digest): the
+        trusted process fetches it before the model's process loads it."""
+        kwargs = config.get("kwargs")
+        digest = kwargs.get("weights_artifact") if isinstance(kwargs, dict) else None
+        return [digest] if digest is not None else []
 
     def load(self, config: dict[str, Any]) -> Predictor:
         problems = self.check_config(config)
