@@ -27,7 +27,18 @@ from typing import Any
 
 from sqlalchemy import select
 
-from dynaforge.db.models import Dataset, DatasetAccess, Evaluation, EvaluationStatus, Example, Round, TaskRow, User
+from dynaforge.db.models import (
+    Dataset,
+    DatasetAccess,
+    Evaluation,
+    EvaluationStatus,
+    Example,
+    RegisteredModel,
+    RegisteredModelOrigin,
+    Round,
+    TaskRow,
+    User,
+)
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import examples as example_service
@@ -35,6 +46,7 @@ from dynaforge.services import leaderboard as board_service
 from dynaforge.services import proposals as proposal_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import training as training_service
 from dynaforge.services import validation as validation_service
 from dynaforge.services import webhooks as webhook_service
 from dynaforge.services.actor import Actor
@@ -297,6 +309,40 @@ class World:
         return await self._once("fork", make)
 
     # ------------------------------------------------------------------ webhooks
+
+    async def training_job(self) -> int:
+        """A queued training job of the task on its SCORING set, asked for by an admin."""
+
+        async def make():
+            sets = await self.datasets()
+            job = await training_service.train_candidate(
+                self.p, self.actors[ADMIN], task_code=TASK, dataset_ids=[sets[DatasetAccess.SCORING].id]
+            )
+            return job.id
+
+        return await self._once("training_job", make)
+
+    async def candidate(self) -> int:
+        """A registered candidate of the training job, as a finished job leaves it (test_training runs real ones)."""
+
+        async def make():
+            job_id = await self.training_job()
+            async with self.p.db.write() as s:
+                row = RegisteredModel(
+                    task_id=(await s.scalar(select(TaskRow.id).where(TaskRow.code == TASK))),
+                    name="words",
+                    backend="python",
+                    config={"factory": "toy_plugin:load_words"},
+                    spec_sha256="0" * 64,
+                    origin=RegisteredModelOrigin.TRAINED,
+                    recipe="words",
+                    training_job_id=job_id,
+                )
+                s.add(row)
+                await s.flush()
+                return row.id
+
+        return await self._once("candidate", make)
 
     async def webhook(self) -> int:
         """AUTHOR's webhook on the task; OTHER registered one too."""

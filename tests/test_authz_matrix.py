@@ -172,6 +172,14 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "uploadContexts":                 rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "setTargetModels":                rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "openNextRound":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "trainingRecipes":                rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
+    "registeredModels":               rule(PUBLIC,   PUBLIC,    PUBLIC,    PUBLIC,    FULL,      FULL, PUBLIC),
+    "registeredModels@hiddenTask":    rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  FULL,      FULL, NOTFOUND),
+    "trainingJobs":                   rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "roundModelMatrix":               rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "trainCandidateModel":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "cancelTraining":                 rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "trainingProgress":               rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  FULL,      FULL, NOAUTH),
     "closeRound":                     rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "updateRound":                    rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "updateTaskSettings":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
@@ -714,6 +722,99 @@ async def _set_target_models(w: World) -> Variables:
 @operation("openNextRound")
 async def _open_next_round(w: World) -> Variables:
     return _input(taskCode=TASK, description="Round two")
+
+
+# ---------------------------------------------------------------- retraining (the model registry, training jobs)
+
+RECIPES = "query($t: String!) { trainingRecipes(taskCode: $t) { name model hyperparameters } }"
+
+
+def _classify_recipes(value: Any, seen: Seen) -> str:
+    return OK if [r["name"] for r in value] == ["words"] else f"inconsistent: {value}"
+
+
+@operation("trainingRecipes", document=RECIPES, classify=_classify_recipes)
+async def _training_recipes(w: World) -> Variables:
+    return {"t": TASK}
+
+
+REGISTERED = "query($t: String!) { registeredModels(taskCode: $t) { name origin rounds } }"
+
+
+def _classify_registered(value: Any, seen: Seen) -> str:
+    """The round's target is public; the candidate a training job registered is for owners and admins."""
+    names = sorted(r["name"] for r in value)
+    if names == ["keyword"]:
+        return PUBLIC
+    return FULL if names == ["keyword", "words"] else f"inconsistent: {names}"
+
+
+async def _registered_candidate(w: World) -> None:
+    await w.candidate()
+
+
+@operation("registeredModels", document=REGISTERED, classify=_classify_registered)
+async def _registered_models(w: World) -> Variables:
+    await _registered_candidate(w)
+    return {"t": TASK}
+
+
+@operation("registeredModels@hiddenTask", document=REGISTERED, classify=_classify_registered)
+async def _registered_models_hidden(w: World) -> Variables:
+    await _registered_candidate(w)
+    await w.hide_task()
+    return {"t": TASK}
+
+
+JOBS = "query($t: String!) { trainingJobs(taskCode: $t) { id status recipe } }"
+
+
+@operation("trainingJobs", document=JOBS, classify=lambda value, seen: OK if len(value) == 1 else f"{value}")
+async def _training_jobs(w: World) -> Variables:
+    await w.training_job()
+    return {"t": TASK}
+
+
+MATRIX = "query($t: String!) { roundModelMatrix(taskCode: $t) { metric rounds rows { model { name } } } }"
+
+
+@operation("roundModelMatrix", document=MATRIX, classify=lambda value, seen: OK if value["metric"] else f"{value}")
+async def _round_model_matrix(w: World) -> Variables:
+    return {"t": TASK}
+
+
+@operation("trainCandidateModel")
+async def _train_candidate_model(w: World) -> Variables:
+    sets = await w.datasets()
+    return _input(
+        taskCode=TASK, datasets=[gid("Dataset", sets[DatasetAccess.SCORING].id)], hyperparameters={"smoothing": 0.5}
+    )
+
+
+@operation("cancelTraining")
+async def _cancel_training(w: World) -> Variables:
+    return _input(jobId=gid("TrainingJob", await w.training_job()))
+
+
+def _classify_training_progress(value: Any, seen: Seen) -> str:
+    sent = seen.world.made["published"]
+    if value["jobId"] != gid("TrainingJob", sent["job_id"]) or value["stage"] != sent["stage"]:
+        return f"inconsistent: received {value}, published {sent}"
+    return FULL
+
+
+async def _training_event(w: World) -> tuple[str, dict[str, Any]]:
+    payload = {"job_id": await w.training_job(), "status": "RUNNING", "progress": 0.5, "stage": "counting words"}
+    w.made["published"] = payload
+    return f"trainingProgress:{payload['job_id']}", payload
+
+
+TRAINING_PROGRESS = "subscription($j: ID!) { trainingProgress(jobId: $j) { jobId status progress stage } }"
+
+
+@operation("trainingProgress", document=TRAINING_PROGRESS, classify=_classify_training_progress, event=_training_event)
+async def _training_progress(w: World) -> Variables:
+    return {"j": gid("TrainingJob", await w.training_job())}
 
 
 @operation("closeRound")

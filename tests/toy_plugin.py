@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import time
+from collections import Counter
+from pathlib import Path
 
-from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, hookimpl
+from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
 
 
 def keyword_model(inputs):
@@ -23,6 +26,74 @@ def broken_model(inputs):
     return [{"label": "not-a-label"} for _ in inputs]
 
 
+# ---------------------------------------------------------------- a trainable toy model (no torch)
+
+
+def train_words(data, out_dir: Path, *, seed: int, report, progress: bool, smoothing: float = 1.0, min_count: int = 1):
+    """A training recipe: a naive Bayes over the words of ``text`` from the platform's examples, written as JSON.
+    Deterministic for a seed (the seed only orders nothing here: counting is order-free)."""
+    counts = {"good": Counter(), "bad": Counter()}
+    labels = Counter()
+    report(0.2, "counting words")
+    for example in data.examples:
+        label = example.get("label")
+        if label not in counts:
+            continue
+        labels[label] += 1
+        counts[label].update(str(example.get("text", "")).lower().split())
+    if len(labels) < 2:
+        raise ValueError(f"the examples need both labels, good and bad; they have {sorted(labels) or 'none'}")
+    vocabulary = sorted(
+        w for w in set(counts["good"]) | set(counts["bad"]) if sum(c[w] for c in counts.values()) >= min_count
+    )
+    report(0.6, "writing weights")
+    weights = {
+        "format": "toy-words/1",
+        "smoothing": smoothing,
+        "priors": {k: labels[k] for k in sorted(labels)},
+        "counts": {k: {w: counts[k][w] for w in vocabulary if counts[k][w]} for k in sorted(counts)},
+    }
+    Path(out_dir, "words.json").write_text(json.dumps(weights, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    correct = sum(_classify(weights, e.get("text", "")) == e.get("label") for e in data.examples)
+    return {"training_accuracy": correct / max(1, len(data.examples)), "vocabulary": len(vocabulary)}
+
+
+def _classify(weights, text: str) -> str:
+    import math
+
+    smoothing = weights["smoothing"]
+    vocabulary = set().union(*(set(c) for c in weights["counts"].values())) or {""}
+    best, best_score = "bad", -math.inf
+    for label in ("good", "bad"):
+        counts = weights["counts"].get(label, {})
+        total = sum(counts.values()) + smoothing * len(vocabulary)
+        score = math.log(weights["priors"].get(label, 0) + 1)
+        score += sum(math.log((counts.get(w, 0) + smoothing) / total) for w in str(text).lower().split())
+        if score > best_score:
+            best, best_score = label, score
+    return best
+
+
+class WordsModel:
+    def __init__(self, weights):
+        self.weights = weights
+
+    def predict(self, inputs):
+        return [{"label": _classify(self.weights, item["text"]), "probabilities": {}} for item in inputs]
+
+
+def load_words(weights_artifact: str | None = None) -> WordsModel:
+    """The recipe's factory: the trained words by model-store digest, else a model that knows one word."""
+    if weights_artifact is None:
+        return WordsModel(
+            {"smoothing": 1.0, "priors": {"good": 1, "bad": 1}, "counts": {"good": {"good": 5}, "bad": {}}}
+        )
+    from dynaforge.model_store import resolve_weights
+
+    folder = resolve_weights("toy", "words", Path("."), weights_artifact=weights_artifact).path
+    return WordsModel(json.loads((folder / "words.json").read_text(encoding="utf-8")))
+
+
 class ToyTask(Task):
     code = "toy"
     name = "Toy"
@@ -36,6 +107,16 @@ class ToyTask(Task):
     )
     default_target_models = (ModelSpec("keyword", "python", {"callable": "toy_plugin:keyword_model"}),)
     demo_contexts = ({"topic": "weather"}, {"topic": "food"}, {"topic": "films"})
+    training_recipes = (
+        TrainingRecipe(
+            name="words",
+            model="words",
+            trainer="toy_plugin:train_words",
+            factory="toy_plugin:load_words",
+            description="Naive Bayes over the words of the examples.",
+            hyperparameters={"smoothing": 1.0, "min_count": 1},
+        ),
+    )
 
 
 class ToyPlugin:

@@ -36,6 +36,7 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import training as training_service
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
@@ -378,6 +379,9 @@ def _start_jobs(platform: Platform) -> None:
         submission_service.requeue_unfinished(platform, running_too=platform.jobs.embedded), name="requeue-evaluations"
     )
     asyncio.get_running_loop().create_task(_resend_webhooks(platform), name="resend-webhooks")
+    asyncio.get_running_loop().create_task(
+        training_service.requeue_unfinished(platform, running_too=platform.jobs.embedded), name="requeue-training"
+    )
 
 
 async def _resend_webhooks(platform: Platform) -> None:

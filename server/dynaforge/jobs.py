@@ -34,6 +34,7 @@ from dynaforge.events import EventBus
 from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services.announce import progress_topic
 from dynaforge.settings import Settings
+from dynaforge.training.runner import TrainingKilled, run_job
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +42,10 @@ QUEUE = "evaluations"
 ACTOR = "dynaforge.evaluate"
 WEBHOOK_QUEUE = "webhooks"
 WEBHOOK_ACTOR = "dynaforge.deliver_webhook"
+TRAINING_QUEUE = "training"
+TRAINING_ACTOR = "dynaforge.train"
+#: How many times a training job whose process was killed is delivered again (each starts it over).
+TRAINING_RETRIES = 2
 
 
 #: How many times an evaluation whose process was killed is delivered again (each resumes from its stored chunks);
@@ -167,6 +172,7 @@ class Jobs:
         self.broker = broker or make_broker(settings)
         self.worker: dramatiq.Worker | None = None
         self.on_progress = None if events is None else publisher(events)
+        self.publish = None if events is None else events.publish_threadsafe
 
         def evaluate(evaluation_id: int) -> None:
             status = run_in_child(self.settings, evaluation_id, on_progress=self.on_progress)
@@ -215,6 +221,20 @@ class Jobs:
 
             asyncio.run(once())  # DeliveryFailed propagates: dramatiq retries it with backoff
 
+        def train(job_id: int) -> None:
+            run_job(self.settings, job_id, enqueue=self.enqueue, publish=self.publish)
+
+        self.train_job = dramatiq.actor(
+            broker=self.broker,
+            actor_name=TRAINING_ACTOR,
+            queue_name=TRAINING_QUEUE,
+            max_retries=TRAINING_RETRIES,
+            min_backoff=1_000,
+            max_backoff=60_000,
+            time_limit=int(settings.training_timeout_s * 1000) + 120_000,
+            retry_when=lambda retries, exc: isinstance(exc, TrainingKilled) and retries < TRAINING_RETRIES,
+        )(train)
+
         self.deliver_webhook = dramatiq.actor(
             broker=self.broker,
             actor_name=WEBHOOK_ACTOR,
@@ -233,6 +253,10 @@ class Jobs:
     def enqueue(self, evaluation_ids: list[int]) -> None:
         """Send one message per evaluation; raises BrokerUnavailable (with the cause) when the broker is down."""
         _send(self.evaluate, evaluation_ids, "the evaluations stay queued")
+
+    def train(self, job_id: int) -> None:
+        """One message for a training job; raises BrokerUnavailable when the broker is down."""
+        _send(self.train_job, [job_id], "the training job stays queued")
 
     def send_webhooks(self, delivery_ids: list[int]) -> None:
         """One message per webhook delivery; raises BrokerUnavailable when the broker is down."""
@@ -253,7 +277,10 @@ class Jobs:
                     why,
                 )
         self.worker = dramatiq.Worker(
-            self.broker, queues={QUEUE, WEBHOOK_QUEUE}, worker_threads=max(2, threads), worker_timeout=200
+            self.broker,
+            queues={QUEUE, WEBHOOK_QUEUE, TRAINING_QUEUE},
+            worker_threads=max(2, threads),
+            worker_timeout=200,
         )
         self.worker.start()
 

@@ -177,6 +177,23 @@ class Settings(BaseSettings):
         description="evaluation: run models whose backend needs no network (uploaded artifacts, local files) in a "
         "network namespace without one, where the kernel allows it (the job worker says at start-up if not)",
     )
+    training_data_dir: Path | None = Field(
+        default=None,
+        description="training jobs: a folder with one sub-folder per task code holding that task's base data (what "
+        "its training recipe's base_data names), for trainCandidateModel(includeBaseData: true); unset: candidates "
+        "learn from the platform's data sets alone",
+    )
+    training_timeout_s: float = Field(
+        default=2 * 3600.0, gt=0, description="training jobs: the longest one may run before it is stopped"
+    )
+    training_memory_limit_mb: int = Field(
+        default=16384,
+        ge=0,
+        description="training jobs: the memory a recipe's process may allocate (RLIMIT_DATA), in MB (0: no limit)",
+    )
+    training_jobs_per_day: int = Field(
+        default=20, ge=1, description="training jobs: how many one task's owners may start in any 24 hours"
+    )
     cache_ttl_s: float = Field(
         default=2.0,
         ge=0,

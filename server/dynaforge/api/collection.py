@@ -122,6 +122,11 @@ class OpenNextRoundInput:
         description="Copy the current round's contexts into the new round, their use counts back at 0; false: "
         "the new round starts without contexts.",
     )
+    candidate: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="Promote a registered model of the task (RegisteredModel.id), e.g. a candidate a training job "
+        "trained: the new round targets exactly it. Not with targetModels.",
+    )
 
 
 @strawberry.input(description="The task whose current round stops collecting examples.")
@@ -328,9 +333,9 @@ OpenNextRoundResult = Annotated[
     strawberry.union(
         "OpenNextRoundResult",
         description="RoundOpened: the next round is open. The other members are the expected failures, and change "
-        "nothing: InvalidInput (a description too long, bad target models or rule), NotAuthenticated, Forbidden "
-        "(not an owner of the task or an admin), NotFound (no such task you can see), Conflict (someone opened the "
-        "next round at the same moment).",
+        "nothing: InvalidInput (a description too long, bad target models or rule, a candidate with target models), "
+        "NotAuthenticated, Forbidden (not an owner of the task or an admin), NotFound (no such task you can see, or "
+        "no such registered model of it), Conflict (someone opened the next round at the same moment).",
     ),
 ]
 CloseRoundResult = Annotated[
@@ -545,6 +550,7 @@ class CollectionMutation:
             rule=None if input.ensemble_rule is None else raw(input.ensemble_rule),
             description=input.description,
             copy_contexts=input.copy_contexts,
+            candidate_id=None if input.candidate is None else parse_id(input.candidate, "candidate", "RegisteredModel"),
         )
         return RoundOpened(round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous))
 

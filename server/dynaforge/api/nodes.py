@@ -26,6 +26,7 @@ from dynaforge.api.evaluation import (
     _snapshot,
 )
 from dynaforge.api.node import Node, decode_global_id
+from dynaforge.api.training import RegisteredModel, TrainingJob
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.example import Example, Validation
 from dynaforge.api.types.round import Round
@@ -42,6 +43,7 @@ from dynaforge.services import leaderboard as board_service
 from dynaforge.services import proposals as proposal_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import training as training_service
 from dynaforge.services import webhooks as webhook_service
 
 Info = strawberry.Info[RequestContext]
@@ -62,6 +64,14 @@ async def _api_token(info: Info, key: str) -> Any:
 
 async def _context(info: Info, key: str) -> Any:
     return ContextType.from_row(await context_service.visible_context(*info.context.caller, _pk(key)))
+
+
+async def _registered_model(info: Info, key: str) -> Any:
+    return RegisteredModel.from_row(await training_service.get_registered(*info.context.caller, _pk(key)))
+
+
+async def _training_job(info: Info, key: str) -> Any:
+    return TrainingJob.from_row(await training_service.get_job(*info.context.caller, _pk(key)))
 
 
 async def _dataset(info: Info, key: str) -> Any:
@@ -143,9 +153,11 @@ NODE_CLASSES: tuple[type, ...] = (
     LeaderboardFork,
     LeaderboardSnapshot,
     Model,
+    RegisteredModel,
     Round,
     Task,
     TaskProposal,
+    TrainingJob,
     User,
     Validation,
     Webhook,
@@ -162,9 +174,11 @@ FETCHERS: dict[str, Callable[[Info, str], Awaitable[Any]]] = {
     "LeaderboardFork": _fork_node,
     "LeaderboardSnapshot": _snapshot_node,
     "Model": _model,
+    "RegisteredModel": _registered_model,
     "Round": _round,
     "Task": _task,
     "TaskProposal": _proposal,
+    "TrainingJob": _training_job,
     "User": _user,
     "Validation": _validation,
     "Webhook": _webhook,

@@ -45,6 +45,7 @@ from dynaforge.api.nodes import NODE_CLASSES, NodeQuery
 from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.api.registry import RegistryQuery
 from dynaforge.api.subscriptions import Subscription
+from dynaforge.api.training import TrainingMutation, TrainingQuery
 from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
 from dynaforge.errors import DynaforgeError, ServiceUnavailable, database_unreachable, text_problem
 from dynaforge.settings import Settings
@@ -194,6 +195,7 @@ QUERY_TYPES: tuple[type, ...] = (
     EvaluationQuery,
     WebhookQuery,
     RegistryQuery,
+    TrainingQuery,
 )
 MUTATION_TYPES: tuple[type, ...] = (
     CoreMutation,
@@ -203,6 +205,7 @@ MUTATION_TYPES: tuple[type, ...] = (
     ContextMutation,
     ModelUploadMutation,
     WebhookMutation,
+    TrainingMutation,
 )
 Query = merge_types("Query", QUERY_TYPES)
 Mutation = merge_types("Mutation", MUTATION_TYPES)

@@ -22,6 +22,7 @@ from dynaforge.api.context import RequestContext
 from dynaforge.api.enums import EvaluationStatus, RoundChange
 from dynaforge.api.errors import errors_as_graphql, query_error
 from dynaforge.api.node import global_id, parse_id
+from dynaforge.api.training import TrainingStatus
 from dynaforge.api.types.example import Example, ValidationLabel
 from dynaforge.api.types.round import Round
 from dynaforge.errors import DynaforgeError
@@ -30,6 +31,7 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import training as training_service
 from dynaforge.services import visibility
 
 Info = strawberry.Info[RequestContext]
@@ -47,6 +49,18 @@ class RoundChanged:
     task_code: str = strawberry.field(description="The code of the task whose round changed.")
     change: RoundChange = strawberry.field(description="What happened to the round.")
     round: Round = strawberry.field(description="The round as it is now; for OPENED, the new round.")
+
+
+@strawberry.type(description="A training job started, moved on, or ended.")
+class TrainingProgress:
+    job_id: strawberry.ID = strawberry.field(description="The id of the job (TrainingJob.id).")
+    status: TrainingStatus = strawberry.field(description="RUNNING while it runs, then SUCCEEDED, FAILED or CANCELLED.")
+    progress: float = strawberry.field(description="How far the recipe is, 0 to 1.")
+    stage: str = strawberry.field(description="What the recipe is doing, in its own words.")
+    error: str | None = strawberry.field(description="Why it FAILED.")
+    candidate_id: strawberry.ID | None = strawberry.field(
+        description="The registered candidate (RegisteredModel.id), once SUCCEEDED."
+    )
 
 
 @strawberry.type(description="An evaluation of the model started, finished a chunk, or ended.")
@@ -197,6 +211,32 @@ class Subscription:
                 continue
             yield RoundChanged(
                 task_code=payload["task_code"], change=RoundChange(payload["change"]), round=Round.from_row(row)
+            )
+
+    @strawberry.subscription(
+        description="Progress of a training job: as it starts, as its recipe reports stages, and when it ends. The "
+        "task's owners and admins."
+    )
+    async def training_progress(
+        self,
+        info: Info,
+        job_id: Annotated[strawberry.ID, strawberry.argument(description="The id of the job (TrainingJob.id).")],
+    ) -> AsyncGenerator[TrainingProgress, None]:
+        try:
+            topic = await training_service.progress_topic(
+                *info.context.caller, parse_id(job_id, "jobId", "TrainingJob")
+            )
+        except DynaforgeError as exc:
+            raise query_error(exc) from None
+        async for payload in _events(info, topic):
+            candidate = payload.get("candidate_id")
+            yield TrainingProgress(
+                job_id=global_id("TrainingJob", payload["job_id"]),
+                status=TrainingStatus(payload["status"]),
+                progress=float(payload.get("progress") or 0.0),
+                stage=str(payload.get("stage") or ""),
+                error=payload.get("error"),
+                candidate_id=None if candidate is None else global_id("RegisteredModel", candidate),
             )
 
     @strawberry.subscription(

@@ -142,6 +142,8 @@ class Round(Counters, table=True):
     description: str = Field(default="")
     target_models: list = _json(list)
     ensemble_rule: str = Field(default="majority", max_length=20)
+    #: the registry entry (``registered_models.id``) of each target model, in the order of ``target_models``
+    target_registry_ids: list = _json(list)
     secret: str = Field(max_length=64)
     started_at: datetime = _ts()
     ended_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
@@ -464,3 +466,73 @@ class WebhookDelivery(SQLModel, table=True):
     created_at: datetime = _ts()
     last_attempt_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
     delivered_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+
+
+class RegisteredModelOrigin:
+    """Where a registry entry's model came from."""
+
+    SHIPPED = "SHIPPED"  # the weights a task plugin's package ships
+    STORE = "STORE"  # what `dynaforge train` put in the model store (its current version)
+    CONFIGURED = "CONFIGURED"  # a configuration an owner or admin set (an endpoint, an uploaded artifact, ...)
+    TRAINED = "TRAINED"  # a training job's candidate
+    ALL = (SHIPPED, STORE, CONFIGURED, TRAINED)
+
+
+class RegisteredModel(SQLModel, table=True):
+    """The model registry: one immutable record per model version a task has targeted or trained. ``config`` is
+    pinned (a weights digest where there are weights), so a round says exactly what it ran against."""
+
+    __tablename__ = "registered_models"
+    id: int = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    name: str = Field(max_length=100)
+    backend: str = Field(max_length=60)
+    config: dict = _json()
+    spec_sha256: str = Field(max_length=64)  # of the canonical (backend, config): the same model, the same hash
+    weights: str | None = Field(default=None, max_length=64)  # the model store digest of its weights, if any
+    origin: str = Field(max_length=16)
+    recipe: str | None = Field(default=None, max_length=100)
+    hyperparameters: dict = _json()
+    seed: int | None = Field(default=None)
+    training_data: dict = _json()  # data sets (id, name, size, sha256), base data, example counts
+    metrics: dict = _json()  # what the recipe measured on its held-out data
+    parent_id: int | None = Field(default=None, foreign_key="registered_models.id", ondelete="SET NULL")
+    model_id: int | None = Field(default=None, foreign_key="models.id", ondelete="SET NULL")  # its evaluations
+    training_job_id: int | None = Field(default=None, sa_column_kwargs={"unique": True})
+    created_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    created_at: datetime = _ts()
+
+
+class TrainingStatus:
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    SUCCEEDED = "SUCCEEDED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    FINISHED = (SUCCEEDED, FAILED, CANCELLED)
+
+
+class TrainingJob(SQLModel, table=True):
+    """One ``trainCandidateModel`` request: a recipe trained on data sets in a job, into a registered candidate."""
+
+    __tablename__ = "training_jobs"
+    id: int = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    user_id: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    recipe: str = Field(max_length=100)
+    hyperparameters: dict = _json()
+    seed: int = Field(default=0)
+    dataset_ids: list = _json(list)
+    include_base_data: bool = Field(default=False)
+    parent_id: int | None = Field(default=None, foreign_key="registered_models.id", ondelete="SET NULL")
+    status: str = Field(default=TrainingStatus.QUEUED, max_length=16)
+    progress: float = Field(default=0.0)
+    stage: str = Field(default="", max_length=100)
+    error: str | None = Field(default=None, max_length=4000)
+    log_tail: str | None = Field(default=None, max_length=20000)
+    attempts: int = Field(default=0)
+    cancel_requested: bool = Field(default=False)
+    candidate_id: int | None = Field(default=None, foreign_key="registered_models.id", ondelete="SET NULL")
+    created_at: datetime = _ts()
+    started_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    finished_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))

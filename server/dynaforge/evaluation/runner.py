@@ -337,6 +337,7 @@ class Runner:
         details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
         if golds:
             details["intervals"] = self._intervals(task, list(metrics), golds, predictions, seed)
+            details["fooling"] = scoring.fooling_rate(task, golds, predictions)
         slices = [self.plugins.registry.slices[n] for n in task.fairness_slices if n in self.plugins.registry.slices]
         if slices and golds:
             per_slice = scoring.slice_metrics(task, slices, golds, predictions, golds, metrics=registry)

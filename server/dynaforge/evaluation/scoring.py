@@ -535,3 +535,39 @@ def slice_gaps(
             }
         result[slice_name] = gaps
     return result
+
+
+# ----------------------------------------------------------------------------------------------------------- fooling
+
+
+def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """The Wilson score interval of a proportion (95% by default); ``(0, 1)`` when ``n`` is 0."""
+    if n <= 0:
+        return (0.0, 1.0)
+    phat = successes / n
+    denominator = 1 + z * z / n
+    centre = (phat + z * z / (2 * n)) / denominator
+    half = z * math.sqrt(phat * (1 - phat) / n + z * z / (4 * n * n)) / denominator
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def fooling_rate(
+    task: Task, golds: Sequence[Mapping[str, Any]], predictions: Sequence[Mapping[str, Any] | None]
+) -> dict[str, Any]:
+    """The share of items on which the model is fooled by the task's own rule (``Task.is_fooled``, what decides
+    ``fooled`` when an annotator writes an example), with a Wilson interval: on a round's accepted examples, the
+    validated model error rate (vMER) that round would have had with this model in the loop. An unusable output,
+    or one the rule cannot judge, counts as fooled."""
+    fooled = 0
+    for gold, prediction in zip(golds, predictions, strict=True):
+        if prediction is None:
+            fooled += 1
+            continue
+        context, example = task.split_fields(dict(gold))
+        try:
+            fooled += bool(task.is_fooled(example, dict(prediction), context))
+        except Exception:  # noqa: BLE001 - a plugin rule that cannot judge an output counts it as fooling
+            fooled += 1
+    n = len(golds)
+    low, high = wilson_interval(fooled, n)
+    return {"rate": fooled / n if n else None, "fooled": fooled, "n": n, "interval": [low, high]}

@@ -17,7 +17,7 @@ from dynaforge.db.models import Context, Round, TaskOwner, TaskRow, User, utcnow
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
 from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.outbound import OutboundPolicy, OutboundRefused
-from dynaforge.services import announce
+from dynaforge.services import announce, registry
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
@@ -78,12 +78,20 @@ class TaskView:
 
 
 async def sync_registered_tasks(p: Platform) -> list[str]:
-    """Make sure every registered task has a row and an open round 1 with the task's default target models.
+    """Make sure every registered task has a row and an open round 1 with the task's default target models (pinned
+    and registered: :mod:`dynaforge.services.registry`).
 
     Idempotent and safe to run from several processes at once; returns the codes of the tasks it created.
     """
     created = []
     for code, task in p.plugins.registry.tasks.items():
+        async with p.db.session() as s:
+            row = await s.scalar(select(TaskRow).where(col(TaskRow.code) == code))
+            started = (
+                row is not None
+                and (await s.scalar(select(col(Round.id)).where(col(Round.task_id) == row.id).limit(1))) is not None
+            )
+        pinned = [] if started else await registry.pin(p, task, list(task.default_target_models))
         try:
             async with p.db.write() as s:
                 row = await s.scalar(select(TaskRow).where(col(TaskRow.code) == code))
@@ -96,11 +104,14 @@ async def sync_registered_tasks(p: Platform) -> list[str]:
                     row.name = task.name
                 has_round = await s.scalar(select(col(Round.id)).where(col(Round.task_id) == row.id).limit(1))
                 if has_round is None:
+                    if not pinned:  # another process opened round 1 between the read and now: pin anyway
+                        pinned = await registry.pin(p, task, list(task.default_target_models))
                     s.add(
                         Round(
                             task_id=row.id,
                             number=1,
-                            target_models=[m.as_dict() for m in task.default_target_models],
+                            target_models=[item.spec.as_dict() for item in pinned],
+                            target_registry_ids=await registry.register(s, row.id, pinned, user_id=None),
                             secret=secrets.token_hex(32),
                         )
                     )
@@ -169,6 +180,12 @@ async def current_round(s: AsyncSession, task_id: int) -> Round | None:
     return await s.scalar(
         select(Round).where(col(Round.task_id) == task_id).order_by(col(Round.number).desc()).limit(1)
     )
+
+
+async def rounds_of(p: Platform, task_id: int) -> list[Round]:
+    """A task's rounds, in order (for what anyone who can see the task may read about them)."""
+    async with p.db.session() as s:
+        return list(await s.scalars(select(Round).where(col(Round.task_id) == task_id).order_by(col(Round.number))))
 
 
 async def require_current_round(s: AsyncSession, task_id: int, task_code: str) -> Round:
@@ -366,13 +383,28 @@ async def open_next_round(
     rule: str | None = None,
     description: str = "",
     copy_contexts: bool = False,
+    candidate_id: int | None = None,
 ) -> tuple[Round, Round | None]:
-    """Owners close the current round and open the next: new target models (default: the current ones), a new
-    export secret, optionally a copy of the current round's contexts. Returns the new round and the closed one."""
+    """Owners close the current round and open the next: new target models (default: the current ones; or
+    ``candidate_id``, a registry entry of this task such as a training job's candidate), a new export secret,
+    optionally a copy of the current round's contexts. The targets are pinned and registered. Returns the new round
+    and the closed one."""
     actor = require_user(actor)
     view = await get_task(p, actor, code)
     if len(description) > 5000:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 5000 characters")])
+    if candidate_id is not None and models is not None:
+        raise InvalidInput.from_errors(
+            [FieldError("candidate", "exclusive", "give either a candidate or models, not both")]
+        )
+    candidate = None
+    if candidate_id is not None:
+        async with p.db.session() as s:
+            if not await is_owner(s, actor, view.row.id):
+                raise Forbidden(f"Only owners of {view.task.code} and admins can open its next round")
+            candidate = (await registry.entries(s, [candidate_id])).get(candidate_id)
+        if candidate is None or candidate.task_id != view.row.id:
+            raise NotFound(f"Task {code} has no registered model {candidate_id}; see task.registeredModels")
     specs = check_target_models(p, models, rule or "majority") if models is not None else None
     if specs is None and rule is not None and rule not in ENSEMBLE_RULES:
         raise InvalidInput.from_errors(
@@ -383,6 +415,17 @@ async def open_next_round(
             if not await is_owner(s, actor, view.row.id):
                 raise Forbidden(f"Only owners of {view.task.code} and admins can open its next round")
         await _check_models_allowed(p, actor, specs)  # outside the write: it may resolve host names
+    if candidate is not None:  # its configuration is the platform's own (a recipe's factory and stored weights)
+        specs = [ModelSpec(name=candidate.name, backend=candidate.backend, config=dict(candidate.config))]
+    if specs is None:
+        async with p.db.session() as s:
+            latest = await current_round(s, view.row.id)
+        specs = (
+            [ModelSpec.from_dict(m) for m in latest.target_models]
+            if latest is not None
+            else list(view.task.default_target_models)
+        )
+    pinned = await registry.pin(p, view.task, specs)
     try:
         async with p.db.write() as s:
             previous = await _owned_open_round(s, actor, view, "open its next round")
@@ -393,11 +436,8 @@ async def open_next_round(
                 task_id=view.row.id,
                 number=(previous.number if previous else 0) + 1,
                 description=description,
-                target_models=[m.as_dict() for m in specs]
-                if specs is not None
-                else list(
-                    previous.target_models if previous else [m.as_dict() for m in view.task.default_target_models]
-                ),
+                target_models=[item.spec.as_dict() for item in pinned],
+                target_registry_ids=await registry.register(s, view.row.id, pinned, user_id=actor.user_id),
                 ensemble_rule=rule or (previous.ensemble_rule if previous else "majority"),
                 secret=secrets.token_hex(32),
                 started_at=now,
@@ -607,13 +647,15 @@ async def set_target_models(
         if not await is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {code} and admins can set its target models")
     await _check_models_allowed(p, actor, specs)  # outside the write: it may resolve host names
+    pinned = await registry.pin(p, view.task, specs)
     async with p.db.write() as s:
         if not await is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {code} and admins can set its target models")
         round_ = await current_round(s, view.row.id)
         if round_ is None or round_.ended_at is not None:
             raise RoundClosed(f"Task {code} has no open round; open the next one first")
-        round_.target_models = [spec.as_dict() for spec in specs]
+        round_.target_models = [item.spec.as_dict() for item in pinned]
+        round_.target_registry_ids = await registry.register(s, view.row.id, pinned, user_id=actor.user_id)
         round_.ensemble_rule = rule
         await s.flush()
     p.caches.rounds.pop(view.row.id)

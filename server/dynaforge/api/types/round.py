@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.scalars import JSON
@@ -18,6 +19,10 @@ from dynaforge.db.models import as_utc
 from dynaforge.services import cursors
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import training as training_service
+
+if TYPE_CHECKING:
+    from dynaforge.api.training import RegisteredModel
 
 
 @strawberry.type(description="A model a round puts in the loop: annotators try to fool it.")
@@ -28,6 +33,23 @@ class TargetModel:
     backend: str = strawberry.field(description="The registered inference backend that serves it (e.g. http).")
     task_id: strawberry.Private[int]
     raw_config: strawberry.Private[dict]
+    registry_id: strawberry.Private[int | None] = None
+
+    @strawberry.field(
+        description="Its entry in the task's model registry: the exact weights (by digest) the round runs against, "
+        "where they came from (shipped, trained on the platform and from which data, ...) and its parent model. "
+        "Null for rounds opened before the registry existed."
+    )
+    async def registered(
+        self, info: strawberry.Info[RequestContext]
+    ) -> Annotated[RegisteredModel, strawberry.lazy("dynaforge.api.training")] | None:
+        from dynaforge.api.training import RegisteredModel
+
+        if self.registry_id is None:
+            return None
+        found = await training_service.registered_many(*info.context.caller, [self.registry_id])
+        row = found.get(self.registry_id)
+        return None if row is None else RegisteredModel.from_row(row)
 
     @strawberry.field(
         description="The backend configuration; only the task's owners and admins see it (it may "
@@ -103,8 +125,14 @@ class Round(Node):
             number=row.number,
             description=row.description,
             target_models=[
-                TargetModel(name=m["name"], backend=m["backend"], task_id=row.task_id, raw_config=m.get("config") or {})
-                for m in row.target_models
+                TargetModel(
+                    name=m["name"],
+                    backend=m["backend"],
+                    task_id=row.task_id,
+                    raw_config=m.get("config") or {},
+                    registry_id=_registry_id(row, i),
+                )
+                for i, m in enumerate(row.target_models)
             ],
             ensemble_rule=EnsembleRule(row.ensemble_rule),
             started_at=as_utc(row.started_at),
@@ -115,3 +143,8 @@ class Round(Node):
             retracted=row.retracted,
             pending=row.pending,
         )
+
+
+def _registry_id(row: RoundRow, index: int) -> int | None:
+    ids = row.target_registry_ids or []
+    return int(ids[index]) if index < len(ids) and ids[index] is not None else None

@@ -1,0 +1,425 @@
+"""Retraining on the platform: the model registry, training jobs, the round × model matrix, training progress."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Annotated, Any
+
+import strawberry
+from strawberry.scalars import JSON
+
+from dynaforge.api.context import RequestContext
+from dynaforge.api.errors import (
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    RateLimited,
+    errors_as_graphql,
+    errors_as_union,
+)
+from dynaforge.api.evaluation import Dataset, Evaluation, Model
+from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.db.models import RegisteredModel as RegisteredModelRow
+from dynaforge.db.models import TrainingJob as TrainingJobRow
+from dynaforge.db.models import as_utc
+from dynaforge.errors import FieldError
+from dynaforge.errors import InvalidInput as DomainInvalidInput
+from dynaforge.services import datasets as dataset_service
+from dynaforge.services import submissions as submission_service
+from dynaforge.services import tasks as task_service
+from dynaforge.services import training as training_service
+from dynaforge.tasks.base import TrainingRecipe as RecipeSpec
+
+Info = strawberry.Info[RequestContext]
+TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
+
+
+@strawberry.enum(description="Where a registered model came from.")
+class ModelOrigin(Enum):
+    SHIPPED = strawberry.enum_value("SHIPPED", description="The weights the task's plugin package ships.")
+    STORE = strawberry.enum_value(
+        "STORE", description="What an operator trained with `dynaforge train` into the model store."
+    )
+    CONFIGURED = strawberry.enum_value(
+        "CONFIGURED", description="A configuration an owner or admin set: an endpoint, an uploaded artifact, ..."
+    )
+    TRAINED = strawberry.enum_value("TRAINED", description="A candidate a training job trained on the platform.")
+
+
+@strawberry.enum(description="Where a training job is.")
+class TrainingStatus(Enum):
+    QUEUED = strawberry.enum_value("QUEUED", description="Waiting for a worker.")
+    RUNNING = strawberry.enum_value("RUNNING", description="The recipe is running (see progress and stage).")
+    SUCCEEDED = strawberry.enum_value("SUCCEEDED", description="The candidate is registered and being evaluated.")
+    FAILED = strawberry.enum_value("FAILED", description="It stopped; `error` says why. Nothing was registered.")
+    CANCELLED = strawberry.enum_value("CANCELLED", description="An owner cancelled it. Nothing was registered.")
+
+
+@strawberry.type(description="How a task trains new versions of its model from the platform's examples.")
+class TrainingRecipe:
+    name: str = strawberry.field(description="Its name (trainCandidateModel's `recipe`).")
+    model: str = strawberry.field(description="The model it trains (the name of the task's default target).")
+    description: str = strawberry.field(description="What it does, in the task author's words.")
+    hyperparameters: JSON = strawberry.field(
+        description="Its hyper-parameters with their defaults; a value given must have the default's type."
+    )
+    base_data: str = strawberry.field(
+        description="What its base data is (empty: it uses none); includeBaseData adds it to the data sets."
+    )
+    base_data_available: bool = strawberry.field(
+        description="Whether this server holds the base data (DYNAFORGE_TRAINING_DATA_DIR/<task>)."
+    )
+
+    @classmethod
+    def of(cls, recipe: RecipeSpec, available: bool) -> TrainingRecipe:
+        return cls(
+            name=recipe.name,
+            model=recipe.model,
+            description=recipe.description,
+            hyperparameters=JSON(dict(recipe.hyperparameters)),
+            base_data=recipe.base_data,
+            base_data_available=available and bool(recipe.base_data),
+        )
+
+
+@strawberry.type(
+    description="A model version in the task's registry: what a round targeted or a training job trained, never "
+    "changed once written. The task's owners and admins see every one; others, those some round targeted."
+)
+class RegisteredModel(Node):
+    row: strawberry.Private[RegisteredModelRow]
+    name: str = strawberry.field(description="The model's name.")
+    backend: str = strawberry.field(description="The inference backend that runs it.")
+    weights: str | None = strawberry.field(
+        description="The SHA-256 digest of its weights in the model store; null for a model without stored weights "
+        "(an endpoint)."
+    )
+    origin: ModelOrigin = strawberry.field(description="Where it came from.")
+    recipe: str | None = strawberry.field(description="The training recipe that made it (TRAINED, SHIPPED, STORE).")
+    hyperparameters: JSON = strawberry.field(description="The recipe's hyper-parameters it was trained with.")
+    seed: int | None = strawberry.field(description="The training seed.")
+    training_data: JSON = strawberry.field(
+        description="What it was trained on: `datasets` (id, name, size and the SHA-256 of their examples), "
+        "`examples` (how many), `examples_sha256`, `base_data` (whether the task's base data was included)."
+    )
+    metrics: JSON = strawberry.field(description="What its recipe measured on held-out data while training it.")
+    created_at: datetime = strawberry.field(description="When it was registered (UTC).")
+
+    @strawberry.field(description="The model it was trained from: the round's target when the job was asked for.")
+    async def parent(self, info: Info) -> RegisteredModel | None:
+        if self.row.parent_id is None:
+            return None
+        found = await training_service.registered_many(*info.context.caller, [self.row.parent_id])
+        row = found.get(self.row.parent_id)
+        return None if row is None else RegisteredModel.from_row(row)
+
+    @strawberry.field(
+        description="The model whose evaluations score it on every scoring set (null until it has one, or when you "
+        "may not see it)."
+    )
+    async def model(self, info: Info) -> Model | None:
+        if self.row.model_id is None:
+            return None
+        try:
+            row, privileged = await submission_service.get_model(*info.context.caller, self.row.model_id)
+        except Exception:  # noqa: BLE001 - a model one may not see reads as null
+            return None
+        return Model.from_row(row, privileged)
+
+    @strawberry.field(description="The numbers of the rounds that targeted it.")
+    async def rounds(self, info: Info) -> list[int]:
+        rounds = await task_service.rounds_of(info.context.platform, self.row.task_id)
+        return [r.number for r in rounds if self.row.id in (r.target_registry_ids or [])]
+
+    @classmethod
+    def from_row(cls, row: RegisteredModelRow) -> RegisteredModel:
+        return cls(
+            row=row,
+            id=global_id("RegisteredModel", row.id),
+            name=row.name,
+            backend=row.backend,
+            weights=row.weights,
+            origin=ModelOrigin(row.origin),
+            recipe=row.recipe,
+            hyperparameters=JSON(dict(row.hyperparameters or {})),
+            seed=row.seed,
+            training_data=JSON(dict(row.training_data or {})),
+            metrics=JSON(dict(row.metrics or {})),
+            created_at=as_utc(row.created_at),
+        )
+
+
+@strawberry.type(description="A training job (the task's owners and admins): a recipe trained into a candidate.")
+class TrainingJob(Node):
+    row: strawberry.Private[TrainingJobRow]
+    recipe: str = strawberry.field(description="The recipe it runs.")
+    hyperparameters: JSON = strawberry.field(description="The hyper-parameters, defaults filled in.")
+    seed: int = strawberry.field(description="The seed: the same data, recipe and seed give the same weights.")
+    include_base_data: bool = strawberry.field(description="Whether the task's base data is added to the data sets.")
+    status: TrainingStatus = strawberry.field(description="Where it is.")
+    progress: float = strawberry.field(description="How far the recipe is, 0 to 1.")
+    stage: str = strawberry.field(description="What the recipe is doing (its own words: embedding, fitting, ...).")
+    error: str | None = strawberry.field(description="Why it FAILED.")
+    log_tail: str | None = strawberry.field(description="The end of the recipe's log when it FAILED.")
+    attempts: int = strawberry.field(description="How many times it started (a killed worker's job starts again).")
+    created_at: datetime = strawberry.field(description="When it was asked for (UTC).")
+    started_at: datetime | None = strawberry.field(description="When its last attempt started.")
+    finished_at: datetime | None = strawberry.field(description="When it ended.")
+
+    @strawberry.field(description="The data sets it trains on, in the order given.")
+    async def datasets(self, info: Info) -> list[Dataset]:
+        out = []
+        for dataset_id in self.row.dataset_ids:
+            try:
+                row, _ = await dataset_service.get_dataset(*info.context.caller, int(dataset_id))
+            except Exception:  # noqa: BLE001 - a data set deleted since is left out
+                continue
+            out.append(Dataset.from_row(row))
+        return out
+
+    @strawberry.field(description="The model it trains from (the round's target when it was asked for).")
+    async def parent(self, info: Info) -> RegisteredModel | None:
+        if self.row.parent_id is None:
+            return None
+        row = (await training_service.registered_many(*info.context.caller, [self.row.parent_id])).get(
+            self.row.parent_id
+        )
+        return None if row is None else RegisteredModel.from_row(row)
+
+    @strawberry.field(description="The registered candidate, once SUCCEEDED.")
+    async def candidate(self, info: Info) -> RegisteredModel | None:
+        if self.row.candidate_id is None:
+            return None
+        row = (await training_service.registered_many(*info.context.caller, [self.row.candidate_id])).get(
+            self.row.candidate_id
+        )
+        return None if row is None else RegisteredModel.from_row(row)
+
+    @classmethod
+    def from_row(cls, row: TrainingJobRow) -> TrainingJob:
+        return cls(
+            row=row,
+            id=global_id("TrainingJob", row.id),
+            recipe=row.recipe,
+            hyperparameters=JSON(dict(row.hyperparameters or {})),
+            seed=row.seed,
+            include_base_data=row.include_base_data,
+            status=TrainingStatus(row.status),
+            progress=row.progress,
+            stage=row.stage,
+            error=row.error,
+            log_tail=row.log_tail,
+            attempts=row.attempts,
+            created_at=as_utc(row.created_at),
+            started_at=as_utc(row.started_at),
+            finished_at=as_utc(row.finished_at),
+        )
+
+
+@strawberry.type(description="A proportion with its 95% interval.")
+class Estimate:
+    value: float = strawberry.field(description="The point estimate.")
+    low: float | None = strawberry.field(description="The interval's lower end (null: no interval).")
+    high: float | None = strawberry.field(description="The interval's upper end.")
+
+
+@strawberry.type(description="One registered model on one round's test set.")
+class MatrixCell:
+    round_number: int = strawberry.field(description="The round whose test set this is.")
+    dataset: Dataset = strawberry.field(description="That test set.")
+    evaluation: Evaluation | None = strawberry.field(
+        description="The evaluation behind the figures (null: the model was never queued on this set)."
+    )
+    metric: Estimate | None = strawberry.field(
+        description="The task's principal metric with its bootstrap interval; null until the evaluation is DONE."
+    )
+    fooling_rate: Estimate | None = strawberry.field(
+        description="The share of the set's (validated) examples that fool the model by the task's own rule, with "
+        "a Wilson interval: the vMER that round would have had with this model in the loop."
+    )
+    items: int = strawberry.field(description="How many examples were scored.")
+
+
+@strawberry.type(description="One registered model across every round's test set.")
+class MatrixRow:
+    model: RegisteredModel = strawberry.field(description="The registered model.")
+    cells: list[MatrixCell] = strawberry.field(description="One per round with a test set, in round order.")
+    targeted_rounds: list[int] = strawberry.field(description="The rounds it was the target of.")
+
+
+@strawberry.type(
+    description="Every evaluated registered model of a task against each round's test set: which model a round "
+    "should target next, and whether the candidates trained on the rounds beat their parents."
+)
+class RoundModelMatrix:
+    metric: str = strawberry.field(description="The principal metric shown.")
+    rounds: list[int] = strawberry.field(description="The rounds with a test set (the columns), in order.")
+    rows: list[MatrixRow] = strawberry.field(description="One per evaluated registered model, oldest first.")
+
+
+def _estimate(value: float | None, interval: tuple[float, float] | None) -> Estimate | None:
+    if value is None:
+        return None
+    low, high = interval if interval else (None, None)
+    return Estimate(value=float(value), low=low, high=high)
+
+
+def _matrix(matrix: training_service.Matrix, privileged: bool) -> RoundModelMatrix:
+    rows = []
+    for row in matrix.rows:
+        cells = [
+            MatrixCell(
+                round_number=c.round_number,
+                dataset=Dataset.from_row(c.dataset),
+                evaluation=None if c.evaluation is None else Evaluation.of(c.evaluation, c.dataset, privileged),
+                metric=_estimate(c.value, c.interval),
+                fooling_rate=_estimate(c.fooling_rate, c.fooling_interval),
+                items=c.items,
+            )
+            for c in row.cells
+        ]
+        rows.append(
+            MatrixRow(model=RegisteredModel.from_row(row.entry), cells=cells, targeted_rounds=row.targeted_rounds)
+        )
+    return RoundModelMatrix(metric=matrix.metric, rounds=sorted(matrix.test_sets), rows=rows)
+
+
+# --------------------------------------------------------------------------- queries
+
+
+@strawberry.type
+class TrainingQuery:
+    @strawberry.field(description="The task's training recipes (anyone who can see the task).")
+    @errors_as_graphql
+    async def training_recipes(self, info: Info, task_code: TaskCode) -> list[TrainingRecipe]:
+        p, actor = info.context.caller
+        view = await task_service.get_task(p, actor, task_code)
+        available = training_service.base_data_dir(p.settings, view.task) is not None
+        return [TrainingRecipe.of(r, available) for r in view.task.training_recipes]
+
+    @strawberry.field(
+        description="The task's model registry, newest first: every entry for its owners and admins, the entries "
+        "some round targeted for others."
+    )
+    @errors_as_graphql
+    async def registered_models(self, info: Info, task_code: TaskCode) -> list[RegisteredModel]:
+        rows = await training_service.registered_models(*info.context.caller, task_code)
+        return [RegisteredModel.from_row(r) for r in rows]
+
+    @strawberry.field(description="The task's training jobs, newest first (owners and admins; the latest 50).")
+    @errors_as_graphql
+    async def training_jobs(self, info: Info, task_code: TaskCode) -> list[TrainingJob]:
+        return [TrainingJob.from_row(r) for r in await training_service.list_jobs(*info.context.caller, task_code)]
+
+    @strawberry.field(
+        description="Every evaluated registered model against each round's test set (owners and admins): the "
+        "principal metric and the fooling rate, with intervals."
+    )
+    @errors_as_graphql
+    async def round_model_matrix(self, info: Info, task_code: TaskCode) -> RoundModelMatrix:
+        matrix = await training_service.round_model_matrix(*info.context.caller, task_code)
+        return _matrix(matrix, True)
+
+
+# --------------------------------------------------------------------------- mutations
+
+
+@strawberry.input(description="A candidate model to train on the platform's data.")
+class TrainCandidateModelInput:
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    datasets: list[strawberry.ID] = strawberry.field(
+        description="The data sets to train on (Dataset.id), e.g. the train splits of the rounds so far; their "
+        "items as validated (an owner's correction replaces the annotator's target)."
+    )
+    recipe: str | None = strawberry.field(default=None, description="The recipe (default: the task's first).")
+    hyperparameters: JSON | None = strawberry.field(
+        default=None, description="Values for the recipe's hyper-parameters (TrainingRecipe.hyperparameters)."
+    )
+    seed: int = strawberry.field(default=0, description="The seed; the same inputs and seed give the same weights.")
+    include_base_data: bool = strawberry.field(
+        default=False,
+        description="Add the task's base data (TrainingRecipe.baseData, where the server holds it) to the data sets.",
+    )
+
+
+@strawberry.type(description="The training job is queued; follow it with trainingProgress or trainingJobs.")
+class TrainingStarted:
+    job: TrainingJob = strawberry.field(description="The queued job.")
+
+
+@strawberry.input(description="The training job to stop.")
+class CancelTrainingInput:
+    job_id: strawberry.ID = strawberry.field(description="The job's id (TrainingJob.id).")
+
+
+@strawberry.type(description="The job is cancelled (a running one stops within seconds; nothing is registered).")
+class TrainingCancelled:
+    job: TrainingJob = strawberry.field(description="The job.")
+
+
+TrainCandidateModelResult = Annotated[
+    TrainingStarted | InvalidInput | NotAuthenticated | Forbidden | NotFound | RateLimited,
+    strawberry.union(
+        "TrainCandidateModelResult",
+        description="TrainingStarted: the job is queued. The other members are the expected failures, and store "
+        "nothing: InvalidInput (no such recipe, data set or hyper-parameter, a value of the wrong type, base data "
+        "this server lacks), NotAuthenticated, Forbidden (not an owner of the task or an admin), NotFound (no such "
+        "task you can see), RateLimited (TRAINING_JOBS_PER_DAY reached).",
+    ),
+]
+CancelTrainingResult = Annotated[
+    TrainingCancelled | InvalidInput | NotAuthenticated | NotFound | Conflict,
+    strawberry.union(
+        "CancelTrainingResult",
+        description="TrainingCancelled on success. The other members are the expected failures: InvalidInput (not "
+        "a TrainingJob's id), NotAuthenticated, NotFound (no such job you can see), Conflict (it already ended).",
+    ),
+]
+
+
+def _hyperparameters(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise DomainInvalidInput.from_errors([FieldError("hyperparameters", "type", "must be a JSON object")])
+    return dict(value)
+
+
+@strawberry.type
+class TrainingMutation:
+    @strawberry.mutation(
+        description="Owners and admins train a candidate target model with the task's recipe on data sets of the "
+        "platform (a job with progress in trainingProgress). The candidate is registered with its lineage and "
+        "evaluated on every scoring set as an unpublished model of yours; openNextRound(candidate:) promotes it."
+    )
+    @errors_as_union
+    async def train_candidate_model(
+        self,
+        info: Info,
+        input: Annotated[TrainCandidateModelInput, strawberry.argument(description="What to train on, and how.")],
+    ) -> TrainCandidateModelResult:
+        job = await training_service.train_candidate(
+            *info.context.caller,
+            task_code=input.task_code,
+            dataset_ids=[parse_id(d, "datasets", "Dataset") for d in input.datasets],
+            recipe=input.recipe,
+            hyperparameters=_hyperparameters(input.hyperparameters),
+            seed=input.seed,
+            include_base_data=input.include_base_data,
+        )
+        return TrainingStarted(job=TrainingJob.from_row(job))
+
+    @strawberry.mutation(description="Owners and admins stop a queued or running training job.")
+    @errors_as_union
+    async def cancel_training(
+        self,
+        info: Info,
+        input: Annotated[CancelTrainingInput, strawberry.argument(description="The job.")],
+    ) -> CancelTrainingResult:
+        job = await training_service.cancel_training(
+            *info.context.caller, parse_id(input.job_id, "jobId", "TrainingJob")
+        )
+        return TrainingCancelled(job=TrainingJob.from_row(job))
