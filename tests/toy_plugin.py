@@ -29,12 +29,24 @@ def broken_model(inputs):
 # ---------------------------------------------------------------- a trainable toy model (no torch)
 
 
-def train_words(data, out_dir: Path, *, seed: int, report, progress: bool, smoothing: float = 1.0, min_count: int = 1):
-    """A training recipe: a naive Bayes over the words of ``text`` from the platform's examples, written as JSON.
-    Deterministic for a seed (the seed only orders nothing here: counting is order-free)."""
+def train_words(
+    data,
+    out_dir: Path,
+    *,
+    seed: int,
+    report,
+    progress: bool,
+    smoothing: float = 1.0,
+    min_count: int = 1,
+    pause_s: float = 0.0,
+):
+    """A training recipe: a naive Bayes over the words of ``text`` from the platform's examples, written as JSON
+    (deterministic: counting does not depend on order or seed). ``pause_s`` waits between stages, so that tests can
+    watch progress and cancel a running job."""
     counts = {"good": Counter(), "bad": Counter()}
     labels = Counter()
     report(0.2, "counting words")
+    time.sleep(pause_s)
     for example in data.examples:
         label = example.get("label")
         if label not in counts:
@@ -47,6 +59,7 @@ def train_words(data, out_dir: Path, *, seed: int, report, progress: bool, smoot
         w for w in set(counts["good"]) | set(counts["bad"]) if sum(c[w] for c in counts.values()) >= min_count
     )
     report(0.6, "writing weights")
+    time.sleep(pause_s)
     weights = {
         "format": "toy-words/1",
         "smoothing": smoothing,
@@ -114,7 +127,7 @@ class ToyTask(Task):
             trainer="toy_plugin:train_words",
             factory="toy_plugin:load_words",
             description="Naive Bayes over the words of the examples.",
-            hyperparameters={"smoothing": 1.0, "min_count": 1},
+            hyperparameters={"smoothing": 1.0, "min_count": 1, "pause_s": 0.0},
         ),
     )
 

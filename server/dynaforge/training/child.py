@@ -75,7 +75,6 @@ def _train(job: dict[str, Any], report: Any) -> dict[str, Any]:
         sources=tuple(job.get("sources") or ()),
         base_dir=Path(job["base_dir"]) if job.get("base_dir") else None,
     )
-    report(0.01, "loading")
     return run_recipe(
         recipe,
         data,

@@ -1,0 +1,281 @@
+"""End to end: the whole adversarial loop with retraining, through GraphQL against a real server.
+
+A real ``dynaforge serve`` (its embedded job worker, SQLite and PostgreSQL) runs the toy task, whose round 1 targets
+a keyword model and whose training recipe is a naive Bayes over words (``toy_plugin.train_words``). Annotators write
+examples that fool the keyword model, the operator (an admin: decisive votes) validates them, the round's accepted
+examples become train/dev/test sets, a candidate is trained on the train set (progress followed over websockets),
+evaluated beside its parent, compared in the round x model matrix, promoted by ``openNextRound(candidate:)``, and
+round 2's examples are predicted by it. A second job is cancelled while it runs and registers nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from gql import Client, gql
+from gql.transport.websockets import WebsocketsTransport
+from support import Server, create_operator, database, eventually, register, run, serve, session, toy_process_env
+
+from dynaforge.api.node import parse_id
+
+pytestmark = pytest.mark.e2e
+
+ADD_CONTEXTS = """mutation($input: AddContextsInput!) {
+  addContexts(input: $input) { __typename ... on ContextsAdded { ids } ... on Error { message } } }"""
+CREATE = """mutation($input: CreateExampleInput!) {
+  createExample(input: $input) {
+    __typename
+    ... on CreatedExample { example { id fooled prediction { fields } modelPredictions { model } } }
+    ... on Error { message } } }"""
+VALIDATE = """mutation($input: ValidateExampleInput!) {
+  validateExample(input: $input) { __typename ... on Error { message } } }"""
+DATASETS = """mutation($input: CreateRoundDatasetsInput!) {
+  createRoundDatasets(input: $input) {
+    __typename ... on DatasetsCreated { datasets { id name split access size } } ... on Error { message } } }"""
+RECIPES = 'query { trainingRecipes(taskCode: "toy") { name model hyperparameters baseData baseDataAvailable } }'
+TRAIN = """mutation($input: TrainCandidateModelInput!) {
+  trainCandidateModel(input: $input) {
+    __typename
+    ... on TrainingStarted { job { id status recipe hyperparameters seed } }
+    ... on InvalidInput { message fieldErrors { field rule message } }
+    ... on Error { message } } }"""
+CANCEL = """mutation($input: CancelTrainingInput!) {
+  cancelTraining(input: $input) { __typename ... on TrainingCancelled { job { status } } ... on Error { message } } }"""
+JOBS = """query { trainingJobs(taskCode: "toy") {
+  id status progress stage error attempts datasets { name }
+  candidate { id origin weights recipe seed hyperparameters trainingData metrics parent { id name origin }
+              model { id evaluations { nodes { status dataset { name } } } } } } }"""
+REGISTRY = 'query { registeredModels(taskCode: "toy") { id name origin weights rounds } }'
+MATRIX = """query { roundModelMatrix(taskCode: "toy") {
+  metric rounds
+  rows { model { id name origin } targetedRounds
+         cells { roundNumber items metric { value low high } foolingRate { value low high } } } } }"""
+OPEN = """mutation($input: OpenNextRoundInput!) {
+  openNextRound(input: $input) {
+    __typename
+    ... on RoundOpened { round { number targetModels { name backend
+        registered { id origin weights recipe parent { name origin } trainingData } } } }
+    ... on Error { message } } }"""
+PROGRESS = """subscription($j: ID!) { trainingProgress(jobId: $j) { jobId status progress stage candidateId } }"""
+
+GOOD = ["excellent", "wonderful", "lovely", "superb", "splendid", "cheerful"]
+BAD = ["not good", "no good", "never good", "hardly good", "not so good", "barely good"]
+THINGS = ["soup", "film", "walk", "song", "view", "game", "party"]
+
+
+def _fooling_examples() -> list[dict[str, str]]:
+    """Examples that fool the keyword model ('good' iff the word good appears): praise without the word, and
+    complaints with it."""
+    examples = []
+    for i, thing in enumerate(THINGS):
+        for j in range(3):
+            examples.append({"text": f"a {GOOD[(i + j) % len(GOOD)]} {thing}", "label": "good"})
+            examples.append({"text": f"the {thing} was {BAD[(i + j) % len(BAD)]}", "label": "bad"})
+    return examples
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("sqlite", id="sqlite"),
+        pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
+    ],
+)
+def server(request, tmp_path_factory) -> Iterator[tuple[Server, str]]:
+    workdir = tmp_path_factory.mktemp(f"retraining-{request.param}")
+    with database(request.param, workdir) as database_url:
+        env = toy_process_env(
+            workdir,
+            database_url,
+            data_dir=str(workdir / "data"),
+            environment="test",
+            examples_per_minute="1000",
+            eval_bootstrap_resamples="50",
+        )
+        from support import cli
+
+        cli(env, workdir, "db", "upgrade", "--database-url", database_url)
+        token = create_operator(env, workdir, database_url)
+        with serve(env, workdir, "server", "--database-url", database_url) as base_url:
+            yield Server(request.param, base_url, database_url, env, workdir), token
+
+
+async def _progress(server: Server, token: str, job_id: str, seen: list[dict[str, Any]]) -> None:
+    transport = WebsocketsTransport(
+        url=server.base_url.replace("http://", "ws://") + "/graphql",
+        init_payload={"authorization": f"Bearer {token}"},
+        subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+    )
+    async with Client(transport=transport) as ws:
+        request = gql(PROGRESS)
+        request.variable_values = {"j": job_id}
+        async for event in ws.subscribe(request):
+            seen.append(event["trainingProgress"])
+            if event["trainingProgress"]["status"] != "RUNNING":
+                return
+
+
+async def test_collect_validate_train_evaluate_promote_and_target(server):
+    server, operator = server
+    annotators = [(await register(server, f"writer{i}"))[0] for i in range(3)]
+    examples = _fooling_examples()
+
+    # --- collect: every example fools the keyword model of round 1
+    created = []
+    for i, fields in enumerate(examples):
+        async with session(server, annotators[i % len(annotators)]) as s:
+            result = (await run(s, CREATE, input={"taskCode": "toy", "fields": fields}))["createExample"]
+        assert result["__typename"] == "CreatedExample", result
+        assert result["example"]["fooled"] is True, (fields, result)
+        created.append(result["example"]["id"])
+
+    async with session(server, operator) as s:
+        # --- validate (the operator's votes decide), then split the round into data sets
+        for example_id in created:
+            voted = await run(s, VALIDATE, input={"exampleId": example_id, "label": "CORRECT"})
+            assert voted["validateExample"]["__typename"] == "ValidatedExample", voted
+        made = (await run(s, DATASETS, input={"taskCode": "toy", "roundNumber": 1, "seed": 7}))["createRoundDatasets"]
+        assert made["__typename"] == "DatasetsCreated", made
+        sets = {d["split"]: d for d in made["datasets"] if d["name"].startswith("r1-") and "+" not in d["name"]}
+        assert sets["train"]["size"] + sets["dev"]["size"] + sets["test"]["size"] == len(examples)
+
+        recipes = (await run(s, RECIPES))["trainingRecipes"]
+        assert recipes[0]["name"] == "words" and recipes[0]["baseDataAvailable"] is False
+
+        # --- bad input is refused with what to change, and stores nothing
+        refused = (
+            await run(
+                s,
+                TRAIN,
+                input={"taskCode": "toy", "datasets": [sets["train"]["id"]], "hyperparameters": {"smoothing": "x"}},
+            )
+        )["trainCandidateModel"]
+        assert refused["__typename"] == "InvalidInput", refused
+        assert refused["fieldErrors"][0]["field"] == ["hyperparameters", "smoothing"]
+        assert (await run(s, JOBS))["trainingJobs"] == []
+
+        # --- train a candidate on the train split, following its progress over websockets
+        started = (
+            await run(
+                s,
+                TRAIN,
+                input={
+                    "taskCode": "toy",
+                    "datasets": [sets["train"]["id"]],
+                    "hyperparameters": {"smoothing": 0.5, "pause_s": 1.0},
+                    "seed": 3,
+                },
+            )
+        )["trainCandidateModel"]
+        assert started["__typename"] == "TrainingStarted", started
+        job_id = started["job"]["id"]
+        assert started["job"]["hyperparameters"] == {"smoothing": 0.5, "min_count": 1, "pause_s": 1.0}
+        seen: list[dict[str, Any]] = []
+        await asyncio.wait_for(_progress(server, operator, job_id, seen), timeout=120)
+        assert seen[-1]["status"] == "SUCCEEDED" and seen[-1]["candidateId"], seen
+        stages = [e["stage"] for e in seen]
+        assert "counting words" in stages or "writing weights" in stages, stages
+        fractions = [e["progress"] for e in seen]
+        assert fractions == sorted(fractions), fractions
+
+        [job] = (await run(s, JOBS))["trainingJobs"]
+        assert job["status"] == "SUCCEEDED" and job["attempts"] == 1 and job["progress"] == 1.0, job
+        assert [d["name"] for d in job["datasets"]] == [sets["train"]["name"]]
+        candidate = job["candidate"]
+        assert candidate["id"] == seen[-1]["candidateId"]
+        assert candidate["origin"] == "TRAINED" and len(candidate["weights"]) == 64
+        assert candidate["recipe"] == "words" and candidate["seed"] == 3
+        assert candidate["trainingData"]["examples"] == sets["train"]["size"]
+        assert candidate["trainingData"]["datasets"][0]["id"] == parse_id(sets["train"]["id"], "id", "Dataset")
+        assert len(candidate["trainingData"]["datasets"][0]["sha256"]) == 64
+        assert candidate["metrics"]["training_accuracy"] == 1.0
+        assert candidate["parent"]["name"] == "keyword" and candidate["parent"]["origin"] == "CONFIGURED"
+
+        # --- evaluated like any submission, beside its parent; compared on round 1's test set
+        async def compared() -> dict[str, Any] | None:
+            matrix = (await run(s, MATRIX))["roundModelMatrix"]
+            rows = {r["model"]["name"]: r for r in matrix["rows"]}
+            done = len(rows) == 2 and all(r["cells"][0]["metric"] is not None for r in rows.values())
+            return matrix if done else None
+
+        matrix = await eventually(compared, within=180, every=1.0, what="both models are evaluated")
+        assert matrix["metric"] == "accuracy" and matrix["rounds"] == [1]
+        rows = {r["model"]["name"]: r for r in matrix["rows"]}
+        parent, trained = rows["keyword"]["cells"][0], rows["words"]["cells"][0]
+        assert parent["items"] == trained["items"] == sets["test"]["size"]
+        assert parent["foolingRate"]["value"] == 1.0  # every accepted example fooled it when it was written
+        assert trained["foolingRate"]["value"] < parent["foolingRate"]["value"], (trained, parent)
+        assert trained["metric"]["value"] > parent["metric"]["value"]
+        low, high = trained["foolingRate"]["low"], trained["foolingRate"]["high"]
+        assert low <= trained["foolingRate"]["value"] <= high
+        assert rows["keyword"]["targetedRounds"] == [1] and rows["words"]["targetedRounds"] == []
+
+        # --- promote it: round 2 targets exactly the candidate's weights
+        opened = (
+            await run(s, OPEN, input={"taskCode": "toy", "candidate": candidate["id"], "description": "retrained"})
+        )["openNextRound"]
+        assert opened["__typename"] == "RoundOpened", opened
+        [target] = opened["round"]["targetModels"]
+        assert target["registered"]["id"] == candidate["id"]
+        assert target["registered"]["weights"] == candidate["weights"]
+        assert target["registered"]["parent"] == {"name": "keyword", "origin": "CONFIGURED"}
+        registry = {r["id"]: r for r in (await run(s, REGISTRY))["registeredModels"]}
+        assert registry[candidate["id"]]["rounds"] == [2]
+
+    # --- round 2's examples are predicted by the candidate: what fooled round 1 no longer does
+    async with session(server, annotators[0]) as s:
+        for fields, label in (
+            ({"text": "a superb soup", "label": "good"}, "good"),
+            ({"text": "the film was not good", "label": "bad"}, "bad"),
+        ):
+            result = (await run(s, CREATE, input={"taskCode": "toy", "fields": fields}))["createExample"]
+            assert result["__typename"] == "CreatedExample", result
+            assert result["example"]["prediction"]["fields"]["label"] == label, result
+            assert result["example"]["fooled"] is False
+            assert [m["model"] for m in result["example"]["modelPredictions"]] == ["words"]
+
+
+async def test_a_running_job_is_cancelled_and_registers_nothing(server):
+    server, operator = server
+    async with session(server, operator) as s:
+        registry_before = (await run(s, REGISTRY))["registeredModels"]
+        sets = await _any_train_set(s)
+        started = (
+            await run(
+                s,
+                TRAIN,
+                input={"taskCode": "toy", "datasets": [sets], "hyperparameters": {"pause_s": 30.0}, "seed": 1},
+            )
+        )["trainCandidateModel"]
+        assert started["__typename"] == "TrainingStarted", started
+        job_id = started["job"]["id"]
+
+        async def running() -> bool:
+            jobs = {j["id"]: j for j in (await run(s, JOBS))["trainingJobs"]}
+            return jobs[job_id]["status"] == "RUNNING" and jobs[job_id]["stage"] == "counting words"
+
+        await eventually(running, within=60, every=0.5, what="the job runs")
+        cancelled = (await run(s, CANCEL, input={"jobId": job_id}))["cancelTraining"]
+        assert cancelled["__typename"] == "TrainingCancelled", cancelled
+
+        async def stopped() -> dict[str, Any] | None:
+            jobs = {j["id"]: j for j in (await run(s, JOBS))["trainingJobs"]}
+            return jobs[job_id] if jobs[job_id]["status"] != "RUNNING" else None
+
+        job = await eventually(stopped, within=15, every=0.5, what="the job stops")
+        assert job["status"] == "CANCELLED" and job["candidate"] is None, job
+        again = (await run(s, CANCEL, input={"jobId": job_id}))["cancelTraining"]
+        assert again["__typename"] == "Conflict", again
+        assert (await run(s, REGISTRY))["registeredModels"] == registry_before
+
+
+async def _any_train_set(s: Any) -> str:
+    query = 'query { datasets(taskCode: "toy") { nodes { id name split } } }'
+    nodes = (await run(s, query))["datasets"]["nodes"]
+    train = [d["id"] for d in nodes if d["split"] == "train"]
+    if train:
+        return train[0]
+    return nodes[0]["id"]
