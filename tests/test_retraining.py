@@ -47,7 +47,7 @@ CANCEL = """mutation($input: CancelTrainingInput!) {
 JOBS = """query { trainingJobs(taskCode: "toy") {
   id status progress stage error attempts datasets { name }
   candidate { id origin weights recipe seed hyperparameters trainingData metrics parent { id name origin }
-              model { id evaluations { nodes { status dataset { name } } } } } } }"""
+              modelId } } }"""
 REGISTRY = 'query { registeredModels(taskCode: "toy") { id name origin weights rounds } }'
 MATRIX = """query { roundModelMatrix(taskCode: "toy") {
   metric rounds

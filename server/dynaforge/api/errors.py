@@ -94,7 +94,17 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     **dict.fromkeys(["exclusive"], FieldErrorCode.EXCLUSIVE),
     **dict.fromkeys(["unused", "label"], FieldErrorCode.UNUSED),
     **dict.fromkeys(
-        ["not_allowed", "no_context_fields", "no_correction", "scoring", "changed", "task", "credentials", "internal"],
+        [
+            "not_allowed",
+            "unavailable",
+            "no_context_fields",
+            "no_correction",
+            "scoring",
+            "changed",
+            "task",
+            "credentials",
+            "internal",
+        ],
         FieldErrorCode.NOT_ALLOWED,
     ),
     **dict.fromkeys(["span_context", "span_in_context"], FieldErrorCode.SPAN),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING, Annotated
 
 import strawberry
 from strawberry.scalars import JSON
@@ -13,6 +12,7 @@ from dynaforge.api.enums import EnsembleRule
 from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
+from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.api.types.stats import LeaderboardEntry, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
@@ -20,9 +20,6 @@ from dynaforge.services import cursors
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
-
-if TYPE_CHECKING:
-    from dynaforge.api.training import RegisteredModel
 
 
 @strawberry.type(description="A model a round puts in the loop: annotators try to fool it.")
@@ -40,11 +37,7 @@ class TargetModel:
         "where they came from (shipped, trained on the platform and from which data, ...) and its parent model. "
         "Null for rounds opened before the registry existed."
     )
-    async def registered(
-        self, info: strawberry.Info[RequestContext]
-    ) -> Annotated[RegisteredModel, strawberry.lazy("dynaforge.api.training")] | None:
-        from dynaforge.api.training import RegisteredModel
-
+    async def registered(self, info: strawberry.Info[RequestContext]) -> RegisteredModel | None:
         if self.registry_id is None:
             return None
         found = await training_service.registered_many(*info.context.caller, [self.registry_id])
