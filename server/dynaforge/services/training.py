@@ -396,7 +396,7 @@ async def round_model_matrix(p: Platform, actor: Actor, task_code: str) -> Matri
             )
         )
         model_ids = [e.model_id for e in entries]
-        evaluations = {
+        evaluations: dict[tuple[int | None, int], Evaluation] = {
             (e.model_id, e.dataset_id): e
             for e in await s.scalars(
                 select(Evaluation).where(

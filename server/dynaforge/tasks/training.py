@@ -140,8 +140,8 @@ def read_examples_jsonl(path: Path | str) -> list[dict[str, Any]]:
                 raise ValueError(f"{path}:{lineno}: not JSON ({exc})") from None
             if not isinstance(row, dict):
                 raise ValueError(f"{path}:{lineno}: expected a JSON object")
-            fields = row.get("fields") if isinstance(row.get("fields"), dict) else row
-            examples.append(dict(fields))
+            fields = row.get("fields")
+            examples.append(dict(fields) if isinstance(fields, dict) else dict(row))
     return examples
 
 
