@@ -63,7 +63,8 @@ def _train(job: dict[str, Any], report: Any) -> dict[str, Any]:
     from dynaforge.plugins import Plugins
     from dynaforge.tasks.training import TrainingData, read_examples_jsonl, run_recipe
 
-    plugins = Plugins(allowlist=job.get("plugins"))
+    allowlist = job.get("plugins")
+    plugins = Plugins(allowlist=None if allowlist is None else set(allowlist))
     task = plugins.task(job["task"])
     if task is None:
         raise RuntimeError(f"task {job['task']} is not installed in the training job's environment")

@@ -266,6 +266,7 @@ class JobRun:
     ) -> tuple[subprocess.Popen[bytes], int]:
         """Write the job's data and start the recipe's process (in a session of its own); returns it and the read
         end of its progress pipe. Blocking, and short."""
+        allowlist = self.settings.plugin_allowlist()
         data_file = work / "examples.jsonl"
         with open(data_file, "w", encoding="utf-8") as fh:
             for example in examples:
@@ -280,7 +281,7 @@ class JobRun:
             "base_dir": str(base) if base is not None else None,
             "out_dir": str(work / "out"),
             "result": str(work / "result.json"),
-            "plugins": sorted(self.settings.plugin_allowlist() or []) or None,
+            "plugins": None if allowlist is None else sorted(allowlist),
         }
         (work / "job.json").write_text(json.dumps(spec), encoding="utf-8")
         env = scrubbed_environment(keep={PROGRESS_FD})
