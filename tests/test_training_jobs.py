@@ -8,6 +8,7 @@ deployment's worker finds an installed task. tests/test_retraining.py drives the
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -336,3 +337,29 @@ def test_the_recipe_checks_its_declaration():
     assert values == {"n": 2, "x": 1.0} and errors == []
     _, errors = recipe.check_hyperparameters({"n": True, "x": "1"})
     assert [(e.field, e.rule) for e in errors] == [("hyperparameters.n", "type"), ("hyperparameters.x", "type")]
+
+
+def test_the_train_command_runs_the_recipe_into_the_store(tmp_path):
+    """`dynaforge train` takes the recipe's path: examples from a JSON-lines file, hyper-parameters, the store."""
+    from support import DYNAFORGE, cli
+
+    env = toy_process_env(tmp_path, f"sqlite+aiosqlite:///{tmp_path}/unused.db", data_dir=str(tmp_path / "data"))
+    examples = tmp_path / "examples.jsonl"
+    examples.write_text("".join(json.dumps({"fields": {"text": t, "label": label}}) + "\n" for t, label in _rows()))
+    result = cli(env, tmp_path, "train", "toy", "--examples", str(examples), "--set", "smoothing=0.25", "--seed", "2")
+    metrics = json.loads(result.stdout)
+    assert metrics["training_accuracy"] == 1.0
+    current = ModelStore(tmp_path / "data" / "models").current("toy", "words")
+    assert current is not None and metrics["weights_version"] == current.version
+    record = json.loads((current.path / "training.json").read_text())
+    assert record["hyperparameters"]["smoothing"] == 0.25 and record["seed"] == 2
+    assert record["data"]["sources"][0]["name"] == "examples.jsonl"
+    refused = subprocess.run(
+        [DYNAFORGE, "train", "toy", "--examples", str(examples), "--set", "depth=3"],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert refused.returncode != 0 and "no hyper-parameter 'depth'" in refused.stderr

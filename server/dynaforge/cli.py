@@ -632,7 +632,30 @@ def import_command(
 
 @main.command()
 @click.argument("task_code")
-@click.option("--data", "data_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--data",
+    "data_dir",
+    default=None,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The task's base data folder (what its training recipe's base_data names).",
+)
+@click.option(
+    "--examples",
+    "examples_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A JSON-lines file of the platform's examples (what `dynaforge export` writes, or one object of field "
+    "values per line) to train on besides the base data; repeatable.",
+)
+@click.option("--recipe", "recipe_name", default=None, help="The training recipe (default: the task's first).")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option(
+    "--set",
+    "assignments",
+    multiple=True,
+    metavar="NAME=VALUE",
+    help="A hyper-parameter of the recipe (VALUE is read as JSON when it can be: 2.0, true, 10); repeatable.",
+)
 @click.option(
     "--out",
     "out_dir",
@@ -641,23 +664,87 @@ def import_command(
     help="Where to write the weights (default: a new version in the model store, DYNAFORGE_DATA_DIR/models, "
     "which the task's model then loads instead of the weights its package ships).",
 )
-@click.option("--limit", default=None, type=int, help="Use only this many rows (a quick check).")
-def train(task_code: str, data_dir: Path, out_dir: Path | None, limit: int | None) -> None:
-    """Train TASK_CODE's default target model from a data folder and print its held-out metrics.
+@click.option(
+    "--limit",
+    default=None,
+    type=int,
+    help="A quick check of the plugin's own trainer on this many base rows (not the recipe path).",
+)
+def train(
+    task_code: str,
+    data_dir: Path | None,
+    examples_files: tuple[Path, ...],
+    recipe_name: str | None,
+    seed: int,
+    assignments: tuple[str, ...],
+    out_dir: Path | None,
+    limit: int | None,
+) -> None:
+    """Train TASK_CODE's default target model and print its held-out metrics as JSON.
 
-    Trained weights never go into an installed package: without --out they become a new version in the model
-    store (by content hash) and the current one of that model.
+    A task with a training recipe is trained by it, the path a training job takes (trainCandidateModel): the base
+    data in --data and the examples in --examples, with --set hyper-parameters and --seed. Trained weights never go
+    into an installed package: without --out they become a new version in the model store (by content hash) and the
+    current one of that model, which the next round that opens pins.
     """
     import json
 
+    from dynaforge.model_store import ModelStore
     from dynaforge.plugins import Plugins
+    from dynaforge.tasks.training import TrainingData, examples_digest, read_examples_jsonl, run_recipe
 
     task = Plugins(allowlist=_settings().plugin_allowlist()).task(task_code)
     if task is None:
         raise click.ClickException(f"No task {task_code!r} is installed")
+    recipe = task.training_recipe(recipe_name)
+    if recipe_name is not None and recipe is None:
+        raise click.ClickException(f"Task {task_code} has no training recipe {recipe_name!r}")
+    if recipe is None or limit is not None:
+        if data_dir is None or examples_files or assignments:
+            raise click.ClickException(
+                "--limit runs the plugin's own trainer on --data alone"
+                if limit is not None
+                else f"Task {task_code} has no training recipe: give --data only"
+            )
+        try:
+            metrics = task.train(data_dir, out_dir, progress=True, limit=limit)
+        except NotImplementedError as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(json.dumps(metrics, indent=2, sort_keys=True))
+        return
+    hyperparameters = {}
+    for assignment in assignments:
+        name, sep, text = assignment.partition("=")
+        if not sep or not name:
+            raise click.ClickException(f"--set takes NAME=VALUE, not {assignment!r}")
+        try:
+            hyperparameters[name] = json.loads(text)
+        except ValueError:
+            hyperparameters[name] = text
+    examples: list[dict] = []
+    sources = []
+    for path in examples_files:
+        try:
+            rows = read_examples_jsonl(path)
+        except ValueError as exc:
+            raise click.ClickException(str(exc)) from exc
+        examples.extend(rows)
+        sources.append({"name": path.name, "size": len(rows), "sha256": examples_digest(rows)})
+    data = TrainingData(examples=tuple(examples), sources=tuple(sources), base_dir=data_dir)
+
+    def report(fraction: float, stage: str) -> None:
+        click.echo(f"[{fraction:4.0%}] {stage}", err=True)
+
     try:
-        metrics = task.train(data_dir, out_dir, progress=True, limit=limit)
-    except NotImplementedError as exc:
+        if out_dir is not None:
+            metrics = run_recipe(recipe, data, out_dir, seed=seed, hyperparameters=hyperparameters, report=report)
+        else:
+            store = ModelStore.from_settings(_settings())
+            with store.staging(task.code, recipe.model) as staging:
+                metrics = run_recipe(recipe, data, staging, seed=seed, hyperparameters=hyperparameters, report=report)
+                stored = store.add(task.code, recipe.model, staging)
+            metrics = {**metrics, "weights_dir": str(stored.path), "weights_version": stored.version}
+    except ValueError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(json.dumps(metrics, indent=2, sort_keys=True))
 
