@@ -25,6 +25,7 @@ from bench import (
     p6_leaderboard,
     p7_subscriptions,
     p8_memory,
+    retrain,
     w_web,
 )
 from bench.common import (
@@ -52,6 +53,7 @@ BENCHMARKS: dict[str, ModuleType] = {
         load_mix,
         p8_memory,
         w_web,
+        retrain,
     )  # P8 after the server's targets: its peak covers their traffic; WEB runs a demo server of its own
 }
 BENCHMARK_TIMEOUT_S = 120.0  # a wedged server must not hang the run (a benchmark may set its own TIMEOUT_S)
