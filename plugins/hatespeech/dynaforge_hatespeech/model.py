@@ -146,12 +146,18 @@ class HateSpeechModel:
 
 
 def load(
-    *, weights_dir: Path | str | None = None, max_length: int = DEFAULT_MAX_LENGTH, device: str = "cpu"
+    *,
+    weights_dir: Path | str | None = None,
+    weights_artifact: str | None = None,
+    max_length: int = DEFAULT_MAX_LENGTH,
+    device: str = "cpu",
 ) -> HateSpeechModel:
     """Load the shared encoder and the trained head.
 
-    ``weights_dir`` defaults to the model store's current version of this model (what ``dynaforge train
-    hatespeech`` wrote), else the package's own ``weights/``; ``metadata["weights"]`` says which was loaded.
+    ``weights_dir`` defaults to ``weights_artifact`` (a digest in the model store: what a training recipe wrote,
+    see :func:`dynaforge_hatespeech.train.train_recipe`; its files are hashed again before use), else the model
+    store's current version of this model (what ``dynaforge train hatespeech`` wrote), else the package's own
+    ``weights/``; ``metadata["weights"]`` says which was loaded.
     """
     import torch
     from safetensors.torch import load_file
@@ -161,7 +167,9 @@ def load(
 
     if int(max_length) < 2:
         raise ValueError(f"max_length must be at least 2, got {max_length!r}")
-    weights = resolve_weights(TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir)
+    weights = resolve_weights(
+        TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir, weights_artifact=weights_artifact
+    )
     wdir = weights.path
     head_path = wdir / HEAD_FILE
     if not head_path.is_file():

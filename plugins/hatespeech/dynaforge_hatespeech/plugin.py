@@ -26,9 +26,11 @@ from dynaforge import (
     Slice,
     Task,
     TextField,
+    TrainingRecipe,
     hookimpl,
 )
-from dynaforge_hatespeech.model import MODEL_NAME
+from dynaforge_hatespeech.model import MODEL_NAME, WEIGHTS_DIR
+from dynaforge_hatespeech.train import DATA_FILE, DEFAULT_EXAMPLE_WEIGHT
 
 LABELS: tuple[str, str] = ("hateful", "not_hateful")
 
@@ -129,6 +131,26 @@ class HateSpeechTask(Task):
     fairness_slices = (SLICE_NAME,)
     default_target_models = (
         ModelSpec(name=MODEL_NAME, backend="python", config={"factory": "dynaforge_hatespeech.model:load"}),
+    )
+    training_recipes = (
+        TrainingRecipe(
+            name="default",
+            model=MODEL_NAME,
+            trainer="dynaforge_hatespeech.train:train_recipe",
+            factory="dynaforge_hatespeech.model:load",
+            description=(
+                "The MiniLM head refitted on the platform's examples, each weighing example_weight tweets (in the "
+                "class-weighted fit and in the cross-validated choice of weight decay and threshold), added to the "
+                "training part of the Davidson et al. tweets when the base data is given; the held-out tweets are "
+                "those `dynaforge train` holds out with the same seed (the shipped model's at seed 0), so their "
+                "figures compare. Without base data the examples are split "
+                "themselves (20% held out)."
+            ),
+            hyperparameters={"example_weight": DEFAULT_EXAMPLE_WEIGHT},
+            base_data=f"{DATA_FILE}: the Davidson et al. (2017) CSV (columns class and tweet; class 0 is hateful, "
+            "1 and 2 not_hateful)",
+            shipped=WEIGHTS_DIR,
+        ),
     )
     # No context fields: annotators write examples without a context, and `dynaforge demo` has nothing to store.
     demo_contexts = ()

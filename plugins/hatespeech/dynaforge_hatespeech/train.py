@@ -20,6 +20,13 @@ Steps (all seeded; nothing from the data is written out except counts, hashes an
    accuracy, macro-F1 and per-class precision and recall next to the majority-class baseline (always
    ``not_hateful``);
 6. write ``head.safetensors`` (384 weights and a bias, float32) and ``metadata.json``.
+
+The ``default`` training recipe (:func:`train_recipe`, declared on the task) runs the same pipeline on the
+platform's accepted examples: with the base data (a folder holding ``davidson_2017.csv``) the examples join the
+training part only, where each weighs ``example_weight`` tweets in the fit, in the choice of weight decay and in
+the threshold, and the held-out part is exactly that of a plain ``train`` with the same seed, so its figures compare
+with that run's (the shipped model's at seed 0); without base data the examples are split themselves (stratified,
+20% held out).
 """
 
 from __future__ import annotations
@@ -28,14 +35,17 @@ import csv
 import hashlib
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dynaforge.defaults.metrics import accuracy, macro_f1
 from dynaforge.tasks.training import (
+    TrainingData,
     embed_texts,
     encoder_record,
+    example_weights,
     file_info,
     fit_logistic_regression,
     save_head,
@@ -46,6 +56,9 @@ from dynaforge.tasks.training import (
 
 from .model import DEFAULT_MAX_LENGTH, EMBEDDING_DIM, HEAD_FILE, LABELS, METADATA_FILE, MODEL_NAME, normalise
 
+if TYPE_CHECKING:
+    from torch import Tensor
+
 DATA_FILE = "davidson_2017.csv"
 HATEFUL_CLASS = "0"
 CLASSES = ("0", "1", "2")  # hate speech, offensive language, neither
@@ -54,6 +67,15 @@ FOLDS = 5
 WEIGHT_DECAYS = (0.01, 0.03, 0.1, 0.3, 1.0)
 LBFGS_MAX_ITER = 500
 MIN_LIMIT = 20
+
+# The training recipe.
+DEFAULT_EXAMPLE_WEIGHT = 2.0  # a platform example counts as two tweets of its label (see the README)
+RECIPE_HOLDOUT_FRACTION = 0.20  # held out of the examples when there is no base data
+MIN_RECIPE_EXAMPLES = 20  # examples needed without base data
+MIN_RECIPE_EXAMPLES_PER_LABEL = 6  # of each label: one held out and FOLDS left for cross-validation
+
+#: ``report(fraction, stage)``, a recipe's progress.
+Reporter = Callable[[float, str], None]
 
 
 def read_tweets(path: Path) -> tuple[list[str], list[int]]:
@@ -101,16 +123,22 @@ def stratified_folds(labels: Sequence[int], folds: int, rng: random.Random) -> l
     return fold
 
 
-def fit_logreg(x, y, weight_decay: float):
+def fit_logreg(x, y, weight_decay: float, weights=None):
     """Class-weighted L2 logistic regression (:func:`dynaforge.tasks.training.fit_logistic_regression`).
 
     Each class gets the total weight of the other (``n / (2 n_c)`` per row), so the rare hateful rows count as
-    much as the rest. Returns ``(w, b)`` on the original features (the standardisation is folded in).
+    much as the rest. With ``weights`` (a weight per row: a training recipe's platform examples weigh more than a
+    tweet) the same holds of the weighted totals: a row weighs ``weights[i] * W / (2 W_c)``. Returns ``(w, b)`` on
+    the original features (the standardisation is folded in).
     """
     import torch
 
-    n_pos = float(y.sum())
-    row_weight = torch.where(y == 1, len(y) / (2 * n_pos), len(y) / (2 * (len(y) - n_pos)))
+    if weights is None:
+        n_pos = float(y.sum())
+        row_weight = torch.where(y == 1, len(y) / (2 * n_pos), len(y) / (2 * (len(y) - n_pos)))
+    else:
+        total, w_pos = float(weights.sum()), float((weights * y).sum())
+        row_weight = weights * torch.where(y == 1, total / (2 * w_pos), total / (2 * (total - w_pos)))
     head = fit_logistic_regression(
         x,
         y,
@@ -123,20 +151,28 @@ def fit_logreg(x, y, weight_decay: float):
     return head.weight, head.bias
 
 
-def best_threshold(z, y) -> tuple[float, float]:
+def best_threshold(z, y, weights=None) -> tuple[float, float]:
     """The threshold ``t`` (predict hateful when ``z >= t``) with the highest macro-F1, and that macro-F1.
 
     Exact sweep over every cut between distinct sorted scores; ``t`` is half-way between the two scores of the cut.
+    With ``weights`` the confusion counts are sums of the rows' weights.
     """
     import torch
 
     order = torch.argsort(z, descending=True)
     zs, ys = z[order], y[order]
-    pos, n = float(ys.sum()), len(ys)
-    tp = torch.cumsum(ys, 0)  # predicting the top k+1 rows hateful
-    k = torch.arange(1, n + 1, dtype=torch.float64)
+    n = len(ys)
+    if weights is None:
+        pos, total = float(ys.sum()), float(n)
+        tp = torch.cumsum(ys, 0)  # predicting the top k+1 rows hateful
+        k = torch.arange(1, n + 1, dtype=torch.float64)
+    else:
+        ws = weights[order]
+        pos, total = float((ys * ws).sum()), float(ws.sum())
+        tp = torch.cumsum(ys * ws, 0)
+        k = torch.cumsum(ws, 0)
     fp, fn = k - tp, pos - tp
-    tn = (n - pos) - fp
+    tn = (total - pos) - fp
     f1_hate = 2 * tp / (2 * tp + fp + fn)
     f1_not = torch.where(2 * tn + fn + fp > 0, 2 * tn / (2 * tn + fn + fp), torch.zeros_like(tn))
     score = (f1_hate + f1_not) / 2
@@ -149,7 +185,76 @@ def best_threshold(z, y) -> tuple[float, float]:
     return t, float(score[i])
 
 
-def report(golds: Sequence[str], preds: Sequence[str]) -> dict[str, Any]:
+# --------------------------------------------------------------------------- the pipeline both trainers share
+
+
+def read_base(data_dir: Path, *, limit: int | None, rng: random.Random) -> tuple[Path, list[str], list[int]]:
+    """The base data: the path of ``davidson_2017.csv``, its tweets (normalised) and binary labels; with ``limit``
+    a seeded sample of that many rows (drawn from ``rng``)."""
+    data_path = Path(data_dir) / DATA_FILE
+    raw, labels = read_tweets(data_path)
+    if limit is not None:
+        if limit < MIN_LIMIT:
+            raise ValueError(f"limit must be at least {MIN_LIMIT}")
+        keep = seeded_sample(len(raw), limit, rng)
+        raw, labels = [raw[i] for i in keep], [labels[i] for i in keep]
+    return data_path, [normalise(t) for t in raw], labels
+
+
+def check_folds(y_train: Sequence[int], remedy: str = "give more data or a larger --limit") -> None:
+    """Refuse a training part with fewer than ``FOLDS`` rows of a label."""
+    for value, name in ((1, "hateful"), (0, "not_hateful")):
+        if list(y_train).count(value) < FOLDS:
+            raise ValueError(
+                f"the training part has {list(y_train).count(value)} {name} rows; {FOLDS}-fold cross-validation "
+                f"needs at least {FOLDS}: {remedy}"
+            )
+
+
+@dataclass(frozen=True)
+class ChosenHead:
+    """The refitted head (float64, on raw embeddings): ``weight``, ``bias`` with the threshold folded in, the
+    ``untuned_bias`` without it, the chosen search record and every candidate's."""
+
+    weight: Tensor
+    bias: Tensor
+    untuned_bias: Tensor
+    best: dict[str, float]
+    search: list[dict[str, float]]
+
+
+def select_head(x_train: Tensor, y_train: Tensor, fold: Tensor, *, weights=None, progress: bool) -> ChosenHead:
+    """Steps 4 and 5: the weight decay and threshold of the best cross-validated macro-F1 (rows weighted by
+    ``weights`` when given), and the head refitted on the whole training part."""
+    import torch
+    from tqdm import tqdm
+
+    search = []
+    bar = tqdm(total=len(WEIGHT_DECAYS) * FOLDS, desc="cross-validate", unit="fit", disable=not progress)
+    try:
+        for wd in WEIGHT_DECAYS:
+            oof = torch.empty(len(y_train), dtype=torch.float64)
+            for k in range(FOLDS):
+                fit, val = fold != k, fold == k
+                w, b = fit_logreg(x_train[fit], y_train[fit], wd, None if weights is None else weights[fit])
+                oof[val] = x_train[val] @ w + b
+                bar.update(1)
+            threshold, score = best_threshold(oof, y_train, weights)
+            search.append({"weight_decay": wd, "cv_macro_f1": score, "cv_threshold": threshold})
+    finally:
+        bar.close()
+    best = max(search, key=lambda s: s["cv_macro_f1"])
+    w, b = fit_logreg(x_train, y_train, best["weight_decay"], weights)
+    bias = b - best["cv_threshold"]  # fold the threshold in: hateful iff weight . e + bias >= 0
+    return ChosenHead(w, bias, b, best, search)
+
+
+def predictions(z: Tensor) -> list[str]:
+    """The label of each head score (``z >= 0``: hateful)."""
+    return [LABELS[0] if v >= 0 else LABELS[1] for v in z.tolist()]
+
+
+def label_report(golds: Sequence[str], preds: Sequence[str]) -> dict[str, Any]:
     """Accuracy, macro-F1 (the platform's own metric functions) and per-label precision and recall."""
     per_label = {}
     for label in LABELS:
@@ -169,91 +274,30 @@ def report(golds: Sequence[str], preds: Sequence[str]) -> dict[str, Any]:
     }
 
 
-def train(
-    data_dir: Path,
-    out_dir: Path,
-    *,
-    progress: bool = True,
-    limit: int | None = None,
-    seed: int = 0,
-    cache: Path | None = None,
-) -> dict[str, Any]:
-    """Train the head, write ``head.safetensors`` and ``metadata.json`` to ``out_dir``; return held-out metrics.
+#: The old name of :func:`label_report`.
+report = label_report
 
-    ``limit`` trains on a seeded random sample of that many rows (smoke tests); ``cache`` is a file where the
-    embeddings of exactly these texts are kept between runs (development only: re-embedding takes minutes).
-    """
-    import torch
-    from tqdm import tqdm
 
-    t0 = time.perf_counter()
-    data_path = Path(data_dir) / DATA_FILE
-    raw, labels = read_tweets(data_path)
-    rng = random.Random(seed)
-    if limit is not None:
-        if limit < MIN_LIMIT:
-            raise ValueError(f"limit must be at least {MIN_LIMIT}")
-        keep = seeded_sample(len(raw), limit, rng)
-        raw, labels = [raw[i] for i in keep], [labels[i] for i in keep]
-    texts = [normalise(t) for t in raw]
-
-    train_idx, hold_idx = stratified_holdout(labels, HOLDOUT_FRACTION, rng)
-    seen = {texts[i] for i in train_idx}
-    n_hold_drawn = len(hold_idx)
-    hold_idx = [i for i in hold_idx if texts[i] not in seen]
-    y_train = [labels[i] for i in train_idx]
-    for value, name in ((1, "hateful"), (0, "not_hateful")):
-        if y_train.count(value) < FOLDS:
-            raise ValueError(
-                f"the training part has {y_train.count(value)} {name} rows; {FOLDS}-fold cross-validation needs at "
-                f"least {FOLDS}: give more data or a larger --limit"
-            )
-
-    t_embed = time.perf_counter()
-    embeddings = _cached_embeddings(texts, cache)
-    if embeddings is None:
-        embeddings = embed_texts(texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed tweets")
-        if cache is not None:
-            torch.save({"sha256": _texts_digest(texts), "embeddings": embeddings}, cache)
-    embed_seconds = time.perf_counter() - t_embed
-
-    x_all = embeddings.double()
-    y_all = torch.tensor(labels, dtype=torch.float64)
-    x_train, y_tr = x_all[train_idx], y_all[train_idx]
-    fold = torch.tensor(stratified_folds(y_train, FOLDS, rng))
-
-    t_fit = time.perf_counter()
-    search = []
-    bar = tqdm(total=len(WEIGHT_DECAYS) * FOLDS, desc="cross-validate", unit="fit", disable=not progress)
-    try:
-        for wd in WEIGHT_DECAYS:
-            oof = torch.empty(len(train_idx), dtype=torch.float64)
-            for k in range(FOLDS):
-                fit, val = fold != k, fold == k
-                w, b = fit_logreg(x_train[fit], y_tr[fit], wd)
-                oof[val] = x_train[val] @ w + b
-                bar.update(1)
-            threshold, score = best_threshold(oof, y_tr)
-            search.append({"weight_decay": wd, "cv_macro_f1": score, "cv_threshold": threshold})
-    finally:
-        bar.close()
-    best = max(search, key=lambda s: s["cv_macro_f1"])
-    w, b = fit_logreg(x_train, y_tr, best["weight_decay"])
-    bias = b - best["cv_threshold"]  # fold the threshold in: hateful iff weight . e + bias >= 0
-    fit_seconds = time.perf_counter() - t_fit
-
-    x_hold = x_all[hold_idx]
-    z_hold = x_hold @ w + bias
-    golds = [LABELS[0] if labels[i] else LABELS[1] for i in hold_idx]
-    holdout = report(golds, [LABELS[0] if z >= 0 else LABELS[1] for z in z_hold.tolist()])
-    untuned = report(golds, [LABELS[0] if z >= 0 else LABELS[1] for z in (x_hold @ w + b).tolist()])
-    baseline = report(golds, [LABELS[1]] * len(golds))
-
-    tensors = {
-        "weight": w.to(torch.float32).reshape(1, EMBEDDING_DIM).contiguous(),
-        "bias": bias.to(torch.float32).reshape(1).contiguous(),
+def evaluate(z: Tensor, untuned_z: Tensor, golds: Sequence[str]) -> dict[str, Any]:
+    """The held-out figures: with the tuned threshold, without it, and of the majority-class baseline."""
+    return {
+        "holdout": label_report(golds, predictions(z)),
+        "holdout_without_threshold_tuning": label_report(golds, predictions(untuned_z)),
+        "holdout_majority_baseline": {"predicts": LABELS[1], **label_report(golds, [LABELS[1]] * len(golds))},
     }
-    metadata = {
+
+
+def head_metadata(
+    head: ChosenHead,
+    *,
+    data: dict[str, Any],
+    seed: int,
+    metrics: dict[str, Any],
+    training: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``metadata.json``: the encoder, the normalisation, the labels, the head and how it was chosen, ``data``
+    (what it was trained on: counts and hashes, no text), ``training`` (a recipe's settings), seed and metrics."""
+    return {
         "format": "dynaforge-hatespeech-head/1",
         "encoder": {
             **encoder_record(),
@@ -275,33 +319,35 @@ def train(
             "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}) on standardised features, "
             "folded into weight and bias",
             "class_weighting": "each row weighted n / (2 n_label): both labels carry the same total weight",
-            "weight_decay": best["weight_decay"],
-            "decision_threshold": best["cv_threshold"],
+            "weight_decay": head.best["weight_decay"],
+            "decision_threshold": head.best["cv_threshold"],
             "decision_threshold_note": "chosen for macro-F1 on out-of-fold scores and subtracted from the stored "
             "bias, so 0.5 is the decision boundary of p(hateful)",
             "selection": f"highest {FOLDS}-fold cross-validated macro-F1 (at its best threshold) on the training part",
-            "search": search,
+            "search": head.search,
         },
-        "data": {
-            **file_info(data_path),
-            "rows_used": len(texts),
-            "limit": limit,
-            "hateful_share": sum(labels) / len(labels),
-            "holdout_fraction": HOLDOUT_FRACTION,
-            "train_rows": len(train_idx),
-            "holdout_rows": len(hold_idx),
-            "holdout_rows_dropped_as_duplicates_of_train": n_hold_drawn - len(hold_idx),
-        },
+        "data": data,
+        **({"training": training} if training is not None else {}),
         "seed": seed,
-        "metrics": {
-            "holdout": holdout,
-            "holdout_without_threshold_tuning": untuned,
-            "holdout_majority_baseline": {"predicts": LABELS[1], **baseline},
-        },
+        "metrics": metrics,
+    }
+
+
+def write_head(out_dir: Path, head: ChosenHead, metadata: dict[str, Any]) -> None:
+    """Write ``head.safetensors`` (float32 weight ``[1, 384]`` and bias ``[1]``) and ``metadata.json``."""
+    import torch
+
+    tensors = {
+        "weight": head.weight.to(torch.float32).reshape(1, EMBEDDING_DIM).contiguous(),
+        "bias": head.bias.to(torch.float32).reshape(1).contiguous(),
     }
     save_head(out_dir, tensors, format=metadata["format"], file=HEAD_FILE)
     write_json_atomically(Path(out_dir) / METADATA_FILE, metadata)
 
+
+def holdout_summary(figures: dict[str, Any], head: ChosenHead) -> dict[str, Any]:
+    """The headline metrics of :func:`evaluate`'s figures and the chosen head."""
+    holdout, baseline = figures["holdout"], figures["holdout_majority_baseline"]
     return {
         "holdout_n": holdout["n"],
         "holdout_accuracy": holdout["accuracy"],
@@ -310,13 +356,260 @@ def train(
         "holdout_hateful_precision": holdout["per_label"]["hateful"]["precision"],
         "baseline_accuracy": baseline["accuracy"],
         "baseline_macro_f1": baseline["macro_f1"],
-        "cv_macro_f1": best["cv_macro_f1"],
-        "weight_decay": best["weight_decay"],
-        "decision_threshold": best["cv_threshold"],
+        "cv_macro_f1": head.best["cv_macro_f1"],
+        "weight_decay": head.best["weight_decay"],
+        "decision_threshold": head.best["cv_threshold"],
+    }
+
+
+# --------------------------------------------------------------------------- dynaforge train hatespeech
+
+
+def train(
+    data_dir: Path,
+    out_dir: Path,
+    *,
+    progress: bool = True,
+    limit: int | None = None,
+    seed: int = 0,
+    cache: Path | None = None,
+) -> dict[str, Any]:
+    """Train the head, write ``head.safetensors`` and ``metadata.json`` to ``out_dir``; return held-out metrics.
+
+    ``limit`` trains on a seeded random sample of that many rows (smoke tests); ``cache`` is a file where the
+    embeddings of exactly these texts are kept between runs (development only: re-embedding takes minutes).
+    """
+    import torch
+
+    t0 = time.perf_counter()
+    rng = random.Random(seed)
+    data_path, texts, labels = read_base(Path(data_dir), limit=limit, rng=rng)
+
+    train_idx, hold_idx = stratified_holdout(labels, HOLDOUT_FRACTION, rng)
+    seen = {texts[i] for i in train_idx}
+    n_hold_drawn = len(hold_idx)
+    hold_idx = [i for i in hold_idx if texts[i] not in seen]
+    y_train = [labels[i] for i in train_idx]
+    check_folds(y_train)
+
+    t_embed = time.perf_counter()
+    embeddings = _cached_embeddings(texts, cache)
+    if embeddings is None:
+        embeddings = embed_texts(texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed tweets")
+        if cache is not None:
+            torch.save({"sha256": _texts_digest(texts), "embeddings": embeddings}, cache)
+    embed_seconds = time.perf_counter() - t_embed
+
+    x_all = embeddings.double()
+    y_all = torch.tensor(labels, dtype=torch.float64)
+    fold = torch.tensor(stratified_folds(y_train, FOLDS, rng))
+    t_fit = time.perf_counter()
+    head = select_head(x_all[train_idx], y_all[train_idx], fold, progress=progress)
+    fit_seconds = time.perf_counter() - t_fit
+
+    x_hold = x_all[hold_idx]
+    golds = [LABELS[0] if labels[i] else LABELS[1] for i in hold_idx]
+    figures = evaluate(x_hold @ head.weight + head.bias, x_hold @ head.weight + head.untuned_bias, golds)
+    data = {
+        **file_info(data_path),
+        "rows_used": len(texts),
+        "limit": limit,
+        "hateful_share": sum(labels) / len(labels),
+        "holdout_fraction": HOLDOUT_FRACTION,
+        "train_rows": len(train_idx),
+        "holdout_rows": len(hold_idx),
+        "holdout_rows_dropped_as_duplicates_of_train": n_hold_drawn - len(hold_idx),
+    }
+    write_head(Path(out_dir), head, head_metadata(head, data=data, seed=seed, metrics=figures))
+
+    return {
+        **holdout_summary(figures, head),
         "embed_seconds": round(embed_seconds, 1),
         "fit_seconds": round(fit_seconds, 1),
         "total_seconds": round(time.perf_counter() - t0, 1),
     }
+
+
+# --------------------------------------------------------------------------- the training recipe
+
+
+def example_rows(examples: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[int]]:
+    """The platform's examples (the task's field values) as normalised statements and binary labels (1 =
+    hateful), in order; the metadata fields (target group, type of hate) are not used."""
+    texts: list[str] = []
+    labels: list[int] = []
+    for i, example in enumerate(examples):
+        statement, label = example.get("statement"), example.get("label")
+        if not isinstance(statement, str) or not statement.strip():
+            raise ValueError(f"example {i} has no statement")
+        if label not in LABELS:
+            raise ValueError(f"example {i}: the label must be one of {', '.join(LABELS)}, not {label!r}")
+        texts.append(normalise(statement))
+        labels.append(1 if label == LABELS[0] else 0)
+    return texts, labels
+
+
+def _no_report(fraction: float, stage: str) -> None:
+    return None
+
+
+def train_recipe(
+    data: TrainingData,
+    out_dir: Path,
+    *,
+    seed: int = 0,
+    report: Reporter | None = None,
+    progress: bool = False,
+    example_weight: float = DEFAULT_EXAMPLE_WEIGHT,
+) -> dict[str, Any]:
+    """The task's ``default`` training recipe: the head from the platform's examples, with the Davidson et al.
+    base data when ``data.base_dir`` is given. Writes ``head.safetensors`` and ``metadata.json`` to ``out_dir``;
+    returns held-out figures and the new head's figures on the examples.
+
+    With base data: the tweets are read and split exactly as by :func:`train` with the same seed (the same held-out
+    part); the examples join the training part only (an example whose normalised statement is a held-out tweet is
+    left out: it would be trained on and scored at once), dealt into the cross-validation folds by label, and each
+    weighs ``example_weight`` tweets: in the class-weighted fit, and in the confusion counts from which the
+    threshold and the weight decay are chosen.
+
+    Without: the examples (at least ``MIN_RECIPE_EXAMPLES``, ``MIN_RECIPE_EXAMPLES_PER_LABEL`` of each label) are
+    split, seeded and stratified, ``RECIPE_HOLDOUT_FRACTION`` held out, then cross-validated and fitted like the
+    tweets; ``example_weight`` changes nothing then. Deterministic for a seed: the same data gives the same files.
+    """
+    import torch
+
+    progress_report = report or _no_report
+    if not example_weight > 0:
+        raise ValueError(f"example_weight must be positive, got {example_weight!r}")
+    progress_report(0.02, "reading")
+    ex_texts, ex_labels = example_rows(data.examples)
+    n_hateful = sum(ex_labels)
+    rng = random.Random(seed)
+
+    if data.base_dir is not None:
+        data_path, texts, labels = read_base(Path(data.base_dir), limit=None, rng=rng)
+        train_idx, hold_idx = stratified_holdout(labels, HOLDOUT_FRACTION, rng)
+        seen = {texts[i] for i in train_idx}
+        n_hold_drawn = len(hold_idx)
+        hold_idx = [i for i in hold_idx if texts[i] not in seen]
+        held_texts = {texts[i] for i in hold_idx}
+        fitted = [i for i in range(len(ex_texts)) if ex_texts[i] not in held_texts]
+        held_out: list[int] = []
+        n_dropped = len(ex_texts) - len(fitted)
+        y_base = [labels[i] for i in train_idx]
+        y_fitted = [ex_labels[i] for i in fitted]
+        check_folds(y_base + y_fitted, remedy="give more data")
+        # the tweets' folds are drawn as by train(); the examples are dealt into folds after them
+        folds = stratified_folds(y_base, FOLDS, rng) + stratified_folds(y_fitted, FOLDS, rng)
+        weights = example_weights(len(train_idx), len(fitted), example_weight=example_weight) if fitted else None
+    else:
+        n_not = len(ex_labels) - n_hateful
+        if len(ex_labels) < MIN_RECIPE_EXAMPLES or min(n_hateful, n_not) < MIN_RECIPE_EXAMPLES_PER_LABEL:
+            raise ValueError(
+                f"training without the base data needs at least {MIN_RECIPE_EXAMPLES} examples, at least "
+                f"{MIN_RECIPE_EXAMPLES_PER_LABEL} of each label; got {n_hateful} hateful and {n_not} not_hateful. "
+                "Add examples, or train with the base data"
+            )
+        fitted, drawn = stratified_holdout(ex_labels, RECIPE_HOLDOUT_FRACTION, rng)
+        seen = {ex_texts[i] for i in fitted}
+        held_out = [i for i in drawn if ex_texts[i] not in seen]
+        n_dropped = len(drawn) - len(held_out)
+        if not held_out:
+            raise ValueError(
+                "every held-out example's statement also occurs among the fitted ones; give more distinct examples"
+            )
+        folds = stratified_folds([ex_labels[i] for i in fitted], FOLDS, rng)
+        weights = None
+
+    progress_report(0.05, "embedding")
+    x_examples = (
+        embed_texts(ex_texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed examples").double()
+        if ex_texts
+        else torch.zeros((0, EMBEDDING_DIM), dtype=torch.float64)
+    )
+    y_examples = torch.tensor(ex_labels, dtype=torch.float64)
+    if data.base_dir is not None:
+        x_all = embed_texts(texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed tweets").double()
+        y_all = torch.tensor(labels, dtype=torch.float64)
+        x_train = torch.cat([x_all[train_idx], x_examples[fitted]])
+        y_train = torch.cat([y_all[train_idx], y_examples[fitted]])
+        x_hold = x_all[hold_idx]
+        golds = [LABELS[0] if labels[i] else LABELS[1] for i in hold_idx]
+    else:
+        x_train, y_train = x_examples[fitted], y_examples[fitted]
+        x_hold = x_examples[held_out]
+        golds = [LABELS[0] if ex_labels[i] else LABELS[1] for i in held_out]
+
+    progress_report(0.5, "fitting")
+    row_weights = torch.tensor(weights, dtype=torch.float64) if weights is not None else None
+    head = select_head(x_train, y_train, torch.tensor(folds), weights=row_weights, progress=progress)
+
+    progress_report(0.9, "evaluating")
+    figures = evaluate(x_hold @ head.weight + head.bias, x_hold @ head.weight + head.untuned_bias, golds)
+    ex_golds = [LABELS[0] if y else LABELS[1] for y in ex_labels]
+    ex_preds = predictions(x_examples @ head.weight + head.bias)
+    on_examples = label_report(ex_golds, ex_preds) if ex_golds else None
+    on_fitted = label_report([ex_golds[i] for i in fitted], [ex_preds[i] for i in fitted]) if fitted else None
+    metrics = {
+        **holdout_summary(figures, head),
+        "examples": len(ex_labels),
+        "examples_hateful": n_hateful,
+        "examples_not_hateful": len(ex_labels) - n_hateful,
+        "examples_fitted": len(fitted),
+        "examples_held_out": len(held_out),
+        "examples_accuracy": on_examples["accuracy"] if on_examples else None,
+        "examples_macro_f1": on_examples["macro_f1"] if on_examples else None,
+        "examples_hateful_recall": on_examples["per_label"]["hateful"]["recall"] if on_examples else None,
+        "examples_fit_accuracy": on_fitted["accuracy"] if on_fitted else None,
+    }
+    examples_record: dict[str, Any] = {
+        "count": len(ex_labels),
+        "sha256": data.digest(),
+        "sources": [dict(source) for source in data.sources],
+        "labels": {LABELS[0]: n_hateful, LABELS[1]: len(ex_labels) - n_hateful},
+        "fitted": len(fitted),
+        "held_out": len(held_out),
+    }
+    if data.base_dir is not None:
+        metrics["examples_dropped_as_holdout_rows"] = n_dropped
+        examples_record["dropped_as_holdout_rows"] = n_dropped
+        record: dict[str, Any] = {
+            "base": {
+                **file_info(data_path),
+                "rows_used": len(texts),
+                "hateful_share": sum(labels) / len(labels),
+                "holdout_fraction": HOLDOUT_FRACTION,
+                "train_rows": len(train_idx),
+                "holdout_rows": len(hold_idx),
+                "holdout_rows_dropped_as_duplicates_of_train": n_hold_drawn - len(hold_idx),
+            }
+        }
+    else:
+        examples_record.update(
+            holdout_fraction=RECIPE_HOLDOUT_FRACTION, held_out_dropped_as_duplicates_of_fit=n_dropped
+        )
+        record = {"base": None}
+    record["examples"] = examples_record
+    training = {
+        "trainer": f"{__name__}:train_recipe",
+        "example_weight": example_weight,
+        "row_weights": (
+            "tweets 1, platform examples example_weight, then class-balanced over the weighted totals; the "
+            "cross-validated threshold and macro-F1 count rows by the same weights"
+            if weights is not None
+            else "class-balanced only: every row of a label weighs the same"
+        ),
+    }
+    metadata = head_metadata(
+        head,
+        data=record,
+        seed=seed,
+        metrics={**figures, "examples": on_examples, "fitted_examples": on_fitted},
+        training=training,
+    )
+    progress_report(0.95, "writing")
+    write_head(Path(out_dir), head, metadata)
+    return metrics
 
 
 def _texts_digest(texts: Sequence[str]) -> str:

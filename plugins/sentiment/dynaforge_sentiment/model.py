@@ -95,8 +95,13 @@ def three_way(z: float, band: float) -> dict[str, Any]:
         ex = [math.exp(v - m) for v in logits]
         s = sum(ex)
         probs = {label: e / s for label, e in zip(LABELS, ex, strict=True)}
-    label = "neutral" if abs(p - 0.5) < band else "positive" if p >= 0.5 else "negative"
-    return {"label": label, "probabilities": probs}
+    return {"label": label_for(z, band), "probabilities": probs}
+
+
+def label_for(z: float, band: float) -> str:
+    """The label for the head's logit ``z``: neutral iff ``|sigmoid(z) - 0.5| < band``, else its sign's."""
+    p = sigmoid(z)
+    return "neutral" if abs(p - 0.5) < band else "positive" if p >= 0.5 else "negative"
 
 
 def encoder_path() -> Path:
@@ -211,15 +216,19 @@ class SentimentModel:
 def load(
     *,
     weights_dir: Path | str | None = None,
+    weights_artifact: str | None = None,
     max_length: int = DEFAULT_MAX_LENGTH,
     neutral_band: float | None = None,
     device: str = "cpu",
 ) -> SentimentModel:
     """Load the encoder and the trained head.
 
-    ``weights_dir`` defaults to the model store's current version of this
-    model (what ``dynaforge train sentiment`` wrote), else the package's own
-    ``weights/`` folder; ``metadata["weights"]`` says which was loaded.
+    ``weights_dir`` defaults to ``weights_artifact`` (a digest in the model
+    store: what a training recipe wrote, see
+    :func:`dynaforge_sentiment.train.train_recipe`; its files are hashed again
+    before use), else the model store's current version of this model (what
+    ``dynaforge train sentiment`` wrote), else the package's own ``weights/``
+    folder; ``metadata["weights"]`` says which was loaded.
     ``neutral_band`` (half-width around p = 0.5, 0 disables neutral) defaults
     to the value chosen at training time and stored in the metadata.
     """
@@ -228,7 +237,9 @@ def load(
 
     from dynaforge.model_store import resolve_weights
 
-    weights = resolve_weights(TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir)
+    weights = resolve_weights(
+        TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir, weights_artifact=weights_artifact
+    )
     wdir = weights.path
     head_path = wdir / HEAD_FILE
     if not head_path.is_file():

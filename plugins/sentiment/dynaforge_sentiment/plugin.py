@@ -6,8 +6,9 @@ target model is a small head on the MiniLM sentence encoder, trained by ``dynafo
 
 from __future__ import annotations
 
-from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, hookimpl
-from dynaforge_sentiment.model import MODEL_NAME
+from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge_sentiment.model import MODEL_NAME, WEIGHTS_DIR
+from dynaforge_sentiment.train import DEFAULT_EXAMPLE_WEIGHT, DEV_FILE, TRAIN_FILE
 
 
 class SentimentTask(Task):
@@ -54,6 +55,26 @@ class SentimentTask(Task):
     )
     default_target_models = (
         ModelSpec(name=MODEL_NAME, backend="python", config={"factory": "dynaforge_sentiment.model:load"}),
+    )
+    training_recipes = (
+        TrainingRecipe(
+            name="default",
+            model=MODEL_NAME,
+            trainer="dynaforge_sentiment.train:train_recipe",
+            factory="dynaforge_sentiment.model:load",
+            description=(
+                "The MiniLM head refitted on the platform's positive and negative examples, each weighing "
+                "example_weight SST-2 rows, added to the fitting part of SST-2 when the base data is given; the "
+                "held-out rows are those `dynaforge train` holds out with the same seed (the shipped model's at "
+                "seed 0), so the held-out and dev figures compare. Without base data "
+                "the examples are split themselves (20% held out). Neutral examples are counted and scored against "
+                "the neutral band, not fitted."
+            ),
+            hyperparameters={"example_weight": DEFAULT_EXAMPLE_WEIGHT},
+            base_data=f"{TRAIN_FILE} and {DEV_FILE}: SST-2 rows, sentence<TAB>label with a header, 0 negative, "
+            "1 positive",
+            shipped=WEIGHTS_DIR,
+        ),
     )
     demo_contexts = (
         {"prompt": "Describe a meal that did not go as planned."},
