@@ -33,8 +33,9 @@ import csv
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,7 @@ WEIGHT_DECAYS = (0.03, 0.1, 0.3, 1.0)
 LBFGS_MAX_ITER = 300
 MIN_ROWS = 10
 MIN_PREMISES = 5
+HOLDOUT_RULE = "one of 5 folds (20%), stratified by label, rows of one premise kept on one side"
 
 
 def read_rows(path: Path) -> list[tuple[str, str, int]]:
@@ -141,9 +143,10 @@ def _one_torch_thread():
         torch.set_num_threads(before)
 
 
-def fit_head(x, y, scale: float, weight_decay: float):
+def fit_head(x, y, scale: float, weight_decay: float, *, row_weights=None):
     """Multinomial logistic regression on standardised features, the pair block multiplied by ``scale``
-    (:func:`dynaforge.tasks.training.fit_logistic_regression`).
+    (:func:`dynaforge.tasks.training.fit_logistic_regression`), each row's log-loss weighted by ``row_weights``
+    when given.
 
     Full-batch L-BFGS in float64. Returns ``(weight [D, 3], bias [3])`` on the *raw* features: standardisation
     and scale are folded in, so serving is ``softmax(x @ weight + bias)``.
@@ -157,6 +160,7 @@ def fit_head(x, y, scale: float, weight_decay: float):
         y,
         weight_decay=weight_decay,
         classes=len(LABELS),
+        row_weights=row_weights,
         feature_scale=feature_scale,
         max_iter=LBFGS_MAX_ITER,
         tolerance_grad=1e-6,
@@ -165,17 +169,198 @@ def fit_head(x, y, scale: float, weight_decay: float):
     return head.weight, head.bias
 
 
-def score(logits, y) -> dict[str, float]:
-    """Accuracy, macro-F1 (the platform's own metrics) and log-loss of logits against gold label indices."""
+def score(logits, y, weights=None) -> dict[str, float]:
+    """Accuracy, macro-F1 (the platform's own metrics) and log-loss of logits against gold label indices.
 
+    With ``weights`` (one per row) each row counts that many times: accuracy and log-loss are weighted means and
+    macro-F1 is computed from weighted true and false positives and false negatives.
+    """
     from dynaforge.defaults.metrics import accuracy, macro_f1
 
     golds = [LABELS[i] for i in y.tolist()]
     preds = [LABELS[i] for i in logits.argmax(dim=1).tolist()]
+    if weights is None:
+        return {
+            "accuracy": accuracy(golds, preds),
+            "macro_f1": macro_f1(golds, preds),
+            "log_loss": log_loss(logits, y),
+        }
+    import torch.nn.functional as F
+
+    w = weights.tolist()
+    total = sum(w)
+    f1s = []
+    for c in sorted(set(golds) | set(preds)):
+        tp = sum(wi for g, p, wi in zip(golds, preds, w, strict=True) if g == c and p == c)
+        fp = sum(wi for g, p, wi in zip(golds, preds, w, strict=True) if g != c and p == c)
+        fn = sum(wi for g, p, wi in zip(golds, preds, w, strict=True) if g == c and p != c)
+        f1s.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
+    losses = F.cross_entropy(logits, y, reduction="none")
     return {
-        "accuracy": accuracy(golds, preds),
-        "macro_f1": macro_f1(golds, preds),
-        "log_loss": log_loss(logits, y),
+        "accuracy": sum(wi for g, p, wi in zip(golds, preds, w, strict=True) if g == p) / total,
+        "macro_f1": sum(f1s) / len(f1s),
+        "log_loss": float((losses * weights).sum() / weights.sum()),
+    }
+
+
+def pair_matrix(premises: Sequence[str], hypotheses: Sequence[str], *, progress: bool):
+    """The float64 feature matrix ``[n, FEATURE_DIM]`` of the pairs (each distinct text embedded once)."""
+    from .model import embed_pairs, pair_features, shared_minilm
+
+    encoder = shared_minilm()
+    u, v = embed_pairs(encoder, premises, hypotheses, many=True, progress=progress)
+    return pair_features(u, v, premises, hypotheses).double()
+
+
+@dataclass
+class FittedHead:
+    """The outcome of :func:`select_and_fit`: the head on raw features, the chosen grid point and the search."""
+
+    weight: Any
+    bias: Any
+    best: dict[str, Any]
+    search: list[dict[str, Any]]
+    n_cv: int
+
+
+def select_and_fit(
+    x,
+    y,
+    cv_folds: Sequence[int],
+    n_cv: int,
+    *,
+    row_weights=None,
+    progress: bool = False,
+    on_step: Callable[[int, int], None] | None = None,
+) -> FittedHead:
+    """Choose the pair-block scale and weight decay by cross-validation over ``cv_folds`` (highest mean accuracy,
+    ties broken by the lower log-loss), then refit on all rows.
+
+    With ``row_weights`` every fit is weighted and every fold is scored with the same weights (weighted accuracy
+    and log-loss), so the choice favours what the weighted fit is asked to get right. ``on_step(done, total)``
+    after each grid point and after the final fit.
+    """
+    import torch
+    from tqdm import tqdm
+
+    grid = [(s, wd) for s in PAIR_BLOCK_SCALES for wd in WEIGHT_DECAYS]
+    search: list[dict[str, Any]] = []
+    bar = tqdm(total=len(grid) * n_cv + 1, desc="cross-validate head", unit="fit", disable=not progress)
+    with bar, _one_torch_thread():
+        for step, (scale, wd) in enumerate(grid, start=1):
+            per_fold = []
+            for k in range(n_cv):
+                fit = torch.tensor([f != k for f in cv_folds])
+                fit_weights = None if row_weights is None else row_weights[fit]
+                w, b = fit_head(x[fit], y[fit], scale, wd, row_weights=fit_weights)
+                held_weights = None if row_weights is None else row_weights[~fit]
+                per_fold.append(score(x[~fit] @ w + b, y[~fit], held_weights))
+                bar.update(1)
+            search.append(
+                {
+                    "pair_block_scale": scale,
+                    "weight_decay": wd,
+                    **{f"cv_{m}": sum(r[m] for r in per_fold) / n_cv for m in ("accuracy", "macro_f1", "log_loss")},
+                }
+            )
+            if on_step is not None:
+                on_step(step, len(grid) + 1)
+        best = max(search, key=lambda r: (r["cv_accuracy"], -r["cv_log_loss"]))
+        weight, bias = fit_head(x, y, best["pair_block_scale"], best["weight_decay"], row_weights=row_weights)
+        bar.update(1)
+    if on_step is not None:
+        on_step(len(grid) + 1, len(grid) + 1)
+    return FittedHead(weight, bias, best, search, n_cv)
+
+
+def evaluate_holdout(head: FittedHead, x_hold, y_hold, fit_labels: Sequence[int]) -> dict[str, Any]:
+    """Held-out accuracy, macro-F1 and log-loss next to the majority class of the fitting part, and the
+    confusion counts."""
+    from dynaforge.defaults.metrics import accuracy, macro_f1
+
+    hold_logits = x_hold @ head.weight + head.bias
+    holdout = score(hold_logits, y_hold)
+    label_counts = Counter(fit_labels)
+    majority = max(range(len(LABELS)), key=lambda c: (label_counts[c], -c))
+    golds = [LABELS[i] for i in y_hold.tolist()]
+    baseline = [LABELS[majority]] * len(golds)
+    confusion = {gold: {pred: 0 for pred in LABELS} for gold in LABELS}
+    for gold, pred in zip(golds, hold_logits.argmax(dim=1).tolist(), strict=True):
+        confusion[gold][LABELS[pred]] += 1
+    return {
+        "n": len(golds),
+        **holdout,
+        "majority_label": LABELS[majority],
+        "majority_baseline_accuracy": accuracy(golds, baseline),
+        "majority_baseline_macro_f1": macro_f1(golds, baseline),
+        "confusion_gold_to_predicted": confusion,
+    }
+
+
+def write_head(
+    out_dir: Path,
+    head: FittedHead,
+    *,
+    selection: str,
+    data: dict[str, Any],
+    seed: int,
+    metrics: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Write ``head.safetensors`` and ``metadata.json`` (what :func:`dynaforge_nli.model.load` reads)."""
+    import torch
+
+    tensors = {
+        "weight": head.weight.to(torch.float32).contiguous(),
+        "bias": head.bias.to(torch.float32).contiguous(),
+    }
+    metadata = {
+        "format": "dynaforge-nli-head/1",
+        "encoder": {
+            **encoder_record(),
+            "pooling": "mean (attention-mask weighted), L2-normalised",
+            "max_length": MAX_LENGTH,
+            "embedding_dim": EMBEDDING_DIM,
+        },
+        "features": {
+            "pair_block": "u, v, |u - v|, u * v (u: premise, v: hypothesis)",
+            "pair_block_dim": PAIR_BLOCK_DIM,
+            "feature_dim": FEATURE_DIM,
+        },
+        "scalar_features": list(SCALAR_FEATURES),
+        "labels": list(LABELS),
+        "head": {
+            "type": "multinomial logistic regression, p = softmax(features @ weight + bias)",
+            "file": HEAD_FILE,
+            "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}, gradient tolerance 1e-6) "
+            "on standardised features; "
+            "standardisation and pair-block scale folded into weight/bias",
+            "pair_block_scale": head.best["pair_block_scale"],
+            "weight_decay": head.best["weight_decay"],
+            "selection": selection,
+            "search": head.search,
+        },
+        "data": data,
+        **(extra or {}),
+        "seed": seed,
+        "metrics": metrics,
+    }
+    save_head(out_dir, tensors, format=metadata["format"], file=HEAD_FILE)
+    write_json_atomically(out_dir / METADATA_FILE, metadata)
+
+
+def _summary(holdout: dict[str, Any], head: FittedHead, train_rows: int) -> dict[str, Any]:
+    return {
+        "holdout_n": holdout["n"],
+        "holdout_accuracy": holdout["accuracy"],
+        "holdout_macro_f1": holdout["macro_f1"],
+        "holdout_log_loss": holdout["log_loss"],
+        "majority_baseline_accuracy": holdout["majority_baseline_accuracy"],
+        "majority_baseline_macro_f1": holdout["majority_baseline_macro_f1"],
+        "cv_accuracy": head.best["cv_accuracy"],
+        "pair_block_scale": head.best["pair_block_scale"],
+        "weight_decay": head.best["weight_decay"],
+        "train_rows": train_rows,
     }
 
 
@@ -189,11 +374,6 @@ def train(
 ) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` + ``metadata.json`` to ``out_dir``; return held-out metrics."""
     import torch
-    from tqdm import tqdm
-
-    from dynaforge.defaults.metrics import accuracy, macro_f1
-
-    from .model import embed_pairs, pair_features, shared_minilm
 
     t0 = time.perf_counter()
     data_path = Path(data_dir) / DATA_FILE
@@ -221,89 +401,22 @@ def train(
     n_cv = min(CV_FOLDS, len({premises[i] for i in train_idx}))
     cv_folds = group_folds([labels[i] for i in train_idx], [premises[i] for i in train_idx], n_cv, seed + 1)
 
-    encoder = shared_minilm()
     t_embed = time.perf_counter()
-    u, v = embed_pairs(encoder, premises, hypotheses, many=True, progress=progress)
-    x_all = pair_features(u, v, premises, hypotheses).double()
+    x_all = pair_matrix(premises, hypotheses, progress=progress)
     embed_seconds = time.perf_counter() - t_embed
     y_all = torch.tensor(labels, dtype=torch.long)
-    x_train, y_train = x_all[train_idx], y_all[train_idx]
-    x_hold, y_hold = x_all[hold_idx], y_all[hold_idx]
 
     t_fit = time.perf_counter()
-    grid = [(s, wd) for s in PAIR_BLOCK_SCALES for wd in WEIGHT_DECAYS]
-    search: list[dict[str, Any]] = []
-    bar = tqdm(total=len(grid) * n_cv + 1, desc="cross-validate head", unit="fit", disable=not progress)
-    with bar, _one_torch_thread():
-        for scale, wd in grid:
-            per_fold = []
-            for k in range(n_cv):
-                fit = torch.tensor([f != k for f in cv_folds])
-                w, b = fit_head(x_train[fit], y_train[fit], scale, wd)
-                per_fold.append(score(x_train[~fit] @ w + b, y_train[~fit]))
-                bar.update(1)
-            search.append(
-                {
-                    "pair_block_scale": scale,
-                    "weight_decay": wd,
-                    **{f"cv_{m}": sum(r[m] for r in per_fold) / n_cv for m in ("accuracy", "macro_f1", "log_loss")},
-                }
-            )
-        best = max(search, key=lambda r: (r["cv_accuracy"], -r["cv_log_loss"]))
-        weight, bias = fit_head(x_train, y_train, best["pair_block_scale"], best["weight_decay"])
-        bar.update(1)
+    head = select_and_fit(x_all[train_idx], y_all[train_idx], cv_folds, n_cv, progress=progress)
     fit_seconds = time.perf_counter() - t_fit
 
-    hold_logits = x_hold @ weight + bias
-    holdout = score(hold_logits, y_hold)
-    label_counts = Counter(labels[i] for i in train_idx)
-    majority = max(range(len(LABELS)), key=lambda c: (label_counts[c], -c))
-    golds = [LABELS[i] for i in y_hold.tolist()]
-    baseline = [LABELS[majority]] * len(golds)
-    confusion = {gold: {pred: 0 for pred in LABELS} for gold in LABELS}
-    for gold, pred in zip(golds, hold_logits.argmax(dim=1).tolist(), strict=True):
-        confusion[gold][LABELS[pred]] += 1
-    holdout_metrics = {
-        "n": len(hold_idx),
-        **holdout,
-        "majority_label": LABELS[majority],
-        "majority_baseline_accuracy": accuracy(golds, baseline),
-        "majority_baseline_macro_f1": macro_f1(golds, baseline),
-        "confusion_gold_to_predicted": confusion,
-    }
-
-    tensors = {
-        "weight": weight.to(torch.float32).contiguous(),
-        "bias": bias.to(torch.float32).contiguous(),
-    }
-    metadata = {
-        "format": "dynaforge-nli-head/1",
-        "encoder": {
-            **encoder_record(),
-            "pooling": "mean (attention-mask weighted), L2-normalised",
-            "max_length": MAX_LENGTH,
-            "embedding_dim": EMBEDDING_DIM,
-        },
-        "features": {
-            "pair_block": "u, v, |u - v|, u * v (u: premise, v: hypothesis)",
-            "pair_block_dim": PAIR_BLOCK_DIM,
-            "feature_dim": FEATURE_DIM,
-        },
-        "scalar_features": list(SCALAR_FEATURES),
-        "labels": list(LABELS),
-        "head": {
-            "type": "multinomial logistic regression, p = softmax(features @ weight + bias)",
-            "file": HEAD_FILE,
-            "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}, gradient tolerance 1e-6) "
-            "on standardised features; "
-            "standardisation and pair-block scale folded into weight/bias",
-            "pair_block_scale": best["pair_block_scale"],
-            "weight_decay": best["weight_decay"],
-            "selection": f"highest mean accuracy over {n_cv} grouped, stratified folds of the training part "
-            "(ties: lower log-loss)",
-            "search": search,
-        },
-        "data": {
+    holdout = evaluate_holdout(head, x_all[hold_idx], y_all[hold_idx], [labels[i] for i in train_idx])
+    write_head(
+        out_dir,
+        head,
+        selection=f"highest mean accuracy over {n_cv} grouped, stratified folds of the training part "
+        "(ties: lower log-loss)",
+        data={
             "file": DATA_FILE,
             "sha256": file_info(data_path)["sha256"],
             "rows_in_file": rows_in_file,
@@ -311,26 +424,14 @@ def train(
             "limit": limit,
             "train_rows": len(train_idx),
             "holdout_rows": len(hold_idx),
-            "holdout_rule": "one of 5 folds (20%), stratified by label, rows of one premise kept on one side",
+            "holdout_rule": HOLDOUT_RULE,
             "premises_in_both_parts": len({premises[i] for i in train_idx} & {premises[i] for i in hold_idx}),
         },
-        "seed": seed,
-        "metrics": {"holdout": holdout_metrics, "cv_best": best},
-    }
-    save_head(out_dir, tensors, format=metadata["format"], file=HEAD_FILE)
-    write_json_atomically(out_dir / METADATA_FILE, metadata)
-
+        seed=seed,
+        metrics={"holdout": holdout, "cv_best": head.best},
+    )
     return {
-        "holdout_n": len(hold_idx),
-        "holdout_accuracy": holdout["accuracy"],
-        "holdout_macro_f1": holdout["macro_f1"],
-        "holdout_log_loss": holdout["log_loss"],
-        "majority_baseline_accuracy": holdout_metrics["majority_baseline_accuracy"],
-        "majority_baseline_macro_f1": holdout_metrics["majority_baseline_macro_f1"],
-        "cv_accuracy": best["cv_accuracy"],
-        "pair_block_scale": best["pair_block_scale"],
-        "weight_decay": best["weight_decay"],
-        "train_rows": len(train_idx),
+        **_summary(holdout, head, len(train_idx)),
         "embed_seconds": round(embed_seconds, 1),
         "fit_seconds": round(fit_seconds, 1),
         "total_seconds": round(time.perf_counter() - t0, 1),
