@@ -33,14 +33,16 @@ import csv
 import random
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dynaforge.tasks.training import (
+    TrainingData,
     encoder_record,
+    example_weights,
     file_info,
     fit_logistic_regression,
     log_loss,
@@ -71,6 +73,9 @@ WEIGHT_DECAYS = (0.03, 0.1, 0.3, 1.0)
 LBFGS_MAX_ITER = 300
 MIN_ROWS = 10
 MIN_PREMISES = 5
+MIN_EXAMPLES = 20  # without base data: the fewest platform examples the recipe splits into fit and held-out parts
+MIN_GROUPED_PREMISES = 10  # without base data: fewer premises than this are split row by row
+DEFAULT_EXAMPLE_WEIGHT = 2.0
 HOLDOUT_RULE = "one of 5 folds (20%), stratified by label, rows of one premise kept on one side"
 
 
@@ -435,6 +440,199 @@ def train(
         "embed_seconds": round(embed_seconds, 1),
         "fit_seconds": round(fit_seconds, 1),
         "total_seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+# --------------------------------------------------------------------------- the training recipe
+
+
+def example_rows(examples: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str, str, int]], int]:
+    """``(premise, hypothesis, label index)`` rows of the platform's examples (the task's field values), and how
+    many were skipped because a premise or hypothesis is missing or the label is not one of :data:`LABELS`."""
+    rows: list[tuple[str, str, int]] = []
+    skipped = 0
+    for example in examples:
+        premise, hypothesis, label = example.get("premise"), example.get("hypothesis"), example.get("label")
+        if (
+            not isinstance(premise, str)
+            or not isinstance(hypothesis, str)
+            or not premise.strip()
+            or not hypothesis.strip()
+            or label not in LABELS
+        ):
+            skipped += 1
+            continue
+        rows.append((premise.strip(), hypothesis.strip(), LABELS.index(label)))
+    return rows, skipped
+
+
+def _no_report(fraction: float, stage: str) -> None:
+    return None
+
+
+def train_recipe(
+    data: TrainingData,
+    out_dir: Path,
+    *,
+    seed: int = 0,
+    report: Callable[[float, str], None] | None = None,
+    progress: bool = False,
+    example_weight: float = DEFAULT_EXAMPLE_WEIGHT,
+) -> dict[str, Any]:
+    """The ``default`` training recipe: the head on the base data (when ``data.base_dir`` is given) and the
+    platform's examples; writes ``head.safetensors`` + ``metadata.json`` to ``out_dir`` and returns held-out metrics.
+
+    With base data, its rows are split as :func:`train` splits them (one premise-grouped fold of five held out) and
+    the platform's examples join the fitting part only, each weighing ``example_weight`` against a base row's 1, so
+    that the held-out figures stay those of the base data's held-out part. An example whose premise is a held-out
+    premise is dropped (counted in ``examples_dropped``): keeping it would put that premise on both sides.
+
+    Without base data, the examples are split alone: one fold of five held out, stratified by label, rows of one
+    premise kept together when there are at least :data:`MIN_GROUPED_PREMISES` premises (else row by row, which
+    the metadata records). At least :data:`MIN_EXAMPLES` usable examples with two labels are needed.
+
+    The weight decay and pair-block scale are chosen by grouped cross-validation on the fitting part, rows weighted
+    as in the fit. Deterministic for a seed; no example text is written.
+    """
+    import torch
+
+    report = report or _no_report
+    if example_weight <= 0:
+        raise ValueError(f"example_weight must be positive, got {example_weight}")
+    report(0.02, "reading data")
+    examples, skipped = example_rows(data.examples)
+    torch.manual_seed(seed)
+    base_record: dict[str, Any] | None = None
+    base_fit: list[tuple[str, str, int]] = []
+    base_hold: list[tuple[str, str, int]] = []
+    ex_fit: list[tuple[str, str, int]] = []
+    ex_hold: list[tuple[str, str, int]] = []
+    dropped = 0
+    grouped = True
+    if data.base_dir is not None:
+        data_path = Path(data.base_dir) / DATA_FILE
+        base = read_rows(data_path)
+        premises = [r[0] for r in base]
+        if len(base) < MIN_ROWS or len(set(premises)) < MIN_PREMISES:
+            raise ValueError(
+                f"{data_path}: need at least {MIN_ROWS} rows and {MIN_PREMISES} distinct premises to hold some "
+                f"out; got {len(base)} rows and {len(set(premises))} premises"
+            )
+        folds = group_folds([r[2] for r in base], premises, HOLDOUT_FOLDS, seed)
+        base_fit = [r for r, f in zip(base, folds, strict=True) if f != 0]
+        base_hold = [r for r, f in zip(base, folds, strict=True) if f == 0]
+        held_premises = {r[0] for r in base_hold}
+        ex_fit = [r for r in examples if r[0] not in held_premises]
+        dropped = len(examples) - len(ex_fit)
+        base_record = {
+            "file": DATA_FILE,
+            "sha256": file_info(data_path)["sha256"],
+            "rows_in_file": len(base),
+            "fit_rows": len(base_fit),
+            "holdout_rows": len(base_hold),
+        }
+        holdout_rule = f"{HOLDOUT_RULE} of the base data; platform examples in the fitting part only"
+    else:
+        labels = {r[2] for r in examples}
+        if len(examples) < MIN_EXAMPLES or len(labels) < 2:
+            raise ValueError(
+                f"without base data the recipe needs at least {MIN_EXAMPLES} usable examples with at least 2 "
+                f"different labels, to hold some out; got {len(examples)} examples"
+                + (f" ({skipped} more skipped: no premise, no hypothesis or an unknown label)" if skipped else "")
+                + f" with {len(labels)} label(s)"
+            )
+        grouped = len({r[0] for r in examples}) >= MIN_GROUPED_PREMISES
+        groups = [r[0] for r in examples] if grouped else [str(i) for i in range(len(examples))]
+        folds = group_folds([r[2] for r in examples], groups, HOLDOUT_FOLDS, seed)
+        ex_fit = [r for r, f in zip(examples, folds, strict=True) if f != 0]
+        ex_hold = [r for r, f in zip(examples, folds, strict=True) if f == 0]
+        holdout_rule = "one of 5 folds (20%) of the platform examples, stratified by label, " + (
+            "rows of one premise kept on one side"
+            if grouped
+            else "row by row (fewer than "
+            f"{MIN_GROUPED_PREMISES} premises: hypotheses on one premise may sit on both sides)"
+        )
+
+    fit_rows, hold_rows = base_fit + ex_fit, base_hold + ex_hold
+    fit_groups = [r[0] for r in fit_rows] if grouped else [str(i) for i in range(len(fit_rows))]
+    n_cv = min(CV_FOLDS, len(set(fit_groups)))
+    if n_cv < 2 or not hold_rows:
+        raise ValueError("too little data to cross-validate and hold some out; give more examples or base data")
+    cv_folds = group_folds([r[2] for r in fit_rows], fit_groups, n_cv, seed + 1)
+    row_weights = None
+    if base_fit and ex_fit:
+        weights = example_weights(len(base_fit), len(ex_fit), example_weight=example_weight)
+        row_weights = torch.tensor(weights, dtype=torch.float64)
+
+    report(0.05, "embedding")
+    rows = fit_rows + hold_rows
+    x_all = pair_matrix([r[0] for r in rows], [r[1] for r in rows], progress=progress)
+    y_all = torch.tensor([r[2] for r in rows], dtype=torch.long)
+    n_fit = len(fit_rows)
+    x_fit, y_fit = x_all[:n_fit], y_all[:n_fit]
+
+    def on_step(done: int, total: int) -> None:
+        report(0.2 + 0.7 * done / total, f"cross-validating the head ({done}/{total})")
+
+    report(0.2, "cross-validating the head")
+    head = select_and_fit(x_fit, y_fit, cv_folds, n_cv, row_weights=row_weights, progress=progress, on_step=on_step)
+
+    report(0.92, "evaluating")
+    holdout = evaluate_holdout(head, x_all[n_fit:], y_all[n_fit:], [r[2] for r in fit_rows])
+    examples_fit: dict[str, Any] | None = None
+    if ex_fit:
+        at = len(base_fit)
+        examples_fit = score(x_fit[at:] @ head.weight + head.bias, y_fit[at:])
+    premises_in_both = len({r[0] for r in fit_rows} & {r[0] for r in hold_rows})
+    weighting = (
+        f"base rows 1, platform examples {example_weight} (in the fit and in the CV scores)"
+        if row_weights is not None
+        else "all rows 1"
+    )
+    report(0.96, "writing the head")
+    write_head(
+        Path(out_dir),
+        head,
+        selection=f"highest mean {'weighted ' if row_weights is not None else ''}accuracy over {n_cv} grouped, "
+        "stratified folds of the fitting part (ties: lower log-loss)",
+        data={
+            "base": base_record,
+            "examples": {
+                "given": len(data.examples),
+                "sha256": data.digest(),
+                "sources": [dict(source) for source in data.sources],
+                "usable": len(examples),
+                "skipped_invalid": skipped,
+                "dropped_premise_held_out": dropped,
+                "fit": len(ex_fit),
+                "holdout": len(ex_hold),
+            },
+            "fit_rows": n_fit,
+            "holdout_rows": len(hold_rows),
+            "holdout_source": "base" if base_record else "examples",
+            "holdout_rule": holdout_rule,
+            "premises_in_both_parts": premises_in_both,
+            "row_weights": weighting,
+        },
+        extra={
+            "recipe": {
+                "trainer": "dynaforge_nli.train:train_recipe",
+                "hyperparameters": {"example_weight": example_weight},
+            }
+        },
+        seed=seed,
+        metrics={"holdout": holdout, "cv_best": head.best, "examples_fit": examples_fit},
+    )
+    return {
+        **_summary(holdout, head, n_fit),
+        "holdout_source": "base" if base_record else "examples",
+        "base_fit_rows": len(base_fit),
+        "examples": len(data.examples),
+        "examples_fit": len(ex_fit),
+        "examples_holdout": len(ex_hold),
+        "examples_skipped": skipped,
+        "examples_dropped": dropped,
+        "examples_fit_accuracy": None if examples_fit is None else examples_fit["accuracy"],
     }
 
 
