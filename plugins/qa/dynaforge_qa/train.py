@@ -37,13 +37,20 @@ import random
 import re
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dynaforge.tasks.training import encoder_record, file_info, save_head, training_main, write_json_atomically
+from dynaforge.tasks.training import (
+    TrainingData,
+    encoder_record,
+    file_info,
+    save_head,
+    training_main,
+    write_json_atomically,
+)
 
 from .model import (
     DEFAULT_MAX_LENGTH,
@@ -60,6 +67,10 @@ from .scoring import best_over_golds, exact_match, token_f1
 
 DATA_FILE = "squad_v2_dev_sample.json"
 HOLDOUT_FRACTION = 0.20
+DEFAULT_EXAMPLE_WEIGHT = 2.0
+MIN_EXAMPLES = 20  # without base data: the fewest usable examples the recipe splits into fit, validation, held out
+MIN_EXAMPLE_PASSAGES = 3  # without base data: the examples are split by passage, one part at least each
+EXAMPLES_ARTICLE = "examples"  # the "article" of the platform examples' paragraphs (their keys: examples/N)
 VALIDATION_FRACTION = 0.15
 DEFAULTS = {
     "epochs": 30,
@@ -865,6 +876,267 @@ def train(
     metrics["fit_seconds"] = round(fit_seconds, 1)
     metrics["total_seconds"] = round(time.perf_counter() - t0, 1)
     return metrics
+
+
+# --------------------------------------------------------------------------- the training recipe
+
+
+def example_paragraphs(examples: Sequence[Mapping[str, Any]]) -> tuple[list[Paragraph], dict[str, int]]:
+    """The platform's examples (``passage``, ``question``, ``answer``: a span ``{"text", "start"}`` or a list of
+    them) as paragraphs, one per distinct passage in order of appearance, and counts of what was skipped: spans
+    whose text does not sit at their offset of the passage, and examples left without a usable answer or without
+    a passage or question."""
+    by_passage: dict[str, Paragraph] = {}
+    skipped: Counter[str] = Counter()
+    for n, example in enumerate(examples):
+        passage, question, answer = example.get("passage"), example.get("question"), example.get("answer")
+        if not isinstance(passage, str) or not isinstance(question, str) or not passage.strip() or not question.strip():
+            skipped["examples_without_passage_or_question"] += 1
+            continue
+        answers: list[tuple[str, int]] = []
+        for span in answer if isinstance(answer, list) else [answer]:
+            text = span.get("text") if isinstance(span, Mapping) else None
+            start = span.get("start") if isinstance(span, Mapping) else None
+            if (
+                not isinstance(text, str)
+                or not text.strip()
+                or isinstance(start, bool)
+                or not isinstance(start, int)
+                or start < 0
+                or passage[start : start + len(text)] != text
+            ):
+                skipped["answers_not_in_passage"] += 1
+            elif (text, start) not in answers:
+                answers.append((text, start))
+        if not answers:
+            skipped["examples_without_usable_answer"] += 1
+            continue
+        paragraph = by_passage.get(passage)
+        if paragraph is None:
+            key = f"{EXAMPLES_ARTICLE}/{len(by_passage)}"
+            paragraph = by_passage[passage] = Paragraph(key=key, article=EXAMPLES_ARTICLE, context=passage)
+        paragraph.questions.append(Question(f"example-{n}", question.strip(), answers))
+    return list(by_passage.values()), dict(skipped)
+
+
+def _questions(paragraphs: list[Paragraph]) -> int:
+    return sum(len(p.questions) for p in paragraphs)
+
+
+def _no_report(fraction: float, stage: str) -> None:
+    return None
+
+
+def _fit_score(params, parts: list[Part]) -> dict[str, Any]:
+    """SQuAD F1 and exact match of the head on the questions of ``parts`` (the examples it was fitted on)."""
+    scores = [score_answers(predict_encoded(params, p.enc, p.passages), p.questions) for p in parts if p.questions]
+    n = sum(s["n"] for s in scores)
+    if not n:
+        return {"n": 0, "f1": None, "exact_match": None}
+    return {
+        "n": n,
+        "f1": round(sum(s["f1"] * s["n"] for s in scores) / n, 2),
+        "exact_match": round(sum(s["exact_match"] * s["n"] for s in scores) / n, 2),
+    }
+
+
+def train_recipe(
+    data: TrainingData,
+    out_dir: Path,
+    *,
+    seed: int = 0,
+    report: Callable[[float, str], None] | None = None,
+    progress: bool = False,
+    example_weight: float = DEFAULT_EXAMPLE_WEIGHT,
+    epochs: int = DEFAULTS["epochs"],
+) -> dict[str, Any]:
+    """The ``default`` training recipe: the span head trained on the base data (when ``data.base_dir`` is given)
+    and the platform's examples; writes ``head.safetensors`` + ``metadata.json`` to ``out_dir`` and returns
+    held-out metrics.
+
+    The examples' answers must sit in their passage (a span ``{"text", "start"}``, or a list of them); the others
+    are skipped and counted. Examples are grouped by passage, which is the unit every split keeps whole.
+
+    With base data, its paragraphs are split as :func:`train` splits them (fit, validation, held out), a fresh
+    head is trained as there, and the examples' windows (each question with its passage, and again with another
+    passage and no answer) join the fitting windows, their loss weighted ``example_weight`` against a base
+    window's 1. Examples about a validation paragraph join the final fit only, examples about a held-out
+    paragraph are dropped (``examples_dropped``): the held-out figures are those of the same base paragraphs.
+
+    Without base data, the examples' passages are split alone (20% held out, 15% of the rest validation; at least
+    :data:`MIN_EXAMPLES` usable examples about :data:`MIN_EXAMPLE_PASSAGES` passages), and training starts from the
+    shipped head rather than a fresh one: a few dozen questions cannot teach a head from scratch, but they can
+    move a trained one toward them. ``example_weight`` has no effect then.
+
+    ``epochs`` is the most epochs the validation part chooses from (it keeps the fewest among equals). ``report``
+    is called after each encoded set and each epoch. Deterministic for a seed; no example text is written.
+    """
+    import torch
+
+    report = report or _no_report
+    if example_weight <= 0:
+        raise ValueError(f"example_weight must be positive, got {example_weight}")
+    if epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {epochs}")
+    opts = {**DEFAULTS, "epochs": epochs}
+    report(0.02, "reading data")
+    examples, skipped = example_paragraphs(data.examples)
+    usable = _questions(examples)
+    base_record: dict[str, Any] | None = None
+    extra_fit: list[Paragraph] = []
+    extra_final: list[Paragraph] = []
+    dropped: list[Paragraph] = []
+    initial: dict[str, Any] | None = None
+    if data.base_dir is not None:
+        data_path = Path(data.base_dir) / DATA_FILE
+        paragraphs, base_skipped = read_squad(data_path)
+        fit_par, val_par, hold_par = split_paragraphs(paragraphs, seed)
+        held = {p.context for p in hold_par}
+        validation = {p.context for p in val_par}
+        dropped = [p for p in examples if p.context in held]
+        extra_final = [p for p in examples if p.context in validation and p.context not in held]
+        extra_fit = [p for p in examples if p.context not in held and p.context not in validation]
+        plan = plan_parts(fit_par, val_par, hold_par, seed)
+        for part, among, what in (
+            (extra_fit, fit_par + extra_fit, "examples"),
+            (extra_final, fit_par + val_par + extra_fit + extra_final, "examples on validation passages"),
+        ):
+            if part:
+                plan.append(ToEncode(*_flatten(part), f"encode {what}", example_weight))
+                plan.append(
+                    ToEncode(*negative_pairs(part, seed, among=among), f"encode {what}, negatives", example_weight)
+                )
+        base_record = {
+            "file": file_info(data_path),
+            "format": "SQuAD 2.0; answerable questions only",
+            "paragraphs": len(paragraphs),
+            "skipped": base_skipped,
+        }
+        split_rule = (
+            "seeded shuffle of the base paragraphs: 20% held out, 15% of the rest validation, the rest fitting; "
+            "platform examples in the fitting windows (those about a validation paragraph in the final fit only, "
+            "those about a held-out paragraph dropped)"
+        )
+    else:
+        if usable < MIN_EXAMPLES or len(examples) < MIN_EXAMPLE_PASSAGES:
+            raise ValueError(
+                f"without base data the recipe needs at least {MIN_EXAMPLES} usable examples about at least "
+                f"{MIN_EXAMPLE_PASSAGES} different passages, to hold some out; got {usable} examples about "
+                f"{len(examples)} passage(s)"
+                + (f" (skipped: {', '.join(f'{k} {v}' for k, v in sorted(skipped.items()))})" if skipped else "")
+            )
+        fit_par, val_par, hold_par = split_paragraphs(examples, seed)
+        plan = plan_parts(fit_par, val_par, hold_par, seed)
+        split_rule = (
+            "seeded shuffle of the examples' passages: 20% held out, 15% of the rest validation, the rest fitting"
+        )
+    start = "fresh"
+    if data.base_dir is None:
+        from .model import WEIGHTS_DIR, load_head
+
+        initial, _ = load_head(WEIGHTS_DIR)
+        start = f"the shipped head (sha256 {file_info(WEIGHTS_DIR / HEAD_FILE)['sha256']})"
+
+    torch.manual_seed(seed)
+    report(0.05, "encoding")
+    parts = encode_all(
+        plan,
+        progress=progress,
+        on_step=lambda done, total: report(0.05 + 0.25 * done / total, f"encoding ({done}/{total})"),
+    )
+    prepared = Prepared(*parts[:7])
+    extra = parts[7:]
+    prepared.extra_fit = extra[: 2 if extra_fit else 0]
+    prepared.extra_final = extra[2 if extra_fit else 0 :]
+
+    def on_epoch(stage: str, done: int, total: int) -> None:
+        lo, hi = (0.3, 0.6) if stage == "choose epochs" else (0.6, 0.9)
+        report(lo + (hi - lo) * done / total, f"{stage}: epoch {done}/{total}")
+
+    params, history, best_epochs = choose_and_fit(
+        prepared, opts=opts, seed=seed, progress=progress, initial=initial, on_epoch=on_epoch
+    )
+    report(0.92, "evaluating")
+    held_out = score_part(params, prepared.holdout)
+    held_out_long = score_part(params, prepared.holdout_long)
+    if data.base_dir is not None:
+        fitted = [prepared.extra_fit[0]] if extra_fit else []
+        fitted += [prepared.extra_final[0]] if extra_final else []
+    else:
+        fitted = [prepared.fit, prepared.validation]
+    examples_fit = _fit_score(params, fitted)
+
+    report(0.96, "writing the head")
+    out_dir = Path(out_dir)
+    head_path = save_head(out_dir, params, format="dynaforge-qa-head/1", file=HEAD_FILE)
+    counts = {
+        "examples": len(data.examples),
+        "examples_usable": usable,
+        "examples_fit": _questions(extra_fit) + _questions(extra_final)
+        if base_record
+        else _questions(fit_par) + _questions(val_par),
+        "examples_holdout": 0 if base_record else _questions(hold_par),
+        "examples_dropped": _questions(dropped),
+        "examples_skipped": skipped,
+    }
+    weighting = (
+        f"base windows 1, platform example windows (and their negatives) {example_weight}"
+        if base_record and (extra_fit or extra_final)
+        else "all windows 1"
+    )
+    metadata = {
+        "format": "dynaforge-qa-head/1",
+        "encoder": encoder_block(),
+        "head": head_record(params, head_path, opts, best_epochs, start=start),
+        "data": {
+            "base": base_record,
+            "examples": {
+                "given": len(data.examples),
+                "sha256": data.digest(),
+                "sources": [dict(source) for source in data.sources],
+                "usable": usable,
+                "passages": len(examples),
+                "skipped": skipped,
+                "fit": counts["examples_fit"],
+                "holdout": counts["examples_holdout"],
+                "dropped_passage_held_out": counts["examples_dropped"],
+            },
+            "holdout_source": "base" if base_record else "examples",
+            "split": split_rule,
+            "negatives": "each fitting question also paired with another passage (same article when possible) and "
+            "no answer",
+            "long_passages": "each validation and held-out question's paragraph hidden at a seeded place among 3 "
+            "other paragraphs of its part",
+            "loss_weights": weighting,
+            **split_record(prepared, hold_par),
+        },
+        "recipe": {
+            "trainer": "dynaforge_qa.train:train_recipe",
+            "hyperparameters": {"example_weight": example_weight, "epochs": epochs},
+        },
+        "seed": seed,
+        "metrics": {
+            "scoring": "SQuAD F1 and exact match in percent, best over each question's gold answers",
+            "holdout": held_out,
+            "holdout_long_passages": held_out_long,
+            "validation_f1_by_epoch": history,
+            "examples_fit": examples_fit,
+        },
+    }
+    write_json_atomically(out_dir / METADATA_FILE, metadata)
+    return {
+        "holdout_source": "base" if base_record else "examples",
+        **holdout_metrics(held_out, held_out_long),
+        "holdout_paragraphs": len(hold_par),
+        "epochs": best_epochs,
+        "validation_f1_by_epoch": history,
+        **{k: v for k, v in counts.items() if k != "examples_skipped"},
+        "examples_skipped": sum(
+            skipped.get(k, 0) for k in ("examples_without_passage_or_question", "examples_without_usable_answer")
+        ),
+        "examples_fit_f1": examples_fit["f1"],
+        "examples_fit_exact_match": examples_fit["exact_match"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
