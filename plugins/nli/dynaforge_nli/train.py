@@ -25,6 +25,9 @@ ANLI was written to fool strong models, so a small head on a frozen sentence enc
 scores on ordinary NLI; the held-out numbers are reported as they are.
 
 The data file is only read; no sentence from it is written anywhere.
+
+:func:`train_recipe` is the task's ``default`` training recipe (``NLITask.training_recipes``): the same pipeline
+on the platform's examples, with this file as optional base data (see its docstring and the plugin's README).
 """
 
 from __future__ import annotations

@@ -27,6 +27,9 @@ Steps (all seeded, no dates written):
 6. write ``head.safetensors`` and ``metadata.json`` to the output folder.
 
 The data file is only read; no sentence from it is written anywhere.
+
+:func:`train_recipe` is the task's ``default`` training recipe (``QATask.training_recipes``): the same pipeline
+on the platform's examples, with this file as optional base data (see its docstring and the plugin's README).
 """
 
 from __future__ import annotations
