@@ -117,7 +117,7 @@ def group_folds(labels: Sequence[int], groups: Sequence[str], k: int, seed: int)
     random.Random(seed).shuffle(order)
     order.sort(key=len, reverse=True)
     totals = Counter(labels)
-    counts = [Counter() for _ in range(k)]
+    counts: list[Counter[int]] = [Counter() for _ in range(k)]
     sizes = [0] * k
     fold = [0] * len(labels)
 

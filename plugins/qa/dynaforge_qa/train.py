@@ -75,7 +75,7 @@ MIN_EXAMPLES = 20  # without base data: the fewest usable examples the recipe sp
 MIN_EXAMPLE_PASSAGES = 3  # without base data: the examples are split by passage, one part at least each
 EXAMPLES_ARTICLE = "examples"  # the "article" of the platform examples' paragraphs (their keys: examples/N)
 VALIDATION_FRACTION = 0.15
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {
     "epochs": 30,
     "rank": 16,
     "hidden": 64,
@@ -116,7 +116,7 @@ def read_squad(path: Path) -> tuple[list[Paragraph], dict[str, int]]:
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path}: expected SQuAD format, an object with a 'data' list of articles")
     paragraphs: list[Paragraph] = []
-    skipped = Counter()
+    skipped: Counter[str] = Counter()
     for a, article in enumerate(data["data"]):
         title = article.get("title", f"article{a}")
         for p, para in enumerate(article.get("paragraphs") or []):
@@ -170,7 +170,8 @@ def limit_paragraphs(paragraphs: list[Paragraph], limit: int, seed: int) -> list
     """A seeded choice of whole paragraphs holding about ``limit`` answerable questions (at least three)."""
     order = list(range(len(paragraphs)))
     random.Random(seed + 1).shuffle(order)
-    kept, count = [], 0
+    kept: list[int] = []
+    count = 0
     for i in order:
         if count >= limit and len(kept) >= 3:
             break
@@ -590,18 +591,13 @@ class Prepared:
     extra_fit: list[Part] = field(default_factory=list)
     extra_final: list[Part] = field(default_factory=list)
 
-    def encoded_sets(self) -> list[Part]:
-        return [
-            self.fit,
-            self.fit_negatives,
-            self.validation,
-            self.validation_negatives,
-            self.validation_long,
-            self.holdout,
-            self.holdout_long,
-            *self.extra_fit,
-            *self.extra_final,
-        ]
+    @classmethod
+    def from_parts(cls, parts: list[Part]) -> Prepared:
+        """The seven sets of :func:`plan_parts`, encoded, in its order."""
+        if len(parts) != 7:
+            raise ValueError(f"expected the 7 encoded sets of plan_parts, got {len(parts)}")
+        fit, fit_negatives, validation, validation_negatives, validation_long, holdout, holdout_long = parts
+        return cls(fit, fit_negatives, validation, validation_negatives, validation_long, holdout, holdout_long)
 
 
 @dataclass
@@ -636,10 +632,18 @@ def encode_all(
     from dynaforge.inference.encoders import shared_encoder
 
     encoder = shared_encoder(encoder_path())
-    kw = {"max_length": DEFAULT_MAX_LENGTH, "stride": DEFAULT_STRIDE, "progress": progress}
     parts = []
     for done, item in enumerate(plan, start=1):
-        enc = encode_pairs(encoder, item.questions, item.passages, desc=item.desc, weight=item.weight, **kw)
+        enc = encode_pairs(
+            encoder,
+            item.questions,
+            item.passages,
+            max_length=DEFAULT_MAX_LENGTH,
+            stride=DEFAULT_STRIDE,
+            progress=progress,
+            desc=item.desc,
+            weight=item.weight,
+        )
         parts.append(Part(item.questions, item.passages, enc))
         if on_step is not None:
             on_step(done, len(plan))
@@ -827,7 +831,7 @@ def train(
 
     torch.manual_seed(seed)
     t_enc = time.perf_counter()
-    prepared = Prepared(*encode_all(plan_parts(fit_par, val_par, hold_par, seed), progress=progress))
+    prepared = Prepared.from_parts(encode_all(plan_parts(fit_par, val_par, hold_par, seed), progress=progress))
     encode_seconds = time.perf_counter() - t_enc
 
     t_fit = time.perf_counter()
@@ -1047,7 +1051,7 @@ def train_recipe(
         progress=progress,
         on_step=lambda done, total: report(0.05 + 0.25 * done / total, f"encoding ({done}/{total})"),
     )
-    prepared = Prepared(*parts[:7])
+    prepared = Prepared.from_parts(parts[:7])
     extra = parts[7:]
     prepared.extra_fit = extra[: 2 if extra_fit else 0]
     prepared.extra_final = extra[2 if extra_fit else 0 :]
