@@ -286,18 +286,27 @@ class NLIModel:
         return f"NLIModel(encoder={ENCODER_NAME!r}, max_length={MAX_LENGTH}, features={FEATURE_DIM})"
 
 
-def load(*, weights_dir: Path | str | None = None, device: str = "cpu") -> NLIModel:
+def load(
+    *,
+    weights_dir: Path | str | None = None,
+    weights_artifact: str | None = None,
+    device: str = "cpu",
+) -> NLIModel:
     """Load the shared encoder and the trained head.
 
-    ``weights_dir`` defaults to the model store's current version of this model (what ``dynaforge train nli``
-    wrote), else the package's own ``weights/``; ``metadata["weights"]`` says which was loaded.
+    ``weights_dir`` defaults to the artifact ``weights_artifact`` of the model store (a digest: what a training
+    recipe wrote, stored with ``ArtifactStore.add_folder``), else the model store's current version of this model
+    (what ``dynaforge train nli`` wrote), else the package's own ``weights/``; ``metadata["weights"]`` says which
+    was loaded.
     """
     import torch
     from safetensors.torch import load_file
 
     from dynaforge.model_store import resolve_weights
 
-    weights = resolve_weights(TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir)
+    weights = resolve_weights(
+        TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir, weights_artifact=weights_artifact
+    )
     wdir = weights.path
     head_path = wdir / HEAD_FILE
     if not head_path.is_file():

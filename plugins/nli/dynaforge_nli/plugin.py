@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, hookimpl
-from dynaforge_nli.model import MODEL_NAME
+from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge_nli.model import MODEL_NAME, WEIGHTS_DIR
 
 
 class NLITask(Task):
@@ -75,6 +75,21 @@ class NLITask(Task):
     )
     default_target_models = (
         ModelSpec(name=MODEL_NAME, backend="python", config={"factory": "dynaforge_nli.model:load"}),
+    )
+    training_recipes = (
+        TrainingRecipe(
+            name="default",
+            model=MODEL_NAME,
+            trainer="dynaforge_nli.train:train_recipe",
+            factory="dynaforge_nli.model:load",
+            description="The logistic-regression head on frozen MiniLM pair features and lexical cues, fitted on "
+            "the base data (when given) and the platform's examples, each example weighing example_weight against "
+            "a base row's 1; held out: a premise-grouped fifth of the base data (of the examples without it).",
+            hyperparameters={"example_weight": 2.0},
+            base_data="anli_r1_dev_annotated.csv: ANLI-style CSV, columns context (premise), statement "
+            "(hypothesis), gold_label (e/n/c)",
+            shipped=WEIGHTS_DIR,
+        ),
     )
     demo_contexts = (
         {

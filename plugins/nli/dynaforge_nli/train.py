@@ -25,6 +25,9 @@ ANLI was written to fool strong models, so a small head on a frozen sentence enc
 scores on ordinary NLI; the held-out numbers are reported as they are.
 
 The data file is only read; no sentence from it is written anywhere.
+
+:func:`train_recipe` is the task's ``default`` training recipe (``NLITask.training_recipes``): the same pipeline
+on the platform's examples, with this file as optional base data (see its docstring and the plugin's README).
 """
 
 from __future__ import annotations
@@ -33,13 +36,16 @@ import csv
 import random
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from dynaforge.tasks.training import (
+    TrainingData,
     encoder_record,
+    example_weights,
     file_info,
     fit_logistic_regression,
     log_loss,
@@ -70,6 +76,10 @@ WEIGHT_DECAYS = (0.03, 0.1, 0.3, 1.0)
 LBFGS_MAX_ITER = 300
 MIN_ROWS = 10
 MIN_PREMISES = 5
+MIN_EXAMPLES = 20  # without base data: the fewest platform examples the recipe splits into fit and held-out parts
+MIN_GROUPED_PREMISES = 10  # without base data: fewer premises than this are split row by row
+DEFAULT_EXAMPLE_WEIGHT = 2.0
+HOLDOUT_RULE = "one of 5 folds (20%), stratified by label, rows of one premise kept on one side"
 
 
 def read_rows(path: Path) -> list[tuple[str, str, int]]:
@@ -107,7 +117,7 @@ def group_folds(labels: Sequence[int], groups: Sequence[str], k: int, seed: int)
     random.Random(seed).shuffle(order)
     order.sort(key=len, reverse=True)
     totals = Counter(labels)
-    counts = [Counter() for _ in range(k)]
+    counts: list[Counter[int]] = [Counter() for _ in range(k)]
     sizes = [0] * k
     fold = [0] * len(labels)
 
@@ -141,9 +151,10 @@ def _one_torch_thread():
         torch.set_num_threads(before)
 
 
-def fit_head(x, y, scale: float, weight_decay: float):
+def fit_head(x, y, scale: float, weight_decay: float, *, row_weights=None):
     """Multinomial logistic regression on standardised features, the pair block multiplied by ``scale``
-    (:func:`dynaforge.tasks.training.fit_logistic_regression`).
+    (:func:`dynaforge.tasks.training.fit_logistic_regression`), each row's log-loss weighted by ``row_weights``
+    when given.
 
     Full-batch L-BFGS in float64. Returns ``(weight [D, 3], bias [3])`` on the *raw* features: standardisation
     and scale are folded in, so serving is ``softmax(x @ weight + bias)``.
@@ -157,6 +168,7 @@ def fit_head(x, y, scale: float, weight_decay: float):
         y,
         weight_decay=weight_decay,
         classes=len(LABELS),
+        row_weights=row_weights,
         feature_scale=feature_scale,
         max_iter=LBFGS_MAX_ITER,
         tolerance_grad=1e-6,
@@ -165,17 +177,198 @@ def fit_head(x, y, scale: float, weight_decay: float):
     return head.weight, head.bias
 
 
-def score(logits, y) -> dict[str, float]:
-    """Accuracy, macro-F1 (the platform's own metrics) and log-loss of logits against gold label indices."""
+def score(logits, y, weights=None) -> dict[str, float]:
+    """Accuracy, macro-F1 (the platform's own metrics) and log-loss of logits against gold label indices.
 
+    With ``weights`` (one per row) each row counts that many times: accuracy and log-loss are weighted means and
+    macro-F1 is computed from weighted true and false positives and false negatives.
+    """
     from dynaforge.defaults.metrics import accuracy, macro_f1
 
     golds = [LABELS[i] for i in y.tolist()]
     preds = [LABELS[i] for i in logits.argmax(dim=1).tolist()]
+    if weights is None:
+        return {
+            "accuracy": accuracy(golds, preds),
+            "macro_f1": macro_f1(golds, preds),
+            "log_loss": log_loss(logits, y),
+        }
+    import torch.nn.functional as F
+
+    w = weights.tolist()
+    total = sum(w)
+    f1s = []
+    for c in sorted(set(golds) | set(preds)):
+        tp = sum(wi for g, p, wi in zip(golds, preds, w, strict=True) if g == c and p == c)
+        fp = sum(wi for g, p, wi in zip(golds, preds, w, strict=True) if g != c and p == c)
+        fn = sum(wi for g, p, wi in zip(golds, preds, w, strict=True) if g == c and p != c)
+        f1s.append(2 * tp / (2 * tp + fp + fn) if tp + fp + fn else 0.0)
+    losses = F.cross_entropy(logits, y, reduction="none")
     return {
-        "accuracy": accuracy(golds, preds),
-        "macro_f1": macro_f1(golds, preds),
-        "log_loss": log_loss(logits, y),
+        "accuracy": sum(wi for g, p, wi in zip(golds, preds, w, strict=True) if g == p) / total,
+        "macro_f1": sum(f1s) / len(f1s),
+        "log_loss": float((losses * weights).sum() / weights.sum()),
+    }
+
+
+def pair_matrix(premises: Sequence[str], hypotheses: Sequence[str], *, progress: bool):
+    """The float64 feature matrix ``[n, FEATURE_DIM]`` of the pairs (each distinct text embedded once)."""
+    from .model import embed_pairs, pair_features, shared_minilm
+
+    encoder = shared_minilm()
+    u, v = embed_pairs(encoder, premises, hypotheses, many=True, progress=progress)
+    return pair_features(u, v, premises, hypotheses).double()
+
+
+@dataclass
+class FittedHead:
+    """The outcome of :func:`select_and_fit`: the head on raw features, the chosen grid point and the search."""
+
+    weight: Any
+    bias: Any
+    best: dict[str, Any]
+    search: list[dict[str, Any]]
+    n_cv: int
+
+
+def select_and_fit(
+    x,
+    y,
+    cv_folds: Sequence[int],
+    n_cv: int,
+    *,
+    row_weights=None,
+    progress: bool = False,
+    on_step: Callable[[int, int], None] | None = None,
+) -> FittedHead:
+    """Choose the pair-block scale and weight decay by cross-validation over ``cv_folds`` (highest mean accuracy,
+    ties broken by the lower log-loss), then refit on all rows.
+
+    With ``row_weights`` every fit is weighted and every fold is scored with the same weights (weighted accuracy
+    and log-loss), so the choice favours what the weighted fit is asked to get right. ``on_step(done, total)``
+    after each grid point and after the final fit.
+    """
+    import torch
+    from tqdm import tqdm
+
+    grid = [(s, wd) for s in PAIR_BLOCK_SCALES for wd in WEIGHT_DECAYS]
+    search: list[dict[str, Any]] = []
+    bar = tqdm(total=len(grid) * n_cv + 1, desc="cross-validate head", unit="fit", disable=not progress)
+    with bar, _one_torch_thread():
+        for step, (scale, wd) in enumerate(grid, start=1):
+            per_fold = []
+            for k in range(n_cv):
+                fit = torch.tensor([f != k for f in cv_folds])
+                fit_weights = None if row_weights is None else row_weights[fit]
+                w, b = fit_head(x[fit], y[fit], scale, wd, row_weights=fit_weights)
+                held_weights = None if row_weights is None else row_weights[~fit]
+                per_fold.append(score(x[~fit] @ w + b, y[~fit], held_weights))
+                bar.update(1)
+            search.append(
+                {
+                    "pair_block_scale": scale,
+                    "weight_decay": wd,
+                    **{f"cv_{m}": sum(r[m] for r in per_fold) / n_cv for m in ("accuracy", "macro_f1", "log_loss")},
+                }
+            )
+            if on_step is not None:
+                on_step(step, len(grid) + 1)
+        best = max(search, key=lambda r: (r["cv_accuracy"], -r["cv_log_loss"]))
+        weight, bias = fit_head(x, y, best["pair_block_scale"], best["weight_decay"], row_weights=row_weights)
+        bar.update(1)
+    if on_step is not None:
+        on_step(len(grid) + 1, len(grid) + 1)
+    return FittedHead(weight, bias, best, search, n_cv)
+
+
+def evaluate_holdout(head: FittedHead, x_hold, y_hold, fit_labels: Sequence[int]) -> dict[str, Any]:
+    """Held-out accuracy, macro-F1 and log-loss next to the majority class of the fitting part, and the
+    confusion counts."""
+    from dynaforge.defaults.metrics import accuracy, macro_f1
+
+    hold_logits = x_hold @ head.weight + head.bias
+    holdout = score(hold_logits, y_hold)
+    label_counts = Counter(fit_labels)
+    majority = max(range(len(LABELS)), key=lambda c: (label_counts[c], -c))
+    golds = [LABELS[i] for i in y_hold.tolist()]
+    baseline = [LABELS[majority]] * len(golds)
+    confusion = {gold: {pred: 0 for pred in LABELS} for gold in LABELS}
+    for gold, pred in zip(golds, hold_logits.argmax(dim=1).tolist(), strict=True):
+        confusion[gold][LABELS[pred]] += 1
+    return {
+        "n": len(golds),
+        **holdout,
+        "majority_label": LABELS[majority],
+        "majority_baseline_accuracy": accuracy(golds, baseline),
+        "majority_baseline_macro_f1": macro_f1(golds, baseline),
+        "confusion_gold_to_predicted": confusion,
+    }
+
+
+def write_head(
+    out_dir: Path,
+    head: FittedHead,
+    *,
+    selection: str,
+    data: dict[str, Any],
+    seed: int,
+    metrics: dict[str, Any],
+    extra: dict[str, Any] | None = None,
+) -> None:
+    """Write ``head.safetensors`` and ``metadata.json`` (what :func:`dynaforge_nli.model.load` reads)."""
+    import torch
+
+    tensors = {
+        "weight": head.weight.to(torch.float32).contiguous(),
+        "bias": head.bias.to(torch.float32).contiguous(),
+    }
+    metadata = {
+        "format": "dynaforge-nli-head/1",
+        "encoder": {
+            **encoder_record(),
+            "pooling": "mean (attention-mask weighted), L2-normalised",
+            "max_length": MAX_LENGTH,
+            "embedding_dim": EMBEDDING_DIM,
+        },
+        "features": {
+            "pair_block": "u, v, |u - v|, u * v (u: premise, v: hypothesis)",
+            "pair_block_dim": PAIR_BLOCK_DIM,
+            "feature_dim": FEATURE_DIM,
+        },
+        "scalar_features": list(SCALAR_FEATURES),
+        "labels": list(LABELS),
+        "head": {
+            "type": "multinomial logistic regression, p = softmax(features @ weight + bias)",
+            "file": HEAD_FILE,
+            "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}, gradient tolerance 1e-6) "
+            "on standardised features; "
+            "standardisation and pair-block scale folded into weight/bias",
+            "pair_block_scale": head.best["pair_block_scale"],
+            "weight_decay": head.best["weight_decay"],
+            "selection": selection,
+            "search": head.search,
+        },
+        "data": data,
+        **(extra or {}),
+        "seed": seed,
+        "metrics": metrics,
+    }
+    save_head(out_dir, tensors, format=metadata["format"], file=HEAD_FILE)
+    write_json_atomically(out_dir / METADATA_FILE, metadata)
+
+
+def _summary(holdout: dict[str, Any], head: FittedHead, train_rows: int) -> dict[str, Any]:
+    return {
+        "holdout_n": holdout["n"],
+        "holdout_accuracy": holdout["accuracy"],
+        "holdout_macro_f1": holdout["macro_f1"],
+        "holdout_log_loss": holdout["log_loss"],
+        "majority_baseline_accuracy": holdout["majority_baseline_accuracy"],
+        "majority_baseline_macro_f1": holdout["majority_baseline_macro_f1"],
+        "cv_accuracy": head.best["cv_accuracy"],
+        "pair_block_scale": head.best["pair_block_scale"],
+        "weight_decay": head.best["weight_decay"],
+        "train_rows": train_rows,
     }
 
 
@@ -189,11 +382,6 @@ def train(
 ) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` + ``metadata.json`` to ``out_dir``; return held-out metrics."""
     import torch
-    from tqdm import tqdm
-
-    from dynaforge.defaults.metrics import accuracy, macro_f1
-
-    from .model import embed_pairs, pair_features, shared_minilm
 
     t0 = time.perf_counter()
     data_path = Path(data_dir) / DATA_FILE
@@ -221,89 +409,22 @@ def train(
     n_cv = min(CV_FOLDS, len({premises[i] for i in train_idx}))
     cv_folds = group_folds([labels[i] for i in train_idx], [premises[i] for i in train_idx], n_cv, seed + 1)
 
-    encoder = shared_minilm()
     t_embed = time.perf_counter()
-    u, v = embed_pairs(encoder, premises, hypotheses, many=True, progress=progress)
-    x_all = pair_features(u, v, premises, hypotheses).double()
+    x_all = pair_matrix(premises, hypotheses, progress=progress)
     embed_seconds = time.perf_counter() - t_embed
     y_all = torch.tensor(labels, dtype=torch.long)
-    x_train, y_train = x_all[train_idx], y_all[train_idx]
-    x_hold, y_hold = x_all[hold_idx], y_all[hold_idx]
 
     t_fit = time.perf_counter()
-    grid = [(s, wd) for s in PAIR_BLOCK_SCALES for wd in WEIGHT_DECAYS]
-    search: list[dict[str, Any]] = []
-    bar = tqdm(total=len(grid) * n_cv + 1, desc="cross-validate head", unit="fit", disable=not progress)
-    with bar, _one_torch_thread():
-        for scale, wd in grid:
-            per_fold = []
-            for k in range(n_cv):
-                fit = torch.tensor([f != k for f in cv_folds])
-                w, b = fit_head(x_train[fit], y_train[fit], scale, wd)
-                per_fold.append(score(x_train[~fit] @ w + b, y_train[~fit]))
-                bar.update(1)
-            search.append(
-                {
-                    "pair_block_scale": scale,
-                    "weight_decay": wd,
-                    **{f"cv_{m}": sum(r[m] for r in per_fold) / n_cv for m in ("accuracy", "macro_f1", "log_loss")},
-                }
-            )
-        best = max(search, key=lambda r: (r["cv_accuracy"], -r["cv_log_loss"]))
-        weight, bias = fit_head(x_train, y_train, best["pair_block_scale"], best["weight_decay"])
-        bar.update(1)
+    head = select_and_fit(x_all[train_idx], y_all[train_idx], cv_folds, n_cv, progress=progress)
     fit_seconds = time.perf_counter() - t_fit
 
-    hold_logits = x_hold @ weight + bias
-    holdout = score(hold_logits, y_hold)
-    label_counts = Counter(labels[i] for i in train_idx)
-    majority = max(range(len(LABELS)), key=lambda c: (label_counts[c], -c))
-    golds = [LABELS[i] for i in y_hold.tolist()]
-    baseline = [LABELS[majority]] * len(golds)
-    confusion = {gold: {pred: 0 for pred in LABELS} for gold in LABELS}
-    for gold, pred in zip(golds, hold_logits.argmax(dim=1).tolist(), strict=True):
-        confusion[gold][LABELS[pred]] += 1
-    holdout_metrics = {
-        "n": len(hold_idx),
-        **holdout,
-        "majority_label": LABELS[majority],
-        "majority_baseline_accuracy": accuracy(golds, baseline),
-        "majority_baseline_macro_f1": macro_f1(golds, baseline),
-        "confusion_gold_to_predicted": confusion,
-    }
-
-    tensors = {
-        "weight": weight.to(torch.float32).contiguous(),
-        "bias": bias.to(torch.float32).contiguous(),
-    }
-    metadata = {
-        "format": "dynaforge-nli-head/1",
-        "encoder": {
-            **encoder_record(),
-            "pooling": "mean (attention-mask weighted), L2-normalised",
-            "max_length": MAX_LENGTH,
-            "embedding_dim": EMBEDDING_DIM,
-        },
-        "features": {
-            "pair_block": "u, v, |u - v|, u * v (u: premise, v: hypothesis)",
-            "pair_block_dim": PAIR_BLOCK_DIM,
-            "feature_dim": FEATURE_DIM,
-        },
-        "scalar_features": list(SCALAR_FEATURES),
-        "labels": list(LABELS),
-        "head": {
-            "type": "multinomial logistic regression, p = softmax(features @ weight + bias)",
-            "file": HEAD_FILE,
-            "optimizer": f"full-batch L-BFGS (strong Wolfe, max_iter {LBFGS_MAX_ITER}, gradient tolerance 1e-6) "
-            "on standardised features; "
-            "standardisation and pair-block scale folded into weight/bias",
-            "pair_block_scale": best["pair_block_scale"],
-            "weight_decay": best["weight_decay"],
-            "selection": f"highest mean accuracy over {n_cv} grouped, stratified folds of the training part "
-            "(ties: lower log-loss)",
-            "search": search,
-        },
-        "data": {
+    holdout = evaluate_holdout(head, x_all[hold_idx], y_all[hold_idx], [labels[i] for i in train_idx])
+    write_head(
+        out_dir,
+        head,
+        selection=f"highest mean accuracy over {n_cv} grouped, stratified folds of the training part "
+        "(ties: lower log-loss)",
+        data={
             "file": DATA_FILE,
             "sha256": file_info(data_path)["sha256"],
             "rows_in_file": rows_in_file,
@@ -311,29 +432,210 @@ def train(
             "limit": limit,
             "train_rows": len(train_idx),
             "holdout_rows": len(hold_idx),
-            "holdout_rule": "one of 5 folds (20%), stratified by label, rows of one premise kept on one side",
+            "holdout_rule": HOLDOUT_RULE,
             "premises_in_both_parts": len({premises[i] for i in train_idx} & {premises[i] for i in hold_idx}),
         },
-        "seed": seed,
-        "metrics": {"holdout": holdout_metrics, "cv_best": best},
-    }
-    save_head(out_dir, tensors, format=metadata["format"], file=HEAD_FILE)
-    write_json_atomically(out_dir / METADATA_FILE, metadata)
-
+        seed=seed,
+        metrics={"holdout": holdout, "cv_best": head.best},
+    )
     return {
-        "holdout_n": len(hold_idx),
-        "holdout_accuracy": holdout["accuracy"],
-        "holdout_macro_f1": holdout["macro_f1"],
-        "holdout_log_loss": holdout["log_loss"],
-        "majority_baseline_accuracy": holdout_metrics["majority_baseline_accuracy"],
-        "majority_baseline_macro_f1": holdout_metrics["majority_baseline_macro_f1"],
-        "cv_accuracy": best["cv_accuracy"],
-        "pair_block_scale": best["pair_block_scale"],
-        "weight_decay": best["weight_decay"],
-        "train_rows": len(train_idx),
+        **_summary(holdout, head, len(train_idx)),
         "embed_seconds": round(embed_seconds, 1),
         "fit_seconds": round(fit_seconds, 1),
         "total_seconds": round(time.perf_counter() - t0, 1),
+    }
+
+
+# --------------------------------------------------------------------------- the training recipe
+
+
+def example_rows(examples: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str, str, int]], int]:
+    """``(premise, hypothesis, label index)`` rows of the platform's examples (the task's field values), and how
+    many were skipped because a premise or hypothesis is missing or the label is not one of :data:`LABELS`."""
+    rows: list[tuple[str, str, int]] = []
+    skipped = 0
+    for example in examples:
+        premise, hypothesis, label = example.get("premise"), example.get("hypothesis"), example.get("label")
+        if (
+            not isinstance(premise, str)
+            or not isinstance(hypothesis, str)
+            or not premise.strip()
+            or not hypothesis.strip()
+            or label not in LABELS
+        ):
+            skipped += 1
+            continue
+        rows.append((premise.strip(), hypothesis.strip(), LABELS.index(label)))
+    return rows, skipped
+
+
+def _no_report(fraction: float, stage: str) -> None:
+    return None
+
+
+def train_recipe(
+    data: TrainingData,
+    out_dir: Path,
+    *,
+    seed: int = 0,
+    report: Callable[[float, str], None] | None = None,
+    progress: bool = False,
+    example_weight: float = DEFAULT_EXAMPLE_WEIGHT,
+) -> dict[str, Any]:
+    """The ``default`` training recipe: the head on the base data (when ``data.base_dir`` is given) and the
+    platform's examples; writes ``head.safetensors`` + ``metadata.json`` to ``out_dir`` and returns held-out metrics.
+
+    With base data, its rows are split as :func:`train` splits them (one premise-grouped fold of five held out) and
+    the platform's examples join the fitting part only, each weighing ``example_weight`` against a base row's 1, so
+    that the held-out figures stay those of the base data's held-out part. An example whose premise is a held-out
+    premise is dropped (counted in ``examples_dropped``): keeping it would put that premise on both sides.
+
+    Without base data, the examples are split alone: one fold of five held out, stratified by label, rows of one
+    premise kept together when there are at least :data:`MIN_GROUPED_PREMISES` premises (else row by row, which
+    the metadata records). At least :data:`MIN_EXAMPLES` usable examples with two labels are needed.
+
+    The weight decay and pair-block scale are chosen by grouped cross-validation on the fitting part, rows weighted
+    as in the fit. Deterministic for a seed; no example text is written.
+    """
+    import torch
+
+    report = report or _no_report
+    if example_weight <= 0:
+        raise ValueError(f"example_weight must be positive, got {example_weight}")
+    report(0.02, "reading data")
+    examples, skipped = example_rows(data.examples)
+    torch.manual_seed(seed)
+    base_record: dict[str, Any] | None = None
+    base_fit: list[tuple[str, str, int]] = []
+    base_hold: list[tuple[str, str, int]] = []
+    ex_fit: list[tuple[str, str, int]] = []
+    ex_hold: list[tuple[str, str, int]] = []
+    dropped = 0
+    grouped = True
+    if data.base_dir is not None:
+        data_path = Path(data.base_dir) / DATA_FILE
+        base = read_rows(data_path)
+        premises = [r[0] for r in base]
+        if len(base) < MIN_ROWS or len(set(premises)) < MIN_PREMISES:
+            raise ValueError(
+                f"{data_path}: need at least {MIN_ROWS} rows and {MIN_PREMISES} distinct premises to hold some "
+                f"out; got {len(base)} rows and {len(set(premises))} premises"
+            )
+        folds = group_folds([r[2] for r in base], premises, HOLDOUT_FOLDS, seed)
+        base_fit = [r for r, f in zip(base, folds, strict=True) if f != 0]
+        base_hold = [r for r, f in zip(base, folds, strict=True) if f == 0]
+        held_premises = {r[0] for r in base_hold}
+        ex_fit = [r for r in examples if r[0] not in held_premises]
+        dropped = len(examples) - len(ex_fit)
+        base_record = {
+            "file": DATA_FILE,
+            "sha256": file_info(data_path)["sha256"],
+            "rows_in_file": len(base),
+            "fit_rows": len(base_fit),
+            "holdout_rows": len(base_hold),
+        }
+        holdout_rule = f"{HOLDOUT_RULE} of the base data; platform examples in the fitting part only"
+    else:
+        labels = {r[2] for r in examples}
+        if len(examples) < MIN_EXAMPLES or len(labels) < 2:
+            raise ValueError(
+                f"without base data the recipe needs at least {MIN_EXAMPLES} usable examples with at least 2 "
+                f"different labels, to hold some out; got {len(examples)} examples"
+                + (f" ({skipped} more skipped: no premise, no hypothesis or an unknown label)" if skipped else "")
+                + f" with {len(labels)} label(s)"
+            )
+        grouped = len({r[0] for r in examples}) >= MIN_GROUPED_PREMISES
+        groups = [r[0] for r in examples] if grouped else [str(i) for i in range(len(examples))]
+        folds = group_folds([r[2] for r in examples], groups, HOLDOUT_FOLDS, seed)
+        ex_fit = [r for r, f in zip(examples, folds, strict=True) if f != 0]
+        ex_hold = [r for r, f in zip(examples, folds, strict=True) if f == 0]
+        holdout_rule = "one of 5 folds (20%) of the platform examples, stratified by label, " + (
+            "rows of one premise kept on one side"
+            if grouped
+            else "row by row (fewer than "
+            f"{MIN_GROUPED_PREMISES} premises: hypotheses on one premise may sit on both sides)"
+        )
+
+    fit_rows, hold_rows = base_fit + ex_fit, base_hold + ex_hold
+    fit_groups = [r[0] for r in fit_rows] if grouped else [str(i) for i in range(len(fit_rows))]
+    n_cv = min(CV_FOLDS, len(set(fit_groups)))
+    if n_cv < 2 or not hold_rows:
+        raise ValueError("too little data to cross-validate and hold some out; give more examples or base data")
+    cv_folds = group_folds([r[2] for r in fit_rows], fit_groups, n_cv, seed + 1)
+    row_weights = None
+    if base_fit and ex_fit:
+        weights = example_weights(len(base_fit), len(ex_fit), example_weight=example_weight)
+        row_weights = torch.tensor(weights, dtype=torch.float64)
+
+    report(0.05, "embedding")
+    rows = fit_rows + hold_rows
+    x_all = pair_matrix([r[0] for r in rows], [r[1] for r in rows], progress=progress)
+    y_all = torch.tensor([r[2] for r in rows], dtype=torch.long)
+    n_fit = len(fit_rows)
+    x_fit, y_fit = x_all[:n_fit], y_all[:n_fit]
+
+    def on_step(done: int, total: int) -> None:
+        report(0.2 + 0.7 * done / total, f"cross-validating the head ({done}/{total})")
+
+    report(0.2, "cross-validating the head")
+    head = select_and_fit(x_fit, y_fit, cv_folds, n_cv, row_weights=row_weights, progress=progress, on_step=on_step)
+
+    report(0.92, "evaluating")
+    holdout = evaluate_holdout(head, x_all[n_fit:], y_all[n_fit:], [r[2] for r in fit_rows])
+    examples_fit: dict[str, Any] | None = None
+    if ex_fit:
+        at = len(base_fit)
+        examples_fit = score(x_fit[at:] @ head.weight + head.bias, y_fit[at:])
+    premises_in_both = len({r[0] for r in fit_rows} & {r[0] for r in hold_rows})
+    weighting = (
+        f"base rows 1, platform examples {example_weight} (in the fit and in the CV scores)"
+        if row_weights is not None
+        else "all rows 1"
+    )
+    report(0.96, "writing the head")
+    write_head(
+        Path(out_dir),
+        head,
+        selection=f"highest mean {'weighted ' if row_weights is not None else ''}accuracy over {n_cv} grouped, "
+        "stratified folds of the fitting part (ties: lower log-loss)",
+        data={
+            "base": base_record,
+            "examples": {
+                "given": len(data.examples),
+                "sha256": data.digest(),
+                "sources": [dict(source) for source in data.sources],
+                "usable": len(examples),
+                "skipped_invalid": skipped,
+                "dropped_premise_held_out": dropped,
+                "fit": len(ex_fit),
+                "holdout": len(ex_hold),
+            },
+            "fit_rows": n_fit,
+            "holdout_rows": len(hold_rows),
+            "holdout_source": "base" if base_record else "examples",
+            "holdout_rule": holdout_rule,
+            "premises_in_both_parts": premises_in_both,
+            "row_weights": weighting,
+        },
+        extra={
+            "recipe": {
+                "trainer": "dynaforge_nli.train:train_recipe",
+                "hyperparameters": {"example_weight": example_weight},
+            }
+        },
+        seed=seed,
+        metrics={"holdout": holdout, "cv_best": head.best, "examples_fit": examples_fit},
+    )
+    return {
+        **_summary(holdout, head, n_fit),
+        "holdout_source": "base" if base_record else "examples",
+        "base_fit_rows": len(base_fit),
+        "examples": len(data.examples),
+        "examples_fit": len(ex_fit),
+        "examples_holdout": len(ex_hold),
+        "examples_skipped": skipped,
+        "examples_dropped": dropped,
+        "examples_fit_accuracy": None if examples_fit is None else examples_fit["accuracy"],
     }
 
 

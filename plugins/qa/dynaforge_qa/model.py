@@ -453,19 +453,24 @@ def load_head(weights_dir: Path | str | None = None) -> tuple[dict[str, Any], di
 def load(
     *,
     weights_dir: Path | str | None = None,
+    weights_artifact: str | None = None,
     max_length: int = DEFAULT_MAX_LENGTH,
     stride: int = DEFAULT_STRIDE,
     device: str = "cpu",
 ) -> QAModel:
     """Factory for the ``python`` backend: the shared MiniLM encoder and the trained span head.
 
-    ``weights_dir`` defaults to the model store's current version of this model (what ``dynaforge train qa``
-    wrote), else the package's own ``weights/``; ``metadata["weights"]`` says which was loaded.
+    ``weights_dir`` defaults to the artifact ``weights_artifact`` of the model store (a digest: what a training
+    recipe wrote, stored with ``ArtifactStore.add_folder``), else the model store's current version of this model
+    (what ``dynaforge train qa`` wrote), else the package's own ``weights/``; ``metadata["weights"]`` says which
+    was loaded.
     """
     from dynaforge.inference.encoders import shared_encoder
     from dynaforge.model_store import resolve_weights
 
-    weights = resolve_weights(TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir)
+    weights = resolve_weights(
+        TASK_CODE, MODEL_NAME, WEIGHTS_DIR, weights_dir=weights_dir, weights_artifact=weights_artifact
+    )
     params, metadata = load_head(weights.path)
     metadata = {**metadata, "weights": weights.describe()}
     encoder = shared_encoder(encoder_path(), device=device)

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from dynaforge import Metric, ModelSpec, Role, SpanField, Task, TextField, hookimpl
-from dynaforge_qa.model import MODEL_NAME
+from dynaforge import Metric, ModelSpec, Role, SpanField, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge_qa.model import MODEL_NAME, WEIGHTS_DIR
 from dynaforge_qa.scoring import span_exact_match, span_f1, token_f1
 
 FOOLED_BELOW_F1 = 0.4
@@ -83,6 +83,21 @@ class QATask(Task):
     )
     default_target_models = (
         ModelSpec(name=MODEL_NAME, backend="python", config={"factory": "dynaforge_qa.model:load"}),
+    )
+    training_recipes = (
+        TrainingRecipe(
+            name="default",
+            model=MODEL_NAME,
+            trainer="dynaforge_qa.train:train_recipe",
+            factory="dynaforge_qa.model:load",
+            description="The span head on the frozen MiniLM encoder. With base data: trained afresh on the base "
+            "paragraphs and the platform's examples, each example window's loss weighing example_weight against a "
+            "base window's 1, held out: a fifth of the base paragraphs. Without: the shipped head fine-tuned on the "
+            "examples, held out: a fifth of their passages. The validation part chooses up to epochs epochs.",
+            hyperparameters={"example_weight": 2.0, "epochs": 30},
+            base_data="squad_v2_dev_sample.json: SQuAD 2.0 JSON (answerable questions are used)",
+            shipped=WEIGHTS_DIR,
+        ),
     )
     sample_examples = (
         {

@@ -27,6 +27,9 @@ Steps (all seeded, no dates written):
 6. write ``head.safetensors`` and ``metadata.json`` to the output folder.
 
 The data file is only read; no sentence from it is written anywhere.
+
+:func:`train_recipe` is the task's ``default`` training recipe (``QATask.training_recipes``): the same pipeline
+on the platform's examples, with this file as optional base data (see its docstring and the plugin's README).
 """
 
 from __future__ import annotations
@@ -37,11 +40,20 @@ import random
 import re
 import time
 from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dynaforge.tasks.training import encoder_record, file_info, save_head, training_main, write_json_atomically
+from dynaforge.tasks.training import (
+    TrainingData,
+    encoder_record,
+    file_info,
+    save_head,
+    training_main,
+    write_json_atomically,
+)
 
 from .model import (
     DEFAULT_MAX_LENGTH,
@@ -58,8 +70,12 @@ from .scoring import best_over_golds, exact_match, token_f1
 
 DATA_FILE = "squad_v2_dev_sample.json"
 HOLDOUT_FRACTION = 0.20
+DEFAULT_EXAMPLE_WEIGHT = 2.0
+MIN_EXAMPLES = 20  # without base data: the fewest usable examples the recipe splits into fit, validation, held out
+MIN_EXAMPLE_PASSAGES = 3  # without base data: the examples are split by passage, one part at least each
+EXAMPLES_ARTICLE = "examples"  # the "article" of the platform examples' paragraphs (their keys: examples/N)
 VALIDATION_FRACTION = 0.15
-DEFAULTS = {
+DEFAULTS: dict[str, Any] = {
     "epochs": 30,
     "rank": 16,
     "hidden": 64,
@@ -100,7 +116,7 @@ def read_squad(path: Path) -> tuple[list[Paragraph], dict[str, int]]:
     if not isinstance(data, dict) or not isinstance(data.get("data"), list):
         raise ValueError(f"{path}: expected SQuAD format, an object with a 'data' list of articles")
     paragraphs: list[Paragraph] = []
-    skipped = Counter()
+    skipped: Counter[str] = Counter()
     for a, article in enumerate(data["data"]):
         title = article.get("title", f"article{a}")
         for p, para in enumerate(article.get("paragraphs") or []):
@@ -154,7 +170,8 @@ def limit_paragraphs(paragraphs: list[Paragraph], limit: int, seed: int) -> list
     """A seeded choice of whole paragraphs holding about ``limit`` answerable questions (at least three)."""
     order = list(range(len(paragraphs)))
     random.Random(seed + 1).shuffle(order)
-    kept, count = [], 0
+    kept: list[int] = []
+    count = 0
     for i in order:
         if count >= limit and len(kept) >= 3:
             break
@@ -163,13 +180,19 @@ def limit_paragraphs(paragraphs: list[Paragraph], limit: int, seed: int) -> list
     return [paragraphs[i] for i in sorted(kept)]
 
 
-def negative_pairs(paragraphs: list[Paragraph], seed: int) -> tuple[list[Question], list[str]]:
+def negative_pairs(
+    paragraphs: list[Paragraph], seed: int, among: list[Paragraph] | None = None
+) -> tuple[list[Question], list[str]]:
     """Every question again, paired with another paragraph of the same part (of the same article when there is
-    one) and no answer: windows from which the head learns its no-answer score."""
+    one) and no answer: windows from which the head learns its no-answer score. With ``among``, the other
+    paragraph is one of those, with another text."""
     rng = random.Random(seed + 2)
     questions, passages = [], []
     for paragraph in paragraphs:
-        others = [p for p in paragraphs if p is not paragraph]
+        if among is None:
+            others = [p for p in paragraphs if p is not paragraph]
+        else:
+            others = [p for p in among if p.context != paragraph.context]
         pool = [p for p in others if p.article == paragraph.article] or others
         for q in paragraph.questions if pool else []:
             questions.append(Question(q.qid, q.question, []))
@@ -256,6 +279,7 @@ class Encoded:
     sample: list[int]  # which pair each window comes from
     gold_start: list  # [L] bool each: tokens that start a gold answer (all False when the window has none)
     gold_end: list
+    weight: list  # float each: the window's weight in the training loss
 
 
 def _gold_tokens(offsets, passage_mask, answers: list[tuple[str, int]]):
@@ -290,8 +314,10 @@ def encode_pairs(
     progress: bool,
     desc: str,
     batch_size: int = 16,
+    weight: float = 1.0,
 ) -> Encoded:
-    """Encode every pair once (length-sorted batches), keeping each window's states and head inputs."""
+    """Encode every pair once (length-sorted batches), keeping each window's states and head inputs; each window
+    weighs ``weight`` in the training loss."""
     import torch
     from tqdm import tqdm
 
@@ -327,6 +353,7 @@ def encode_pairs(
                 out.sample.append(k)
                 out.gold_start.append(gold_start)
                 out.gold_end.append(gold_end)
+                out.weight.append(weight)
             bar.update(len(idx))
     return out
 
@@ -350,6 +377,7 @@ def _batch(enc: Encoded, rows: list[int]):
         "passage": pad(enc.passage, False),
         "gold_start": pad(enc.gold_start, False),
         "gold_end": pad(enc.gold_end, False),
+        "weight": torch.tensor([enc.weight[r] for r in rows], dtype=torch.float32),
     }
 
 
@@ -396,8 +424,9 @@ def predict_encoded(params, enc: Encoded, passages: list[str]) -> list[str]:
     return [o["answer"]["text"] for o in choose_answers(windows, start, end, null, passages, params["length.bias"])]
 
 
-def _loss(start, end, null, length_bias, passage, gold_start, gold_end):
-    """Minus the log probability of the right choice under a softmax over a window's valid spans and "no answer".
+def _loss(start, end, null, length_bias, passage, gold_start, gold_end, weights=None):
+    """Minus the log probability of the right choice under a softmax over a window's valid spans and "no answer",
+    averaged over the windows (a weighted mean with ``weights``, one per window).
 
     The right choice is the gold spans (a gold start paired with a gold end) when the window holds any, else "no
     answer"; windows whose gold spans are all longer than the longest allowed answer are left out.
@@ -415,13 +444,41 @@ def _loss(start, end, null, length_bias, passage, gold_start, gold_end):
     log_right = torch.where(has_gold, log_gold, null)
     if not bool(usable.any()):
         return log_all.sum() * 0.0
-    return (log_all - log_right)[usable].mean()
+    losses = (log_all - log_right)[usable]
+    if weights is None:
+        return losses.mean()
+    return (losses * weights[usable]).sum() / weights[usable].sum()
+
+
+@contextmanager
+def _one_torch_thread():
+    """Run the head's training on one intra-op thread (restored afterwards): with several, the order in which
+    gradients are summed varies from run to run, and so would the trained weights in their last bits."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 def fit_head(
-    enc: Encoded, *, epochs: int, seed: int, options: dict[str, Any], progress: bool, desc: str, evaluate=None
+    enc: Encoded,
+    *,
+    epochs: int,
+    seed: int,
+    options: dict[str, Any],
+    progress: bool,
+    desc: str,
+    evaluate=None,
+    initial: dict[str, Any] | None = None,
+    on_epoch: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, Any], list[float]]:
-    """Train a fresh head on the windows of ``enc``; ``evaluate(params)`` after each epoch."""
+    """Train a head on the windows of ``enc``, each window's loss weighted by ``enc.weight``: a fresh one, or a
+    copy of ``initial``. ``evaluate(params)`` and ``on_epoch(done, epochs)`` after each epoch. One torch thread,
+    so that a seed gives the same weights bit for bit."""
     import torch
     from tqdm import tqdm
 
@@ -430,9 +487,11 @@ def fit_head(
     rows = list(range(len(enc.states)))
     if not any(bool(g.any()) for g in enc.gold_start):
         raise ValueError("no training window holds a gold answer; check the data's answer offsets")
+    weighted = any(w != 1.0 for w in enc.weight)
     torch.manual_seed(seed)
-    initial = init_head(rank=options["rank"], hidden=options["hidden"], kernel=options["kernel"], seed=seed)
-    params = {k: v.requires_grad_(True) for k, v in initial.items()}
+    if initial is None:
+        initial = init_head(rank=options["rank"], hidden=options["hidden"], kernel=options["kernel"], seed=seed)
+    params = {k: v.detach().clone().requires_grad_(True) for k, v in initial.items()}
     optimizer = torch.optim.AdamW(params.values(), lr=options["lr"], weight_decay=options["weight_decay"])
     steps_per_epoch = math.ceil(len(rows) / options["batch_size"])
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
@@ -440,8 +499,8 @@ def fit_head(
     )
     rng = random.Random(seed)
     history: list[float] = []
-    with tqdm(total=epochs, desc=desc, unit="epoch", disable=not progress) as bar:
-        for _ in range(epochs):
+    with tqdm(total=epochs, desc=desc, unit="epoch", disable=not progress) as bar, _one_torch_thread():
+        for epoch in range(1, epochs + 1):
             rng.shuffle(rows)
             total = 0.0
             for at in range(0, len(rows), options["batch_size"]):
@@ -457,7 +516,16 @@ def fit_head(
                     state_dropout=options["state_dropout"],
                     training=True,
                 )
-                loss = _loss(start, end, null, params["length.bias"], b["passage"], b["gold_start"], b["gold_end"])
+                loss = _loss(
+                    start,
+                    end,
+                    null,
+                    params["length.bias"],
+                    b["passage"],
+                    b["gold_start"],
+                    b["gold_end"],
+                    b["weight"] if weighted else None,
+                )
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
@@ -469,6 +537,8 @@ def fit_head(
                 postfix["val_f1"] = f"{history[-1]:.1f}"
             bar.set_postfix(postfix)
             bar.update(1)
+            if on_epoch is not None:
+                on_epoch(epoch, epochs)
     return {k: v.detach().contiguous() for k, v in params.items()}, history
 
 
@@ -490,6 +560,248 @@ def _concat(a: Encoded, b: Encoded) -> Encoded:
     return Encoded(*[getattr(a, f) + getattr(b, f) for f in Encoded.__dataclass_fields__])
 
 
+# --------------------------------------------------------------------------- the pipeline
+
+
+@dataclass
+class Part:
+    """Questions, their passages and their encoded windows."""
+
+    questions: list[Question]
+    passages: list[str]
+    enc: Encoded
+
+
+@dataclass
+class Prepared:
+    """Every encoded set a training run needs.
+
+    ``fit`` and ``validation`` (each with its ``*_negatives``) and the held-out part come from one split of
+    paragraphs; ``extra_fit`` (platform examples, with negatives) join the fitting windows of both fits,
+    ``extra_final`` only the final one (they are about validation paragraphs).
+    """
+
+    fit: Part
+    fit_negatives: Part
+    validation: Part
+    validation_negatives: Part
+    validation_long: Part
+    holdout: Part
+    holdout_long: Part
+    extra_fit: list[Part] = field(default_factory=list)
+    extra_final: list[Part] = field(default_factory=list)
+
+    @classmethod
+    def from_parts(cls, parts: list[Part]) -> Prepared:
+        """The seven sets of :func:`plan_parts`, encoded, in its order."""
+        if len(parts) != 7:
+            raise ValueError(f"expected the 7 encoded sets of plan_parts, got {len(parts)}")
+        fit, fit_negatives, validation, validation_negatives, validation_long, holdout, holdout_long = parts
+        return cls(fit, fit_negatives, validation, validation_negatives, validation_long, holdout, holdout_long)
+
+
+@dataclass
+class ToEncode:
+    """Questions and passages waiting to be encoded, with the description of their progress bar and the weight of
+    their windows in the training loss."""
+
+    questions: list[Question]
+    passages: list[str]
+    desc: str
+    weight: float = 1.0
+
+
+def plan_parts(fit_par: list[Paragraph], val_par: list[Paragraph], hold_par: list[Paragraph], seed: int):
+    """What to encode for a (fit, validation, held-out) split of paragraphs, in the order :func:`prepare` takes:
+    each part's questions, the fit and validation negatives, and the validation and held-out long passages."""
+    return [
+        ToEncode(*_flatten(fit_par), "encode fit"),
+        ToEncode(*negative_pairs(fit_par, seed), "encode fit negatives"),
+        ToEncode(*_flatten(val_par), "encode validation"),
+        ToEncode(*negative_pairs(val_par, seed), "encode validation negatives"),
+        ToEncode(*long_passages(val_par, seed), "encode validation, long"),
+        ToEncode(*_flatten(hold_par), "encode held-out"),
+        ToEncode(*long_passages(hold_par, seed), "encode held-out, long"),
+    ]
+
+
+def encode_all(
+    plan: list[ToEncode], *, progress: bool, on_step: Callable[[int, int], None] | None = None
+) -> list[Part]:
+    """Encode every set of ``plan`` with the shared frozen encoder (one encoding per set, as at inference)."""
+    from dynaforge.inference.encoders import shared_encoder
+
+    encoder = shared_encoder(encoder_path())
+    parts = []
+    for done, item in enumerate(plan, start=1):
+        enc = encode_pairs(
+            encoder,
+            item.questions,
+            item.passages,
+            max_length=DEFAULT_MAX_LENGTH,
+            stride=DEFAULT_STRIDE,
+            progress=progress,
+            desc=item.desc,
+            weight=item.weight,
+        )
+        parts.append(Part(item.questions, item.passages, enc))
+        if on_step is not None:
+            on_step(done, len(plan))
+    return parts
+
+
+def _windows(parts: list[Part]) -> Encoded:
+    out = parts[0].enc
+    for part in parts[1:]:
+        out = _concat(out, part.enc)
+    return out
+
+
+def choose_and_fit(
+    prepared: Prepared,
+    *,
+    opts: dict[str, Any],
+    seed: int,
+    progress: bool,
+    initial: dict[str, Any] | None = None,
+    on_epoch: Callable[[str, int, int], None] | None = None,
+) -> tuple[dict[str, Any], list[float], int]:
+    """Train on the fitting windows for ``opts["epochs"]`` epochs, scoring the validation part after each; then
+    retrain from the same start on the fitting and validation windows for the best epoch count. Returns the
+    head, the validation F1 by epoch and the epoch count."""
+    val, val_long = prepared.validation, prepared.validation_long
+
+    def val_f1(params) -> float:
+        """Mean of the validation F1 on the paragraphs alone and hidden in long passages."""
+        single = score_answers(predict_encoded(params, val.enc, val.passages), val.questions)["f1"]
+        long = score_answers(predict_encoded(params, val_long.enc, val_long.passages), val_long.questions)["f1"]
+        return round((single + long) / 2, 2)
+
+    fitting = [prepared.fit, prepared.fit_negatives, *prepared.extra_fit]
+    _, history = fit_head(
+        _windows(fitting),
+        epochs=opts["epochs"],
+        seed=seed,
+        options=opts,
+        progress=progress,
+        desc="choose epochs",
+        evaluate=val_f1,
+        initial=initial,
+        on_epoch=None if on_epoch is None else lambda done, total: on_epoch("choose epochs", done, total),
+    )
+    best_epochs = 1 + max(range(len(history)), key=lambda e: (_smoothed(history, e), -e))
+    final = [
+        prepared.fit,
+        prepared.fit_negatives,
+        prepared.validation,
+        prepared.validation_negatives,
+        *prepared.extra_fit,
+        *prepared.extra_final,
+    ]
+    params, _ = fit_head(
+        _windows(final),
+        epochs=best_epochs,
+        seed=seed,
+        options=opts,
+        progress=progress,
+        desc="final fit",
+        initial=initial,
+        on_epoch=None if on_epoch is None else lambda done, total: on_epoch("final fit", done, total),
+    )
+    return params, history, best_epochs
+
+
+def score_part(params, part: Part) -> dict[str, dict[str, Any]]:
+    """The head's answers to a part's questions scored next to the two baselines."""
+    questions, passages = part.questions, part.passages
+    return {
+        "model": score_answers(predict_encoded(params, part.enc, passages), questions),
+        "baseline_first_sentence": score_answers([first_sentence(p) for p in passages], questions),
+        "baseline_sliding_window": score_answers(
+            [sliding_window(p, q.question) for p, q in zip(passages, questions, strict=True)], questions
+        ),
+    }
+
+
+def holdout_metrics(held_out: dict[str, Any], held_out_long: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "holdout_questions": held_out["model"]["n"],
+        "holdout_f1": held_out["model"]["f1"],
+        "holdout_exact_match": held_out["model"]["exact_match"],
+        "baseline_first_sentence_f1": held_out["baseline_first_sentence"]["f1"],
+        "baseline_first_sentence_exact_match": held_out["baseline_first_sentence"]["exact_match"],
+        "baseline_sliding_window_f1": held_out["baseline_sliding_window"]["f1"],
+        "baseline_sliding_window_exact_match": held_out["baseline_sliding_window"]["exact_match"],
+        "holdout_long_passages_f1": held_out_long["model"]["f1"],
+        "holdout_long_passages_exact_match": held_out_long["model"]["exact_match"],
+    }
+
+
+def head_record(
+    params: dict[str, Any], head_path: Path, opts: dict[str, Any], best_epochs: int, *, start: str
+) -> dict[str, Any]:
+    """The ``head`` part of the metadata."""
+    return {
+        "type": "low-rank projection of [h, h*q] next to the token features -> linear -> GELU -> residual "
+        "conv1d -> start/end logits over passage tokens; span score start + end + length bias",
+        "file": HEAD_FILE,
+        "bytes": head_path.stat().st_size,
+        "parameters": sum(v.numel() for v in params.values()),
+        "token_features": list(TOKEN_FEATURES),
+        "rank": int(params["state.weight"].shape[0]),
+        "hidden": int(params["proj.weight"].shape[0]),
+        "kernel": int(params["conv.weight"].shape[-1]),
+        "max_answer_tokens": MAX_ANSWER_TOKENS,
+        **({"start": start} if start != "fresh" else {}),
+        "optimizer": f"AdamW (lr {opts['lr']}, weight decay {opts['weight_decay']}, one-cycle schedule), "
+        f"batch {opts['batch_size']} windows, dropout {opts['dropout']} "
+        f"(state inputs {opts['state_dropout']})",
+        "loss": "-log probability of the gold spans (or of no answer, in a window without one) under a "
+        "softmax over the window's valid spans and the no-answer option",
+        "epoch_selection": "best validation F1 (mean of paragraphs alone and in long passages, averaged with "
+        "the neighbouring epochs) over 1..epochs, then refit on fit + validation windows",
+        "epochs_searched": opts["epochs"],
+        "epochs": best_epochs,
+    }
+
+
+def encoder_block() -> dict[str, Any]:
+    return {
+        **encoder_record(),
+        "frozen": True,
+        "max_length": DEFAULT_MAX_LENGTH,
+        "stride": DEFAULT_STRIDE,
+        "embedding_dim": EMBEDDING_DIM,
+    }
+
+
+def split_record(prepared: Prepared, hold_par: list[Paragraph]) -> dict[str, Any]:
+    """Sizes of the fitting, validation and held-out parts, for the metadata."""
+    long_hold = prepared.holdout_long
+    long_chars = sum(len(p) for p in long_hold.passages) / max(1, len(long_hold.passages))
+    n_hold = max(1, len(prepared.holdout.questions))
+    return {
+        "fit": {
+            "questions": len(prepared.fit.questions),
+            "windows": len(prepared.fit.enc.states),
+            "negative_windows": len(prepared.fit_negatives.enc.states),
+        },
+        "validation": {
+            "questions": len(prepared.validation.questions),
+            "windows": len(prepared.validation.enc.states),
+            "negative_windows": len(prepared.validation_negatives.enc.states),
+        },
+        "holdout": {
+            "paragraphs": len(hold_par),
+            "questions": len(prepared.holdout.questions),
+            "windows_per_question": round(len(prepared.holdout.enc.states) / n_hold, 3),
+            "long_passage_mean_chars": round(long_chars),
+            "long_passage_windows_per_question": round(len(long_hold.enc.states) / max(1, len(long_hold.questions)), 3),
+            "paragraph_keys": [p.key for p in hold_par],
+        },
+    }
+
+
 def train(
     data_dir: Path,
     out_dir: Path,
@@ -501,8 +813,6 @@ def train(
 ) -> dict[str, Any]:
     """Train the head, write ``head.safetensors`` + ``metadata.json``; return the held-out metrics."""
     import torch
-
-    from dynaforge.inference.encoders import shared_encoder
 
     unknown = set(options) - set(DEFAULTS)
     if unknown:
@@ -518,109 +828,35 @@ def train(
             raise ValueError("limit must be at least 3 questions")
         paragraphs = limit_paragraphs(paragraphs, limit, seed)
     fit_par, val_par, hold_par = split_paragraphs(paragraphs, seed)
-    fit_q, fit_p = _flatten(fit_par)
-    val_q, val_p = _flatten(val_par)
-    hold_q, hold_p = _flatten(hold_par)
 
-    neg_fit_q, neg_fit_p = negative_pairs(fit_par, seed)
-    neg_val_q, neg_val_p = negative_pairs(val_par, seed)
-    long_val_q, long_val_p = long_passages(val_par, seed)
-    long_hold_q, long_hold_p = long_passages(hold_par, seed)
-
-    encoder = shared_encoder(encoder_path())
     torch.manual_seed(seed)
     t_enc = time.perf_counter()
-    kw = {"max_length": DEFAULT_MAX_LENGTH, "stride": DEFAULT_STRIDE, "progress": progress}
-    enc_fit = encode_pairs(encoder, fit_q, fit_p, desc="encode fit", **kw)
-    enc_neg_fit = encode_pairs(encoder, neg_fit_q, neg_fit_p, desc="encode fit negatives", **kw)
-    enc_val = encode_pairs(encoder, val_q, val_p, desc="encode validation", **kw)
-    enc_neg_val = encode_pairs(encoder, neg_val_q, neg_val_p, desc="encode validation negatives", **kw)
-    enc_long_val = encode_pairs(encoder, long_val_q, long_val_p, desc="encode validation, long", **kw)
-    enc_hold = encode_pairs(encoder, hold_q, hold_p, desc="encode held-out", **kw)
-    enc_long_hold = encode_pairs(encoder, long_hold_q, long_hold_p, desc="encode held-out, long", **kw)
+    prepared = Prepared.from_parts(encode_all(plan_parts(fit_par, val_par, hold_par, seed), progress=progress))
     encode_seconds = time.perf_counter() - t_enc
 
-    def val_f1(params) -> float:
-        """Mean of the validation F1 on the paragraphs alone and hidden in long passages."""
-        single = score_answers(predict_encoded(params, enc_val, val_p), val_q)["f1"]
-        long = score_answers(predict_encoded(params, enc_long_val, long_val_p), long_val_q)["f1"]
-        return round((single + long) / 2, 2)
-
     t_fit = time.perf_counter()
-    _, history = fit_head(
-        _concat(enc_fit, enc_neg_fit),
-        epochs=opts["epochs"],
-        seed=seed,
-        options=opts,
-        progress=progress,
-        desc="choose epochs",
-        evaluate=val_f1,
-    )
-    best_epochs = 1 + max(range(len(history)), key=lambda e: (_smoothed(history, e), -e))
-    final_windows = _concat(_concat(enc_fit, enc_neg_fit), _concat(enc_val, enc_neg_val))
-    params, _ = fit_head(
-        final_windows, epochs=best_epochs, seed=seed, options=opts, progress=progress, desc="final fit"
-    )
+    params, history, best_epochs = choose_and_fit(prepared, opts=opts, seed=seed, progress=progress)
     fit_seconds = time.perf_counter() - t_fit
 
-    def scores(questions: list[Question], passages: list[str], enc: Encoded) -> dict[str, dict[str, Any]]:
-        return {
-            "model": score_answers(predict_encoded(params, enc, passages), questions),
-            "baseline_first_sentence": score_answers([first_sentence(p) for p in passages], questions),
-            "baseline_sliding_window": score_answers(
-                [sliding_window(p, q.question) for p, q in zip(passages, questions, strict=True)], questions
-            ),
-        }
-
-    held_out = scores(hold_q, hold_p, enc_hold)
-    held_out_long = scores(long_hold_q, long_hold_p, enc_long_hold)
-    long_chars = sum(len(p) for p in long_hold_p) / max(1, len(long_hold_p))
+    held_out = score_part(params, prepared.holdout)
+    held_out_long = score_part(params, prepared.holdout_long)
 
     head_path = save_head(out_dir, params, format="dynaforge-qa-head/1", file=HEAD_FILE)
+    summary = holdout_metrics(held_out, held_out_long)
     metrics = {
-        "holdout_questions": held_out["model"]["n"],
+        "holdout_questions": summary.pop("holdout_questions"),
         "holdout_paragraphs": len(hold_par),
-        "holdout_f1": held_out["model"]["f1"],
-        "holdout_exact_match": held_out["model"]["exact_match"],
-        "baseline_first_sentence_f1": held_out["baseline_first_sentence"]["f1"],
-        "baseline_first_sentence_exact_match": held_out["baseline_first_sentence"]["exact_match"],
-        "baseline_sliding_window_f1": held_out["baseline_sliding_window"]["f1"],
-        "baseline_sliding_window_exact_match": held_out["baseline_sliding_window"]["exact_match"],
-        "holdout_long_passages_f1": held_out_long["model"]["f1"],
-        "holdout_long_passages_exact_match": held_out_long["model"]["exact_match"],
+        **summary,
         "epochs": best_epochs,
         "validation_f1_by_epoch": history,
     }
+    split = split_record(prepared, hold_par)
+    split["fit"] = {"paragraphs": len(fit_par), **split["fit"]}
+    split["validation"] = {"paragraphs": len(val_par), **split["validation"]}
     metadata = {
         "format": "dynaforge-qa-head/1",
-        "encoder": {
-            **encoder_record(),
-            "frozen": True,
-            "max_length": DEFAULT_MAX_LENGTH,
-            "stride": DEFAULT_STRIDE,
-            "embedding_dim": EMBEDDING_DIM,
-        },
-        "head": {
-            "type": "low-rank projection of [h, h*q] next to the token features -> linear -> GELU -> residual "
-            "conv1d -> start/end logits over passage tokens; span score start + end + length bias",
-            "file": HEAD_FILE,
-            "bytes": head_path.stat().st_size,
-            "parameters": sum(v.numel() for v in params.values()),
-            "token_features": list(TOKEN_FEATURES),
-            "rank": opts["rank"],
-            "hidden": opts["hidden"],
-            "kernel": opts["kernel"],
-            "max_answer_tokens": MAX_ANSWER_TOKENS,
-            "optimizer": f"AdamW (lr {opts['lr']}, weight decay {opts['weight_decay']}, one-cycle schedule), "
-            f"batch {opts['batch_size']} windows, dropout {opts['dropout']} "
-            f"(state inputs {opts['state_dropout']})",
-            "loss": "-log probability of the gold spans (or of no answer, in a window without one) under a "
-            "softmax over the window's valid spans and the no-answer option",
-            "epoch_selection": "best validation F1 (mean of paragraphs alone and in long passages, averaged with "
-            "the neighbouring epochs) over 1..epochs, then refit on fit + validation windows",
-            "epochs_searched": opts["epochs"],
-            "epochs": best_epochs,
-        },
+        "encoder": encoder_block(),
+        "head": head_record(params, head_path, opts, best_epochs, start="fresh"),
         "data": {
             "file": file_info(data_path),
             "format": "SQuAD 2.0; answerable questions only",
@@ -632,26 +868,7 @@ def train(
             "negatives": "each fit/validation question also paired with another paragraph of its part (same article "
             "when possible) and no answer",
             "long_passages": "each question's paragraph hidden at a seeded place among 3 other paragraphs of its part",
-            "fit": {
-                "paragraphs": len(fit_par),
-                "questions": len(fit_q),
-                "windows": len(enc_fit.states),
-                "negative_windows": len(enc_neg_fit.states),
-            },
-            "validation": {
-                "paragraphs": len(val_par),
-                "questions": len(val_q),
-                "windows": len(enc_val.states),
-                "negative_windows": len(enc_neg_val.states),
-            },
-            "holdout": {
-                "paragraphs": len(hold_par),
-                "questions": len(hold_q),
-                "windows_per_question": round(len(enc_hold.states) / max(1, len(hold_q)), 3),
-                "long_passage_mean_chars": round(long_chars),
-                "long_passage_windows_per_question": round(len(enc_long_hold.states) / max(1, len(long_hold_q)), 3),
-                "paragraph_keys": [p.key for p in hold_par],
-            },
+            **split,
         },
         "seed": seed,
         "metrics": {
@@ -666,6 +883,267 @@ def train(
     metrics["fit_seconds"] = round(fit_seconds, 1)
     metrics["total_seconds"] = round(time.perf_counter() - t0, 1)
     return metrics
+
+
+# --------------------------------------------------------------------------- the training recipe
+
+
+def example_paragraphs(examples: Sequence[Mapping[str, Any]]) -> tuple[list[Paragraph], dict[str, int]]:
+    """The platform's examples (``passage``, ``question``, ``answer``: a span ``{"text", "start"}`` or a list of
+    them) as paragraphs, one per distinct passage in order of appearance, and counts of what was skipped: spans
+    whose text does not sit at their offset of the passage, and examples left without a usable answer or without
+    a passage or question."""
+    by_passage: dict[str, Paragraph] = {}
+    skipped: Counter[str] = Counter()
+    for n, example in enumerate(examples):
+        passage, question, answer = example.get("passage"), example.get("question"), example.get("answer")
+        if not isinstance(passage, str) or not isinstance(question, str) or not passage.strip() or not question.strip():
+            skipped["examples_without_passage_or_question"] += 1
+            continue
+        answers: list[tuple[str, int]] = []
+        for span in answer if isinstance(answer, list) else [answer]:
+            text = span.get("text") if isinstance(span, Mapping) else None
+            start = span.get("start") if isinstance(span, Mapping) else None
+            if (
+                not isinstance(text, str)
+                or not text.strip()
+                or isinstance(start, bool)
+                or not isinstance(start, int)
+                or start < 0
+                or passage[start : start + len(text)] != text
+            ):
+                skipped["answers_not_in_passage"] += 1
+            elif (text, start) not in answers:
+                answers.append((text, start))
+        if not answers:
+            skipped["examples_without_usable_answer"] += 1
+            continue
+        paragraph = by_passage.get(passage)
+        if paragraph is None:
+            key = f"{EXAMPLES_ARTICLE}/{len(by_passage)}"
+            paragraph = by_passage[passage] = Paragraph(key=key, article=EXAMPLES_ARTICLE, context=passage)
+        paragraph.questions.append(Question(f"example-{n}", question.strip(), answers))
+    return list(by_passage.values()), dict(skipped)
+
+
+def _questions(paragraphs: list[Paragraph]) -> int:
+    return sum(len(p.questions) for p in paragraphs)
+
+
+def _no_report(fraction: float, stage: str) -> None:
+    return None
+
+
+def _fit_score(params, parts: list[Part]) -> dict[str, Any]:
+    """SQuAD F1 and exact match of the head on the questions of ``parts`` (the examples it was fitted on)."""
+    scores = [score_answers(predict_encoded(params, p.enc, p.passages), p.questions) for p in parts if p.questions]
+    n = sum(s["n"] for s in scores)
+    if not n:
+        return {"n": 0, "f1": None, "exact_match": None}
+    return {
+        "n": n,
+        "f1": round(sum(s["f1"] * s["n"] for s in scores) / n, 2),
+        "exact_match": round(sum(s["exact_match"] * s["n"] for s in scores) / n, 2),
+    }
+
+
+def train_recipe(
+    data: TrainingData,
+    out_dir: Path,
+    *,
+    seed: int = 0,
+    report: Callable[[float, str], None] | None = None,
+    progress: bool = False,
+    example_weight: float = DEFAULT_EXAMPLE_WEIGHT,
+    epochs: int = DEFAULTS["epochs"],
+) -> dict[str, Any]:
+    """The ``default`` training recipe: the span head trained on the base data (when ``data.base_dir`` is given)
+    and the platform's examples; writes ``head.safetensors`` + ``metadata.json`` to ``out_dir`` and returns
+    held-out metrics.
+
+    The examples' answers must sit in their passage (a span ``{"text", "start"}``, or a list of them); the others
+    are skipped and counted. Examples are grouped by passage, which is the unit every split keeps whole.
+
+    With base data, its paragraphs are split as :func:`train` splits them (fit, validation, held out), a fresh
+    head is trained as there, and the examples' windows (each question with its passage, and again with another
+    passage and no answer) join the fitting windows, their loss weighted ``example_weight`` against a base
+    window's 1. Examples about a validation paragraph join the final fit only, examples about a held-out
+    paragraph are dropped (``examples_dropped``): the held-out figures are those of the same base paragraphs.
+
+    Without base data, the examples' passages are split alone (20% held out, 15% of the rest validation; at least
+    :data:`MIN_EXAMPLES` usable examples about :data:`MIN_EXAMPLE_PASSAGES` passages), and training starts from the
+    shipped head rather than a fresh one: a few dozen questions cannot teach a head from scratch, but they can
+    move a trained one toward them. ``example_weight`` has no effect then.
+
+    ``epochs`` is the most epochs the validation part chooses from (it keeps the fewest among equals). ``report``
+    is called after each encoded set and each epoch. Deterministic for a seed; no example text is written.
+    """
+    import torch
+
+    report = report or _no_report
+    if example_weight <= 0:
+        raise ValueError(f"example_weight must be positive, got {example_weight}")
+    if epochs < 1:
+        raise ValueError(f"epochs must be at least 1, got {epochs}")
+    opts = {**DEFAULTS, "epochs": epochs}
+    report(0.02, "reading data")
+    examples, skipped = example_paragraphs(data.examples)
+    usable = _questions(examples)
+    base_record: dict[str, Any] | None = None
+    extra_fit: list[Paragraph] = []
+    extra_final: list[Paragraph] = []
+    dropped: list[Paragraph] = []
+    initial: dict[str, Any] | None = None
+    if data.base_dir is not None:
+        data_path = Path(data.base_dir) / DATA_FILE
+        paragraphs, base_skipped = read_squad(data_path)
+        fit_par, val_par, hold_par = split_paragraphs(paragraphs, seed)
+        held = {p.context for p in hold_par}
+        validation = {p.context for p in val_par}
+        dropped = [p for p in examples if p.context in held]
+        extra_final = [p for p in examples if p.context in validation and p.context not in held]
+        extra_fit = [p for p in examples if p.context not in held and p.context not in validation]
+        plan = plan_parts(fit_par, val_par, hold_par, seed)
+        for part, among, what in (
+            (extra_fit, fit_par + extra_fit, "examples"),
+            (extra_final, fit_par + val_par + extra_fit + extra_final, "examples on validation passages"),
+        ):
+            if part:
+                plan.append(ToEncode(*_flatten(part), f"encode {what}", example_weight))
+                plan.append(
+                    ToEncode(*negative_pairs(part, seed, among=among), f"encode {what}, negatives", example_weight)
+                )
+        base_record = {
+            "file": file_info(data_path),
+            "format": "SQuAD 2.0; answerable questions only",
+            "paragraphs": len(paragraphs),
+            "skipped": base_skipped,
+        }
+        split_rule = (
+            "seeded shuffle of the base paragraphs: 20% held out, 15% of the rest validation, the rest fitting; "
+            "platform examples in the fitting windows (those about a validation paragraph in the final fit only, "
+            "those about a held-out paragraph dropped)"
+        )
+    else:
+        if usable < MIN_EXAMPLES or len(examples) < MIN_EXAMPLE_PASSAGES:
+            raise ValueError(
+                f"without base data the recipe needs at least {MIN_EXAMPLES} usable examples about at least "
+                f"{MIN_EXAMPLE_PASSAGES} different passages, to hold some out; got {usable} examples about "
+                f"{len(examples)} passage(s)"
+                + (f" (skipped: {', '.join(f'{k} {v}' for k, v in sorted(skipped.items()))})" if skipped else "")
+            )
+        fit_par, val_par, hold_par = split_paragraphs(examples, seed)
+        plan = plan_parts(fit_par, val_par, hold_par, seed)
+        split_rule = (
+            "seeded shuffle of the examples' passages: 20% held out, 15% of the rest validation, the rest fitting"
+        )
+    start = "fresh"
+    if data.base_dir is None:
+        from .model import WEIGHTS_DIR, load_head
+
+        initial, _ = load_head(WEIGHTS_DIR)
+        start = f"the shipped head (sha256 {file_info(WEIGHTS_DIR / HEAD_FILE)['sha256']})"
+
+    torch.manual_seed(seed)
+    report(0.05, "encoding")
+    parts = encode_all(
+        plan,
+        progress=progress,
+        on_step=lambda done, total: report(0.05 + 0.25 * done / total, f"encoding ({done}/{total})"),
+    )
+    prepared = Prepared.from_parts(parts[:7])
+    extra = parts[7:]
+    prepared.extra_fit = extra[: 2 if extra_fit else 0]
+    prepared.extra_final = extra[2 if extra_fit else 0 :]
+
+    def on_epoch(stage: str, done: int, total: int) -> None:
+        lo, hi = (0.3, 0.6) if stage == "choose epochs" else (0.6, 0.9)
+        report(lo + (hi - lo) * done / total, f"{stage}: epoch {done}/{total}")
+
+    params, history, best_epochs = choose_and_fit(
+        prepared, opts=opts, seed=seed, progress=progress, initial=initial, on_epoch=on_epoch
+    )
+    report(0.92, "evaluating")
+    held_out = score_part(params, prepared.holdout)
+    held_out_long = score_part(params, prepared.holdout_long)
+    if data.base_dir is not None:
+        fitted = [prepared.extra_fit[0]] if extra_fit else []
+        fitted += [prepared.extra_final[0]] if extra_final else []
+    else:
+        fitted = [prepared.fit, prepared.validation]
+    examples_fit = _fit_score(params, fitted)
+
+    report(0.96, "writing the head")
+    out_dir = Path(out_dir)
+    head_path = save_head(out_dir, params, format="dynaforge-qa-head/1", file=HEAD_FILE)
+    counts = {
+        "examples": len(data.examples),
+        "examples_usable": usable,
+        "examples_fit": _questions(extra_fit) + _questions(extra_final)
+        if base_record
+        else _questions(fit_par) + _questions(val_par),
+        "examples_holdout": 0 if base_record else _questions(hold_par),
+        "examples_dropped": _questions(dropped),
+        "examples_skipped": skipped,
+    }
+    weighting = (
+        f"base windows 1, platform example windows (and their negatives) {example_weight}"
+        if base_record and (extra_fit or extra_final)
+        else "all windows 1"
+    )
+    metadata = {
+        "format": "dynaforge-qa-head/1",
+        "encoder": encoder_block(),
+        "head": head_record(params, head_path, opts, best_epochs, start=start),
+        "data": {
+            "base": base_record,
+            "examples": {
+                "given": len(data.examples),
+                "sha256": data.digest(),
+                "sources": [dict(source) for source in data.sources],
+                "usable": usable,
+                "passages": len(examples),
+                "skipped": skipped,
+                "fit": counts["examples_fit"],
+                "holdout": counts["examples_holdout"],
+                "dropped_passage_held_out": counts["examples_dropped"],
+            },
+            "holdout_source": "base" if base_record else "examples",
+            "split": split_rule,
+            "negatives": "each fitting question also paired with another passage (same article when possible) and "
+            "no answer",
+            "long_passages": "each validation and held-out question's paragraph hidden at a seeded place among 3 "
+            "other paragraphs of its part",
+            "loss_weights": weighting,
+            **split_record(prepared, hold_par),
+        },
+        "recipe": {
+            "trainer": "dynaforge_qa.train:train_recipe",
+            "hyperparameters": {"example_weight": example_weight, "epochs": epochs},
+        },
+        "seed": seed,
+        "metrics": {
+            "scoring": "SQuAD F1 and exact match in percent, best over each question's gold answers",
+            "holdout": held_out,
+            "holdout_long_passages": held_out_long,
+            "validation_f1_by_epoch": history,
+            "examples_fit": examples_fit,
+        },
+    }
+    write_json_atomically(out_dir / METADATA_FILE, metadata)
+    return {
+        "holdout_source": "base" if base_record else "examples",
+        **holdout_metrics(held_out, held_out_long),
+        "holdout_paragraphs": len(hold_par),
+        "epochs": best_epochs,
+        "validation_f1_by_epoch": history,
+        **{k: v for k, v in counts.items() if k != "examples_skipped"},
+        "examples_skipped": sum(
+            skipped.get(k, 0) for k in ("examples_without_passage_or_question", "examples_without_usable_answer")
+        ),
+        "examples_fit_f1": examples_fit["f1"],
+        "examples_fit_exact_match": examples_fit["exact_match"],
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
