@@ -32,6 +32,7 @@ from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.model_store import ModelStore, content_hash
 from dynaforge.plugins import Plugins
 from dynaforge.services import datasets as dataset_service
+from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
 from dynaforge.services.actor import Actor
@@ -130,9 +131,20 @@ async def test_a_job_trains_registers_and_queues_the_candidate_and_its_parent(tr
     assert events[-1][1]["status"] == "SUCCEEDED" and events[-1][1]["candidate_id"] == candidate.id
     assert [e["progress"] for _, e in events] == sorted(e["progress"] for _, e in events)
 
+    # the candidate and its parent are no submissions of the admin's: the day's three remain
+    for i in range(3):
+        await submission_service.submit_model(
+            p,
+            admin,
+            task_code="toy",
+            name=f"mine-{i}",
+            backend="python",
+            config={"callable": "toy_plugin:keyword_model"},
+        )
+
     # delivered again (a worker died before acknowledging): nothing more happens
     await JobRun(p.settings, job.id, enqueue=sent.append, plugins=p.plugins).run()
-    assert await _count(p, RegisteredModel) == 2 and await _count(p, Evaluation) == 2
+    assert await _count(p, RegisteredModel) == 2 and await _count(p, Evaluation) == 2 + 3
 
     # the same data, recipe and seed give the same weights
     again = await training_service.train_candidate(

@@ -23,6 +23,7 @@ from dynaforge.db.models import (
     Evaluation,
     EvaluationStatus,
     ModelRow,
+    RegisteredModel,
     Round,
     TaskRow,
     as_utc,
@@ -66,13 +67,17 @@ def check_card(card: dict[str, Any] | None) -> dict[str, Any]:
 
 async def check_throttle(s, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
     """RateLimited when the user made the task's ``submissions_per_day`` submissions (models or predictions) in the
-    last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the write transaction."""
+    last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the write transaction.
+    The models of registry entries (training jobs' candidates and the parents evaluated beside them, which
+    ``TRAINING_JOBS_PER_DAY`` bounds) are not submissions."""
     limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
     since = utcnow() - timedelta(hours=24)
+    registered = select(col(RegisteredModel.model_id)).where(col(RegisteredModel.model_id).is_not(None))
     window = (
         col(ModelRow.task_id) == view.row.id,
         col(ModelRow.user_id) == actor.user_id,
         col(ModelRow.created_at) >= since,
+        col(ModelRow.id).not_in(registered),
     )
     recent = await s.scalar(select(func.count()).select_from(ModelRow).where(*window))
     if recent >= limit:
