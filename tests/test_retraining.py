@@ -172,7 +172,7 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         )["trainCandidateModel"]
         assert started["__typename"] == "TrainingStarted", started
         job_id = started["job"]["id"]
-        assert started["job"]["hyperparameters"] == {"smoothing": 0.5, "min_count": 1, "pause_s": 1.0}
+        assert started["job"]["hyperparameters"] == {"smoothing": 0.5, "min_count": 1, "pause_s": 1.0, "ballast_mb": 0}
         seen: list[dict[str, Any]] = []
         await asyncio.wait_for(_progress(server, operator, job_id, seen), timeout=120)
         assert seen[-1]["status"] == "SUCCEEDED" and seen[-1]["candidateId"], seen

@@ -94,7 +94,7 @@ async def test_a_job_trains_registers_and_queues_the_candidate_and_its_parent(tr
     assert (job.status, job.recipe, job.hyperparameters) == (
         TrainingStatus.QUEUED,
         "words",
-        {"smoothing": 0.5, "min_count": 1, "pause_s": 0.0},
+        {"smoothing": 0.5, "min_count": 1, "pause_s": 0.0, "ballast_mb": 0},
     )
     sent: list[list[int]] = []
     events: list[tuple[str, dict[str, Any]]] = []
@@ -177,6 +177,14 @@ async def test_a_failing_recipe_or_a_slow_one_fails_the_job_and_registers_nothin
     failed = await training_service.get_job(p, admin, job.id)
     assert failed.status == TrainingStatus.FAILED
     assert "need both labels" in failed.error and "Traceback" in failed.log_tail
+
+    p.settings = p.settings.model_copy(update={"training_memory_limit_mb": 400})
+    greedy = await training_service.train_candidate(
+        p, admin, task_code="toy", dataset_ids=[one_label], hyperparameters={"ballast_mb": 2000}
+    )
+    await JobRun(p.settings, greedy.id, plugins=p.plugins).run()
+    starved = await training_service.get_job(p, admin, greedy.id)
+    assert starved.status == TrainingStatus.FAILED and "TRAINING_MEMORY_LIMIT_MB is 400" in starved.error
 
     p.settings = p.settings.model_copy(update={"training_timeout_s": 1.5})
     slow = await training_service.train_candidate(

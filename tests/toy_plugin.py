@@ -39,14 +39,17 @@ def train_words(
     smoothing: float = 1.0,
     min_count: int = 1,
     pause_s: float = 0.0,
+    ballast_mb: int = 0,
 ):
     """A training recipe: a naive Bayes over the words of ``text`` from the platform's examples, written as JSON
     (deterministic: counting does not depend on order or seed). ``pause_s`` waits between stages, so that tests can
-    watch progress and cancel a running job."""
+    watch progress and cancel a running job; ``ballast_mb`` allocates that much, to meet a memory limit."""
+    ballast = bytearray(ballast_mb * 1024 * 1024)
     counts = {"good": Counter(), "bad": Counter()}
     labels = Counter()
     report(0.2, "counting words")
     time.sleep(pause_s)
+    del ballast
     for example in data.examples:
         label = example.get("label")
         if label not in counts:
@@ -127,7 +130,7 @@ class ToyTask(Task):
             trainer="toy_plugin:train_words",
             factory="toy_plugin:load_words",
             description="Naive Bayes over the words of the examples.",
-            hyperparameters={"smoothing": 1.0, "min_count": 1, "pause_s": 0.0},
+            hyperparameters={"smoothing": 1.0, "min_count": 1, "pause_s": 0.0, "ballast_mb": 0},
         ),
     )
 
