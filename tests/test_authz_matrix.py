@@ -178,6 +178,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "trainingJobs":                   rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "roundModelMatrix":               rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "trainCandidateModel":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "evaluateRoundTargets":           rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "cancelTraining":                 rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "trainingProgress":               rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  FULL,      FULL, NOAUTH),
     "closeRound":                     rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
@@ -789,6 +790,12 @@ async def _train_candidate_model(w: World) -> Variables:
     return _input(
         taskCode=TASK, datasets=[gid("Dataset", sets[DatasetAccess.SCORING].id)], hyperparameters={"smoothing": 0.5}
     )
+
+
+@operation("evaluateRoundTargets")
+async def _evaluate_round_targets(w: World) -> Variables:
+    await w.datasets()
+    return _input(taskCode=TASK)
 
 
 @operation("cancelTraining")

@@ -27,7 +27,7 @@ from dynaforge.db.models import (
     TrainingJob,
     TrainingStatus,
 )
-from dynaforge.errors import InvalidInput, NotFound, RateLimited
+from dynaforge.errors import Forbidden, InvalidInput, NotFound, RateLimited
 from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.model_store import ModelStore, content_hash
 from dynaforge.plugins import Plugins
@@ -153,6 +153,32 @@ async def test_a_job_trains_registers_and_queues_the_candidate_and_its_parent(tr
     await JobRun(p.settings, again.id, plugins=p.plugins).run()
     second = await training_service.get_job(p, admin, again.id)
     assert (await training_service.get_registered(p, admin, second.candidate_id)).weights == candidate.weights
+
+
+async def test_owners_put_the_round_targets_on_the_matrix(trainer):
+    p = trainer
+    admin = await _admin(p)
+    scoring = await _dataset(p, "words-test", _rows(), access=DatasetAccess.SCORING)
+    [model] = await training_service.evaluate_round_targets(p, admin, "toy")
+    assert (model.name, model.published, model.user_id) == ("keyword", False, admin.user_id)
+    assert await training_service.evaluate_round_targets(p, admin, "toy") == []  # once per registry entry
+    async with p.db.session() as s:
+        [evaluation] = list(await s.scalars(select(Evaluation)))
+        entry = await s.scalar(select(RegisteredModel))
+    assert (evaluation.model_id, evaluation.dataset_id, entry.model_id) == (model.id, scoring, model.id)
+    matrix = await training_service.round_model_matrix(p, admin, "toy")
+    assert [row.entry.id for row in matrix.rows] == [entry.id] and matrix.test_sets == {}
+    with pytest.raises(Forbidden):
+        await training_service.evaluate_round_targets(p, await _writer(p), "toy")
+
+
+async def _writer(p: Platform) -> Actor:
+    from dynaforge.services import auth as auth_service
+
+    user = await auth_service.create_user(
+        p, Actor.system(), username="writer", email="writer@example.org", password="correct horse battery"
+    )
+    return Actor(user_id=user.id, username=user.username)
 
 
 async def test_a_job_a_dead_worker_left_running_starts_over(trainer):

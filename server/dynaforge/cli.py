@@ -176,10 +176,10 @@ async def _prepare_demo(settings: Settings) -> tuple[str, str | None]:
 
 
 async def _seed_demo_evaluations(platform, user) -> None:
-    """Each task's sample examples become a scoring set ``demo-samples`` (with its perturbed copies) and its default
-    target models are submitted as published models, so the demo's leaderboards fill as the jobs finish."""
+    """Each task's sample examples become a scoring set ``demo-samples`` (with its perturbed copies) and its round's
+    target models are evaluated as published models, so the demo's leaderboards fill as the jobs finish."""
     from dynaforge.errors import DynaforgeError
-    from dynaforge.services import datasets, submissions
+    from dynaforge.services import datasets, training
     from dynaforge.services.actor import Actor
 
     system, demo = Actor.system(), Actor(user.id, user.username, user.is_admin)
@@ -197,20 +197,10 @@ async def _seed_demo_evaluations(platform, user) -> None:
             )
         except DynaforgeError:
             continue  # seeded by an earlier run of the demo
-        for spec in task.default_target_models:
-            try:
-                await submissions.submit_model(
-                    platform,
-                    demo,
-                    task_code=code,
-                    name=spec.name,
-                    backend=spec.backend,
-                    config=spec.config,
-                    card={"description": "the task's default target model"},
-                    published=True,
-                )
-            except DynaforgeError as exc:
-                click.echo(f"warning: could not submit {spec.name} to {code}: {exc.message}", err=True)
+        try:  # round 1's targets, pinned, so that the board and the round x model matrix show the same models
+            await training.evaluate_round_targets(platform, demo, code, published=True)
+        except DynaforgeError as exc:
+            click.echo(f"warning: could not evaluate the targets of {code}: {exc.message}", err=True)
 
 
 # --------------------------------------------------------------------------- db

@@ -20,7 +20,7 @@ from dynaforge.api.errors import (
     errors_as_graphql,
     errors_as_union,
 )
-from dynaforge.api.evaluation import Dataset, Evaluation
+from dynaforge.api.evaluation import Dataset, Evaluation, Model
 from dynaforge.api.node import Node, global_id, parse_id
 from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.db.models import TrainingJob as TrainingJobRow
@@ -280,6 +280,30 @@ class TrainingCancelled:
     job: TrainingJob = strawberry.field(description="The job.")
 
 
+@strawberry.input(description="The task whose current round's targets to evaluate.")
+class EvaluateRoundTargetsInput:
+    task_code: str = strawberry.field(description="The code of the task (Task.code).")
+    published: bool = strawberry.field(
+        default=False, description="Publish the models on the leaderboard (default: only owners and admins see them)."
+    )
+
+
+@strawberry.type(description="The round's targets are queued for evaluation on every scoring set.")
+class RoundTargetsQueued:
+    models: list[Model] = strawberry.field(
+        description="The models made, yours (none when every target had one already: RegisteredModel.modelId)."
+    )
+
+
+EvaluateRoundTargetsResult = Annotated[
+    RoundTargetsQueued | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "EvaluateRoundTargetsResult",
+        description="RoundTargetsQueued on success. The other members are the expected failures: InvalidInput, "
+        "NotAuthenticated, Forbidden (not an owner of the task or an admin), NotFound (no such task you can see).",
+    ),
+]
+
 TrainCandidateModelResult = Annotated[
     TrainingStarted | InvalidInput | NotAuthenticated | Forbidden | NotFound | RateLimited,
     strawberry.union(
@@ -331,6 +355,22 @@ class TrainingMutation:
             include_base_data=input.include_base_data,
         )
         return TrainingStarted(job=TrainingJob.from_row(job))
+
+    @strawberry.mutation(
+        description="Owners and admins evaluate the current round's target models on every scoring set (each "
+        "becomes a model of yours, linked from RegisteredModel.modelId), so that roundModelMatrix compares them with "
+        "the candidates trained from them."
+    )
+    @errors_as_union
+    async def evaluate_round_targets(
+        self,
+        info: Info,
+        input: Annotated[EvaluateRoundTargetsInput, strawberry.argument(description="The task.")],
+    ) -> EvaluateRoundTargetsResult:
+        made = await training_service.evaluate_round_targets(
+            *info.context.caller, input.task_code, published=input.published
+        )
+        return RoundTargetsQueued(models=[Model.from_row(row, True) for row in made])
 
     @strawberry.mutation(description="Owners and admins stop a queued or running training job.")
     @errors_as_union

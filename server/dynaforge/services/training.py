@@ -40,6 +40,7 @@ from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotF
 from dynaforge.services import registry
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
+from dynaforge.services.evaluation_jobs import enqueue
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import Task, TrainingRecipe
@@ -307,7 +308,7 @@ async def scoring_dataset_ids(s: AsyncSession, task_id: int) -> list[int]:
 
 
 async def submit_for_evaluation(
-    s: AsyncSession, entry: RegisteredModel, *, user_id: int, name: str, description: str
+    s: AsyncSession, entry: RegisteredModel, *, user_id: int, name: str, description: str, published: bool = False
 ) -> list[int]:
     """Make ``entry`` an unpublished model of ``user_id`` with an evaluation queued on every scoring set (once:
     an entry that has its model already gets none). Returns the queued evaluations' ids, to send after commit."""
@@ -320,7 +321,7 @@ async def submit_for_evaluation(
         backend=entry.backend,
         config=entry.config,
         card={"description": description[:5000]},
-        published=False,
+        published=published,
     )
     s.add(model)
     await s.flush()
@@ -329,6 +330,38 @@ async def submit_for_evaluation(
     s.add_all(evaluations)
     await s.flush()
     return [e.id for e in evaluations]
+
+
+async def evaluate_round_targets(
+    p: Platform, actor: Actor, task_code: str, *, published: bool = False
+) -> list[ModelRow]:
+    """Owners put the current round's targets on the matrix: each registry entry of the round without a model yet
+    becomes a model of ``actor`` (unpublished unless ``published``) with an evaluation queued on every scoring set.
+    Returns the models made (none when every target has one)."""
+    actor = require_human(actor)
+    view = await _owner_view(p, actor, task_code, "evaluate its round's targets")
+    queued: list[int] = []
+    made: list[ModelRow] = []
+    async with p.db.write() as s:
+        current = await task_service.current_round(s, view.row.id)
+        ids = [int(i) for i in (current.target_registry_ids or []) if i is not None] if current is not None else []
+        for entry in (await registry.entries(s, ids)).values():
+            if entry.model_id is not None:
+                continue
+            queued += await submit_for_evaluation(
+                s,
+                entry,
+                user_id=actor.person_id,
+                name=entry.name,
+                description=f"Round {current.number}'s target model ({entry.origin.lower()})" if current else "",
+                published=published,
+            )
+            model = await s.get(ModelRow, entry.model_id)
+            assert model is not None
+            made.append(model)
+    enqueue(p, queued)
+    p.caches.boards.pop(view.row.id)
+    return made
 
 
 # --------------------------------------------------------------------------- comparing
