@@ -50,6 +50,9 @@ export const ManageTask = graphql(`
           name
           backend
           config
+          registered {
+            ...RegisteredModelParts
+          }
         }
       }
       rounds {
@@ -59,6 +62,14 @@ export const ManageTask = graphql(`
         endedAt
         collected
         fooled
+        targetModels {
+          name
+          registered {
+            id
+            origin
+            weights
+          }
+        }
       }
     }
   }
