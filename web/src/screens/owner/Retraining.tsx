@@ -96,7 +96,7 @@ export default function Retraining({ task, onChanged }: { task: ManagedTask; onC
   const list = recipes.data?.trainingRecipes ?? [];
   const jobList = jobs.data?.trainingJobs ?? [];
   return (
-    <section aria-labelledby="retraining-title">
+    <section aria-labelledby="retraining-title" className="retraining">
       <h2 id="retraining-title">Retraining</h2>
       <p className="lead">
         Train a candidate target model on the rounds' data, compare it with the models the rounds targeted on each
