@@ -91,3 +91,25 @@ export async function screenshots(page: Page, name: string) {
   }
   await page.setViewportSize({ width: 1280, height: 900 });
 }
+
+/** Signs in as the demo's admin with its password (a session of its own: another test signing out with the demo
+ * token revokes that token), or with the demo token when the password is unknown. */
+export async function signInAsOwner(page: Page) {
+  await page.goto("/signin");
+  const password = process.env.DYNAFORGE_E2E_PASSWORD;
+  if (password) {
+    await page.getByLabel("Username").fill("demo");
+    await page.getByLabel("Password").fill(password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+  } else {
+    await page.getByLabel("API token").fill(process.env.DYNAFORGE_E2E_TOKEN ?? "");
+    await page.getByRole("button", { name: "Use token" }).click();
+  }
+  await expect(page.getByRole("button", { name: "Sign out" })).toBeVisible();
+}
+
+/** Opens one section of a task's owner pages. */
+export async function manage(page: Page, code: string, section: string) {
+  await page.goto(`/tasks/${code}/manage/${section}`);
+  await expect(page.getByRole("heading", { level: 1, name: /^Manage / })).toBeVisible();
+}

@@ -4,28 +4,17 @@
 // webhooks, settings; accessibility and screenshots of every owner screen.
 import { readFileSync } from "node:fs";
 import type { Page } from "@playwright/test";
-import { checkAccessibility, expect, newPerson, openTask, screenshots, test, verdict } from "./fixtures";
-
-/** Signs in as the demo's admin with its password (a session of its own: another test signing out with the demo
- * token revokes that token), or with the demo token when the password is unknown. */
-async function signInAsOwner(page: Page) {
-  await page.goto("/signin");
-  const password = process.env.DYNAFORGE_E2E_PASSWORD;
-  if (password) {
-    await page.getByLabel("Username").fill("demo");
-    await page.getByLabel("Password").fill(password);
-    await page.getByRole("button", { name: "Sign in", exact: true }).click();
-  } else {
-    await page.getByLabel("API token").fill(process.env.DYNAFORGE_E2E_TOKEN ?? "");
-    await page.getByRole("button", { name: "Use token" }).click();
-  }
-  await expect(page.getByRole("button", { name: "Sign out" })).toBeVisible();
-}
-
-async function manage(page: Page, code: string, section: string) {
-  await page.goto(`/tasks/${code}/manage/${section}`);
-  await expect(page.getByRole("heading", { level: 1, name: /^Manage / })).toBeVisible();
-}
+import {
+  checkAccessibility,
+  expect,
+  manage,
+  newPerson,
+  openTask,
+  screenshots,
+  signInAsOwner,
+  test,
+  verdict,
+} from "./fixtures";
 
 const roundHeading = (page: Page) =>
   page.getByRole("complementary", { name: "Round" }).getByRole("heading", { name: /^Round \d+$/ });
@@ -38,6 +27,10 @@ test("an owner closes the round and opens the next; the annotate page shows it",
   await expect(page.getByRole("heading", { name: "Rounds", level: 2 })).toBeVisible();
   const targets = page.getByRole("table", { name: `Target models of round ${before}` });
   await expect(targets.getByRole("row")).not.toHaveCount(1);
+  // Each target says where it came from in the task's model registry.
+  await expect(targets.locator("[data-lineage]").first()).toHaveText(
+    /^(shipped with the task's plugin|configured|trained by an operator|trained on the platform)/,
+  );
   await expect(page.getByRole("group", { name: "Play against" }).getByRole("checkbox").first()).toBeChecked();
   await checkAccessibility(page, "owner rounds");
   await screenshots(page, "owner-rounds");

@@ -1,6 +1,6 @@
 // The owner pages of a task (its owners and admins): settings, rounds, contexts, flagged examples, data sets,
-// exports and webhooks, each a section under /tasks/:code/manage/. Loaded on demand: none of it is in the first
-// load of an annotate page.
+// retraining, exports and webhooks, each a section under /tasks/:code/manage/. Loaded on demand: none of it is in
+// the first load of an annotate page.
 import { useQuery } from "urql";
 import { Link, useLocation } from "wouter";
 import { graphql } from "../../gql";
@@ -10,6 +10,7 @@ import Contexts from "./Contexts";
 import Datasets from "./Datasets";
 import Exports from "./Exports";
 import Flagged from "./Flagged";
+import Retraining from "./Retraining";
 import Rounds from "./Rounds";
 import Settings from "./Settings";
 import Webhooks from "./Webhooks";
@@ -50,6 +51,9 @@ export const ManageTask = graphql(`
           name
           backend
           config
+          registered {
+            ...RegisteredModelParts
+          }
         }
       }
       rounds {
@@ -59,6 +63,14 @@ export const ManageTask = graphql(`
         endedAt
         collected
         fooled
+        targetModels {
+          name
+          registered {
+            id
+            origin
+            weights
+          }
+        }
       }
     }
   }
@@ -72,6 +84,7 @@ const SECTIONS = [
   ["contexts", "Contexts"],
   ["flagged", "Flagged"],
   ["datasets", "Data sets"],
+  ["retraining", "Retraining"],
   ["exports", "Exports"],
   ["webhooks", "Webhooks"],
 ] as const;
@@ -119,6 +132,7 @@ export default function Manage({ code, section }: { code: string; section?: stri
       {current === "contexts" && <Contexts task={task} />}
       {current === "flagged" && <Flagged task={task} />}
       {current === "datasets" && <Datasets task={task} />}
+      {current === "retraining" && <Retraining task={task} onChanged={reload} />}
       {current === "exports" && <Exports task={task} />}
       {current === "webhooks" && <Webhooks task={task} />}
     </section>

@@ -2,9 +2,11 @@ import { useMemo, useState } from "react";
 import { useClient, useMutation, useQuery } from "urql";
 import { graphql } from "../../gql";
 import type { EnsembleRule } from "../../gql/graphql";
+import { lineageText, shortDigest } from "../../lib/retraining";
 import { submitted, TextInput } from "../Form";
 import type { ManagedTask } from "./Manage";
 import { Checkbox, Outcome, Select, TextArea, textOf, useOutcome, when } from "./parts";
+import { Digest } from "./registry";
 
 const TaskModels = graphql(`
   query OwnerTaskModels($code: String!) {
@@ -54,6 +56,9 @@ const OpenNextRound = graphql(`
             name
             backend
             config
+            registered {
+              ...RegisteredModelParts
+            }
           }
         }
         previous {
@@ -106,6 +111,9 @@ const SetTargets = graphql(`
             name
             backend
             config
+            registered {
+              ...RegisteredModelParts
+            }
           }
         }
       }
@@ -173,14 +181,15 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
     };
     for (const t of round?.targetModels ?? []) {
       const from = taskModels.find((m) => m.backend === t.backend && canonical(m.config) === canonical(t.config));
+      const registry = t.registered ? `: ${lineageText(t.registered)}` : "";
       push({
         key: `current:${t.name}`,
         name: t.name,
         backend: t.backend,
         config: t.config,
         origin: from
-          ? `round ${round?.number}'s target; the task's model ${from.name}`
-          : `round ${round?.number}'s target`,
+          ? `round ${round?.number}'s target${registry}; the task's model ${from.name}`
+          : `round ${round?.number}'s target${registry}`,
       });
     }
     for (const m of taskModels) {
@@ -280,6 +289,8 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
                 <th scope="col">Name</th>
                 <th scope="col">Backend</th>
                 <th scope="col">Where from</th>
+                <th scope="col">Weights</th>
+                <th scope="col">Recipe</th>
               </tr>
             </thead>
             <tbody>
@@ -287,7 +298,16 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
                 <tr key={t.name}>
                   <td>{t.name}</td>
                   <td>{t.backend}</td>
-                  <td>{candidates.find((c) => c.key === `current:${t.name}`)?.origin ?? "this round"}</td>
+                  <td data-lineage>
+                    {t.registered
+                      ? lineageText(t.registered)
+                      : "not in the model registry (the round was opened before it existed)"}
+                  </td>
+                  <td>{t.registered ? <Digest weights={t.registered.weights} /> : "–"}</td>
+                  <td>
+                    {t.registered?.recipe ?? "none"}
+                    {t.registered?.seed != null && <span className="muted small block">seed {t.registered.seed}</span>}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -384,6 +404,7 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
             <th scope="col">Round</th>
             <th scope="col">Started</th>
             <th scope="col">Closed</th>
+            <th scope="col">Target</th>
             <th scope="col">Examples</th>
             <th scope="col">Fooled</th>
           </tr>
@@ -394,6 +415,15 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
               <td>{r.number}</td>
               <td>{when(r.startedAt)}</td>
               <td>{r.endedAt ? when(r.endedAt) : "open"}</td>
+              <td>
+                {r.targetModels
+                  .map((t) => {
+                    const about = [t.registered?.origin.toLowerCase(), shortDigest(t.registered?.weights)];
+                    const said = about.filter(Boolean).join(", ");
+                    return said ? `${t.name} (${said})` : t.name;
+                  })
+                  .join("; ")}
+              </td>
               <td>{r.collected}</td>
               <td>{r.fooled}</td>
             </tr>
