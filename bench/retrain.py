@@ -237,11 +237,13 @@ async def _task_figures(task_code: str, split: Split, round_rows: int, work: Pat
         }
         figures: dict[str, dict[str, float]] = {}
         fooled_test = [r for r in test_rows if fooled_when_written.get(_key(task, r))]
+        fooled_all = [r for r in replay if fooled_when_written.get(_key(task, r))]
         for name, spec in models.items():
             held = await _accuracy(p, task, spec, split.held_out)
             on_test = await _accuracy(p, task, spec, test_rows)
             still = await _fooled_share(p, task, spec, fooled_test)
-            figures[name] = {"held": held, "test": on_test, "still": still}
+            still_all = await _fooled_share(p, task, spec, fooled_all)
+            figures[name] = {"held": held, "test": on_test, "still": still, "still_all": still_all}
         seconds = time.perf_counter() - started
     finally:
         await p.close()
@@ -251,9 +253,12 @@ async def _task_figures(task_code: str, split: Split, round_rows: int, work: Pat
         f"{task_code}: held-out acc base {figures['base']['held']:.3f} -> candidate {figures['candidate']['held']:.3f}"
         f" (shipped {figures['shipped']['held']:.3f}{mark}, n={len(split.held_out)}); round-1 test acc base "
         f"{figures['base']['test']:.3f} -> candidate {figures['candidate']['test']:.3f} (n={len(test_rows)}); "
-        f"still fooled: base {figures['base']['still']:.3f}, candidate {figures['candidate']['still']:.3f}, shipped "
-        f"{figures['shipped']['still']:.3f} of {len(fooled_test)} test examples that fooled the target "
-        f"({written_fooled}/{len(replay)} of the round fooled it); trained on {len(split.base)} base + "
+        f"still fooled, of the {len(fooled_test)} round-test examples that fooled the target: base "
+        f"{figures['base']['still']:.3f}, candidate {figures['candidate']['still']:.3f}, shipped "
+        f"{figures['shipped']['still']:.3f}; of all {written_fooled} round examples that fooled it (of "
+        f"{len(replay)}; the candidate trained on the train split's): base {figures['base']['still_all']:.3f}, "
+        f"candidate {figures['candidate']['still_all']:.3f}, shipped {figures['shipped']['still_all']:.3f}; "
+        f"trained on {len(split.base)} base + "
         f"{by_split['train'].size} round examples; {seconds:.0f}s"
     )
     target = "informational (* the shipped weights saw the held-out rows)"

@@ -19,8 +19,6 @@ from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
 from support import Server, create_operator, database, eventually, register, run, serve, session, toy_process_env
 
-from dynaforge.api.node import parse_id
-
 pytestmark = pytest.mark.e2e
 
 ADD_CONTEXTS = """mutation($input: AddContextsInput!) {
@@ -35,7 +33,8 @@ VALIDATE = """mutation($input: ValidateExampleInput!) {
 DATASETS = """mutation($input: CreateRoundDatasetsInput!) {
   createRoundDatasets(input: $input) {
     __typename ... on DatasetsCreated { datasets { id name split access size } } ... on Error { message } } }"""
-RECIPES = 'query { trainingRecipes(taskCode: "toy") { name model hyperparameters baseData baseDataAvailable } }'
+RECIPES = """query { trainingRecipes(taskCode: "toy") {
+  name model hyperparameters parameters { name type default } baseData baseDataAvailable } }"""
 TRAIN = """mutation($input: TrainCandidateModelInput!) {
   trainCandidateModel(input: $input) {
     __typename
@@ -144,6 +143,10 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
 
         recipes = (await run(s, RECIPES))["trainingRecipes"]
         assert recipes[0]["name"] == "words" and recipes[0]["baseDataAvailable"] is False
+        assert recipes[0]["parameters"][:2] == [
+            {"name": "smoothing", "type": "NUMBER", "default": 1.0},
+            {"name": "min_count", "type": "INTEGER", "default": 1},
+        ]
 
         # --- bad input is refused with what to change, and stores nothing
         refused = (
@@ -189,7 +192,7 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         assert candidate["origin"] == "TRAINED" and len(candidate["weights"]) == 64
         assert candidate["recipe"] == "words" and candidate["seed"] == 3
         assert candidate["trainingData"]["examples"] == sets["train"]["size"]
-        assert candidate["trainingData"]["datasets"][0]["id"] == parse_id(sets["train"]["id"], "id", "Dataset")
+        assert candidate["trainingData"]["datasets"][0]["id"] == sets["train"]["id"]
         assert len(candidate["trainingData"]["datasets"][0]["sha256"]) == 64
         assert candidate["metrics"]["training_accuracy"] == 1.0
         assert candidate["parent"]["name"] == "keyword" and candidate["parent"]["origin"] == "CONFIGURED"

@@ -45,6 +45,24 @@ class TrainingStatus(Enum):
     CANCELLED = strawberry.enum_value("CANCELLED", description="An owner cancelled it. Nothing was registered.")
 
 
+@strawberry.enum(description="The type of a recipe's hyper-parameter: a value given must have it.")
+class ParameterType(Enum):
+    BOOLEAN = strawberry.enum_value("BOOLEAN", description="true or false.")
+    INTEGER = strawberry.enum_value("INTEGER", description="A whole number.")
+    NUMBER = strawberry.enum_value("NUMBER", description="A number (a whole number is accepted).")
+    STRING = strawberry.enum_value("STRING", description="Text.")
+
+
+@strawberry.type(description="One hyper-parameter of a training recipe.")
+class RecipeParameter:
+    name: str = strawberry.field(description="Its name (a key of trainCandidateModel's `hyperparameters`).")
+    type: ParameterType = strawberry.field(description="The type a value must have.")
+    default: JSON = strawberry.field(description="Its default.")
+
+
+_PARAMETER_TYPES = {bool: ParameterType.BOOLEAN, int: ParameterType.INTEGER, float: ParameterType.NUMBER}
+
+
 @strawberry.type(description="How a task trains new versions of its model from the platform's examples.")
 class TrainingRecipe:
     name: str = strawberry.field(description="Its name (trainCandidateModel's `recipe`).")
@@ -52,6 +70,9 @@ class TrainingRecipe:
     description: str = strawberry.field(description="What it does, in the task author's words.")
     hyperparameters: JSON = strawberry.field(
         description="Its hyper-parameters with their defaults; a value given must have the default's type."
+    )
+    parameters: list[RecipeParameter] = strawberry.field(
+        description="Its hyper-parameters, typed, in the recipe's order (`hyperparameters` holds the same defaults)."
     )
     base_data: str = strawberry.field(
         description="What its base data is (empty: it uses none); includeBaseData adds it to the data sets."
@@ -67,6 +88,12 @@ class TrainingRecipe:
             model=recipe.model,
             description=recipe.description,
             hyperparameters=JSON(dict(recipe.hyperparameters)),
+            parameters=[
+                RecipeParameter(
+                    name=name, type=_PARAMETER_TYPES.get(type(value), ParameterType.STRING), default=JSON(value)
+                )
+                for name, value in recipe.hyperparameters.items()
+            ],
             base_data=recipe.base_data,
             base_data_available=available and bool(recipe.base_data),
         )

@@ -47,8 +47,9 @@ class RegisteredModel(Node):
     hyperparameters: JSON = strawberry.field(description="The recipe's hyper-parameters it was trained with.")
     seed: int | None = strawberry.field(description="The training seed.")
     training_data: JSON = strawberry.field(
-        description="What it was trained on: `datasets` (id, name, size and the SHA-256 of their examples), "
-        "`examples` (how many), `examples_sha256`, `base_data` (whether the task's base data was included)."
+        description="What it was trained on: `datasets` (`id`: the Dataset's global id, `name`, `size` and the "
+        "`sha256` of its examples when they were read), `examples` (how many), `examples_sha256`, `base_data` "
+        "(whether the task's base data was included)."
     )
     metrics: JSON = strawberry.field(description="What its recipe measured on held-out data while training it.")
     created_at: datetime = strawberry.field(description="When it was registered (UTC).")
@@ -85,7 +86,18 @@ class RegisteredModel(Node):
             recipe=row.recipe,
             hyperparameters=JSON(dict(row.hyperparameters or {})),
             seed=row.seed,
-            training_data=JSON(dict(row.training_data or {})),
+            training_data=JSON(_training_data(row.training_data or {})),
             metrics=JSON(dict(row.metrics or {})),
             created_at=as_utc(row.created_at),
         )
+
+
+def _training_data(stored: dict) -> dict:
+    """The stored record with each data set's row id as the global id the rest of the API uses."""
+    out = dict(stored)
+    if isinstance(out.get("datasets"), list):
+        out["datasets"] = [
+            {**d, "id": global_id("Dataset", d["id"])} if isinstance(d, dict) and isinstance(d.get("id"), int) else d
+            for d in out["datasets"]
+        ]
+    return out
