@@ -48,6 +48,7 @@ from dynaforge.tasks.training import (
     example_weights,
     file_info,
     fit_logistic_regression,
+    no_report,
     save_head,
     seeded_sample,
     training_main,
@@ -449,10 +450,6 @@ def example_rows(examples: Sequence[Mapping[str, Any]]) -> tuple[list[str], list
     return texts, labels
 
 
-def _no_report(fraction: float, stage: str) -> None:
-    return None
-
-
 def train_recipe(
     data: TrainingData,
     out_dir: Path,
@@ -478,7 +475,7 @@ def train_recipe(
     """
     import torch
 
-    progress_report = report or _no_report
+    progress_report = report or no_report
     if not example_weight > 0:
         raise ValueError(f"example_weight must be positive, got {example_weight!r}")
     progress_report(0.02, "reading")

@@ -49,6 +49,7 @@ from dynaforge.tasks.training import (
     file_info,
     fit_logistic_regression,
     log_loss,
+    no_report,
     save_head,
     seeded_sample,
     training_main,
@@ -469,10 +470,6 @@ def example_rows(examples: Sequence[Mapping[str, Any]]) -> tuple[list[tuple[str,
     return rows, skipped
 
 
-def _no_report(fraction: float, stage: str) -> None:
-    return None
-
-
 def train_recipe(
     data: TrainingData,
     out_dir: Path,
@@ -499,7 +496,7 @@ def train_recipe(
     """
     import torch
 
-    report = report or _no_report
+    report = report or no_report
     if example_weight <= 0:
         raise ValueError(f"example_weight must be positive, got {example_weight}")
     report(0.02, "reading data")

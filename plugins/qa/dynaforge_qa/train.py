@@ -50,6 +50,7 @@ from dynaforge.tasks.training import (
     TrainingData,
     encoder_record,
     file_info,
+    no_report,
     save_head,
     training_main,
     write_json_atomically,
@@ -930,10 +931,6 @@ def _questions(paragraphs: list[Paragraph]) -> int:
     return sum(len(p.questions) for p in paragraphs)
 
 
-def _no_report(fraction: float, stage: str) -> None:
-    return None
-
-
 def _fit_score(params, parts: list[Part]) -> dict[str, Any]:
     """SQuAD F1 and exact match of the head on the questions of ``parts`` (the examples it was fitted on)."""
     scores = [score_answers(predict_encoded(params, p.enc, p.passages), p.questions) for p in parts if p.questions]
@@ -980,7 +977,7 @@ def train_recipe(
     """
     import torch
 
-    report = report or _no_report
+    report = report or no_report
     if example_weight <= 0:
         raise ValueError(f"example_weight must be positive, got {example_weight}")
     if epochs < 1:

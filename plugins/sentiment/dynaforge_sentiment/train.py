@@ -54,6 +54,7 @@ from dynaforge.tasks.training import (
     example_weights,
     file_info,
     log_loss,
+    no_report,
     save_head,
     seeded_sample,
     training_main,
@@ -407,10 +408,6 @@ def stratified_split(
     return sorted(fit), sorted(hold)
 
 
-def _no_report(fraction: float, stage: str) -> None:
-    return None
-
-
 def train_recipe(
     data: TrainingData,
     out_dir: Path,
@@ -438,7 +435,7 @@ def train_recipe(
     """
     import torch
 
-    report = report or _no_report
+    report = report or no_report
     if not example_weight > 0:
         raise ValueError(f"example_weight must be positive, got {example_weight!r}")
     out_dir = Path(out_dir)

@@ -66,6 +66,7 @@ __all__ = [
     "file_info",
     "fit_logistic_regression",
     "log_loss",
+    "no_report",
     "resolve_weights",
     "run_training",
     "save_head",
@@ -158,7 +159,8 @@ def example_weights(n_base: int, n_examples: int, *, example_weight: float) -> l
 Reporter = Callable[[float, str], None]
 
 
-def _no_report(fraction: float, stage: str) -> None:
+def no_report(fraction: float, stage: str) -> None:
+    """A :data:`Reporter` that says nothing (a trainer's default when no one listens)."""
     return None
 
 
@@ -188,7 +190,7 @@ def run_recipe(
         raise ValueError("nothing to train on: give examples (data sets) or the base data")
     if data.base_dir is not None and not Path(data.base_dir).is_dir():
         raise ValueError(f"the base data folder {data.base_dir} does not exist")
-    report = report or _no_report
+    report = report or no_report
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     report(0.0, "starting")
