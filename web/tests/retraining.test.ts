@@ -4,6 +4,7 @@ import {
   estimateText,
   hyperKind,
   hyperparameterEntries,
+  kindsOf,
   lineageText,
   liveJob,
   readHyperparameters,
@@ -93,6 +94,22 @@ describe("a recipe's hyper-parameters", () => {
     const read = readHyperparameters(form, defaults);
     expect(read.errors).toEqual({ "hyperparameters.smoothing": "smoothing must be a number." });
     expect(read.values.lowercase).toBe(true);
+  });
+
+  it("holds an INTEGER hyper-parameter to whole numbers, by the recipe's declared types", () => {
+    const kinds = kindsOf([
+      { name: "smoothing", type: "NUMBER" },
+      { name: "min_count", type: "INTEGER" },
+      { name: "lowercase", type: "BOOLEAN" },
+      { name: "tokenizer", type: "STRING" },
+    ]);
+    expect(kinds).toEqual({ smoothing: "number", min_count: "integer", lowercase: "boolean", tokenizer: "text" });
+    const form = new FormData();
+    form.set("hyperparameters.smoothing", "2");
+    form.set("hyperparameters.min_count", "2.5");
+    const read = readHyperparameters(form, defaults, kinds);
+    expect(read.errors).toEqual({ "hyperparameters.min_count": "min_count must be a whole number." });
+    expect(read.values.smoothing).toBe(2);
   });
 
   it("puts the server's field errors beside the form's controls", () => {

@@ -107,13 +107,22 @@ export function lineageText(model: Lineage): string {
 // ------------------------------------------------------------------ hyper-parameters
 
 export type HyperValue = boolean | number | string;
-export type HyperKind = "boolean" | "number" | "text";
+export type HyperKind = "boolean" | "integer" | "number" | "text";
 
-/** The input a default calls for: a checkbox, a number, or text. */
+/** The input a default calls for: a checkbox, a number, or text (JSON cannot tell 2 from 2.0: see kindsOf). */
 export function hyperKind(value: unknown): HyperKind {
   if (typeof value === "boolean") return "boolean";
   if (typeof value === "number") return "number";
   return "text";
+}
+
+const typeKinds: Record<string, HyperKind> = { BOOLEAN: "boolean", INTEGER: "integer", NUMBER: "number" };
+
+/** The kind of each hyper-parameter from TrainingRecipe.parameters (its declared type: INTEGER is a whole number). */
+export function kindsOf(parameters: readonly { name: string; type: string }[] | null | undefined) {
+  const kinds: Record<string, HyperKind> = {};
+  for (const p of parameters ?? []) kinds[p.name] = typeKinds[p.type] ?? "text";
+  return kinds;
 }
 
 /** A recipe's hyper-parameters (a JSON object of defaults) as [name, default] pairs, in the recipe's order. */
@@ -137,25 +146,26 @@ export function hyperText(value: HyperValue): string {
 /** The name of a hyper-parameter's form control. */
 export const hyperField = (name: string): string => `hyperparameters.${name}`;
 
-/** The hyper-parameters a form holds, typed by their defaults, and a sentence for each value that is not one. An
- * empty number keeps the default. (JSON does not say whether 2.0 is a float: a number is sent as typed, and the
- * server says by field when an integer was needed.) */
+/** The hyper-parameters a form holds, typed by ``kinds`` (the recipe's declared types) or else by their defaults,
+ * and a sentence for each value that is not of its type. An empty number keeps the default. */
 export function readHyperparameters(
   form: FormData,
   defaults: readonly [string, HyperValue][],
+  kinds: Record<string, HyperKind> = {},
 ): { values: Record<string, HyperValue>; errors: Record<string, string> } {
   const values: Record<string, HyperValue> = {};
   const errors: Record<string, string> = {};
   for (const [name, fallback] of defaults) {
     const field = hyperField(name);
     const raw = form.get(field);
-    const kind = hyperKind(fallback);
+    const kind = kinds[name] ?? hyperKind(fallback);
     if (kind === "boolean") values[name] = raw === "on";
-    else if (kind === "number") {
+    else if (kind === "number" || kind === "integer") {
       const text = String(raw ?? "").trim();
       const number = Number(text);
       if (!text) values[name] = fallback;
       else if (!Number.isFinite(number)) errors[field] = `${name} must be a number.`;
+      else if (kind === "integer" && !Number.isInteger(number)) errors[field] = `${name} must be a whole number.`;
       else values[name] = number;
     } else values[name] = String(raw ?? "");
   }

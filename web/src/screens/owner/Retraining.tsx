@@ -9,11 +9,13 @@ import { graphql } from "../../gql";
 import type { RetrainingRecipesQuery } from "../../gql/graphql";
 import { problemOf, transportMessage } from "../../lib/errors";
 import {
+  type HyperKind,
   type HyperValue,
   hyperField,
   hyperKind,
   hyperparameterEntries,
   hyperText,
+  kindsOf,
   readHyperparameters,
   trainingChoices,
   withFormKeys,
@@ -31,6 +33,10 @@ const Recipes = graphql(`
       model
       description
       hyperparameters
+      parameters {
+        name
+        type
+      }
       baseData
       baseDataAvailable
     }
@@ -144,6 +150,7 @@ export default function Retraining({ task, onChanged }: { task: ManagedTask; onC
 
 function RecipeCard({ recipe, code }: { recipe: Recipe; code: string }) {
   const parameters = hyperparameterEntries(recipe.hyperparameters);
+  const kinds = kindsOf(recipe.parameters);
   return (
     <article className="card" aria-labelledby={`recipe-${recipe.name}`}>
       <h4 id={`recipe-${recipe.name}`}>{recipe.name}</h4>
@@ -166,7 +173,7 @@ function RecipeCard({ recipe, code }: { recipe: Recipe; code: string }) {
                   <code>{name}</code>
                 </td>
                 <td>{hyperText(value)}</td>
-                <td>{hyperKind(value) === "text" ? "text" : hyperKind(value)}</td>
+                <td>{kinds[name] ?? hyperKind(value)}</td>
               </tr>
             ))}
           </tbody>
@@ -192,9 +199,18 @@ function RecipeCard({ recipe, code }: { recipe: Recipe; code: string }) {
 
 const controlId = (name: string) => `hp-${name.replace(/[^\w-]+/g, "-")}`;
 
-function HyperInput({ name, value, error }: { name: string; value: HyperValue; error?: string }) {
+function HyperInput({
+  name,
+  value,
+  kind,
+  error,
+}: {
+  name: string;
+  value: HyperValue;
+  kind: HyperKind;
+  error?: string;
+}) {
   const id = controlId(name);
-  const kind = hyperKind(value);
   if (kind === "boolean")
     return (
       <>
@@ -213,8 +229,8 @@ function HyperInput({ name, value, error }: { name: string; value: HyperValue; e
       label={name}
       id={id}
       name={hyperField(name)}
-      type={kind === "number" ? "number" : "text"}
-      step={kind === "number" ? "any" : undefined}
+      type={kind === "text" ? "text" : "number"}
+      step={kind === "integer" ? 1 : kind === "number" ? "any" : undefined}
       defaultValue={String(value)}
       hint={`Default ${hyperText(value)}.`}
       error={error}
@@ -238,10 +254,11 @@ function TrainForm({ task, recipes, onStarted }: { task: ManagedTask; recipes: R
   const isChosen = (d: { id: string; split?: string | null }) => chosen[d.id] ?? d.split === "train";
   if (!recipe) return null;
   const defaults = hyperparameterEntries(recipe.hyperparameters);
+  const kinds = kindsOf(recipe.parameters);
 
   async function start(form: FormData) {
     if (!recipe) return;
-    const { values, errors } = readHyperparameters(form, defaults);
+    const { values, errors } = readHyperparameters(form, defaults, kinds);
     const seed = Number(textOf(form, "seed") || "0");
     if (!Number.isInteger(seed)) errors.seed = "The seed must be a whole number.";
     if (Object.keys(errors).length) {
@@ -334,7 +351,13 @@ function TrainForm({ task, recipes, onStarted }: { task: ManagedTask; recipes: R
         <legend>Hyper-parameters of {recipe.name}</legend>
         {defaults.length === 0 && <p className="muted">The recipe takes none.</p>}
         {defaults.map(([name, value]) => (
-          <HyperInput key={name} name={name} value={value} error={fields[hyperField(name)]} />
+          <HyperInput
+            key={name}
+            name={name}
+            value={value}
+            kind={kinds[name] ?? hyperKind(value)}
+            error={fields[hyperField(name)]}
+          />
         ))}
       </fieldset>
 
