@@ -275,12 +275,15 @@ async def registered_many(p: Platform, actor: Actor, ids: list[int]) -> dict[int
     """Registry entries by id, those ``actor`` may see (a round's targets: everyone who sees the round)."""
     async with p.db.session() as s:
         rows = await registry.entries(s, ids)
-        allowed: dict[int, bool] = {}
+        owned: dict[int, bool] = {}
+        targeted: dict[int, set[int]] = {}
         out = {}
         for entry_id, row in rows.items():
-            if row.task_id not in allowed:
-                allowed[row.task_id] = await task_service.is_owner(s, actor, row.task_id)
-            if allowed[row.task_id] or row.id in await _targeted_ids(s, row.task_id):
+            if row.task_id not in owned:
+                owned[row.task_id] = await task_service.is_owner(s, actor, row.task_id)
+            if not owned[row.task_id] and row.task_id not in targeted:
+                targeted[row.task_id] = await _targeted_ids(s, row.task_id)
+            if owned[row.task_id] or row.id in targeted[row.task_id]:
                 out[entry_id] = row
     return out
 

@@ -219,13 +219,14 @@ class JobRun:
                     break
                 except subprocess.TimeoutExpired:
                     pass
-                async with db.write() as s:
+                async with db.session() as s:  # a read: the write lock is taken only for news
                     current = await s.get(TrainingJob, job.id)
                     cancelled = current is None or current.cancel_requested
-                    progress = self.latest.get("progress")
-                    if not cancelled and progress is not None and progress != stored:
+                progress = self.latest.get("progress")
+                if not cancelled and progress is not None and progress != stored:
+                    async with db.write() as s:
                         await mark(s, job.id, progress=progress, stage=self.latest.get("stage", ""))
-                        stored = progress
+                    stored = progress
                 if cancelled:
                     _kill(child)
                     raise _Settled(TrainingStatus.CANCELLED)
