@@ -4,7 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup run test test-fast lint format bench services schema clean web-lint web-test web-unit
+.PHONY: setup run test test-fast lint format bench services schema clean web-lint web-test web-unit \
+	client-test client-check client-generate
 
 PLUGINS := sentiment nli qa hatespeech
 
@@ -57,6 +58,7 @@ FAST := not e2e and not faults and not (postgres and (fuzz or authz))
 test: setup services
 	$(PYTEST) $(PARALLEL) -m "not serial"
 	$(PYTEST) -m serial
+	@$(MAKE) --no-print-directory client-test
 	@$(MAKE) --no-print-directory web-test
 
 ## The quick loop: no end-to-end servers, fault injection, PostgreSQL fuzzing or PostgreSQL authorisation matrix
@@ -70,6 +72,35 @@ web-test: web-unit
 
 web-unit: $(WEB_BUILD)
 	@if [ -n "$(NPM)" ]; then cd web && npm test --silent; else $(NO_NPM); fi
+
+# The Python client (clients/python): a virtualenv of its own with only the client (and its optional pandas and
+# datasets) installed, and one with the pinned code generator that makes its typed layer from schema.graphql.
+CLIENT := clients/python
+CLIENT_STAMP := $(CLIENT)/.venv/.setup-stamp
+CODEGEN_STAMP := $(CLIENT)/.venv-codegen/.setup-stamp
+$(CLIENT_STAMP): $(CLIENT)/pyproject.toml
+	rm -rf $(CLIENT)/.venv
+	$(PYTHON) -m venv $(CLIENT)/.venv
+	$(CLIENT)/.venv/bin/python -m pip install -q --upgrade pip
+	$(CLIENT)/.venv/bin/python -m pip install -q -e "$(CLIENT)[pandas,datasets,test]"
+	touch $@
+$(CODEGEN_STAMP): $(CLIENT)/codegen-requirements.txt
+	rm -rf $(CLIENT)/.venv-codegen
+	$(PYTHON) -m venv $(CLIENT)/.venv-codegen
+	$(CLIENT)/.venv-codegen/bin/python -m pip install -q -r $(CLIENT)/codegen-requirements.txt
+	touch $@
+
+## Regenerate the client's typed layer after schema.graphql or clients/python/operations/ changed
+client-generate: $(CODEGEN_STAMP)
+	$(CLIENT)/.venv-codegen/bin/python $(CLIENT)/scripts/generate.py
+
+## Fail when the client's checked-in generated code does not match schema.graphql and its operations
+client-check: $(CODEGEN_STAMP)
+	$(CLIENT)/.venv-codegen/bin/python $(CLIENT)/scripts/generate.py --check
+
+## The client's tests, from its own virtualenv, against real servers (SQLite and PostgreSQL) built from this tree
+client-test: setup services client-check $(CLIENT_STAMP)
+	cd $(CLIENT) && DYNAFORGE_SERVER_BIN=$(CURDIR)/$(BIN)/dynaforge HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -p no:cacheprovider
 
 ## ruff (lint and format check) and mypy (strict on the plugin contract), the same checks as
 ## .pre-commit-config.yaml; then the web app's type check (tsc) and lint (biome)
@@ -97,4 +128,4 @@ schema: setup
 	$(BIN)/dynaforge schema > schema.graphql
 
 clean:
-	rm -rf $(VENV) dynaforge-data .pytest_cache web/node_modules web/dist web/src/gql
+	rm -rf $(VENV) $(CLIENT)/.venv $(CLIENT)/.venv-codegen dynaforge-data .pytest_cache web/node_modules web/dist web/src/gql

@@ -1,0 +1,1156 @@
+from collections.abc import AsyncIterator
+from typing import Any, Optional, Union
+
+from .async_base_client import AsyncBaseClient
+from .base_model import UNSET, UnsetType
+from .create_example import CreateExample
+from .datasets import Datasets
+from .enums import ContextStrategy, LeaderboardSort, ValidationMode
+from .evaluation_progress import EvaluationProgress
+from .example import Example
+from .example_to_validate import ExampleToValidate
+from .input_types import (
+    CreateExampleInput,
+    LoginInput,
+    RegisterInput,
+    SubmitModelInput,
+    SubmitPredictionsInput,
+    UploadModelInput,
+    ValidateExampleInput,
+    WeightInput,
+)
+from .leaderboard import Leaderboard
+from .login import Login
+from .me import Me
+from .model_fooled import ModelFooled
+from .model_results import ModelResults
+from .my_stats import MyStats
+from .next_context import NextContext
+from .register import Register
+from .round import Round
+from .submit_model import SubmitModel
+from .submit_predictions import SubmitPredictions
+from .task import Task
+from .tasks import Tasks
+from .upload_model import UploadModel
+from .validate_example import ValidateExample
+
+
+def gql(q: str) -> str:
+    return q
+
+
+class GeneratedClient(AsyncBaseClient):
+    async def login(self, input: LoginInput, **kwargs: Any) -> Login:
+        query = gql("""
+            mutation Login($input: LoginInput!) {
+              login(input: $input) {
+                __typename
+                ... on AuthPayload {
+                  token
+                  user {
+                    id
+                    username
+                    isAdmin
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="Login", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Login.model_validate(data)
+
+    async def register(self, input: RegisterInput, **kwargs: Any) -> Register:
+        query = gql("""
+            mutation Register($input: RegisterInput!) {
+              account: register(input: $input) {
+                __typename
+                ... on AuthPayload {
+                  token
+                  user {
+                    id
+                    username
+                    isAdmin
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="Register", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Register.model_validate(data)
+
+    async def me(self, **kwargs: Any) -> Me:
+        query = gql("""
+            query Me {
+              me {
+                id
+                username
+                isAdmin
+              }
+            }
+            """)
+        variables: dict[str, object] = {}
+        response = await self.execute(
+            query=query, operation_name="Me", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Me.model_validate(data)
+
+    async def next_context(
+        self,
+        task_code: str,
+        tag: Union[Optional[str], UnsetType] = UNSET,
+        strategy: Union[Optional[ContextStrategy], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> NextContext:
+        query = gql("""
+            query NextContext($taskCode: String!, $tag: String, $strategy: ContextStrategy) {
+              nextContext(taskCode: $taskCode, tag: $tag, strategy: $strategy) {
+                id
+                fields
+                tag
+              }
+            }
+            """)
+        variables: dict[str, object] = {
+            "taskCode": task_code,
+            "tag": tag,
+            "strategy": strategy,
+        }
+        response = await self.execute(
+            query=query, operation_name="NextContext", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return NextContext.model_validate(data)
+
+    async def create_example(
+        self, input: CreateExampleInput, **kwargs: Any
+    ) -> CreateExample:
+        query = gql("""
+            mutation CreateExample($input: CreateExampleInput!) {
+              createExample(input: $input) {
+                __typename
+                ... on CreatedExample {
+                  fooled
+                  example {
+                    ...ExampleFields
+                  }
+                }
+                ... on PredictionPending {
+                  message
+                  example {
+                    ...ExampleFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+
+            fragment ExampleFields on Example {
+              id
+              fields
+              fooled
+              status
+              tag
+              createdAt
+              prediction {
+                ...PredictionFields
+              }
+              round {
+                number
+              }
+              context {
+                id
+                fields
+              }
+              author {
+                username
+              }
+              votes {
+                correct
+                incorrect
+                flagged
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="CreateExample", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return CreateExample.model_validate(data)
+
+    async def example(self, id: str, **kwargs: Any) -> Example:
+        query = gql("""
+            query Example($id: ID!) {
+              example(id: $id) {
+                ...ExampleFields
+              }
+            }
+
+            fragment ExampleFields on Example {
+              id
+              fields
+              fooled
+              status
+              tag
+              createdAt
+              prediction {
+                ...PredictionFields
+              }
+              round {
+                number
+              }
+              context {
+                id
+                fields
+              }
+              author {
+                username
+              }
+              votes {
+                correct
+                incorrect
+                flagged
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = await self.execute(
+            query=query, operation_name="Example", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Example.model_validate(data)
+
+    async def example_to_validate(
+        self, task_code: str, mode: ValidationMode, **kwargs: Any
+    ) -> ExampleToValidate:
+        query = gql("""
+            query ExampleToValidate($taskCode: String!, $mode: ValidationMode!) {
+              exampleToValidate(taskCode: $taskCode, mode: $mode) {
+                ...ExampleFields
+              }
+            }
+
+            fragment ExampleFields on Example {
+              id
+              fields
+              fooled
+              status
+              tag
+              createdAt
+              prediction {
+                ...PredictionFields
+              }
+              round {
+                number
+              }
+              context {
+                id
+                fields
+              }
+              author {
+                username
+              }
+              votes {
+                correct
+                incorrect
+                flagged
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code, "mode": mode}
+        response = await self.execute(
+            query=query,
+            operation_name="ExampleToValidate",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return ExampleToValidate.model_validate(data)
+
+    async def validate_example(
+        self, input: ValidateExampleInput, **kwargs: Any
+    ) -> ValidateExample:
+        query = gql("""
+            mutation ValidateExample($input: ValidateExampleInput!) {
+              validateExample(input: $input) {
+                __typename
+                ... on ValidatedExample {
+                  decided
+                  example {
+                    ...ExampleFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+
+            fragment ExampleFields on Example {
+              id
+              fields
+              fooled
+              status
+              tag
+              createdAt
+              prediction {
+                ...PredictionFields
+              }
+              round {
+                number
+              }
+              context {
+                id
+                fields
+              }
+              author {
+                username
+              }
+              votes {
+                correct
+                incorrect
+                flagged
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="ValidateExample", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return ValidateExample.model_validate(data)
+
+    async def model_fooled(
+        self,
+        task_code: str,
+        after: Union[Optional[str], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> AsyncIterator[ModelFooled]:
+        query = gql("""
+            subscription ModelFooled($taskCode: String!, $after: ID) {
+              modelFooled(taskCode: $taskCode, after: $after) {
+                ...ExampleFields
+              }
+            }
+
+            fragment ExampleFields on Example {
+              id
+              fields
+              fooled
+              status
+              tag
+              createdAt
+              prediction {
+                ...PredictionFields
+              }
+              round {
+                number
+              }
+              context {
+                id
+                fields
+              }
+              author {
+                username
+              }
+              votes {
+                correct
+                incorrect
+                flagged
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code, "after": after}
+        async for data in self.execute_ws(
+            query=query, operation_name="ModelFooled", variables=variables, **kwargs
+        ):
+            yield ModelFooled.model_validate(data)
+
+    async def submit_model(self, input: SubmitModelInput, **kwargs: Any) -> SubmitModel:
+        query = gql("""
+            mutation SubmitModel($input: SubmitModelInput!) {
+              submitModel(input: $input) {
+                __typename
+                ... on SubmittedModel {
+                  model {
+                    ...ModelFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+
+            fragment ModelFields on Model {
+              id
+              name
+              backend
+              status
+              published
+              anonymous
+              createdAt
+              card {
+                parameters
+                license
+                paper
+                description
+                trainingData
+              }
+              task {
+                code
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="SubmitModel", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return SubmitModel.model_validate(data)
+
+    async def upload_model(self, input: UploadModelInput, **kwargs: Any) -> UploadModel:
+        query = gql("""
+            mutation UploadModel($input: UploadModelInput!) {
+              uploadModel(input: $input) {
+                __typename
+                ... on ModelUploaded {
+                  artifact
+                  files
+                  size
+                  stored
+                  model {
+                    ...ModelFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+
+            fragment ModelFields on Model {
+              id
+              name
+              backend
+              status
+              published
+              anonymous
+              createdAt
+              card {
+                parameters
+                license
+                paper
+                description
+                trainingData
+              }
+              task {
+                code
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="UploadModel", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return UploadModel.model_validate(data)
+
+    async def submit_predictions(
+        self, input: SubmitPredictionsInput, **kwargs: Any
+    ) -> SubmitPredictions:
+        query = gql("""
+            mutation SubmitPredictions($input: SubmitPredictionsInput!) {
+              submitPredictions(input: $input) {
+                __typename
+                ... on SubmittedModel {
+                  model {
+                    ...ModelFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+
+            fragment ModelFields on Model {
+              id
+              name
+              backend
+              status
+              published
+              anonymous
+              createdAt
+              card {
+                parameters
+                license
+                paper
+                description
+                trainingData
+              }
+              task {
+                code
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="SubmitPredictions",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return SubmitPredictions.model_validate(data)
+
+    async def model_results(
+        self, id: str, after: Union[Optional[str], UnsetType] = UNSET, **kwargs: Any
+    ) -> ModelResults:
+        query = gql("""
+            query ModelResults($id: ID!, $after: String) {
+              model(id: $id) {
+                ...ModelFields
+                evaluations(first: 100, after: $after) {
+                  nodes {
+                    ...EvaluationFields
+                  }
+                  pageInfo {
+                    hasNextPage
+                    endCursor
+                  }
+                }
+              }
+            }
+
+            fragment EvaluationFields on Evaluation {
+              id
+              status
+              progress
+              throughput
+              memoryMb
+              itemCount
+              unusableOutputs
+              error
+              scoredPart
+              dataset {
+                id
+                name
+                split
+                size
+              }
+              metrics {
+                ...MetricFields
+              }
+              slices {
+                slice
+                groups {
+                  group
+                  size
+                  metrics {
+                    name
+                    value
+                  }
+                }
+                gaps {
+                  metric
+                  gap
+                  worstGroup
+                  worstValue
+                  overall
+                  groupsCompared
+                }
+              }
+              perturbations {
+                perturbation
+                kind
+                consistency
+                metrics {
+                  name
+                  value
+                }
+              }
+              hardware {
+                cpu
+                cores
+                memoryGb
+                accelerator
+                machine
+              }
+            }
+
+            fragment MetricFields on EvaluationMetric {
+              name
+              value
+              direction
+              interval {
+                low
+                high
+              }
+            }
+
+            fragment ModelFields on Model {
+              id
+              name
+              backend
+              status
+              published
+              anonymous
+              createdAt
+              card {
+                parameters
+                license
+                paper
+                description
+                trainingData
+              }
+              task {
+                code
+              }
+            }
+            """)
+        variables: dict[str, object] = {"id": id, "after": after}
+        response = await self.execute(
+            query=query, operation_name="ModelResults", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return ModelResults.model_validate(data)
+
+    async def leaderboard(
+        self,
+        task_code: str,
+        sort: LeaderboardSort,
+        metric_weights: Union[Optional[list[WeightInput]], UnsetType] = UNSET,
+        dataset_weights: Union[Optional[list[WeightInput]], UnsetType] = UNSET,
+        sort_metric: Union[Optional[str], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> Leaderboard:
+        query = gql("""
+            query Leaderboard($taskCode: String!, $metricWeights: [WeightInput!], $datasetWeights: [WeightInput!], $sort: LeaderboardSort!, $sortMetric: String) {
+              leaderboard(
+                taskCode: $taskCode
+                metricWeights: $metricWeights
+                datasetWeights: $datasetWeights
+                sort: $sort
+                sortMetric: $sortMetric
+              ) {
+                taskCode
+                principalMetric
+                datasets
+                amrsFallback
+                metrics {
+                  name
+                  direction
+                  unit
+                  weight
+                }
+                metricWeights {
+                  name
+                  weight
+                }
+                datasetWeights {
+                  name
+                  weight
+                }
+                rows {
+                  rank
+                  dynascore
+                  missing
+                  model {
+                    id
+                    name
+                    submitter {
+                      username
+                    }
+                  }
+                  metrics {
+                    name
+                    value
+                    weight
+                    interval {
+                      low
+                      high
+                    }
+                  }
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {
+            "taskCode": task_code,
+            "metricWeights": metric_weights,
+            "datasetWeights": dataset_weights,
+            "sort": sort,
+            "sortMetric": sort_metric,
+        }
+        response = await self.execute(
+            query=query, operation_name="Leaderboard", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Leaderboard.model_validate(data)
+
+    async def evaluation_progress(
+        self, model_id: str, **kwargs: Any
+    ) -> AsyncIterator[EvaluationProgress]:
+        query = gql("""
+            subscription EvaluationProgress($modelId: ID!) {
+              evaluationProgress(modelId: $modelId) {
+                evaluationId
+                modelId
+                datasetId
+                datasetName
+                status
+                progress
+                error
+              }
+            }
+            """)
+        variables: dict[str, object] = {"modelId": model_id}
+        async for data in self.execute_ws(
+            query=query,
+            operation_name="EvaluationProgress",
+            variables=variables,
+            **kwargs,
+        ):
+            yield EvaluationProgress.model_validate(data)
+
+    async def tasks(self, **kwargs: Any) -> Tasks:
+        query = gql("""
+            query Tasks {
+              tasks {
+                ...TaskFields
+              }
+            }
+
+            fragment RoundFields on Round {
+              id
+              number
+              description
+              startedAt
+              endedAt
+              targetModels {
+                name
+                backend
+              }
+              stats {
+                ...StatsFields
+              }
+            }
+
+            fragment StatsFields on Stats {
+              collected
+              fooled
+              verifiedFooled
+              accepted
+              rejected
+              flagged
+              retracted
+              pending
+              vmer
+              foolingRate
+            }
+
+            fragment TaskFields on Task {
+              id
+              code
+              name
+              description
+              instructions
+              labels
+              principalMetric
+              metrics
+              perturbations
+              fairnessSlices
+              active
+              fields {
+                name
+                type
+                role
+                description
+                choices
+              }
+              currentRound {
+                ...RoundFields
+              }
+              stats {
+                ...StatsFields
+              }
+            }
+            """)
+        variables: dict[str, object] = {}
+        response = await self.execute(
+            query=query, operation_name="Tasks", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Tasks.model_validate(data)
+
+    async def task(self, code: str, **kwargs: Any) -> Task:
+        query = gql("""
+            query Task($code: String!) {
+              task(code: $code) {
+                ...TaskFields
+                rounds {
+                  ...RoundFields
+                }
+              }
+            }
+
+            fragment RoundFields on Round {
+              id
+              number
+              description
+              startedAt
+              endedAt
+              targetModels {
+                name
+                backend
+              }
+              stats {
+                ...StatsFields
+              }
+            }
+
+            fragment StatsFields on Stats {
+              collected
+              fooled
+              verifiedFooled
+              accepted
+              rejected
+              flagged
+              retracted
+              pending
+              vmer
+              foolingRate
+            }
+
+            fragment TaskFields on Task {
+              id
+              code
+              name
+              description
+              instructions
+              labels
+              principalMetric
+              metrics
+              perturbations
+              fairnessSlices
+              active
+              fields {
+                name
+                type
+                role
+                description
+                choices
+              }
+              currentRound {
+                ...RoundFields
+              }
+              stats {
+                ...StatsFields
+              }
+            }
+            """)
+        variables: dict[str, object] = {"code": code}
+        response = await self.execute(
+            query=query, operation_name="Task", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Task.model_validate(data)
+
+    async def round(
+        self,
+        task_code: str,
+        number: Union[Optional[int], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> Round:
+        query = gql("""
+            query Round($taskCode: String!, $number: Int) {
+              round(taskCode: $taskCode, number: $number) {
+                ...RoundFields
+              }
+            }
+
+            fragment RoundFields on Round {
+              id
+              number
+              description
+              startedAt
+              endedAt
+              targetModels {
+                name
+                backend
+              }
+              stats {
+                ...StatsFields
+              }
+            }
+
+            fragment StatsFields on Stats {
+              collected
+              fooled
+              verifiedFooled
+              accepted
+              rejected
+              flagged
+              retracted
+              pending
+              vmer
+              foolingRate
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code, "number": number}
+        response = await self.execute(
+            query=query, operation_name="Round", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Round.model_validate(data)
+
+    async def my_stats(self, task_code: str, **kwargs: Any) -> MyStats:
+        query = gql("""
+            query MyStats($taskCode: String!) {
+              myStats(taskCode: $taskCode) {
+                taskCode
+                remainingToday
+                total {
+                  ...StatsFields
+                }
+                rounds {
+                  roundNumber
+                  stats {
+                    ...StatsFields
+                  }
+                }
+              }
+            }
+
+            fragment StatsFields on Stats {
+              collected
+              fooled
+              verifiedFooled
+              accepted
+              rejected
+              flagged
+              retracted
+              pending
+              vmer
+              foolingRate
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code}
+        response = await self.execute(
+            query=query, operation_name="MyStats", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return MyStats.model_validate(data)
+
+    async def datasets(
+        self,
+        task_code: str,
+        after: Union[Optional[str], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> Datasets:
+        query = gql("""
+            query Datasets($taskCode: String!, $after: String) {
+              datasets(taskCode: $taskCode, first: 100, after: $after) {
+                nodes {
+                  id
+                  name
+                  description
+                  access
+                  source
+                  split
+                  size
+                  createdAt
+                }
+                pageInfo {
+                  hasNextPage
+                  endCursor
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code, "after": after}
+        response = await self.execute(
+            query=query, operation_name="Datasets", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Datasets.model_validate(data)

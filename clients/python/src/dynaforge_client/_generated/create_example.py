@@ -1,0 +1,79 @@
+from typing import Literal, Union
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import FieldErrorCode
+from .fragments import ExampleFields
+
+
+class CreateExample(BaseModel):
+    create_example: Union[
+        "CreateExampleCreateExampleCreatedExample",
+        "CreateExampleCreateExamplePredictionPending",
+        "CreateExampleCreateExampleInvalidInput",
+        "CreateExampleCreateExampleNotAuthenticated",
+        "CreateExampleCreateExampleNotFound",
+        "CreateExampleCreateExampleRateLimited",
+        "CreateExampleCreateExampleRoundClosed",
+    ] = Field(alias="createExample", discriminator="typename__")
+
+
+class CreateExampleCreateExampleCreatedExample(BaseModel):
+    typename__: Literal["CreatedExample"] = Field(alias="__typename")
+    fooled: bool
+    example: "CreateExampleCreateExampleCreatedExampleExample"
+
+
+CreateExampleCreateExampleCreatedExampleExample = ExampleFields
+
+
+class CreateExampleCreateExamplePredictionPending(BaseModel):
+    typename__: Literal["PredictionPending"] = Field(alias="__typename")
+    message: str
+    example: "CreateExampleCreateExamplePredictionPendingExample"
+
+
+CreateExampleCreateExamplePredictionPendingExample = ExampleFields
+
+
+class CreateExampleCreateExampleInvalidInput(BaseModel):
+    typename__: Literal["InvalidInput"] = Field(alias="__typename")
+    message: str
+    field_errors: list["CreateExampleCreateExampleInvalidInputFieldErrors"] = Field(
+        alias="fieldErrors"
+    )
+
+
+class CreateExampleCreateExampleInvalidInputFieldErrors(BaseModel):
+    field: list[str]
+    code: FieldErrorCode
+    rule: str
+    message: str
+
+
+class CreateExampleCreateExampleNotAuthenticated(BaseModel):
+    typename__: Literal["NotAuthenticated"] = Field(alias="__typename")
+    message: str
+
+
+class CreateExampleCreateExampleNotFound(BaseModel):
+    typename__: Literal["NotFound"] = Field(alias="__typename")
+    message: str
+
+
+class CreateExampleCreateExampleRateLimited(BaseModel):
+    typename__: Literal["RateLimited"] = Field(alias="__typename")
+    message: str
+    retry_after_seconds: float = Field(alias="retryAfterSeconds")
+
+
+class CreateExampleCreateExampleRoundClosed(BaseModel):
+    typename__: Literal["RoundClosed"] = Field(alias="__typename")
+    message: str
+
+
+CreateExample.model_rebuild()
+CreateExampleCreateExampleCreatedExample.model_rebuild()
+CreateExampleCreateExamplePredictionPending.model_rebuild()
+CreateExampleCreateExampleInvalidInput.model_rebuild()

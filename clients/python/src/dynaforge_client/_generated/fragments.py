@@ -1,0 +1,256 @@
+from datetime import datetime
+from typing import Any, Optional
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import (
+    EvaluationStatus,
+    ExampleStatus,
+    FieldRole,
+    FieldType,
+    MetricDirection,
+    ModelStatus,
+    PerturbationKind,
+    ScoredPart,
+)
+
+
+class MetricFields(BaseModel):
+    name: str
+    value: float
+    direction: MetricDirection
+    interval: Optional["MetricFieldsInterval"]
+
+
+class MetricFieldsInterval(BaseModel):
+    low: float
+    high: float
+
+
+class EvaluationFields(BaseModel):
+    id: str
+    status: EvaluationStatus
+    progress: float
+    throughput: Optional[float]
+    memory_mb: Optional[float] = Field(alias="memoryMb")
+    item_count: Optional[int] = Field(alias="itemCount")
+    unusable_outputs: Optional[int] = Field(alias="unusableOutputs")
+    error: Optional[str]
+    scored_part: ScoredPart = Field(alias="scoredPart")
+    dataset: "EvaluationFieldsDataset"
+    metrics: list["EvaluationFieldsMetrics"]
+    slices: list["EvaluationFieldsSlices"]
+    perturbations: list["EvaluationFieldsPerturbations"]
+    hardware: Optional["EvaluationFieldsHardware"]
+
+
+class EvaluationFieldsDataset(BaseModel):
+    id: str
+    name: str
+    split: Optional[str]
+    size: int
+
+
+class EvaluationFieldsMetrics(MetricFields):
+    pass
+
+
+class EvaluationFieldsSlices(BaseModel):
+    slice_: str = Field(alias="slice")
+    groups: list["EvaluationFieldsSlicesGroups"]
+    gaps: list["EvaluationFieldsSlicesGaps"]
+
+
+class EvaluationFieldsSlicesGroups(BaseModel):
+    group: str
+    size: int
+    metrics: list["EvaluationFieldsSlicesGroupsMetrics"]
+
+
+class EvaluationFieldsSlicesGroupsMetrics(BaseModel):
+    name: str
+    value: float
+
+
+class EvaluationFieldsSlicesGaps(BaseModel):
+    metric: str
+    gap: Optional[float]
+    worst_group: Optional[str] = Field(alias="worstGroup")
+    worst_value: Optional[float] = Field(alias="worstValue")
+    overall: Optional[float]
+    groups_compared: int = Field(alias="groupsCompared")
+
+
+class EvaluationFieldsPerturbations(BaseModel):
+    perturbation: str
+    kind: PerturbationKind
+    consistency: float
+    metrics: list["EvaluationFieldsPerturbationsMetrics"]
+
+
+class EvaluationFieldsPerturbationsMetrics(BaseModel):
+    name: str
+    value: float
+
+
+class EvaluationFieldsHardware(BaseModel):
+    cpu: str
+    cores: Optional[int]
+    memory_gb: Optional[float] = Field(alias="memoryGb")
+    accelerator: Optional[str]
+    machine: str
+
+
+class PredictionFields(BaseModel):
+    fields: Any
+    label: Optional[str]
+    span: Optional["PredictionFieldsSpan"]
+    probabilities: Optional[list["PredictionFieldsProbabilities"]]
+    confidence: Optional[float]
+
+
+class PredictionFieldsSpan(BaseModel):
+    text: str
+    start: int
+
+
+class PredictionFieldsProbabilities(BaseModel):
+    label: str
+    probability: float
+
+
+class ExampleFields(BaseModel):
+    id: str
+    fields: Any
+    fooled: Optional[bool]
+    status: ExampleStatus
+    tag: Optional[str]
+    created_at: datetime = Field(alias="createdAt")
+    prediction: Optional["ExampleFieldsPrediction"]
+    round: "ExampleFieldsRound"
+    context: Optional["ExampleFieldsContext"]
+    author: Optional["ExampleFieldsAuthor"]
+    votes: "ExampleFieldsVotes"
+
+
+class ExampleFieldsPrediction(PredictionFields):
+    pass
+
+
+class ExampleFieldsRound(BaseModel):
+    number: int
+
+
+class ExampleFieldsContext(BaseModel):
+    id: str
+    fields: Any
+
+
+class ExampleFieldsAuthor(BaseModel):
+    username: str
+
+
+class ExampleFieldsVotes(BaseModel):
+    correct: int
+    incorrect: int
+    flagged: int
+
+
+class ModelFields(BaseModel):
+    id: str
+    name: str
+    backend: Optional[str]
+    status: ModelStatus
+    published: bool
+    anonymous: bool
+    created_at: datetime = Field(alias="createdAt")
+    card: "ModelFieldsCard"
+    task: "ModelFieldsTask"
+
+
+class ModelFieldsCard(BaseModel):
+    parameters: Optional[int]
+    license: Optional[str]
+    paper: Optional[str]
+    description: Optional[str]
+    training_data: Optional[str] = Field(alias="trainingData")
+
+
+class ModelFieldsTask(BaseModel):
+    code: str
+
+
+class StatsFields(BaseModel):
+    collected: int
+    fooled: int
+    verified_fooled: int = Field(alias="verifiedFooled")
+    accepted: int
+    rejected: int
+    flagged: int
+    retracted: int
+    pending: int
+    vmer: Optional[float]
+    fooling_rate: Optional[float] = Field(alias="foolingRate")
+
+
+class RoundFields(BaseModel):
+    id: str
+    number: int
+    description: str
+    started_at: datetime = Field(alias="startedAt")
+    ended_at: Optional[datetime] = Field(alias="endedAt")
+    target_models: list["RoundFieldsTargetModels"] = Field(alias="targetModels")
+    stats: "RoundFieldsStats"
+
+
+class RoundFieldsTargetModels(BaseModel):
+    name: str
+    backend: str
+
+
+class RoundFieldsStats(StatsFields):
+    pass
+
+
+class TaskFields(BaseModel):
+    id: str
+    code: str
+    name: str
+    description: str
+    instructions: str
+    labels: list[str]
+    principal_metric: str = Field(alias="principalMetric")
+    metrics: list[str]
+    perturbations: list[str]
+    fairness_slices: list[str] = Field(alias="fairnessSlices")
+    active: bool
+    fields: list["TaskFieldsFields"]
+    current_round: Optional["TaskFieldsCurrentRound"] = Field(alias="currentRound")
+    stats: "TaskFieldsStats"
+
+
+class TaskFieldsFields(BaseModel):
+    name: str
+    type_: FieldType = Field(alias="type")
+    role: FieldRole
+    description: str
+    choices: Optional[list[str]]
+
+
+class TaskFieldsCurrentRound(RoundFields):
+    pass
+
+
+class TaskFieldsStats(StatsFields):
+    pass
+
+
+MetricFields.model_rebuild()
+EvaluationFields.model_rebuild()
+PredictionFields.model_rebuild()
+ExampleFields.model_rebuild()
+ModelFields.model_rebuild()
+StatsFields.model_rebuild()
+RoundFields.model_rebuild()
+TaskFields.model_rebuild()

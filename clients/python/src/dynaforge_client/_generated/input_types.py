@@ -1,0 +1,140 @@
+from typing import Any, Optional
+
+from pydantic import Field
+
+from .base_model import BaseModel, Upload
+from .enums import ValidationLabel
+
+
+class CreateExampleInput(BaseModel):
+    """An example to write in the task's current round."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task to write for (Task.code)."
+    fields: Any
+    "The input, target and metadata fields (see the task's JSON Schema)."
+    context_id: Optional[str] = Field(alias="contextId", default=None)
+    "The id of the context written against (from nextContext); it must belong to this task's current round. Null when the task takes no contexts, or when `fields` holds the context fields too."
+    time_taken_ms: Optional[int] = Field(alias="timeTakenMs", default=None)
+    "How long the annotator took to write the example, in milliseconds (0 to one week); optional, stored for analysis."
+    tag: Optional[str] = None
+    "An optional label of at most 100 characters (for example the tag of the context used); with the task's oneExamplePerTag setting a validator is served at most one example per tag."
+
+
+class LoginInput(BaseModel):
+    """The credentials of an existing account."""
+
+    username: str
+    "The account's username, in any case."
+    password: str
+    "The account's password."
+
+
+class ModelCardInput(BaseModel):
+    """What a model card says; every field is optional, and a null one is left out."""
+
+    parameters: Optional[int] = None
+    "How many parameters the model has: a whole number, 0 or more."
+    license: Optional[str] = None
+    "The licence it is released under, at most 100 characters."
+    paper: Optional[str] = None
+    "An http(s) link to the paper that describes it, at most 500 characters."
+    description: Optional[str] = None
+    "What you say about the model, at most 5000 characters."
+    training_data: Optional[str] = Field(alias="trainingData", default=None)
+    "What it was trained on, at most 2000 characters."
+
+
+class RegisterInput(BaseModel):
+    """A new account: every field is checked, and each broken rule is reported."""
+
+    username: str
+    "The public name: 3 to 40 letters, digits, '_', '.' or '-'; refused when another account has it in any case."
+    email: str
+    "An email address such as name@example.org, at most 254 characters; stored in lower case. Never checked against other accounts' (an address already given is accepted, and no answer says so). Only the user and admins can read it."
+    password: str
+    "8 to 256 characters; only a hash of it is stored."
+
+
+class SubmitModelInput(BaseModel):
+    """A model to submit to a task: it is evaluated on every scoring data set and its perturbed copies. Signed-in users; each may submit (models and predictions together) as often as the task allows in 24 hours, 3 times by default."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task to submit to."
+    name: str
+    "The model's display name, 1 to 100 characters."
+    backend: str
+    "A registered backend. Any signed-in user may use those the server opens to model builders (by default http and transformers); the others (python runs code on the server) only admins."
+    config: Any
+    "The backend's configuration (see docs/model-server.md)."
+    card: Optional["ModelCardInput"] = None
+    "Its model card; null: an empty one."
+    published: bool = False
+    "true puts it on the leaderboard for everyone who can see the task; false (the default) keeps it to you, the task's owners and admins until you publish it with updateModel."
+    anonymous: bool = False
+    "true hides your name from everyone but the task's owners and admins."
+
+
+class SubmitPredictionsInput(BaseModel):
+    """Predictions for one data set, submitted instead of a model; they count against the same 24-hour allowance as model submissions. Signed-in users."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task to submit to."
+    name: str
+    "A display name for the predictions, 1 to 100 characters."
+    dataset_name: str = Field(alias="datasetName")
+    "A data set you can see (the datasets query lists them)."
+    predictions: list[Any]
+    "One output per item, in the order of datasetItems, shaped like a model server's output."
+    card: Optional["ModelCardInput"] = None
+    "A model card for the predictions; null: an empty one."
+    published: bool = False
+    "true shows them to everyone who can see the task and puts them on its leaderboard (with gaps on the scoring sets they do not cover); false (the default) keeps them to you, the task's owners and admins."
+    anonymous: bool = False
+    "true hides your name from everyone but the task's owners and admins."
+
+
+class UploadModelInput(BaseModel):
+    """A Hugging Face model folder to submit to a task, as an archive: it is checked, stored by content hash and evaluated from the stored copy on every scoring data set. Signed-in users; it counts against the task's 24-hour allowance of submissions like submitModel."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task to submit to."
+    name: str
+    "The model's display name, 1 to 100 characters."
+    file: Upload
+    "The archive (.tar.gz, .tar or .zip) of the folder that save_pretrained(folder, safe_serialization=True) and the tokenizer's save_pretrained wrote: config.json, tokenizer files, *.safetensors weights, optionally README.md; no pickle (*.bin, *.pt), no code, no auto_map. Sent as a GraphQL multipart request with the header 'Apollo-Require-Preflight: true' and a Content-Length; at most 2 GiB in all, 1 GiB a file and 64 files unless the server is configured otherwise."
+    options: Optional[Any] = None
+    "How the model reads the task (the transformers backend's keys, see docs/model-server.md): task, label_map, text_fields, target_field, max_length, question_field, context_field, doc_stride, max_answer_tokens; null: the defaults."
+    card: Optional["ModelCardInput"] = None
+    "Its model card; null: an empty one."
+    published: bool = False
+    "true puts it on the leaderboard for everyone who can see the task; false (the default) keeps it to you, the task's owners and admins until you publish it with updateModel."
+    anonymous: bool = False
+    "true hides your name from everyone but the task's owners and admins."
+
+
+class ValidateExampleInput(BaseModel):
+    """A vote on an example."""
+
+    example_id: str = Field(alias="exampleId")
+    "The id of the example to vote on (Example.id)."
+    label: ValidationLabel
+    "The verdict: CORRECT, INCORRECT (give correctedTarget if you can) or FLAGGED (unusable)."
+    corrected_target: Optional[Any] = Field(alias="correctedTarget", default=None)
+    "With INCORRECT only: the target fields as they should be (an object with some of the task's target fields), checked by the task's rules."
+    reason: Optional[str] = None
+    "Why, in your words, at most 2000 characters; optional. The task's owners and admins read it with the vote."
+
+
+class WeightInput(BaseModel):
+    """A weight for a metric or a data set of the leaderboard."""
+
+    name: str
+    "A metric's name (one of the board's axes) or a scoring data set's name; each name at most once."
+    weight: float
+    "A finite number, 0 or more: only the ratios between weights matter. 0 shows the metric (or leaves the data set out) without counting it; at least one weight must be above 0."
+
+
+SubmitModelInput.model_rebuild()
+SubmitPredictionsInput.model_rebuild()
+UploadModelInput.model_rebuild()

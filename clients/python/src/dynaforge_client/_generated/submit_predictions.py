@@ -1,0 +1,61 @@
+from typing import Literal, Union
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import FieldErrorCode
+from .fragments import ModelFields
+
+
+class SubmitPredictions(BaseModel):
+    submit_predictions: Union[
+        "SubmitPredictionsSubmitPredictionsSubmittedModel",
+        "SubmitPredictionsSubmitPredictionsInvalidInput",
+        "SubmitPredictionsSubmitPredictionsNotAuthenticated",
+        "SubmitPredictionsSubmitPredictionsNotFound",
+        "SubmitPredictionsSubmitPredictionsRateLimited",
+    ] = Field(alias="submitPredictions", discriminator="typename__")
+
+
+class SubmitPredictionsSubmitPredictionsSubmittedModel(BaseModel):
+    typename__: Literal["SubmittedModel"] = Field(alias="__typename")
+    model: "SubmitPredictionsSubmitPredictionsSubmittedModelModel"
+
+
+SubmitPredictionsSubmitPredictionsSubmittedModelModel = ModelFields
+
+
+class SubmitPredictionsSubmitPredictionsInvalidInput(BaseModel):
+    typename__: Literal["InvalidInput"] = Field(alias="__typename")
+    message: str
+    field_errors: list["SubmitPredictionsSubmitPredictionsInvalidInputFieldErrors"] = (
+        Field(alias="fieldErrors")
+    )
+
+
+class SubmitPredictionsSubmitPredictionsInvalidInputFieldErrors(BaseModel):
+    field: list[str]
+    code: FieldErrorCode
+    rule: str
+    message: str
+
+
+class SubmitPredictionsSubmitPredictionsNotAuthenticated(BaseModel):
+    typename__: Literal["NotAuthenticated"] = Field(alias="__typename")
+    message: str
+
+
+class SubmitPredictionsSubmitPredictionsNotFound(BaseModel):
+    typename__: Literal["NotFound"] = Field(alias="__typename")
+    message: str
+
+
+class SubmitPredictionsSubmitPredictionsRateLimited(BaseModel):
+    typename__: Literal["RateLimited"] = Field(alias="__typename")
+    message: str
+    retry_after_seconds: float = Field(alias="retryAfterSeconds")
+
+
+SubmitPredictions.model_rebuild()
+SubmitPredictionsSubmitPredictionsSubmittedModel.model_rebuild()
+SubmitPredictionsSubmitPredictionsInvalidInput.model_rebuild()

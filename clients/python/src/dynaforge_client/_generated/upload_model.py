@@ -1,0 +1,65 @@
+from typing import Literal, Union
+
+from pydantic import Field
+
+from .base_model import BaseModel
+from .enums import FieldErrorCode
+from .fragments import ModelFields
+
+
+class UploadModel(BaseModel):
+    upload_model: Union[
+        "UploadModelUploadModelModelUploaded",
+        "UploadModelUploadModelInvalidInput",
+        "UploadModelUploadModelNotAuthenticated",
+        "UploadModelUploadModelNotFound",
+        "UploadModelUploadModelRateLimited",
+    ] = Field(alias="uploadModel", discriminator="typename__")
+
+
+class UploadModelUploadModelModelUploaded(BaseModel):
+    typename__: Literal["ModelUploaded"] = Field(alias="__typename")
+    artifact: str
+    files: list[str]
+    size: float
+    stored: bool
+    model: "UploadModelUploadModelModelUploadedModel"
+
+
+UploadModelUploadModelModelUploadedModel = ModelFields
+
+
+class UploadModelUploadModelInvalidInput(BaseModel):
+    typename__: Literal["InvalidInput"] = Field(alias="__typename")
+    message: str
+    field_errors: list["UploadModelUploadModelInvalidInputFieldErrors"] = Field(
+        alias="fieldErrors"
+    )
+
+
+class UploadModelUploadModelInvalidInputFieldErrors(BaseModel):
+    field: list[str]
+    code: FieldErrorCode
+    rule: str
+    message: str
+
+
+class UploadModelUploadModelNotAuthenticated(BaseModel):
+    typename__: Literal["NotAuthenticated"] = Field(alias="__typename")
+    message: str
+
+
+class UploadModelUploadModelNotFound(BaseModel):
+    typename__: Literal["NotFound"] = Field(alias="__typename")
+    message: str
+
+
+class UploadModelUploadModelRateLimited(BaseModel):
+    typename__: Literal["RateLimited"] = Field(alias="__typename")
+    message: str
+    retry_after_seconds: float = Field(alias="retryAfterSeconds")
+
+
+UploadModel.model_rebuild()
+UploadModelUploadModelModelUploaded.model_rebuild()
+UploadModelUploadModelInvalidInput.model_rebuild()

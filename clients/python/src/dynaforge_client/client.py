@@ -1,0 +1,557 @@
+"""The asynchronous client: :class:`AsyncClient`. :class:`dynaforge_client.Client` is the same surface, blocking."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from . import errors
+from ._generated import GeneratedClient, Upload
+from ._generated.enums import ContextStrategy, LeaderboardSort, ValidationLabel, ValidationMode
+from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
+from ._generated.fragments import ExampleFields, ModelFields, RoundFields, TaskFields
+from ._generated.input_types import (
+    CreateExampleInput,
+    LoginInput,
+    ModelCardInput,
+    RegisterInput,
+    SubmitModelInput,
+    SubmitPredictionsInput,
+    UploadModelInput,
+    ValidateExampleInput,
+    WeightInput,
+)
+from ._generated.my_stats import MyStatsMyStats
+from ._generated.next_context import NextContextNextContext
+from ._generated.task import TaskTask
+from ._transport import call, unwrap
+from .archive import ProgressReader, pack_folder
+from .events import EventStream
+from .results import Leaderboard, ModelResults
+
+Progress = Callable[[int, int], object]  # (bytes done, bytes in all)
+
+
+def _urls(url: str) -> tuple[str, str, str]:
+    """The server's base address, its GraphQL endpoint and its websocket endpoint, from either of the first two."""
+    parts = urlsplit(url.rstrip("/"))
+    if parts.scheme not in ("http", "https"):
+        raise ValueError(f"the server's address must start with http:// or https://, not {url!r}")
+    path = parts.path.removesuffix("/graphql")
+    base = urlunsplit((parts.scheme, parts.netloc, path, "", ""))
+    ws_scheme = "wss" if parts.scheme == "https" else "ws"
+    return base, f"{base}/graphql", urlunsplit((ws_scheme, parts.netloc, f"{path}/graphql", "", ""))
+
+
+def _card(card: Mapping[str, Any] | ModelCardInput | None) -> ModelCardInput | None:
+    if card is None or isinstance(card, ModelCardInput):
+        return card
+    return ModelCardInput.model_validate(dict(card))
+
+
+def _weights(weights: Mapping[str, float] | None) -> list[WeightInput] | None:
+    if weights is None:
+        return None
+    return [WeightInput(name=name, weight=float(value)) for name, value in weights.items()]
+
+
+def _id(value: Any) -> str:
+    """An object's id: the object's ``id`` attribute, or the id itself."""
+    return str(getattr(value, "id", value))
+
+
+class AsyncClient:
+    """A Dynaforge server, asynchronously. Use it as ``async with AsyncClient(url, token) as client:``.
+
+    ``url`` is the server's address (``http://127.0.0.1:8000``; its ``/graphql`` endpoint is accepted too). ``token``
+    is an API token (``dynaforge tokens create``, the web app, or :meth:`login`). Queries are retried ``retries``
+    times on connection problems and on 429/502/503/504; mutations only when the connection could not be opened.
+    Failures the server reports are raised as :mod:`dynaforge_client.errors` exceptions.
+    """
+
+    def __init__(
+        self,
+        url: str = "http://127.0.0.1:8000",
+        token: str | None = None,
+        *,
+        timeout: float = 60.0,
+        retries: int = 3,
+        http_client: httpx.AsyncClient | None = None,
+    ):
+        self.base_url, self.graphql_url, self.ws_url = _urls(url)
+        self.retries = retries
+        self._http = http_client or httpx.AsyncClient(timeout=timeout)
+        self._api = GeneratedClient(url=self.graphql_url, http_client=self._http, ws_url=self.ws_url)
+        self.token = token
+
+    @property
+    def token(self) -> str | None:
+        """The API token requests are signed with (None: anonymous)."""
+        return self._token
+
+    @token.setter
+    def token(self, value: str | None) -> None:
+        self._token = value
+        if value:
+            self._http.headers["Authorization"] = f"Bearer {value}"
+            self._api.ws_connection_init_payload = {"authorization": f"Bearer {value}"}
+        else:
+            self._http.headers.pop("Authorization", None)
+            self._api.ws_connection_init_payload = None
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+    async def _read(self, factory: Callable[[], Any]) -> Any:
+        return await call(factory, read=True, retries=self.retries)
+
+    async def _write(self, factory: Callable[[], Any]) -> Any:
+        return await call(factory, read=False, retries=self.retries)
+
+    # -- accounts ----------------------------------------------------------------------------------------------
+
+    async def login(self, username: str, password: str) -> Any:
+        """Sign in with a password; the client then uses the new API token (:attr:`token`). Returns the user."""
+        result = await self._write(lambda: self._api.login(LoginInput(username=username, password=password)))
+        payload = unwrap(result.login, "AuthPayload")
+        self.token = payload.token
+        return payload.user
+
+    async def register(self, username: str, email: str, password: str) -> Any:
+        """Create an account and sign in with it. Returns the user."""
+        result = await self._write(
+            lambda: self._api.register(RegisterInput(username=username, email=email, password=password))
+        )
+        payload = unwrap(result.account, "AuthPayload")
+        self.token = payload.token
+        return payload.user
+
+    async def me(self) -> Any:
+        """The signed-in user, or None when anonymous."""
+        return (await self._read(self._api.me)).me
+
+    # -- tasks and rounds --------------------------------------------------------------------------------------
+
+    async def tasks(self) -> list[TaskFields]:
+        """Every task you can see."""
+        return list((await self._read(self._api.tasks)).tasks)
+
+    async def task(self, code: str) -> TaskTask:
+        """One task, with its rounds; NotFound when there is none you can see."""
+        task = (await self._read(lambda: self._api.task(code))).task
+        if task is None:
+            raise errors.NotFound(f"no task {code!r} that you can see")
+        return task
+
+    async def round(self, task: str, number: int | None = None) -> RoundFields:
+        """A round of a task (default: the current one), with its statistics."""
+        found = (await self._read(lambda: self._api.round(task, number))).round
+        if found is None:
+            raise errors.NotFound(f"task {task!r} has no round {number if number is not None else '(current)'}")
+        return found
+
+    async def stats(self, task: str) -> MyStatsMyStats:
+        """Your own statistics on a task: per round and in all, and how many examples you may still write today."""
+        found = (await self._read(lambda: self._api.my_stats(task))).my_stats
+        if found is None:
+            raise errors.NotFound(f"no task {task!r} that you can see")
+        return found
+
+    async def datasets(self, task: str) -> list[Any]:
+        """The task's data sets you can see (scoring sets, round splits, uploads)."""
+        out: list[Any] = []
+        after = None
+        while True:
+            page = (await self._read(lambda: self._api.datasets(task, after=after))).datasets
+            if page is None:
+                raise errors.NotFound(f"no task {task!r} that you can see")
+            out.extend(page.nodes)
+            if not page.page_info.has_next_page:
+                return out
+            after = page.page_info.end_cursor
+
+    # -- writing and validating examples -----------------------------------------------------------------------
+
+    async def next_context(
+        self, task: str, *, tag: str | None = None, strategy: str | ContextStrategy | None = None
+    ) -> NextContextNextContext | None:
+        """A context of the current round to write against; NotFound when the round has none (tasks without contexts,
+        such as sentiment, take examples without one)."""
+        chosen = ContextStrategy(strategy) if strategy is not None else None
+        return (await self._read(lambda: self._api.next_context(task, tag=tag, strategy=chosen))).next_context
+
+    async def create_example(
+        self,
+        task: str,
+        fields: Mapping[str, Any],
+        *,
+        context: Any = None,
+        tag: str | None = None,
+        time_taken_ms: int | None = None,
+    ) -> ExampleFields:
+        """Write an example in the task's open round. The target model predicts at once: the returned example's
+        ``fooled`` and ``prediction`` say how it went (both None while the prediction is pending)."""
+        data = CreateExampleInput(
+            task_code=task,
+            fields=dict(fields),
+            context_id=_id(context) if context is not None else None,
+            tag=tag,
+            time_taken_ms=time_taken_ms,
+        )
+        result = await self._write(lambda: self._api.create_example(data))
+        return unwrap(result.create_example, "CreatedExample", "PredictionPending").example
+
+    async def example(self, example: Any) -> ExampleFields:
+        """One example (yours, or any of a task you own)."""
+        found = (await self._read(lambda: self._api.example(_id(example)))).example
+        if found is None:
+            raise errors.NotFound(f"no example {_id(example)} that you can see")
+        return found
+
+    async def example_to_validate(self, task: str, *, mode: str | ValidationMode = "CROWD") -> ExampleFields | None:
+        """The next example in your validation queue (None when it is empty)."""
+        chosen = ValidationMode(mode)
+        return (await self._read(lambda: self._api.example_to_validate(task, chosen))).example_to_validate
+
+    async def validate(
+        self,
+        example: Any,
+        label: str | ValidationLabel,
+        *,
+        corrected_target: Mapping[str, Any] | None = None,
+        reason: str | None = None,
+    ) -> ExampleFields:
+        """Vote on an example: CORRECT, INCORRECT or FLAGGED (``reason`` then). Returns the example after the vote."""
+        data = ValidateExampleInput(
+            example_id=_id(example),
+            label=ValidationLabel(label),
+            corrected_target=dict(corrected_target) if corrected_target is not None else None,
+            reason=reason,
+        )
+        result = await self._write(lambda: self._api.validate_example(data))
+        return unwrap(result.validate_example, "ValidatedExample").example
+
+    def model_fooled(
+        self, task: str, *, after: Any = None, max_attempts: int | None = None, max_backoff: float = 30.0
+    ) -> EventStream[ExampleFields]:
+        """Examples that fool the task's target model, live: ``async for example in client.model_fooled("nli")``.
+
+        Reconnects with backoff and resumes after the last example received, so nothing is missed or repeated; see
+        :mod:`dynaforge_client.events` for how to tell when events may have been missed (``stream.gaps``) and for
+        ``after`` (resume from an example id stored earlier)."""
+
+        async def open_(last: str | None) -> AsyncIterator[ExampleFields]:
+            async for event in self._api.model_fooled(task, after=last):
+                yield event.model_fooled
+
+        return EventStream(
+            open_,
+            key=lambda example: example.id,
+            last_id=_id(after) if after is not None else None,
+            max_attempts=max_attempts,
+            max_backoff=max_backoff,
+        )
+
+    # -- models and results ------------------------------------------------------------------------------------
+
+    async def submit_model(
+        self,
+        task: str,
+        *,
+        path: str | Path | None = None,
+        url: str | None = None,
+        name: str | None = None,
+        card: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | None = None,
+        backend: str | None = None,
+        config: Mapping[str, Any] | None = None,
+        published: bool = False,
+        anonymous: bool = False,
+        progress: Progress | None = None,
+    ) -> ModelFields:
+        """Submit a model for evaluation on every scoring set of the task; returns it (status SUBMITTED).
+
+        Exactly one of: ``path``, a Hugging Face model folder (what ``save_pretrained`` wrote, safetensors only),
+        packed and uploaded (``options``: how the model reads the task, see the server's docs/model-server.md);
+        ``url``, a model server you run (the ``http`` backend); or ``backend`` with its ``config``. ``progress`` is
+        called as the upload goes, with bytes sent and bytes in all. Follow the evaluation with
+        :meth:`evaluation_progress` or :meth:`wait_for_results`."""
+        if sum(x is not None for x in (path, url, backend)) != 1:
+            raise ValueError("pass exactly one of path= (a model folder), url= (a model server) or backend=")
+        display = name or (Path(path).name if path is not None else url) or str(backend)
+        if path is not None:
+            return await self._upload_model(
+                task, Path(path), display, card=card, options=options, published=published, anonymous=anonymous,
+                progress=progress,
+            )  # fmt: skip
+        data = SubmitModelInput(
+            task_code=task,
+            name=display,
+            backend="http" if url is not None else str(backend),
+            config={"url": url} if url is not None else dict(config or {}),
+            card=_card(card),
+            published=published,
+            anonymous=anonymous,
+        )
+        result = await self._write(lambda: self._api.submit_model(data))
+        return unwrap(result.submit_model, "SubmittedModel").model
+
+    async def _upload_model(
+        self,
+        task: str,
+        folder: Path,
+        name: str,
+        *,
+        card: Mapping[str, Any] | None,
+        options: Mapping[str, Any] | None,
+        published: bool,
+        anonymous: bool,
+        progress: Progress | None,
+    ) -> ModelFields:
+        archive = pack_folder(folder)
+        try:
+            total = archive.stat().st_size
+            sent = 0
+
+            def on_read(size: int) -> None:
+                nonlocal sent
+                sent += size
+                if progress is not None:
+                    progress(min(sent, total), total)
+
+            async def upload() -> Any:
+                nonlocal sent
+                sent = 0
+                with ProgressReader(archive, on_read) as stream:
+                    data = UploadModelInput(
+                        task_code=task,
+                        name=name,
+                        file=Upload(filename=f"{folder.name or 'model'}.tar.gz", content=stream,
+                                    content_type="application/gzip"),
+                        options=dict(options) if options is not None else None,
+                        card=_card(card),
+                        published=published,
+                        anonymous=anonymous,
+                    )  # fmt: skip
+                    return await self._api.upload_model(data, headers={"Apollo-Require-Preflight": "true"})
+
+            result = await self._write(upload)
+        finally:
+            archive.unlink(missing_ok=True)
+        return unwrap(result.upload_model, "ModelUploaded").model
+
+    async def upload_predictions(
+        self,
+        task: str,
+        dataset: str,
+        predictions: Iterable[Mapping[str, Any]],
+        *,
+        name: str,
+        card: Mapping[str, Any] | None = None,
+        published: bool = False,
+        anonymous: bool = False,
+    ) -> ModelFields:
+        """Submit predictions for one data set instead of a model: one output per item, in the data set's order,
+        shaped like a model server's output (``{"label": "positive"}``). Scored at once: read :meth:`results`."""
+        data = SubmitPredictionsInput(
+            task_code=task,
+            name=name,
+            dataset_name=dataset,
+            predictions=[dict(p) for p in predictions],
+            card=_card(card),
+            published=published,
+            anonymous=anonymous,
+        )
+        result = await self._write(lambda: self._api.submit_predictions(data))
+        return unwrap(result.submit_predictions, "SubmittedModel").model
+
+    async def results(self, model: Any) -> ModelResults:
+        """A model's evaluations so far: metrics with intervals, slices, perturbations, throughput and memory."""
+        model_id = _id(model)
+        evaluations: list[Any] = []
+        after = None
+        while True:
+            found = (await self._read(lambda: self._api.model_results(model_id, after=after))).model
+            if found is None:
+                raise errors.NotFound(f"no model {model_id} that you can see")
+            evaluations.extend(found.evaluations.nodes)
+            if not found.evaluations.page_info.has_next_page:
+                fields = ModelFields.model_validate(found.model_dump(by_alias=True, exclude={"evaluations"}))
+                return ModelResults(model=fields, evaluations=evaluations)
+            after = found.evaluations.page_info.end_cursor
+
+    def evaluation_progress(
+        self, model: Any, *, max_attempts: int | None = None
+    ) -> EventStream[EvaluationProgressEvaluationProgress]:
+        """Progress events of the model's evaluations, live (each start, each chunk, each end)."""
+        model_id = _id(model)
+
+        async def open_(_last: str | None) -> AsyncIterator[EvaluationProgressEvaluationProgress]:
+            async for event in self._api.evaluation_progress(model_id):
+                yield event.evaluation_progress
+
+        return EventStream(open_, key=None, max_attempts=max_attempts)
+
+    async def wait_for_results(
+        self, model: Any, *, timeout: float | None = None, on_progress: Callable[[Any], object] | None = None
+    ) -> ModelResults:
+        """Follow the model's evaluations until each is DONE or FAILED, then return :meth:`results`.
+        ``on_progress`` gets each progress event; TimeoutError after ``timeout`` seconds."""
+        async def follow() -> ModelResults:
+            stream = self.evaluation_progress(model)
+            iterator = stream.__aiter__()
+            # subscribe first, then read: an evaluation that ends in between is not waited for
+            first = asyncio.ensure_future(iterator.__anext__())
+            try:
+                await asyncio.sleep(0.2)
+                while True:
+                    results = await self.results(model)
+                    if results.done:
+                        return results
+                    done, _ = await asyncio.wait({first}, timeout=5.0)
+                    if done:
+                        event = first.result()
+                        if on_progress is not None:
+                            on_progress(event)
+                        first = asyncio.ensure_future(iterator.__anext__())
+            finally:
+                first.cancel()
+                with contextlib.suppress(BaseException):
+                    await first  # the generator must be idle before it is closed
+                await iterator.aclose()  # type: ignore[attr-defined]
+
+        return await asyncio.wait_for(follow(), timeout)
+
+    async def leaderboard(
+        self,
+        task: str,
+        weights: Mapping[str, float] | None = None,
+        *,
+        dataset_weights: Mapping[str, float] | None = None,
+        sort_metric: str | None = None,
+    ) -> Leaderboard:
+        """The task's leaderboard under your weights (``{"accuracy": 4, "throughput": 1}``; unnamed metrics keep
+        the task's defaults), ranked by Dynascore, or by ``sort_metric``. ``.to_pandas()`` when pandas is there."""
+        sort = LeaderboardSort.METRIC if sort_metric else LeaderboardSort.DYNASCORE
+        board = (
+            await self._read(
+                lambda: self._api.leaderboard(
+                    task,
+                    sort,
+                    metric_weights=_weights(weights),
+                    dataset_weights=_weights(dataset_weights),
+                    sort_metric=sort_metric,
+                )
+            )
+        ).leaderboard
+        if board is None:
+            raise errors.NotFound(f"no task {task!r} that you can see")
+        return Leaderboard(board)
+
+    # -- data --------------------------------------------------------------------------------------------------
+
+    async def export(
+        self,
+        task: str,
+        round: int | None = None,
+        *,
+        status: str | None = None,
+        records: bool = False,
+        progress: Progress | None = None,
+    ) -> Any:
+        """The task's collected examples (one round, or all; ``status`` such as ``ACCEPTED`` narrows them), as the
+        server's JSONL export: a ``datasets.Dataset`` when the datasets package is installed (unless ``records``),
+        else a list of dicts."""
+        rows = [json.loads(line) async for line in self._export_lines(task, round, status, progress) if line.strip()]
+        if records:
+            return rows
+        try:
+            import datasets
+        except ImportError:
+            return rows
+        return datasets.Dataset.from_list(rows)
+
+    async def download_export(
+        self,
+        task: str,
+        path: str | Path,
+        round: int | None = None,
+        *,
+        status: str | None = None,
+        format: str = "jsonl",
+        progress: Progress | None = None,
+    ) -> Path:
+        """Write the export to ``path`` in any format the server registers (jsonl, csv, hf as a zip, ...)."""
+        target = Path(path)
+        async with self._export_response(task, round, status, format) as response:
+            total = int(response.headers.get("content-length") or 0)
+            done = 0
+            with target.open("wb") as out:
+                async for chunk in response.aiter_bytes():
+                    out.write(chunk)
+                    done += len(chunk)
+                    if progress is not None:
+                        progress(done, total)
+        return target
+
+    async def _export_lines(
+        self, task: str, round: int | None, status: str | None, progress: Progress | None
+    ) -> AsyncIterator[str]:
+        async with self._export_response(task, round, status, "jsonl") as response:
+            done = 0
+            async for line in response.aiter_lines():
+                done += len(line) + 1
+                if progress is not None:
+                    progress(done, 0)
+                yield line
+
+    def _export_response(self, task: str, round: int | None, status: str | None, format: str) -> Any:
+        params: dict[str, Any] = {"format": format}
+        if round is not None:
+            params["round"] = round
+        if status is not None:
+            params["status"] = status
+        return _ExportResponse(self._http, f"{self.base_url}/export/{task}", params)
+
+
+class _ExportResponse:
+    """``GET /export/...`` as a streamed response; the server's JSON errors become the client's exceptions."""
+
+    def __init__(self, http: httpx.AsyncClient, url: str, params: dict[str, Any]):
+        self._http, self._url, self._params = http, url, params
+        self._context: Any = None
+
+    async def __aenter__(self) -> httpx.Response:
+        self._context = self._http.stream("GET", self._url, params=self._params)
+        try:
+            response = await self._context.__aenter__()
+        except httpx.TransportError as exc:
+            raise errors.TransportError(f"cannot reach the server: {exc}") from exc
+        if response.status_code >= 400:
+            body = await response.aread()
+            await self._context.__aexit__(None, None, None)
+            try:
+                error = json.loads(body)["error"]
+            except (ValueError, KeyError, TypeError):
+                raise errors.TransportError(
+                    f"HTTP {response.status_code} from the export", status=response.status_code
+                ) from None
+            raise errors.from_graphql_error({"message": error.get("message"), "extensions": error})
+        return response
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self._context.__aexit__(*exc)

@@ -1,0 +1,192 @@
+"""Errors as exceptions that carry the server's typed error.
+
+Every failure the server reports (a mutation's error member such as ``InvalidInput``, or a query's GraphQL error with
+an ``extensions.code``) is raised as a :class:`DynaforgeError` subclass chosen by that code, with the server's message
+and, for :class:`InvalidInput`, one :class:`FieldError` per problem::
+
+    try:
+        client.create_example("nli", {"hypothesis": ""})
+    except InvalidInput as exc:
+        for problem in exc.field_errors:
+            print(problem.path, problem.rule, problem.message)
+
+Problems on the way to the server (refused connections, timeouts, a proxy's 502) are :class:`TransportError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem with one field of the input: ``field`` is its path (``["input", "fields", "hypothesis"]``)."""
+
+    field: tuple[str, ...]
+    code: str
+    rule: str
+    message: str
+
+    @property
+    def path(self) -> str:
+        """The field's path, dotted (``input.fields.hypothesis``)."""
+        return ".".join(self.field)
+
+
+class DynaforgeError(Exception):
+    """A failure the server reported, with its code (``NOT_FOUND``, ``INVALID_INPUT``, ...) and message."""
+
+    code = "ERROR"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        field_errors: Iterable[FieldError] = (),
+        retry_after: float | None = None,
+    ):
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.field_errors: tuple[FieldError, ...] = tuple(field_errors)
+        self.retry_after = retry_after
+
+    def __str__(self) -> str:
+        if not self.field_errors:
+            return f"{self.code}: {self.message}"
+        details = "; ".join(f"{e.path}: {e.message} ({e.rule})" for e in self.field_errors)
+        return f"{self.code}: {self.message} [{details}]"
+
+
+class InvalidInput(DynaforgeError):
+    """The input was refused; ``field_errors`` names each problem. Nothing was stored."""
+
+    code = "INVALID_INPUT"
+
+
+class NotAuthenticated(DynaforgeError):
+    """Sign in first (``client.login``, or a token in ``Client(token=...)``), or the token was revoked or expired."""
+
+    code = "NOT_AUTHENTICATED"
+
+
+class InvalidCredentials(DynaforgeError):
+    """The username or password is wrong."""
+
+    code = "INVALID_CREDENTIALS"
+
+
+class Forbidden(DynaforgeError):
+    """Signed in, but not allowed to do this."""
+
+    code = "FORBIDDEN"
+
+
+class NotFound(DynaforgeError):
+    """No such thing that you can see (a task, round, model, example, data set)."""
+
+    code = "NOT_FOUND"
+
+
+class AlreadyExists(DynaforgeError):
+    """It exists already (a username, a vote on this example)."""
+
+    code = "ALREADY_EXISTS"
+
+
+class Conflict(DynaforgeError):
+    """The thing changed under you (an example decided meanwhile); read it again."""
+
+    code = "CONFLICT"
+
+
+class RoundClosed(DynaforgeError):
+    """The task has no open round to write in."""
+
+    code = "ROUND_CLOSED"
+
+
+class RateLimited(DynaforgeError):
+    """Too many requests; ``retry_after`` says how many seconds to wait."""
+
+    code = "RATE_LIMITED"
+
+
+class ServiceUnavailable(DynaforgeError):
+    """The server cannot do it now (a service it needs is down); try again later."""
+
+    code = "SERVICE_UNAVAILABLE"
+
+
+class TransportError(DynaforgeError):
+    """The request did not get a GraphQL answer: the connection failed, timed out, or the HTTP status was an error."""
+
+    code = "TRANSPORT"
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message, retry_after=retry_after)
+        self.status = status
+
+
+_BY_CODE: dict[str, type[DynaforgeError]] = {
+    cls.code: cls
+    for cls in (
+        InvalidInput,
+        NotAuthenticated,
+        InvalidCredentials,
+        Forbidden,
+        NotFound,
+        AlreadyExists,
+        Conflict,
+        RoundClosed,
+        RateLimited,
+        ServiceUnavailable,
+    )
+}
+# A mutation's error member is named after the error (InvalidInput, NotFound, ...)
+_BY_TYPENAME: dict[str, type[DynaforgeError]] = {cls.__name__: cls for cls in _BY_CODE.values()}
+
+
+def _field_errors(items: Iterable[Any]) -> list[FieldError]:
+    problems = []
+    for item in items:
+        data = item if isinstance(item, Mapping) else item.model_dump()
+        field = data.get("field") or []
+        problems.append(
+            FieldError(
+                field=tuple(str(part) for part in field),
+                code=str(getattr(data.get("code"), "value", data.get("code"))),
+                rule=str(data.get("rule", "")),
+                message=str(data.get("message", "")),
+            )
+        )
+    return problems
+
+
+def from_member(member: Any) -> DynaforgeError:
+    """The exception for a result union's error member (a generated model with ``typename__``)."""
+    typename = getattr(member, "typename__", "Error")
+    cls = _BY_TYPENAME.get(typename, DynaforgeError)
+    return cls(
+        getattr(member, "message", typename),
+        code=None if cls is not DynaforgeError else typename,
+        field_errors=_field_errors(getattr(member, "field_errors", None) or ()),
+        retry_after=getattr(member, "retry_after_seconds", None),
+    )
+
+
+def from_graphql_error(error: Mapping[str, Any]) -> DynaforgeError:
+    """The exception for one error of a GraphQL response's ``errors`` (its ``extensions.code`` picks the class)."""
+    extensions = error.get("extensions") or {}
+    code = str(extensions.get("code") or "ERROR")
+    cls = _BY_CODE.get(code, DynaforgeError)
+    return cls(
+        str(error.get("message", code)),
+        code=code if cls is DynaforgeError else None,
+        field_errors=_field_errors(extensions.get("fieldErrors") or ()),
+        retry_after=extensions.get("retryAfterSeconds"),
+    )

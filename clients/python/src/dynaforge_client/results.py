@@ -1,0 +1,102 @@
+"""What the client returns for results and leaderboards: plain objects over the generated models, with
+``to_pandas()`` when pandas is installed."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ._generated.fragments import EvaluationFields, ModelFields
+from ._generated.leaderboard import LeaderboardLeaderboard
+
+
+def _pandas() -> Any:
+    try:
+        import pandas
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError("to_pandas() needs pandas: pip install 'dynaforge-client[pandas]'") from None
+    return pandas
+
+
+@dataclass(frozen=True)
+class ModelResults:
+    """A model and its evaluations: one per scoring data set, with metrics (and their confidence intervals), fairness
+    slices and perturbations. ``done`` is true once every evaluation is DONE or FAILED."""
+
+    model: ModelFields
+    evaluations: list[EvaluationFields]
+
+    @property
+    def done(self) -> bool:
+        return bool(self.evaluations) and all(e.status.value in ("DONE", "FAILED") for e in self.evaluations)
+
+    @property
+    def failed(self) -> list[EvaluationFields]:
+        return [e for e in self.evaluations if e.status.value == "FAILED"]
+
+    def metrics(self) -> dict[str, dict[str, float]]:
+        """``{data set name: {metric: value}}`` for the evaluations that are DONE."""
+        return {
+            e.dataset.name: {m.name: m.value for m in e.metrics} for e in self.evaluations if e.status.value == "DONE"
+        }
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per data set and metric: data set, metric, value, interval (low, high), throughput, memory."""
+        rows = []
+        for e in self.evaluations:
+            for m in e.metrics:
+                rows.append(
+                    {
+                        "dataset": e.dataset.name,
+                        "metric": m.name,
+                        "value": m.value,
+                        "low": m.interval.low if m.interval else None,
+                        "high": m.interval.high if m.interval else None,
+                        "throughput": e.throughput,
+                        "memory_mb": e.memory_mb,
+                    }
+                )
+        return rows
+
+    def to_pandas(self) -> Any:
+        """:meth:`records` as a pandas DataFrame."""
+        return _pandas().DataFrame(self.records())
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    """A task's leaderboard under the weights asked for: ``rows`` ranked by Dynascore (or by one metric)."""
+
+    board: LeaderboardLeaderboard
+
+    @property
+    def rows(self) -> list[Any]:
+        return list(self.board.rows)
+
+    @property
+    def metric_weights(self) -> dict[str, float]:
+        return {w.name: w.weight for w in self.board.metric_weights}
+
+    def records(self) -> list[dict[str, Any]]:
+        """One row per model: rank, model id and name, submitter, Dynascore, then each metric's value."""
+        out = []
+        for row in self.board.rows:
+            record: dict[str, Any] = {
+                "rank": row.rank,
+                "model_id": row.model.id,
+                "model": row.model.name,
+                "submitter": row.model.submitter.username if row.model.submitter else None,
+                "dynascore": row.dynascore,
+            }
+            for metric in row.metrics:
+                record[metric.name] = metric.value
+            out.append(record)
+        return out
+
+    def to_pandas(self) -> Any:
+        """:meth:`records` as a pandas DataFrame indexed by rank."""
+        frame = _pandas().DataFrame(self.records())
+        return frame.set_index("rank") if not frame.empty else frame
+
+    def __len__(self) -> int:
+        return len(self.board.rows)

@@ -1,0 +1,66 @@
+"""Helpers the client's tests run with the *server's* Python (``DYNAFORGE_SERVER_PYTHON``), never imported by them:
+the client's own virtualenv has neither asyncpg nor torch.
+
+    python server_side.py create-db NAME     an empty PostgreSQL database on DYNAFORGE_TEST_POSTGRES
+    python server_side.py drop-db NAME
+    python server_side.py tiny-model FOLDER  a randomly initialised two-label BERT for the sentiment task, saved with
+                                             safetensors weights as a model builder saves one
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from pathlib import Path
+
+PG_SERVER = os.environ.get("DYNAFORGE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432").replace(
+    "postgresql+asyncpg://", "postgresql://"
+)
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "good", "great", "bad", "awful", "film", "day"]
+
+
+async def _pg(statement: str) -> None:
+    import asyncpg
+
+    connection = await asyncpg.connect(PG_SERVER + "/postgres", timeout=10)
+    try:
+        await connection.execute(statement)
+    finally:
+        await connection.close()
+
+
+def tiny_model(folder: Path) -> None:
+    import torch
+    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
+
+    torch.manual_seed(0)
+    labels = {0: "negative", 1: "positive"}
+    config = BertConfig(
+        vocab_size=len(VOCAB),
+        id2label=labels,
+        label2id={v: k for k, v in labels.items()},
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=37,
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    BertTokenizer(vocab={word: i for i, word in enumerate(VOCAB)}).save_pretrained(folder)
+
+
+def main(argv: list[str]) -> None:
+    command, argument = argv
+    if command == "create-db":
+        asyncio.run(_pg(f"CREATE DATABASE {argument}"))
+    elif command == "drop-db":
+        asyncio.run(_pg(f"DROP DATABASE IF EXISTS {argument} WITH (FORCE)"))
+    elif command == "tiny-model":
+        tiny_model(Path(argument))
+    else:
+        raise SystemExit(f"unknown command {command}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

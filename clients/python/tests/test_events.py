@@ -1,0 +1,83 @@
+"""Live ``modelFooled`` events through the client against a real server: resuming without loss or repeats after the
+connection is cut (a TCP proxy the test controls), telling that events may have been missed, redaction for other
+users, and the blocking iterator."""
+
+from __future__ import annotations
+
+import asyncio
+
+from dynaforge_client import AsyncClient, Client
+
+FOOLING = "I adored this gentle, funny and beautiful film, number {}."
+
+
+async def fool(client: AsyncClient, tag: str) -> str:
+    example = await client.create_example("sentiment", {"statement": FOOLING.format(tag), "label": "negative"})
+    assert example.fooled is True
+    return example.id
+
+
+async def next_event(iterator, timeout: float = 60.0):
+    return await asyncio.wait_for(iterator.__anext__(), timeout)
+
+
+async def test_resumes_after_a_cut_without_loss_or_repeats(server, proxy, unique):
+    async with AsyncClient(server.url, server.token) as writer, AsyncClient(proxy.url, server.token) as watcher:
+        start = await fool(writer, f"{unique}-0")
+        stream = watcher.model_fooled("sentiment", after=start, max_backoff=0.5)
+        events = stream.__aiter__()
+        first = await fool(writer, f"{unique}-1")  # replayed or live: either way it comes, once
+        assert (await next_event(events)).id == first
+
+        proxy.cut()  # the websocket dies; reconnecting is refused until restore()
+        missed = [await fool(writer, f"{unique}-{n}") for n in (2, 3)]
+        await writer.create_example("sentiment", {"statement": f"Lovely and warm {unique}.", "label": "positive"})
+        await asyncio.sleep(1.0)
+        proxy.restore()
+
+        got = [(await next_event(events)).id for _ in missed]
+        assert got == missed  # replayed oldest first, after the last one received
+        live = await fool(writer, f"{unique}-4")
+        assert (await next_event(events)).id == live
+        assert stream.reconnects >= 1 and stream.gaps == [] and stream.last_id == live
+        await events.aclose()
+
+
+async def test_a_reconnect_before_the_first_event_is_reported_as_a_gap(server, proxy, unique):
+    async with AsyncClient(server.url, server.token) as writer, AsyncClient(proxy.url, server.token) as watcher:
+        stream = watcher.model_fooled("sentiment", max_backoff=0.5)
+        events = stream.__aiter__()
+        pending = asyncio.ensure_future(events.__anext__())
+        await asyncio.sleep(1.5)
+        proxy.cut()
+        await asyncio.sleep(0.5)
+        proxy.restore()
+        await asyncio.sleep(2.0)  # reconnected (backoff at most 0.5 s)
+        created = await fool(writer, f"{unique}-gap")
+        assert (await asyncio.wait_for(pending, 60)).id == created
+        assert stream.reconnects >= 1 and len(stream.gaps) >= 1
+        assert "missed" in stream.gaps[0].reason
+        await events.aclose()
+
+
+async def test_other_users_get_redacted_examples(server, unique):
+    async with AsyncClient(server.url, server.token) as writer, AsyncClient(server.url) as researcher:
+        await researcher.register(f"rs{unique}", f"rs{unique}@example.org", "researcher password 1")
+        start = await fool(writer, f"{unique}-r0")
+        events = researcher.model_fooled("sentiment", after=start).__aiter__()
+        created = await fool(writer, f"{unique}-r1")
+        event = await next_event(events)
+        assert event.id == created and event.fooled is True
+        assert event.author is None and event.prediction is None and "label" not in event.fields
+        assert event.fields["statement"] == FOOLING.format(f"{unique}-r1")
+        await events.aclose()
+
+
+def test_blocking_iterator(server, unique):
+    with Client(server.url, server.token) as client:
+        start = client.create_example("sentiment", {"statement": FOOLING.format(f"{unique}-b0"), "label": "negative"})
+        stream = client.model_fooled("sentiment", after=start)
+        created = client.create_example("sentiment", {"statement": FOOLING.format(f"{unique}-b1"), "label": "negative"})
+        assert next(stream).id == created.id
+        assert stream.last_id == created.id and stream.gaps == []
+        stream.close()
