@@ -241,6 +241,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     # --- live events (graphql-transport-ws; a bad or revoked token is refused, not taken as anonymous)
     "modelFooled":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "modelFooled@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "modelFooled@after":              rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleCreated":                 rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleCreated@hiddenTask":      rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "examplePredicted":               rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
@@ -1323,6 +1324,23 @@ def _example_subscription(event: str) -> None:
 
 for _event in EXAMPLE_EVENTS:
     _example_subscription(_event)
+
+
+async def _model_fooled_published(w: World) -> tuple[str, dict[str, Any]]:
+    return await _example_event("modelFooled", w)
+
+
+@operation(
+    "modelFooled@after",
+    document="subscription($t: String!, $a: ID) { modelFooled(taskCode: $t, after: $a) { " + EXAMPLE_FIELDS + " } }",
+    classify=_classify_example_event,
+    event=_model_fooled_published,
+)
+async def _model_fooled_after(w: World) -> Variables:
+    """Resumed after an earlier example (OTHER's): AUTHOR's fooling one comes first, read from the database."""
+    earlier = await w._write(OTHER, {"text": "grey skies", "label": "good"})
+    await w.example()
+    return {"t": TASK, "a": gid("Example", earlier)}
 
 
 def _classify_round_changed(value: Any, seen: Seen) -> str:

@@ -26,6 +26,8 @@ from support import gid, serve_in_loop
 from dynaforge.app import create_app
 from dynaforge.db.models import DatasetAccess
 from dynaforge.evaluation.runner import Runner
+from dynaforge.inference.backends import InferenceError
+from dynaforge.inference.client import InferenceClient
 from dynaforge.jobs import publisher
 from dynaforge.services import auth, datasets, submissions, validation
 from dynaforge.services.actor import Actor
@@ -435,3 +437,194 @@ async def test_a_task_hidden_since_ends_its_subscriptions_for_those_who_may_not_
         await tasks.update_settings(served.p, Actor(admin_id, "admin5", True), "toy", {"hidden": True})
         await served.gql(OPEN_ROUND, token=admin_token)  # an event that the anonymous subscriber may not see now
         assert await asyncio.wait_for(listening, 10) == "NOT_FOUND"
+
+
+# --------------------------------------------------------------------------- resuming modelFooled after a drop
+
+RESUME = gql(
+    'subscription($after: ID) { modelFooled(taskCode: "toy", after: $after) { id fields prediction { label } '
+    "fooled status author { username } round { number } } }"
+)
+
+
+def _fooling(text: str) -> dict:
+    """Fields that fool the toy task's keyword model (it reads 'good' and answers good)."""
+    return {"text": f"good {text}", "label": "bad"}
+
+
+async def _submit(p, actor: Actor, fields: dict) -> int:
+    from dynaforge.services import examples
+
+    return (await examples.submit(p, actor, task_code="toy", fields=fields)).example.id
+
+
+def _resume(session, after: str, into: list[dict], count: int) -> asyncio.Task:
+    """Resume modelFooled after the example ``after`` in the background, each event appended to ``into``, until
+    ``count`` came."""
+
+    async def read():
+        async for result in session.subscribe(GraphQLRequest(RESUME.document, variable_values={"after": after})):
+            into.append(result["modelFooled"])
+            if len(into) == count:
+                return
+
+    return asyncio.create_task(read())
+
+
+async def _until(reached, reading: list[asyncio.Task]) -> None:
+    for _ in range(500):
+        if reached() or any(task.done() for task in reading):
+            break
+        await asyncio.sleep(0.02)
+    for task in reading:
+        if task.done():
+            task.result()  # a subscription that ended early says why
+    assert reached(), "the replay did not arrive"
+
+
+async def test_model_fooled_resumes_after_the_last_example_received(served, monkeypatch):
+    """Examples that fooled the model while nobody listened come first, oldest first (read a page at a time), then
+    live ones. Those that did not fool or were retracted are not replayed, and one stored after the bus listens but
+    before the database is read comes once, not both ways."""
+    from dynaforge.services import examples, subscriptions
+
+    p = served.p
+    monkeypatch.setattr(subscriptions, "REPLAY_PAGE", 2)
+    token, user_id = await served.user("resumer1")
+    actor = Actor(user_id, "resumer1", False)
+    received = await _submit(p, actor, _fooling("received"))  # the last one the subscriber got before it dropped
+    missed = [await _submit(p, actor, _fooling("one")), await _submit(p, actor, _fooling("two"))]
+    await _submit(p, actor, {"text": "bad day", "label": "bad"})  # did not fool
+    await examples.retract(p, actor, await _submit(p, actor, _fooling("withdrawn")))
+    missed.append(await _submit(p, actor, _fooling("three")))
+
+    read_page = examples.fooled_after
+
+    async def racing(*args, **kwargs):
+        if len(missed) == 3:  # the first page: one more is stored (and announced) as the database is read
+            missed.append(await _submit(p, actor, _fooling("racing")))
+        return await read_page(*args, **kwargs)
+
+    monkeypatch.setattr(examples, "fooled_after", racing)
+    got: list[dict] = []
+    async with served.subscriber(token) as session:
+        reading = _resume(session, gid("Example", received), got, 5)
+        await _until(lambda: len(got) == 4, [reading])
+        live = await _submit(p, actor, _fooling("live"))
+        await asyncio.wait_for(reading, 10)
+    assert [g["id"] for g in got] == [gid("Example", i) for i in (*missed, live)]  # the racing one once
+    assert all(g["fooled"] and g["fields"]["label"] == "bad" for g in got)  # the author sees them whole
+
+
+async def test_replayed_examples_are_redacted_like_live_ones(served):
+    """The replay follows the live stream's rules: whole to the author, the task's owners and admins; to any other
+    signed-in user without the gold fields, the prediction and the author. ``after`` may name an example the
+    subscriber cannot read: it is only a position."""
+    p = served.p
+    author, author_id = await served.user("resumer2")
+    reader, _ = await served.user("reader2")
+    _, admin_id = await served.user("admin2", admin=True)
+    actor = Actor(author_id, "resumer2", False)
+    received = gid("Example", await _submit(p, actor, {"text": "bad day", "label": "bad"}))
+    await _submit(p, actor, _fooling("grief"))
+    await validation.validate(p, Actor(admin_id, "admin2", True), await _submit(p, actor, _fooling("mood")), "CORRECT")
+    mine: list[dict] = []
+    theirs: list[dict] = []
+    async with served.subscriber(author) as whole, served.subscriber(reader) as redacted:
+        reading = [_resume(whole, received, mine, 3), _resume(redacted, received, theirs, 3)]
+        await _until(lambda: len(mine) == len(theirs) == 2, reading)
+        await _submit(p, actor, _fooling("grief"))  # live, with the same fields as the first one replayed
+        await asyncio.wait_for(asyncio.gather(*reading), 10)
+    as_seen = [{k: v for k, v in event.items() if k != "id"} for event in theirs]
+    redacted_one = {
+        "fields": {"text": "good grief"},
+        "prediction": None,
+        "fooled": True,
+        "status": "CREATED",
+        "author": None,
+        "round": {"number": 1},
+    }
+    assert as_seen[0] == as_seen[2] == redacted_one  # replayed and live alike
+    assert as_seen[1] == {**redacted_one, "fields": {"text": "good mood"}, "status": "ACCEPTED"}  # as it is now
+    assert [e["id"] for e in mine] == [e["id"] for e in theirs]
+    assert mine[0] == {
+        **theirs[0],
+        "fields": _fooling("grief"),
+        "prediction": {"label": "good"},
+        "author": {"username": "resumer2"},
+    }
+    assert mine[2] == {**mine[0], "id": theirs[2]["id"]}
+
+
+async def test_a_bad_after_is_refused_and_a_hidden_task_replays_nothing(served):
+    from dynaforge.services import tasks
+
+    p = served.p
+    token, user_id = await served.user("resumer3")
+    async with served.subscriber(token) as session:
+        for bad in ("42", gid("Model", 1), gid("Example", "x"), gid("Example", 0)):
+            with pytest.raises(TransportQueryError) as refused:
+                await _collect(session, RESUME, 1, {"after": bad}, within=5)
+            error = refused.value.errors[0]
+            assert error["extensions"]["code"] == "INVALID_INPUT", error
+            assert error["extensions"]["fieldErrors"][0]["field"] == ["after"]
+            assert "is not the id of an Example" in error["extensions"]["fieldErrors"][0]["message"]
+    async with served.subscriber() as anonymous:
+        with pytest.raises(TransportQueryError, match="signed-in users"):
+            await _collect(anonymous, RESUME, 1, {"after": gid("Example", 1)}, within=5)
+    await _submit(p, Actor(user_id, "resumer3", False), _fooling("hidden"))
+    _, admin_id = await served.user("admin3", admin=True)
+    await tasks.update_settings(p, Actor(admin_id, "admin3", True), "toy", {"hidden": True})
+    reader, _ = await served.user("reader3b")
+    async with served.subscriber(reader) as session:
+        with pytest.raises(TransportQueryError, match="No task 'toy'"):
+            await _collect(session, RESUME, 1, {"after": gid("Example", 1)}, within=5)
+
+
+class _Switchable(InferenceClient):
+    """The platform's inference client; while ``down`` every prediction fails, as if the worker were restarting."""
+
+    def __init__(self, inner: InferenceClient):
+        self.inner, self.down = inner, False
+
+    async def predict(self, spec, inputs):
+        if self.down:
+            raise InferenceError("the model worker is restarting")
+        return await self.inner.predict(spec, inputs)
+
+
+async def test_a_pending_example_that_fools_later_arrives_live_after_the_replay(served, monkeypatch):
+    """An example with a smaller id than those replayed, still pending when the database was read, fools once its
+    prediction comes: its live event is sent although its id is below the replay's last."""
+    from dynaforge.services import examples
+
+    p = served.p
+    switch = _Switchable(p.inference)
+    monkeypatch.setattr(p, "inference", switch)
+    token, user_id = await served.user("resumer4")
+    actor = Actor(user_id, "resumer4", False)
+    received = await _submit(p, actor, _fooling("received"))
+    switch.down = True
+    pending = await _submit(p, actor, _fooling("pending"))
+    switch.down = False
+    later = await _submit(p, actor, _fooling("later"))
+    got: list[dict] = []
+    async with served.subscriber(token) as session:
+        reading = _resume(session, gid("Example", received), got, 2)
+        await _until(lambda: len(got) == 1, [reading])
+        assert await examples.predict_pending(p) == 1
+        await asyncio.wait_for(reading, 10)
+    assert [(g["id"], g["fooled"]) for g in got] == [(gid("Example", later), True), (gid("Example", pending), True)]
+
+
+async def test_resumed_skips_the_live_copies_of_replayed_examples_only():
+    """The merge on its own: a live event of an example already replayed is skipped, once; any other passes, whatever
+    its id."""
+    from dynaforge.services.subscriptions import resumed
+
+    async def stream(ids):
+        for i in ids:
+            yield {"id": i}
+
+    merged = [e["id"] async for e in resumed(stream([5, 7, 9]), stream([7, 3, 11, 9, 8]))]
+    assert merged == [5, 7, 9, 3, 11, 8]

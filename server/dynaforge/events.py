@@ -46,8 +46,28 @@ class EventBusUnavailable(Exception):
 
 
 class _Subscription(asyncio.Queue):
+    """One subscriber's bounded queue, read as an async iterator of its events."""
+
     dropped = False
     error: Exception | None = None
+
+    def __init__(self, topic: str, buffer: int):
+        super().__init__(maxsize=buffer)
+        self.topic = topic
+
+    def __aiter__(self) -> _Subscription:
+        return self
+
+    async def __anext__(self) -> dict[str, Any]:
+        if self.dropped and self.empty():
+            raise SubscriberTooSlow(
+                f"this subscription to {self.topic} fell more than {self.maxsize} events behind and was dropped; "
+                "read events faster, or subscribe again"
+            )
+        item = await self.get()
+        if item is _CLOSED:
+            raise self.error or EventBusUnavailable("the event bus closed")
+        return item
 
 
 class EventBus:
@@ -75,20 +95,21 @@ class EventBus:
         self._fail_all(EventBusUnavailable("the server is shutting down; subscribe again in a moment"))
 
     async def subscribe(self, topic: str) -> AsyncIterator[dict[str, Any]]:
+        """The events of ``topic``, from the first read on."""
+        async with self.listen(topic) as events:
+            async for item in events:
+                yield item
+
+    @contextlib.asynccontextmanager
+    async def listen(self, topic: str) -> AsyncIterator[AsyncIterator[dict[str, Any]]]:
+        """Like :meth:`subscribe`, but listening from entering the block rather than from the first read: what is
+        published meanwhile waits in the (bounded) queue, so a subscriber may read something else first (the
+        events it missed, from the database) and lose nothing in between."""
         await self._ready()
-        queue = _Subscription(maxsize=self._buffer)
+        queue = _Subscription(topic, self._buffer)
         self._subscribers[topic].add(queue)
         try:
-            while True:
-                if queue.dropped and queue.empty():
-                    raise SubscriberTooSlow(
-                        f"this subscription to {topic} fell more than {self._buffer} events behind and was dropped; "
-                        "read events faster, or subscribe again"
-                    )
-                item = await queue.get()
-                if item is _CLOSED:
-                    raise queue.error or EventBusUnavailable("the event bus closed")
-                yield item
+            yield queue
         finally:
             self._subscribers[topic].discard(queue)
             if not self._subscribers[topic]:

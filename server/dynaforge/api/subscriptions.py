@@ -7,7 +7,8 @@ events is decided in :mod:`dynaforge.services.subscriptions`.
 A token is checked when a subscription starts and again at least every ``subscription_reauth_s`` seconds (a
 setting) while events flow, so a revoked token stops receiving within that time. A subscriber that falls more than
 ``subscriber_buffer`` events behind is dropped with an error (subscribe again); so is every subscriber when the event
-bus goes away.
+bus goes away. ``modelFooled(after:)`` resumes: it listens on the bus first, sends what the subscriber missed from
+the database, then the live events it did not already send.
 """
 
 from __future__ import annotations
@@ -97,9 +98,10 @@ class _Watch:
         return True
 
 
-async def _events(info: Info, topic: str, on_recheck=None):
+async def _events(info: Info, topic: str, on_recheck=None, missed: AsyncGenerator[dict, None] | None = None):
     """The bus's events for ``topic``; bus failures become GraphQL errors that say what to do. ``on_recheck`` is
-    awaited after each re-check of the token (to re-read what depends on who the subscriber is)."""
+    awaited after each re-check of the token (to re-read what depends on who the subscriber is). ``missed``: events
+    read from the database, sent first while the bus already listens (``subscription_service.resumed``)."""
     watch = _Watch(info)
     context = info.context
     client = getattr(getattr(context.request, "client", None), "host", None)
@@ -108,16 +110,24 @@ async def _events(info: Info, topic: str, on_recheck=None):
     except DynaforgeError as exc:
         raise query_error(exc) from None
     context.open_subscriptions += 1
+    resuming: AsyncGenerator[dict, None] | None = None
     try:
-        async for payload in info.context.platform.events.subscribe(topic):
-            if await watch.recheck() and on_recheck is not None:
-                await on_recheck()
-            yield payload
+        async with info.context.platform.events.listen(topic) as live:
+            if missed is not None:
+                resuming = subscription_service.resumed(missed, live)
+            async for payload in resuming or live:
+                if await watch.recheck() and on_recheck is not None:
+                    await on_recheck()
+                yield payload
     except (SubscriberTooSlow, EventBusUnavailable) as exc:
         raise query_error(DynaforgeError(str(exc))) from None
     except DynaforgeError as exc:
         raise query_error(exc) from None
     finally:
+        if resuming is not None:
+            await resuming.aclose()
+        elif missed is not None:
+            await missed.aclose()
         context.open_subscriptions -= 1
         subscription_service.close_subscription(context.platform, key)
 
@@ -126,8 +136,11 @@ def _example(payload: dict) -> Example:
     return Example.from_row(example_service.example_from_payload(payload), task_code=payload["task_code"])
 
 
-async def _example_events(info: Info, event: str, task_code: str) -> AsyncGenerator[dict, None]:
-    """A task's example events as this subscriber may see each (whole or redacted: services.visibility)."""
+async def _example_events(
+    info: Info, event: str, task_code: str, missed: AsyncGenerator[dict, None] | None = None
+) -> AsyncGenerator[dict, None]:
+    """A task's example events as this subscriber may see each (whole or redacted: services.visibility); the
+    ``missed`` ones first, alike."""
     topic = await _task_topic(info, event, task_code)
     context = info.context
     privileged = await _sees_all_gold(info, task_code)
@@ -136,7 +149,7 @@ async def _example_events(info: Info, event: str, task_code: str) -> AsyncGenera
         nonlocal privileged
         privileged = await _sees_all_gold(info, task_code)
 
-    async for payload in _events(info, topic, refresh):
+    async for payload in _events(info, topic, refresh, missed):
         await _task_topic(info, event, task_code)  # hidden since (and not the subscriber's): the subscription ends
         if visibility.sees_gold(
             privileged=privileged, viewer_id=context.actor.user_id, author_id=payload.get("user_id")
@@ -165,16 +178,43 @@ async def _evaluation_topic(info: Info, model_id: strawberry.ID) -> tuple[str, b
     description="Live events, over the graphql-transport-ws protocol at /graphql. Send your API token in the "
     'connection_init payload as {"authorization": "Bearer <token>"}; it is checked again while events flow (every '
     "30 seconds unless configured otherwise), and once it is revoked the subscription ends with an error saying "
-    "why. A subscriber that falls too far behind is dropped with an error: subscribe again."
+    "why. A subscriber that falls too far behind is dropped with an error: subscribe again (modelFooled resumes "
+    "with `after`, sending what was missed first)."
 )
 class Subscription:
     @strawberry.subscription(
         description="Examples that fooled the task's target model, as they are stored (or as "
         "a pending one gets its prediction). Signed-in users: whole to its author, the task's owners and admins; "
-        "to everyone else without its gold fields, prediction and author (fields hold the rest, prediction is null)."
+        "to everyone else without its gold fields, prediction and author (fields hold the rest, prediction is null). "
+        "To resume after a dropped connection (or after being dropped for falling behind), subscribe again with "
+        "`after`: the examples missed since come first, oldest first and redacted alike, then the live ones, none "
+        "twice. A live one may have a smaller id than those before it: a pending example that fooled later."
     )
-    async def model_fooled(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
-        async for payload in _example_events(info, "modelFooled", task_code):
+    async def model_fooled(
+        self,
+        info: Info,
+        task_code: TaskCode,
+        after: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(
+                description="The largest id (Example.id) among the examples received: usually the last one's. "
+                "First sends every example of the task with a larger id that fooled the model and was not retracted "
+                "since, oldest first, as it is now (its status and votes may have moved on); then live ones. Only "
+                "its position counts: the id of another task's example resumes from that point. Not replayed: an "
+                "example with a smaller id that was still pending and fooled while the subscriber was away. A long "
+                "replay may outrun the subscriber's buffer: it is then dropped with an error, and subscribes again "
+                "after the largest id it got. Null: live events only."
+            ),
+        ] = None,
+    ) -> AsyncGenerator[Example, None]:
+        missed = None
+        if after is not None:
+            try:
+                after_id = parse_id(after, "after", "Example")
+            except DynaforgeError as exc:
+                raise query_error(exc) from None
+            missed = subscription_service.missed_fooled(*info.context.caller, task_code, after_id)
+        async for payload in _example_events(info, "modelFooled", task_code, missed):
             yield _example(payload)
 
     @strawberry.subscription(

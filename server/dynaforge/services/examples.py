@@ -438,6 +438,32 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
     return done
 
 
+async def fooled_after(p: Platform, task_id: int, task_code: str, after_id: int, limit: int) -> list[dict[str, Any]]:
+    """Up to ``limit`` of the task's examples with an id above ``after_id`` that announced ``model_fooled``, oldest
+    (smallest id) first, as event payloads (:data:`event_payload`, whole: the caller redacts them as it redacts live
+    events). Those are the examples ``submit`` or ``predict_pending`` found fooling, less those retracted since;
+    imported examples never announced themselves, and are known by having had no inference (``inference_ms`` is
+    null: the write path always sets it). Each comes as it is now: its status and votes may have moved on since its
+    event."""
+    async with p.db.session() as s:
+        rows = (
+            await s.execute(
+                select(Example, col(Round.number))
+                .join(Round, col(Round.id) == col(Example.round_id))
+                .where(
+                    col(Example.task_id) == task_id,
+                    col(Example.id) > after_id,
+                    col(Example.fooled).is_(True),
+                    col(Example.status) != ExampleStatus.RETRACTED,
+                    col(Example.inference_ms).is_not(None),
+                )
+                .order_by(col(Example.id))
+                .limit(limit)
+            )
+        ).all()
+    return [event_payload(example, task_code, number) for example, number in rows]
+
+
 async def _can_read(s, actor: Actor, example: Example) -> bool:
     if actor.is_anonymous:
         return False

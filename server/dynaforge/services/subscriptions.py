@@ -9,13 +9,22 @@ What a subscriber may see is what the same person may query:
 * ``roundChanged``: anyone who can see the task;
 * ``evaluationProgress``: anyone who can see the model (a published one, or one's own; owners and admins).
 
+A ``modelFooled`` subscriber that lost its connection may resume after the last example it received
+(:func:`missed_fooled`, then :func:`resumed`): what it missed is read from the database, under the same rules as
+the live events, and nothing comes twice.
+
 A subscriber who sent a token that was refused is told why, even for events that anonymous subscribers may follow:
 a mistyped or revoked token should not pass for anonymity.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncGenerator, AsyncIterable
+from contextlib import aclosing
+from typing import Any
+
 from dynaforge.errors import NotAuthenticated, RateLimited
+from dynaforge.services import examples as example_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor
@@ -25,6 +34,8 @@ from dynaforge.services.platform import Platform
 EXAMPLE_EVENTS = frozenset({"modelFooled", "exampleCreated", "examplePredicted", "exampleValidated"})
 #: Every event a subscription follows per task.
 TASK_EVENTS = EXAMPLE_EVENTS | {"roundChanged"}
+#: How many missed examples a resuming subscription reads from the database at once.
+REPLAY_PAGE = 200
 
 
 def _refuse_refused_token(actor: Actor) -> None:
@@ -35,6 +46,12 @@ def _refuse_refused_token(actor: Actor) -> None:
 async def task_topic(p: Platform, actor: Actor, event: str, task_code: str) -> str:
     """The topic of a task's ``event`` for ``actor``, who must see the task (and be signed in for events that show
     examples); NotAuthenticated or NotFound otherwise."""
+    view = await _followed_task(p, actor, event, task_code)
+    return f"{event}:{view.task.code}"
+
+
+async def _followed_task(p: Platform, actor: Actor, event: str, task_code: str) -> task_service.TaskView:
+    """The task whose ``event`` ``actor`` follows, once :func:`task_topic`'s rules allow it."""
     if event not in TASK_EVENTS:
         raise ValueError(f"{event!r} is not a task event")
     _refuse_refused_token(actor)
@@ -43,8 +60,7 @@ async def task_topic(p: Platform, actor: Actor, event: str, task_code: str) -> s
             "Examples are shown to signed-in users: send your API token in the connection_init payload as "
             '{"authorization": "Bearer <token>"}'
         )
-    view = await task_service.get_task(p, actor, task_code)
-    return f"{event}:{view.task.code}"
+    return await task_service.get_task(p, actor, task_code)
 
 
 async def sees_all_gold(p: Platform, actor: Actor, task_code: str) -> bool:
@@ -91,3 +107,48 @@ async def evaluation_topic(p: Platform, actor: Actor, model_id: int) -> tuple[st
     _refuse_refused_token(actor)
     model, privileged = await submission_service.get_model(p, actor, model_id)
     return f"evaluationProgress:{model.id}", privileged
+
+
+async def missed_fooled(
+    p: Platform, actor: Actor, task_code: str, after_id: int, *, page_size: int | None = None
+) -> AsyncGenerator[dict[str, Any], None]:
+    """The ``modelFooled`` events of the task that a subscriber missed after the example ``after_id``: every example
+    of the task with a larger id that fooled its target model (:func:`examples.fooled_after`), oldest first, read
+    ``page_size`` (:data:`REPLAY_PAGE`) at a time, each page in its own short session (memory stays bounded, and no
+    transaction waits on a slow reader). Payloads are whole, like the bus's: the caller redacts them as it does live
+    events.
+
+    ``after_id`` is only a position: an id of another task, or of an example ``actor`` may not read, reveals
+    nothing, since only this task's examples are read. ``actor`` must be allowed to follow the event (as
+    :func:`task_topic`), checked again before each page."""
+    size = page_size or REPLAY_PAGE
+    while True:
+        view = await _followed_task(p, actor, "modelFooled", task_code)
+        page = await example_service.fooled_after(p, view.row.id, view.task.code, after_id, size)
+        for payload in page:
+            yield payload
+        if len(page) < size:
+            return
+        after_id = page[-1]["id"]
+
+
+async def resumed(
+    missed: AsyncGenerator[dict[str, Any], None], live: AsyncIterable[dict[str, Any]]
+) -> AsyncGenerator[dict[str, Any], None]:
+    """A resumed example subscription: the ``missed`` events, then the ``live`` ones less those ``missed`` already
+    sent (by example id). ``live`` must be listening before ``missed`` is read (``EventBus.listen``), so nothing
+    falls between the two; an event published while the database was read may then come both ways.
+
+    The ids sent are remembered, not just the largest: an example with a smaller id that was still pending when the
+    database was read may fool later, and its live event must come through. Each example announces ``modelFooled``
+    at most once, so an id is forgotten once its live copy was skipped. Closing it closes ``missed``."""
+    sent: set[int] = set()
+    async with aclosing(missed):
+        async for payload in missed:
+            sent.add(payload["id"])
+            yield payload
+    async for payload in live:
+        if payload.get("id") in sent:
+            sent.discard(payload["id"])
+            continue
+        yield payload
