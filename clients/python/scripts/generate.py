@@ -4,7 +4,8 @@ operations (operations/*.graphql) with ariadne-codegen, or check that the checke
     python scripts/generate.py          write it
     python scripts/generate.py --check  exit 1, listing the differences, when the checked-in code is stale
 
-Run with the codegen virtualenv (``make client-generate`` / ``make client-check`` make it from codegen-requirements.txt).
+Run with the codegen virtualenv (``make client-generate`` and ``make client-check`` make it from
+codegen-requirements.txt).
 """
 
 from __future__ import annotations

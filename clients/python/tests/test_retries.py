@@ -163,3 +163,43 @@ async def test_stream_gives_up_after_max_attempts():
     stream = stream_of(*[([], OSError("refused"))] * 5)
     with pytest.raises(errors.TransportError, match="gave up after 3"):
         await collect(stream, 1)
+
+
+async def test_a_late_example_does_not_come_twice():
+    stream = stream_of(
+        ([{"id": "e5"}, {"id": "e3"}], OSError("reset")),  # e3 was pending and fooled late: it comes after e5
+        ([{"id": "e5"}, {"id": "e6"}], None),  # resumed after e3, the server replays e5 again: dropped
+    )
+    assert [i["id"] for i in await collect(stream, 3)] == ["e5", "e3", "e6"]
+    assert stream.afters == [None, "e3"] and stream.last_id == "e6"
+
+
+async def test_a_refused_document_is_raised_not_retried():
+    from dynaforge_client._generated.exceptions import GraphQLClientGraphQLMultiError
+
+    refused = GraphQLClientGraphQLMultiError.from_errors_dicts([{"message": "Unknown argument 'after'"}])
+    stream = stream_of(([], refused), ([{"id": "a"}], None))
+    with pytest.raises(errors.DynaforgeError, match="Unknown argument"):
+        await collect(stream, 1)
+    assert stream.afters == [None]
+
+
+async def test_a_dropped_subscriber_reconnects():
+    from dynaforge_client._generated.exceptions import GraphQLClientGraphQLMultiError
+
+    dropped = GraphQLClientGraphQLMultiError.from_errors_dicts(
+        [{"message": "fell more than 1000 events behind", "extensions": {"code": "SERVICE_UNAVAILABLE"}}]
+    )
+    stream = stream_of(([{"id": "a"}], dropped), ([{"id": "b"}], None))
+    assert [i["id"] for i in await collect(stream, 2)] == ["a", "b"]
+    assert stream.afters == [None, "a"]
+
+
+async def test_closing_a_stream_ends_it():
+    stream = stream_of(([{"id": "a"}, {"id": "b"}], None))
+    async with stream:
+        async for item in stream:
+            assert item["id"] == "a"
+            break
+    with pytest.raises(StopAsyncIteration):
+        await stream.__aiter__().__anext__()

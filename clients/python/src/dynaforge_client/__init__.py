@@ -7,7 +7,21 @@ reports are :mod:`dynaforge_client.errors` exceptions; live events are :class:`d
 
 from . import errors
 from .client import AsyncClient
-from .errors import DynaforgeError, FieldError, InvalidInput, NotAuthenticated, NotFound, RateLimited
+from .errors import (
+    AlreadyExists,
+    Conflict,
+    DynaforgeError,
+    FieldError,
+    Forbidden,
+    InvalidCredentials,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    RateLimited,
+    RoundClosed,
+    ServiceUnavailable,
+    TransportError,
+)
 from .events import EventStream, Gap
 from .results import Leaderboard, ModelResults
 from .sync import Client
@@ -15,18 +29,25 @@ from .sync import Client
 __version__ = "0.1.0"
 
 __all__ = [
+    "AlreadyExists",
     "AsyncClient",
     "Client",
+    "Conflict",
     "DynaforgeError",
     "EventStream",
     "FieldError",
+    "Forbidden",
     "Gap",
+    "InvalidCredentials",
     "InvalidInput",
     "Leaderboard",
     "ModelResults",
     "NotAuthenticated",
     "NotFound",
     "RateLimited",
+    "RoundClosed",
+    "ServiceUnavailable",
+    "TransportError",
     "errors",
     "__version__",
 ]

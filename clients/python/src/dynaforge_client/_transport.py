@@ -26,7 +26,7 @@ def translate(exc: BaseException) -> errors.DynaforgeError | None:
         first = exc.errors[0].original if exc.errors else {"message": str(exc)}
         return errors.from_graphql_error(first or {"message": str(exc)})
     if isinstance(exc, GraphQLClientHttpError):
-        response = exc.response
+        response: Any = exc.response
         retry_after = _retry_after(response)
         try:
             body = response.json()

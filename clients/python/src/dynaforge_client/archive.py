@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 import tempfile
 from collections.abc import Callable
@@ -18,11 +19,11 @@ def pack_folder(folder: Path) -> Path:
     files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
     if not files:
         raise FileNotFoundError(f"{folder} holds no files")
-    handle = tempfile.NamedTemporaryFile(prefix="dynaforge-model-", suffix=".tar.gz", delete=False)
-    with handle, tarfile.open(fileobj=handle, mode="w:gz") as archive:
+    descriptor, name = tempfile.mkstemp(prefix="dynaforge-model-", suffix=".tar.gz")
+    with os.fdopen(descriptor, "wb") as handle, tarfile.open(fileobj=handle, mode="w:gz") as archive:
         for path in files:
             archive.add(path, arcname=path.relative_to(folder).as_posix(), recursive=False)
-    return Path(handle.name)
+    return Path(name)
 
 
 class ProgressReader(io.BufferedReader):

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -19,6 +20,7 @@ from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
 from ._generated.fragments import ExampleFields, ModelFields, RoundFields, TaskFields
 from ._generated.input_types import (
     CreateExampleInput,
+    CreateRoundDatasetsInput,
     LoginInput,
     ModelCardInput,
     RegisterInput,
@@ -88,7 +90,7 @@ class AsyncClient:
         self.base_url, self.graphql_url, self.ws_url = _urls(url)
         self.retries = retries
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
-        self._api = GeneratedClient(url=self.graphql_url, http_client=self._http, ws_url=self.ws_url)
+        self._api = GeneratedClient(url=self.graphql_url, http_client=cast(Any, self._http), ws_url=self.ws_url)
         self.token = token
 
     @property
@@ -176,13 +178,48 @@ class AsyncClient:
         out: list[Any] = []
         after = None
         while True:
-            page = (await self._read(lambda: self._api.datasets(task, after=after))).datasets
+            page = (await self._read(functools.partial(self._api.datasets, task, after=after))).datasets
             if page is None:
                 raise errors.NotFound(f"no task {task!r} that you can see")
             out.extend(page.nodes)
             if not page.page_info.has_next_page:
                 return out
             after = page.page_info.end_cursor
+
+    async def dataset_items(self, dataset: Any) -> list[Any]:
+        """A data set's items in order (``position``, ``fields``; gold targets only where you may see them): what
+        :meth:`upload_predictions` follows, one prediction per item."""
+        out: list[Any] = []
+        after = None
+        while True:
+            page = (
+                await self._read(functools.partial(self._api.dataset_items, _id(dataset), after=after))
+            ).dataset_items
+            if page is None:
+                raise errors.NotFound(f"no data set {_id(dataset)} that you can see")
+            out.extend(page.nodes)
+            if not page.page_info.has_next_page:
+                return out
+            after = page.page_info.end_cursor
+
+    async def create_round_datasets(self, task: str, round: int, *, seed: int = 0) -> list[Any]:
+        """Owners turn a round's accepted examples into train, dev and test data sets (a seeded split; the test set
+        scores models). Returns the new data sets."""
+        data = CreateRoundDatasetsInput(task_code=task, round_number=round, seed=seed)
+        result = await self._write(lambda: self._api.create_round_datasets(data))
+        return list(unwrap(result.create_round_datasets, "DatasetsCreated").datasets)
+
+    async def execute(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Any GraphQL operation the surface does not cover, as a dict of its ``data``; errors are raised typed. A
+        ``mutation`` is sent once (retried only when the connection never opened), anything else retried as reads
+        are. Result unions are returned as they are: check their ``__typename``."""
+        is_write = query.lstrip().startswith("mutation")
+
+        async def send() -> dict[str, Any]:
+            response = await self._api.execute(query=query, variables=dict(variables or {}))
+            return self._api.get_data(response)
+
+        return await call(send, read=not is_write, retries=self.retries)
 
     # -- writing and validating examples -----------------------------------------------------------------------
 
@@ -385,7 +422,7 @@ class AsyncClient:
         evaluations: list[Any] = []
         after = None
         while True:
-            found = (await self._read(lambda: self._api.model_results(model_id, after=after))).model
+            found = (await self._read(functools.partial(self._api.model_results, model_id, after=after))).model
             if found is None:
                 raise errors.NotFound(f"no model {model_id} that you can see")
             evaluations.extend(found.evaluations.nodes)
@@ -407,10 +444,15 @@ class AsyncClient:
         return EventStream(open_, key=None, max_attempts=max_attempts)
 
     async def wait_for_results(
-        self, model: Any, *, timeout: float | None = None, on_progress: Callable[[Any], object] | None = None
+        self,
+        model: Any,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the blocking Client has the same surface and needs it
+        on_progress: Callable[[Any], object] | None = None,
     ) -> ModelResults:
         """Follow the model's evaluations until each is DONE or FAILED, then return :meth:`results`.
         ``on_progress`` gets each progress event; TimeoutError after ``timeout`` seconds."""
+
         async def follow() -> ModelResults:
             stream = self.evaluation_progress(model)
             iterator = stream.__aiter__()
@@ -500,7 +542,7 @@ class AsyncClient:
         async with self._export_response(task, round, status, format) as response:
             total = int(response.headers.get("content-length") or 0)
             done = 0
-            with target.open("wb") as out:
+            with target.open("wb") as out:  # noqa: ASYNC230 - a local file, written chunk by chunk as they arrive
                 async for chunk in response.aiter_bytes():
                     out.write(chunk)
                     done += len(chunk)
@@ -525,22 +567,22 @@ class AsyncClient:
             params["round"] = round
         if status is not None:
             params["status"] = status
-        return _ExportResponse(self._http, f"{self.base_url}/export/{task}", params)
+        return _ExportResponse(self._http, f"{self.base_url}/export/{task}", params, self.retries)
 
 
 class _ExportResponse:
     """``GET /export/...`` as a streamed response; the server's JSON errors become the client's exceptions."""
 
-    def __init__(self, http: httpx.AsyncClient, url: str, params: dict[str, Any]):
-        self._http, self._url, self._params = http, url, params
+    def __init__(self, http: httpx.AsyncClient, url: str, params: dict[str, Any], retries: int):
+        self._http, self._url, self._params, self._retries = http, url, params, retries
         self._context: Any = None
 
     async def __aenter__(self) -> httpx.Response:
-        self._context = self._http.stream("GET", self._url, params=self._params)
-        try:
-            response = await self._context.__aenter__()
-        except httpx.TransportError as exc:
-            raise errors.TransportError(f"cannot reach the server: {exc}") from exc
+        async def open_() -> httpx.Response:
+            self._context = self._http.stream("GET", self._url, params=self._params)
+            return await self._context.__aenter__()
+
+        response = await call(open_, read=True, retries=self._retries)  # a GET: safe to repeat
         if response.status_code >= 400:
             body = await response.aread()
             await self._context.__aexit__(None, None, None)

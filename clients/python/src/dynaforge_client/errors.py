@@ -22,7 +22,8 @@ from typing import Any
 
 @dataclass(frozen=True)
 class FieldError:
-    """One problem with one field of the input: ``field`` is its path (``["input", "fields", "hypothesis"]``)."""
+    """One problem with one field of the input: ``field`` is its path within the input (``["hypothesis"]``, or
+    ``["card", "license"]``), ``code`` its kind (REQUIRED, CHOICE, LENGTH, ...), ``rule`` the exact rule broken."""
 
     field: tuple[str, ...]
     code: str
@@ -31,7 +32,7 @@ class FieldError:
 
     @property
     def path(self) -> str:
-        """The field's path, dotted (``input.fields.hypothesis``)."""
+        """The field's path, dotted (``card.license``)."""
         return ".".join(self.field)
 
 
@@ -56,9 +57,10 @@ class DynaforgeError(Exception):
         self.retry_after = retry_after
 
     def __str__(self) -> str:
-        if not self.field_errors:
+        untold = [e for e in self.field_errors if e.message not in self.message]  # the server often lists them
+        if not untold:
             return f"{self.code}: {self.message}"
-        details = "; ".join(f"{e.path}: {e.message} ({e.rule})" for e in self.field_errors)
+        details = "; ".join(f"{e.path}: {e.message} ({e.rule})" for e in untold)
         return f"{self.code}: {self.message} [{details}]"
 
 

@@ -5,9 +5,13 @@ the subscriber fell too far behind and was dropped) it connects again, waiting l
 ``max_backoff``, with jitter), until ``max_attempts`` consecutive failures (``None``: forever). Errors that a new
 connection would not fix (signed out, no such task, a bad argument) are raised at once.
 
-**Resuming.** ``modelFooled`` takes ``after`` (the id of the last example received): on each reconnect the stream
-passes the last id it yielded, and the server first replays the fooling examples stored since, oldest first, then
-goes on live, so nothing is lost and nothing comes twice. The stream also drops any id it has already yielded.
+**Resuming.** ``modelFooled`` takes ``after`` (an example id): on each reconnect the stream passes
+:attr:`EventStream.last_id`, the id of the last example it yielded, and the server first replays the fooling
+examples stored after it, oldest first, then goes on live, so nothing is lost. Ids are opaque, so the stream does not
+order them: an example that was pending and fooled late arrives live after examples stored later, and a resume after
+it replays those again; the stream drops every id it has already yielded, so nothing comes twice within a run (across
+runs, with ``after=`` a stored id, such an example's successors may come again). The server cannot replay one case:
+an example stored before ``after`` whose prediction was still pending and that fooled while the stream was away.
 
 **Telling that events were missed.** A reconnect can resume only from an example it has seen: when the connection
 drops before the first event (and no ``after`` was given), or on a stream that cannot resume (``evaluationProgress``),
@@ -24,8 +28,8 @@ import random
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Generic, TypeVar
+from datetime import UTC, datetime
+from typing import Any, Generic, TypeVar
 
 from . import errors
 from ._generated.exceptions import GraphQLClientError, GraphQLClientInvalidMessageFormat
@@ -34,8 +38,9 @@ from ._transport import translate
 log = logging.getLogger("dynaforge_client")
 T = TypeVar("T")
 
-# Server errors a new connection may fix: the subscriber was dropped (too slow), the event bus or a service was down
-_TRANSIENT_CODES = {"ERROR", "SERVICE_UNAVAILABLE", "RATE_LIMITED", "TRANSPORT"}
+# Server errors a new connection may fix: the subscriber was dropped (too slow), the event bus or a service was down.
+# Anything else (not signed in, no such task, a document the server refuses) is raised.
+_TRANSIENT_CODES = {"SERVICE_UNAVAILABLE", "RATE_LIMITED", "TRANSPORT"}
 # graphql-transport-ws close codes that a new connection will not change (bad request, unauthorised, forbidden, ...)
 _PERMANENT_CLOSE = range(4400, 4500)
 _INIT_TIMEOUT_CLOSE = 4408
@@ -53,7 +58,8 @@ class Gap:
 
 @dataclass
 class EventStream(Generic[T]):
-    """Events of one subscription, reconnecting as the module describes. Iterate it once."""
+    """Events of one subscription, reconnecting as the module describes. Iterate it once; ``aclose()`` (or
+    ``async with``) closes its connection when you stop early."""
 
     open: Callable[[str | None], AsyncIterator[T]]
     key: Callable[[T], str] | None = None
@@ -63,8 +69,24 @@ class EventStream(Generic[T]):
     reconnects: int = 0
     gaps: list[Gap] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        self._iterator: Any = None
+
     def __aiter__(self) -> AsyncIterator[T]:
-        return self._run()
+        if self._iterator is None:
+            self._iterator = self._run()
+        return self._iterator
+
+    async def aclose(self) -> None:
+        """Close the connection and end the stream (also done by ``async with stream:`` on exit)."""
+        if self._iterator is not None:
+            await self._iterator.aclose()
+
+    async def __aenter__(self) -> EventStream[T]:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def _run(self) -> AsyncIterator[T]:
         seen: OrderedDict[str, None] = OrderedDict()
@@ -75,7 +97,7 @@ class EventStream(Generic[T]):
                 self.reconnects += 1
                 if self.key is None or self.last_id is None:
                     reason = "the stream cannot resume" if self.key is None else "no event had been received yet"
-                    gap = Gap(at=datetime.now(timezone.utc), reason=f"reconnected, {reason}: events may have been missed")
+                    gap = Gap(at=datetime.now(UTC), reason=f"reconnected, {reason}: events may have been missed")
                     self.gaps.append(gap)
                     log.warning("%s", gap.reason)
             connected_once = True

@@ -75,10 +75,17 @@ class Leaderboard:
 
     @property
     def metric_weights(self) -> dict[str, float]:
+        """The weights the ranking used, normalised by the server (their ratios are the ones asked for)."""
         return {w.name: w.weight for w in self.board.metric_weights}
 
+    @property
+    def datasets(self) -> list[str]:
+        """The scoring data sets the Dynascore averages over."""
+        return list(self.board.datasets)
+
     def records(self) -> list[dict[str, Any]]:
-        """One row per model: rank, model id and name, submitter, Dynascore, then each metric's value."""
+        """One row per model: rank (None: not ranked, see ``missing``), model id and name, submitter, Dynascore, the
+        metrics it lacks results for, then each metric's value."""
         out = []
         for row in self.board.rows:
             record: dict[str, Any] = {
@@ -87,6 +94,7 @@ class Leaderboard:
                 "model": row.model.name,
                 "submitter": row.model.submitter.username if row.model.submitter else None,
                 "dynascore": row.dynascore,
+                "missing": list(row.missing),
             }
             for metric in row.metrics:
                 record[metric.name] = metric.value

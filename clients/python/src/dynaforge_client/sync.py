@@ -7,6 +7,8 @@ running (Jupyter) as well as in plain scripts. Event streams become plain iterat
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextlib
 import functools
 import inspect
 import threading
@@ -35,25 +37,49 @@ class _Loop:
 
 
 class SyncEventStream(Iterator[T]):
-    """An :class:`~dynaforge_client.events.EventStream` as a blocking iterator (``for example in stream``); its
-    ``last_id``, ``reconnects`` and ``gaps`` are the stream's. ``close()`` ends it."""
+    """An :class:`~dynaforge_client.events.EventStream` as a blocking iterator (``for example in stream``, or
+    ``stream.next(timeout=60)``); its ``last_id``, ``reconnects`` and ``gaps`` are the stream's. ``close()`` (or
+    ``with``) ends it."""
 
     def __init__(self, stream: EventStream[T], loop: _Loop):
         self.stream = stream
         self._loop = loop
         self._iterator = loop.run(self._start())
+        self._pending: concurrent.futures.Future[T] | None = None
 
     async def _start(self) -> Any:
         return self.stream.__aiter__()
 
-    def __next__(self) -> T:
+    def next(self, timeout: float | None = None) -> T:
+        """The next event; TimeoutError when none came within ``timeout`` seconds (the stream stays usable)."""
+        if self._pending is None:
+            self._pending = asyncio.run_coroutine_threadsafe(self._iterator.__anext__(), self._loop.loop)
         try:
-            return self._loop.run(self._iterator.__anext__())
+            item = self._pending.result(timeout)
+        except concurrent.futures.TimeoutError:
+            raise TimeoutError(f"no event within {timeout} s") from None
         except StopAsyncIteration:
+            self._pending = None
             raise StopIteration from None
+        self._pending = None
+        return item
+
+    def __next__(self) -> T:
+        return self.next()
+
+    def __enter__(self) -> SyncEventStream[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
-        self._loop.run(self._iterator.aclose())
+        if self._pending is not None:
+            self._pending.cancel()
+            with contextlib.suppress(BaseException):
+                self._pending.result(5)
+            self._pending = None
+        self._loop.run(self.stream.aclose())
 
     @property
     def last_id(self) -> str | None:

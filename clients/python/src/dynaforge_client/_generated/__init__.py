@@ -14,6 +14,23 @@ from .create_example import (
     CreateExampleCreateExampleRateLimited,
     CreateExampleCreateExampleRoundClosed,
 )
+from .create_round_datasets import (
+    CreateRoundDatasets,
+    CreateRoundDatasetsCreateRoundDatasetsAlreadyExists,
+    CreateRoundDatasetsCreateRoundDatasetsDatasetsCreated,
+    CreateRoundDatasetsCreateRoundDatasetsDatasetsCreatedDatasets,
+    CreateRoundDatasetsCreateRoundDatasetsForbidden,
+    CreateRoundDatasetsCreateRoundDatasetsInvalidInput,
+    CreateRoundDatasetsCreateRoundDatasetsInvalidInputFieldErrors,
+    CreateRoundDatasetsCreateRoundDatasetsNotAuthenticated,
+    CreateRoundDatasetsCreateRoundDatasetsNotFound,
+)
+from .dataset_items import (
+    DatasetItems,
+    DatasetItemsDatasetItems,
+    DatasetItemsDatasetItemsNodes,
+    DatasetItemsDatasetItemsPageInfo,
+)
 from .datasets import (
     Datasets,
     DatasetsDatasets,
@@ -86,6 +103,7 @@ from .fragments import (
 )
 from .input_types import (
     CreateExampleInput,
+    CreateRoundDatasetsInput,
     LoginInput,
     ModelCardInput,
     RegisterInput,
@@ -203,7 +221,21 @@ __all__ = [
     "CreateExampleCreateExampleRateLimited",
     "CreateExampleCreateExampleRoundClosed",
     "CreateExampleInput",
+    "CreateRoundDatasets",
+    "CreateRoundDatasetsCreateRoundDatasetsAlreadyExists",
+    "CreateRoundDatasetsCreateRoundDatasetsDatasetsCreated",
+    "CreateRoundDatasetsCreateRoundDatasetsDatasetsCreatedDatasets",
+    "CreateRoundDatasetsCreateRoundDatasetsForbidden",
+    "CreateRoundDatasetsCreateRoundDatasetsInvalidInput",
+    "CreateRoundDatasetsCreateRoundDatasetsInvalidInputFieldErrors",
+    "CreateRoundDatasetsCreateRoundDatasetsNotAuthenticated",
+    "CreateRoundDatasetsCreateRoundDatasetsNotFound",
+    "CreateRoundDatasetsInput",
     "DatasetAccess",
+    "DatasetItems",
+    "DatasetItemsDatasetItems",
+    "DatasetItemsDatasetItemsNodes",
+    "DatasetItemsDatasetItemsPageInfo",
     "DatasetSource",
     "Datasets",
     "DatasetsDatasets",

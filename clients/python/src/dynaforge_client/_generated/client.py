@@ -4,6 +4,8 @@ from typing import Any, Optional, Union
 from .async_base_client import AsyncBaseClient
 from .base_model import UNSET, UnsetType
 from .create_example import CreateExample
+from .create_round_datasets import CreateRoundDatasets
+from .dataset_items import DatasetItems
 from .datasets import Datasets
 from .enums import ContextStrategy, LeaderboardSort, ValidationMode
 from .evaluation_progress import EvaluationProgress
@@ -11,6 +13,7 @@ from .example import Example
 from .example_to_validate import ExampleToValidate
 from .input_types import (
     CreateExampleInput,
+    CreateRoundDatasetsInput,
     LoginInput,
     RegisterInput,
     SubmitModelInput,
@@ -1154,3 +1157,76 @@ class GeneratedClient(AsyncBaseClient):
         )
         data = self.get_data(response)
         return Datasets.model_validate(data)
+
+    async def dataset_items(
+        self, id: str, after: Union[Optional[str], UnsetType] = UNSET, **kwargs: Any
+    ) -> DatasetItems:
+        query = gql("""
+            query DatasetItems($id: ID!, $after: String) {
+              datasetItems(id: $id, first: 500, after: $after) {
+                nodes {
+                  id
+                  position
+                  fields
+                }
+                pageInfo {
+                  hasNextPage
+                  endCursor
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"id": id, "after": after}
+        response = await self.execute(
+            query=query, operation_name="DatasetItems", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return DatasetItems.model_validate(data)
+
+    async def create_round_datasets(
+        self, input: CreateRoundDatasetsInput, **kwargs: Any
+    ) -> CreateRoundDatasets:
+        query = gql("""
+            mutation CreateRoundDatasets($input: CreateRoundDatasetsInput!) {
+              createRoundDatasets(input: $input) {
+                __typename
+                ... on DatasetsCreated {
+                  datasets {
+                    id
+                    name
+                    description
+                    access
+                    source
+                    split
+                    size
+                    createdAt
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="CreateRoundDatasets",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return CreateRoundDatasets.model_validate(data)

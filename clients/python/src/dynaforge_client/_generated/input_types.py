@@ -21,6 +21,17 @@ class CreateExampleInput(BaseModel):
     "An optional label of at most 100 characters (for example the tag of the context used); with the task's oneExamplePerTag setting a validator is served at most one example per tag."
 
 
+class CreateRoundDatasetsInput(BaseModel):
+    """Which round's accepted examples to split into data sets."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task."
+    round_number: int = Field(alias="roundNumber")
+    "The round whose accepted examples are split; it needs at least one, and no sets of its own yet."
+    seed: int = 0
+    "Seeds the shuffle: the same seed splits the same examples the same way (80% train, 10% dev, 10% test)."
+
+
 class LoginInput(BaseModel):
     """The credentials of an existing account."""
 
