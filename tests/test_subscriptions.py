@@ -628,3 +628,17 @@ async def test_resumed_skips_the_live_copies_of_replayed_examples_only():
 
     merged = [e["id"] async for e in resumed(stream([5, 7, 9]), stream([7, 3, 11, 9, 8]))]
     assert merged == [5, 7, 9, 3, 11, 8]
+
+
+async def test_a_dropped_subscriber_gets_a_code_that_says_subscribe_again(served):
+    """When the bus drops a subscriber (it fell behind, Redis went away, the server shuts down) the error carries
+    SERVICE_UNAVAILABLE, which clients read as "subscribe again" (modelFooled resumes with `after`)."""
+    reader, _ = await served.user("dropped1")
+    async with served.subscriber(reader) as session:
+        reading = asyncio.create_task(_collect(session, FOOLED, 1))
+        await _started(reading, served.p.events, "modelFooled:toy")
+        await served.p.events.close()
+        with pytest.raises(TransportQueryError) as caught:
+            await reading
+    (error,) = caught.value.errors
+    assert error["extensions"]["code"] == "SERVICE_UNAVAILABLE" and "subscribe again" in error["message"]

@@ -26,7 +26,7 @@ from dynaforge.api.node import global_id, parse_id
 from dynaforge.api.training import TrainingStatus
 from dynaforge.api.types.example import Example, ValidationLabel
 from dynaforge.api.types.round import Round
-from dynaforge.errors import DynaforgeError
+from dynaforge.errors import DynaforgeError, ServiceUnavailable
 from dynaforge.events import EventBusUnavailable, SubscriberTooSlow
 from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
@@ -120,7 +120,8 @@ async def _events(info: Info, topic: str, on_recheck=None, missed: AsyncGenerato
                     await on_recheck()
                 yield payload
     except (SubscriberTooSlow, EventBusUnavailable) as exc:
-        raise query_error(DynaforgeError(str(exc))) from None
+        # a new subscription fixes both (modelFooled resumes with `after`): say so with a code clients can act on
+        raise query_error(ServiceUnavailable(str(exc))) from None
     except DynaforgeError as exc:
         raise query_error(exc) from None
     finally:
@@ -178,8 +179,8 @@ async def _evaluation_topic(info: Info, model_id: strawberry.ID) -> tuple[str, b
     description="Live events, over the graphql-transport-ws protocol at /graphql. Send your API token in the "
     'connection_init payload as {"authorization": "Bearer <token>"}; it is checked again while events flow (every '
     "30 seconds unless configured otherwise), and once it is revoked the subscription ends with an error saying "
-    "why. A subscriber that falls too far behind is dropped with an error: subscribe again (modelFooled resumes "
-    "with `after`, sending what was missed first)."
+    "why. A subscriber that falls too far behind (or whose server loses its event bus) is dropped with an error "
+    "coded SERVICE_UNAVAILABLE: subscribe again (modelFooled resumes with `after`, sending what was missed first)."
 )
 class Subscription:
     @strawberry.subscription(
