@@ -90,9 +90,11 @@ $(CODEGEN_STAMP): $(CLIENT)/codegen-requirements.txt
 	$(CLIENT)/.venv-codegen/bin/python -m pip install -q -r $(CLIENT)/codegen-requirements.txt
 	touch $@
 
-## Regenerate the client's typed layer after schema.graphql or clients/python/operations/ changed
+## Regenerate the client's typed layer after schema.graphql or clients/python/operations/ changed (and the blocking
+## Client's declared methods, after AsyncClient's changed)
 client-generate: $(CODEGEN_STAMP)
 	$(CLIENT)/.venv-codegen/bin/python $(CLIENT)/scripts/generate.py
+	$(CLIENT)/.venv-codegen/bin/python $(CLIENT)/scripts/sync_surface.py
 
 ## Fail when the client's checked-in generated code does not match schema.graphql and its operations
 client-check: $(CODEGEN_STAMP)

@@ -7,6 +7,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 
 def test_requirements_are_light():
@@ -35,3 +36,19 @@ def test_the_typed_layer_ships_with_it():
     assert hasattr(GeneratedClient, "model_fooled") and hasattr(GeneratedClient, "upload_model")
     spec = importlib.util.find_spec("dynaforge_client")
     assert spec is not None and spec.submodule_search_locations
+
+
+def test_the_blocking_clients_typed_surface_is_current():
+    """Client's declared methods (for type checkers and IDEs) are derived from AsyncClient's."""
+    script = Path(__file__).resolve().parents[1] / "scripts" / "sync_surface.py"
+    result = subprocess.run([sys.executable, str(script), "--check"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+
+
+def test_the_blocking_client_has_every_method():
+    from dynaforge_client import AsyncClient, Client
+
+    public = {n for n in dir(AsyncClient) if not n.startswith("_") and callable(getattr(AsyncClient, n))}
+    with Client("http://127.0.0.1:9") as client:  # nothing is sent
+        assert public - {"aclose"} <= set(dir(client))
+        assert callable(client.create_example) and client.create_example.__doc__ == AsyncClient.create_example.__doc__

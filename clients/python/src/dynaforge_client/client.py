@@ -15,9 +15,10 @@ import httpx
 
 from . import errors
 from ._generated import GeneratedClient, Upload
+from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
 from ._generated.enums import ContextStrategy, LeaderboardSort, ValidationLabel, ValidationMode
 from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
-from ._generated.fragments import ExampleFields, ModelFields, RoundFields, TaskFields
+from ._generated.fragments import DatasetFields, ExampleFields, ModelFields, RoundFields, TaskFields, UserFields
 from ._generated.input_types import (
     CreateExampleInput,
     CreateRoundDatasetsInput,
@@ -126,14 +127,14 @@ class AsyncClient:
 
     # -- accounts ----------------------------------------------------------------------------------------------
 
-    async def login(self, username: str, password: str) -> Any:
+    async def login(self, username: str, password: str) -> UserFields:
         """Sign in with a password; the client then uses the new API token (:attr:`token`). Returns the user."""
         result = await self._write(lambda: self._api.login(LoginInput(username=username, password=password)))
         payload = unwrap(result.login, "AuthPayload")
         self.token = payload.token
         return payload.user
 
-    async def register(self, username: str, email: str, password: str) -> Any:
+    async def register(self, username: str, email: str, password: str) -> UserFields:
         """Create an account and sign in with it. Returns the user."""
         result = await self._write(
             lambda: self._api.register(RegisterInput(username=username, email=email, password=password))
@@ -142,7 +143,7 @@ class AsyncClient:
         self.token = payload.token
         return payload.user
 
-    async def me(self) -> Any:
+    async def me(self) -> UserFields | None:
         """The signed-in user, or None when anonymous."""
         return (await self._read(self._api.me)).me
 
@@ -173,9 +174,9 @@ class AsyncClient:
             raise errors.NotFound(f"no task {task!r} that you can see")
         return found
 
-    async def datasets(self, task: str) -> list[Any]:
+    async def datasets(self, task: str) -> list[DatasetFields]:
         """The task's data sets you can see (scoring sets, round splits, uploads)."""
-        out: list[Any] = []
+        out: list[DatasetFields] = []
         after = None
         while True:
             page = (await self._read(functools.partial(self._api.datasets, task, after=after))).datasets
@@ -186,10 +187,10 @@ class AsyncClient:
                 return out
             after = page.page_info.end_cursor
 
-    async def dataset_items(self, dataset: Any) -> list[Any]:
+    async def dataset_items(self, dataset: Any) -> list[DatasetItemsDatasetItemsNodes]:
         """A data set's items in order (``position``, ``fields``; gold targets only where you may see them): what
         :meth:`upload_predictions` follows, one prediction per item."""
-        out: list[Any] = []
+        out: list[DatasetItemsDatasetItemsNodes] = []
         after = None
         while True:
             page = (
@@ -202,7 +203,7 @@ class AsyncClient:
                 return out
             after = page.page_info.end_cursor
 
-    async def create_round_datasets(self, task: str, round: int, *, seed: int = 0) -> list[Any]:
+    async def create_round_datasets(self, task: str, round: int, *, seed: int = 0) -> list[DatasetFields]:
         """Owners turn a round's accepted examples into train, dev and test data sets (a seeded split; the test set
         scores models). Returns the new data sets."""
         data = CreateRoundDatasetsInput(task_code=task, round_number=round, seed=seed)

@@ -13,12 +13,28 @@ import functools
 import inspect
 import threading
 from collections.abc import Iterator
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .client import AsyncClient
 from .events import EventStream
 
 T = TypeVar("T")
+
+# surface imports: begin (written by scripts/sync_surface.py; do not edit)
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Mapping
+    from pathlib import Path
+
+    from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
+    from ._generated.enums import ContextStrategy, ValidationLabel, ValidationMode
+    from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
+    from ._generated.fragments import DatasetFields, ExampleFields, ModelFields, RoundFields, TaskFields, UserFields
+    from ._generated.my_stats import MyStatsMyStats
+    from ._generated.next_context import NextContextNextContext
+    from ._generated.task import TaskTask
+    from .client import Progress
+    from .results import Leaderboard, ModelResults
+# surface imports: end
 
 
 class _Loop:
@@ -154,3 +170,121 @@ class Client:
 
     def __dir__(self) -> list[str]:
         return sorted(set(super().__dir__()) | {n for n in dir(self._async) if not n.startswith("_")})
+
+    # surface: begin (written by scripts/sync_surface.py from AsyncClient; do not edit)
+    # fmt: off
+    if TYPE_CHECKING:  # the methods Client forwards to AsyncClient, blocking
+        def login(self, username: str, password: str) -> UserFields: ...
+        def register(self, username: str, email: str, password: str) -> UserFields: ...
+        def me(self) -> UserFields | None: ...
+        def tasks(self) -> list[TaskFields]: ...
+        def task(self, code: str) -> TaskTask: ...
+        def round(self, task: str, number: int | None = None) -> RoundFields: ...
+        def stats(self, task: str) -> MyStatsMyStats: ...
+        def datasets(self, task: str) -> list[DatasetFields]: ...
+        def dataset_items(self, dataset: Any) -> list[DatasetItemsDatasetItemsNodes]: ...
+        def create_round_datasets(self, task: str, round: int, *, seed: int = 0) -> list[DatasetFields]: ...
+        def execute(self, query: str, variables: Mapping[str, Any] | None = None) -> dict[str, Any]: ...
+        def next_context(
+            self,
+            task: str,
+            *,
+            tag: str | None = None,
+            strategy: str | ContextStrategy | None = None,
+        ) -> NextContextNextContext | None: ...
+        def create_example(
+            self,
+            task: str,
+            fields: Mapping[str, Any],
+            *,
+            context: Any = None,
+            tag: str | None = None,
+            time_taken_ms: int | None = None,
+        ) -> ExampleFields: ...
+        def example(self, example: Any) -> ExampleFields: ...
+        def example_to_validate(self, task: str, *, mode: str | ValidationMode = 'CROWD') -> ExampleFields | None: ...
+        def validate(
+            self,
+            example: Any,
+            label: str | ValidationLabel,
+            *,
+            corrected_target: Mapping[str, Any] | None = None,
+            reason: str | None = None,
+        ) -> ExampleFields: ...
+        def model_fooled(
+            self,
+            task: str,
+            *,
+            after: Any = None,
+            max_attempts: int | None = None,
+            max_backoff: float = 30.0,
+        ) -> SyncEventStream[ExampleFields]: ...
+        def submit_model(
+            self,
+            task: str,
+            *,
+            path: str | Path | None = None,
+            url: str | None = None,
+            name: str | None = None,
+            card: Mapping[str, Any] | None = None,
+            options: Mapping[str, Any] | None = None,
+            backend: str | None = None,
+            config: Mapping[str, Any] | None = None,
+            published: bool = False,
+            anonymous: bool = False,
+            progress: Progress | None = None,
+        ) -> ModelFields: ...
+        def upload_predictions(
+            self,
+            task: str,
+            dataset: str,
+            predictions: Iterable[Mapping[str, Any]],
+            *,
+            name: str,
+            card: Mapping[str, Any] | None = None,
+            published: bool = False,
+            anonymous: bool = False,
+        ) -> ModelFields: ...
+        def results(self, model: Any) -> ModelResults: ...
+        def evaluation_progress(
+            self,
+            model: Any,
+            *,
+            max_attempts: int | None = None,
+        ) -> SyncEventStream[EvaluationProgressEvaluationProgress]: ...
+        def wait_for_results(
+            self,
+            model: Any,
+            *,
+            timeout: float | None = None,
+            on_progress: Callable[[Any], object] | None = None,
+        ) -> ModelResults: ...
+        def leaderboard(
+            self,
+            task: str,
+            weights: Mapping[str, float] | None = None,
+            *,
+            dataset_weights: Mapping[str, float] | None = None,
+            sort_metric: str | None = None,
+        ) -> Leaderboard: ...
+        def export(
+            self,
+            task: str,
+            round: int | None = None,
+            *,
+            status: str | None = None,
+            records: bool = False,
+            progress: Progress | None = None,
+        ) -> Any: ...
+        def download_export(
+            self,
+            task: str,
+            path: str | Path,
+            round: int | None = None,
+            *,
+            status: str | None = None,
+            format: str = 'jsonl',
+            progress: Progress | None = None,
+        ) -> Path: ...
+    # fmt: on
+    # surface: end

@@ -68,6 +68,7 @@ from .exceptions import (
     GraphQLClientInvalidResponseError,
 )
 from .fragments import (
+    DatasetFields,
     EvaluationFields,
     EvaluationFieldsDataset,
     EvaluationFieldsHardware,
@@ -100,6 +101,7 @@ from .fragments import (
     TaskFieldsCurrentRound,
     TaskFieldsFields,
     TaskFieldsStats,
+    UserFields,
 )
 from .input_types import (
     CreateExampleInput,
@@ -232,6 +234,7 @@ __all__ = [
     "CreateRoundDatasetsCreateRoundDatasetsNotFound",
     "CreateRoundDatasetsInput",
     "DatasetAccess",
+    "DatasetFields",
     "DatasetItems",
     "DatasetItemsDatasetItems",
     "DatasetItemsDatasetItemsNodes",
@@ -371,6 +374,7 @@ __all__ = [
     "UploadModelUploadModelNotAuthenticated",
     "UploadModelUploadModelNotFound",
     "UploadModelUploadModelRateLimited",
+    "UserFields",
     "ValidateExample",
     "ValidateExampleInput",
     "ValidateExampleValidateExampleAlreadyExists",

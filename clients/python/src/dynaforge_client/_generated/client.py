@@ -52,9 +52,7 @@ class GeneratedClient(AsyncBaseClient):
                 ... on AuthPayload {
                   token
                   user {
-                    id
-                    username
-                    isAdmin
+                    ...UserFields
                   }
                 }
                 ...ErrorFields
@@ -74,6 +72,12 @@ class GeneratedClient(AsyncBaseClient):
               ... on RateLimited {
                 retryAfterSeconds
               }
+            }
+
+            fragment UserFields on User {
+              id
+              username
+              isAdmin
             }
             """)
         variables: dict[str, object] = {"input": input}
@@ -91,9 +95,7 @@ class GeneratedClient(AsyncBaseClient):
                 ... on AuthPayload {
                   token
                   user {
-                    id
-                    username
-                    isAdmin
+                    ...UserFields
                   }
                 }
                 ...ErrorFields
@@ -114,6 +116,12 @@ class GeneratedClient(AsyncBaseClient):
                 retryAfterSeconds
               }
             }
+
+            fragment UserFields on User {
+              id
+              username
+              isAdmin
+            }
             """)
         variables: dict[str, object] = {"input": input}
         response = await self.execute(
@@ -126,10 +134,14 @@ class GeneratedClient(AsyncBaseClient):
         query = gql("""
             query Me {
               me {
-                id
-                username
-                isAdmin
+                ...UserFields
               }
+            }
+
+            fragment UserFields on User {
+              id
+              username
+              isAdmin
             }
             """)
         variables: dict[str, object] = {}
@@ -1135,20 +1147,24 @@ class GeneratedClient(AsyncBaseClient):
             query Datasets($taskCode: String!, $after: String) {
               datasets(taskCode: $taskCode, first: 100, after: $after) {
                 nodes {
-                  id
-                  name
-                  description
-                  access
-                  source
-                  split
-                  size
-                  createdAt
+                  ...DatasetFields
                 }
                 pageInfo {
                   hasNextPage
                   endCursor
                 }
               }
+            }
+
+            fragment DatasetFields on Dataset {
+              id
+              name
+              description
+              access
+              source
+              split
+              size
+              createdAt
             }
             """)
         variables: dict[str, object] = {"taskCode": task_code, "after": after}
@@ -1192,18 +1208,22 @@ class GeneratedClient(AsyncBaseClient):
                 __typename
                 ... on DatasetsCreated {
                   datasets {
-                    id
-                    name
-                    description
-                    access
-                    source
-                    split
-                    size
-                    createdAt
+                    ...DatasetFields
                   }
                 }
                 ...ErrorFields
               }
+            }
+
+            fragment DatasetFields on Dataset {
+              id
+              name
+              description
+              access
+              source
+              split
+              size
+              createdAt
             }
 
             fragment ErrorFields on Error {

@@ -1,10 +1,10 @@
-from datetime import datetime
-from typing import Literal, Optional, Union
+from typing import Literal, Union
 
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import DatasetAccess, DatasetSource, FieldErrorCode
+from .enums import FieldErrorCode
+from .fragments import DatasetFields
 
 
 class CreateRoundDatasets(BaseModel):
@@ -23,15 +23,7 @@ class CreateRoundDatasetsCreateRoundDatasetsDatasetsCreated(BaseModel):
     datasets: list["CreateRoundDatasetsCreateRoundDatasetsDatasetsCreatedDatasets"]
 
 
-class CreateRoundDatasetsCreateRoundDatasetsDatasetsCreatedDatasets(BaseModel):
-    id: str
-    name: str
-    description: str
-    access: DatasetAccess
-    source: DatasetSource
-    split: Optional[str]
-    size: int
-    created_at: datetime = Field(alias="createdAt")
+CreateRoundDatasetsCreateRoundDatasetsDatasetsCreatedDatasets = DatasetFields
 
 
 class CreateRoundDatasetsCreateRoundDatasetsInvalidInput(BaseModel):

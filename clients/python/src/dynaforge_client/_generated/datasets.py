@@ -1,10 +1,9 @@
-from datetime import datetime
 from typing import Optional
 
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import DatasetAccess, DatasetSource
+from .fragments import DatasetFields
 
 
 class Datasets(BaseModel):
@@ -16,15 +15,7 @@ class DatasetsDatasets(BaseModel):
     page_info: "DatasetsDatasetsPageInfo" = Field(alias="pageInfo")
 
 
-class DatasetsDatasetsNodes(BaseModel):
-    id: str
-    name: str
-    description: str
-    access: DatasetAccess
-    source: DatasetSource
-    split: Optional[str]
-    size: int
-    created_at: datetime = Field(alias="createdAt")
+DatasetsDatasetsNodes = DatasetFields
 
 
 class DatasetsDatasetsPageInfo(BaseModel):

@@ -5,6 +5,8 @@ from pydantic import Field
 
 from .base_model import BaseModel
 from .enums import (
+    DatasetAccess,
+    DatasetSource,
     EvaluationStatus,
     ExampleStatus,
     FieldRole,
@@ -14,6 +16,17 @@ from .enums import (
     PerturbationKind,
     ScoredPart,
 )
+
+
+class DatasetFields(BaseModel):
+    id: str
+    name: str
+    description: str
+    access: DatasetAccess
+    source: DatasetSource
+    split: Optional[str]
+    size: int
+    created_at: datetime = Field(alias="createdAt")
 
 
 class MetricFields(BaseModel):
@@ -246,6 +259,13 @@ class TaskFieldsStats(StatsFields):
     pass
 
 
+class UserFields(BaseModel):
+    id: str
+    username: str
+    is_admin: bool = Field(alias="isAdmin")
+
+
+DatasetFields.model_rebuild()
 MetricFields.model_rebuild()
 EvaluationFields.model_rebuild()
 PredictionFields.model_rebuild()
@@ -254,3 +274,4 @@ ModelFields.model_rebuild()
 StatsFields.model_rebuild()
 RoundFields.model_rebuild()
 TaskFields.model_rebuild()
+UserFields.model_rebuild()

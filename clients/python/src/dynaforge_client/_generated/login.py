@@ -3,6 +3,7 @@ from typing import Literal, Union
 from pydantic import Field
 
 from .base_model import BaseModel
+from .fragments import UserFields
 
 
 class Login(BaseModel):
@@ -17,10 +18,7 @@ class LoginLoginAuthPayload(BaseModel):
     user: "LoginLoginAuthPayloadUser"
 
 
-class LoginLoginAuthPayloadUser(BaseModel):
-    id: str
-    username: str
-    is_admin: bool = Field(alias="isAdmin")
+LoginLoginAuthPayloadUser = UserFields
 
 
 class LoginLoginInvalidCredentials(BaseModel):

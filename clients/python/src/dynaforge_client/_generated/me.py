@@ -1,18 +1,12 @@
 from typing import Optional
 
-from pydantic import Field
-
 from .base_model import BaseModel
+from .fragments import UserFields
 
 
 class Me(BaseModel):
     me: Optional["MeMe"]
 
 
-class MeMe(BaseModel):
-    id: str
-    username: str
-    is_admin: bool = Field(alias="isAdmin")
-
-
+MeMe = UserFields
 Me.model_rebuild()

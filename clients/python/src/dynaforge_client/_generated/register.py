@@ -4,6 +4,7 @@ from pydantic import Field
 
 from .base_model import BaseModel
 from .enums import FieldErrorCode
+from .fragments import UserFields
 
 
 class Register(BaseModel):
@@ -21,10 +22,7 @@ class RegisterAccountAuthPayload(BaseModel):
     user: "RegisterAccountAuthPayloadUser"
 
 
-class RegisterAccountAuthPayloadUser(BaseModel):
-    id: str
-    username: str
-    is_admin: bool = Field(alias="isAdmin")
+RegisterAccountAuthPayloadUser = UserFields
 
 
 class RegisterAccountInvalidInput(BaseModel):
