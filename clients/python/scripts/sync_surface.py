@@ -3,7 +3,7 @@
 ``Client`` runs :class:`AsyncClient`'s methods on a loop of its own through ``__getattr__``; type checkers and IDEs
 see its methods through the block between the ``surface:`` markers in sync.py, which this script derives from
 client.py: each ``async def`` becomes a ``def`` with the same arguments and result, and a method returning an
-``EventStream[T]`` returns a ``SyncEventStream[T]``.
+``EventStream[T]`` returns a ``SyncEventStream[T]`` (an ``AsyncIterator[T]``, a ``SyncIterator[T]``).
 
     python scripts/sync_surface.py          rewrite the block
     python scripts/sync_surface.py --check  exit 1 when it is stale (tests/test_packaging.py runs this)
@@ -52,6 +52,7 @@ def _parameters(args: ast.arguments) -> list[str]:
 def _signature(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str:
     returns = ast.unparse(node.returns) if node.returns else "None"
     returns = re.sub(r"^EventStream\[", "SyncEventStream[", returns)
+    returns = re.sub(r"^Async(Iterator|Generator)\[(.*?)(, None)?\]$", r"SyncIterator[\2]", returns)
     parameters = _parameters(node.args)
     line = f"        def {node.name}({', '.join(parameters)}) -> {returns}: ..."
     if len(line) <= 120:
@@ -88,7 +89,8 @@ def surface() -> tuple[str, str]:
     for node in tree.body:
         if isinstance(node, ast.ImportFrom) and node.module != "__future__":
             # EventStream becomes SyncEventStream, and sync.py imports Any itself
-            names = sorted(a.name for a in node.names if a.name in used and a.name not in ("EventStream", "Any"))
+            skip = ("EventStream", "AsyncIterator", "AsyncGenerator", "Any")
+            names = sorted(a.name for a in node.names if a.name in used and a.name not in skip)
             if names:
                 (local if node.level else standard).append((f"{'.' * node.level}{node.module}", names))
     if "Progress" in used:

@@ -4,20 +4,21 @@ the client's own virtualenv has neither asyncpg nor torch.
     python server_side.py create-db NAME     an empty PostgreSQL database on DYNAFORGE_TEST_POSTGRES
     python server_side.py drop-db NAME
     python server_side.py tiny-model FOLDER  a randomly initialised two-label BERT for the sentiment task, saved with
-                                             safetensors weights as a model builder saves one
+                                             safetensors weights as a model builder saves one (the browser tests'
+                                             web/e2e/tiny_model.py)
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 PG_SERVER = os.environ.get("DYNAFORGE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432").replace(
     "postgresql+asyncpg://", "postgresql://"
 )
-VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "a", "good", "great", "bad", "awful", "film", "day"]
 
 
 async def _pg(statement: str) -> None:
@@ -31,23 +32,8 @@ async def _pg(statement: str) -> None:
 
 
 def tiny_model(folder: Path) -> None:
-    import torch
-    from transformers import BertConfig, BertForSequenceClassification, BertTokenizer
-
-    torch.manual_seed(0)
-    labels = {0: "negative", 1: "positive"}
-    config = BertConfig(
-        vocab_size=len(VOCAB),
-        id2label=labels,
-        label2id={v: k for k, v in labels.items()},
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=37,
-    )
-    folder.mkdir(parents=True, exist_ok=True)
-    BertForSequenceClassification(config).save_pretrained(folder)
-    BertTokenizer(vocab={word: i for i, word in enumerate(VOCAB)}).save_pretrained(folder)
+    tiny = Path(__file__).resolve().parents[3] / "web" / "e2e" / "tiny_model.py"
+    subprocess.run([sys.executable, str(tiny), str(folder), "negative", "positive"], check=True)
 
 
 def main(argv: list[str]) -> None:

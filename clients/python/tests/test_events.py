@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 
-from dynaforge_client import AsyncClient, Client
+import pytest
+
+from dynaforge_client import AsyncClient, Client, errors
 
 FOOLING = "I adored this gentle, funny and beautiful film, number {}."
 
@@ -81,3 +83,17 @@ def test_blocking_iterator(server, unique):
         assert next(stream).id == created.id
         assert stream.last_id == created.id and stream.gaps == []
         stream.close()
+
+
+async def test_a_refused_subscription_is_raised_at_once(server):
+    """Errors a new connection would not fix come back as the typed exception, not as endless reconnects."""
+    async with AsyncClient(server.url, server.token) as client:
+        stream = client.model_fooled("sentiment", after="not-an-id")
+        with pytest.raises(errors.InvalidInput) as caught:
+            await next_event(stream.__aiter__(), timeout=30)
+        assert [e.path for e in caught.value.field_errors] == ["after"] and stream.reconnects == 0
+        with pytest.raises(errors.NotFound):
+            await next_event(client.model_fooled("no-such-task").__aiter__(), timeout=30)
+    async with AsyncClient(server.url) as anonymous:
+        with pytest.raises(errors.NotAuthenticated):
+            await next_event(anonymous.model_fooled("sentiment").__aiter__(), timeout=30)

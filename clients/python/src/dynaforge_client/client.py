@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import functools
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit, urlunsplit
@@ -18,6 +18,7 @@ from ._generated import GeneratedClient, Upload
 from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
 from ._generated.enums import ContextStrategy, LeaderboardSort, ValidationLabel, ValidationMode
 from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
+from ._generated.exceptions import GraphQLClientGraphQLMultiError
 from ._generated.fragments import DatasetFields, ExampleFields, ModelFields, RoundFields, TaskFields, UserFields
 from ._generated.input_types import (
     CreateExampleInput,
@@ -40,6 +41,27 @@ from .events import EventStream
 from .results import Leaderboard, ModelResults
 
 Progress = Callable[[int, int], object]  # (bytes done, bytes in all)
+
+
+class _Api(GeneratedClient):
+    """The generated client, reading a subscription's errors in a ``next`` message too (graphql-transport-ws sends
+    an execution error as ``next`` with ``errors`` and then ``complete``; the generated client would drop them and
+    see the connection end)."""
+
+    async def _handle_ws_message(
+        self, message: Any, websocket: Any, expected_type: Any = None
+    ) -> dict[str, Any] | None:
+        try:
+            parsed = json.loads(message)
+        except (TypeError, ValueError):
+            parsed = None
+        if isinstance(parsed, dict) and parsed.get("type") == "next":
+            payload = parsed.get("payload") or {}
+            if payload.get("errors"):
+                raise GraphQLClientGraphQLMultiError.from_errors_dicts(
+                    errors_dicts=payload["errors"], data=payload.get("data")
+                )
+        return await super()._handle_ws_message(message, websocket, expected_type)
 
 
 def _urls(url: str) -> tuple[str, str, str]:
@@ -91,7 +113,7 @@ class AsyncClient:
         self.base_url, self.graphql_url, self.ws_url = _urls(url)
         self.retries = retries
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
-        self._api = GeneratedClient(url=self.graphql_url, http_client=cast(Any, self._http), ws_url=self.ws_url)
+        self._api = _Api(url=self.graphql_url, http_client=cast(Any, self._http), ws_url=self.ws_url)
         self.token = token
 
     @property
@@ -144,8 +166,13 @@ class AsyncClient:
         return payload.user
 
     async def me(self) -> UserFields | None:
-        """The signed-in user, or None when anonymous."""
-        return (await self._read(self._api.me)).me
+        """The signed-in user, or None without a token. A token that signs nobody in (not valid, revoked, expired)
+        raises NotAuthenticated: the server answers such requests as anonymous ones, so this is the way to check."""
+        user = (await self._read(self._api.me)).me
+        if user is None and self.token:
+            raise errors.NotAuthenticated("the client's API token does not sign anyone in: it is not valid, revoked "
+                                          "or expired; sign in again (login) or create a new one")  # fmt: skip
+        return user
 
     # -- tasks and rounds --------------------------------------------------------------------------------------
 
@@ -451,8 +478,9 @@ class AsyncClient:
         timeout: float | None = None,  # noqa: ASYNC109 - the blocking Client has the same surface and needs it
         on_progress: Callable[[Any], object] | None = None,
     ) -> ModelResults:
-        """Follow the model's evaluations until each is DONE or FAILED, then return :meth:`results`.
-        ``on_progress`` gets each progress event; TimeoutError after ``timeout`` seconds."""
+        """Follow the model's evaluations until the model is DONE or FAILED (every evaluation ended, and robustness
+        and fairness added), then return :meth:`results`. ``on_progress`` gets each progress event; TimeoutError
+        after ``timeout`` seconds."""
 
         async def follow() -> ModelResults:
             stream = self.evaluation_progress(model)
@@ -465,7 +493,7 @@ class AsyncClient:
                     results = await self.results(model)
                     if results.done:
                         return results
-                    done, _ = await asyncio.wait({first}, timeout=5.0)
+                    done, _ = await asyncio.wait({first}, timeout=2.0)
                     if done:
                         event = first.result()
                         if on_progress is not None:
@@ -538,18 +566,45 @@ class AsyncClient:
         format: str = "jsonl",
         progress: Progress | None = None,
     ) -> Path:
-        """Write the export to ``path`` in any format the server registers (jsonl, csv, hf as a zip, ...)."""
+        """Write the export to ``path`` in any format the server registers (jsonl, csv, hf as a zip, ...). The file
+        appears once the download is complete (it is written beside it as ``path.part`` until then)."""
         target = Path(path)
+        partial = target.with_name(target.name + ".part")
+        chunks = self.stream_export(task, round, status=status, format=format, progress=progress)
+        try:
+            first = await chunks.__anext__()  # a refused export raises here, before any file is made
+        except StopAsyncIteration:
+            first = b""
+        try:
+            with partial.open("wb") as out:  # noqa: ASYNC230 - a local file, written chunk by chunk as they arrive
+                out.write(first)
+                async for chunk in chunks:
+                    out.write(chunk)
+            partial.replace(target)  # complete or not there: never half-written
+        finally:
+            partial.unlink(missing_ok=True)
+            await chunks.aclose()
+        return target
+
+    async def stream_export(
+        self,
+        task: str,
+        round: int | None = None,
+        *,
+        status: str | None = None,
+        format: str = "jsonl",
+        progress: Progress | None = None,
+    ) -> AsyncGenerator[bytes, None]:
+        """The export's bytes as they arrive (to pipe them somewhere); ``progress`` gets bytes so far and the total
+        (0 when the server does not say)."""
         async with self._export_response(task, round, status, format) as response:
             total = int(response.headers.get("content-length") or 0)
             done = 0
-            with target.open("wb") as out:  # noqa: ASYNC230 - a local file, written chunk by chunk as they arrive
-                async for chunk in response.aiter_bytes():
-                    out.write(chunk)
-                    done += len(chunk)
-                    if progress is not None:
-                        progress(done, total)
-        return target
+            async for chunk in response.aiter_bytes():
+                done += len(chunk)
+                if progress is not None:
+                    progress(done, total)
+                yield chunk
 
     async def _export_lines(
         self, task: str, round: int | None, status: str | None, progress: Progress | None

@@ -28,7 +28,7 @@ import random
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 
 from . import errors
@@ -97,7 +97,9 @@ class EventStream(Generic[T]):
                 self.reconnects += 1
                 if self.key is None or self.last_id is None:
                     reason = "the stream cannot resume" if self.key is None else "no event had been received yet"
-                    gap = Gap(at=datetime.now(UTC), reason=f"reconnected, {reason}: events may have been missed")
+                    gap = Gap(
+                        at=datetime.now(timezone.utc), reason=f"reconnected, {reason}: events may have been missed"
+                    )
                     self.gaps.append(gap)
                     log.warning("%s", gap.reason)
             connected_once = True

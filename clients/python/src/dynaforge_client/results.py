@@ -21,14 +21,18 @@ def _pandas() -> Any:
 @dataclass(frozen=True)
 class ModelResults:
     """A model and its evaluations: one per scoring data set, with metrics (and their confidence intervals), fairness
-    slices and perturbations. ``done`` is true once every evaluation is DONE or FAILED."""
+    slices and perturbations. ``done`` is true once the model is DONE or FAILED."""
 
     model: ModelFields
     evaluations: list[EvaluationFields]
 
     @property
     def done(self) -> bool:
-        return bool(self.evaluations) and all(e.status.value in ("DONE", "FAILED") for e in self.evaluations)
+        """The model is DONE or FAILED: every evaluation has ended and the server has added what it derives from
+        them (robustness and fairness from the perturbed copies), which it does after the last one ends."""
+        return self.model.status.value in ("DONE", "FAILED") and all(
+            e.status.value in ("DONE", "FAILED") for e in self.evaluations
+        )
 
     @property
     def failed(self) -> list[EvaluationFields]:

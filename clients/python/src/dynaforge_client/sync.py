@@ -110,6 +110,23 @@ class SyncEventStream(Iterator[T]):
         return self.stream.gaps
 
 
+class SyncIterator(Iterator[T]):
+    """An async generator of the client (``stream_export``) as a blocking iterator; ``close()`` ends it early."""
+
+    def __init__(self, iterator: Any, loop: _Loop):
+        self._iterator = iterator
+        self._loop = loop
+
+    def __next__(self) -> T:
+        try:
+            return self._loop.run(self._iterator.__anext__())
+        except StopAsyncIteration:
+            raise StopIteration from None
+
+    def close(self) -> None:
+        self._loop.run(self._iterator.aclose())
+
+
 class Client:
     """A Dynaforge server, blocking: ``Client(url, token)`` has every method of :class:`AsyncClient` with the same
     arguments, returning results instead of coroutines (``client.leaderboard("nli").to_pandas()``); ``model_fooled``
@@ -153,6 +170,13 @@ class Client:
         target = getattr(self._async, name)
         if not callable(target):
             return target
+        if inspect.isasyncgenfunction(target):
+
+            @functools.wraps(target)
+            def iterating(*args: Any, **kwargs: Any) -> Any:
+                return SyncIterator(target(*args, **kwargs), self._loop)
+
+            return iterating
         if inspect.iscoroutinefunction(target):
 
             @functools.wraps(target)
@@ -286,5 +310,14 @@ class Client:
             format: str = 'jsonl',
             progress: Progress | None = None,
         ) -> Path: ...
+        def stream_export(
+            self,
+            task: str,
+            round: int | None = None,
+            *,
+            status: str | None = None,
+            format: str = 'jsonl',
+            progress: Progress | None = None,
+        ) -> SyncIterator[bytes]: ...
     # fmt: on
     # surface: end
