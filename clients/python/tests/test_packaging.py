@@ -52,3 +52,25 @@ def test_the_blocking_client_has_every_method():
     with Client("http://127.0.0.1:9") as client:  # nothing is sent
         assert public - {"aclose"} <= set(dir(client))
         assert callable(client.create_example) and client.create_example.__doc__ == AsyncClient.create_example.__doc__
+
+
+def test_the_wheel_holds_the_whole_client(tmp_path):
+    """Built as pip builds it for a user (``pip install ./clients/python``): the generated layer, the typing marker
+    and the command are in the wheel; the tests, operations and scripts are not."""
+    import zipfile
+
+    root = Path(__file__).resolve().parents[1]
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(root)],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = tmp_path.glob("dynaforge_client-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    generated = {p.name for p in (root / "src" / "dynaforge_client" / "_generated").glob("*.py")}
+    assert {f"dynaforge_client/_generated/{name}" for name in generated} <= names
+    assert {"dynaforge_client/py.typed", "dynaforge_client/cli.py", "dynaforge_client/sync.py"} <= names
+    assert not [n for n in names if n.startswith(("tests/", "operations/", "scripts/"))]
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "dynaforge-client = dynaforge_client.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
