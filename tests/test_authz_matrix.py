@@ -288,6 +288,9 @@ class Operation:
     upload: tuple[str, str, bytes] | None = None  # (where in the variables, file name, content)
     field_name: str = ""
     event: Event | None = None  # subscriptions: what to publish once the subscription listens
+    # subscriptions: how many more events follow the first one; they are read before the subscription completes, so
+    # the server is never cut short mid-query (that closes the database connection the whole test runs on)
+    then: int = 0
 
 
 OPERATIONS: dict[str, Operation] = {}
@@ -300,10 +303,11 @@ def operation(
     classify: Classify | None = None,
     upload: tuple[str, str, bytes] | None = None,
     event: Event | None = None,
+    then: int = 0,
 ):
     def register(build):
         assert key not in OPERATIONS, f"two builders for {key}"
-        OPERATIONS[key] = Operation(build, document, classify, upload, key.split("@")[0], event)
+        OPERATIONS[key] = Operation(build, document, classify, upload, key.split("@")[0], event, then)
         return build
 
     return register
@@ -1335,9 +1339,11 @@ async def _model_fooled_published(w: World) -> tuple[str, dict[str, Any]]:
     document="subscription($t: String!, $a: ID) { modelFooled(taskCode: $t, after: $a) { " + EXAMPLE_FIELDS + " } }",
     classify=_classify_example_event,
     event=_model_fooled_published,
+    then=1,
 )
 async def _model_fooled_after(w: World) -> Variables:
-    """Resumed after an earlier example (OTHER's): AUTHOR's fooling one comes first, read from the database."""
+    """Resumed after an earlier example (OTHER's): AUTHOR's fooling one comes first, read from the database, then
+    OTHER's later one (which fooled the model too)."""
     earlier = await w._write(OTHER, {"text": "grey skies", "label": "good"})
     await w.example()
     return {"t": TASK, "a": gid("Example", earlier)}
@@ -1553,6 +1559,9 @@ async def subscribe(relay: Relay, world: World, key: str, variables: Variables, 
         finally:
             first.cancel()
         if message["type"] == "next" and "errors" not in message["payload"]:
+            for _ in range(op.then):
+                following = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
+                assert following["type"] == "next" and "errors" not in following["payload"], following
             await ws.send(json.dumps({"id": "1", "type": "complete"}))
     for _ in range(int(WAIT_S / 0.01)):  # the server has let go of the subscription before the database rolls back
         if not p.events.subscriber_count(topic):
