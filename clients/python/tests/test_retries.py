@@ -7,6 +7,7 @@ reconnecting and raising is checked here too."""
 from __future__ import annotations
 
 import json
+import logging
 
 import httpx
 import pytest
@@ -142,10 +143,13 @@ async def test_stream_resumes_after_the_last_event_and_drops_repeats():
     assert stream.last_id == "c"
 
 
-async def test_stream_records_a_gap_when_it_cannot_resume():
+async def test_stream_records_a_gap_when_it_cannot_resume(caplog):
     stream = stream_of(([], OSError("refused")), ([{"id": "a"}], None))
-    assert [i["id"] for i in await collect(stream, 1)] == ["a"]
+    with caplog.at_level(logging.WARNING, logger="dynaforge_client"):
+        assert [i["id"] for i in await collect(stream, 1)] == ["a"]
     assert len(stream.gaps) == 1 and "no event had been received" in stream.gaps[0].reason
+    marked = [r for r in caplog.records if hasattr(r, "dynaforge_gap")]
+    assert [r.dynaforge_gap for r in marked] == stream.gaps  # what `dynaforge-client watch` filters its logs by
 
 
 async def test_stream_raises_what_a_reconnect_would_not_fix():

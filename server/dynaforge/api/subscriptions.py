@@ -198,13 +198,14 @@ class Subscription:
         after: Annotated[
             strawberry.ID | None,
             strawberry.argument(
-                description="The largest id (Example.id) among the examples received: usually the last one's. "
-                "First sends every example of the task with a larger id that fooled the model and was not retracted "
-                "since, oldest first, as it is now (its status and votes may have moved on); then live ones. Only "
-                "its position counts: the id of another task's example resumes from that point. Not replayed: an "
-                "example with a smaller id that was still pending and fooled while the subscriber was away. A long "
-                "replay may outrun the subscriber's buffer: it is then dropped with an error, and subscribes again "
-                "after the largest id it got. Null: live events only."
+                description="The id (Example.id) of the last example received. First sends every example of the "
+                "task stored after it that fooled the model and was not retracted since, oldest first, as it is now "
+                "(its status and votes may have moved on); then live ones. Only its position counts: the id of "
+                "another task's example resumes from that point. Not replayed: an example stored before it that was "
+                "still pending and fooled while the subscriber was away. Such a late example, when it was the last "
+                "one received, replays the ones stored after it that were already sent: drop ids already seen. A "
+                "long replay may outrun the subscriber's buffer: it is then dropped with an error, and subscribes "
+                "again after the last example it got. Null: live events only."
             ),
         ] = None,
     ) -> AsyncGenerator[Example, None]:

@@ -31,7 +31,6 @@ from .results import Leaderboard, ModelResults
 
 DEFAULT_URL = "http://127.0.0.1:8000"
 _LOGGER = "dynaforge_client"
-_GAP_WARNING = "events may have been missed"  # how events.py words a gap; watch reports gaps itself
 
 
 # -- parsing -----------------------------------------------------------------------------------------------------
@@ -648,7 +647,7 @@ async def cmd_watch(client: AsyncClient, args: argparse.Namespace, out: Output) 
     gaps_told = 0
 
     def no_gap_logs(record: logging.LogRecord) -> bool:
-        return _GAP_WARNING not in record.getMessage()
+        return not hasattr(record, "dynaforge_gap")  # events.py marks its gap warnings; watch reports gaps itself
 
     logger.addFilter(no_gap_logs)
     received = 0

@@ -16,8 +16,9 @@ an example stored before ``after`` whose prediction was still pending and that f
 **Telling that events were missed.** A reconnect can resume only from an example it has seen: when the connection
 drops before the first event (and no ``after`` was given), or on a stream that cannot resume (``evaluationProgress``),
 events sent while it was away are lost. Each such reconnect is recorded in :attr:`EventStream.gaps` (when, and
-why) and logged as a warning; ``gaps`` stays empty while nothing can have been missed. Pass ``after=`` a stored id
-(:attr:`EventStream.last_id` of an earlier run) to resume across runs of a script.
+why) and logged as a warning whose record carries the :class:`Gap` as ``record.dynaforge_gap``; ``gaps`` stays empty
+while nothing can have been missed. Pass ``after=`` a stored id (:attr:`EventStream.last_id` of an earlier run) to
+resume across runs of a script.
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ class EventStream(Generic[T]):
                         at=datetime.now(timezone.utc), reason=f"reconnected, {reason}: events may have been missed"
                     )
                     self.gaps.append(gap)
-                    log.warning("%s", gap.reason)
+                    log.warning("%s", gap.reason, extra={"dynaforge_gap": gap})
             connected_once = True
             try:
                 async for item in self.open(self.last_id if self.key is not None else None):
