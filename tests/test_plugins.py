@@ -26,6 +26,7 @@ from dynaforge import (
     TextField,
     hookimpl,
 )
+from dynaforge.conformance import CHECKS, run_checks_sync
 from dynaforge.errors import PluginError
 from dynaforge.plugins import DEFAULT_PLUGINS, Plugins
 from dynaforge.settings import Settings
@@ -839,6 +840,16 @@ def test_register_tasks_docs_example_formality_plugin_works(monkeypatch, tmp_pat
             "non-native",
             None,
         ]
+
+        # The guide's example passes the conformance kit, as `dynaforge check formality` shows it does.
+        results = run_checks_sync(core, ["formality"])
+        assert [(r.check, r.problems) for r in results] == [(c.name, ()) for c in CHECKS]
+        fooled = []
+        for values in task.sample_examples:
+            ctx, example = task.split_fields(values)
+            [out] = model.predict([task.build_model_input(ctx, task.validate_example(example, ctx))])
+            fooled.append(task.is_fooled(example, task.read_model_output(out), ctx))
+        assert fooled == [False, False, True]  # "The third fools the model."
     finally:
         core.unregister("formality")
     assert core.task("formality") is None

@@ -1,4 +1,4 @@
-"""The ``dynaforge`` command: serve, demo, db upgrade, users, tokens, export, contexts, import, train, schema."""
+"""The ``dynaforge`` command: serve, demo, db upgrade, users, tokens, export, contexts, import, train, check, schema."""
 
 from __future__ import annotations
 
@@ -776,6 +776,75 @@ def model_server(
         serve_model(backend_name, config, host, port, name=name, token=token)
     except (ValueError, FileNotFoundError) as exc:
         raise click.ClickException(str(exc)) from exc
+
+
+@main.command()
+@click.argument("task_codes", metavar="[TASK]...", nargs=-1)
+@click.option(
+    "--plugin",
+    "plugin_modules",
+    multiple=True,
+    metavar="MODULE",
+    help="Also load the plugin module MODULE (pkg.module, importable from here), as an entry point would: check "
+    "a task before it is packaged.",
+)
+@click.option(
+    "--check",
+    "check_names",
+    multiple=True,
+    help="Run only this check (repeatable): declaration, json-schema, samples, perturbations, default-models.",
+)
+@click.option("--no-models", is_flag=True, help="Skip loading and running the default target models.")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object: the broken plugins and every check's result.")
+def check(
+    task_codes: tuple[str, ...],
+    plugin_modules: tuple[str, ...],
+    check_names: tuple[str, ...],
+    no_models: bool,
+    as_json: bool,
+) -> None:
+    """Run the task conformance checks on every installed task, or on the TASKs named.
+
+    Exit status 1 when a plugin is broken or a check fails (each problem is printed), 2 on a usage error."""
+    import importlib
+    import json
+    import sys
+
+    from dynaforge import conformance
+    from dynaforge.plugins import Plugins
+
+    extra = []
+    if plugin_modules and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())  # as `python -m` would: a package folder's own modules are importable
+    for module in plugin_modules:
+        try:
+            extra.append(importlib.import_module(module))
+        except Exception as exc:
+            raise click.UsageError(f"--plugin {module}: cannot import it: {type(exc).__name__}: {exc}") from exc
+    plugins = Plugins(allowlist=_settings().plugin_allowlist(), extra=extra)  # what the server would load
+    broken = dict(plugins.errors)
+    try:
+        results = asyncio.run(
+            conformance.run_checks(plugins, task_codes or None, models=not no_models, checks=list(check_names) or None)
+        )
+    except KeyError as exc:
+        hint = "".join(f"\nplugin {name} is broken: {error}" for name, error in broken.items())
+        raise click.UsageError(f"{exc.args[0]}{hint}") from exc
+    if as_json:
+        click.echo(json.dumps({"broken_plugins": broken, "results": [r.as_dict() for r in results]}, indent=2))
+    else:
+        for name, error in broken.items():
+            click.echo(f"FAIL  plugin {name} is broken and was not loaded: {error}")
+        for line in conformance.report_lines(results):
+            click.echo(line)
+        failed = sum(not r.passed for r in results)
+        tasks = len({r.task for r in results})
+        click.echo(
+            f"{len(results) - failed} of {len(results)} checks passed on {tasks} task{'s' if tasks != 1 else ''}"
+            + (f"; {len(broken)} plugin{'s' if len(broken) != 1 else ''} broken" if broken else "")
+        )
+    if broken or any(not r.passed for r in results):
+        raise SystemExit(1)
 
 
 @main.command()

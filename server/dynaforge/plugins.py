@@ -25,7 +25,7 @@ from dynaforge.errors import PluginError
 from dynaforge.exporters import ExportFormat
 from dynaforge.importers import Importer
 from dynaforge.inference.backends import ModelBackend
-from dynaforge.tasks.base import Metric, Perturbation, Slice, Task
+from dynaforge.tasks.base import RESERVED_METRIC_NAMES, Metric, Perturbation, Slice, Task
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +200,15 @@ class Plugins:
                     self.errors[plugin_name] = f"{hook_name} failed: {type(exc).__name__}: {exc}"
                     self.pm.unregister(plugin)
                     return self._build_registry()  # again, without any of the broken plugin's contributions
+        # Once everything is registered, a task must name only what some loaded plugin registered: a misspelt metric
+        # or backend is caught at start-up, not when the first evaluation or round needs it.
+        for code, task in registry.tasks.items():
+            problems = task_registry_problems(task, registry)
+            if problems:
+                plugin_name = registry.owners[("tasks", code)]
+                self.errors[plugin_name] = f"register_tasks failed: PluginError: task {code!r}: " + "; ".join(problems)
+                self.pm.unregister(name=plugin_name)
+                return self._build_registry()
         return registry
 
     @staticmethod
@@ -216,6 +225,8 @@ class Plugins:
             raise PluginError(
                 f"export format {item!r} needs a name of lowercase letters, digits, '_' or '-' (what --format names)"
             )
+        if isinstance(item, Metric) and key in RESERVED_METRIC_NAMES:
+            raise PluginError(f"metric {key!r} is reserved: the leaderboard adds {', '.join(RESERVED_METRIC_NAMES)}")
         if isinstance(item, Task):
             problems = item.check_declaration()
             if problems:
@@ -253,3 +264,29 @@ class Plugins:
 
     def task(self, code: str) -> Task | None:
         return self.registry.tasks.get(code)
+
+
+def task_registry_problems(task: Task, registry: Registry) -> list[str]:
+    """The names ``task`` declares that no plugin in ``registry`` registered (metrics, perturbations, fairness slices,
+    its default models' backends), and default model configurations their backend refuses."""
+    problems = []
+    for kind, names, registered in (
+        ("metric", task.metrics, registry.metrics),
+        ("perturbation", task.perturbations, registry.perturbations),
+        ("fairness slice", task.fairness_slices, registry.slices),
+    ):
+        for name in names:
+            if name not in registered:
+                known = ", ".join(sorted(registered)) or "none"
+                problems.append(f"{kind} {name!r} is not registered by any loaded plugin (registered: {known})")
+    for spec in task.default_target_models:
+        backend = registry.backends.get(spec.backend)
+        if backend is None:
+            known = ", ".join(sorted(registry.backends)) or "none"
+            problems.append(
+                f"default model {spec.name}: backend {spec.backend!r} is not registered (registered: {known})"
+            )
+            continue
+        for problem in backend.check_config(spec.config):
+            problems.append(f"default model {spec.name}: {problem}")
+    return problems

@@ -34,6 +34,10 @@ class ModelSpec:
         return cls(name=data["name"], backend=data["backend"], config=dict(data.get("config") or {}))
 
 
+#: Names a metric may not take: the Dynascore adds these to every task's leaderboard itself.
+RESERVED_METRIC_NAMES: tuple[str, ...] = ("throughput", "memory", "robustness", "fairness")
+
+
 @dataclass(frozen=True)
 class Metric:
     """A metric over gold and predicted target values; ``compute(golds, preds) -> float``."""
@@ -171,6 +175,14 @@ class Task:
             span_of = getattr(f, "context_field", None)
             if span_of is not None and span_of not in names:
                 problems.append(f"field {f.name} selects from unknown field {span_of}")
+        if getattr(self, "principal_metric", None) not in self.metrics:
+            problems.append(f"principal_metric {getattr(self, 'principal_metric', None)!r} is not one of metrics")
+        reserved = sorted(set(self.metrics) & set(RESERVED_METRIC_NAMES))
+        if reserved:
+            problems.append(
+                f"metrics {reserved} are reserved: the leaderboard adds {', '.join(RESERVED_METRIC_NAMES)} to every "
+                "task itself; give the task's metric another name"
+            )
         recipe_names = [r.name for r in self.training_recipes]
         if len(recipe_names) != len(set(recipe_names)):
             problems.append("training recipe names must be unique")

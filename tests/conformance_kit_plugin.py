@@ -1,0 +1,108 @@
+"""Tasks for the conformance kit's own tests (test_conformance_kit.py): one that passes every check, one that fails
+each check in a known way. A plugin module, as ``dynaforge check --plugin conformance_kit_plugin`` loads it."""
+
+from __future__ import annotations
+
+import random
+
+from dynaforge import ChoiceField, ModelSpec, Perturbation, Role, Task, TextField, hookimpl
+
+INSTRUCTIONS = (
+    "Write a short review and say whether it is good or bad. The model reads only the words: a review that praises "
+    "without the word 'good' fools it."
+)
+
+
+def keyword_model(inputs):
+    """Says 'good' when the text holds the word 'good', else 'bad'."""
+    return [{"label": "good" if "good" in item["text"].lower().split() else "bad"} for item in inputs]
+
+
+def batch_sensitive_model(inputs):
+    """Answers 'good' to everything in a batch and 'bad' alone: what a padding bug looks like."""
+    return [{"label": "good" if len(inputs) > 1 else "bad"} for _ in inputs]
+
+
+def shout(text, rng):
+    """An input perturbation: upper case."""
+    return text.upper()
+
+
+def unseeded_padding(text, rng):
+    """A perturbation that breaks the rules: it ignores its seed, and makes texts too long for the task."""
+    return f"{text} {random.random()} {random.random()}"
+
+
+FIELDS = (
+    TextField(name="text", role=Role.INPUT, max_length=60),
+    ChoiceField(name="label", role=Role.TARGET),
+)
+
+
+class ConformingTask(Task):
+    code = "kit-good"
+    name = "Kit: conforming"
+    description = "Short reviews labelled good or bad."
+    instructions = INSTRUCTIONS
+    labels = ("good", "bad")
+    fields = FIELDS
+    perturbations = ("kit-shout",)
+    default_target_models = (ModelSpec("keyword", "python", {"callable": "conformance_kit_plugin:keyword_model"}),)
+    sample_examples = (
+        {"text": "a good film", "label": "good"},
+        {"text": "a fine film", "label": "good"},
+        {"text": "a dull film", "label": "bad"},
+    )
+
+
+class BrokenTask(Task):
+    code = "kit-broken"
+    name = "Kit: broken"
+    description = "Fails every check it can."
+    instructions = "Too short."
+    labels = ("good", "bad")
+    fields = FIELDS
+    perturbations = ("kit-pad",)
+    default_target_models = (
+        ModelSpec("padding-bug", "python", {"callable": "conformance_kit_plugin:batch_sensitive_model"}),
+    )
+    sample_examples = (
+        {"text": "a good film", "label": "good"},
+        {"text": "a dull film", "label": "meh"},  # not one of the labels
+        {"text": "far too long " * 10, "label": "bad"},  # over max_length
+    )
+
+    def perturb(self, example, perturbation, rng):
+        """Breaks the rules too: it turns every gold label to 'bad'."""
+        return {**super().perturb(example, perturbation, rng), "label": "bad"}
+
+    def json_schema(self, *roles):
+        schema = super().json_schema(*roles)
+        return {**schema, "properties": dict(reversed(schema["properties"].items()))} if not roles else schema
+
+
+class Plugin:
+    __name__ = "conformance_kit_plugin"
+
+    @hookimpl
+    def register_perturbations(self, register):
+        register(Perturbation(name="kit-shout", apply=shout, description="upper case"))
+        register(Perturbation(name="kit-pad", apply=unseeded_padding, description="breaks the rules"))
+
+    @hookimpl
+    def register_tasks(self, register):
+        register(ConformingTask())
+        register(BrokenTask())
+
+
+PLUGIN = Plugin()
+
+
+@hookimpl
+def register_perturbations(register):
+    PLUGIN.register_perturbations(register)
+
+
+@hookimpl
+def register_tasks(register):
+    PLUGIN.register_tasks(register)
