@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
 .PHONY: setup run test test-fast lint format bench services schema clean web-lint web-test web-unit \
-	client-test client-check client-generate
+	client-test client-check client-generate examples-test
 
 PLUGINS := sentiment nli qa hatespeech
 
@@ -59,6 +59,7 @@ test: setup services
 	$(PYTEST) $(PARALLEL) -m "not serial"
 	$(PYTEST) -m serial
 	@$(MAKE) --no-print-directory client-test
+	@$(MAKE) --no-print-directory examples-test
 	@$(MAKE) --no-print-directory web-test
 
 ## The quick loop: no end-to-end servers, fault injection, PostgreSQL fuzzing or PostgreSQL authorisation matrix
@@ -89,6 +90,28 @@ $(CODEGEN_STAMP): $(CLIENT)/codegen-requirements.txt
 	$(PYTHON) -m venv $(CLIENT)/.venv-codegen
 	$(CLIENT)/.venv-codegen/bin/python -m pip install -q -r $(CLIENT)/codegen-requirements.txt
 	touch $@
+
+# The community task packages (examples/<name>/): each is installed the way a community installs one, with pip (not
+# editable), into a virtualenv of its own beside the server (dynaforge from this tree, without torch), and its own
+# tests run there (by the pytest command, so that the installed package is imported, not the folder), the end-to-end
+# ones against a real `dynaforge serve` on SQLite and PostgreSQL.
+EXAMPLES := minimal-pairs
+EXAMPLES_VENV := examples/.venv
+EXAMPLES_STAMP := $(EXAMPLES_VENV)/.setup-stamp
+$(EXAMPLES_STAMP): pyproject.toml $(shell find $(foreach e,$(EXAMPLES),examples/$(e)) -type f \
+		-not -path '*/tests/*' -not -path '*/__pycache__/*' -not -path '*.egg-info*' -not -path '*/build/*' 2>/dev/null)
+	rm -rf $(EXAMPLES_VENV)
+	$(PYTHON) -m venv $(EXAMPLES_VENV)
+	$(EXAMPLES_VENV)/bin/python -m pip install -q --upgrade pip
+	$(EXAMPLES_VENV)/bin/python -m pip install -q -e . $(foreach e,$(EXAMPLES),"./examples/$(e)[test]")
+	touch $@
+
+## The example task packages' own tests, each from examples/.venv (see examples/README.md)
+examples-test: services $(EXAMPLES_STAMP)
+	@for e in $(EXAMPLES); do \
+		echo "examples/$$e:"; \
+		(cd examples/$$e && HF_HUB_OFFLINE=1 ../.venv/bin/pytest -q -p no:cacheprovider) || exit 1; \
+	done
 
 ## Regenerate the client's typed layer after schema.graphql or clients/python/operations/ changed (and the blocking
 ## Client's declared methods, after AsyncClient's changed)
