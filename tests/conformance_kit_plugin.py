@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from dynaforge import ChoiceField, ModelSpec, Perturbation, Role, Task, TextField, hookimpl
+from dynaforge import ChoiceField, DataSelection, ModelSpec, Perturbation, Role, Task, TextField, hookimpl
 
 INSTRUCTIONS = (
     "Write a short review and say whether it is good or bad. The model reads only the words: a review that praises "
@@ -16,6 +16,17 @@ INSTRUCTIONS = (
 def keyword_model(inputs):
     """Says 'good' when the text holds the word 'good', else 'bad'."""
     return [{"label": "good" if "good" in item["text"].lower().split() else "bad"} for item in inputs]
+
+
+class KeywordModel:
+    def predict(self, inputs):
+        return keyword_model(inputs)
+
+
+def fit_keywords(examples, *, seed):
+    """A data selection recipe that learns nothing: the keyword model, whatever the selection."""
+    assert examples and all("label" in e for e in examples), "the selected items come whole, gold included"
+    return KeywordModel()
 
 
 def batch_sensitive_model(inputs):
@@ -55,6 +66,13 @@ class ConformingTask(Task):
     )
 
 
+class SelectingTask(ConformingTask):
+    code = "kit-select"
+    name = "Kit: data selections"
+    submission_kinds = ("selection",)
+    data_selection = DataSelection(budget=2, trainer="conformance_kit_plugin:fit_keywords")
+
+
 class BrokenTask(Task):
     code = "kit-broken"
     name = "Kit: broken"
@@ -92,6 +110,7 @@ class Plugin:
     @hookimpl
     def register_tasks(self, register):
         register(ConformingTask())
+        register(SelectingTask())
         register(BrokenTask())
 
 

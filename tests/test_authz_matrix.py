@@ -206,6 +206,9 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "uploadModel@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "submitPredictions":              rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "submitPredictions@hiddenSet":    rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "submitSelection":                rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    # a HIDDEN set is no pool: those who can see it are told so, the others that there is no such set
+    "submitSelection@hiddenSet":      rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  INVALID,   INVALID, NOAUTH),
     "model":                          rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOTFOUND),
     "model@published":                rule(PUBLIC,   PUBLIC,    FULL,      PUBLIC,    FULL,      FULL, PUBLIC),
     "model@hiddenTask":               rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOTFOUND),
@@ -1004,6 +1007,21 @@ async def _submit_predictions(w: World) -> Variables:
     size = (await w.datasets())[DatasetAccess.SCORING].size
     return _input(
         taskCode=TASK, name="predictions", datasetName="bench-scoring", predictions=[{"label": "good"}] * size
+    )
+
+
+@operation("submitSelection")
+async def _submit_selection(w: World) -> Variables:
+    pool = (await w.datasets())[DatasetAccess.STANDARD]
+    items = [gid("DatasetItem", f"{pool.id}:{position}") for position in range(pool.size)]
+    return _input(taskCode=TASK, name="selection", datasetName="bench-standard", itemIds=items)
+
+
+@operation("submitSelection@hiddenSet")
+async def _submit_selection_hidden_set(w: World) -> Variables:
+    hidden = (await w.datasets())[DatasetAccess.HIDDEN]
+    return _input(
+        taskCode=TASK, name="selection", datasetName="bench-hidden", itemIds=[gid("DatasetItem", f"{hidden.id}:0")]
     )
 
 

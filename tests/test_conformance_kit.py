@@ -14,7 +14,7 @@ from pathlib import Path
 import conformance_kit_plugin as kit
 import pytest
 
-from dynaforge import Metric, ModelSpec, Task, hookimpl
+from dynaforge import DataSelection, Metric, ModelSpec, Task, hookimpl
 from dynaforge.conformance import CHECKS, run_checks
 from dynaforge.plugins import Plugins
 
@@ -27,9 +27,29 @@ def plugins():
     return Plugins(allowlist=set(), extra=[kit])
 
 
+NO_SELECTIONS = "the task takes no data selections"
+
+
 async def test_a_conforming_task_passes_every_check(plugins):
-    results = await run_checks(plugins, ["kit-good"])
-    assert [(r.check, r.problems, r.skipped) for r in results] == [(c.name, (), None) for c in CHECKS]
+    results = await run_checks(plugins, ["kit-good", "kit-select"])
+    assert [(r.task, r.check, r.problems, r.skipped) for r in results] == [
+        *[("kit-good", c.name, (), NO_SELECTIONS if c.name == "data-selection" else None) for c in CHECKS],
+        *[("kit-select", c.name, (), None) for c in CHECKS],
+    ]
+
+
+async def test_a_data_selection_recipe_must_answer_as_a_model_does():
+    class Selecting(kit.SelectingTask):
+        code = "kit-select-broken"
+        data_selection = DataSelection(budget=2, trainer="conformance_kit_plugin:batch_sensitive_model")
+
+    p = Plugins(allowlist=set(), extra=[kit, _plugin("selecting", Selecting())])
+    [result] = await run_checks(p, ["kit-select-broken"], checks=["data-selection"])
+    assert result.problems == (
+        "data_selection.trainer conformance_kit_plugin:batch_sensitive_model did not train on the samples and answer "
+        "them: InferenceError: model 'conformance-selection' failed to load: TypeError: batch_sensitive_model() got "
+        "an unexpected keyword argument 'examples'",
+    )
 
 
 async def test_each_check_says_what_is_wrong(plugins):
@@ -63,7 +83,7 @@ async def test_models_can_be_left_out_and_checks_chosen(plugins):
         ("samples", True, None),
         ("default-models", True, "models not run (--no-models)"),
     ]
-    with pytest.raises(KeyError, match="no task nope .installed: kit-broken, kit-good"):
+    with pytest.raises(KeyError, match="no task nope .installed: kit-broken, kit-good, kit-select"):
         await run_checks(plugins, ["nope"])
     with pytest.raises(KeyError, match="no check spelling"):
         await run_checks(plugins, ["kit-good"], checks=["spelling"])
@@ -113,7 +133,7 @@ def test_a_task_naming_what_no_plugin_registered_is_broken_at_load():
     unknown_metric = _plugin("metric", _task("kit-metric", metrics=("accuracy", "acuracy")))
     unknown_backend = _plugin("backend", _task("kit-backend", default_target_models=(ModelSpec("m", "onnx", {}),)))
     p = Plugins(allowlist=set(), extra=[kit, unknown_metric, unknown_backend])
-    assert set(p.registry.tasks) == {"kit-good", "kit-broken"}  # the others load
+    assert set(p.registry.tasks) == {"kit-good", "kit-select", "kit-broken"}  # the others load
     errors = sorted(p.errors.values())
     assert "metric 'acuracy' is not registered by any loaded plugin (registered: accuracy," in errors[1]
     assert errors[1].startswith("register_tasks failed: PluginError: task 'kit-metric': ")
@@ -159,7 +179,7 @@ def test_the_command_reports_each_check_and_exits_by_the_outcome():
     assert ok.returncode == 0, ok.stdout + ok.stderr
     lines = ok.stdout.splitlines()
     assert lines[0].split() == ["ok", "kit-good", "declaration"]
-    assert lines[-1] == "5 of 5 checks passed on 1 task"
+    assert lines[-1] == "5 passed, 0 failed, 1 skipped: 6 checks on 1 task"
 
     broken = _run("--plugin", "conformance_kit_plugin", "--json", "--no-models", "kit-broken")
     assert broken.returncode == 1, broken.stderr
@@ -172,6 +192,7 @@ def test_the_command_reports_each_check_and_exits_by_the_outcome():
         "samples": "failed",
         "perturbations": "failed",
         "default-models": "skipped",
+        "data-selection": "skipped",
     }
 
 
@@ -213,12 +234,12 @@ def test_parametrize_with_checks_in_a_plugin_suite(tmp_path):
 
     run = pytest_run()
     assert run.returncode == 1
-    assert run.stdout.splitlines()[-1].startswith("5 failed, 5 passed"), run.stdout
+    assert run.stdout.splitlines()[-1].startswith("5 failed, 5 passed, 2 skipped"), run.stdout
     assert "FAILED test_my_task.py::test_conforms[kit-broken-samples]" in run.stdout
     assert "TaskConformanceError: task kit-broken, check samples:" in run.stdout
     assert "  - sample_examples[1] fails validation" in run.stdout
     skipping = pytest_run("--dynaforge-skip-models")
-    assert skipping.stdout.splitlines()[-1].startswith("4 failed, 4 passed, 2 skipped"), skipping.stdout
+    assert skipping.stdout.splitlines()[-1].startswith("4 failed, 4 passed, 4 skipped"), skipping.stdout
 
 
 def test_the_reserved_names_are_the_leaderboards_own_columns():

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge import ChoiceField, DataSelection, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
 
 
 def keyword_model(inputs):
@@ -98,6 +98,16 @@ class WordsModel:
         return [{"label": _classify(self.weights, item["text"]), "probabilities": {}} for item in inputs]
 
 
+def fit_words(examples, *, seed: int) -> WordsModel:
+    """The toy task's fixed recipe for data selections: the same naive Bayes, counted on the selected examples."""
+    counts = {"good": Counter(), "bad": Counter()}
+    labels = Counter(e["label"] for e in examples if e.get("label") in counts)
+    for example in examples:
+        if example.get("label") in counts:
+            counts[example["label"]].update(str(example.get("text", "")).lower().split())
+    return WordsModel({"smoothing": 1.0, "priors": dict(labels), "counts": {k: dict(c) for k, c in counts.items()}})
+
+
 def load_words(weights_artifact: str | None = None) -> WordsModel:
     """The recipe's factory: the trained words by model-store digest, else a model that knows one word."""
     if weights_artifact is None:
@@ -123,6 +133,8 @@ class ToyTask(Task):
     )
     default_target_models = (ModelSpec("keyword", "python", {"callable": "toy_plugin:keyword_model"}),)
     demo_contexts = ({"topic": "weather"}, {"topic": "food"}, {"topic": "films"})
+    submission_kinds = ("model", "predictions", "selection")
+    data_selection = DataSelection(budget=5, trainer="toy_plugin:fit_words", description="Naive Bayes over words.")
     training_recipes = (
         TrainingRecipe(
             name="words",

@@ -13,6 +13,7 @@ from dynaforge.inference.backends import ModelBackend, Predictor
 from dynaforge.tasks import (
     BooleanField,
     ChoiceField,
+    DataSelection,
     Field,
     Metric,
     ModelSpec,
@@ -31,6 +32,7 @@ __version__ = "0.1.0"
 __all__ = [
     "BooleanField",
     "ChoiceField",
+    "DataSelection",
     "Export",
     "ExportFormat",
     "ExportPage",

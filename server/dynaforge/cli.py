@@ -785,16 +785,17 @@ def model_server(
     "plugin_modules",
     multiple=True,
     metavar="MODULE",
-    help="Also load the plugin module MODULE (pkg.module, importable from here), as an entry point would: check "
-    "a task before it is packaged.",
+    help="Also load the plugin MODULE (pkg.module, or pkg.module:object; importable from here), as an entry point "
+    "would: check a task before it is packaged.",
 )
 @click.option(
     "--check",
     "check_names",
     multiple=True,
-    help="Run only this check (repeatable): declaration, json-schema, samples, perturbations, default-models.",
+    help="Run only this check (repeatable): declaration, json-schema, samples, perturbations, default-models, "
+    "data-selection.",
 )
-@click.option("--no-models", is_flag=True, help="Skip loading and running the default target models.")
+@click.option("--no-models", is_flag=True, help="Skip the checks that load and run models.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: the broken plugins and every check's result.")
 def check(
     task_codes: tuple[str, ...],
@@ -817,8 +818,10 @@ def check(
     if plugin_modules and os.getcwd() not in sys.path:
         sys.path.insert(0, os.getcwd())  # as `python -m` would: a package folder's own modules are importable
     for module in plugin_modules:
+        name, _, attribute = module.partition(":")
         try:
-            extra.append(importlib.import_module(module))
+            plugin = importlib.import_module(name)
+            extra.append(getattr(plugin, attribute) if attribute else plugin)
         except Exception as exc:
             raise click.UsageError(f"--plugin {module}: cannot import it: {type(exc).__name__}: {exc}") from exc
     plugins = Plugins(allowlist=_settings().plugin_allowlist(), extra=extra)  # what the server would load
@@ -838,9 +841,11 @@ def check(
         for line in conformance.report_lines(results):
             click.echo(line)
         failed = sum(not r.passed for r in results)
+        skipped = sum(r.skipped is not None for r in results)
         tasks = len({r.task for r in results})
         click.echo(
-            f"{len(results) - failed} of {len(results)} checks passed on {tasks} task{'s' if tasks != 1 else ''}"
+            f"{len(results) - failed - skipped} passed, {failed} failed, {skipped} skipped: {len(results)} checks on "
+            f"{tasks} task{'s' if tasks != 1 else ''}"
             + (f"; {len(broken)} plugin{'s' if len(broken) != 1 else ''} broken" if broken else "")
         )
     if broken or any(not r.passed for r in results):

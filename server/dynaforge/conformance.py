@@ -63,6 +63,8 @@ class Check:
     description: str
     run: Callable[[Task, Registry, InferenceClient | None], Awaitable[list[str]]]
     needs_models: bool = False
+    #: why the check does not apply to a task (it is then skipped), or None when it does
+    not_applicable: Callable[[Task], str | None] = lambda task: None
 
 
 def _resolves(path: str) -> str | None:
@@ -92,6 +94,9 @@ async def check_declaration(task: Task, registry: Registry, inference: Inference
         problems.append("instructions are under 80 characters: tell annotators what fools the model and what is fair")
     if not task.default_target_models:
         problems.append("default_target_models is empty: a task ships at least one model its first round targets")
+    rules = task.data_selection
+    if rules is not None and ":" in rules.trainer and (why := _resolves(rules.trainer)) is not None:
+        problems.append(f"data_selection.trainer {rules.trainer}: {why}")
     for recipe in task.training_recipes:
         for what in ("trainer", "factory"):
             path = getattr(recipe, what)
@@ -131,8 +136,8 @@ async def check_samples(task: Task, registry: Registry, inference: InferenceClie
     problems = []
     if len(task.sample_examples) < 2:
         problems.append(
-            f"sample_examples has {len(task.sample_examples)}: ship at least two (the web app shows them, the "
-            "checks run the model on them)"
+            f"sample_examples has {len(task.sample_examples)}: ship at least two (the checks validate them, perturb "
+            "them and run the models on them)"
         )
     for i, values in enumerate(task.sample_examples):
         try:
@@ -259,12 +264,56 @@ async def check_default_models(task: Task, registry: Registry, inference: Infere
     return problems
 
 
+async def check_data_selection(task: Task, registry: Registry, inference: InferenceClient | None) -> list[str]:
+    """A task that takes data selections: its fixed recipe trains on the valid samples (as a selection within the
+    budget) and answers them, in a batch, with outputs the task reads into every target field."""
+    rules = task.data_selection
+    if rules is None:
+        return []
+    assert inference is not None
+    selected, inputs = [], []
+    for values in task.sample_examples[: rules.budget]:
+        try:
+            cleaned, context = _validate(task, values)
+        except Exception:
+            continue  # check_samples reports it
+        selected.append({**context, **cleaned})
+        inputs.append(task.build_model_input(context, cleaned))
+    if not selected:
+        return ["no valid sample example to train the data selection recipe on"]
+    where = f"data_selection.trainer {rules.trainer}"
+    try:
+        answer = await inference.predict(rules.model_spec("conformance-selection", selected), inputs)
+    except Exception as exc:
+        return [f"{where} did not train on the samples and answer them: {type(exc).__name__}: {exc}"]
+    if len(answer.outputs) != len(inputs):
+        return [f"{where}: its model answered {len(answer.outputs)} outputs for {len(inputs)} inputs"]
+    problems = []
+    targets = set(task.field_names(Role.TARGET))
+    for i, output in enumerate(answer.outputs):
+        try:
+            prediction = task.read_model_output(output)
+        except Exception as exc:
+            problems.append(f"{where}: read_model_output failed on output {i}: {type(exc).__name__}: {exc}")
+            continue
+        if missing := sorted(targets - set(prediction)):
+            problems.append(f"{where}: the prediction for sample {i} lacks the target fields {missing}")
+    return problems
+
+
 CHECKS: tuple[Check, ...] = (
     Check("declaration", "names, texts and registered metrics, perturbations, slices and backends", check_declaration),
     Check("json-schema", "the JSON Schema matches the fields", check_json_schema),
     Check("samples", "sample examples and demo contexts pass validation", check_samples),
     Check("perturbations", "perturbations keep samples valid and are seeded", check_perturbations),
     Check("default-models", "default models answer the samples, batched and alone", check_default_models, True),
+    Check(
+        "data-selection",
+        "the data selection recipe trains on the samples and answers",
+        check_data_selection,
+        True,
+        lambda task: None if task.data_selection is not None else "the task takes no data selections",
+    ),
 )
 
 
@@ -272,6 +321,8 @@ async def run_check(
     check: Check, task: Task, registry: Registry, inference: InferenceClient | None = None
 ) -> CheckResult:
     """Run one check; a check that raises is a finding too (what raised, and where)."""
+    if (why := check.not_applicable(task)) is not None:
+        return CheckResult(task.code, check.name, skipped=why)
     if check.needs_models and inference is None:
         return CheckResult(task.code, check.name, skipped="models not run (--no-models)")
     try:

@@ -12,7 +12,8 @@ own suite, one test per task and check, each failing with every problem it found
 
 The tasks must be installed (their entry point in ``dynaforge.plugins``), or their plugin module named with
 ``plugins=["dynaforge_formality.plugin"]``. This module is also a pytest plugin, loaded wherever Dynaforge is
-installed: ``pytest --dynaforge-skip-models`` skips the check that loads and runs the default target models.
+installed: ``pytest --dynaforge-skip-models`` skips the checks that load and run models (the default target models,
+a data selection recipe).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ class ConformanceCheck:
     plugins: tuple[str, ...] = ()
 
     def __call__(self) -> None:
-        if _SKIP_MODELS and self.check == "default-models":
+        if _SKIP_MODELS and any(c.needs_models for c in conformance.CHECKS if c.name == self.check):
             pytest.skip("--dynaforge-skip-models")
         plugins = _plugins(self.plugins)
         if self.task not in plugins.registry.tasks:
@@ -83,7 +84,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--dynaforge-skip-models",
         action="store_true",
         default=False,
-        help="Dynaforge conformance checks: skip loading and running the tasks' default target models.",
+        help="Dynaforge conformance checks: skip those that load and run models (default targets, selection recipes).",
     )
 
 

@@ -34,7 +34,7 @@ from dynaforge.api.errors import (
     errors_as_null,
     errors_as_union,
 )
-from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.node import Node, global_id, parse_id, parse_item_key
 from dynaforge.api.types import results
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.results import EvaluationMetric, Hardware, Interval, PerturbationResult, SliceResult
@@ -435,6 +435,35 @@ class SubmitPredictionsInput:
     )
 
 
+@strawberry.input(
+    description="Training items chosen from one of the task's pools, submitted instead of a model to a task that takes "
+    "data selections (Task.submissionKinds has SELECTION): the platform trains the task's fixed recipe on them and "
+    "evaluates the result on every scoring set like a model. Counts against the same 24-hour allowance as model "
+    "submissions. Signed-in users."
+)
+class SubmitSelectionInput:
+    task_code: str = strawberry.field(description="The code of the task to submit to.")
+    name: str = strawberry.field(description="A display name for the selection, 1 to 100 characters.")
+    dataset_name: str = strawberry.field(
+        description="The pool selected from: a STANDARD data set of the task (the datasets query lists them)."
+    )
+    item_ids: list[strawberry.ID] = strawberry.field(
+        description="The selected items (DatasetItem.id, from datasetItems of the pool): at least 1, at most "
+        "Task.dataSelection.budget, each once. The recipe sees them in this order."
+    )
+    card: ModelCardInput | None = strawberry.field(
+        default=None, description="A card for the selection (how it was chosen); null: an empty one."
+    )
+    published: bool = strawberry.field(
+        default=False,
+        description="true shows it to everyone who can see the task and puts it on its leaderboard; false (the "
+        "default) keeps it to you, the task's owners and admins.",
+    )
+    anonymous: bool = strawberry.field(
+        default=False, description="true hides your name from everyone but the task's owners and admins."
+    )
+
+
 @strawberry.input(description="Which round's accepted examples to split into data sets.")
 class CreateRoundDatasetsInput:
     task_code: str = strawberry.field(description="The code of the task.")
@@ -498,8 +527,9 @@ SubmitModelResult = Annotated[
     SubmittedModel | InvalidInput | NotAuthenticated | NotFound | RateLimited,
     strawberry.union(
         "SubmitModelResult",
-        description="What submitModel and submitPredictions return: the stored model, or why not (a bad field, not "
-        "signed in, no such task or data set, or the 24-hour allowance used up).",
+        description="What submitModel, submitPredictions and submitSelection return: the stored model, or why not (a "
+        "bad field, a kind of submission the task does not take, not signed in, no such task or data set, or the "
+        "24-hour allowance used up).",
     ),
 ]
 UpdateModelResult = Annotated[
@@ -1197,6 +1227,29 @@ class EvaluationMutation:
             name=input.name,
             dataset_name=input.dataset_name,
             predictions=list(input.predictions),
+            card=_card(input.card),
+            published=input.published,
+            anonymous=input.anonymous,
+        )
+        return SubmittedModel(model=Model.from_row(model, privileged=True))
+
+    @strawberry.mutation(
+        description="Submit data instead of a model, to a task that takes data selections: the task's fixed recipe "
+        "is trained on the selected items and evaluated on every scoring data set."
+    )
+    @errors_as_union
+    async def submit_selection(
+        self,
+        info: Info,
+        input: Annotated[SubmitSelectionInput, strawberry.argument(description="The pool and the items selected.")],
+    ) -> SubmitModelResult:
+        items = [parse_item_key(value, f"itemIds[{i}]") for i, value in enumerate(input.item_ids)]
+        model, _ = await submission_service.submit_selection(
+            *info.context.caller,
+            task_code=input.task_code,
+            name=input.name,
+            dataset_name=input.dataset_name,
+            items=items,
             card=_card(input.card),
             published=input.published,
             anonymous=input.anonymous,

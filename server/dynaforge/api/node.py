@@ -95,6 +95,19 @@ def parse_id(value: object, field: str, type_name: str) -> int:
     return int(key)
 
 
+def parse_item_key(value: object, field: str) -> tuple[int, int]:
+    """The (data set id, position) inside a ``DatasetItem`` global id; InvalidInput (naming ``field``) otherwise."""
+    decoded = decode_global_id(value)
+    if decoded is None or decoded[0] != "DatasetItem":
+        raise _refused(value, field, "DatasetItem")
+    dataset, _, position = decoded[1].partition(":")
+    if not all(part.isascii() and part.isdigit() for part in (dataset, position)) or not (
+        0 < int(dataset) <= domain.MAX_ID and int(position) <= domain.MAX_ID
+    ):
+        raise _refused(value, field, "DatasetItem")
+    return int(dataset), int(position)
+
+
 def parse_key(value: object, field: str, type_name: str) -> str:
     """The key inside a global id whose key is not a row id (a task's code, a delivery's message id)."""
     decoded = decode_global_id(value)

@@ -20,6 +20,7 @@ from sqlmodel import col
 from dynaforge.db.models import (
     Dataset,
     DatasetAccess,
+    DatasetItem,
     Evaluation,
     EvaluationStatus,
     ModelRow,
@@ -37,6 +38,7 @@ from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.evaluation_jobs import enqueue
 from dynaforge.services.platform import Platform
+from dynaforge.tasks.base import ModelSpec, Task
 
 DEFAULT_SUBMISSIONS_PER_DAY = 3
 CARD_FIELDS = {"parameters", "license", "paper", "description", "training_data"}
@@ -63,6 +65,24 @@ def check_card(card: dict[str, Any] | None) -> dict[str, Any]:
     if errors:
         raise InvalidInput.from_errors(errors)
     return card
+
+
+_KIND_WORDS = {"model": "models", "predictions": "predictions", "selection": "data selections"}
+
+
+def require_kind(task: Task, kind: str) -> None:
+    """InvalidInput on ``taskCode`` unless the task takes submissions of ``kind`` (:data:`SUBMISSION_KINDS`)."""
+    if kind not in task.submission_kinds:
+        takes = ", ".join(_KIND_WORDS[k] for k in task.submission_kinds)
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    "taskCode",
+                    "submission_kind",
+                    f"{task.code} takes no {_KIND_WORDS[kind]}: submit {takes} (Task.submissionKinds)",
+                )
+            ]
+        )
 
 
 async def check_throttle(s, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
@@ -104,14 +124,101 @@ async def submit_model(
     """Store a submission and queue its evaluations; returns the model and its queued evaluations."""
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
+    require_kind(view.task, "model")
     # A backend such as python names code that the evaluation worker would import and run: admins only.
     task_service.check_backend_allowed(p, actor, backend, config=config if isinstance(config, dict) else None)
     await task_service.check_outbound(p, backend, config if isinstance(config, dict) else None)
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
     await task_service.check_artifacts(p, spec.backend, spec.config)  # an uploaded model's digest must be stored
     card = check_card(card)
+    return await _store_model(p, view, actor, spec, card=card, published=published, anonymous=anonymous)
+
+
+async def submit_selection(
+    p: Platform,
+    actor: Actor,
+    *,
+    task_code: str,
+    name: str,
+    dataset_name: str,
+    items: list[tuple[int, int]],
+    card: dict[str, Any] | None = None,
+    published: bool = False,
+    anonymous: bool = False,
+) -> tuple[ModelRow, list[Evaluation]]:
+    """Submit data instead of a model (a task that declares :class:`~dynaforge.tasks.base.DataSelection`): at most
+    ``budget`` distinct items (``(dataset id, position)``) of one of the task's training pools (a STANDARD data set).
+    The model stored runs the
+    task's fixed recipe, trained on those items' fields when an evaluation loads it, on every scoring set; the
+    items are copied into it, so that deleting the pool later changes nothing. Throttled like any submission."""
+    actor = require_human(actor)
+    view = await task_service.get_task(p, actor, task_code)
+    require_kind(view.task, "selection")
+    rules = view.task.data_selection
+    assert rules is not None  # check_declaration: "selection" is declared with data_selection
+    card = check_card(card)
+    if not 1 <= len((name or "").strip()) <= 100:
+        raise InvalidInput.from_errors([FieldError("name", "length", "must have 1 to 100 characters")])
+    visible = {d.name: d for d in await dataset_service.list_datasets(p, actor, task_code)}
+    pool = visible.get(dataset_name)
+    if pool is None:
+        raise NotFound(f"No data set {dataset_name!r} of {task_code} that you can see; the datasets query lists them")
+    if pool.access != DatasetAccess.STANDARD or pool.parent_id is not None:
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    "datasetName",
+                    "pool",
+                    f"{dataset_name} is a {pool.access} set: select from a training pool (a STANDARD set the task's "
+                    "owners uploaded, not a perturbed copy)",
+                )
+            ]
+        )
+    problems = Problems(more_field="itemIds", again="send the selection again")
+    if not items:
+        problems.add("itemIds", None, "count", f"select at least 1 item, at most {rules.budget}")
+    elif len(items) > rules.budget:
+        problems.add("itemIds", None, "budget", f"select at most {rules.budget} items; got {len(items)}")
+    seen: set[tuple[int, int]] = set()
+    for i, item in enumerate(items):
+        if item in seen:
+            problems.add(f"itemIds[{i}]", None, "repeated", "selects an item already selected")
+        elif item[0] != pool.id:
+            problems.add(f"itemIds[{i}]", None, "not_in_pool", f"is an item of another data set, not of {dataset_name}")
+        seen.add(item)
+    problems.raise_if_any()
+    async with p.db.session() as s:
+        rows = {
+            row.position: row
+            for row in await s.scalars(
+                select(DatasetItem).where(
+                    col(DatasetItem.dataset_id) == pool.id, col(DatasetItem.position).in_({pos for _, pos in items})
+                )
+            )
+        }
+    for i, (_, position) in enumerate(items):
+        if position not in rows:
+            problems.add(f"itemIds[{i}]", None, "not_in_pool", f"is not an item of {dataset_name}")
+    problems.raise_if_any()
+    positions = [position for _, position in items]
+    spec = rules.model_spec(name.strip(), [dict(rows[position].fields) for position in positions])
+    spec.config["selection"] = {"dataset": dataset_name, "positions": positions}
+    return await _store_model(p, view, actor, spec, card=card, published=published, anonymous=anonymous)
+
+
+async def _store_model(
+    p: Platform,
+    view: task_service.TaskView,
+    actor: Actor,
+    spec: ModelSpec,
+    *,
+    card: dict[str, Any],
+    published: bool,
+    anonymous: bool,
+) -> tuple[ModelRow, list[Evaluation]]:
+    """Store a checked submission (throttled) and queue its evaluation on every scoring set of the task."""
     async with p.db.write() as s:
-        await check_throttle(s, view, actor, task_code)
+        await check_throttle(s, view, actor, view.row.code)
         model = ModelRow(
             task_id=view.row.id,
             user_id=actor.person_id,
@@ -417,6 +524,7 @@ async def submit_predictions(
 
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
+    require_kind(view.task, "predictions")
     card = check_card(card)
     if not 1 <= len((name or "").strip()) <= 100:
         raise InvalidInput.from_errors([FieldError("name", "length", "must have 1 to 100 characters")])

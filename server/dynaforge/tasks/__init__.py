@@ -1,11 +1,12 @@
 """The task contract: field types, roles, the Task base class and the objects plugins register."""
 
-from dynaforge.tasks.base import Metric, ModelSpec, Perturbation, Slice, Task, TrainingRecipe
+from dynaforge.tasks.base import DataSelection, Metric, ModelSpec, Perturbation, Slice, Task, TrainingRecipe
 from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
 
 __all__ = [
     "BooleanField",
     "ChoiceField",
+    "DataSelection",
     "Field",
     "Metric",
     "ModelSpec",

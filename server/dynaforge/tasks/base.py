@@ -133,6 +133,36 @@ class TrainingRecipe:
         return values, errors
 
 
+#: What a task may accept as a submission: a model the platform runs, a file of predictions on a scoring set, or a
+#: selection of training items the platform trains the task's fixed recipe on (:class:`DataSelection`).
+SUBMISSION_KINDS: tuple[str, ...] = ("model", "predictions", "selection")
+
+
+@dataclass(frozen=True)
+class DataSelection:
+    """How a task scores data instead of models (DataPerf-style): a participant selects at most ``budget`` items of
+    one of the task's training pools (a STANDARD data set the owners upload); the evaluation job trains the task's
+    fixed recipe on them and scores the result on the task's scoring sets, like any model.
+
+    ``trainer`` is an import path ``pkg.module:fit`` of ``fit(examples, *, seed) -> predictor``: ``examples`` are the
+    selected items' complete field values (gold included), in the order selected; the predictor has
+    ``predict(inputs) -> outputs`` like any model (inputs from :meth:`Task.build_model_input`, outputs read by
+    :meth:`Task.read_model_output`). It must be deterministic for a seed, and it runs where evaluations run."""
+
+    budget: int
+    trainer: str
+    description: str = ""
+    seed: int = 0
+
+    def model_spec(self, name: str, examples: list[dict[str, Any]]) -> ModelSpec:
+        """The ``python`` backend spec that trains the recipe on ``examples`` when the model loads."""
+        return ModelSpec(
+            name=name,
+            backend="python",
+            config={"factory": self.trainer, "kwargs": {"examples": examples, "seed": self.seed}},
+        )
+
+
 class Task:
     """Base class of every task. Subclass it, set the attributes, register an instance.
 
@@ -152,6 +182,8 @@ class Task:
     fairness_slices: ClassVar[tuple[str, ...]] = ()
     default_target_models: ClassVar[tuple[ModelSpec, ...]] = ()
     training_recipes: ClassVar[tuple[TrainingRecipe, ...]] = ()
+    submission_kinds: ClassVar[tuple[str, ...]] = ("model", "predictions")
+    data_selection: ClassVar[DataSelection | None] = None
     demo_contexts: ClassVar[tuple[dict[str, Any], ...]] = ()
     sample_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
     validation_quorum: ClassVar[int] = 3
@@ -183,6 +215,16 @@ class Task:
                 f"metrics {reserved} are reserved: the leaderboard adds {', '.join(RESERVED_METRIC_NAMES)} to every "
                 "task itself; give the task's metric another name"
             )
+        kinds = tuple(self.submission_kinds)
+        if not kinds or len(set(kinds)) != len(kinds) or not set(kinds) <= set(SUBMISSION_KINDS):
+            problems.append(f"submission_kinds must be distinct kinds among {', '.join(SUBMISSION_KINDS)}; got {kinds}")
+        if ("selection" in kinds) != (self.data_selection is not None):
+            problems.append('a task takes "selection" submissions exactly when it declares data_selection')
+        if self.data_selection is not None:
+            if not isinstance(self.data_selection.budget, int) or self.data_selection.budget < 1:
+                problems.append("data_selection.budget must be a whole number of at least 1")
+            if ":" not in self.data_selection.trainer:
+                problems.append("data_selection.trainer must be an import path pkg.module:name")
         recipe_names = [r.name for r in self.training_recipes]
         if len(recipe_names) != len(set(recipe_names)):
             problems.append("training recipe names must be unique")

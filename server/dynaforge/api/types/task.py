@@ -119,6 +119,27 @@ def task_field(field: Field, task: Any) -> TaskField:
     )
 
 
+@strawberry.enum(description="A kind of submission a task takes (Task.submissionKinds).")
+class SubmissionKind(Enum):
+    MODEL = strawberry.enum_value(
+        "model", description="A model the platform runs: submitModel (a model server, a hub model) or uploadModel."
+    )
+    PREDICTIONS = strawberry.enum_value("predictions", description="Outputs for one data set: submitPredictions.")
+    SELECTION = strawberry.enum_value(
+        "selection",
+        description="Training items chosen from one of the task's pools, on which the platform trains the task's "
+        "fixed recipe: submitSelection (see Task.dataSelection).",
+    )
+
+
+@strawberry.type(description="How a task that takes data selections scores them (DataPerf-style).")
+class DataSelectionRules:
+    budget: int = strawberry.field(description="The most items one selection may hold.")
+    description: str = strawberry.field(
+        description="The task's fixed recipe in its own words (what is trained on a selection); may be empty."
+    )
+
+
 @strawberry.type(
     description="A task: its fields, labels and current round. Its behaviour comes from a plugin. Anyone, signed in "
     "or not, can see a task, except a hidden one: only its owners and admins see that."
@@ -150,6 +171,17 @@ class Task(Node):
     )
     hidden: bool = strawberry.field(description="Whether only its owners and admins can see the task.")
     active: bool = strawberry.field(description="Whether it takes new examples; createExample is refused while false.")
+
+    @strawberry.field(
+        description="The kinds of submission the task takes; the others' mutations answer InvalidInput on taskCode."
+    )
+    def submission_kinds(self) -> list[SubmissionKind]:
+        return [SubmissionKind(kind) for kind in self.view.task.submission_kinds]
+
+    @strawberry.field(description="How data selections are scored, when the task takes them (else null).")
+    def data_selection(self) -> DataSelectionRules | None:
+        rules = self.view.task.data_selection
+        return None if rules is None else DataSelectionRules(budget=rules.budget, description=rules.description)
 
     @strawberry.field(description="Every field of the task, in the order the task declares them.")
     def fields(self) -> list[TaskField]:
