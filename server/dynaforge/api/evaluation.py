@@ -904,7 +904,8 @@ SnapshotResult = Annotated[
 class EvaluationQuery:
     @strawberry.field(
         description="A task's published models ranked by a Dynascore with your weights (default: 4 on "
-        "the principal metric, 1 on throughput, memory, robustness and fairness; data sets equal)."
+        "the principal metric, 1 on throughput, memory, robustness and fairness, 0 on an axis no model has a figure "
+        "for yet, such as fairness on a task without fairness copies; data sets equal)."
     )
     @errors_as_graphql
     async def leaderboard(

@@ -16,6 +16,7 @@ snapshots freeze a computed board.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 from dataclasses import dataclass, field
@@ -122,6 +123,23 @@ def board_metrics(p: Platform, task: Task) -> list[dynascore.MetricSpec]:
         for name in task.metrics
     ]
     return specs + [m for m in EXTRA_METRICS if m.name not in task.metrics]
+
+
+def _unmeasured_axes_unweighted(
+    specs: list[dynascore.MetricSpec],
+    principal: str,
+    given: dict[str, float] | None,
+    scores: list[dict[str, dict[str, float | None]]],
+) -> list[dynascore.MetricSpec]:
+    """Axes that no model has a figure for on any data set (fairness on a task without fairness copies, say) weigh
+    0 unless the caller weighs them: shown, but no model lacks them, so every model can still be ranked."""
+    measured = {name for model in scores for values in model.values() for name, v in values.items() if v is not None}
+    return [
+        dataclasses.replace(spec, default_weight=0.0)
+        if spec.name not in measured and spec.name != principal and spec.name not in (given or {})
+        else spec
+        for spec in specs
+    ]
 
 
 def _weights(entries: list[tuple[str, float]] | dict[str, float] | None, what: str) -> dict[str, float] | None:
@@ -294,6 +312,7 @@ async def compute(
             )
     if dataset_w is None:
         dataset_w = {name: 1.0 for name in dataset_names.values()} if dataset_names else None
+    specs = _unmeasured_axes_unweighted(specs, task.principal_metric, metric_w, [scores[m.id] for m in models])
     computed = (
         dynascore.compute_board(
             [dynascore.ModelScores(str(m.id), scores[m.id]) for m in models] if dataset_w else [],
