@@ -95,7 +95,7 @@ $(CODEGEN_STAMP): $(CLIENT)/codegen-requirements.txt
 # editable), into a virtualenv of its own beside the server (dynaforge from this tree, without torch), and its own
 # tests run there (by the pytest command, so that the installed package is imported, not the folder), the end-to-end
 # ones against a real `dynaforge serve` on SQLite and PostgreSQL.
-EXAMPLES := minimal-pairs
+EXAMPLES := minimal-pairs data-selection
 EXAMPLES_VENV := examples/.venv
 EXAMPLES_STAMP := $(EXAMPLES_VENV)/.setup-stamp
 $(EXAMPLES_STAMP): pyproject.toml $(shell find $(foreach e,$(EXAMPLES),examples/$(e)) -type f \

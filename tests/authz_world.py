@@ -41,6 +41,7 @@ from dynaforge.db.models import (
 )
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
+from dynaforge.services import declared_tasks
 from dynaforge.services import examples as example_service
 from dynaforge.services import leaderboard as board_service
 from dynaforge.services import proposals as proposal_service
@@ -67,6 +68,23 @@ PASSWORD = "correct horse battery"
 HOOK_URL = "http://127.0.0.1:9/hook"
 #: The error of the world's models' failed evaluations: only their submitter, the owners and admins may read it.
 EVAL_ERROR = "RuntimeError: at /srv/models/secret"
+
+
+def declaration(code: str, name: str) -> dict[str, Any]:
+    """A small task declared as data (declareTask), its target on a model server that is never called."""
+    return {
+        "code": code,
+        "name": name,
+        "instructions": "Write a short text and say whether it is good or bad; the model reads only some words, "
+        "so a text that praises without them fools it.",
+        "labels": ["good", "bad"],
+        "fields": [
+            {"name": "text", "type": "text", "role": "input", "max_length": 100},
+            {"name": "label", "type": "choice", "role": "target"},
+        ],
+        "target_models": [{"name": "remote", "backend": "http", "config": {"url": "https://models.example.org/x"}}],
+        "sample_examples": [{"text": "a good day", "label": "good"}, {"text": "a grey day", "label": "bad"}],
+    }
 
 
 class World:
@@ -364,6 +382,15 @@ class World:
         return self.made["others_webhook"]
 
     # ------------------------------------------------------------------ events (as the services publish them)
+
+    async def declared_task(self) -> str:
+        """A task declared as data by an admin (code ``declared-old``)."""
+
+        async def make():
+            view = await declared_tasks.create(self.p, SYSTEM, declaration("declared-old", "Declared"))
+            return view.task.code
+
+        return await self._once("declared_task", make)
 
     async def example_event(self) -> dict[str, Any]:
         """AUTHOR's fooling example (``example``) as events carry it (services.examples.event_payload)."""

@@ -64,6 +64,7 @@ from authz_world import (
     ROLES,
     TASK,
     World,
+    declaration,
     multipart,
 )
 from graphql import GraphQLUnionType, get_named_type
@@ -117,6 +118,7 @@ PUBLIC_QUERIES: dict[str, str] = {
     "backends": "the registered model backends and their configuration schemas: server facts",
     "metrics": "the registered metrics: server facts, the same for every caller",
     "perturbations": "the registered perturbations: server facts, the same for every caller",
+    "declaredTaskSchema": "the JSON Schema of a declared task: a published document, the same for every caller",
 }
 
 # fmt: off
@@ -186,6 +188,9 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "updateTaskSettings":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     # --- ownership and proposals (admins)
     "grantTaskOwnership":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
+    # declared tasks run target models of the declaration's choosing: admins only, as the python backend
+    "declareTask":                    rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
+    "updateDeclaredTask":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
     "revokeTaskOwnership":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
     "proposeTask":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "decideTaskProposal":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
@@ -848,6 +853,17 @@ async def _update_task_settings(w: World) -> Variables:
 
 
 # ---------------------------------------------------------------- ownership and proposals
+
+
+@operation("declareTask")
+async def _declare_task(w: World) -> Variables:
+    return _input(definition=declaration("declared-new", "Declared"))
+
+
+@operation("updateDeclaredTask")
+async def _update_declared_task(w: World) -> Variables:
+    await w.declared_task()
+    return _input(code="declared-old", definition=declaration("declared-old", "Declared, renamed"))
 
 
 @operation("grantTaskOwnership")

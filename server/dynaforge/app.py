@@ -40,6 +40,7 @@ from dynaforge.services import training as training_service
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
+from dynaforge.tasks.declarative import load_stored
 from dynaforge.webapp import WebApp
 
 log = logging.getLogger(__name__)
@@ -321,6 +322,7 @@ def create_app(
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette):
         if sync_tasks:
+            await load_stored(platform.db, platform.plugins)  # tasks declared as data, beside the plugins' tasks
             await task_service.sync_registered_tasks(platform)
         await platform.events.start()
         if run_jobs:

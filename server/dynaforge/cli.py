@@ -795,12 +795,20 @@ def model_server(
     help="Run only this check (repeatable): declaration, json-schema, samples, perturbations, default-models, "
     "data-selection.",
 )
+@click.option(
+    "--declared",
+    "declared_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Also load the task declared in this JSON or YAML file (repeatable); without TASKs, check only those.",
+)
 @click.option("--no-models", is_flag=True, help="Skip the checks that load and run models.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object: the broken plugins and every check's result.")
 def check(
     task_codes: tuple[str, ...],
     plugin_modules: tuple[str, ...],
     check_names: tuple[str, ...],
+    declared_files: tuple[Path, ...],
     no_models: bool,
     as_json: bool,
 ) -> None:
@@ -825,6 +833,23 @@ def check(
         except Exception as exc:
             raise click.UsageError(f"--plugin {module}: cannot import it: {type(exc).__name__}: {exc}") from exc
     plugins = Plugins(allowlist=_settings().plugin_allowlist(), extra=extra)  # what the server would load
+    if declared_files:
+        from dynaforge.errors import InvalidInput
+        from dynaforge.tasks.declarative import load_declaration, read_file
+
+        declared = []
+        for path in declared_files:
+            try:
+                declared.append(load_declaration(read_file(path)))
+            except (ValueError, OSError) as exc:  # JSON and YAML errors are ValueErrors
+                raise click.ClickException(f"{path}: {exc}") from exc
+            except InvalidInput as exc:
+                lines = [f"{path} is not a valid declaration:"] + [
+                    f"  {e.field}: {e.message}" for e in exc.field_errors
+                ]
+                raise click.ClickException("\n".join(lines)) from exc
+        plugins.replace_declared(declared)
+        task_codes = task_codes or tuple(task.code for task in declared)
     broken = dict(plugins.errors)
     try:
         results = asyncio.run(
@@ -850,6 +875,16 @@ def check(
         )
     if broken or any(not r.passed for r in results):
         raise SystemExit(1)
+
+
+@main.command("declared-schema")
+def declared_schema() -> None:
+    """Print the JSON Schema a task declared as data follows (docs/declared-task.schema.json is this output)."""
+    import json
+
+    from dynaforge.tasks.declarative import DECLARATION_SCHEMA
+
+    click.echo(json.dumps(DECLARATION_SCHEMA, indent=2))
 
 
 @main.command()

@@ -26,6 +26,7 @@ from dynaforge.exporters import ExportFormat
 from dynaforge.importers import Importer
 from dynaforge.inference.backends import ModelBackend
 from dynaforge.tasks.base import RESERVED_METRIC_NAMES, Metric, Perturbation, Slice, Task
+from dynaforge.tasks.declarative import DeclaredTask, DeclaredTasks
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,10 @@ _KINDS: dict[str, tuple[str, type, str]] = {
 }
 
 
+#: The plugin name of a declared task: this prefix and the task's code.
+DECLARED_PREFIX = "declared:"
+
+
 class Plugins:
     """Loads plugins and exposes their registry and event hooks."""
 
@@ -168,6 +173,23 @@ class Plugins:
             self.registry = self._build_registry()
         if name in self.errors:
             raise PluginError(f"plugin {name}: {self.errors[name]}")
+
+    def replace_declared(self, tasks: Iterable[DeclaredTask]) -> None:
+        """Put ``tasks`` (declared as data: :mod:`dynaforge.tasks.declarative`) in place of the declared tasks loaded
+        before, each as a plugin of its own named ``declared:CODE`` (one that cannot be registered, say a code an
+        installed plugin has, is listed in ``errors`` like any broken plugin), and rebuild the registry."""
+        for name in [n for n, _ in self.pm.list_name_plugin() if n.startswith(DECLARED_PREFIX)]:
+            self.pm.unregister(name=name)
+        for name in [n for n in self.errors if n.startswith(DECLARED_PREFIX)]:
+            del self.errors[name]
+        for task in tasks:
+            name = DECLARED_PREFIX + task.code
+            self._register(DeclaredTasks([task], name=name), name)
+        self.registry = self._build_registry()
+        for name, error in self.errors.items():
+            if name.startswith(DECLARED_PREFIX):
+                code = name.removeprefix(DECLARED_PREFIX)
+                log.error("declared task %s is broken and was not loaded: %s", code, error)
 
     def unregister(self, name: str) -> None:
         self.errors.pop(name, None)

@@ -29,6 +29,7 @@ from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
+from dynaforge.services import declared_tasks as declared_service
 from dynaforge.services import proposals as proposal_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
@@ -356,6 +357,50 @@ UpdateRoundResult = Annotated[
         "admin), NotFound (no such task you can see, or no round of that number).",
     ),
 ]
+
+
+@strawberry.input(
+    description="A task declared as data: no Python, no restart. The definition follows declaredTaskSchema (JSON "
+    "Schema): fields and roles, labels, metrics, perturbations, slices by field, a built-in fooled rule, target "
+    "models on the transformers or http backends, and sample examples."
+)
+class DeclareTaskInput:
+    definition: JSON = strawberry.field(description="The declaration, a JSON object (see declaredTaskSchema).")
+
+
+@strawberry.input(description="A declared task's new definition; its code stays.")
+class UpdateDeclaredTaskInput:
+    code: str = strawberry.field(description="The code of the declared task (Task.code).")
+    definition: JSON = strawberry.field(
+        description="The whole new declaration (see declaredTaskSchema), with the same code."
+    )
+
+
+@strawberry.type(description="The declared task is stored and loaded: it takes examples now.")
+class TaskDeclared:
+    task: Task = strawberry.field(description="The task as it is now.")
+
+
+DeclareTaskResult = Annotated[
+    TaskDeclared | InvalidInput | NotAuthenticated | Forbidden | AlreadyExists,
+    strawberry.union(
+        "DeclareTaskResult",
+        description="TaskDeclared: the task is stored, loaded and has an open round 1. The other members are the "
+        "expected failures, and store nothing: InvalidInput (the definition breaks the schema or the task contract, "
+        "or names what no plugin registered; each problem under `definition`), NotAuthenticated, Forbidden (not an "
+        "admin), AlreadyExists (a task, declared or installed, has that code).",
+    ),
+]
+UpdateDeclaredTaskResult = Annotated[
+    TaskDeclared | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "UpdateDeclaredTaskResult",
+        description="TaskDeclared: the new definition is stored and loaded. The other members are the expected "
+        "failures, and change nothing: InvalidInput, NotAuthenticated, Forbidden (not an admin), NotFound (no "
+        "declared task with that code).",
+    ),
+]
+
 UpdateTaskSettingsResult = Annotated[
     TaskSettingsUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union(
@@ -395,6 +440,12 @@ DecideTaskProposalResult = Annotated[
 
 @strawberry.type
 class CollectionQuery:
+    @strawberry.field(
+        description="The JSON Schema (draft 2020-12) a task declared as data follows (declareTask). Anyone."
+    )
+    def declared_task_schema(self) -> JSON:
+        return JSON(declared_service.DECLARATION_SCHEMA)
+
     @strawberry.field(
         description="The next example for you to validate in a task (fooling examples first, then those with the "
         "fewest votes; never your own or one you voted on; those you skipped last); null when there is none. "
@@ -603,6 +654,30 @@ class CollectionMutation:
             },
         )
         return TaskSettingsUpdated(task=Task.from_view(view))
+
+    @strawberry.mutation(
+        description="Admins declare a task as data (see declaredTaskSchema): it is loaded at once, here and by the "
+        "other processes when they meet its code, and opens its round 1 with its target models."
+    )
+    @errors_as_union
+    async def declare_task(
+        self, info: Info, input: Annotated[DeclareTaskInput, strawberry.argument(description="The declaration.")]
+    ) -> DeclareTaskResult:
+        view = await declared_service.create(*info.context.caller, input.definition)
+        return TaskDeclared(task=Task.from_view(view))
+
+    @strawberry.mutation(
+        description="Admins change a declared task. Open rounds keep the target models they pinned; the next round "
+        "takes the new ones by default."
+    )
+    @errors_as_union
+    async def update_declared_task(
+        self,
+        info: Info,
+        input: Annotated[UpdateDeclaredTaskInput, strawberry.argument(description="The task and its new declaration.")],
+    ) -> UpdateDeclaredTaskResult:
+        view = await declared_service.update(*info.context.caller, input.code, input.definition)
+        return TaskDeclared(task=Task.from_view(view))
 
     @strawberry.mutation(description="Admins make a user an owner of a task.")
     @errors_as_union

@@ -261,6 +261,21 @@ class TaskProposal(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
+class DeclaredTaskRow(SQLModel, table=True):
+    """A task declared as data (dynaforge.tasks.declarative) by an admin: loaded by every process beside the plugins'
+    tasks, no restart needed. ``version`` counts its updates."""
+
+    __tablename__ = "declared_tasks"
+
+    id: int = Field(default=None, primary_key=True)
+    code: str = Field(max_length=40, unique=True)
+    definition: dict = _json()
+    version: int = Field(default=1)
+    created_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    created_at: datetime = _ts()
+    updated_at: datetime = _ts()
+
+
 # --------------------------------------------------------------------------- model evaluation
 
 

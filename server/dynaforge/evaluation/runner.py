@@ -76,6 +76,7 @@ from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services import announce
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import Task
+from dynaforge.tasks.declarative import load_if_declared
 
 log = logging.getLogger("dynaforge.evaluation")
 
@@ -138,6 +139,7 @@ class Runner:
             code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
         if code is None:
             raise LookupError(f"evaluation {evaluation_id}'s task was deleted")
+        await load_if_declared(self.db, self.plugins, code)  # a task declared since this worker started
         return _Job(evaluation, model, dataset, code)
 
     def _task(self, code: str) -> Task:

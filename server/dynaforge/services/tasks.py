@@ -21,6 +21,7 @@ from dynaforge.services import announce, registry
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
+from dynaforge.tasks.declarative import load_if_declared
 
 ENSEMBLE_RULES = {
     "majority": "fooled when the ensemble's majority prediction is wrong (ties go to the earliest member)",
@@ -160,6 +161,9 @@ async def list_tasks(p: Platform, actor: Actor) -> list[TaskView]:
 
 async def get_task(p: Platform, actor: Actor, code: str) -> TaskView:
     task = p.plugins.task(code)
+    if task is None and await load_if_declared(p.db, p.plugins, code):  # declared since, by another process
+        await sync_registered_tasks(p)
+        task = p.plugins.task(code)
     row = p.caches.tasks.get(code)
     if row is None or row.hidden:
         async with p.db.session() as s:

@@ -16,6 +16,7 @@ from dynaforge.api.types.stats import Stats, TaskSettings
 from dynaforge.api.types.user import User
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
+from dynaforge.tasks.declarative import DeclaredTask
 from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
 
 
@@ -171,6 +172,22 @@ class Task(Node):
     )
     hidden: bool = strawberry.field(description="Whether only its owners and admins can see the task.")
     active: bool = strawberry.field(description="Whether it takes new examples; createExample is refused while false.")
+
+    @strawberry.field(description="Whether the task was declared as data (declareTask) rather than installed.")
+    def declared(self) -> bool:
+        return isinstance(self.view.task, DeclaredTask)
+
+    @strawberry.field(
+        description="A declared task's declaration (see declaredTaskSchema), for its owners and admins; null for "
+        "others (target model configurations may hold credentials) and for installed tasks."
+    )
+    async def declaration(self, info: strawberry.Info[RequestContext]) -> JSON | None:
+        task = self.view.task
+        if not isinstance(task, DeclaredTask):
+            return None
+        if not await task_service.owns_task(*info.context.caller, self.view.row.id):
+            return None
+        return JSON(task.declaration)
 
     @strawberry.field(
         description="The kinds of submission the task takes; the others' mutations answer InvalidInput on taskCode."
