@@ -1,5 +1,6 @@
 """The data-selection task on a real ``dynaforge serve``, as a community runs it once the package is installed beside
-the server: the owner imports the package's pool as a STANDARD data set and its test set as a SCORING one, two
+the server: annotators write headlines against the task's target and the owner validates them, the owner imports
+the package's pool as a STANDARD data set and its test set as a SCORING one, two
 participants read the pool over GraphQL and each submits a selection (one careful, one careless), the platform
 trains the task's fixed recipe on each inside its evaluation and scores it on the test set, and the leaderboard
 ranks the selections. Submissions the task cannot take are refused with the field and rule they break. On SQLite,
@@ -199,6 +200,31 @@ def test_upload_select_submit_and_rank(server: Server):
     }
     budget = task["task"]["dataSelection"]["budget"]
 
+    # -- annotators write headlines against the recipe trained on the seed set (round 1's target); the task's owner
+    #    validates them. A science headline the seed model calls food fools it; a plain sports one does not
+    create = (
+        "mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename "
+        "... on CreatedExample { fooled example { id } } ... on Error { message } } }"
+    )
+    written = {}
+    for text, label, fools in [
+        ("Scientists found a new species of frog in the rainforest", "science", True),
+        ("The striker scored twice in the derby", "sports", False),
+    ]:
+        created = server.gql("careless", create, input={"taskCode": CODE, "fields": {"text": text, "label": label}})
+        created = created["createExample"]
+        assert created["__typename"] == "CreatedExample" and created["fooled"] is fools, created
+        written[created["example"]["id"]] = fools
+    validate = (
+        "mutation($input: ValidateExampleInput!) { validateExample(input: $input) { __typename "
+        "... on ValidatedExample { decided example { status } } ... on Error { message } } }"
+    )
+    for example_id in written:
+        voted = server.gql("owner", validate, input={"exampleId": example_id, "label": "CORRECT"})["validateExample"]
+        assert voted == {"__typename": "ValidatedExample", "decided": True, "example": {"status": "ACCEPTED"}}
+    stats = server.gql("careful", f'{{ task(code: "{CODE}") {{ currentRound {{ collected fooled }} }} }}')
+    assert stats["task"]["currentRound"] == {"collected": 2, "fooled": 1}
+
     # -- the owner imports the package's pool for everyone to read, and its test set to score on
     imported = server.command("datasets", "import", str(data.POOL_FILE), "--task", CODE, "--format", "jsonl",
                               "--name", "pool-v1", "--access", "STANDARD")  # fmt: skip
@@ -278,13 +304,14 @@ def test_upload_select_submit_and_rank(server: Server):
     for who in submitted:
         assert scored[who]["test-v1~lowercase"] == {k: scored[who]["test-v1"][k] for k in ("accuracy", "macro_f1")}
 
-    # -- the leaderboard ranks the selections. The task declares no fairness perturbation, so no model of it has a
-    #    fairness figure, and a board that weighs one has a gap in every row: read it with fairness weighted 0
+    # -- the leaderboard ranks the selections with its default weights. The task declares no fairness perturbation,
+    #    so no model of it has a fairness figure: that axis weighs 0 by default, and no row has a gap
     board = server.gql(
         "careless",
-        '{ leaderboard(taskCode: "data-selection", sort: DYNASCORE, metricWeights: [{name: "fairness", weight: 0}]) '
-        "{ principalMetric rows { rank dynascore missing model { id name } } } }",
+        '{ leaderboard(taskCode: "data-selection", sort: DYNASCORE) '
+        "{ principalMetric metricWeights { name weight } rows { rank dynascore missing model { id name } } } }",
     )["leaderboard"]
+    assert {w["name"]: w["weight"] for w in board["metricWeights"]}["fairness"] == 0
     assert board["principalMetric"] == "macro_f1"
     ranked = [(row["rank"], row["model"]["id"], row["model"]["name"]) for row in board["rows"]]
     assert ranked == [(1, submitted["careful"], "careful-40"), (2, submitted["careless"], "careless-40")], board
