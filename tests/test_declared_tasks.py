@@ -342,3 +342,33 @@ def test_the_guide_shows_one_task_both_ways(tmp_path: Path):
     )
     assert result.exit_code == 0, result.output
     assert result.output.splitlines()[-1] == "4 passed, 0 failed, 2 skipped: 6 checks on 1 task"
+
+
+async def test_a_user_proposes_a_declared_task_and_an_admin_accepts_it(gql, platform, keyword_url):
+    from dynaforge.errors import InvalidInput as Invalid
+    from dynaforge.services import proposals
+
+    proposer, admin = await make_user(platform, "proposer"), await make_user(platform, "decider", admin=True)
+    with pytest.raises(Invalid) as caught:
+        await proposals.propose(
+            platform, proposer, code="review_tasks", name="Reviews", definition=reviews(keyword_url)
+        )
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [("definition.code", "changed")]
+    with pytest.raises(Invalid) as caught:
+        await proposals.propose(platform, proposer, code="reviews", name="Reviews", definition={"code": "reviews"})
+    assert {e.rule for e in caught.value.field_errors} == {"schema"}
+
+    proposal = await proposals.propose(
+        platform, proposer, code="reviews", name="Reviews", definition=reviews(keyword_url)
+    )
+    assert platform.plugins.task("reviews") is None  # nothing runs before an admin accepts
+    token = await _token(platform, proposer)
+    mine = await gql("{ taskProposals { nodes { code definition status } } }", token=token)
+    assert mine["taskProposals"]["nodes"] == [
+        {"code": "reviews", "definition": reviews(keyword_url), "status": "PENDING"}
+    ]
+    decided = await proposals.decide(platform, admin, proposal.id, accept=True, note="welcome")
+    assert decided.status == "ACCEPTED"
+    view = await task_service.get_task(platform, proposer, "reviews")
+    assert view.task.declaration == reviews(keyword_url) and view.row.active
+    assert await task_service.owns_task(platform, proposer, view.row.id)

@@ -1,4 +1,5 @@
-"""Tasks declared as data (JSON or YAML, no Python), created and updated by admins through the API.
+"""Tasks declared as data (JSON or YAML, no Python), created and updated by admins through the API, or proposed by
+users with their declaration.
 
 Revision ID: 0014
 Revises: 0013
@@ -33,7 +34,11 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("code"),
     )
+    with op.batch_alter_table("task_proposals") as batch:
+        batch.add_column(sa.Column("definition", JSON, nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("task_proposals") as batch:
+        batch.drop_column("definition")
     op.drop_table("declared_tasks")

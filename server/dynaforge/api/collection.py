@@ -200,6 +200,11 @@ class ProposeTaskInput:
     description: str = strawberry.field(
         default="", description="What the task is and why run it, at most 5000 characters."
     )
+    definition: JSON | None = strawberry.field(
+        default=None,
+        description="The task declared as data (see declaredTaskSchema), with this code: accepting the proposal "
+        "declares it. Null: a task a plugin provides, which must be installed before the proposal can be accepted.",
+    )
 
 
 @strawberry.input(description="An admin's decision on a task proposal.")
@@ -706,7 +711,11 @@ class CollectionMutation:
         self, info: Info, input: Annotated[ProposeTaskInput, strawberry.argument(description="The task proposed.")]
     ) -> ProposeTaskResult:
         row = await proposal_service.propose(
-            *info.context.caller, code=input.code, name=input.name, description=input.description
+            *info.context.caller,
+            code=input.code,
+            name=input.name,
+            description=input.description,
+            definition=input.definition,
         )
         return TaskProposed(proposal=TaskProposal.from_row(row))
 

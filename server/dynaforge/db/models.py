@@ -254,6 +254,8 @@ class TaskProposal(SQLModel, table=True):
     code: str = Field(max_length=40)
     name: str = Field(max_length=200)
     description: str = Field(default="", max_length=5000)
+    #: a declared task's definition (dynaforge.tasks.declarative), accepted by declaring it; None: a plugin's task
+    definition: dict | None = Field(default=None, sa_column_kwargs={"nullable": True}, sa_type=JSONType)
     status: str = Field(default=ProposalStatus.PENDING, max_length=16)
     decision_note: str | None = Field(default=None, max_length=2000)
     decided_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")

@@ -1,12 +1,15 @@
 """Task proposals: a user asks to run a task on the platform; an admin accepts or declines.
 
-Accepting needs the task's plugin installed on the server (a task's behaviour is code, reviewed and installed by the
-operators); the proposer then becomes an owner of the task, which is set active.
+A proposal names a task a plugin provides, or carries the task's declaration (:mod:`dynaforge.tasks.declarative`).
+Accepting the first needs the task's plugin installed on the server (a task's behaviour is code, reviewed and
+installed by the operators); accepting the second declares the task. The proposer then becomes an owner of the task,
+which is set active.
 """
 
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from sqlalchemy import select
 from sqlmodel import col
@@ -14,15 +17,28 @@ from sqlmodel import col
 from dynaforge.db.models import ProposalStatus, TaskOwner, TaskProposal, TaskRow, utcnow
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import cursors
+from dynaforge.services import declared_tasks as declared_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.tasks.declarative import load_declaration
 
 CODE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
 
 
-async def propose(p: Platform, actor: Actor, *, code: str, name: str, description: str = "") -> TaskProposal:
+async def propose(
+    p: Platform, actor: Actor, *, code: str, name: str, description: str = "", definition: Any = None
+) -> TaskProposal:
+    """A user asks for a task: one a plugin provides (``definition`` None), or the task ``definition`` declares (its
+    code must be ``code``; it is checked now, and again when an admin accepts it)."""
     actor = require_human(actor)
+    declared = None
+    if definition is not None:
+        declared = load_declaration(definition)  # InvalidInput, each problem under `definition`
+        if declared.code != code:
+            raise InvalidInput.from_errors(
+                [FieldError("definition.code", "changed", f"must be the proposal's code {code!r}")]
+            )
     errors = []
     if not CODE.match(code or ""):
         errors.append(
@@ -45,7 +61,13 @@ async def propose(p: Platform, actor: Actor, *, code: str, name: str, descriptio
         )
         if pending is not None:
             raise AlreadyExists(f"Task {code!r} is already proposed (proposal {pending}); wait for an admin's decision")
-        proposal = TaskProposal(user_id=actor.person_id, code=code, name=name.strip(), description=description or "")
+        proposal = TaskProposal(
+            user_id=actor.person_id,
+            code=code,
+            name=name.strip(),
+            description=description or "",
+            definition=None if declared is None else declared.declaration,
+        )
         s.add(proposal)
         await s.flush()
     return proposal
@@ -80,6 +102,8 @@ async def decide(
     if proposal is None:
         raise NotFound(f"No task proposal {proposal_id}")
     if accept:
+        if proposal.definition is not None and p.plugins.task(proposal.code) is None:
+            await declared_service.create(p, actor, proposal.definition)  # checked again against what is loaded now
         if p.plugins.task(proposal.code) is None:
             known = ", ".join(sorted(p.plugins.registry.tasks)) or "none"
             raise InvalidInput.from_errors(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 import strawberry
+from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
 from dynaforge.api.enums import ContextStrategy, ProposalStatus
@@ -128,7 +129,11 @@ class TaskSettings:
 class TaskProposal(Node):
     code: str = strawberry.field(
         description="The code the task would have (2 to 40 lowercase letters, digits or _, starting with a letter); "
-        "a plugin providing a task of that code must be installed before it can be accepted."
+        "without a definition, a plugin providing a task of that code must be installed before it can be accepted."
+    )
+    definition: JSON | None = strawberry.field(
+        description="The task's declaration (see declaredTaskSchema) when it was proposed as data; accepting the "
+        "proposal declares it. Null: a plugin's task."
     )
     name: str = strawberry.field(description="The task's proposed display name.")
     description: str = strawberry.field(description="What the proposer says the task is for; may be empty.")
@@ -146,6 +151,7 @@ class TaskProposal(Node):
             code=row.code,
             name=row.name,
             description=row.description,
+            definition=None if row.definition is None else JSON(row.definition),
             status=ProposalStatus(row.status),
             decision_note=row.decision_note,
             created_at=as_utc(row.created_at),
