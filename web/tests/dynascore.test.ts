@@ -3,7 +3,7 @@
 // computed here must be the same doubles (compared through pyFloat, which writes them as repr does).
 import { describe, expect, it } from "vitest";
 import { pyFloat } from "../src/lib/csv";
-import { type Axis, computeBoard, type ModelScores } from "../src/lib/dynascore";
+import { type Axis, computeBoard, defaultMetricWeights, type ModelScores } from "../src/lib/dynascore";
 import fixture from "./dynascore-fixture.json";
 
 const models = fixture.models as ModelScores[];
@@ -32,6 +32,28 @@ describe("computeBoard matches the server's Dynascore", () => {
       expect(board.amrsFallback).toBe(c.fallback);
     });
   }
+
+  it("weighs 0 by default an axis no model has a figure for, as the server's defaults do", () => {
+    const unmeasured: Axis[] = [...axes, { name: "fairness", direction: "higher" }];
+    const weights = defaultMetricWeights(unmeasured, "accuracy", models);
+    expect(weights.fairness).toBe(0);
+    expect(weights.accuracy).toBe(4);
+    expect(weights.robustness).toBe(1);
+    const board = computeBoard(models, unmeasured, {
+      principal: "accuracy",
+      datasetWeights: [["set-a", 1]],
+      memoryBudgetGb: 16,
+    });
+    if (typeof board === "string") throw new Error(board);
+    const without = computeBoard(models, axes, {
+      principal: "accuracy",
+      datasetWeights: [["set-a", 1]],
+      memoryBudgetGb: 16,
+    });
+    if (typeof without === "string") throw new Error(without);
+    // the unmeasured axis changes no rank: every model lacks it, and it weighs nothing
+    expect(board.rows.map((r) => [r.key, r.rank])).toEqual(without.rows.map((r) => [r.key, r.rank]));
+  });
 
   it("the terms add up to the Dynascore", () => {
     const board = computeBoard(models, axes, {

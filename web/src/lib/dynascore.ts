@@ -48,10 +48,22 @@ const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 /** An element that is there (the indices below never run past their arrays). */
 const num = (values: readonly number[], i: number): number => values[i] as number;
 
-/** The weights a board starts from: 4 on the principal metric, 1 on every other axis. */
-export function defaultMetricWeights(axes: readonly Axis[], principal: string): Record<string, number> {
+/** The weights a board starts from: 4 on the principal metric, 1 on every other axis, 0 on an axis no model has a
+ * figure for on any data set (fairness on a task without fairness copies), as the server's defaults. */
+export function defaultMetricWeights(
+  axes: readonly Axis[],
+  principal: string,
+  models: readonly ModelScores[] = [],
+): Record<string, number> {
+  const measured = new Set<string>();
+  for (const model of models)
+    for (const values of Object.values(model.scores))
+      for (const [name, value] of Object.entries(values ?? {})) if (value != null) measured.add(name);
   return Object.fromEntries(
-    axes.map((a) => [a.name, a.name === principal ? DEFAULT_PRINCIPAL_WEIGHT : DEFAULT_WEIGHT]),
+    axes.map((a) => [
+      a.name,
+      a.name === principal ? DEFAULT_PRINCIPAL_WEIGHT : measured.has(a.name) ? DEFAULT_WEIGHT : 0,
+    ]),
   );
 }
 
@@ -70,7 +82,7 @@ export function computeBoard(
 ): DynascoreBoard | string {
   const { principal, memoryBudgetGb } = options;
   const names = axes.map((a) => a.name);
-  const weights: Record<string, number> = defaultMetricWeights(axes, principal);
+  const weights: Record<string, number> = defaultMetricWeights(axes, principal, models);
   for (const [name, w] of Object.entries(options.metricWeights ?? {})) if (name in weights) weights[name] = w;
   const weight = (name: string) => weights[name] ?? 0;
   if (!names.some((n) => weight(n) > 0)) return "At least one metric needs a weight above 0.";

@@ -253,7 +253,7 @@ interface Weights {
 
 function defaultWeights(data: BoardData): Weights {
   return {
-    metrics: defaultMetricWeights(data.axes, data.principal),
+    metrics: defaultMetricWeights(data.axes, data.principal, data.models),
     datasets: Object.fromEntries(data.datasets.map((d) => [d, 1])),
   };
 }
