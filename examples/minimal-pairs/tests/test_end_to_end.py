@@ -9,24 +9,17 @@ Everything here goes through the server's public surface: the ``dynaforge`` comm
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import socket
-import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
+from dynaforge.testing import LiveServer, free_port, live_server
 
 BIN = Path(sys.executable).parent
-POSTGRES = os.environ.get("DYNAFORGE_TEST_POSTGRES", "postgresql://postgres@127.0.0.1:5432")
-PASSWORD = "correct horse battery"
 
 # The owner's scoring set: pairs written for these tests, two or three per phenomenon, grammatical one first or
 # second at random. The bigram model gets most right; the bag-of-words baseline cannot see agreement or order.
@@ -44,135 +37,15 @@ SCORING = [
 ]
 
 
-def _service_missing(what: str) -> None:
-    if os.environ.get("CI") == "true":
-        pytest.fail(f"{what} is not available; CI must provide it", pytrace=False)
-    pytest.skip(f"{what} is not available")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def _wait_healthy(url: str, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            time.sleep(0.2)
-    pytest.fail(f"{url} did not answer\n{log.read_text(errors='replace')[-3000:]}")
-
-
-class Server:
-    """A ``dynaforge serve`` set up as an operator sets one up, and GraphQL calls to it as a given user."""
-
-    def __init__(self, workdir: Path, database_url: str):
-        self.workdir, self.database_url = workdir, database_url
-        self.env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
-        self.env.update(
-            DYNAFORGE_ENVIRONMENT="test",
-            DYNAFORGE_DATA_DIR=str(workdir / "data"),
-            DYNAFORGE_PASSWORD_HASH_TIME_COST="1",
-            DYNAFORGE_PASSWORD_HASH_MEMORY_KIB="64",
-            DYNAFORGE_LOAD_PLUGINS="minimal-pairs",  # this package alone, whatever else is installed
-            DYNAFORGE_OUTBOUND_ALLOW="127.0.0.1",  # the model builder's server runs on this machine
-            PYTHONUNBUFFERED="1",
-        )
-        self.tokens: dict[str, str] = {}
-        self.processes: list[subprocess.Popen] = []
-        self.port = _free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def command(self, *args: str) -> str:
-        done = subprocess.run(
-            [str(BIN / "dynaforge"), "--log-level", "WARNING", *args, "--database-url", self.database_url],
-            env=self.env, cwd=self.workdir, capture_output=True, text=True, timeout=300,
-        )  # fmt: skip
-        assert done.returncode == 0, f"dynaforge {' '.join(args[:2])}: {done.stdout}{done.stderr}"
-        return done.stdout
-
-    def user(self, name: str, *, admin: bool = False) -> None:
-        flags = ["--admin"] if admin else []
-        self.command("users", "create", "--username", name, "--email", f"{name}@example.org", "--password", PASSWORD,
-                     *flags)  # fmt: skip
-        self.tokens[name] = self.command("tokens", "create", "--username", name).strip().splitlines()[-1]
-
-    def spawn(self, args: list[str], name: str, health: str) -> None:
-        log = self.workdir / f"{name}.log"
-        out = open(log, "ab")  # noqa: SIM115 - the child keeps it
-        process = subprocess.Popen(args, env=self.env, cwd=self.workdir, stdout=out, stderr=out)
-        self.processes.append(process)
-        _wait_healthy(health, process, log)
-
-    def start(self) -> None:
-        self.spawn([str(BIN / "dynaforge"), "serve", "--port", str(self.port), "--database-url", self.database_url],
-                   "server", self.url + "/healthz")  # fmt: skip
-
-    def stop(self) -> None:
-        for process in self.processes:
-            process.terminate()
-        for process in self.processes:
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-
-    def gql(self, who: str, query: str, **variables: Any) -> dict[str, Any]:
-        response = httpx.post(
-            self.url + "/graphql",
-            json={"query": query, "variables": variables},
-            headers={"Authorization": f"Bearer {self.tokens[who]}"},
-            timeout=120,
-        )
-        body = response.json()
-        assert response.status_code == 200 and "errors" not in body, body
-        return body["data"]
-
-
-def _postgres_database() -> Iterator[str]:
-    import asyncpg  # a dependency of dynaforge
-
-    name = f"minimal_pairs_{uuid.uuid4().hex[:10]}"
-
-    async def execute(sql: str) -> None:
-        connection = await asyncpg.connect(POSTGRES + "/postgres", timeout=5)
-        try:
-            await connection.execute(sql)
-        finally:
-            await connection.close()
-
-    try:
-        asyncio.run(execute(f'CREATE DATABASE "{name}"'))
-    except (OSError, asyncpg.PostgresError) as exc:
-        _service_missing(f"PostgreSQL at {POSTGRES} ({exc})")
-    try:
-        yield POSTGRES.replace("postgresql://", "postgresql+asyncpg://") + f"/{name}"
-    finally:
-        asyncio.run(execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
 @pytest.fixture(params=["sqlite", "postgresql"])
-def server(request, tmp_path) -> Iterator[Server]:
-    if request.param == "sqlite":
-        databases: Iterator[str] = iter([f"sqlite+aiosqlite:///{(tmp_path / 'dynaforge.db').as_posix()}"])
-    else:
-        databases = _postgres_database()
-    database_url = next(databases)
-    srv = Server(tmp_path, database_url)
-    try:
-        srv.command("db", "upgrade")
+def server(request, tmp_path) -> Iterator[LiveServer]:
+    # this package alone, whatever else is installed; the model builder's server runs on this machine
+    with live_server(tmp_path, request.param, load_plugins="minimal-pairs", outbound_allow="127.0.0.1") as srv:
         srv.user("operator", admin=True)
         srv.user("annotator")
         srv.user("builder")
         srv.start()
         yield srv
-    finally:
-        srv.stop()
-        next(databases, None)  # drops the PostgreSQL database
 
 
 EXAMPLE = "id status fooled fields prediction { fields }"
@@ -191,7 +64,7 @@ def _pair(a: str, b: str, grammatical: str, phenomenon: str) -> dict[str, str]:
     return {"sentence_a": a, "sentence_b": b, "grammatical": grammatical, "phenomenon": phenomenon}
 
 
-def _wait_evaluated(server: Server, model_id: str) -> dict[str, Any]:
+def _wait_evaluated(server: LiveServer, model_id: str) -> dict[str, Any]:
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         model = server.gql("operator", EVALUATIONS, id=model_id)["model"]
@@ -201,7 +74,7 @@ def _wait_evaluated(server: Server, model_id: str) -> dict[str, Any]:
     pytest.fail(f"model {model_id} was not evaluated in time: {model}")
 
 
-def test_collect_validate_submit_and_rank(server: Server, tmp_path: Path):
+def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
     task = server.gql("annotator", '{ task(code: "minimal-pairs") { name labels currentRound { number } } }')
     assert task["task"] == {"name": "Minimal pairs", "labels": ["a", "b"], "currentRound": {"number": 1}}
 
@@ -275,7 +148,7 @@ def test_collect_validate_submit_and_rank(server: Server, tmp_path: Path):
                    "pairs-v1")  # fmt: skip
 
     # -- a model builder serves a language model of their own (the bag-of-words baseline) and submits it
-    port = _free_port()
+    port = free_port()
     config = {"factory": "dynaforge_minimal_pairs.ngram:load", "kwargs": {"use_context": False}}
     server.spawn([str(BIN / "dynaforge"), "model-server", "--backend", "python", "--config", json.dumps(config),
                   "--port", str(port), "--name", "bag-of-words"], "model-server",
