@@ -148,9 +148,9 @@ async def submit_selection(
 ) -> tuple[ModelRow, list[Evaluation]]:
     """Submit data instead of a model (a task that declares :class:`~dynaforge.tasks.base.DataSelection`): at most
     ``budget`` distinct items (``(dataset id, position)``) of one of the task's training pools (a STANDARD data set).
-    The model stored runs the
-    task's fixed recipe, trained on those items' fields when an evaluation loads it, on every scoring set; the
-    items are copied into it, so that deleting the pool later changes nothing. Throttled like any submission."""
+    The model stored runs the task's fixed recipe, trained on those items' fields when an evaluation loads it, on
+    every scoring set; the items are copied into it, so that deleting the pool later changes nothing. Throttled like
+    any submission."""
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     require_kind(view.task, "selection")
