@@ -628,3 +628,29 @@ async def test_a_hidden_sets_figures_are_for_its_owners_only(gql, platform, setu
     by_id = {"id": gid("Evaluation", hidden[0].id)}
     assert (await gql("query($id: ID!) { node(id: $id) { id } }", by_id, token=builder_token))["node"] is None
     assert (await gql("query($id: ID!) { node(id: $id) { id } }", by_id, token=owner_token))["node"] is not None
+
+
+async def test_an_empty_test_split_is_made_but_never_scored(platform):
+    """A round with four accepted examples splits 3 / 1 / 0: the empty test set is listed, but no model is queued on
+    it (there is nothing to score, and a failed evaluation would mark every model FAILED)."""
+    from sqlalchemy import func, select
+
+    from dynaforge.db.models import Evaluation
+
+    platform.settings.examples_per_minute = 1000
+    owner, author = await make_user(platform, "owner9"), await make_user(platform, "author9")
+    builder = await make_user(platform, "builder9")
+    await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
+    for i in range(4):
+        fields = {"text": f"fine day {i}", "label": "good"}
+        outcome = await examples.submit(platform, author, task_code="toy", fields=fields)
+        await validation.validate(platform, owner, outcome.example.id, "CORRECT")
+    await submissions.submit_model(platform, builder, task_code="toy", name="early", backend="python", config=KEYWORD)
+    made = await datasets.build_from_round(platform, owner, "toy", 1)
+    assert [(d.name, d.size) for d in made] == [("r1-train", 3), ("r1-dev", 1), ("r1-test", 0)]
+    _, queued = await submissions.submit_model(
+        platform, builder, task_code="toy", name="late", backend="python", config=KEYWORD
+    )
+    assert queued == []
+    async with platform.db.session() as s:
+        assert await s.scalar(select(func.count()).select_from(Evaluation)) == 0  # the early model was not queued

@@ -156,7 +156,8 @@ async def build_from_round(
             made.append(dataset)
             if access == DatasetAccess.SCORING:
                 made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
-        queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
+        # an empty split (a round with few accepted examples) is made, but has nothing to score
+        queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made) and d.size])
     enqueue(p, queued)
     p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
     return made
@@ -432,7 +433,8 @@ async def create_dataset(
         made = [dataset]
         if access == DatasetAccess.SCORING:
             made.extend(await _add_perturbed_copies(p, s, view.task, dataset, cleaned, actor))
-        queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made)])
+        # an empty split (a round with few accepted examples) is made, but has nothing to score
+        queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made) and d.size])
     enqueue(p, queued)
     p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
     return made

@@ -231,10 +231,10 @@ async def _store_model(
         )
         s.add(model)
         await s.flush()
-        scoring = list(
+        scoring = list(  # an empty scoring set (a small round's test split) has nothing to score
             await s.scalars(
                 select(col(Dataset.id))
-                .where(col(Dataset.task_id) == view.row.id)
+                .where(col(Dataset.task_id) == view.row.id, col(Dataset.size) > 0)
                 .where(
                     or_(
                         col(Dataset.access) == DatasetAccess.SCORING,

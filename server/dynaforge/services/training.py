@@ -292,11 +292,12 @@ async def registered_many(p: Platform, actor: Actor, ids: list[int]) -> dict[int
 
 
 async def scoring_dataset_ids(s: AsyncSession, task_id: int) -> list[int]:
-    """The data sets every model of the task is evaluated on: its scoring sets and their perturbed copies."""
+    """The data sets every model of the task is evaluated on: its scoring sets and their perturbed copies (not an
+    empty one, such as the test split of a round with few examples: there is nothing to score)."""
     return list(
         await s.scalars(
             select(col(Dataset.id))
-            .where(col(Dataset.task_id) == task_id)
+            .where(col(Dataset.task_id) == task_id, col(Dataset.size) > 0)
             .where(
                 or_(
                     col(Dataset.access) == DatasetAccess.SCORING,
