@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -168,6 +168,26 @@ def _scored(dataset: Dataset, batch: list[Dataset]) -> bool:
     if dataset.access == DatasetAccess.SCORING and dataset.parent_id is None:
         return True
     return any(d.id == dataset.parent_id and d.access == DatasetAccess.SCORING for d in batch)
+
+
+async def scoring_dataset_ids(s: AsyncSession, task_id: int) -> list[int]:
+    """The data sets every model of the task is evaluated on: its scoring sets and their perturbed copies (not an
+    empty one, such as the test split of a round with few examples: there is nothing to score)."""
+    return list(
+        await s.scalars(
+            select(col(Dataset.id))
+            .where(col(Dataset.task_id) == task_id, col(Dataset.size) > 0)
+            .where(
+                or_(
+                    col(Dataset.access) == DatasetAccess.SCORING,
+                    col(Dataset.parent_id).in_(
+                        select(col(Dataset.id)).where(col(Dataset.access) == DatasetAccess.SCORING)
+                    ),
+                )
+            )
+            .order_by(col(Dataset.id))
+        )
+    )
 
 
 async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: list[int]) -> list[int]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import delete, func, or_, select, update
+from sqlalchemy import delete, func, select, update
 from sqlmodel import col
 
 from dynaforge.db.models import (
@@ -231,21 +231,7 @@ async def _store_model(
         )
         s.add(model)
         await s.flush()
-        scoring = list(  # an empty scoring set (a small round's test split) has nothing to score
-            await s.scalars(
-                select(col(Dataset.id))
-                .where(col(Dataset.task_id) == view.row.id, col(Dataset.size) > 0)
-                .where(
-                    or_(
-                        col(Dataset.access) == DatasetAccess.SCORING,
-                        col(Dataset.parent_id).in_(
-                            select(col(Dataset.id)).where(col(Dataset.access) == DatasetAccess.SCORING)
-                        ),
-                    )
-                )
-                .order_by(col(Dataset.id))
-            )
-        )
+        scoring = await dataset_service.scoring_dataset_ids(s, view.row.id)
         evaluations = [Evaluation(model_id=model.id, dataset_id=d) for d in scoring]
         s.add_all(evaluations)
         await s.flush()

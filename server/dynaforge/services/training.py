@@ -20,13 +20,12 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
 from dynaforge.db.models import (
     Dataset,
-    DatasetAccess,
     Evaluation,
     EvaluationStatus,
     ModelRow,
@@ -37,6 +36,7 @@ from dynaforge.db.models import (
     utcnow,
 )
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.services import datasets as dataset_service
 from dynaforge.services import registry
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
@@ -291,26 +291,6 @@ async def registered_many(p: Platform, actor: Actor, ids: list[int]) -> dict[int
 # --------------------------------------------------------------------------- the job's side (no actor: trusted)
 
 
-async def scoring_dataset_ids(s: AsyncSession, task_id: int) -> list[int]:
-    """The data sets every model of the task is evaluated on: its scoring sets and their perturbed copies (not an
-    empty one, such as the test split of a round with few examples: there is nothing to score)."""
-    return list(
-        await s.scalars(
-            select(col(Dataset.id))
-            .where(col(Dataset.task_id) == task_id, col(Dataset.size) > 0)
-            .where(
-                or_(
-                    col(Dataset.access) == DatasetAccess.SCORING,
-                    col(Dataset.parent_id).in_(
-                        select(col(Dataset.id)).where(col(Dataset.access) == DatasetAccess.SCORING)
-                    ),
-                )
-            )
-            .order_by(col(Dataset.id))
-        )
-    )
-
-
 async def submit_for_evaluation(
     s: AsyncSession, entry: RegisteredModel, *, user_id: int, name: str, description: str, published: bool = False
 ) -> list[int]:
@@ -330,7 +310,9 @@ async def submit_for_evaluation(
     s.add(model)
     await s.flush()
     entry.model_id = model.id
-    evaluations = [Evaluation(model_id=model.id, dataset_id=d) for d in await scoring_dataset_ids(s, entry.task_id)]
+    evaluations = [
+        Evaluation(model_id=model.id, dataset_id=d) for d in await dataset_service.scoring_dataset_ids(s, entry.task_id)
+    ]
     s.add_all(evaluations)
     await s.flush()
     return [e.id for e in evaluations]
