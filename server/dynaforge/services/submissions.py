@@ -157,12 +157,7 @@ async def submit_selection(
     rules = view.task.data_selection
     assert rules is not None  # check_declaration: "selection" is declared with data_selection
     card = check_card(card)
-    if not 1 <= len((name or "").strip()) <= 100:
-        raise InvalidInput.from_errors([FieldError("name", "length", "must have 1 to 100 characters")])
-    visible = {d.name: d for d in await dataset_service.list_datasets(p, actor, task_code)}
-    pool = visible.get(dataset_name)
-    if pool is None:
-        raise NotFound(f"No data set {dataset_name!r} of {task_code} that you can see; the datasets query lists them")
+    pool = await _named_dataset(p, actor, task_code, name, dataset_name)
     if pool.access != DatasetAccess.STANDARD or pool.parent_id is not None:
         raise InvalidInput.from_errors(
             [
@@ -204,6 +199,18 @@ async def submit_selection(
     spec = rules.model_spec(name.strip(), [dict(rows[position].fields) for position in positions])
     spec.config["selection"] = {"dataset": dataset_name, "positions": positions}
     return await _store_model(p, view, actor, spec, card=card, published=published, anonymous=anonymous)
+
+
+async def _named_dataset(p: Platform, actor: Actor, task_code: str, name: str, dataset_name: str) -> Dataset:
+    """For a submission that names a data set (predictions for it, a selection from it): InvalidInput unless its
+    display ``name`` has 1 to 100 characters, NotFound unless ``actor`` can see ``dataset_name``; else that set."""
+    if not 1 <= len((name or "").strip()) <= 100:
+        raise InvalidInput.from_errors([FieldError("name", "length", "must have 1 to 100 characters")])
+    visible = {d.name: d for d in await dataset_service.list_datasets(p, actor, task_code)}
+    dataset = visible.get(dataset_name)
+    if dataset is None:
+        raise NotFound(f"No data set {dataset_name!r} of {task_code} that you can see; the datasets query lists them")
+    return dataset
 
 
 async def _store_model(
@@ -512,12 +519,7 @@ async def submit_predictions(
     view = await task_service.get_task(p, actor, task_code)
     require_kind(view.task, "predictions")
     card = check_card(card)
-    if not 1 <= len((name or "").strip()) <= 100:
-        raise InvalidInput.from_errors([FieldError("name", "length", "must have 1 to 100 characters")])
-    visible = {d.name: d for d in await dataset_service.list_datasets(p, actor, task_code)}
-    dataset = visible.get(dataset_name)
-    if dataset is None:
-        raise NotFound(f"No data set {dataset_name!r} of {task_code} that you can see; the datasets query lists them")
+    dataset = await _named_dataset(p, actor, task_code, name, dataset_name)
     if dataset.size == 0:
         raise InvalidInput.from_errors([FieldError("datasetName", "empty", f"{dataset_name} has no items to predict")])
     if not isinstance(predictions, list) or len(predictions) != dataset.size or len(predictions) > MAX_PREDICTIONS:
