@@ -26,7 +26,7 @@ from dynaforge.exporters import ExportFormat
 from dynaforge.importers import Importer
 from dynaforge.inference.backends import ModelBackend
 from dynaforge.tasks.base import RESERVED_METRIC_NAMES, Metric, Perturbation, Slice, Task
-from dynaforge.tasks.declarative import DeclaredTask, DeclaredTasks
+from dynaforge.tasks.declarative import DECLARED_PREFIX, DeclaredTask, DeclaredTaskPlugin
 
 log = logging.getLogger(__name__)
 
@@ -113,10 +113,6 @@ _KINDS: dict[str, tuple[str, type, str]] = {
 }
 
 
-#: The plugin name of a declared task: this prefix and the task's code.
-DECLARED_PREFIX = "declared:"
-
-
 class Plugins:
     """Loads plugins and exposes their registry and event hooks."""
 
@@ -183,8 +179,8 @@ class Plugins:
         for name in [n for n in self.errors if n.startswith(DECLARED_PREFIX)]:
             del self.errors[name]
         for task in tasks:
-            name = DECLARED_PREFIX + task.code
-            self._register(DeclaredTasks([task], name=name), name)
+            plugin = DeclaredTaskPlugin(task)
+            self._register(plugin, plugin.__name__)
         self.registry = self._build_registry()
         for name, error in self.errors.items():
             if name.startswith(DECLARED_PREFIX):

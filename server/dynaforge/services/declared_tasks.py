@@ -18,12 +18,17 @@ from sqlmodel import col
 
 from dynaforge.db.models import DeclaredTaskRow, utcnow
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
-from dynaforge.plugins import DECLARED_PREFIX, task_registry_problems
+from dynaforge.plugins import task_registry_problems
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
-from dynaforge.tasks.base import Slice
-from dynaforge.tasks.declarative import DECLARATION_SCHEMA, DeclaredTask, DeclaredTasks, load_declaration, load_stored
+from dynaforge.tasks.declarative import (
+    DECLARATION_SCHEMA,
+    DECLARED_PREFIX,
+    DeclaredTask,
+    load_declaration,
+    load_stored,
+)
 
 __all__ = ["DECLARATION_SCHEMA", "create", "declaration", "load_all", "update"]
 
@@ -32,12 +37,6 @@ async def load_all(p: Platform) -> None:
     """Load every declared task into the platform's plugins, then give each new one its row and round 1."""
     await load_stored(p.db, p.plugins)
     await task_service.sync_registered_tasks(p)
-
-
-def _own_slices(task: DeclaredTask) -> list[Slice]:
-    collected: list[Slice] = []
-    DeclaredTasks([task]).register_fairness_slices(collected.append)
-    return collected
 
 
 def _require_admin(actor: Actor) -> Actor:
@@ -52,7 +51,7 @@ async def _checked(p: Platform, actor: Actor, definition: Any) -> DeclaredTask:
     registered, and the rules a round's targets follow (known backends, accepted configurations, outbound policy)."""
     task = load_declaration(definition)
     registry = p.plugins.registry
-    own = {sl.name: sl for sl in _own_slices(task)}  # registered with the task, so not there yet
+    own = {sl.name: sl for sl in task.slices()}  # registered with the task, so not there yet
     with_own = dataclasses.replace(registry, slices={**registry.slices, **own})
     problems = [FieldError("definition", "plugin", problem) for problem in task_registry_problems(task, with_own)]
     slices = {sl.name for sl in registry.slices.values() if sl.task_code != task.code}

@@ -24,7 +24,7 @@ value, the rule that decides whether the model was fooled (one of :data:`FOOLED_
     }
 
 :func:`load_declaration` checks a declaration against :data:`DECLARATION_SCHEMA` and the task contract and returns
-a :class:`DeclaredTask`; :class:`DeclaredTasks` is the plugin object that registers declared tasks and their slices
+a :class:`DeclaredTask`; :class:`DeclaredTaskPlugin` is the plugin object that registers one with its slices
 (``dynaforge check --declared FILE`` runs the conformance checks on one). Python plugins remain the way to add
 backends, metrics, perturbations and behaviour; a declaration can only use what they registered.
 """
@@ -57,12 +57,16 @@ __all__ = [
     "DECLARATION_SCHEMA",
     "FOOLED_RULES",
     "DeclaredTask",
-    "DeclaredTasks",
+    "DECLARED_PREFIX",
+    "DeclaredTaskPlugin",
     "load_declaration",
     "load_if_declared",
     "load_stored",
     "read_file",
 ]
+
+#: The plugin name of a declared task: this prefix and the task's code.
+DECLARED_PREFIX = "declared:"
 
 #: The backends a declared target model may use: a declaration runs no code of its own on the server.
 DECLARED_BACKENDS = ("transformers", "http")
@@ -175,11 +179,21 @@ DECLARATION_SCHEMA: dict[str, Any] = {
 }
 
 
+_VALIDATOR = jsonschema.Draft202012Validator(DECLARATION_SCHEMA)
+
+
 class DeclaredTask(Task):
     """A task made from a declaration; :attr:`declaration` is the data it was made from."""
 
     declaration: dict[str, Any]
     fooled_rule: dict[str, Any]
+
+    def slices(self) -> list[Slice]:
+        """The fairness slices the declaration defines, each grouping examples by one field's value."""
+        return [
+            Slice(sl["name"], _slice_group(sl["field"]), task_code=self.code, description=sl.get("description", ""))
+            for sl in self.declaration.get("slices", ())
+        ]
 
     def is_fooled(self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]) -> bool:
         rule = self.fooled_rule
@@ -240,8 +254,7 @@ def load_declaration(data: Any) -> DeclaredTask:
     """The task a declaration describes. InvalidInput (fields under ``definition``) lists every problem: against
     :data:`DECLARATION_SCHEMA` first, then against the task contract (``Task.check_declaration``, the fooled rule,
     the slices' fields, the sample examples' validity)."""
-    validator = jsonschema.Draft202012Validator(DECLARATION_SCHEMA)
-    errors = sorted(validator.iter_errors(data), key=lambda e: list(e.absolute_path))
+    errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         raise InvalidInput.from_errors([_problem(e.absolute_path, e.message, "schema") for e in errors[:20]])
     problems: list[FieldError] = []
@@ -307,30 +320,22 @@ def _slice_group(field: str) -> Callable[[dict[str, Any]], str | None]:
     return group
 
 
-class DeclaredTasks:
-    """A plugin object that registers declared tasks and their slices by field."""
+class DeclaredTaskPlugin:
+    """The plugin object that registers one declared task and its slices, named :data:`DECLARED_PREFIX` + its code
+    (so that a broken declaration is listed, and dropped, on its own)."""
 
-    def __init__(self, tasks: Iterable[DeclaredTask], name: str = "declared-tasks"):
-        self.tasks = list(tasks)
-        self.__name__ = name
+    def __init__(self, task: DeclaredTask):
+        self.task = task
+        self.__name__ = DECLARED_PREFIX + task.code
 
     @hookimpl
     def register_tasks(self, register: Callable[[Task], None]) -> None:
-        for task in self.tasks:
-            register(task)
+        register(self.task)
 
     @hookimpl
     def register_fairness_slices(self, register: Callable[[Slice], None]) -> None:
-        for task in self.tasks:
-            for sl in task.declaration.get("slices", ()):
-                register(
-                    Slice(
-                        sl["name"],
-                        _slice_group(sl["field"]),
-                        task_code=task.code,
-                        description=sl.get("description", ""),
-                    )
-                )
+        for sl in self.task.slices():
+            register(sl)
 
 
 def read_file(path: Path) -> Any:
@@ -354,7 +359,7 @@ async def load_stored(db: Database, plugins: Plugins) -> None:
         try:
             tasks.append(load_declaration(row.definition))
         except InvalidInput as exc:
-            failed[f"declared:{row.code}"] = exc.message
+            failed[DECLARED_PREFIX + row.code] = exc.message
     plugins.replace_declared(tasks)
     for name, error in failed.items():
         log.error("declared task %s no longer loads: %s", name, error)
