@@ -18,12 +18,12 @@ Each check returns the problems it found, in words a task author can act on, rat
 from __future__ import annotations
 
 import asyncio
-import importlib
 import random
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from dynaforge.defaults.backends.common import import_object
 from dynaforge.inference.client import InferenceClient, LocalInferenceClient
 from dynaforge.plugins import Plugins, Registry, task_registry_problems
 from dynaforge.tasks.base import Task
@@ -69,16 +69,10 @@ class Check:
 
 def _resolves(path: str) -> str | None:
     """Why the import path ``pkg.module:name`` does not name an object, or None when it does."""
-    module_name, _, attr = path.partition(":")
     try:
-        module = importlib.import_module(module_name)
+        import_object(path)
     except Exception as exc:  # the author's code: any failure is the finding
-        return f"cannot import {module_name}: {type(exc).__name__}: {exc}"
-    obj: Any = module
-    for part in attr.split("."):
-        if not hasattr(obj, part):
-            return f"{module_name} has no {attr}"
-        obj = getattr(obj, part)
+        return f"cannot import it: {type(exc).__name__}: {exc}"
     return None
 
 
@@ -131,6 +125,22 @@ def _validate(task: Task, values: dict[str, Any]) -> tuple[dict[str, Any], dict[
     return task.validate_example(example, context or None), context
 
 
+Sample = tuple[int, dict[str, Any], dict[str, Any], dict[str, Any]]
+
+
+def _valid_samples(task: Task) -> list[Sample]:
+    """The sample examples that pass the task's validation (check_samples reports the others), each as its index,
+    its example fields as written, the cleaned ones, and its context."""
+    valid = []
+    for i, values in enumerate(task.sample_examples):
+        try:
+            cleaned, context = _validate(task, values)
+        except Exception:
+            continue
+        valid.append((i, task.split_fields(values)[1], cleaned, context))
+    return valid
+
+
 async def check_samples(task: Task, registry: Registry, inference: InferenceClient | None) -> list[str]:
     """At least two sample examples, each (and each demo context) passing the task's own validation."""
     problems = []
@@ -161,16 +171,12 @@ async def check_samples(task: Task, registry: Registry, inference: InferenceClie
 async def check_perturbations(task: Task, registry: Registry, inference: InferenceClient | None) -> list[str]:
     """Each perturbation keeps every sample valid, changes only input fields, and is reproducible by seed."""
     problems = []
+    samples = _valid_samples(task)
     for name in task.perturbations:
         perturbation = registry.perturbations.get(name)
         if perturbation is None:
             continue  # check_declaration reports it
-        for i, values in enumerate(task.sample_examples):
-            try:
-                _validate(task, values)
-            except Exception:
-                continue  # check_samples reports it
-            context, example = task.split_fields(values)
+        for i, example, _, context in samples:
             where = f"perturbation {name} on sample_examples[{i}]"
             try:
                 perturbed = task.perturb(example, perturbation, random.Random(i))
@@ -202,14 +208,8 @@ async def check_default_models(task: Task, registry: Registry, inference: Infere
     outputs the task reads into every target field and judges as fooled or not."""
     assert inference is not None
     problems = []
-    inputs, examples = [], []
-    for values in task.sample_examples:
-        try:
-            cleaned, context = _validate(task, values)
-        except Exception:
-            continue  # check_samples reports it
-        inputs.append(task.build_model_input(context, cleaned))
-        examples.append((cleaned, context))
+    examples = [(cleaned, context) for _, _, cleaned, context in _valid_samples(task)]
+    inputs = [task.build_model_input(context, cleaned) for cleaned, context in examples]
     if not inputs:
         return ["no valid sample example to run the default models on"]
     distinct = len(inputs)
@@ -271,14 +271,9 @@ async def check_data_selection(task: Task, registry: Registry, inference: Infere
     if rules is None:
         return []
     assert inference is not None
-    selected, inputs = [], []
-    for values in task.sample_examples[: rules.budget]:
-        try:
-            cleaned, context = _validate(task, values)
-        except Exception:
-            continue  # check_samples reports it
-        selected.append({**context, **cleaned})
-        inputs.append(task.build_model_input(context, cleaned))
+    samples = [(cleaned, context) for i, _, cleaned, context in _valid_samples(task) if i < rules.budget]
+    selected = [{**context, **cleaned} for cleaned, context in samples]
+    inputs = [task.build_model_input(context, cleaned) for cleaned, context in samples]
     if not selected:
         return ["no valid sample example to train the data selection recipe on"]
     where = f"data_selection.trainer {rules.trainer}"
