@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 from sqlmodel import col
 
-from dynaforge.errors import DynaforgeError
+from dynaforge.errors import DynaforgeError, InvalidInput
 from dynaforge.settings import Settings
 
 DEMO_DIR = Path("dynaforge-data")
@@ -29,6 +29,11 @@ def _run(coro):
         return asyncio.run(coro)
     except DynaforgeError as exc:
         raise click.ClickException(exc.message) from exc
+
+
+def _field_lines(exc: InvalidInput) -> list[str]:
+    """An InvalidInput's problems, one indented line each (field: message), for a command's error."""
+    return [f"  {e.field}: {e.message}" for e in exc.field_errors]
 
 
 def _demo_url() -> str:
@@ -505,7 +510,6 @@ def contexts_upload(
 ) -> None:
     """Add every context of a JSONL or CSV file at PATH to the task's current round (as the operator; all or
     nothing: a wrong row adds none, and each problem is printed with its line)."""
-    from dynaforge.errors import InvalidInput
     from dynaforge.services import contexts as context_service
     from dynaforge.services import tasks as task_service
     from dynaforge.services.actor import Actor
@@ -524,7 +528,7 @@ def contexts_upload(
     try:
         added = asyncio.run(go())
     except InvalidInput as exc:
-        lines = [exc.message] + [f"  {e.field}: {e.message}" for e in exc.field_errors]
+        lines = [exc.message, *_field_lines(exc)]
         raise click.ClickException("\n".join(lines)) from exc
     except DynaforgeError as exc:
         raise click.ClickException(exc.message) from exc
@@ -566,7 +570,6 @@ def import_command(
 
     from tqdm import tqdm
 
-    from dynaforge.errors import InvalidInput
     from dynaforge.services import imports, tasks
     from dynaforge.services.actor import Actor
 
@@ -605,7 +608,7 @@ def import_command(
         if len(exc.field_errors) == 1:
             raise click.ClickException(exc.message) from exc
         lines = ["Nothing was imported; fix these records and import the file again:"]
-        lines += [f"  {e.field}: {e.message}" for e in exc.field_errors]
+        lines += _field_lines(exc)
         raise click.ClickException("\n".join(lines)) from exc
     except DynaforgeError as exc:
         raise click.ClickException(exc.message) from exc
@@ -834,7 +837,6 @@ def check(
             raise click.UsageError(f"--plugin {module}: cannot import it: {type(exc).__name__}: {exc}") from exc
     plugins = Plugins(allowlist=_settings().plugin_allowlist(), extra=extra)  # what the server would load
     if declared_files:
-        from dynaforge.errors import InvalidInput
         from dynaforge.tasks.declarative import load_declaration, read_file
 
         declared = []
@@ -844,9 +846,7 @@ def check(
             except (ValueError, OSError) as exc:  # JSON and YAML errors are ValueErrors
                 raise click.ClickException(f"{path}: {exc}") from exc
             except InvalidInput as exc:
-                lines = [f"{path} is not a valid declaration:"] + [
-                    f"  {e.field}: {e.message}" for e in exc.field_errors
-                ]
+                lines = [f"{path} is not a valid declaration:", *_field_lines(exc)]
                 raise click.ClickException("\n".join(lines)) from exc
         plugins.replace_declared(declared)
         task_codes = task_codes or tuple(task.code for task in declared)
