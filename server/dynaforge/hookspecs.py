@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pluggy
 
 if TYPE_CHECKING:  # the contract's types, for plugin authors' type checkers (no import cycle at run time)
+    from dynaforge.adversaries.base import Adversary
     from dynaforge.exporters import ExportFormat
     from dynaforge.importers import Importer
     from dynaforge.inference.backends import ModelBackend
@@ -86,6 +87,18 @@ def register_export_formats(register: Callable[[ExportFormat], None]) -> None:
     """
 
 
+@hookspec
+def register_adversaries(register: Callable[[Adversary], None]) -> None:
+    """Register machine adversaries: call ``register(adversary)`` with a :class:`dynaforge.Adversary` instance.
+
+    An adversary proposes examples meant to fool a round's target model, from a context and optionally an
+    annotator's draft, with budgeted black-box access to the target (:mod:`dynaforge.adversaries.base`). Its ``name``
+    is what ``suggestEdits`` and ``generateCandidates`` name and must be unique across plugins. The core registers
+    ``perturbation-search``, ``embedding-swap`` and ``llm``; a task plugin may register templates of its own
+    (:class:`dynaforge.adversaries.templates.TemplateAdversary`).
+    """
+
+
 # --------------------------------------------------------------------------- events
 
 
@@ -95,8 +108,9 @@ def example_created(example: dict[str, Any]) -> None:
 
     ``example`` is a plain dict of JSON values: ``id``, ``task_code``, ``task_id``, ``round`` (its number),
     ``round_id``, ``user_id``, ``context_id``, ``fields``, ``prediction``, ``model_predictions``, ``fooled`` (None
-    while the prediction is pending), ``status``, ``tag``, ``time_taken_ms``, ``votes`` (correct, incorrect,
-    flagged) and ``created_at`` (ISO 8601).
+    while the prediction is pending), ``status``, ``tag``, ``time_taken_ms``, ``source`` (``HUMAN``, ``ASSISTED``
+    or ``MACHINE``), ``adversary`` (the adversary behind an assisted or machine example, else None), ``votes``
+    (correct, incorrect, flagged) and ``created_at`` (ISO 8601).
     """
 
 

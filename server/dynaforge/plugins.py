@@ -21,6 +21,7 @@ from typing import Any
 import pluggy
 
 from dynaforge import hookspecs
+from dynaforge.adversaries.base import Adversary
 from dynaforge.errors import PluginError
 from dynaforge.exporters import ExportFormat
 from dynaforge.importers import Importer
@@ -41,6 +42,7 @@ DEFAULT_PLUGINS = (
     "dynaforge.defaults.perturbations",
     "dynaforge.defaults.importers",
     "dynaforge.defaults.exports",
+    "dynaforge.defaults.adversaries",
 )
 
 
@@ -98,6 +100,7 @@ class Registry:
     slices: dict[str, Slice] = field(default_factory=dict)
     importers: dict[str, Importer] = field(default_factory=dict)
     export_formats: dict[str, ExportFormat] = field(default_factory=dict)
+    adversaries: dict[str, Adversary] = field(default_factory=dict)
     owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin name
 
 
@@ -110,6 +113,7 @@ _KINDS: dict[str, tuple[str, type, str]] = {
     "register_fairness_slices": ("slices", Slice, "name"),
     "register_importers": ("importers", Importer, "name"),
     "register_export_formats": ("export_formats", ExportFormat, "name"),
+    "register_adversaries": ("adversaries", Adversary, "name"),
 }
 
 
@@ -243,6 +247,8 @@ class Plugins:
             raise PluginError(
                 f"export format {item!r} needs a name of lowercase letters, digits, '_' or '-' (what --format names)"
             )
+        if isinstance(item, Adversary) and (not isinstance(key, str) or not _FORMAT_NAME.match(key)):
+            raise PluginError(f"adversary {item!r} needs a name of lowercase letters, digits, '_' or '-'")
         if isinstance(item, Metric) and key in RESERVED_METRIC_NAMES:
             raise PluginError(f"metric {key!r} is reserved: the leaderboard adds {', '.join(RESERVED_METRIC_NAMES)}")
         if isinstance(item, Task):
