@@ -29,6 +29,7 @@ from dynaforge import (
     TrainingRecipe,
     hookimpl,
 )
+from dynaforge_hatespeech.adversaries import register_adversaries  # noqa: F401  (the plugin's template adversary)
 from dynaforge_hatespeech.model import MODEL_NAME, WEIGHTS_DIR
 from dynaforge_hatespeech.train import DATA_FILE, DEFAULT_EXAMPLE_WEIGHT
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge_nli.adversaries import register_adversaries  # noqa: F401  (the plugin's template adversary)
 from dynaforge_nli.model import MODEL_NAME, WEIGHTS_DIR
 
 

@@ -19,6 +19,7 @@ import math
 from typing import Any
 
 from dynaforge import Metric, ModelSpec, Role, SpanField, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge_qa.adversaries import register_adversaries  # noqa: F401  (the plugin's template adversary)
 from dynaforge_qa.model import MODEL_NAME, WEIGHTS_DIR
 from dynaforge_qa.scoring import span_exact_match, span_f1, token_f1
 

@@ -7,6 +7,7 @@ target model is a small head on the MiniLM sentence encoder, trained by ``dynafo
 from __future__ import annotations
 
 from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge_sentiment.adversaries import register_adversaries  # noqa: F401  (the plugin's template adversary)
 from dynaforge_sentiment.model import MODEL_NAME, WEIGHTS_DIR
 from dynaforge_sentiment.train import DEFAULT_EXAMPLE_WEIGHT, DEV_FILE, TRAIN_FILE
 
