@@ -28,6 +28,7 @@ from typing import Any
 from sqlalchemy import select
 
 from dynaforge.db.models import (
+    AdversaryRun,
     Dataset,
     DatasetAccess,
     Evaluation,
@@ -339,6 +340,21 @@ class World:
             return job.id
 
         return await self._once("training_job", make)
+
+    async def adversary_run(self) -> int:
+        """A finished generation run of the task (a row only: no background work outlives the cell)."""
+
+        async def make():
+            round_ = await task_service.get_round(self.p, (await task_service.get_task(self.p, SYSTEM, TASK)).row.id)
+            async with self.p.db.write() as s:
+                run = AdversaryRun(
+                    task_id=round_.task_id, round_id=round_.id, adversary="toy-synonyms", budget=5, status="DONE"
+                )
+                s.add(run)
+                await s.flush()
+                return run.id
+
+        return await self._once("adversary_run", make)
 
     async def candidate(self) -> int:
         """A registered candidate of the training job, as a finished job leaves it (test_training runs real ones)."""

@@ -3,6 +3,7 @@ PostgreSQL fails), each test inside a transaction rolled back to a savepoint, an
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sys
@@ -165,6 +166,8 @@ async def platform(db, settings):
     try:
         yield p
     finally:
+        # generation runs started in the test end before its database is rolled back
+        await asyncio.gather(*p.adversary_runs.values(), return_exceptions=True)
         await p.inference.close()
 
 

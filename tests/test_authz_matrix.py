@@ -182,6 +182,14 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "trainCandidateModel":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "evaluateRoundTargets":           rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "cancelTraining":                 rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    # --- machine adversaries
+    "adversaries":                    rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
+    "adversaries@hiddenTask":         rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
+    "suggestEdits":                   rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "suggestEdits@hiddenTask":        rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "generateCandidates":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "cancelGeneration":               rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "adversaryRuns":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "trainingProgress":               rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  FULL,      FULL, NOAUTH),
     "closeRound":                     rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "updateRound":                    rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
@@ -814,6 +822,58 @@ async def _evaluate_round_targets(w: World) -> Variables:
 @operation("cancelTraining")
 async def _cancel_training(w: World) -> Variables:
     return _input(jobId=gid("TrainingJob", await w.training_job()))
+
+
+ADVERSARIES = "query($t: String!) { adversaries(taskCode: $t) { name available } }"
+
+
+def _classify_adversaries(value: Any, seen: Seen) -> str:
+    available = {a["name"] for a in value if a["available"]}
+    return OK if "toy-synonyms" in available else f"inconsistent: {value}"
+
+
+@operation("adversaries", document=ADVERSARIES, classify=_classify_adversaries)
+async def _adversaries(w: World) -> Variables:
+    return {"t": TASK}
+
+
+@operation("adversaries@hiddenTask", document=ADVERSARIES, classify=_classify_adversaries)
+async def _adversaries_hidden(w: World) -> Variables:
+    await w.hide_task()
+    return {"t": TASK}
+
+
+SUGGESTED_DRAFT = {"text": "a good day", "label": "good"}
+
+
+@operation("suggestEdits")
+async def _suggest_edits(w: World) -> Variables:
+    return _input(taskCode=TASK, draft=dict(SUGGESTED_DRAFT), adversary="toy-synonyms")
+
+
+@operation("suggestEdits@hiddenTask")
+async def _suggest_edits_hidden(w: World) -> Variables:
+    await w.hide_task()
+    return _input(taskCode=TASK, draft=dict(SUGGESTED_DRAFT), adversary="toy-synonyms")
+
+
+@operation("generateCandidates")
+async def _generate_candidates(w: World) -> Variables:
+    return _input(taskCode=TASK, adversary="toy-synonyms", budget=3, seed=1)
+
+
+@operation("cancelGeneration")
+async def _cancel_generation(w: World) -> Variables:
+    return _input(runId=gid("AdversaryRun", await w.adversary_run()))
+
+
+RUNS = "query($t: String!) { adversaryRuns(taskCode: $t) { adversary status } }"
+
+
+@operation("adversaryRuns", document=RUNS, classify=lambda value, seen: OK if value else f"{value}")
+async def _adversary_runs(w: World) -> Variables:
+    await w.adversary_run()
+    return {"t": TASK}
 
 
 def _classify_training_progress(value: Any, seen: Seen) -> str:

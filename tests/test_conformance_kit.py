@@ -179,7 +179,7 @@ def test_the_command_reports_each_check_and_exits_by_the_outcome():
     assert ok.returncode == 0, ok.stdout + ok.stderr
     lines = ok.stdout.splitlines()
     assert lines[0].split() == ["ok", "kit-good", "declaration"]
-    assert lines[-1] == "5 passed, 0 failed, 1 skipped: 6 checks on 1 task"
+    assert lines[-1] == "6 passed, 0 failed, 1 skipped: 7 checks on 1 task"
 
     broken = _run("--plugin", "conformance_kit_plugin", "--json", "--no-models", "kit-broken")
     assert broken.returncode == 1, broken.stderr
@@ -193,6 +193,7 @@ def test_the_command_reports_each_check_and_exits_by_the_outcome():
         "perturbations": "failed",
         "default-models": "skipped",
         "data-selection": "skipped",
+        "adversaries": "passed",
     }
 
 
@@ -234,12 +235,12 @@ def test_parametrize_with_checks_in_a_plugin_suite(tmp_path):
 
     run = pytest_run()
     assert run.returncode == 1
-    assert run.stdout.splitlines()[-1].startswith("5 failed, 5 passed, 2 skipped"), run.stdout
+    assert run.stdout.splitlines()[-1].startswith("5 failed, 7 passed, 2 skipped"), run.stdout
     assert "FAILED test_my_task.py::test_conforms[kit-broken-samples]" in run.stdout
     assert "TaskConformanceError: task kit-broken, check samples:" in run.stdout
     assert "  - sample_examples[1] fails validation" in run.stdout
     skipping = pytest_run("--dynaforge-skip-models")
-    assert skipping.stdout.splitlines()[-1].startswith("4 failed, 4 passed, 4 skipped"), skipping.stdout
+    assert skipping.stdout.splitlines()[-1].startswith("4 failed, 6 passed, 4 skipped"), skipping.stdout
 
 
 def test_the_reserved_names_are_the_leaderboards_own_columns():

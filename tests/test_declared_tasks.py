@@ -341,7 +341,7 @@ def test_the_guide_shows_one_task_both_ways(tmp_path: Path):
         main, ["--log-level", "WARNING", "check", "--declared", str(tmp_path / "register.yaml"), "--no-models"]
     )
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[-1] == "4 passed, 0 failed, 2 skipped: 6 checks on 1 task"
+    assert result.output.splitlines()[-1] == "5 passed, 0 failed, 2 skipped: 7 checks on 1 task"
 
 
 async def test_a_user_proposes_a_declared_task_and_an_admin_accepts_it(gql, platform, keyword_url):

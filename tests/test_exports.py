@@ -48,6 +48,8 @@ RECORD_KEYS = {
     "model_predictions",
     "author",
     "time_taken_ms",
+    "source",
+    "adversary",
     "created_at",
     "votes",
     "flag_reason",

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from dynaforge import ChoiceField, DataSelection, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge.adversaries.templates import Template, TemplateAdversary
 
 
 def keyword_model(inputs):
@@ -147,12 +148,26 @@ class ToyTask(Task):
     )
 
 
+def toy_synonym(context, draft, rng):
+    """A template the keyword model falls for: 'good' -> 'fine' keeps the gold for a reader."""
+    if draft is None or "good" not in draft["text"].split():
+        return []
+    return [({**draft, "text": draft["text"].replace("good", "fine")}, "'fine' is 'good' to a reader")]
+
+
+TOY_SYNONYMS = TemplateAdversary("toy-synonyms", "toy", (Template("synonym", toy_synonym),))
+
+
 class ToyPlugin:
     __name__ = "toy_plugin"
 
     @hookimpl
     def register_tasks(self, register):
         register(ToyTask())
+
+    @hookimpl
+    def register_adversaries(self, register):
+        register(TOY_SYNONYMS)
 
 
 PLUGIN = ToyPlugin()  # for an entry point (``toy = toy_plugin:PLUGIN``) in tests that start processes

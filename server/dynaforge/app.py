@@ -32,6 +32,7 @@ from dynaforge.api.media import GRAPHQL_RESPONSE_JSON, is_request_error, respons
 from dynaforge.api.schema import DatabaseUnavailable, build_schema
 from dynaforge.errors import database_unreachable
 from dynaforge.inference.client import spec_key
+from dynaforge.services import adversaries as adversary_service
 from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import submissions as submission_service
@@ -327,6 +328,8 @@ def create_app(
         await platform.events.start()
         if run_jobs:
             _start_jobs(platform)
+        if sync_tasks:
+            await adversary_service.recover(platform)  # generation runs a stopped process left behind
         # Everything made so far (modules, plugins, the schema) lives as long as the process: move it out of the
         # garbage collector's generations, so that the collections that requests trigger stop re-scanning it.
         gc.collect()

@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from dynaforge.adversaries.base import AttackRequest, Oracle
 from dynaforge.defaults.backends.common import import_object
 from dynaforge.inference.client import InferenceClient, LocalInferenceClient
 from dynaforge.plugins import Plugins, Registry, task_registry_problems
@@ -296,6 +297,82 @@ async def check_data_selection(task: Task, registry: Registry, inference: Infere
     return problems
 
 
+def _own_adversaries(task: Task, registry: Registry) -> list[Any]:
+    return [a for a in registry.adversaries.values() if task.code in a.task_codes]
+
+
+async def check_adversaries(task: Task, registry: Registry, inference: InferenceClient | None) -> list[str]:
+    """The adversaries written for the task (its templates): on each valid sample (as a draft) and each demo context,
+    against a stand-in target that always answers the claimed gold, each runs without raising, proposes only
+    examples the task's own validation accepts, each with a rationale, within its query budget, the same for the
+    same seed; and it proposes something for at least one of them."""
+    problems = []
+    drafts = [(context, cleaned) for _, _, cleaned, context in _valid_samples(task)]
+    contexts = []
+    for values in task.demo_contexts:
+        try:
+            contexts.append((task.validate_context(values), None))
+        except Exception:
+            continue  # check_samples reports it
+    for adversary in _own_adversaries(task, registry):
+        if why := adversary.unsuitable(task, None):
+            problems.append(f"adversary {adversary.name} refuses the task it is written for: {why}")
+            continue
+        proposed = 0
+        for context, draft in drafts + contexts:
+            if draft is None and adversary.needs_draft:
+                continue
+            where = f"adversary {adversary.name} on {'a sample' if draft is not None else 'a demo context'}"
+            runs = []
+            for _ in range(2):
+                oracle = Oracle(task, context, _gold_answers(task), _stand_in_judge(task), max_queries=32,
+                                time_limit_s=MODEL_TIMEOUT_S)  # fmt: skip
+                request = AttackRequest(task=task, context=dict(context), draft=draft, rng=random.Random(7))
+                try:
+                    runs.append((await adversary.attack(request, oracle), oracle.queries))
+                except Exception as exc:
+                    problems.append(f"{where}: attack raised {type(exc).__name__}: {exc}")
+                    break
+            if len(runs) < 2:
+                continue
+            (found, queries), (again, _) = runs
+            if queries > 32:
+                problems.append(f"{where}: asked the target {queries} times with a budget of 32")
+            if [c.fields for c in found] != [c.fields for c in again]:
+                problems.append(f"{where}: the same seed proposed different candidates")
+            for c in found:
+                try:
+                    task.validate_example(c.fields, context or None)
+                except Exception as exc:
+                    problems.append(f"{where}: proposed {c.fields} which the task refuses: {exc}")
+                if not str(c.rationale).strip():
+                    problems.append(f"{where}: proposed {c.fields} without a rationale")
+            proposed += len(found)
+        if proposed == 0:
+            problems.append(
+                f"adversary {adversary.name} proposed nothing for any sample example or demo context: add a sample "
+                "its templates can rewrite, or check them"
+            )
+    return problems
+
+
+def _gold_answers(task: Task) -> Any:
+    """A stand-in target that answers every example with its claimed gold (no model needed)."""
+
+    async def predict(inputs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
+        return [[{"model": "stand-in", "prediction": {}, "latency_ms": 0.0}] for _ in inputs]
+
+    return predict
+
+
+def _stand_in_judge(task: Task) -> Any:
+    def judge(members: list[dict[str, Any]], example: dict[str, Any], context: dict[str, Any]):
+        prediction = {name: example.get(name) for name in task.field_names(Role.TARGET)}
+        return prediction, False
+
+    return judge
+
+
 CHECKS: tuple[Check, ...] = (
     Check("declaration", "names, texts and registered metrics, perturbations, slices and backends", check_declaration),
     Check("json-schema", "the JSON Schema matches the fields", check_json_schema),
@@ -308,6 +385,11 @@ CHECKS: tuple[Check, ...] = (
         check_data_selection,
         True,
         lambda task: None if task.data_selection is not None else "the task takes no data selections",
+    ),
+    Check(
+        "adversaries",
+        "the task's own adversaries propose valid, seeded candidates within budget",
+        check_adversaries,
     ),
 )
 

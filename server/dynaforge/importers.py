@@ -59,6 +59,8 @@ class ImportedExample:
     votes_flagged: int = 0
     flag_reason: str | None = None
     time_taken_ms: int | None = None
+    source: str = "HUMAN"  #: HUMAN, ASSISTED or MACHINE (dynaforge.adversaries.SOURCES)
+    adversary: str | None = None  #: the adversary behind an ASSISTED or MACHINE example
 
 
 @dataclass(frozen=True)

@@ -138,6 +138,32 @@ class Settings(BaseSettings):
         "comma-separated list of networks (10.0.0.0/8), addresses and host names allows internal ones too (see "
         "dynaforge.outbound). Model workers and evaluation jobs inherit it",
     )
+    llm_adversary_url: str | None = Field(
+        default=None,
+        description="the llm adversary: the base URL of an OpenAI-compatible API (https://host/v1; POST "
+        "{url}/chat/completions); unset turns the adversary off. Subject to OUTBOUND_ALLOW like any outbound request",
+    )
+    llm_adversary_model: str = Field(default="gpt-4o-mini", description="the llm adversary: the model it asks for")
+    llm_adversary_api_key: str | None = Field(
+        default=None, description="the llm adversary: the bearer token sent to its endpoint (never logged)"
+    )
+    llm_adversary_timeout_s: float = Field(default=30.0, gt=0, description="the llm adversary: one request's limit")
+    suggestions_per_hour: int = Field(
+        default=60, ge=0, description="suggestEdits calls each user may make per hour and task (0: no limit)"
+    )
+    suggestion_queries: int = Field(
+        default=64, ge=1, description="suggestEdits: target queries one call may spend, across its adversaries"
+    )
+    suggestion_time_s: float = Field(default=10.0, gt=0, description="suggestEdits: the time one call may take")
+    generation_queries_per_day: int = Field(
+        default=5_000,
+        ge=0,
+        description="generateCandidates: target queries a task's generation runs may spend per UTC day, unless the "
+        "task's own settings say otherwise (0: none)",
+    )
+    generation_queries_per_item: int = Field(
+        default=48, ge=1, description="generateCandidates: target queries one context or draft may cost at most"
+    )
     submission_backends: str = Field(
         default="http,transformers",
         description="model backends anyone may run models with, as submissions or as a task's target models "

@@ -59,4 +59,10 @@ class RequestContext:
 
         # Not cached: a websocket's context lives as long as the connection, and votes keep coming.
         context.loaders["review"] = DataLoader(load_fn=load_reviews, cache=False)
+
+        async def load_voted(ids: list[int]) -> list[bool]:
+            voted = await example_service.voted_on(platform, context.actor, list(ids))
+            return [i in voted for i in ids]
+
+        context.loaders["voted"] = DataLoader(load_fn=load_voted, cache=False)
         return context

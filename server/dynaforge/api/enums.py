@@ -12,6 +12,7 @@ from typing import cast
 
 import strawberry
 
+from dynaforge.db.models import AdversaryRunStatus as RunValue
 from dynaforge.db.models import DatasetAccess as AccessValue
 from dynaforge.db.models import EvaluationStatus as EvaluationValue
 from dynaforge.db.models import ModelStatus as ModelValue
@@ -148,6 +149,35 @@ class ScoredPart(Enum):
         "public",
         description="The public part of a scoring set (uploaded predictions): the private part is scored too, and "
         "its figures (`privateMetrics`) are shown once the set's round has ended.",
+    )
+
+
+@strawberry.enum(description="Where an example came from; statistics, the round page and exports split by it.")
+class ExampleSource(Enum):
+    HUMAN = strawberry.enum_value("HUMAN", description="A person wrote it alone.")
+    ASSISTED = strawberry.enum_value(
+        "ASSISTED",
+        description="A person wrote it from a machine adversary's suggestion (suggestEdits); it is theirs in every "
+        "count, and `adversary` says which one helped.",
+    )
+    MACHINE = strawberry.enum_value(
+        "MACHINE",
+        description="A machine adversary proposed it (generateCandidates); people validate it like any other.",
+    )
+
+
+@strawberry.enum(description="Where a generation run (generateCandidates) is.")
+class AdversaryRunStatus(Enum):
+    QUEUED = strawberry.enum_value(RunValue.QUEUED, description="Accepted; it starts at once.")
+    RUNNING = strawberry.enum_value(
+        RunValue.RUNNING, description="Attacking the round's contexts; `itemsDone` and `queries` move."
+    )
+    DONE = strawberry.enum_value(
+        RunValue.DONE, description="Finished: budget spent or all attacked (`error` may say why nothing was)."
+    )
+    FAILED = strawberry.enum_value(RunValue.FAILED, description="It stopped; `error` says why. What it stored stays.")
+    CANCELLED = strawberry.enum_value(
+        RunValue.CANCELLED, description="An owner stopped it (cancelGeneration). What it stored stays."
     )
 
 

@@ -92,6 +92,11 @@ class CreateExampleInput:
         description="An optional label of at most 100 characters (for example the tag of the context used); with "
         "the task's oneExamplePerTag setting a validator is served at most one example per tag.",
     )
+    suggestion_id: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="The suggestion (suggestEdits) you wrote it from, if any: it then counts as ASSISTED and records "
+        "the adversary. Yours, for this round and context.",
+    )
 
 
 @strawberry.input(description="Contexts to add to the task's current round, all or nothing.")
@@ -415,6 +420,9 @@ class Mutation:
             context_id=None if input.context_id is None else parse_id(input.context_id, "contextId", "Context"),
             time_taken_ms=input.time_taken_ms,
             tag=input.tag,
+            suggestion_id=None
+            if input.suggestion_id is None
+            else parse_id(input.suggestion_id, "suggestionId", "Suggestion"),
         )
         example = Example.from_row(outcome.example, task_code=input.task_code)
         if outcome.pending_reason is not None:

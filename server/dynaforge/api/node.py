@@ -17,6 +17,7 @@ from dynaforge import errors as domain
 
 #: Every type that implements Node, in the order the documentation lists them.
 NODE_TYPES = (
+    "AdversaryRun",
     "ApiToken",
     "Context",
     "Dataset",
@@ -28,6 +29,7 @@ NODE_TYPES = (
     "Model",
     "RegisteredModel",
     "Round",
+    "Suggestion",
     "Task",
     "TaskProposal",
     "TrainingJob",

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 import strawberry
 
 from dynaforge import errors as domain
+from dynaforge.api.adversaries import AdversaryRun, Suggestion, run_node
 from dynaforge.api.context import RequestContext
 from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.evaluation import (
@@ -34,6 +35,7 @@ from dynaforge.api.types.stats import TaskProposal
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import ApiToken, User
 from dynaforge.api.webhooks import Webhook, WebhookDelivery
+from dynaforge.services import adversaries as adversary_service
 from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
 from dynaforge.services import cursors
@@ -68,6 +70,16 @@ async def _context(info: Info, key: str) -> Any:
 
 async def _registered_model(info: Info, key: str) -> Any:
     return RegisteredModel.from_row(await training_service.get_registered(*info.context.caller, _pk(key)))
+
+
+async def _adversary_run(info: Info, key: str) -> Any:
+    return await run_node(info, await adversary_service.get_run(*info.context.caller, _pk(key)))
+
+
+async def _suggestion(info: Info, key: str) -> Any:
+    row = await adversary_service.get_suggestion(*info.context.caller, _pk(key))
+    view = await task_service.visible_task(*info.context.caller, row.task_id)
+    return Suggestion.from_row(row, view.task)
 
 
 async def _training_job(info: Info, key: str) -> Any:
@@ -144,6 +156,7 @@ async def _delivery(info: Info, key: str) -> Any:
 
 #: Every class that implements Node (the schema lists them all, even one no field returns yet).
 NODE_CLASSES: tuple[type, ...] = (
+    AdversaryRun,
     ApiToken,
     ContextType,
     Dataset,
@@ -155,6 +168,7 @@ NODE_CLASSES: tuple[type, ...] = (
     Model,
     RegisteredModel,
     Round,
+    Suggestion,
     Task,
     TaskProposal,
     TrainingJob,
@@ -165,6 +179,7 @@ NODE_CLASSES: tuple[type, ...] = (
 )
 
 FETCHERS: dict[str, Callable[[Info, str], Awaitable[Any]]] = {
+    "AdversaryRun": _adversary_run,
     "ApiToken": _api_token,
     "Context": _context,
     "Dataset": _dataset,
@@ -176,6 +191,7 @@ FETCHERS: dict[str, Callable[[Info, str], Awaitable[Any]]] = {
     "Model": _model,
     "RegisteredModel": _registered_model,
     "Round": _round,
+    "Suggestion": _suggestion,
     "Task": _task,
     "TaskProposal": _proposal,
     "TrainingJob": _training_job,

@@ -31,6 +31,7 @@ from strawberry.tools import merge_types
 from strawberry.types.graphql import OperationType
 
 from dynaforge.aio import loop_semaphore
+from dynaforge.api.adversaries import AdversaryMutation, AdversaryQuery
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
 from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.cost import QueryCost
@@ -196,6 +197,7 @@ QUERY_TYPES: tuple[type, ...] = (
     WebhookQuery,
     RegistryQuery,
     TrainingQuery,
+    AdversaryQuery,
 )
 MUTATION_TYPES: tuple[type, ...] = (
     CoreMutation,
@@ -206,6 +208,7 @@ MUTATION_TYPES: tuple[type, ...] = (
     ModelUploadMutation,
     WebhookMutation,
     TrainingMutation,
+    AdversaryMutation,
 )
 Query = merge_types("Query", QUERY_TYPES)
 Mutation = merge_types("Mutation", MUTATION_TYPES)

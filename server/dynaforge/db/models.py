@@ -79,6 +79,9 @@ class User(SQLModel, table=True):
     password_hash: str = Field(max_length=255)
     is_admin: bool = Field(default=False)
     is_active: bool = Field(default=True)
+    #: a machine adversary's account (``machine:NAME``): it authors the candidates the adversary proposes, never
+    #: signs in, and keeps machine examples out of the people's own counts
+    is_machine: bool = Field(default=False)
     created_at: datetime = _ts()
 
 
@@ -184,6 +187,7 @@ class Example(SQLModel, table=True):
         sa.Index("ix_examples_status", "status"),
         sa.Index("ix_examples_to_validate", "task_id", "status", "fooled", "validations_total", "id"),
         sa.Index("ix_examples_task_user_created", "task_id", "user_id", "created_at"),
+        sa.Index("ix_examples_round_source", "round_id", "source"),
     )
 
     id: int = Field(default=None, primary_key=True)
@@ -208,6 +212,10 @@ class Example(SQLModel, table=True):
     # An owner applied a validator's corrected target: the example keeps its own fields beside it.
     corrected_target: dict | None = _json(lambda: None, nullable=True)
     correction_id: int | None = Field(default=None)  # the validation it came from
+    #: who wrote it: HUMAN, ASSISTED (a person, from a machine suggestion) or MACHINE (an adversary's candidate)
+    source: str = Field(default="HUMAN", max_length=16, sa_column_kwargs={"server_default": "HUMAN"})
+    adversary: str | None = Field(default=None, max_length=60)  # the adversary behind an ASSISTED or MACHINE one
+    suggestion_id: int | None = Field(default=None)  # the suggestion an ASSISTED example was written from
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -234,6 +242,63 @@ class ValidationSkip(SQLModel, table=True):
     user_id: int = Field(foreign_key="users.id", primary_key=True, ondelete="CASCADE")
     example_id: int = Field(foreign_key="examples.id", primary_key=True, index=True, ondelete="CASCADE")
     skipped_at: datetime = _ts()
+
+
+class Suggestion(SQLModel, table=True):
+    """An edit an adversary suggested to an annotator's draft (``suggestEdits``); an example written from it records
+    it and counts as ASSISTED. Kept so that the claim "written from a suggestion" can be checked, never trusted."""
+
+    __tablename__ = "suggestions"
+    __table_args__ = (sa.Index("ix_suggestions_user_created", "user_id", "created_at"),)
+
+    id: int = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
+    round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
+    context_id: int | None = Field(default=None, foreign_key="contexts.id", ondelete="SET NULL")
+    adversary: str = Field(max_length=60)
+    draft: dict = _json()
+    draft_prediction: dict = _json()  # the target's answer on the draft
+    fields: dict = _json()
+    prediction: dict = _json()  # the target's answer on the suggestion (it fooled the target)
+    edits: list = _json(list)
+    rationale: str = Field(default="", max_length=2000)
+    created_at: datetime = _ts()
+
+
+class AdversaryRunStatus:
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    ALL = (QUEUED, RUNNING, DONE, FAILED, CANCELLED)
+    FINISHED = (DONE, FAILED, CANCELLED)
+
+
+class AdversaryRun(SQLModel, table=True):
+    """A ``generateCandidates`` run: an adversary over a round's contexts, within a budget of target queries."""
+
+    __tablename__ = "adversary_runs"
+    __table_args__ = (sa.Index("ix_adversary_runs_task_created", "task_id", "created_at"),)
+
+    id: int = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
+    round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
+    adversary: str = Field(max_length=60)
+    requested_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    budget: int  # target queries it may spend
+    seed: int = Field(default=0)
+    status: str = Field(default=AdversaryRunStatus.QUEUED, max_length=16)
+    queries: int = Field(default=0)  # target queries spent
+    items_total: int = Field(default=0)  # contexts and drafts to attack
+    items_done: int = Field(default=0)
+    candidates: int = Field(default=0)  # fooling candidates stored as MACHINE examples
+    error: str | None = Field(default=None, max_length=2000)
+    created_at: datetime = _ts()
+    started_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    heartbeat_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))  # its last progress
+    finished_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
 
 
 class ProposalStatus:

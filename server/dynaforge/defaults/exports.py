@@ -72,6 +72,8 @@ META_COLUMNS = (
     "tag",
     "context_id",
     "time_taken_ms",
+    "source",
+    "adversary",
     "created_at",
     "votes",
     "flag_reason",
@@ -87,6 +89,8 @@ _META_DTYPES = {
     "tag": "string",
     "context_id": "int64",
     "time_taken_ms": "int64",
+    "source": "string",
+    "adversary": "string",
     "created_at": "string",
     "flag_reason": "string",
 }
@@ -209,6 +213,8 @@ def _row(layout: _Layout, rec: dict[str, Any]) -> dict[str, Any]:
         "tag": rec["tag"],
         "context_id": rec["context_id"],
         "time_taken_ms": rec["time_taken_ms"],
+        "source": rec.get("source", "HUMAN"),
+        "adversary": rec.get("adversary"),
         "created_at": rec["created_at"],
         "votes": rec["votes"],
         "flag_reason": rec["flag_reason"],
@@ -353,7 +359,9 @@ The task's fields (their role in parentheses; context fields are repeated on eac
 Besides the fields: `id` (the example's id on the server), `round`, `status` (CREATED, FLAGGED, ACCEPTED,
 REJECTED, ...), `fooled` (whether the example fooled the target model; null if it was never predicted),
 `prediction` (the model's prediction, a JSON string), `author`, `tag`, `context_id`, `time_taken_ms`,
-`created_at` (ISO 8601, UTC), `votes` (validators' counts: correct, incorrect, flagged), `flag_reason` and
+`source` (HUMAN: written by a person; ASSISTED: by a person from a machine adversary's suggestion; MACHINE:
+proposed by a machine adversary and validated by people), `adversary` (the adversary's name, for ASSISTED and
+MACHINE), `created_at` (ISO 8601, UTC), `votes` (validators' counts: correct, incorrect, flagged), `flag_reason` and
 `validations` (each validator's pseudonym, label, corrected target as a JSON string, reason, whether an owner
 gave it, and when). A choice field holds the index of its class label; -1 marks a stored value that is no
 longer one of the task's labels.

@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from dynaforge.adversaries.base import SOURCES
 from dynaforge.files import json_object
 from dynaforge.hookspecs import hookimpl
 from dynaforge.importers import ImportedExample, Importer, row_error, text_lines
@@ -79,6 +80,12 @@ class JsonlImporter(Importer):
         tag = _optional(data, "tag", (str,), "a string", problems)
         flag_reason = _optional(data, "flag_reason", (str,), "a string", problems)
         time_taken_ms = _optional(data, "time_taken_ms", (int,), "a whole number of milliseconds", problems)
+        source = _optional(data, "source", (str,), "HUMAN, ASSISTED or MACHINE", problems) or "HUMAN"
+        if source not in SOURCES:
+            problems.append(f"source must be one of {', '.join(SOURCES)}, got {json.dumps(source)[:30]}")
+        adversary = _optional(data, "adversary", (str,), "an adversary's name", problems)
+        if adversary is not None and len(adversary) > 60:
+            problems.append("adversary must have at most 60 characters")
         votes = _optional(data, "votes", (dict,), "an object", problems) or {}
         counts = {}
         for key in VOTES:
@@ -102,6 +109,8 @@ class JsonlImporter(Importer):
             votes_flagged=counts["flagged"],
             flag_reason=flag_reason,
             time_taken_ms=time_taken_ms,
+            source=source,
+            adversary=adversary if source != "HUMAN" else None,
         )
 
 

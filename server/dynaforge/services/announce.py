@@ -113,6 +113,8 @@ def example_payload(example: Example, task_code: str, round_number: int) -> dict
         "status": example.status,
         "tag": example.tag,
         "time_taken_ms": example.time_taken_ms,
+        "source": example.source,
+        "adversary": example.adversary,
         "votes": {
             "correct": example.validations_correct or 0,
             "incorrect": example.validations_incorrect or 0,
@@ -136,6 +138,8 @@ def example_from_payload(payload: dict[str, Any]) -> Example:
         model_predictions=payload.get("model_predictions") or [],
         fooled=payload.get("fooled"),
         status=payload["status"],
+        source=payload.get("source") or "HUMAN",
+        adversary=payload.get("adversary"),
         tag=payload.get("tag"),
         time_taken_ms=payload.get("time_taken_ms"),
         validations_correct=votes.get("correct", 0),

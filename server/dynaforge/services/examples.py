@@ -28,6 +28,7 @@ from dynaforge.db.models import (
     Example,
     ExampleStatus,
     Round,
+    Suggestion,
     TaskOwner,
     TaskRow,
     User,
@@ -176,7 +177,11 @@ async def submit(
     context_id: int | None = None,
     time_taken_ms: int | None = None,
     tag: str | None = None,
+    suggestion_id: int | None = None,
 ) -> Outcome:
+    """Store an annotator's example (see the module's docstring). ``suggestion_id``: the machine suggestion
+    (``suggestEdits``) it was written from, the annotator's own, of this task and round; the example then counts as
+    ``ASSISTED`` and records the adversary, and it stays the annotator's example in every count."""
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     task = view.task
@@ -203,6 +208,11 @@ async def submit(
                     f"belongs to an earlier round; ask nextContext for one of round {round_.number}",
                 )
             ]
+        )
+    suggestion = await _own_suggestion(p, actor, suggestion_id, round_.id) if suggestion_id is not None else None
+    if suggestion is not None and suggestion.context_id != context_id:
+        raise InvalidInput.from_errors(
+            [FieldError("suggestionId", "context", "was made for another context; write the example on that one")]
         )
     if tag is not None and len(tag) > 100:
         raise InvalidInput.from_errors([FieldError("tag", "max_length", "must have at most 100 characters")])
@@ -234,7 +244,6 @@ async def submit(
     now = utcnow()  # before the insert and the commit: events' latency is measured from it
     user_id, round_id, context_id = actor.person_id, round_.id, context.id if context is not None else None
     values = {
-        **_NEW_EXAMPLE,
         "task_id": view.row.id,
         "round_id": round_id,
         "context_id": context_id,
@@ -247,24 +256,39 @@ async def submit(
         "status": status,
         "tag": tag,
         "time_taken_ms": time_taken_ms,
+        "source": "HUMAN" if suggestion is None else "ASSISTED",
+        "adversary": None if suggestion is None else suggestion.adversary,
+        "suggestion_id": None if suggestion is None else suggestion.id,
         "inference_ms": inference_ms if inference_ms is not None else (time.perf_counter() - started) * 1000,
         "created_at": now,
         "updated_at": now,
     }
 
-    def store(s: Connection) -> int:
-        example_id: int = s.execute(_INSERT_EXAMPLE, values).scalar_one()
+    example = await store(p, values, task_code=task_code, round_number=round_.number)
+    return Outcome(example, pending_reason)
+
+
+async def store(p: Platform, values: dict[str, Any], *, task_code: str, round_number: int) -> Example:
+    """Insert one new example (``values``: its columns) with every counter it moves, in one transaction, then
+    announce it (``example_created``, and ``model_fooled`` when it fooled the model). The write path of people's
+    examples and of machine adversaries' candidates alike."""
+    row = {**_NEW_EXAMPLE, **values}
+    round_id, user_id, context_id = row["round_id"], row["user_id"], row["context_id"]
+    status, fooled = row["status"], row["fooled"]
+
+    def write(s: Connection) -> int:
+        example_id: int = s.execute(_INSERT_EXAMPLE, row).scalar_one()
         move_sync(s, round_id=round_id, user_id=user_id, before=None, after=(status, fooled))
         if context_id is not None:
             s.execute(_COUNT_CONTEXT_USE, {"context_id": context_id, "fooled": int(bool(fooled))})
         return example_id
 
-    example = row_object(Example, {**values, "id": await p.db.run_write(store)})
-    payload = event_payload(example, task_code, round_.number)
+    example = row_object(Example, {**row, "id": await p.db.run_write(write)})
+    payload = event_payload(example, task_code, round_number)
     await announce.example_created(p, payload)
     if fooled:
         await announce.model_fooled(p, payload)
-    return Outcome(example, pending_reason)
+    return example
 
 
 # A new example goes in with a core INSERT (the ORM's unit of work is not needed for one row); its columns start
@@ -284,6 +308,21 @@ _COUNT_CONTEXT_USE = (  # on the core table: see counters._statements
     .where(_CONTEXTS.c.id == bindparam("context_id"))
     .values(total_used=_CONTEXTS.c.total_used + 1, total_fooled=_CONTEXTS.c.total_fooled + bindparam("fooled"))
 )
+
+
+async def _own_suggestion(p: Platform, actor: Actor, suggestion_id: int, round_id: int) -> Suggestion:
+    """The caller's suggestion ``suggestion_id`` of the round, or an InvalidInput on ``suggestionId``."""
+    async with p.db.session() as s:
+        suggestion = await s.get(Suggestion, suggestion_id)
+    if suggestion is None or suggestion.user_id != actor.person_id:
+        raise InvalidInput.from_errors(
+            [FieldError("suggestionId", "not_found", "is not a suggestion made to you; ask suggestEdits for one")]
+        )
+    if suggestion.round_id != round_id:
+        raise InvalidInput.from_errors(
+            [FieldError("suggestionId", "round", "was made in an earlier round; ask suggestEdits again")]
+        )
+    return suggestion
 
 
 async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, task_code: str) -> None:
@@ -566,6 +605,20 @@ class Review:
     author: User | None  # for the author themself and the task's owners and admins
     flag_reason: str | None
     validations: list[tuple[Validation, User]] | None  # each vote with its validator; owners and admins only
+
+
+async def voted_on(p: Platform, actor: Actor, example_ids: list[int]) -> set[int]:
+    """Which of ``example_ids`` the actor has voted on (or flagged)."""
+    if actor.user_id is None or not example_ids:
+        return set()
+    async with p.db.session() as s:
+        return set(
+            await s.scalars(
+                select(col(Validation.example_id)).where(
+                    col(Validation.user_id) == actor.user_id, col(Validation.example_id).in_(example_ids)
+                )
+            )
+        )
 
 
 async def reviews(p: Platform, actor: Actor, example_ids: list[int]) -> dict[int, Review]:

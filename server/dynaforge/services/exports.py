@@ -323,6 +323,8 @@ def record(plan: ExportPlan, page: _Page, example: Example) -> dict[str, Any]:
         "model_predictions": example.model_predictions or [],
         "author": pseudonym(secret, example.user_id),
         "time_taken_ms": example.time_taken_ms,
+        "source": example.source,
+        "adversary": example.adversary,
         "created_at": _iso(example.created_at),
         "votes": {
             "correct": example.validations_correct,

@@ -378,6 +378,8 @@ async def _insert(s: AsyncSession, task_id: int, round_id: int, user_id: int, ba
                 "status": item.status,
                 "tag": item.tag,
                 "time_taken_ms": item.time_taken_ms,
+                "source": item.source,
+                "adversary": item.adversary,
                 "inference_ms": None,
                 "validations_correct": votes[0],
                 "validations_incorrect": votes[1],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,7 @@ class Platform:
     caches: Caches = field(default_factory=Caches)
     subscriptions: Slots = field(default_factory=Slots)  # live subscriptions per user (or client address)
     jobs: Any = None  # dynaforge.jobs.Jobs once the server starts its job system; None: evaluations stay queued
+    adversary_runs: dict[int, asyncio.Task[None]] = field(default_factory=dict)  # generation runs in this process
 
     @classmethod
     def create(
@@ -53,6 +55,10 @@ class Platform:
         )
 
     async def close(self) -> None:
+        running = list(self.adversary_runs.values())
+        for run in running:  # each records itself FAILED ("the server stopped") as it is cancelled
+            run.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
         await self.events.close()
         await self.inference.close()
         await self.db.dispose()

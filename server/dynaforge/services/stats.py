@@ -15,7 +15,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import Round, RoundUserStats, User
 from dynaforge.errors import FieldError, InvalidInput, NotFound
-from dynaforge.services import cursors
+from dynaforge.services import counters, cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import COUNTERS
@@ -74,7 +74,8 @@ async def task_stats(p: Platform, task_id: int) -> Stats:
 
 
 async def leaderboard(p: Platform, round_id: int, *, first: int = 20, offset: int = 0) -> list[UserStats]:
-    """A round's annotators by verified fooling examples, then fooling examples, then examples collected."""
+    """A round's annotators by verified fooling examples, then fooling examples, then examples collected. People
+    only: machine adversaries' accounts are counted in the round's split by source, not ranked against people."""
     if not 1 <= first <= MAX_LEADERBOARD or offset < 0:
         raise InvalidInput.from_errors(
             [FieldError("first", "range", f"must be between 1 and {MAX_LEADERBOARD} (and offset at least 0)")]
@@ -94,7 +95,7 @@ async def _ranked(p: Platform, round_id: int, *, offset: int, limit: int) -> lis
             await s.execute(
                 select(RoundUserStats, col(User.username))
                 .join(User, col(User.id) == col(RoundUserStats.user_id))
-                .where(col(RoundUserStats.round_id) == round_id)
+                .where(col(RoundUserStats.round_id) == round_id, col(User.is_machine).is_(False))
                 .order_by(*order)
                 .offset(offset)
                 .limit(limit)
@@ -117,6 +118,19 @@ async def my_stats(p: Platform, actor: Actor, task_code: str) -> list[tuple[int,
             )
         ).all()
     return [(number, Stats.of(row)) for number, row in rows]
+
+
+async def by_source(p: Platform, round_ids: list[int]) -> dict[str, Stats]:
+    """The counters of these rounds together, per source (``HUMAN``, ``ASSISTED``, ``MACHINE``), each with its vMER;
+    they add up to the rounds' own counters."""
+    async with p.db.session() as s:
+        counts = await counters.by_source(s, round_ids)
+    return {source: Stats(**values) for source, values in counts.items()}
+
+
+async def task_round_ids(p: Platform, task_id: int) -> list[int]:
+    async with p.db.session() as s:
+        return list(await s.scalars(select(col(Round.id)).where(col(Round.task_id) == task_id)))
 
 
 def total(stats: list[Stats]) -> Stats:
@@ -146,7 +160,12 @@ async def leaderboard_page(
     request = cursors.PageRequest.of(
         "rank", first=first, after=after, last=last, before=before, max_size=MAX_LEADERBOARD
     )
-    total = cursors.counter(p, select(col(RoundUserStats.user_id)).where(col(RoundUserStats.round_id) == round_id))
+    total = cursors.counter(
+        p,
+        select(col(RoundUserStats.user_id))
+        .join(User, col(User.id) == col(RoundUserStats.user_id))
+        .where(col(RoundUserStats.round_id) == round_id, col(User.is_machine).is_(False)),
+    )
     low = request.after_id or 0  # ranks after this one
     high = request.before_id  # ranks before this one (None: to the end)
     if request.forward:

@@ -45,6 +45,9 @@ def redact_payload(task: Task | None, payload: dict[str, Any]) -> dict[str, Any]
     redacted["redacted"] = True
     redacted.pop("corrected_target", None)
     redacted.pop("user_id", None)
+    # where it came from, too: validators judge an example before they learn whether a machine wrote it
+    redacted.pop("source", None)
+    redacted.pop("adversary", None)
     return redacted
 
 

@@ -9,6 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
+from dynaforge.api.enums import ExampleSource
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.prediction import ModelPrediction, Prediction
@@ -132,6 +133,16 @@ class Validation(Node):
         )
 
 
+async def _sees_source(info: strawberry.Info[RequestContext], row: ExampleRow) -> bool:
+    """Whether the caller may see where the example came from (see ``Example.source``)."""
+    if row.status in (Status.ACCEPTED, Status.REJECTED):
+        return True
+    if await _review(info, row.id) is not None:  # its author, the task's owners and admins
+        return True
+    voted: bool = await info.context.loaders["voted"].load(row.id)
+    return voted
+
+
 async def _review(info: strawberry.Info[RequestContext], example_id: int) -> example_service.Review | None:
     review: example_service.Review | None = await info.context.loaders["review"].load(example_id)
     return review
@@ -245,6 +256,25 @@ class Example(Node):
             if vote.id == self.row.correction_id:
                 return Validation.of(vote, validator)
         return None
+
+    @strawberry.field(
+        description="Where it came from (HUMAN, ASSISTED, MACHINE): for its author, the task's owners and admins, "
+        "validators who voted on it, and everyone once it is decided (ACCEPTED or REJECTED). Null for a validator "
+        "who has not voted yet, so that the source cannot sway the vote."
+    )
+    async def source(self, info: strawberry.Info[RequestContext]) -> ExampleSource | None:
+        if not await _sees_source(info, self.row):
+            return None
+        return ExampleSource(self.row.source)
+
+    @strawberry.field(
+        description="The machine adversary behind an ASSISTED or MACHINE example (its name, as `adversaries` lists "
+        "it); null for a person's own example, and for whoever may not see `source`."
+    )
+    async def adversary(self, info: strawberry.Info[RequestContext]) -> str | None:
+        if self.row.adversary is None or not await _sees_source(info, self.row):
+            return None
+        return self.row.adversary
 
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:

@@ -13,7 +13,7 @@ from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.registered import RegisteredModel
-from dynaforge.api.types.stats import LeaderboardEntry, Stats
+from dynaforge.api.types.stats import LeaderboardEntry, SourceStats, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import cursors
@@ -85,6 +85,13 @@ class Round(Node):
     @strawberry.field(description="The round's counters and vMER.")
     def stats(self) -> Stats:
         return Stats.of(stats_service.Stats.of(self.row))
+
+    @strawberry.field(
+        description="The round's counters and vMER split by where the examples came from: one entry per source "
+        "(HUMAN, ASSISTED, MACHINE, in that order, zeros included); they add up to `stats`."
+    )
+    async def stats_by_source(self, info: strawberry.Info) -> list[SourceStats]:
+        return SourceStats.listing(await stats_service.by_source(info.context.platform, [self.row.id]))
 
     @strawberry.field(
         description="The round's annotators with their usernames and counters, ranked by verified fooling examples, "

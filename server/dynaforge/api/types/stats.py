@@ -8,7 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.enums import ContextStrategy, ProposalStatus
+from dynaforge.api.enums import ContextStrategy, ExampleSource, ProposalStatus
 from dynaforge.api.node import Node, global_id
 from dynaforge.db.models import TaskProposal as ProposalRow
 from dynaforge.db.models import as_utc
@@ -52,6 +52,19 @@ class Stats:
             vmer=value.vmer,
             fooling_rate=value.fooling_rate,
         )
+
+
+@strawberry.type(
+    description="The counters of the examples from one source (HUMAN, ASSISTED, MACHINE), with their vMER: how "
+    "often each source's examples fooled the target and were then accepted, on the same rounds."
+)
+class SourceStats:
+    source: ExampleSource = strawberry.field(description="Where these examples came from.")
+    stats: Stats = strawberry.field(description="Their counters and vMER.")
+
+    @classmethod
+    def listing(cls, by_source: dict[str, stats_service.Stats]) -> list[SourceStats]:
+        return [SourceStats(source=ExampleSource(k), stats=Stats.of(v)) for k, v in by_source.items()]
 
 
 @strawberry.type(description="One annotator's place on a round's leaderboard.")

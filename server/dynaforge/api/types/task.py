@@ -12,7 +12,7 @@ from dynaforge.api.context import RequestContext
 from dynaforge.api.enums import raw
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.round import Round
-from dynaforge.api.types.stats import Stats, TaskSettings
+from dynaforge.api.types.stats import SourceStats, Stats, TaskSettings
 from dynaforge.api.types.user import User
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
@@ -237,6 +237,16 @@ class Task(Node):
     @strawberry.field(description="The counters of every round added up.")
     async def stats(self, info: strawberry.Info[RequestContext]) -> Stats:
         return Stats.of(await stats_service.task_stats(info.context.platform, self.view.row.id))
+
+    @strawberry.field(
+        description="The counters of every round added up, split by where the examples came from: one entry per "
+        "source (HUMAN, ASSISTED, MACHINE, in that order, zeros included); they add up to `stats`."
+    )
+    async def stats_by_source(self, info: strawberry.Info[RequestContext]) -> list[SourceStats]:
+        p = info.context.platform
+        return SourceStats.listing(
+            await stats_service.by_source(p, await stats_service.task_round_ids(p, self.view.row.id))
+        )
 
     @strawberry.field(description="What the task's owners tuned; anyone who can see the task can read it.")
     def settings(self) -> TaskSettings:

@@ -19,6 +19,8 @@ class CreateExampleInput(BaseModel):
     "How long the annotator took to write the example, in milliseconds (0 to one week); optional, stored for analysis."
     tag: Optional[str] = None
     "An optional label of at most 100 characters (for example the tag of the context used); with the task's oneExamplePerTag setting a validator is served at most one example per tag."
+    suggestion_id: Optional[str] = Field(alias="suggestionId", default=None)
+    "The suggestion (suggestEdits) you wrote it from, if any: it then counts as ASSISTED and records the adversary. Yours, for this round and context."
 
 
 class CreateRoundDatasetsInput(BaseModel):
