@@ -8,7 +8,9 @@ fools it. The built-in perturbation search is asked too: a typo in ``good`` fool
 
 from __future__ import annotations
 
+import io
 import json
+import zipfile
 
 import pytest
 from support import register_user
@@ -383,6 +385,16 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
         ("MACHINE", "toy-templates"),
         ("MACHINE", "toy-templates"),
     ]
+    # and the dataset card of the Hugging Face folder splits the counters by source
+    folder = await client.get(
+        "/export/toy-adv", params={"round": 1, "format": "hf"}, headers={"Authorization": f"Bearer {admin}"}
+    )
+    assert folder.status_code == 200, folder.text
+    with zipfile.ZipFile(io.BytesIO(folder.content)) as archive:
+        card = archive.read(next(n for n in archive.namelist() if n.endswith("README.md"))).decode()
+    assert "| HUMAN | 2 | 2 | 1 | 1 | 0.500 |" in card
+    assert "| ASSISTED | 1 | 1 | 1 | 1 | 1.000 |" in card
+    assert "| MACHINE | 3 | 3 | 3 | 2 | 0.667 |" in card
 
 
 async def test_budgets_and_refusals(platform, gql, world):

@@ -259,6 +259,7 @@ class HfFormat(ExportFormat):
         layout = _layout(export.task)
         schema = layout.arrow_schema()
         counts: dict[str, int] = {}
+        by_source: dict[str, dict[str, int]] = {}
         files: list[Path] = []
         writer: Any = None  # the current split's pyarrow.parquet.ParquetWriter
         try:
@@ -273,6 +274,7 @@ class HfFormat(ExportFormat):
                 table = _table(layout, schema, page.records)
                 await asyncio.to_thread(writer.write_table, table, row_group_size=len(page.records))
                 counts[page.split] += len(page.records)
+                count_sources(by_source, page.records)
         finally:
             if writer is not None:
                 writer.close()
@@ -280,7 +282,7 @@ class HfFormat(ExportFormat):
             data.rmdir()
             raise NotFound(_nothing(export))
         card = folder / "README.md"
-        card.write_text(dataset_card(export, layout, counts), encoding="utf-8")
+        card.write_text(dataset_card(export, layout, counts, by_source), encoding="utf-8")
         return WrittenExport((card, *files), counts)
 
 
@@ -299,8 +301,41 @@ def _nothing(export: Export) -> str:
 # --------------------------------------------------------------------------- the dataset card
 
 
-def dataset_card(export: Export, layout: _Layout, counts: dict[str, int]) -> str:
-    """README.md with YAML front matter (``configs`` and ``dataset_info``) and a human-readable body."""
+def count_sources(totals: dict[str, dict[str, int]], records: list[dict[str, Any]]) -> None:
+    """Add ``records`` to the per-source counts of the dataset card: examples, collected (the model answered),
+    fooled, and verified fooled (fooled and ACCEPTED), the counters the platform splits by source."""
+    for rec in records:
+        counts = totals.setdefault(rec.get("source") or "HUMAN", dict.fromkeys(_SOURCE_COUNTS, 0))
+        counts["examples"] += 1
+        counts["collected"] += rec["fooled"] is not None
+        counts["fooled"] += rec["fooled"] is True
+        counts["verified_fooled"] += rec["fooled"] is True and rec["status"] == "ACCEPTED"
+
+
+_SOURCE_COUNTS = ("examples", "collected", "fooled", "verified_fooled")
+
+
+def _source_table(by_source: dict[str, dict[str, int]]) -> str:
+    lines = [
+        "| source | examples | model answered | fooled | fooled and accepted | vMER |",
+        "|---|---|---|---|---|---|",
+    ]
+    for source in ("HUMAN", "ASSISTED", "MACHINE", *sorted(set(by_source) - {"HUMAN", "ASSISTED", "MACHINE"})):
+        c = by_source.get(source)
+        if not c:
+            continue
+        vmer = f"{c['verified_fooled'] / c['collected']:.3f}" if c["collected"] else "-"
+        lines.append(
+            f"| {source} | {c['examples']} | {c['collected']} | {c['fooled']} | {c['verified_fooled']} | {vmer} |"
+        )
+    return "\n".join(lines)
+
+
+def dataset_card(
+    export: Export, layout: _Layout, counts: dict[str, int], by_source: dict[str, dict[str, int]] | None = None
+) -> str:
+    """README.md with YAML front matter (``configs`` and ``dataset_info``) and a human-readable body; ``by_source``
+    (from :func:`count_sources`) adds a table of the examples by where they came from."""
     task = export.task
     splits = [part.name for part in export.splits if part.name in counts]
     front = {
@@ -325,6 +360,13 @@ def dataset_card(export: Export, layout: _Layout, counts: dict[str, int]) -> str
     first = splits[0] if splits else "round1"
     description = f"\n{task.description.strip()}\n" if task.description.strip() else ""
     scope = "every round of the task" if export.whole_task else f"round {export.splits[0].round}"
+    sources = (
+        "\nBy source (HUMAN: a person alone; ASSISTED: a person from a machine adversary's suggestion; MACHINE: a "
+        "machine adversary's candidate, validated by people), over the exported examples; vMER is fooled and "
+        f"accepted over model answered:\n\n{_source_table(by_source)}\n"
+        if by_source
+        else ""
+    )
     return f"""---
 {_yaml(front).rstrip()}
 ---
@@ -340,7 +382,7 @@ Examples collected with Dynaforge, a platform for dynamic adversarial data colle
 {rows}
 
 A round without exported examples has no split.
-
+{sources}
 ## Load it
 
 ```python

@@ -180,6 +180,12 @@ def _request(p: Platform, task: Task, context: dict[str, Any], draft: dict[str, 
     )
 
 
+def _assist_order(adversaries: list[Adversary]) -> list[Adversary]:
+    """Adversaries written for the task first (its templates: cheap, and closest to what a person would write),
+    then the generic ones, each group in registration order."""
+    return [a for a in adversaries if a.task_codes] + [a for a in adversaries if not a.task_codes]
+
+
 async def _fooled_before(p: Platform, task_id: int) -> list[dict[str, Any]]:
     """The fields of the task's latest accepted examples that fooled the target (few-shot material)."""
     async with p.db.session() as s:
@@ -237,7 +243,7 @@ async def suggest_edits(
     chosen = (
         [_named(p, task, adversary, "assists", "adversary")]
         if adversary is not None
-        else [a.adversary for a in for_task(p, task) if a.unsuitable is None and a.adversary.assists]
+        else _assist_order([a.adversary for a in for_task(p, task) if a.unsuitable is None and a.adversary.assists])
     )
     if not chosen:
         raise InvalidInput.from_errors(
@@ -309,7 +315,8 @@ async def suggest_edits(
                 continue
             except InferenceError as exc:
                 raise ServiceUnavailable(f"The target model cannot answer now ({exc}); try again shortly") from exc
-            for c in fooling(candidates, limit - len(found)):
+            share = limit if len(chosen) == 1 else max(1, (limit + 1) // 2)  # room for the next adversaries
+            for c in fooling(candidates, min(share, limit - len(found))):
                 if c.fields != cleaned and all(c.fields != f.fields for f in found):
                     by[len(found)] = adv.name
                     found.append(c)
