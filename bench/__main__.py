@@ -16,6 +16,7 @@ import traceback
 from types import ModuleType
 
 from bench import (
+    adversaries,
     load_mix,
     p1_create_example,
     p2_reads_contention,
@@ -54,12 +55,31 @@ BENCHMARKS: dict[str, ModuleType] = {
         p8_memory,
         w_web,
         retrain,
+        adversaries,
     )  # P8 after the server's targets: its peak covers their traffic; WEB runs a demo server of its own
 }
 BENCHMARK_TIMEOUT_S = 120.0  # a wedged server must not hang the run (a benchmark may set its own TIMEOUT_S)
 
 
+async def _serverless(ids: list[str], threads: int) -> bool:
+    """The chosen benchmarks when none needs the shared server (``NEEDS_SERVER = False``): no server starts."""
+    passed = True
+    for bench_id in ids:
+        module = BENCHMARKS[bench_id]
+        try:
+            outcome = await asyncio.wait_for(module.run(None), getattr(module, "TIMEOUT_S", BENCHMARK_TIMEOUT_S))
+        except Exception as exc:
+            traceback.print_exc(file=sys.stderr)
+            outcome = Result(bench_id, f"could not be measured ({type(exc).__name__}: {exc})", "see above", False)
+        for result in outcome if isinstance(outcome, list) else [outcome]:
+            print(result.line(), flush=True)
+            passed = passed and (result.passed or result.info)
+    return passed
+
+
 async def _run(ids: list[str], threads: int) -> bool:
+    if not any(getattr(BENCHMARKS[i], "NEEDS_SERVER", True) for i in ids):
+        return await _serverless(ids, threads)
     with serve(threads) as server:
         async with client() as http:
             started = time.perf_counter()
