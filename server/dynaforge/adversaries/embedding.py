@@ -26,16 +26,16 @@ Hence :data:`DEFAULT_FLOOR` 0.55, and a neighbour is also dropped (:func:`exclud
 inflected, derived or negated (a shared stem: movies, hating, easier, unhappy, useless), a plural for a singular,
 another degree or tense (better -> best, made -> making), a word of another gender (actor -> actress), a listed
 opposite or an inflection of one (:data:`OPPOSITES`: decrease -> increases, noisy -> quieter), a word of the other
-sentiment polarity (:data:`POSITIVE`, :data:`NEGATIVE`), another member of a closed set of facts (two -> three,
+polarity (praise or blame) (:data:`POSITIVE`, :data:`NEGATIVE`), another member of a closed set of facts (two -> three,
 evening -> morning: :data:`CLOSED_SETS`), or a function word or negation (``not``, ``never``... are never swapped,
-nor swapped in). Of 104 common words (sentiment adjectives and verbs, nouns like movie, food, car), with these
+nor swapped in). Of 104 common words (evaluative adjectives and verbs, nouns like movie, food, car), with these
 exclusions: at 0.65 15 have a neighbour left, at 0.60 32 (good and great lose excellent, wonderful...), at 0.55 45
 (85 neighbours: good -> excellent; great -> terrific, wonderful, excellent, fantastic; happy -> none), at 0.50 62,
 where the looser ones come in (kind -> sort, type; quickly -> easily; win -> victory; worst -> terrible). What
 still passes at 0.55 is mostly a synonym, sometimes another part of speech (stupid -> idiot, food -> eat):
 validators judge the candidates like any other.
 
-Against a target built on the same encoder (the sentiment plugin's MiniLM head) the swaps rarely flip it: its
+Against a target built on the same encoder (a MiniLM head, as the shipped targets are) the swaps rarely flip it: its
 sentence embedding barely moves when a word becomes its embedding neighbour. ``perturbation-search`` does better
 there; this adversary is for targets trained on other representations.
 """
@@ -183,7 +183,7 @@ def _word_set(words: str) -> frozenset[str]:
     return frozenset(words.split())
 
 
-#: Words of clearly positive and clearly negative sentiment (written for the project): a word of one is never swapped
+#: Words of clearly positive and clearly negative polarity (written for the project): a word of one is never swapped
 #: for a word of the other, however close they sit (great/terrible 0.44, terrible/terrific 0.50).
 POSITIVE: frozenset[str] = _word_set(
     """good great excellent terrific wonderful fantastic fabulous amazing awesome brilliant superb splendid
@@ -315,7 +315,7 @@ def _tense(word: str) -> str:
 def excluded(word: str, neighbour: str, known: frozenset[str] | set[str] | dict[str, int] = frozenset()) -> bool:
     """Whether ``neighbour`` may not replace ``word``: a function word or negation; the same word inflected, derived
     or negated; a plural for a singular or the reverse (film -> movies); a word of another gender; an opposite of
-    :data:`OPPOSITES` (or an inflection of one: decrease -> increases); a word of the other sentiment polarity; a
+    :data:`OPPOSITES` (or an inflection of one: decrease -> increases); a word of the other polarity; a
     word of the same :data:`CLOSED_SETS` set (two -> three, evening -> morning); another degree (better -> best,
     small -> smaller: ``known``, the vocabulary, tells comparatives), a participle for a past (loved -> loving), or
     an irregular past for its present (made -> make)."""
