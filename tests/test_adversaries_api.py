@@ -466,7 +466,8 @@ async def test_budgets_and_refusals(platform, gql, world):
     assert [r["id"] for r in runs] == [run["id"]]
     cancelled = (
         await gql(
-            "mutation($id: ID!) { cancelGeneration(input: {runId: $id}) { __typename ... on GenerationCancelled { run { status } } } }",
+            "mutation($id: ID!) { cancelGeneration(input: {runId: $id}) "
+            "{ __typename ... on GenerationCancelled { run { status } } } }",
             {"id": run["id"]},
             token=admin,
         )

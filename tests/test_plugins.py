@@ -82,7 +82,8 @@ def test_allowlist_with_sentiment_loads_sentiment():
     assert p.errors == {}
     assert "sentiment" in p.registry.tasks
     row = next(r for r in p.info() if r.name == "sentiment")
-    assert row.hooks == ("register_adversaries", "register_importers", "register_tasks") and not row.is_default and row.version
+    assert row.hooks == ("register_adversaries", "register_importers", "register_tasks")
+    assert not row.is_default and row.version
 
 
 def test_empty_allowlist_loads_no_entry_point_but_keeps_core_defaults(core):

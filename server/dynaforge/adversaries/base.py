@@ -174,8 +174,9 @@ class Oracle:
             self.calls += 1
             try:
                 answers = await asyncio.wait_for(self._predict(inputs), max(0.001, self.deadline - time.monotonic()))
-            except TimeoutError:
-                raise AttackStopped("time", f"the target did not answer within the attack's {self.time_limit_s:g} s")
+            except TimeoutError as exc:
+                message = f"the target did not answer within the attack's {self.time_limit_s:g} s"
+                raise AttackStopped("time", message) from exc
             for k, members in zip(new, answers, strict=True):
                 context, own = split[k]
                 prediction, fooled = self._judge(members, own, context)
