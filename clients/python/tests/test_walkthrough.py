@@ -123,6 +123,7 @@ def test_researcher_walkthrough(server, unique, walkthrough_env):
 
     assert ns["fooling"].fooled is True and ns["fooling"].prediction.label == "positive"
     assert ns["not_fooling"].fooled is False and ns["not_fooling"].prediction.label == "positive"
+    assert ns["assisted"].source.value == "ASSISTED" and ns["assisted"].adversary == "sentiment-templates"
     assert ns["to_check"].id != ns["fooling"].id and ns["to_check"].author.username != username
     assert ns["validated"].votes.correct >= 1 and ns["validated"].status.value == "ACCEPTED"  # an owner decides
 

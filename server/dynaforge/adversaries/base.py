@@ -145,6 +145,11 @@ class Oracle:
         self.calls = 0
         self._seen: dict[str, Verdict] = {}
 
+    def restart_clock(self, time_limit_s: float) -> None:
+        """Give the attack ``time_limit_s`` from now (after a first query that included loading the model, say)."""
+        self.time_limit_s = time_limit_s
+        self.deadline = time.monotonic() + time_limit_s
+
     @property
     def remaining(self) -> int:
         return max(0, self.max_queries - self.queries)

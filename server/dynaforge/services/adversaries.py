@@ -34,6 +34,7 @@ from dynaforge.adversaries.base import (
     Adversary,
     AdversaryFailed,
     AttackRequest,
+    AttackStopped,
     Candidate,
     Oracle,
     Verdict,
@@ -277,18 +278,20 @@ async def suggest_edits(
             f"suggestions for {task_code}",
         )
 
+    # The draft's own verdict may wait for the model to load; the adversaries' time starts once it is in.
     oracle = target_oracle(
         p,
         task,
         round_,
         context_fields,
         max_queries=p.settings.suggestion_queries,
-        time_limit_s=p.settings.suggestion_time_s,
+        time_limit_s=p.settings.inference_load_timeout_s + p.settings.suggestion_time_s,
     )
     try:
         draft_verdict = await oracle.query_one(cleaned)
-    except InferenceError as exc:
+    except (InferenceError, AttackStopped) as exc:
         raise ServiceUnavailable(f"The target model cannot answer now ({exc}); try again shortly") from exc
+    oracle.restart_clock(p.settings.suggestion_time_s)
     found: list[Candidate] = []
     by: dict[int, str] = {}
     asked: list[str] = []

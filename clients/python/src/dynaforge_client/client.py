@@ -15,25 +15,38 @@ import httpx
 
 from . import errors
 from ._generated import GeneratedClient, Upload
+from ._generated.adversaries import AdversariesAdversaries
 from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
 from ._generated.enums import ContextStrategy, LeaderboardSort, ValidationLabel, ValidationMode
 from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
 from ._generated.exceptions import GraphQLClientGraphQLMultiError
-from ._generated.fragments import DatasetFields, ExampleFields, ModelFields, RoundFields, TaskFields, UserFields
+from ._generated.fragments import (
+    AdversaryRunFields,
+    DatasetFields,
+    ExampleFields,
+    ModelFields,
+    RoundFields,
+    TaskFields,
+    UserFields,
+)
 from ._generated.input_types import (
+    CancelGenerationInput,
     CreateExampleInput,
     CreateRoundDatasetsInput,
+    GenerateCandidatesInput,
     LoginInput,
     ModelCardInput,
     RegisterInput,
     SubmitModelInput,
     SubmitPredictionsInput,
+    SuggestEditsInput,
     UploadModelInput,
     ValidateExampleInput,
     WeightInput,
 )
 from ._generated.my_stats import MyStatsMyStats
 from ._generated.next_context import NextContextNextContext
+from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits
 from ._generated.task import TaskTask
 from ._transport import call, unwrap
 from .archive import ProgressReader, pack_folder
@@ -267,15 +280,19 @@ class AsyncClient:
         context: Any = None,
         tag: str | None = None,
         time_taken_ms: int | None = None,
+        suggestion: Any = None,
     ) -> ExampleFields:
         """Write an example in the task's open round. The target model predicts at once: the returned example's
-        ``fooled`` and ``prediction`` say how it went (both None while the prediction is pending)."""
+        ``fooled`` and ``prediction`` say how it went (both None while the prediction is pending). ``suggestion``:
+        the suggestion (from :meth:`suggest_edits`, or its id) the example was written from; it then counts as
+        ASSISTED (``source``) and names the adversary."""
         data = CreateExampleInput(
             task_code=task,
             fields=dict(fields),
             context_id=_id(context) if context is not None else None,
             tag=tag,
             time_taken_ms=time_taken_ms,
+            suggestion_id=_id(suggestion) if suggestion is not None else None,
         )
         result = await self._write(lambda: self._api.create_example(data))
         return unwrap(result.create_example, "CreatedExample", "PredictionPending").example
@@ -330,6 +347,75 @@ class AsyncClient:
             max_attempts=max_attempts,
             max_backoff=max_backoff,
         )
+
+    # -- machine adversaries -----------------------------------------------------------------------------------
+
+    async def adversaries(self, task: str) -> list[AdversariesAdversaries]:
+        """The machine adversaries installed on the server, each with whether it can serve the task."""
+        return list((await self._read(lambda: self._api.adversaries(task))).adversaries)
+
+    async def suggest_edits(
+        self,
+        task: str,
+        draft: Mapping[str, Any],
+        *,
+        context: Any = None,
+        adversary: str | None = None,
+        limit: int = 3,
+    ) -> SuggestEditsSuggestEditsSuggestedEdits:
+        """Edits of ``draft`` (the example's fields, with the gold you claim) that flip the round's target: the
+        target's verdict on the draft (``draft``), and ``suggestions``, each with its fields, edits, rationale,
+        verdict and how the probabilities moved. Write one with ``create_example(..., suggestion=s)``. ``adversary``
+        asks one only (:meth:`adversaries`); None asks every available one."""
+        data = SuggestEditsInput(
+            task_code=task,
+            draft=dict(draft),
+            context_id=_id(context) if context is not None else None,
+            adversary=adversary,
+            limit=limit,
+        )
+        result = await self._write(lambda: self._api.suggest_edits(data))
+        return unwrap(result.suggest_edits, "SuggestedEdits")
+
+    async def generate_candidates(
+        self, task: str, adversary: str, budget: int, *, seed: int | None = None
+    ) -> AdversaryRunFields:
+        """Start a generation run (task owners and admins): ``adversary`` attacks the open round within ``budget``
+        target queries; the candidates that fool the target enter the validation queue as MACHINE examples. Follow
+        it with :meth:`generation_run` or :meth:`wait_for_generation`."""
+        data = GenerateCandidatesInput(task_code=task, adversary=adversary, budget=budget, seed=seed)
+        result = await self._write(lambda: self._api.generate_candidates(data))
+        return unwrap(result.generate_candidates, "GenerationStarted").run
+
+    async def generation_run(self, run: Any) -> AdversaryRunFields:
+        """A generation run as it is now (its task's owners and admins)."""
+        node = (await self._read(lambda: self._api.adversary_run(_id(run)))).node
+        if node is None or getattr(node, "typename__", None) != "AdversaryRun":
+            raise errors.NotFound(f"no generation run {_id(run)} that you can see")
+        return cast(AdversaryRunFields, node)
+
+    async def wait_for_generation(
+        self,
+        run: Any,
+        *,
+        timeout: float | None = None,  # noqa: ASYNC109 - the blocking Client has the same surface and needs it
+        interval: float = 1.0,
+    ) -> AdversaryRunFields:
+        """Poll a generation run until it is DONE, FAILED or CANCELLED; TimeoutError after ``timeout`` seconds."""
+
+        async def follow() -> AdversaryRunFields:
+            while True:
+                current = await self.generation_run(run)
+                if current.status.value in ("DONE", "FAILED", "CANCELLED"):
+                    return current
+                await asyncio.sleep(interval)
+
+        return await asyncio.wait_for(follow(), timeout)
+
+    async def cancel_generation(self, run: Any) -> AdversaryRunFields:
+        """Stop a generation run; what it stored stays. A run that has ended is returned as it is."""
+        result = await self._write(lambda: self._api.cancel_generation(CancelGenerationInput(run_id=_id(run))))
+        return unwrap(result.cancel_generation, "GenerationCancelled").run
 
     # -- models and results ------------------------------------------------------------------------------------
 

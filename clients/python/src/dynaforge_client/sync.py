@@ -25,12 +25,22 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
 
+    from ._generated.adversaries import AdversariesAdversaries
     from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
     from ._generated.enums import ContextStrategy, ValidationLabel, ValidationMode
     from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
-    from ._generated.fragments import DatasetFields, ExampleFields, ModelFields, RoundFields, TaskFields, UserFields
+    from ._generated.fragments import (
+        AdversaryRunFields,
+        DatasetFields,
+        ExampleFields,
+        ModelFields,
+        RoundFields,
+        TaskFields,
+        UserFields,
+    )
     from ._generated.my_stats import MyStatsMyStats
     from ._generated.next_context import NextContextNextContext
+    from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits
     from ._generated.task import TaskTask
     from .client import Progress
     from .results import Leaderboard, ModelResults
@@ -224,6 +234,7 @@ class Client:
             context: Any = None,
             tag: str | None = None,
             time_taken_ms: int | None = None,
+            suggestion: Any = None,
         ) -> ExampleFields: ...
         def example(self, example: Any) -> ExampleFields: ...
         def example_to_validate(self, task: str, *, mode: str | ValidationMode = 'CROWD') -> ExampleFields | None: ...
@@ -243,6 +254,33 @@ class Client:
             max_attempts: int | None = None,
             max_backoff: float = 30.0,
         ) -> SyncEventStream[ExampleFields]: ...
+        def adversaries(self, task: str) -> list[AdversariesAdversaries]: ...
+        def suggest_edits(
+            self,
+            task: str,
+            draft: Mapping[str, Any],
+            *,
+            context: Any = None,
+            adversary: str | None = None,
+            limit: int = 3,
+        ) -> SuggestEditsSuggestEditsSuggestedEdits: ...
+        def generate_candidates(
+            self,
+            task: str,
+            adversary: str,
+            budget: int,
+            *,
+            seed: int | None = None,
+        ) -> AdversaryRunFields: ...
+        def generation_run(self, run: Any) -> AdversaryRunFields: ...
+        def wait_for_generation(
+            self,
+            run: Any,
+            *,
+            timeout: float | None = None,
+            interval: float = 1.0,
+        ) -> AdversaryRunFields: ...
+        def cancel_generation(self, run: Any) -> AdversaryRunFields: ...
         def submit_model(
             self,
             task: str,

@@ -1,8 +1,11 @@
 from collections.abc import AsyncIterator
 from typing import Any, Optional, Union
 
+from .adversaries import Adversaries
+from .adversary_run import AdversaryRun
 from .async_base_client import AsyncBaseClient
 from .base_model import UNSET, UnsetType
+from .cancel_generation import CancelGeneration
 from .create_example import CreateExample
 from .create_round_datasets import CreateRoundDatasets
 from .dataset_items import DatasetItems
@@ -11,13 +14,17 @@ from .enums import ContextStrategy, LeaderboardSort, ValidationMode
 from .evaluation_progress import EvaluationProgress
 from .example import Example
 from .example_to_validate import ExampleToValidate
+from .generate_candidates import GenerateCandidates
 from .input_types import (
+    CancelGenerationInput,
     CreateExampleInput,
     CreateRoundDatasetsInput,
+    GenerateCandidatesInput,
     LoginInput,
     RegisterInput,
     SubmitModelInput,
     SubmitPredictionsInput,
+    SuggestEditsInput,
     UploadModelInput,
     ValidateExampleInput,
     WeightInput,
@@ -33,6 +40,7 @@ from .register import Register
 from .round import Round
 from .submit_model import SubmitModel
 from .submit_predictions import SubmitPredictions
+from .suggest_edits import SuggestEdits
 from .task import Task
 from .tasks import Tasks
 from .upload_model import UploadModel
@@ -151,6 +159,255 @@ class GeneratedClient(AsyncBaseClient):
         data = self.get_data(response)
         return Me.model_validate(data)
 
+    async def adversaries(self, task_code: str, **kwargs: Any) -> Adversaries:
+        query = gql("""
+            query Adversaries($taskCode: String!) {
+              adversaries(taskCode: $taskCode) {
+                name
+                description
+                needsDraft
+                assists
+                generates
+                available
+                unavailableReason
+              }
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code}
+        response = await self.execute(
+            query=query, operation_name="Adversaries", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Adversaries.model_validate(data)
+
+    async def suggest_edits(
+        self, input: SuggestEditsInput, **kwargs: Any
+    ) -> SuggestEdits:
+        query = gql("""
+            mutation SuggestEdits($input: SuggestEditsInput!) {
+              suggestEdits(input: $input) {
+                __typename
+                ... on SuggestedEdits {
+                  draft {
+                    ...TargetVerdictFields
+                  }
+                  suggestions {
+                    id
+                    adversary
+                    fields
+                    edits
+                    rationale
+                    verdict {
+                      ...TargetVerdictFields
+                    }
+                    moves {
+                      label
+                      before
+                      after
+                    }
+                  }
+                  adversaries
+                  queries
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+            }
+
+            fragment TargetVerdictFields on TargetVerdict {
+              fooled
+              goldProbability
+              prediction {
+                ...PredictionFields
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="SuggestEdits", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return SuggestEdits.model_validate(data)
+
+    async def generate_candidates(
+        self, input: GenerateCandidatesInput, **kwargs: Any
+    ) -> GenerateCandidates:
+        query = gql("""
+            mutation GenerateCandidates($input: GenerateCandidatesInput!) {
+              generateCandidates(input: $input) {
+                __typename
+                ... on GenerationStarted {
+                  run {
+                    ...AdversaryRunFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment AdversaryRunFields on AdversaryRun {
+              id
+              adversary
+              roundNumber
+              status
+              budget
+              seed
+              queries
+              itemsTotal
+              itemsDone
+              candidates
+              error
+              createdAt
+              startedAt
+              finishedAt
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="GenerateCandidates",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return GenerateCandidates.model_validate(data)
+
+    async def cancel_generation(
+        self, input: CancelGenerationInput, **kwargs: Any
+    ) -> CancelGeneration:
+        query = gql("""
+            mutation CancelGeneration($input: CancelGenerationInput!) {
+              cancelGeneration(input: $input) {
+                __typename
+                ... on GenerationCancelled {
+                  run {
+                    ...AdversaryRunFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment AdversaryRunFields on AdversaryRun {
+              id
+              adversary
+              roundNumber
+              status
+              budget
+              seed
+              queries
+              itemsTotal
+              itemsDone
+              candidates
+              error
+              createdAt
+              startedAt
+              finishedAt
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="CancelGeneration",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return CancelGeneration.model_validate(data)
+
+    async def adversary_run(self, id: str, **kwargs: Any) -> AdversaryRun:
+        query = gql("""
+            query AdversaryRun($id: ID!) {
+              node(id: $id) {
+                __typename
+                ... on AdversaryRun {
+                  ...AdversaryRunFields
+                }
+              }
+            }
+
+            fragment AdversaryRunFields on AdversaryRun {
+              id
+              adversary
+              roundNumber
+              status
+              budget
+              seed
+              queries
+              itemsTotal
+              itemsDone
+              candidates
+              error
+              createdAt
+              startedAt
+              finishedAt
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = await self.execute(
+            query=query, operation_name="AdversaryRun", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return AdversaryRun.model_validate(data)
+
     async def next_context(
         self,
         task_code: str,
@@ -241,6 +498,8 @@ class GeneratedClient(AsyncBaseClient):
                 incorrect
                 flagged
               }
+              source
+              adversary
             }
 
             fragment PredictionFields on Prediction {
@@ -297,6 +556,8 @@ class GeneratedClient(AsyncBaseClient):
                 incorrect
                 flagged
               }
+              source
+              adversary
             }
 
             fragment PredictionFields on Prediction {
@@ -355,6 +616,8 @@ class GeneratedClient(AsyncBaseClient):
                 incorrect
                 flagged
               }
+              source
+              adversary
             }
 
             fragment PredictionFields on Prediction {
@@ -438,6 +701,8 @@ class GeneratedClient(AsyncBaseClient):
                 incorrect
                 flagged
               }
+              source
+              adversary
             }
 
             fragment PredictionFields on Prediction {
@@ -499,6 +764,8 @@ class GeneratedClient(AsyncBaseClient):
                 incorrect
                 flagged
               }
+              source
+              adversary
             }
 
             fragment PredictionFields on Prediction {
@@ -929,6 +1196,16 @@ class GeneratedClient(AsyncBaseClient):
               stats {
                 ...StatsFields
               }
+              statsBySource {
+                ...SourceStatsFields
+              }
+            }
+
+            fragment SourceStatsFields on SourceStats {
+              source
+              stats {
+                ...StatsFields
+              }
             }
 
             fragment StatsFields on Stats {
@@ -968,6 +1245,9 @@ class GeneratedClient(AsyncBaseClient):
               }
               stats {
                 ...StatsFields
+              }
+              statsBySource {
+                ...SourceStatsFields
               }
             }
             """)
@@ -1002,6 +1282,16 @@ class GeneratedClient(AsyncBaseClient):
               stats {
                 ...StatsFields
               }
+              statsBySource {
+                ...SourceStatsFields
+              }
+            }
+
+            fragment SourceStatsFields on SourceStats {
+              source
+              stats {
+                ...StatsFields
+              }
             }
 
             fragment StatsFields on Stats {
@@ -1042,6 +1332,9 @@ class GeneratedClient(AsyncBaseClient):
               stats {
                 ...StatsFields
               }
+              statsBySource {
+                ...SourceStatsFields
+              }
             }
             """)
         variables: dict[str, object] = {"code": code}
@@ -1074,6 +1367,16 @@ class GeneratedClient(AsyncBaseClient):
                 name
                 backend
               }
+              stats {
+                ...StatsFields
+              }
+              statsBySource {
+                ...SourceStatsFields
+              }
+            }
+
+            fragment SourceStatsFields on SourceStats {
+              source
               stats {
                 ...StatsFields
               }

@@ -1,6 +1,14 @@
 from enum import Enum
 
 
+class AdversaryRunStatus(str, Enum):
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    DONE = "DONE"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
 class ContextStrategy(str, Enum):
     LEAST_USED = "LEAST_USED"
     UNIFORM = "UNIFORM"
@@ -25,6 +33,12 @@ class EvaluationStatus(str, Enum):
     RUNNING = "RUNNING"
     DONE = "DONE"
     FAILED = "FAILED"
+
+
+class ExampleSource(str, Enum):
+    HUMAN = "HUMAN"
+    ASSISTED = "ASSISTED"
+    MACHINE = "MACHINE"
 
 
 class ExampleStatus(str, Enum):

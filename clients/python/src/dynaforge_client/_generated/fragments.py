@@ -5,9 +5,11 @@ from pydantic import Field
 
 from .base_model import BaseModel
 from .enums import (
+    AdversaryRunStatus,
     DatasetAccess,
     DatasetSource,
     EvaluationStatus,
+    ExampleSource,
     ExampleStatus,
     FieldRole,
     FieldType,
@@ -16,6 +18,23 @@ from .enums import (
     PerturbationKind,
     ScoredPart,
 )
+
+
+class AdversaryRunFields(BaseModel):
+    id: str
+    adversary: str
+    round_number: int = Field(alias="roundNumber")
+    status: AdversaryRunStatus
+    budget: int
+    seed: int
+    queries: int
+    items_total: int = Field(alias="itemsTotal")
+    items_done: int = Field(alias="itemsDone")
+    candidates: int
+    error: Optional[str]
+    created_at: datetime = Field(alias="createdAt")
+    started_at: Optional[datetime] = Field(alias="startedAt")
+    finished_at: Optional[datetime] = Field(alias="finishedAt")
 
 
 class DatasetFields(BaseModel):
@@ -145,6 +164,8 @@ class ExampleFields(BaseModel):
     context: Optional["ExampleFieldsContext"]
     author: Optional["ExampleFieldsAuthor"]
     votes: "ExampleFieldsVotes"
+    source: Optional[ExampleSource]
+    adversary: Optional[str]
 
 
 class ExampleFieldsPrediction(PredictionFields):
@@ -207,6 +228,15 @@ class StatsFields(BaseModel):
     fooling_rate: Optional[float] = Field(alias="foolingRate")
 
 
+class SourceStatsFields(BaseModel):
+    source: ExampleSource
+    stats: "SourceStatsFieldsStats"
+
+
+class SourceStatsFieldsStats(StatsFields):
+    pass
+
+
 class RoundFields(BaseModel):
     id: str
     number: int
@@ -215,6 +245,7 @@ class RoundFields(BaseModel):
     ended_at: Optional[datetime] = Field(alias="endedAt")
     target_models: list["RoundFieldsTargetModels"] = Field(alias="targetModels")
     stats: "RoundFieldsStats"
+    stats_by_source: list["RoundFieldsStatsBySource"] = Field(alias="statsBySource")
 
 
 class RoundFieldsTargetModels(BaseModel):
@@ -223,6 +254,20 @@ class RoundFieldsTargetModels(BaseModel):
 
 
 class RoundFieldsStats(StatsFields):
+    pass
+
+
+class RoundFieldsStatsBySource(SourceStatsFields):
+    pass
+
+
+class TargetVerdictFields(BaseModel):
+    fooled: bool
+    gold_probability: Optional[float] = Field(alias="goldProbability")
+    prediction: "TargetVerdictFieldsPrediction"
+
+
+class TargetVerdictFieldsPrediction(PredictionFields):
     pass
 
 
@@ -241,6 +286,7 @@ class TaskFields(BaseModel):
     fields: list["TaskFieldsFields"]
     current_round: Optional["TaskFieldsCurrentRound"] = Field(alias="currentRound")
     stats: "TaskFieldsStats"
+    stats_by_source: list["TaskFieldsStatsBySource"] = Field(alias="statsBySource")
 
 
 class TaskFieldsFields(BaseModel):
@@ -259,12 +305,17 @@ class TaskFieldsStats(StatsFields):
     pass
 
 
+class TaskFieldsStatsBySource(SourceStatsFields):
+    pass
+
+
 class UserFields(BaseModel):
     id: str
     username: str
     is_admin: bool = Field(alias="isAdmin")
 
 
+AdversaryRunFields.model_rebuild()
 DatasetFields.model_rebuild()
 MetricFields.model_rebuild()
 EvaluationFields.model_rebuild()
@@ -272,6 +323,8 @@ PredictionFields.model_rebuild()
 ExampleFields.model_rebuild()
 ModelFields.model_rebuild()
 StatsFields.model_rebuild()
+SourceStatsFields.model_rebuild()
 RoundFields.model_rebuild()
+TargetVerdictFields.model_rebuild()
 TaskFields.model_rebuild()
 UserFields.model_rebuild()

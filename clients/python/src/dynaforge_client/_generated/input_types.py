@@ -6,6 +6,13 @@ from .base_model import BaseModel, Upload
 from .enums import ValidationLabel
 
 
+class CancelGenerationInput(BaseModel):
+    """The generation run to stop."""
+
+    run_id: str = Field(alias="runId")
+    "The run's id (AdversaryRun.id)."
+
+
 class CreateExampleInput(BaseModel):
     """An example to write in the task's current round."""
 
@@ -32,6 +39,19 @@ class CreateRoundDatasetsInput(BaseModel):
     "The round whose accepted examples are split; it needs at least one, and no sets of its own yet."
     seed: int = 0
     "Seeds the shuffle: the same seed splits the same examples the same way (80% train, 10% dev, 10% test)."
+
+
+class GenerateCandidatesInput(BaseModel):
+    """A generation run to start."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task (Task.code)."
+    adversary: str
+    "The adversary to run (Query.adversaries; one that generates)."
+    budget: int
+    "The target queries it may spend, within the task's daily budget for generation."
+    seed: Optional[int] = None
+    "A seed for a run you can repeat; null: random."
 
 
 class LoginInput(BaseModel):
@@ -105,6 +125,21 @@ class SubmitPredictionsInput(BaseModel):
     "true shows them to everyone who can see the task and puts them on its leaderboard (with gaps on the scoring sets they do not cover); false (the default) keeps them to you, the task's owners and admins."
     anonymous: bool = False
     "true hides your name from everyone but the task's owners and admins."
+
+
+class SuggestEditsInput(BaseModel):
+    """Your draft of an example, and where you are writing it."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task (Task.code)."
+    draft: Any
+    "Your draft's fields as createExample takes them: the input and the gold you claim (and the context fields when you write without a stored context)."
+    context_id: Optional[str] = Field(alias="contextId", default=None)
+    "The context you are writing against (from nextContext), if any."
+    adversary: Optional[str] = None
+    "Ask this adversary only (Query.adversaries); null: every available one that assists, in turn."
+    limit: int = 3
+    "How many suggestions at most, 1 to 10."
 
 
 class UploadModelInput(BaseModel):

@@ -7,6 +7,7 @@ from .fragments import (  # noqa: F401
     TaskFieldsCurrentRound,
     TaskFieldsFields,
     TaskFieldsStats,
+    TaskFieldsStatsBySource,
 )
 
 
