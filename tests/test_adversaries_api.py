@@ -462,8 +462,24 @@ async def test_budgets_and_refusals(platform, gql, world):
         await gql(GENERATE, {"input": {"taskCode": "toy-adv", "adversary": "toy-templates", "budget": 9}}, token=admin)
     )["generateCandidates"]
     assert "8 of its 12" in left["fieldErrors"][0]["message"]
+    # an adversary that edits drafts finds none here (nobody wrote an example): done, with the reason
+    idle = _ok(
+        (
+            await gql(
+                GENERATE,
+                {"input": {"taskCode": "toy-adv", "adversary": "perturbation-search", "budget": 5}},
+                token=admin,
+            )
+        )["generateCandidates"],
+        "GenerationStarted",
+    )["run"]
+    idle_id = idle["id"]
+    await adversary_service.wait(platform, _pk(idle_id))
+    idle = (await gql(RUN, {"id": idle_id}, token=admin))["node"]
+    assert idle["status"] == "DONE" and idle["queries"] == 0 and idle["itemsTotal"] == 0
+    assert idle["error"].startswith("nothing to attack: the round has no examples the target got right")
     runs = (await gql('{ adversaryRuns(taskCode: "toy-adv") { id status } }', token=admin))["adversaryRuns"]
-    assert [r["id"] for r in runs] == [run["id"]]
+    assert [r["id"] for r in runs] == [idle_id, run["id"]]
     cancelled = (
         await gql(
             "mutation($id: ID!) { cancelGeneration(input: {runId: $id}) "

@@ -562,12 +562,10 @@ async def _work(
             .order_by(col(Example.id).desc())
             .limit(MAX_ITEMS)
         )
-        missing = set()
         for e in drafts:
             if e.context_id is not None:
                 context = contexts.get(e.context_id) or await s.get(Context, e.context_id)
                 if context is None:
-                    missing.add(e.id)
                     continue
                 own = {k: v for k, v in e.fields.items() if k not in task.field_names(Role.CONTEXT)}
                 items.append((e.context_id, dict(context.fields), own))
@@ -635,9 +633,9 @@ async def _execute(p: Platform, run_id: int) -> None:
             p,
             run_id,
             AdversaryRunStatus.DONE,
-            "nothing to attack: the round has no open contexts"
-            + ("" if adversary.needs_draft else " and")
-            + " no examples the target got right",
+            "nothing to attack: the round has no examples the target got right, which this adversary needs as drafts"
+            if adversary.needs_draft
+            else "nothing to attack: the round has no open contexts and no examples the target got right",
         )
         return
     machine = await machine_account(p, adversary.name)
@@ -685,9 +683,7 @@ async def _execute(p: Platform, run_id: int) -> None:
         for candidate in fooling(candidates, CANDIDATES_PER_ITEM):
             if draft is not None and candidate.fields == draft:
                 continue
-            await _store_candidate(
-                p, task, view.task.code, round_, machine, context_id, context_fields, candidate, adversary.name
-            )
+            await _store_candidate(p, view, round_, machine, context_id, context_fields, candidate, adversary.name)
             stored += 1
         await _update_run(p, run_id, queries=spent, items_done=done, candidates=stored)
     await _finish(p, run_id, AdversaryRunStatus.DONE)
@@ -700,8 +696,7 @@ async def _task_code(p: Platform, task_id: int) -> str:
 
 async def _store_candidate(
     p: Platform,
-    task: Task,
-    task_code: str,
+    view: task_service.TaskView,
     round_: Round,
     machine_user: int,
     context_id: int | None,
@@ -714,7 +709,7 @@ async def _store_candidate(
     fields = dict(candidate.fields) if context_id is not None else {**context_fields, **candidate.fields}
     now = utcnow()
     values = {
-        "task_id": (await task_service.get_task(p, Actor.system(), task_code)).row.id,
+        "task_id": view.row.id,
         "round_id": round_.id,
         "context_id": context_id,
         "user_id": machine_user,
@@ -733,4 +728,4 @@ async def _store_candidate(
         "created_at": now,
         "updated_at": now,
     }
-    return await example_service.store(p, values, task_code=task_code, round_number=round_.number)
+    return await example_service.store(p, values, task_code=view.task.code, round_number=round_.number)
