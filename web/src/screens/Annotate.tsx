@@ -1,5 +1,6 @@
 // Annotate (/tasks/:code): the task's instructions and a context, a form built from the task's field descriptors,
-// the model's answer and the verdict, and the round's counters and fooling examples as they happen.
+// the model's answer and the verdict, machine adversaries' suggested edits beside the form (Suggestions.tsx), and the
+// round's counters and fooling examples as they happen.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { useMutation, useQuery, useSubscription } from "urql";
 import { Link } from "wouter";
@@ -23,8 +24,11 @@ import {
   spanFromSelection,
 } from "../lib/fields";
 import { percent } from "../lib/format";
+import { valuesFromFields } from "../lib/suggestions";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
+import { SourceBadge } from "./SourceStats";
+import { type SuggestionItem, Suggestions } from "./Suggestions";
 
 const AnnotatePage = graphql(`
   query AnnotatePage($code: String!) {
@@ -102,6 +106,8 @@ const CreateExample = graphql(`
           id
           status
           fooled
+          source
+          adversary
           round {
             id
             collected
@@ -118,6 +124,8 @@ const CreateExample = graphql(`
         example {
           id
           status
+          source
+          adversary
         }
       }
       ... on Error {
@@ -289,6 +297,7 @@ export default function Annotate({ code }: { code: string }) {
           contextId={ctx?.id ?? null}
           contextTag={ctx?.tag ?? null}
           context={(ctx?.fields as Record<string, unknown>) ?? {}}
+          signedIn={Boolean(session)}
           onStored={refreshStats}
         />
       </div>
@@ -382,6 +391,7 @@ function ExampleForm({
   contextId,
   contextTag,
   context,
+  signedIn,
   onStored,
 }: {
   code: string;
@@ -390,6 +400,7 @@ function ExampleForm({
   contextId: string | null;
   contextTag: string | null;
   context: Record<string, unknown>;
+  signedIn: boolean;
   onStored: () => void;
 }) {
   const inputs = useMemo(() => formFields(fields), [fields]);
@@ -398,6 +409,10 @@ function ExampleForm({
   const [problem, setProblem] = useState<Problem | null>(null);
   const [verdict, setVerdict] = useState<Created | null>(null);
   const [retracted, setRetracted] = useState(false);
+  // The suggestion the form holds (put there with "Use this"): the next submission names it, and counts as ASSISTED.
+  const [from, setFrom] = useState<{ id: string; adversary: string } | null>(null);
+  // A new one after each stored example: the suggestions of the last draft are cleared.
+  const [suggestRound, setSuggestRound] = useState(0);
   const started = useRef(Date.now());
   const form = useRef<HTMLFormElement>(null);
   const [creating, create] = useMutation(CreateExample);
@@ -440,6 +455,7 @@ function ExampleForm({
         fields: built.fields,
         timeTakenMs: Math.min(Date.now() - started.current, 7 * 24 * 3600 * 1000),
         tag: contextTag,
+        suggestionId: from?.id ?? null,
       },
     });
     const answer = result.data?.createExample;
@@ -454,6 +470,8 @@ function ExampleForm({
     if (!failed && answer) {
       setVerdict(answer);
       setRetracted(false);
+      setFrom(null);
+      setSuggestRound((n) => n + 1);
       onStored();
     }
   }
@@ -491,62 +509,100 @@ function ExampleForm({
     }
   }
 
+  function use(suggestion: SuggestionItem) {
+    setValues((v) => ({ ...v, ...valuesFromFields(inputs, (suggestion.fields ?? {}) as Record<string, unknown>) }));
+    setFrom({ id: suggestion.id, adversary: suggestion.adversary });
+    setErrors({});
+    setProblem(null);
+  }
+
   const created = verdict?.__typename === "CreatedExample" ? verdict : null;
   const pending = verdict?.__typename === "PredictionPending" ? verdict : null;
   const exampleId = created?.example.id ?? pending?.example.id;
+  const stored = created?.example ?? pending?.example;
 
   return (
-    <form
-      ref={form}
-      className="card example-form"
-      aria-label="Your example"
-      onKeyDown={onKeyDown}
-      onSubmit={(e) => {
-        e.preventDefault();
-        void submit();
-      }}
-      noValidate
-    >
-      <FieldControls
-        fields={inputs}
-        labels={labels}
-        values={values}
-        errors={errors}
-        context={context}
-        onChange={setValue}
-      />
-      <ProblemBox problem={problem} />
-      <div className="actions">
-        <button type="submit" disabled={creating.fetching} aria-keyshortcuts="Control+Enter">
-          Submit
-        </button>
-        <span className="muted small">Ctrl+Enter</span>
-      </div>
-      <div role="status" className={verdict ? (created?.fooled ? "verdict fooled" : "verdict") : "verdict empty"}>
-        {created && (
-          <>
-            <p className="verdict-line">
-              {created.fooled ? "You fooled the model!" : "The model was not fooled."}
-              {retracted ? " (retracted)" : ""}
+    <div className="compose">
+      <form
+        ref={form}
+        className="card example-form"
+        aria-label="Your example"
+        onKeyDown={onKeyDown}
+        onSubmit={(e) => {
+          e.preventDefault();
+          void submit();
+        }}
+        noValidate
+      >
+        <FieldControls
+          fields={inputs}
+          labels={labels}
+          values={values}
+          errors={errors}
+          context={context}
+          onChange={setValue}
+        />
+        <div aria-live="polite">
+          {from && (
+            <p className="from-note small">
+              Written from a suggestion by <strong>{from.adversary}</strong>: it counts as assisted.{" "}
+              <button type="button" className="link" onClick={() => setFrom(null)}>
+                Forget the suggestion
+              </button>
             </p>
-            <Prediction prediction={created.prediction} />
-          </>
-        )}
-        {pending && <p className="verdict-line">Stored. The model has not answered yet: {pending.message}</p>}
-      </div>
-      {exampleId && (
-        <div className="actions">
-          <button
-            type="button"
-            className="secondary"
-            disabled={retracted || retracting.fetching}
-            onClick={() => doRetract(exampleId)}
-          >
-            Retract
-          </button>
+          )}
         </div>
+        <ProblemBox problem={problem} />
+        <div className="actions">
+          <button type="submit" disabled={creating.fetching} aria-keyshortcuts="Control+Enter">
+            Submit
+          </button>
+          <span className="muted small">Ctrl+Enter</span>
+        </div>
+        <div role="status" className={verdict ? (created?.fooled ? "verdict fooled" : "verdict") : "verdict empty"}>
+          {created && (
+            <>
+              <p className="verdict-line">
+                {created.fooled ? "You fooled the model!" : "The model was not fooled."}
+                {retracted ? " (retracted)" : ""}
+              </p>
+              <Prediction prediction={created.prediction} />
+            </>
+          )}
+          {pending && <p className="verdict-line">Stored. The model has not answered yet: {pending.message}</p>}
+          {stored?.source && (
+            <p className="small">
+              Source: <SourceBadge source={stored.source} adversary={stored.adversary} />
+            </p>
+          )}
+        </div>
+        {exampleId && (
+          <div className="actions">
+            <button
+              type="button"
+              className="secondary"
+              disabled={retracted || retracting.fetching}
+              onClick={() => doRetract(exampleId)}
+            >
+              Retract
+            </button>
+          </div>
+        )}
+      </form>
+      {signedIn && (
+        <Suggestions
+          key={suggestRound}
+          code={code}
+          fields={fields}
+          labels={labels}
+          values={values}
+          contextId={contextId}
+          chosenId={from?.id ?? null}
+          onUse={use}
+          onErrors={setErrors}
+        />
       )}
-    </form>
+    </div>
   );
 }
 

@@ -6,6 +6,7 @@ import { graphql } from "../gql";
 import { transportMessage } from "../lib/errors";
 import { percent } from "../lib/format";
 import { ScrollBox } from "./ScrollBox";
+import { SourceStatsTable } from "./SourceStats";
 
 const PAGE = 20;
 
@@ -15,6 +16,15 @@ const RoundLeaderboard = graphql(`
       id
       number
       endedAt
+      statsBySource {
+        source
+        stats {
+          collected
+          fooled
+          verifiedFooled
+          vmer
+        }
+      }
       leaderboard(first: $first, after: $after) {
         totalCount
         pageInfo {
@@ -58,6 +68,7 @@ export function RoundBoard({
     pause: number === null,
   });
   const board = data?.round?.leaderboard;
+  const bySource = data?.round?.statsBySource;
   return (
     <section className="board-section" aria-labelledby="annotators-heading">
       <h2 id="annotators-heading">Annotators</h2>
@@ -152,6 +163,16 @@ export function RoundBoard({
                   </button>
                 </p>
               )}
+            </>
+          )}
+          {bySource && (
+            <>
+              <h3 className="by-source-title">By source</h3>
+              <p className="hint">
+                Human: written alone. Assisted: written from a machine adversary's suggestion. Machine: proposed by an
+                adversary and validated like any other.
+              </p>
+              <SourceStatsTable rows={bySource} caption={`Round ${number} by source`} />
             </>
           )}
         </>

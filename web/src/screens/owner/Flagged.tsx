@@ -1,8 +1,9 @@
 import { useMutation, useQuery } from "urql";
 import { graphql } from "../../gql";
-import type { ValidationLabel } from "../../gql/graphql";
+import type { ExampleSource, ValidationLabel } from "../../gql/graphql";
 import { transportMessage } from "../../lib/errors";
 import { fieldTitle, showValue } from "../../lib/fields";
+import { SourceBadge } from "../SourceStats";
 import type { ManagedTask } from "./Manage";
 import { Outcome, useOutcome, when } from "./parts";
 
@@ -16,6 +17,8 @@ const FlaggedExamples = graphql(`
         status
         flagReason
         createdAt
+        source
+        adversary
         round {
           id
           number
@@ -94,6 +97,8 @@ function FlaggedRow({
     fields: unknown;
     flagReason?: string | null;
     createdAt: string;
+    source?: ExampleSource | null;
+    adversary?: string | null;
     round: { number: number };
     author?: { username: string } | null;
     validations?:
@@ -137,6 +142,12 @@ function FlaggedRow({
       )}
       <p className="muted small">
         Round {example.round.number} · by {example.author?.username ?? "someone"} · {when(example.createdAt)}
+        {example.source && (
+          <>
+            {" "}
+            · <SourceBadge source={example.source} adversary={example.adversary} />
+          </>
+        )}
       </p>
       <p className="actions">
         <button type="button" disabled={state.fetching} onClick={() => vote("CORRECT")}>
