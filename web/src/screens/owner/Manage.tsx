@@ -1,11 +1,12 @@
-// The owner pages of a task (its owners and admins): settings, rounds, contexts, flagged examples, data sets,
-// retraining, exports and webhooks, each a section under /tasks/:code/manage/. Loaded on demand: none of it is in
-// the first load of an annotate page.
+// The owner pages of a task (its owners and admins): settings, rounds, contexts, machine adversaries (generation
+// runs), flagged examples, data sets, retraining, exports and webhooks, each a section under /tasks/:code/manage/.
+// Loaded on demand: none of it is in the first load of an annotate page.
 import { useQuery } from "urql";
 import { Link, useLocation } from "wouter";
 import { graphql } from "../../gql";
 import type { ManageTaskQuery } from "../../gql/graphql";
 import { transportMessage } from "../../lib/errors";
+import Adversaries from "./Adversaries";
 import Contexts from "./Contexts";
 import Datasets from "./Datasets";
 import Exports from "./Exports";
@@ -82,6 +83,7 @@ const SECTIONS = [
   ["settings", "Settings"],
   ["rounds", "Rounds"],
   ["contexts", "Contexts"],
+  ["adversaries", "Machine adversaries"],
   ["flagged", "Flagged"],
   ["datasets", "Data sets"],
   ["retraining", "Retraining"],
@@ -130,6 +132,7 @@ export default function Manage({ code, section }: { code: string; section?: stri
       {current === "settings" && <Settings task={task} />}
       {current === "rounds" && <Rounds task={task} onChanged={reload} />}
       {current === "contexts" && <Contexts task={task} />}
+      {current === "adversaries" && <Adversaries task={task} />}
       {current === "flagged" && <Flagged task={task} />}
       {current === "datasets" && <Datasets task={task} />}
       {current === "retraining" && <Retraining task={task} onChanged={reload} />}
