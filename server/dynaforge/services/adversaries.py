@@ -250,22 +250,7 @@ async def suggest_edits(
         raise InvalidInput.from_errors(
             [FieldError("taskCode", "no_adversary", f"no installed adversary can suggest edits for {task_code}")]
         )
-    round_ = await task_service.cached_current_round(p, view.row.id)
-    if round_ is None or round_.ended_at is not None:
-        raise RoundClosed(f"Task {task_code} has no open round; wait for its owners to open the next one")
-    context = await example_service.cached_context(p, context_id) if context_id is not None else None
-    if context_id is not None and (context is None or context.task_id != view.row.id):
-        raise NotFound(f"No context {context_id} in task {task_code}; ask nextContext for one")
-    if context is not None and context.round_id != round_.id:
-        raise InvalidInput.from_errors(
-            [
-                FieldError(
-                    "contextId",
-                    "round",
-                    f"belongs to an earlier round; ask nextContext for one of round {round_.number}",
-                )
-            ]
-        )
+    round_, context = await example_service.open_round_and_context(p, view, context_id)
     # Without a stored context the draft holds its context fields, which are the example's own: adversaries may
     # change them too (a distractor sentence in a passage), and the oracle hands them to the task as context.
     context_fields = dict(context.fields) if context is not None else {}
@@ -481,15 +466,7 @@ async def cancel_run(p: Platform, actor: Actor, run_id: int) -> AdversaryRun:
     if run.status in AdversaryRunStatus.FINISHED:
         return run
     _CANCELLED.add(run_id)  # a run in this process stops within its current attack; others between two items
-    async with p.db.write() as s:
-        await s.execute(
-            update(AdversaryRun)
-            .where(
-                col(AdversaryRun.id) == run_id,
-                col(AdversaryRun.status).in_((AdversaryRunStatus.QUEUED, AdversaryRunStatus.RUNNING)),
-            )
-            .values(status=AdversaryRunStatus.CANCELLED, finished_at=utcnow())
-        )
+    await _finish(p, run_id, AdversaryRunStatus.CANCELLED)
     return await get_run(p, actor, run_id)
 
 

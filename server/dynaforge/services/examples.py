@@ -193,22 +193,7 @@ async def submit(
     cap = view.settings.daily_example_cap
     if cap:
         await _check_daily_cap(p, view.row.id, actor.person_id, cap, task_code)
-    round_ = await task_service.cached_current_round(p, view.row.id)
-    context = await cached_context(p, context_id) if context_id is not None else None
-    if round_ is None or round_.ended_at is not None:
-        raise RoundClosed(f"Task {task_code} has no open round; wait for its owners to open the next one")
-    if context_id is not None and (context is None or context.task_id != view.row.id):
-        raise NotFound(f"No context {context_id} in task {task_code}; ask nextContext for one")
-    if context is not None and context.round_id != round_.id:
-        raise InvalidInput.from_errors(
-            [
-                FieldError(
-                    "contextId",
-                    "round",
-                    f"belongs to an earlier round; ask nextContext for one of round {round_.number}",
-                )
-            ]
-        )
+    round_, context = await open_round_and_context(p, view, context_id)
     suggestion = await _own_suggestion(p, actor, suggestion_id, round_.id) if suggestion_id is not None else None
     if suggestion is not None and suggestion.context_id != context_id:
         raise InvalidInput.from_errors(
@@ -308,6 +293,31 @@ _COUNT_CONTEXT_USE = (  # on the core table: see counters._statements
     .where(_CONTEXTS.c.id == bindparam("context_id"))
     .values(total_used=_CONTEXTS.c.total_used + 1, total_fooled=_CONTEXTS.c.total_fooled + bindparam("fooled"))
 )
+
+
+async def open_round_and_context(
+    p: Platform, view: task_service.TaskView, context_id: int | None
+) -> tuple[Round, Context | None]:
+    """The task's open round and, when ``context_id`` is given, that context; RoundClosed, NotFound or InvalidInput
+    (on ``contextId``) when an example cannot be written there."""
+    task_code = view.task.code
+    round_ = await task_service.cached_current_round(p, view.row.id)
+    context = await cached_context(p, context_id) if context_id is not None else None
+    if round_ is None or round_.ended_at is not None:
+        raise RoundClosed(f"Task {task_code} has no open round; wait for its owners to open the next one")
+    if context_id is not None and (context is None or context.task_id != view.row.id):
+        raise NotFound(f"No context {context_id} in task {task_code}; ask nextContext for one")
+    if context is not None and context.round_id != round_.id:
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    "contextId",
+                    "round",
+                    f"belongs to an earlier round; ask nextContext for one of round {round_.number}",
+                )
+            ]
+        )
+    return round_, context
 
 
 async def _own_suggestion(p: Platform, actor: Actor, suggestion_id: int, round_id: int) -> Suggestion:
