@@ -277,8 +277,7 @@ async def suggest_edits(
     except (InferenceError, AttackStopped) as exc:
         raise ServiceUnavailable(f"The target model cannot answer now ({exc}); try again shortly") from exc
     oracle.restart_clock(p.settings.suggestion_time_s)
-    found: list[Candidate] = []
-    by: dict[int, str] = {}
+    found: list[tuple[str, Candidate]] = []  # (adversary, candidate), in the order found
     asked: list[str] = []
     if not draft_verdict.fooled:
         request = _request(
@@ -305,16 +304,15 @@ async def suggest_edits(
                 raise ServiceUnavailable(f"The target model cannot answer now ({exc}); try again shortly") from exc
             share = limit if len(chosen) == 1 else max(1, (limit + 1) // 2)  # room for the next adversaries
             for c in fooling(candidates, min(share, limit - len(found))):
-                if c.fields != cleaned and all(c.fields != f.fields for f in found):
-                    by[len(found)] = adv.name
-                    found.append(c)
+                if c.fields != cleaned and all(c.fields != f.fields for _, f in found):
+                    found.append((adv.name, c))
     rows = [
         Suggestion(
             task_id=view.row.id,
             round_id=round_.id,
             user_id=actor.person_id,
             context_id=context.id if context is not None else None,
-            adversary=by[i],
+            adversary=name,
             draft=cleaned,
             draft_prediction=dict(draft_verdict.prediction),
             fields=c.fields,
@@ -322,7 +320,7 @@ async def suggest_edits(
             edits=list(c.edits),
             rationale=c.rationale[:2000],
         )
-        for i, c in enumerate(found)
+        for name, c in found
     ]
     if rows:
         async with p.db.write() as s:
