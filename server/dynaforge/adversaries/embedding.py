@@ -47,8 +47,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
-
 from dynaforge.adversaries.base import (
     Adversary,
     AdversaryFailed,
@@ -70,6 +68,8 @@ from dynaforge.adversaries.search import (
 from dynaforge.inference.encoders import MINILM_PACKAGE, minilm_path
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from dynaforge.tasks.base import Task
 
 #: The cosine similarity a neighbour must reach (see the module's docstring for what was measured).
@@ -350,7 +350,7 @@ class EmbeddingTable:
     each asked word's answer (a matrix-vector product over ~21,000 rows and the exclusions: a few milliseconds).
     """
 
-    def __init__(self, words: list[str], vectors: np.ndarray):
+    def __init__(self, words: list[str], vectors: np.ndarray):  # numpy: imported on use (the "models" extra)
         self.words = words
         self.vectors = vectors
         self.index = {w: i for i, w in enumerate(words)}
@@ -360,6 +360,7 @@ class EmbeddingTable:
     @classmethod
     def load(cls, folder: str | Path) -> EmbeddingTable:
         """Read ``vocab.txt`` and the word-embedding matrix of ``model.safetensors`` in ``folder`` (numpy only)."""
+        import numpy as np
         from safetensors import safe_open
 
         folder = Path(folder)
@@ -389,6 +390,8 @@ class EmbeddingTable:
         found: list[tuple[str, float]] = []
         row = self.index.get(low)
         if row is not None and not is_stop_word(low):
+            import numpy as np
+
             similarity = self.vectors @ self.vectors[row]
             above = np.flatnonzero(similarity >= floor)
             for i in above[np.argsort(-similarity[above], kind="stable")]:
@@ -430,7 +433,12 @@ def embedding_table(folder: str | Path | None = None) -> EmbeddingTable:
 
 
 def _encoder_folder() -> Path | None:
+    """The shipped encoder's folder, or None when it (or numpy and safetensors, which read it) is not installed:
+    the server runs without the "models" extra, and this adversary is then unavailable."""
     try:
+        import numpy  # noqa: F401
+        import safetensors  # noqa: F401
+
         folder = minilm_path()
     except ImportError:
         return None
@@ -478,7 +486,10 @@ class EmbeddingSwap(Adversary):
         if not text_input_fields(task):
             return f"{self.name} swaps words of free text, and task {task.code} has no text input field"
         if _encoder_folder() is None:
-            return f"{self.name} needs the MiniLM encoder's vocabulary: install {MINILM_PACKAGE}"
+            return (
+                f"{self.name} needs the MiniLM encoder's vocabulary: install {MINILM_PACKAGE} (and numpy and "
+                "safetensors: dynaforge[models])"
+            )
         return None
 
     async def attack(self, request: AttackRequest, oracle: Oracle) -> list[Candidate]:
