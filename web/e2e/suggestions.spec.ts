@@ -1,7 +1,7 @@
 // Suggestions beside the annotation form, against the demo's sentiment task and its built-in machine adversaries:
 // ask for edits of a draft, read how each moves the model's probabilities, write one, and find it counted as
 // ASSISTED on the example and in the round's table by source.
-import type { Page } from "@playwright/test";
+import type { APIRequestContext, Page } from "@playwright/test";
 import { checkAccessibility, expect, openTask, screenshots, signInAsOwner, test, verdict } from "./fixtures";
 
 // A short, plainly positive statement. The demo's sentiment model gives it positive at 0.88, and every call with all
@@ -9,6 +9,43 @@ import { checkAccessibility, expect, openTask, screenshots, signInAsOwner, test,
 // perturbation-search's typos of "love" ("olve", "lvoe", "loev") flip it each time, and sentiment-templates adds a
 // contrast clause; tried 15 times in a row against the demo without an empty answer.
 const DRAFT = "I love this movie.";
+
+const SHIPPED = { name: "minilm-sentiment", backend: "python", config: { factory: "dynaforge_sentiment.model:load" } };
+
+/**
+ * Make the demo's shipped sentiment model the round's target: the draft below was tried against it, and another spec
+ * (retraining) may have promoted a model trained on a few examples to the current round. Opens the next round with
+ * the shipped model when the current one targets anything else.
+ */
+async function targetTheShippedModel(page: Page, request: APIRequestContext) {
+  const raw = await page.evaluate(() => sessionStorage.getItem("dynaforge.session"));
+  const token = (JSON.parse(raw ?? "{}") as { token: string }).token;
+  const gql = async (query: string) => {
+    const response = await request.post("/graphql", {
+      data: { query },
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const body = (await response.json()) as { data: Record<string, unknown>; errors?: unknown[] };
+    expect(body.errors ?? []).toEqual([]);
+    return body.data;
+  };
+  const data = await gql('{ task(code: "sentiment") { currentRound { targetModels { name backend config } } } }');
+  const models = (data.task as { currentRound: { targetModels: { backend: string; config: unknown }[] } }).currentRound
+    .targetModels;
+  const [only] = models;
+  const shipped =
+    models.length === 1 &&
+    only !== undefined &&
+    only.backend === SHIPPED.backend &&
+    JSON.stringify(only.config) === JSON.stringify(SHIPPED.config);
+  if (!shipped) {
+    const opened = await gql(
+      `mutation { openNextRound(input: {taskCode: "sentiment", targetModels: [{name: "${SHIPPED.name}", ` +
+        `backend: "${SHIPPED.backend}", config: {factory: "${SHIPPED.config.factory}"}}]}) { __typename } }`,
+    );
+    expect((opened.openNextRound as { __typename: string }).__typename).toBe("RoundOpened");
+  }
+}
 
 /** The "Assisted" row of the round's table by source, on the leaderboard page: its collected count. */
 async function assistedCollected(page: Page): Promise<number> {
@@ -20,10 +57,11 @@ async function assistedCollected(page: Page): Promise<number> {
   return Number(await row.getByRole("cell").first().textContent());
 }
 
-test("suggested edits: ask, read, use one, and it counts as assisted", async ({ page }) => {
+test("suggested edits: ask, read, use one, and it counts as assisted", async ({ page, request }) => {
   test.setTimeout(120_000);
   // The demo's admin: the suite registers as many accounts as the server takes from one address in an hour.
   await signInAsOwner(page);
+  await targetTheShippedModel(page, request);
   const before = await assistedCollected(page);
 
   await openTask(page, "sentiment");
