@@ -198,7 +198,7 @@ async def test_operations_are_limited_by_the_objects_they_can_ask_for(platform, 
 def test_the_cost_of_an_operation_is_its_page_sizes_multiplied_down_each_path():
     from graphql import parse
 
-    from dynaforge.api.cost import node_count
+    from dynaforge.api.cost import LIST_SIZES, PRICES, operation_cost
     from dynaforge.api.schema import build_schema
 
     schema = build_schema()._schema
@@ -207,7 +207,10 @@ def test_the_cost_of_an_operation_is_its_page_sizes_multiplied_down_each_path():
         rank } } } } } tasks { code } b: datasetItems(id: "x", last: 3) { nodes { id } } }"""
     )
     [operation] = document.definitions
-    assert node_count(schema, operation, {}) == 5 + 5 * 7 + 3  # tasks is a plain list: bounded by the data
+    # 5 examples, each with its round (1) and that round's leaderboard (its price and a page of 7); tasks, a plain
+    # list, counts its declared maximum (tests/test_query_cost.py has the rest of the rules).
+    leaderboard = PRICES["Round.leaderboard"] + 7
+    assert operation_cost(schema, operation, {}) == 5 + 5 * (1 + leaderboard) + LIST_SIZES["Query.tasks"] + 3
 
 
 @pytest.mark.parametrize("environment", ["production", "development"])

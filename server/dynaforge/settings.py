@@ -315,9 +315,11 @@ class Settings(BaseSettings):
     graphql_max_tokens: int = 2000
     graphql_max_aliases: int = 15
     graphql_max_nodes: int = Field(
-        default=20_000,
+        default=100_000,
         ge=0,
-        description="objects one operation may ask for: page sizes multiplied down each path, summed (0: no limit)",
+        description="the most one operation may cost (0: no limit): each object it can ask for costs 1, list sizes "
+        "(page sizes, ids given, the most an unpaged list holds) multiplied down each path, and each statistic, "
+        "leaderboard or count it asks for its price (dynaforge.api.cost)",
     )
     graphql_max_concurrent_reads: int = Field(
         default=4, ge=0, description="queries executing at once per process (mutations never wait); 0: no limit"

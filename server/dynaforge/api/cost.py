@@ -1,138 +1,368 @@
-"""A query cost limit: how many objects an operation may ask for, counted before anything runs.
+"""A query cost limit: how much work an operation may ask for, counted before anything runs.
 
 Depth, alias and token limits bound a document's size, not its work: ``models(first: 100) { nodes {
-evaluations(first: 100) { nodes { ... } } } }`` is short and asks for 10,000 objects. As GitHub's GraphQL API does,
-:func:`node_count` multiplies the page sizes down each path and adds them up: a field with a ``first`` or ``last``
-argument (a literal or a variable) asks for that many objects for each object above it; a connection asked for
-without one, for ``DEFAULT_PAGE`` (the largest page a connection serves, 100). Other lists (a prediction's
-probabilities, an example's model predictions) are bounded by the data, not the caller, and count as one.
+evaluations(first: 100) { nodes { ... } } } }`` is short and asks for 10,000 objects, and ``nodes(ids: [100 times
+one Task's id]) { ... on Task { statsBySource { ... } } }`` runs 100 counts over a task's examples. As GitHub's and
+Shopify's GraphQL APIs do, :func:`operation_cost` adds up what the operation can ask for, multiplying list sizes down
+each path:
 
-:class:`QueryCost` refuses an operation over the limit (``graphql_max_nodes``) with one error, code
-``QUERY_TOO_COSTLY``, that gives the count and the limit; nothing runs.
+* every object costs 1, for each object above it: a field of an object type (or an interface or union) is one
+  object; a list of objects is as many as its size, and that size multiplies everything asked below it;
+* a list's size is what it asks for, or else the most it can hold: a connection's ``first`` or ``last`` (a literal or
+  a variable; without one ``DEFAULT_PAGE``, the largest page a connection serves by default), counted once at the
+  connection (its ``edges`` and ``nodes`` are that page); ``nodes(ids:)``'s number of ids, repeats included
+  (without a readable list ``MAX_NODES``); any other list's maximum in ``LIST_SIZES`` (the cap the services hold it
+  to where there is one, else a conservative estimate);
+* a field in ``PRICES`` (statistics, leaderboards, the round x model matrix: each call aggregates over many rows)
+  costs its price each time it runs, on top of its objects, and so does a connection's ``totalCount``
+  (``COUNT_PRICE``, one COUNT over the list). A price is about the time a call takes, in objects' worth: an object
+  is some 20 us of work, an aggregate 2 ms or more, growing with the rows it reads.
+
+Scalars cost nothing. Fields merge as they do when the operation runs (one response key, one resolver call; a
+fragment is counted once where it is spread, ``@skip``/``@include`` are obeyed), and a field of an interface or union
+type costs what its costliest possible type asks for. A subscription is counted like a query: its selection set is
+what each event asks for.
+
+:class:`QueryCost` refuses an operation that costs more than the limit (``graphql_max_nodes``) as validation refuses
+a document, with one error, code ``QUERY_TOO_COSTLY``, that gives the cost and the limit: nothing runs, over HTTP
+and websockets alike.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from graphql import (
+    BooleanValueNode,
     FieldNode,
     FragmentDefinitionNode,
     FragmentSpreadNode,
     GraphQLError,
     GraphQLInterfaceType,
+    GraphQLList,
+    GraphQLNonNull,
     GraphQLObjectType,
+    GraphQLOutputType,
     GraphQLSchema,
+    GraphQLUnionType,
     InlineFragmentNode,
     IntValueNode,
+    ListValueNode,
     OperationDefinitionNode,
+    SelectionNode,
     SelectionSetNode,
+    ValueNode,
     VariableNode,
     get_named_type,
+    get_operation_ast,
+    validate,
 )
-from graphql.execution import ExecutionResult as GraphQLExecutionResult
 from strawberry.extensions import SchemaExtension
+
+from dynaforge.api.enums import ExampleSource
+from dynaforge.api.nodes import MAX_NODES
+from dynaforge.services.tasks import MAX_ENSEMBLE, MAX_QUORUM
+from dynaforge.services.training import MAX_DATASETS
 
 CODE = "QUERY_TOO_COSTLY"
 DEFAULT_PAGE = 100
+# Lists bounded by the data, not by a rule: a generous estimate of what a deployment holds.
+MANY = 100
+# Lists bounded by what is installed or what a task declares (plugins, fields, labels, perturbations...).
+DECLARED = 20
+# An evaluation's or a board's metrics: the task's metrics with the figures every model gets (throughput, memory,
+# robustness, fairness).
+METRICS = 10
+# The task's own metrics (a slice group's, a perturbed copy's, a slice's gaps): a few of those installed.
+TASK_METRICS = 5
+
+# The most objects each list that takes no page size can hold, per object above it. Every such list in the schema is
+# named here (tests/test_query_cost.py checks both ways): a list added without a size fails that test (and would
+# count as MANY).
+LIST_SIZES: dict[str, int] = {
+    "Query.tasks": 50,  # installed or approved by admins: tens at most
+    "Query.plugins": DECLARED,
+    "Query.backends": DECLARED,
+    "Query.metrics": DECLARED,
+    "Query.perturbations": DECLARED,
+    "Query.adversaries": DECLARED,
+    "Query.webhooks": MANY,  # 10 per user and task, every user's for owners
+    "Query.trainingRecipes": DECLARED,
+    "Query.registeredModels": MANY,
+    "Query.trainingJobs": 50,  # the latest 50
+    "Query.adversaryRuns": 20,  # the latest 20
+    "Task.fields": DECLARED,
+    "Task.rounds": MANY,
+    "Task.owners": DECLARED,
+    "Task.statsBySource": len(ExampleSource),
+    "Round.statsBySource": len(ExampleSource),
+    "Round.targetModels": MAX_ENSEMBLE,
+    "RoundTargetsQueued.models": MAX_ENSEMBLE,
+    "Example.modelPredictions": MAX_ENSEMBLE,
+    "Example.validations": 3 * MAX_QUORUM,  # votes stop when one kind reaches the quorum
+    "Prediction.probabilities": DECLARED,  # one per label
+    "Suggestion.moves": DECLARED,  # one per label
+    "SuggestedEdits.suggestions": 10,  # suggestEdits' limit: at most 10
+    "User.apiTokens": MANY,  # revoked ones included
+    "UserTaskStats.rounds": MANY,
+    "Evaluation.metrics": METRICS,
+    "Evaluation.privateMetrics": METRICS,
+    "Evaluation.perturbations": DECLARED,  # the task's perturbations
+    "PerturbationResult.metrics": TASK_METRICS,
+    "Evaluation.slices": 5,  # the task's fairness slices
+    "SliceResult.groups": 10,  # the values of one field (a phenomenon, a gender...)
+    "SliceResult.gaps": TASK_METRICS,
+    "SliceGroup.metrics": TASK_METRICS,
+    "Leaderboard.metrics": METRICS,
+    "Leaderboard.metricWeights": METRICS,
+    "Leaderboard.datasetWeights": DECLARED,
+    "Leaderboard.rows": MANY,  # every published model
+    "LeaderboardRow.metrics": METRICS,
+    "LeaderboardFork.metricWeights": METRICS,
+    "LeaderboardFork.datasetWeights": DECLARED,
+    "LeaderboardSnapshot.metricWeights": METRICS,
+    "LeaderboardSnapshot.datasetWeights": DECLARED,
+    "LeaderboardSnapshot.rows": MANY,
+    "SnapshotRow.metrics": METRICS,
+    "RoundModelMatrix.rows": MANY,  # every evaluated registry entry
+    "MatrixRow.cells": DECLARED,  # one per round with a test set
+    "TrainingJob.datasets": MAX_DATASETS,
+    "TrainingRecipe.parameters": DECLARED,
+    "DatasetsCreated.datasets": DECLARED,
+    "ExamplesImported.skipped": DECLARED,  # one per reason
+    "InvalidInput.fieldErrors": MANY,
+}
+
+# What one call of an expensive resolver costs, on top of the objects it returns (see the module docstring). Every
+# name is a field of the schema (tests/test_query_cost.py checks).
+PRICES: dict[str, int] = {
+    "Task.stats": 100,  # sums the counters of every round
+    "Task.statsBySource": 500,  # counts the examples of every round by source
+    "Round.statsBySource": 200,  # counts the round's examples by source
+    "Round.leaderboard": 200,  # ranks the round's annotators
+    "Query.myStats": 200,  # the caller's counters per round
+    "UserTaskStats.remainingToday": 100,  # counts the caller's examples today
+    "Query.validationQueueSize": 200,  # counts the queue
+    "Query.exampleToValidate": 200,  # samples the queue
+    "Query.leaderboard": 2000,  # a Dynascore over every published model's evaluations
+    "Query.roundModelMatrix": 1000,  # every registry entry against each round's test set
+}
+COUNT_PRICE = 100
 
 
-def _size(node: FieldNode, variables: Mapping[str, Any]) -> int | None:
-    """The page size a field asks for (``first`` or ``last``), or None when it names none."""
-    for argument in node.arguments or ():
-        if argument.name.value not in ("first", "last"):
-            continue
-        value = argument.value
-        if isinstance(value, IntValueNode):
-            return max(0, int(value.value))
-        if isinstance(value, VariableNode):
-            given = variables.get(value.name.value)
-            if isinstance(given, int) and not isinstance(given, bool):
-                return max(0, given)
-    return None
+def is_connection(type_: Any) -> bool:
+    """A Relay connection: its ``edges`` and ``nodes`` are one page."""
+    return isinstance(type_, GraphQLObjectType) and "pageInfo" in type_.fields and "edges" in type_.fields
 
 
-def node_count(
+def is_edge(type_: GraphQLObjectType) -> bool:
+    """A connection's edge: its ``node`` is a row of the page."""
+    return type_.name.endswith("Edge") and "cursor" in type_.fields and "node" in type_.fields
+
+
+def is_list(type_: GraphQLOutputType) -> bool:
+    return isinstance(type_.of_type if isinstance(type_, GraphQLNonNull) else type_, GraphQLList)
+
+
+class _Counter:
+    """The cost of one operation under given variables; each (type, selection sets, page) is counted once."""
+
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        operation: OperationDefinitionNode,
+        fragments: Mapping[str, FragmentDefinitionNode],
+        variables: Mapping[str, Any],
+    ):
+        self.schema = schema
+        self.fragments = fragments
+        self.variables = dict(variables)
+        for definition in operation.variable_definitions or ():  # defaults apply where nothing was sent
+            name = definition.variable.name.value
+            if name not in self.variables and definition.default_value is not None:
+                self.variables[name] = _literal(definition.default_value, {})
+        self.memo: dict[tuple[str, tuple[int, ...], int | None], int] = {}
+
+    def value(self, node: ValueNode) -> Any:
+        return _literal(node, self.variables)
+
+    def included(self, node: SelectionNode) -> bool:
+        """Whether ``@skip``/``@include`` keep the selection (a condition unknown here keeps it)."""
+        for directive in node.directives or ():
+            name = directive.name.value
+            if name not in ("skip", "include"):
+                continue
+            condition = next((a.value for a in directive.arguments or () if a.name.value == "if"), None)
+            value = None if condition is None else self.value(condition)
+            if isinstance(value, bool) and value == (name == "skip"):
+                return False
+        return True
+
+    def applies(self, condition: str | None, runtime: GraphQLObjectType) -> bool:
+        if condition is None or condition == runtime.name:
+            return True
+        target = self.schema.get_type(condition)
+        if isinstance(target, GraphQLInterfaceType | GraphQLUnionType):
+            return self.schema.is_sub_type(target, runtime)
+        return False
+
+    def collect(
+        self, runtime: GraphQLObjectType, selection_sets: Iterable[SelectionSetNode]
+    ) -> dict[str, list[FieldNode]]:
+        """The fields asked of an object of type ``runtime``, by response key, as execution merges them."""
+        fields: dict[str, list[FieldNode]] = {}
+        visited: set[str] = set()
+
+        def visit(selection_set: SelectionSetNode) -> None:
+            for selection in selection_set.selections:
+                if not self.included(selection):
+                    continue
+                if isinstance(selection, FieldNode):
+                    key = selection.alias.value if selection.alias else selection.name.value
+                    fields.setdefault(key, []).append(selection)
+                elif isinstance(selection, InlineFragmentNode):
+                    condition = selection.type_condition
+                    if self.applies(None if condition is None else condition.name.value, runtime):
+                        visit(selection.selection_set)
+                elif isinstance(selection, FragmentSpreadNode):
+                    name = selection.name.value
+                    fragment = self.fragments.get(name)
+                    if fragment is None or name in visited:
+                        continue
+                    visited.add(name)
+                    if self.applies(fragment.type_condition.name.value, runtime):
+                        visit(fragment.selection_set)
+
+        for selection_set in selection_sets:
+            visit(selection_set)
+        return fields
+
+    def each(self, type_: Any, selection_sets: list[SelectionSetNode], page: int | None = None) -> int:
+        """What the selections ask of one object of ``type_`` (its costliest possible type, if abstract)."""
+        if isinstance(type_, GraphQLInterfaceType | GraphQLUnionType):
+            return max((self.each(t, selection_sets, page) for t in self.schema.get_possible_types(type_)), default=0)
+        if not isinstance(type_, GraphQLObjectType) or not selection_sets:
+            return 0
+        key = (type_.name, tuple(id(s) for s in selection_sets), page)
+        found = self.memo.get(key)
+        if found is None:
+            found = 0
+            for nodes in self.collect(type_, selection_sets).values():
+                found += self.field(type_, nodes, page)
+            self.memo[key] = found
+        return found
+
+    def field(self, parent: GraphQLObjectType, nodes: list[FieldNode], page: int | None) -> int:
+        """What one field asks for, for one object of ``parent``: its price, then its objects and theirs."""
+        name = nodes[0].name.value
+        definition = parent.fields.get(name)
+        if definition is None:  # __typename, or a field validation refuses
+            return 0
+        price = PRICES.get(f"{parent.name}.{name}", 0)
+        if name == "totalCount" and is_connection(parent):
+            price += COUNT_PRICE
+        named = get_named_type(definition.type)
+        below = [n.selection_set for n in nodes if n.selection_set is not None]
+        if not below:
+            return price
+        if is_connection(named):
+            size = self.page_size(nodes[0])
+            return price + size + self.each(named, below, size)
+        if page is not None and is_connection(parent) and name in ("edges", "nodes"):
+            return price + page * self.each(named, below)  # the page, counted at the connection
+        if name == "node" and is_edge(parent):
+            return price + self.each(named, below)  # the edge's row, counted at the connection
+        if not is_list(definition.type):
+            return price + 1 + self.each(named, below)
+        size = self.list_size(parent, nodes[0])
+        return price + size * (1 + self.each(named, below))
+
+    def page_size(self, node: FieldNode) -> int:
+        sizes = [
+            value
+            for argument in node.arguments or ()
+            if argument.name.value in ("first", "last")
+            for value in [self.value(argument.value)]
+            if isinstance(value, int) and not isinstance(value, bool)
+        ]
+        return max(0, *sizes) if sizes else DEFAULT_PAGE
+
+    def list_size(self, parent: GraphQLObjectType, node: FieldNode) -> int:
+        if parent is self.schema.query_type and node.name.value == "nodes":
+            ids = next((a.value for a in node.arguments or () if a.name.value == "ids"), None)
+            given = None if ids is None else self.value(ids)
+            if isinstance(given, list):
+                return len(given)
+            return 1 if isinstance(given, str) else MAX_NODES  # one id stands for a list of one
+        return LIST_SIZES.get(f"{parent.name}.{node.name.value}", MANY)
+
+
+_UNKNOWN = object()
+
+
+def _literal(node: ValueNode, variables: Mapping[str, Any]) -> Any:
+    """What a literal or a variable holds, as far as counting needs it: ints, booleans, strings and lists of them
+    (null, objects and variables not sent: ``_UNKNOWN``)."""
+    if isinstance(node, VariableNode):
+        return variables.get(node.name.value, _UNKNOWN)
+    if isinstance(node, IntValueNode):
+        return int(node.value)
+    if isinstance(node, BooleanValueNode):
+        return node.value
+    if isinstance(node, ListValueNode):
+        return [_literal(v, variables) for v in node.values]
+    if hasattr(node, "value"):
+        return node.value  # strings and enums
+    return _UNKNOWN
+
+
+def operation_cost(
     schema: GraphQLSchema,
     operation: OperationDefinitionNode,
     fragments: Mapping[str, FragmentDefinitionNode],
     variables: Mapping[str, Any] | None = None,
 ) -> int:
-    """The most objects ``operation`` can ask for (see the module docstring)."""
+    """What ``operation`` can cost under ``variables`` (see the module docstring)."""
     root = {
         "query": schema.query_type,
         "mutation": schema.mutation_type,
         "subscription": schema.subscription_type,
     }[operation.operation.value]
-    values = variables or {}
-
-    def walk(selection_set: SelectionSetNode, parent: Any, multiplier: int, spread: frozenset[str]) -> int:
-        total = 0
-        for selection in selection_set.selections:
-            if isinstance(selection, FieldNode):
-                fields = (
-                    getattr(parent, "fields", None)
-                    if isinstance(parent, GraphQLObjectType | GraphQLInterfaceType)
-                    else None
-                )
-                field = fields.get(selection.name.value) if fields else None
-                if field is None or selection.selection_set is None:
-                    continue
-                named = get_named_type(field.type)
-                size = _size(selection, values)
-                if size is None and named.name.endswith("Connection"):
-                    size = DEFAULT_PAGE
-                below = multiplier
-                if size is not None:
-                    below = multiplier * size
-                    total += below
-                total += walk(selection.selection_set, named, below, spread)
-            elif isinstance(selection, InlineFragmentNode):
-                condition = selection.type_condition
-                target = schema.get_type(condition.name.value) if condition is not None else parent
-                total += walk(selection.selection_set, target, multiplier, spread)
-            elif isinstance(selection, FragmentSpreadNode):
-                name = selection.name.value
-                fragment = fragments.get(name)
-                if fragment is None or name in spread:  # validation refuses cycles; never loop here
-                    continue
-                target = schema.get_type(fragment.type_condition.name.value)
-                total += walk(fragment.selection_set, target, multiplier, spread | {name})
-        return total
-
-    return walk(operation.selection_set, root, 1, frozenset())
+    counter = _Counter(schema, operation, fragments, variables or {})
+    return counter.each(root, [operation.selection_set])
 
 
 class QueryCost(SchemaExtension):
-    """Refuse operations that ask for more than ``max_nodes`` objects (see the module docstring)."""
+    """Refuse operations that cost more than ``max_nodes`` (see the module docstring), as validation refuses them.
+
+    The check runs in the validation step, after the document is validated (a document validation refuses is
+    refused for that, and never counted), so that refused subscriptions start nothing either. It must come after
+    ``ValidationByText`` in the schema's extensions, which validates earlier in the same step; without it, it
+    validates the document itself, as strawberry would have.
+    """
 
     def __init__(self, max_nodes: int):
         self.max_nodes = max_nodes
 
-    def on_execute(self) -> Iterator[None]:
+    def on_validate(self) -> Iterator[None]:
         context = self.execution_context
         document = context.graphql_document
         if document is not None and self.max_nodes > 0:
-            fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
-            operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-            chosen = [
-                o
-                for o in operations
-                if context.operation_name is None or (o.name is not None and o.name.value == context.operation_name)
-            ]
-            schema = context.schema._schema
-            for operation in chosen[:1]:
-                count = node_count(schema, operation, fragments, context.variables)
-                if count > self.max_nodes:
-                    context.result = GraphQLExecutionResult(
-                        data=None,
-                        errors=[
-                            GraphQLError(
-                                f"This operation can ask for {count} objects, more than the {self.max_nodes} one "
-                                "request may: ask for smaller pages (first/last) or fewer nested lists",
-                                extensions={"code": CODE, "cost": count, "limit": self.max_nodes},
-                            )
-                        ],
-                    )
+            if context.pre_execution_errors is None:
+                context.pre_execution_errors = validate(context.schema._schema, document, context.validation_rules)
+            operation = get_operation_ast(document, context.operation_name)
+            if not context.pre_execution_errors and operation is not None:
+                fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
+                cost = operation_cost(context.schema._schema, operation, fragments, context.variables or {})
+                if cost > self.max_nodes:
+                    # a new list: the validation cache holds the one it replaces
+                    context.pre_execution_errors = [
+                        GraphQLError(
+                            f"This operation costs {cost}, more than the {self.max_nodes} one request may: ask for "
+                            "smaller pages (first/last), fewer ids or nested lists, or fewer statistics and counts "
+                            "(totalCount) at once",
+                            extensions={"code": CODE, "cost": cost, "limit": self.max_nodes},
+                        )
+                    ]
         yield

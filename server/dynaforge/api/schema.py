@@ -249,10 +249,10 @@ def build_schema(settings: Settings | None = None) -> strawberry.Schema:
             lambda: AddValidationRules(rules),
             lambda: ReadAdmission(settings.graphql_max_concurrent_reads),
             lambda: MaxTokensLimiter(max_token_count=settings.graphql_max_tokens),
-            lambda: QueryCost(settings.graphql_max_nodes),
             # Built per request; their LRU caches live at module level, shared by every request.
             lambda: ParserCache(maxsize=256),
             ValidationByText,
+            lambda: QueryCost(settings.graphql_max_nodes),  # after ValidationByText: it counts valid documents only
         ],
     )
 
