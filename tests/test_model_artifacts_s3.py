@@ -11,6 +11,7 @@ import io
 import json
 import os
 import shutil
+import time
 from pathlib import Path
 
 import pytest
@@ -322,3 +323,33 @@ async def test_an_upload_in_the_bucket_is_evaluated_by_a_model_without_credentia
     # The job had the bucket and its credentials; the model's process neither, and it loaded the cached copy.
     assert job["store_url"] == f"s3://{BUCKET}/site/" and set(CREDENTIALS) <= set(job["aws"])
     assert model_process["aws"] == [] and model_process["store_url"] is None
+
+
+def test_collection_deletes_unreferenced_artifacts_from_the_bucket_and_every_cache(s3, tmp_path):
+    """What nothing names goes from the bucket (the manifest first) and from the collecting replica's cache; another
+    replica's collection then drops its cached copy; an upload cut short (files without a manifest) goes as a
+    leftover. A referenced artifact stays, and so does everything stored or touched after the cut-off."""
+    replica_a, replica_b = tmp_path / "a", tmp_path / "b"
+    store = ArtifactStore.from_settings(settings_for(replica_a, s3, "gc/"))
+    kept = store.add_archive(io.BytesIO(MINIMAL_ARCHIVE), LIMITS).digest
+    gone = store.add_archive(io.BytesIO(tar_archive({**minimal_files(), "README.md": b"# Another\n"})), LIMITS)
+    cut_short = "c" * 64
+    s3["client"].put_object(Bucket=BUCKET, Key=f"gc/{cut_short}/config.json", Body=b"{}")
+    other = ArtifactStore.from_settings(settings_for(replica_b, s3, "gc/"))
+    other.folder(gone.digest)  # downloaded into replica b's cache
+    assert store.storage.size(gone.digest) == gone.size == other.storage.size(gone.digest)
+
+    young = store.collect(set(), time.time() - 60)  # all of it stored within the last minute
+    assert (young.removed, sorted(young.young), young.leftovers) == ({}, sorted([kept, gone.digest, cut_short]), 0)
+    # A stamp taken before another upload of the same files touched it: not removed.
+    assert store.claim(gone.digest) and store.storage.stamp(gone.digest) != gone.stamp
+    assert store.storage.remove(gone.digest, stamp=gone.stamp) is None and store.exists(gone.digest)
+
+    collected = store.collect({kept}, time.time() + 60)
+    assert (list(collected.removed), collected.leftovers) == ([gone.digest], 1)
+    assert keys(s3, "gc/") == sorted(f"gc/{kept}/{name}" for name in [*minimal_files(), MANIFEST])
+    assert [p.name for p in cache(replica_a).iterdir()] == [kept]
+    assert not other.claim(gone.digest)  # the bucket's copy is gone, whatever replica b's cache holds
+    dropped = other.collect({kept}, time.time() + 60)
+    assert (dropped.removed, dropped.cached) == ({}, 1) and list(cache(replica_b).iterdir()) == []
+    assert folder_files(other.folder(kept)) == minimal_files()

@@ -335,6 +335,8 @@ def create_app(
         gc.collect()
         gc.freeze()
         background = [asyncio.create_task(_retry_pending(platform), name="pending-predictions")]
+        if run_jobs and platform.settings.artifact_gc_interval_s > 0:
+            background.append(asyncio.create_task(_collect_artifacts(platform), name="collect-artifacts"))
         if warm_models:
             background.append(asyncio.create_task(_warm(platform), name="warm-models"))
         try:
@@ -413,6 +415,17 @@ async def _retry_pending(platform: Platform) -> None:
             raise
         except Exception:
             log.exception("predicting pending examples failed; trying again later")
+
+
+async def _collect_artifacts(platform: Platform) -> None:
+    """Have the job system delete the model artifacts nothing names, every ``artifact_gc_interval_s`` seconds."""
+    while True:
+        await asyncio.sleep(platform.settings.artifact_gc_interval_s)
+        try:
+            if platform.jobs is not None:
+                platform.jobs.collect_artifacts()
+        except Exception:
+            log.exception("could not send the job that collects model artifacts; trying again at the next period")
 
 
 async def _warm(platform: Platform) -> None:

@@ -1,4 +1,5 @@
-"""The ``dynaforge`` command: serve, demo, db upgrade, users, tokens, export, contexts, import, train, check, schema."""
+"""The ``dynaforge`` command: serve, demo, db upgrade, users, tokens, export, contexts, import, train, check,
+artifacts collect, schema."""
 
 from __future__ import annotations
 
@@ -875,6 +876,46 @@ def check(
         )
     if broken or any(not r.passed for r in results):
         raise SystemExit(1)
+
+
+# --------------------------------------------------------------------------- model artifacts
+
+
+@main.group()
+def artifacts() -> None:
+    """Uploaded model artifacts in the model store."""
+
+
+@artifacts.command("collect")
+@click.option("--dry-run", is_flag=True, help="Delete nothing; list what would be deleted.")
+@database_option
+def artifacts_collect(dry_run: bool, database_url: str | None) -> None:
+    """Delete the model artifacts that nothing names (no model, round, registry entry or task) and that were neither
+    stored nor touched for ARTIFACT_GC_GRACE_S, from the store and its local cache, with what stopped uploads left
+    behind. The server has its job system do it every ARTIFACT_GC_INTERVAL_S."""
+    from dynaforge.model_store import ModelStoreError
+    from dynaforge.services import artifacts as artifact_service
+    from dynaforge.services.actor import Actor
+
+    async def go():
+        platform = _platform(database_url)
+        try:
+            return await artifact_service.collect_artifacts(platform, Actor.system(), dry_run=dry_run)
+        finally:
+            await platform.close()
+
+    try:
+        collected = _run(go())
+    except ModelStoreError as exc:
+        raise click.ClickException(str(exc)) from exc
+    verb = "would remove" if dry_run else "removed"
+    for digest, size in collected.removed.items():
+        click.echo(f"{verb} {digest} ({size / 2**20:.1f} MiB)")
+    click.echo(
+        f"{verb} {len(collected.removed)} unreferenced artifacts ({collected.freed / 2**20:.1f} MiB), "
+        f"{collected.cached} cached copies and {collected.leftovers} leftovers of stopped uploads; kept "
+        f"{len(collected.young)} unreferenced ones younger than ARTIFACT_GC_GRACE_S"
+    )
 
 
 @main.command("declared-schema")

@@ -1,5 +1,7 @@
-"""Background jobs on dramatiq: one ``evaluate`` message per evaluation (a model on a data set), and one
-``deliver_webhook`` message per webhook delivery (retried with exponential backoff; see services/webhooks.py).
+"""Background jobs on dramatiq: one ``evaluate`` message per evaluation (a model on a data set), one
+``deliver_webhook`` message per webhook delivery (retried with exponential backoff; see services/webhooks.py), and a
+``collect_artifacts`` message every ``ARTIFACT_GC_INTERVAL_S`` (sent by the server) that deletes the model artifacts
+nothing names.
 
 The broker is Redis when ``DYNAFORGE_BROKER_URL`` is set (the API enqueues; ``dynaforge worker`` processes on any
 machine consume), and otherwise dramatiq's in-memory ``StubBroker`` with a worker thread inside the server (the
@@ -44,6 +46,8 @@ WEBHOOK_QUEUE = "webhooks"
 WEBHOOK_ACTOR = "dynaforge.deliver_webhook"
 TRAINING_QUEUE = "training"
 TRAINING_ACTOR = "dynaforge.train"
+MAINTENANCE_QUEUE = "maintenance"
+COLLECT_ACTOR = "dynaforge.collect_artifacts"
 #: How many times a training job whose process was killed is delivered again (each starts it over).
 TRAINING_RETRIES = 2
 
@@ -246,6 +250,28 @@ class Jobs:
             time_limit=60_000,
         )(deliver_webhook)
 
+        def collect_artifacts() -> None:
+            from dynaforge.services.actor import Actor
+            from dynaforge.services.artifacts import collect_artifacts
+            from dynaforge.services.platform import Platform
+
+            async def once() -> None:
+                platform = Platform.create(self.settings)
+                try:
+                    await collect_artifacts(platform, Actor.system())
+                finally:
+                    await platform.close()
+
+            asyncio.run(once())
+
+        self.collect_job = dramatiq.actor(
+            broker=self.broker,
+            actor_name=COLLECT_ACTOR,
+            queue_name=MAINTENANCE_QUEUE,
+            max_retries=0,  # the next period's message tries again
+            time_limit=3_600_000,
+        )(collect_artifacts)
+
     @property
     def embedded(self) -> bool:
         return isinstance(self.broker, StubBroker)
@@ -261,6 +287,17 @@ class Jobs:
     def send_webhooks(self, delivery_ids: list[int]) -> None:
         """One message per webhook delivery; raises BrokerUnavailable when the broker is down."""
         _send(self.deliver_webhook, delivery_ids, "the deliveries stay pending")
+
+    def collect_artifacts(self) -> None:
+        """One message to delete the model artifacts nothing names (:mod:`dynaforge.services.artifacts`); raises
+        BrokerUnavailable when the broker is down."""
+        try:
+            self.collect_job.send()
+        except Exception as exc:
+            raise BrokerUnavailable(
+                f"the job broker is unreachable ({type(exc).__name__}: {exc}); artifacts are collected at the next "
+                "period"
+            ) from exc
 
     def start_worker(self, threads: int = 1) -> None:
         """Consume in this process (the embedded default): evaluations and webhook deliveries. Says at start-up
@@ -278,7 +315,7 @@ class Jobs:
                 )
         self.worker = dramatiq.Worker(
             self.broker,
-            queues={QUEUE, WEBHOOK_QUEUE, TRAINING_QUEUE},
+            queues={QUEUE, WEBHOOK_QUEUE, TRAINING_QUEUE, MAINTENANCE_QUEUE},
             worker_threads=max(2, threads),
             worker_timeout=200,
         )

@@ -19,6 +19,11 @@ Models run in processes without the server's secrets (:mod:`dynaforge.sandbox`),
 an artifact, without network: the trusted processes fetch an artifact into the local cache first
 (:meth:`ArtifactStore.materialise`: the evaluation job before it starts the model's process, the API before it asks
 the model worker to load a target model), and the model's process reads the cache as a filesystem store.
+
+Nothing here knows which artifacts rows name: :meth:`ArtifactStore.collect` is told (by
+:mod:`dynaforge.services.artifacts`) and deletes the others, with the local cache's copies. An artifact stored or
+touched (:meth:`ArtifactStore.claim`, and storing the same files again) within the grace period is kept whatever
+names it, so that a row about to name it finds it.
 """
 
 from __future__ import annotations
@@ -31,9 +36,12 @@ import re
 import shutil
 import tempfile
 import threading
+import time
+import uuid
 from collections.abc import Iterator
-from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, ExitStack, contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 from urllib.parse import urlsplit
@@ -48,6 +56,8 @@ if TYPE_CHECKING:
 ARTIFACTS_DIR = "_artifacts"
 #: The object written last under an artifact's prefix in a bucket: its manifest, whose SHA-256 is the digest.
 MANIFEST = "MANIFEST"
+#: The manifest's metadata key whose value changes at every store or touch (:meth:`ArtifactStorage.stamp`).
+STAMP = "dynaforge-stamp"
 #: A manifest larger than this is not one of ours (an upload holds at most MODEL_UPLOAD_MAX_FILES files).
 MAX_MANIFEST_BYTES = 1 << 20
 _MANIFEST_LINE = re.compile(r"([0-9a-f]{64})  (\S(?:.*\S)?)")
@@ -57,6 +67,20 @@ DIGEST = re.compile(r"[0-9a-f]{64}")
 def is_digest(value: object) -> bool:
     """Whether ``value`` could name an artifact: 64 lowercase hexadecimal digits."""
     return isinstance(value, str) and DIGEST.fullmatch(value) is not None
+
+
+@dataclass
+class Collected:
+    """What :meth:`ArtifactStorage.collect` deleted (or, in a dry run, would delete) and kept."""
+
+    removed: dict[str, int] = field(default_factory=dict)  # digest: bytes freed
+    young: list[str] = field(default_factory=list)  # unreferenced, but stored or touched within the grace period
+    leftovers: int = 0  # staging folders and uploads cut short, removed
+    cached: int = 0  # copies removed from a remote store's local cache
+
+    @property
+    def freed(self) -> int:
+        return sum(self.removed.values())
 
 
 class ArtifactStorage(Protocol):
@@ -72,12 +96,35 @@ class ArtifactStorage(Protocol):
 
     def put(self, digest: str, folder: Path) -> bool:
         """Store the files of the staging ``folder`` as ``digest``; False when that digest was stored already (the
-        stored copy is kept)."""
+        stored copy is kept, and touched as :meth:`touch` does)."""
         ...
 
     def local_folder(self, digest: str) -> Path:
         """A local folder holding the artifact's files, for a model loader (remote storage downloads it first);
         :class:`ModelStoreError` when it is not stored."""
+        ...
+
+    def touch(self, digest: str) -> bool:
+        """Whether it is stored; if so, mark it stored now, so that :meth:`collect` keeps it through its grace
+        period (what a caller does before a row names the digest) and its :meth:`stamp` changes."""
+        ...
+
+    def stamp(self, digest: str) -> str | None:
+        """A token that changes whenever the artifact is stored or touched; None when it is not stored."""
+        ...
+
+    def size(self, digest: str) -> int | None:
+        """Its files' bytes, all together; None when it is not stored."""
+        ...
+
+    def remove(self, digest: str, *, stamp: str | None = None, older_than: float | None = None) -> int | None:
+        """Delete it, unless it was stored or touched since its ``stamp`` was taken, or after ``older_than`` (a
+        POSIX time): that is a concurrent upload about to name it. The bytes freed, or None when nothing was."""
+        ...
+
+    def collect(self, referenced: set[str], older_than: float, *, dry_run: bool = False) -> Collected:
+        """Delete every artifact whose digest is not in ``referenced`` and that was last stored or touched before
+        ``older_than``, and what stopped uploads left behind (staging folders, files without a manifest) as old."""
         ...
 
 
@@ -105,14 +152,15 @@ class FilesystemArtifactStorage:
 
     def put(self, digest: str, folder: Path) -> bool:
         target = self.root / digest
-        if target.is_dir():
+        if self.touch(digest):
             return False
         try:
             os.rename(folder, target)  # the staging folder is in root: an atomic rename
         except OSError:
-            if target.is_dir():  # the same content, stored meanwhile by another upload
+            if self.touch(digest):  # the same content, stored meanwhile by another upload
                 return False
             raise
+        self.touch(digest)  # its folder's time said when unpacking ended; stored is now
         return True
 
     def local_folder(self, digest: str) -> Path:
@@ -120,6 +168,87 @@ class FilesystemArtifactStorage:
         if not folder.is_dir():
             raise ModelStoreError(f"no artifact {digest} in {self.root}; upload the model again (uploadModel)")
         return folder
+
+    def touch(self, digest: str) -> bool:
+        # The folder's modification time is when it was last stored or touched: later than before, always (two
+        # touches within the clock's tick still change the stamp).
+        target = self.root / digest
+        try:
+            before = target.stat().st_mtime_ns
+            now = max(time.time_ns(), before + 1000)
+            os.utime(target, ns=(now, now))
+        except FileNotFoundError:
+            return False  # not stored, or being collected: the caller stores it again
+        return target.is_dir()
+
+    def stamp(self, digest: str) -> str | None:
+        try:
+            return str((self.root / digest).stat().st_mtime_ns)
+        except FileNotFoundError:
+            return None
+
+    def size(self, digest: str) -> int | None:
+        folder = self.root / digest
+        return _folder_size(folder) if folder.is_dir() else None
+
+    def remove(self, digest: str, *, stamp: str | None = None, older_than: float | None = None) -> int | None:
+        # Renamed out of the way first: an upload that touches it from now on finds nothing and stores its own copy;
+        # one that touched it before shows in the moved folder's time, and it is put back.
+        target = self.root / digest
+        doomed = self.root / f"{STAGING_PREFIX}removed-{digest}-{uuid.uuid4().hex[:8]}"
+        try:
+            os.rename(target, doomed)
+        except FileNotFoundError:
+            return None
+        mtime_ns = doomed.stat().st_mtime_ns
+        if (stamp is not None and str(mtime_ns) != stamp) or (older_than is not None and mtime_ns > older_than * 1e9):
+            try:
+                os.rename(doomed, target)
+            except OSError:  # stored again meanwhile: that copy stays
+                shutil.rmtree(doomed, ignore_errors=True)
+            return None
+        freed = _folder_size(doomed)
+        shutil.rmtree(doomed, ignore_errors=True)
+        return freed
+
+    def collect(self, referenced: set[str], older_than: float, *, dry_run: bool = False) -> Collected:
+        collected = Collected()
+        if not self.root.is_dir():
+            return collected
+        for entry in sorted(self.root.iterdir()):
+            if not entry.is_dir() or entry.is_symlink():
+                continue
+            if is_digest(entry.name):
+                if entry.name in referenced:
+                    continue
+                if entry.stat().st_mtime > older_than:
+                    collected.young.append(entry.name)
+                    continue
+                freed = _folder_size(entry) if dry_run else self.remove(entry.name, older_than=older_than)
+                if freed is None:
+                    collected.young.append(entry.name)
+                else:
+                    collected.removed[entry.name] = freed
+            elif entry.name.startswith(STAGING_PREFIX) and _last_change(entry) <= older_than:
+                # an upload, a download or a removal that its process did not finish (it was killed)
+                if not dry_run:
+                    shutil.rmtree(entry, ignore_errors=True)
+                collected.leftovers += 1
+        return collected
+
+
+def _folder_size(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+
+
+def _last_change(folder: Path) -> float:
+    """The latest change time of ``folder`` and anything in it (a rename counts: the change time, not the
+    modification time)."""
+    latest = folder.stat().st_ctime
+    for path in folder.rglob("*"):
+        with contextlib.suppress(OSError):
+            latest = max(latest, path.lstat().st_ctime)
+    return latest
 
 
 def parse_s3_url(url: str) -> tuple[str, str]:
@@ -217,7 +346,7 @@ class S3ArtifactStorage:
         return self.cache.staging()  # in the cache's folder, so that put can keep the uploaded copy
 
     def put(self, digest: str, folder: Path) -> bool:
-        if self.exists(digest):
+        if self.touch(digest):  # the bucket's copy, not the cache, says whether it is stored
             self._keep(digest, folder)
             return False
         text = manifest(folder)
@@ -227,10 +356,113 @@ class S3ArtifactStorage:
             self.client.upload_file(str(folder / name), self.bucket, self._key(digest, name))
         # Last: from now on the artifact exists, whole.
         self.client.put_object(
-            Bucket=self.bucket, Key=self._key(digest, MANIFEST), Body=text.encode("utf-8"), ContentType="text/plain"
+            Bucket=self.bucket,
+            Key=self._key(digest, MANIFEST),
+            Body=text.encode("utf-8"),
+            ContentType="text/plain",
+            Metadata={STAMP: uuid.uuid4().hex},
         )
         self._keep(digest, folder)
         return True
+
+    def touch(self, digest: str) -> bool:
+        # The manifest copied onto itself with a new stamp: a new LastModified, or NoSuchKey when it is not stored.
+        from botocore.exceptions import ClientError
+
+        key = self._key(digest, MANIFEST)
+        try:
+            self.client.copy_object(
+                Bucket=self.bucket,
+                Key=key,
+                CopySource={"Bucket": self.bucket, "Key": key},
+                MetadataDirective="REPLACE",
+                Metadata={STAMP: uuid.uuid4().hex},
+                ContentType="text/plain",
+            )
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return False
+            raise ModelStoreError(f"could not look up {self._where(digest)}: {exc}") from exc
+        return True
+
+    def _head(self, digest: str) -> dict[str, Any] | None:
+        from botocore.exceptions import ClientError
+
+        try:
+            return dict(self.client.head_object(Bucket=self.bucket, Key=self._key(digest, MANIFEST)))
+        except ClientError as exc:
+            if exc.response.get("Error", {}).get("Code") in ("404", "NoSuchKey", "NotFound"):
+                return None
+            raise ModelStoreError(f"could not look up {self._where(digest)}: {exc}") from exc
+
+    def stamp(self, digest: str) -> str | None:
+        head = self._head(digest)
+        return None if head is None else _stamp_of(head)
+
+    def _objects(self, prefix: str) -> Iterator[dict[str, Any]]:
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            yield from page.get("Contents", [])
+
+    def size(self, digest: str) -> int | None:
+        cached = self.cache.size(digest)  # the same files, without asking the bucket
+        if cached is not None:
+            return cached
+        if self._head(digest) is None:
+            return None
+        return sum(o["Size"] for o in self._objects(self._key(digest, "")) if o["Key"] != self._key(digest, MANIFEST))
+
+    def remove(self, digest: str, *, stamp: str | None = None, older_than: float | None = None) -> int | None:
+        # A bucket has no rename to move it aside first: a touch between this look and the manifest's deletion (the
+        # next request) is lost.
+        head = self._head(digest)
+        if head is None:
+            return None
+        if (stamp is not None and _stamp_of(head) != stamp) or (
+            older_than is not None and head["LastModified"].timestamp() > older_than
+        ):
+            return None
+        # The manifest first: from then on the artifact is not stored, and an upload of it stores it whole again.
+        self.client.delete_object(Bucket=self.bucket, Key=self._key(digest, MANIFEST))
+        freed = self._delete_files(self._key(digest, ""))
+        self.cache.remove(digest)
+        return freed
+
+    def _delete_files(self, prefix: str) -> int:
+        objects = list(self._objects(prefix))
+        for start in range(0, len(objects), 1000):  # DeleteObjects takes 1000 keys at a time
+            batch = [{"Key": o["Key"]} for o in objects[start : start + 1000]]
+            self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": batch, "Quiet": True})
+        return sum(o["Size"] for o in objects)
+
+    def collect(self, referenced: set[str], older_than: float, *, dry_run: bool = False) -> Collected:
+        collected = Collected()
+        # Every object under the prefix, by artifact: its bytes, its latest change, whether its manifest is there.
+        found: dict[str, tuple[int, float, bool]] = {}
+        for o in self._objects(self.prefix):
+            digest, _, name = o["Key"][len(self.prefix) :].partition("/")
+            if not is_digest(digest) or not name:
+                continue  # not one of ours
+            size, latest, whole = found.get(digest, (0, 0.0, False))
+            found[digest] = (size + o["Size"], max(latest, o["LastModified"].timestamp()), whole or name == MANIFEST)
+        for digest, (size, latest, whole) in sorted(found.items()):
+            if digest in referenced:
+                continue
+            if latest > older_than:
+                collected.young.append(digest)
+            elif not whole:  # an upload cut short: its files without a manifest
+                if not dry_run:
+                    self._delete_files(self._key(digest, ""))
+                collected.leftovers += 1
+            else:
+                freed = size if dry_run else self.remove(digest, older_than=older_than)
+                if freed is None:
+                    collected.young.append(digest)
+                else:
+                    collected.removed[digest] = freed
+        cached = self.cache.collect(referenced, older_than, dry_run=dry_run)
+        collected.cached = len(cached.removed)
+        collected.leftovers += cached.leftovers
+        return collected
 
     def _keep(self, digest: str, folder: Path) -> None:
         """The staging folder as the cached copy (this process uploaded it, so the files are the digest's)."""
@@ -287,10 +519,31 @@ class S3ArtifactStorage:
             self.cache.put(digest, folder)
 
 
+def _stamp_of(head: dict[str, Any]) -> str:
+    """A manifest's stamp from its HeadObject answer (its ETag and time for a manifest stored without one)."""
+    return str(head.get("Metadata", {}).get(STAMP) or f"{head.get('ETag')}@{head['LastModified'].timestamp()}")
+
+
 @functools.lru_cache(maxsize=16)
 def _s3_storage(bucket: str, prefix: str, cache_root: Path, endpoint_url: str | None) -> S3ArtifactStorage:
     """One storage (one boto3 client, made at first use) per bucket, prefix, cache and endpoint in a process."""
     return S3ArtifactStorage(bucket, prefix, cache_root, endpoint_url=endpoint_url)
+
+
+_JUST_STORED: ContextVar[frozenset[str]] = ContextVar("just_stored", default=frozenset())
+
+
+@contextmanager
+def just_stored(digest: str) -> Iterator[None]:
+    """Within the block (this task, and the threads it starts), :meth:`ArtifactStore.claim` of ``digest`` only
+    checks that it is stored: what an upload wraps around the submission that names the artifact it has just stored
+    (fresh for the grace period), so that its :attr:`StoredArtifact.stamp` changes only when another upload touches
+    it, and a refused submission deletes it only then."""
+    token = _JUST_STORED.set(_JUST_STORED.get() | {digest})
+    try:
+        yield
+    finally:
+        _JUST_STORED.reset(token)
 
 
 @dataclass(frozen=True)
@@ -301,6 +554,22 @@ class StoredArtifact:
     files: list[str]
     size: int  # bytes, all files together
     created: bool  # False: the same files were stored already, and that copy is used
+    stamp: str | None = None  # created: its stamp as stored (ArtifactStorage.stamp), to delete only that copy
+
+
+@dataclass
+class StagedArtifact:
+    """A checked, unpacked archive in a staging folder, not stored yet (:meth:`ArtifactStore.stage_archive`)."""
+
+    digest: str
+    files: list[str]
+    size: int  # bytes, all files together
+    folder: Path
+    _cleanup: ExitStack
+
+    def discard(self) -> None:
+        """Remove the staging folder (what :meth:`ArtifactStore.commit` did not store goes with it). Blocking."""
+        self._cleanup.close()
 
 
 class ArtifactStore:
@@ -331,12 +600,31 @@ class ArtifactStore:
         """Check and unpack the archive in ``stream`` (see :func:`~dynaforge.model_archive.unpack_archive`, which
         raises :class:`~dynaforge.errors.InvalidInput` at its first problem) and store its files. Blocking: run it
         off the event loop."""
-        with self.storage.staging() as folder:
+        return self.commit(self.stage_archive(stream, limits))
+
+    def stage_archive(self, stream: BinaryIO, limits: ArchiveLimits) -> StagedArtifact:
+        """Check and unpack the archive in ``stream`` into a staging folder, not stored yet: the caller decides,
+        knowing its digest and size, to :meth:`commit` it or :meth:`StagedArtifact.discard` it (either removes the
+        staging folder). InvalidInput as :meth:`add_archive`, with nothing left behind. Blocking."""
+        cleanup = ExitStack()
+        folder = cleanup.enter_context(self.storage.staging())
+        try:
             files = unpack_archive(stream, folder, limits)
             digest = content_hash(folder)
             size = sum((folder / name).stat().st_size for name in files)
-            created = self.storage.put(digest, folder)
-        return StoredArtifact(digest, files, size, created)
+        except BaseException:
+            cleanup.close()
+            raise
+        return StagedArtifact(digest, files, size, folder, cleanup)
+
+    def commit(self, staged: StagedArtifact) -> StoredArtifact:
+        """Store a staged archive's files (the staging folder is gone afterwards, stored or not). Blocking."""
+        try:
+            created = self.storage.put(staged.digest, staged.folder)
+        finally:
+            staged.discard()
+        stamp = self.storage.stamp(staged.digest) if created else None
+        return StoredArtifact(staged.digest, staged.files, staged.size, created, stamp)
 
     def add_folder(self, folder: Path) -> StoredArtifact:
         """Store a folder a trusted process wrote (a training job's weights, a package's shipped weights) as it is,
@@ -354,6 +642,23 @@ class ArtifactStore:
 
     def exists(self, digest: object) -> bool:
         return is_digest(digest) and self.storage.exists(str(digest))
+
+    def claim(self, digest: object) -> bool:
+        """Whether it is stored, touched if so: collection keeps it through its grace period, long enough for the
+        row the caller is about to write to name it. Inside :func:`just_stored` of it: only whether it is stored.
+        Blocking."""
+        if not is_digest(digest):
+            return False
+        if digest in _JUST_STORED.get():
+            return self.storage.stamp(str(digest)) is not None
+        return self.storage.touch(str(digest))
+
+    def collect(self, referenced: set[str], older_than: float, *, dry_run: bool = False) -> Collected:
+        """Delete the artifacts no digest in ``referenced`` names that were last stored or touched before
+        ``older_than`` (a POSIX time; take it before reading ``referenced``, so that a row written meanwhile names
+        an artifact touched after it), and old leftovers of stopped uploads; ``dry_run`` deletes nothing and says
+        what would go. Blocking."""
+        return self.storage.collect(referenced, older_than, dry_run=dry_run)
 
     def materialise(self, backend: ModelBackend | None, config: dict[str, Any] | None) -> list[Path]:
         """The local folders of the artifacts a model's configuration loads, fetched first where the store is remote:

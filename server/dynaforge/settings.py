@@ -299,6 +299,24 @@ class Settings(BaseSettings):
     model_upload_max_files: int = Field(
         default=64, ge=1, description="uploadModel: the most files a model archive may hold"
     )
+    model_upload_quota_mb: int = Field(
+        default=10240,
+        ge=0,
+        description="uploadModel: the most each user's models may keep in the model store, in MiB (the unpacked "
+        "files of the artifacts their models name, each counted once; deleting a model frees its share; 0: no quota)",
+    )
+    artifact_gc_grace_s: float = Field(
+        default=3600.0,
+        ge=60,
+        description="model store: an artifact that nothing names is deleted only once it has been neither stored "
+        "nor touched for this long (an upload stores its files before its model names them)",
+    )
+    artifact_gc_interval_s: float = Field(
+        default=3600.0,
+        ge=0,
+        description="model store: how often the server has the job system delete artifacts that nothing names "
+        "(0: never; `dynaforge artifacts collect` does it on demand)",
+    )
     model_store_url: str | None = Field(
         default=None,
         description="uploaded model artifacts in an S3-compatible bucket, s3://bucket/prefix/ (unset: on the "

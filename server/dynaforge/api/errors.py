@@ -88,7 +88,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     ),
     **dict.fromkeys(["not_found", "original", "round", "dns", "not_in_pool"], FieldErrorCode.NOT_FOUND),
     **dict.fromkeys(
-        ["max_items", "more", "more_errors", "too_many_errors", "max_rows", "max_bytes", "limit"],
+        ["max_items", "more", "more_errors", "too_many_errors", "max_rows", "max_bytes", "limit", "quota"],
         FieldErrorCode.TOO_MANY,
     ),
     **dict.fromkeys(["id"], FieldErrorCode.ID),

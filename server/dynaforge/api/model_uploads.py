@@ -21,7 +21,8 @@ Info = strawberry.Info[RequestContext]
 @strawberry.input(
     description="A Hugging Face model folder to submit to a task, as an archive: it is checked, stored by content "
     "hash and evaluated from the stored copy on every scoring data set. Signed-in users; it counts against the "
-    "task's 24-hour allowance of submissions like submitModel."
+    "task's 24-hour allowance of submissions like submitModel, and its files against your storage quota (what your "
+    "models' uploads take, each stored copy counted once)."
 )
 class UploadModelInput:
     task_code: str = strawberry.field(description="The code of the task to submit to.")
@@ -70,9 +71,10 @@ UploadModelResult = Annotated[
     ModelUploaded | InvalidInput | NotAuthenticated | NotFound | RateLimited,
     strawberry.union(
         "UploadModelResult",
-        description="ModelUploaded, or why not (nothing is submitted then): InvalidInput (not a multipart upload, "
-        "an archive refused, each problem with its rule: pickle, code, file_type, link, path, duplicate, "
-        "max_bytes, max_items, remote_code, safetensors, json, required, archive; or a bad name, option or card), "
+        description="ModelUploaded, or why not (nothing is submitted or stored then): InvalidInput (not a multipart "
+        "upload, an archive refused, each problem with its rule: pickle, code, file_type, link, path, duplicate, "
+        "max_bytes, max_items, remote_code, safetensors, json, required, archive; quota: your models' stored files "
+        "would pass the server's MODEL_UPLOAD_QUOTA_MB; or a bad name, option or card), "
         "NotAuthenticated, NotFound (no such task you can see), RateLimited (the task's 24-hour allowance is used).",
     ),
 ]

@@ -6,6 +6,11 @@ store (:mod:`dynaforge.model_artifacts`), and submitted as a ``transformers`` mo
 stored copy, ``{"artifact": "<sha256>", ...}``: evaluations load that copy, safetensors only, without remote code.
 Everything else is :func:`~dynaforge.services.submissions.submit_model`'s: the caller must see the task, the task's
 allowance of submissions per 24 hours, the card, the evaluations queued on every scoring set.
+
+Storage is bounded: the allowance is checked before the archive is unpacked and again before its files are stored,
+each user's models may keep ``MODEL_UPLOAD_QUOTA_MB`` in the store (:func:`~dynaforge.services.artifacts.check_quota`),
+one user's uploads run one at a time in a process, and what a refused or failed submission stored is deleted
+(:func:`~dynaforge.services.artifacts.forget_upload`); collection deletes whatever else nothing names.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
+from dynaforge.aio import loop_semaphore
 from dynaforge.db.models import Evaluation, ModelRow
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.model_archive import ArchiveLimits
-from dynaforge.model_artifacts import ArtifactStore, StoredArtifact
+from dynaforge.model_artifacts import ArtifactStore, StoredArtifact, just_stored
+from dynaforge.services import artifacts as artifact_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
@@ -86,25 +93,52 @@ async def upload_model(
     anonymous: bool = False,
 ) -> UploadedModel:
     """Check, store and submit an uploaded model folder (see the module's docstring). Every check that needs no
-    unpacking runs first, so a refused submission stores nothing."""
+    unpacking runs first, and a submission refused after its files were stored deletes them: a refused submission
+    leaves nothing stored."""
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     task_service.check_backend_allowed(p, actor, BACKEND, config={"artifact": _PLACEHOLDER})
     options = check_options(p, name, options)
     submission_service.check_card(card)
-    async with p.db.session() as s:
-        await submission_service.check_throttle(s, view, actor, task_code)  # again when the model is stored
     store = ArtifactStore.from_settings(p.settings)
-    stored = await asyncio.to_thread(store.add_archive, archive, ArchiveLimits.from_settings(p.settings))
-    model, evaluations = await submission_service.submit_model(
-        p,
-        actor,
-        task_code=task_code,
-        name=name,
-        backend=BACKEND,
-        config={**options, "artifact": stored.digest},
-        card=card,
-        published=published,
-        anonymous=anonymous,
-    )
+    # One upload of a user at a time in this process: concurrent ones would each pass the checks below before any
+    # model is written, and each unpack its archive into staging.
+    async with loop_semaphore(f"upload_model:{actor.person_id}", 1):
+        await check_allowance(p, view, actor, task_code)
+        await artifact_service.check_quota(p, actor, store)
+        staged = await asyncio.to_thread(store.stage_archive, archive, ArchiveLimits.from_settings(p.settings))
+        try:
+            # Unpacking takes a while: both again, the archive's size known, right before storing.
+            await check_allowance(p, view, actor, task_code)
+            await artifact_service.check_quota(p, actor, store, staged)
+            stored = await asyncio.to_thread(store.commit, staged)
+        finally:
+            await asyncio.to_thread(staged.discard)
+        try:
+            # check_throttle again, in the transaction that writes the model: another process may have used the
+            # allowance meanwhile.
+            with just_stored(stored.digest):
+                model, evaluations = await submission_service.submit_model(
+                    p,
+                    actor,
+                    task_code=task_code,
+                    name=name,
+                    backend=BACKEND,
+                    config={**options, "artifact": stored.digest},
+                    card=card,
+                    published=published,
+                    anonymous=anonymous,
+                )
+        except BaseException:
+            if stored.created:  # what this upload stored, unless something names it now
+                await artifact_service.forget_upload(p, store, stored.digest, stored.stamp)
+            raise
     return UploadedModel(model, evaluations, stored)
+
+
+async def check_allowance(p: Platform, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
+    """RateLimited when a submission of ``actor``'s would be refused now (the task's allowance, read only): before
+    an archive is unpacked and stored. :func:`~dynaforge.services.submissions.submit_model` checks it again as it
+    writes the model."""
+    async with p.db.session() as s:
+        await submission_service.check_throttle(s, view, actor, task_code)

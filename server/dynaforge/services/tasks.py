@@ -616,7 +616,7 @@ async def check_artifacts(p: Platform, backend: str, config: dict | None, field:
         return
     store = ArtifactStore.from_settings(p.settings)
     for digest in implementation.artifacts(config):
-        if not await asyncio.to_thread(store.exists, digest):
+        if not await asyncio.to_thread(store.claim, digest):
             raise InvalidInput.from_errors(
                 [
                     FieldError(
