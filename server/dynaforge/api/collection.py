@@ -165,6 +165,11 @@ class UpdateTaskSettingsInput:
         default=None,
         description="The most examples each user may write in the task per day (UTC), up to 100000; 0 removes the cap.",
     )
+    submissions_per_day: int | None = strawberry.field(
+        default=None,
+        description="How many scored submissions (models, predictions, selections) each user may make in any 24 "
+        "hours, 1 to 1000 (3 unless set). Every attempt counts, deleted and failed ones too.",
+    )
     instructions: str | None = strawberry.field(
         default=None,
         description="Instructions for annotators in place of the plugin's, at most 20000 characters; empty: back "
@@ -316,12 +321,13 @@ ApplyCorrectionResult = Annotated[
 ]
 
 SkipExampleResult = Annotated[
-    SkippedExample | InvalidInput | NotAuthenticated | NotFound,
+    SkippedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | RateLimited,
     strawberry.union(
         "SkipExampleResult",
         description="SkippedExample: the example moved to the end of your queue. The other members are the "
-        "expected failures: InvalidInput (the id is not an Example's), NotAuthenticated, NotFound (no such example "
-        "you can see).",
+        "expected failures: InvalidInput (the id is not an Example's), NotAuthenticated, Forbidden (it is not in "
+        "your validation queue: your own, one you voted on, or one not awaiting your vote), NotFound (no such "
+        "example you can see), RateLimited (too many skips on this task this hour).",
     ),
 ]
 FlagExampleResult = Annotated[
@@ -453,8 +459,9 @@ class CollectionQuery:
 
     @strawberry.field(
         description="The next example for you to validate in a task (fooling examples first, then those with the "
-        "fewest votes; never your own or one you voted on; those you skipped last); null when there is none. "
-        "Signed-in users; OWNER mode: the task's owners and admins (a FORBIDDEN error for others)."
+        "fewest votes; never your own or one you voted on; those you skipped last); null when there is none. The "
+        "same example until you vote on it or skip it. Signed-in users; OWNER mode: the task's owners and admins (a "
+        "FORBIDDEN error for others). Reads are limited per user and minute (a RATE_LIMITED error beyond)."
     )
     @errors_as_graphql
     async def example_to_validate(
@@ -561,7 +568,7 @@ class CollectionMutation:
 
     @strawberry.mutation(
         description="Signed-in users pass over an example in their validation queue: it comes back after every "
-        "other example. Others' queues do not change."
+        "other example. Others' queues do not change. Skips are limited per validator, task and hour."
     )
     @errors_as_union
     async def skip_example(
@@ -652,6 +659,7 @@ class CollectionMutation:
                 "validate_non_fooling": input.validate_non_fooling,
                 "one_example_per_tag": input.one_example_per_tag,
                 "daily_example_cap": input.daily_example_cap,
+                "submissions_per_day": input.submissions_per_day,
                 "instructions": input.instructions,
                 "context_strategy": input.context_strategy.value if input.context_strategy else None,
                 "hidden": input.hidden,

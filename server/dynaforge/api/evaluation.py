@@ -164,20 +164,20 @@ class Evaluation(Node):
         return results.metrics_of(self.row, info.context.platform.plugins.registry.metrics)
 
     @strawberry.field(
-        description="Which items `metrics` were computed on: the whole set, or (uploaded predictions on a scoring "
-        "set) its public part."
+        description="Which items `metrics` were computed on: the whole set, or (any evaluation on a scoring set or "
+        "on a perturbed copy of one) its public part, the same items for every model."
     )
     def scored_part(self) -> ScoredPart:
         return ScoredPart.PUBLIC if (self.row.details or {}).get("part") == "public" else ScoredPart.WHOLE
 
     @strawberry.field(
-        description="Uploaded predictions on a scoring set: the task's metrics on the set's private part, null "
-        "until the set's round has ended (or the set stops being a scoring set), and for every other evaluation. "
-        "From then on the leaderboard ranks the predictions by them."
+        description="An evaluation on a scoring set: the task's metrics on the set's private part, null until the "
+        "set's round has ended (or the set stops being a scoring set; the task's owners and admins read them at "
+        "any time), and for evaluations without a private part. From then on the leaderboard ranks by them."
     )
     async def private_metrics(self, info: Info) -> list[EvaluationMetric] | None:
         p = info.context.platform
-        held = await submission_service.released_private_part(p, self.row, self.dataset_row)
+        held = await submission_service.released_private_part(p, info.context.actor, self.row, self.dataset_row)
         if held is None:
             return None
         intervals = (held.get("details") or {}).get("intervals") or {}

@@ -427,6 +427,22 @@ class ModelRow(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
+class SubmissionAttempt(SQLModel, table=True):
+    """One scored attempt at a task's leaderboard (a model, uploaded predictions or a data selection), kept when the
+    model is deleted: the per-user, per-task allowance counts these, so that no delete, flag or failure gives an
+    attempt back. ``model_id`` is the model it stored while that model exists."""
+
+    __tablename__ = "submission_attempts"
+    __table_args__ = (sa.Index("ix_submission_attempts_task_user_created", "task_id", "user_id", "created_at"),)
+
+    id: int = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", ondelete="CASCADE")
+    kind: str = Field(max_length=16)  # model | predictions | selection
+    model_id: int | None = Field(default=None, foreign_key="models.id", ondelete="SET NULL")
+    created_at: datetime = _ts()
+
+
 class EvaluationStatus:
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"

@@ -49,6 +49,7 @@ from sqlmodel import col
 from dynaforge.db.engine import Database, rowcount
 from dynaforge.db.models import (
     Dataset,
+    DatasetAccess,
     DatasetItem,
     Evaluation,
     EvaluationChunk,
@@ -73,7 +74,7 @@ from dynaforge.evaluation.predictor import (
 from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.plugins import Plugins
 from dynaforge.sandbox import scrubbed_environment
-from dynaforge.services import announce
+from dynaforge.services import announce, visibility
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import Task
 from dynaforge.tasks.declarative import load_if_declared
@@ -148,18 +149,16 @@ class Runner:
             raise LookupError(f"task {code!r} is not installed in this worker")
         return task
 
-    async def score_uploaded(
-        self, evaluation_id: int, outputs: list[dict[str, Any]], *, public: list[bool] | None = None
-    ) -> None:
-        """An evaluation of uploaded predictions: the outputs are stored as its chunks and scored like a model's;
-        nothing is measured for speed or memory (throughput and memory stay empty on the board). ``public``: one
-        flag per item, the public part of a scoring set (see :meth:`_finish`)."""
+    async def score_uploaded(self, evaluation_id: int, outputs: list[dict[str, Any]]) -> None:
+        """An evaluation of uploaded predictions: the outputs are stored as its chunks and scored like a model's
+        (on a scoring set, its public part shown and its private part held: see :meth:`_finish`); nothing is
+        measured for speed or memory (throughput and memory stay empty on the board)."""
         job = await self._job(evaluation_id)
         size = self.settings.eval_chunk_size
         for chunk in range(max(1, math.ceil(len(outputs) / size))):
             part = outputs[chunk * size : (chunk + 1) * size]
             await self._store_chunk(evaluation_id, chunk, len(part), part, 0.0)
-        finished = await self._finish(evaluation_id, self._task(job.task_code), job.dataset, None, public=public)
+        finished = await self._finish(evaluation_id, self._task(job.task_code), job.dataset, None)
         async with self.db.write() as s:
             await s.execute(update(Evaluation).where(col(Evaluation.id) == evaluation_id).values(throughput=None))
         await self.refresh_model(job.evaluation.model_id)
@@ -331,12 +330,22 @@ class Runner:
         return items, predictions, sum(c.seconds for c in chunks)
 
     def _figures(
-        self, task: Task, golds: list[dict[str, Any]], predictions: list[dict[str, Any] | None], seed: int
+        self,
+        task: Task,
+        golds: list[dict[str, Any]],
+        predictions: list[dict[str, Any] | None],
+        seed: int,
+        *,
+        withheld: bool = False,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
-        """The task's metrics on these items, and the details beside them: item counts, intervals, slices."""
+        """The task's metrics on these items, and the details beside them: item counts, intervals, slices.
+        ``withheld`` (a model whose outputs are mostly unusable): no figure that depends on the gold, only the
+        counts, so that a model answering one item and refusing the rest learns nothing of that item's gold."""
+        details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
+        if withheld:
+            return {}, {**details, "mostly_unusable": True}
         registry = self.plugins.registry.metrics
         metrics = scoring.score(task, None, golds, predictions, metrics=registry)
-        details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
         if golds:
             details["intervals"] = self._intervals(task, list(metrics), golds, predictions, seed)
             details["fooling"] = scoring.fooling_rate(task, golds, predictions)
@@ -347,24 +356,34 @@ class Runner:
             details["slice_gaps"] = scoring.slice_gaps(metrics, per_slice, metrics=registry)
         return metrics, details
 
-    async def _finish(
-        self,
-        evaluation_id: int,
-        task: Task,
-        dataset: Dataset,
-        memory_mb: float | None,
-        *,
-        public: list[bool] | None = None,
-    ) -> bool:
+    async def public_part(self, dataset: Dataset, items: list[DatasetItem]) -> list[bool] | None:
+        """One flag per item of a scoring set (or of a perturbed copy of one): whether it is in the set's public
+        part (:func:`visibility.public_part`, the copy's items by their original's position); None for other sets,
+        and when ``SCORING_PUBLIC_SHARE`` is 1 (every item public)."""
+        share = self.settings.scoring_public_share
+        if dataset.access != DatasetAccess.SCORING or share >= 1 or not items:
+            return None
+        if dataset.parent_id is None:
+            return visibility.public_part(dataset, share, [i.position for i in items])
+        async with self.db.session() as s:
+            root = await s.get(Dataset, dataset.parent_id)
+        if root is None:  # deleted meanwhile (its copies go with it)
+            raise LookupError(f"data set {dataset.id}'s original was deleted")
+        return visibility.public_part(root, share, [int(i.original_position or 0) for i in items])
+
+    async def _finish(self, evaluation_id: int, task: Task, dataset: Dataset, memory_mb: float | None) -> bool:
         """Score the stored outputs and mark the evaluation DONE; False when another run had already done it.
 
-        ``public`` (uploaded predictions on a scoring set: one flag per item) scores the public part as the
-        evaluation's figures and the private part into ``details["held"]``, which nobody reads until it is released
-        (:func:`dynaforge.services.submissions.held_released`)."""
+        On a scoring set (:meth:`public_part`) the public part's figures are the evaluation's, and the private
+        part's go into ``details["held"]``, which nobody but the task's owners reads until it is released
+        (:func:`dynaforge.services.visibility.held_released`)."""
         items, predictions, seconds = await self.predictions(evaluation_id, task, dataset.id)
         golds = [i.fields for i in items]
+        public = await self.public_part(dataset, items)
+        unusable = sum(p is None for p in predictions)
+        withheld = bool(predictions) and unusable > len(predictions) * self.settings.eval_max_unusable_share
         if public is None:
-            metrics, details = self._figures(task, golds, predictions, dataset.id)
+            metrics, details = self._figures(task, golds, predictions, dataset.id, withheld=withheld)
         else:
             parts = {
                 flag: (
@@ -373,10 +392,10 @@ class Runner:
                 )
                 for flag in (True, False)
             }
-            metrics, details = self._figures(task, *parts[True], dataset.id)
+            metrics, details = self._figures(task, *parts[True], dataset.id, withheld=withheld)
             details["part"] = "public"
             if parts[False][0]:
-                held_metrics, held_details = self._figures(task, *parts[False], dataset.id)
+                held_metrics, held_details = self._figures(task, *parts[False], dataset.id, withheld=withheld)
                 details["held"] = {"metrics": held_metrics, "details": held_details}
         if memory_mb is not None:  # the model ran here (uploaded predictions ran nowhere)
             details["hardware"] = hardware()

@@ -1,7 +1,8 @@
 """Model submissions: a model builder puts a model on a task's leaderboard.
 
 A submission names a registered backend and its configuration (checked without loading the model) and a model
-card; it is throttled per user and task (the task setting ``submissions_per_day``, default 3 in any 24 hours). It
+card; it is throttled per user and task (the task setting ``submissions_per_day``, default 3 in any 24 hours, counted
+as attempts that deleting a model does not give back). It
 queues one evaluation per scoring data set of the task (and per perturbed copy of one); the evaluation jobs pick
 them up. Submissions are private until published; an anonymous one hides its submitter from everyone but the task's
 owners and admins.
@@ -24,9 +25,10 @@ from dynaforge.db.models import (
     Evaluation,
     EvaluationStatus,
     ModelRow,
-    RegisteredModel,
     Round,
+    SubmissionAttempt,
     TaskRow,
+    User,
     as_utc,
     utcnow,
 )
@@ -40,7 +42,6 @@ from dynaforge.services.evaluation_jobs import enqueue
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
 
-DEFAULT_SUBMISSIONS_PER_DAY = 3
 CARD_FIELDS = {"parameters", "license", "paper", "description", "training_data"}
 
 
@@ -86,24 +87,40 @@ def require_kind(task: Task, kind: str) -> None:
 
 
 async def check_throttle(s, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
-    """RateLimited when the user made the task's ``submissions_per_day`` submissions (models or predictions) in the
-    last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the write transaction.
-    The models of registry entries (training jobs' candidates and the parents evaluated beside them, which
-    ``TRAINING_JOBS_PER_DAY`` bounds) are not submissions."""
-    limit = int((view.row.settings or {}).get("submissions_per_day") or DEFAULT_SUBMISSIONS_PER_DAY)
+    """RateLimited when the user made the task's ``submissions_per_day`` scored attempts (models, predictions or
+    selections) in the last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the
+    write transaction that records the next attempt (:func:`record_attempt`). Attempts are rows of their own: deleting
+    a model, hiding its submitter or its failing gives none back. The models of registry entries (training jobs'
+    candidates and the parents evaluated beside them, which ``TRAINING_JOBS_PER_DAY`` bounds) are not attempts."""
+    limit = view.settings.submissions_per_day
     since = utcnow() - timedelta(hours=24)
-    registered = select(col(RegisteredModel.model_id)).where(col(RegisteredModel.model_id).is_not(None))
     window = (
-        col(ModelRow.task_id) == view.row.id,
-        col(ModelRow.user_id) == actor.user_id,
-        col(ModelRow.created_at) >= since,
-        col(ModelRow.id).not_in(registered),
+        col(SubmissionAttempt.task_id) == view.row.id,
+        col(SubmissionAttempt.user_id) == actor.person_id,
+        col(SubmissionAttempt.created_at) >= since,
     )
-    recent = await s.scalar(select(func.count()).select_from(ModelRow).where(*window))
+    recent, first = (
+        await s.execute(select(func.count(), func.min(col(SubmissionAttempt.created_at))).where(*window))
+    ).one()
     if recent >= limit:
-        first = await s.scalar(select(func.min(col(ModelRow.created_at))).where(*window))
         retry = max(0.0, (as_utc(first) + timedelta(hours=24) - utcnow()).total_seconds())
-        raise RateLimited(f"{task_code} takes {limit} submissions per user in 24 hours; try again later", retry)
+        raise RateLimited(
+            f"{task_code} takes {limit} submissions per user in 24 hours, and every scored attempt counts (a deleted "
+            "or failed one too); try again later",
+            retry,
+        )
+
+
+async def add_attempt(s, view: task_service.TaskView, actor: Actor, model: ModelRow, kind: str) -> None:
+    """Check the allowance (:func:`check_throttle`), then add a new submission's model and its attempt to the
+    caller's write transaction; the model is flushed (it has an id). On PostgreSQL the user's row is locked first, so
+    that concurrent submissions of one user (on any replica) are counted one after the other."""
+    if s.get_bind().dialect.name == "postgresql":
+        await s.execute(select(col(User.id)).where(col(User.id) == actor.person_id).with_for_update())
+    await check_throttle(s, view, actor, view.row.code)
+    s.add(model)
+    await s.flush()
+    s.add(SubmissionAttempt(task_id=view.row.id, user_id=actor.person_id, kind=kind, model_id=model.id))
 
 
 open_backends = task_service.open_backends
@@ -131,7 +148,7 @@ async def submit_model(
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
     await task_service.check_artifacts(p, spec.backend, spec.config)  # an uploaded model's digest must be stored
     card = check_card(card)
-    return await _store_model(p, view, actor, spec, card=card, published=published, anonymous=anonymous)
+    return await _store_model(p, view, actor, spec, "model", card=card, published=published, anonymous=anonymous)
 
 
 async def submit_selection(
@@ -198,7 +215,7 @@ async def submit_selection(
     positions = [position for _, position in items]
     spec = rules.model_spec(name.strip(), [dict(rows[position].fields) for position in positions])
     spec.config["selection"] = {"dataset": dataset_name, "positions": positions}
-    return await _store_model(p, view, actor, spec, card=card, published=published, anonymous=anonymous)
+    return await _store_model(p, view, actor, spec, "selection", card=card, published=published, anonymous=anonymous)
 
 
 async def _named_dataset(p: Platform, actor: Actor, task_code: str, name: str, dataset_name: str) -> Dataset:
@@ -218,14 +235,15 @@ async def _store_model(
     view: task_service.TaskView,
     actor: Actor,
     spec: ModelSpec,
+    kind: str,
     *,
     card: dict[str, Any],
     published: bool,
     anonymous: bool,
 ) -> tuple[ModelRow, list[Evaluation]]:
-    """Store a checked submission (throttled) and queue its evaluation on every scoring set of the task."""
+    """Store a checked submission of ``kind`` (an attempt, throttled) and queue its evaluation on every scoring set
+    of the task."""
     async with p.db.write() as s:
-        await check_throttle(s, view, actor, view.row.code)
         model = ModelRow(
             task_id=view.row.id,
             user_id=actor.person_id,
@@ -236,8 +254,7 @@ async def _store_model(
             published=published,
             anonymous=anonymous,
         )
-        s.add(model)
-        await s.flush()
+        await add_attempt(s, view, actor, model, kind)
         scoring = await dataset_service.scoring_dataset_ids(s, view.row.id)
         evaluations = [Evaluation(model_id=model.id, dataset_id=d) for d in scoring]
         s.add_all(evaluations)
@@ -536,7 +553,6 @@ async def submit_predictions(
             problems.add(f"predictions[{i}]", None, "type", "must be a JSON object such as a model server returns")
     problems.raise_if_any()
     async with p.db.write() as s:
-        await check_throttle(s, view, actor, task_code)
         model = ModelRow(
             task_id=view.row.id,
             user_id=actor.person_id,
@@ -547,16 +563,13 @@ async def submit_predictions(
             published=published,
             anonymous=anonymous,
         )
-        s.add(model)
-        await s.flush()
+        await add_attempt(s, view, actor, model, "predictions")
         evaluation = Evaluation(model_id=model.id, dataset_id=dataset.id)
         s.add(evaluation)
         await s.flush()
     runner = Runner(p.settings, p.plugins, db=p.db)
-    split = p.settings.predictions_public_share
-    public = visibility.public_part(dataset, split) if dataset.access == DatasetAccess.SCORING and split < 1 else None
     try:
-        await runner.score_uploaded(evaluation.id, predictions, public=public)
+        await runner.score_uploaded(evaluation.id, predictions)
     except Exception as exc:
         # Predictions the task cannot score (e.g. outputs without its target field): the attempt still counts
         # against the limit (else failures would be free probes), as an unpublished model whose evaluation says why.
@@ -573,18 +586,23 @@ async def submit_predictions(
     return stored, scored
 
 
-async def released_private_part(p: Platform, evaluation: Evaluation, dataset: Dataset) -> dict[str, Any] | None:
-    """The held figures of uploaded predictions' private part (``{"metrics", "details"}``) once they may be read
-    (``visibility.held_released``: the set's round has ended, or it is no longer a scoring set); None before, and
+async def released_private_part(
+    p: Platform, actor: Actor, evaluation: Evaluation, dataset: Dataset
+) -> dict[str, Any] | None:
+    """The held figures of an evaluation's private part (``{"metrics", "details"}``) for ``actor``: the task's owners
+    and admins read them at any time (they hold the gold); everyone else once they are released
+    (``visibility.held_released``: the set's round has ended, or it is no longer a scoring set). None before, and
     for evaluations without a private part."""
     held = (evaluation.details or {}).get("held")
     if not isinstance(held, dict):
         return None
     ended = False
-    if dataset.round_id is not None and dataset.access == DatasetAccess.SCORING:
-        async with p.db.session() as s:
+    async with p.db.session() as s:
+        if dataset.round_id is not None and dataset.access == DatasetAccess.SCORING:
             ended = await s.scalar(select(col(Round.ended_at)).where(col(Round.id) == dataset.round_id)) is not None
-    return held if visibility.held_released(dataset, ended) else None
+        if visibility.held_released(dataset, ended):
+            return held
+        return held if await task_service.is_owner(s, actor, dataset.task_id) else None
 
 
 async def get_evaluation(p: Platform, actor: Actor, evaluation_id: int) -> tuple[Evaluation, Dataset, bool]:

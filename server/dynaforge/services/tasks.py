@@ -31,6 +31,10 @@ ENSEMBLE_RULES = {
 MAX_ENSEMBLE = 7
 MAX_QUORUM = 25
 MAX_DAILY_CAP = 100_000
+#: Scored submissions (models, predictions, selections) a user may make to a task in any 24 hours, unless its owners
+#: set ``submissions_per_day``; and the most they may set.
+DEFAULT_SUBMISSIONS_PER_DAY = 3
+MAX_SUBMISSIONS_PER_DAY = 1000
 MAX_INSTRUCTIONS = 20_000
 
 
@@ -54,6 +58,7 @@ class TaskSettings:
     daily_example_cap: int | None = None
     instructions: str | None = None
     context_strategy: str = "least_used"
+    submissions_per_day: int = DEFAULT_SUBMISSIONS_PER_DAY
 
     @classmethod
     def of(cls, task: Task, stored: dict[str, Any]) -> TaskSettings:
@@ -324,6 +329,9 @@ def _check_settings(changes: dict[str, Any]) -> list[FieldError]:
     cap = changes.get("daily_example_cap")
     if cap is not None and not 0 <= cap <= MAX_DAILY_CAP:
         errors.append(FieldError("dailyExampleCap", "range", f"must be between 0 (no cap) and {MAX_DAILY_CAP}"))
+    allowance = changes.get("submissions_per_day")
+    if allowance is not None and not 1 <= allowance <= MAX_SUBMISSIONS_PER_DAY:
+        errors.append(FieldError("submissionsPerDay", "range", f"must be between 1 and {MAX_SUBMISSIONS_PER_DAY}"))
     instructions = changes.get("instructions")
     if instructions is not None and len(instructions) > MAX_INSTRUCTIONS:
         errors.append(FieldError("instructions", "max_length", f"must have at most {MAX_INSTRUCTIONS} characters"))
@@ -609,8 +617,9 @@ async def check_outbound(p: Platform, backend: str, config: dict | None, field: 
 
 async def check_artifacts(p: Platform, backend: str, config: dict | None, field: str = "config") -> None:
     """InvalidInput (on ``field``.artifact, rule ``not_found``) when the configuration names an uploaded artifact
-    the model store does not hold: a model points at what ``uploadModel`` stored, never at anything else. The store
-    is asked on a thread (a bucket's store asks over the network)."""
+    the model store does not hold: a model points at what ``uploadModel`` stored, never at anything else. One that
+    is held is claimed (touched), so that collecting unreferenced artifacts keeps it until the caller's row names
+    it. The store is asked on a thread (a bucket's store asks over the network)."""
     implementation = p.plugins.registry.backends.get(backend)
     if implementation is None or not isinstance(config, dict):
         return

@@ -124,6 +124,10 @@ class TaskSettings:
     context_strategy: ContextStrategy = strawberry.field(
         description="How nextContext picks a context when the caller names no strategy."
     )
+    submissions_per_day: int = strawberry.field(
+        description="Scored submissions (models, predictions, selections) each user may make in any 24 hours; every "
+        "attempt counts, deleted and failed ones too."
+    )
 
     @classmethod
     def of(cls, value: SettingsValue) -> TaskSettings:
@@ -133,6 +137,7 @@ class TaskSettings:
             one_example_per_tag=value.one_example_per_tag,
             daily_example_cap=value.daily_example_cap,
             context_strategy=ContextStrategy(str(value.context_strategy)),
+            submissions_per_day=value.submissions_per_day,
         )
 
 
