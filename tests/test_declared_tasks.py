@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from support import make_user, register_user, serve_in_thread
 
+from dynaforge.db.models import TaskProposal
 from dynaforge.errors import InvalidInput
 from dynaforge.evaluation.runner import Runner
+from dynaforge.inference.backends import ModelBackend
 from dynaforge.inference.client import LocalInferenceClient
 from dynaforge.inference.http_server import create_model_server
 from dynaforge.plugins import Plugins
@@ -372,3 +374,52 @@ async def test_a_user_proposes_a_declared_task_and_an_admin_accepts_it(gql, plat
     view = await task_service.get_task(platform, proposer, "reviews")
     assert view.task.declaration == reviews(keyword_url) and view.row.active
     assert await task_service.owns_task(platform, proposer, view.row.id)
+
+
+class _Folders(ModelBackend):
+    """Loads a model from a folder on the server; fails as transformers does, naming the folder."""
+
+    name = "folders"
+
+    def load(self, config):
+        raise FileNotFoundError(f"no model folder at {config['path']!r}, and hub downloads are off")
+
+
+async def test_a_proposals_targets_follow_its_proposers_rights(platform, tmp_path):
+    """A local model folder is for admins only: a non-admin cannot propose one, and an admin accepting a proposal
+    does not lend it their rights (the proposer chose the targets)."""
+    from dynaforge.services import proposals
+
+    proposer, admin = await make_user(platform, "proposer"), await make_user(platform, "decider", admin=True)
+    local = reviews(
+        "https://models.example.org",
+        target_models=[{"name": "local", "backend": "transformers", "config": {"path": str(tmp_path)}}],
+    )
+    with pytest.raises(InvalidInput) as caught:
+        await proposals.propose(platform, proposer, code="reviews", name="Reviews", definition=local)
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [
+        ("definition.target_models[0].config", "not_allowed")
+    ]
+    async with platform.db.write() as s:  # one stored before the rule held at proposal time
+        stored = TaskProposal(user_id=proposer.user_id, code="reviews", name="Reviews", definition=local)
+        s.add(stored)
+        await s.flush()
+    with pytest.raises(InvalidInput) as caught:
+        await proposals.decide(platform, admin, stored.id, accept=True)
+    assert [e.rule for e in caught.value.field_errors] == ["not_allowed"]
+    assert platform.plugins.task("reviews") is None
+    assert (await proposals.get_proposal(platform, admin, stored.id)).status == "PENDING"
+
+
+async def test_a_targets_load_error_names_no_server_path_but_to_admins(platform, tmp_path):
+    folder = str(tmp_path / "secret-models" / "m")
+    platform.plugins.registry.backends["folders"] = _Folders()
+    target = {"name": "local", "backend": "folders", "config": {"path": folder}}
+    await task_service.set_target_models(platform, Actor.system(), "toy", [target])
+    annotator, admin = await make_user(platform, "annotator"), await make_user(platform, "admin1", admin=True)
+    shown = {}
+    for actor in (annotator, admin):
+        outcome = await examples.submit(platform, actor, task_code="toy", fields={"text": "fine", "label": "good"})
+        shown[actor.username] = outcome.pending_reason
+    assert "no model folder at '<server path>'" in shown["annotator"] and "secret-models" not in shown["annotator"]
+    assert folder in shown["admin1"]

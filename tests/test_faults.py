@@ -232,9 +232,11 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                     return response.json()
 
                 operator = tokens["operator"]
-                for i in range(60):  # the operator's accepted examples become r1-test (6 items: 3 chunks of 2)
-                    made = await call(
-                        operator, ACK, input={"taskCode": "toy", "fields": {"text": f"good {i}", "label": "good"}}
+                for i in range(60):  # accepted by the operator, they become r1-test (6 items: 3 chunks of 2)
+                    made = await call(  # written by another: nobody validates their own
+                        tokens["writer0"],
+                        ACK,
+                        input={"taskCode": "toy", "fields": {"text": f"good {i}", "label": "good"}},
                     )
                     example_id = made["data"]["createExample"]["example"]["id"]
                     voted = await call(

@@ -9,7 +9,7 @@ import pytest
 from sqlalchemy import func, select
 from support import make_user
 
-from dynaforge.db.models import Dataset, Example
+from dynaforge.db.models import Dataset, Example, User
 from dynaforge.services import auth, tasks
 from dynaforge.services.actor import Actor
 
@@ -86,3 +86,26 @@ async def test_others_cannot_import(client, platform):
     token = (await auth.create_token(platform, other, name="x"))[1]
     answer = (await _post(client, IMPORT_EXAMPLES, _line("a", "good").encode(), token)).json()["data"]
     assert answer["importExamples"]["__typename"] == "Forbidden"
+
+
+async def test_imported_examples_are_credited_to_the_importer_or_a_machine_never_another_person(
+    client, platform, owner_token
+):
+    await make_user(platform, "im_rival")
+    async with platform.db.write() as s:
+        s.add(
+            User(
+                username="machine:im", email="m@dynaforge.invalid", password_hash="!", is_active=False, is_machine=True
+            )
+        )
+    content = _line("good one", "good").encode() + b"\n"
+    refused = (await _post(client, IMPORT_EXAMPLES, content, owner_token, username="im_rival")).json()["data"]
+    assert refused["importExamples"]["__typename"] == "Forbidden"
+    assert "never to someone else" in refused["importExamples"]["message"]
+    assert await _count(platform, Example) == 0
+    for author in ("im_owner", "machine:im"):
+        done = (await _post(client, IMPORT_EXAMPLES, content, owner_token, username=author)).json()["data"]
+        assert done["importExamples"]["username"] == author
+    async with platform.db.session() as s:
+        authors = set(await s.scalars(select(User.username).join(Example, Example.user_id == User.id)))
+    assert authors == {"im_owner", "machine:im"}

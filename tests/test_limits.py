@@ -8,14 +8,15 @@ from __future__ import annotations
 import httpx
 import pytest
 from sqlalchemy import func, select
-from support import GraphQLClient, register_user
+from support import GraphQLClient, make_user, register_user
 
 from dynaforge.app import create_app
 from dynaforge.db.models import Example
-from dynaforge.errors import RateLimited
-from dynaforge.services import datasets, submissions, validation
+from dynaforge.errors import InvalidCredentials, RateLimited
+from dynaforge.services import auth, datasets, submissions, validation
 from dynaforge.services import examples as example_service
 from dynaforge.services.actor import Actor
+from dynaforge.services.ratelimit import client_key
 
 CREATE = """mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) { __typename
   ... on Error { message } ... on RateLimited { retryAfterSeconds }
@@ -78,9 +79,9 @@ async def test_submissions_per_day(platform):
     owner = Actor(owner_user.id, "own", True)
     for i in range(3):
         made = await example_service.submit(
-            platform, owner, task_code="toy", fields={"text": f"good {i}", "label": "good"}
+            platform, builder, task_code="toy", fields={"text": f"good {i}", "label": "good"}
         )
-        await validation.validate(platform, owner, made.example.id, "CORRECT")
+        await validation.validate(platform, owner, made.example.id, "CORRECT")  # nobody validates their own
     await datasets.build_from_round(platform, admin, "toy", 1)
     config = {"callable": "toy_plugin:keyword_model"}
     await submissions.submit_model(platform, builder, task_code="toy", name="one", backend="python", config=config)
@@ -119,6 +120,47 @@ async def test_logins_are_limited_per_account_and_per_client(gql, platform):
         (await gql(LOGIN, {"u": f"someone{i}", "p": "guess"}, token=None))["login"]["__typename"] for i in range(3)
     ]
     assert spread[:1] == ["InvalidCredentials"] and spread[-1] == "RateLimited"
+
+
+async def test_failed_logins_elsewhere_never_lock_the_owner_out(platform):
+    """Failures count per account and address together: guesses from many addresses lock out those addresses, not
+    the account's owner signing in from another."""
+    platform.settings.logins_per_minute = 2
+    await make_user(platform, "demo")
+    for address in ("203.0.113.1", "203.0.113.2", "2001:db8:0:1::5"):
+        for _ in range(2):
+            with pytest.raises(InvalidCredentials):
+                await auth.login(platform, username="demo", password="a guess", client=address)
+        with pytest.raises(RateLimited, match="this account from your address"):  # even the right password
+            await auth.login(platform, username="demo", password="long enough pw", client=address)
+    with pytest.raises(RateLimited):  # another address of the same /64 is the same client
+        await auth.login(platform, username="demo", password="long enough pw", client="2001:db8:0:1::6")
+    user, token = await auth.login(platform, username="demo", password="long enough pw", client="198.51.100.7")
+    assert user.username == "demo" and token
+
+
+async def test_per_address_limits_count_an_ipv6_client_by_its_64(platform):
+    platform.settings.logins_per_minute_per_client = 2
+    platform.settings.registrations_per_hour_per_client = 1
+    for i, address in enumerate(("2001:db8:1:2::a", "2001:db8:1:2:ffff::1")):  # one /64: one client
+        with pytest.raises(InvalidCredentials):
+            await auth.login(platform, username=f"nobody{i}", password="a guess", client=address)
+    with pytest.raises(RateLimited, match="from your address"):
+        await auth.login(platform, username="nobody9", password="a guess", client="2001:db8:1:2::b")
+    with pytest.raises(InvalidCredentials):  # the next /64 is another client
+        await auth.login(platform, username="nobody9", password="a guess", client="2001:db8:1:3::b")
+    await auth.register(platform, username="first1", email="f@example.org", password="long enough pw", client="::1")
+    with pytest.raises(RateLimited, match="registrations from your address"):
+        await auth.register(
+            platform, username="second2", email="s@example.org", password="long enough pw", client="::2"
+        )
+
+
+def test_client_keys():
+    assert client_key("2001:db8:1:2:3:4:5:6") == "2001:db8:1:2::/64"
+    assert client_key("::ffff:192.0.2.1") == "192.0.2.1" and client_key("192.0.2.1") == "192.0.2.1"
+    assert client_key("fe80::1%eth0") == "fe80::/64"
+    assert client_key("testclient") == "testclient" and client_key(None) == client_key("") == "-"
 
 
 async def test_request_bodies_are_limited(client, platform):

@@ -89,6 +89,7 @@ def _encrypted_zip() -> bytes:
 ST = safetensors_bytes
 F32 = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
 AUTO_MAP = json.dumps({"model_type": "bert", "auto_map": {"AutoModel": "m.M"}}).encode()
+NESTED_AUTO_MAP = json.dumps({"model_type": "llava", "text_config": {"auto_map": {"AutoModel": "m.M"}}}).encode()
 INDEX = b'{"weight_map": {"w": "model-2.safetensors"}}'
 ZEROS = b"\0" * 8
 # name: (archive, rule, what the message says)
@@ -121,6 +122,8 @@ REFUSALS = {
     "pax header bomb": (tar_archive(minimal_files(), extra=_pax_bomb), "max_bytes", "the unpacked archive"),
     "auto_map": (tgz(config__json=AUTO_MAP), "remote_code", "auto_map"),
     "tokenizer auto_map": (tgz(tokenizer_config__json=b'{"auto_map": {}}'), "remote_code", "tokenizer_config.json"),
+    "nested auto_map": (tgz(config__json=NESTED_AUTO_MAP), "remote_code", "text_config.auto_map"),
+    "auto_map in a list": (tgz(generation_config__json=b'{"a": [{"auto_map": {}}]}'), "remote_code", "a[0].auto_map"),
     "config not JSON": (tgz(config__json=b"{model_type: bert"), "json", "config.json is not valid JSON"),
     "config without model_type": (tgz(config__json=b'{"hidden_size": 8}'), "required", "model_type"),
     "no config": (tgz(config__json=None), "required", "config.json"),
@@ -299,6 +302,8 @@ async def test_refused_uploads_come_back_typed_and_store_nothing(site):
     assert (error["field"], error["rule"], error["code"]) == (["file"], "pickle", "NOT_ALLOWED")
     assert "pytorch_model.bin" in error["message"] and "safe_serialization=True" in error["message"]
     payload = await uploaded(site, tar_archive(with_files(config__json=b'{"model_type": "bert", "auto_map": {}}')))
+    assert [(e["rule"], e["code"]) for e in payload["fieldErrors"]] == [("remote_code", "NOT_ALLOWED")]
+    payload = await uploaded(site, tar_archive(with_files(config__json=NESTED_AUTO_MAP)))  # a sub-config's
     assert [(e["rule"], e["code"]) for e in payload["fieldErrors"]] == [("remote_code", "NOT_ALLOWED")]
     payload = await uploaded(site, MINIMAL_ARCHIVE, options={"path": "/etc", "text_fields": ["text"]})
     assert [(e["field"], e["rule"]) for e in payload["fieldErrors"]] == [(["options", "path"], "unknown")]

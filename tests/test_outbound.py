@@ -8,11 +8,13 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
-from support import serve_in_thread
+from support import make_user, serve_in_thread
 
 from dynaforge.defaults.backends.http import HttpBackend, HttpPredictor
+from dynaforge.errors import InvalidInput
 from dynaforge.inference.backends import InferenceError
 from dynaforge.outbound import OutboundPolicy, OutboundRefused
+from dynaforge.services import submissions, webhooks
 
 CLOSED = OutboundPolicy("")
 
@@ -121,3 +123,33 @@ def test_the_http_backend_reads_the_policy_of_its_process(monkeypatch):
     monkeypatch.setenv("DYNAFORGE_OUTBOUND_ALLOW", "")
     with pytest.raises(InferenceError, match="internal address"):
         HttpBackend().load({"url": "http://127.0.0.1:9"})
+
+
+def test_a_host_that_does_not_resolve_reads_like_an_internal_one():
+    """Annotators see a target's load error: it must not tell which internal names exist."""
+    errors = []
+    for url in ("http://no-such-host.invalid/", "http://10.0.0.7:8080/"):
+        with pytest.raises(InferenceError) as caught:
+            HttpPredictor({"url": url}, CLOSED)
+        errors.append(str(caught.value))
+    assert errors[0] == errors[1] and "10.0.0.7" not in errors[1]
+
+
+async def test_refusals_name_what_a_host_resolves_to_only_to_admins(platform):
+    """`localhost` resolves to loopback: a non-admin is told the URL is refused, not what the name resolves to (a
+    map of the server's network); an admin gets the address."""
+    platform.settings.outbound_allow = ""  # what a server has unless its operator allowlists hosts
+    builder, admin = await make_user(platform, "builder1"), await make_user(platform, "admin1", admin=True)
+    url = "http://localhost:8080"
+    for actor, detailed in ((builder, False), (admin, True)):
+        with pytest.raises(InvalidInput) as submitted:
+            await submissions.submit_model(
+                platform, actor, task_code="toy", name="probe", backend="http", config={"url": url}
+            )
+        with pytest.raises(InvalidInput) as hooked:
+            await webhooks.create(platform, actor, "toy", f"{url}/hook", ["exampleCreated"])
+        for refused in (submitted.value, hooked.value):
+            [error] = refused.field_errors
+            assert error.rule == "internal" and "DYNAFORGE_OUTBOUND_ALLOW" in error.message
+            named = "127.0.0.1" in error.message or "::1" in error.message
+            assert (named, "'localhost'" in error.message) == (detailed, detailed), error.message

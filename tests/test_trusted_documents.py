@@ -169,6 +169,12 @@ async def test_only_trusted_documents_run_when_the_setting_says_so(db, db_url, t
             "/graphql", json={"query": 'mutation { login(input: {username: "a", password: "b"}) { __typename } }'}
         )
         assert mutation.json()["errors"][0]["extensions"]["code"] == "DOCUMENT_NOT_TRUSTED"
+        # Clients name their operation: the refused text's name must not turn the refusal into "Unknown operation".
+        named = await client.post(
+            "/graphql", json={"query": "query Other { tasks { name } }", "operationName": "Other"}
+        )
+        assert named.status_code == 200, named.text
+        assert named.json()["errors"][0]["extensions"]["code"] == "DOCUMENT_NOT_TRUSTED"
 
 
 async def test_only_trusted_documents_holds_for_subscriptions(db, db_url, tmp_path):
@@ -183,6 +189,11 @@ async def test_only_trusted_documents_holds_for_subscriptions(db, db_url, tmp_pa
             refused = json.loads(await asyncio.wait_for(ws.recv(), 5))
             assert refused["type"] == "error" and refused["id"] == "1"
             assert refused["payload"][0]["extensions"]["code"] == "DOCUMENT_NOT_TRUSTED"
+            named = {"query": "subscription Other" + other.removeprefix("subscription"), "operationName": "Other"}
+            await ws.send(json.dumps({"id": "3", "type": "subscribe", "payload": named}))
+            refused = json.loads(await asyncio.wait_for(ws.recv(), 5))
+            assert refused["type"] == "error" and refused["id"] == "3"
+            assert refused["payload"][0]["extensions"]["code"] == "DOCUMENT_NOT_TRUSTED"  # not "Unexpected error"
             await ws.send(json.dumps({"id": "2", "type": "subscribe", "payload": {"query": ROUNDS}}))
             await ws.send(json.dumps({"id": "2", "type": "complete"}))
             await ws.send(json.dumps({"type": "ping"}))

@@ -4,8 +4,8 @@ What an archive (``.tar.gz``, ``.tar`` or ``.zip``, told apart by its first byte
 of a model folder that ``save_pretrained(folder, safe_serialization=True)`` and a tokenizer's ``save_pretrained``
 write, and nothing that runs code when it is loaded:
 
-* ``config.json`` (required: a JSON object with a ``model_type`` and no ``auto_map``, which would name code to
-  import) and ``generation_config.json``;
+* ``config.json`` (required: a JSON object with a ``model_type`` and no ``auto_map``, at any depth, which would
+  name code to import) and ``generation_config.json``;
 * tokenizer files (``tokenizer.json``, ``tokenizer_config.json`` without ``auto_map``, ``vocab.txt``, ``merges.txt``,
   ``spiece.model``...);
 * weights as ``*.safetensors`` (at least one; each header is checked: its length, its JSON, every tensor's dtype,
@@ -330,18 +330,19 @@ def _unzip(stream: BinaryIO, unpacked: _Unpacked) -> None:
 
 
 def check_model_folder(folder: Path, names: list[str]) -> None:
-    """The checks on the unpacked files together: a config that names no code, a tokenizer config likewise, JSON
-    files that parse, valid safetensors weights (and every shard the index names)."""
+    """The checks on the unpacked files together: JSON files that parse and name no code (no ``auto_map`` at any
+    depth), a config with a model type, valid safetensors weights (and every shard the index names)."""
     present = set(names)
     if CONFIG not in present:
         raise file_error("required", f"has no config.json; {_SAVE}")
     documents = {name: _json_object(folder / name, name) for name in sorted(present & CHECKED_JSON)}
-    for name in (CONFIG, TOKENIZER_CONFIG):
-        if name in documents and "auto_map" in documents[name]:
+    for name, document in documents.items():
+        where = _auto_map_at(document)
+        if where is not None:
             raise file_error(
                 "remote_code",
-                f"{name} has auto_map, which names code to import from the model folder; models here run without "
-                "remote code: use one of transformers' own architectures and remove auto_map",
+                f"{name} has auto_map (at {where}), which names code to import from the model folder; models here "
+                "run without remote code: use one of transformers' own architectures and remove auto_map",
             )
     if not isinstance(documents[CONFIG].get("model_type"), str):
         raise file_error("required", f"config.json has no model_type; {_SAVE}")
@@ -358,6 +359,21 @@ def check_model_folder(folder: Path, names: list[str]) -> None:
         missing = sorted(shards - present)
         if missing:
             raise file_error("required", f"{SHARD_INDEX} names shards the archive lacks: {', '.join(missing[:5])}")
+
+
+def _auto_map_at(document: dict[str, Any]) -> str | None:
+    """Where an ``auto_map`` key sits in ``document`` (a dotted path), at any depth, or None: a composite model's
+    sub-config (``text_config.auto_map``) names code to import as surely as the top level does."""
+    stack: list[tuple[str, Any]] = [("", document)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            if "auto_map" in value:
+                return f"{path}.auto_map" if path else "auto_map"
+            stack.extend((f"{path}.{key}" if path else str(key), item) for key, item in value.items())
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+    return None
 
 
 def _json_object(path: Path, name: str) -> dict[str, Any]:

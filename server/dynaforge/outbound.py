@@ -19,7 +19,9 @@ cloud metadata endpoint, a private network. Every outbound request goes through 
 * redirects are never followed (httpx's default), so an allowed host cannot bounce the request elsewhere.
 
 Refusals raise :class:`OutboundRefused`, whose message names the rule and what to change, never what a remote
-service answered.
+service answered. Its ``message`` names the host and the address it resolved to, for admins and the log;
+:attr:`OutboundRefused.public` says only that the host is refused, for everyone else (what an internal name
+resolves to, or whether it resolves at all, is the operator's business).
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ Address = ipaddress.IPv4Address | ipaddress.IPv6Address
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
+#: What a non-admin is told when a URL's host is refused (``dns``, ``internal``): the same for a name that does not
+#: resolve and for one that resolves to an internal address, and neither the host's addresses nor why.
+PUBLIC_REFUSAL = (
+    "is refused by the server's outbound policy: its host does not resolve to a public address, and the server "
+    "calls loopback, private, link-local or otherwise internal addresses only when its operator allowlists them "
+    f"({ENVIRONMENT_VARIABLE}); use a public URL, or ask an admin"
+)
+
+
 class OutboundRefused(ValueError):
     """The policy refuses a URL; ``rule`` is one of ``format``, ``credentials``, ``dns``, ``internal``."""
 
@@ -45,6 +56,12 @@ class OutboundRefused(ValueError):
         super().__init__(message)
         self.rule = rule
         self.message = message
+
+    @property
+    def public(self) -> str:
+        """The refusal as non-admins see it: a refused host's name, addresses and the reason stay out of it (they
+        would map the server's network); a malformed URL keeps its message, which only describes the URL given."""
+        return PUBLIC_REFUSAL if self.rule in ("dns", "internal") else self.message
 
 
 @dataclass(frozen=True)

@@ -262,7 +262,12 @@ class Settings(BaseSettings):
     )
 
     # Abuse limits
-    logins_per_minute: int = Field(default=10, ge=0, description="login attempts per account per minute (0: no limit)")
+    logins_per_minute: int = Field(
+        default=10,
+        ge=0,
+        description="failed login attempts per account from one client address per minute (0: no limit); failures "
+        "from other addresses do not count, so they cannot lock the owner out",
+    )
     token_ttl_days: float = Field(
         default=90, ge=0, description="API tokens expire this many days after they are issued (0: never)"
     )
@@ -272,10 +277,12 @@ class Settings(BaseSettings):
         description="live API tokens per user: issuing one more revokes the least recently used beyond the limit",
     )
     registrations_per_hour_per_client: int = Field(
-        default=20, ge=0, description="accounts registered per client address per hour (0: no limit)"
+        default=20, ge=0, description="accounts registered per client address (IPv6: per /64) per hour (0: no limit)"
     )
     logins_per_minute_per_client: int = Field(
-        default=30, ge=0, description="login attempts per client address per minute, whatever the account (0: no limit)"
+        default=30,
+        ge=0,
+        description="login attempts per client address (IPv6: per /64) per minute, whatever the account (0: no limit)",
     )
     max_body_bytes: int = Field(
         default=1024 * 1024,

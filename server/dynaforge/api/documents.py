@@ -148,6 +148,10 @@ class OnlyTrustedDocuments(SchemaExtension):
         if context.query is not None and not self.documents.trusted(context.query):
             self.refused = True
             context.query = self.PLACEHOLDER
+            # The request's operation name named an operation of the refused text: left in place, the placeholder
+            # has no such operation and the refusal would surface as "Unknown operation" (a 400 over HTTP, a
+            # masked error over websockets) instead of DOCUMENT_NOT_TRUSTED. strawberry has no setter for it.
+            context._provided_operation_name = None
         yield
 
     def on_validate(self) -> Iterator[None]:

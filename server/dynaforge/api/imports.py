@@ -62,7 +62,9 @@ class ImportExamplesInput:
         default=None, description="The round the examples go into; null: the current round."
     )
     username: str | None = strawberry.field(
-        default=None, description="Their author; null: the `importer` service account."
+        default=None,
+        description="Their author: yourself or a machine account, never another person (Forbidden); null: the "
+        "`importer` service account.",
     )
 
 
@@ -98,7 +100,8 @@ ImportExamplesResult = Annotated[
         "ImportExamplesResult",
         description="ExamplesImported on success. The other members are the expected failures: unusable records "
         "named by line, an unknown format or a file too large (InvalidInput; nothing is stored), not signed in, not "
-        "an owner or admin (Forbidden), no such task, round or user (NotFound).",
+        "an owner or admin, or another person named as the author (Forbidden), no such task, round or user "
+        "(NotFound).",
     ),
 ]
 ImportDatasetResult = Annotated[

@@ -8,6 +8,7 @@ lets a request be authenticated with one indexed lookup).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import re
@@ -30,9 +31,11 @@ from dynaforge.errors import (
     InvalidInput,
     NotAuthenticated,
     NotFound,
+    RateLimited,
 )
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.services.ratelimit import client_key
 
 if TYPE_CHECKING:
     from dynaforge.settings import Settings
@@ -154,10 +157,11 @@ async def register(
     p: Platform, *, username: str, email: str, password: str, client: str | None = None
 ) -> tuple[User, str]:
     """Create a plain account and its first API token (returned in plain text, once). At most
-    ``registrations_per_hour_per_client`` per client address, counted before any hashing."""
+    ``registrations_per_hour_per_client`` per client address (an IPv6 one by its /64), counted before any
+    hashing."""
     if client:
         await p.limiter.hit(
-            f"register-client:{client}",
+            f"register-client:{client_key(client)}",
             p.settings.registrations_per_hour_per_client,
             3600.0,
             "registrations from your address",
@@ -170,16 +174,21 @@ async def register(
 async def login(p: Platform, *, username: str, password: str, client: str | None = None) -> tuple[User, str]:
     """Check a password and issue a new API token. One message for an unknown user and a wrong password.
 
-    Brute force: at most ``logins_per_minute`` attempts per account (guessing one password) and
-    ``logins_per_minute_per_client`` per client address (trying many accounts), counted before the password is
-    checked, so that a refused attempt costs no hashing. The check runs on the login hashing pool; when that pool
-    and its queue are full the answer is RateLimited at once."""
-    await p.limiter.hit(
-        f"login:{str(username).lower()}", p.settings.logins_per_minute, 60.0, "login attempts for this account"
-    )
+    Brute force: at most ``logins_per_minute`` failed attempts per account from one client address (guessing one
+    password) and ``logins_per_minute_per_client`` attempts per client address (trying many accounts), both checked
+    before the password is, so that a refused attempt costs no hashing; addresses are keyed by
+    :func:`~dynaforge.services.ratelimit.client_key` (IPv6 by its /64). Failures are not counted per account alone:
+    whoever could send them from many addresses would lock the owner out of an account, wherever they sign in
+    from. The check runs on the login hashing pool; when that pool and its queue are full the answer is
+    RateLimited at once."""
+    address = client_key(client)
+    # The address first: it holds no "|", so no username can make one pair's key another's.
+    failures = f"login-failed:{address}|{str(username).lower()}"
+    what = "failed login attempts for this account from your address"
+    await p.limiter.check(failures, p.settings.logins_per_minute, 60.0, what)
     if client:
         await p.limiter.hit(
-            f"login-client:{client}", p.settings.logins_per_minute_per_client, 60.0, "login attempts from your address"
+            f"login-client:{address}", p.settings.logins_per_minute_per_client, 60.0, "login attempts from your address"
         )
     async with p.db.session() as s:
         user = await s.scalar(select(User).where(func.lower(col(User.username)) == str(username).lower()))
@@ -199,6 +208,8 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
     except (VerificationError, InvalidHashError):
         ok = False
     if not ok or user is None:
+        with contextlib.suppress(RateLimited):  # the window filled meanwhile: this answer still says why it failed
+            await p.limiter.hit(failures, p.settings.logins_per_minute, 60.0, what)
         raise InvalidCredentials("Unknown username or wrong password")
     _, token = await _issue_token(p, user.id, "login")
     return user, token

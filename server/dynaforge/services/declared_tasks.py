@@ -46,9 +46,21 @@ def _require_admin(actor: Actor) -> Actor:
     return actor
 
 
-async def _checked(p: Platform, actor: Actor, definition: Any) -> DeclaredTask:
+def check_targets_chosen_by(p: Platform, chooser: Actor, task: DeclaredTask) -> None:
+    """InvalidInput unless ``chooser`` may name each of the task's target models: a backend or configuration for
+    admins only (a local model folder, say) stays so when a declaration names it. ``chooser`` is whoever wrote the
+    declaration: the admin who declares it, or the user who proposed it (an admin accepting a proposal does not
+    choose its targets)."""
+    for i, spec in enumerate(task.default_target_models):
+        task_service.check_backend_allowed(
+            p, chooser, spec.backend, f"definition.target_models[{i}].backend", spec.config
+        )
+
+
+async def _checked(p: Platform, actor: Actor, definition: Any, proposer: Actor | None = None) -> DeclaredTask:
     """The task ``definition`` declares, checked against the schema, the task contract, what the loaded plugins
-    registered, and the rules a round's targets follow (known backends, accepted configurations, outbound policy)."""
+    registered, and the rules a round's targets follow (known backends, accepted configurations, who may name them
+    (``proposer``, else ``actor``), outbound policy)."""
     task = load_declaration(definition)
     registry = p.plugins.registry
     own = {sl.name: sl for sl in task.slices()}  # registered with the task, so not there yet
@@ -62,16 +74,18 @@ async def _checked(p: Platform, actor: Actor, definition: Any) -> DeclaredTask:
         raise InvalidInput.from_errors(problems)
     specs = [m.as_dict() for m in task.default_target_models]
     task_service.check_target_models(p, specs, "majority")
+    check_targets_chosen_by(p, proposer or actor, task)
     for spec in task.default_target_models:
-        await task_service.check_outbound(p, spec.backend, spec.config, field="definition.target_models")
+        await task_service.check_outbound(p, actor, spec.backend, spec.config, field="definition.target_models")
     return task
 
 
-async def create(p: Platform, actor: Actor, definition: Any) -> task_service.TaskView:
+async def create(p: Platform, actor: Actor, definition: Any, *, proposer: Actor | None = None) -> task_service.TaskView:
     """Admins declare a new task: stored, loaded in this process at once (its round 1 opened with its target
-    models), and by the others when they meet its code."""
+    models), and by the others when they meet its code. ``proposer``: the user whose proposal carried the
+    definition, against whom its target models are checked."""
     actor = _require_admin(actor)
-    task = await _checked(p, actor, definition)
+    task = await _checked(p, actor, definition, proposer)
     if p.plugins.task(task.code) is not None:
         raise AlreadyExists(f"Task {task.code} exists already (update a declared task with updateDeclaredTask)")
     async with p.db.write() as s:

@@ -12,6 +12,7 @@ import asyncio
 import inspect
 import json
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Awaitable, Callable
@@ -168,6 +169,22 @@ async def predict(
     return members, max(float(m["latency_ms"]) for m in members)
 
 
+def without_server_paths(p: Platform, round_: Round, message: str) -> str:
+    """A target model's failure as non-admins see it: without the server's paths that the round's target models are
+    configured with (a local model folder: what loading it says names the folder, and the files it holds or lacks)
+    or that hold uploaded models (the data directory). The log keeps the message whole."""
+    paths: set[str] = set()
+    for spec in round_.target_models:
+        for value in (spec.get("config") or {}).values():
+            if isinstance(value, str) and value and (value[0] in "/~." or os.path.exists(os.path.expanduser(value))):
+                paths |= {value, os.path.expanduser(value), os.path.abspath(os.path.expanduser(value))}
+    data_dir = str(p.settings.data_dir)
+    paths |= {data_dir, os.path.abspath(os.path.expanduser(data_dir))}
+    for path in sorted((p for p in paths if len(p) > 1), key=len, reverse=True):  # "/a/b" before "/a"
+        message = message.replace(path, "<server path>")
+    return message
+
+
 async def submit(
     p: Platform,
     actor: Actor,
@@ -223,7 +240,7 @@ async def submit(
         members, inference_ms = await predict(p, task, round_, model_input)
         prediction, fooled = judge(task, round_.ensemble_rule, members, cleaned, context_fields)
     except InferenceError as exc:
-        pending_reason = str(exc)
+        pending_reason = str(exc) if actor.is_admin else without_server_paths(p, round_, str(exc))
         log.warning("example for %s stored pending: %s", task_code, exc)
     status = ExampleStatus.PENDING_PREDICTION if pending_reason else ExampleStatus.CREATED
     now = utcnow()  # before the insert and the commit: events' latency is measured from it

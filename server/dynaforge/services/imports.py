@@ -109,8 +109,11 @@ async def import_examples(
 
     Only the task's owners and admins may import. The examples go into the task's current round unless
     ``round_number`` names another, and are authored by ``username`` if given, else by the ``importer`` service
-    account (created on first use). Raises InvalidInput listing the first errors with their locations
-    (``line 7: ...``) when any record is unusable, and NotFound for an unknown task, round or user.
+    account (created on first use). A person imports as themself or a machine account, never as another person
+    (whose counts and leaderboard rank the examples would change, and who could no longer validate them); the
+    operator (the system actor, ``dynaforge import --user``) may name anyone. Raises InvalidInput listing the first
+    errors with their locations (``line 7: ...``) when any record is unusable, NotFound for an unknown task, round
+    or user, and Forbidden for another person named as the author.
     """
     actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
@@ -119,7 +122,7 @@ async def import_examples(
         if not await task_service.is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {task_code} and admins can import examples into it")
         round_ = await _round(s, view.row.id, task_code, round_number)
-        author = await _named_user(s, username) if username is not None else None
+        author = await _author(s, actor, username) if username is not None else None
     importer = choose_importer(p, task, format)
     path = Path(path)
     if not path.is_file():
@@ -340,6 +343,21 @@ async def _named_user(s: AsyncSession, username: str) -> User:
     return user
 
 
+async def _author(s: AsyncSession, actor: Actor, username: str) -> User:
+    """The user ``username`` names, if ``actor`` may credit imported examples to them (see ``import_examples``)."""
+    user = await _named_user(s, username)
+    if actor.is_system or user.id == actor.user_id or user.is_machine or _is_service_account(user):
+        return user
+    raise Forbidden(
+        f"{username!r} is another person: imported examples are credited to you or to a machine account, never to "
+        "someone else; leave the user out (the importer service account authors them) or name yourself"
+    )
+
+
+def _is_service_account(user: User) -> bool:
+    return user.username == IMPORTER_USERNAME and not user.is_active and user.password_hash == UNUSABLE_PASSWORD
+
+
 async def _service_account(s: AsyncSession) -> User:
     """The ``importer`` account, created (inactive, unable to sign in) on first use."""
     user = await s.scalar(select(User).where(col(User.username) == IMPORTER_USERNAME))
@@ -347,7 +365,7 @@ async def _service_account(s: AsyncSession) -> User:
         user = User(username=IMPORTER_USERNAME, email=IMPORTER_EMAIL, password_hash=UNUSABLE_PASSWORD, is_active=False)
         s.add(user)
         await s.flush()
-    elif user.is_active or user.password_hash != UNUSABLE_PASSWORD:
+    elif not _is_service_account(user):
         raise Forbidden(
             f"The username {IMPORTER_USERNAME!r} belongs to a person, not to the import service account; "
             "name the author of the imported examples with a user"

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlmodel import col
 
-from dynaforge.db.models import ProposalStatus, TaskOwner, TaskProposal, TaskRow, utcnow
+from dynaforge.db.models import ProposalStatus, TaskOwner, TaskProposal, TaskRow, User, utcnow
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import cursors
 from dynaforge.services import declared_tasks as declared_service
@@ -30,7 +30,8 @@ async def propose(
     p: Platform, actor: Actor, *, code: str, name: str, description: str = "", definition: Any = None
 ) -> TaskProposal:
     """A user asks for a task: one a plugin provides (``definition`` None), or the task ``definition`` declares (its
-    code must be ``code``; it is checked now, and again when an admin accepts it)."""
+    code must be ``code``; it is checked now, and again when an admin accepts it). The target models it names
+    follow the proposer's rights, now and when it is accepted: a non-admin cannot name a local model folder."""
     actor = require_human(actor)
     declared = None
     if definition is not None:
@@ -39,6 +40,7 @@ async def propose(
             raise InvalidInput.from_errors(
                 [FieldError("definition.code", "changed", f"must be the proposal's code {code!r}")]
             )
+        declared_service.check_targets_chosen_by(p, actor, declared)
     errors = []
     if not CODE.match(code or ""):
         errors.append(
@@ -73,6 +75,15 @@ async def propose(
     return proposal
 
 
+async def _proposer(p: Platform, user_id: int) -> Actor:
+    """The proposer as they are now (an account deleted meanwhile has no rights: a plain user)."""
+    async with p.db.session() as s:
+        user = await s.get(User, user_id)
+    if user is None:
+        return Actor(user_id, "", False)
+    return Actor(user.id, user.username, user.is_admin and user.is_active)
+
+
 async def _owned(s, task_id: int) -> bool:
     return await s.scalar(select(col(TaskOwner.task_id)).where(col(TaskOwner.task_id) == task_id).limit(1)) is not None
 
@@ -103,7 +114,9 @@ async def decide(
         raise NotFound(f"No task proposal {proposal_id}")
     if accept:
         if proposal.definition is not None and p.plugins.task(proposal.code) is None:
-            await declared_service.create(p, actor, proposal.definition)  # checked again against what is loaded now
+            # Checked again against what is loaded now, and its targets against the proposer, who chose them.
+            proposer = await _proposer(p, proposal.user_id)
+            await declared_service.create(p, actor, proposal.definition, proposer=proposer)
         if p.plugins.task(proposal.code) is None:
             known = ", ".join(sorted(p.plugins.registry.tasks)) or "none"
             raise InvalidInput.from_errors(

@@ -4,6 +4,8 @@ Storage: Redis when the settings name one (``LIMITS_URL``, else the event bus's 
 all replicas count together and a restart forgets nothing; process memory otherwise (the embedded demo). Redis is
 used through its asyncio client, so a round trip never blocks the event loop.
 
+Per-address limits key a client by :func:`client_key` (an IPv6 address by its /64).
+
 Keys are built from what callers send (a username at login, a client address), so the limiter bounds what they can
 make it hold: a key longer than ``MAX_KEY_LENGTH`` is kept as its SHA-256 digest (in memory and in Redis alike), and
 the memory storage keeps at most ``max_keys`` keys: when a new key would pass that, windows that have emptied are
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import hashlib
+import ipaddress
 import logging
 import math
 import time
@@ -49,6 +52,24 @@ REDIS_TIMEOUT_S = 0.5
 # After a failure, how long limits stay in memory before Redis is tried again (no request waits on a dead Redis).
 REDIS_RETRY_S = 5.0
 _NAMESPACE = "rate"
+
+
+def client_key(address: str | None) -> str:
+    """The client a per-address limit counts: an IPv4 address as itself, an IPv6 address by its /64 (a provider
+    hands each customer a /64 or more, so a caller who is keyed by the full address has 2**64 of them to rotate
+    through), an IPv4-mapped IPv6 address as its IPv4. Anything else (a name a test client reports) as given, and
+    no address at all as ``-``."""
+    if not address:
+        return "-"
+    try:
+        ip = ipaddress.ip_address(address.split("%", 1)[0])
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.IPv6Network((ip, 64), strict=False))
+    return str(ip)
 
 
 def bounded(key: str) -> str:
@@ -183,6 +204,14 @@ class RateLimiter:
 
     async def hit(self, key: str, limit: int, window_s: float, what: str) -> None:
         """Count one use of ``key``; raise RateLimited when ``limit`` uses already fall inside the window."""
+        await self._use(key, limit, window_s, what, count=True)
+
+    async def check(self, key: str, limit: int, window_s: float, what: str) -> None:
+        """Raise RateLimited when ``limit`` uses already fall inside ``key``'s window, counting nothing: a limit on
+        failures is checked before the attempt and counted (with :meth:`hit`) only when the attempt failed."""
+        await self._use(key, limit, window_s, what, count=False)
+
+    async def _use(self, key: str, limit: int, window_s: float, what: str, *, count: bool) -> None:
         if limit <= 0:
             return
         item = RateLimitItemPerSecond(limit, max(1, math.ceil(window_s)), namespace=_NAMESPACE)
@@ -191,14 +220,14 @@ class RateLimiter:
         if strategy is not None:
             try:
                 async with asyncio.timeout(REDIS_TIMEOUT_S * 2):
-                    if await strategy.hit(item, key):
+                    if await (strategy.hit if count else strategy.test)(item, key):
                         return
                     reset = (await strategy.get_window_stats(item, key)).reset_time
             except Exception as exc:  # redis.RedisError, OSError, TimeoutError: any failure of the store
                 self._redis_failed(exc)
             else:
                 raise self._refusal(what, limit, window_s, reset)
-        if await self._in_memory.hit(item, key):
+        if await (self._in_memory.hit if count else self._in_memory.test)(item, key):
             return
         reset = (await self._in_memory.get_window_stats(item, key)).reset_time
         raise self._refusal(what, limit, window_s, reset)

@@ -144,7 +144,7 @@ async def submit_model(
     require_kind(view.task, "model")
     # A backend such as python names code that the evaluation worker would import and run: admins only.
     task_service.check_backend_allowed(p, actor, backend, config=config if isinstance(config, dict) else None)
-    await task_service.check_outbound(p, backend, config if isinstance(config, dict) else None)
+    await task_service.check_outbound(p, actor, backend, config if isinstance(config, dict) else None)
     spec = task_service.check_target_models(p, [{"name": name, "backend": backend, "config": config}], "majority")[0]
     await task_service.check_artifacts(p, spec.backend, spec.config)  # an uploaded model's digest must be stored
     card = check_card(card)

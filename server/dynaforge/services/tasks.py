@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import secrets
 from dataclasses import dataclass
 from enum import StrEnum
@@ -22,6 +23,8 @@ from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
 from dynaforge.tasks.declarative import load_if_declared
+
+log = logging.getLogger(__name__)
 
 ENSEMBLE_RULES = {
     "majority": "fooled when the ensemble's majority prediction is wrong (ties go to the earliest member)",
@@ -599,10 +602,10 @@ def check_backend_allowed(
     )
 
 
-async def check_outbound(p: Platform, backend: str, config: dict | None, field: str = "config") -> None:
+async def check_outbound(p: Platform, actor: Actor, backend: str, config: dict | None, field: str = "config") -> None:
     """InvalidInput (on ``field``.url) when the backend would call a URL the outbound policy refuses (an internal
     address, say). A host that does not resolve yet passes: the model server may not be up, and the policy is
-    applied again when the model loads."""
+    applied again when the model loads. Only an admin ``actor`` is told the host's addresses (the log has them)."""
     implementation = p.plugins.registry.backends.get(backend)
     if implementation is None or not isinstance(config, dict):
         return
@@ -612,7 +615,9 @@ async def check_outbound(p: Platform, backend: str, config: dict | None, field: 
             await policy.resolve_async(url)
         except OutboundRefused as exc:
             if exc.rule != "dns":
-                raise InvalidInput.from_errors([FieldError(f"{field}.url", exc.rule, exc.message)]) from None
+                log.info("outbound policy: refused %s for user %s: %s", field, actor.user_id, exc.message)
+                message = exc.message if actor.is_admin else exc.public
+                raise InvalidInput.from_errors([FieldError(f"{field}.url", exc.rule, message)]) from None
 
 
 async def check_artifacts(p: Platform, backend: str, config: dict | None, field: str = "config") -> None:
@@ -642,7 +647,7 @@ async def _check_models_allowed(p: Platform, actor: Actor, specs: list[ModelSpec
     for i, spec in enumerate(specs):
         check_backend_allowed(p, actor, spec.backend, f"models[{i}].backend", spec.config)
         await check_artifacts(p, spec.backend, spec.config, f"models[{i}].config")
-        await check_outbound(p, spec.backend, spec.config, f"models[{i}].config")
+        await check_outbound(p, actor, spec.backend, spec.config, f"models[{i}].config")
 
 
 async def set_target_models(

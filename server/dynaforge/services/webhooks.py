@@ -93,16 +93,21 @@ def _policy(settings: Settings) -> OutboundPolicy:
     return OutboundPolicy(settings.outbound_allow)
 
 
-async def check_url(settings: Settings, url: str, *, registering: bool = False) -> Target | None:
+async def check_url(
+    settings: Settings, url: str, *, registering: bool = False, detailed: bool = False
+) -> Target | None:
     """The URL pinned to its checked address, or InvalidInput (on ``url``) for one the outbound policy refuses.
     ``registering``: a host that does not resolve yet is accepted (None; the receiver may not be up yet): every
-    delivery checks it again, and an internal address is refused then."""
+    delivery checks it again, and an internal address is refused then. ``detailed`` (an admin asks): the refusal
+    names the host's addresses; otherwise it only says refused, and the log has the reason."""
     try:
         return await _policy(settings).resolve_async(url)
     except OutboundRefused as exc:
         if registering and exc.rule == "dns":
             return None
-        raise InvalidInput.from_errors([FieldError("url", exc.rule, exc.message)]) from None
+        log.info("outbound policy: refused a webhook url: %s", exc.message)
+        message = exc.message if detailed else exc.public
+        raise InvalidInput.from_errors([FieldError("url", exc.rule, message)]) from None
 
 
 # --------------------------------------------------------------------------- registration
@@ -145,7 +150,7 @@ async def create(
     chosen = _check_events(events)
     if len(description or "") > 500:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 500 characters")])
-    await check_url(p.settings, url, registering=True)
+    await check_url(p.settings, url, registering=True, detailed=actor.is_admin)
     async with p.db.write() as s:
         count = await s.scalar(
             select(func.count())
@@ -207,7 +212,7 @@ async def change(
     if description is not None and len(description) > 500:
         raise InvalidInput.from_errors([FieldError("description", "max_length", "must have at most 500 characters")])
     if url is not None:
-        await check_url(p.settings, url, registering=True)
+        await check_url(p.settings, url, registering=True, detailed=actor.is_admin)
     async with p.db.write() as s:
         webhook = await _own(s, actor, webhook_id)
         if webhook.user_id != actor.user_id and (url is not None or chosen is not None or description is not None):

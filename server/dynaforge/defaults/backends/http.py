@@ -21,12 +21,17 @@ if TYPE_CHECKING:
 RETRY_STATUSES = frozenset({502, 503, 504})
 _HTTP_KEYS = {"url", "timeout_s", "retries", "backoff_s", "headers", "max_batch"}
 _MAX_BACKOFF_S = 5.0
+_REFUSED_HOST = (
+    "its host does not resolve to a public address, and the server calls loopback, private, link-local or otherwise "
+    "internal addresses only when its operator allowlists them (DYNAFORGE_OUTBOUND_ALLOW)"
+)
+# A name that does not resolve and one that resolves to an internal address read alike: a task owner who names a
+# target's url must not learn from annotators' errors which internal names exist.
 _REFUSALS = {
     "format": "it must be an absolute http or https URL",
     "credentials": "it must not carry a user name or password (send credentials in headers)",
-    "dns": "its host does not resolve",
-    "internal": "it points at a loopback, private, link-local or otherwise internal address, which the server calls "
-    "only when its operator allowlists it (DYNAFORGE_OUTBOUND_ALLOW)",
+    "dns": _REFUSED_HOST,
+    "internal": _REFUSED_HOST,
 }
 MAX_TIMEOUT_S = 60.0  # per request: a model server that takes longer holds the job threads hostage
 
