@@ -491,6 +491,34 @@ async def test_budgets_and_refusals(platform, gql, world):
     assert cancelled == {"__typename": "GenerationCancelled", "run": {"status": "DONE"}}  # ended already: unchanged
 
 
+async def test_a_draft_that_copies_someone_elses_example_gets_no_verdict(platform):
+    """suggestEdits answers with the target's verdict on the draft; on a copy of another person's example (case and
+    spacing aside) that verdict is the verdict on theirs, which tells a two-class task's gold once one knows it
+    fooled the target. Such a draft is refused, unless it is one's own or the asker owns the task."""
+    from support import make_user
+
+    from dynaforge.errors import InvalidInput
+    from dynaforge.services import examples
+
+    bob, alice, admin = [await make_user(platform, n, admin=n == "olga") for n in ("bob", "alice", "olga")]
+    await examples.submit(platform, bob, task_code="toy", fields={"text": "good grief", "label": "bad"})
+    copy = {"text": " Good  GRIEF", "label": "good"}
+    with pytest.raises(InvalidInput) as refused:
+        await adversary_service.suggest_edits(platform, alice, task_code="toy", draft=copy, adversary="toy-synonyms")
+    [error] = refused.value.field_errors
+    assert (error.field, error.rule) == ("draft", "duplicate") and "write a draft of your own" in error.message
+    for actor in (bob, admin):  # the author, and whoever sees every example's gold
+        answer = await adversary_service.suggest_edits(
+            platform, actor, task_code="toy", draft=copy, adversary="toy-synonyms"
+        )
+        assert answer.draft_verdict.prediction["label"] == "good"
+    other = {"text": "good grief, again", "label": "good"}
+    answer = await adversary_service.suggest_edits(
+        platform, alice, task_code="toy", draft=other, adversary="toy-synonyms"
+    )
+    assert answer.draft_verdict.prediction["label"] == "good"
+
+
 async def test_stale_runs_are_recovered(platform, world):
     """A run a stopped process left RUNNING, with no progress for long, is marked FAILED at the next start; a run
     with recent progress (another live process's) is left alone."""

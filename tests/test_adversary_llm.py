@@ -340,6 +340,7 @@ def test_build_messages_is_pure_and_bounded():
     user = messages[1]["content"]
     assert "Example 4 was good." in user and "Example 5 was good." not in user  # at most five
     assert "internal_id" not in user
+    assert '"label"' not in user  # a gold field never enters the prompt, whoever passed it in
     assert "at most 4 candidates" in messages[0]["content"]
     # Without a context, the candidate writes the context fields too.
     no_context = AttackRequest(task=TASK, context={}, draft=None, rng=random.Random(0))
@@ -352,3 +353,74 @@ def test_edits_between():
     assert edits_between({"text": "a b c", "label": "positive"}, {"text": "a d c", "label": "positive"}) == (
         "text: 'b' -> 'd'",
     )
+
+
+# --------------------------------------------------------------------------- on the platform (SQLite and PostgreSQL)
+
+
+def _prompt_examples(request: dict[str, Any]) -> list[dict[str, Any]]:
+    """The examples that fooled the target before, as one request's prompt showed them."""
+    user = request["body"]["messages"][1]["content"]
+    marker = "Examples that fooled the target model before"
+    if marker not in user:
+        return []
+    section = user.split(marker, 1)[1].split("\n\n", 1)[0]
+    return [json.loads(line) for line in section.splitlines()[1:]]
+
+
+async def test_the_prompt_holds_no_one_elses_gold_and_copies_are_dropped(platform, fake):
+    """Another user's accepted example, unpublished, never enters a prompt; the asker's own and a published one do,
+    without their gold fields; and a candidate that copies a stored example (case and spacing aside) is dropped,
+    however the LLM came by it."""
+    from sqlmodel import select as sql_select
+    from support import make_user
+
+    from dynaforge.db.models import AdversaryRun, Dataset, DatasetAccess, DatasetItem, TaskRow
+    from dynaforge.services import adversaries as adversary_service
+    from dynaforge.services import validation
+
+    platform.settings.llm_adversary_url = fake.url
+    platform.settings.llm_adversary_model = "fake-model"
+    platform.settings.outbound_allow = "127.0.0.1"
+    alice, bob, carol = [await make_user(platform, n) for n in ("alice", "bob", "carol")]
+    admin = await make_user(platform, "olga", admin=True)
+
+    async def accepted(actor, text: str, note: str) -> int:
+        fields = {"text": text, "label": "bad", "note": note}
+        outcome = await examples.submit(platform, actor, task_code="toy", fields=fields)
+        assert outcome.example.fooled  # 'good' in the text, gold bad: the keyword model is wrong
+        await validation.validate(platform, admin, outcome.example.id, "CORRECT")
+        return outcome.example.id
+
+    await accepted(alice, "good riddance", "hers")
+    await accepted(bob, "good grief", "his")
+    published = await accepted(carol, "good heavens", "public")
+    async with platform.db.write() as s:
+        task_id = await s.scalar(sql_select(TaskRow.id).where(TaskRow.code == "toy"))
+        split = Dataset(task_id=task_id, name="r1-train", access=DatasetAccess.STANDARD, source="round", size=1)
+        s.add(split)
+        await s.flush()
+        s.add(DatasetItem(dataset_id=split.id, position=0, example_id=published, fields={}))
+
+    fake.reply = (
+        200,
+        answer(
+            {"fields": {"text": "  GOOD   Grief ", "label": "bad"}, "rationale": "Bob's, respaced"},
+            {"fields": {"text": "a good mess", "label": "bad"}, "rationale": "new"},
+        ),
+        0.0,
+    )
+    found = await adversary_service.suggest_edits(
+        platform, alice, task_code="toy", draft={"text": "a good day", "label": "good"}, adversary="llm"
+    )
+    assert [s.fields for s in found.suggestions] == [{"text": "a good mess", "label": "bad"}]
+    shown = _prompt_examples(fake.requests[-1])
+    assert sorted(e["text"] for e in shown) == ["good heavens", "good riddance"]  # not Bob's
+    assert all("label" not in e for e in shown) and {e.get("note") for e in shown} == {"hers", "public"}
+
+    # A generation run's prompt: published examples only (its candidates go to validators, not to the owner).
+    run = await adversary_service.generate(platform, admin, task_code="toy", adversary="llm", budget=2)
+    await adversary_service.wait(platform, run.id)
+    async with platform.db.session() as s:
+        assert (await s.get(AdversaryRun, run.id)).status == "DONE"
+    assert [e["text"] for e in _prompt_examples(fake.requests[-1])] == ["good heavens"]

@@ -33,8 +33,10 @@ The outcomes: for mutations, ``ok`` (any member of the result union that is not 
 ``NotFound``), ``NotFound`` also for a null or missing object the role may not see, and, where a role sees a
 different view of the same thing, ``full`` (the owners' view: configurations, gold targets, hidden sets) or
 ``public`` (the redacted one: also for events, such as an evaluation's error that only the privileged receive),
-``all``/``own``/``none`` for lists filtered by who wrote what, ``null`` for ``me``
-and an empty queue. A classifier answers ``leak: ...`` or ``inconsistent: ...`` for an answer that fits no view.
+``all``/``own``/``none`` for lists filtered by who wrote what (``none`` also for a subscription that withholds
+the event from the role: ``subscribe`` then publishes a sentinel, the role's own copy of the event, and the
+sentinel arriving first means the event was withheld), ``null`` for ``me`` and an empty queue. A classifier
+answers ``leak: ...`` or ``inconsistent: ...`` for an answer that fits no view.
 """
 
 from __future__ import annotations
@@ -159,7 +161,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "flagExample@notFooled":          rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleToValidate":              rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleToValidate@ownerMode":    rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
-    "skipExample":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    # skipExample: only an example of one's queue (the answer shows its gold), so never one's own
+    "skipExample":                    rule(NOAUTH,   OK,        FORBIDDEN, OK,        OK,        OK,   NOAUTH),
     "skipExample@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "validationQueueSize":            rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "validationQueueSize@ownerMode":  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
@@ -255,9 +258,10 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "webhooks":                       rule(NOAUTH,   NONE,      OWN,       OWN,       ALL,       ALL,  NOAUTH),
     "webhooks@hiddenTask":            rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  ALL,       ALL,  NOAUTH),
     # --- live events (graphql-transport-ws; a bad or revoked token is refused, not taken as anonymous)
-    "modelFooled":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    # modelFooled: someone else's example never (that it fooled the target tells a two-class task's gold)
+    "modelFooled":                    rule(NOAUTH,   NONE,      OK,        NONE,      OK,        OK,   NOAUTH),
     "modelFooled@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
-    "modelFooled@after":              rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "modelFooled@after":              rule(NOAUTH,   NONE,      OK,        NONE,      OK,        OK,   NOAUTH),
     "exampleCreated":                 rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleCreated@hiddenTask":      rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "examplePredicted":               rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
@@ -1374,6 +1378,8 @@ async def _webhooks_hidden(w: World) -> Variables:
 
 
 def _classify_example_event(value: Any, seen: Seen) -> str:
+    if value is None:  # the sentinel came first: the published event was withheld (see ``subscribe``)
+        return NONE
     sent = seen.world.made["published"]
     example = value.get("example", value)
     if example is None or example["id"] != gid("Example", sent["id"]) or example["task"]["code"] != TASK:
@@ -1433,13 +1439,15 @@ async def _model_fooled_published(w: World) -> tuple[str, dict[str, Any]]:
     document="subscription($t: String!, $a: ID) { modelFooled(taskCode: $t, after: $a) { " + EXAMPLE_FIELDS + " } }",
     classify=_classify_example_event,
     event=_model_fooled_published,
-    then=1,
 )
 async def _model_fooled_after(w: World) -> Variables:
-    """Resumed after an earlier example (OTHER's): AUTHOR's fooling one comes first, read from the database, then
-    OTHER's later one (which fooled the model too)."""
+    """Resumed after an earlier example (OTHER's): AUTHOR's fooling one comes, read from the database (its live
+    copy is not sent twice). OTHER's later one is retracted, so every role that receives AUTHOR's gets it alone."""
+    from dynaforge.services import examples as example_service
+
     earlier = await w._write(OTHER, {"text": "grey skies", "label": "good"})
     await w.example()
+    await example_service.retract(w.p, w.actors[OTHER], w.made["others_example"])
     return {"t": TASK, "a": gid("Example", earlier)}
 
 
@@ -1620,10 +1628,21 @@ async def relay():
 WAIT_S = 15.0  # for any one step of a subscription cell; a cell that hangs fails, saying which step
 
 
-async def subscribe(relay: Relay, world: World, key: str, variables: Variables, token: str | None) -> dict[str, Any]:
+#: The example id of a sentinel event (no example has it).
+SENTINEL = 10**9
+
+
+async def subscribe(
+    relay: Relay, world: World, key: str, variables: Variables, token: str | None, sentinel_for: int | None = None
+) -> dict[str, Any]:
     """Run a subscription cell over graphql-transport-ws (the token in connection_init, as browsers send it): once
     the subscription listens on the bus, publish the row's event there; the answer is the first message, as a
-    GraphQL response ({"data": ...} or {"errors": [...]})."""
+    GraphQL response ({"data": ...} or {"errors": [...]}).
+
+    ``sentinel_for`` (a cell that expects the event withheld from its role): a sentinel follows the event, the same
+    example as the role's own (that user's id, example id ``SENTINEL``), which the role receives whatever the rule;
+    messages are read until it comes, and the answer is the published example's message if one came before it,
+    else ``{"data": {field: None}}``."""
     op, p = OPERATIONS[key], world.p
     topic, payload = await op.event(world)
     world.made["published"] = payload
@@ -1647,7 +1666,11 @@ async def subscribe(relay: Relay, world: World, key: str, variables: Variables, 
                 if not p.events.subscriber_count(topic):
                     return {"errors": [{"message": f"neither an answer nor a listener on {topic} in {WAIT_S} s"}]}
                 await p.events.publish(topic, payload)
+                if sentinel_for is not None:
+                    await p.events.publish(topic, {**payload, "id": SENTINEL, "user_id": sentinel_for})
             message = json.loads(await asyncio.wait_for(first, WAIT_S))
+            if sentinel_for is not None and message["type"] == "next" and "errors" not in message["payload"]:
+                return await _until_sentinel(ws, op.field_name, payload["id"], message, p, topic)
         except TimeoutError:
             return {"errors": [{"message": f"the subscription listens on {topic}, yet no event came in {WAIT_S} s"}]}
         finally:
@@ -1666,6 +1689,30 @@ async def subscribe(relay: Relay, world: World, key: str, variables: Variables, 
     if message["type"] == "error":
         return {"errors": message["payload"]}
     return {"errors": [{"message": f"unexpected message {message}"}]}
+
+
+async def _until_sentinel(ws, field: str, published: int, message: dict, p, topic: str) -> dict[str, Any]:
+    """Read from ``message`` on until the sentinel (see ``subscribe``), then end the subscription; the published
+    example's message when it came first, else the answer of a withheld event."""
+    seen = None
+    for _ in range(5):  # the role's own examples (a replay) may come too
+        if message["type"] != "next" or "errors" in message["payload"]:
+            return {"errors": [{"message": f"unexpected message {message}"}]}
+        value = message["payload"]["data"][field]
+        example_id = value.get("example", value)["id"]
+        if example_id == gid("Example", SENTINEL):
+            break
+        if example_id == gid("Example", published):
+            seen = message["payload"]
+        message = json.loads(await asyncio.wait_for(ws.recv(), WAIT_S))
+    else:
+        return {"errors": [{"message": "the sentinel did not come"}]}
+    await ws.send(json.dumps({"id": "1", "type": "complete"}))
+    for _ in range(int(WAIT_S / 0.01)):  # the server has let go of the subscription before the database rolls back
+        if not p.events.subscriber_count(topic):
+            break
+        await asyncio.sleep(0.01)
+    return seen or {"data": {field: None}}
 
 
 def _cells():
@@ -1713,11 +1760,12 @@ async def test_cell(platform, client, relay, key, role):
     world = await World.create(platform)
     variables = await OPERATIONS[key].build(world)
     token = await world.token(role)
-    if OPERATIONS[key].event is not None:
-        body = await subscribe(relay, world, key, variables, token)
-    else:
-        body = await send(client, key, variables, token)
     expected = RULES[key][role]
     expected = expected.expected if isinstance(expected, Bug) else expected
+    if OPERATIONS[key].event is not None:
+        sentinel_for = world.actors[role].user_id if expected == NONE and role in world.actors else None
+        body = await subscribe(relay, world, key, variables, token, sentinel_for)
+    else:
+        body = await send(client, key, variables, token)
     got = _outcome(key, body, Seen(world, role))
     assert got == expected, f"{key} as {role}: expected {expected}, got {got}: {json.dumps(body)[:800]}"

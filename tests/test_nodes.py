@@ -192,10 +192,10 @@ async def test_contexts_items_snapshots_and_deliveries_are_nodes_too(gql, platfo
     snapshot = await leaderboard.snapshot(
         platform, people["author"], "toy", "now", metric_weights=None, dataset_weights=None
     )
-    await examples.submit(platform, people["other"], task_code="toy", fields={"text": "good day", "label": "bad"})
+    await examples.submit(platform, people["author"], task_code="toy", fields={"text": "good day", "label": "bad"})
     hook = await gql('query { webhooks(taskCode: "toy") { deliveries { nodes { id } } } }', token=token)
     deliveries = [d["id"] for w in hook["webhooks"] for d in w["deliveries"]["nodes"]]
-    assert deliveries  # the fooling example above was sent to the author's webhook
+    assert deliveries  # the author's fooling example above was sent to their webhook
     wanted = [
         context["id"],
         *[i["id"] for i in items["datasetItems"]["nodes"]],

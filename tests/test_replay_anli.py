@@ -246,6 +246,7 @@ def server(request, tmp_path_factory, anli_rows) -> Iterator[tuple[Server, str]]
         DYNAFORGE_LOAD_PLUGINS="nli",
         DYNAFORGE_EXAMPLES_PER_MINUTE="100000",
         DYNAFORGE_VALIDATIONS_PER_MINUTE="100000",
+        DYNAFORGE_VALIDATION_READS_PER_MINUTE="100000",
         # Alone, the worker's default (the cores less one) leaves a CPU idle here; beside other test processes
         # (pytest-xdist), one thread, as every test process has.
         DYNAFORGE_MODEL_THREADS="1" if os.environ.get("PYTEST_XDIST_WORKER") else "2",

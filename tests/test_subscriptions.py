@@ -125,11 +125,13 @@ async def _started(task: asyncio.Task, bus, topic: str) -> None:
 
 
 async def test_example_events_reach_signed_in_subscribers(served):
+    """Another user's examples reach a reader redacted, and never as modelFooled: that an example fooled the
+    target, with the target's verdict on the same text (anyone may ask for it), is a two-class task's gold."""
     author, _ = await served.user("author1")
     reader, _ = await served.user("reader1")
     async with served.subscriber(reader) as fooled_session, served.subscriber(reader) as created_session:
         fooled = asyncio.create_task(_collect(fooled_session, FOOLED, 1))
-        created = asyncio.create_task(_collect(created_session, CREATED, 2))
+        created = asyncio.create_task(_collect(created_session, CREATED, 3))
         await _started(fooled, served.p.events, "modelFooled:toy")
         await _started(created, served.p.events, "exampleCreated:toy")
         plain = await served.gql(
@@ -139,13 +141,21 @@ async def test_example_events_reach_signed_in_subscribers(served):
             CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good grief", "label": "bad"}}}, author
         )
         assert plain["createExample"]["example"]["fooled"] is False and tricky["createExample"]["example"]["fooled"]
+        own = await served.gql(
+            CREATE, {"input": {"taskCode": "toy", "fields": {"text": "good riddance", "label": "bad"}}}, reader
+        )
         got_fooled, got_created = await fooled, await created
+    # The author's fooling example never came: the reader's first modelFooled event is their own, whole.
     event = got_fooled[0]["modelFooled"]
-    assert event["id"] == tricky["createExample"]["example"]["id"]
-    # The reader is not the author nor an owner: the example comes without its gold and the model's answer.
-    assert event["fields"] == {"text": "good grief"} and event["prediction"] is None
+    assert event["id"] == own["createExample"]["example"]["id"]
+    assert event["fields"] == {"text": "good riddance", "label": "bad"} and event["prediction"] == {"label": "good"}
     assert (event["fooled"], event["task"]["code"], event["round"]["number"]) == (True, "toy", 1)
-    assert [r["exampleCreated"]["fooled"] for r in got_created] == [False, True]
+    # exampleCreated shows the author's examples without whether they fooled the target; the reader's own whole.
+    assert [(r["exampleCreated"]["id"], r["exampleCreated"]["fooled"]) for r in got_created] == [
+        (plain["createExample"]["example"]["id"], None),
+        (tricky["createExample"]["example"]["id"], None),
+        (own["createExample"]["example"]["id"], True),
+    ]
 
 
 async def test_anonymous_and_bad_tokens_get_a_clear_error(served):
@@ -317,8 +327,8 @@ async def test_a_slow_subscriber_is_dropped_with_a_bounded_buffer():
 
 async def test_every_path_shows_an_examples_gold_to_the_same_people(served):
     """One example, read as each role through the query, the subscription and a webhook: its author, the task's
-    owners and admins see it whole; every other signed-in user sees it redacted (no label, no prediction, no author)
-    in events, and not at all through example(id)."""
+    owners and admins see it whole; every other signed-in user sees it redacted (no label, no prediction, no
+    `fooled`, no author) in exampleCreated, not at all in modelFooled, and not at all through example(id)."""
     from sqlalchemy import select
 
     from dynaforge.db.models import WebhookDelivery
@@ -331,20 +341,22 @@ async def test_every_path_shows_an_examples_gold_to_the_same_people(served):
     await tasks.grant_ownership(p, Actor.system(), "toy", people["owner"][1])
     for name, (_, user_id) in people.items():  # a webhook each (deliveries are stored; none is sent here)
         actor = Actor(user_id, f"g{name}", name == "admin")
-        await webhooks.create(p, actor, "toy", f"http://127.0.0.1:9/{name}", ["modelFooled"])
+        await webhooks.create(p, actor, "toy", f"http://127.0.0.1:9/{name}", ["modelFooled", "exampleCreated"])
     query = "query($id: ID!) { example(id: $id) { ... on Example { fields prediction { label } } } }"
+    created = gql('subscription { exampleCreated(taskCode: "toy") { id fields prediction { label } fooled } }')
     async with (
         served.subscriber(people["author"][0]) as author,
         served.subscriber(people["owner"][0]) as owner,
         served.subscriber(people["admin"][0]) as admin,
         served.subscriber(people["other"][0]) as other,
     ):
-        sessions = {"author": author, "owner": owner, "admin": admin, "other": other}
+        sessions = {"author": author, "owner": owner, "admin": admin}
         reading = {name: asyncio.create_task(_collect(s, FOOLED, 1)) for name, s in sessions.items()}
+        reading["other"] = asyncio.create_task(_collect(other, created, 1))
         for task in reading.values():
             await _started(task, p.events, "modelFooled:toy")
         for _ in range(200):  # every subscription is listening before the example is made
-            if p.events.subscriber_count("modelFooled:toy") == 4:
+            if p.events.subscriber_count("modelFooled:toy") == 3 and p.events.subscriber_count("exampleCreated:toy"):
                 break
             await asyncio.sleep(0.02)
         made = await served.gql(
@@ -353,14 +365,15 @@ async def test_every_path_shows_an_examples_gold_to_the_same_people(served):
             people["author"][0],
         )
         example_id = made["createExample"]["example"]["id"]
-        events = {name: (await task)[0]["modelFooled"] for name, task in reading.items()}
+        events = {name: (await task)[0] for name, task in reading.items()}
     whole = {"text": "good grief", "label": "bad"}
     for name in ("author", "owner", "admin"):
-        assert events[name]["fields"] == whole and events[name]["prediction"] == {"label": "good"}, name
+        event = events[name]["modelFooled"]
+        assert event["fields"] == whole and event["prediction"] == {"label": "good"} and event["fooled"], name
         read = (await served.gql(query, {"id": example_id}, people[name][0]))["example"]
         assert read == {"fields": whole, "prediction": {"label": "good"}}, name
-    assert events["other"]["fields"] == {"text": "good grief"} and events["other"]["prediction"] is None
-    assert events["other"]["fooled"] is True and events["other"]["id"] == example_id
+    redacted = {"id": example_id, "fields": {"text": "good grief"}, "prediction": None, "fooled": None}
+    assert events["other"]["exampleCreated"] == redacted
     refused = await served.http.post(
         "/graphql",
         json={"query": query, "variables": {"id": example_id}},
@@ -369,15 +382,19 @@ async def test_every_path_shows_an_examples_gold_to_the_same_people(served):
     body = refused.json()
     assert body["data"]["example"] is None and body["errors"][0]["extensions"]["code"] == "FORBIDDEN"
     async with p.db.session() as s:
-        bodies = {d.webhook_id: json.loads(d.body)["data"] for d in await s.scalars(select(WebhookDelivery))}
+        bodies = {(d.webhook_id, d.event): json.loads(d.body)["data"] for d in await s.scalars(select(WebhookDelivery))}
     admin_actor = Actor(people["admin"][1], "gadmin", True)
     hooks = {h.user_id: h.id for h in await webhooks.list_webhooks(p, admin_actor, "toy")}
     for name, (_, user_id) in people.items():
-        data = bodies[hooks[user_id]]
-        if name == "other":
+        if name == "other":  # no modelFooled delivery; exampleCreated redacted
+            assert (hooks[user_id], "modelFooled") not in bodies
+            data = bodies[hooks[user_id], "exampleCreated"]
             assert data["fields"] == {"text": "good grief"} and data["prediction"] is None and "user_id" not in data
+            assert data["fooled"] is None
         else:
-            assert data["fields"] == whole and data["prediction"]["label"] == "good", name
+            for event in ("modelFooled", "exampleCreated"):
+                data = bodies[hooks[user_id], event]
+                assert data["fields"] == whole and data["prediction"]["label"] == "good" and data["fooled"], name
 
 
 async def test_subscriptions_are_capped_per_connection_and_per_user(served):
@@ -516,13 +533,13 @@ async def test_model_fooled_resumes_after_the_last_example_received(served, monk
     assert all(g["fooled"] and g["fields"]["label"] == "bad" for g in got)  # the author sees them whole
 
 
-async def test_replayed_examples_are_redacted_like_live_ones(served):
+async def test_replayed_examples_follow_the_live_rules(served):
     """The replay follows the live stream's rules: whole to the author, the task's owners and admins; to any other
-    signed-in user without the gold fields, the prediction and the author. ``after`` may name an example the
-    subscriber cannot read: it is only a position."""
+    signed-in user none of someone else's examples, replayed or live (only their own). ``after`` may name an
+    example the subscriber cannot read: it is only a position."""
     p = served.p
     author, author_id = await served.user("resumer2")
-    reader, _ = await served.user("reader2")
+    reader, reader_id = await served.user("reader2")
     _, admin_id = await served.user("admin2", admin=True)
     actor = Actor(author_id, "resumer2", False)
     received = gid("Example", await _submit(p, actor, {"text": "bad day", "label": "bad"}))
@@ -530,30 +547,38 @@ async def test_replayed_examples_are_redacted_like_live_ones(served):
     await validation.validate(p, Actor(admin_id, "admin2", True), await _submit(p, actor, _fooling("mood")), "CORRECT")
     mine: list[dict] = []
     theirs: list[dict] = []
-    async with served.subscriber(author) as whole, served.subscriber(reader) as redacted:
-        reading = [_resume(whole, received, mine, 3), _resume(redacted, received, theirs, 3)]
-        await _until(lambda: len(mine) == len(theirs) == 2, reading)
+    async with served.subscriber(author) as whole, served.subscriber(reader) as other:
+        reading = [_resume(whole, received, mine, 3), _resume(other, received, theirs, 1)]
+        await _until(lambda: len(mine) == 2, reading)
         await _submit(p, actor, _fooling("grief"))  # live, with the same fields as the first one replayed
+        await _until(lambda: len(mine) == 3, reading)
+        own = await _submit(p, Actor(reader_id, "reader2", False), _fooling("riddance"))
         await asyncio.wait_for(asyncio.gather(*reading), 10)
-    as_seen = [{k: v for k, v in event.items() if k != "id"} for event in theirs]
-    redacted_one = {
-        "fields": {"text": "good grief"},
-        "prediction": None,
-        "fooled": True,
-        "status": "CREATED",
-        "author": None,
-        "round": {"number": 1},
-    }
-    assert as_seen[0] == as_seen[2] == redacted_one  # replayed and live alike
-    assert as_seen[1] == {**redacted_one, "fields": {"text": "good mood"}, "status": "ACCEPTED"}  # as it is now
-    assert [e["id"] for e in mine] == [e["id"] for e in theirs]
-    assert mine[0] == {
-        **theirs[0],
+    # The reader's first event is their own example: none of the author's three came before it.
+    assert theirs == [
+        {
+            "id": gid("Example", own),
+            "fields": _fooling("riddance"),
+            "prediction": {"label": "good"},
+            "fooled": True,
+            "status": "CREATED",
+            "author": {"username": "reader2"},
+            "round": {"number": 1},
+        }
+    ]
+    first = {
         "fields": _fooling("grief"),
         "prediction": {"label": "good"},
+        "fooled": True,
+        "status": "CREATED",
         "author": {"username": "resumer2"},
+        "round": {"number": 1},
     }
-    assert mine[2] == {**mine[0], "id": theirs[2]["id"]}
+    assert [{k: v for k, v in e.items() if k != "id"} for e in mine] == [
+        first,
+        {**first, "fields": _fooling("mood"), "status": "ACCEPTED"},  # as it is now
+        first,  # replayed and live alike
+    ]
 
 
 async def test_a_bad_after_is_refused_and_a_hidden_task_replays_nothing(served):

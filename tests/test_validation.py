@@ -95,6 +95,23 @@ async def test_an_owners_vote_decides_alone_and_quorum_is_a_task_setting(platfor
     await _assert_counters_match_recount(platform)
 
 
+async def test_nobody_validates_their_own_example_not_even_an_owner(platform, people):
+    """An owner's vote decides alone, so an owner's vote on their own example would accept it unseen: refused, for
+    admins too, and such examples stay out of their owner-mode queue; another owner or an admin decides them."""
+    admin = await make_user(platform, "user_admin", admin=True)
+    own = await _write(platform, people["owner"], n=1)
+    admins = await _write(platform, admin, n=2)
+    for actor, example in ((people["owner"], own), (admin, admins)):
+        with pytest.raises(Forbidden, match="your own example; another owner or an admin decides it"):
+            await validation.validate(platform, actor, example.id, "CORRECT")
+        assert await validation.example_to_validate(platform, actor, "toy", owner_mode=True) is not None
+        assert await validation.queue_size(platform, actor, "toy", owner_mode=True) == 1  # only the other's
+        assert (await validation.example_to_validate(platform, actor, "toy", owner_mode=True)).id != example.id
+    assert (await validation.validate(platform, admin, own.id, "CORRECT")).status == S.ACCEPTED
+    assert (await validation.validate(platform, people["owner"], admins.id, "INCORRECT")).status == S.REJECTED
+    await _assert_counters_match_recount(platform)
+
+
 async def test_votes_that_are_refused(platform, people):
     example = await _write(platform, people["author"])
     with pytest.raises(Forbidden, match="your own"):

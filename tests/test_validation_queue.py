@@ -1,6 +1,6 @@
 """What the annotate and validate screens show about their queues: the validation queue's size, skipping an
-example (it comes back last, for the skipper only), and how many examples the daily cap still allows; services and
-GraphQL, on SQLite and PostgreSQL."""
+example (it comes back last, for the skipper only), the limits on reading the queue and skipping, and how many
+examples the daily cap still allows; services and GraphQL, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -60,6 +60,37 @@ async def test_a_skipped_example_comes_back_after_every_other_one_for_the_skippe
         await validation.skip(platform, people["v1"], 10**9)
 
 
+async def test_the_queue_shows_one_example_at_a_time_and_reads_and_skips_are_limited(platform, people):
+    """The queue holds other people's examples with the gold they claim: a validator is served the same one until
+    they vote on it or skip it (rereading shows nothing new), reads are limited per user and minute, skips per
+    validator, task and hour (RateLimited, saying when to come back), and only an example of one's own queue can be
+    skipped (the answer carries its gold)."""
+    platform.settings.validation_reads_per_minute = 10
+    platform.settings.validation_skips_per_hour = 3
+    written = [await _fooling(platform, people["author"], n) for n in range(6)]
+    served = {(await validation.example_to_validate(platform, people["v1"], "toy")).id for _ in range(10)}
+    assert len(served) == 1
+    with pytest.raises(RateLimited) as limited:
+        await validation.example_to_validate(platform, people["v1"], "toy")
+    assert limited.value.retry_after_s > 0 and "at most 10 per 60s" in str(limited.value)
+    assert await validation.example_to_validate(platform, people["v2"], "toy") is not None  # per user
+
+    shown = []
+    for _ in range(3):
+        example = await validation.example_to_validate(platform, people["v2"], "toy")
+        shown.append(example.id)
+        await validation.skip(platform, people["v2"], example.id)
+    assert len(set(shown)) == 3  # each skip served another example
+    with pytest.raises(RateLimited) as limited:
+        await validation.skip(platform, people["v2"], written[5].id)
+    assert limited.value.retry_after_s > 0 and "skips in toy" in str(limited.value)
+
+    await validation.validate(platform, people["v1"], written[0].id, "CORRECT")
+    for actor, example in ((people["author"], written[1]), (people["v1"], written[0])):  # own; voted on
+        with pytest.raises(Forbidden, match="not in your validation queue"):
+            await validation.skip(platform, actor, example.id)
+
+
 async def test_the_remaining_daily_cap(platform, people):
     author = people["author"]
     assert await examples.remaining_today(platform, author, "toy") is None  # no cap
@@ -98,5 +129,7 @@ async def test_the_queue_over_graphql(gql, platform, people):
     assert skipped == {"__typename": "SkippedExample", "example": {"id": example_id, "status": "CREATED"}}
     missing = (await gql(SKIP, {"id": gid("Example", 999999)}))["skipExample"]
     assert missing["__typename"] == "NotFound"
+    own = (await gql(SKIP, {"id": example_id}, token=author_token))["skipExample"]
+    assert own["__typename"] == "Forbidden" and "not in your validation queue" in own["message"]
     anonymous = await gql(SKIP, {"id": example_id}, token=None)
     assert anonymous["skipExample"]["__typename"] == "NotAuthenticated"

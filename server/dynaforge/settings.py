@@ -297,6 +297,18 @@ class Settings(BaseSettings):
     exports_per_minute: int = Field(
         default=10, ge=0, description="downloads from /export each user may start per minute (0: no limit)"
     )
+    validation_reads_per_minute: int = Field(
+        default=60,
+        ge=0,
+        description="exampleToValidate reads each user may make per minute, all tasks together (0: no limit): each "
+        "shows someone's example with the gold it claims",
+    )
+    validation_skips_per_hour: int = Field(
+        default=30,
+        ge=0,
+        description="skipExample calls each validator may make per hour and task (0: no limit): each skip serves "
+        "them another example, with the gold it claims",
+    )
     page_max_size: int = 100
     context_upload_max_bytes: int = Field(
         default=10 * 1024 * 1024, ge=1, description="the largest context file (JSONL or CSV) one upload may send"

@@ -91,7 +91,9 @@ class AttackRequest:
     ``context``: the context's fields ({} when the task has none or the draft carries them). ``draft``: the
     annotator's example fields with the gold they claim (input and target fields), or None (propose from the
     context alone). ``max_candidates``: how many fooling candidates the caller wants at most. ``fooled_before``:
-    field values of examples that fooled this task's targets before (for few-shot adversaries; may be empty).
+    field values of examples that fooled this task's targets before (for few-shot adversaries; may be empty): only
+    the asker's own and published examples, never their gold fields, since what an adversary is shown can come back
+    in what it proposes.
     ``perturbations``: the task's registered perturbations by name (those ``task.perturbations`` names).
     ``settings``: the platform's settings (for adversaries configured by the operator), or None.
     """

@@ -2,8 +2,9 @@
 
 The model gets the task's instructions, the fields a candidate must fill (with their roles and, for choice fields,
 the allowed values), the context, the annotator's draft when there is one (it is asked for minimal edits of it) and
-a few examples that fooled the task's targets before; it answers with a JSON object of candidates, each with the
-gold it claims and a rationale. Every candidate the task's own validation accepts is put to the target in one batched
+a few examples that fooled the task's targets before (the asker's own or published ones, never their gold fields:
+what the prompt holds can come back in a candidate); it answers with a JSON object of candidates, each with the gold
+it claims and a rationale. Every candidate the task's own validation accepts is put to the target in one batched
 oracle query, so the verdicts come from the round's model, never from the LLM's opinion of itself.
 
 It is off until the operator sets ``DYNAFORGE_LLM_ADVERSARY_URL`` (the base URL of an OpenAI-compatible API, e.g.
@@ -105,7 +106,7 @@ def _dumps(value: Any) -> str:
 def build_messages(request: AttackRequest, limit: int) -> list[dict[str, str]]:
     """The chat messages for one request: a system message (the job, the task's instructions, the fields to fill and
     the answer's format, asking for at most ``limit`` candidates) and a user message (the context, the draft to edit
-    minimally when there is one, and up to five examples that fooled the target before).
+    minimally when there is one, and up to five examples that fooled the target before, without their gold fields).
 
     Pure (no I/O, no randomness), so tests and operators can see exactly what the model is told. The task's own text
     (its instructions and fields) goes into the system message; what people wrote (the context, the draft, earlier
@@ -144,8 +145,9 @@ def build_messages(request: AttackRequest, limit: int) -> list[dict[str, str]]:
             "careful person would give the edited example. Do not return the draft unchanged."
         )
     fooled = []
+    shown_names = {f.name for f in task.fields} - task.gold_field_names()  # a gold field may come back in a candidate
     for example in request.fooled_before:
-        shown = {k: v for k, v in example.items() if k in {f.name for f in task.fields}}
+        shown = {k: v for k, v in example.items() if k in shown_names}
         text = _dumps(shown)
         if shown and len(text) <= MAX_EXAMPLE_CHARS:
             fooled.append(text)
@@ -153,7 +155,8 @@ def build_messages(request: AttackRequest, limit: int) -> list[dict[str, str]]:
             break
     if fooled:
         user.append(
-            "Examples that fooled the target model before (learn what worked; do not copy them):\n" + "\n".join(fooled)
+            "Examples that fooled the target model before, without their gold answers (learn what worked; do not "
+            "copy them):\n" + "\n".join(fooled)
         )
     if request.draft is None:
         user.append(f"Write up to {limit} new example{'s' if limit != 1 else ''}.")

@@ -271,9 +271,10 @@ SuggestEditsResult = Annotated[
     strawberry.union(
         "SuggestEditsResult",
         description="SuggestedEdits on success (possibly with no suggestion). The other members are the expected "
-        "failures, and store nothing: InvalidInput (the draft breaks the task's rules, an unknown or unsuitable "
-        "adversary, no adversary available, a context of an earlier round), NotAuthenticated, NotFound (no such task "
-        "or context you can see), RateLimited (your suggestions for this task this hour are used up), RoundClosed. "
+        "failures, and store nothing: InvalidInput (the draft breaks the task's rules or repeats an example "
+        "someone else wrote, an unknown or unsuitable adversary, no adversary available, a context of an earlier "
+        "round), NotAuthenticated, NotFound (no such task or context you can see), RateLimited (your suggestions "
+        "for this task this hour are used up), RoundClosed. "
         "A target model that cannot answer is a SERVICE_UNAVAILABLE error.",
     ),
 ]

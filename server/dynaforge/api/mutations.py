@@ -350,8 +350,8 @@ class Mutation:
 
     @strawberry.mutation(
         description="Exchange a username and password for a new API token, named 'login' (the account's other "
-        "tokens stay valid). Attempts are limited per account and per client address, 10 and 30 a minute unless "
-        "the server is configured otherwise."
+        "tokens stay valid). Failed attempts are limited per account and client address together, and all attempts "
+        "per client address, 10 and 30 a minute unless the server is configured otherwise (RateLimited)."
     )
     @errors_as_union
     async def login(

@@ -140,8 +140,8 @@ def _example(payload: dict) -> Example:
 async def _example_events(
     info: Info, event: str, task_code: str, missed: AsyncGenerator[dict, None] | None = None
 ) -> AsyncGenerator[dict, None]:
-    """A task's example events as this subscriber may see each (whole or redacted: services.visibility); the
-    ``missed`` ones first, alike."""
+    """A task's example events as this subscriber may see each (whole, redacted, or not at all:
+    ``visibility.event_for``); the ``missed`` ones first, alike."""
     topic = await _task_topic(info, event, task_code)
     context = info.context
     privileged = await _sees_all_gold(info, task_code)
@@ -152,12 +152,10 @@ async def _example_events(
 
     async for payload in _events(info, topic, refresh, missed):
         await _task_topic(info, event, task_code)  # hidden since (and not the subscriber's): the subscription ends
-        if visibility.sees_gold(
-            privileged=privileged, viewer_id=context.actor.user_id, author_id=payload.get("user_id")
-        ):
-            yield payload
-        else:
-            yield visibility.redact_payload(context.platform.plugins.task(payload["task_code"]), payload)
+        task = context.platform.plugins.task(payload["task_code"])
+        shown = visibility.event_for(event, task, payload, privileged=privileged, viewer_id=context.actor.user_id)
+        if shown is not None:
+            yield shown
 
 
 @errors_as_graphql
@@ -185,10 +183,11 @@ async def _evaluation_topic(info: Info, model_id: strawberry.ID) -> tuple[str, b
 class Subscription:
     @strawberry.subscription(
         description="Examples that fooled the task's target model, as they are stored (or as "
-        "a pending one gets its prediction). Signed-in users: whole to its author, the task's owners and admins; "
-        "to everyone else without its gold fields, prediction and author (fields hold the rest, prediction is null). "
+        "a pending one gets its prediction). Signed-in users receive their own, and the task's owners and admins "
+        "every one, whole; nobody receives someone else's otherwise: that an example fooled the target, with the "
+        "target's verdict on the same text (which anyone may ask for), tells a two-class task's gold. "
         "To resume after a dropped connection (or after being dropped for falling behind), subscribe again with "
-        "`after`: the examples missed since come first, oldest first and redacted alike, then the live ones, none "
+        "`after`: the examples missed since come first, oldest first and by the same rules, then the live ones, none "
         "twice. A live one may have a smaller id than those before it: a pending example that fooled later."
     )
     async def model_fooled(
@@ -199,7 +198,8 @@ class Subscription:
             strawberry.ID | None,
             strawberry.argument(
                 description="The id (Example.id) of the last example received. First sends every example of the "
-                "task stored after it that fooled the model and was not retracted since, oldest first, as it is now "
+                "task stored after it that fooled the model, was not retracted since and is the subscriber's to "
+                "receive, oldest first, as it is now "
                 "(its status and votes may have moved on); then live ones. Only its position counts: the id of "
                 "another task's example resumes from that point. Not replayed: an example stored before it that was "
                 "still pending and fooled while the subscriber was away. Such a late example, when it was the last "
@@ -222,14 +222,16 @@ class Subscription:
     @strawberry.subscription(
         description="Examples of the task that were stored while their prediction was pending (createExample "
         "answered PredictionPending), as each gets it, fooling or not: `prediction` and `fooled` are set. Signed-in "
-        "users, redacted as in modelFooled."
+        "users, redacted as in exampleCreated."
     )
     async def example_predicted(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
         async for payload in _example_events(info, "examplePredicted", task_code):
             yield _example(payload)
 
     @strawberry.subscription(
-        description="Every example stored for the task, fooling or not. Signed-in users, redacted as in modelFooled."
+        description="Every example stored for the task, fooling or not. Signed-in users: whole to its author, the "
+        "task's owners and admins; to everyone else redacted, without its gold fields, prediction, `fooled` and "
+        "author (fields hold the rest; prediction and fooled are null)."
     )
     async def example_created(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
         async for payload in _example_events(info, "exampleCreated", task_code):
@@ -237,7 +239,7 @@ class Subscription:
 
     @strawberry.subscription(
         description="Validation votes, flags and owners' decisions on the task's examples. Signed-in users, the "
-        "example redacted as in modelFooled."
+        "example redacted as in exampleCreated."
     )
     async def example_validated(self, info: Info, task_code: TaskCode) -> AsyncGenerator[ExampleValidated, None]:
         async for payload in _example_events(info, "exampleValidated", task_code):

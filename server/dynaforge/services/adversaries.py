@@ -14,20 +14,26 @@ round's target model(s): the same models, prediction reading and ensemble rule a
   (``machine:NAME``), so it enters the validation queue like any other and no person's counts grow. Runs execute
   in the API process that accepted them, one asyncio task each; a run that a stopped process left behind is marked
   FAILED when the next process starts (``recover``).
+
+What an adversary proposes reaches people, so neither path lets it pass on gold they may not read: few-shot
+adversaries see only the asker's own and published examples, without their gold fields (``_fooled_before``), and a
+candidate that copies a stored example is dropped, whichever adversary proposed it (``_not_stored``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import random
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import and_, func, or_, select, update
 from sqlmodel import col
 
 from dynaforge.adversaries.base import (
@@ -63,11 +69,13 @@ from dynaforge.errors import (
 )
 from dynaforge.inference.backends import InferenceError
 from dynaforge.services import examples as example_service
+from dynaforge.services import exports as export_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import visibility
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
-from dynaforge.tasks.fields import Role
+from dynaforge.tasks.fields import Role, TextField
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +87,9 @@ MAX_ITEMS = 500
 ITEM_TIME_S = 60.0
 #: How many examples that fooled before a few-shot adversary sees.
 FOOLED_BEFORE = 5
+#: The most stored examples one check for copies compares (those its SQL prefilter keeps, newest first).
+COPIES_COMPARED = 2000
+_WORD = re.compile(r"[a-z0-9]+")
 MACHINE_PREFIX = "machine:"
 #: Runs cancelled while running in this process: their oracle refuses further queries at once.
 _CANCELLED: set[int] = set()
@@ -187,8 +198,15 @@ def _assist_order(adversaries: list[Adversary]) -> list[Adversary]:
     return [a for a in adversaries if a.task_codes] + [a for a in adversaries if not a.task_codes]
 
 
-async def _fooled_before(p: Platform, task_id: int) -> list[dict[str, Any]]:
-    """The fields of the task's latest accepted examples that fooled the target (few-shot material)."""
+async def _fooled_before(p: Platform, task: Task, task_id: int, author_id: int | None) -> list[dict[str, Any]]:
+    """Few-shot material: the task's latest accepted examples that fooled the target, of those ``author_id`` wrote
+    (None: nobody's) or a published split holds (what anyone may export), without their gold fields.
+
+    Never another person's unpublished example, and never a gold field: what an adversary is shown can come back
+    in what it proposes, and its proposals reach annotators (suggestions) and validators (generated candidates)."""
+    readable: Any = col(Example.id).in_(export_service.published_examples())
+    if author_id is not None:
+        readable = or_(col(Example.user_id) == author_id, readable)
     async with p.db.session() as s:
         rows = await s.scalars(
             select(col(Example.fields))
@@ -196,11 +214,92 @@ async def _fooled_before(p: Platform, task_id: int) -> list[dict[str, Any]]:
                 col(Example.task_id) == task_id,
                 col(Example.status) == ExampleStatus.ACCEPTED,
                 col(Example.fooled).is_(True),
+                readable,
             )
             .order_by(col(Example.id).desc())
             .limit(FOOLED_BEFORE)
         )
-        return [dict(f) for f in rows]
+        return [visibility.without_gold(task, dict(f)) for f in rows]
+
+
+# --------------------------------------------------------------------------- copies of stored examples
+
+
+def _normal(value: Any) -> Any:
+    """A written value as copies are compared: text with its whitespace collapsed and its case folded."""
+    return " ".join(value.split()).casefold() if isinstance(value, str) else value
+
+
+def _written_roles(own_context: bool) -> tuple[Role, ...]:
+    """What makes an example what it is: its input fields, and its context fields when it carries them (written
+    without a stored context). Gold and metadata are claims about it, not part of it."""
+    return (Role.CONTEXT, Role.INPUT) if own_context else (Role.INPUT,)
+
+
+def _written_key(task: Task, fields: dict[str, Any], own_context: bool) -> str:
+    names = task.field_names(*_written_roles(own_context))
+    return json.dumps({name: _normal(fields.get(name)) for name in names}, sort_keys=True, default=str)
+
+
+def _prefilter(task: Task, fields: dict[str, Any], own_context: bool) -> Any:
+    """A SQL condition every stored copy of ``fields`` meets: its text fields hold the three longest words of those
+    of ``fields`` (runs of ASCII letters and digits, lowercased, which both databases lowercase alike); None when
+    there are no such words."""
+    words: list[tuple[str, str]] = []
+    for f in task.fields_with(*_written_roles(own_context)):
+        value = fields.get(f.name)
+        if isinstance(f, TextField) and isinstance(value, str):
+            words += [(f.name, word) for word in set(_WORD.findall(_normal(value)))]
+    longest = sorted(words, key=lambda w: (-len(w[1]), w))[:3]
+    if not longest:
+        return None
+    return and_(*(func.lower(col(Example.fields)[name].as_string()).contains(word) for name, word in longest))
+
+
+async def _copies(
+    p: Platform, task: Task, task_id: int, context_id: int | None, written: list[dict[str, Any]]
+) -> dict[str, list[int]]:
+    """The task's stored examples (any status) that are copies of one of ``written``: the same written fields
+    (:func:`_written_roles`) once whitespace and case are normalised, on the same stored context (or, without one,
+    with the same context fields). Returns their authors' ids by the written key of each copied value."""
+    if not written:
+        return {}
+    own_context = context_id is None
+    conditions = [_prefilter(task, fields, own_context) for fields in written]
+    where = [
+        col(Example.task_id) == task_id,
+        col(Example.context_id).is_(None) if own_context else col(Example.context_id) == context_id,
+    ]
+    if all(c is not None for c in conditions):
+        where.append(or_(*conditions))
+    wanted = {_written_key(task, fields, own_context) for fields in written}
+    found: dict[str, list[int]] = {}
+    async with p.db.session() as s:
+        rows = await s.execute(
+            select(col(Example.user_id), col(Example.fields))
+            .where(*where)
+            .order_by(col(Example.id).desc())
+            .limit(COPIES_COMPARED)
+        )
+        for author, fields in rows:
+            key = _written_key(task, dict(fields), own_context)
+            if key in wanted:
+                found.setdefault(key, []).append(int(author))
+    return found
+
+
+async def _not_stored(
+    p: Platform, task: Task, task_id: int, context_id: int | None, candidates: list[Candidate]
+) -> list[Candidate]:
+    """``candidates`` less those that copy a stored example of the task (:func:`_copies`), whoever wrote it: an
+    adversary that hands back an example already collected (told it, or guessing it) proposes nothing new, and
+    would pass someone's example, with the gold it claims, to whoever asked."""
+    own_context = context_id is None
+    copied = await _copies(p, task, task_id, context_id, [c.fields for c in candidates])
+    kept = [c for c in candidates if _written_key(task, c.fields, own_context) not in copied]
+    if len(kept) < len(candidates):
+        log.debug("dropped %d candidates that copy stored examples of %s", len(candidates) - len(kept), task.code)
+    return kept
 
 
 # --------------------------------------------------------------------------- suggestions
@@ -215,6 +314,34 @@ class Suggestions:
     suggestions: list[Suggestion]
     adversaries: list[str]
     queries: int
+
+
+async def _refuse_copied_draft(
+    p: Platform, actor: Actor, view: task_service.TaskView, context_id: int | None, draft: dict[str, Any]
+) -> None:
+    """InvalidInput when ``draft`` copies an example someone else stored (:func:`_copies`) and ``actor`` may not
+    see its gold (owners and admins may). The target's verdict on a copy is its verdict on that example: on a
+    two-class task, with word that the example fooled the target, that verdict tells the gold."""
+    copied = await _copies(p, view.task, view.row.id, context_id, [draft])
+    if not any(author != actor.person_id for authors in copied.values() for author in authors):
+        return
+    async with p.db.session() as s:
+        if await task_service.is_owner(s, actor, view.row.id):
+            return
+    raise InvalidInput.from_errors(
+        [
+            FieldError(
+                "draft",
+                "duplicate",
+                "repeats an example someone else wrote for this task; write a draft of your own and ask again",
+            )
+        ]
+    )
+
+
+def _target_unavailable(p: Platform, actor: Actor, round_: Round, exc: Exception) -> ServiceUnavailable:
+    reason = str(exc) if actor.is_admin else example_service.without_server_paths(p, round_, str(exc))
+    return ServiceUnavailable(f"The target model cannot answer now ({reason}); try again shortly")
 
 
 async def suggest_edits(
@@ -232,7 +359,9 @@ async def suggest_edits(
     The draft is checked like an example (its claimed gold included). ``adversary`` names one; without it, every
     installed adversary that assists and suits the task is asked in turn, sharing one budget of target queries
     (``SUGGESTION_QUERIES``) and time (``SUGGESTION_TIME_S``), until ``limit`` suggestions are found. Each user
-    may ask ``SUGGESTIONS_PER_HOUR`` times an hour per task. A draft that already fools the target gets none.
+    may ask ``SUGGESTIONS_PER_HOUR`` times an hour per task. A draft that already fools the target gets none; a
+    draft that copies someone else's example is refused (:func:`_refuse_copied_draft`), and a candidate that copies
+    any stored example is dropped (:func:`_not_stored`).
     """
     actor = require_human(actor)
     if not 1 <= limit <= 10:
@@ -262,6 +391,7 @@ async def suggest_edits(
             3600.0,
             f"suggestions for {task_code}",
         )
+    await _refuse_copied_draft(p, actor, view, context.id if context is not None else None, cleaned)
 
     # The draft's own verdict may wait for the model to load; the adversaries' time starts once it is in.
     oracle = target_oracle(
@@ -275,7 +405,7 @@ async def suggest_edits(
     try:
         draft_verdict = await oracle.query_one(cleaned)
     except (InferenceError, AttackStopped) as exc:
-        raise ServiceUnavailable(f"The target model cannot answer now ({exc}); try again shortly") from exc
+        raise _target_unavailable(p, actor, round_, exc) from exc
     oracle.restart_clock(p.settings.suggestion_time_s)
     found: list[tuple[str, Candidate]] = []  # (adversary, candidate), in the order found
     asked: list[str] = []
@@ -287,7 +417,9 @@ async def suggest_edits(
             cleaned,
             rng=random.Random(secrets.randbits(32)),
             max_candidates=limit,
-            fooled_before=await _fooled_before(p, view.row.id) if any(not a.needs_draft for a in chosen) else [],
+            fooled_before=await _fooled_before(p, task, view.row.id, actor.person_id)
+            if any(not a.needs_draft for a in chosen)
+            else [],
         )
         for adv in chosen:
             if len(found) >= limit or oracle.remaining == 0:
@@ -301,9 +433,10 @@ async def suggest_edits(
                 log.warning("adversary %s skipped for %s: %s", adv.name, task_code, exc)
                 continue
             except InferenceError as exc:
-                raise ServiceUnavailable(f"The target model cannot answer now ({exc}); try again shortly") from exc
+                raise _target_unavailable(p, actor, round_, exc) from exc
             share = limit if len(chosen) == 1 else max(1, (limit + 1) // 2)  # room for the next adversaries
-            for c in fooling(candidates, min(share, limit - len(found))):
+            fresh = await _not_stored(p, task, view.row.id, context_id, fooling(candidates, len(candidates)))
+            for c in fresh[: min(share, limit - len(found))]:
                 if c.fields != cleaned and all(c.fields != f.fields for _, f in found):
                     found.append((adv.name, c))
     rows = [
@@ -615,7 +748,8 @@ async def _execute(p: Platform, run_id: int) -> None:
         return
     machine = await machine_account(p, adversary.name)
     rng = random.Random(run.seed)
-    fooled_before = [] if adversary.needs_draft else await _fooled_before(p, view.row.id)
+    # published examples only: a run's candidates go to validators, and the owner who started it is no author
+    fooled_before = [] if adversary.needs_draft else await _fooled_before(p, task, view.row.id, None)
     spent = done = stored = 0
     for context_id, context_fields, draft in items:
         if await _status(p, run_id) != AdversaryRunStatus.RUNNING:
@@ -651,11 +785,14 @@ async def _execute(p: Platform, run_id: int) -> None:
         except InferenceError as exc:
             spent += oracle.queries
             await _update_run(p, run_id, queries=spent)
-            await _finish(p, run_id, AdversaryRunStatus.FAILED, f"the target model could not answer: {exc}")
+            log.warning("generation run %s: the target model could not answer: %s", run_id, exc)
+            shown = example_service.without_server_paths(p, round_, str(exc))  # owners read it, not only admins
+            await _finish(p, run_id, AdversaryRunStatus.FAILED, f"the target model could not answer: {shown}")
             return
         spent += oracle.queries
         done += 1
-        for candidate in fooling(candidates, CANDIDATES_PER_ITEM):
+        fresh = await _not_stored(p, task, view.row.id, context_id, fooling(candidates, len(candidates)))
+        for candidate in fresh[:CANDIDATES_PER_ITEM]:
             if draft is not None and candidate.fields == draft:
                 continue
             await _store_candidate(p, view, round_, machine, context_id, context_fields, candidate, adversary.name)

@@ -313,14 +313,18 @@ async def _registered(p: Platform, task_id: int) -> list[_Target]:
 
 def webhook_body(
     event: str, payload: dict[str, Any], privileged: bool, *, task: Task | None = None, registrant: int | None = None
-) -> str:
-    """A delivery's JSON body. An example's gold, prediction and author (``user_id``) only for registrants who own
-    the task (or are admins) and for the example's author; everyone else gets it redacted
-    (:mod:`dynaforge.services.visibility`, as subscriptions)."""
+) -> str | None:
+    """A delivery's JSON body, or None when the registrant gets no delivery of it. An example's gold, prediction,
+    ``fooled`` and author (``user_id``) only for registrants who own the task (or are admins) and for the example's
+    author; everyone else gets it redacted, and no ``modelFooled`` of someone else's example at all
+    (:func:`visibility.event_for`, as subscriptions)."""
     if "fields" in payload and not visibility.sees_gold(
         privileged=privileged, viewer_id=registrant, author_id=payload.get("user_id")
     ):
-        data = visibility.redact_payload(task, payload)
+        shown = visibility.event_for(event, task, payload, privileged=privileged, viewer_id=registrant)
+        if shown is None:
+            return None
+        data = shown
     elif privileged:
         data = dict(payload)
     else:
@@ -336,22 +340,21 @@ def _task_or_none(p: Platform, payload: dict[str, Any]) -> Task | None:
 
 
 async def queue_webhooks(p: Platform, event: str, task_id: int, payload: dict[str, Any]) -> int:
-    """Store a delivery for each active webhook of the task that wants ``event`` and queue its job; returns how
-    many. Costs one cached lookup when the task has none (the common case on the write path)."""
+    """Store a delivery for each active webhook of the task that wants ``event`` (and whose registrant may receive
+    it: :func:`webhook_body`) and queue its job; returns how many. Costs one cached lookup when the task has none
+    (the common case on the write path)."""
     targets = [t for t in await _registered(p, task_id) if event in t.webhook.events]
     if not targets:
         return 0
+    task = _task_or_none(p, payload)
+    bodies = [(t, webhook_body(event, payload, t.privileged, task=task, registrant=t.webhook.user_id)) for t in targets]
     rows = [
-        WebhookDelivery(
-            webhook_id=t.webhook.id,
-            message_id=f"msg_{uuid.uuid4().hex}",
-            event=event,
-            body=webhook_body(
-                event, payload, t.privileged, task=_task_or_none(p, payload), registrant=t.webhook.user_id
-            ),
-        )
-        for t in targets
+        WebhookDelivery(webhook_id=t.webhook.id, message_id=f"msg_{uuid.uuid4().hex}", event=event, body=body)
+        for t, body in bodies
+        if body is not None
     ]
+    if not rows:
+        return 0
     async with p.db.write() as s:
         s.add_all(rows)
         await s.flush()

@@ -223,6 +223,12 @@ def _scored_examples():
     )
 
 
+def published_examples():
+    """Ids of examples whose gold anyone who sees the task may read: those a published (STANDARD) split holds and no
+    SCORING or HIDDEN set does, exactly what non-owners export."""
+    return _published_examples().where(col(DatasetItem.example_id).not_in(_scored_examples()))
+
+
 def _check_statuses(statuses: Iterable[str] | None) -> tuple[str, ...] | None:
     if statuses is None:
         return None

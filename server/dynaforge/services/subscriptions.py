@@ -5,7 +5,8 @@ What a subscriber may see is what the same person may query:
 * events that show examples (:data:`EXAMPLE_EVENTS`) go to signed-in users, never to anonymous subscribers; a
   hidden task's only to its owners and admins. Each example comes whole to those who may read it with
   ``example(id)`` (its author, the task's owners and admins) and redacted to everyone else: no gold fields, no
-  prediction, no author (:mod:`dynaforge.services.visibility`, the policy webhooks follow too);
+  prediction, no ``fooled``, no author; a ``modelFooled`` event, whose arrival says the example fooled the model,
+  not at all (:mod:`dynaforge.services.visibility`, the policy webhooks follow too);
 * ``roundChanged``: anyone who can see the task;
 * ``evaluationProgress``: anyone who can see the model (a published one, or one's own; owners and admins).
 
@@ -115,8 +116,8 @@ async def missed_fooled(
     """The ``modelFooled`` events of the task that a subscriber missed after the example ``after_id``: every example
     of the task with a larger id that fooled its target model (:func:`examples.fooled_after`), oldest first, read
     ``page_size`` (:data:`REPLAY_PAGE`) at a time, each page in its own short session (memory stays bounded, and no
-    transaction waits on a slow reader). Payloads are whole, like the bus's: the caller redacts them as it does live
-    events.
+    transaction waits on a slow reader). Payloads are whole, like the bus's: the caller filters and redacts them as it
+    does live events (``visibility.event_for``).
 
     ``after_id`` is only a position: an id of another task, or of an example ``actor`` may not read, reveals
     nothing, since only this task's examples are read. ``actor`` must be allowed to follow the event (as

@@ -7,6 +7,7 @@ The state machine of an example (``ExampleStatus``)::
     CREATED --N x INCORRECT or N x FLAGGED--> REJECTED
     CREATED --flagExample (author, or anyone)--> FLAGGED   (out of the crowd's queue until an owner decides)
     CREATED or FLAGGED --an owner's or admin's vote--> ACCEPTED (CORRECT) or REJECTED (INCORRECT, FLAGGED)
+                       (never on their own example: nobody validates their own, so no one decides it alone)
     PENDING_PREDICTION, CREATED or FLAGGED --the author retracts--> RETRACTED
 
 ACCEPTED, REJECTED and RETRACTED are final. Each vote and each decision is one transaction that first locks the
@@ -17,7 +18,7 @@ can neither vote twice nor push the example through a transition twice; the coun
 
 from __future__ import annotations
 
-import random
+import hashlib
 from typing import Any
 
 from sqlalchemy import exists, func, select
@@ -47,12 +48,21 @@ async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owne
     Crowd mode: examples that fooled the model first (the others only if the task validates non-fooling examples),
     then those with the fewest votes; never the actor's own, never one they already voted on, and with the task's
     ``one_example_per_tag`` setting, at most one example per tag per validator. Examples the actor skipped come
-    after all the others. Among equally good candidates one is picked at random, so that validators working at once
-    spread over examples. Owner mode (owners and admins): flagged examples first, then the crowd's queue, own
-    examples included.
+    after all the others. Among equally good candidates the pick is the validator's own (:func:`_draw`), so that
+    validators working at once spread over examples while each is served the same one on every read until they
+    vote on it or skip it: a fresh draw per read would show anyone every example in the queue, gold included,
+    without a vote or a skip. Owner mode (owners and admins): flagged examples first, then the crowd's queue, never
+    their own examples (another owner or an admin decides those). Either way each user may read the queue
+    ``VALIDATION_READS_PER_MINUTE`` times a minute (RateLimited beyond), as every read that shows gold is limited.
     """
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
+    await p.limiter.hit(
+        f"validation-reads:{actor.user_id}",
+        p.settings.validation_reads_per_minute,
+        60.0,
+        "reads of the validation queue",
+    )
     async with p.db.session() as s:
         where, order = await _queue(s, actor, view, owner_mode)
         skipped = exists().where(
@@ -71,7 +81,12 @@ async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owne
         return (bool(row[1]), example.status, example.fooled, example.validations_total)
 
     first = rank(rows[0])
-    return random.choice([row[0] for row in rows if rank(row) == first])
+    return min((row[0] for row in rows if rank(row) == first), key=lambda e: _draw(actor.user_id, e.id))
+
+
+def _draw(validator_id: int | None, example_id: int) -> bytes:
+    """Where an example falls in one validator's order among equals: a hash of both ids, the same on every read."""
+    return hashlib.sha256(f"validation-queue:{validator_id}:{example_id}".encode()).digest()
 
 
 async def queue_size(p: Platform, actor: Actor, task_code: str, *, owner_mode: bool = False) -> int:
@@ -91,7 +106,7 @@ async def _queue(s: AsyncSession, actor: Actor, view: Any, owner_mode: bool) -> 
     if owner_mode:
         if not await task_service.is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {view.task.code} and admins can validate in owner mode")
-        where.append(col(Example.status).in_([S.FLAGGED, S.CREATED]))
+        where += [col(Example.status).in_([S.FLAGGED, S.CREATED]), col(Example.user_id) != actor.user_id]
         order: list[Any] = [  # SQL expressions for order_by
             (col(Example.status) == S.FLAGGED).desc(),
             col(Example.fooled).desc(),
@@ -118,9 +133,28 @@ async def _queue(s: AsyncSession, actor: Actor, view: Any, owner_mode: bool) -> 
 
 async def skip(p: Platform, actor: Actor, example_id: int) -> Example:
     """``actor`` passes over an example in their validation queue: it is served to them again only after every
-    other example (skipping it again moves it to the end again). Others' queues are unchanged; no vote is cast."""
+    other example (skipping it again moves it to the end again). Others' queues are unchanged; no vote is cast.
+
+    Each skip serves the validator another example, with the gold it claims, so skips are counted: at most
+    ``VALIDATION_SKIPS_PER_HOUR`` per validator and task (RateLimited beyond), and only of an example in their queue
+    (the owner-mode queue for the task's owners and admins; Forbidden for any other, whose gold the answer would
+    show)."""
     actor = require_human(actor)
-    example, _, _, _ = await _peek(p, actor, example_id)
+    example, view, _, _ = await _peek(p, actor, example_id)
+    async with p.db.session() as s:
+        where, _ = await _queue(s, actor, view, await task_service.is_owner(s, actor, view.row.id))
+        queued = await s.scalar(select(col(Example.id)).where(col(Example.id) == example_id, *where))
+    if queued is None:
+        raise Forbidden(
+            f"Example {example_id} is not in your validation queue (your own, one you voted on, or one not awaiting "
+            "your vote); skip only what exampleToValidate serves you"
+        )
+    await p.limiter.hit(
+        f"validation-skips:{actor.user_id}:{view.task.code}",
+        p.settings.validation_skips_per_hour,
+        3600.0,
+        f"skips in {view.task.code}",
+    )
     now = utcnow()
     try:
         async with p.db.write() as s:
@@ -255,8 +289,12 @@ async def validate(
         async with p.db.write() as s:
             example = await _locked_example(s, example_id)
             by_owner = await task_service.is_owner(s, actor, example.task_id)
-            if example.user_id == actor.user_id and not by_owner:
-                raise Forbidden("You cannot validate your own example; ask exampleToValidate for someone else's")
+            if example.user_id == actor.user_id:  # an owner's vote decides alone: on their own example, never
+                raise Forbidden(
+                    "You cannot validate your own example"
+                    + ("; another owner or an admin decides it" if by_owner else "")
+                    + ": ask exampleToValidate for someone else's"
+                )
             allowed = (S.CREATED, S.FLAGGED) if by_owner else (S.CREATED,)
             if example.status not in allowed:
                 raise Conflict(

@@ -160,7 +160,10 @@ class Example(Node):
         description="The example's values keyed by field name: the annotator's input, target and metadata fields, "
         "and the context fields too when it was written without a stored context."
     )
-    fooled: bool | None = strawberry.field(description="Whether the model was fooled (null while pending).")
+    fooled: bool | None = strawberry.field(
+        description="Whether the model was fooled (null while pending, and in events for whoever may not see the "
+        "example's gold: with the model's verdict on the same text it tells a two-class task's gold)."
+    )
     status: ExampleStatus = strawberry.field(description="Where it is in its life.")
     tag: str | None = strawberry.field(
         description="The free label (at most 100 characters) its author gave it; null: none. With the task's "

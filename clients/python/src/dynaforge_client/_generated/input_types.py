@@ -143,7 +143,7 @@ class SuggestEditsInput(BaseModel):
 
 
 class UploadModelInput(BaseModel):
-    """A Hugging Face model folder to submit to a task, as an archive: it is checked, stored by content hash and evaluated from the stored copy on every scoring data set. Signed-in users; it counts against the task's 24-hour allowance of submissions like submitModel."""
+    """A Hugging Face model folder to submit to a task, as an archive: it is checked, stored by content hash and evaluated from the stored copy on every scoring data set. Signed-in users; it counts against the task's 24-hour allowance of submissions like submitModel, and its files against your storage quota (what your models' uploads take, each stored copy counted once)."""
 
     task_code: str = Field(alias="taskCode")
     "The code of the task to submit to."
