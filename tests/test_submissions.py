@@ -654,3 +654,27 @@ async def test_an_empty_test_split_is_made_but_never_scored(platform):
     assert queued == []
     async with platform.db.session() as s:
         assert await s.scalar(select(func.count()).select_from(Evaluation)) == 0  # the early model was not queued
+
+
+async def test_a_set_whose_gold_is_public_shows_every_item(gql, platform, setup):
+    """A published benchmark has no gold to keep back: imported with publicShare 1, every model is scored on the
+    whole set at once (and so are its copies); a share outside (0, 1] is refused."""
+    records = [(f"line {i}", {"text": f"good thing {i}", "label": "good" if i % 2 else "bad"}) for i in range(6)]
+    with pytest.raises(InvalidInput) as refused:
+        await datasets.create_dataset(platform, setup["owner"], "toy", "bench", records, public_share=0.0)
+    assert [(e.field, e.rule) for e in refused.value.field_errors] == [("publicShare", "range")]
+    [bench] = await datasets.create_dataset(platform, setup["owner"], "toy", "bench", records, public_share=1.0)
+    model, _ = await submissions.submit_predictions(
+        platform,
+        setup["builder"],
+        task_code="toy",
+        name="all good",
+        dataset_name="bench",
+        predictions=[{"label": "good"}] * 6,
+        published=True,
+    )
+    [evaluation] = (await gql(PRIVATE, {"id": gid("Model", model.id)}))["node"]["evaluations"]["nodes"]
+    assert evaluation["scoredPart"] == "WHOLE" and evaluation["itemCount"] == 6
+    assert evaluation["privateItemCount"] is None and by_name(evaluation["metrics"])["accuracy"] == 0.5
+    shares = await gql("""{ datasets(taskCode: "toy") { nodes { name publicShare } } }""")
+    assert by_name(shares["datasets"]["nodes"], "publicShare")["bench"] == 1.0

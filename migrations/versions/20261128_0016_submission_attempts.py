@@ -1,4 +1,5 @@
-"""Scored attempts at a leaderboard, kept when their model is deleted: the submission allowance counts them.
+"""Scored attempts at a leaderboard, kept when their model is deleted: the submission allowance counts them; and
+each data set's public share (a scoring set's items whose figures are shown before its round ends).
 
 Existing submissions (models that are not a registry entry's) become attempts, so that a window open when this
 runs keeps its count.
@@ -20,6 +21,8 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
+    with op.batch_alter_table("datasets") as batch:
+        batch.add_column(sa.Column("public_share", sa.Float(), nullable=True))
     op.create_table(
         "submission_attempts",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -46,3 +49,5 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_submission_attempts_task_user_created", table_name="submission_attempts")
     op.drop_table("submission_attempts")
+    with op.batch_alter_table("datasets") as batch:
+        batch.drop_column("public_share")

@@ -233,10 +233,23 @@ def datasets() -> None:
 @click.option("--format", "format_name", required=True, help="An importer of the task (see `dynaforge import`).")
 @click.option("--name", required=True, help="The data set's name, e.g. anli-r1-dev.")
 @click.option("--access", default="SCORING", show_default=True, type=click.Choice(["SCORING", "STANDARD", "HIDDEN"]))
+@click.option(
+    "--public-share",
+    type=float,
+    default=None,
+    help="A SCORING set: the share of its items whose figures models show before its round ends (default: "
+    "SCORING_PUBLIC_SHARE); 1 for a set whose gold is public anyway.",
+)
 @click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @database_option
 def datasets_import(
-    task_code: str, format_name: str, name: str, access: str, path: Path, database_url: str | None
+    task_code: str,
+    format_name: str,
+    name: str,
+    access: str,
+    public_share: float | None,
+    path: Path,
+    database_url: str | None,
 ) -> None:
     """Add an evaluation data set read by one of the task's importers (all or nothing; SCORING sets get their
     perturbed copies)."""
@@ -255,7 +268,7 @@ def datasets_import(
             importer = import_service.choose_importer(platform, task, format_name)
             records = import_service.records_of(importer, path, task)
             return await dataset_service.create_dataset(
-                platform, Actor.system(), task_code, name, records, access=access
+                platform, Actor.system(), task_code, name, records, access=access, public_share=public_share
             )
         finally:
             await platform.close()

@@ -106,8 +106,9 @@ def test_upload_select_submit_and_rank(server: LiveServer):
     imported = server.command("datasets", "import", str(data.POOL_FILE), "--task", CODE, "--format", "jsonl",
                               "--name", "pool-v1", "--access", "STANDARD")  # fmt: skip
     assert "pool-v1: 202 examples (standard)" in imported
+    # the package ships its test set, gold included: no secret to keep, so every item is public (no private part)
     imported = server.command("datasets", "import", str(data.TEST_FILE), "--task", CODE, "--format", "jsonl",
-                              "--name", "test-v1", "--access", "SCORING")  # fmt: skip
+                              "--name", "test-v1", "--access", "SCORING", "--public-share", "1")  # fmt: skip
     assert "test-v1: 60 examples (scoring)" in imported
     listed = server.gql("careful", f'{{ datasets(taskCode: "{CODE}") {{ nodes {{ id name access size }} }} }}')
     sets = {d["name"]: d for d in listed["datasets"]["nodes"]}

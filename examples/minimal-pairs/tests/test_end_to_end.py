@@ -144,8 +144,9 @@ def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
             for row in SCORING
         )
     )
+    # pairs as a published benchmark holds them: their gold is no secret, so every item is public (no private part)
     server.command("datasets", "import", str(scoring), "--task", "minimal-pairs", "--format", "jsonl", "--name",
-                   "pairs-v1")  # fmt: skip
+                   "pairs-v1", "--public-share", "1")  # fmt: skip
 
     # -- a model builder serves a language model of their own (the bag-of-words baseline) and submits it
     port = free_port()

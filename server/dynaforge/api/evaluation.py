@@ -41,6 +41,7 @@ from dynaforge.api.types.results import EvaluationMetric, Hardware, Interval, Pe
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
 from dynaforge.db.models import Dataset as DatasetRow
+from dynaforge.db.models import DatasetAccess as DatasetAccessRow
 from dynaforge.db.models import DatasetItem as DatasetItemRow
 from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import ModelRow, as_utc
@@ -51,6 +52,7 @@ from dynaforge.services import datasets as dataset_service
 from dynaforge.services import leaderboard as board_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import visibility
 
 Info = strawberry.Info[RequestContext]
 
@@ -80,6 +82,16 @@ class Dataset(Node):
     perturbation_kind: PerturbationKind | None = strawberry.field(description="A perturbed copy: what it measures.")
     size: int = strawberry.field(description="How many items it holds.")
     created_at: datetime = strawberry.field(description="When it was made (UTC).")
+
+    @strawberry.field(
+        description="A SCORING set (and its perturbed copies): the share of its items whose figures every model "
+        "shows before the set's round ends (Evaluation.scoredPart PUBLIC; 1: every item, no private part); null "
+        "for other sets."
+    )
+    def public_share(self, info: Info) -> float | None:
+        if self.row.access != DatasetAccessRow.SCORING:
+            return None
+        return visibility.public_share(self.row, info.context.platform.settings.scoring_public_share)
 
     @strawberry.field(description="A perturbed copy: the data set it was made from; null for any other set.")
     async def parent(self, info: Info) -> Dataset | None:

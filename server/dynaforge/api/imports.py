@@ -92,6 +92,12 @@ class ImportDatasetInput:
         default=DatasetAccess.SCORING, description="Who sees it; a SCORING set gets its perturbed copies."
     )
     description: str = strawberry.field(default="", description="What the set is, for people.")
+    public_share: float | None = strawberry.field(
+        default=None,
+        description="A SCORING set: the share of its items (more than 0, at most 1) whose figures every model shows "
+        "before the set's round ends, the rest held (null: the server's SCORING_PUBLIC_SHARE, half). 1 for a set "
+        "whose gold is public anyway, a published benchmark.",
+    )
 
 
 ImportExamplesResult = Annotated[
@@ -161,5 +167,6 @@ class ImportMutation:
                 path=path,
                 access=raw(input.access),
                 description=input.description,
+                public_share=input.public_share,
             )
         return DatasetsCreated(datasets=[Dataset.from_row(d) for d in made])

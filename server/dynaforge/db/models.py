@@ -379,6 +379,9 @@ class Dataset(SQLModel, table=True):
     perturbation: str | None = Field(default=None, max_length=60)
     perturbation_kind: str | None = Field(default=None, max_length=16)  # robustness | fairness
     size: int = Field(default=0)
+    #: a SCORING set's public part, as a share of its items (None: SCORING_PUBLIC_SHARE); 1 for a set whose gold
+    #: is public anyway (a published benchmark). Its perturbed copies follow it.
+    public_share: float | None = Field(default=None)
     created_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
     created_at: datetime = _ts()
 

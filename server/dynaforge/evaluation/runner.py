@@ -359,17 +359,21 @@ class Runner:
     async def public_part(self, dataset: Dataset, items: list[DatasetItem]) -> list[bool] | None:
         """One flag per item of a scoring set (or of a perturbed copy of one): whether it is in the set's public
         part (:func:`visibility.public_part`, the copy's items by their original's position); None for other sets,
-        and when ``SCORING_PUBLIC_SHARE`` is 1 (every item public)."""
-        share = self.settings.scoring_public_share
-        if dataset.access != DatasetAccess.SCORING or share >= 1 or not items:
+        and when the set's share (its own ``public_share``, else ``SCORING_PUBLIC_SHARE``) is 1 (every item
+        public)."""
+        if dataset.access != DatasetAccess.SCORING or not items:
             return None
-        if dataset.parent_id is None:
-            return visibility.public_part(dataset, share, [i.position for i in items])
-        async with self.db.session() as s:
-            root = await s.get(Dataset, dataset.parent_id)
-        if root is None:  # deleted meanwhile (its copies go with it)
-            raise LookupError(f"data set {dataset.id}'s original was deleted")
-        return visibility.public_part(root, share, [int(i.original_position or 0) for i in items])
+        root: Dataset | None = dataset
+        if dataset.parent_id is not None:
+            async with self.db.session() as s:
+                root = await s.get(Dataset, dataset.parent_id)
+            if root is None:  # deleted meanwhile (its copies go with it)
+                raise LookupError(f"data set {dataset.id}'s original was deleted")
+        share = visibility.public_share(root, self.settings.scoring_public_share)
+        if share >= 1:
+            return None
+        positions = [i.position if dataset.parent_id is None else int(i.original_position or 0) for i in items]
+        return visibility.public_part(root, share, positions)
 
     async def _finish(self, evaluation_id: int, task: Task, dataset: Dataset, memory_mb: float | None) -> bool:
         """Score the stored outputs and mark the evaluation DONE; False when another run had already done it.

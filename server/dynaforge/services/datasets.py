@@ -257,6 +257,7 @@ def _copy_of(
         round_id=parent.round_id,
         split=parent.split,
         seed=parent.seed,
+        public_share=parent.public_share,  # what it shows follows its original (visibility.public_part)
         parent_id=parent.id,
         perturbation=perturbation,
         perturbation_kind=kind,
@@ -411,13 +412,18 @@ async def create_dataset(
     access: str = DatasetAccess.SCORING,
     description: str = "",
     seed: int = 0,
+    public_share: float | None = None,
 ) -> list[Dataset]:
     """Owners add a data set of complete examples (``(location, fields)`` pairs, e.g. read by an importer): each is
-    validated by the task, all or nothing, errors named by location. A SCORING set gets its perturbed copies."""
+    validated by the task, all or nothing, errors named by location. A SCORING set gets its perturbed copies.
+    ``public_share``: the share of a SCORING set's items whose figures every model shows before its round ends
+    (None: ``SCORING_PUBLIC_SHARE``; 1 for a set whose gold is public anyway, a published benchmark)."""
     actor, view = await _owned_task(p, actor, task_code)
     problems = _record_problems()
     if not NAME.match(name or ""):
         problems.add("name", None, "format", "use 1 to 100 lowercase letters, digits, '_', '.' or '-'")
+    if public_share is not None and not 0 < public_share <= 1:
+        problems.add("publicShare", None, "range", "must be more than 0 and at most 1 (1: every item public)")
     if access not in DatasetAccess.ALL:
         problems.add("access", None, "choice", f"must be one of {', '.join(DatasetAccess.ALL)}")
     if not records:
@@ -445,6 +451,7 @@ async def create_dataset(
             source="upload",
             seed=seed,
             size=len(cleaned),
+            public_share=public_share,
             created_by=actor.user_id,
         )
         s.add(dataset)
@@ -607,10 +614,13 @@ async def import_dataset(
     path: Path,
     access: str = DatasetAccess.SCORING,
     description: str = "",
+    public_share: float | None = None,
 ) -> list[Dataset]:
     """Owners add a data set from a file one of the task's importers reads (``format``): the owner is checked before
     the file is read; then as :func:`create_dataset` (all or nothing, SCORING sets get their perturbed copies)."""
     actor, view = await _owned_task(p, actor, task_code)
     importer = import_service.choose_importer(p, view.task, format)
     records = await asyncio.to_thread(import_service.records_of, importer, path, view.task)
-    return await create_dataset(p, actor, task_code, name, records, access=access, description=description)
+    return await create_dataset(
+        p, actor, task_code, name, records, access=access, description=description, public_share=public_share
+    )

@@ -89,6 +89,12 @@ def public_part(root: Dataset, share: float, positions: list[int] | None = None)
     return [position in chosen for position in positions]
 
 
+def public_share(root: Dataset, default: float) -> float:
+    """The share of a scoring set's items in its public part: its own (1 for a published benchmark, say), else the
+    server's ``SCORING_PUBLIC_SHARE``."""
+    return root.public_share if root.public_share is not None else default
+
+
 def held_released(dataset: Dataset, round_ended: bool) -> bool:
     """Whether the held (private-part) figures of evaluations on ``dataset`` may be read: once the round
     it was built from has ended, or once it is no longer a scoring set (its gold is then no secret)."""
