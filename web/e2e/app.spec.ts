@@ -153,21 +153,47 @@ test("three validators accept an example and the author's open page counts it wi
   expect(Number(await verified.textContent())).toBeGreaterThan(before);
 });
 
-test("a fooling example by another user appears in the live feed", async ({ page, browser, baseURL }) => {
-  await register(page, "watcher");
-  const subscribed = page
+/** Waits until the page's modelFooled subscription is sent (the next websocket the page opens). */
+function feedSubscribed(page: Page) {
+  return page
     .waitForEvent("websocket")
     .then((ws) => ws.waitForEvent("framesent", (frame) => String(frame.payload).includes("modelFooled")));
+}
+
+test("the live feed shows owners every fooling example, everyone else their own", async ({
+  page,
+  browser,
+  baseURL,
+}) => {
+  // the task's owner (the demo admin) follows every fooling example as it is written
+  await page.goto("/signin");
+  await page.getByLabel("API token").fill(process.env.DYNAFORGE_E2E_TOKEN ?? "");
+  await page.getByRole("button", { name: "Use token" }).click();
+  await expect(page.getByRole("button", { name: "Sign out" })).toBeVisible();
+  const ownerSubscribed = feedSubscribed(page);
   await openTask(page, "sentiment");
-  await subscribed;
-  const statement = `${PRAISE} Feed check ${Date.now()}.`;
-  const other = await newPerson(browser, baseURL, "writer");
-  await openTask(other.page, "sentiment");
-  await writeSentiment(other.page, statement, "negative");
-  await expect(verdict(other.page)).toContainText("You fooled the model!");
-  await expect(page.getByRole("list", { name: "Examples that fooled the model" })).toContainText(statement);
+  await ownerSubscribed;
+  const watcher = await newPerson(browser, baseURL, "watcher");
+  const watcherSubscribed = feedSubscribed(watcher.page);
+  await openTask(watcher.page, "sentiment");
+  await watcherSubscribed;
+
+  const theirs = `${PRAISE} Feed check ${Date.now()}.`;
+  const writer = await newPerson(browser, baseURL, "writer");
+  await openTask(writer.page, "sentiment");
+  await writeSentiment(writer.page, theirs, "negative");
+  await expect(verdict(writer.page)).toContainText("You fooled the model!");
+  await expect(page.getByRole("list", { name: "Examples that fooled the model" })).toContainText(theirs);
   await screenshots(page, "annotate-live-feed");
-  await other.context.close();
+
+  // anyone else: that someone's example fooled the model would tell its label; their own come at once
+  const own = `${PRAISE} My own feed check ${Date.now()}.`;
+  await writeSentiment(watcher.page, own, "negative");
+  const watched = watcher.page.getByRole("list", { name: "Your examples that fooled the model" });
+  await expect(watched).toContainText(own);
+  await expect(watched).not.toContainText(theirs);
+  await writer.context.close();
+  await watcher.context.close();
 });
 
 test("the demo token signs in, and sign out forgets it", async ({ page }) => {

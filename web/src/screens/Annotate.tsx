@@ -331,10 +331,19 @@ export default function Annotate({ code }: { code: string }) {
           </p>
         )}
         <h2>Model fooled</h2>
+        {session && !task.viewerIsOwner && (
+          <p className="muted">
+            Yours only: that someone's example fooled the model would tell you its label before it is validated.
+          </p>
+        )}
         {!session ? (
           <p className="muted">Sign in to follow the examples that fool the model.</p>
         ) : (
-          <ol className="feed" aria-live="polite" aria-label="Examples that fooled the model">
+          <ol
+            className="feed"
+            aria-live="polite"
+            aria-label={task.viewerIsOwner ? "Examples that fooled the model" : "Your examples that fooled the model"}
+          >
             {(feed.data ?? []).length === 0 && <li className="muted">None yet since you opened this page.</li>}
             {(feed.data ?? []).map((item) => (
               <li key={item.id}>

@@ -38,6 +38,7 @@ export const ManageTask = graphql(`
         validateNonFooling
         oneExamplePerTag
         dailyExampleCap
+        submissionsPerDay
         contextStrategy
       }
       currentRound {

@@ -20,6 +20,7 @@ const UpdateSettings = graphql(`
             validateNonFooling
             oneExamplePerTag
             dailyExampleCap
+            submissionsPerDay
             contextStrategy
           }
         }
@@ -44,7 +45,7 @@ const STRATEGIES: [ContextStrategy, string][] = [
   ["VALIDATION_FAILED", "Most rejected first"],
 ];
 
-const KNOWN = ["validationQuorum", "dailyExampleCap", "instructions"];
+const KNOWN = ["validationQuorum", "dailyExampleCap", "submissionsPerDay", "instructions"];
 
 export default function Settings({ task }: { task: ManagedTask }) {
   const [state, update] = useMutation(UpdateSettings);
@@ -54,8 +55,11 @@ export default function Settings({ task }: { task: ManagedTask }) {
   async function save(form: FormData) {
     const quorum = Number(textOf(form, "quorum"));
     const cap = textOf(form, "cap");
+    const submissions = Number(textOf(form, "submissions"));
     if (!Number.isInteger(quorum) || quorum < 1) return outcome.fail("The quorum must be a whole number, 1 or more.");
     if (cap && !/^\d+$/.test(cap)) return outcome.fail("The daily cap must be a whole number (or empty: no change).");
+    if (!Number.isInteger(submissions) || submissions < 1)
+      return outcome.fail("The submissions a day must be a whole number, 1 or more.");
     const result = await update({
       input: {
         taskCode: task.code,
@@ -63,6 +67,7 @@ export default function Settings({ task }: { task: ManagedTask }) {
         validateNonFooling: form.get("nonfooling") === "on",
         oneExamplePerTag: form.get("pertag") === "on",
         dailyExampleCap: cap ? Number(cap) : null,
+        submissionsPerDay: submissions,
         instructions: String(form.get("instructions") ?? ""),
         contextStrategy: String(form.get("strategy")) as ContextStrategy,
         hidden: form.get("hidden") === "on",
@@ -95,6 +100,16 @@ export default function Settings({ task }: { task: ManagedTask }) {
           defaultValue={s.dailyExampleCap ?? ""}
           hint="Examples a person may write per UTC day; leave empty to keep it as it is."
           error={fields.dailyExampleCap}
+        />
+        <TextInput
+          label="Scored submissions a day"
+          id="set-submissions"
+          name="submissions"
+          type="number"
+          min={1}
+          defaultValue={s.submissionsPerDay}
+          hint="Models, predictions and selections each person may submit in 24 hours; every attempt counts, deleted ones too."
+          error={fields.submissionsPerDay}
         />
         <Select label="Which context to serve" id="set-strategy" name="strategy" defaultValue={s.contextStrategy}>
           {STRATEGIES.map(([value, title]) => (
