@@ -62,16 +62,18 @@ async def test_a_reconnect_before_the_first_event_is_reported_as_a_gap(server, p
         await events.aclose()
 
 
-async def test_other_users_get_redacted_examples(server, unique):
+async def test_other_users_get_only_their_own_fooling_examples(server, unique):
+    """A fooling example's event tells who cannot see its gold what the gold is (on a two-class task, the label the
+    target did not give): others' examples never reach a plain user's modelFooled, their own come whole."""
     async with AsyncClient(server.url, server.token) as writer, AsyncClient(server.url) as researcher:
         await researcher.register(f"rs{unique}", f"rs{unique}@example.org", "researcher password 1")
         start = await fool(writer, f"{unique}-r0")
         events = researcher.model_fooled("sentiment", after=start).__aiter__()
-        created = await fool(writer, f"{unique}-r1")
+        await fool(writer, f"{unique}-r1")  # someone else's: withheld
+        own = await fool(researcher, f"{unique}-r2")
         event = await next_event(events)
-        assert event.id == created and event.fooled is True
-        assert event.author is None and event.prediction is None and "label" not in event.fields
-        assert event.fields["statement"] == FOOLING.format(f"{unique}-r1")
+        assert event.id == own and event.fooled is True and event.fields["label"] == "negative"
+        assert event.fields["statement"] == FOOLING.format(f"{unique}-r2")
         await events.aclose()
 
 
