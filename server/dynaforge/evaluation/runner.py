@@ -363,12 +363,13 @@ class Runner:
         public)."""
         if dataset.access != DatasetAccess.SCORING or not items:
             return None
-        root: Dataset | None = dataset
+        root = dataset
         if dataset.parent_id is not None:
             async with self.db.session() as s:
-                root = await s.get(Dataset, dataset.parent_id)
-            if root is None:  # deleted meanwhile (its copies go with it)
+                parent = await s.get(Dataset, dataset.parent_id)
+            if parent is None:  # deleted meanwhile (its copies go with it)
                 raise LookupError(f"data set {dataset.id}'s original was deleted")
+            root = parent
         share = visibility.public_share(root, self.settings.scoring_public_share)
         if share >= 1:
             return None
