@@ -1,5 +1,6 @@
-"""A test-only plugin for the scoring-oracle tests: the toy task's fields and model under the code ``oracle``, with
-two perturbations, so that its scoring sets get perturbed copies (robustness) that share their original's gold."""
+"""A test-only plugin for the scoring-oracle and honest-board tests: the toy task's fields and model under the codes
+``oracle`` (two robustness perturbations, so that its scoring sets get copies that share their original's gold) and
+``honest`` (a robustness and a fairness perturbation, so that its board has both axes)."""
 
 from __future__ import annotations
 
@@ -15,12 +16,20 @@ class OracleTask(ToyTask):
     training_recipes = ()
 
 
+class HonestTask(ToyTask):
+    code = "honest"
+    name = "Honest"
+    perturbations = ("lowercase", "gender_swap")
+    training_recipes = ()
+
+
 class OraclePlugin:
     __name__ = "oracle_plugin"
 
     @hookimpl
     def register_tasks(self, register):
         register(OracleTask())
+        register(HonestTask())
 
 
 PLUGIN = OraclePlugin()  # the entry point ``oracle = oracle_plugin:PLUGIN`` of the processes the tests start

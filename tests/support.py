@@ -59,8 +59,11 @@ REQUEST_TIMEOUT_S = 120  # the first prediction of a real model may wait for the
 CHEAP_PASSWORD_HASHING = {"password_hash_time_cost": "1", "password_hash_memory_kib": "64"}
 
 
-def cheap_hashing_env() -> dict[str, str]:
-    return {f"DYNAFORGE_{name.upper()}": value for name, value in CHEAP_PASSWORD_HASHING.items()}
+def process_settings_env() -> dict[str, str]:
+    """The settings every process a test starts gets: cheap password hashing, and scoring sets of any size (the
+    test tasks' sets hold a handful of items; a test of the minimum sets DYNAFORGE_MIN_SCORING_SET_SIZE itself)."""
+    env = {f"DYNAFORGE_{name.upper()}": value for name, value in CHEAP_PASSWORD_HASHING.items()}
+    return env | {"DYNAFORGE_MIN_SCORING_SET_SIZE": "1"}
 
 
 # --------------------------------------------------------------------------- services
@@ -176,7 +179,7 @@ def plugin_process_env(tmp: Path, database_url: str, plugins: dict[str, str], **
     entries = "".join(f"{name} = {target}\n" for name, target in plugins.items())
     (dist / "entry_points.txt").write_text(f"[dynaforge]\n{entries}", encoding="utf-8")
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
-    env.update(cheap_hashing_env())
+    env.update(process_settings_env())
     env.update(
         PYTHONPATH=os.pathsep.join([str(tmp), str(HERE)]),
         DYNAFORGE_DATABASE_URL=database_url,
@@ -456,6 +459,8 @@ def make_settings(db_url: str, **overrides: Any) -> Any:
     overrides.setdefault("web_dir", Path(__file__).parent / "no-web-build")
     for name, value in CHEAP_PASSWORD_HASHING.items():
         overrides.setdefault(name, int(value))
+    # The toy task's scoring sets hold a handful of items; tests of the minimum set their own.
+    overrides.setdefault("min_scoring_set_size", 1)
     return Settings(database_url=db_url, environment="test", load_plugins="", **overrides)
 
 
@@ -536,7 +541,7 @@ def e2e_environment(plugin_dir: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("DYNAFORGE_")}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(plugin_dir), os.environ.get("PYTHONPATH", "")) if p)
     env["DYNAFORGE_ENVIRONMENT"] = "test"
-    env.update(cheap_hashing_env())
+    env.update(process_settings_env())
     env["DYNAFORGE_INFERENCE_TIMEOUT_S"] = "60"  # 2 slow CPUs: never let the model's first load make an example pending
     env["HF_HUB_OFFLINE"] = "1"
     env["TRANSFORMERS_OFFLINE"] = "1"

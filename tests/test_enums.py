@@ -13,6 +13,7 @@ from dynaforge.db import models
 from dynaforge.db.models import Evaluation
 from dynaforge.services import announce, datasets, tasks
 from dynaforge.services import contexts as context_service
+from dynaforge.services.leaderboard import GapReason
 
 
 @pytest.mark.parametrize(
@@ -28,6 +29,7 @@ from dynaforge.services import contexts as context_service
         (enums.EnsembleRule, tuple(tasks.ENSEMBLE_RULES)),
         (enums.PerturbationKind, datasets.PERTURBATION_KINDS),
         (enums.ContextStrategy, tuple(s.value for s in context_service.ContextStrategy)),
+        (enums.GapReason, GapReason.ALL),
     ],
 )
 def test_each_enum_holds_the_stored_values(enum, stored):

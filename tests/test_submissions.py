@@ -299,6 +299,8 @@ def test_cli_imports_a_dataset_through_a_task_importer(tmp_path):
             "sst",
             "--name",
             "held-out",
+            "--access",
+            "HIDDEN",
             str(path),
             "--database-url",
             url,
@@ -630,30 +632,56 @@ async def test_a_hidden_sets_figures_are_for_its_owners_only(gql, platform, setu
     assert (await gql("query($id: ID!) { node(id: $id) { id } }", by_id, token=owner_token))["node"] is not None
 
 
-async def test_an_empty_test_split_is_made_but_never_scored(platform):
-    """A round with four accepted examples splits 3 / 1 / 0: the empty test set is listed, but no model is queued on
-    it (there is nothing to score, and a failed evaluation would mark every model FAILED)."""
+async def test_no_empty_or_tiny_set_is_a_scoring_set(platform):
+    """A round with four accepted examples splits 3 / 1 / 0: the empty test split is not made, and nothing is
+    queued (there is nothing to score, and a model lacking figures everywhere would never rank). With more examples
+    but fewer than MIN_SCORING_SET_SIZE in the test split, it is made HIDDEN; an upload that small is refused as
+    SCORING, saying what to do."""
     from sqlalchemy import func, select
 
     from dynaforge.db.models import Evaluation
 
     platform.settings.examples_per_minute = 1000
+    platform.settings.min_scoring_set_size = 3
     owner, author = await make_user(platform, "owner9"), await make_user(platform, "author9")
     builder = await make_user(platform, "builder9")
     await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
-    for i in range(4):
-        fields = {"text": f"fine day {i}", "label": "good"}
-        outcome = await examples.submit(platform, author, task_code="toy", fields=fields)
-        await validation.validate(platform, owner, outcome.example.id, "CORRECT")
+
+    async def accepted(n: int, prefix: str) -> None:
+        for i in range(n):
+            fields = {"text": f"{prefix} day {i}", "label": "good"}
+            outcome = await examples.submit(platform, author, task_code="toy", fields=fields)
+            await validation.validate(platform, owner, outcome.example.id, "CORRECT")
+
+    await accepted(4, "fine")
     await submissions.submit_model(platform, builder, task_code="toy", name="early", backend="python", config=KEYWORD)
     made = await datasets.build_from_round(platform, owner, "toy", 1)
-    assert [(d.name, d.size) for d in made] == [("r1-train", 3), ("r1-dev", 1), ("r1-test", 0)]
+    assert [(d.name, d.access, d.size) for d in made] == [
+        ("r1-train", DatasetAccess.STANDARD, 3),
+        ("r1-dev", DatasetAccess.STANDARD, 1),
+    ]
     _, queued = await submissions.submit_model(
         platform, builder, task_code="toy", name="late", backend="python", config=KEYWORD
     )
     assert queued == []
     async with platform.db.session() as s:
         assert await s.scalar(select(func.count()).select_from(Evaluation)) == 0  # the early model was not queued
+
+    await tasks.close_round(platform, owner, "toy")
+    await tasks.open_next_round(platform, owner, "toy")
+    await accepted(20, "bright")  # 16 / 2 / 2: two test items, fewer than three
+    made = await datasets.build_from_round(platform, owner, "toy", 2)
+    test = next(d for d in made if d.name == "r2-test")
+    assert (test.access, test.size) == (DatasetAccess.HIDDEN, 2) and "MIN_SCORING_SET_SIZE" in test.description
+    assert not [d for d in made if d.parent_id is not None]  # no perturbed copies: it scores nothing
+
+    records = [("line 1", {"text": "a fine day", "label": "good"}), ("line 2", {"text": "a grey day", "label": "bad"})]
+    with pytest.raises(InvalidInput) as refused:
+        await datasets.create_dataset(platform, owner, "toy", "tiny", records)
+    [error] = refused.value.field_errors
+    assert (error.field, error.rule) == ("access", "min_size") and "HIDDEN" in error.message
+    [hidden] = await datasets.create_dataset(platform, owner, "toy", "tiny", records, access=DatasetAccess.HIDDEN)
+    assert hidden.size == 2
 
 
 async def test_a_set_whose_gold_is_public_shows_every_item(gql, platform, setup):

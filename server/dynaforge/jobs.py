@@ -1,4 +1,5 @@
-"""Background jobs on dramatiq: one ``evaluate`` message per evaluation (a model on a data set), one
+"""Background jobs on dramatiq: one ``evaluate`` message per group of evaluations (a model on data sets: the sets
+queued together, one model loaded once for all of them), one
 ``deliver_webhook`` message per webhook delivery (retried with exponential backoff; see services/webhooks.py), and a
 ``collect_artifacts`` message every ``ARTIFACT_GC_INTERVAL_S`` (sent by the server) that deletes the model artifacts
 nothing names.
@@ -6,7 +7,7 @@ nothing names.
 The broker is Redis when ``DYNAFORGE_BROKER_URL`` is set (the API enqueues; ``dynaforge worker`` processes on any
 machine consume), and otherwise dramatiq's in-memory ``StubBroker`` with a worker thread inside the server (the
 embedded default). Either way the actor runs the evaluation in a child process
-(``python -m dynaforge.evaluation.runner ID``), which runs the model in a confined process of its own
+(``python -m dynaforge.evaluation.runner ID...``), which runs the model in a confined process of its own
 (:mod:`dynaforge.evaluation.predictor`): torch never enters the API process, a crashing model takes nothing else
 down, the model's code sees no secret, and the memory it reports is the model's own. The runner resumes from
 stored chunks, so a message delivered twice (a worker killed before acknowledging, a restart re-enqueuing what was
@@ -24,7 +25,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dramatiq
@@ -77,12 +78,13 @@ def make_broker(settings: Settings) -> dramatiq.Broker:
 
 def run_in_child(
     settings: Settings,
-    evaluation_id: int,
+    evaluation_ids: int | list[int],
     *,
     extra_args: tuple[str, ...] = (),
     on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> int:
-    """Run the evaluation in a child process with this process's settings; returns its exit status.
+    """Run the evaluations in a child process with this process's settings, each model loaded once
+    (:meth:`Runner.run_many`); returns its exit status (1 when one of them failed, recorded on it).
 
     The child writes its progress events, one JSON object per line, to a pipe; a thread here hands each to
     ``on_progress`` (the event bus), so that progress reaches subscribers whichever process runs the job.
@@ -109,7 +111,8 @@ def run_in_child(
     env["DYNAFORGE_EVAL_CPU_LIMIT_S"] = str(settings.eval_cpu_limit_s)
     env["DYNAFORGE_EVAL_OPEN_FILES"] = str(settings.eval_open_files)
     env["DYNAFORGE_EVAL_ISOLATE_NETWORK"] = "true" if settings.eval_isolate_network else "false"
-    command = [sys.executable, "-m", "dynaforge.evaluation.runner", str(evaluation_id), *extra_args]
+    ids = [evaluation_ids] if isinstance(evaluation_ids, int) else list(evaluation_ids)
+    command = [sys.executable, "-m", "dynaforge.evaluation.runner", *map(str, ids), *extra_args]
     read_end, write_end = os.pipe()
     env[PROGRESS_FD] = str(write_end)
     try:
@@ -117,7 +120,7 @@ def run_in_child(
         child = subprocess.Popen(command, env=env, pass_fds=(write_end,), start_new_session=True)
     finally:
         os.close(write_end)
-    relay = threading.Thread(target=_relay, args=(read_end, on_progress), name=f"progress-{evaluation_id}", daemon=True)
+    relay = threading.Thread(target=_relay, args=(read_end, on_progress), name=f"progress-{ids[0]}", daemon=True)
     relay.start()
     try:
         status = child.wait(timeout=settings.eval_timeout_s)
@@ -125,7 +128,7 @@ def run_in_child(
         with contextlib.suppress(ProcessLookupError):
             os.killpg(child.pid, signal.SIGKILL)
         child.wait()
-        log.error("evaluation %s ran past %s s and was stopped", evaluation_id, settings.eval_timeout_s)
+        log.error("evaluations %s ran past %s s and were stopped", ids, settings.eval_timeout_s)
         status = TIMED_OUT
     relay.join(timeout=5)
     return status
@@ -134,14 +137,16 @@ def run_in_child(
 TIMED_OUT = 124
 
 
-def _record_failure(settings: Settings, evaluation_id: int, error: str) -> None:
-    """Mark an evaluation FAILED from the actor's thread (its child could not: it was stopped)."""
+def _record_failure(settings: Settings, evaluation_ids: list[int], error: str) -> None:
+    """Mark the evaluations that did not finish FAILED from the actor's thread (their child could not: it was
+    stopped); a done one stays done."""
     from dynaforge.evaluation.runner import Runner
 
     async def record() -> None:
         runner = Runner(settings)
         try:
-            await runner.fail(evaluation_id, error, "")
+            for evaluation_id in evaluation_ids:
+                await runner.fail(evaluation_id, error, "")
         finally:
             await runner.close()
 
@@ -178,18 +183,20 @@ class Jobs:
         self.on_progress = None if events is None else publisher(events)
         self.publish = None if events is None else events.publish_threadsafe
 
-        def evaluate(evaluation_id: int) -> None:
-            status = run_in_child(self.settings, evaluation_id, on_progress=self.on_progress)
+        def evaluate(evaluation_ids: int | list[int]) -> None:
+            # A message of an earlier version names one evaluation.
+            ids = [evaluation_ids] if isinstance(evaluation_ids, int) else list(evaluation_ids)
+            status = run_in_child(self.settings, ids, on_progress=self.on_progress)
             if status == LOST:
-                raise ChildKilled(f"evaluation {evaluation_id}: the model's process was killed")
+                raise ChildKilled(f"evaluations {ids}: the model's process was killed")
             if status < 0:
                 # Killed by a signal (the OOM killer, an operator, a crash): the runner recorded nothing, and the
                 # stored chunks let the next attempt resume. Raising makes dramatiq deliver it again, with backoff.
-                raise ChildKilled(f"evaluation {evaluation_id}: the job's process was killed (signal {-status})")
+                raise ChildKilled(f"evaluations {ids}: the job's process was killed (signal {-status})")
             if status == TIMED_OUT:
                 _record_failure(
                     self.settings,
-                    evaluation_id,
+                    ids,
                     f"the evaluation ran past EVAL_TIMEOUT_S ({self.settings.eval_timeout_s:g} s) and was "
                     "stopped; a faster model or a smaller data set fits in it",
                 )
@@ -197,7 +204,7 @@ class Jobs:
             if status != 0:
                 # The runner recorded the failure (error and log tail) on the evaluation; retrying the same model on
                 # the same data would fail the same way, so the message is done.
-                log.warning("evaluation %s ended with status %s", evaluation_id, status)
+                log.warning("evaluations %s ended with status %s", ids, status)
 
         self.evaluate = dramatiq.actor(
             broker=self.broker,
@@ -276,9 +283,13 @@ class Jobs:
     def embedded(self) -> bool:
         return isinstance(self.broker, StubBroker)
 
-    def enqueue(self, evaluation_ids: list[int]) -> None:
-        """Send one message per evaluation; raises BrokerUnavailable (with the cause) when the broker is down."""
-        _send(self.evaluate, evaluation_ids, "the evaluations stay queued")
+    def enqueue(self, evaluation_ids: Sequence[int] | Sequence[Sequence[int]]) -> None:
+        """Send the evaluations: a flat list as one message (the runner loads each model once for its sets), a list
+        of groups as one message per group (groups run side by side on several worker threads); raises
+        BrokerUnavailable (with the cause) when the broker is down."""
+        groups = [list(g) for g in evaluation_ids if not isinstance(g, int) and g]
+        flat = [i for i in evaluation_ids if isinstance(i, int)]
+        _send(self.evaluate, ([flat] if flat else []) + groups, "the evaluations stay queued")
 
     def train(self, job_id: int) -> None:
         """One message for a training job; raises BrokerUnavailable when the broker is down."""
@@ -328,10 +339,10 @@ class Jobs:
         self.broker.close()
 
 
-def _send(actor: dramatiq.Actor, ids: list[int], kept: str) -> None:
-    for row_id in ids:
+def _send(actor: dramatiq.Actor, messages: Sequence[int | list[int]], kept: str) -> None:
+    for message in messages:
         try:
-            actor.send(row_id)
+            actor.send(message)
         except Exception as exc:  # redis.ConnectionError and friends
             raise BrokerUnavailable(
                 f"the job broker is unreachable ({type(exc).__name__}: {exc}); {kept} and are "

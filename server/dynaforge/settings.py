@@ -186,6 +186,12 @@ class Settings(BaseSettings):
         "for the copies); the rest is scored too but shown, and ranks the board, only when the set's round ends "
         "(1: no private part)",
     )
+    min_scoring_set_size: int = Field(
+        default=10,
+        ge=1,
+        description="the fewest items a scoring set may have: a round's smaller test split is made HIDDEN instead "
+        "(and an empty split not at all), and a smaller upload is refused as SCORING",
+    )
     eval_max_unusable_share: float = Field(
         default=0.5,
         ge=0,

@@ -19,6 +19,7 @@ from dynaforge.db.models import ModelStatus as ModelValue
 from dynaforge.db.models import ProposalStatus as ProposalValue
 from dynaforge.db.models import WebhookDeliveryStatus as DeliveryValue
 from dynaforge.services import contexts as context_service
+from dynaforge.services.leaderboard import GapReason as GapValue
 from dynaforge.services.tasks import ENSEMBLE_RULES
 
 
@@ -144,11 +145,36 @@ class MetricDirection(Enum):
 
 @strawberry.enum(description="Which items of its data set an evaluation's `metrics` were computed on.")
 class ScoredPart(Enum):
-    WHOLE = strawberry.enum_value("whole", description="Every item (a model's run; uploaded predictions elsewhere).")
+    WHOLE = strawberry.enum_value(
+        "whole", description="Every item (a set that is not a scoring set, or one whose publicShare is 1)."
+    )
     PUBLIC = strawberry.enum_value(
         "public",
-        description="The public part of a scoring set (uploaded predictions): the private part is scored too, and "
-        "its figures (`privateMetrics`) are shown once the set's round has ended.",
+        description="The public part of a scoring set (Dataset.publicShare of its items, the same for every model "
+        "and for the set's perturbed copies): the private part is scored too, and its figures (`privateMetrics`) "
+        "are shown once the set's round has ended.",
+    )
+
+
+@strawberry.enum(description="Why a model lacks figures on a scoring set (LeaderboardRow.gaps).")
+class GapReason(Enum):
+    NOT_EVALUATED = strawberry.enum_value(
+        GapValue.NOT_EVALUATED, description="No evaluation on the set: it was never queued there."
+    )
+    QUEUED = strawberry.enum_value(GapValue.QUEUED, description="Its evaluation on the set waits for a worker.")
+    RUNNING = strawberry.enum_value(GapValue.RUNNING, description="Its evaluation on the set is running.")
+    FAILED = strawberry.enum_value(
+        GapValue.FAILED, description="Its evaluation on the set failed (the submitter reads why on the model)."
+    )
+    UNUSABLE = strawberry.enum_value(
+        GapValue.UNUSABLE,
+        description="Most of its answers could not be read: no figure that depends on the gold; it ranks after "
+        "every model that has them.",
+    )
+    NOT_MEASURED = strawberry.enum_value(
+        GapValue.NOT_MEASURED,
+        description="Evaluated, but an axis was not measured there (speed for uploaded predictions, fairness on a "
+        "set without fairness copies).",
     )
 
 

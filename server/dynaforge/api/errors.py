@@ -76,6 +76,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
             "time_taken_ms",
             "budget",
             "daily_budget",
+            "min_size",
         ],
         FieldErrorCode.RANGE,
     ),

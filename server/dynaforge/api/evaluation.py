@@ -15,6 +15,7 @@ from dynaforge.api.enums import (
     DatasetAccess,
     DatasetSource,
     EvaluationStatus,
+    GapReason,
     LeaderboardSort,
     MetricDirection,
     ModelStatus,
@@ -117,6 +118,12 @@ class Dataset(Node):
         )
 
 
+@strawberry.type(description="Why some of a model's answers could not be read, and how many had that reason.")
+class UnusableReason:
+    reason: str = strawberry.field(description="What the task said of the answer, e.g. that a label is unknown.")
+    count: int = strawberry.field(description="How many answers had this reason.")
+
+
 @strawberry.type(description="One item of a data set; gold targets only where you may see them.")
 class DatasetItem(Node):
     position: int = strawberry.field(
@@ -216,10 +223,29 @@ class Evaluation(Node):
         n = (self.row.details or {}).get("n")
         return n if isinstance(n, int) else None
 
-    @strawberry.field(description="How many of the model's answers could not be read (they count as wrong).")
+    @strawberry.field(
+        description="How many of the model's answers on the scored items could not be read (they count as wrong, and "
+        "as inconsistent for robustness and fairness)."
+    )
     def unusable_outputs(self) -> int | None:
         n = (self.row.details or {}).get("unusable_outputs")
         return n if isinstance(n, int) else None
+
+    @strawberry.field(
+        description="Why the model's unusable answers could not be read, over the whole set: the most frequent "
+        "reasons (up to five), each with how many answers had it; empty when every answer was usable."
+    )
+    def unusable_reasons(self) -> list[UnusableReason]:
+        found = (self.row.details or {}).get("unusable_reasons") or []
+        return [UnusableReason(reason=str(r["reason"]), count=int(r["count"])) for r in found if isinstance(r, dict)]
+
+    @strawberry.field(
+        description="Whether most of the model's answers could not be read (more than EVAL_MAX_UNUSABLE_SHARE of "
+        "the set's items): it then has no figure that depends on the gold here (metrics hold robustness and "
+        "fairness only), and ranks after every model that has them."
+    )
+    def mostly_unusable(self) -> bool:
+        return bool((self.row.details or {}).get("mostly_unusable"))
 
     @strawberry.field(
         description="The machine the model ran on (with `throughput` and `memoryMb`, what they were measured on); "
@@ -625,6 +651,18 @@ class LeaderboardRow:
         description="Its value on every axis of the board, in the order of Leaderboard.metrics."
     )
     missing: list[str] = strawberry.field(description="The metrics this model lacks (shown, not silently dropped).")
+    gaps: list[LeaderboardGap] = strawberry.field(
+        description="Each scoring set the model lacks figures on, with the axes it lacks there and why (queued, "
+        "failed, mostly unusable answers...); empty when it has every figure."
+    )
+
+
+@strawberry.type(description="A scoring set a model lacks figures on, and why.")
+class LeaderboardGap:
+    dataset: str = strawberry.field(description="The scoring set, by name (Leaderboard.datasets).")
+    metrics: list[str] = strawberry.field(description="The board's axes the model lacks on it.")
+    reason: GapReason = strawberry.field(description="Why.")
+    detail: str = strawberry.field(description="Why, in words (how many answers were unusable, say).")
 
 
 @strawberry.type(
@@ -704,6 +742,12 @@ class Leaderboard:
                         for m in r.metrics
                     ],
                     missing=r.missing,
+                    gaps=[
+                        LeaderboardGap(
+                            dataset=g.dataset, metrics=g.metrics, reason=GapReason(g.reason), detail=g.detail
+                        )
+                        for g in r.gaps
+                    ],
                 )
                 for r in board.rows
             ],

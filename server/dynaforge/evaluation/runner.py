@@ -1,4 +1,7 @@
-"""Run one evaluation (a model on a data set) to the end, resumably: ``python -m dynaforge.evaluation.runner ID``.
+"""Run evaluations (a model on a data set) to the end, resumably: ``python -m dynaforge.evaluation.runner ID...``.
+
+The evaluations of one job are run one after the other, each model loaded once for all of its evaluations (a set and
+its perturbed copies), so that a model's start-up is paid once, not once per set.
 
 The job runs in a process of its own (started by the ``evaluate`` actor), so that the API never imports torch. The
 model it evaluates runs in a second, confined process (:mod:`dynaforge.evaluation.predictor`): no secrets and no
@@ -38,6 +41,7 @@ import math
 import os
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -101,6 +105,8 @@ class Runner:
         self.db = db or Database(settings.database_url)
         #: Called with each progress event (see :meth:`report`); the child process writes them to its progress pipe.
         self.progress: Callable[[dict[str, Any]], None] | None = None
+        #: The end of this process's log, recorded with a failure (the child process sets it).
+        self.log_tail: LogTail | None = None
 
     def report(
         self, evaluation: Evaluation, dataset: Dataset, status: str, progress: float, error: str | None = None
@@ -169,6 +175,67 @@ class Runner:
     async def run(self, evaluation_id: int, *, stop_after_chunks: int | None = None) -> str:
         """Run (or resume) an evaluation; returns its final status. ``stop_after_chunks`` stops early (tests of
         resumption)."""
+        models: dict[int, LocalModel | ModelProcess] = {}
+        try:
+            return await self._run_one(evaluation_id, models, stop_after_chunks=stop_after_chunks)
+        finally:
+            await self._close_models(models)
+
+    async def run_many(self, evaluation_ids: list[int]) -> dict[int, str]:
+        """Run (or resume) evaluations one after the other, each model loaded once for all of its evaluations (a
+        set and its perturbed copies: loading is most of the time on small sets). An evaluation that fails is
+        recorded FAILED (:meth:`fail`) and the others go on; a model that crashed is loaded again for the next.
+        Returns each evaluation's final status. :class:`ModelProcessLost` (the model's process killed from
+        outside) stops the lot unrecorded, for the job to deliver it again: what is done stays done."""
+        models: dict[int, LocalModel | ModelProcess] = {}
+        statuses: dict[int, str] = {}
+
+        def log_lines() -> str:
+            return "\n".join(self.log_tail.lines) if self.log_tail is not None else ""
+
+        try:
+            for evaluation_id in evaluation_ids:
+                try:
+                    statuses[evaluation_id] = await self._run_one(evaluation_id, models)
+                except ModelProcessLost:
+                    raise
+                except LookupError as exc:  # deleted meanwhile: nothing to record
+                    log.warning("evaluation %s skipped: %s", evaluation_id, exc)
+                    statuses[evaluation_id] = "GONE"
+                except ModelError as exc:  # the model's own failure, in words for the submitter
+                    log.warning("evaluation %s failed: %s", evaluation_id, exc)
+                    await self._drop_models(models)  # a model that crashed is loaded afresh for the next
+                    await self.fail(evaluation_id, str(exc), log_lines())
+                    statuses[evaluation_id] = E.FAILED
+                except Exception as exc:  # recorded for the submitter
+                    log.exception("evaluation %s failed", evaluation_id)
+                    await self.fail(evaluation_id, f"{type(exc).__name__}: {exc}", log_lines())
+                    statuses[evaluation_id] = E.FAILED
+        finally:
+            await self._close_models(models)
+        return statuses
+
+    async def _close_models(self, models: dict[int, LocalModel | ModelProcess]) -> None:
+        for process in models.values():
+            await asyncio.to_thread(process.close)
+        models.clear()
+
+    async def _drop_models(self, models: dict[int, LocalModel | ModelProcess]) -> None:
+        try:
+            await self._close_models(models)
+        except Exception:  # noqa: BLE001 - a crashed model's process may not close cleanly; it is gone either way
+            log.warning("a crashed model's process did not close cleanly", exc_info=True)
+            models.clear()
+
+    async def _run_one(
+        self,
+        evaluation_id: int,
+        models: dict[int, LocalModel | ModelProcess],
+        *,
+        stop_after_chunks: int | None = None,
+    ) -> str:
+        """One evaluation, with its model taken from ``models`` (by model id) or loaded into it when a chunk needs
+        predicting; the caller closes what ``models`` holds."""
         job = await self._job(evaluation_id)
         if job.evaluation.status == E.DONE:
             return E.DONE
@@ -193,33 +260,30 @@ class Runner:
                 )
             )
         self.report(evaluation, dataset, E.RUNNING, round(len(done) / chunks, 4))
-        model_process: LocalModel | ModelProcess | None = None
-        try:
-            ran = 0
-            for chunk in range(chunks):
-                if chunk in done:
-                    continue
-                if stop_after_chunks is not None and ran >= stop_after_chunks:
-                    return E.RUNNING
-                if model_process is None:
-                    model_process = await asyncio.to_thread(self.open_model, model)
-                items = await self._items(dataset.id, chunk * size, size)
-                inputs = [task.build_model_input(*task.split_fields(item.fields)) for item in items]
-                outputs, seconds = await asyncio.to_thread(model_process.predict, inputs)
-                await self._store_chunk(evaluation_id, chunk, len(items), outputs, seconds)
-                ran += 1
-                progress = round(min(1.0, (len(done) + ran) / chunks), 4)
-                async with self.db.write() as s:
-                    await s.execute(
-                        update(Evaluation)
-                        .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) != E.DONE)
-                        .values(progress=progress)
-                    )
-                self.report(evaluation, dataset, E.RUNNING, progress)
-        finally:
-            if model_process is not None:
-                await asyncio.to_thread(model_process.close)
-        memory_mb = model_process.memory_mb() if model_process is not None else None
+        ran = 0
+        for chunk in range(chunks):
+            if chunk in done:
+                continue
+            if stop_after_chunks is not None and ran >= stop_after_chunks:
+                return E.RUNNING
+            model_process = models.get(model.id)
+            if model_process is None:
+                model_process = models[model.id] = await asyncio.to_thread(self.open_model, model)
+            items = await self._items(dataset.id, chunk * size, size)
+            inputs = [task.build_model_input(*task.split_fields(item.fields)) for item in items]
+            outputs, seconds = await asyncio.to_thread(model_process.predict, inputs)
+            await self._store_chunk(evaluation_id, chunk, len(items), outputs, seconds)
+            ran += 1
+            progress = round(min(1.0, (len(done) + ran) / chunks), 4)
+            async with self.db.write() as s:
+                await s.execute(
+                    update(Evaluation)
+                    .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) != E.DONE)
+                    .values(progress=progress)
+                )
+            self.report(evaluation, dataset, E.RUNNING, progress)
+        loaded = models.get(model.id)
+        memory_mb = loaded.memory_mb() if loaded is not None else None
         finished = await self._finish(evaluation_id, task, dataset, memory_mb)
         await self.refresh_model(model.id)
         self.report(evaluation, dataset, E.DONE, 1.0)
@@ -299,7 +363,15 @@ class Runner:
     async def predictions(
         self, evaluation_id: int, task: Task, dataset_id: int
     ) -> tuple[list[DatasetItem], list[dict[str, Any] | None], float]:
-        """The data set's items, the task's reading of every stored output, and the seconds spent predicting."""
+        """The data set's items, the task's reading of every stored output (None: unusable), and the seconds spent
+        predicting (:meth:`read_outputs` without the reasons)."""
+        read = await self.read_outputs(evaluation_id, task, dataset_id)
+        return read.items, read.predictions, read.seconds
+
+    async def read_outputs(self, evaluation_id: int, task: Task, dataset_id: int) -> Outputs:
+        """The data set's items, the task's reading of every stored output (None where the task could not read it:
+        an unusable answer, which counts as wrong and as inconsistent), the seconds spent predicting, and why the
+        unusable ones were, by reason."""
         from dynaforge.services.examples import read_output
 
         async with self.db.session() as s:
@@ -321,13 +393,15 @@ class Runner:
         if len(outputs) != len(items):
             raise RuntimeError(f"{len(outputs)} stored outputs for {len(items)} items; run the evaluation again")
         predictions: list[dict[str, Any] | None] = []
+        reasons: Counter[str] = Counter()
         for item, output in zip(items, outputs, strict=True):
             model_input = task.build_model_input(*task.split_fields(item.fields))
             try:
                 predictions.append(read_output(task, output, model_input))
-            except (ValueError, TypeError):
+            except (ValueError, TypeError) as exc:
                 predictions.append(None)  # an unusable answer counts as wrong
-        return items, predictions, sum(c.seconds for c in chunks)
+                reasons[_reason(exc)] += 1
+        return Outputs(items, predictions, sum(c.seconds for c in chunks), reasons)
 
     def _figures(
         self,
@@ -382,7 +456,8 @@ class Runner:
         On a scoring set (:meth:`public_part`) the public part's figures are the evaluation's, and the private
         part's go into ``details["held"]``, which nobody but the task's owners reads until it is released
         (:func:`dynaforge.services.visibility.held_released`)."""
-        items, predictions, seconds = await self.predictions(evaluation_id, task, dataset.id)
+        read = await self.read_outputs(evaluation_id, task, dataset.id)
+        items, predictions, seconds = read.items, read.predictions, read.seconds
         golds = [i.fields for i in items]
         public = await self.public_part(dataset, items)
         unusable = sum(p is None for p in predictions)
@@ -402,6 +477,10 @@ class Runner:
             if parts[False][0]:
                 held_metrics, held_details = self._figures(task, *parts[False], dataset.id, withheld=withheld)
                 details["held"] = {"metrics": held_metrics, "details": held_details}
+        if read.reasons:
+            details["unusable_reasons"] = [
+                {"reason": reason, "count": count} for reason, count in read.reasons.most_common(UNUSABLE_REASONS)
+            ]
         if memory_mb is not None:  # the model ran here (uploaded predictions ran nowhere)
             details["hardware"] = hardware()
         throughput = len(golds) / seconds if seconds > 0 else None
@@ -481,13 +560,20 @@ class Runner:
                 continue
             _, originals, _ = await self.predictions(evaluation.id, task, dataset.id)
             key = scoring.target_key(task)
+
+            def same(a: Any, b: Any, key: Callable[[Any], Any] = key) -> bool:
+                """The same answer; an unusable one (None) is like no other, so it counts as inconsistent."""
+                return a is not None and b is not None and key(a) == key(b)
+
             figures: dict[str, list[float]] = {"robustness": [], FAIRNESS: []}
             per_copy = {}
             for copy_eval, copy in copies:
                 items, predicted, _ = await self.predictions(copy_eval.id, task, copy.id)
                 positions = [i.original_position for i in items]
                 result = scoring.consistency(
-                    dict(enumerate(originals)), list(zip(positions, predicted, strict=True)), key=key
+                    dict(enumerate(originals)),
+                    list(zip(positions, predicted, strict=True)),
+                    same=same,
                 )
                 kind = copy.perturbation_kind or kinds.get(copy.perturbation or "", "robustness")
                 figures[FAIRNESS if kind == FAIRNESS else "robustness"].append(result.score)
@@ -552,6 +638,28 @@ class Runner:
         await announce.evaluation_finished(self.plugins, payload)
 
 
+#: How many reasons for unusable outputs an evaluation keeps (the most frequent first).
+UNUSABLE_REASONS = 5
+
+
+def _reason(exc: Exception) -> str:
+    """Why the task could not read an output, as one line of at most 300 characters (outputs that fail alike share
+    their reason)."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 300 else text[:299] + "…"
+
+
+@dataclass(frozen=True)
+class Outputs:
+    """What :meth:`Runner.read_outputs` reads of an evaluation: its set's items, the task's reading of each output
+    (None: unusable), the seconds spent predicting, and the unusable ones' reasons with how many had each."""
+
+    items: list[DatasetItem]
+    predictions: list[dict[str, Any] | None]
+    seconds: float
+    reasons: Counter[str]
+
+
 @dataclass(frozen=True)
 class _Job:
     evaluation: Evaluation
@@ -560,7 +668,7 @@ class _Job:
     task_code: str
 
 
-async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
+async def _main(evaluation_ids: list[int], stop_after_chunks: int | None) -> int:
     settings = Settings()
     runner = Runner(settings, isolate=True)
     if (fd := os.environ.get(PROGRESS_FD)) is not None:
@@ -571,36 +679,32 @@ async def _main(evaluation_id: int, stop_after_chunks: int | None) -> int:
             pipe.flush()
 
         runner.progress = to_pipe
-    tail = LogTail(200, "%(asctime)s %(levelname)s %(name)s: %(message)s")
-    logging.getLogger().addHandler(tail)
+    runner.log_tail = LogTail(200, "%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger().addHandler(runner.log_tail)
     try:
-        status = await runner.run(evaluation_id, stop_after_chunks=stop_after_chunks)
-        log.info("evaluation %s: %s", evaluation_id, status)
-        return 0
+        if stop_after_chunks is not None:  # tests of resumption: one evaluation, stopped early
+            [evaluation_id] = evaluation_ids
+            statuses = {evaluation_id: await runner.run(evaluation_id, stop_after_chunks=stop_after_chunks)}
+        else:
+            statuses = await runner.run_many(evaluation_ids)
+        log.info("evaluations: %s", statuses)
+        return 1 if E.FAILED in statuses.values() else 0
     except ModelProcessLost:
         # Killed from outside, not by its own fault for sure: nothing is recorded, the job is delivered again and
         # resumes from the stored chunks.
-        log.exception("evaluation %s: the model's process was lost", evaluation_id)
+        log.exception("evaluations %s: the model's process was lost", evaluation_ids)
         return LOST
-    except ModelError as exc:  # the model's own failure, in words for the submitter
-        log.warning("evaluation %s failed: %s", evaluation_id, exc)
-        await runner.fail(evaluation_id, str(exc), "\n".join(tail.lines))
-        return 1
-    except Exception as exc:  # recorded for the submitter, then reported to the caller
-        log.exception("evaluation %s failed", evaluation_id)
-        await runner.fail(evaluation_id, f"{type(exc).__name__}: {exc}", "\n".join(tail.lines))
-        return 1
     finally:
         await runner.close()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("evaluation_id", type=int)
+    parser.add_argument("evaluation_ids", type=int, nargs="+", metavar="evaluation_id")
     parser.add_argument("--stop-after-chunks", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    return asyncio.run(_main(args.evaluation_id, args.stop_after_chunks))
+    return asyncio.run(_main(args.evaluation_ids, args.stop_after_chunks))
 
 
 if __name__ == "__main__":

@@ -88,7 +88,11 @@ async def build_from_round(
     seed: int = 0,
     splits: tuple[tuple[str, float, str], ...] = DEFAULT_SPLITS,
 ) -> list[Dataset]:
-    """Owners turn a round's accepted examples into train/dev/test data sets (by default the test split scores)."""
+    """Owners turn a round's accepted examples into train/dev/test data sets (by default the test split scores).
+
+    A split of no example is not made. A scoring split of fewer than ``MIN_SCORING_SET_SIZE`` examples is made
+    HIDDEN instead (its gold kept, nobody ranked on it): a handful of items decides nothing but the noise of its
+    figures, and an empty scoring set would leave every model without figures."""
     actor, view = await _owned_task(p, actor, task_code)
     if abs(sum(f for _, f, _ in splits) - 1.0) > 1e-9 or any(f < 0 for _, f, _ in splits):
         raise InvalidInput.from_errors(
@@ -134,13 +138,23 @@ async def build_from_round(
         random.Random(seed).shuffle(order)
         sizes = split_sizes(len(rows), [f for _, f, _ in splits])
         made, start = [], 0
+        minimum = p.settings.min_scoring_set_size
         for (name, _, access), size in zip(splits, sizes, strict=True):
             chosen = order[start : start + size]
             start += size
+            if not size:
+                continue
+            description = f"Accepted examples of round {round_number}, {name} split (seed {seed})"
+            if access == DatasetAccess.SCORING and size < minimum:
+                access = DatasetAccess.HIDDEN
+                description += (
+                    f"; {size} examples are too few to rank models on (MIN_SCORING_SET_SIZE is {minimum}), so it is "
+                    "hidden, not scoring"
+                )
             dataset = Dataset(
                 task_id=view.row.id,
                 name=f"r{round_number}-{name}",
-                description=f"Accepted examples of round {round_number}, {name} split (seed {seed})",
+                description=description,
                 access=access,
                 source="round",
                 round_id=round_.id,
@@ -190,10 +204,11 @@ async def scoring_dataset_ids(s: AsyncSession, task_id: int) -> list[int]:
     )
 
 
-async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: list[int]) -> list[int]:
+async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: list[int]) -> list[list[int]]:
     """Queue an evaluation of every model of the task that has a backend (uploaded predictions cannot be run) on
     new scoring sets, so that a new round's test set or a new copy ranks the models already on the board; returns
-    the new evaluations' ids, to be sent to the jobs once the transaction has committed."""
+    the new evaluations' ids by model (a job each, loading its model once), to be sent to the jobs once the
+    transaction has committed."""
     if not dataset_ids:
         return []
     models = list(
@@ -207,7 +222,7 @@ async def _evaluate_existing_models(s: AsyncSession, task_id: int, dataset_ids: 
     s.add_all(evaluations)
     await s.flush()
     await s.execute(update(ModelRow).where(col(ModelRow.id).in_(models)).values(status=ModelStatus.EVALUATING))
-    return [e.id for e in evaluations]
+    return [[e.id for e in evaluations if e.model_id == m] for m in models]
 
 
 async def _add_perturbed_copies(
@@ -424,6 +439,15 @@ async def create_dataset(
         problems.add("name", None, "format", "use 1 to 100 lowercase letters, digits, '_', '.' or '-'")
     if public_share is not None and not 0 < public_share <= 1:
         problems.add("publicShare", None, "range", "must be more than 0 and at most 1 (1: every item public)")
+    minimum = p.settings.min_scoring_set_size
+    if access == DatasetAccess.SCORING and 0 < len(records) < minimum:
+        problems.add(
+            "access",
+            None,
+            "min_size",
+            f"a scoring set needs at least {minimum} items to rank models on (MIN_SCORING_SET_SIZE), not "
+            f"{len(records)}: add items, or make it HIDDEN (owners only) or STANDARD",
+        )
     if access not in DatasetAccess.ALL:
         problems.add("access", None, "choice", f"must be one of {', '.join(DatasetAccess.ALL)}")
     if not records:

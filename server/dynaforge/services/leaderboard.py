@@ -63,6 +63,29 @@ class BoardMetric:
     interval: tuple[float, float] | None = None
 
 
+class GapReason:
+    """Why a model has no figure (or not every figure) on a scoring set: what a board says beside the gap."""
+
+    NOT_EVALUATED = "NOT_EVALUATED"  # no evaluation on the set (it came after the model, say): never queued
+    QUEUED = "QUEUED"
+    RUNNING = "RUNNING"
+    FAILED = "FAILED"
+    UNUSABLE = "UNUSABLE"  # done, but most answers unusable: no figure that depends on the gold
+    NOT_MEASURED = "NOT_MEASURED"  # done, without some axis (speed for uploaded predictions, fairness without copies)
+
+    ALL = (NOT_EVALUATED, QUEUED, RUNNING, FAILED, UNUSABLE, NOT_MEASURED)
+
+
+@dataclass(frozen=True)
+class BoardGap:
+    """One scoring set a model lacks figures on: the set, the board's axes it lacks there, why, and in words."""
+
+    dataset: str
+    metrics: list[str]
+    reason: str  # GapReason
+    detail: str
+
+
 @dataclass(frozen=True)
 class BoardRow:
     model: Any  # the model's columns (a Row with ModelRow's attribute names; read-only)
@@ -74,6 +97,7 @@ class BoardRow:
     metrics: list[BoardMetric]
     missing: list[str]
     submitter_row: Any = None  # the submitter's User row, when not anonymous
+    gaps: list[BoardGap] = field(default_factory=list)
 
 
 def _json_value(value: Any) -> Any:
@@ -167,6 +191,8 @@ class BoardData:
     dataset_names: dict[int, str]
     scores: dict[int, dict[str, dict[str, float | None]]]
     intervals: dict[tuple[int, str, str], tuple[float, float]]
+    #: (model id, data set name) -> (GapReason, words) where a model has no usable figures on a scoring set
+    states: dict[tuple[int, str], tuple[str, str]] = field(default_factory=dict)
 
 
 async def _stamp(p: Platform, task_id: int) -> tuple[Any, ...]:
@@ -243,6 +269,28 @@ async def _load_board(p: Platform, task_id: int, stamp: tuple[Any, ...]) -> Boar
             if models and scoring
             else []
         )
+        # Where a model has no figures, why: evaluations not done, and done ones whose answers were mostly unusable.
+        unfinished = (
+            (
+                await s.execute(
+                    select(
+                        col(Evaluation.model_id),
+                        col(Evaluation.dataset_id),
+                        col(Evaluation.status),
+                        col(Evaluation.details)["unusable_outputs"].label("unusable"),
+                        col(Evaluation.details)["n"].label("n"),
+                        col(Evaluation.details)["mostly_unusable"].label("mostly_unusable"),
+                    ).where(
+                        col(Evaluation.model_id).in_([m.id for m in models]),
+                        col(Evaluation.dataset_id).in_([d.id for d in scoring]),
+                        (col(Evaluation.status) != EvaluationStatus.DONE)
+                        | col(Evaluation.details)["mostly_unusable"].is_not(None),
+                    )
+                )
+            ).all()
+            if models and scoring
+            else []
+        )
         users = {u.id: u for u in await s.scalars(select(User).where(col(User.id).in_({m.user_id for m in models})))}
         round_ids = {d.round_id for d in scoring if d.round_id is not None}
         ended = (
@@ -273,7 +321,25 @@ async def _load_board(p: Platform, task_id: int, stamp: tuple[Any, ...]) -> Boar
         for metric, bounds in (_json_value(bounds_of) or {}).items():
             low, high = bounds
             intervals[(e.model_id, dataset_names[e.dataset_id], metric)] = (low, high)
-    return BoardData(stamp, list(models), users, dataset_names, scores, intervals)
+    states: dict[tuple[int, str], tuple[str, str]] = {}
+    for u in unfinished:
+        name = dataset_names[u.dataset_id]
+        if u.status != EvaluationStatus.DONE:
+            words = {
+                EvaluationStatus.QUEUED: "waiting to be evaluated",
+                EvaluationStatus.RUNNING: "being evaluated",
+                EvaluationStatus.FAILED: "its evaluation failed (its submitter reads why)",
+            }.get(u.status, u.status.lower())
+            states[(u.model_id, name)] = (u.status, words)
+        elif _json_value(u.mostly_unusable):
+            unusable, n = _json_value(u.unusable), _json_value(u.n)
+            states[(u.model_id, name)] = (
+                GapReason.UNUSABLE,
+                f"{unusable} of {n} answers could not be read: no figure that depends on the gold"
+                if isinstance(unusable, int) and isinstance(n, int)
+                else "most answers could not be read: no figure that depends on the gold",
+            )
+    return BoardData(stamp, list(models), users, dataset_names, scores, intervals, states)
 
 
 async def compute(
@@ -310,8 +376,12 @@ async def compute(
                     for n in unknown
                 ]
             )
-    if dataset_w is None:
-        dataset_w = {name: 1.0 for name in dataset_names.values()} if dataset_names else None
+    if dataset_w is None and dataset_names:
+        # By default the sets that have figures count: a set no model has a figure on yet (its evaluations queued,
+        # say) is shown with its gaps named, but does not take every model off the board.
+        measured = {name for model_scores in scores.values() for name in model_scores}
+        counted = measured & set(dataset_names.values()) or set(dataset_names.values())
+        dataset_w = {name: 1.0 if name in counted else 0.0 for name in dataset_names.values()}
     specs = _unmeasured_axes_unweighted(specs, task.principal_metric, metric_w, [scores[m.id] for m in models])
     computed = (
         dynascore.compute_board(
@@ -347,6 +417,7 @@ async def compute(
                 dynascore=r.dynascore,
                 metrics=metrics,
                 missing=list(r.missing),
+                gaps=_gaps(model.id, sorted(dataset_names.values()), scores[model.id], specs, data.states),
             )
         )
     if sort not in (None, "dynascore"):
@@ -387,6 +458,32 @@ async def compute(
     )
 
 
+def _gaps(
+    model_id: int,
+    datasets: list[str],
+    model_scores: dict[str, dict[str, float | None]],
+    specs: list[dynascore.MetricSpec],
+    states: dict[tuple[int, str], tuple[str, str]],
+) -> list[BoardGap]:
+    """The scoring sets a model lacks figures on, each with the axes it lacks there and why."""
+    gaps = []
+    axes = [spec.name for spec in specs]
+    for name in datasets:
+        values = model_scores.get(name)
+        lacking = axes if values is None else [a for a in axes if values.get(a) is None]
+        if not lacking:
+            continue
+        reason, words = states.get((model_id, name), (None, ""))
+        if reason is None:
+            reason, words = (
+                (GapReason.NOT_EVALUATED, "never evaluated on this set")
+                if values is None
+                else (GapReason.NOT_MEASURED, f"not measured here: {', '.join(lacking)}")
+            )
+        gaps.append(BoardGap(name, lacking, reason, words))
+    return gaps
+
+
 # A cell starting with one of these is a formula to a spreadsheet (CSV injection, OWASP): quoted with a leading '.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
@@ -404,7 +501,7 @@ def to_csv(board: Board) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     names = [m.name for m in board.rows[0].metrics] if board.rows else []
-    writer.writerow(["rank", "model_id", "model", "submitter", "dynascore", *names, "missing"])
+    writer.writerow(["rank", "model_id", "model", "submitter", "dynascore", *names, "missing", "gaps"])
     for row in board.rows:
         values = {m.name: m.value for m in row.metrics}
         writer.writerow(
@@ -416,6 +513,7 @@ def to_csv(board: Board) -> str:
                 "" if row.dynascore is None else repr(row.dynascore),
                 *("" if values[n] is None else repr(values[n]) for n in names),
                 _cell(" ".join(row.missing)),
+                _cell("; ".join(f"{g.dataset}: {g.reason}" for g in row.gaps)),
             ]
         )
     return out.getvalue()
@@ -501,6 +599,7 @@ async def snapshot(
             "rank": r.rank,
             "dynascore": r.dynascore,
             "missing": r.missing,
+            "gaps": [dataclasses.asdict(g) for g in r.gaps],
             "metrics": [
                 {
                     "name": m.name,

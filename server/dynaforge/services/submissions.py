@@ -269,13 +269,18 @@ async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
     running); the runner resumes each from its stored chunks. Returns how many were sent."""
     statuses = [EvaluationStatus.QUEUED, EvaluationStatus.RUNNING] if running_too else [EvaluationStatus.QUEUED]
     async with p.db.session() as s:
-        ids = list(
-            await s.scalars(
-                select(col(Evaluation.id)).where(col(Evaluation.status).in_(statuses)).order_by(col(Evaluation.id))
+        rows = (
+            await s.execute(
+                select(col(Evaluation.id), col(Evaluation.model_id))
+                .where(col(Evaluation.status).in_(statuses))
+                .order_by(col(Evaluation.id))
             )
-        )
-    enqueue(p, ids)
-    return len(ids)
+        ).all()
+    by_model: dict[int, list[int]] = {}
+    for evaluation_id, model_id in rows:
+        by_model.setdefault(model_id, []).append(evaluation_id)
+    enqueue(p, list(by_model.values()))  # a job per model: each loads its model once
+    return len(rows)
 
 
 async def visible_models(

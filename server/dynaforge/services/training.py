@@ -326,7 +326,7 @@ async def evaluate_round_targets(
     Returns the models made (none when every target has one)."""
     actor = require_human(actor)
     view = await _owner_view(p, actor, task_code, "evaluate its round's targets")
-    queued: list[int] = []
+    queued: list[list[int]] = []  # a job per model
     made: list[ModelRow] = []
     async with p.db.write() as s:
         current = await task_service.current_round(s, view.row.id)
@@ -334,13 +334,15 @@ async def evaluate_round_targets(
         for entry in (await registry.entries(s, ids)).values():
             if entry.model_id is not None:
                 continue
-            queued += await submit_for_evaluation(
-                s,
-                entry,
-                user_id=actor.person_id,
-                name=entry.name,
-                description=f"Round {current.number}'s target model ({entry.origin.lower()})" if current else "",
-                published=published,
+            queued.append(
+                await submit_for_evaluation(
+                    s,
+                    entry,
+                    user_id=actor.person_id,
+                    name=entry.name,
+                    description=f"Round {current.number}'s target model ({entry.origin.lower()})" if current else "",
+                    published=published,
+                )
             )
             model = await s.get(ModelRow, entry.model_id)
             assert model is not None
