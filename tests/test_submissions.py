@@ -7,7 +7,7 @@ from support import by_name, gid, make_user, register_user
 
 from dynaforge.db.models import DatasetAccess, EvaluationStatus
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotAuthenticated, NotFound, RateLimited
-from dynaforge.services import datasets, examples, submissions, tasks, validation
+from dynaforge.services import auth, datasets, examples, submissions, tasks, validation
 from dynaforge.services.actor import Actor
 
 KEYWORD = {"callable": "toy_plugin:keyword_model"}
@@ -706,3 +706,31 @@ async def test_a_set_whose_gold_is_public_shows_every_item(gql, platform, setup)
     assert evaluation["privateItemCount"] is None and by_name(evaluation["metrics"])["accuracy"] == 0.5
     shares = await gql("""{ datasets(taskCode: "toy") { nodes { name publicShare } } }""")
     assert by_name(shares["datasets"]["nodes"], "publicShare")["bench"] == 1.0
+
+
+async def test_queued_evaluations_say_where_they_wait(gql, platform, setup):
+    """Each QUEUED evaluation tells its place: 1 + the evaluations queued before it still waiting or running."""
+    from dynaforge.db.models import Evaluation
+
+    await datasets.build_from_round(platform, setup["owner"], "toy", 1, seed=2)
+    first, _ = await submissions.submit_model(
+        platform, setup["builder"], task_code="toy", name="first", backend="python", config=KEYWORD
+    )
+    second, _ = await submissions.submit_model(
+        platform, setup["builder"], task_code="toy", name="second", backend="python", config=KEYWORD
+    )
+    query = """query($id: ID!) { node(id: $id) { ... on Model { evaluations { nodes { status queuePosition } } } } }"""
+    _, token = await auth.create_token(platform, setup["builder"], name="queue")
+
+    async def positions(model) -> list[tuple[str, int | None]]:
+        nodes = (await gql(query, {"id": gid("Model", model.id)}, token=token))["node"]
+        return [(e["status"], e["queuePosition"]) for e in nodes["evaluations"]["nodes"]]
+
+    assert await positions(first) == [("QUEUED", 1)]
+    assert await positions(second) == [("QUEUED", 2)]
+    [(evaluation, _)] = await submissions.evaluations_of(platform, first.id)
+    async with platform.db.write() as s:  # the first one starts
+        row = await s.get(Evaluation, evaluation.id)
+        row.status = EvaluationStatus.RUNNING
+    assert await positions(first) == [("RUNNING", None)]
+    assert await positions(second) == [("QUEUED", 2)]  # the running one is still ahead of it

@@ -8,6 +8,7 @@ from typing import Any
 from strawberry.dataloader import DataLoader
 
 from dynaforge.services import examples as example_service
+from dynaforge.services import submissions as submission_service
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
 
@@ -21,8 +22,17 @@ def _loaders(p: Platform) -> dict[str, DataLoader]:
         rows = await example_service.task_codes_by_id(p, list(ids))
         return [rows.get(i) for i in ids]
 
-    # Rounds are not cached: their counters move, and a websocket's context lives as long as the connection.
-    return {"round": DataLoader(load_fn=load_rounds, cache=False), "task_code": DataLoader(load_fn=load_task_codes)}
+    async def load_queue_positions(ids: list[int]) -> list[Any]:
+        positions = await submission_service.queue_positions(p, list(ids))
+        return [positions.get(i) for i in ids]
+
+    # Rounds and queue positions are not cached: they move, and a websocket's context lives as long as the
+    # connection.
+    return {
+        "round": DataLoader(load_fn=load_rounds, cache=False),
+        "task_code": DataLoader(load_fn=load_task_codes),
+        "queue_position": DataLoader(load_fn=load_queue_positions, cache=False),
+    }
 
 
 @dataclass

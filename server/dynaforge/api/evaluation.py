@@ -45,6 +45,7 @@ from dynaforge.db.models import Dataset as DatasetRow
 from dynaforge.db.models import DatasetAccess as DatasetAccessRow
 from dynaforge.db.models import DatasetItem as DatasetItemRow
 from dynaforge.db.models import Evaluation as EvaluationRow
+from dynaforge.db.models import EvaluationStatus as EvaluationStatusRow
 from dynaforge.db.models import ModelRow, as_utc
 from dynaforge.errors import FieldError as DomainFieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
@@ -167,6 +168,15 @@ class Evaluation(Node):
     progress: float = strawberry.field(
         description="The share of the data set's chunks predicted so far, from 0 to 1 (1 once DONE)."
     )
+
+    @strawberry.field(
+        description="A QUEUED evaluation: where it waits, 1 being next (1 + the evaluations queued before it that "
+        "are queued or running, on every task: the workers are shared); null once it runs."
+    )
+    async def queue_position(self, info: Info) -> int | None:
+        if self.row.status != EvaluationStatusRow.QUEUED:
+            return None
+        return await info.context.loaders["queue_position"].load(self.row.id)
     throughput: float | None = strawberry.field(
         description="Examples per second, model loading excluded; null until DONE and for uploaded predictions."
     )

@@ -10,6 +10,7 @@ owners and admins.
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -281,6 +282,35 @@ async def requeue_unfinished(p: Platform, *, running_too: bool) -> int:
         by_model.setdefault(model_id, []).append(evaluation_id)
     enqueue(p, list(by_model.values()))  # a job per model: each loads its model once
     return len(rows)
+
+
+async def queue_positions(p: Platform, evaluation_ids: list[int]) -> dict[int, int]:
+    """Where each QUEUED evaluation of ``evaluation_ids`` waits: 1 + how many evaluations queued before it (a smaller
+    id) are queued or running, on every task (the workers are shared). Others are left out. One query."""
+    if not evaluation_ids:
+        return {}
+    waiting = [EvaluationStatus.QUEUED, EvaluationStatus.RUNNING]
+    async with p.db.session() as s:
+        queued = list(
+            await s.scalars(
+                select(col(Evaluation.id)).where(
+                    col(Evaluation.id).in_(set(evaluation_ids)), col(Evaluation.status) == EvaluationStatus.QUEUED
+                )
+            )
+        )
+        if not queued:
+            return {}
+        ahead = sorted(
+            await s.scalars(
+                select(col(Evaluation.id)).where(
+                    col(Evaluation.status).in_(waiting), col(Evaluation.id) < max(queued)
+                )
+            )
+        )
+    positions = {}
+    for evaluation_id in queued:
+        positions[evaluation_id] = 1 + bisect.bisect_left(ahead, evaluation_id)
+    return positions
 
 
 async def visible_models(
