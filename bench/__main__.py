@@ -17,6 +17,7 @@ from types import ModuleType
 
 from bench import (
     adversaries,
+    e1_demo_boards,
     load_mix,
     p1_create_example,
     p2_reads_contention,
@@ -56,6 +57,7 @@ BENCHMARKS: dict[str, ModuleType] = {
         w_web,
         retrain,
         adversaries,
+        e1_demo_boards,
     )  # P8 after the server's targets: its peak covers their traffic; WEB runs a demo server of its own
 }
 BENCHMARK_TIMEOUT_S = 120.0  # a wedged server must not hang the run (a benchmark may set its own TIMEOUT_S)

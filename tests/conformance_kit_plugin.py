@@ -4,6 +4,7 @@ each check in a known way. A plugin module, as ``dynaforge check --plugin confor
 from __future__ import annotations
 
 import random
+import time
 
 from dynaforge import ChoiceField, DataSelection, ModelSpec, Perturbation, Role, Task, TextField, hookimpl
 
@@ -27,6 +28,18 @@ def fit_keywords(examples, *, seed):
     """A data selection recipe that learns nothing: the keyword model, whatever the selection."""
     assert examples and all("label" in e for e in examples), "the selected items come whole, gold included"
     return KeywordModel()
+
+
+def probable_keyword_model(inputs):
+    """The keyword model, with the probabilities of its two labels."""
+    return [{**o, "probabilities": {"good": 0.8, "bad": 0.2} if o["label"] == "good" else {"good": 0.3, "bad": 0.7}}
+            for o in keyword_model(inputs)]  # fmt: skip
+
+
+def slow_keyword_model(inputs):
+    """The keyword model, 0.15 s late: slower than a server that waits 0.05 s for a prediction."""
+    time.sleep(0.15)
+    return keyword_model(inputs)
 
 
 def batch_sensitive_model(inputs):

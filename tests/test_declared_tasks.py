@@ -22,6 +22,7 @@ from dynaforge.services import datasets, examples, leaderboard, submissions, val
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
+from dynaforge.tasks.base import Task
 from dynaforge.tasks.declarative import DECLARATION_SCHEMA, FOOLED_RULES, load_declaration, read_file
 from dynaforge.tasks.fields import Role
 
@@ -343,7 +344,142 @@ def test_the_guide_shows_one_task_both_ways(tmp_path: Path):
         main, ["--log-level", "WARNING", "check", "--declared", str(tmp_path / "register.yaml"), "--no-models"]
     )
     assert result.exit_code == 0, result.output
-    assert result.output.splitlines()[-1] == "5 passed, 0 failed, 2 skipped: 7 checks on 1 task"
+    assert result.output.splitlines()[-1] == "6 passed, 0 failed, 2 skipped: 8 checks on 1 task"
+
+
+def test_check_reports_a_declaration_naming_an_unregistered_metric_as_broken(tmp_path: Path):
+    """The exit status the guide promises: 1 for a broken plugin (a declared task refused at load is one), 2 only
+    for a usage error."""
+    import json
+
+    from click.testing import CliRunner
+
+    from dynaforge.cli import main
+
+    path = tmp_path / "reviews.json"
+    path.write_text(json.dumps(reviews("http://127.0.0.1:9", metrics=["accuracy", "acuracy"])))
+    result = CliRunner().invoke(main, ["--log-level", "WARNING", "check", "--declared", str(path), "--no-models"])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith(
+        "FAIL  plugin declared:reviews is broken and was not loaded: register_tasks failed: PluginError: task "
+        "'reviews': metric 'acuracy' is not registered by any loaded plugin"
+    )
+    assert result.output.splitlines()[-1] == "0 passed, 0 failed, 0 skipped: 0 checks on 0 tasks; 1 plugin broken"
+
+
+CODES = {"reviews": True, "re-views": True, "r_2": True, "ab": True, "a": False, "Reviews": False, "2nd": False,
+         "re views": False, "r" * 41: False}  # fmt: skip
+
+
+async def test_one_rule_for_task_codes_in_plugins_declarations_and_proposals(platform):
+    from dynaforge.services import proposals
+
+    verdicts = {}
+    for i, code in enumerate(CODES):
+
+        class Plugin(Task):
+            pass
+
+        Plugin.code = code
+        by_plugin = not any(p.startswith("code must match") for p in Plugin().check_declaration())
+        by_declaration = True
+        try:
+            load_declaration(reviews("http://127.0.0.1:9", code=code))
+        except InvalidInput as exc:
+            by_declaration = "definition.code" not in {e.field for e in exc.field_errors}
+        by_proposal = True
+        try:
+            await proposals.propose(platform, await make_user(platform, f"proposer{i}"), code=code, name="A task")
+        except InvalidInput as exc:
+            by_proposal = "code" not in {e.field for e in exc.field_errors}
+        verdicts[code] = (by_plugin, by_declaration, by_proposal)
+    assert verdicts == {code: (valid, valid, valid) for code, valid in CODES.items()}
+
+
+async def test_an_evaluation_scores_calibration_when_the_model_gives_probabilities(platform, keyword_url, contrary_url):
+    """ECE and the Brier score, named by a task, score a submitted model that gives probabilities (the keyword model)
+    on the whole set, with intervals and per-slice figures; a model that gives none has no calibration figure, and
+    the rest of its evaluation stands."""
+    from sqlalchemy import select
+    from sqlmodel import col
+
+    from dynaforge.db.models import Dataset, Evaluation, ModelRow
+    from dynaforge.services import declared_tasks as declared_service
+
+    admin = await make_user(platform, "declarer", admin=True)
+    await declared_service.create(platform, admin, reviews(keyword_url, metrics=["accuracy", "ece", "brier"]))
+    items = [("r", {"text": t, "label": label, "genre": g}) for t, label, g in [
+        ("good acting", "good", "film"), ("a good read", "good", "book"), ("bad plot", "bad", "film"),
+        ("dreadful prose", "bad", "book")]]  # fmt: skip
+    await datasets.create_dataset(platform, Actor.system(), "reviews", "reviews-test", items, public_share=1.0)
+    builder = await make_user(platform, "builder")
+    worker = Runner(platform.settings, platform.plugins, db=platform.db)
+    for name, url in (("contrary", contrary_url), ("keyword", keyword_url)):
+        _, queued = await submissions.submit_model(
+            platform, builder, task_code="reviews", name=name, backend="http", config={"url": url}, published=True
+        )
+        for evaluation in queued:
+            assert await worker.run(evaluation.id) == "DONE"
+    async with platform.db.session() as s:
+        rows = (
+            await s.execute(
+                select(ModelRow.name, Evaluation)
+                .join(Evaluation, col(Evaluation.model_id) == col(ModelRow.id))
+                .join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id))
+                .where(col(Dataset.name) == "reviews-test")
+            )
+        ).all()  # fmt: skip
+    by_model = {name: evaluation for name, evaluation in rows}
+    keyword, contrary = by_model["keyword"], by_model["contrary"]
+    # keyword is right on all four, at 0.9 on the two 'good' and 0.8 on the two 'bad': ECE (0.2 + 0.4) / 4; Brier
+    # (2 x 0.02 + 2 x 0.08) / 4
+    assert keyword.metrics["accuracy"] == 1.0
+    assert keyword.metrics["ece"] == pytest.approx(0.15) and keyword.metrics["brier"] == pytest.approx(0.05)
+    assert set(keyword.details["intervals"]) >= {"accuracy", "ece", "brier"}
+    assert keyword.details["slices"]["reviews-genre"]["film"]["ece"] == pytest.approx((0.1 + 0.2) / 2)
+    assert contrary.metrics["accuracy"] == 0.0 and "ece" not in contrary.metrics and "brier" not in contrary.metrics
+    assert set(contrary.details["slices"]["reviews-genre"]["book"]) == {"accuracy", "n"}
+
+
+def _with_topics(url: str, **changes) -> dict:
+    """The review task with a context field, the topic annotators write about, and two demo contexts."""
+    base = reviews(url)
+    return {
+        **base,
+        "fields": [{"name": "topic", "type": "text", "role": "context", "max_length": 50}, *base["fields"]],
+        "sample_examples": [{"topic": "films", **e} for e in base["sample_examples"]],
+        "demo_contexts": [{"topic": "films"}, {"topic": "books"}],
+        **changes,
+    }
+
+
+async def test_a_declarations_demo_contexts_are_its_first_rounds_contexts(platform, keyword_url):
+    from sqlalchemy import select
+    from sqlmodel import col
+
+    from dynaforge.db.models import Context
+    from dynaforge.services import contexts
+    from dynaforge.services import declared_tasks as declared_service
+
+    assert problems(_with_topics(keyword_url, demo_contexts=[{"topic": "x" * 60}, {"subject": "films"}])) == [
+        ("definition.demo_contexts[0].topic", "max_length"),
+        ("definition.demo_contexts[1].subject", "unknown_field"),
+        ("definition.demo_contexts[1].topic", "required"),
+    ]
+    assert problems(reviews(keyword_url, demo_contexts=[{"text": "films"}])) == [
+        ("definition.demo_contexts", "declaration")  # the task has no context field to fill
+    ]
+    admin = await make_user(platform, "declarer", admin=True)
+    view = await declared_service.create(platform, admin, _with_topics(keyword_url))
+    async with platform.db.session() as s:
+        stored = list(await s.scalars(select(col(Context.fields)).where(col(Context.task_id) == view.row.id)))
+    assert sorted(c["topic"] for c in stored) == ["books", "films"]
+    served = await contexts.next_context(platform, admin, "reviews")
+    assert served.fields["topic"] in ("books", "films")
+    await declared_service.update(platform, admin, "reviews", _with_topics(keyword_url, name="Reviews again"))
+    async with platform.db.session() as s:
+        again = list(await s.scalars(select(col(Context.id)).where(col(Context.task_id) == view.row.id)))
+    assert len(again) == 2  # an update adds none
 
 
 async def test_a_user_proposes_a_declared_task_and_an_admin_accepts_it(gql, platform, keyword_url):

@@ -296,7 +296,10 @@ def test_variants_are_deterministic_and_linked_to_their_originals():
         assert v.kind == REGISTRY.perturbations[v.perturbation].kind
         original = originals[v.original_id]
         assert set(v.fields) == set(original)
-        assert v.changed and set(v.changed) <= set(NLI.field_names(Role.INPUT))
+        # robustness perturbations edit the input alone; the fairness swaps the premise and the hypothesis alike
+        scope = NLI.field_names(Role.INPUT) + (NLI.field_names(Role.CONTEXT) if v.kind == "fairness" else [])
+        assert v.changed and set(v.changed) <= set(scope)
+        assert v.gold == "kept"
         assert all(v.fields[n] != original[n] for n in v.changed)
         assert all(v.fields[n] == original[n] for n in original if n not in v.changed)
         assert v.seed == variant_seed(7, v.original_id, v.perturbation)

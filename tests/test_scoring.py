@@ -17,6 +17,7 @@ from dynaforge.evaluation.scoring import (
     Consistency,
     bootstrap_interval,
     consistency,
+    coverage,
     item_scores,
     metric_interval,
     perturbed_score,
@@ -93,7 +94,7 @@ def test_score_rejects_bad_input_clearly(toy):
         score(task, None, labels("good", "bad"), predicted("good"), metrics=metrics)
     with pytest.raises(InvalidInput, match="empty"):
         score(task, None, [], [], metrics=metrics)
-    with pytest.raises(InvalidInput, match=r"unknown metric 'bleu'.*registered: accuracy, macro_f1"):
+    with pytest.raises(InvalidInput, match=r"unknown metric 'bleu'.*registered: accuracy, brier, ece, macro_f1"):
         score(task, ["accuracy", "bleu"], labels("good"), predicted("good"), metrics=metrics)
     with pytest.raises(InvalidInput, match="not one string"):
         score(task, "accuracy", labels("good"), predicted("good"), metrics=metrics)
@@ -356,6 +357,119 @@ def test_slices_reject_bad_input(toy):
         slice_metrics(task, [NOTE_SLICE], golds, preds, examples[:-1], metrics=metrics)
     with pytest.raises(InvalidInput, match="min_group_size must be a positive integer"):
         slice_gaps({"accuracy": 1.0}, {}, min_group_size=0)
+
+
+# ------------------------------------------------------------------------------------------ metrics that read items
+def _calibration_data():
+    """Five items with probabilities (A and B share the confidence bin (13/15, 14/15]), one whose prediction has
+    none, one with no prediction (an unusable output), one whose probabilities do not sum to 1."""
+    rows = [
+        ("good", "good", {"good": 0.9, "bad": 0.1}),  # A: right at 0.9
+        ("bad", "good", {"good": 0.92, "bad": 0.08}),  # B: wrong at 0.92
+        ("bad", "good", {"good": 0.75, "bad": 0.25}),  # C: wrong at 0.75
+        ("good", "good", {"good": 0.6, "bad": 0.4}),  # D: right at 0.6
+        ("bad", "bad", {"good": 0.3, "bad": 0.7}),  # E: right at 0.7
+    ]
+    golds = [{"text": f"item {i}", "label": gold} for i, (gold, _, _) in enumerate(rows)]
+    preds = [{"label": label, "probabilities": p} for _, label, p in rows]
+    golds += labels("good", "good", "bad")
+    preds += [{"label": "good", "confidence": 0.8}, None, {"label": "bad", "probabilities": {"good": 0.5, "bad": 0.3}}]
+    return golds, preds
+
+
+def test_calibration_metrics_read_the_probabilities_and_skip_items_without_them(toy):
+    task, metrics = toy
+    golds, preds = _calibration_data()
+    result = score(task, ["accuracy", "ece", "brier"], golds, preds, metrics=metrics)
+    # accuracy counts all eight items (A, D, E, F and H right); ece and brier only the five with probabilities.
+    assert result["accuracy"] == pytest.approx(5 / 8)
+    # ECE, 15 bins: {A, B}: |1 right - (0.9 + 0.92)| = 0.82; C: |0 - 0.75|; D: |1 - 0.6|; E: |1 - 0.7|; over 5.
+    assert result["ece"] == pytest.approx((0.82 + 0.75 + 0.4 + 0.3) / 5)
+    # Brier: A 0.1^2 * 2 = 0.02; B 0.92^2 * 2; C 0.75^2 * 2; D 0.4^2 * 2; E 0.3^2 * 2; over 5.
+    assert result["brier"] == pytest.approx((0.02 + 1.6928 + 1.125 + 0.32 + 0.18) / 5)
+    assert metrics["ece"].higher_is_better is False and metrics["brier"].higher_is_better is False
+    assert coverage(task, None, golds, preds, metrics=metrics) == {}  # the toy task's metrics score every item
+    assert coverage(task, ["accuracy", "ece"], golds, preds, metrics=metrics) == {
+        "ece": {
+            "scored": 5,
+            "skipped": {"no prediction": 1, "no probabilities": 1, "probabilities that sum to 0.8, not 1": 1},
+        }
+    }
+
+
+def test_a_set_without_probabilities_has_no_calibration_figures(toy):
+    task, metrics = toy
+    golds, preds = labels("good", "bad"), [{"label": "good"}, None]
+    assert score(task, ["accuracy", "ece", "brier"], golds, preds, metrics=metrics) == {"accuracy": 0.5}
+    with pytest.raises(InvalidInput, match=r"metric ece has no value on these items: .*no probabilities \(1\)"):
+        metric_interval(task, "ece", golds, preds, metrics=metrics, seed=1)
+
+
+def test_calibration_metrics_get_intervals_and_slice_figures(toy):
+    task, metrics = toy
+    golds, preds = _calibration_data()
+    # brier is a mean over items: its interval resamples the per-item scores of the five items it scores
+    brier = metric_interval(task, "brier", golds, preds, metrics=metrics, seed=4, resamples=200)
+    assert brier == pytest.approx(bootstrap_interval([0.02, 1.6928, 1.125, 0.32, 0.18], seed=4, resamples=200))
+    # ece is not (binning): each resample recomputes it, the same for the same seed
+    ece = metric_interval(task, "ece", golds, preds, metrics=metrics, seed=4, resamples=200)
+    assert 0.0 <= ece.low <= ece.high <= 1.0 and ece.high > ece.low
+    assert ece == metric_interval(task, "ece", golds, preds, metrics=metrics, seed=4, resamples=200)
+    # a group whose items carry no probabilities has no calibration figure, and no gap is drawn from it
+    half = Slice("toy-half", lambda fields: "first" if "text" in fields else "rest", "toy")
+    per_slice = slice_metrics(task, [half], golds, preds, golds, metrics=metrics, metric_names=["accuracy", "ece"])
+    assert per_slice["toy-half"]["first"]["ece"] == pytest.approx((0.82 + 0.75 + 0.4 + 0.3) / 5)
+    assert per_slice["toy-half"]["rest"] == {"accuracy": pytest.approx(2 / 3), "n": 3}
+    overall = score(task, ["accuracy", "ece"], golds, preds, metrics=metrics)
+    gaps = slice_gaps(overall, per_slice, metrics=metrics, min_group_size=1)["toy-half"]
+    assert gaps["ece"]["groups_compared"] == 1 and gaps["ece"]["worst_group"] == "first"
+    assert gaps["accuracy"]["groups_compared"] == 2
+
+
+def test_a_plugin_metric_reads_the_items_inputs():
+    """A metric of the richer form sees each item's fields (inputs included) and its prediction; intervals and slices
+    work for it as for any metric."""
+
+    def short_text_accuracy(items):
+        short = [item for item in items if len(item.fields["text"]) <= 5]
+        return sum(item.prediction == item.gold for item in short) / len(short) if short else 0.0
+
+    metric = Metric("short_text_accuracy", short_text_accuracy, reads="items")
+    plugins = Plugins(allowlist=set(), extra=[ToyPlugin()])
+    task, metrics = plugins.task("toy"), {**plugins.registry.metrics, metric.name: metric}
+    golds = [{"text": t, "label": "good"} for t in ("tiny", "short", "a much longer one", "long enough too")]
+    preds = [{"label": "good"}, None, {"label": "bad"}, {"label": "good"}]
+    assert score(task, ["short_text_accuracy"], golds, preds, metrics=metrics) == {"short_text_accuracy": 0.5}
+    interval = metric_interval(task, "short_text_accuracy", golds, preds, metrics=metrics, seed=0, resamples=50)
+    assert 0.0 <= interval.low <= interval.high <= 1.0
+    by_length = Slice("toy-length", lambda fields: str(len(fields["text"]) > 5), "toy")
+    groups = slice_metrics(task, [by_length], golds, preds, golds, metrics=metrics, metric_names=[metric.name])
+    assert groups["toy-length"] == {
+        "False": {"short_text_accuracy": 0.5, "n": 2},
+        "True": {"short_text_accuracy": 0.0, "n": 2},
+    }
+
+
+def test_a_metric_of_either_form_is_declared_consistently():
+    with pytest.raises(ValueError, match='only a metric with reads="items" has needs'):
+        Metric("m", lambda g, p: 0.0, needs=("probabilities",))
+    with pytest.raises(ValueError, match='reads must be "targets" or "items"'):
+        Metric("m", lambda g, p: 0.0, reads="records")
+    with pytest.raises(ValueError, match="needs must be a tuple among prediction, probabilities, confidence"):
+        Metric("m", lambda items: 0.0, reads="items", needs=("inputs",))
+
+
+def test_whatever_a_metric_raises_names_the_metric(toy):
+    task, _ = toy
+    boom = Metric("boom", lambda golds, preds: 1 / 0)
+    with pytest.raises(InvalidInput, match="metric boom could not score these predictions: ZeroDivisionError"):
+        score(task, ["boom"], labels("good"), predicted("good"), metrics={"boom": boom})
+    items = Metric("items_boom", lambda items: items[0].fields["nope"], reads="items")
+    with pytest.raises(InvalidInput, match="metric items_boom could not score these items: KeyError: 'nope'"):
+        score(task, ["items_boom"], labels("good"), predicted("good"), metrics={"items_boom": items})
+    nan = Metric("nan", lambda golds, preds: float("nan"))
+    with pytest.raises(InvalidInput, match="metric nan returned nan: a metric's value must be a finite number"):
+        score(task, ["nan"], labels("good"), predicted("good"), metrics={"nan": nan})
 
 
 # ---------------------------------------------------------------------------------------------------------- boundaries

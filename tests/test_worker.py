@@ -270,3 +270,37 @@ def test_model_server_command_serves_a_model_to_the_http_backend(tmp_path):
         timeout=60,
     )
     assert bad.returncode != 0 and "--config must be a JSON object" in bad.stderr
+
+
+def test_model_server_serves_a_model_from_the_current_folder(tmp_path):
+    """As `dynaforge check --plugin` does, `dynaforge model-server` imports from the folder it runs in: a python
+    model being written there is served before it is packaged."""
+    import subprocess
+    import sys
+
+    import httpx
+
+    (tmp_path / "my_model.py").write_text("def predict(inputs):\n    return [{'label': 'good'} for _ in inputs]\n")
+    port = free_port()
+    dynaforge = str(Path(sys.executable).with_name("dynaforge"))
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"DYNAFORGE_LOAD_PLUGINS": ""}
+    err_log = (tmp_path / "err.log").open("wb")
+    config = '{"callable": "my_model:predict"}'
+    proc = subprocess.Popen(
+        [dynaforge, "model-server", "--backend", "python", "--config", config, "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.DEVNULL, stderr=err_log,
+    )  # fmt: skip
+    err_log.close()
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                answer = httpx.post(f"http://127.0.0.1:{port}/predict", json={"inputs": [{"text": "x"}]}, timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, (tmp_path / "err.log").read_text()
+                time.sleep(0.2)
+        assert answer.json() == {"outputs": [{"label": "good"}]}
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -27,6 +27,14 @@ def broken_model(inputs):
     return [{"label": "not-a-label"} for _ in inputs]
 
 
+def picky_model(inputs):
+    """The keyword model, but an answer the task cannot read for a text with the word 'weird'."""
+    return [
+        {"label": "not-a-label"} if "weird" in item["text"].lower().split() else answer
+        for item, answer in zip(inputs, keyword_model(inputs), strict=True)
+    ]
+
+
 # ---------------------------------------------------------------- a trainable toy model (no torch)
 
 

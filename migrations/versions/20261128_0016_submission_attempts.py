@@ -1,5 +1,6 @@
-"""Scored attempts at a leaderboard, kept when their model is deleted: the submission allowance counts them; and
-each data set's public share (a scoring set's items whose figures are shown before its round ends).
+"""Scored attempts at a leaderboard, kept when their model is deleted: the submission allowance counts them; each
+data set's public share (a scoring set's items whose figures are shown before its round ends) and a perturbed
+copy's effect on the gold; and why a pending example waits, with how many unreadable answers in a row it got.
 
 Existing submissions (models that are not a registry entry's) become attempts, so that a window open when this
 runs keeps its count.
@@ -23,6 +24,10 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("datasets") as batch:
         batch.add_column(sa.Column("public_share", sa.Float(), nullable=True))
+        batch.add_column(sa.Column("perturbation_gold", sa.String(length=16), nullable=True))
+    with op.batch_alter_table("examples") as batch:
+        batch.add_column(sa.Column("pending_reason", sa.String(length=2000), nullable=True))
+        batch.add_column(sa.Column("prediction_attempts", sa.Integer(), nullable=False, server_default="0"))
     op.create_table(
         "submission_attempts",
         sa.Column("id", sa.Integer(), nullable=False),
@@ -49,5 +54,9 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_submission_attempts_task_user_created", table_name="submission_attempts")
     op.drop_table("submission_attempts")
+    with op.batch_alter_table("examples") as batch:
+        batch.drop_column("prediction_attempts")
+        batch.drop_column("pending_reason")
     with op.batch_alter_table("datasets") as batch:
+        batch.drop_column("perturbation_gold")
         batch.drop_column("public_share")

@@ -337,6 +337,8 @@ def create_app(
         background = [asyncio.create_task(_retry_pending(platform), name="pending-predictions")]
         if run_jobs and platform.settings.artifact_gc_interval_s > 0:
             background.append(asyncio.create_task(_collect_artifacts(platform), name="collect-artifacts"))
+        if run_jobs and platform.jobs is not None and platform.jobs.embedded and platform.settings.queued_sweep_s > 0:
+            background.append(asyncio.create_task(_send_unsent_evaluations(platform), name="queued-evaluations"))
         if warm_models:
             background.append(asyncio.create_task(_warm(platform), name="warm-models"))
         try:
@@ -428,9 +430,26 @@ async def _collect_artifacts(platform: Platform) -> None:
             log.exception("could not send the job that collects model artifacts; trying again at the next period")
 
 
+async def _send_unsent_evaluations(platform: Platform) -> None:
+    """Run the queued evaluations no process sent (a data set imported with the CLI while the server runs), every
+    ``queued_sweep_s`` seconds: the in-process broker is this server's alone, so nobody else would."""
+    from dynaforge.services.evaluation_jobs import send_unsent
+
+    while True:
+        await asyncio.sleep(platform.settings.queued_sweep_s)
+        try:
+            await send_unsent(platform)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("could not look for queued evaluations; trying again at the next period")
+
+
 async def _warm(platform: Platform) -> None:
     """Start the model worker and load each open round's target models (and every task's defaults) in the
-    background, so that the first annotator does not wait for them."""
+    background, so that the first annotator does not wait for them; then ask each open round's targets about
+    their task's sample examples once (:func:`dynaforge.services.examples.probe_targets`: a target that cannot
+    answer at all is logged with its task named, and shown to the task's owners and admins in ``Task.problems``)."""
     await platform.inference.start()
     specs = await task_service.open_round_targets(platform)
     for task in platform.plugins.registry.tasks.values():
@@ -444,3 +463,7 @@ async def _warm(platform: Platform) -> None:
             await platform.inference.warm_up(spec)
         except Exception:
             log.exception("could not load target model %s", spec.name)
+    try:
+        await example_service.probe_targets(platform)
+    except Exception:
+        log.exception("could not ask the round targets about their tasks' sample examples")

@@ -4,6 +4,7 @@ artifacts collect, schema."""
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 import os
 import secrets
@@ -37,15 +38,35 @@ def _field_lines(exc: InvalidInput) -> list[str]:
     return [f"  {e.field}: {e.message}" for e in exc.field_errors]
 
 
-def _demo_url() -> str:
-    return f"sqlite+aiosqlite:///{(DEMO_DIR / 'dynaforge.db').as_posix()}"
+def _demo_dir() -> Path:
+    """The demo's folder: DYNAFORGE_DATA_DIR when set, else ./dynaforge-data."""
+    return Path(os.environ.get("DYNAFORGE_DATA_DIR") or DEMO_DIR)
+
+
+def _demo_url(folder: Path | None = None) -> str:
+    return f"sqlite+aiosqlite:///{((folder or _demo_dir()) / 'dynaforge.db').as_posix()}"
 
 
 def _default_url() -> str | None:
-    """Inside the demo's folder the CLI talks to the demo database unless DYNAFORGE_DATABASE_URL says otherwise."""
-    if "DYNAFORGE_DATABASE_URL" not in os.environ and (DEMO_DIR / "dynaforge.db").exists():
+    """Beside the demo's folder (./dynaforge-data, or DYNAFORGE_DATA_DIR) the CLI talks to the demo database unless
+    DYNAFORGE_DATABASE_URL says otherwise."""
+    if "DYNAFORGE_DATABASE_URL" not in os.environ and (_demo_dir() / "dynaforge.db").exists():
         return _demo_url()
     return None
+
+
+#: What the demo lets its models reach when it listens on loopback only: model servers on this machine.
+LOOPBACK_MODELS = "127.0.0.0/8,::1,localhost"
+
+
+def _loopback(host: str) -> bool:
+    """Whether ``host`` (what the server listens on) is reachable from this machine only."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 database_option = click.option(
@@ -127,10 +148,31 @@ async def _check_migrated(settings: Settings) -> None:
 @main.command()
 @click.option("--host", default="127.0.0.1", show_default=True)
 @click.option("--port", default=8000, show_default=True, type=int)
-def demo(host: str, port: int) -> None:
-    """The embedded demo: SQLite under ./dynaforge-data/, every task with round 1 open, a demo user and token."""
-    settings = _settings(_demo_url())
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where the demo keeps its database and model store (default: DYNAFORGE_DATA_DIR, else ./dynaforge-data).",
+)
+def demo(host: str, port: int, data_dir: Path | None) -> None:
+    """The embedded demo: SQLite under ./dynaforge-data/ (or --data-dir), every task with round 1 open, a demo user
+    and token, and each task's target models ranked on its demo scoring set."""
+    folder = data_dir or _demo_dir()
+    overrides: dict[str, object] = {"data_dir": folder}
+    allowed = None
+    if _loopback(host) and "DYNAFORGE_OUTBOUND_ALLOW" not in os.environ:
+        # Nobody but this machine can reach the demo, so its users may submit models they serve on it too
+        # (`dynaforge model-server`); a demo listening on a network keeps the policy's refusal of internal addresses.
+        # In the environment, so that every process the demo starts (model worker, evaluation jobs) follows it.
+        os.environ["DYNAFORGE_OUTBOUND_ALLOW"] = allowed = LOOPBACK_MODELS
+    settings = _settings(_demo_url(folder), **overrides)
     token, password = _run(_prepare_demo(settings))
+    if allowed:
+        logging.getLogger("dynaforge.demo").info(
+            "the demo listens on loopback only, so models served on this machine may be submitted "
+            "(DYNAFORGE_OUTBOUND_ALLOW=%s); set DYNAFORGE_OUTBOUND_ALLOW to choose yourself",
+            allowed,
+        )
     click.echo("")
     click.echo("Dynaforge demo")
     click.echo(f"  web app:   {_web_line(settings, host, port)}")
@@ -138,6 +180,9 @@ def demo(host: str, port: int) -> None:
     click.echo(f"  user:      {DEMO_USER}  (password {password})" if password else f"  user:      {DEMO_USER}")
     click.echo(f"  token:     {token}")
     click.echo('  header:    {"Authorization": "Bearer ' + token + '"}')
+    click.echo(f"  data:      {folder.absolute()}")
+    if allowed:
+        click.echo(f"  models:    served on this machine may be submitted ({allowed}: the demo is on loopback only)")
     click.echo("")
     _serve(settings, host, port, warm_models=True)
 
@@ -182,25 +227,38 @@ async def _prepare_demo(settings: Settings) -> tuple[str, str | None]:
 
 
 async def _seed_demo_evaluations(platform, user) -> None:
-    """Each task's sample examples become a scoring set ``demo-samples`` (with its perturbed copies) and its round's
-    target models are evaluated as published models, so the demo's leaderboards fill as the jobs finish."""
-    from dynaforge.errors import DynaforgeError
+    """Each task's demo scoring set (:meth:`~dynaforge.Task.demo_scoring_set`) becomes the scoring set
+    ``demo-scoring`` (with its perturbed copies; its gold ships with the plugin, so every item is public) and its
+    round's target models are evaluated as published models, so the demo's leaderboards fill as the jobs finish."""
+    from dynaforge.errors import DynaforgeError, InvalidInput
     from dynaforge.services import datasets, training
     from dynaforge.services.actor import Actor
 
     system, demo = Actor.system(), Actor(user.id, user.username, user.is_admin)
     for code, task in platform.plugins.registry.tasks.items():
-        if not task.sample_examples:
+        examples = list(task.demo_scoring_set())
+        if not examples:
+            continue
+        if len(examples) < platform.settings.min_scoring_set_size:
+            click.echo(
+                f"note: {code} has {len(examples)} demo examples, fewer than MIN_SCORING_SET_SIZE "
+                f"({platform.settings.min_scoring_set_size}): its board stays empty (see Task.demo_scoring_set)",
+                err=True,
+            )
             continue
         try:
             await datasets.create_dataset(
                 platform,
                 system,
                 code,
-                "demo-samples",
-                [(f"sample {i}", dict(e)) for i, e in enumerate(task.sample_examples)],
-                description="The task's own sample examples (a demo scoring set)",
+                "demo-scoring",
+                [(f"demo example {i}", dict(e)) for i, e in enumerate(examples)],
+                description="The task's demo scoring set, written by its plugin (Task.demo_scoring_set)",
+                public_share=1.0,
             )
+        except InvalidInput as exc:
+            click.echo(f"warning: the demo scoring set of {code} is refused: {exc.message}", err=True)
+            continue
         except DynaforgeError:
             continue  # seeded by an earlier run of the demo
         try:  # round 1's targets, pinned, so that the board and the round x model matrix show the same models
@@ -260,6 +318,7 @@ def datasets_import(
 
     async def go():
         platform = _platform(database_url)
+        _jobs_through_the_broker(platform)
         try:
             await task_service.sync_registered_tasks(platform)
             task = platform.plugins.task(task_code)
@@ -267,15 +326,19 @@ def datasets_import(
                 raise click.ClickException(f"no task {task_code!r} is installed")
             importer = import_service.choose_importer(platform, task, format_name)
             records = import_service.records_of(importer, path, task)
-            return await dataset_service.create_dataset(
+            made = await dataset_service.create_dataset(
                 platform, Actor.system(), task_code, name, records, access=access, public_share=public_share
             )
+            return made, await _queued_line(platform, [d.id for d in made])
         finally:
+            _close_jobs(platform)
             await platform.close()
 
-    made = _run(go())
+    made, queued = _run(go())
     for dataset in made:
         click.echo(f"data set {dataset.name}: {dataset.size} examples ({dataset.access.lower()})")
+    if queued:
+        click.echo(queued)
 
 
 @datasets.command("attach-copy")
@@ -300,6 +363,7 @@ def datasets_attach_copy(
 
     async def go():
         platform = _platform(database_url)
+        _jobs_through_the_broker(platform)
         try:
             await task_service.sync_registered_tasks(platform)
             async with platform.db.session() as s:
@@ -312,16 +376,18 @@ def datasets_attach_copy(
                 raise click.ClickException(f"task {task_code!r} has no data set {dataset_name!r}")
             with path.open("rb") as source:
                 records = dataset_service.read_jsonl(source, platform.settings.context_upload_max_bytes)
-            return await dataset_service.attach_perturbed_copy(
+            copy = await dataset_service.attach_perturbed_copy(
                 platform, Actor.system(), dataset_id, perturbation, kind, records, replace=replace
             )
+            return copy, await _queued_line(platform, [copy.id])
         finally:
+            _close_jobs(platform)
             await platform.close()
 
-    copy = _run(go())
-    click.echo(
-        f"data set {copy.name}: {copy.size} items ({copy.perturbation_kind}); the task's models are queued on it"
-    )
+    copy, queued = _run(go())
+    click.echo(f"data set {copy.name}: {copy.size} items ({copy.perturbation_kind})")
+    if queued:
+        click.echo(queued)
 
 
 @main.group()
@@ -410,6 +476,36 @@ def _platform(database_url: str | None):
     from dynaforge.services.platform import Platform
 
     return Platform.create(_settings(database_url or _default_url()))
+
+
+def _jobs_through_the_broker(platform) -> None:
+    """With DYNAFORGE_BROKER_URL, what a command queues is sent to the broker at once (the workers run it); without
+    one, a running server's sweep finds it (QUEUED_SWEEP_S), or the next server to start."""
+    if platform.settings.broker_url:
+        from dynaforge.jobs import Jobs
+
+        platform.jobs = Jobs(platform.settings)
+
+
+def _close_jobs(platform) -> None:
+    if platform.jobs is not None:
+        platform.jobs.stop()
+        platform.jobs = None
+
+
+async def _queued_line(platform, dataset_ids: list[int]) -> str | None:
+    """What happens to the evaluations a command queued on ``dataset_ids`` (None: it queued none)."""
+    from dynaforge.services.evaluation_jobs import queued_on
+
+    count = await queued_on(platform, dataset_ids)
+    if not count:
+        return None
+    if platform.jobs is not None:
+        return f"{count} evaluations queued and sent to the job broker: its workers run them"
+    return (
+        f"{count} evaluations queued: a running server with the in-process worker runs them within "
+        f"{platform.settings.queued_sweep_s:g} s (QUEUED_SWEEP_S), else the next server to start"
+    )
 
 
 # --------------------------------------------------------------------------- export
@@ -756,6 +852,15 @@ def train(
     click.echo(json.dumps(metrics, indent=2, sort_keys=True))
 
 
+def _import_from_here() -> None:
+    """Make the current folder's modules importable, as ``python -m`` would (the ``dynaforge`` script's own folder
+    is first on the path instead): a plugin or model being written there is found before it is installed."""
+    import sys
+
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+
+
 @main.command("model-server")
 @click.option(
     "--backend", "backend_name", required=True, help="A registered model backend (python, transformers, ...)."
@@ -778,10 +883,13 @@ def train(
 def model_server(
     backend_name: str, config_json: str, host: str, port: int, name: str | None, token: str | None
 ) -> None:
-    """Serve one model over the HTTP model-server contract (docs/model-server.md), for the http backend."""
+    """Serve one model over the HTTP model-server contract (docs/model-server.md), for the http backend. The current
+    folder is on the import path, so a python backend's callable or factory may live there."""
     import json
 
     from dynaforge.inference.http_server import serve_model
+
+    _import_from_here()
 
     try:
         config = json.loads(config_json)
@@ -809,8 +917,8 @@ def model_server(
     "--check",
     "check_names",
     multiple=True,
-    help="Run only this check (repeatable): declaration, json-schema, samples, perturbations, default-models, "
-    "data-selection.",
+    help="Run only this check (repeatable): declaration, json-schema, samples, perturbations, metrics, "
+    "default-models, data-selection, adversaries.",
 )
 @click.option(
     "--declared",
@@ -829,19 +937,21 @@ def check(
     no_models: bool,
     as_json: bool,
 ) -> None:
-    """Run the task conformance checks on every installed task, or on the TASKs named.
+    """Run the task conformance checks on every installed task, or on the TASKs named. Default models are timed
+    against the server's DYNAFORGE_INFERENCE_TIMEOUT_S and DYNAFORGE_INFERENCE_LOAD_TIMEOUT_S, as set here.
 
-    Exit status 1 when a plugin is broken or a check fails (each problem is printed), 2 on a usage error."""
+    Exit status 1 when a plugin (or a --declared task) is broken or a check fails (each problem is printed), 2 on a
+    usage error."""
     import importlib
     import json
-    import sys
 
     from dynaforge import conformance
     from dynaforge.plugins import Plugins
+    from dynaforge.tasks.declarative import DECLARED_PREFIX
 
     extra = []
-    if plugin_modules and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())  # as `python -m` would: a package folder's own modules are importable
+    if plugin_modules:
+        _import_from_here()
     for module in plugin_modules:
         name, _, attribute = module.partition(":")
         try:
@@ -863,12 +973,21 @@ def check(
                 lines = [f"{path} is not a valid declaration:", *_field_lines(exc)]
                 raise click.ClickException("\n".join(lines)) from exc
         plugins.replace_declared(declared)
-        task_codes = task_codes or tuple(task.code for task in declared)
+        # A declared task refused at load (a name no plugin registered, say) is a broken plugin, reported as one
+        # (exit status 1), not a task to check.
+        refused = {task.code for task in declared if DECLARED_PREFIX + task.code in plugins.errors}
+        named = task_codes or tuple(task.code for task in declared)
+        task_codes = tuple(code for code in named if code not in refused)
     broken = dict(plugins.errors)
     try:
-        results = asyncio.run(
-            conformance.run_checks(plugins, task_codes or None, models=not no_models, checks=list(check_names) or None)
-        )
+        if declared_files and not task_codes:
+            results = []
+        else:
+            results = asyncio.run(
+                conformance.run_checks(
+                    plugins, task_codes or None, models=not no_models, checks=list(check_names) or None
+                )
+            )
     except KeyError as exc:
         hint = "".join(f"\nplugin {name} is broken: {error}" for name, error in broken.items())
         raise click.UsageError(f"{exc.args[0]}{hint}") from exc

@@ -1,9 +1,11 @@
 """The task conformance kit: the checks every task must pass, whoever wrote it and wherever it is installed.
 
-A task passes when it declares itself consistently, publishes a JSON Schema that matches its fields, ships sample
-examples and demo contexts that pass its own validation, keeps every sample valid under each of its perturbations
-(the same seed giving the same copy), and comes with default target models that load offline and answer its samples
-in a batch and one at a time, alike, with predictions the task can read and judge.
+A task passes when it declares itself consistently (naming only metrics, perturbations and slices that are
+registered, for it or for every task), publishes a JSON Schema that matches its fields, ships sample examples and
+demo contexts that pass its own validation, keeps every sample valid under each of its perturbations (the same seed
+giving the same copy), has metrics and slices that score its samples as an evaluation scores a data set, and comes
+with default target models that load offline and answer its samples in a batch and one at a time, alike, within
+the server's time limits, with predictions the task can read, judge and score.
 
 Three ways in, one set of checks:
 
@@ -18,22 +20,65 @@ Each check returns the problems it found, in words a task author can act on, rat
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
-from collections.abc import Awaitable, Callable, Iterable
+import time
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 from dynaforge.adversaries.base import AttackRequest, Oracle
 from dynaforge.defaults.backends.common import import_object
+from dynaforge.errors import InvalidInput
+from dynaforge.evaluation import scoring
+from dynaforge.inference.backends import InferenceTimeout
 from dynaforge.inference.client import InferenceClient, LocalInferenceClient
 from dynaforge.plugins import Plugins, Registry, task_registry_problems
-from dynaforge.tasks.base import Task
+from dynaforge.tasks.base import Task, choice_labels
 from dynaforge.tasks.fields import Role
 
-__all__ = ["CHECKS", "Check", "CheckResult", "report_lines", "run_check", "run_checks", "run_checks_sync"]
+__all__ = [
+    "CHECKS",
+    "Check",
+    "CheckResult",
+    "ServerLimits",
+    "report_lines",
+    "run_check",
+    "run_checks",
+    "run_checks_sync",
+]
 
-#: How long one default model may take to load and answer the samples, in seconds.
+#: How long one default model may take to load, or to answer the samples, in seconds (longer when the server's own
+#: limits are: the checks measure a slow model and say which setting it breaks rather than stop it).
 MODEL_TIMEOUT_S = 120.0
+#: Bootstrap resamples the metrics check draws (evaluations draw EVAL_BOOTSTRAP_RESAMPLES; a few show the metric
+#: copes with resampled items, repeats included).
+CHECK_RESAMPLES = 20
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """The server's limits a default model is timed against (:func:`run_checks` reads them from the settings)."""
+
+    #: ``DYNAFORGE_INFERENCE_TIMEOUT_S``: how long the server waits for an annotator's example to be predicted.
+    inference_timeout_s: float
+    #: ``DYNAFORGE_INFERENCE_LOAD_TIMEOUT_S``: how long a model may take to load in the model worker.
+    load_timeout_s: float
+
+    @classmethod
+    def from_settings(cls) -> ServerLimits:
+        from dynaforge.settings import Settings
+
+        settings = Settings()
+        return cls(settings.inference_timeout_s, settings.inference_load_timeout_s)
+
+
+_LIMITS: ContextVar[ServerLimits | None] = ContextVar("dynaforge_conformance_limits", default=None)
+
+
+def _limits() -> ServerLimits:
+    return _LIMITS.get() or ServerLimits.from_settings()
 
 
 @dataclass(frozen=True)
@@ -170,44 +215,204 @@ async def check_samples(task: Task, registry: Registry, inference: InferenceClie
 
 
 async def check_perturbations(task: Task, registry: Registry, inference: InferenceClient | None) -> list[str]:
-    """Each perturbation keeps every sample valid, changes only input fields, and is reproducible by seed."""
+    """Each perturbation, applied to every valid sample as evaluation applies it to a scoring set's items (context
+    fields included), keeps the sample valid, changes only the fields its scope allows (input fields; for an
+    example-wide one, context and input fields and the spans into them), removes the gold fields exactly when its
+    gold is ``dropped``, and is reproducible by seed."""
     problems = []
     samples = _valid_samples(task)
+    gold_fields = task.gold_field_names()
     for name in task.perturbations:
         perturbation = registry.perturbations.get(name)
         if perturbation is None:
             continue  # check_declaration reports it
+        example_wide = perturbation.scope == "example"
+        may_change = set(task.field_names(Role.INPUT))
+        if example_wide:
+            may_change |= set(task.field_names(Role.CONTEXT))
+            may_change |= {f.name for f in task.fields if getattr(f, "context_field", None) in may_change}
         for i, example, _, context in samples:
             where = f"perturbation {name} on sample_examples[{i}]"
+            whole = {**context, **example}
             try:
-                perturbed = task.perturb(example, perturbation, random.Random(i))
-                again = task.perturb(example, perturbation, random.Random(i))
+                perturbed = task.perturb(whole, perturbation, random.Random(i))
+                again = task.perturb(whole, perturbation, random.Random(i))
             except Exception as exc:
                 problems.append(f"{where} raised {type(exc).__name__}: {exc}")
                 continue
-            if set(perturbed) != set(example):
-                problems.append(f"{where} changed the set of fields to {sorted(perturbed)}")
+            removed = gold_fields & set(whole) if perturbation.gold == "dropped" else set()
+            if set(perturbed) != set(whole) - removed:
+                dropped = f" (its gold is dropped: all but {sorted(removed)})" if removed else ""
+                problems.append(f"{where} changed the set of fields to {sorted(perturbed)}{dropped}")
                 continue
             changed = [
                 f.name
                 for f in task.fields
-                if f.role is not Role.INPUT and f.name in example and perturbed[f.name] != example[f.name]
+                if f.name in perturbed and f.name not in may_change and perturbed[f.name] != whole[f.name]
             ]
-            if changed:
+            if changed and example_wide:
+                problems.append(f"{where} changed fields outside the context and input fields: {changed}")
+            elif changed:
                 problems.append(f"{where} changed the non-input fields {changed}")
-            try:
-                task.validate_example(perturbed, context or None)
-            except Exception as exc:
-                problems.append(f"{where} made an invalid example: {type(exc).__name__}: {exc}")
+            invalid = None
+            if removed:  # no gold left to validate: each field it kept passes its own field's check
+                kept = [f for f in task.fields if f.name in perturbed]
+                errors = [e for f in kept for e in f.check(perturbed[f.name], task=task, values=perturbed)]
+                invalid = "; ".join(f"{e.field}: {e.message}" for e in errors) or None
+            else:
+                new_context, new_example = task.split_fields(perturbed)
+                try:
+                    task.validate_example(new_example, new_context or None)
+                except Exception as exc:
+                    invalid = f"{type(exc).__name__}: {exc}"
+            if invalid:
+                problems.append(f"{where} made an invalid example: {invalid}")
             if again != perturbed:
                 problems.append(f"{where} is not reproducible: the same seed gave two different copies")
     return problems
 
 
+def _why(exc: Exception) -> str:
+    """What a metric or slice raised, without the wrapper scoring puts around it (which names the metric again)."""
+    cause = exc.__cause__ if isinstance(exc, InvalidInput) else None
+    if isinstance(cause, Exception):
+        return f"{type(cause).__name__}: {cause}"
+    return exc.message if isinstance(exc, InvalidInput) else f"{type(exc).__name__}: {exc}"
+
+
+def _scoring_problems(
+    task: Task,
+    registry: Registry,
+    golds: Sequence[dict[str, Any]],
+    predictions: Sequence[dict[str, Any] | None],
+    what: str,
+    *,
+    need_values: bool,
+) -> dict[str, str]:
+    """Every metric of the task on these items, computed as evaluations compute it (:mod:`dynaforge.evaluation.
+    scoring`): the whole set, each item alone, a bootstrap interval, and each fairness slice's groups with their
+    gaps. The problem of each metric that fails, at the first step that does, saying where. ``need_values``: a
+    metric with no value on these items (one that reads items and skipped them all) is a problem too."""
+    metrics = {name: registry.metrics[name] for name in task.metrics if name in registry.metrics}
+    slices = [registry.slices[name] for name in task.fairness_slices if name in registry.slices]
+    problems = {}
+    for name in metrics:
+        overall: dict[str, float] = {}
+
+        def whole(name: str = name, overall: dict[str, float] = overall) -> None:
+            overall.update(scoring.score(task, [name], golds, predictions, metrics=metrics))
+
+        def alone(i: int, name: str = name) -> None:
+            scoring.score(task, [name], [golds[i]], [predictions[i]], metrics=metrics)
+
+        def interval(name: str = name, overall: dict[str, float] = overall) -> None:
+            if name in overall:
+                scoring.metric_interval(
+                    task, name, golds, predictions, metrics=metrics, seed=0, resamples=CHECK_RESAMPLES
+                )
+
+        def groups(slice_: Any, name: str = name, overall: dict[str, float] = overall) -> None:
+            per_slice = scoring.slice_metrics(
+                task, [slice_], golds, predictions, golds, metrics=metrics, metric_names=[name]
+            )
+            if overall:
+                scoring.slice_gaps(overall, per_slice, metrics=metrics, min_group_size=1)
+
+        steps: list[tuple[str, Callable[[], None]]] = [("the whole set", whole)]
+        steps += [(f"item {i} alone", functools.partial(alone, i)) for i in range(len(golds))]
+        steps.append(("a bootstrap interval", interval))
+        steps += [(f"the groups of slice {sl.name}", functools.partial(groups, sl)) for sl in slices]
+        for where, step in steps:
+            try:
+                step()
+            except Exception as exc:  # the author's code: any failure is the finding
+                problems[name] = (
+                    f"metric {name} failed on {what} ({where}): {_why(exc)}: an evaluation computes it there too, "
+                    "and would fail"
+                )
+                break
+        else:
+            if need_values and name not in overall:
+                skipped = scoring.coverage(task, [name], golds, predictions, metrics=metrics)[name]["skipped"]
+                reasons = ", ".join(f"{why} ({n})" for why, n in skipped.items())
+                problems[name] = (
+                    f"metric {name} has no value on {what}: it skipped every item ({reasons}); have the model give "
+                    f"what the metric needs ({', '.join(metrics[name].needs)}), or drop the metric"
+                )
+    return problems
+
+
+def _stand_in(task: Task, values: dict[str, Any]) -> dict[str, Any]:
+    """A prediction of ``values``' targets, with a confidence and, for a task with one choice target, probabilities
+    that favour that answer."""
+    prediction = {name: values.get(name) for name in task.field_names(Role.TARGET)}
+    labels = choice_labels(task)
+    answer = next(iter(prediction.values()))
+    if labels and answer in labels:
+        rest = 0.3 / (len(labels) - 1) if len(labels) > 1 else 0.0
+        prediction["probabilities"] = {label: 0.7 if label == answer else rest for label in labels}
+        if len(labels) == 1:
+            prediction["probabilities"] = {answer: 1.0}
+    prediction["confidence"] = 0.7
+    return prediction
+
+
+async def check_metrics(task: Task, registry: Registry, inference: InferenceClient | None) -> list[str]:
+    """Each metric of the task, and each fairness slice, runs on the valid samples as an evaluation runs them (the
+    whole set, each item alone, a bootstrap interval, each slice's groups and gaps) against stand-in predictions:
+    the gold itself, another sample's gold, and the gold with the first output unusable (None, what evaluation
+    passes for an output the task cannot read); every value a finite number."""
+    golds = [{**context, **cleaned} for _, _, cleaned, context in _valid_samples(task)]
+    if not golds:
+        return []  # check_samples reports it
+    problems = []
+    for slice_name in task.fairness_slices:
+        slice_ = registry.slices.get(slice_name)
+        if slice_ is None:
+            continue  # check_declaration reports it
+        for i, values in enumerate(golds):
+            try:
+                slice_.group(dict(values))
+            except Exception as exc:  # the author's code: any failure is the finding
+                problems.append(f"slice {slice_name} raised on sample {i}: {type(exc).__name__}: {exc}")
+                break
+    if problems:
+        return problems
+    right = [_stand_in(task, values) for values in golds]
+    shifted = [right[(i + 1) % len(right)] for i in range(len(right))]
+    unusable: list[dict[str, Any] | None] = [None, *right[1:]]
+    found: dict[str, str] = {}
+    for what, predictions in (
+        ("stand-in predictions equal to the gold", right),
+        ("stand-in predictions of another sample's gold", shifted),
+        ("stand-in predictions with the first output unusable (None)", unusable),
+    ):
+        for name, problem in _scoring_problems(task, registry, golds, predictions, what, need_values=False).items():
+            found.setdefault(name, problem)  # one problem per metric: the first stand-in it fails on
+    return list(found.values())
+
+
+def _slower_than_the_server(exc: Exception) -> str:
+    """The advice for a model that ran out of time in the checks, whose limits are at least the server's."""
+    if not isinstance(exc, InferenceTimeout):
+        return ""
+    limits = _limits()
+    return (
+        f"; the server gives a model DYNAFORGE_INFERENCE_LOAD_TIMEOUT_S ({limits.load_timeout_s:g} s) to load and "
+        f"DYNAFORGE_INFERENCE_TIMEOUT_S ({limits.inference_timeout_s:g} s) to answer: make it faster, or raise the "
+        "setting it runs past"
+    )
+
+
 async def check_default_models(task: Task, registry: Registry, inference: InferenceClient | None) -> list[str]:
-    """Each default target model loads offline and answers the samples in a batch and one at a time, alike, with
-    outputs the task reads into every target field and judges as fooled or not."""
+    """Each default target model loads offline within DYNAFORGE_INFERENCE_LOAD_TIMEOUT_S and answers the samples in a
+    batch and one at a time, alike, each sample alone within DYNAFORGE_INFERENCE_TIMEOUT_S, with outputs the task
+    reads (as evaluation reads them) into every target field and judges as fooled or not, and that every metric of
+    the task scores as an evaluation would."""
+    from dynaforge.services.examples import read_output
+
     assert inference is not None
+    limits = _limits()
     problems = []
     examples = [(cleaned, context) for _, _, cleaned, context in _valid_samples(task)]
     inputs = [task.build_model_input(context, cleaned) for cleaned, context in examples]
@@ -216,26 +421,37 @@ async def check_default_models(task: Task, registry: Registry, inference: Infere
     distinct = len(inputs)
     if distinct == 1:  # a batch of one is no batch: send the one sample twice
         inputs, examples = inputs * 2, examples * 2
+    golds = [{**context, **cleaned} for cleaned, context in examples]
     targets = task.field_names(Role.TARGET)
     for spec in task.default_target_models:
         if spec.backend not in registry.backends:
             continue  # check_declaration reports it
         where = f"default model {spec.name}"
+        started = time.perf_counter()
         try:
             answer = await inference.predict(spec, inputs)
         except Exception as exc:
-            problems.append(f"{where} did not answer the samples: {type(exc).__name__}: {exc}")
+            problems.append(
+                f"{where} did not answer the samples: {type(exc).__name__}: {exc}{_slower_than_the_server(exc)}"
+            )
             continue
+        loading_s = time.perf_counter() - started - answer.latency_ms / 1000
+        if loading_s > limits.load_timeout_s:
+            problems.append(
+                f"{where} took {loading_s:.1f} s to load, longer than the {limits.load_timeout_s:g} s the server's "
+                "model worker waits (DYNAFORGE_INFERENCE_LOAD_TIMEOUT_S): make it load faster, or raise "
+                "DYNAFORGE_INFERENCE_LOAD_TIMEOUT_S on the server"
+            )
         if len(answer.outputs) != len(inputs):
             problems.append(f"{where} answered {len(answer.outputs)} outputs for {len(inputs)} inputs")
             continue
-        batched: list[dict[str, Any] | None] = []
+        read: list[dict[str, Any] | None] = []
         for i, (output, (cleaned, context)) in enumerate(zip(answer.outputs, examples, strict=True)):
             try:
-                prediction = task.read_model_output(output)
+                prediction = read_output(task, output, inputs[i])
             except Exception as exc:
                 problems.append(f"{where}: read_model_output failed on output {i}: {type(exc).__name__}: {exc}")
-                batched.append(None)
+                read.append(None)  # what an evaluation scores for an output the task cannot read
                 continue
             missing = sorted(set(targets) - set(prediction))
             if missing:
@@ -247,21 +463,44 @@ async def check_default_models(task: Task, registry: Registry, inference: Infere
             else:
                 if not isinstance(fooled, bool):
                     problems.append(f"{where}: is_fooled returned {fooled!r} for sample {i}, not a bool")
-            batched.append({t: prediction.get(t) for t in targets})
-        # batching, and the padding it brings, must not change what the model answers
+            read.append(prediction)
+        batched = [None if p is None else {t: p.get(t) for t in targets} for p in read]
+        # batching, and the padding it brings, must not change what the model answers; alone, a sample is what an
+        # annotator's example is, and the server waits INFERENCE_TIMEOUT_S for it
+        slowest: tuple[float, int] | None = None
         for i, item in enumerate(inputs[: min(distinct, 3)]):
+            try:
+                single = await inference.predict(spec, [item])
+            except Exception as exc:
+                problems.append(
+                    f"{where} did not answer sample {i} alone: {type(exc).__name__}: {exc}"
+                    + _slower_than_the_server(exc)
+                )
+                continue
+            if slowest is None or single.latency_ms / 1000 > slowest[0]:
+                slowest = (single.latency_ms / 1000, i)
             if batched[i] is None:
                 continue
             try:
-                alone = task.read_model_output((await inference.predict(spec, [item])).outputs[0])
+                alone = read_output(task, single.outputs[0], item)
             except Exception as exc:
-                problems.append(f"{where} did not answer sample {i} alone: {type(exc).__name__}: {exc}")
+                problems.append(f"{where}: read_model_output failed on sample {i} alone: {type(exc).__name__}: {exc}")
                 continue
             if {t: alone.get(t) for t in targets} != batched[i]:
                 problems.append(
                     f"{where} answers sample {i} differently alone ({ {t: alone.get(t) for t in targets} }) "
                     f"and in a batch ({batched[i]})"
                 )
+        if slowest is not None and slowest[0] > limits.inference_timeout_s:
+            problems.append(
+                f"{where} took {slowest[0]:.2f} s to answer sample {slowest[1]} alone, longer than the "
+                f"{limits.inference_timeout_s:g} s the server waits for a prediction (DYNAFORGE_INFERENCE_TIMEOUT_S): "
+                "every example an annotator writes would be stored as pending. Make the model faster, or raise "
+                "DYNAFORGE_INFERENCE_TIMEOUT_S on the server (and here, to check against it)"
+            )
+        if any(p is not None for p in read):
+            scored = _scoring_problems(task, registry, golds, read, f"{where}'s answers", need_values=True)
+            problems += scored.values()
     return problems
 
 
@@ -378,6 +617,7 @@ CHECKS: tuple[Check, ...] = (
     Check("json-schema", "the JSON Schema matches the fields", check_json_schema),
     Check("samples", "sample examples and demo contexts pass validation", check_samples),
     Check("perturbations", "perturbations keep samples valid and are seeded", check_perturbations),
+    Check("metrics", "every metric and slice scores the samples as an evaluation would", check_metrics),
     Check("default-models", "default models answer the samples, batched and alone", check_default_models, True),
     Check(
         "data-selection",
@@ -415,8 +655,11 @@ async def run_checks(
     *,
     models: bool = True,
     checks: Iterable[str] | None = None,
+    limits: ServerLimits | None = None,
 ) -> list[CheckResult]:
-    """Every check (or those named) on every registered task (or those named), in order.
+    """Every check (or those named) on every registered task (or those named), in order. ``limits``: the server's
+    limits the default models are timed against (default: the settings, ``DYNAFORGE_INFERENCE_TIMEOUT_S`` and
+    ``DYNAFORGE_INFERENCE_LOAD_TIMEOUT_S``).
 
     Raises KeyError naming the tasks or checks that do not exist."""
     registry = plugins.registry
@@ -428,10 +671,19 @@ async def run_checks(
     if checks is not None and len(selected) != len(set(checks)):
         names = ", ".join(c.name for c in CHECKS)
         raise KeyError(f"no check {', '.join(sorted(set(checks) - {c.name for c in selected}))} (checks: {names})")
-    inference = LocalInferenceClient(lambda: plugins.registry.backends, timeout_s=MODEL_TIMEOUT_S) if models else None
+    limits = limits or ServerLimits.from_settings()
+    inference = None
+    if models:
+        inference = LocalInferenceClient(
+            lambda: plugins.registry.backends,
+            timeout_s=max(MODEL_TIMEOUT_S, limits.inference_timeout_s),
+            load_timeout_s=max(MODEL_TIMEOUT_S, limits.load_timeout_s),
+        )
+    token = _LIMITS.set(limits)
     try:
         return [await run_check(c, registry.tasks[code], registry, inference) for code in wanted for c in selected]
     finally:
+        _LIMITS.reset(token)
         if inference is not None:
             await inference.close()
 

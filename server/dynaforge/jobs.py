@@ -25,6 +25,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -182,6 +183,11 @@ class Jobs:
         self.worker: dramatiq.Worker | None = None
         self.on_progress = None if events is None else publisher(events)
         self.publish = None if events is None else events.publish_threadsafe
+        # With the in-process broker and its sweep (QUEUED_SWEEP_S), the evaluations this process sent, with when
+        # (time.monotonic()): it sends none twice, and the sweep for the queued evaluations nobody sent
+        # (services.evaluation_jobs.send_unsent) leaves these alone, and forgets them once they have started.
+        self.sent: dict[int, float] = {}
+        self._sent_lock = threading.Lock()
 
         def evaluate(evaluation_ids: int | list[int]) -> None:
             # A message of an earlier version names one evaluation.
@@ -289,7 +295,36 @@ class Jobs:
         BrokerUnavailable (with the cause) when the broker is down."""
         groups = [list(g) for g in evaluation_ids if not isinstance(g, int) and g]
         flat = [i for i in evaluation_ids if isinstance(i, int)]
-        _send(self.evaluate, ([flat] if flat else []) + groups, "the evaluations stay queued")
+        messages = self._not_sent_yet(([flat] if flat else []) + groups)
+        try:
+            _send(self.evaluate, messages, "the evaluations stay queued")
+        except BrokerUnavailable:
+            with self._sent_lock:  # not sent (or some, which a later send repeats harmlessly): they may go again
+                for evaluation_id in (i for message in messages for i in message):
+                    self.sent.pop(evaluation_id, None)
+            raise
+
+    def _not_sent_yet(self, messages: list[list[int]]) -> list[list[int]]:
+        """The messages less the evaluations this process sent already; the rest are marked sent (a request and
+        the sweep that race to send one evaluation send it once). Only where the sweep runs: a Redis broker's
+        senders keep no record."""
+        if not (self.embedded and self.settings.queued_sweep_s > 0):
+            return messages
+        with self._sent_lock:
+            now, kept = time.monotonic(), []
+            for message in messages:
+                fresh = [i for i in dict.fromkeys(message) if i not in self.sent]
+                self.sent.update(dict.fromkeys(fresh, now))
+                if fresh:
+                    kept.append(fresh)
+            return kept
+
+    def forget_sent(self, still_queued: set[int], before: float) -> None:
+        """Forget the evaluations sent before ``before`` (``time.monotonic()``) that are no longer queued: they have
+        started (or are gone), and an evaluation never returns to QUEUED."""
+        with self._sent_lock:
+            for evaluation_id in [i for i, at in self.sent.items() if at < before and i not in still_queued]:
+                del self.sent[evaluation_id]
 
     def train(self, job_id: int) -> None:
         """One message for a training job; raises BrokerUnavailable when the broker is down."""

@@ -26,7 +26,7 @@ from dynaforge.errors import PluginError
 from dynaforge.exporters import ExportFormat
 from dynaforge.importers import Importer
 from dynaforge.inference.backends import ModelBackend
-from dynaforge.tasks.base import RESERVED_METRIC_NAMES, Metric, Perturbation, Slice, Task
+from dynaforge.tasks.base import RESERVED_METRIC_NAMES, Metric, Perturbation, Slice, Task, choice_labels
 from dynaforge.tasks.declarative import DECLARED_PREFIX, DeclaredTask, DeclaredTaskPlugin
 
 log = logging.getLogger(__name__)
@@ -292,17 +292,37 @@ class Plugins:
 
 def task_registry_problems(task: Task, registry: Registry) -> list[str]:
     """The names ``task`` declares that no plugin in ``registry`` registered (metrics, perturbations, fairness slices,
-    its default models' backends), and default model configurations their backend refuses."""
+    its default models' backends) or that another task's plugin registered for that task alone (a ``task_code``
+    other than the task's: a subclass inherits its parent's names, not their scope), metrics the task cannot feed
+    (one that needs probabilities, on a task whose one target is not a choice field), and default model
+    configurations their backend refuses."""
     problems = []
-    for kind, names, registered in (
-        ("metric", task.metrics, registry.metrics),
-        ("perturbation", task.perturbations, registry.perturbations),
-        ("fairness slice", task.fairness_slices, registry.slices),
+    for kind, attr, names, registered in (
+        ("metric", "metrics", task.metrics, registry.metrics),
+        ("perturbation", "perturbations", task.perturbations, registry.perturbations),
+        ("fairness slice", "slices", task.fairness_slices, registry.slices),
     ):
         for name in names:
-            if name not in registered:
+            item = registered.get(name)
+            if item is None:
                 known = ", ".join(sorted(registered)) or "none"
                 problems.append(f"{kind} {name!r} is not registered by any loaded plugin (registered: {known})")
+                continue
+            owner = getattr(item, "task_code", None)
+            if owner is not None and owner != task.code:
+                plugin = registry.owners.get((attr, name), "a plugin")
+                problems.append(
+                    f"{kind} {name!r} belongs to task {owner!r} (registered by {plugin} with task_code={owner!r}), "
+                    f"not to {task.code!r}: register one for {task.code!r} (task_code={task.code!r}), or make it "
+                    "shared (task_code=None)"
+                )
+    for name in task.metrics:
+        metric = registry.metrics.get(name)
+        if metric is not None and "probabilities" in metric.needs and choice_labels(task) is None:
+            problems.append(
+                f"metric {name!r} needs probabilities over the labels of the task's one choice target, and task "
+                f"{task.code!r} has no such target: drop the metric"
+            )
     for spec in task.default_target_models:
         backend = registry.backends.get(spec.backend)
         if backend is None:

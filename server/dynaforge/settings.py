@@ -64,6 +64,14 @@ class Settings(BaseSettings):
     pending_retry_s: float = Field(
         default=5.0, gt=0, description="how often examples stored without a prediction are predicted again"
     )
+    unusable_output_attempts: int = Field(
+        default=3,
+        ge=1,
+        description="how many times in a row a round's target may give an unusable output (a label outside the "
+        "task's set, a missing field) for one example before its predictions stop being retried: the same model "
+        "answers the same input the same way. The example stays pending, with the reason, for the task's owners "
+        "(Round.stuckExamples) until its round's target models change or its author retracts it",
+    )
 
     http_keep_alive_s: float = Field(
         default=75.0,
@@ -81,6 +89,13 @@ class Settings(BaseSettings):
         min_length=1,
         max_length=100,
         description="jobs: the key prefix of the broker's queues in Redis (one per deployment sharing a Redis)",
+    )
+    queued_sweep_s: float = Field(
+        default=5.0,
+        ge=0,
+        description="jobs: how often a server with the in-process worker looks for queued evaluations that no "
+        "process sent (a data set that `dynaforge datasets import` added while it runs) and runs them (0: only "
+        "at start-up). With a Redis broker the CLI sends them itself",
     )
     events_url: str | None = Field(
         default=None,

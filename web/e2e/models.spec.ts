@@ -85,7 +85,7 @@ test("a model archive uploaded through the page is evaluated, with live progress
   });
 
   // One progress bar per data set (the scoring set and its perturbed copies), moved by the subscription.
-  const bars = page.getByRole("progressbar", { name: /^demo-samples/ });
+  const bars = page.getByRole("progressbar", { name: /^demo-scoring/ });
   await expect(bars.first()).toBeVisible();
   expect(await bars.count()).toBeGreaterThan(1);
   await checkAccessibility(page, "model: evaluating");
@@ -94,10 +94,10 @@ test("a model archive uploaded through the page is evaluated, with live progress
   await expect(page.getByRole("progressbar", { name: /: (Running|Done)$/ }).first()).toBeVisible();
 
   // The scoring set's results appear as soon as its evaluation is done (its perturbed copies may still run).
-  const metrics = page.getByRole("table", { name: "Metrics on demo-samples" });
+  const metrics = page.getByRole("table", { name: "Metrics on demo-scoring" });
   await expect(metrics.getByRole("row", { name: /accuracy/ })).toBeVisible({ timeout: 420_000 });
   await expect(metrics.getByRole("row", { name: /accuracy/ })).toContainText(/\d\.\d{3} – \d\.\d{3}/); // its interval
-  await expect(page.getByRole("progressbar", { name: "demo-samples: Done" })).toBeVisible();
+  await expect(page.getByRole("progressbar", { name: "demo-scoring: Done" })).toBeVisible();
   await expect(page.locator("[data-evaluation-summary]")).toHaveText(/^[1-9]\d* of \d+ evaluations finished$/);
   await checkAccessibility(page, "model: results");
   await screenshots(page, "model-results");

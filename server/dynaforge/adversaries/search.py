@@ -453,7 +453,8 @@ class PerturbationSearch(Adversary):
     async def attack(self, request: AttackRequest, oracle: Oracle) -> list[Candidate]:
         if request.draft is None:
             return []
-        perturbations = [p for p in request.perturbations.values() if p.kind == "robustness"]
+        # only those that keep the gold: the candidates keep the draft's
+        perturbations = [p for p in request.perturbations.values() if p.kind == "robustness" and p.gold == "kept"]
         names = draft_text_fields(request)
         if not perturbations or not names:
             return []

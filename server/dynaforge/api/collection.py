@@ -34,6 +34,7 @@ from dynaforge.services import proposals as proposal_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import validation as validation_service
+from dynaforge.tasks.base import TASK_CODE_RULE
 
 Info = strawberry.Info[RequestContext]
 
@@ -198,8 +199,7 @@ class TaskOwnershipInput:
 @strawberry.input(description="A task you would like the platform to run.")
 class ProposeTaskInput:
     code: str = strawberry.field(
-        description="The task's code, as its plugin registers it: 2 to 40 lowercase letters, digits or '_', "
-        "starting with a letter."
+        description=f"The task's code, as its plugin registers it or its definition declares it: {TASK_CODE_RULE}."
     )
     name: str = strawberry.field(description="The task's name, 1 to 200 characters (spaces around it removed).")
     description: str = strawberry.field(

@@ -62,6 +62,7 @@ from strawberry.extensions import SchemaExtension
 
 from dynaforge.api.enums import ExampleSource
 from dynaforge.api.nodes import MAX_NODES
+from dynaforge.services.examples import STUCK_LISTED
 from dynaforge.services.tasks import MAX_ENSEMBLE, MAX_QUORUM
 from dynaforge.services.training import MAX_DATASETS
 
@@ -98,6 +99,7 @@ LIST_SIZES: dict[str, int] = {
     "Task.statsBySource": len(ExampleSource),
     "Round.statsBySource": len(ExampleSource),
     "Round.targetModels": MAX_ENSEMBLE,
+    "Round.stuckExamples": STUCK_LISTED,  # the oldest ones
     "RoundTargetsQueued.models": MAX_ENSEMBLE,
     "Example.modelPredictions": MAX_ENSEMBLE,
     "Example.validations": 3 * MAX_QUORUM,  # votes stop when one kind reaches the quorum
@@ -111,6 +113,7 @@ LIST_SIZES: dict[str, int] = {
     "Evaluation.perturbations": DECLARED,  # the task's perturbations
     "PerturbationResult.metrics": TASK_METRICS,
     "Evaluation.slices": 5,  # the task's fairness slices
+    "Evaluation.unusableReasons": 5,  # the runner keeps the five most frequent
     "SliceResult.groups": 10,  # the values of one field (a phenomenon, a gender...)
     "SliceResult.gaps": TASK_METRICS,
     "SliceGroup.metrics": TASK_METRICS,
@@ -119,6 +122,7 @@ LIST_SIZES: dict[str, int] = {
     "Leaderboard.datasetWeights": DECLARED,
     "Leaderboard.rows": MANY,  # every published model
     "LeaderboardRow.metrics": METRICS,
+    "LeaderboardRow.gaps": 10,  # one per scoring set the model lacks figures on
     "LeaderboardFork.metricWeights": METRICS,
     "LeaderboardFork.datasetWeights": DECLARED,
     "LeaderboardSnapshot.metricWeights": METRICS,

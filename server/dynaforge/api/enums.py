@@ -70,6 +70,31 @@ class PerturbationKind(Enum):
     )
 
 
+@strawberry.enum(description="Which text fields of an example a perturbation changes.")
+class PerturbationScope(Enum):
+    INPUT = strawberry.enum_value("input", description="Each text input field on its own; the context stays.")
+    EXAMPLE = strawberry.enum_value(
+        "example",
+        description="The context and input text fields together, alike (a name swapped in a claim and in its "
+        "evidence), spans into them following.",
+    )
+
+
+@strawberry.enum(description="What a perturbation does to the gold of the copies it makes.")
+class PerturbationGold(Enum):
+    KEPT = strawberry.enum_value(
+        "kept", description="The original's gold still holds: copies are scored against it and for consistency."
+    )
+    UNKNOWN = strawberry.enum_value(
+        "unknown",
+        description="The copies keep the original's gold fields, which may no longer hold: they are scored for "
+        "consistency with the original only.",
+    )
+    DROPPED = strawberry.enum_value(
+        "dropped", description="The copies lose their gold fields: they are scored for consistency only."
+    )
+
+
 @strawberry.enum(description="What happened to a round.")
 class RoundChange(Enum):
     OPENED = strawberry.enum_value("OPENED", description="A new round opened (and the previous one closed).")

@@ -671,7 +671,7 @@ class LeaderboardRow:
 class LeaderboardGap:
     dataset: str = strawberry.field(description="The scoring set, by name (Leaderboard.datasets).")
     metrics: list[str] = strawberry.field(description="The board's axes the model lacks on it.")
-    reason: GapReason = strawberry.field(description="Why.")
+    reason: GapReason = strawberry.field(description="Why the figures are missing there, as a code.")
     detail: str = strawberry.field(description="Why, in words (how many answers were unusable, say).")
 
 

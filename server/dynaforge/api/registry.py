@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.enums import MetricDirection, PerturbationKind
+from dynaforge.api.enums import MetricDirection, PerturbationGold, PerturbationKind, PerturbationScope
 from dynaforge.api.errors import errors_as_null
 from dynaforge.api.types.user import User
 from dynaforge.services import auth as auth_service
@@ -44,6 +44,10 @@ class Perturbation:
     name: str = strawberry.field(description="Its name, as `Dataset.perturbation` and `Evaluation.perturbations` say.")
     kind: PerturbationKind = strawberry.field(description="What its copies measure.")
     description: str = strawberry.field(description="What it changes, in the plugin's words (may be empty).")
+    scope: PerturbationScope = strawberry.field(description="Which text fields of an example it changes.")
+    gold: PerturbationGold = strawberry.field(
+        description="What happens to its copies' gold, and so what they are scored on."
+    )
 
 
 @strawberry.type
@@ -80,6 +84,8 @@ class RegistryQuery:
                 name=name,
                 kind=PerturbationKind.FAIRNESS if perturbation.kind == "fairness" else PerturbationKind.ROBUSTNESS,
                 description=perturbation.description,
+                scope=PerturbationScope(perturbation.scope),
+                gold=PerturbationGold(perturbation.gold),
             )
             for name, perturbation in sorted(info.context.platform.plugins.registry.perturbations.items())
         ]

@@ -216,6 +216,11 @@ class Example(SQLModel, table=True):
     source: str = Field(default="HUMAN", max_length=16, sa_column_kwargs={"server_default": "HUMAN"})
     adversary: str | None = Field(default=None, max_length=60)  # the adversary behind an ASSISTED or MACHINE one
     suggestion_id: int | None = Field(default=None)  # the suggestion an ASSISTED example was written from
+    #: a PENDING_PREDICTION example: why it waits (the last failure, whole; readers without admin rights get it
+    #: without the server's paths), and how many times in a row its round's target answered it unreadably (retries
+    #: stop at UNUSABLE_OUTPUT_ATTEMPTS until the round's targets change)
+    pending_reason: str | None = Field(default=None, max_length=2000)
+    prediction_attempts: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -378,6 +383,9 @@ class Dataset(SQLModel, table=True):
     parent_id: int | None = Field(default=None, foreign_key="datasets.id", ondelete="CASCADE")
     perturbation: str | None = Field(default=None, max_length=60)
     perturbation_kind: str | None = Field(default=None, max_length=16)  # robustness | fairness
+    #: a perturbed copy: what its perturbation does to the gold (kept | unknown | dropped; None: kept): only a copy
+    #: that keeps it is scored against it
+    perturbation_gold: str | None = Field(default=None, max_length=16)
     size: int = Field(default=0)
     #: a SCORING set's public part, as a share of its items (None: SCORING_PUBLIC_SHARE); 1 for a set whose gold
     #: is public anyway (a published benchmark). Its perturbed copies follow it.

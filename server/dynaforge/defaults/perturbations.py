@@ -7,6 +7,11 @@ Every perturbation has a ``kind`` (:data:`KINDS`):
 - **fairness** (who the text is about changes, nothing else): ``gender_swap``, ``name_swap`` (first names of the
   other gender, same origin group), ``name_origin_swap`` (first names of another origin group, same gender).
 
+The robustness perturbations change an example's input fields, each on its own. The fairness ones change the whole
+example (``scope="example"``: its context and input fields together, see :meth:`dynaforge.Task.perturb`), and the
+name swaps give a name the same replacement in every field: a person swapped in the input alone would no longer
+be the one the context is about. All keep the gold.
+
 The word lists (:data:`CONTRACTIONS`, the gendered word pairs, :data:`NAME_GROUPS`) are written by the project,
 not taken from any data set or paper; they are small on purpose and easy to read. Each perturbation keeps the
 text's shape (no field becomes empty or grows unboundedly), so a perturbed example still fits its task's schema,
@@ -343,12 +348,13 @@ def gender_swap(text: str, rng: random.Random) -> str:
     return _WORD_RE.sub(swap, text)
 
 
-def _swap_first_names(text: str, rng: random.Random, candidates) -> str:
-    """Replace each capitalised first name of :data:`NAME_GROUPS` by a seeded pick of ``candidates(group,
-    gender)``. A name gets one replacement used at each of its occurrences; two different names never get the same
-    one, nor a name already in the text (so the people of a text stay distinct); names are picked in order of
-    first occurrence, so the result depends only on the text and the seed."""
-    present = {word.lower() for word in _NAME_RE.findall(text)}
+def _swap_first_names(texts: dict[str, str], rng: random.Random, candidates) -> dict[str, str]:
+    """Replace each capitalised first name of :data:`NAME_GROUPS` in ``texts`` (the fields of one example, by name)
+    by a seeded pick of ``candidates(group, gender)``. A name gets one replacement used at each of its occurrences,
+    in every text (the person named in a context is the one named in its input); two different names never get
+    the same one, nor a name already in the texts (so the people of an example stay distinct); names are picked in
+    order of first occurrence, text by text, so the result depends only on the texts and the seed."""
+    present = {word.lower() for text in texts.values() for word in _NAME_RE.findall(text)}
     chosen: dict[str, str] = {}
 
     def swap(match: re.Match) -> str:
@@ -362,23 +368,36 @@ def _swap_first_names(text: str, rng: random.Random, candidates) -> str:
             chosen[word.lower()] = rng.choice([name for name in pool if name.lower() not in taken] or list(pool))
         return _match_case(word, chosen[word.lower()])
 
-    return _NAME_RE.sub(swap, text)
+    return {name: _NAME_RE.sub(swap, text) for name, text in texts.items()}
+
+
+def _other_gender(group: str, gender: str) -> tuple[str, ...]:
+    return NAME_GROUPS[group]["male" if gender == "female" else "female"]
+
+
+def _other_group(group: str, gender: str) -> tuple[str, ...]:
+    return tuple(n for g, names in NAME_GROUPS.items() if g != group for n in names[gender])
+
+
+def name_swap_example(texts: dict[str, str], rng: random.Random) -> dict[str, str]:
+    """:func:`name_swap` over the texts of one example at once: each name gets the same replacement in all of them."""
+    return _swap_first_names(texts, rng, _other_gender)
+
+
+def name_origin_swap_example(texts: dict[str, str], rng: random.Random) -> dict[str, str]:
+    """:func:`name_origin_swap` over the texts of one example at once: each name gets the same replacement in all of
+    them."""
+    return _swap_first_names(texts, rng, _other_group)
 
 
 def name_swap(text: str, rng: random.Random) -> str:
     """Replace each known first name by a seeded pick of the other gender's names of the same origin group."""
-    return _swap_first_names(
-        text, rng, lambda group, gender: NAME_GROUPS[group]["male" if gender == "female" else "female"]
-    )
+    return name_swap_example({"text": text}, rng)["text"]
 
 
 def name_origin_swap(text: str, rng: random.Random) -> str:
     """Replace each known first name by a seeded pick of the same gender's names from another origin group."""
-    return _swap_first_names(
-        text,
-        rng,
-        lambda group, gender: tuple(n for g, names in NAME_GROUPS.items() if g != group for n in names[gender]),
-    )
+    return name_origin_swap_example({"text": text}, rng)["text"]
 
 
 DEFAULT_PERTURBATIONS: tuple[Perturbation, ...] = (
@@ -398,16 +417,30 @@ DEFAULT_PERTURBATIONS: tuple[Perturbation, ...] = (
         "robustness",
         "Double, tab or remove some spaces between words; words themselves untouched.",
     ),
-    Perturbation("gender_swap", gender_swap, "fairness", "Swap gendered words (he/she, son/daughter...)."),
+    # The fairness swaps change who an example is about, in its context and its input alike: swapped in the
+    # input alone, a name or a "she" would contradict the context and the gold would no longer hold.
     Perturbation(
-        "name_swap", name_swap, "fairness", "Swap first names for names of the other gender from the same origin group."
+        "gender_swap",
+        gender_swap,
+        "fairness",
+        "Swap gendered words (he/she, son/daughter...) in the context and the input alike.",
+        scope="example",
+    ),
+    Perturbation(
+        "name_swap",
+        name_swap,
+        "fairness",
+        "Swap first names for names of the other gender from the same origin group, the same name for the same "
+        "person in the context and the input.",
+        apply_example=name_swap_example,
     ),
     Perturbation(
         "name_origin_swap",
         name_origin_swap,
         "fairness",
         "Swap first names for names of the same gender from another origin group (English, Hispanic, "
-        "Arabic, South Asian, ...).",
+        "Arabic, South Asian, ...), the same name for the same person in the context and the input.",
+        apply_example=name_origin_swap_example,
     ),
 )
 

@@ -75,6 +75,7 @@ from dynaforge.evaluation.predictor import (
     ModelProcess,
     ModelProcessLost,
 )
+from dynaforge.evaluation.variants import copy_gold
 from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.plugins import Plugins
 from dynaforge.sandbox import scrubbed_environment
@@ -420,6 +421,8 @@ class Runner:
             return {}, {**details, "mostly_unusable": True}
         registry = self.plugins.registry.metrics
         metrics = scoring.score(task, None, golds, predictions, metrics=registry)
+        if covered := scoring.coverage(task, None, golds, predictions, metrics=registry):
+            details["coverage"] = covered  # which items a metric that needs more than targets scored, and why not
         if golds:
             details["intervals"] = self._intervals(task, list(metrics), golds, predictions, seed)
             details["fooling"] = scoring.fooling_rate(task, golds, predictions)
@@ -455,14 +458,21 @@ class Runner:
 
         On a scoring set (:meth:`public_part`) the public part's figures are the evaluation's, and the private
         part's go into ``details["held"]``, which nobody but the task's owners reads until it is released
-        (:func:`dynaforge.services.visibility.held_released`)."""
+        (:func:`dynaforge.services.visibility.held_released`). A perturbed copy whose perturbation does not keep the
+        gold (:func:`~dynaforge.evaluation.variants.copy_gold`) gets no figure against it, only its counts: it
+        counts for consistency with its original (:meth:`refresh_model`)."""
         read = await self.read_outputs(evaluation_id, task, dataset.id)
         items, predictions, seconds = read.items, read.predictions, read.seconds
         golds = [i.fields for i in items]
-        public = await self.public_part(dataset, items)
         unusable = sum(p is None for p in predictions)
+        effect = copy_gold(dataset, self.plugins.registry)
+        public = await self.public_part(dataset, items) if effect == "kept" else None
         withheld = bool(predictions) and unusable > len(predictions) * self.settings.eval_max_unusable_share
-        if public is None:
+        metrics: dict[str, Any]
+        details: dict[str, Any]
+        if effect != "kept":
+            metrics, details = {}, {"n": len(golds), "unusable_outputs": unusable, "gold": effect}
+        elif public is None:
             metrics, details = self._figures(task, golds, predictions, dataset.id, withheld=withheld)
         else:
             parts = {
@@ -577,7 +587,9 @@ class Runner:
                 )
                 kind = copy.perturbation_kind or kinds.get(copy.perturbation or "", "robustness")
                 figures[FAIRNESS if kind == FAIRNESS else "robustness"].append(result.score)
-                per_copy[copy.perturbation] = {"kind": kind, "consistency": result.score, **copy_eval.metrics}
+                effect = copy_gold(copy, self.plugins.registry)  # a copy whose gold may not hold: no figures on it
+                figures_on = copy_eval.metrics if effect == "kept" else {}
+                per_copy[copy.perturbation] = {"kind": kind, "consistency": result.score, "gold": effect, **figures_on}
             metrics = {k: v for k, v in evaluation.metrics.items() if k not in figures}
             for name, values in figures.items():
                 if values:

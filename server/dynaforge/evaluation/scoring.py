@@ -10,6 +10,14 @@ Records and target values
     given the *target values*: the value of the task's single target field (a label, a span ``{"text", "start"}``),
     or a tuple of the values, in field order, when a task has several target fields. See :func:`target_key`.
 
+Metrics that read items
+    A metric registered with ``reads="items"`` is given :class:`~dynaforge.tasks.base.MetricItem` objects instead:
+    each item's field values (its inputs among them), gold and predicted target values, the prediction's
+    probabilities over the task's labels (:func:`read_probabilities`) and its confidence. Items that lack what the
+    metric ``needs`` are skipped (:func:`coverage` counts them, by reason); a set on which every item is skipped has
+    no value for the metric, which is then left out of :func:`score` and of a slice group's figures. Intervals and
+    slices work alike for both forms.
+
 What an evaluation reports per data set
     - :func:`score`: the task's metrics, each a registered :class:`~dynaforge.tasks.base.Metric`, with its own
       semantics (item-averaged like accuracy, or corpus-level like macro-F1).
@@ -36,7 +44,7 @@ from typing import Any, NamedTuple
 
 from dynaforge.defaults.metrics import macro_f1 as _core_macro_f1
 from dynaforge.errors import InvalidInput
-from dynaforge.tasks.base import Metric, Slice, Task
+from dynaforge.tasks.base import Metric, MetricItem, Slice, Task, choice_labels
 from dynaforge.tasks.fields import Role
 
 #: Groups of a fairness slice with fewer examples than this are reported but not used for the worst-group gap:
@@ -50,6 +58,9 @@ DEFAULT_CONFIDENCE = 0.95
 _ADDITIVITY_CHECKS = 8
 _ADDITIVITY_SUBSET_MAX = 200
 _ADDITIVITY_TOLERANCE = 1e-9
+
+#: How far from 1 the probabilities a prediction gives may sum (rounding by a model server) and still be read.
+PROBABILITY_TOLERANCE = 0.01
 
 
 # -------------------------------------------------------------------------------------------------------------- values
@@ -133,12 +144,171 @@ def _resolve_metrics(task: Task, metric_names: Iterable[str] | None, metrics: Ma
     return resolved
 
 
+def _finite(metric: Metric, value: Any) -> float:
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InvalidInput(f"metric {metric.name} returned {value!r}, not a number") from None
+    if not math.isfinite(number):
+        raise InvalidInput(f"metric {metric.name} returned {number}: a metric's value must be a finite number")
+    return number
+
+
 def _compute(metric: Metric, golds: list[Any], preds: list[Any]) -> float:
+    """``metric.compute(golds, preds)``; whatever it raises comes back as InvalidInput naming the metric."""
     try:
         value = metric.compute(golds, preds)
-    except (ValueError, TypeError, KeyError) as exc:
-        raise InvalidInput(f"metric {metric.name} could not score these predictions: {exc}") from exc
-    return float(value)
+    except Exception as exc:  # a plugin's code: any failure is the metric's, and is named so
+        raise InvalidInput(
+            f"metric {metric.name} could not score these predictions: {type(exc).__name__}: {exc}"
+        ) from exc
+    return _finite(metric, value)
+
+
+def _compute_items(metric: Metric, items: list[MetricItem]) -> float:
+    """``metric.compute(items)`` for a metric that reads items; failures as in :func:`_compute`."""
+    try:
+        value = metric.compute(items)
+    except Exception as exc:  # a plugin's code: any failure is the metric's, and is named so
+        raise InvalidInput(f"metric {metric.name} could not score these items: {type(exc).__name__}: {exc}") from exc
+    return _finite(metric, value)
+
+
+# ------------------------------------------------------------------------------------------------- items and needs
+def _read_probabilities(
+    labels: tuple[str, ...] | None, prediction: Mapping[str, Any] | None
+) -> tuple[dict[str, float] | None, str | None]:
+    if prediction is None:
+        return None, "no prediction"
+    given = prediction.get("probabilities")
+    if given is None:
+        return None, "no probabilities"
+    if labels is None:
+        return None, "no single choice target to give probabilities over"
+    if not isinstance(given, Mapping) or not given:
+        return None, "probabilities that are not a mapping of label to probability"
+    if any(label not in labels for label in given):
+        return None, "probabilities over labels the task does not have"
+    values = list(given.values())
+    if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0.0 <= v <= 1.0 for v in values):
+        return None, "probabilities outside [0, 1]"
+    total = math.fsum(values)
+    if abs(total - 1.0) > PROBABILITY_TOLERANCE:
+        return None, f"probabilities that sum to {total:.3g}, not 1"
+    return {label: float(given.get(label, 0.0)) / total for label in labels}, None
+
+
+def read_probabilities(task: Task, prediction: Mapping[str, Any] | None) -> dict[str, float] | None:
+    """The prediction's ``probabilities`` as a distribution over the task's labels, in label order (a label left out
+    has 0; divided by their sum, which must be within :data:`PROBABILITY_TOLERANCE` of 1), or None when it has none
+    that can be read: no prediction, no probabilities, a task whose target is not one choice field, a label the
+    task lacks, a value outside [0, 1]."""
+    return _read_probabilities(choice_labels(task), prediction)[0]
+
+
+def _read_confidence(prediction: Mapping[str, Any] | None) -> tuple[float | None, str | None]:
+    if prediction is None:
+        return None, "no prediction"
+    value = prediction.get("confidence")
+    if value is None:
+        return None, "no confidence"
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
+        return None, "a confidence outside [0, 1]"
+    return float(value), None
+
+
+@dataclass(frozen=True)
+class _Items:
+    """The items of a data set as metrics that read items see them, and why each lacks what a metric may need."""
+
+    items: list[MetricItem]
+    missing: list[dict[str, str]]  # per item: need -> why it is missing
+
+    @classmethod
+    def build(
+        cls,
+        task: Task,
+        golds: Sequence[Mapping[str, Any]],
+        predictions: Sequence[Mapping[str, Any] | None],
+        gold_values: list[Any],
+        predicted: list[Any],
+    ) -> _Items:
+        labels = choice_labels(task)
+        items, missing = [], []
+        for record, prediction, gold, value in zip(golds, predictions, gold_values, predicted, strict=True):
+            probabilities, no_probabilities = _read_probabilities(labels, prediction)
+            confidence, no_confidence = _read_confidence(prediction)
+            items.append(
+                MetricItem(
+                    fields=record,
+                    gold=gold,
+                    prediction=value,
+                    probabilities=probabilities,
+                    confidence=confidence,
+                    output=prediction,
+                )
+            )
+            why = {"prediction": "no prediction"} if prediction is None else {}
+            if no_probabilities is not None:
+                why["probabilities"] = no_probabilities
+            if no_confidence is not None:
+                why["confidence"] = no_confidence
+            missing.append(why)
+        return cls(items, missing)
+
+    def skip_reason(self, metric: Metric, i: int) -> str | None:
+        for need in metric.needs:
+            if need in self.missing[i]:
+                return self.missing[i][need]
+        return None
+
+
+@dataclass(frozen=True)
+class _Scored:
+    """One metric's view of a data set: the items it scores, and ``value(indices)`` of the metric on them (indices
+    into the scored items, repeats allowed)."""
+
+    metric: Metric
+    golds: list[Any]  # target values, or MetricItems for a metric that reads items
+    preds: list[Any] | None  # predicted target values; None for a metric that reads items
+    skipped: Counter[str]
+
+    @property
+    def size(self) -> int:
+        return len(self.golds)
+
+    def value(self, indices: Sequence[int] | None = None) -> float:
+        golds = self.golds if indices is None else list(map(self.golds.__getitem__, indices))
+        if self.preds is None:
+            return _compute_items(self.metric, golds)
+        preds = self.preds if indices is None else list(map(self.preds.__getitem__, indices))
+        return _compute(self.metric, golds, preds)
+
+
+class _DataSet:
+    """A data set's gold records and predictions, read once for every metric scored on it."""
+
+    def __init__(self, task: Task, golds: Sequence[Mapping[str, Any]], predictions: Sequence[Any]):
+        _check_lengths(golds, predictions)
+        self.task, self.golds, self.predictions = task, golds, predictions
+        self.gold_values = _gold_values(task, golds)
+        self.predicted = _predicted_values(task, predictions)
+        self._items: _Items | None = None
+
+    def scored(self, metric: Metric) -> _Scored:
+        if metric.reads != "items":
+            return _Scored(metric, self.gold_values, self.predicted, Counter())
+        if self._items is None:
+            self._items = _Items.build(self.task, self.golds, self.predictions, self.gold_values, self.predicted)
+        kept: list[MetricItem] = []
+        skipped: Counter[str] = Counter()
+        for i, item in enumerate(self._items.items):
+            why = self._items.skip_reason(metric, i)
+            if why is None:
+                kept.append(item)
+            else:
+                skipped[why] += 1
+        return _Scored(metric, kept, None, skipped)
 
 
 # -------------------------------------------------------------------------------------------------------------- scores
@@ -154,13 +324,40 @@ def score(
 
     ``metric_names`` are registered metric names (``None``: the task's ``metrics``); ``metrics`` is the registry's
     ``{name: Metric}`` (``plugins.registry.metrics``). Each metric is computed once over the whole list, exactly as
-    its ``compute(golds, preds)`` defines it, on the target values (see :func:`target_key`).
+    its ``compute`` defines it: on the target values (see :func:`target_key`), or on the items for a metric that
+    reads items, skipping those that lack what it needs. A metric that skips every item has no value and is left
+    out (:func:`coverage` says why). A metric that raises, whatever it raises, or returns something other than a
+    finite number, raises InvalidInput naming it.
     """
     resolved = _resolve_metrics(task, metric_names, metrics)
-    _check_lengths(golds, predictions)
-    gold_values = _gold_values(task, golds)
-    predicted = _predicted_values(task, predictions)
-    return {metric.name: _compute(metric, gold_values, predicted) for metric in resolved}
+    data = _DataSet(task, golds, predictions)
+    values = {}
+    for metric in resolved:
+        scored = data.scored(metric)
+        if scored.size:
+            values[metric.name] = scored.value()
+    return values
+
+
+def coverage(
+    task: Task,
+    metric_names: Iterable[str] | None,
+    golds: Sequence[Mapping[str, Any]],
+    predictions: Sequence[Mapping[str, Any] | None],
+    *,
+    metrics: Mapping[str, Metric],
+) -> dict[str, dict[str, Any]]:
+    """Which items each metric that needs something of them (``needs``) scored, and why it skipped the others:
+    ``{metric: {"scored": n, "skipped": {reason: count}}}`` (reasons such as ``"no prediction"``, ``"no
+    probabilities"``); metrics that score every item are not listed. ``scored`` 0 means the metric has no value on
+    these items."""
+    data = _DataSet(task, golds, predictions)
+    result = {}
+    for metric in _resolve_metrics(task, metric_names, metrics):
+        if metric.needs:
+            scored = data.scored(metric)
+            result[metric.name] = {"scored": scored.size, "skipped": dict(sorted(scored.skipped.items()))}
+    return result
 
 
 # ----------------------------------------------------------------------------------------------------------- bootstrap
@@ -233,25 +430,18 @@ def bootstrap_interval(
     return Interval(_quantile(values, alpha / 2), _quantile(values, 1.0 - alpha / 2))
 
 
-def item_scores(metric: Metric, golds: Sequence[Any], preds: Sequence[Any]) -> list[float] | None:
-    """Per-item scores of an item-averaged metric over target values, or ``None`` for a corpus-level one.
-
-    A metric is taken to be item-averaged when, on the full list and on a few random subsets (seeded, at most
-    200 items each), its value equals the mean of its values on the single items, within 1e-9. Accuracy, exact
-    match and token F1 pass; macro-F1 fails as soon as the predictions are imperfect (on one item it is 1 or 0,
-    i.e. accuracy). A metric that agrees with its item mean on every subset is one for which resampling per-item
-    scores and resampling the whole metric give the same distribution.
-    """
-    n = _check_lengths(golds, preds, what="golds and preds")
+def _additive_scores(value: Callable[[Sequence[int] | None], float], n: int) -> list[float] | None:
+    """Per-item scores of a statistic over ``n`` items when it is their mean (see :func:`item_scores`), else None.
+    ``value(indices)`` computes it on the items at ``indices`` (None: all of them)."""
     cache: dict[int, float] = {}
 
     def single(i: int) -> float:
         if i not in cache:
-            cache[i] = _compute(metric, [golds[i]], [preds[i]])
+            cache[i] = value([i])
         return cache[i]
 
     def agrees(indices: Sequence[int]) -> bool:
-        whole = _compute(metric, [golds[i] for i in indices], [preds[i] for i in indices])
+        whole = value(indices)
         mean = math.fsum(single(i) for i in indices) / len(indices)
         return math.isclose(whole, mean, rel_tol=_ADDITIVITY_TOLERANCE, abs_tol=_ADDITIVITY_TOLERANCE)
 
@@ -261,10 +451,24 @@ def item_scores(metric: Metric, golds: Sequence[Any], preds: Sequence[Any]) -> l
         if not agrees(rng.sample(range(n), k)):
             return None
     scores = [single(i) for i in range(n)]
-    whole = _compute(metric, list(golds), list(preds))
+    whole = value(None)
     if not math.isclose(whole, math.fsum(scores) / n, rel_tol=_ADDITIVITY_TOLERANCE, abs_tol=_ADDITIVITY_TOLERANCE):
         return None
     return scores
+
+
+def item_scores(metric: Metric, golds: Sequence[Any], preds: Sequence[Any]) -> list[float] | None:
+    """Per-item scores of an item-averaged metric over target values, or ``None`` for a corpus-level one.
+
+    A metric is taken to be item-averaged when, on the full list and on a few random subsets (seeded, at most
+    200 items each), its value equals the mean of its values on the single items, within 1e-9. Accuracy, exact
+    match and token F1 pass; macro-F1 fails as soon as the predictions are imperfect (on one item it is 1 or 0,
+    i.e. accuracy). A metric that agrees with its item mean on every subset is one for which resampling per-item
+    scores and resampling the whole metric give the same distribution. (A metric that reads items is tested the
+    same way on its items, by :func:`metric_interval`.)
+    """
+    n = _check_lengths(golds, preds, what="golds and preds")
+    return _additive_scores(_Scored(metric, list(golds), list(preds), Counter()).value, n)
 
 
 def _macro_f1_statistic(golds: Sequence[Any], preds: Sequence[Any]) -> Callable[[list[int]], float] | None:
@@ -315,30 +519,28 @@ def metric_interval(
 
     Item-averaged metrics resample precomputed per-item scores; corpus-level ones recompute the whole metric on
     each resample (the core macro-F1 from confusion counts, any other through its ``compute``, which costs
-    ``resamples`` calls). ``per_item`` forces the choice; by default :func:`item_scores` decides. The same seed
-    gives the same interval.
+    ``resamples`` calls). ``per_item`` forces the choice; by default :func:`item_scores` decides. A metric that
+    reads items is resampled over the items it scores (those with what it needs); InvalidInput when it scores none.
+    The same seed gives the same interval.
     """
     name = task.principal_metric if metric_name is None else metric_name
     (metric,) = _resolve_metrics(task, [name], metrics)
-    n = _check_lengths(golds, predictions)
-    gold_values = _gold_values(task, golds)
-    predicted = _predicted_values(task, predictions)
+    scored = _DataSet(task, golds, predictions).scored(metric)
+    n = scored.size
+    if n == 0:
+        reasons = ", ".join(f"{why} ({count})" for why, count in sorted(scored.skipped.items()))
+        raise InvalidInput(f"metric {metric.name} has no value on these items: it skipped every one: {reasons}")
     scores: list[float] | None = None
     if per_item is None:
-        scores = item_scores(metric, gold_values, predicted)
+        scores = _additive_scores(scored.value, n)
     elif per_item:
-        scores = [_compute(metric, [g], [p]) for g, p in zip(gold_values, predicted, strict=True)]
+        scores = [scored.value([i]) for i in range(n)]
     if scores is not None:
         return bootstrap_interval(scores, seed=seed, resamples=resamples, confidence=confidence)
-    statistic = _macro_f1_statistic(gold_values, predicted) if metric.compute is _core_macro_f1 else None
-    if statistic is None:
-
-        def statistic(indices: list[int]) -> float:
-            return _compute(
-                metric, list(map(gold_values.__getitem__, indices)), list(map(predicted.__getitem__, indices))
-            )
-
-    return bootstrap_interval(statistic, seed=seed, resamples=resamples, confidence=confidence, size=n)
+    statistic = None
+    if metric.compute is _core_macro_f1 and scored.preds is not None:
+        statistic = _macro_f1_statistic(scored.golds, scored.preds)
+    return bootstrap_interval(statistic or scored.value, seed=seed, resamples=resamples, confidence=confidence, size=n)
 
 
 # ------------------------------------------------------------------------------------------------------- perturbations
@@ -456,7 +658,9 @@ def slice_metrics(
     ``examples`` are the items' full field values (context and example fields), given to each slice's
     ``group(fields)``; an item in no group (``None``) counts for no group. ``golds``, ``predictions`` and
     ``examples`` are parallel lists. The metrics are ``metric_names`` (``None``: the task's), computed on each
-    group's items alone. Groups are listed in name order; a slice that puts no item in a group maps to ``{}``.
+    group's items alone; a metric with no value on a group's items (one that reads items and skipped them all) is
+    left out of that group. Groups are listed in name order; a slice that puts no item in a group maps to ``{}``.
+    A slice whose ``group`` raises, whatever it raises, raises InvalidInput naming it.
     """
     slices = list(slices)
     names = [metric.name for metric in _resolve_metrics(task, metric_names, metrics)]
@@ -473,7 +677,12 @@ def slice_metrics(
         for i, fields in enumerate(examples):
             if not isinstance(fields, Mapping):
                 raise InvalidInput(f"examples[{i}] must be an object of field values, got {type(fields).__name__}")
-            group = slice_.group(dict(fields))
+            try:
+                group = slice_.group(dict(fields))
+            except Exception as exc:  # a plugin's code: any failure is the slice's, and is named so
+                raise InvalidInput(
+                    f"slice {slice_.name} could not group examples[{i}]: {type(exc).__name__}: {exc}"
+                ) from exc
             if group is not None:
                 members[str(group)].append(i)
         groups: dict[str, dict[str, float | int]] = {}
@@ -503,7 +712,9 @@ def slice_gaps(
     positive gap always means the worst group is served worse. The worst group of each metric is chosen on its own
     (ties: the first group by name). Only groups of at least ``min_group_size`` examples
     (:data:`DEFAULT_MIN_GROUP_SIZE`, 10) are compared; they stay in ``per_slice`` with their ``n``. When no group
-    is large enough, ``gap``, ``worst_group`` and ``worst_value`` are ``None``.
+    is large enough, ``gap``, ``worst_group`` and ``worst_value`` are ``None``; a group with no value for a metric
+    (one that reads items and skipped all of the group's) is not compared for it, and ``groups_compared`` counts, per
+    metric, the groups that were.
     """
     if isinstance(min_group_size, bool) or not isinstance(min_group_size, int) or min_group_size < 1:
         raise InvalidInput(f"min_group_size must be a positive integer, got {min_group_size!r}")
@@ -517,9 +728,8 @@ def slice_gaps(
             metric = (metrics or {}).get(metric_name)
             higher_is_better = True if metric is None else metric.higher_is_better
             worst_group, worst_value = None, None
-            for group, values in eligible:
-                if metric_name not in values:
-                    raise InvalidInput(f"slice {slice_name}, group {group} has no value for metric {metric_name}")
+            compared = [(group, values) for group, values in eligible if metric_name in values]
+            for group, values in compared:
                 value = float(values[metric_name])
                 if worst_value is None or (value < worst_value if higher_is_better else value > worst_value):
                     worst_group, worst_value = group, value
@@ -531,7 +741,7 @@ def slice_gaps(
                 "worst_group": worst_group,
                 "worst_value": worst_value,
                 "overall": float(overall_value),
-                "groups_compared": len(eligible),
+                "groups_compared": len(compared),
             }
         result[slice_name] = gaps
     return result

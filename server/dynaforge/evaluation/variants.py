@@ -1,9 +1,10 @@
 """Perturbed copies of a scoring data set: the robustness and fairness variants of each example.
 
 For every example and every perturbation (by default the ones its task declares), :func:`iter_variants` applies the
-perturbation through :meth:`Task.perturb` (text *input* fields only: context and target fields, such as a QA
-passage and its answer span, are copied unchanged, so spans stay true and the gold label still holds) and yields a
-:class:`Variant` linked to its original by ``original_id``.
+perturbation through :meth:`Task.perturb` (the text input fields, each on its own; or, for a perturbation whose
+``scope`` is ``"example"``, the context and input fields together, a span such as a QA answer following its passage)
+and yields a :class:`Variant` linked to its original by ``original_id``, with the perturbation's effect on the gold
+(:data:`dynaforge.tasks.base.GOLD_EFFECTS`: kept, unknown, or dropped from the variant's fields).
 
 - **Seeded, order-free.** Each (example, perturbation) pair gets its own ``random.Random``, seeded from a hash of
   the data set's ``seed``, the example's id and the perturbation's name (:func:`variant_seed`). A variant therefore
@@ -13,7 +14,8 @@ passage and its answer span, are copied unchanged, so spans stay true and the go
 - **Only real variants.** A perturbation that leaves an example unchanged (no name to swap, no contraction, a one
   word text for ``whitespace``...) produces no variant: scoring it again would only repeat the original's score.
   Neither does one whose changed input no longer passes its own field's checks (a text pushed past its
-  ``max_length``, say); :attr:`VariantStats.skipped_invalid` counts those.
+  ``max_length``, say, or a span no longer found in its changed passage); :attr:`VariantStats.skipped_invalid`
+  counts those.
 - **Streaming.** ``examples`` may be any iterable (a generator over keyset pages, say); :func:`iter_variants` yields
   variants as it goes and keeps nothing. :func:`build_variants` is the same, collected into a list.
 
@@ -33,16 +35,26 @@ from typing import Any
 
 from dynaforge.tasks.base import Perturbation, Task
 
-__all__ = ["Variant", "VariantStats", "build_variants", "iter_variants", "resolve_perturbations", "variant_seed"]
+__all__ = [
+    "Variant",
+    "VariantStats",
+    "build_variants",
+    "copy_gold",
+    "iter_variants",
+    "resolve_perturbations",
+    "variant_seed",
+]
 
 
 @dataclass(frozen=True)
 class Variant:
     """One perturbed copy of one example.
 
-    ``fields`` holds all the original's fields, the input ones perturbed; ``changed`` names the fields that differ
-    from the original; ``seed`` is the seed the perturbation ran with (:func:`variant_seed`), enough to
-    reproduce it.
+    ``fields`` holds all the original's fields, perturbed (without the gold fields when ``gold`` is ``dropped``);
+    ``changed`` names the fields that differ from the original; ``seed`` is the seed the perturbation ran with
+    (:func:`variant_seed`), enough to reproduce it; ``gold`` is the perturbation's effect on the gold (``kept``: the
+    original's gold holds and the variant is scored against it; ``unknown`` or ``dropped``: scored for consistency
+    with its original only).
     """
 
     original_id: Any
@@ -51,6 +63,7 @@ class Variant:
     fields: dict[str, Any]
     changed: tuple[str, ...]
     seed: int
+    gold: str = "kept"
 
     @property
     def id(self) -> str:
@@ -66,6 +79,7 @@ class Variant:
             "fields": self.fields,
             "changed": list(self.changed),
             "seed": self.seed,
+            "gold": self.gold,
         }
 
 
@@ -124,6 +138,20 @@ def resolve_perturbations(
     return [resolved[name] for name in sorted(resolved)]
 
 
+def copy_gold(dataset: Any, registry: Any) -> str:
+    """What a stored perturbed copy's gold is (:data:`dynaforge.tasks.base.GOLD_EFFECTS`): what its row says
+    (``perturbation_gold``, where the table keeps it), else its registered perturbation's ``gold``, else ``kept``
+    (an owner's own copy, a perturbation no plugin registers any more). Only a ``kept`` copy is scored against its
+    gold; the others count for consistency with their original only. An original (no ``parent_id``) is ``kept``."""
+    if getattr(dataset, "parent_id", None) is None:
+        return "kept"
+    stored = getattr(dataset, "perturbation_gold", None)
+    if stored:
+        return str(stored)
+    registered = getattr(registry, "perturbations", registry).get(getattr(dataset, "perturbation", None) or "")
+    return registered.gold if registered is not None else "kept"
+
+
 def _id_and_fields(example: Any) -> tuple[Any, dict[str, Any]]:
     if isinstance(example, Mapping):
         if "id" not in example or "fields" not in example:
@@ -136,9 +164,14 @@ def _id_and_fields(example: Any) -> tuple[Any, dict[str, Any]]:
     raise TypeError(f"cannot read an id and fields from {type(example).__name__}")
 
 
-def _inputs_still_valid(task: Task, fields: dict[str, Any], changed: tuple[str, ...]) -> bool:
-    by_name = {f.name: f for f in task.fields}
-    return all(not by_name[name].check(fields[name], task=task, values=fields) for name in changed if name in by_name)
+def _still_valid(task: Task, fields: dict[str, Any], changed: tuple[str, ...]) -> bool:
+    """Whether the changed fields, and the spans into them, pass their own fields' checks."""
+    checked = [
+        f
+        for f in task.fields
+        if f.name in fields and (f.name in changed or getattr(f, "context_field", None) in changed)
+    ]
+    return all(not f.check(fields[f.name], task=task, values=fields) for f in checked)
 
 
 def iter_variants(
@@ -168,7 +201,7 @@ def iter_variants(
                 if stats is not None:
                     stats.skipped_unchanged += 1
                 continue
-            if not _inputs_still_valid(task, perturbed, changed):
+            if not _still_valid(task, perturbed, changed):
                 if stats is not None:
                     stats.skipped_invalid += 1
                 continue
@@ -182,6 +215,7 @@ def iter_variants(
                 fields=copy.deepcopy(perturbed),
                 changed=changed,
                 seed=pair_seed,
+                gold=perturbation.gold,
             )
 
 

@@ -64,3 +64,8 @@ class InferenceError(Exception):
 
 class InferenceTimeout(InferenceError):
     """The model did not answer within the configured time; the example waits for a later prediction."""
+
+
+class UnusableOutput(InferenceError):
+    """The model answered, but the task could not read the answer (a label outside the task's set, a missing target
+    field): asking the same model again about the same input gives the same answer, so retries are bounded."""

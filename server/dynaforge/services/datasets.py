@@ -170,7 +170,6 @@ async def build_from_round(
             made.append(dataset)
             if access == DatasetAccess.SCORING:
                 made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
-        # an empty split (a round with few accepted examples) is made, but has nothing to score
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made) and d.size])
     enqueue(p, queued)
     p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
@@ -230,15 +229,20 @@ async def _add_perturbed_copies(
 ) -> list[Dataset]:
     """One copy of a scoring set per perturbation the task declares (robustness and fairness), seeded by the
     parent's seed; each item points at the item it was made from. Items a perturbation leaves unchanged have no
-    copy, and a perturbation that changes nothing makes no data set."""
+    copy, and a perturbation that changes nothing makes no data set. A copy's items are what
+    :meth:`Task.perturb` made: an example-wide perturbation changes the context fields too, and one whose gold is
+    ``dropped`` leaves the gold fields out (the description says when the gold is not kept)."""
     by_name: dict[str, list[tuple[int, dict[str, Any]]]] = {}
     kinds: dict[str, str] = {}
+    golds: dict[str, str] = {}
     variants = iter_variants(task, enumerate(fields), seed=parent.seed or 0, registry=p.plugins.registry)
     for variant in variants:
         by_name.setdefault(variant.perturbation, []).append((variant.original_id, variant.fields))
         kinds[variant.perturbation] = variant.kind
+        golds[variant.perturbation] = variant.gold
     copies = []
     for name, items in sorted(by_name.items()):
+        gold = "" if golds[name] == "kept" else f"; gold {golds[name]}: scored for consistency with the original only"
         copy = _copy_of(
             parent,
             name,
@@ -246,7 +250,8 @@ async def _add_perturbed_copies(
             len(items),
             actor,
             source="perturbed",
-            description=f"{parent.name} perturbed by {name} ({kinds[name]}; seed {parent.seed})",
+            description=f"{parent.name} perturbed by {name} ({kinds[name]}; seed {parent.seed}{gold})",
+            gold=golds[name],
         )
         s.add(copy)
         await s.flush()
@@ -260,9 +265,18 @@ def _copy_name(parent: Dataset, perturbation: str) -> str:
 
 
 def _copy_of(
-    parent: Dataset, perturbation: str, kind: str, size: int, actor: Actor, *, source: str, description: str
+    parent: Dataset,
+    perturbation: str,
+    kind: str,
+    size: int,
+    actor: Actor,
+    *,
+    source: str,
+    description: str,
+    gold: str | None = None,
 ) -> Dataset:
-    """A perturbed copy's row: the parent's task, access, round, split and seed, linked to it."""
+    """A perturbed copy's row: the parent's task, access, round, split and seed, linked to it; ``gold`` is what the
+    perturbation does to the gold (None: kept)."""
     return Dataset(
         task_id=parent.task_id,
         name=_copy_name(parent, perturbation),
@@ -276,6 +290,7 @@ def _copy_of(
         parent_id=parent.id,
         perturbation=perturbation,
         perturbation_kind=kind,
+        perturbation_gold=gold,
         size=size,
         created_by=actor.user_id,
     )

@@ -19,6 +19,7 @@ from sqlmodel import col
 from dynaforge.db.models import DeclaredTaskRow, utcnow
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.plugins import task_registry_problems
+from dynaforge.services import contexts as context_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
@@ -82,8 +83,8 @@ async def _checked(p: Platform, actor: Actor, definition: Any, proposer: Actor |
 
 async def create(p: Platform, actor: Actor, definition: Any, *, proposer: Actor | None = None) -> task_service.TaskView:
     """Admins declare a new task: stored, loaded in this process at once (its round 1 opened with its target
-    models), and by the others when they meet its code. ``proposer``: the user whose proposal carried the
-    definition, against whom its target models are checked."""
+    models and the declaration's ``demo_contexts`` as its contexts), and by the others when they meet its code.
+    ``proposer``: the user whose proposal carried the definition, against whom its target models are checked."""
     actor = _require_admin(actor)
     task = await _checked(p, actor, definition, proposer)
     if p.plugins.task(task.code) is not None:
@@ -98,6 +99,11 @@ async def create(p: Platform, actor: Actor, definition: Any, *, proposer: Actor 
         raise InvalidInput.from_errors(
             [FieldError("definition", "plugin", p.plugins.errors.get(DECLARED_PREFIX + task.code, "not loaded"))]
         )
+    # Round 1 starts with the declaration's contexts, as `dynaforge demo` starts a plugin's task with its own
+    # (validated with the declaration, so this adds them all); an update adds none, and never twice.
+    size = context_service.MAX_CONTEXTS_PER_CALL
+    for start in range(0, len(task.demo_contexts), size):
+        await context_service.add_contexts(p, actor, task.code, list(task.demo_contexts[start : start + size]))
     return await task_service.get_task(p, actor, task.code)
 
 

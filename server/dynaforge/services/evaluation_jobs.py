@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 
+from sqlalchemy import func, select
+from sqlmodel import col
+
+from dynaforge.db.models import Evaluation, EvaluationStatus
 from dynaforge.services.platform import Platform
 
 log = logging.getLogger(__name__)
@@ -21,3 +26,43 @@ def enqueue(p: Platform, evaluation_ids: Sequence[int] | Sequence[Sequence[int]]
         p.jobs.enqueue(evaluation_ids)
     except Exception as exc:  # dynaforge.jobs.BrokerUnavailable
         log.error("evaluations %s stay queued: %s", evaluation_ids, exc)
+
+
+async def send_unsent(p: Platform, *, limit: int = 500) -> int:
+    """Send the queued evaluations that no process sent to this process's job system (a server with the embedded
+    worker sweeps for them: ``dynaforge datasets import`` run beside it queues evaluations in a process without
+    jobs). The job system remembers what it sent, so a queued evaluation is sent once, whoever finds it first; at
+    most ``limit`` are sent at a time, grouped by model (a job each, loading the model once). Returns how many."""
+    if p.jobs is None:
+        return 0
+    began = time.monotonic()
+    async with p.db.session() as s:
+        rows = (
+            await s.execute(
+                select(col(Evaluation.id), col(Evaluation.model_id))
+                .where(col(Evaluation.status) == EvaluationStatus.QUEUED)
+                .order_by(col(Evaluation.id))
+            )
+        ).all()
+    p.jobs.forget_sent({evaluation_id for evaluation_id, _ in rows}, began)
+    unsent = [(evaluation_id, model_id) for evaluation_id, model_id in rows if evaluation_id not in p.jobs.sent]
+    by_model: dict[int, list[int]] = {}
+    for evaluation_id, model_id in unsent[:limit]:
+        by_model.setdefault(model_id, []).append(evaluation_id)
+    if by_model:
+        log.info("sending %d queued evaluations that no process sent", min(len(unsent), limit))
+        enqueue(p, list(by_model.values()))
+    return min(len(unsent), limit)
+
+
+async def queued_on(p: Platform, dataset_ids: list[int]) -> int:
+    """How many evaluations on the data sets wait for a worker."""
+    if not dataset_ids:
+        return 0
+    async with p.db.session() as s:
+        count = await s.scalar(
+            select(func.count())
+            .select_from(Evaluation)
+            .where(col(Evaluation.dataset_id).in_(dataset_ids), col(Evaluation.status) == EvaluationStatus.QUEUED)
+        )
+    return int(count or 0)

@@ -39,7 +39,7 @@ from dynaforge.db.models import (
     utcnow,
 )
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
-from dynaforge.inference.backends import InferenceError
+from dynaforge.inference.backends import InferenceError, UnusableOutput
 from dynaforge.services import announce, cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
@@ -164,8 +164,9 @@ async def predict(
         try:
             prediction = read_output(task, answer.outputs[0], model_input)
         except (ValueError, TypeError) as exc:
-            raise InferenceError(f"model {spec.name!r} gave an unusable output: {exc}") from exc
+            raise UnusableOutput(f"model {spec.name!r} gave an unusable output: {exc}") from exc
         members.append({"model": spec.name, "prediction": prediction, "latency_ms": round(answer.latency_ms, 3)})
+    p.target_problems.pop(task.code, None)  # it answers now, whatever the start-up probe found
     return members, max(float(m["latency_ms"]) for m in members)
 
 
@@ -231,6 +232,8 @@ async def submit(
 
     model_input = task.build_model_input(context_fields, cleaned)
     pending_reason = None
+    stored_reason: str | None = None  # whole, in the row (non-admins read it without the server's paths)
+    unusable = False
     prediction: dict[str, Any] | None = None
     members: list[dict[str, Any]] = []
     inference_ms: float | None = None
@@ -241,6 +244,7 @@ async def submit(
         prediction, fooled = judge(task, round_.ensemble_rule, members, cleaned, context_fields)
     except InferenceError as exc:
         pending_reason = str(exc) if actor.is_admin else without_server_paths(p, round_, str(exc))
+        stored_reason, unusable = str(exc)[:2000], isinstance(exc, UnusableOutput)
         log.warning("example for %s stored pending: %s", task_code, exc)
     status = ExampleStatus.PENDING_PREDICTION if pending_reason else ExampleStatus.CREATED
     now = utcnow()  # before the insert and the commit: events' latency is measured from it
@@ -262,6 +266,8 @@ async def submit(
         "adversary": None if suggestion is None else suggestion.adversary,
         "suggestion_id": None if suggestion is None else suggestion.id,
         "inference_ms": inference_ms if inference_ms is not None else (time.perf_counter() - started) * 1000,
+        "pending_reason": stored_reason,
+        "prediction_attempts": 1 if unusable else 0,  # an unreadable answer is the first of UNUSABLE_OUTPUT_ATTEMPTS
         "created_at": now,
         "updated_at": now,
     }
@@ -421,22 +427,173 @@ async def retract(p: Platform, actor: Actor, example_id: int) -> Example:
     return example
 
 
+# ---------------------------------------------------------------------------------------------- pending examples
+
+
+async def _note_unusable(p: Platform, example_id: int, round_: Round, task_code: str, exc: UnusableOutput) -> None:
+    """Count one more unusable output in a row for a pending example, with its reason (the same model answers the
+    same input the same way, so retries stop at ``UNUSABLE_OUTPUT_ATTEMPTS`` until the round's target models
+    change: :func:`dynaforge.services.tasks.set_target_models` starts the count again), and say so when they stop."""
+    async with p.db.write() as s:
+        await s.execute(
+            update(Example)
+            .where(col(Example.id) == example_id, col(Example.status) == ExampleStatus.PENDING_PREDICTION)
+            .values(
+                pending_reason=str(exc)[:2000],
+                prediction_attempts=col(Example.prediction_attempts) + 1,
+                updated_at=utcnow(),
+            )
+        )
+        attempts = await s.scalar(select(col(Example.prediction_attempts)).where(col(Example.id) == example_id))
+    if attempts == p.settings.unusable_output_attempts:
+        log.warning(
+            "example %s of task %s stays pending: round %s's target gave an unusable output %d times in a row (%s); "
+            "its predictions are no longer retried until the round's target models change",
+            example_id,
+            task_code,
+            round_.number,
+            attempts,
+            exc,
+        )
+
+
+def pending_reason(p: Platform, actor: Actor, example: Example, round_: Round) -> str | None:
+    """Why ``example`` still waits for a prediction (None once it has one): what its round's target answered
+    unreadably, and whether that is asked again, or else that the target was down or too slow. Admins read it with
+    the server's paths; the caller checks that ``actor`` may read it at all (its author, the task's owners)."""
+    if example.status != ExampleStatus.PENDING_PREDICTION:
+        return None
+    if not example.prediction_attempts:
+        return (
+            "the round's target model did not answer (it was down or too slow); it is asked again every "
+            f"{p.settings.pending_retry_s:g} s"
+        )
+    whole = example.pending_reason or "the round's target model gave an unusable output"
+    reason = whole if actor.is_admin else without_server_paths(p, round_, whole)
+    if example.prediction_attempts >= p.settings.unusable_output_attempts:
+        return (
+            f"{reason} ({example.prediction_attempts} times in a row; not asked again until the round's target models "
+            "change: the task's owners can set working ones, or its author can retract the example)"
+        )
+    return (
+        f"{reason} (asked again every {p.settings.pending_retry_s:g} s, {example.prediction_attempts} time(s) so far)"
+    )
+
+
+@dataclass(frozen=True)
+class StuckExample:
+    """A pending example whose retries stopped: the round's target gave an unusable output each time."""
+
+    example_id: int
+    reason: str
+    attempts: int
+
+
+#: The most stuck examples :func:`stuck_examples` lists (the oldest): enough to see what the target answers.
+STUCK_LISTED = 100
+
+
+async def stuck_examples(p: Platform, actor: Actor, round_: Round) -> list[StuckExample] | None:
+    """The round's pending examples whose retries stopped (see :func:`pending_reason`), the oldest
+    :data:`STUCK_LISTED`: what the task's owners act on (set working target models, or have the examples retracted).
+    None for anyone but the task's owners and admins (admins read the reasons with the server's paths)."""
+    if not await task_service.owns_task(p, actor, round_.task_id):
+        return None
+    async with p.db.session() as s:
+        rows = list(
+            await s.scalars(
+                select(Example)
+                .where(
+                    col(Example.round_id) == round_.id,
+                    col(Example.status) == ExampleStatus.PENDING_PREDICTION,
+                    col(Example.prediction_attempts) >= p.settings.unusable_output_attempts,
+                )
+                .order_by(col(Example.id))
+                .limit(STUCK_LISTED)
+            )
+        )
+    return [
+        StuckExample(
+            e.id,
+            (e.pending_reason or "") if actor.is_admin else without_server_paths(p, round_, e.pending_reason or ""),
+            e.prediction_attempts,
+        )
+        for e in rows
+    ]
+
+
+@dataclass(frozen=True)
+class TargetProblem:
+    """Why a task's round target cannot answer: ``whole`` for admins, ``shown`` without the server's paths."""
+
+    whole: str
+    shown: str
+
+
+async def probe_targets(p: Platform) -> dict[str, TargetProblem]:
+    """Ask each task's open round target(s) about the task's ``sample_examples``, once (the server does it at start-up,
+    in the background, after loading the models). A target that answers none of them usably (each answer unreadable,
+    or no answer at all) is a problem of its task: logged with the task named, and kept in ``p.target_problems``
+    for the task's owners and admins until the target answers an example. Returns the problems found, by task code.
+    """
+    async with p.db.session() as s:
+        rows = list(await s.scalars(select(TaskRow).where(col(TaskRow.code).in_(list(p.plugins.registry.tasks)))))
+        rounds = {row.code: await task_service.current_round(s, row.id) for row in rows}
+    found: dict[str, TargetProblem] = {}
+    for code, round_ in sorted(rounds.items()):
+        task = p.plugins.registry.tasks.get(code)
+        if task is None or round_ is None or round_.ended_at is not None or not task.sample_examples:
+            continue
+        failures: list[InferenceError] = []
+        for values in task.sample_examples:
+            context, own = task.split_fields(dict(values))
+            try:
+                await predict(p, task, round_, task.build_model_input(context, own))
+            except InferenceError as exc:
+                failures.append(exc)
+                continue
+            break
+        if len(failures) < len(task.sample_examples):
+            continue
+        what = f"round {round_.number}'s target model(s) answered none of its {len(failures)} sample examples usably"
+        hint = "; set working target models (setTargetModels) or fix the model"
+        problem = TargetProblem(
+            f"{what}: {failures[0]}{hint}",
+            f"{what}: {without_server_paths(p, round_, str(failures[0]))}{hint}",
+        )
+        found[code] = p.target_problems[code] = problem
+        log.error("task %s: %s", code, problem.whole)
+    return found
+
+
+async def target_problems(p: Platform, actor: Actor, task_id: int, task_code: str) -> list[str]:
+    """What this server found wrong with the task's round targets (:func:`probe_targets`): for the task's owners (and
+    admins, who read it with the server's paths); an empty list for everyone else."""
+    problem = p.target_problems.get(task_code)
+    if problem is None or not await task_service.owns_task(p, actor, task_id):
+        return []
+    return [problem.whole if actor.is_admin else problem.shown]
+
+
 async def predict_pending(p: Platform, *, limit: int = 50) -> int:
     """Predict examples stored without a prediction (the model was down or too slow), oldest first.
 
     Each is updated only if it is still pending (a compare-and-set, so two API processes never count one twice),
-    and then counted like an example predicted at once. Stops at the first model failure, since the next ones
-    would fail the same way; the caller retries later. Returns how many examples were predicted.
+    and then counted like an example predicted at once. Stops at the first model failure that is the model's
+    (down, too slow: the next ones would fail the same way; the caller retries later). An unusable output is the
+    example's own: it is counted for that example (:func:`pending_reason`) and the others are asked; after
+    ``UNUSABLE_OUTPUT_ATTEMPTS`` in a row it is no longer asked until its round's target models change. Returns how
+    many examples were predicted.
     """
+    spaced = utcnow() - timedelta(seconds=p.settings.pending_retry_s)
     async with p.db.session() as s:
-        pending = list(
-            await s.scalars(
-                select(Example)
-                .where(col(Example.status) == ExampleStatus.PENDING_PREDICTION)
-                .order_by(col(Example.id))
-                .limit(limit)
-            )
+        query = select(Example).where(
+            col(Example.status) == ExampleStatus.PENDING_PREDICTION,
+            # an unusable answer: asked again at most UNUSABLE_OUTPUT_ATTEMPTS times in a row, PENDING_RETRY_S apart
+            col(Example.prediction_attempts) < p.settings.unusable_output_attempts,
+            (col(Example.prediction_attempts) == 0) | (col(Example.updated_at) <= spaced),
         )
+        pending = list(await s.scalars(query.order_by(col(Example.id)).limit(limit)))
         if not pending:
             return 0
         rounds = {
@@ -464,6 +621,9 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
         try:
             members, inference_ms = await predict(p, task, round_, task.build_model_input(context_fields, own))
             prediction, fooled = judge(task, round_.ensemble_rule, members, own, context_fields)
+        except UnusableOutput as exc:
+            await _note_unusable(p, example.id, round_, task.code, exc)
+            continue
         except InferenceError as exc:
             log.info("pending examples wait longer: %s", exc)
             break
@@ -477,6 +637,8 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
                     model_predictions=members,
                     fooled=fooled,
                     inference_ms=inference_ms,
+                    pending_reason=None,
+                    prediction_attempts=0,
                     updated_at=utcnow(),
                 )
             )

@@ -32,6 +32,8 @@ class Platform:
     subscriptions: Slots = field(default_factory=Slots)  # live subscriptions per user (or client address)
     jobs: Any = None  # dynaforge.jobs.Jobs once the server starts its job system; None: evaluations stay queued
     adversary_runs: dict[int, asyncio.Task[None]] = field(default_factory=dict)  # generation runs in this process
+    #: task code -> why its round's target cannot answer the task's sample examples (services.examples.probe_targets)
+    target_problems: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def create(

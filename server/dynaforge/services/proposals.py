@@ -8,7 +8,6 @@ which is set active.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from sqlalchemy import select
@@ -21,9 +20,8 @@ from dynaforge.services import declared_tasks as declared_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.tasks.base import TASK_CODE_RULE, task_code_problem
 from dynaforge.tasks.declarative import load_declaration
-
-CODE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")
 
 
 async def propose(
@@ -42,10 +40,8 @@ async def propose(
             )
         declared_service.check_targets_chosen_by(p, actor, declared)
     errors = []
-    if not CODE.match(code or ""):
-        errors.append(
-            FieldError("code", "format", "use 2 to 40 lowercase letters, digits or _, starting with a letter")
-        )
+    if task_code_problem(code) is not None:  # the rule a plugin's task and a declaration follow too
+        errors.append(FieldError("code", "format", f"use {TASK_CODE_RULE}"))
     if not 1 <= len((name or "").strip()) <= 200:
         errors.append(FieldError("name", "length", "must have 1 to 200 characters"))
     if len(description or "") > 5000:

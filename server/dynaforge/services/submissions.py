@@ -302,9 +302,7 @@ async def queue_positions(p: Platform, evaluation_ids: list[int]) -> dict[int, i
             return {}
         ahead = sorted(
             await s.scalars(
-                select(col(Evaluation.id)).where(
-                    col(Evaluation.status).in_(waiting), col(Evaluation.id) < max(queued)
-                )
+                select(col(Evaluation.id)).where(col(Evaluation.status).in_(waiting), col(Evaluation.id) < max(queued))
             )
         )
     positions = {}

@@ -9,12 +9,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import DateTime, insert, literal, select
+from sqlalchemy import DateTime, insert, literal, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from dynaforge.db.models import Context, Round, TaskOwner, TaskRow, User, utcnow
+from dynaforge.db.models import Context, Example, ExampleStatus, Round, TaskOwner, TaskRow, User, utcnow
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RoundClosed
 from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.outbound import OutboundPolicy, OutboundRefused
@@ -657,7 +657,8 @@ async def set_target_models(
     models: list[dict],
     rule: str = "majority",
 ) -> Round:
-    """Owners (and admins) put one model or an ensemble in the loop of the task's open round."""
+    """Owners (and admins) put one model or an ensemble in the loop of the task's open round. The round's examples
+    whose predictions stopped being retried (the old targets answered them unreadably) are asked again."""
     actor = require_user(actor)
     view = await get_task(p, actor, code)
     specs = check_target_models(p, models, rule)
@@ -676,5 +677,10 @@ async def set_target_models(
         round_.target_registry_ids = await registry.register(s, view.row.id, pinned, user_id=actor.user_id)
         round_.ensemble_rule = rule
         await s.flush()
+        await s.execute(
+            update(Example)
+            .where(col(Example.round_id) == round_.id, col(Example.status) == ExampleStatus.PENDING_PREDICTION)
+            .values(prediction_attempts=0)
+        )
     p.caches.rounds.pop(view.row.id)
     return round_

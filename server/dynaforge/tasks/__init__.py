@@ -1,6 +1,15 @@
 """The task contract: field types, roles, the Task base class and the objects plugins register."""
 
-from dynaforge.tasks.base import DataSelection, Metric, ModelSpec, Perturbation, Slice, Task, TrainingRecipe
+from dynaforge.tasks.base import (
+    DataSelection,
+    Metric,
+    MetricItem,
+    ModelSpec,
+    Perturbation,
+    Slice,
+    Task,
+    TrainingRecipe,
+)
 from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
 
 __all__ = [
@@ -9,6 +18,7 @@ __all__ = [
     "DataSelection",
     "Field",
     "Metric",
+    "MetricItem",
     "ModelSpec",
     "NumberField",
     "Perturbation",

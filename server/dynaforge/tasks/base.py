@@ -7,15 +7,27 @@ fit, and registers an instance from a ``register_tasks`` hook. Nothing in the co
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import KW_ONLY, dataclass, field
 from os import PathLike
 from typing import Any, ClassVar
 
 from dynaforge.errors import FieldError, InvalidInput
-from dynaforge.tasks.fields import ChoiceField, Field, Role
+from dynaforge.tasks.fields import ChoiceField, Field, Role, SpanField
 
-_CODE_RE = re.compile(r"^[a-z][a-z0-9_-]{1,39}$")
+#: The one rule for a task's code, wherever a task comes from (a plugin, a declaration, a proposal): it is used in
+#: URLs, file names and the API, and never changes once examples exist.
+TASK_CODE_PATTERN = r"^[a-z][a-z0-9_-]{1,39}$"
+#: :data:`TASK_CODE_PATTERN` in words, for messages and descriptions.
+TASK_CODE_RULE = "2 to 40 lowercase letters, digits, '_' or '-', starting with a letter"
+_CODE_RE = re.compile(TASK_CODE_PATTERN)
+
+
+def task_code_problem(code: object) -> str | None:
+    """Why ``code`` cannot be a task's code, or None when it can (:data:`TASK_CODE_PATTERN`)."""
+    if isinstance(code, str) and _CODE_RE.match(code):
+        return None
+    return f"code must match {TASK_CODE_PATTERN[1:-1]}: {TASK_CODE_RULE}"
 
 
 @dataclass(frozen=True)
@@ -38,34 +50,147 @@ class ModelSpec:
 RESERVED_METRIC_NAMES: tuple[str, ...] = ("throughput", "memory", "robustness", "fairness")
 
 
+#: What a metric that reads items (``reads="items"``) may need each item to carry; items without it are skipped.
+METRIC_NEEDS: tuple[str, ...] = ("prediction", "probabilities", "confidence")
+
+
+@dataclass(frozen=True)
+class MetricItem:
+    """One scored item, as a metric with ``reads="items"`` receives it.
+
+    ``fields`` are the item's field values as stored (context, input, target and metadata fields); ``gold`` and
+    ``prediction`` are its target values as a plain metric receives them (``prediction`` None when the model gave no
+    usable answer); ``probabilities`` maps each of the task's labels to the probability the model gave it (summing
+    to 1; a label the model left out has 0), or is None when the prediction carries none that are usable (see
+    :func:`dynaforge.evaluation.scoring.read_probabilities`); ``confidence`` is the prediction's own ``confidence``
+    in [0, 1], or None; ``output`` is the whole prediction as ``read_model_output`` returned it, or None.
+    """
+
+    fields: Mapping[str, Any]
+    gold: Any
+    prediction: Any
+    probabilities: Mapping[str, float] | None = None
+    confidence: float | None = None
+    output: Mapping[str, Any] | None = None
+
+
 @dataclass(frozen=True)
 class Metric:
-    """A metric over gold and predicted target values; ``compute(golds, preds) -> float``."""
+    """A metric of predictions against gold, in one of two forms:
+
+    - ``reads="targets"`` (the default): ``compute(golds, preds) -> float`` over the gold and predicted target
+      values (a prediction is None for an item the model gave no usable answer for);
+    - ``reads="items"``: ``compute(items) -> float`` over :class:`MetricItem` objects, for a metric that needs more
+      than targets (the inputs, the probabilities). ``needs`` lists what an item must carry to be scored, among
+      :data:`METRIC_NEEDS`: the others are skipped, and a set where every item is skipped has no value for the
+      metric. A metric that needs ``probabilities`` applies to tasks whose one target is a choice field.
+
+    ``task_code``: the one task the metric is written for (None: shared by every task that names it).
+    """
 
     name: str
-    compute: Callable[[list[Any], list[Any]], float]
+    compute: Callable[..., float]
     description: str = ""
     higher_is_better: bool = True
+    _: KW_ONLY
+    reads: str = "targets"
+    needs: tuple[str, ...] = ()
+    task_code: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.reads not in ("targets", "items"):
+            raise ValueError(f'metric {self.name}: reads must be "targets" or "items", not {self.reads!r}')
+        if isinstance(self.needs, str) or not set(self.needs) <= set(METRIC_NEEDS):
+            raise ValueError(f"metric {self.name}: needs must be a tuple among {', '.join(METRIC_NEEDS)}")
+        object.__setattr__(self, "needs", tuple(self.needs))
+        if self.needs and self.reads != "items":
+            raise ValueError(f'metric {self.name}: only a metric with reads="items" has needs')
+
+
+#: What a perturbation does to the gold of the copies it makes (:attr:`Perturbation.gold`):
+#: ``kept``, the copy keeps its original's gold and it still holds (consistency and the task's metrics apply);
+#: ``unknown``, the copy keeps its original's gold fields but they may no longer hold (it is scored for consistency
+#: with its original only, never against that gold); ``dropped``, the copy's gold fields are removed (targets and
+#: the fields that reveal them; consistency only).
+GOLD_EFFECTS: tuple[str, ...] = ("kept", "unknown", "dropped")
+#: Which of an example's text fields a perturbation changes (:attr:`Perturbation.scope`): each ``input`` field on its
+#: own, or the ``example``'s context and input fields together.
+PERTURBATION_SCOPES: tuple[str, ...] = ("input", "example")
 
 
 @dataclass(frozen=True)
 class Perturbation:
-    """A seeded text transformation; ``kind`` is ``robustness`` or ``fairness``. ``apply(text, rng) -> text``."""
+    """A seeded text transformation; ``kind`` is ``robustness`` or ``fairness``. ``apply(text, rng) -> text``.
+    ``task_code``: the one task it is written for (None: shared by every task that names it).
+
+    ``scope`` says which text fields of an example it changes (:meth:`Task.perturb`): ``"input"`` (the default)
+    applies ``apply`` to each text input field on its own and leaves the context alone; ``"example"`` changes the
+    context and input text fields together (a claim and its evidence, a question and its passage). An example-wide
+    perturbation that must change its fields alike (one name substitution for the claim and the evidence) gives
+    ``apply_example(texts, rng) -> texts``: ``texts`` maps each of those fields' names to its text (in the task's
+    field order, with the text of a span into a changed field under the span's field name), and it returns the same
+    keys; without it, ``apply`` runs on each text in turn with the one ``rng``. Giving ``apply_example`` implies
+    ``scope="example"``, and ``apply`` stays its form on one text (what edits one text alone, such as the
+    ``perturbation-search`` adversary, uses). ``gold`` (:data:`GOLD_EFFECTS`) says whether the copies' gold still
+    holds.
+    """
 
     name: str
     apply: Callable[[str, Any], str]
     kind: str = "robustness"
     description: str = ""
+    _: KW_ONLY
+    task_code: str | None = None
+    scope: str = "input"
+    apply_example: Callable[[dict[str, str], Any], dict[str, str]] | None = None
+    gold: str = "kept"
+
+    def __post_init__(self) -> None:
+        if self.apply_example is not None and self.scope == "input":
+            object.__setattr__(self, "scope", "example")
+        if self.scope not in PERTURBATION_SCOPES:
+            raise ValueError(
+                f"perturbation {self.name}: scope must be one of {', '.join(PERTURBATION_SCOPES)}, not {self.scope!r}"
+            )
+        if self.gold not in GOLD_EFFECTS:
+            raise ValueError(
+                f"perturbation {self.name}: gold must be one of {', '.join(GOLD_EFFECTS)} (what happens to the "
+                f"copies' gold), not {self.gold!r}"
+            )
+
+    def apply_texts(self, texts: dict[str, str], rng: Any) -> dict[str, str]:
+        """The example-wide form: ``apply_example`` when given, else ``apply`` on each text in turn. Raises
+        ``ValueError`` when ``apply_example`` returns other keys or a value that is not text."""
+        if self.apply_example is None:
+            return {name: self.apply(text, rng) for name, text in texts.items()}
+        changed = self.apply_example(dict(texts), rng)
+        if not isinstance(changed, dict) or set(changed) != set(texts):
+            raise ValueError(
+                f"perturbation {self.name}: apply_example must return the keys it was given ({', '.join(texts)})"
+            )
+        if not all(isinstance(text, str) for text in changed.values()):
+            raise ValueError(f"perturbation {self.name}: apply_example must return text for every key")
+        return changed
 
 
 @dataclass(frozen=True)
 class Slice:
-    """A fairness slice: ``group(fields) -> str | None`` puts an example in a group (None: in no group)."""
+    """A fairness slice: ``group(fields) -> str | None`` puts an example in a group (None: in no group).
+    ``task_code``: the one task it is written for (None: shared by every task that names it)."""
 
     name: str
     group: Callable[[dict[str, Any]], str | None]
     task_code: str | None = None
     description: str = ""
+
+
+def choice_labels(task: Task) -> tuple[str, ...] | None:
+    """The labels of the task's one target when it is a choice field, which a prediction's ``probabilities`` are
+    given over; None for any other task (several targets, a span, a number)."""
+    targets = task.fields_with(Role.TARGET)
+    if len(targets) == 1 and isinstance(targets[0], ChoiceField):
+        return tuple(targets[0].options(task))
+    return None
 
 
 @dataclass(frozen=True)
@@ -188,12 +313,22 @@ class Task:
     sample_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
     validation_quorum: ClassVar[int] = 3
 
+    def demo_scoring_set(self) -> Sequence[dict[str, Any]]:
+        """The scoring set ``dynaforge demo`` ranks the task's target models on (``demo-scoring``): complete
+        examples, gold included, as in :attr:`sample_examples` (the default). A board a newcomer can read needs a
+        few hundred of them: an accuracy near 0.8 on n items has a 95% interval of about ±0.8/√n (±0.04 at 400),
+        and a set under ``MIN_SCORING_SET_SIZE`` (10) is not made at all. Written by the plugin (a generator over
+        templates of its own is fine), never held-out rows of data the plugin may not ship; deterministic, so that
+        every demo shows the same board. Its gold ships with the package: the demo shows every item's figures at
+        once (``publicShare`` 1)."""
+        return self.sample_examples
+
     # ------------------------------------------------------------------ declaration checks
     def check_declaration(self) -> list[str]:
         """Problems with the task's own declaration (reported when the plugin registers it)."""
         problems = []
-        if not _CODE_RE.match(getattr(self, "code", "") or ""):
-            problems.append("code must match [a-z][a-z0-9_-]{1,39}")
+        if (why := task_code_problem(getattr(self, "code", None))) is not None:
+            problems.append(why)
         names = [f.name for f in self.fields]
         if len(names) != len(set(names)):
             problems.append("field names must be unique")
@@ -356,16 +491,43 @@ class Task:
         return context, {k: v for k, v in values.items() if k not in context_names}
 
     def perturb(self, example: dict[str, Any], perturbation: Perturbation, rng: Any) -> dict[str, Any]:
-        """A copy of ``example`` with ``perturbation`` applied to each text input field.
+        """A copy of ``example`` (all its fields) with ``perturbation`` applied, as its ``scope`` says.
 
-        Context and target fields are left alone, so spans into the context stay true and the gold label still
-        describes the perturbed example (what robustness and fairness measures assume).
+        ``"input"``: ``apply`` on each text input field; context and target fields are left alone, so spans into the
+        context stay true. ``"example"``: the context and input text fields change together
+        (:meth:`Perturbation.apply_texts`), and so does the text of each span into a changed field, which is then
+        found again in its field's new text (the same occurrence, counted from the start): a name swapped in the
+        input is swapped in the context too, and a QA answer follows its passage. A span that cannot be found
+        again keeps its offset, and the copy fails the span's check. Then the gold follows ``perturbation.gold``:
+        left as it is, or (``dropped``) the gold fields (:meth:`gold_field_names`) removed.
         """
         perturbed = dict(example)
-        for f in self.fields_with(Role.INPUT):
-            value = perturbed.get(f.name)
-            if isinstance(value, str):
-                perturbed[f.name] = perturbation.apply(value, rng)
+        dropped = perturbation.gold == "dropped"
+        if perturbation.scope == "input":
+            for f in self.fields_with(Role.INPUT):
+                value = perturbed.get(f.name)
+                if isinstance(value, str):
+                    perturbed[f.name] = perturbation.apply(value, rng)
+        else:
+            names = [f.name for f in self.fields_with(Role.CONTEXT, Role.INPUT) if isinstance(example.get(f.name), str)]
+            spans = [
+                f
+                for f in self.fields
+                if isinstance(f, SpanField)
+                and f.context_field in names
+                and _is_span(example.get(f.name))
+                and not (dropped and f.name in self.gold_field_names())
+            ]
+            texts = {name: example[name] for name in names}
+            texts.update({f.name: example[f.name]["text"] for f in spans})
+            changed = perturbation.apply_texts(texts, rng)
+            perturbed.update({name: changed[name] for name in names})
+            for f in spans:
+                source = f.context_field
+                perturbed[f.name] = _span_again(example[source], example[f.name], perturbed[source], changed[f.name])
+        if dropped:
+            for name in self.gold_field_names():
+                perturbed.pop(name, None)
         return perturbed
 
     # ------------------------------------------------------------------ optional
@@ -387,3 +549,22 @@ class Task:
 
     def __repr__(self) -> str:
         return f"<Task {getattr(self, 'code', '?')}>"
+
+
+def _is_span(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("text"), str) and isinstance(value.get("start"), int)
+
+
+def _span_again(old_source: str, old_span: dict[str, Any], new_source: str, new_text: str) -> dict[str, Any]:
+    """A span moved into its field's new text: ``new_text`` at the same occurrence (counted from the start) as the old
+    span's text had in the old field; the old offset when the new text has no such occurrence."""
+    text, start = old_span["text"], old_span["start"]
+    rank, at = 0, old_source.find(text)
+    while 0 <= at < start:
+        rank, at = rank + 1, old_source.find(text, at + 1)
+    found = new_source.find(new_text) if new_text else -1
+    for _ in range(rank):
+        if found < 0:
+            break
+        found = new_source.find(new_text, found + 1)
+    return {**old_span, "text": new_text, "start": found if found >= 0 else start}

@@ -44,7 +44,7 @@ from sqlmodel import col
 from dynaforge.db.models import DeclaredTaskRow
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.hookspecs import hookimpl
-from dynaforge.tasks.base import SUBMISSION_KINDS, ModelSpec, Slice, Task
+from dynaforge.tasks.base import SUBMISSION_KINDS, TASK_CODE_PATTERN, ModelSpec, Slice, Task
 from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
 
 if TYPE_CHECKING:
@@ -95,7 +95,7 @@ DECLARATION_SCHEMA: dict[str, Any] = {
     "additionalProperties": False,
     "required": ["code", "name", "instructions", "fields", "target_models", "sample_examples"],
     "properties": {
-        "code": {"type": "string", "pattern": "^[a-z][a-z0-9_-]{1,39}$", "description": "The task's stable code."},
+        "code": {"type": "string", "pattern": TASK_CODE_PATTERN, "description": "The task's stable code."},
         "name": {"type": "string", "minLength": 1, "maxLength": 100},
         "description": {"type": "string", "maxLength": 1000},
         "instructions": {"type": "string", "minLength": 80, "maxLength": 10000},
@@ -253,7 +253,7 @@ def _fooled_problems(rule: dict[str, Any], fields: dict[str, Field]) -> list[str
 def load_declaration(data: Any) -> DeclaredTask:
     """The task a declaration describes. InvalidInput (fields under ``definition``) lists every problem: against
     :data:`DECLARATION_SCHEMA` first, then against the task contract (``Task.check_declaration``, the fooled rule,
-    the slices' fields, the sample examples' validity)."""
+    the slices' fields, the sample examples' and demo contexts' validity)."""
     errors = sorted(_VALIDATOR.iter_errors(data), key=lambda e: list(e.absolute_path))
     if errors:
         raise InvalidInput.from_errors([_problem(e.absolute_path, e.message, "schema") for e in errors[:20]])
@@ -305,6 +305,15 @@ def load_declaration(data: Any) -> DeclaredTask:
             task.validate_example(example, context or None)
         except InvalidInput as exc:
             problems += [_problem(["sample_examples", i, e.field], e.message, e.rule) for e in exc.field_errors]
+    if task.demo_contexts and not task.fields_with(Role.CONTEXT):
+        problems.append(_problem(["demo_contexts"], "the task has no context field: leave demo_contexts out"))
+    elif task.demo_contexts:  # round 1's contexts when the task is declared
+        for i, values in enumerate(task.demo_contexts):
+            try:
+                if not task.validate_context(values):
+                    problems.append(_problem(["demo_contexts", i], "sets no context field", "empty"))
+            except InvalidInput as exc:
+                problems += [_problem(["demo_contexts", i, e.field], e.message, e.rule) for e in exc.field_errors]
     if problems:
         raise InvalidInput.from_errors(problems)
     return task

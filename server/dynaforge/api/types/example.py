@@ -30,8 +30,9 @@ from dynaforge.tasks.base import Task as PluginTask
 class ExampleStatus(Enum):
     PENDING_PREDICTION = strawberry.enum_value(
         Status.PENDING_PREDICTION,
-        description="Stored, but the target model did not answer (down or too slow): the server asks it again "
-        "later; `prediction` and `fooled` stay null until it answers.",
+        description="Stored, but the target model did not answer (down or too slow) or answered unreadably: the "
+        "server asks it again later (an unreadable answer a few times only); `prediction` and `fooled` stay null "
+        "until it answers, and `pendingReason` says why.",
     )
     CREATED = strawberry.enum_value(
         Status.CREATED,
@@ -229,6 +230,18 @@ class Example(Node):
     async def flag_reason(self, info: strawberry.Info[RequestContext]) -> str | None:
         review = await _review(info, self.row.id)
         return None if review is None else review.flag_reason
+
+    @strawberry.field(
+        description="Why it still waits for a prediction (PENDING_PREDICTION examples): what the round's target "
+        "answered that could not be read (a label outside the task's set, a missing field) and whether it is asked "
+        "again, or that the target was down or too slow. For the author and the task's owners and admins; null "
+        "for everyone else, and once it has a prediction."
+    )
+    async def pending_reason(self, info: strawberry.Info[RequestContext]) -> str | None:
+        if self.row.status != Status.PENDING_PREDICTION or await _review(info, self.row.id) is None:
+            return None
+        round_ = await info.context.loaders["round"].load(self.row.round_id)
+        return None if round_ is None else example_service.pending_reason(*info.context.caller, self.row, round_)
 
     @strawberry.field(
         description="Every vote with its validator, reason and correction, oldest first: for the task's owners and "

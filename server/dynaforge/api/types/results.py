@@ -9,7 +9,7 @@ from typing import Any
 
 import strawberry
 
-from dynaforge.api.enums import MetricDirection, PerturbationKind
+from dynaforge.api.enums import MetricDirection, PerturbationGold, PerturbationKind
 from dynaforge.db.models import Evaluation as EvaluationRow
 
 #: The figures the runner adds beside the task's metrics; both are consistencies, higher is better.
@@ -95,7 +95,13 @@ class PerturbationResult:
     consistency: float = strawberry.field(
         description="The share of the copy's items answered as their originals were (robustness or fairness)."
     )
-    metrics: list[MetricValue] = strawberry.field(description="The task's metrics on the copy itself.")
+    metrics: list[MetricValue] = strawberry.field(
+        description="The task's metrics on the copy itself; empty when its perturbation does not keep the gold "
+        "(`gold`): such a copy counts for consistency only."
+    )
+    gold: PerturbationGold = strawberry.field(
+        description="What the copy's perturbation does to the gold: only a copy that keeps it is scored against it."
+    )
 
 
 def _number(value: Any) -> float | None:
@@ -179,7 +185,8 @@ def perturbations_of(row: EvaluationRow) -> list[PerturbationResult]:
                 perturbation=name,
                 kind=PerturbationKind.FAIRNESS if kind == "fairness" else PerturbationKind.ROBUSTNESS,
                 consistency=_number(figures.get("consistency")) or 0.0,
-                metrics=_values(figures, skip=("kind", "consistency")),
+                metrics=_values(figures, skip=("kind", "consistency", "gold")),
+                gold=PerturbationGold(str(figures.get("gold") or "kept")),
             )
         )
     return out

@@ -17,6 +17,7 @@ from dynaforge.api.types.stats import LeaderboardEntry, SourceStats, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import cursors
+from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
@@ -53,6 +54,21 @@ class TargetModel:
         return None if config is None else JSON(config)
 
 
+@strawberry.type(description="A pending example whose round target answers it unreadably, each time it is asked.")
+class StuckExample:
+    example_id: strawberry.ID = strawberry.field(description="The example's id (read it with `node`).")
+    reason: str = strawberry.field(description="What the target answered and why it could not be read.")
+    attempts: int = strawberry.field(description="How many times in a row it was asked, in vain.")
+
+    @classmethod
+    def of(cls, stuck: example_service.StuckExample) -> StuckExample:
+        return cls(
+            example_id=global_id("Example", stuck.example_id),
+            reason=stuck.reason,
+            attempts=stuck.attempts,
+        )
+
+
 @strawberry.type(
     description="A task's numbered round: its target model(s), dates and counters. Anyone who can see the task can "
     "read its rounds."
@@ -81,6 +97,16 @@ class Round(Node):
     verified_fooled: int = strawberry.field(description="Examples that fooled the model and validators accepted.")
     retracted: int = strawberry.field(description="Examples withdrawn by their author, an owner or an admin.")
     pending: int = strawberry.field(description="Examples still waiting for a model prediction.")
+
+    @strawberry.field(
+        description="Its pending examples whose predictions are no longer retried: the target model answered each "
+        "of them unreadably (a label outside the task's set, a missing field) UNUSABLE_OUTPUT_ATTEMPTS times in a "
+        "row, and would again. They are asked again once the round's target models change (setTargetModels), or "
+        "their authors retract them. The oldest 100; for the task's owners and admins, null for everyone else."
+    )
+    async def stuck_examples(self, info: strawberry.Info[RequestContext]) -> list[StuckExample] | None:
+        stuck = await example_service.stuck_examples(*info.context.caller, self.row)
+        return None if stuck is None else [StuckExample.of(e) for e in stuck]
 
     @strawberry.field(description="The round's counters and vMER.")
     def stats(self) -> Stats:

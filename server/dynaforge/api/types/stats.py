@@ -15,6 +15,7 @@ from dynaforge.db.models import as_utc
 from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services.tasks import TaskSettings as SettingsValue
+from dynaforge.tasks.base import TASK_CODE_RULE
 
 
 @strawberry.type(
@@ -146,8 +147,8 @@ class TaskSettings:
 )
 class TaskProposal(Node):
     code: str = strawberry.field(
-        description="The code the task would have (2 to 40 lowercase letters, digits or _, starting with a letter); "
-        "without a definition, a plugin providing a task of that code must be installed before it can be accepted."
+        description=f"The code the task would have ({TASK_CODE_RULE}); without a definition, a plugin providing a "
+        "task of that code must be installed before it can be accepted."
     )
     definition: JSON | None = strawberry.field(
         description="The task's declaration (see declaredTaskSchema) when it was proposed as data; accepting the "

@@ -14,6 +14,7 @@ from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import SourceStats, Stats, TaskSettings
 from dynaforge.api.types.user import User
+from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.tasks.declarative import DeclaredTask
@@ -255,6 +256,14 @@ class Task(Node):
     @strawberry.field(description="Whether the signed-in user owns this task (or is an admin).")
     async def viewer_is_owner(self, info: strawberry.Info[RequestContext]) -> bool:
         return await task_service.owns_task(*info.context.caller, self.view.row.id)
+
+    @strawberry.field(
+        description="What this server found wrong with the task while running, e.g. a round target that answered "
+        "none of the task's sample examples usably when the server started (checked once, in the background; "
+        "cleared when it answers an example). For the task's owners and admins; empty for everyone else."
+    )
+    async def problems(self, info: strawberry.Info[RequestContext]) -> list[str]:
+        return await example_service.target_problems(*info.context.caller, self.view.row.id, self.view.task.code)
 
     @strawberry.field(description="The task's owners.")
     async def owners(self, info: strawberry.Info[RequestContext]) -> list[User]:
