@@ -8,6 +8,7 @@ sentence-pair features and lexical cues, trained by ``dynaforge train nli``.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
@@ -148,6 +149,13 @@ class NLITask(Task):
             "label": "neutral",
         },
     )
+
+    def demo_scoring_set(self) -> Sequence[dict[str, Any]]:
+        """402 short premise and hypothesis pairs written by the project, 134 of each label, made by a seeded
+        generator over frames (:mod:`dynaforge_nli.demo_data`); built on first use and cached."""
+        from dynaforge_nli.demo_data import demo_scoring_set
+
+        return demo_scoring_set()
 
     def build_model_input(self, context: dict[str, Any], example: dict[str, Any]) -> dict[str, Any]:
         # The model judges the pair: the premise from the context, the annotator's hypothesis.

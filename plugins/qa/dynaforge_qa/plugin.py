@@ -16,6 +16,7 @@ small span head on the frozen MiniLM encoder, trained by ``dynaforge train qa``.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from dynaforge import Metric, ModelSpec, Role, SpanField, Task, TextField, TrainingRecipe, hookimpl
@@ -189,6 +190,13 @@ class QATask(Task):
             )
         },
     )
+
+    def demo_scoring_set(self) -> Sequence[dict[str, Any]]:
+        """273 questions on 40 short passages written by the project, each answer a span of its passage, made by a
+        seeded generator over frames (:mod:`dynaforge_qa.demo_data`); built on first use and cached."""
+        from dynaforge_qa.demo_data import demo_scoring_set
+
+        return demo_scoring_set()
 
     def read_model_output(self, output: Any, model_input: dict[str, Any] | None = None) -> dict[str, Any]:
         """Keep the answer span and confidence, rejecting a malformed span or confidence with a ValueError.
