@@ -83,12 +83,15 @@ def run_in_child(
     *,
     extra_args: tuple[str, ...] = (),
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    side_by_side: int = 1,
 ) -> int:
     """Run the evaluations in a child process with this process's settings, each model loaded once
     (:meth:`Runner.run_many`); returns its exit status (1 when one of them failed, recorded on it).
 
     The child writes its progress events, one JSON object per line, to a pipe; a thread here hands each to
     ``on_progress`` (the event bus), so that progress reaches subscribers whichever process runs the job.
+    ``side_by_side``: how many evaluations this process runs at once; the model gets its share of the cores as
+    torch threads (``EVAL_THREADS`` overrides it).
     """
     # Model code runs in the child: the server's secrets stay here. It keeps the database URL, which it writes its
     # results with, and the job settings below.
@@ -112,6 +115,8 @@ def run_in_child(
     env["DYNAFORGE_EVAL_CPU_LIMIT_S"] = str(settings.eval_cpu_limit_s)
     env["DYNAFORGE_EVAL_OPEN_FILES"] = str(settings.eval_open_files)
     env["DYNAFORGE_EVAL_ISOLATE_NETWORK"] = "true" if settings.eval_isolate_network else "false"
+    threads = settings.eval_threads or max(1, (os.cpu_count() or 1) // max(1, side_by_side))
+    env["DYNAFORGE_EVAL_THREADS"] = str(threads)
     ids = [evaluation_ids] if isinstance(evaluation_ids, int) else list(evaluation_ids)
     command = [sys.executable, "-m", "dynaforge.evaluation.runner", *map(str, ids), *extra_args]
     read_end, write_end = os.pipe()
@@ -181,6 +186,7 @@ class Jobs:
         self.settings = settings
         self.broker = broker or make_broker(settings)
         self.worker: dramatiq.Worker | None = None
+        self.worker_threads = 1  # how many jobs this process's worker runs at once (start_worker)
         self.on_progress = None if events is None else publisher(events)
         self.publish = None if events is None else events.publish_threadsafe
         # With the in-process broker and its sweep (QUEUED_SWEEP_S), the evaluations this process sent, with when
@@ -192,7 +198,7 @@ class Jobs:
         def evaluate(evaluation_ids: int | list[int]) -> None:
             # A message of an earlier version names one evaluation.
             ids = [evaluation_ids] if isinstance(evaluation_ids, int) else list(evaluation_ids)
-            status = run_in_child(self.settings, ids, on_progress=self.on_progress)
+            status = run_in_child(self.settings, ids, on_progress=self.on_progress, side_by_side=self.worker_threads)
             if status == LOST:
                 raise ChildKilled(f"evaluations {ids}: the model's process was killed")
             if status < 0:
@@ -359,10 +365,11 @@ class Jobs:
                     "cut them off",
                     why,
                 )
+        self.worker_threads = max(2, threads)
         self.worker = dramatiq.Worker(
             self.broker,
             queues={QUEUE, WEBHOOK_QUEUE, TRAINING_QUEUE, MAINTENANCE_QUEUE},
-            worker_threads=max(2, threads),
+            worker_threads=self.worker_threads,
             worker_timeout=200,
         )
         self.worker.start()

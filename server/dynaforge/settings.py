@@ -207,6 +207,13 @@ class Settings(BaseSettings):
         description="the fewest items a scoring set may have: a round's smaller test split is made HIDDEN instead "
         "(and an empty split not at all), and a smaller upload is refused as SCORING",
     )
+    eval_threads: int | None = Field(
+        default=None,
+        ge=1,
+        description="evaluation: torch threads of each model under evaluation (default: the cores shared out among "
+        "the evaluations a worker runs at once, at least 1: two models with two threads each on two cores spend "
+        "most of their time waiting for each other)",
+    )
     eval_max_unusable_share: float = Field(
         default=0.5,
         ge=0,
