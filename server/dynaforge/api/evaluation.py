@@ -177,6 +177,7 @@ class Evaluation(Node):
         if self.row.status != EvaluationStatusRow.QUEUED:
             return None
         return await info.context.loaders["queue_position"].load(self.row.id)
+
     throughput: float | None = strawberry.field(
         description="Examples per second, model loading excluded; null until DONE and for uploaded predictions."
     )
