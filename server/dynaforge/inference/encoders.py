@@ -2,7 +2,8 @@
 
 Several offline target models (one per task) sit on the same sentence encoder. Loading it once per process and
 sharing it saves memory (about 90 MB per copy for MiniLM-L6) and start-up time. ``shared_encoder(path)`` returns
-the one :class:`Encoder` of that folder in this process.
+the one :class:`Encoder` of that folder in this process; a model that fine-tuned the encoder with a LoRA adapter
+runs on :func:`dynaforge.inference.lora.adapted_encoder`, which shares every tensor the adapter does not change.
 
 torch and transformers are imported inside the functions: importing this module costs nothing, and the API
 process never calls it.
@@ -44,6 +45,24 @@ class Encoder:
         self.dim = int(self.model.config.hidden_size)
         self.lock = threading.Lock()
 
+    @classmethod
+    def from_model(cls, base: Encoder, model: Any) -> Encoder:
+        """An encoder running ``model`` (e.g. ``base``'s with an adapter merged in) with a tokenizer of its own
+        loaded from ``base``'s folder (a fast tokenizer is not safe to share between threads), on ``base``'s
+        device; ``model`` is put in inference mode with no gradients."""
+        from transformers import AutoTokenizer
+
+        encoder = cls.__new__(cls)
+        encoder.path = base.path
+        encoder.device = base.device
+        encoder.tokenizer = AutoTokenizer.from_pretrained(base.path, local_files_only=True)
+        encoder.model = model.to(base.device).eval()
+        for parameter in encoder.model.parameters():
+            parameter.requires_grad_(False)
+        encoder.dim = base.dim
+        encoder.lock = threading.Lock()
+        return encoder
+
     def tokenize(self, first: Sequence[str], second: Sequence[str] | None = None, *, max_length: int, **kwargs: Any):
         """Tokenise a batch (pairs when ``second`` is given), padded to the longest, on this encoder's device."""
         enc = self.tokenizer(
@@ -75,9 +94,7 @@ class Encoder:
             return torch.empty((0, self.dim), dtype=torch.float32)
         enc = self.tokenize(texts, max_length=max_length)
         hidden = self.token_states(enc)
-        mask = enc["attention_mask"].to(self.device).unsqueeze(-1).to(hidden.dtype)
-        pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
-        return torch.nn.functional.normalize(pooled, p=2, dim=1).float()
+        return mean_pool(hidden, enc["attention_mask"].to(self.device)).float()
 
     def embed_many(
         self,
@@ -112,6 +129,17 @@ class Encoder:
             if bar is not None:
                 bar.close()
         return out
+
+
+def mean_pool(hidden: Any, attention_mask: Any) -> Any:
+    """Attention-mask weighted mean of token states ``[batch, tokens, dim]``, L2 normalised: the sentence vector of
+    the sentence-transformers recipe for MiniLM (what :meth:`Encoder.embed` returns, and what a fine-tuned head is
+    trained on)."""
+    import torch
+
+    mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
+    pooled = (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
+    return torch.nn.functional.normalize(pooled, p=2, dim=1)
 
 
 def shared_encoder(path: str | Path, *, device: str = "cpu") -> Encoder:

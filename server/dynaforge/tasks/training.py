@@ -11,6 +11,10 @@ What the bundled trainers share, for any task author to reuse:
   --no-progress``, metrics printed as JSON);
 * :func:`embed_texts` and :func:`encoder_record`: sentence vectors from the frozen MiniLM encoder that every model of
   an inference process shares, and the record of that encoder for a model's metadata;
+* :func:`fine_tune`, :class:`FineTuneSettings`, :class:`LoraSettings`, :func:`save_adapter`, :func:`encoder_for`
+  (from :mod:`dynaforge.inference.lora`): fine-tune that encoder itself with a small LoRA adapter and a head, save
+  the adapter (``adapter.safetensors``), and, in a model loader, the encoder a weights folder runs on (the adapter
+  merged in, or the shared frozen one);
 * :func:`fit_logistic_regression`, :func:`choose_weight_decay`, :func:`log_loss`: an L2-regularised logistic
   regression (binary or multinomial) fitted by full-batch L-BFGS on standardised features, the standardisation
   folded into the returned weight and bias, and a weight-decay grid chosen on held-out log-loss;
@@ -35,6 +39,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dynaforge.inference.lora import (
+    ADAPTER_FILE,
+    AdapterError,
+    FineTuned,
+    FineTuneSettings,
+    LoraSettings,
+    encoder_for,
+    fine_tune,
+    read_adapter,
+    save_adapter,
+)
 from dynaforge.model_store import (
     ModelStore,
     ModelVersion,
@@ -48,6 +63,15 @@ if TYPE_CHECKING:
     from torch import Tensor
 
 __all__ = [
+    "ADAPTER_FILE",
+    "AdapterError",
+    "FineTuneSettings",
+    "FineTuned",
+    "LoraSettings",
+    "encoder_for",
+    "fine_tune",
+    "read_adapter",
+    "save_adapter",
     "HEAD_FILE",
     "TrainingData",
     "example_weights",
