@@ -2,7 +2,7 @@
 model loader then reads them (saying so), falling back to the shipped weights when the store has none.
 
 The sentiment plugin is trained on a small data set written here (project sentences, the SST-2 file format) with
-the real frozen encoder, so this is an end-to-end test; it takes seconds."""
+the real encoder and a LoRA adapter of a few steps, so this is an end-to-end test; it takes seconds."""
 
 from __future__ import annotations
 
@@ -81,13 +81,22 @@ def test_train_writes_a_store_version_and_the_loader_uses_it(tmp_path, monkeypat
     current = store.current("sentiment", sentiment_model.MODEL_NAME)
     assert current is not None
     assert metrics["weights_version"] == current.version and metrics["weights_dir"] == str(current.path)
-    assert sorted(p.name for p in current.path.iterdir()) == ["head.safetensors", "metadata.json"]
+    assert sorted(p.name for p in current.path.iterdir()) == [
+        "adapter.safetensors",
+        "head.safetensors",
+        "metadata.json",
+    ]
     stored_meta = json.loads((current.path / "metadata.json").read_text(encoding="utf-8"))
     assert stored_meta["data"]["train_rows_used"] == 40 and stored_meta["data"]["limit"] == 40
 
     trained = sentiment_model.load()
     assert trained.metadata["weights"] == {"source": "trained", "path": str(current.path), "version": current.version}
     assert trained.neutral_band == stored_meta["neutral_band"]
+    # the stored adapter is merged into the encoder the model runs on
+    from dynaforge.tasks.training import encoder_for
+
+    assert stored_meta["encoder"]["fine_tuned"] is True
+    assert trained.encoder.shared is encoder_for(current.path) is not encoder_for(tmp_path / "no-adapter-here")
     [output] = trained.predict([{"statement": "The soup was a delight."}])
     assert output["label"] in ("positive", "negative", "neutral")
 

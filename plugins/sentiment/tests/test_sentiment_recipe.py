@@ -1,5 +1,6 @@
 """The sentiment task's ``default`` training recipe: from examples alone, from a tiny base folder plus examples,
-loading what it wrote by digest, determinism, the effect of the examples and of ``example_weight``, and refusals.
+loading what it wrote by digest, determinism, the effect of the examples and of ``example_weight``, the encoder
+fine-tuned with a LoRA adapter or left frozen, the adapter's time limit, and refusals.
 
 Every sentence here is written for these tests; nothing needs ../shared/data. The examples follow a made-up taste
 the shipped model cannot know: horror that is gory and terrifying is praised (positive), horror that is cheerful and
@@ -16,7 +17,7 @@ import pytest
 
 from dynaforge.defaults.backends.python import PythonBackend
 from dynaforge.model_artifacts import ArtifactStore
-from dynaforge.tasks.training import TrainingData, run_recipe
+from dynaforge.tasks.training import ADAPTER_FILE, TrainingData, read_adapter, run_recipe
 from dynaforge_sentiment.model import MODEL_NAME, WEIGHTS_DIR, load
 from dynaforge_sentiment.plugin import SentimentTask
 from dynaforge_sentiment.train import train_recipe
@@ -92,7 +93,12 @@ def test_the_task_declares_the_recipe():
     assert RECIPE is not None and RECIPE.name == "default" and RECIPE.model == MODEL_NAME
     assert RECIPE.trainer == "dynaforge_sentiment.train:train_recipe"
     assert RECIPE.factory == "dynaforge_sentiment.model:load"
-    assert RECIPE.hyperparameters == {"example_weight": 2.0}
+    assert RECIPE.hyperparameters == {
+        "example_weight": 2.0,
+        "encoder": "lora",
+        "lora_epochs": 1,
+        "lora_time_limit_s": 3600.0,
+    }
     assert "sst2_train.tsv" in RECIPE.base_data and "sst2_dev.tsv" in RECIPE.base_data
     assert RECIPE.shipped == WEIGHTS_DIR
     assert RECIPE.loads(TASK.default_target_models[0])
@@ -106,7 +112,15 @@ def test_importing_the_plugin_does_not_import_torch():
 
 def test_recipe_learns_from_examples_alone(from_examples, shipped):
     out, metrics, reports = from_examples
-    assert sorted(p.name for p in out.iterdir()) == ["head.safetensors", "metadata.json", "training.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "adapter.safetensors",
+        "head.safetensors",
+        "metadata.json",
+        "training.json",
+    ]
+    # a small adapter on the shared encoder, not a second encoder
+    assert (out / ADAPTER_FILE).stat().st_size < 1_000_000
+    assert metrics["encoder"] == "lora" and metrics["lora_steps"] >= 1 and not metrics["lora_stopped_by_time_limit"]
     assert metrics["examples"] == len(EXAMPLES) and metrics["examples_neutral"] == len(NEUTRAL)
     # 20% of each of the 20 positive and 20 negative examples held out; neutral ones are never fitted
     assert metrics["examples_fitted"] == 32 and metrics["examples_held_out"] == metrics["holdout_size"] == 8
@@ -114,7 +128,7 @@ def test_recipe_learns_from_examples_alone(from_examples, shipped):
     assert metrics["examples_fit_binary_accuracy"] == 1.0
     assert "dev_binary_accuracy" not in metrics
     stages = [stage for _, stage in reports]
-    assert {"reading", "embedding", "fitting", "evaluating"} <= set(stages)
+    assert {"reading", "embedding", "fitting", "fine-tuning", "evaluating"} <= set(stages)
     fractions = [fraction for fraction, _ in reports]
     assert fractions == sorted(fractions) and fractions[0] >= 0.0 and fractions[-1] <= 1.0
     trained = load(weights_dir=out)
@@ -130,8 +144,12 @@ def test_metadata_records_the_data_but_no_text(from_examples):
     assert data["examples"]["sha256"] == TrainingData(examples=EXAMPLES).digest()
     assert data["examples"]["sources"] == [dict(s) for s in SOURCES]
     assert data["examples"]["labels"] == {"positive": 20, "negative": 20, "neutral": 4}
-    assert metadata["training"]["example_weight"] == 2.0
+    assert metadata["training"]["example_weight"] == 2.0 and metadata["training"]["encoder"] == "lora"
     assert metadata["format"] == "dynaforge-sentiment-head/1" and 0.0 < metadata["neutral_band"] < 0.5
+    adapter = metadata["encoder"]["adapter"]
+    assert metadata["encoder"]["fine_tuned"] is True and adapter["file"] == ADAPTER_FILE
+    assert adapter["settings"]["lora"]["target_modules"] == ["query", "value"]
+    assert adapter["adapter_parameters"] == read_adapter(out / ADAPTER_FILE).parameters()
     for name in ("metadata.json", "training.json"):
         text = (out / name).read_text(encoding="utf-8")
         assert not any(e["statement"] in text for e in EXAMPLES)
@@ -196,8 +214,36 @@ def test_example_weight_decides_between_base_rows_and_examples_that_disagree(tmp
 def test_without_examples_the_recipe_fits_what_dynaforge_train_fits(base_dir, tmp_path):
     run_recipe(RECIPE, TrainingData(base_dir=base_dir), tmp_path / "recipe", seed=1)
     TASK.train(base_dir, tmp_path / "plain", progress=False, seed=1)
-    head = (tmp_path / "recipe" / "head.safetensors").read_bytes()
-    assert head == (tmp_path / "plain" / "head.safetensors").read_bytes()
+    for name in ("head.safetensors", ADAPTER_FILE):
+        assert (tmp_path / "recipe" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes()
+
+
+def test_a_frozen_encoder_writes_no_adapter_and_the_model_runs_on_the_shared_encoder(from_examples, tmp_path):
+    from dynaforge.inference.encoders import minilm_path, shared_encoder
+
+    data = TrainingData(examples=EXAMPLES, sources=SOURCES)
+    metrics = run_recipe(RECIPE, data, tmp_path / "frozen", seed=0, hyperparameters={"encoder": "frozen"})
+    assert metrics["encoder"] == "frozen" and "lora_steps" not in metrics
+    assert not (tmp_path / "frozen" / ADAPTER_FILE).exists()
+    metadata = json.loads((tmp_path / "frozen" / "metadata.json").read_text(encoding="utf-8"))
+    assert metadata["encoder"]["fine_tuned"] is False and "adapter" not in metadata["encoder"]
+    frozen, tuned = load(weights_dir=tmp_path / "frozen"), load(weights_dir=from_examples[0])
+    assert frozen.encoder.shared is shared_encoder(minilm_path())
+    assert tuned.encoder.shared is not frozen.encoder.shared
+    # the adapter changes what the encoder computes: the two models do not score a statement alike
+    [a], [b] = (m.logits([PRAISED[0]]) for m in (frozen, tuned))
+    assert a != b
+
+
+def test_the_time_limit_stops_fine_tuning_and_says_so(tmp_path):
+    data = TrainingData(examples=EXAMPLES)
+    limits = {"lora_epochs": 3, "lora_time_limit_s": 1e-6}
+    metrics = run_recipe(RECIPE, data, tmp_path / "cut", seed=0, hyperparameters=limits)
+    # every step takes longer than a microsecond: the first one is the last
+    assert metrics["lora_steps"] == 1 and metrics["lora_stopped_by_time_limit"] is True
+    adapter = json.loads((tmp_path / "cut" / "metadata.json").read_text(encoding="utf-8"))["encoder"]["adapter"]
+    assert adapter["stopped_by_time_limit"] is True and adapter["steps"] == 1 < adapter["planned_steps"]
+    assert load(weights_dir=tmp_path / "cut").predict([{"statement": PRAISED[0]}])[0]["label"] in TASK.labels
 
 
 def test_too_few_examples_are_refused_with_what_is_needed(tmp_path):
@@ -213,9 +259,13 @@ def test_too_few_examples_are_refused_with_what_is_needed(tmp_path):
 
 def test_run_recipe_rejects_unknown_or_mistyped_hyperparameters(tmp_path):
     data = TrainingData(examples=EXAMPLES)
-    with pytest.raises(ValueError, match="no hyper-parameter 'learning_rate'; it has example_weight"):
+    with pytest.raises(ValueError, match="no hyper-parameter 'learning_rate'; it has encoder, example_weight"):
         run_recipe(RECIPE, data, tmp_path / "a", hyperparameters={"learning_rate": 0.1})
     with pytest.raises(ValueError, match="example_weight: must be a number"):
         run_recipe(RECIPE, data, tmp_path / "b", hyperparameters={"example_weight": "heavy"})
     with pytest.raises(ValueError, match="example_weight must be positive"):
         run_recipe(RECIPE, data, tmp_path / "c", hyperparameters={"example_weight": 0})
+    with pytest.raises(ValueError, match="encoder must be one of lora, frozen, not 'full'"):
+        run_recipe(RECIPE, data, tmp_path / "d", hyperparameters={"encoder": "full"})
+    with pytest.raises(ValueError, match="lora_epochs must be at least 1"):
+        run_recipe(RECIPE, data, tmp_path / "e", hyperparameters={"lora_epochs": 0})
