@@ -34,6 +34,7 @@ describe("the board's CSV", () => {
           dynascore: 0.5,
           values: { accuracy: 1, memory: null },
           missing: ["memory"],
+          gaps: [{ dataset: "r1-test", reason: "QUEUED" }],
         },
         {
           rank: null,
@@ -43,19 +44,20 @@ describe("the board's CSV", () => {
           dynascore: null,
           values: { accuracy: 0.25, memory: 2 },
           missing: [],
+          gaps: [],
         },
       ],
     );
     expect(csv).toBe(
-      "rank,model_id,model,submitter,dynascore,accuracy,memory,missing\n" +
-        "1,12,'=HYPERLINK(1),ada,0.5,1.0,,memory\n" +
-        ',3,"a ""quoted"", name",,,0.25,2.0,\n',
+      "rank,model_id,model,submitter,dynascore,accuracy,memory,missing,gaps\n" +
+        "1,12,'=HYPERLINK(1),ada,0.5,1.0,,memory,r1-test: QUEUED\n" +
+        ',3,"a ""quoted"", name",,,0.25,2.0,,\n',
     );
-    expect(parseCsv(csv)[2]).toEqual(["", "3", 'a "quoted", name', "", "", "0.25", "2.0", ""]);
+    expect(parseCsv(csv)[2]).toEqual(["", "3", 'a "quoted", name', "", "", "0.25", "2.0", "", ""]);
   });
 
   it("has no metric columns without rows, like the server's", () => {
-    expect(boardCsv(["accuracy"], [])).toBe("rank,model_id,model,submitter,dynascore,missing\n");
+    expect(boardCsv(["accuracy"], [])).toBe("rank,model_id,model,submitter,dynascore,missing,gaps\n");
   });
 
   it("neutralises formulas", () => {

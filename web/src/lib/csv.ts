@@ -79,13 +79,14 @@ export interface CsvRow {
   dynascore: number | null;
   values: Record<string, number | null>;
   missing: readonly string[];
+  gaps: readonly { dataset: string; reason: string }[];
 }
 
-/** The board as the server's CSV: rank, model_id, model, submitter, dynascore, every metric, missing. */
+/** The board as the server's CSV: rank, model_id, model, submitter, dynascore, every metric, missing, gaps. */
 export function boardCsv(metrics: readonly string[], rows: readonly CsvRow[]): string {
   const number = (n: number | null | undefined) => (n == null ? "" : pyFloat(n));
   return toCsv([
-    ["rank", "model_id", "model", "submitter", "dynascore", ...(rows.length ? metrics : []), "missing"],
+    ["rank", "model_id", "model", "submitter", "dynascore", ...(rows.length ? metrics : []), "missing", "gaps"],
     ...rows.map((r) => [
       r.rank == null ? "" : String(r.rank),
       r.modelId,
@@ -94,6 +95,7 @@ export function boardCsv(metrics: readonly string[], rows: readonly CsvRow[]): s
       number(r.dynascore),
       ...metrics.map((m) => number(r.values[m])),
       safeCell(r.missing.join(" ")),
+      safeCell(r.gaps.map((g) => `${g.dataset}: ${g.reason}`).join("; ")),
     ]),
   ]);
 }

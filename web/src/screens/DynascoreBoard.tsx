@@ -23,6 +23,10 @@ const BoardBase = graphql(`
       principalMetric
       memoryBudgetGb
       datasets
+      datasetWeights {
+        name
+        weight
+      }
       metrics {
         name
         description
@@ -44,6 +48,11 @@ const BoardBase = graphql(`
             low
             high
           }
+        }
+        gaps {
+          dataset
+          reason
+          detail
         }
       }
       csv
@@ -162,12 +171,16 @@ interface BoardModel {
   submitter: string;
   intervals: Record<string, { low: number; high: number }>;
   scores: Record<string, Record<string, number | null>>;
+  /** The scoring sets it lacks figures on, and why (whatever the weights). */
+  gaps: readonly { dataset: string; reason: string; detail: string }[];
 }
 
 interface BoardData {
   principal: string;
   memoryBudgetGb: number;
   datasets: string[];
+  /** The sets the server counts by default: those with figures (a set nobody has figures on yet weighs 0). */
+  counted: string[];
   axes: BoardAxis[];
   models: BoardModel[];
 }
@@ -216,6 +229,7 @@ function useBoardData(code: string) {
         submitter: row.model.submitter?.username ?? "",
         intervals: Object.fromEntries(row.metrics.flatMap((m) => (m.interval ? [[m.name, m.interval]] : []))),
         scores: {},
+        gaps: row.gaps,
       }));
       const byId = new Map(models.map((m) => [m.id, m]));
       board.datasets.forEach((name, d) => {
@@ -229,6 +243,7 @@ function useBoardData(code: string) {
         principal: board.principalMetric,
         memoryBudgetGb: board.memoryBudgetGb,
         datasets: board.datasets,
+        counted: board.datasetWeights.map((w) => w.name),
         axes: board.metrics.map((m) => ({
           name: m.name,
           direction: DIRECTIONS[m.direction],
@@ -254,7 +269,7 @@ interface Weights {
 function defaultWeights(data: BoardData): Weights {
   return {
     metrics: defaultMetricWeights(data.axes, data.principal, data.models),
-    datasets: Object.fromEntries(data.datasets.map((d) => [d, 1])),
+    datasets: Object.fromEntries(data.datasets.map((d) => [d, data.counted.includes(d) ? 1 : 0])),
   };
 }
 
@@ -355,6 +370,7 @@ export function DynascoreBoard({ code }: { code: string }) {
           dynascore: r.dynascore,
           values: r.x,
           missing: r.missing,
+          gaps: model?.gaps ?? [],
         };
       }),
     );
@@ -576,7 +592,15 @@ function BoardTable({
                     </td>
                   );
                 })}
-                <td>{r.missing.length ? r.missing.join(", ") : <span className="muted">none</span>}</td>
+                <td>
+                  {r.missing.length ? r.missing.join(", ") : <span className="muted">none</span>}
+                  {model?.gaps.map((g) => (
+                    <span className="gap small" key={g.dataset}>
+                      <br />
+                      {g.dataset}: {g.detail}
+                    </span>
+                  ))}
+                </td>
               </tr>
             );
           })}

@@ -30,6 +30,12 @@ export const EvaluationParts = graphql(`
     memoryMb
     itemCount
     unusableOutputs
+    mostlyUnusable
+    unusableReasons {
+      reason
+      count
+    }
+    queuePosition
     scoredPart
     privateItemCount
     error
@@ -300,6 +306,9 @@ export default function ModelDetail({ code, id }: { code: string; id: string }) 
               <span className={`progress-state state-${status.toLowerCase()}`}>
                 {evaluationStatusWords[status]}
                 {status === "RUNNING" && ` ${percent(progress, 0)}`}
+                {status === "QUEUED" &&
+                  evaluation.queuePosition != null &&
+                  ` (${ordinal(evaluation.queuePosition)} in line)`}
               </span>
               {failure && <span className="error progress-error">{failure}</span>}
             </li>
@@ -409,6 +418,24 @@ function Results({ evaluation, status }: { evaluation: Evaluation; status: Evalu
               ` on ${evaluation.hardware.accelerator ?? evaluation.hardware.cpu}${evaluation.hardware.cores ? ` (${evaluation.hardware.cores} cores)` : ""}`}
             .
           </p>
+          {evaluation.mostlyUnusable && (
+            <p className="error">
+              Most answers could not be read, so nothing that depends on the gold is shown here and the model ranks
+              after every model that has figures.
+            </p>
+          )}
+          {evaluation.unusableReasons.length > 0 && (
+            <details open={evaluation.mostlyUnusable}>
+              <summary>Why answers could not be read</summary>
+              <ul>
+                {evaluation.unusableReasons.map((r) => (
+                  <li key={r.reason}>
+                    {r.reason} <span className="muted small">({r.count})</span>
+                  </li>
+                ))}
+              </ul>
+            </details>
+          )}
           <MetricTable caption={`Metrics on ${dataset.name}`} metrics={evaluation.metrics} />
           {evaluation.privateMetrics && (
             <MetricTable
@@ -424,6 +451,13 @@ function Results({ evaluation, status }: { evaluation: Evaluation; status: Evalu
       )}
     </article>
   );
+}
+
+/** 1st, 2nd, 3rd, 4th... */
+function ordinal(n: number): string {
+  const tens = n % 100;
+  const suffix = tens >= 11 && tens <= 13 ? "th" : (["th", "st", "nd", "rd"][n % 10] ?? "th");
+  return `${n}${suffix}`;
 }
 
 function MetricTable({ caption, metrics }: { caption: string; metrics: Evaluation["metrics"] }) {
