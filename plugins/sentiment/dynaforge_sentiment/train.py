@@ -59,6 +59,8 @@ from dynaforge.tasks.training import (
     FineTuneSettings,
     LoraSettings,
     TrainingData,
+    Tuned,
+    check_encoder_options,
     choose_weight_decay,
     embed_texts,
     encoder_record,
@@ -96,7 +98,6 @@ BINARY = {"negative": 0, "positive": 1}
 
 # Fine-tuning the encoder (the recipe's ``encoder``, ``lora_epochs`` and ``lora_time_limit_s``; see the README for
 # the figures these settings give).
-ENCODERS = ("lora", "frozen")
 DEFAULT_ENCODER = "lora"
 DEFAULT_LORA_EPOCHS = 1  # one pass over SST-2's 54,000 fitting phrases: about ten minutes on two CPU cores
 DEFAULT_LORA_TIME_LIMIT_S = 3600.0  # a slower machine still ends with a model, its metadata saying it was cut
@@ -271,30 +272,6 @@ def fit_head(
     return FittedHead(w, b, chosen.weight_decay, chosen.search, band)
 
 
-def check_encoder_options(encoder: str, lora_epochs: int, lora_time_limit_s: float) -> None:
-    """Refuse an unknown ``encoder`` or a LoRA run that cannot take a step, saying what is accepted."""
-    if encoder not in ENCODERS:
-        raise ValueError(f"encoder must be one of {', '.join(ENCODERS)}, not {encoder!r}")
-    if lora_epochs < 1:
-        raise ValueError(f"lora_epochs must be at least 1, got {lora_epochs!r}")
-    if not lora_time_limit_s > 0:
-        raise ValueError(f"lora_time_limit_s must be positive, got {lora_time_limit_s!r}")
-
-
-@dataclass(frozen=True)
-class Tuned:
-    """The model after step 5: its head, and ``vectors(texts, frozen)``: the sentence vectors it reads (float64),
-    ``frozen`` (the frozen encoder's, already computed) when the encoder was not fine-tuned."""
-
-    head: FittedHead
-    encoder: Any = None  # the merged encoder (dynaforge.inference.encoders.Encoder), None when frozen
-
-    def vectors(self, texts: Sequence[str], frozen: Tensor) -> Tensor:
-        if self.encoder is None:
-            return frozen.double()
-        return self.encoder.embed_many(list(texts), max_length=DEFAULT_MAX_LENGTH).double()
-
-
 def tune_encoder(
     head: FittedHead,
     texts: Sequence[str],
@@ -309,14 +286,14 @@ def tune_encoder(
     seed: int,
     report: Reporter,
     progress: bool,
-) -> Tuned:
+) -> Tuned[FittedHead]:
     """Step 5: with ``encoder="lora"`` fine-tune an adapter and the head together on the fitting rows (``texts``,
     weighted like the logistic regression), starting from ``head``, and choose the neutral band again on the
     held-out rows as the merged encoder sees them; with ``"frozen"`` keep ``head``."""
     import torch
 
     if encoder == "frozen":
-        return Tuned(head)
+        return Tuned(head, max_length=DEFAULT_MAX_LENGTH)
     tuned = fine_tune(
         list(texts),
         y_fit.tolist(),
@@ -329,10 +306,10 @@ def tune_encoder(
     )
     merged = tuned.encoder()
     weight, bias = tuned.head_weight.double().reshape(-1), tuned.head_bias.double().reshape(())
-    result = Tuned(replace(head, weight=weight, bias=bias, tuned=tuned), merged)
+    result = Tuned(replace(head, weight=weight, bias=bias, tuned=tuned), merged, DEFAULT_MAX_LENGTH)
     x_hold = result.vectors(hold_texts, x_hold_frozen)
     band = choose_band(torch.sigmoid(x_hold @ weight + bias).tolist())
-    return Tuned(replace(result.head, band=band), merged)
+    return Tuned(replace(result.head, band=band), merged, DEFAULT_MAX_LENGTH)
 
 
 def head_metadata(

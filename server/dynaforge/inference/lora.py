@@ -33,7 +33,7 @@ import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from dynaforge.inference.encoders import Encoder, mean_pool, minilm_path, shared_encoder
 from dynaforge.model_store import file_sha256
@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 ADAPTER_FILE = "adapter.safetensors"
 ADAPTER_FORMAT = "dynaforge-lora/1"
+#: A recipe's ``encoder`` hyper-parameter: fine-tune the encoder with an adapter, or keep it frozen.
+ENCODER_CHOICES = ("lora", "frozen")
 
 _ADAPTED: dict[tuple[str, str], Encoder] = {}
 _ADAPTED_LOCK = threading.Lock()
@@ -171,6 +173,35 @@ class FineTuned:
             "stopped_by_time_limit": self.stopped_early,
             "final_loss": self.final_loss,
         }
+
+
+def check_encoder_options(encoder: str, lora_epochs: int, lora_time_limit_s: float) -> None:
+    """Refuse a recipe's unknown ``encoder`` or a LoRA run that cannot take a step, saying what is accepted."""
+    if encoder not in ENCODER_CHOICES:
+        raise ValueError(f"encoder must be one of {', '.join(ENCODER_CHOICES)}, not {encoder!r}")
+    if lora_epochs < 1:
+        raise ValueError(f"lora_epochs must be at least 1, got {lora_epochs!r}")
+    if not lora_time_limit_s > 0:
+        raise ValueError(f"lora_time_limit_s must be positive, got {lora_time_limit_s!r}")
+
+
+H = TypeVar("H")
+
+
+@dataclass(frozen=True)
+class Tuned(Generic[H]):
+    """A trained model's ``head`` and the encoder it reads: ``encoder`` merged with its adapter, or None when the
+    encoder stayed frozen. ``vectors(texts, frozen)`` are the sentence vectors the model reads (float64, cut at
+    ``max_length`` tokens): ``frozen`` (the frozen encoder's, already computed) when there is no adapter."""
+
+    head: H
+    encoder: Encoder | None = None
+    max_length: int = 64
+
+    def vectors(self, texts: Sequence[str], frozen: Tensor) -> Tensor:
+        if self.encoder is None:
+            return frozen.double()
+        return self.encoder.embed_many(list(texts), max_length=self.max_length).double()
 
 
 # --------------------------------------------------------------------------- the encoder adapters belong to

@@ -14,7 +14,8 @@ What the bundled trainers share, for any task author to reuse:
 * :func:`fine_tune`, :class:`FineTuneSettings`, :class:`LoraSettings`, :func:`save_adapter`, :func:`encoder_for`
   (from :mod:`dynaforge.inference.lora`): fine-tune that encoder itself with a small LoRA adapter and a head, save
   the adapter (``adapter.safetensors``), and, in a model loader, the encoder a weights folder runs on (the adapter
-  merged in, or the shared frozen one);
+  merged in, or the shared frozen one); :func:`check_encoder_options` and :class:`Tuned` for a recipe's
+  ``encoder`` (``lora`` or ``frozen``), ``lora_epochs`` and ``lora_time_limit_s``;
 * :func:`fit_logistic_regression`, :func:`choose_weight_decay`, :func:`log_loss`: an L2-regularised logistic
   regression (binary or multinomial) fitted by full-batch L-BFGS on standardised features, the standardisation
   folded into the returned weight and bias, and a weight-decay grid chosen on held-out log-loss;
@@ -41,10 +42,13 @@ from typing import TYPE_CHECKING, Any
 
 from dynaforge.inference.lora import (
     ADAPTER_FILE,
+    ENCODER_CHOICES,
     AdapterError,
     FineTuned,
     FineTuneSettings,
     LoraSettings,
+    Tuned,
+    check_encoder_options,
     encoder_for,
     fine_tune,
     read_adapter,
@@ -64,10 +68,13 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ADAPTER_FILE",
+    "ENCODER_CHOICES",
     "AdapterError",
     "FineTuneSettings",
     "FineTuned",
     "LoraSettings",
+    "Tuned",
+    "check_encoder_options",
     "encoder_for",
     "fine_tune",
     "read_adapter",
