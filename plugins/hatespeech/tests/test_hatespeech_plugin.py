@@ -13,7 +13,7 @@ import pytest
 import dynaforge_hatespeech.plugin as hatespeech
 from dynaforge import InvalidInput
 from dynaforge.plugins import Plugins
-from dynaforge_hatespeech.model import LABELS, load, normalise, read_metadata
+from dynaforge_hatespeech.model import LABELS, WEIGHTS_DIR, load, normalise, read_metadata
 from dynaforge_hatespeech.train import read_tweets, train
 
 TASK = hatespeech.HateSpeechTask()
@@ -203,9 +203,14 @@ def test_model_length_and_bad_input(model):
 def test_shipped_weights_beat_the_majority_baseline_on_macro_f1():
     meta = read_metadata()
     metrics = meta["metrics"]
-    assert meta["data"]["limit"] is None and len(meta["data"]["sha256"]) == 64
+    # `dynaforge train` (the recipe, the base data under "base") or the trainer's own main (flat) wrote them
+    base = meta["data"].get("base", meta["data"])
+    assert base.get("limit") is None and len(base["sha256"]) == 64
     assert metrics["holdout"]["macro_f1"] > metrics["holdout_majority_baseline"]["macro_f1"] + 0.1
     assert metrics["holdout"]["per_label"]["hateful"]["recall"] > 0.2
+    # the encoder is fine-tuned: the adapter ships beside the head, and its record names the run
+    assert meta["encoder"]["fine_tuned"] is True and (WEIGHTS_DIR / meta["encoder"]["adapter"]["file"]).is_file()
+    assert not meta["encoder"]["adapter"]["stopped_by_time_limit"]
 
 
 # ---------------------------------------------------------------------------------------------------- training

@@ -15,7 +15,7 @@ import pytest
 from dynaforge import InvalidInput, Role
 from dynaforge.plugins import Plugins
 from dynaforge_sentiment.importers import SSTImporter
-from dynaforge_sentiment.model import LABELS, load, neutral_logit, read_metadata, three_way
+from dynaforge_sentiment.model import LABELS, WEIGHTS_DIR, load, neutral_logit, read_metadata, three_way
 from dynaforge_sentiment.plugin import SentimentTask
 from dynaforge_sentiment.train import choose_band, read_tsv
 
@@ -137,6 +137,10 @@ def test_shipped_weights_say_what_they_are():
     assert 0.0 < metadata["neutral_band"] < 0.5
     dev = metadata["metrics"]["dev"]
     assert dev["binary_accuracy"] > dev["majority_baseline_accuracy"]
+    # the encoder is fine-tuned: the adapter ships beside the head, and its record names the run
+    assert metadata["encoder"]["fine_tuned"] is True
+    assert (WEIGHTS_DIR / metadata["encoder"]["adapter"]["file"]).is_file()
+    assert not metadata["encoder"]["adapter"]["stopped_by_time_limit"]
 
 
 # ------------------------------------------------------------------ importer and trainer
