@@ -135,10 +135,11 @@ test("refusals are shown beside the field in the server's words; an http model i
   await expect(fileError).toBeVisible();
   expect((await fileError.textContent())?.length).toBeGreaterThan(10);
 
-  // An http endpoint on an internal address: the outbound policy refuses it.
+  // An http endpoint on a private network's address: the outbound policy refuses it (the demo, listening on
+  // loopback only, takes models served on this machine, so the address is not a loopback one).
   await page.getByRole("radio", { name: "An HTTP endpoint" }).check();
   await page.getByLabel("Model name").fill("internal-endpoint");
-  await page.getByLabel("Endpoint URL").fill("http://127.0.0.1:9/predict");
+  await page.getByLabel("Endpoint URL").fill("http://10.0.0.1:9/predict");
   await page.getByRole("button", { name: "Submit model" }).click();
   await expect(page.getByLabel("Endpoint URL")).toHaveAttribute("aria-invalid", "true");
   await expect(page.locator("#model-url-error")).toContainText(/internal|private|loopback|not allowed|refused/i);

@@ -136,11 +136,12 @@ test("a flagged example reaches the owner, who accepts it, makes data sets of th
   await item.getByRole("button", { name: "Accept" }).click();
   await expect(page.getByRole("listitem").filter({ hasText: statement })).toHaveCount(0);
 
-  // Data sets from the round it was written in (the current one).
+  // Data sets from the round it was written in (the current one): its one accepted example makes the train set;
+  // empty dev and test splits are not made.
   await page.getByRole("link", { name: "Data sets", exact: true }).click();
   const round = await page.getByLabel("Round", { exact: true }).inputValue();
   await page.getByRole("button", { name: "Create data sets" }).click();
-  await expect(page.getByRole("status").filter({ hasText: `r${round}-test` })).toBeVisible();
+  await expect(page.getByRole("status").filter({ hasText: `Created r${round}-train.` })).toBeVisible();
   const sets = page.getByRole("table", { name: /^Data sets of/ });
   await expect(sets).toContainText(`r${round}-train`);
   await checkAccessibility(page, "owner data sets");

@@ -63,13 +63,18 @@ const PRAISE = ["lovely", "wonderful", "delightful", "superb", "charming"];
 const SCORN = ["dreadful", "awful", "miserable", "tedious", "bland"];
 const THINGS = ["soup", "film", "concert", "train ride"];
 
-/** Accepted examples, half positive and half negative, into the current round, split into its data sets. */
+const WHO = ["I thought", "my sister said", "we agreed"];
+
+/** 120 accepted examples, half positive and half negative, into the current round, split into its data sets (its
+ * test split of 12 is large enough to score on: MIN_SCORING_SET_SIZE is 10). */
 async function seedRound(request: APIRequestContext, token: string, stamp: string) {
   const lines = THINGS.flatMap((thing, i) =>
-    PRAISE.flatMap((praise, j) => [
-      { statement: `The ${thing} was ${praise}, ${stamp} ${i}${j}.`, label: "positive" },
-      { statement: `The ${thing} was ${SCORN[j]}, ${stamp} ${i}${j}.`, label: "negative" },
-    ]),
+    PRAISE.flatMap((praise, j) =>
+      WHO.flatMap((who, k) => [
+        { statement: `The ${thing} was ${praise}, ${who}, ${stamp} ${i}${j}${k}.`, label: "positive" },
+        { statement: `The ${thing} was ${SCORN[j]}, ${who}, ${stamp} ${i}${j}${k}.`, label: "negative" },
+      ]),
+    ),
   ).map((fields) => JSON.stringify({ format: "dynaforge.example/1", fields, status: "ACCEPTED", fooled: false }));
   const response = await request.post("/graphql", {
     headers: { authorization: `Bearer ${token}`, "apollo-require-preflight": "true" },
