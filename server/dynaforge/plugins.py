@@ -36,9 +36,12 @@ _FORMAT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 
 DEFAULT_PLUGINS = (
     "dynaforge.defaults.metrics",
+    "dynaforge.defaults.text_metrics",
     "dynaforge.defaults.backends.python",
     "dynaforge.defaults.backends.transformers",
     "dynaforge.defaults.backends.http",
+    "dynaforge.defaults.backends.openai",
+    "dynaforge.defaults.backends.kserve",
     "dynaforge.defaults.perturbations",
     "dynaforge.defaults.importers",
     "dynaforge.defaults.exports",

@@ -125,11 +125,48 @@ describe("building an example's fields", () => {
   });
 });
 
+describe("references", () => {
+  const refs: FieldDescriptor[] = [
+    {
+      name: "translation",
+      role: "TARGET",
+      type: "REFERENCES",
+      description: "",
+      required: true,
+      minLength: 2,
+      maxLength: 40,
+      maxReferences: 2,
+    },
+  ];
+
+  it("takes one reference per line: a list when there are several", () => {
+    expect(buildFields(refs, { translation: " The dog is white. \n\n" }).fields).toEqual({
+      translation: "The dog is white.",
+    });
+    expect(buildFields(refs, { translation: "The dog is white.\nThe dog's white." }).fields).toEqual({
+      translation: ["The dog is white.", "The dog's white."],
+    });
+  });
+
+  it("names what is wrong with them", () => {
+    expect(buildFields(refs, { translation: "a\nb\nc" }).errors.translation).toBe(
+      "Translation takes at most 2 references, one per line.",
+    );
+    expect(buildFields(refs, { translation: "Same\nSame" }).errors.translation).toBe(
+      "Translation lists a reference twice.",
+    );
+    expect(buildFields(refs, { translation: "Fine\nx" }).errors.translation).toBe(
+      "Each reference needs at least 2 characters.",
+    );
+  });
+});
+
 describe("showing values", () => {
   it("shows text, spans and anything else", () => {
     expect(showValue("x")).toBe("x");
     expect(showValue({ text: "span", start: 3 })).toBe("span");
     expect(showValue({ a: 1 })).toBe('{"a":1}');
+    expect(showValue(["one", "two"])).toBe("one\ntwo");
     expect(showValue(null)).toBe("");
   });
 });

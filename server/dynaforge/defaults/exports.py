@@ -20,7 +20,7 @@ from dynaforge.errors import FieldError, InvalidInput, NotFound
 from dynaforge.exporters import Export, ExportFormat, ExportPage, WrittenExport
 from dynaforge.hookspecs import hookimpl
 from dynaforge.tasks.base import Task
-from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, SpanField, TextField
+from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, ReferencesField, SpanField, TextField
 
 # --------------------------------------------------------------------------- JSON Lines
 
@@ -131,6 +131,9 @@ class _Column:
             return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
         if isinstance(f, BooleanField):
             return value if isinstance(value, bool) else None
+        if isinstance(f, ReferencesField):
+            texts = value if isinstance(value, list) else [value]
+            return [t if isinstance(t, str) else json.dumps(t, ensure_ascii=False) for t in texts]
         if isinstance(f, TextField):
             return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
@@ -148,6 +151,8 @@ def _column(task: Task, f: Field) -> _Column:
         return _Column(name, f, {"name": name, "dtype": "float64"})
     if isinstance(f, BooleanField):
         return _Column(name, f, {"name": name, "dtype": "bool"})
+    if isinstance(f, ReferencesField):
+        return _Column(name, f, {"name": name, "sequence": "string"})
     # Text, and any other field type as a JSON string.
     return _Column(name, f, {"name": name, "dtype": "string"})
 

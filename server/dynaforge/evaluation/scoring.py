@@ -39,7 +39,8 @@ import math
 import random
 from collections import Counter, defaultdict
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any, NamedTuple
 
 from dynaforge.defaults.metrics import macro_f1 as _core_macro_f1
@@ -296,6 +297,8 @@ class _DataSet:
         self._items: _Items | None = None
 
     def scored(self, metric: Metric) -> _Scored:
+        if metric.takes_task:
+            metric = replace(metric, compute=partial(metric.compute, task=self.task))
         if metric.reads != "items":
             return _Scored(metric, self.gold_values, self.predicted, Counter())
         if self._items is None:
@@ -537,8 +540,10 @@ def metric_interval(
         scores = [scored.value([i]) for i in range(n)]
     if scores is not None:
         return bootstrap_interval(scores, seed=seed, resamples=resamples, confidence=confidence)
-    statistic = None
-    if metric.compute is _core_macro_f1 and scored.preds is not None:
+    statistic: Callable[[Sequence[int]], float] | Callable[[list[int]], float] | None = None
+    if metric.statistic is not None and scored.preds is not None:
+        statistic = metric.statistic(scored.golds, scored.preds, **({"task": task} if metric.takes_task else {}))
+    elif metric.compute is _core_macro_f1 and scored.preds is not None:
         statistic = _macro_f1_statistic(scored.golds, scored.preds)
     return bootstrap_interval(statistic or scored.value, seed=seed, resamples=resamples, confidence=confidence, size=n)
 

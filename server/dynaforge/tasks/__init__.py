@@ -10,7 +10,16 @@ from dynaforge.tasks.base import (
     Task,
     TrainingRecipe,
 )
-from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
+from dynaforge.tasks.fields import (
+    BooleanField,
+    ChoiceField,
+    Field,
+    NumberField,
+    ReferencesField,
+    Role,
+    SpanField,
+    TextField,
+)
 
 __all__ = [
     "BooleanField",
@@ -22,6 +31,7 @@ __all__ = [
     "ModelSpec",
     "NumberField",
     "Perturbation",
+    "ReferencesField",
     "Role",
     "Slice",
     "SpanField",

@@ -13,7 +13,7 @@ from os import PathLike
 from typing import Any, ClassVar
 
 from dynaforge.errors import FieldError, InvalidInput
-from dynaforge.tasks.fields import ChoiceField, Field, Role, SpanField
+from dynaforge.tasks.fields import ChoiceField, Field, ReferencesField, Role, SpanField, TextField
 
 #: The one rule for a task's code, wherever a task comes from (a plugin, a declaration, a proposal): it is used in
 #: URLs, file names and the API, and never changes once examples exist.
@@ -86,6 +86,14 @@ class Metric:
       metric. A metric that needs ``probabilities`` applies to tasks whose one target is a choice field.
 
     ``task_code``: the one task the metric is written for (None: shared by every task that names it).
+
+    ``takes_task``: ``compute`` (and ``statistic``) also receive ``task=``, the task being scored, to read its target
+    field's settings (a text field's ``normalize`` rules, a number field's ``tolerance``).
+
+    ``statistic``: for a corpus-level metric of targets (one that is not a mean over items, like BLEU), a faster form
+    for the bootstrap: ``statistic(golds, preds) -> value(indices) -> float`` prepares what it can once (per-item
+    sufficient statistics) and computes the metric on the items at ``indices`` (repeats allowed); it must equal
+    ``compute`` on those items. Without it, an interval recomputes ``compute`` on each resample.
     """
 
     name: str
@@ -96,8 +104,12 @@ class Metric:
     reads: str = "targets"
     needs: tuple[str, ...] = ()
     task_code: str | None = None
+    takes_task: bool = False
+    statistic: Callable[..., Callable[[Sequence[int]], float]] | None = None
 
     def __post_init__(self) -> None:
+        if self.statistic is not None and self.reads != "targets":
+            raise ValueError(f'metric {self.name}: only a metric with reads="targets" has a statistic')
         if self.reads not in ("targets", "items"):
             raise ValueError(f'metric {self.name}: reads must be "targets" or "items", not {self.reads!r}')
         if isinstance(self.needs, str) or not set(self.needs) <= set(METRIC_NEEDS):
@@ -433,8 +445,12 @@ class Task:
             if problems:
                 errors.extend(problems)
             else:
-                strip = isinstance(value, str) and f.role != Role.CONTEXT and f.name not in span_sources
-                cleaned[f.name] = value.strip() if strip else value
+                strip = f.role != Role.CONTEXT and f.name not in span_sources
+                if strip and isinstance(value, str):
+                    value = value.strip()
+                elif strip and isinstance(f, ReferencesField) and isinstance(value, list):
+                    value = [text.strip() for text in value]
+                cleaned[f.name] = value
         if errors:
             raise InvalidInput.from_errors(errors)
         return cleaned
@@ -460,13 +476,17 @@ class Task:
     def read_model_output(self, output: dict[str, Any]) -> dict[str, Any]:
         """Normalise a backend's raw output into a prediction keyed by target field names.
 
-        The default keeps the target fields and the optional ``probabilities``/``confidence`` the backend gave,
-        and rejects an output that lacks a target field or names a label outside the task's set. An override may
+        The default keeps the target fields and the optional ``probabilities``/``confidence`` the backend gave (and
+        ``generation``, what a backend of models that write says about the reply: its raw text, tokens, time to
+        first token), and rejects an output that lacks a target field, names a label outside the task's set, gives
+        a text target something other than text, or says it is ``unusable`` (and why). An override may
         take a keyword argument ``model_input`` (what the model was given): the server then passes it, so the
         task can check the output against it.
         """
         if not isinstance(output, dict):
             raise ValueError(f"model output must be an object, got {type(output).__name__}")
+        if isinstance(output.get("unusable"), str):  # a backend that could not read the model's reply says why
+            raise ValueError(output["unusable"])
         prediction: dict[str, Any] = {}
         for f in self.fields_with(Role.TARGET):
             if f.name not in output:
@@ -474,15 +494,19 @@ class Task:
             value = output[f.name]
             if isinstance(f, ChoiceField) and value not in f.options(self):
                 raise ValueError(f"model predicted {value!r} for {f.name}, not one of {f.options(self)}")
+            if isinstance(f, TextField) and not isinstance(value, str):
+                raise ValueError(f"model output for {f.name} must be text, got {type(value).__name__}")
             prediction[f.name] = value
-        for extra in ("probabilities", "confidence"):
+        for extra in ("probabilities", "confidence", "generation"):
             if extra in output:
                 prediction[extra] = output[extra]
         return prediction
 
     def is_fooled(self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]) -> bool:
-        """Whether the model got it wrong. Default: some target field differs from the annotator's value."""
-        return any(example.get(name) != prediction.get(name) for name in self.field_names(Role.TARGET))
+        """Whether the model got it wrong. Default: some target field's prediction does not match the annotator's
+        value (:meth:`Field.same`: equal; for text after the field's ``normalize`` rules and against any of its
+        references; for a number within its ``tolerance``)."""
+        return any(not f.same(example.get(f.name), prediction.get(f.name)) for f in self.fields_with(Role.TARGET))
 
     def split_fields(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Split a full set of field values (as in ``sample_examples``) into (context fields, example fields)."""

@@ -45,7 +45,17 @@ from dynaforge.db.models import DeclaredTaskRow
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.hookspecs import hookimpl
 from dynaforge.tasks.base import SUBMISSION_KINDS, TASK_CODE_PATTERN, ModelSpec, Slice, Task
-from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
+from dynaforge.tasks.fields import (
+    NORMALIZATIONS,
+    BooleanField,
+    ChoiceField,
+    Field,
+    NumberField,
+    ReferencesField,
+    Role,
+    SpanField,
+    TextField,
+)
 
 if TYPE_CHECKING:
     from dynaforge.db.engine import Database
@@ -69,10 +79,11 @@ __all__ = [
 DECLARED_PREFIX = "declared:"
 
 #: The backends a declared target model may use: a declaration runs no code of its own on the server.
-DECLARED_BACKENDS = ("transformers", "http")
+DECLARED_BACKENDS = ("transformers", "http", "openai", "kserve")
 _NAME = "^[a-z][a-z0-9_]{0,39}$"
 _FIELD_TYPES: dict[str, type[Field]] = {
     "text": TextField,
+    "references": ReferencesField,
     "choice": ChoiceField,
     "span": SpanField,
     "number": NumberField,
@@ -85,6 +96,8 @@ FOOLED_RULES: dict[str, str] = {
     "gold_probability_below": "the probability the model gave the annotator's label of the choice target `field` is "
     "below `threshold` (from the whole output's `probabilities`; without them: the label differs)",
     "number_off_by": "the number target `field` is predicted more than `tolerance` away from the annotator's value",
+    "metric_below": "the text the model wrote for the text or references target `field` scores under `threshold` by "
+    "`metric` (one of chrf, chrf_pp, bleu on the 0-100 scale; rouge_l, token_f1 on 0-1) against the references",
 }
 
 DECLARATION_SCHEMA: dict[str, Any] = {
@@ -121,6 +134,9 @@ DECLARATION_SCHEMA: dict[str, Any] = {
                     "minimum": {"type": "number"},
                     "maximum": {"type": "number"},
                     "integer": {"type": "boolean"},
+                    "tolerance": {"type": "number", "minimum": 0},
+                    "normalize": {"type": "array", "items": {"enum": list(NORMALIZATIONS)}, "uniqueItems": True},
+                    "max_references": {"type": "integer", "minimum": 1, "maximum": 20},
                 },
             },
         },
@@ -148,8 +164,9 @@ DECLARATION_SCHEMA: dict[str, Any] = {
                 "rule": {"enum": list(FOOLED_RULES)},
                 "fields": {"type": "array", "items": {"type": "string"}, "minItems": 1},
                 "field": {"type": "string"},
-                "threshold": {"type": "number", "minimum": 0, "maximum": 1},
+                "threshold": {"type": "number", "minimum": 0},
                 "tolerance": {"type": "number", "minimum": 0},
+                "metric": {"type": "string"},
             },
         },
         "target_models": {
@@ -212,8 +229,15 @@ class DeclaredTask(Task):
             if not isinstance(predicted, (int, float)) or isinstance(predicted, bool) or gold is None:
                 return True
             return abs(float(predicted) - float(gold)) > float(rule["tolerance"])
-        names = rule.get("fields") or self.field_names(Role.TARGET)
-        return any(example.get(n) != prediction.get(n) for n in names)
+        if name == "metric_below":
+            from dynaforge.defaults.text_metrics import sentence_score
+
+            predicted = prediction.get(rule["field"])
+            if not isinstance(predicted, str):
+                return True
+            return sentence_score(rule["metric"], example.get(rule["field"]), predicted) < float(rule["threshold"])
+        names = set(rule.get("fields") or self.field_names(Role.TARGET))
+        return any(not f.same(example.get(f.name), prediction.get(f.name)) for f in self.fields if f.name in names)
 
 
 def _problem(path: Iterable[Any], message: str, rule: str = "declaration") -> FieldError:
@@ -224,8 +248,9 @@ def _problem(path: Iterable[Any], message: str, rule: str = "declaration") -> Fi
 def _field(spec: dict[str, Any]) -> Field:
     kind = _FIELD_TYPES[spec["type"]]
     options = {k: v for k, v in spec.items() if k not in ("type", "role")}
-    if "choices" in options:
-        options["choices"] = tuple(options["choices"])
+    for listed in ("choices", "normalize"):
+        if listed in options:
+            options[listed] = tuple(options[listed])
     allowed = set(kind.__dataclass_fields__)
     unknown = sorted(set(options) - allowed)
     if unknown:
@@ -236,10 +261,16 @@ def _field(spec: dict[str, Any]) -> Field:
 def _fooled_problems(rule: dict[str, Any], fields: dict[str, Field]) -> list[str]:
     name = rule["rule"]
     targets = {n for n, f in fields.items() if f.role is Role.TARGET}
+    if "metric" in rule and name != "metric_below":
+        return [f"fooled.rule {name} takes no `metric`"]
     if name == "target_differs":
         unknown = sorted(set(rule.get("fields", ())) - targets)
         return [f"fooled.fields names no target field: {', '.join(unknown)}"] if unknown else []
-    needs = {"gold_probability_below": ("threshold", ChoiceField), "number_off_by": ("tolerance", NumberField)}
+    needs = {
+        "gold_probability_below": ("threshold", ChoiceField),
+        "number_off_by": ("tolerance", NumberField),
+        "metric_below": ("threshold", TextField),
+    }
     setting, kind = needs[name]
     problems = []
     field = fields.get(rule.get("field", ""))
@@ -247,6 +278,18 @@ def _fooled_problems(rule: dict[str, Any], fields: dict[str, Field]) -> list[str
         problems.append(f"fooled.rule {name} needs `field`: a {kind.__name__} target field")
     if setting not in rule:
         problems.append(f"fooled.rule {name} needs `{setting}`")
+    if name == "gold_probability_below" and rule.get("threshold", 0) > 1:
+        problems.append("fooled.threshold of gold_probability_below is a probability: at most 1")
+    if name == "metric_below":
+        from dynaforge.defaults.text_metrics import SENTENCE_METRICS
+
+        metric = rule.get("metric")
+        if metric not in SENTENCE_METRICS:
+            problems.append(f"fooled.rule metric_below needs `metric`: one of {', '.join(SENTENCE_METRICS)}")
+        elif metric in ("rouge_l", "token_f1") and rule.get("threshold", 0) > 1:
+            problems.append(f"fooled.threshold for {metric} is on its 0-1 scale: at most 1")
+        elif rule.get("threshold", 0) > 100:
+            problems.append(f"fooled.threshold for {metric} is on its 0-100 scale: at most 100")
     return problems
 
 

@@ -8,6 +8,8 @@ the field and the rule), builds the JSON Schema that frontends render as a form,
 from __future__ import annotations
 
 import math
+import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,36 @@ from dynaforge.errors import FieldError, text_problem
 
 if TYPE_CHECKING:
     from dynaforge.tasks.base import Task
+
+
+#: The rules a text field's values may be normalised by before they are compared (:func:`normalize_text`), applied
+#: in this order whatever order they are given in.
+NORMALIZATIONS: dict[str, str] = {
+    "unicode": "Unicode compatibility composition (NFKC): full-width letters, ligatures and composed accents alike",
+    "case": "case folded (Unicode casefold: 'Straße' and 'STRASSE' match)",
+    "punctuation": "Unicode punctuation removed",
+    "whitespace": "runs of whitespace read as one space, none at either end",
+}
+
+
+def normalize_text(text: str, rules: Sequence[str]) -> str:
+    """``text`` normalised by ``rules`` (names among :data:`NORMALIZATIONS`, applied in that order)."""
+    if "unicode" in rules:
+        text = unicodedata.normalize("NFKC", text)
+    if "case" in rules:
+        text = text.casefold()
+    if "punctuation" in rules:
+        text = "".join(" " if unicodedata.category(c).startswith("P") else c for c in text)
+    if "whitespace" in rules or "punctuation" in rules:
+        text = " ".join(text.split())
+    return text
+
+
+def normalization_problem(rules: Any) -> str | None:
+    """Why ``rules`` is not a list of normalisation rule names, or None."""
+    if isinstance(rules, str) or not isinstance(rules, Sequence) or not set(rules) <= set(NORMALIZATIONS):
+        return f"normalize must be a list among {', '.join(NORMALIZATIONS)}"
+    return None
 
 
 class Role(StrEnum):
@@ -44,6 +76,12 @@ class Field:
         """Return the rules ``value`` (never None) breaks; ``values`` holds the example's other fields."""
         raise NotImplementedError
 
+    def same(self, gold: Any, predicted: Any) -> bool:
+        """Whether a model's ``predicted`` value matches the annotator's ``gold`` one (the default fooled rule and
+        ``target_differs`` ask each target field). Equality here; a text field applies its normalisation, a
+        references field accepts any of its references, a number field its tolerance."""
+        return bool(gold == predicted)
+
     def value_schema(self, task: Task) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -62,25 +100,95 @@ class Field:
 
 @dataclass(frozen=True, kw_only=True)
 class TextField(Field):
-    """Free text with length bounds (counted in characters after stripping surrounding whitespace)."""
+    """Free text with length bounds (counted in characters after stripping surrounding whitespace).
+
+    ``normalize`` (names among :data:`NORMALIZATIONS`) says how a target's values are compared with a model's
+    (:meth:`same`, and the metrics that compare text exactly): with ``("case", "punctuation", "whitespace")`` a
+    model's "le chien est blanc" matches the gold "Le chien est blanc."."""
 
     min_length: int = 1
     max_length: int = 2000
+    normalize: tuple[str, ...] = ()
 
-    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+    def __post_init__(self) -> None:
+        if (problem := normalization_problem(self.normalize)) is not None:
+            raise ValueError(f"field {self.name}: {problem}")
+        object.__setattr__(self, "normalize", tuple(self.normalize))
+
+    def _text_errors(self, value: Any, where: str = "") -> list[FieldError]:
         if not isinstance(value, str):
-            return self.error("type", f"must be a string, got {type(value).__name__}")
+            return self.error("type", f"{where}must be a string, got {type(value).__name__}")
         length = len(value.strip())
         if length < self.min_length:
-            return self.error("min_length", f"must have at least {self.min_length} characters, got {length}")
+            return self.error("min_length", f"{where}must have at least {self.min_length} characters, got {length}")
         if length > self.max_length:
-            return self.error("max_length", f"must have at most {self.max_length} characters, got {length}")
+            return self.error("max_length", f"{where}must have at most {self.max_length} characters, got {length}")
         if problem := text_problem(value):
-            return self.error("text", problem)
+            return self.error("text", where + problem)
+        return []
+
+    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+        return self._text_errors(value)
+
+    def normalized(self, text: str) -> str:
+        """``text`` as this field compares it (:attr:`normalize`)."""
+        return normalize_text(text, self.normalize)
+
+    def same(self, gold: Any, predicted: Any) -> bool:
+        if not isinstance(predicted, str):
+            return False
+        answer = self.normalized(predicted)
+        return any(isinstance(g, str) and self.normalized(g) == answer for g in references(gold))
+
+    def value_schema(self, task: Task) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": "string", "minLength": self.min_length, "maxLength": self.max_length}
+        if self.normalize:
+            schema["x-normalize"] = list(self.normalize)
+        return schema
+
+
+def references(value: Any) -> list[Any]:
+    """A target's references as a list: ``value`` itself when it is a list, else ``[value]``."""
+    return list(value) if isinstance(value, (list, tuple)) else [value]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReferencesField(TextField):
+    """One or several reference texts for a target a model writes (a translation, a summary, an answer): the value
+    is a string or a list of 1 to ``max_references`` distinct strings, each checked like a text field's. A model
+    answers one text; it matches when it equals any reference after :attr:`normalize`, and text metrics (chrF,
+    BLEU, ROUGE-L, token F1) score it against all of them."""
+
+    max_references: int = 4
+
+    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+        if isinstance(value, str):
+            return self._text_errors(value)
+        if not isinstance(value, list) or not value:
+            return self.error("type", "must be a string or a non-empty list of strings (several references)")
+        if len(value) > self.max_references:
+            return self.error("max_references", f"takes at most {self.max_references} references, got {len(value)}")
+        for i, text in enumerate(value):
+            if problems := self._text_errors(text, f"reference {i + 1} "):
+                return problems
+        stripped = [text.strip() for text in value]
+        if len(set(stripped)) != len(stripped):
+            return self.error("unique", "lists the same reference twice")
         return []
 
     def value_schema(self, task: Task) -> dict[str, Any]:
-        return {"type": "string", "minLength": self.min_length, "maxLength": self.max_length}
+        one = super().value_schema(task)
+        normalize = one.pop("x-normalize", None)
+        schema: dict[str, Any] = {
+            "oneOf": [
+                one,
+                {"type": "array", "items": dict(one), "minItems": 1, "maxItems": self.max_references},
+            ],
+            "x-references": True,
+        }
+        if normalize:
+            schema["x-normalize"] = normalize
+        return schema
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -149,6 +257,20 @@ class NumberField(Field):
     minimum: float | None = None
     maximum: float | None = None
     integer: bool = False
+    #: How far a model's number may be from the gold one and still match (:meth:`same`; ``within_tolerance``).
+    tolerance: float = 0.0
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.tolerance, bool)
+            or not isinstance(self.tolerance, (int, float))
+            or not (math.isfinite(self.tolerance) and self.tolerance >= 0)
+        ):
+            raise ValueError(f"field {self.name}: tolerance must be a finite number of at least 0")
+
+    def same(self, gold: Any, predicted: Any) -> bool:
+        numbers = [v for v in (gold, predicted) if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        return len(numbers) == 2 and abs(float(predicted) - float(gold)) <= self.tolerance
 
     def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -173,6 +295,8 @@ class NumberField(Field):
             schema["minimum"] = self.minimum
         if self.maximum is not None:
             schema["maximum"] = self.maximum
+        if self.tolerance:
+            schema["x-tolerance"] = self.tolerance
         return schema
 
 

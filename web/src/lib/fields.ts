@@ -15,6 +15,7 @@ export interface FieldDescriptor {
   maximum?: number | null;
   integer?: boolean | null;
   contextField?: string | null;
+  maxReferences?: number | null;
 }
 
 /** A span of a context field: the text exactly as it stands at `start` (in characters, i.e. code points). */
@@ -102,6 +103,23 @@ export function buildFields(
         else out[field.name] = text;
         break;
       }
+      case "REFERENCES": {
+        // One reference per line: a list when there are several.
+        const texts = String(value)
+          .split("\n")
+          .map((line) => line.trim())
+          .filter((line) => line !== "");
+        const max = field.maxReferences ?? 1;
+        const short = texts.find((t) => field.minLength != null && t.length < field.minLength);
+        const long = texts.find((t) => field.maxLength != null && t.length > field.maxLength);
+        if (texts.length > max) errors[field.name] = `${title} takes at most ${max} references, one per line.`;
+        else if (new Set(texts).size !== texts.length) errors[field.name] = `${title} lists a reference twice.`;
+        else if (short !== undefined)
+          errors[field.name] = `Each reference needs at least ${field.minLength} characters.`;
+        else if (long !== undefined) errors[field.name] = `Each reference takes at most ${field.maxLength} characters.`;
+        else out[field.name] = texts.length === 1 ? texts[0] : texts;
+        break;
+      }
       case "CHOICE": {
         const choices = choicesOf(field, labels);
         if (!choices.includes(String(value))) errors[field.name] = `Choose one of: ${choices.join(", ")}.`;
@@ -144,10 +162,11 @@ export function buildFields(
   return { fields: out, errors };
 }
 
-/** A field's value for display: text as is, spans by their text, anything else as JSON. */
+/** A field's value for display: text as is, spans by their text, references one per line, anything else as JSON. */
 export function showValue(value: unknown): string {
   if (value == null) return "";
   if (typeof value === "string") return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join("\n");
   if (typeof value === "object" && "text" in (value as object)) return String((value as Span).text);
   return JSON.stringify(value);
 }

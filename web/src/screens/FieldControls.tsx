@@ -176,6 +176,11 @@ function FieldControl({
         rows={field.role === "METADATA" ? 2 : 3}
         required={field.required}
         maxLength={field.type === "TEXT" ? (field.maxLength ?? undefined) : undefined}
+        placeholder={
+          field.type === "REFERENCES"
+            ? `One reference per line (at most ${field.maxReferences ?? 1}); any of them counts as right`
+            : undefined
+        }
         value={typeof value === "string" ? value : ""}
         aria-describedby={describedBy}
         aria-invalid={invalid}

@@ -15,5 +15,6 @@ export const TaskFieldParts = graphql(`
     maximum
     integer
     contextField
+    maxReferences
   }
 `);

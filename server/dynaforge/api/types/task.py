@@ -18,7 +18,16 @@ from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.tasks.declarative import DeclaredTask
-from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, Role, SpanField, TextField
+from dynaforge.tasks.fields import (
+    BooleanField,
+    ChoiceField,
+    Field,
+    NumberField,
+    ReferencesField,
+    Role,
+    SpanField,
+    TextField,
+)
 
 
 @strawberry.enum(description="What a field is for.")
@@ -49,6 +58,12 @@ class FieldType(Enum):
     TEXT = strawberry.enum_value(
         "text",
         description="A string of minLength to maxLength characters (counted without surrounding whitespace).",
+    )
+    REFERENCES = strawberry.enum_value(
+        "references",
+        description="Text a model writes, with one or several references: a string or a list of 1 to "
+        "maxReferences strings, each like a TEXT value. A model's answer is one string; it matches when it equals a "
+        "reference after the `normalize` rules, and text metrics score it against every reference.",
     )
     CHOICE = strawberry.enum_value("choice", description="A string, one of `choices`.")
     SPAN = strawberry.enum_value(
@@ -84,6 +99,14 @@ class TaskField:
     context_field: str | None = strawberry.field(
         description="SPAN: the context field the span is selected from (its text must appear there)."
     )
+    normalize: list[str] | None = strawberry.field(
+        description="TEXT and REFERENCES: how a model's text is compared with the gold before it counts as a match "
+        "(among unicode, case, punctuation, whitespace; empty: exactly)."
+    )
+    max_references: int | None = strawberry.field(description="REFERENCES: the most references one example gives.")
+    tolerance: float | None = strawberry.field(
+        description="NUMBER: how far a model's number may be from the gold and still match."
+    )
     json_schema: JSON = strawberry.field(
         description="The field's JSON Schema (draft 2020-12) as the task defines it, the shape OTHER fields use."
     )
@@ -91,6 +114,7 @@ class TaskField:
 
 def _field_type(field: Field) -> FieldType:
     for kind, field_type in (
+        (ReferencesField, FieldType.REFERENCES),
         (TextField, FieldType.TEXT),
         (ChoiceField, FieldType.CHOICE),
         (SpanField, FieldType.SPAN),
@@ -117,6 +141,9 @@ def task_field(field: Field, task: Any) -> TaskField:
         maximum=field.maximum if isinstance(field, NumberField) else None,
         integer=field.integer if isinstance(field, NumberField) else None,
         context_field=field.context_field if isinstance(field, SpanField) else None,
+        normalize=list(field.normalize) if isinstance(field, TextField) else None,
+        max_references=field.max_references if isinstance(field, ReferencesField) else None,
+        tolerance=field.tolerance if isinstance(field, NumberField) else None,
         json_schema=JSON(field.json_schema(task)),
     )
 

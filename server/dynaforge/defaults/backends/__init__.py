@@ -3,7 +3,10 @@
 * :mod:`~dynaforge.defaults.backends.python`: ``python``, a model given by an import path;
 * :mod:`~dynaforge.defaults.backends.transformers`: ``transformers``, sequence classification and extractive
   question answering from a model folder;
-* :mod:`~dynaforge.defaults.backends.http`: ``http``, a remote model server (docs/model-server.md).
+* :mod:`~dynaforge.defaults.backends.http`: ``http``, a remote model server (docs/model-server.md);
+* :mod:`~dynaforge.defaults.backends.openai`: ``openai``, a model that writes, behind an OpenAI-compatible chat or
+  completions API;
+* :mod:`~dynaforge.defaults.backends.kserve`: ``kserve``, a model on an Open Inference Protocol (KServe v2) server.
 
 What they share is in :mod:`~dynaforge.defaults.backends.common`. Registering them imports neither torch,
 transformers nor httpx: each is imported where a model loads. Every predictor has a cheap ``length(model_input)``
@@ -26,6 +29,8 @@ MODULES = (
     "dynaforge.defaults.backends.python",
     "dynaforge.defaults.backends.transformers",
     "dynaforge.defaults.backends.http",
+    "dynaforge.defaults.backends.openai",
+    "dynaforge.defaults.backends.kserve",
 )
 
 __all__ = [

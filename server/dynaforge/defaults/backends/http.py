@@ -57,6 +57,9 @@ class HttpPredictor:
     (the ``Host`` header and, for https, the certificate check keep the name), without following redirects.
     """
 
+    #: The statuses a request is retried on (with backoff): a proxy's or an overloaded server's.
+    retry_statuses: frozenset[int] = RETRY_STATUSES
+
     def __init__(self, config: dict[str, Any], policy: OutboundPolicy | None = None):
         self.url = config["url"].rstrip("/")
         try:
@@ -126,7 +129,7 @@ class HttpPredictor:
             except httpx.TransportError as exc:
                 error, message, cause = InferenceError, f"{url} failed ({type(exc).__name__})", exc
             else:
-                if response.status_code not in RETRY_STATUSES:
+                if response.status_code not in self.retry_statuses:
                     return response
                 elapsed = (time.perf_counter() - started) * 1000
                 error = InferenceError
@@ -162,6 +165,45 @@ class HttpPredictor:
         return outputs
 
 
+def transport_problems(config: dict[str, Any]) -> list[str]:
+    """What is wrong with the settings every HTTP-speaking backend shares: ``timeout_s``, ``retries``, ``backoff_s``
+    and ``headers``."""
+    problems = []
+    if "timeout_s" in config and (not is_number(config["timeout_s"]) or not 0 < config["timeout_s"] <= MAX_TIMEOUT_S):
+        problems.append(f'"timeout_s" must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}')
+    if "retries" in config and (not is_int(config["retries"]) or not 0 <= config["retries"] <= 10):
+        problems.append('"retries" must be an integer from 0 to 10')
+    if "backoff_s" in config and (not is_number(config["backoff_s"]) or not 0 <= config["backoff_s"] <= 5):
+        problems.append('"backoff_s" must be a number of seconds from 0 to 5')
+    headers = config.get("headers", {})
+    if not isinstance(headers, dict) or not all(is_name(k) and isinstance(v, str) for k, v in headers.items()):
+        problems.append('"headers" must be an object of header name -> string value')
+    return problems
+
+
+#: The JSON Schema of the settings in :func:`transport_problems`.
+TRANSPORT_SCHEMA: dict[str, Any] = {
+    "timeout_s": {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "maximum": MAX_TIMEOUT_S,
+        "description": "Seconds per request (at most 60).",
+    },
+    "retries": {"type": "integer", "minimum": 0, "maximum": 10, "description": "Retries on failure."},
+    "backoff_s": {
+        "type": "number",
+        "minimum": 0,
+        "maximum": 5,
+        "description": "Seconds before the first retry (at most 5).",
+    },
+    "headers": {
+        "type": "object",
+        "additionalProperties": {"type": "string"},
+        "description": "Header name -> value, sent with every request (e.g. an API key).",
+    },
+}
+
+
 class HttpBackend(ModelBackend):
     """A model served over HTTP with the JSON contract of docs/model-server.md.
 
@@ -179,24 +221,7 @@ class HttpBackend(ModelBackend):
         "additionalProperties": False,
         "properties": {
             "url": {"type": "string", "format": "uri", "description": "The model server's http(s) address."},
-            "timeout_s": {
-                "type": "number",
-                "exclusiveMinimum": 0,
-                "maximum": MAX_TIMEOUT_S,
-                "description": "Seconds per request (at most 60).",
-            },
-            "retries": {"type": "integer", "minimum": 0, "maximum": 10, "description": "Retries on failure."},
-            "backoff_s": {
-                "type": "number",
-                "minimum": 0,
-                "maximum": 5,
-                "description": "Seconds before the first retry (at most 5).",
-            },
-            "headers": {
-                "type": "object",
-                "additionalProperties": {"type": "string"},
-                "description": "Header name -> value, sent with every request (e.g. an API key).",
-            },
+            **TRANSPORT_SCHEMA,
             "max_batch": {"type": "integer", "minimum": 1, "description": "The most inputs per request."},
         },
     }
@@ -211,17 +236,7 @@ class HttpBackend(ModelBackend):
         parts = urlsplit(url) if isinstance(url, str) else None
         if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
             problems.append('config needs "url": the model server\'s http:// or https:// address')
-        if "timeout_s" in config and (
-            not is_number(config["timeout_s"]) or not 0 < config["timeout_s"] <= MAX_TIMEOUT_S
-        ):
-            problems.append(f'"timeout_s" must be a number of seconds above 0 and at most {MAX_TIMEOUT_S:g}')
-        if "retries" in config and (not is_int(config["retries"]) or not 0 <= config["retries"] <= 10):
-            problems.append('"retries" must be an integer from 0 to 10')
-        if "backoff_s" in config and (not is_number(config["backoff_s"]) or not 0 <= config["backoff_s"] <= 5):
-            problems.append('"backoff_s" must be a number of seconds from 0 to 5')
-        headers = config.get("headers", {})
-        if not isinstance(headers, dict) or not all(is_name(k) and isinstance(v, str) for k, v in headers.items()):
-            problems.append('"headers" must be an object of header name -> string value')
+        problems += transport_problems(config)
         if "max_batch" in config and (not is_int(config["max_batch"]) or config["max_batch"] < 1):
             problems.append('"max_batch" must be a positive integer')
         return problems

@@ -83,6 +83,7 @@ class FieldRole(str, Enum):
 
 class FieldType(str, Enum):
     TEXT = "TEXT"
+    REFERENCES = "REFERENCES"
     CHOICE = "CHOICE"
     SPAN = "SPAN"
     NUMBER = "NUMBER"
