@@ -80,7 +80,9 @@ RULE_CODES: dict[str, FieldErrorCode] = {
         ],
         FieldErrorCode.RANGE,
     ),
-    **dict.fromkeys(["length", "min_length", "max_length", "max_references", "tag", "flag_reason"], FieldErrorCode.LENGTH),
+    **dict.fromkeys(
+        ["length", "min_length", "max_length", "max_references", "tag", "flag_reason"], FieldErrorCode.LENGTH
+    ),
     **dict.fromkeys(["format", "url"], FieldErrorCode.FORMAT),
     **dict.fromkeys(["empty", "empty_folder", "text"], FieldErrorCode.EMPTY),
     **dict.fromkeys(["unique", "duplicate", "repeated"], FieldErrorCode.UNIQUE),
