@@ -180,7 +180,7 @@ class Settings(BaseSettings):
         default=48, ge=1, description="generateCandidates: target queries one context or draft may cost at most"
     )
     submission_backends: str = Field(
-        default="http,transformers",
+        default="http,transformers,openai,kserve",
         description="model backends anyone may run models with, as submissions or as a task's target models "
         "(comma-separated); the others (python: an import path the worker would run with the server's environment) "
         "are for admins only",

@@ -125,6 +125,22 @@ class UnusableReason:
     count: int = strawberry.field(description="How many answers had this reason.")
 
 
+@strawberry.type(
+    description="What a model that writes did over a data set, measured where it ran (its backend streams replies)."
+)
+class GenerationFigures:
+    output_tokens: int = strawberry.field(description="Tokens the model wrote over the set, unusable replies too.")
+    tokens_per_second: float | None = strawberry.field(
+        description="Tokens written per second of prediction time (model loading excluded)."
+    )
+    time_to_first_token_ms: float | None = strawberry.field(
+        description="The median time from a request to its first token, in milliseconds."
+    )
+    time_to_first_token_p90_ms: float | None = strawberry.field(
+        description="The 90th percentile of the time to first token, in milliseconds."
+    )
+
+
 @strawberry.type(description="One item of a data set; gold targets only where you may see them.")
 class DatasetItem(Node):
     position: int = strawberry.field(
@@ -257,6 +273,22 @@ class Evaluation(Node):
     )
     def mostly_unusable(self) -> bool:
         return bool((self.row.details or {}).get("mostly_unusable"))
+
+    @strawberry.field(
+        description="A model that writes (its outputs say how many tokens and when the first came): tokens per "
+        "second and time to first token beside `throughput`; null for other models, until DONE, and for uploaded "
+        "predictions."
+    )
+    def generation(self) -> GenerationFigures | None:
+        g = (self.row.details or {}).get("generation")
+        if not isinstance(g, dict):
+            return None
+        return GenerationFigures(
+            output_tokens=int(g.get("tokens") or 0),
+            tokens_per_second=g.get("tokens_per_second"),
+            time_to_first_token_ms=g.get("ttft_ms_median"),
+            time_to_first_token_p90_ms=g.get("ttft_ms_p90"),
+        )
 
     @strawberry.field(
         description="The machine the model ran on (with `throughput` and `memoryMb`, what they were measured on); "

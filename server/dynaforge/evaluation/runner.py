@@ -402,7 +402,7 @@ class Runner:
             except (ValueError, TypeError) as exc:
                 predictions.append(None)  # an unusable answer counts as wrong
                 reasons[_reason(exc)] += 1
-        return Outputs(items, predictions, sum(c.seconds for c in chunks), reasons)
+        return Outputs(items, predictions, sum(c.seconds for c in chunks), reasons, outputs)
 
     def _figures(
         self,
@@ -494,6 +494,9 @@ class Runner:
         if memory_mb is not None:  # the model ran here (uploaded predictions ran nowhere)
             details["hardware"] = hardware()
         throughput = len(golds) / seconds if seconds > 0 else None
+        generation = scoring.generation_figures(read.raw, seconds) if memory_mb is not None else None
+        if generation is not None:  # measured where the model ran, never taken from uploaded predictions
+            details["generation"] = generation
         async with self.db.write() as s:
             result = await s.execute(
                 update(Evaluation)
@@ -569,11 +572,7 @@ class Runner:
             if not copies or any(e.status != E.DONE for e, _ in copies):
                 continue
             _, originals, _ = await self.predictions(evaluation.id, task, dataset.id)
-            key = scoring.target_key(task)
-
-            def same(a: Any, b: Any, key: Callable[[Any], Any] = key) -> bool:
-                """The same answer; an unusable one (None) is like no other, so it counts as inconsistent."""
-                return a is not None and b is not None and key(a) == key(b)
+            same = scoring.output_agreement(task)
 
             figures: dict[str, list[float]] = {"robustness": [], FAIRNESS: []}
             per_copy = {}
@@ -664,12 +663,14 @@ def _reason(exc: Exception) -> str:
 @dataclass(frozen=True)
 class Outputs:
     """What :meth:`Runner.read_outputs` reads of an evaluation: its set's items, the task's reading of each output
-    (None: unusable), the seconds spent predicting, and the unusable ones' reasons with how many had each."""
+    (None: unusable), the seconds spent predicting, the unusable ones' reasons with how many had each, and the
+    outputs as the model gave them."""
 
     items: list[DatasetItem]
     predictions: list[dict[str, Any] | None]
     seconds: float
     reasons: Counter[str]
+    raw: list[Any]
 
 
 @dataclass(frozen=True)

@@ -46,7 +46,7 @@ from typing import Any, NamedTuple
 from dynaforge.defaults.metrics import macro_f1 as _core_macro_f1
 from dynaforge.errors import InvalidInput
 from dynaforge.tasks.base import Metric, MetricItem, Slice, Task, choice_labels
-from dynaforge.tasks.fields import Role
+from dynaforge.tasks.fields import Role, TextField
 
 #: Groups of a fairness slice with fewer examples than this are reported but not used for the worst-group gap:
 #: on a handful of examples a metric swings by tens of points by chance alone (one example of five is 20 points).
@@ -567,7 +567,7 @@ def consistency(
     variants: Sequence[tuple[Hashable, Any]],
     *,
     key: Callable[[Any], Any] | None = None,
-    same: Callable[[Any, Any], bool] | None = None,
+    same: Callable[[Any, Any], bool | float] | None = None,
 ) -> Consistency:
     """How often the model predicts on perturbed variants what it predicted on their originals.
 
@@ -577,7 +577,9 @@ def consistency(
     however many variants it has (originals without variants do not count).
 
     Two predictions are the same when ``same(original, variant)`` is true; by default when ``key(original) ==
-    key(variant)``, and ``key`` defaults to the prediction itself. For prediction dicts pass
+    key(variant)``, and ``key`` defaults to the prediction itself. ``same`` may also return how alike they are, a
+    number from 0 to 1 (text a model writes: see :func:`output_agreement`), and the shares are then mean
+    agreements. For prediction dicts pass
     ``key=target_key(task)``, which compares the task's target fields and ignores probabilities and confidence: a
     label is the same label, a span ``{"text", "start"}`` is the same span only when both its text and its offset
     are equal (the same words elsewhere in the passage are another answer). A task may pass a looser ``key``, say
@@ -593,7 +595,7 @@ def consistency(
         def same(a: Any, b: Any) -> bool:
             return keyed(a) == keyed(b)
 
-    agreeing: dict[Hashable, int] = defaultdict(int)
+    agreeing: dict[Hashable, float] = defaultdict(float)
     counts: dict[Hashable, int] = defaultdict(int)
     for i, item in enumerate(variants):
         if not (isinstance(item, (tuple, list)) and len(item) == 2):
@@ -608,12 +610,64 @@ def consistency(
         except TypeError:
             raise InvalidInput(f"variants[{i}] has an original id that cannot be a key: {original_id!r}") from None
         counts[original_id] += 1
-        if same(original, prediction):
-            agreeing[original_id] += 1
+        agreeing[original_id] += float(same(original, prediction))
     shares = [agreeing[o] / counts[o] for o in counts]
     return Consistency(
         score=math.fsum(shares) / len(shares), originals_with_variants=len(counts), variants=len(variants)
     )
+
+
+def output_agreement(task: Task) -> Callable[[Any, Any], float]:
+    """How alike two of a model's predictions are, from 0 to 1, for robustness and fairness: for a task whose one
+    target is text the model writes (a :class:`~dynaforge.tasks.fields.TextField`), the chrF of the output on the
+    perturbed copy against the output on the original, over 100 (an output that moves a little loses a little);
+    for any other task 1 when the target values are equal (:func:`target_key`) and 0 otherwise. An unusable
+    prediction (None) agrees with nothing."""
+    targets = task.fields_with(Role.TARGET)
+    if len(targets) == 1 and isinstance(targets[0], TextField):
+        name = targets[0].name
+
+        def alike(a: Any, b: Any) -> float:
+            if a is None or b is None or not isinstance(a.get(name), str) or not isinstance(b.get(name), str):
+                return 0.0
+            if a[name] == b[name]:
+                return 1.0
+            from dynaforge.defaults.text_metrics import sentence_score
+
+            return sentence_score("chrf", a[name], b[name]) / 100.0 if a[name].strip() else 0.0
+
+        return alike
+    key = target_key(task)
+
+    def equal(a: Any, b: Any) -> float:
+        return float(a is not None and b is not None and key(a) == key(b))
+
+    return equal
+
+
+def generation_figures(outputs: Sequence[Any], seconds: float) -> dict[str, Any] | None:
+    """What a model that writes did over a set (from the ``generation`` its outputs carry, the unusable ones
+    included: they took their time too): ``tokens`` written,
+    ``tokens_per_second`` over the set's prediction time, and the median and 90th percentile time to first token in
+    milliseconds; None when no output says."""
+    tokens, ttfts = 0, []
+    for output in outputs:
+        g = output.get("generation") if isinstance(output, Mapping) else None
+        if not isinstance(g, Mapping):
+            continue
+        if isinstance(g.get("tokens"), int) and not isinstance(g.get("tokens"), bool):
+            tokens += g["tokens"]
+        if isinstance(g.get("ttft_ms"), (int, float)) and not isinstance(g.get("ttft_ms"), bool):
+            ttfts.append(float(g["ttft_ms"]))
+    if not ttfts and not tokens:
+        return None
+    ttfts.sort()
+    return {
+        "tokens": tokens,
+        "tokens_per_second": tokens / seconds if seconds > 0 else None,
+        "ttft_ms_median": _quantile(ttfts, 0.5) if ttfts else None,
+        "ttft_ms_p90": _quantile(ttfts, 0.9) if ttfts else None,
+    }
 
 
 def perturbed_score(

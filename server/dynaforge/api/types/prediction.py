@@ -2,7 +2,8 @@
 
 The stored prediction is a dict keyed by the task's target field names (``{"label": "entailment"}``, ``{"answer":
 {"text": ..., "start": ...}}``) plus what the platform adds: ``probabilities`` (label -> probability) and
-``confidence`` when the backend gave them, and ``ensemble`` (rule, members, fooledMembers) for an ensemble.
+``confidence`` when the backend gave them, ``generation`` (the raw reply, tokens, time to first token) from a backend
+of models that write, and ``ensemble`` (rule, members, fooledMembers) for an ensemble.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from dynaforge.tasks.base import Task
 from dynaforge.tasks.fields import ChoiceField, Role, SpanField
 
 #: Keys the platform adds beside the target fields.
-PLATFORM_KEYS = ("probabilities", "confidence", "ensemble")
+PLATFORM_KEYS = ("probabilities", "confidence", "generation", "ensemble")
 
 
 @strawberry.type(description="One label and the probability the model gave it.")
@@ -39,6 +40,37 @@ class EnsembleVerdict:
     fooled_members: int = strawberry.field(description="How many of them the example fooled.")
 
 
+@strawberry.type(description="How a model that writes produced its reply, as its backend measured it.")
+class Generation:
+    text: str = strawberry.field(description="The reply as the model wrote it, before the task's parser read it.")
+    tokens: int | None = strawberry.field(description="How many tokens it wrote (the server's count, if it gave one).")
+    time_to_first_token_ms: float | None = strawberry.field(
+        description="Milliseconds from the request to the reply's first token."
+    )
+    total_ms: float | None = strawberry.field(description="Milliseconds from the request to the reply's end.")
+    finish_reason: str | None = strawberry.field(
+        description="Why the model stopped, as its server said (stop, length, ...)."
+    )
+
+    @classmethod
+    def of(cls, g: Any) -> Generation | None:
+        if not isinstance(g, dict):
+            return None
+
+        def number(key: str) -> float | None:
+            value = g.get(key)
+            return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+        tokens = g.get("tokens")
+        return cls(
+            text=str(g.get("text") or ""),
+            tokens=tokens if isinstance(tokens, int) and not isinstance(tokens, bool) else None,
+            time_to_first_token_ms=number("ttft_ms"),
+            total_ms=number("total_ms"),
+            finish_reason=g.get("finish_reason") if isinstance(g.get("finish_reason"), str) else None,
+        )
+
+
 @strawberry.type(
     description="A target model's answer. `fields` has the task's target fields as the model filled them (the "
     "task's shape); `label`, `span` and `probabilities` are the same answer typed, where the task has such a field."
@@ -56,6 +88,9 @@ class Prediction:
     confidence: float | None = strawberry.field(description="The model's confidence, when it gave one.")
     ensemble: EnsembleVerdict | None = strawberry.field(
         description="For an ensemble of target models: the rule and how many members were fooled; null for one model."
+    )
+    generation: Generation | None = strawberry.field(
+        description="A model that writes: its raw reply, tokens and timing; null for other models."
     )
 
     @classmethod
@@ -97,6 +132,7 @@ class Prediction:
             )
             if isinstance(ensemble, dict)
             else None,
+            generation=Generation.of(stored.get("generation")),
         )
 
 
