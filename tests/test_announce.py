@@ -65,7 +65,14 @@ def test_every_event_hook_has_a_route():
     specs = {n for n, f in vars(hookspecs).items() if inspect.isfunction(f) and hasattr(f, "dynaforge_spec")}
     event_hooks = {n for n in specs if not n.startswith("register_")}
     assert {r.hook for r in announce.ROUTES.values()} == event_hooks
-    assert webhooks.EVENTS == ("modelFooled", "exampleCreated", "examplePredicted", "exampleValidated", "roundChanged")
+    assert webhooks.EVENTS == (
+        "modelFooled",
+        "exampleCreated",
+        "examplePredicted",
+        "verdictDecided",
+        "exampleValidated",
+        "roundChanged",
+    )
 
 
 # --------------------------------------------------------------------------- example_validated

@@ -147,7 +147,14 @@ def test_a_declaration_is_checked_against_the_schema_then_the_contract():
 
 def test_the_fooled_rules():
     task = load_declaration(reviews("http://127.0.0.1:9"))
-    assert set(FOOLED_RULES) == {"target_differs", "gold_probability_below", "number_off_by", "metric_below"}
+    assert set(FOOLED_RULES) == {
+        "target_differs",
+        "gold_probability_below",
+        "number_off_by",
+        "metric_below",
+        "judge",
+        "people",
+    }
     assert task.is_fooled({"label": "good"}, {"label": "bad"}, {}) and not task.is_fooled(
         {"label": "bad"}, {"label": "bad"}, {}
     )

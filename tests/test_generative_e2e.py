@@ -14,6 +14,7 @@ with several references per example, chrF against them, and the ``metric_below``
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -301,3 +302,216 @@ async def test_a_declared_translation_task_is_fooled_by_chrf_and_ranks_generativ
     assert _metric(rows["strong"], "robustness")["value"] == pytest.approx(1.0)
     # The weak one copies the words it is given, so lowercasing moves its output a little, not all the way.
     assert 0.0 < _metric(rows["weak"], "robustness")["value"] < 1.0
+
+
+# ----------------------------------------------------------------------------------------- verdicts that wait
+ASSISTANT = {
+    "What is the capital of Italy?": "The capital of Italy is Rome.",
+    "What is the capital of Peru?": "The capital of Peru is Quito.",
+    "How many legs has a spider?": "A spider has eight legs.",
+}
+
+
+def assistant(prompt: str) -> str:
+    return ASSISTANT.get(prompt.strip(), "I am not sure.")
+
+
+def judge(prompt: str) -> str:
+    """A judge that knows Peru's capital: it reads the answer out of the prompt it is given."""
+    answer = prompt.split("The model's answer:\n", 1)[1].split("\n\n", 1)[0]
+    wrong = "Quito" in answer
+    why = "Peru's capital is Lima, not Quito." if wrong else "The answer is right."
+    return json.dumps({"fooled": wrong, "rationale": why})
+
+
+@pytest.fixture(scope="module")
+def verdict_engines() -> Iterator[dict[str, str]]:
+    with (
+        serve_in_thread(fake_openai_app(assistant, ttft_s=0.01)) as target,
+        serve_in_thread(fake_openai_app(judge, ttft_s=1.0)) as judge_url,  # slow, to see the example wait
+    ):
+        yield {"target": target, "judge": judge_url}
+
+
+def qa_declaration(code: str, target_url: str, fooled: dict[str, Any], extra_fields=()) -> dict[str, Any]:
+    return {
+        "code": code,
+        "name": f"Facts ({code})",
+        "instructions": "Ask the assistant a factual question it answers wrongly. Give the right answer if you know "
+        "it; whether the assistant was wrong is decided after you submit.",
+        "fields": [
+            {"name": "question", "type": "text", "role": "input", "max_length": 300},
+            {"name": "answer", "type": "text", "role": "target", "required": False},
+            *extra_fields,
+        ],
+        "metrics": ["token_f1"],
+        "fooled": fooled,
+        "target_models": [
+            {
+                "name": "assistant",
+                "backend": "openai",
+                "config": {
+                    "url": f"{target_url}/v1",
+                    "model": "fake",
+                    "prompt": "{question}",
+                    "parse": {"type": "text", "field": "answer"},
+                },
+            }
+        ],
+        "sample_examples": [
+            {"question": "What is the capital of Italy?", "answer": "Rome"},
+            {"question": "How many legs has a spider?", "answer": "Eight"},
+        ],
+    }
+
+
+STATS = """query($code: String!) { task(code: $code) { verdictBy judgeRubric currentRound { stats {
+  collected fooled verifiedFooled accepted rejected pending } } } }"""
+CREATE_WAITING = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
+  ... on VerdictPending { decidedBy prediction { fields } example { id status fooled verdict { decidedBy decided } } }
+  ... on CreatedExample { fooled } ... on Error { message } } }"""
+EXAMPLE = """query($id: ID!) { node(id: $id) { ... on Example { status fooled
+  verdict { decidedBy decided fooled rationale judgeModel overruled overruleReason } } } }"""
+OVERRULE = """mutation($input: OverruleVerdictInput!) { overruleVerdict(input: $input) { __typename
+  ... on VerdictOverruled { example { fooled verdict { overruled fooled } } } ... on Error { message } } }"""
+VOTE_ON = """mutation($id: ID!, $label: ValidationLabel!) { validateExample(input: {exampleId: $id, label: $label}) {
+  __typename ... on ValidatedExample { example { status fooled } } ... on Error { message } } }"""
+SUBSCRIBE_VERDICTS = """subscription($code: String!) { verdictDecided(taskCode: $code) { id fooled status
+  verdict { decidedBy rationale } } }"""
+
+
+async def _stats(http: httpx.AsyncClient, token: str, code: str) -> dict[str, Any]:
+    return (await _call(http, token, STATS, code=code))["task"]["currentRound"]["stats"]
+
+
+async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_verdict_decided(server, verdict_engines):
+    from gql import Client, gql
+    from gql.graphql_request import GraphQLRequest
+    from gql.transport.websockets import WebsocketsTransport
+
+    served, operator = server
+    code = "facts-judged"
+    rubric = "The answer is wrong when it states a false fact, such as a wrong capital city."
+    fooled = {
+        "rule": "judge",
+        "rubric": rubric,
+        "judge": {
+            "name": "fact-judge",
+            "backend": "openai",
+            "config": {"url": f"{verdict_engines['judge']}/v1", "model": "fake", "temperature": 0},
+        },
+    }
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
+        definition = qa_declaration(code, verdict_engines["target"], fooled)
+        declared = (await _call(http, operator, DECLARE, input={"definition": definition}))["declareTask"]
+        assert declared["__typename"] == "TaskDeclared", declared
+        author = await _user(http, f"asker_{served.backend}")
+        task = (await _call(http, author, STATS, code=code))["task"]
+        assert task["verdictBy"] == "JUDGE" and task["judgeRubric"] == rubric
+        before = task["currentRound"]["stats"]
+
+        transport = WebsocketsTransport(
+            url=served.base_url.replace("http", "ws") + "/graphql",
+            init_payload={"authorization": f"Bearer {author}"},
+            subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        )
+        async with Client(transport=transport, fetch_schema_from_transport=False) as ws:
+            events = ws.subscribe(GraphQLRequest(gql(SUBSCRIBE_VERDICTS).document, variable_values={"code": code}))
+            first = asyncio.ensure_future(events.__anext__())
+            await asyncio.sleep(0.3)  # the subscription is in place
+            fields = {"question": "What is the capital of Peru?", "answer": "Lima"}
+            created = (await _call(http, author, CREATE_WAITING, input={"taskCode": code, "fields": fields}))[
+                "createExample"
+            ]
+            assert created["__typename"] == "VerdictPending", created
+            assert created["decidedBy"] == "JUDGE" and created["prediction"]["fields"]["answer"].endswith("Quito.")
+            example = created["example"]
+            assert example["status"] == "PENDING_VERDICT" and example["fooled"] is None
+            assert example["verdict"] == {"decidedBy": "JUDGE", "decided": False}
+            # The judge takes a second: until it answers, the example counts for nothing.
+            assert await _stats(http, author, code) == before
+            event = await asyncio.wait_for(first, 30)
+        decided = event["verdictDecided"]
+        assert decided["fooled"] is True and decided["status"] == "CREATED"
+        assert decided["verdict"] == {"decidedBy": "JUDGE", "rationale": "Peru's capital is Lima, not Quito."}
+        after = await _stats(http, author, code)
+        assert after["collected"] == before["collected"] + 1 and after["fooled"] == before["fooled"] + 1
+        stored = (await _call(http, author, EXAMPLE, id=example["id"]))["node"]
+        assert stored["verdict"]["judgeModel"] == "fact-judge" and stored["verdict"]["fooled"] is True
+
+        # A right answer: the judge says not fooled, and it counts as collected only.
+        right = {"question": "What is the capital of Italy?", "answer": "Rome"}
+        created = (await _call(http, author, CREATE_WAITING, input={"taskCode": code, "fields": right}))[
+            "createExample"
+        ]
+        assert created["__typename"] == "VerdictPending", created
+
+        async def judged() -> dict[str, Any] | None:
+            node = (await _call(http, author, EXAMPLE, id=created["example"]["id"]))["node"]
+            return node if node["verdict"]["decided"] else None
+
+        node = await eventually(judged, within=30, every=0.2, what="the judge decides")
+        assert node["fooled"] is False and node["status"] == "CREATED"
+
+        # The owner overrules the first verdict: the counters move with it; the judge's verdict stays beside.
+        refused = (
+            await _call(http, author, OVERRULE, input={"exampleId": example["id"], "fooled": False, "reason": "x"})
+        )["overruleVerdict"]
+        assert refused["__typename"] == "Forbidden", refused
+        overruled = (
+            await _call(
+                http,
+                operator,
+                OVERRULE,
+                input={"exampleId": example["id"], "fooled": False, "reason": "Quito is named as Peru's old capital."},
+            )
+        )["overruleVerdict"]
+        assert overruled["__typename"] == "VerdictOverruled", overruled
+        assert overruled["example"]["fooled"] is False
+        assert overruled["example"]["verdict"] == {"overruled": True, "fooled": True}
+        final = await _stats(http, author, code)
+        assert final["collected"] == before["collected"] + 2 and final["fooled"] == before["fooled"]
+
+
+async def test_a_people_decided_task_moves_its_counters_only_on_the_validators_decision(server, verdict_engines):
+    served, operator = server
+    code = "facts-people"
+    claim = {"name": "model_wrong", "type": "boolean", "role": "metadata", "required": False}
+    definition = qa_declaration(
+        code, verdict_engines["target"], {"rule": "people", "field": "model_wrong"}, extra_fields=[claim]
+    )
+    definition["validation_quorum"] = 2
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
+        declared = (await _call(http, operator, DECLARE, input={"definition": definition}))["declareTask"]
+        assert declared["__typename"] == "TaskDeclared", declared
+        author = await _user(http, f"claimer_{served.backend}")
+        validators = [await _user(http, f"checker{i}_{served.backend}") for i in range(2)]
+        before = await _stats(http, author, code)
+
+        # The author says the reply is right: not fooled, at once.
+        fine = {"question": "How many legs has a spider?", "model_wrong": False}
+        created = (await _call(http, author, CREATE_WAITING, input={"taskCode": code, "fields": fine}))["createExample"]
+        assert created == {"__typename": "CreatedExample", "fooled": False}, created
+
+        # The author says it is wrong: it waits for the validators, and counts for nothing until they decide.
+        claimed = {"question": "What is the capital of Peru?", "answer": "Lima", "model_wrong": True}
+        created = (await _call(http, author, CREATE_WAITING, input={"taskCode": code, "fields": claimed}))[
+            "createExample"
+        ]
+        assert created["__typename"] == "VerdictPending" and created["decidedBy"] == "PEOPLE", created
+        waiting = created["example"]
+        assert waiting["status"] == "PENDING_VERDICT" and waiting["fooled"] is None
+        middle = await _stats(http, author, code)
+        assert middle["collected"] == before["collected"] + 1 and middle["fooled"] == before["fooled"]
+
+        first = (await _call(http, validators[0], VOTE_ON, id=waiting["id"], label="CORRECT"))["validateExample"]
+        assert first["__typename"] == "ValidatedExample", first
+        assert first["example"]["status"] == "PENDING_VERDICT" and first["example"]["fooled"] is None
+        assert await _stats(http, author, code) == middle
+        second = (await _call(http, validators[1], VOTE_ON, id=waiting["id"], label="CORRECT"))["validateExample"]
+        assert second["example"] == {"status": "ACCEPTED", "fooled": True}, second
+        after = await _stats(http, author, code)
+        assert after["collected"] == middle["collected"] + 1
+        assert after["fooled"] == middle["fooled"] + 1 and after["verifiedFooled"] == middle["verifiedFooled"] + 1
+        stored = (await _call(http, author, EXAMPLE, id=waiting["id"]))["node"]
+        assert stored["verdict"]["decidedBy"] == "PEOPLE" and stored["verdict"]["fooled"] is True

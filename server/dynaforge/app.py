@@ -407,16 +407,21 @@ async def _resend_webhooks(platform: Platform) -> None:
 
 
 async def _retry_pending(platform: Platform) -> None:
-    """Predict examples stored without a prediction, every ``pending_retry_s`` seconds, for the server's life."""
+    """Predict examples stored without a prediction, and ask the judge about those whose judge's verdict is still
+    waited for, every ``pending_retry_s`` seconds, for the server's life."""
+    from dynaforge.services import verdicts
+
     while True:
         await asyncio.sleep(platform.settings.pending_retry_s)
         try:
             while await example_service.predict_pending(platform) > 0:
                 pass
+            while await verdicts.judge_pending(platform) > 0:
+                pass
         except asyncio.CancelledError:
             raise
         except Exception:
-            log.exception("predicting pending examples failed; trying again later")
+            log.exception("predicting pending examples or judging waiting ones failed; trying again later")
 
 
 async def _collect_artifacts(platform: Platform) -> None:

@@ -109,8 +109,9 @@ def example_created(example: dict[str, Any]) -> None:
     ``example`` is a plain dict of JSON values: ``id``, ``task_code``, ``task_id``, ``round`` (its number),
     ``round_id``, ``user_id``, ``context_id``, ``fields``, ``prediction``, ``model_predictions``, ``fooled`` (None
     while the prediction is pending), ``status``, ``tag``, ``time_taken_ms``, ``source`` (``HUMAN``, ``ASSISTED``
-    or ``MACHINE``), ``adversary`` (the adversary behind an assisted or machine example, else None), ``votes``
-    (correct, incorrect, flagged) and ``created_at`` (ISO 8601).
+    or ``MACHINE``), ``adversary`` (the adversary behind an assisted or machine example, else None), ``verdict``
+    (who decides ``fooled`` when a judge or people do, else None), ``votes`` (correct, incorrect, flagged) and
+    ``created_at`` (ISO 8601). ``fooled`` is None too while a judge's or the validators' verdict is waited for.
     """
 
 
@@ -118,6 +119,14 @@ def example_created(example: dict[str, Any]) -> None:
 def example_predicted(example: dict[str, Any]) -> None:
     """Called after an example stored while its prediction was pending got it (fooled or not); ``example`` is as in
     :func:`example_created`, with its ``prediction`` and ``fooled``. :func:`model_fooled` follows when it fooled."""
+
+
+@hookspec
+def verdict_decided(example: dict[str, Any]) -> None:
+    """Called after whether an example fooled the model was decided, when its task's judge model or its validators
+    decide (``verdict`` ``judge`` or ``people``), or an owner overruled the judge. ``example`` is as in
+    :func:`example_created`, with ``fooled`` and ``verdict`` (``by``: ``judge`` or ``people``, the judge's
+    ``rationale``, an ``overruled`` entry). :func:`model_fooled` follows when it fooled the model."""
 
 
 @hookspec

@@ -116,6 +116,11 @@ class WebhookEvent(Enum):
     EXAMPLE_PREDICTED = strawberry.enum_value(
         "examplePredicted", description="An example stored while its prediction was pending got it (fooled or not)."
     )
+    VERDICT_DECIDED = strawberry.enum_value(
+        "verdictDecided",
+        description="Whether an example fooled the model was decided after it was stored (by the task's judge, its "
+        "validators, or an owner overruling the judge).",
+    )
     EXAMPLE_VALIDATED = strawberry.enum_value(
         "exampleValidated", description="A validator voted on an example, or an owner decided it."
     )
@@ -236,3 +241,18 @@ def raw(member: Enum) -> str:
     """The stored value of an enum member (what the services take); typed for mypy, which sees the
     ``strawberry.enum_value`` wrapper where Python holds the plain value."""
     return cast(str, member.value)
+
+
+@strawberry.enum(description="Who decides whether an example fooled the model (Task.verdictBy).")
+class VerdictSource(Enum):
+    RULE = strawberry.enum_value("rule", description="The task's own rule, at once (a label differs, a metric).")
+    JUDGE = strawberry.enum_value(
+        "judge", description="A judge model with the task's rubric, soon after the example is stored."
+    )
+    PEOPLE = strawberry.enum_value(
+        "people",
+        description="The task's validators, voting on the model's output after its author says it is wrong.",
+    )
+    AUTHOR = strawberry.enum_value(
+        "author", description="Its author, who said the model's output was right (on a PEOPLE task): not fooled."
+    )

@@ -8,9 +8,10 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.enums import EnsembleRule, raw
+from dynaforge.api.enums import EnsembleRule, VerdictSource, raw
 from dynaforge.api.errors import (
     AlreadyExists,
+    Conflict,
     Forbidden,
     InvalidCredentials,
     InvalidInput,
@@ -30,6 +31,7 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import verdicts as verdict_service
 
 Info = strawberry.Info[RequestContext]
 
@@ -116,6 +118,13 @@ class AddContextsInput:
 @strawberry.input(description="The example to retract.")
 class RetractExampleInput:
     example_id: strawberry.ID = strawberry.field(description="The id of the example (Example.id).")
+
+
+@strawberry.input(description="An owner's verdict on a judged example, against the judge's.")
+class OverruleVerdictInput:
+    example_id: strawberry.ID = strawberry.field(description="The id of the example (Example.id).")
+    fooled: bool = strawberry.field(description="Whether the example fooled the model, as the owner decides.")
+    reason: str = strawberry.field(description="Why, in 1 to 2000 characters (kept beside the judge's rationale).")
 
 
 @strawberry.input(description="A model to put in the loop: a registered backend and that backend's configuration.")
@@ -207,6 +216,22 @@ class PredictionPending:
 
 
 @strawberry.type(
+    description="The example was stored and the model answered, but whether it fooled the model is not decided yet: "
+    "the task's judge model decides in a moment, or (PEOPLE) its validators vote on the model's output. The "
+    "verdictDecided subscription brings the verdict; until then the example counts for nothing."
+)
+class VerdictPending:
+    example: Example = strawberry.field(description="The stored example, in status PENDING_VERDICT (`fooled` null).")
+    prediction: Prediction = strawberry.field(description="The target model's answer, as it wrote it.")
+    decided_by: VerdictSource = strawberry.field(description="Who decides: JUDGE or PEOPLE.")
+
+
+@strawberry.type(description="The owner's verdict stands: the counters moved with it.")
+class VerdictOverruled:
+    example: Example = strawberry.field(description="The example, with `fooled` as the owner decided.")
+
+
+@strawberry.type(
     description="The example is withdrawn: it leaves the validators' queue and counts as retracted. Retracting it "
     "again changes nothing."
 )
@@ -280,15 +305,32 @@ RevokeAllApiTokensResult = Annotated[
     ),
 ]
 CreateExampleResult = Annotated[
-    CreatedExample | PredictionPending | InvalidInput | NotAuthenticated | NotFound | RateLimited | RoundClosed,
+    CreatedExample
+    | PredictionPending
+    | VerdictPending
+    | InvalidInput
+    | NotAuthenticated
+    | NotFound
+    | RateLimited
+    | RoundClosed,
     strawberry.union(
         "CreateExampleResult",
-        description="Two members mean the example was stored: CreatedExample (the model answered and the verdict "
-        "is in) and PredictionPending (the model answers later). The other members are the expected failures, and "
+        description="Three members mean the example was stored: CreatedExample (the model answered and the verdict "
+        "is in), PredictionPending (the model answers later) and VerdictPending (the model answered; the task's "
+        "judge or validators decide whether it was fooled). The other members are the expected failures, and "
         "store nothing: InvalidInput (the fields break the task's rules, a context of an earlier round, a tag or "
         "time out of range), NotAuthenticated, NotFound (no such task you can see, or the context is not the "
         "task's), RateLimited (too many examples this minute, or the task's daily cap reached), RoundClosed (the "
         "task is inactive or its round is closed).",
+    ),
+]
+OverruleVerdictResult = Annotated[
+    VerdictOverruled | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    strawberry.union(
+        "OverruleVerdictResult",
+        description="VerdictOverruled: the owner's verdict stands. The other members are the expected failures: "
+        "InvalidInput (no reason, or the id is not an Example's), NotAuthenticated, Forbidden (you are not an owner "
+        "of its task or an admin), NotFound, Conflict (no judge's verdict to overrule yet, or it was retracted).",
     ),
 ]
 RetractExampleResult = Annotated[
@@ -427,6 +469,14 @@ class Mutation:
         example = Example.from_row(outcome.example, task_code=input.task_code)
         if outcome.pending_reason is not None:
             return PredictionPending(example=example, message=outcome.pending_reason)
+        if outcome.verdict_by is not None:
+            return VerdictPending(
+                example=example,
+                prediction=Prediction.of(
+                    outcome.example.prediction or {}, info.context.platform.plugins.task(input.task_code)
+                ),
+                decided_by=VerdictSource(outcome.verdict_by),
+            )
         # Predicted: the example has its prediction and its verdict.
         return CreatedExample(
             example=example,
@@ -448,6 +498,22 @@ class Mutation:
     ) -> RetractExampleResult:
         row = await example_service.retract(*info.context.caller, parse_id(input.example_id, "exampleId", "Example"))
         return RetractedExample(example=Example.from_row(row))
+
+    @strawberry.mutation(
+        description="A task's owners and admins overrule its judge: set whether a judged example fooled the model. "
+        "The counters move with it; the judge's verdict and rationale stay beside the owner's (Example.verdict); "
+        "verdictDecided is announced, and modelFooled when it now fools the model."
+    )
+    @errors_as_union
+    async def overrule_verdict(
+        self,
+        info: Info,
+        input: Annotated[OverruleVerdictInput, strawberry.argument(description="The example and the verdict.")],
+    ) -> OverruleVerdictResult:
+        row = await verdict_service.overrule(
+            *info.context.caller, parse_id(input.example_id, "exampleId", "Example"), input.fooled, input.reason
+        )
+        return VerdictOverruled(example=Example.from_row(row))
 
     @strawberry.mutation(description="Task owners and admins add contexts to the current round (all or nothing).")
     @errors_as_union

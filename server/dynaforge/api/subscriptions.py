@@ -229,6 +229,15 @@ class Subscription:
             yield _example(payload)
 
     @strawberry.subscription(
+        description="Examples of the task whose verdict waited (createExample answered VerdictPending: the task's "
+        "judge model or its validators decide whether it fooled the model), as each is decided, or an owner "
+        "overrules the judge: `fooled` and `verdict` are set. Signed-in users, redacted as in exampleCreated."
+    )
+    async def verdict_decided(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
+        async for payload in _example_events(info, "verdictDecided", task_code):
+            yield _example(payload)
+
+    @strawberry.subscription(
         description="Every example stored for the task, fooling or not. Signed-in users: whole to its author, the "
         "task's owners and admins; to everyone else redacted, without its gold fields, prediction, `fooled` and "
         "author (fields hold the rest; prediction and fooled are null)."

@@ -61,13 +61,15 @@ class ExampleStatus:
     """Lifecycle of an example (stored as text)."""
 
     PENDING_PREDICTION = "PENDING_PREDICTION"
+    #: the model answered; whether it was fooled waits for the task's judge model or its validators
+    PENDING_VERDICT = "PENDING_VERDICT"
     CREATED = "CREATED"
     RETRACTED = "RETRACTED"
     FLAGGED = "FLAGGED"
     ACCEPTED = "ACCEPTED"
     REJECTED = "REJECTED"
 
-    ALL = (PENDING_PREDICTION, CREATED, RETRACTED, FLAGGED, ACCEPTED, REJECTED)
+    ALL = (PENDING_PREDICTION, PENDING_VERDICT, CREATED, RETRACTED, FLAGGED, ACCEPTED, REJECTED)
 
 
 class User(SQLModel, table=True):
@@ -221,6 +223,9 @@ class Example(SQLModel, table=True):
     #: stop at UNUSABLE_OUTPUT_ATTEMPTS until the round's targets change)
     pending_reason: str | None = Field(default=None, max_length=2000)
     prediction_attempts: int = Field(default=0, sa_column_kwargs={"server_default": "0"})
+    #: a task whose judge model or validators decide (dynaforge.services.verdicts): who decided and how, the judge's
+    #: rationale, an owner's overruling; null for a task whose rule decides at once
+    verdict: dict | None = _json(lambda: None, nullable=True)
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 

@@ -11,6 +11,7 @@ event                           plugin hook             bus topic               
 =============================== ======================= =========================== ====================
 an example is stored            ``example_created``     ``exampleCreated:{task}``   ``exampleCreated``
 a pending prediction came       ``example_predicted``   ``examplePredicted:{task}`` ``examplePredicted``
+a waiting verdict was decided   ``verdict_decided``     ``verdictDecided:{task}``   ``verdictDecided``
 an example fooled the model     ``model_fooled``        ``modelFooled:{task}``      ``modelFooled``
 a vote or a flag                ``example_validated``   ``exampleValidated:{task}`` ``exampleValidated``
 a round opened, closed, edited  ``round_changed``       ``roundChanged:{task}``     ``roundChanged``
@@ -71,6 +72,7 @@ ROUTES: dict[str, Route] = {
     "modelFooled": Route("model_fooled", "modelFooled"),
     "exampleCreated": Route("example_created", "exampleCreated"),
     "examplePredicted": Route("example_predicted", "examplePredicted"),
+    "verdictDecided": Route("verdict_decided", "verdictDecided"),
     "exampleValidated": Route("example_validated", "exampleValidated"),
     "roundChanged": Route("round_changed", "roundChanged"),
     "evaluationFinished": Route("evaluation_finished", None),
@@ -115,6 +117,7 @@ def example_payload(example: Example, task_code: str, round_number: int) -> dict
         "time_taken_ms": example.time_taken_ms,
         "source": example.source,
         "adversary": example.adversary,
+        "verdict": example.verdict,
         "votes": {
             "correct": example.validations_correct or 0,
             "incorrect": example.validations_incorrect or 0,
@@ -140,6 +143,7 @@ def example_from_payload(payload: dict[str, Any]) -> Example:
         status=payload["status"],
         source=payload.get("source") or "HUMAN",
         adversary=payload.get("adversary"),
+        verdict=payload.get("verdict"),
         tag=payload.get("tag"),
         time_taken_ms=payload.get("time_taken_ms"),
         validations_correct=votes.get("correct", 0),
@@ -220,6 +224,12 @@ async def example_created(p: Platform, example: dict[str, Any]) -> None:
 async def example_predicted(p: Platform, example: dict[str, Any]) -> None:
     """An example stored while its prediction was pending got it (fooled or not): the annotate screen's answer."""
     await _announce(p, ROUTES["examplePredicted"], example, {"example": example})
+
+
+async def verdict_decided(p: Platform, example: dict[str, Any]) -> None:
+    """Whether an example fooled the model was decided after it was stored: by the task's judge, its validators, or
+    an owner overruling the judge (``example``'s ``fooled`` and ``verdict`` say what and who)."""
+    await _announce(p, ROUTES["verdictDecided"], example, {"example": example})
 
 
 async def model_fooled(p: Platform, example: dict[str, Any]) -> None:

@@ -78,6 +78,21 @@ async def _checked(p: Platform, actor: Actor, definition: Any, proposer: Actor |
     check_targets_chosen_by(p, proposer or actor, task)
     for spec in task.default_target_models:
         await task_service.check_outbound(p, actor, spec.backend, spec.config, field="definition.target_models")
+    if task.judge is not None:  # the judge model is checked like a target
+        judge = task.judge.model_spec()
+        try:
+            task_service.check_target_models(p, [judge.as_dict()], "majority")
+        except InvalidInput as exc:
+            raise InvalidInput.from_errors(
+                [
+                    FieldError(e.field.replace("models[0]", "definition.fooled.judge"), e.rule, e.message)
+                    for e in exc.field_errors
+                ]
+            ) from None
+        task_service.check_backend_allowed(
+            p, proposer or actor, judge.backend, "definition.fooled.judge.backend", judge.config
+        )
+        await task_service.check_outbound(p, actor, judge.backend, judge.config, field="definition.fooled.judge")
     return task
 
 

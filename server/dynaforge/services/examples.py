@@ -40,7 +40,7 @@ from dynaforge.db.models import (
 )
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError, UnusableOutput
-from dynaforge.services import announce, cursors
+from dynaforge.services import announce, cursors, verdicts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.counters import move, move_sync
@@ -61,6 +61,8 @@ class Outcome:
 
     example: Example
     pending_reason: str | None = None
+    #: who decides whether it fooled the model, when that waits (``judge`` or ``people``); None: decided now
+    verdict_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -238,15 +240,17 @@ async def submit(
     members: list[dict[str, Any]] = []
     inference_ms: float | None = None
     fooled: bool | None = None
+    verdict: dict[str, Any] | None = None
+    status = ExampleStatus.CREATED
     started = time.perf_counter()
     try:
         members, inference_ms = await predict(p, task, round_, model_input)
-        prediction, fooled = judge(task, round_.ensemble_rule, members, cleaned, context_fields)
+        prediction, status, fooled, verdict = decide(task, round_.ensemble_rule, members, cleaned, context_fields)
     except InferenceError as exc:
         pending_reason = str(exc) if actor.is_admin else without_server_paths(p, round_, str(exc))
         stored_reason, unusable = str(exc)[:2000], isinstance(exc, UnusableOutput)
+        status = ExampleStatus.PENDING_PREDICTION
         log.warning("example for %s stored pending: %s", task_code, exc)
-    status = ExampleStatus.PENDING_PREDICTION if pending_reason else ExampleStatus.CREATED
     now = utcnow()  # before the insert and the commit: events' latency is measured from it
     user_id, round_id, context_id = actor.person_id, round_.id, context.id if context is not None else None
     values = {
@@ -268,12 +272,31 @@ async def submit(
         "inference_ms": inference_ms if inference_ms is not None else (time.perf_counter() - started) * 1000,
         "pending_reason": stored_reason,
         "prediction_attempts": 1 if unusable else 0,  # an unreadable answer is the first of UNUSABLE_OUTPUT_ATTEMPTS
+        "verdict": verdict,
         "created_at": now,
         "updated_at": now,
     }
 
     example = await store(p, values, task_code=task_code, round_number=round_.number)
-    return Outcome(example, pending_reason)
+    waiting = task.verdict if status == ExampleStatus.PENDING_VERDICT else None
+    if waiting == "judge":
+        verdicts.start_judging(p, example.id)
+    return Outcome(example, pending_reason, waiting)
+
+
+def decide(
+    task: Task, rule: str, members: list[dict[str, Any]], example: dict[str, Any], context: dict[str, Any]
+) -> tuple[dict[str, Any], str, bool | None, dict[str, Any] | None]:
+    """A new example's prediction, status, ``fooled`` and verdict once its target answered: the task's rule decides
+    at once (:func:`judge`, ``CREATED``); a task whose judge or people decide stores it waiting
+    (:func:`dynaforge.services.verdicts.initial`), with the first target's answer."""
+    if not verdicts.deferred(task):
+        prediction, fooled = judge(task, rule, members, example, context)
+        return prediction, ExampleStatus.CREATED, fooled, None
+    for m in members:
+        m["fooled"] = None
+    status, fooled, verdict = verdicts.initial(task, example)
+    return dict(members[0]["prediction"]), status, fooled, verdict
 
 
 async def store(p: Platform, values: dict[str, Any], *, task_code: str, round_number: int) -> Example:
@@ -402,7 +425,12 @@ async def cached_context(p: Platform, context_id: int) -> Context | None:
     return await p.caches.contexts.get_or_load(context_id, load)
 
 
-_RETRACTABLE = (ExampleStatus.CREATED, ExampleStatus.PENDING_PREDICTION, ExampleStatus.FLAGGED)
+_RETRACTABLE = (
+    ExampleStatus.CREATED,
+    ExampleStatus.PENDING_PREDICTION,
+    ExampleStatus.PENDING_VERDICT,
+    ExampleStatus.FLAGGED,
+)
 
 
 async def retract(p: Platform, actor: Actor, example_id: int) -> Example:
@@ -620,7 +648,7 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
             context_fields, own = task.split_fields(example.fields)
         try:
             members, inference_ms = await predict(p, task, round_, task.build_model_input(context_fields, own))
-            prediction, fooled = judge(task, round_.ensemble_rule, members, own, context_fields)
+            prediction, status, fooled, verdict = decide(task, round_.ensemble_rule, members, own, context_fields)
         except UnusableOutput as exc:
             await _note_unusable(p, example.id, round_, task.code, exc)
             continue
@@ -632,10 +660,11 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
                 update(Example)
                 .where(col(Example.id) == example.id, col(Example.status) == ExampleStatus.PENDING_PREDICTION)
                 .values(
-                    status=ExampleStatus.CREATED,
+                    status=status,
                     prediction=prediction,
                     model_predictions=members,
                     fooled=fooled,
+                    verdict=verdict,
                     inference_ms=inference_ms,
                     pending_reason=None,
                     prediction_attempts=0,
@@ -649,7 +678,7 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
                 round_id=round_.id,
                 user_id=example.user_id,
                 before=(ExampleStatus.PENDING_PREDICTION, None),
-                after=(ExampleStatus.CREATED, fooled),
+                after=(status, fooled),
             )
             if example.context_id is not None and fooled:
                 await s.execute(
@@ -658,11 +687,13 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
                     .values(total_fooled=col(Context.total_fooled) + 1)
                 )
         done += 1
-        example.status, example.prediction, example.fooled = ExampleStatus.CREATED, prediction, fooled
+        example.status, example.prediction, example.fooled, example.verdict = status, prediction, fooled, verdict
         payload = event_payload(example, task.code, round_.number)
         await announce.example_predicted(p, payload)
         if fooled:
             await announce.model_fooled(p, payload)
+        if status == ExampleStatus.PENDING_VERDICT and task.verdict == "judge":
+            verdicts.start_judging(p, example.id)
     return done
 
 

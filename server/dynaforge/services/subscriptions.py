@@ -32,7 +32,7 @@ from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
 
 #: Events that carry examples: signed-in subscribers only.
-EXAMPLE_EVENTS = frozenset({"modelFooled", "exampleCreated", "examplePredicted", "exampleValidated"})
+EXAMPLE_EVENTS = frozenset({"modelFooled", "exampleCreated", "examplePredicted", "verdictDecided", "exampleValidated"})
 #: Every event a subscription follows per task.
 TASK_EVENTS = EXAMPLE_EVENTS | {"roundChanged"}
 #: How many missed examples a resuming subscription reads from the database at once.

@@ -2,13 +2,19 @@
 
 The state machine of an example (``ExampleStatus``)::
 
-    PENDING_PREDICTION --model answers--> CREATED
+    PENDING_PREDICTION --model answers--> CREATED (or PENDING_VERDICT, when a judge or people decide)
+    PENDING_VERDICT --the task's judge decides--> CREATED                      (``verdict = "judge"``)
+    PENDING_VERDICT --N x CORRECT--> ACCEPTED, fooled; --N x INCORRECT--> REJECTED, not fooled  (``"people"``)
     CREATED --N x CORRECT--> ACCEPTED           (N: the task's validation quorum, default 3)
     CREATED --N x INCORRECT or N x FLAGGED--> REJECTED
     CREATED --flagExample (author, or anyone)--> FLAGGED   (out of the crowd's queue until an owner decides)
     CREATED or FLAGGED --an owner's or admin's vote--> ACCEPTED (CORRECT) or REJECTED (INCORRECT, FLAGGED)
                        (never on their own example: nobody validates their own, so no one decides it alone)
-    PENDING_PREDICTION, CREATED or FLAGGED --the author retracts--> RETRACTED
+    PENDING_PREDICTION, PENDING_VERDICT, CREATED or FLAGGED --the author retracts--> RETRACTED
+
+On a task whose people decide (``verdict = "people"``), a vote on a PENDING_VERDICT example is a vote on the model's
+output: CORRECT says the output is wrong as its author says (the example fooled the model), INCORRECT that it is
+right; the decision sets ``fooled`` too, and only then do the counters count it (dynaforge.services.verdicts).
 
 ACCEPTED, REJECTED and RETRACTED are final. Each vote and each decision is one transaction that first locks the
 example's row (``SELECT ... FOR UPDATE`` on PostgreSQL; on SQLite writers are serialised), so concurrent validators
@@ -29,7 +35,7 @@ from sqlmodel import col
 from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, ValidationSkip, utcnow
 from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
-from dynaforge.services import announce
+from dynaforge.services import announce, verdicts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import move
@@ -106,17 +112,18 @@ async def _queue(s: AsyncSession, actor: Actor, view: Any, owner_mode: bool) -> 
     if owner_mode:
         if not await task_service.is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {view.task.code} and admins can validate in owner mode")
-        where += [col(Example.status).in_([S.FLAGGED, S.CREATED]), col(Example.user_id) != actor.user_id]
+        where += [col(Example.status).in_([S.FLAGGED, *_open(view.task)]), col(Example.user_id) != actor.user_id]
         order: list[Any] = [  # SQL expressions for order_by
             (col(Example.status) == S.FLAGGED).desc(),
+            (col(Example.status) == S.PENDING_VERDICT).desc(),
             col(Example.fooled).desc(),
             col(Example.validations_total),
             col(Example.id),
         ]
         return where, order
-    where += [col(Example.status) == S.CREATED, col(Example.user_id) != actor.user_id]
-    if not settings.validate_non_fooling:
-        where.append(col(Example.fooled).is_(True))
+    where += [col(Example.status).in_(_open(view.task)), col(Example.user_id) != actor.user_id]
+    if not settings.validate_non_fooling:  # a verdict that waits for the validators is theirs to give
+        where.append(col(Example.fooled).is_(True) | (col(Example.status) == S.PENDING_VERDICT))
     if settings.one_example_per_tag:
         seen_tags = (
             select(col(Example.tag))
@@ -128,7 +135,13 @@ async def _queue(s: AsyncSession, actor: Actor, view: Any, owner_mode: bool) -> 
             )
         )
         where.append(col(Example.tag).is_(None) | col(Example.tag).not_in(seen_tags.scalar_subquery()))
-    return where, [col(Example.fooled).desc(), col(Example.validations_total), col(Example.id)]
+    waiting_first = (col(Example.status) == S.PENDING_VERDICT).desc()
+    return where, [waiting_first, col(Example.fooled).desc(), col(Example.validations_total), col(Example.id)]
+
+
+def _open(task: Any) -> list[str]:
+    """The statuses in which an example takes the crowd's votes: CREATED, and PENDING_VERDICT where people decide."""
+    return [S.CREATED, S.PENDING_VERDICT] if task.verdict == "people" else [S.CREATED]
 
 
 async def skip(p: Platform, actor: Actor, example_id: int) -> Example:
@@ -295,13 +308,14 @@ async def validate(
                     + ("; another owner or an admin decides it" if by_owner else "")
                     + ": ask exampleToValidate for someone else's"
                 )
-            allowed = (S.CREATED, S.FLAGGED) if by_owner else (S.CREATED,)
+            allowed = (*_open(view.task), S.FLAGGED) if by_owner else tuple(_open(view.task))
             if example.status not in allowed:
                 raise Conflict(
                     f"Example {example_id} is {example.status.lower()} and takes no more votes; "
                     "ask exampleToValidate for another"
                 )
-            if not by_owner and not example.fooled and not settings.validate_non_fooling:
+            waiting = example.fooled is None and view.task.verdict == "people"  # the vote decides the verdict too
+            if not by_owner and not example.fooled and not waiting and not settings.validate_non_fooling:
                 raise Forbidden(f"Task {view.task.code} validates only examples that fooled the model")
             await _refuse_second_vote(s, example_id, actor)
             s.add(
@@ -323,9 +337,22 @@ async def validate(
             example.validations_total += 1
             example.updated_at = utcnow()
             decided = _decision(example, label, by_owner, settings.validation_quorum)
+            verdict_decided = False
             if decided is not None:
                 before = (example.status, example.fooled)
                 example.status, example.decided_at = decided, utcnow()
+                if waiting:
+                    example.fooled = _people_verdict(decided, label)
+                    example.verdict = {
+                        "by": "people",
+                        "state": "decided",
+                        "fooled": example.fooled,
+                        "votes": _votes(example),
+                        "by_owner": by_owner,
+                        "decided_at": utcnow().isoformat(),
+                    }
+                    verdict_decided = True
+                    await verdicts._count_context(s, example.context_id, example.fooled)
                 await move(
                     s,
                     round_id=example.round_id,
@@ -340,7 +367,18 @@ async def validate(
         example_id, label=label, user_id=actor.person_id, by_owner=by_owner, reason=reason, corrected_target=correction
     )
     await _announce(p, view.task.code, number, example, vote)
+    if verdict_decided:
+        await verdicts.announce_decided(p, example, view.task.code, number)
     return example
+
+
+def _people_verdict(decided: str, label: str) -> bool | None:
+    """Whether a people-decided example fooled the model, by the vote that decided it: accepted (the output is wrong,
+    as its author says) is fooled; rejected by INCORRECT is not; rejected as flagged has no verdict (it is never
+    counted as collected)."""
+    if decided == S.ACCEPTED:
+        return True
+    return None if label == FLAGGED else False
 
 
 async def flag(p: Platform, actor: Actor, example_id: int, reason: str) -> Example:
@@ -365,7 +403,7 @@ async def flag(p: Platform, actor: Actor, example_id: int, reason: str) -> Examp
             example = await _locked_example(s, example_id)
             if example.status == S.FLAGGED:
                 return example
-            if example.status != S.CREATED:
+            if example.status not in _open(view.task):
                 raise Conflict(f"Example {example_id} is {example.status.lower()} and can no longer be flagged")
             by_owner = False  # the author's own flag is no vote
             if example.user_id != actor.user_id:

@@ -49,6 +49,7 @@ def redact_payload(task: Task | None, payload: dict[str, Any]) -> dict[str, Any]
     redacted["fooled"] = None  # with the target's verdict on the same text, a two-class task's gold
     redacted["redacted"] = True
     redacted.pop("corrected_target", None)
+    redacted.pop("verdict", None)  # it says whether the model was fooled, and why
     redacted.pop("user_id", None)
     # where it came from, too: validators judge an example before they learn whether a machine wrote it
     redacted.pop("source", None)

@@ -2,6 +2,7 @@
 
 from dynaforge.tasks.base import (
     DataSelection,
+    Judge,
     Metric,
     MetricItem,
     ModelSpec,
@@ -26,6 +27,7 @@ __all__ = [
     "ChoiceField",
     "DataSelection",
     "Field",
+    "Judge",
     "Metric",
     "MetricItem",
     "ModelSpec",

@@ -6,6 +6,7 @@ fit, and registers an instance from a ``register_tasks`` hook. Nothing in the co
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import KW_ONLY, dataclass, field
@@ -300,6 +301,40 @@ class DataSelection:
         )
 
 
+#: Who decides whether an example fooled the model (:attr:`Task.verdict`): ``rule``, the task's :meth:`Task.is_fooled`
+#: at once; ``judge``, a model-as-judge with a rubric, after the example is stored (:class:`Judge`); ``people``, the
+#: task's validators, voting on the model's output (an example whose author says the output is right is not fooled).
+VERDICT_SOURCES: tuple[str, ...] = ("rule", "judge", "people")
+
+#: The prompt a judge model gets by default (:class:`Judge`): ``{rubric}``, ``{input}`` (the example's context and
+#: input fields as JSON), ``{output}`` (what the target model answered, its target fields as JSON, or its text) and
+#: ``{references}`` (the author's gold target fields as JSON).
+DEFAULT_JUDGE_PROMPT = (
+    "You judge whether a model's answer is wrong under this rubric.\n\nRubric:\n{rubric}\n\n"
+    "What the model was given:\n{input}\n\nThe model's answer:\n{output}\n\n"
+    "The author's reference answer (may be empty):\n{references}\n\n"
+    'Reply with a JSON object only: {{"fooled": true or false, "rationale": "one or two sentences"}}, where '
+    '"fooled" is true when the answer is wrong or breaks the rubric.'
+)
+
+
+@dataclass(frozen=True)
+class Judge:
+    """A model-as-judge that decides whether an example fooled the target (``verdict = "judge"``): a model that
+    writes (``model``, e.g. on the ``openai`` backend) gets a rubric, the example's input, the target's answer and the
+    author's references, and answers ``{"fooled": bool, "rationale": str}``. Its verdict is stored beside the example
+    with its rationale; a task's owner can overrule it. ``model.config`` may leave out ``prompt`` (then
+    :data:`DEFAULT_JUDGE_PROMPT`) and ``parse`` (then JSON)."""
+
+    model: ModelSpec
+    rubric: str
+
+    def model_spec(self) -> ModelSpec:
+        """The judge model as it is run: the prompt and the JSON parser filled in where the task left them out."""
+        config = {"prompt": DEFAULT_JUDGE_PROMPT, "parse": {"type": "json"}, **self.model.config}
+        return ModelSpec(self.model.name, self.model.backend, config)
+
+
 class Task:
     """Base class of every task. Subclass it, set the attributes, register an instance.
 
@@ -324,6 +359,9 @@ class Task:
     demo_contexts: ClassVar[tuple[dict[str, Any], ...]] = ()
     sample_examples: ClassVar[tuple[dict[str, Any], ...]] = ()
     validation_quorum: ClassVar[int] = 3
+    #: Who decides whether an example fooled the model (:data:`VERDICT_SOURCES`); ``judge`` needs :attr:`judge`.
+    verdict: ClassVar[str] = "rule"
+    judge: ClassVar[Judge | None] = None
 
     def demo_scoring_set(self) -> Sequence[dict[str, Any]]:
         """The scoring set ``dynaforge demo`` ranks the task's target models on (``demo-scoring``): complete
@@ -372,6 +410,12 @@ class Task:
                 problems.append("data_selection.budget must be a whole number of at least 1")
             if ":" not in self.data_selection.trainer:
                 problems.append("data_selection.trainer must be an import path pkg.module:name")
+        if self.verdict not in VERDICT_SOURCES:
+            problems.append(f"verdict must be one of {', '.join(VERDICT_SOURCES)}, not {self.verdict!r}")
+        if (self.verdict == "judge") != (self.judge is not None):
+            problems.append('a task sets judge exactly when its verdict is "judge"')
+        if self.judge is not None and not (isinstance(self.judge.rubric, str) and self.judge.rubric.strip()):
+            problems.append("judge.rubric must say what makes an answer wrong")
         recipe_names = [r.name for r in self.training_recipes]
         if len(recipe_names) != len(set(recipe_names)):
             problems.append("training recipe names must be unique")
@@ -507,6 +551,30 @@ class Task:
         value (:meth:`Field.same`: equal; for text after the field's ``normalize`` rules and against any of its
         references; for a number within its ``tolerance``)."""
         return any(not f.same(example.get(f.name), prediction.get(f.name)) for f in self.fields_with(Role.TARGET))
+
+    def claims_fooled(self, example: dict[str, Any]) -> bool:
+        """With ``verdict = "people"``: whether the author says the model's output is wrong, so that validators
+        decide (True, the default); an example whose author says it is right is stored as not fooling at once."""
+        return True
+
+    def judge_input(
+        self, context: dict[str, Any], example: dict[str, Any], prediction: dict[str, Any]
+    ) -> dict[str, Any]:
+        """With ``verdict = "judge"``: what the judge model's prompt is made from (:data:`DEFAULT_JUDGE_PROMPT`):
+        ``rubric``, ``input`` (the context and input fields), ``output`` (the answer's target fields: the text itself
+        for one text target) and ``references`` (the author's target fields), the last three as text."""
+        targets = self.field_names(Role.TARGET)
+        given = {k: v for k, v in {**context, **example}.items() if k in self.field_names(Role.CONTEXT, Role.INPUT)}
+        answer = {k: prediction.get(k) for k in targets}
+        references = {k: example.get(k) for k in targets if k in example}
+        one = targets[0] if len(targets) == 1 else None
+        output = answer[one] if one is not None and isinstance(answer[one], str) else json.dumps(answer)
+        return {
+            "rubric": self.judge.rubric if self.judge is not None else "",
+            "input": json.dumps(given, ensure_ascii=False, indent=1),
+            "output": output,
+            "references": json.dumps(references, ensure_ascii=False) if references else "",
+        }
 
     def split_fields(self, values: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """Split a full set of field values (as in ``sample_examples``) into (context fields, example fields)."""

@@ -44,7 +44,7 @@ from sqlmodel import col
 from dynaforge.db.models import DeclaredTaskRow
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.hookspecs import hookimpl
-from dynaforge.tasks.base import SUBMISSION_KINDS, TASK_CODE_PATTERN, ModelSpec, Slice, Task
+from dynaforge.tasks.base import SUBMISSION_KINDS, TASK_CODE_PATTERN, Judge, ModelSpec, Slice, Task
 from dynaforge.tasks.fields import (
     NORMALIZATIONS,
     BooleanField,
@@ -98,6 +98,20 @@ FOOLED_RULES: dict[str, str] = {
     "number_off_by": "the number target `field` is predicted more than `tolerance` away from the annotator's value",
     "metric_below": "the text the model wrote for the text or references target `field` scores under `threshold` by "
     "`metric` (one of chrf, chrf_pp, bleu on the 0-100 scale; rouge_l, token_f1 on 0-1) against the references",
+    "judge": "a judge model (`judge`: a target-model entry on the openai backend) decides with `rubric`, after the "
+    "example is stored; an owner may overrule it",
+    "people": "the validators decide, voting on the model's output, when its author says it is wrong: by the boolean "
+    "metadata `field` (an author who says it is right has not fooled it), or always without one",
+}
+_MODEL_ENTRY: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["name", "backend", "config"],
+    "properties": {
+        "name": {"type": "string", "minLength": 1, "maxLength": 100},
+        "backend": {"enum": list(DECLARED_BACKENDS)},
+        "config": {"type": "object"},
+    },
 }
 
 DECLARATION_SCHEMA: dict[str, Any] = {
@@ -167,21 +181,14 @@ DECLARATION_SCHEMA: dict[str, Any] = {
                 "threshold": {"type": "number", "minimum": 0},
                 "tolerance": {"type": "number", "minimum": 0},
                 "metric": {"type": "string"},
+                "rubric": {"type": "string", "minLength": 20, "maxLength": 10000},
+                "judge": _MODEL_ENTRY,
             },
         },
         "target_models": {
             "type": "array",
             "minItems": 1,
-            "items": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["name", "backend", "config"],
-                "properties": {
-                    "name": {"type": "string", "minLength": 1, "maxLength": 100},
-                    "backend": {"enum": list(DECLARED_BACKENDS)},
-                    "config": {"type": "object"},
-                },
-            },
+            "items": _MODEL_ENTRY,
         },
         "submission_kinds": {
             "type": "array",
@@ -212,6 +219,10 @@ class DeclaredTask(Task):
             for sl in self.declaration.get("slices", ())
         ]
 
+    def claims_fooled(self, example: dict[str, Any]) -> bool:
+        field = self.fooled_rule.get("field") if self.fooled_rule["rule"] == "people" else None
+        return True if field is None else example.get(field) is True
+
     def is_fooled(self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]) -> bool:
         rule = self.fooled_rule
         name = rule["rule"]
@@ -229,6 +240,8 @@ class DeclaredTask(Task):
             if not isinstance(predicted, (int, float)) or isinstance(predicted, bool) or gold is None:
                 return True
             return abs(float(predicted) - float(gold)) > float(rule["tolerance"])
+        if name in ("judge", "people"):  # deferred: decided after the example is stored (services.verdicts)
+            return False
         if name == "metric_below":
             from dynaforge.defaults.text_metrics import sentence_score
 
@@ -263,6 +276,26 @@ def _fooled_problems(rule: dict[str, Any], fields: dict[str, Field]) -> list[str
     targets = {n for n, f in fields.items() if f.role is Role.TARGET}
     if "metric" in rule and name != "metric_below":
         return [f"fooled.rule {name} takes no `metric`"]
+    if ("judge" in rule or "rubric" in rule) != (name == "judge") or (
+        name == "judge" and set(rule) < {"judge", "rubric"}
+    ):
+        return [
+            "fooled.rule judge needs `judge` (a model on the openai backend) and `rubric`; no other rule takes them"
+        ]
+    if name == "judge":
+        backend = rule["judge"]["backend"]
+        return (
+            [] if backend == "openai" else [f"fooled.judge must be a model that writes (openai backend), not {backend}"]
+        )
+    if name == "people":
+        field = fields.get(rule.get("field", "")) if "field" in rule else None
+        if "field" in rule and (
+            field is None or field.role is not Role.METADATA or not isinstance(field, BooleanField)
+        ):
+            return [
+                "fooled.rule people: `field` must name a boolean metadata field (the author says the output is wrong)"
+            ]
+        return []
     if name == "target_differs":
         unknown = sorted(set(rule.get("fields", ())) - targets)
         return [f"fooled.fields names no target field: {', '.join(unknown)}"] if unknown else []
@@ -332,6 +365,11 @@ def load_declaration(data: Any) -> DeclaredTask:
         "declaration": json.loads(json.dumps(data)),
         "fooled_rule": dict(rule),
     }
+    if rule["rule"] in ("judge", "people"):
+        attributes["verdict"] = rule["rule"]
+    if rule["rule"] == "judge":
+        entry = rule["judge"]
+        attributes["judge"] = Judge(ModelSpec(entry["name"], entry["backend"], dict(entry["config"])), rule["rubric"])
     if "metrics" in data:
         attributes["metrics"] = tuple(data["metrics"])
         attributes["principal_metric"] = data.get("principal_metric", data["metrics"][0])

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import Any
 
 import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.enums import ExampleSource
+from dynaforge.api.enums import ExampleSource, VerdictSource
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.prediction import ModelPrediction, Prediction
@@ -34,6 +35,12 @@ class ExampleStatus(Enum):
         "server asks it again later (an unreadable answer a few times only); `prediction` and `fooled` stay null "
         "until it answers, and `pendingReason` says why.",
     )
+    PENDING_VERDICT = strawberry.enum_value(
+        Status.PENDING_VERDICT,
+        description="The model answered; whether it was fooled waits for the task's judge model (Task.verdictBy "
+        "JUDGE) or its validators (PEOPLE, whose vote is on the model's output). `fooled` stays null and the example "
+        "counts for nothing until the verdict is decided (the verdictDecided subscription says when).",
+    )
     CREATED = strawberry.enum_value(
         Status.CREATED,
         description="The model answered; the example waits in the validators' queue (if it fooled the model, or "
@@ -52,6 +59,46 @@ class ExampleStatus(Enum):
         Status.REJECTED,
         description="Rejected by a quorum of INCORRECT or of FLAGGED votes, or by an owner's vote; final.",
     )
+
+
+@strawberry.type(
+    description="How a verdict that was not the task's rule came about: who decided, what, and why; an owner may "
+    "overrule a judge."
+)
+class Verdict:
+    decided_by: VerdictSource = strawberry.field(description="Who decides (or decided).")
+    decided: bool = strawberry.field(description="False while the judge or the validators have yet to decide.")
+    fooled: bool | None = strawberry.field(
+        description="What the judge, the validators or the author decided (before any overruling); null while "
+        "waiting, and for an example its validators flagged away."
+    )
+    rationale: str | None = strawberry.field(description="The judge's reasons, as it wrote them.")
+    judge_model: str | None = strawberry.field(description="The judge model's name.")
+    last_error: str | None = strawberry.field(
+        description="Why the judge has given no verdict yet (it failed, or answered something that is not one)."
+    )
+    overruled: bool = strawberry.field(description="Whether a task owner overruled the judge (`fooled` is theirs).")
+    overrule_reason: str | None = strawberry.field(description="Why the owner overruled it.")
+
+    @classmethod
+    def of(cls, verdict: dict[str, Any] | None) -> Verdict | None:
+        if not isinstance(verdict, dict) or verdict.get("by") not in ("judge", "people", "author"):
+            return None
+        overruled = verdict.get("overruled") if isinstance(verdict.get("overruled"), dict) else None
+
+        def text(value: Any) -> str | None:
+            return value if isinstance(value, str) and value else None
+
+        return cls(
+            decided_by=VerdictSource(verdict["by"]),
+            decided=verdict.get("state") == "decided",
+            fooled=verdict.get("fooled") if isinstance(verdict.get("fooled"), bool) else None,
+            rationale=text(verdict.get("rationale")),
+            judge_model=text(verdict.get("model")),
+            last_error=text(verdict.get("last_error")) if verdict.get("state") != "decided" else None,
+            overruled=overruled is not None,
+            overrule_reason=text(overruled.get("reason")) if overruled else None,
+        )
 
 
 @strawberry.type(description="Validators' votes on an example.")
@@ -181,6 +228,13 @@ class Example(Node):
     # the page's query.
     known_task_code: strawberry.Private[str | None] = None
     known_round: strawberry.Private[Round | None] = None  # built once per page for the rows of one round
+
+    @strawberry.field(
+        description="On a task whose judge model or validators decide (Task.verdictBy): who decided whether it "
+        "fooled the model, and why; null on a task whose rule decides, and wherever `fooled` is hidden."
+    )
+    def verdict(self) -> Verdict | None:
+        return Verdict.of(self.row.verdict)
 
     @strawberry.field(description="The target model's answer (an ensemble's verdict); null while pending.")
     def prediction(self, info: strawberry.Info[RequestContext]) -> Prediction | None:

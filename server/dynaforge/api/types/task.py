@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import RequestContext
-from dynaforge.api.enums import raw
+from dynaforge.api.enums import VerdictSource, raw
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import SourceStats, Stats, TaskSettings
@@ -200,6 +200,19 @@ class Task(Node):
     )
     hidden: bool = strawberry.field(description="Whether only its owners and admins can see the task.")
     active: bool = strawberry.field(description="Whether it takes new examples; createExample is refused while false.")
+
+    @strawberry.field(
+        description="Who decides whether an example fooled the model: the task's rule at once (RULE), a judge model "
+        "with `judgeRubric` (JUDGE), or its validators voting on the model's output (PEOPLE); with JUDGE and PEOPLE "
+        "createExample answers VerdictPending."
+    )
+    def verdict_by(self) -> VerdictSource:
+        return VerdictSource(self.view.task.verdict)
+
+    @strawberry.field(description="JUDGE tasks: what makes an answer wrong, as the judge model is told; else null.")
+    def judge_rubric(self) -> str | None:
+        judge = self.view.task.judge
+        return None if judge is None else judge.rubric
 
     @strawberry.field(description="Whether the task was declared as data (declareTask) rather than installed.")
     def declared(self) -> bool:
