@@ -7,14 +7,15 @@ STAMP := $(VENV)/.setup-stamp
 .PHONY: setup run test test-fast lint format bench services schema clean web-lint web-test web-unit \
 	client-test client-check client-generate examples-test
 
-PLUGINS := sentiment nli qa hatespeech
+PLUGINS := sentiment nli qa hatespeech translation redteam
 
 $(STAMP): pyproject.toml $(foreach p,$(PLUGINS),plugins/$(p)/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned to the CPU build, so that transformers does not pull a CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	$(BIN)/python -m pip install -q -e ".[dev,models]" $(foreach p,$(PLUGINS),-e plugins/$(p))
+	# the local engine (llama-cpp-python builds llama.cpp from source: minutes once, then pip's wheel cache)
+	$(BIN)/python -m pip install -q -e ".[dev,models,engine]" $(foreach p,$(PLUGINS),-e plugins/$(p))
 	touch $(STAMP)
 
 # graphql-http's audit suite for tests/test_graphql_http.py (Node.js); without npm that test skips (fails in CI)

@@ -251,6 +251,7 @@ def server_environment(threads: int) -> dict[str, str]:
         DYNAFORGE_REGISTRATIONS_PER_HOUR_PER_CLIENT="0",  # every annotator registers from this one address
         DYNAFORGE_LOAD_PLUGINS=TASK,
         DYNAFORGE_MODEL_THREADS=str(threads),
+        DYNAFORGE_OUTBOUND_ALLOW="127.0.0.0/8",  # benchmarks serve their own engines on loopback (G2)
     )
     return env
 

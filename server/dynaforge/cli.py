@@ -9,6 +9,7 @@ import logging
 import os
 import secrets
 from pathlib import Path
+from typing import Any
 
 import click
 from sqlmodel import col
@@ -165,6 +166,7 @@ def demo(host: str, port: int, data_dir: Path | None) -> None:
         # (`dynaforge model-server`); a demo listening on a network keeps the policy's refusal of internal addresses.
         # In the environment, so that every process the demo starts (model worker, evaluation jobs) follows it.
         os.environ["DYNAFORGE_OUTBOUND_ALLOW"] = allowed = LOOPBACK_MODELS
+    engine, engine_line = _demo_engine(folder)
     settings = _settings(_demo_url(folder), **overrides)
     token, password = _run(_prepare_demo(settings))
     if allowed:
@@ -183,8 +185,57 @@ def demo(host: str, port: int, data_dir: Path | None) -> None:
     click.echo(f"  data:      {folder.absolute()}")
     if allowed:
         click.echo(f"  models:    served on this machine may be submitted ({allowed}: the demo is on loopback only)")
+    click.echo(f"  engine:    {engine_line}")
     click.echo("")
-    _serve(settings, host, port, warm_models=True)
+    try:
+        _serve(settings, host, port, warm_models=True)
+    finally:
+        if engine is not None:
+            from dynaforge.inference import engine as local_engine
+
+            local_engine.stop(engine)
+
+
+def _demo_engine(folder: Path) -> tuple[Any, str]:
+    """The local engine for the demo's tasks whose targets write (dynaforge.inference.engine): started unless one
+    answers already or DYNAFORGE_DEMO_ENGINE=off; the demo runs without it (those tasks' targets then fail, and say
+    so to their owners) when it cannot start. Returns the process (None when the demo did not start one) and a line
+    for the banner."""
+    from dynaforge.inference import engine
+
+    url = engine.llm_url()
+    if os.environ.get("DYNAFORGE_DEMO_ENGINE", "on").lower() in ("off", "0", "false", "no"):
+        return None, f"not started (DYNAFORGE_DEMO_ENGINE=off); tasks that write call {url}"
+    if engine.answers(url):
+        return None, f"{url} (already running)"
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        process = engine.start(url, log_file=folder / "engine.log")
+    except RuntimeError as exc:
+        click.echo(f"warning: {exc}", err=True)
+        return None, f"not running ({exc})"
+    return process, f"{url} ({engine.DEFAULT_MODEL_NAME} on llama.cpp; Gemma Terms of Use apply)"
+
+
+@main.command("engine")
+@click.option(
+    "--url", default=None, help="Where to serve it (default: DYNAFORGE_LLM_URL, else http://127.0.0.1:8089/v1)."
+)
+def engine_command(url: str | None) -> None:
+    """Run the local engine for models that write (llama.cpp serving Gemma 3 270M) until interrupted."""
+    from dynaforge.inference import engine
+
+    try:
+        process = engine.start(url)
+    except RuntimeError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(f"engine: {url or engine.llm_url()} serves {engine.DEFAULT_MODEL_NAME} (Gemma Terms of Use apply)")
+    try:
+        process.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        engine.stop(process)
 
 
 def _web_line(settings: Settings, host: str, port: int) -> str:
@@ -979,6 +1030,7 @@ def check(
         named = task_codes or tuple(task.code for task in declared)
         task_codes = tuple(code for code in named if code not in refused)
     broken = dict(plugins.errors)
+    engine = None if no_models else _engine_for_check(plugins, task_codes)
     try:
         if declared_files and not task_codes:
             results = []
@@ -1006,8 +1058,38 @@ def check(
             f"{tasks} task{'s' if tasks != 1 else ''}"
             + (f"; {len(broken)} plugin{'s' if len(broken) != 1 else ''} broken" if broken else "")
         )
+    if engine is not None:
+        from dynaforge.inference import engine as local_engine
+
+        local_engine.stop(engine)
     if broken or any(not r.passed for r in results):
         raise SystemExit(1)
+
+
+def _engine_for_check(plugins: Any, task_codes: tuple[str, ...]) -> Any:
+    """The local engine (dynaforge.inference.engine), started for the check when a task to check targets it and
+    nothing answers there yet; loopback is then allowed to the checked models (only this machine runs the check,
+    as on a demo listening on loopback). None when no task needs it or it cannot start (that task's default-models
+    check then says why)."""
+    from dynaforge.inference import engine
+
+    url = engine.llm_url()
+    wanted = [t for code, t in plugins.registry.tasks.items() if not task_codes or code in task_codes]
+    uses = any(
+        spec.backend == "openai" and str(spec.config.get("url", "")).rstrip("/") == url
+        for task in wanted
+        for spec in task.default_target_models
+    )
+    if not uses:
+        return None
+    os.environ.setdefault("DYNAFORGE_OUTBOUND_ALLOW", LOOPBACK_MODELS)
+    if engine.answers(url) or engine.available() is not None:
+        return None
+    try:
+        return engine.start(url)
+    except RuntimeError as exc:
+        click.echo(f"warning: {exc}", err=True)
+        return None
 
 
 # --------------------------------------------------------------------------- model artifacts

@@ -108,12 +108,21 @@ class Availability:
     unsuitable: str | None
 
 
+def _unsuitable(adversary: Adversary, task: Task, settings: Any) -> str | None:
+    """Why ``adversary`` cannot serve ``task``: the adversary's own reason, or that the task's verdicts wait for a
+    judge or people (an adversary searches with the target as its oracle, which needs a verdict at once)."""
+    if task.verdict != "rule":
+        who = "its judge model" if task.verdict == "judge" else "its validators"
+        return f"whether {task.code}'s examples fool the model is decided later, by {who}"
+    return adversary.unsuitable(task, settings)
+
+
 def for_task(p: Platform, task: Task) -> list[Availability]:
     """Every registered adversary with whether it can serve ``task`` here, in registration order."""
     out = []
     for adversary in p.plugins.registry.adversaries.values():
         try:
-            why = adversary.unsuitable(task, p.settings)
+            why = _unsuitable(adversary, task, p.settings)
         except Exception as exc:  # a plugin's bug makes its adversary unavailable, not the task
             why = f"{type(exc).__name__}: {exc}"
         out.append(Availability(adversary, why))
@@ -136,7 +145,7 @@ def _named(p: Platform, task: Task, name: str, use: str, field: str) -> Adversar
         raise InvalidInput.from_errors(
             [FieldError(field, "use", f"{name} does not serve {'suggestions' if use == 'assists' else 'generation'}")]
         )
-    why = adversary.unsuitable(task, p.settings)
+    why = _unsuitable(adversary, task, p.settings)
     if why:
         raise InvalidInput.from_errors([FieldError(field, "unsuitable", f"{name} cannot serve {task.code}: {why}")])
     return adversary

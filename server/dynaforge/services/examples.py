@@ -291,12 +291,12 @@ def decide(
     at once (:func:`judge`, ``CREATED``); a task whose judge or people decide stores it waiting
     (:func:`dynaforge.services.verdicts.initial`), with the first target's answer."""
     if not verdicts.deferred(task):
-        prediction, fooled = judge(task, rule, members, example, context)
-        return prediction, ExampleStatus.CREATED, fooled, None
+        prediction, decided = judge(task, rule, members, example, context)
+        return prediction, ExampleStatus.CREATED, decided, None
     for m in members:
         m["fooled"] = None
-    status, fooled, verdict = verdicts.initial(task, example)
-    return dict(members[0]["prediction"]), status, fooled, verdict
+    status, waiting, verdict = verdicts.initial(task, example)
+    return dict(members[0]["prediction"]), status, waiting, verdict
 
 
 async def store(p: Platform, values: dict[str, Any], *, task_code: str, round_number: int) -> Example:

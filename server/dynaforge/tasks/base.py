@@ -362,6 +362,10 @@ class Task:
     #: Who decides whether an example fooled the model (:data:`VERDICT_SOURCES`); ``judge`` needs :attr:`judge`.
     verdict: ClassVar[str] = "rule"
     judge: ClassVar[Judge | None] = None
+    #: Shown (and accepted) before anyone sees the task's model outputs, when they may be offensive or unsafe.
+    content_warning: ClassVar[str] = ""
+    #: What validators are told (the writers' ``instructions`` are for writing): what makes an example correct.
+    validator_guidance: ClassVar[str] = ""
 
     def demo_scoring_set(self) -> Sequence[dict[str, Any]]:
         """The scoring set ``dynaforge demo`` ranks the task's target models on (``demo-scoring``): complete

@@ -9,6 +9,7 @@ import type {
   CreateExampleMutation,
   ModelFooledFeedSubscription,
   ModelFooledFeedSubscriptionVariables,
+  VerdictDecidedLiveSubscription,
 } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
@@ -25,6 +26,7 @@ import {
 } from "../lib/fields";
 import { percent } from "../lib/format";
 import { valuesFromFields } from "../lib/suggestions";
+import { ContentWarning } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
 import { SourceBadge } from "./SourceStats";
@@ -38,6 +40,8 @@ const AnnotatePage = graphql(`
       name
       description
       instructions
+      contentWarning
+      verdictBy
       labels
       active
       viewerIsOwner
@@ -101,6 +105,10 @@ const CreateExample = graphql(`
             probability
           }
           confidence
+          generation {
+            tokens
+            timeToFirstTokenMs
+          }
         }
         example {
           id
@@ -121,6 +129,32 @@ const CreateExample = graphql(`
       }
       ... on PredictionPending {
         message
+        example {
+          id
+          status
+          source
+          adversary
+        }
+      }
+      ... on VerdictPending {
+        decidedBy
+        prediction {
+          label
+          span {
+            text
+            start
+          }
+          fields
+          probabilities {
+            label
+            probability
+          }
+          confidence
+          generation {
+            tokens
+            timeToFirstTokenMs
+          }
+        }
         example {
           id
           status
@@ -181,6 +215,20 @@ const ExampleCreatedLive = graphql(`
         stats {
           vmer
         }
+      }
+    }
+  }
+`);
+
+const VerdictDecidedLive = graphql(`
+  subscription VerdictDecidedLive($code: String!) {
+    verdictDecided(taskCode: $code) {
+      id
+      status
+      fooled
+      verdict {
+        decidedBy
+        rationale
       }
     }
   }
@@ -299,6 +347,7 @@ export default function Annotate({ code }: { code: string }) {
           context={(ctx?.fields as Record<string, unknown>) ?? {}}
           signedIn={Boolean(session)}
           onStored={refreshStats}
+          contentWarning={task.contentWarning ?? null}
         />
       </div>
       <aside className="side" aria-label="Round">
@@ -402,6 +451,7 @@ function ExampleForm({
   context,
   signedIn,
   onStored,
+  contentWarning,
 }: {
   code: string;
   fields: readonly FieldDescriptor[];
@@ -411,6 +461,7 @@ function ExampleForm({
   context: Record<string, unknown>;
   signedIn: boolean;
   onStored: () => void;
+  contentWarning: string | null;
 }) {
   const inputs = useMemo(() => formFields(fields), [fields]);
   const [values, setValues] = useState<FormValues>({});
@@ -418,6 +469,16 @@ function ExampleForm({
   const [problem, setProblem] = useState<Problem | null>(null);
   const [verdict, setVerdict] = useState<Created | null>(null);
   const [retracted, setRetracted] = useState(false);
+  // A verdict that waits for the task's judge or its validators arrives as an event.
+  const [live] = useSubscription<
+    VerdictDecidedLiveSubscription,
+    VerdictDecidedLiveSubscription["verdictDecided"] | null,
+    { code: string }
+  >({ query: VerdictDecidedLive, variables: { code }, pause: !signedIn }, (_previous, event) => {
+    onStored();
+    return event.verdictDecided;
+  });
+  const decided = live.data ?? null;
   // The suggestion the form holds (put there with "Use this"): the next submission names it, and counts as ASSISTED.
   const [from, setFrom] = useState<{ id: string; adversary: string } | null>(null);
   // A new one after each stored example: the suggestions of the last draft are cleared.
@@ -471,7 +532,7 @@ function ExampleForm({
     const failed = problemOf(
       result.error,
       answer,
-      ["CreatedExample", "PredictionPending"],
+      ["CreatedExample", "PredictionPending", "VerdictPending"],
       inputs.map((f) => f.name),
     );
     setProblem(failed);
@@ -527,8 +588,11 @@ function ExampleForm({
 
   const created = verdict?.__typename === "CreatedExample" ? verdict : null;
   const pending = verdict?.__typename === "PredictionPending" ? verdict : null;
-  const exampleId = created?.example.id ?? pending?.example.id;
-  const stored = created?.example ?? pending?.example;
+  const waiting = verdict?.__typename === "VerdictPending" ? verdict : null;
+  const exampleId = created?.example.id ?? pending?.example.id ?? waiting?.example.id;
+  const stored = created?.example ?? pending?.example ?? waiting?.example;
+  const decision = waiting && decided?.id === waiting.example.id ? decided : null;
+  const fooledNow = created?.fooled ?? decision?.fooled ?? false;
 
   return (
     <div className="compose">
@@ -568,17 +632,37 @@ function ExampleForm({
           </button>
           <span className="muted small">Ctrl+Enter</span>
         </div>
-        <div role="status" className={verdict ? (created?.fooled ? "verdict fooled" : "verdict") : "verdict empty"}>
+        <div role="status" className={verdict ? (fooledNow ? "verdict fooled" : "verdict") : "verdict empty"}>
           {created && (
             <>
               <p className="verdict-line">
                 {created.fooled ? "You fooled the model!" : "The model was not fooled."}
                 {retracted ? " (retracted)" : ""}
               </p>
-              <Prediction prediction={created.prediction} />
+              <ContentWarning code={code} warning={contentWarning}>
+                <Prediction prediction={created.prediction} />
+              </ContentWarning>
             </>
           )}
           {pending && <p className="verdict-line">Stored. The model has not answered yet: {pending.message}</p>}
+          {waiting && (
+            <>
+              <p className="verdict-line">
+                {decision
+                  ? decision.fooled
+                    ? "You fooled the model!"
+                    : "The model was not fooled."
+                  : waiting.decidedBy === "JUDGE"
+                    ? "Stored. The task's judge model is deciding whether the model was fooled…"
+                    : "Stored. Validators will decide whether the model's answer is wrong; it counts once they do."}
+                {retracted ? " (retracted)" : ""}
+              </p>
+              <ContentWarning code={code} warning={contentWarning}>
+                {decision?.verdict?.rationale && <p className="small">Judge: {decision.verdict.rationale}</p>}
+                <Prediction prediction={waiting.prediction} />
+              </ContentWarning>
+            </>
+          )}
           {stored?.source && (
             <p className="small">
               Source: <SourceBadge source={stored.source} adversary={stored.adversary} />
@@ -616,13 +700,22 @@ function ExampleForm({
 }
 
 function Prediction({ prediction }: { prediction: Extract<Created, { __typename: "CreatedExample" }>["prediction"] }) {
-  const answer = prediction.label ?? prediction.span?.text ?? showValue(prediction.fields);
+  const fields = prediction.fields as Record<string, unknown>;
+  const texts = Object.values(fields).filter((v): v is string => typeof v === "string");
+  const answer = prediction.label ?? prediction.span?.text ?? (texts.length === 1 ? texts[0] : showValue(fields));
+  const generation = prediction.generation;
   return (
     <div className="prediction">
       <p>
         The model answered: <strong>{answer}</strong>
         {prediction.confidence != null && ` (confidence ${percent(prediction.confidence)})`}
       </p>
+      {generation && (
+        <p className="small muted">
+          {generation.tokens ?? "?"} tokens; first token after{" "}
+          {generation.timeToFirstTokenMs != null ? `${Math.round(generation.timeToFirstTokenMs)} ms` : "?"}
+        </p>
+      )}
       {prediction.probabilities && (
         <ul className="probabilities" aria-label="The model's probabilities">
           {prediction.probabilities.map((p) => (

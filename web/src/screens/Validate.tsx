@@ -7,6 +7,7 @@ import { graphql } from "../gql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { buildFields, type FieldDescriptor, type FormValues, fieldTitle, showValue } from "../lib/fields";
+import { ContentWarning } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
 
@@ -34,6 +35,9 @@ const ValidateItem = graphql(`
       code
       name
       labels
+      contentWarning
+      validatorGuidance
+      verdictBy
       fields {
         ...TaskFieldParts
       }
@@ -236,6 +240,7 @@ type ItemExample = {
   id: string;
   fields: unknown;
   fooled?: boolean | null;
+  status?: string;
   votes: { correct: number; incorrect: number; flagged: number };
   prediction?: { label?: string | null; span?: { text: string } | null; fields: unknown } | null;
   context?: { fields: unknown } | null;
@@ -246,7 +251,13 @@ function Item({
   example,
   onDone,
 }: {
-  task: { code: string; labels: readonly string[]; fields: readonly FieldDescriptor[] };
+  task: {
+    code: string;
+    labels: readonly string[];
+    fields: readonly FieldDescriptor[];
+    contentWarning?: string | null;
+    validatorGuidance?: string | null;
+  };
   example: ItemExample;
   onDone: (said: string) => void;
 }) {
@@ -320,12 +331,26 @@ function Item({
           <div>
             <dt>The model answered</dt>
             <dd>
-              {prediction.label ?? prediction.span?.text ?? showValue(prediction.fields)}
-              {example.fooled != null && (example.fooled ? " (fooled)" : " (not fooled)")}
+              <ContentWarning code={task.code} warning={task.contentWarning}>
+                {prediction.label ?? prediction.span?.text ?? showValue(prediction.fields)}
+                {example.fooled != null && (example.fooled ? " (fooled)" : " (not fooled)")}
+              </ContentWarning>
             </dd>
           </div>
         )}
       </dl>
+      {example.status === "PENDING_VERDICT" && (
+        <p className="notice small">
+          Its author says the model's answer is wrong. Vote <strong>Correct</strong> if it is (under the guidance
+          below), <strong>Incorrect</strong> if the answer is fine: your votes decide whether the model was fooled.
+        </p>
+      )}
+      {task.validatorGuidance && (
+        <details className="instructions" open>
+          <summary>How to judge</summary>
+          <p>{task.validatorGuidance}</p>
+        </details>
+      )}
       <p className="muted">
         Votes so far: {example.votes.correct} correct, {example.votes.incorrect} incorrect, {example.votes.flagged}{" "}
         flagged.

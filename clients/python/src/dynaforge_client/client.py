@@ -36,6 +36,7 @@ from ._generated.input_types import (
     GenerateCandidatesInput,
     LoginInput,
     ModelCardInput,
+    OverruleVerdictInput,
     RegisterInput,
     SubmitModelInput,
     SubmitPredictionsInput,
@@ -283,7 +284,9 @@ class AsyncClient:
         suggestion: Any = None,
     ) -> ExampleFields:
         """Write an example in the task's open round. The target model predicts at once: the returned example's
-        ``fooled`` and ``prediction`` say how it went (both None while the prediction is pending). ``suggestion``:
+        ``fooled`` and ``prediction`` say how it went (both None while the prediction is pending; ``fooled`` None
+        and ``status`` PENDING_VERDICT while the task's judge model or its validators decide, see ``verdict``;
+        ``prediction.generation`` holds a writing model's raw reply, tokens and time to first token). ``suggestion``:
         the suggestion (from :meth:`suggest_edits`, or its id) the example was written from; it then counts as
         ASSISTED (``source``) and names the adversary."""
         data = CreateExampleInput(
@@ -295,7 +298,14 @@ class AsyncClient:
             suggestion_id=_id(suggestion) if suggestion is not None else None,
         )
         result = await self._write(lambda: self._api.create_example(data))
-        return unwrap(result.create_example, "CreatedExample", "PredictionPending").example
+        return unwrap(result.create_example, "CreatedExample", "PredictionPending", "VerdictPending").example
+
+    async def overrule_verdict(self, example: Any, *, fooled: bool, reason: str) -> ExampleFields:
+        """As a task's owner (or an admin), overrule its judge model: set whether a judged example fooled the model,
+        with the reason. The counters move with it; ``verdict`` keeps the judge's rationale beside yours."""
+        data = OverruleVerdictInput(example_id=_id(example), fooled=fooled, reason=reason)
+        result = await self._write(lambda: self._api.overrule_verdict(data))
+        return unwrap(result.overrule_verdict, "VerdictOverruled").example
 
     async def example(self, example: Any) -> ExampleFields:
         """One example (yours, or any of a task you own)."""

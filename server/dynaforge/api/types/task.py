@@ -209,6 +209,20 @@ class Task(Node):
     def verdict_by(self) -> VerdictSource:
         return VerdictSource(self.view.task.verdict)
 
+    @strawberry.field(
+        description="A warning to show, and have accepted, before anyone sees the task's model outputs (they may be "
+        "false, offensive or unsafe); null when there is none."
+    )
+    def content_warning(self) -> str | None:
+        return self.view.task.content_warning or None
+
+    @strawberry.field(
+        description="What validators are told about judging the task's examples (the writers' `instructions` are "
+        "for writing); null when the task gives none."
+    )
+    def validator_guidance(self) -> str | None:
+        return self.view.task.validator_guidance or None
+
     @strawberry.field(description="JUDGE tasks: what makes an answer wrong, as the judge model is told; else null.")
     def judge_rubric(self) -> str | None:
         judge = self.view.task.judge

@@ -21,6 +21,7 @@ from .input_types import (
     CreateRoundDatasetsInput,
     GenerateCandidatesInput,
     LoginInput,
+    OverruleVerdictInput,
     RegisterInput,
     SubmitModelInput,
     SubmitPredictionsInput,
@@ -36,6 +37,7 @@ from .model_fooled import ModelFooled
 from .model_results import ModelResults
 from .my_stats import MyStats
 from .next_context import NextContext
+from .overrule_verdict import OverruleVerdict
 from .register import Register
 from .round import Round
 from .submit_model import SubmitModel
@@ -240,6 +242,13 @@ class GeneratedClient(AsyncBaseClient):
                 probability
               }
               confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
             }
 
             fragment TargetVerdictFields on TargetVerdict {
@@ -454,6 +463,12 @@ class GeneratedClient(AsyncBaseClient):
                     ...ExampleFields
                   }
                 }
+                ... on VerdictPending {
+                  decidedBy
+                  example {
+                    ...ExampleFields
+                  }
+                }
                 ...ErrorFields
               }
             }
@@ -500,6 +515,16 @@ class GeneratedClient(AsyncBaseClient):
               }
               source
               adversary
+              verdict {
+                decidedBy
+                decided
+                fooled
+                rationale
+                judgeModel
+                lastError
+                overruled
+                overruleReason
+              }
             }
 
             fragment PredictionFields on Prediction {
@@ -514,6 +539,13 @@ class GeneratedClient(AsyncBaseClient):
                 probability
               }
               confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
             }
             """)
         variables: dict[str, object] = {"input": input}
@@ -558,6 +590,16 @@ class GeneratedClient(AsyncBaseClient):
               }
               source
               adversary
+              verdict {
+                decidedBy
+                decided
+                fooled
+                rationale
+                judgeModel
+                lastError
+                overruled
+                overruleReason
+              }
             }
 
             fragment PredictionFields on Prediction {
@@ -572,6 +614,13 @@ class GeneratedClient(AsyncBaseClient):
                 probability
               }
               confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
             }
             """)
         variables: dict[str, object] = {"id": id}
@@ -618,6 +667,16 @@ class GeneratedClient(AsyncBaseClient):
               }
               source
               adversary
+              verdict {
+                decidedBy
+                decided
+                fooled
+                rationale
+                judgeModel
+                lastError
+                overruled
+                overruleReason
+              }
             }
 
             fragment PredictionFields on Prediction {
@@ -632,6 +691,13 @@ class GeneratedClient(AsyncBaseClient):
                 probability
               }
               confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
             }
             """)
         variables: dict[str, object] = {"taskCode": task_code, "mode": mode}
@@ -703,6 +769,16 @@ class GeneratedClient(AsyncBaseClient):
               }
               source
               adversary
+              verdict {
+                decidedBy
+                decided
+                fooled
+                rationale
+                judgeModel
+                lastError
+                overruled
+                overruleReason
+              }
             }
 
             fragment PredictionFields on Prediction {
@@ -717,6 +793,13 @@ class GeneratedClient(AsyncBaseClient):
                 probability
               }
               confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
             }
             """)
         variables: dict[str, object] = {"input": input}
@@ -725,6 +808,104 @@ class GeneratedClient(AsyncBaseClient):
         )
         data = self.get_data(response)
         return ValidateExample.model_validate(data)
+
+    async def overrule_verdict(
+        self, input: OverruleVerdictInput, **kwargs: Any
+    ) -> OverruleVerdict:
+        query = gql("""
+            mutation OverruleVerdict($input: OverruleVerdictInput!) {
+              overruleVerdict(input: $input) {
+                __typename
+                ... on VerdictOverruled {
+                  example {
+                    ...ExampleFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+            }
+
+            fragment ExampleFields on Example {
+              id
+              fields
+              fooled
+              status
+              tag
+              createdAt
+              prediction {
+                ...PredictionFields
+              }
+              round {
+                number
+              }
+              context {
+                id
+                fields
+              }
+              author {
+                username
+              }
+              votes {
+                correct
+                incorrect
+                flagged
+              }
+              source
+              adversary
+              verdict {
+                decidedBy
+                decided
+                fooled
+                rationale
+                judgeModel
+                lastError
+                overruled
+                overruleReason
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="OverruleVerdict", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return OverruleVerdict.model_validate(data)
 
     async def model_fooled(
         self,
@@ -766,6 +947,16 @@ class GeneratedClient(AsyncBaseClient):
               }
               source
               adversary
+              verdict {
+                decidedBy
+                decided
+                fooled
+                rationale
+                judgeModel
+                lastError
+                overruled
+                overruleReason
+              }
             }
 
             fragment PredictionFields on Prediction {
@@ -780,6 +971,13 @@ class GeneratedClient(AsyncBaseClient):
                 probability
               }
               confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
             }
             """)
         variables: dict[str, object] = {"taskCode": task_code, "after": after}
@@ -990,6 +1188,12 @@ class GeneratedClient(AsyncBaseClient):
               progress
               throughput
               memoryMb
+              generation {
+                outputTokens
+                tokensPerSecond
+                timeToFirstTokenMs
+                timeToFirstTokenP90Ms
+              }
               itemCount
               unusableOutputs
               error

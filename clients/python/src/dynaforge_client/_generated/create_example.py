@@ -3,7 +3,7 @@ from typing import Literal, Union
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import FieldErrorCode
+from .enums import FieldErrorCode, VerdictSource
 from .fragments import ExampleFields
 
 
@@ -11,6 +11,7 @@ class CreateExample(BaseModel):
     create_example: Union[
         "CreateExampleCreateExampleCreatedExample",
         "CreateExampleCreateExamplePredictionPending",
+        "CreateExampleCreateExampleVerdictPending",
         "CreateExampleCreateExampleInvalidInput",
         "CreateExampleCreateExampleNotAuthenticated",
         "CreateExampleCreateExampleNotFound",
@@ -35,6 +36,15 @@ class CreateExampleCreateExamplePredictionPending(BaseModel):
 
 
 CreateExampleCreateExamplePredictionPendingExample = ExampleFields
+
+
+class CreateExampleCreateExampleVerdictPending(BaseModel):
+    typename__: Literal["VerdictPending"] = Field(alias="__typename")
+    decided_by: VerdictSource = Field(alias="decidedBy")
+    example: "CreateExampleCreateExampleVerdictPendingExample"
+
+
+CreateExampleCreateExampleVerdictPendingExample = ExampleFields
 
 
 class CreateExampleCreateExampleInvalidInput(BaseModel):
@@ -76,4 +86,5 @@ class CreateExampleCreateExampleRoundClosed(BaseModel):
 CreateExample.model_rebuild()
 CreateExampleCreateExampleCreatedExample.model_rebuild()
 CreateExampleCreateExamplePredictionPending.model_rebuild()
+CreateExampleCreateExampleVerdictPending.model_rebuild()
 CreateExampleCreateExampleInvalidInput.model_rebuild()

@@ -43,6 +43,7 @@ class ExampleSource(str, Enum):
 
 class ExampleStatus(str, Enum):
     PENDING_PREDICTION = "PENDING_PREDICTION"
+    PENDING_VERDICT = "PENDING_VERDICT"
     CREATED = "CREATED"
     RETRACTED = "RETRACTED"
     FLAGGED = "FLAGGED"
@@ -128,3 +129,10 @@ class ValidationLabel(str, Enum):
 class ValidationMode(str, Enum):
     CROWD = "CROWD"
     OWNER = "OWNER"
+
+
+class VerdictSource(str, Enum):
+    RULE = "RULE"
+    JUDGE = "JUDGE"
+    PEOPLE = "PEOPLE"
+    AUTHOR = "AUTHOR"

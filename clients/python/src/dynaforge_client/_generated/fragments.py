@@ -17,6 +17,7 @@ from .enums import (
     ModelStatus,
     PerturbationKind,
     ScoredPart,
+    VerdictSource,
 )
 
 
@@ -66,6 +67,7 @@ class EvaluationFields(BaseModel):
     progress: float
     throughput: Optional[float]
     memory_mb: Optional[float] = Field(alias="memoryMb")
+    generation: Optional["EvaluationFieldsGeneration"]
     item_count: Optional[int] = Field(alias="itemCount")
     unusable_outputs: Optional[int] = Field(alias="unusableOutputs")
     error: Optional[str]
@@ -75,6 +77,13 @@ class EvaluationFields(BaseModel):
     slices: list["EvaluationFieldsSlices"]
     perturbations: list["EvaluationFieldsPerturbations"]
     hardware: Optional["EvaluationFieldsHardware"]
+
+
+class EvaluationFieldsGeneration(BaseModel):
+    output_tokens: int = Field(alias="outputTokens")
+    tokens_per_second: Optional[float] = Field(alias="tokensPerSecond")
+    time_to_first_token_ms: Optional[float] = Field(alias="timeToFirstTokenMs")
+    time_to_first_token_p_90_ms: Optional[float] = Field(alias="timeToFirstTokenP90Ms")
 
 
 class EvaluationFieldsDataset(BaseModel):
@@ -140,6 +149,7 @@ class PredictionFields(BaseModel):
     span: Optional["PredictionFieldsSpan"]
     probabilities: Optional[list["PredictionFieldsProbabilities"]]
     confidence: Optional[float]
+    generation: Optional["PredictionFieldsGeneration"]
 
 
 class PredictionFieldsSpan(BaseModel):
@@ -150,6 +160,14 @@ class PredictionFieldsSpan(BaseModel):
 class PredictionFieldsProbabilities(BaseModel):
     label: str
     probability: float
+
+
+class PredictionFieldsGeneration(BaseModel):
+    text: str
+    tokens: Optional[int]
+    time_to_first_token_ms: Optional[float] = Field(alias="timeToFirstTokenMs")
+    total_ms: Optional[float] = Field(alias="totalMs")
+    finish_reason: Optional[str] = Field(alias="finishReason")
 
 
 class ExampleFields(BaseModel):
@@ -166,6 +184,7 @@ class ExampleFields(BaseModel):
     votes: "ExampleFieldsVotes"
     source: Optional[ExampleSource]
     adversary: Optional[str]
+    verdict: Optional["ExampleFieldsVerdict"]
 
 
 class ExampleFieldsPrediction(PredictionFields):
@@ -189,6 +208,17 @@ class ExampleFieldsVotes(BaseModel):
     correct: int
     incorrect: int
     flagged: int
+
+
+class ExampleFieldsVerdict(BaseModel):
+    decided_by: VerdictSource = Field(alias="decidedBy")
+    decided: bool
+    fooled: Optional[bool]
+    rationale: Optional[str]
+    judge_model: Optional[str] = Field(alias="judgeModel")
+    last_error: Optional[str] = Field(alias="lastError")
+    overruled: bool
+    overrule_reason: Optional[str] = Field(alias="overruleReason")
 
 
 class ModelFields(BaseModel):

@@ -78,6 +78,17 @@ class ModelCardInput(BaseModel):
     "What it was trained on, at most 2000 characters."
 
 
+class OverruleVerdictInput(BaseModel):
+    """An owner's verdict on a judged example, against the judge's."""
+
+    example_id: str = Field(alias="exampleId")
+    "The id of the example (Example.id)."
+    fooled: bool
+    "Whether the example fooled the model, as the owner decides."
+    reason: str
+    "Why, in 1 to 2000 characters (kept beside the judge's rationale)."
+
+
 class RegisterInput(BaseModel):
     """A new account: every field is checked, and each broken rule is reported."""
 

@@ -1,0 +1,1 @@
+"""Dynaforge task plugin: red-teaming an assistant model under a written policy."""

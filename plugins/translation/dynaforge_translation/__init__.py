@@ -1,0 +1,1 @@
+"""Dynaforge task plugin: French to English translation judged by chrF against references."""
