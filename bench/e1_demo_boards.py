@@ -39,6 +39,9 @@ TIMEOUT_S = 600.0
 START_TIMEOUT_S = 240.0  # the demo migrates, seeds every task and builds its sets before it listens
 
 TASKS = "{ tasks { code principalMetric } }"
+DATASETS = """query($code: String!) { datasets(taskCode: $code) { nodes { name } } }"""
+#: Principal metrics on a 0-100 scale (sacrebleu's): their interval is compared with the target over 100.
+PERCENT_METRICS = frozenset({"chrf", "chrf_pp", "bleu", "ter"})
 MODELS = """query($code: String!) { models(taskCode: $code, first: 100) { nodes { name status
   evaluations { nodes { status dataset { name } } } } } }"""
 BOARD = """query($code: String!) { leaderboard(taskCode: $code) { datasets
@@ -111,7 +114,12 @@ async def measure() -> list[Result]:
                     raise RuntimeError(f"the demo did not answer /healthz within {START_TIMEOUT_S:g} s")
                 await asyncio.sleep(0.2)
             ready = time.monotonic()
-            tasks = {t["code"]: t["principalMetric"] for t in (await _post(http, TASKS))["tasks"]}
+            listed = {t["code"]: t["principalMetric"] for t in (await _post(http, TASKS))["tasks"]}
+            tasks = {}
+            for code, principal in listed.items():  # a task without a demo scoring set has no demo board
+                names = {d["name"] for d in (await _post(http, DATASETS, code=code))["datasets"]["nodes"]}
+                if "demo-scoring" in names:
+                    tasks[code] = principal
             done_at: dict[str, float] = {}
             failed: dict[str, int] = {}
             while len(done_at) < len(tasks) and time.monotonic() - ready < TIMEOUT_S:
@@ -123,6 +131,10 @@ async def measure() -> list[Result]:
                         done_at[code] = time.monotonic() - ready
                 await asyncio.sleep(1.0)
             widths = {code: await _half_width(http, code, principal) for code, principal in tasks.items()}
+            widths = {  # on a 0-1 scale, whatever the metric's own
+                code: None if w is None else w / 100 if tasks[code] in PERCENT_METRICS else w
+                for code, w in widths.items()
+            }
     finally:
         if process.returncode is None:
             process.terminate()

@@ -454,3 +454,27 @@ def test_kserve_config_problems() -> None:
     problems = " | ".join(KServeBackend().check_config({"url": "x", "outputs": {}, "probabilities": {"tensor": "p"}}))
     for expected in ('"url"', '"model"', '"outputs" must name', '"probabilities"'):
         assert expected in problems, expected
+
+
+def test_a_stream_cut_short_is_an_error_not_a_short_reply() -> None:
+    from starlette.applications import Starlette
+    from starlette.responses import JSONResponse, StreamingResponse
+    from starlette.routing import Route
+
+    async def models(request):
+        return JSONResponse({"data": []})
+
+    async def cut(request):
+        async def events():
+            yield b'data: {"choices": [{"index": 0, "delta": {"content": "The"}, "finish_reason": null}]}\n\n'
+
+        return StreamingResponse(events(), media_type="text/event-stream")
+
+    app = Starlette(routes=[Route("/v1/models", models), Route("/v1/chat/completions", cut, methods=["POST"])])
+    with serve_in_thread(app) as url:
+        predictor = OpenAIBackend().load(openai_config(url))
+        try:
+            with pytest.raises(InferenceError, match="stream ended before the reply did"):
+                predictor.predict([{"source": "Il pleut."}])
+        finally:
+            predictor.close()

@@ -20,9 +20,13 @@ from dynaforge_translation.demo_data import SCORING_SET
 #: Below this chrF (0-100) against the references, the translation is wrong enough to count as fooled.
 CHRF_THRESHOLD = 50.0
 
-SYSTEM = (
-    "You are a translation engine. Translate the user's French text into English. Reply with the English "
-    "translation only, on one line, without quotes or comments."
+#: The prompt: the default model is a small pretrained (not instruction-tuned) model, so it is shown two examples
+#: (written for this plugin) and completes the third; the reply ends at the line's end.
+PROMPT = (
+    "Translate French into English.\n\n"
+    "French: Le chien dort dans le jardin.\nEnglish: The dog is sleeping in the garden.\n\n"
+    "French: Nous avons acheté du pain ce matin.\nEnglish: We bought bread this morning.\n\n"
+    "French: {source}\nEnglish:"
 )
 
 
@@ -60,13 +64,14 @@ class TranslationTask(Task):
             config={
                 "url": llm_url(),
                 "model": DEFAULT_MODEL_NAME,
-                "system": SYSTEM,
-                "prompt": "{source}",
+                "api": "completions",
+                "prompt": PROMPT,
                 "parse": {"type": "text", "field": "translation"},
                 "temperature": 0,
                 "seed": 0,
                 "max_tokens": 96,
                 "stop": ["\n"],
+                "concurrency": 1,  # the local engine answers one request at a time
                 "timeout_s": 60,
             },
         ),

@@ -64,10 +64,10 @@ def test_references_are_checked(task):
 
 
 def test_the_demo_scoring_set_is_valid_and_deterministic(task):
-    assert len(SCORING_SET) == 40 and task.demo_scoring_set() == list(SCORING_SET)
+    assert len(SCORING_SET) == 24 and task.demo_scoring_set() == list(SCORING_SET)
     for item in SCORING_SET:
         task.validate_example(dict(item), None)
-    assert len({item["source"] for item in SCORING_SET}) == 40
+    assert len({item["source"] for item in SCORING_SET}) == 24
 
 
 @contextlib.contextmanager
@@ -107,7 +107,8 @@ def test_its_target_config_sends_the_system_prompt_and_reads_one_line(task, monk
             predictor.close()
     prediction = task.read_model_output(output)
     assert prediction["translation"] == "The cat eats an apple." and prediction["generation"]["tokens"] == 5
-    assert seen[0]["messages"][0]["role"] == "system" and seen[0]["stop"] == ["\n"] and seen[0]["temperature"] == 0
+    assert seen[0]["prompt"].endswith("French: Le chat mange une pomme.\nEnglish:")
+    assert seen[0]["stop"] == ["\n"] and seen[0]["temperature"] == 0
     assert task.is_fooled({"translation": ["The cat eats an apple."]}, prediction, {}) is False
 
 

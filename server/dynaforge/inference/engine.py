@@ -65,6 +65,10 @@ def command(model: Path, host: str, port: int, threads: int | None = None) -> li
         str(model),
         "--model_alias",
         DEFAULT_MODEL_NAME,
+        "--chat_format",  # the packaged GGUF carries no chat template: Gemma's turns, named
+        "gemma",
+        "--interrupt_requests",  # by default a new request cuts the stream of the one before (an evaluation's batch)
+        "False",
         "--host",
         host,
         "--port",
@@ -97,7 +101,9 @@ def start(url: str | None = None, *, wait_s: float = 120.0, log_file: Path | Non
     if (why := available()) is not None:
         raise RuntimeError(f"the local engine cannot run: {why}")
     out = open(log_file, "ab") if log_file is not None else subprocess.DEVNULL  # noqa: SIM115
-    process = subprocess.Popen(command(model_file(), host, port), stdout=out, stderr=subprocess.STDOUT)
+    process = subprocess.Popen(
+        command(model_file(), host, port), stdout=out, stderr=subprocess.STDOUT, preexec_fn=_die_with_parent
+    )
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
@@ -108,6 +114,18 @@ def start(url: str | None = None, *, wait_s: float = 120.0, log_file: Path | Non
     stop(process)
     tail = log_file.read_text(errors="replace")[-800:] if log_file is not None and log_file.exists() else ""
     raise RuntimeError(f"the local engine did not come up at {url} within {wait_s:g}s: {tail}")
+
+
+def _die_with_parent() -> None:
+    """In the engine's process, before it runs: ask Linux to stop it when the process that started it dies (a demo
+    killed outright must not leave its engine holding the port). Elsewhere, nothing."""
+    if sys.platform.startswith("linux"):
+        import contextlib
+        import ctypes
+        import signal
+
+        with contextlib.suppress(OSError):
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:

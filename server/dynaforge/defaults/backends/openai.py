@@ -184,7 +184,7 @@ class OpenAIPredictor(HttpPredictor):
             started = time.perf_counter()
             first: float | None = None
             parts: list[str] = []
-            chunks, tokens, finish = 0, None, None
+            chunks, tokens, finish, done = 0, None, None, False
             try:
                 with self._client.stream(
                     "POST", self._base + path, json=body, extensions=self.target.extensions()
@@ -200,6 +200,7 @@ class OpenAIPredictor(HttpPredictor):
                             continue
                         data = line[5:].strip()
                         if data == "[DONE]":
+                            done = True
                             break
                         try:
                             event = json.loads(data)
@@ -230,6 +231,8 @@ class OpenAIPredictor(HttpPredictor):
                     continue
                 raise InferenceError(f"{where} failed ({type(exc).__name__})") from exc
             ended = time.perf_counter()
+            if not done and finish is None:  # the server closed the stream before the reply ended
+                raise InferenceError(f"{where}: the stream ended before the reply did ({chunks} chunks)")
             return {
                 "text": "".join(parts),
                 "tokens": tokens if tokens is not None else chunks,
