@@ -40,13 +40,15 @@ def plugins():
 
 
 NO_SELECTIONS = "the task takes no data selections"
+RULE_DECIDES = "the task's rule decides its verdicts at once"
+SKIPPED = {"data-selection": NO_SELECTIONS, "verdicts": RULE_DECIDES}
 
 
 async def test_a_conforming_task_passes_every_check(plugins):
     results = await run_checks(plugins, ["kit-good", "kit-select"])
     assert [(r.task, r.check, r.problems, r.skipped) for r in results] == [
-        *[("kit-good", c.name, (), NO_SELECTIONS if c.name == "data-selection" else None) for c in CHECKS],
-        *[("kit-select", c.name, (), None) for c in CHECKS],
+        *[("kit-good", c.name, (), SKIPPED.get(c.name)) for c in CHECKS],
+        *[("kit-select", c.name, (), RULE_DECIDES if c.name == "verdicts" else None) for c in CHECKS],
     ]
 
 
@@ -149,7 +151,8 @@ def test_a_task_naming_what_no_plugin_registered_is_broken_at_load():
     errors = sorted(p.errors.values())
     assert "metric 'acuracy' is not registered by any loaded plugin (registered: accuracy," in errors[1]
     assert errors[1].startswith("register_tasks failed: PluginError: task 'kit-metric': ")
-    assert "default model m: backend 'onnx' is not registered (registered: http, python, transformers)" in errors[0]
+    registered = "registered: http, kserve, openai, python, transformers"
+    assert f"default model m: backend 'onnx' is not registered ({registered})" in errors[0]
     unknown_perturbation = _plugin("pert", _task("kit-pert", perturbations=("kit-shout", "typos")))
     p = Plugins(allowlist=set(), extra=[unknown_perturbation])  # kit-shout comes with kit, which is not loaded
     [error] = p.errors.values()
@@ -317,7 +320,7 @@ def test_the_command_reports_each_check_and_exits_by_the_outcome():
     assert ok.returncode == 0, ok.stdout + ok.stderr
     lines = ok.stdout.splitlines()
     assert lines[0].split() == ["ok", "kit-good", "declaration"]
-    assert lines[-1] == "7 passed, 0 failed, 1 skipped: 8 checks on 1 task"
+    assert lines[-1] == "7 passed, 0 failed, 2 skipped: 9 checks on 1 task"
 
     broken = _run("--plugin", "conformance_kit_plugin", "--json", "--no-models", "kit-broken")
     assert broken.returncode == 1, broken.stderr
@@ -333,6 +336,7 @@ def test_the_command_reports_each_check_and_exits_by_the_outcome():
         "default-models": "skipped",
         "data-selection": "skipped",
         "adversaries": "passed",
+        "verdicts": "skipped",
     }
 
 
@@ -421,12 +425,12 @@ def test_parametrize_with_checks_in_a_plugin_suite(tmp_path):
 
     run = pytest_run()
     assert run.returncode == 1
-    assert run.stdout.splitlines()[-1].startswith("5 failed, 9 passed, 2 skipped"), run.stdout
+    assert run.stdout.splitlines()[-1].startswith("5 failed, 9 passed, 4 skipped"), run.stdout
     assert "FAILED test_my_task.py::test_conforms[kit-broken-samples]" in run.stdout
     assert "TaskConformanceError: task kit-broken, check samples:" in run.stdout
     assert "  - sample_examples[1] fails validation" in run.stdout
     skipping = pytest_run("--dynaforge-skip-models")
-    assert skipping.stdout.splitlines()[-1].startswith("4 failed, 8 passed, 4 skipped"), skipping.stdout
+    assert skipping.stdout.splitlines()[-1].startswith("4 failed, 8 passed, 6 skipped"), skipping.stdout
 
 
 def test_the_reserved_names_are_the_leaderboards_own_columns():

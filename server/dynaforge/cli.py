@@ -969,7 +969,7 @@ def model_server(
     "check_names",
     multiple=True,
     help="Run only this check (repeatable): declaration, json-schema, samples, perturbations, metrics, "
-    "default-models, data-selection, adversaries.",
+    "default-models, data-selection, adversaries, verdicts.",
 )
 @click.option(
     "--declared",

@@ -612,6 +612,47 @@ def _stand_in_judge(task: Task) -> Any:
     return judge
 
 
+async def check_verdicts(task: Task, registry: Registry, inference: InferenceClient | None) -> list[str]:
+    """A task whose verdicts wait (``verdict`` ``judge`` or ``people``): ``claims_fooled`` answers a bool on every
+    valid sample (people); the judge model's backend is registered and takes its configuration, ``judge_input`` gives
+    text for each part of its prompt, and (when models run) the judge answers the first valid sample with a verdict
+    the platform reads: ``{"fooled": bool, "rationale": str}`` (judge)."""
+    from dynaforge.services.verdicts import _read_verdict
+
+    problems = []
+    valid = _valid_samples(task)
+    if task.verdict == "people":
+        for i, _, cleaned, _ in valid:
+            claim = task.claims_fooled(cleaned)
+            if not isinstance(claim, bool):
+                problems.append(f"claims_fooled returned {claim!r} for sample {i}, not a bool")
+        return problems
+    judge = task.judge
+    if judge is None:
+        return ['verdict is "judge" but the task has no judge']
+    spec = judge.model_spec()
+    backend = registry.backends.get(spec.backend)
+    if backend is None:
+        return [f"the judge's backend {spec.backend!r} is not registered"]
+    problems += [f"the judge's config: {problem}" for problem in backend.check_config(dict(spec.config))]
+    if not valid:
+        return [*problems, "no valid sample example to judge"]
+    _, _, cleaned, context = valid[0]
+    answer = {name: cleaned.get(name) for name in task.field_names(Role.TARGET)}
+    parts = task.judge_input(context, cleaned, answer)
+    for part in ("rubric", "input", "output", "references"):
+        if not isinstance(parts.get(part), str):
+            problems.append(f"judge_input gives no text for {part!r}")
+    if problems or inference is None:
+        return problems
+    try:
+        reply = await inference.predict(spec, [parts])
+        _read_verdict(reply.outputs[0])
+    except Exception as exc:
+        problems.append(f"the judge gave no verdict on sample {valid[0][0]}: {type(exc).__name__}: {exc}")
+    return problems
+
+
 CHECKS: tuple[Check, ...] = (
     Check("declaration", "names, texts and registered metrics, perturbations, slices and backends", check_declaration),
     Check("json-schema", "the JSON Schema matches the fields", check_json_schema),
@@ -630,6 +671,13 @@ CHECKS: tuple[Check, ...] = (
         "adversaries",
         "the task's own adversaries propose valid, seeded candidates within budget",
         check_adversaries,
+    ),
+    Check(
+        "verdicts",
+        "a judge or people can decide the task's verdicts",
+        check_verdicts,
+        False,
+        lambda task: None if task.verdict != "rule" else "the task's rule decides its verdicts at once",
     ),
 )
 

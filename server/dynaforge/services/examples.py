@@ -330,7 +330,7 @@ _NEW_EXAMPLE: dict[str, Any] = {
     name: field.default
     for name, field in Example.model_fields.items()
     if name != "id" and field.default_factory is None and not field.is_required()
-}
+} | {"verdict": None}  # a rule decides at once: no verdict beside the example
 
 
 _CONTEXTS = table(Context)

@@ -204,7 +204,39 @@ TRANSPORT_SCHEMA: dict[str, Any] = {
 }
 
 
-class HttpBackend(ModelBackend):
+class RemoteBackend(ModelBackend):
+    """What the backends of models behind a URL share: the URL is what the outbound policy checks, a configuration is
+    checked before anything loads, and a model loads by making its client (``predictor``, called with the
+    configuration) and asking its server once whether it is up."""
+
+    predictor: Any = None  # the predictor class: predictor(config) has check_health() and close()
+    url_words = "the model server's http:// or https:// address"
+
+    def outbound_urls(self, config: dict[str, Any]) -> list[str]:
+        url = config.get("url")
+        return [url] if isinstance(url, str) else []
+
+    def url_problems(self, config: dict[str, Any]) -> list[str]:
+        url = config.get("url")
+        parts = urlsplit(url) if isinstance(url, str) else None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
+            return [f'config needs "url": {self.url_words}']
+        return []
+
+    def load(self, config: dict[str, Any]) -> Predictor:
+        problems = self.check_config(config)
+        if problems:
+            raise ValueError("; ".join(problems))
+        predictor = self.predictor(config)
+        try:
+            predictor.check_health()
+        except BaseException:
+            predictor.close()
+            raise
+        return predictor
+
+
+class HttpBackend(RemoteBackend):
     """A model served over HTTP with the JSON contract of docs/model-server.md.
 
     Config: ``url`` (http or https), ``timeout_s`` (10), ``retries`` (2), ``backoff_s`` (0.2, the first retry's
@@ -226,32 +258,14 @@ class HttpBackend(ModelBackend):
         },
     }
 
-    def outbound_urls(self, config):
-        url = config.get("url")
-        return [url] if isinstance(url, str) else []
+    predictor = HttpPredictor
 
     def check_config(self, config):
-        problems = unknown_keys(config, _HTTP_KEYS)
-        url = config.get("url")
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            problems.append('config needs "url": the model server\'s http:// or https:// address')
+        problems = unknown_keys(config, _HTTP_KEYS) + self.url_problems(config)
         problems += transport_problems(config)
         if "max_batch" in config and (not is_int(config["max_batch"]) or config["max_batch"] < 1):
             problems.append('"max_batch" must be a positive integer')
         return problems
-
-    def load(self, config: dict[str, Any]) -> Predictor:
-        problems = self.check_config(config)
-        if problems:
-            raise ValueError("; ".join(problems))
-        predictor = HttpPredictor(config)
-        try:
-            predictor.check_health()
-        except BaseException:
-            predictor.close()
-            raise
-        return predictor
 
 
 @hookimpl(trylast=True)

@@ -17,12 +17,12 @@ from __future__ import annotations
 import itertools
 import json
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 from dynaforge.defaults.backends.common import is_int, is_name, is_number, unknown_keys
-from dynaforge.defaults.backends.http import TRANSPORT_SCHEMA, HttpPredictor, _body, transport_problems
+from dynaforge.defaults.backends.http import TRANSPORT_SCHEMA, HttpPredictor, RemoteBackend, _body, transport_problems
 from dynaforge.hookspecs import hookimpl
-from dynaforge.inference.backends import InferenceError, ModelBackend, Predictor
+from dynaforge.inference.backends import InferenceError
 
 _KEYS = {
     "url",
@@ -142,7 +142,7 @@ class KServePredictor(HttpPredictor):
         return results
 
 
-class KServeBackend(ModelBackend):
+class KServeBackend(RemoteBackend):
     """A model on an Open Inference Protocol (KServe v2) server: Triton, KServe, MLServer, Seldon.
 
     Config: ``url`` (the server's base), ``model`` (its name there), ``version`` (optional), ``inputs`` (field ->
@@ -176,16 +176,11 @@ class KServeBackend(ModelBackend):
         },
     }
 
-    def outbound_urls(self, config: dict[str, Any]) -> list[str]:
-        url = config.get("url")
-        return [url] if isinstance(url, str) else []
+    predictor = KServePredictor
+    url_words = "the server's http:// or https:// address"
 
     def check_config(self, config: dict[str, Any]) -> list[str]:
-        problems = unknown_keys(config, _KEYS)
-        url = config.get("url")
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            problems.append('config needs "url": the server\'s http:// or https:// address')
+        problems = unknown_keys(config, _KEYS) + self.url_problems(config)
         if not is_name(config.get("model")):
             problems.append('config needs "model": the model\'s name on the server')
         if "version" in config and not is_name(config["version"]):
@@ -210,18 +205,6 @@ class KServeBackend(ModelBackend):
         if "max_batch" in config and (not is_int(config["max_batch"]) or config["max_batch"] < 1):
             problems.append('"max_batch" must be a positive integer')
         return problems
-
-    def load(self, config: dict[str, Any]) -> Predictor:
-        problems = self.check_config(config)
-        if problems:
-            raise ValueError("; ".join(problems))
-        predictor = KServePredictor(config)
-        try:
-            predictor.check_health()
-        except BaseException:
-            predictor.close()
-            raise
-        return predictor
 
 
 @hookimpl(trylast=True)

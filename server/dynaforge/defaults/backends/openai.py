@@ -19,12 +19,18 @@ import string
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
-from urllib.parse import urlsplit
 
 from dynaforge.defaults.backends.common import estimate_tokens, is_int, is_name, is_number, unknown_keys
-from dynaforge.defaults.backends.http import RETRY_STATUSES, TRANSPORT_SCHEMA, HttpPredictor, _body, transport_problems
+from dynaforge.defaults.backends.http import (
+    RETRY_STATUSES,
+    TRANSPORT_SCHEMA,
+    HttpPredictor,
+    RemoteBackend,
+    _body,
+    transport_problems,
+)
 from dynaforge.hookspecs import hookimpl
-from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor, UnusableOutput
+from dynaforge.inference.backends import InferenceError, InferenceTimeout, UnusableOutput
 
 #: How a reply becomes the task's target fields.
 PARSERS = {
@@ -309,7 +315,7 @@ def _check_parse(parse: Any) -> list[str]:
     return problems
 
 
-class OpenAIBackend(ModelBackend):
+class OpenAIBackend(RemoteBackend):
     """A model behind an OpenAI-compatible API.
 
     Config: ``url`` (the API's base, e.g. ``http://127.0.0.1:8080/v1``), ``model`` (sent as the model's name),
@@ -356,16 +362,14 @@ class OpenAIBackend(ModelBackend):
         },
     }
 
-    def outbound_urls(self, config: dict[str, Any]) -> list[str]:
-        url = config.get("url")
-        return [url] if isinstance(url, str) else []
+    url_words = "the API's http:// or https:// base, e.g. http://127.0.0.1:8080/v1"
+
+    @staticmethod
+    def predictor(config: dict[str, Any]) -> OpenAIPredictor:
+        return OpenAIPredictor({"timeout_s": 30.0, **config})
 
     def check_config(self, config: dict[str, Any]) -> list[str]:
-        problems = unknown_keys(config, _KEYS)
-        url = config.get("url")
-        parts = urlsplit(url) if isinstance(url, str) else None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.netloc:
-            problems.append('config needs "url": the API\'s http:// or https:// base, e.g. http://127.0.0.1:8080/v1')
+        problems = unknown_keys(config, _KEYS) + self.url_problems(config)
         if not is_name(config.get("model")):
             problems.append('config needs "model": the name the server knows the model by')
         if config.get("api", "chat") not in APIS:
@@ -400,18 +404,6 @@ class OpenAIBackend(ModelBackend):
         ):
             problems.append(f'"concurrency" must be an integer from 1 to {MAX_CONCURRENCY}')
         return problems
-
-    def load(self, config: dict[str, Any]) -> Predictor:
-        problems = self.check_config(config)
-        if problems:
-            raise ValueError("; ".join(problems))
-        predictor = OpenAIPredictor({"timeout_s": 30.0, **config})
-        try:
-            predictor.check_health()
-        except BaseException:
-            predictor.close()
-            raise
-        return predictor
 
 
 @hookimpl(trylast=True)
