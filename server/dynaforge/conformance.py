@@ -619,7 +619,7 @@ async def check_verdicts(task: Task, registry: Registry, inference: InferenceCli
     the platform reads: ``{"fooled": bool, "rationale": str}`` (judge)."""
     from dynaforge.services.verdicts import _read_verdict
 
-    problems = []
+    problems: list[str] = []
     valid = _valid_samples(task)
     if task.verdict == "people":
         for i, _, cleaned, _ in valid:
