@@ -138,6 +138,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "createExample":                  rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "createExample@hiddenTask":       rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "retractExample":                 rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, OK,        OK,   NOAUTH),
+    # the world's task decides by its rule: an owner passes the authorisation and meets the state (no judge's verdict)
+    "overruleVerdict":                rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, "Conflict", "Conflict", NOAUTH),
     "nextContext":                    rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "nextContext@hiddenTask":         rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
     "example":                        rule(NOAUTH,   FORBIDDEN, OK,        FORBIDDEN, OK,        OK,   NOAUTH),
@@ -266,6 +268,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "exampleCreated@hiddenTask":      rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "examplePredicted":               rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "examplePredicted@hiddenTask":    rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "verdictDecided":                 rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "verdictDecided@hiddenTask":      rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "exampleValidated":               rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "exampleValidated@hiddenTask":    rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "roundChanged":                   rule(PUBLIC,   PUBLIC,    PUBLIC,    PUBLIC,    FULL,      FULL, NOAUTH),
@@ -403,6 +407,11 @@ async def _create_example_hidden(w: World) -> Variables:
 @operation("retractExample")
 async def _retract_example(w: World) -> Variables:
     return _input(exampleId=gid("Example", await w.example()))
+
+
+@operation("overruleVerdict")
+async def _overrule_verdict(w: World) -> Variables:
+    return _input(exampleId=gid("Example", await w.example()), fooled=False, reason="The answer was right.")
 
 
 def _found(value: Any, seen: Seen) -> str:
@@ -1401,6 +1410,7 @@ EXAMPLE_EVENTS = {
     "modelFooled": f"subscription($t: String!) {{ modelFooled(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
     "exampleCreated": f"subscription($t: String!) {{ exampleCreated(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
     "examplePredicted": f"subscription($t: String!) {{ examplePredicted(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
+    "verdictDecided": f"subscription($t: String!) {{ verdictDecided(taskCode: $t) {{ {EXAMPLE_FIELDS} }} }}",
     "exampleValidated": (
         f"subscription($t: String!) {{ exampleValidated(taskCode: $t) {{ label example {{ {EXAMPLE_FIELDS} }} }} }}"
     ),

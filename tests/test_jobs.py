@@ -617,7 +617,7 @@ async def test_a_job_stopped_at_its_time_limit_takes_its_model_with_it(scoring, 
     probe = tmp_path / "probe"
     probe.mkdir()
     monkeypatch.setenv("DYNAFORGE_EVAL_PROBE_DIR", str(probe))
-    p.settings.eval_timeout_s = 8
+    p.settings.eval_timeout_s = 15  # the job starts its model process well within it, even under the suite's load
     _, evaluations = await _submit(p, scoring["builder"], "hanger", {"callable": "eval_models:hang"})
     for key, value in _child_env(p, tmp_path).items():
         monkeypatch.setenv(key, value)
