@@ -114,8 +114,9 @@ def test_a_model_that_needs_no_network_gets_none(network):
 
 
 def test_a_model_that_does_not_answer_in_time_is_stopped():
+    # The time limit covers the whole evaluation, loading included: enough for a loaded machine to start the process.
     model = ModelProcess(
-        "python", {"callable": "eval_models:hang"}, Limits(), environment=_model_environment(), timeout_s=3
+        "python", {"callable": "eval_models:hang"}, Limits(), environment=_model_environment(), timeout_s=10
     )
     with pytest.raises(ModelError, match="did not answer before EVAL_TIMEOUT_S"):
         model.predict([{"text": "good"}])
