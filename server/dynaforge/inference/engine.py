@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from dynaforge.tasks.base import ModelSpec
+
 log = logging.getLogger(__name__)
 
 #: Where tasks find the engine (an OpenAI-compatible API's base URL).
@@ -36,6 +38,29 @@ CONTEXT_TOKENS = 2048
 def llm_url() -> str:
     """The engine's base URL: ``DYNAFORGE_LLM_URL``, else :data:`DEFAULT_LLM_URL`."""
     return os.environ.get(LLM_URL_ENV, DEFAULT_LLM_URL).rstrip("/")
+
+
+def target_model(prompt: str, field: str, *, stop: list[str], max_tokens: int = 96) -> ModelSpec:
+    """A task's default target on the local engine: Gemma 3 270M through the ``openai`` backend's completions API
+    (a pretrained model: prompt it with a few examples), greedy and seeded, reading the reply's text into ``field``;
+    one request at a time, which is what the engine serves."""
+    return ModelSpec(
+        name=DEFAULT_MODEL_NAME,
+        backend="openai",
+        config={
+            "url": llm_url(),
+            "model": DEFAULT_MODEL_NAME,
+            "api": "completions",
+            "prompt": prompt,
+            "parse": {"type": "text", "field": field},
+            "temperature": 0,
+            "seed": 0,
+            "max_tokens": max_tokens,
+            "stop": list(stop),
+            "concurrency": 1,  # the local engine answers one request at a time
+            "timeout_s": 60,
+        },
+    )
 
 
 def model_file() -> Path:

@@ -138,18 +138,25 @@ class HttpPredictor:
                 time.sleep(self._backoff(attempt))
         raise error(f"{message} (after {attempts} attempt{'s' if attempts > 1 else ''})") from cause
 
+    def _outputs(self, path: str, body: dict[str, Any]) -> list[Any]:
+        """POST ``body`` to ``path`` and read the ``outputs`` list of its JSON answer; InferenceError (naming the path,
+        the status and the answer's size only) for any other answer."""
+        where = f"POST {path}"
+        response = self._post(path, body)
+        if response.status_code != 200:
+            raise InferenceError(f"{where} answered {response.status_code} with {_body(response)}")
+        try:
+            answer = response.json()
+        except ValueError as exc:
+            raise InferenceError(f"{where} answered {_body(response)} that is not JSON") from exc
+        outputs = answer.get("outputs") if isinstance(answer, dict) else None
+        if not isinstance(outputs, list):
+            raise InferenceError(f'{where} answered no "outputs" list')
+        return outputs
+
     def _predict_chunk(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         url = "POST /predict"
-        response = self._post("/predict", {"inputs": inputs})
-        if response.status_code != 200:
-            raise InferenceError(f"{url} answered {response.status_code} with {_body(response)}")
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise InferenceError(f"{url} answered {_body(response)} that is not JSON") from exc
-        outputs = body.get("outputs") if isinstance(body, dict) else None
-        if not isinstance(outputs, list):
-            raise InferenceError(f'{url} answered no "outputs" list')
+        outputs = self._outputs("/predict", {"inputs": inputs})
         if len(outputs) != len(inputs):
             raise InferenceError(f"{url}: expected {len(inputs)} outputs, got {len(outputs)}")
         bad = next((i for i, o in enumerate(outputs) if not isinstance(o, dict)), None)

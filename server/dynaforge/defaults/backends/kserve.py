@@ -113,16 +113,7 @@ class KServePredictor(HttpPredictor):
     def _predict_chunk(self, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         path = self._model_path + "/infer"
         where = f"POST {path}"
-        response = self._post(path, self.request_body(inputs))
-        if response.status_code != 200:
-            raise InferenceError(f"{where} answered {response.status_code} with {_body(response)}")
-        try:
-            body = response.json()
-        except ValueError as exc:
-            raise InferenceError(f"{where} answered {_body(response)} that is not JSON") from exc
-        given = body.get("outputs") if isinstance(body, dict) else None
-        if not isinstance(given, list):
-            raise InferenceError(f'{where} answered no "outputs" list')
+        given = self._outputs(path, self.request_body(inputs))
         by_name = {o.get("name"): o for o in given if isinstance(o, dict)}
         count = len(inputs)
         results: list[dict[str, Any]] = [{} for _ in inputs]
