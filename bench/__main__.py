@@ -18,6 +18,7 @@ from types import ModuleType
 from bench import (
     adversaries,
     e1_demo_boards,
+    g1_reply_stream,
     g2_deferred_verdicts,
     load_mix,
     p1_create_example,
@@ -53,6 +54,7 @@ BENCHMARKS: dict[str, ModuleType] = {
         p5_examples_page,
         p6_leaderboard,
         p7_subscriptions,
+        g1_reply_stream,
         g2_deferred_verdicts,
         load_mix,
         p8_memory,

@@ -612,6 +612,23 @@ REGISTER = (
 )
 
 
+async def post_graphql(http: Any, token: str | None, query: str, **variables: Any) -> dict[str, Any]:
+    """``query`` over HTTP (an ``httpx.AsyncClient`` on the server's base URL), signed in with ``token`` when one is
+    given: its ``data``, after asserting that it has no errors."""
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    body = (await http.post("/graphql", json={"query": query, "variables": variables}, headers=headers)).json()
+    assert not body.get("errors"), body
+    return body["data"]
+
+
+async def new_account(http: Any, name: str) -> str:
+    """Registers ``name`` over HTTP (as :func:`post_graphql` does); its token."""
+    account = {"username": name, "email": f"{name}@example.org", "password": "a long enough password"}
+    answer = (await post_graphql(http, None, REGISTER, input=account))["register"]
+    assert answer["__typename"] == "AuthPayload", answer
+    return answer["token"]
+
+
 async def register(server: Server, prefix: str = "e2e") -> tuple[str, dict[str, Any]]:
     """A fresh account (each test gets its own, so per-user counts and rate limits do not interfere)."""
     username = f"{prefix}_{uuid.uuid4().hex[:10]}"

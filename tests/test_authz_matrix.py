@@ -274,6 +274,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "exampleValidated@hiddenTask":    rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "roundChanged":                   rule(PUBLIC,   PUBLIC,    PUBLIC,    PUBLIC,    FULL,      FULL, NOAUTH),
     "roundChanged@hiddenTask":        rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  FULL,      FULL, NOAUTH),
+    # replyStream: a signed-in person's own stream (the topic names them; others' pieces never reach it: e2e test)
+    "replyStream":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "evaluationProgress":             rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOAUTH),
     "evaluationProgress@published":   rule(PUBLIC,   PUBLIC,    FULL,      PUBLIC,    FULL,      FULL, NOAUTH),
     "evaluationProgress@hiddenTask":  rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOAUTH),
@@ -1438,6 +1440,31 @@ def _example_subscription(event: str) -> None:
 
 for _event in EXAMPLE_EVENTS:
     _example_subscription(_event)
+
+
+REPLY_STREAM_ID = "authz-stream-0001"
+
+
+async def _reply_piece(w: World) -> tuple[str, dict[str, Any]]:
+    """A piece of AUTHOR's reply stream, on AUTHOR's topic."""
+    return f"reply:{w.actors[AUTHOR].user_id}:{REPLY_STREAM_ID}", {"model": "m", "text": "x", "index": 0, "done": False}
+
+
+def _classify_reply_stream(value: Any, seen: Seen) -> str:
+    """The first event of one's own stream says it listens (index 0, no model, no text)."""
+    if value == {"index": 0, "model": None, "text": "", "done": False}:
+        return OK
+    return f"inconsistent: the first event is {value}, not the listening one"
+
+
+@operation(
+    "replyStream",
+    document="subscription($s: String!) { replyStream(streamId: $s) { index model text done } }",
+    classify=_classify_reply_stream,
+    event=_reply_piece,
+)
+async def _reply_stream(w: World) -> Variables:
+    return {"s": REPLY_STREAM_ID}
 
 
 async def _model_fooled_published(w: World) -> tuple[str, dict[str, Any]]:

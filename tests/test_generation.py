@@ -249,6 +249,19 @@ def test_metric_below_is_decided_by_sacrebleus_own_chrf(output: str, references:
     )
 
 
+def test_owners_threshold_decides_and_tuning_again_starts_from_the_declared_task() -> None:
+    task = load_declaration(declaration())
+    example, output = {"translation": ["The dog is white."]}, {"translation": "The dog is whte."}
+    score = sacrebleu.sentence_chrf(output["translation"], example["translation"]).score
+    assert task.fooled_threshold == 60.0 and task.fooled_threshold_range == (0.0, 100.0)
+    stricter = task.tuned(fooled_threshold=score + 1)
+    assert stricter.is_fooled(example, output, {}) is True and task.is_fooled(example, output, {}) is False
+    assert stricter.tuned(fooled_threshold=None) is task and task.tuned(fooled_threshold=60.0) is task
+    assert stricter.tuned(fooled_threshold=10.0).fooled_threshold == 10.0 and task.fooled_threshold == 60.0
+    assert task.tuned(judge_rubric="ignored: no judge") is task  # a rule without a judge has no rubric to set
+    assert Task.fooled_threshold is None  # the default rule (targets differ) has no threshold
+
+
 def test_metric_below_sentence_bleu_uses_effective_order() -> None:
     assert sentence_score("bleu", "the dog", "the dog") == pytest.approx(100.0)
     assert sentence_score("bleu", ["a b c d"], "a b x d") == pytest.approx(
@@ -327,6 +340,29 @@ def test_openai_backend_generates_parses_and_measures(api: str, stream: bool) ->
     else:
         assert body["prompt"].endswith("Translate into English: Le chien est blanc.")
     TRANSLATE.read_model_output(outputs[0])
+
+
+async def test_the_inline_client_hands_streamed_pieces_to_the_sink_in_order() -> None:
+    """The path of the annotator's reply stream in inline mode (the worker's is the end-to-end test's): each piece
+    the engine streams reaches ``on_token`` while the prediction runs, and the pieces make the reply."""
+    from dynaforge.inference.client import LocalInferenceClient
+    from dynaforge.tasks.base import ModelSpec
+
+    pieces: list[tuple[str, float]] = []
+    client = LocalInferenceClient({"openai": OpenAIBackend()}, timeout_s=10)
+    with serve_in_thread(fake_openai_app(translator, ttft_s=0.05, token_s=0.05)) as url:
+        spec = ModelSpec(name="translator", backend="openai", config=openai_config(url))
+        try:
+            answer = await client.predict(
+                spec, [{"source": "Le chien est blanc."}], on_token=lambda t: pieces.append((t, time.perf_counter()))
+            )
+            ended = time.perf_counter()
+            silent = await client.predict(spec, [{"source": "Il pleut."}])  # no sink: nothing is sent anywhere
+        finally:
+            await client.close()
+    assert "".join(t for t, _ in pieces) == answer.outputs[0]["translation"] == "The dog is white."
+    assert len(pieces) == 4 and ended - pieces[0][1] >= 0.1  # the first arrived while the others were written
+    assert silent.outputs[0]["translation"] == "It rains heavily today." and len(pieces) == 4
 
 
 def test_openai_batches_run_concurrently() -> None:

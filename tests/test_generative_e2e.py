@@ -22,7 +22,18 @@ from typing import Any
 import httpx
 import pytest
 import sacrebleu
-from support import Server, cli, create_operator, database, eventually, plugin_process_env, serve, serve_in_thread
+from support import (
+    Server,
+    cli,
+    create_operator,
+    database,
+    eventually,
+    new_account,
+    plugin_process_env,
+    post_graphql,
+    serve,
+    serve_in_thread,
+)
 
 from dynaforge.inference.fakes import fake_openai_app
 
@@ -117,8 +128,6 @@ def declaration(url: str) -> dict[str, Any]:
 DECLARE = """mutation($input: DeclareTaskInput!) { declareTask(input: $input) { __typename
   ... on TaskDeclared { task { code fields { name type maxReferences normalize } } }
   ... on InvalidInput { fieldErrors { field rule message } } ... on Error { message } } }"""
-REGISTER = """mutation($input: RegisterInput!) { register(input: $input) { __typename
-  ... on AuthPayload { token } ... on Error { message } } }"""
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
   ... on CreatedExample { fooled example { id fields } prediction { fields
       generation { text tokens timeToFirstTokenMs totalMs finishReason } } }
@@ -169,20 +178,6 @@ def server(request, tmp_path_factory, engines) -> Iterator[tuple[Server, str]]:
             yield Server(request.param, base_url, database_url, env, workdir), token
 
 
-async def _call(http: httpx.AsyncClient, token: str | None, query: str, **variables: Any) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    body = (await http.post("/graphql", json={"query": query, "variables": variables}, headers=headers)).json()
-    assert not body.get("errors"), body
-    return body["data"]
-
-
-async def _user(http: httpx.AsyncClient, name: str) -> str:
-    account = {"username": name, "email": f"{name}@example.org", "password": "a long enough password"}
-    answer = (await _call(http, None, REGISTER, input=account))["register"]
-    assert answer["__typename"] == "AuthPayload", answer
-    return answer["token"]
-
-
 def _import_scoring_set(base_url: str, token: str) -> dict[str, Any]:
     lines = "".join(
         json.dumps({"format": "dynaforge.example/1", "status": "ACCEPTED", "fields": {"source": s, "translation": r}})
@@ -202,6 +197,57 @@ def _import_scoring_set(base_url: str, token: str) -> dict[str, Any]:
     ).json()["data"]["importDataset"]
 
 
+SETTINGS = """mutation($input: UpdateTaskSettingsInput!) { updateTaskSettings(input: $input) { __typename
+  ... on TaskSettingsUpdated { task { fooledThreshold judgeRubric settings { fooledThreshold judgeRubric } } }
+  ... on InvalidInput { fieldErrors { field rule message } } ... on Error { message } } }"""
+REPLY_STREAM = "subscription($id: String!) { replyStream(streamId: $id) { index model text done } }"
+
+
+async def _streamed_example(served: Server, author: str, peer: str) -> tuple[list[dict], list[dict]]:
+    """The author follows a reply stream and writes an example with it; a peer follows the same stream id. What
+    each received (the peer's: until a moment after the author's stream ended)."""
+    from gql import Client, gql
+    from gql.graphql_request import GraphQLRequest
+    from gql.transport.websockets import WebsocketsTransport
+
+    stream_id = "e2e-" + served.backend + "-stream-0001"
+    received: dict[str, list[dict]] = {"author": [], "peer": []}
+
+    def transport(token: str) -> WebsocketsTransport:
+        return WebsocketsTransport(
+            url=served.base_url.replace("http", "ws") + "/graphql",
+            init_payload={"authorization": f"Bearer {token}"},
+            subprotocols=[WebsocketsTransport.GRAPHQLWS_SUBPROTOCOL],
+        )
+
+    async def follow(who: str, ws: Any, listening: asyncio.Event) -> None:
+        request = GraphQLRequest(gql(REPLY_STREAM).document, variable_values={"id": stream_id})
+        async for event in ws.subscribe(request):
+            received[who].append(event["replyStream"])
+            listening.set()
+
+    async with (
+        Client(transport=transport(author), fetch_schema_from_transport=False) as mine,
+        Client(transport=transport(peer), fetch_schema_from_transport=False) as theirs,
+        httpx.AsyncClient(base_url=served.base_url, timeout=60) as http,
+    ):
+        ready = {"author": asyncio.Event(), "peer": asyncio.Event()}
+        tasks = {
+            "author": asyncio.ensure_future(follow("author", mine, ready["author"])),
+            "peer": asyncio.ensure_future(follow("peer", theirs, ready["peer"])),
+        }
+        await asyncio.wait_for(asyncio.gather(ready["author"].wait(), ready["peer"].wait()), 10)
+        fields = {"source": "Elle lit un livre.", "translation": ["She is reading a book."]}
+        created = await post_graphql(
+            http, author, CREATE, input={"taskCode": TASK, "fields": fields, "replyStream": stream_id}
+        )
+        assert created["createExample"]["__typename"] == "CreatedExample", created
+        await asyncio.wait_for(tasks["author"], 10)  # it ends with done
+        await asyncio.sleep(0.5)
+        tasks["peer"].cancel()
+    return received["author"], received["peer"]
+
+
 def _metric(entry: dict[str, Any], name: str) -> dict[str, Any]:
     return next(m for m in entry["metrics"] if m["name"] == name)
 
@@ -209,7 +255,7 @@ def _metric(entry: dict[str, Any], name: str) -> dict[str, Any]:
 async def test_a_declared_translation_task_is_fooled_by_chrf_and_ranks_generative_models(server, engines):
     served, operator = server
     async with httpx.AsyncClient(base_url=served.base_url, timeout=120) as http:
-        declared = (await _call(http, operator, DECLARE, input={"definition": declaration(engines["target"])}))[
+        declared = (await post_graphql(http, operator, DECLARE, input={"definition": declaration(engines["target"])}))[
             "declareTask"
         ]
         assert declared["__typename"] == "TaskDeclared", declared
@@ -222,7 +268,7 @@ async def test_a_declared_translation_task_is_fooled_by_chrf_and_ranks_generativ
         }
 
         # ---- the annotator's verdicts, each sacrebleu's sentence chrF against the threshold
-        author = await _user(http, f"writer_{served.backend}")
+        author = await new_account(http, f"writer_{served.backend}")
         cases = [
             ("Le chien est blanc.", ["The dog is white."]),  # exact
             ("Le chat dort.", ["The cat sleeps."]),  # a near miss: right, worded otherwise
@@ -231,7 +277,9 @@ async def test_a_declared_translation_task_is_fooled_by_chrf_and_ranks_generativ
         verdicts = []
         for source, references in cases:
             fields = {"source": source, "translation": references}
-            created = (await _call(http, author, CREATE, input={"taskCode": TASK, "fields": fields}))["createExample"]
+            created = (await post_graphql(http, author, CREATE, input={"taskCode": TASK, "fields": fields}))[
+                "createExample"
+            ]
             assert created["__typename"] == "CreatedExample", created
             written = created["prediction"]["fields"]["translation"]
             assert written == GOOD[source]
@@ -244,11 +292,38 @@ async def test_a_declared_translation_task_is_fooled_by_chrf_and_ranks_generativ
             verdicts.append(created["fooled"])
         assert verdicts == [False, False, True]  # exact match would have called the near miss fooled
 
+        # ---- the owners lower the threshold: the same wrong translation no longer fools the model
+        tuned = await post_graphql(http, operator, SETTINGS, input={"taskCode": TASK, "fooledThreshold": 10.0})
+        assert tuned["updateTaskSettings"]["task"]["fooledThreshold"] == 10.0, tuned
+        fields = {"source": "Il pleut.", "translation": ["It is raining.", "It's raining."]}
+        created = (await post_graphql(http, author, CREATE, input={"taskCode": TASK, "fields": fields}))[
+            "createExample"
+        ]
+        score = sacrebleu.sentence_chrf(created["prediction"]["fields"]["translation"], fields["translation"]).score
+        assert 10.0 <= score < THRESHOLD and created["fooled"] is False, score
+        refused = await post_graphql(http, operator, SETTINGS, input={"taskCode": TASK, "fooledThreshold": 120.0})
+        assert refused["updateTaskSettings"]["fieldErrors"] == [
+            {"field": ["fooledThreshold"], "rule": "range", "message": "must be between 0 and 100"}
+        ]
+        await post_graphql(http, operator, SETTINGS, input={"taskCode": TASK, "fooledThreshold": THRESHOLD})
+
+        # ---- the reply streams to its author as it is written; nobody else can follow that stream
+        pieces, others = await _streamed_example(served, author, await new_account(http, f"peer_{served.backend}"))
+        assert pieces[0] == {"index": 0, "model": None, "text": "", "done": False}  # listening
+        words = [p for p in pieces[1:-1]]
+        assert [p["index"] for p in words] == list(range(1, len(words) + 1))
+        assert {p["model"] for p in words} == {"fake-translator"} and len(words) == len(
+            GOOD["Elle lit un livre."].split()
+        )
+        assert "".join(p["text"] for p in words) == GOOD["Elle lit un livre."]
+        assert pieces[-1]["done"] is True and pieces[-1]["index"] == len(words) + 1
+        assert others == [{"index": 0, "model": None, "text": "", "done": False}]
+
         # ---- two generative models on a scoring set with references
         imported = _import_scoring_set(served.base_url, operator)
         assert imported["__typename"] == "DatasetsCreated", imported
         assert {d["name"] for d in imported["datasets"]} == {SET, f"{SET}~lowercase"}
-        builder = await _user(http, f"builder_{served.backend}")
+        builder = await new_account(http, f"builder_{served.backend}")
         ids = {}
         for name in ("strong", "weak"):
             model = {
@@ -265,19 +340,19 @@ async def test_a_declared_translation_task_is_fooled_by_chrf_and_ranks_generativ
                 },
                 "published": True,
             }
-            submitted = (await _call(http, builder, SUBMIT, input=model))["submitModel"]
+            submitted = (await post_graphql(http, builder, SUBMIT, input=model))["submitModel"]
             assert submitted["__typename"] == "SubmittedModel", submitted
             ids[name] = submitted["model"]["id"]
 
         async def finished(model_id: str) -> dict[str, Any] | None:
-            model = (await _call(http, builder, MODEL, id=model_id))["model"]
+            model = (await post_graphql(http, builder, MODEL, id=model_id))["model"]
             return model if model["status"] in ("DONE", "FAILED") else None
 
         models = {
             name: await eventually(lambda m=m: finished(m), within=240, every=0.5, what=f"{name} is evaluated")
             for name, m in ids.items()
         }
-        board = (await _call(http, None, BOARD))["leaderboard"]
+        board = (await post_graphql(http, None, BOARD))["leaderboard"]
 
     references = [r for _, r in SCORING]
     streams = [[r[j] if j < len(r) else None for r in references] for j in range(2)]
@@ -324,11 +399,14 @@ def judge(prompt: str) -> str:
     return json.dumps({"fooled": wrong, "rationale": why})
 
 
+JUDGE_REQUESTS: list[dict[str, Any]] = []  # what the judge was asked, in order
+
+
 @pytest.fixture(scope="module")
 def verdict_engines() -> Iterator[dict[str, str]]:
     with (
         serve_in_thread(fake_openai_app(assistant, ttft_s=0.01)) as target,
-        serve_in_thread(fake_openai_app(judge, ttft_s=1.0)) as judge_url,  # slow, to see the example wait
+        serve_in_thread(fake_openai_app(judge, ttft_s=1.0, requests=JUDGE_REQUESTS)) as judge_url,  # slow
     ):
         yield {"target": target, "judge": judge_url}
 
@@ -381,7 +459,7 @@ SUBSCRIBE_VERDICTS = """subscription($code: String!) { verdictDecided(taskCode: 
 
 
 async def _stats(http: httpx.AsyncClient, token: str, code: str) -> dict[str, Any]:
-    return (await _call(http, token, STATS, code=code))["task"]["currentRound"]["stats"]
+    return (await post_graphql(http, token, STATS, code=code))["task"]["currentRound"]["stats"]
 
 
 async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_verdict_decided(server, verdict_engines):
@@ -403,10 +481,10 @@ async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_ve
     }
     async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
         definition = qa_declaration(code, verdict_engines["target"], fooled)
-        declared = (await _call(http, operator, DECLARE, input={"definition": definition}))["declareTask"]
+        declared = (await post_graphql(http, operator, DECLARE, input={"definition": definition}))["declareTask"]
         assert declared["__typename"] == "TaskDeclared", declared
-        author = await _user(http, f"asker_{served.backend}")
-        task = (await _call(http, author, STATS, code=code))["task"]
+        author = await new_account(http, f"asker_{served.backend}")
+        task = (await post_graphql(http, author, STATS, code=code))["task"]
         assert task["verdictBy"] == "JUDGE" and task["judgeRubric"] == rubric
         before = task["currentRound"]["stats"]
 
@@ -420,7 +498,7 @@ async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_ve
             first = asyncio.ensure_future(events.__anext__())
             await asyncio.sleep(0.3)  # the subscription is in place
             fields = {"question": "What is the capital of Peru?", "answer": "Lima"}
-            created = (await _call(http, author, CREATE_WAITING, input={"taskCode": code, "fields": fields}))[
+            created = (await post_graphql(http, author, CREATE_WAITING, input={"taskCode": code, "fields": fields}))[
                 "createExample"
             ]
             assert created["__typename"] == "VerdictPending", created
@@ -436,18 +514,18 @@ async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_ve
         assert decided["verdict"] == {"decidedBy": "JUDGE", "rationale": "Peru's capital is Lima, not Quito."}
         after = await _stats(http, author, code)
         assert after["collected"] == before["collected"] + 1 and after["fooled"] == before["fooled"] + 1
-        stored = (await _call(http, author, EXAMPLE, id=example["id"]))["node"]
+        stored = (await post_graphql(http, author, EXAMPLE, id=example["id"]))["node"]
         assert stored["verdict"]["judgeModel"] == "fact-judge" and stored["verdict"]["fooled"] is True
 
         # A right answer: the judge says not fooled, and it counts as collected only.
         right = {"question": "What is the capital of Italy?", "answer": "Rome"}
-        created = (await _call(http, author, CREATE_WAITING, input={"taskCode": code, "fields": right}))[
+        created = (await post_graphql(http, author, CREATE_WAITING, input={"taskCode": code, "fields": right}))[
             "createExample"
         ]
         assert created["__typename"] == "VerdictPending", created
 
         async def judged() -> dict[str, Any] | None:
-            node = (await _call(http, author, EXAMPLE, id=created["example"]["id"]))["node"]
+            node = (await post_graphql(http, author, EXAMPLE, id=created["example"]["id"]))["node"]
             return node if node["verdict"]["decided"] else None
 
         node = await eventually(judged, within=30, every=0.2, what="the judge decides")
@@ -455,11 +533,13 @@ async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_ve
 
         # The owner overrules the first verdict: the counters move with it; the judge's verdict stays beside.
         refused = (
-            await _call(http, author, OVERRULE, input={"exampleId": example["id"], "fooled": False, "reason": "x"})
+            await post_graphql(
+                http, author, OVERRULE, input={"exampleId": example["id"], "fooled": False, "reason": "x"}
+            )
         )["overruleVerdict"]
         assert refused["__typename"] == "Forbidden", refused
         overruled = (
-            await _call(
+            await post_graphql(
                 http,
                 operator,
                 OVERRULE,
@@ -472,6 +552,20 @@ async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_ve
         final = await _stats(http, author, code)
         assert final["collected"] == before["collected"] + 2 and final["fooled"] == before["fooled"]
 
+        # The owners set their own rubric: the judge is told it from the next example on.
+        ours = "The answer is wrong when it names a city that is not the capital asked for."
+        tuned = await post_graphql(http, operator, SETTINGS, input={"taskCode": code, "judgeRubric": ours})
+        assert tuned["updateTaskSettings"]["task"]["judgeRubric"] == ours, tuned
+        asked = len(JUDGE_REQUESTS)
+        again = {"question": "How many legs has a spider?", "answer": "Eight"}
+        created = (await post_graphql(http, author, CREATE_WAITING, input={"taskCode": code, "fields": again}))[
+            "createExample"
+        ]
+        assert created["__typename"] == "VerdictPending", created
+        node = await eventually(judged, within=30, every=0.2, what="the judge decides with the owners' rubric")
+        prompts = [json.dumps(r) for r in JUDGE_REQUESTS[asked:]]
+        assert prompts and all(ours in p and rubric not in p for p in prompts)
+
 
 async def test_a_people_decided_task_moves_its_counters_only_on_the_validators_decision(server, verdict_engines):
     served, operator = server
@@ -482,20 +576,22 @@ async def test_a_people_decided_task_moves_its_counters_only_on_the_validators_d
     )
     definition["validation_quorum"] = 2
     async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
-        declared = (await _call(http, operator, DECLARE, input={"definition": definition}))["declareTask"]
+        declared = (await post_graphql(http, operator, DECLARE, input={"definition": definition}))["declareTask"]
         assert declared["__typename"] == "TaskDeclared", declared
-        author = await _user(http, f"claimer_{served.backend}")
-        validators = [await _user(http, f"checker{i}_{served.backend}") for i in range(2)]
+        author = await new_account(http, f"claimer_{served.backend}")
+        validators = [await new_account(http, f"checker{i}_{served.backend}") for i in range(2)]
         before = await _stats(http, author, code)
 
         # The author says the reply is right: not fooled, at once.
         fine = {"question": "How many legs has a spider?", "model_wrong": False}
-        created = (await _call(http, author, CREATE_WAITING, input={"taskCode": code, "fields": fine}))["createExample"]
+        created = (await post_graphql(http, author, CREATE_WAITING, input={"taskCode": code, "fields": fine}))[
+            "createExample"
+        ]
         assert created == {"__typename": "CreatedExample", "fooled": False}, created
 
         # The author says it is wrong: it waits for the validators, and counts for nothing until they decide.
         claimed = {"question": "What is the capital of Peru?", "answer": "Lima", "model_wrong": True}
-        created = (await _call(http, author, CREATE_WAITING, input={"taskCode": code, "fields": claimed}))[
+        created = (await post_graphql(http, author, CREATE_WAITING, input={"taskCode": code, "fields": claimed}))[
             "createExample"
         ]
         assert created["__typename"] == "VerdictPending" and created["decidedBy"] == "PEOPLE", created
@@ -504,14 +600,16 @@ async def test_a_people_decided_task_moves_its_counters_only_on_the_validators_d
         middle = await _stats(http, author, code)
         assert middle["collected"] == before["collected"] + 1 and middle["fooled"] == before["fooled"]
 
-        first = (await _call(http, validators[0], VOTE_ON, id=waiting["id"], label="CORRECT"))["validateExample"]
+        first = (await post_graphql(http, validators[0], VOTE_ON, id=waiting["id"], label="CORRECT"))["validateExample"]
         assert first["__typename"] == "ValidatedExample", first
         assert first["example"]["status"] == "PENDING_VERDICT" and first["example"]["fooled"] is None
         assert await _stats(http, author, code) == middle
-        second = (await _call(http, validators[1], VOTE_ON, id=waiting["id"], label="CORRECT"))["validateExample"]
+        second = (await post_graphql(http, validators[1], VOTE_ON, id=waiting["id"], label="CORRECT"))[
+            "validateExample"
+        ]
         assert second["example"] == {"status": "ACCEPTED", "fooled": True}, second
         after = await _stats(http, author, code)
         assert after["collected"] == middle["collected"] + 1
         assert after["fooled"] == middle["fooled"] + 1 and after["verifiedFooled"] == middle["verifiedFooled"] + 1
-        stored = (await _call(http, author, EXAMPLE, id=waiting["id"]))["node"]
+        stored = (await post_graphql(http, author, EXAMPLE, id=waiting["id"]))["node"]
         assert stored["verdict"]["decidedBy"] == "PEOPLE" and stored["verdict"]["fooled"] is True

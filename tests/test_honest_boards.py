@@ -29,7 +29,9 @@ from support import (
     create_operator,
     database,
     eventually,
+    new_account,
     plugin_process_env,
+    post_graphql,
     serve,
     serve_in_thread,
 )
@@ -56,8 +58,6 @@ SET = "board-set"
 
 IMPORT_DATASET = """mutation($input: ImportDatasetInput!) { importDataset(input: $input) { __typename
   ... on DatasetsCreated { datasets { name access size } } ... on Error { message } } }"""
-REGISTER = """mutation($input: RegisterInput!) { register(input: $input) { __typename
-  ... on AuthPayload { token } ... on Error { message } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) { __typename
   ... on SubmittedModel { model { id } } ... on Error { message } } }"""
 PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) { __typename
@@ -125,20 +125,6 @@ def server(request, tmp_path_factory) -> Iterator[tuple[Server, str]]:
             yield Server(request.param, base_url, database_url, env, workdir), token
 
 
-async def _call(http: httpx.AsyncClient, token: str | None, query: str, **variables: Any) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    body = (await http.post("/graphql", json={"query": query, "variables": variables}, headers=headers)).json()
-    assert not body.get("errors"), body
-    return body["data"]
-
-
-async def _user(http: httpx.AsyncClient, name: str) -> str:
-    account = {"username": name, "email": f"{name}@example.org", "password": "a long enough password"}
-    answer = (await _call(http, None, REGISTER, input=account))["register"]
-    assert answer["__typename"] == "AuthPayload", answer
-    return answer["token"]
-
-
 def _model_server() -> Starlette:
     """``/works`` answers 'good' exactly when the word good is in the text; ``/broken`` answers a label the task
     does not have, every time."""
@@ -165,7 +151,7 @@ def _metric(row: dict[str, Any], name: str) -> float | None:
 async def test_a_broken_model_ranks_last_with_its_reasons_and_no_perfect_robustness(server):
     served, _ = server
     async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
-        builder = await _user(http, f"builder_{served.backend}")
+        builder = await new_account(http, f"builder_{served.backend}")
         with serve_in_thread(_model_server()) as url:
             ids = {}
             for name in ("works", "broken"):
@@ -176,12 +162,12 @@ async def test_a_broken_model_ranks_last_with_its_reasons_and_no_perfect_robustn
                     "config": {"url": f"{url}/{name}"},
                     "published": True,
                 }
-                submitted = (await _call(http, builder, SUBMIT, input=model))["submitModel"]
+                submitted = (await post_graphql(http, builder, SUBMIT, input=model))["submitModel"]
                 assert submitted["__typename"] == "SubmittedModel", submitted
                 ids[name] = submitted["model"]["id"]
 
             async def finished(model_id: str) -> dict[str, Any] | None:
-                model = (await _call(http, builder, MODEL, id=model_id))["model"]
+                model = (await post_graphql(http, builder, MODEL, id=model_id))["model"]
                 return model if model["status"] in ("DONE", "FAILED") else None
 
             models = {
@@ -195,9 +181,9 @@ async def test_a_broken_model_ranks_last_with_its_reasons_and_no_perfect_robustn
             "predictions": [{"label": gold} for _, gold in ITEMS],
             "published": True,
         }
-        uploaded = (await _call(http, builder, PREDICT, input=predictions))["submitPredictions"]
+        uploaded = (await post_graphql(http, builder, PREDICT, input=predictions))["submitPredictions"]
         assert uploaded["__typename"] == "SubmittedModel", uploaded
-        board = (await _call(http, None, BOARD))["leaderboard"]
+        board = (await post_graphql(http, None, BOARD))["leaderboard"]
 
     assert models["works"]["status"] == models["broken"]["status"] == "DONE", models
     broken = {e["dataset"]["name"]: e for e in models["broken"]["evaluations"]["nodes"]}
@@ -227,10 +213,10 @@ async def test_a_tiny_round_makes_no_empty_or_tiny_scoring_set(server):
     model's figures off the board), and the board keeps ranking on the set it has."""
     served, operator = server
     async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
-        author = await _user(http, f"author_{served.backend}")
+        author = await new_account(http, f"author_{served.backend}")
         for i in range(6):
             created = (
-                await _call(
+                await post_graphql(
                     http,
                     author,
                     CREATE,
@@ -238,16 +224,16 @@ async def test_a_tiny_round_makes_no_empty_or_tiny_scoring_set(server):
                 )
             )["createExample"]
             assert created["__typename"] == "CreatedExample", created
-            voted = (await _call(http, operator, VOTE, id=created["example"]["id"]))["validateExample"]
+            voted = (await post_graphql(http, operator, VOTE, id=created["example"]["id"]))["validateExample"]
             assert voted["__typename"] == "ValidatedExample", voted
-        built = (await _call(http, operator, BUILD))["createRoundDatasets"]
+        built = (await post_graphql(http, operator, BUILD))["createRoundDatasets"]
         assert built["__typename"] == "DatasetsCreated", built
         assert sorted((d["name"], d["access"], d["size"]) for d in built["datasets"]) == [
             ("r1-dev", "STANDARD", 1),
             ("r1-train", "STANDARD", 5),
         ]
-        sets = (await _call(http, operator, DATASETS))["datasets"]["nodes"]
+        sets = (await post_graphql(http, operator, DATASETS))["datasets"]["nodes"]
         scoring = [d for d in sets if d["access"] == "SCORING" and d["parent"] is None]  # copies follow their set
         assert [(d["name"], d["size"]) for d in scoring] == [(SET, len(ITEMS))], sets
-        board = (await _call(http, None, BOARD))["leaderboard"]
+        board = (await post_graphql(http, None, BOARD))["leaderboard"]
         assert board["datasets"] == [SET]

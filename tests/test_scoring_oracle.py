@@ -29,7 +29,9 @@ from support import (
     create_operator,
     database,
     eventually,
+    new_account,
     plugin_process_env,
+    post_graphql,
     serve,
     serve_in_thread,
 )
@@ -51,8 +53,6 @@ IMPORT_DATASET = """mutation($input: ImportDatasetInput!) { importDataset(input:
   ... on DatasetsCreated { datasets { name size parent { name } } } ... on Error { message } } }"""
 SETTINGS = """mutation($n: Int!) { updateTaskSettings(input: {taskCode: "oracle", submissionsPerDay: $n}) {
   __typename ... on TaskSettingsUpdated { task { settings { submissionsPerDay } } } ... on Error { message } } }"""
-REGISTER = """mutation($input: RegisterInput!) { register(input: $input) { __typename
-  ... on AuthPayload { token } ... on Error { message } } }"""
 DATASETS = """query { datasets(taskCode: "oracle") { nodes { id name size parent { name } } } }"""
 ITEMS_OF = """query($id: ID!) { datasetItems(id: $id, first: 100) { nodes { position originalPosition fields } } }"""
 PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) { __typename
@@ -121,47 +121,33 @@ def server(request, tmp_path_factory) -> Iterator[tuple[Server, str]]:
             yield Server(request.param, base_url, database_url, env, workdir), token
 
 
-async def _call(http: httpx.AsyncClient, token: str | None, query: str, **variables: Any) -> dict[str, Any]:
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    body = (await http.post("/graphql", json={"query": query, "variables": variables}, headers=headers)).json()
-    assert not body.get("errors"), body
-    return body["data"]
-
-
-async def _user(http: httpx.AsyncClient, name: str) -> str:
-    account = {"username": name, "email": f"{name}@example.org", "password": "a long enough password"}
-    answer = (await _call(http, None, REGISTER, input=account))["register"]
-    assert answer["__typename"] == "AuthPayload", answer
-    return answer["token"]
-
-
 async def _allowance(http: httpx.AsyncClient, operator: str, n: int) -> None:
-    answer = (await _call(http, operator, SETTINGS, n=n))["updateTaskSettings"]
+    answer = (await post_graphql(http, operator, SETTINGS, n=n))["updateTaskSettings"]
     assert answer["task"]["settings"]["submissionsPerDay"] == n, answer
 
 
 async def _predict(http: httpx.AsyncClient, token: str, dataset: str, labels: list[str], name: str = "p") -> Any:
     predictions = [{"label": label} for label in labels]
     variables = {"taskCode": "oracle", "name": name, "datasetName": dataset, "predictions": predictions}
-    return (await _call(http, token, PREDICT, input=variables))["submitPredictions"]
+    return (await post_graphql(http, token, PREDICT, input=variables))["submitPredictions"]
 
 
 async def test_deleting_a_model_gives_no_attempt_back(server):
     served, operator = server
     async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
         await _allowance(http, operator, 3)
-        token = await _user(http, f"deleter_{served.backend}")
+        token = await new_account(http, f"deleter_{served.backend}")
         made = [await _predict(http, token, SET, ["good"] * 6, name=f"try {i}") for i in range(3)]
         assert [m["__typename"] for m in made] == ["SubmittedModel"] * 3, made
         assert (await _predict(http, token, SET, ["bad"] * 6))["__typename"] == "RateLimited"
         for m in made:
-            deleted = (await _call(http, token, DELETE, id=m["model"]["id"]))["deleteModel"]
+            deleted = (await post_graphql(http, token, DELETE, id=m["model"]["id"]))["deleteModel"]
             assert deleted["__typename"] == "DeletedModel", deleted
         again = await _predict(http, token, SET, ["bad"] * 6)
         assert again["__typename"] == "RateLimited" and "every scored attempt counts" in again["message"], again
         assert 0 < again["retryAfterSeconds"] <= 24 * 3600
         model = {"taskCode": "oracle", "name": "m", "backend": "http", "config": {"url": "http://127.0.0.1:9"}}
-        submitted = (await _call(http, token, SUBMIT, input=model))["submitModel"]
+        submitted = (await post_graphql(http, token, SUBMIT, input=model))["submitModel"]
         assert submitted["__typename"] == "RateLimited", submitted  # one allowance for every kind of submission
 
 
@@ -172,13 +158,13 @@ async def test_probing_the_copies_item_by_item_reads_no_private_gold(server):
     served, operator = server
     async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
         await _allowance(http, operator, 100)
-        token = await _user(http, f"prober_{served.backend}")
-        sets = (await _call(http, token, DATASETS))["datasets"]["nodes"]
+        token = await new_account(http, f"prober_{served.backend}")
+        sets = (await post_graphql(http, token, DATASETS))["datasets"]["nodes"]
         names = sorted(d["name"] for d in sets)
         assert names == [SET, f"{SET}~lowercase", f"{SET}~uppercase"], names
         learned: dict[str, set[int]] = {}
         for dataset in sets:
-            items = (await _call(http, token, ITEMS_OF, id=dataset["id"]))["datasetItems"]["nodes"]
+            items = (await post_graphql(http, token, ITEMS_OF, id=dataset["id"]))["datasetItems"]["nodes"]
             assert all("label" not in item["fields"] for item in items)  # a scoring set's gold is not served
             original = [item["originalPosition"] if dataset["parent"] else item["position"] for item in items]
             baseline = await _predict(http, token, dataset["name"], ["good"] * len(items))
@@ -227,17 +213,17 @@ async def test_a_model_that_answers_one_item_and_refuses_the_rest_reads_nothing(
     served, operator = server
     async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
         await _allowance(http, operator, 100)
-        token = await _user(http, f"recogniser_{served.backend}")
+        token = await new_account(http, f"recogniser_{served.backend}")
         with serve_in_thread(_recognising_server()) as url:
             ids = []
             for answer in ("good", "bad"):
                 model = {"taskCode": "oracle", "name": answer, "backend": "http", "config": {"url": f"{url}/{answer}"}}
-                submitted = (await _call(http, token, SUBMIT, input=model))["submitModel"]
+                submitted = (await post_graphql(http, token, SUBMIT, input=model))["submitModel"]
                 assert submitted["__typename"] == "SubmittedModel", submitted
                 ids.append(submitted["model"]["id"])
 
             async def finished(model_id: str) -> dict[str, Any] | None:
-                model = (await _call(http, token, MODEL, id=model_id))["model"]
+                model = (await post_graphql(http, token, MODEL, id=model_id))["model"]
                 return model if model["status"] in ("DONE", "FAILED") else None
 
             seen = [await eventually(lambda m=m: finished(m), within=240, every=0.5, what="evaluated") for m in ids]

@@ -144,6 +144,19 @@ async def test_votes_that_are_refused(platform, people):
     assert (await validation.validate(platform, people["v1"], not_fooling.id, "CORRECT")).validations_correct == 1
 
 
+async def test_owners_tune_a_threshold_or_a_rubric_only_where_the_task_has_one(platform, people):
+    # The toy task's rule is "the targets differ": no threshold; it has no judge either. Nothing is stored.
+    with pytest.raises(InvalidInput, match="fooledThreshold: toy's fooled rule compares with no threshold"):
+        await tasks.update_settings(platform, people["owner"], "toy", {"fooled_threshold": 0.5})
+    with pytest.raises(InvalidInput, match="judgeRubric: toy has no judge model"):
+        await tasks.update_settings(platform, people["owner"], "toy", {"judge_rubric": "Wrong when wrong."})
+    with pytest.raises(Forbidden):
+        await tasks.update_settings(platform, people["v1"], "toy", {"validation_quorum": 2})
+    view = await tasks.get_task(platform, people["owner"], "toy")
+    assert view.settings.fooled_threshold is None and view.settings.judge_rubric is None
+    assert view.task.fooled_threshold is None
+
+
 async def test_validations_are_rate_limited(platform, people):
     platform.settings.validations_per_minute = 2
     examples_ = [await _write(platform, people["author"], n=i) for i in range(3)]

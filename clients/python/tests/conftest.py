@@ -74,6 +74,7 @@ def server_env(data_dir: Path) -> dict[str, str]:
         DYNAFORGE_PASSWORD_HASH_TIME_COST="1",
         DYNAFORGE_PASSWORD_HASH_MEMORY_KIB="64",
         DYNAFORGE_INFERENCE_TIMEOUT_S="60",
+        DYNAFORGE_OUTBOUND_ALLOW="127.0.0.0/8",  # the generative tests' fake engine runs on loopback
         HF_HUB_OFFLINE="1",
         TRANSFORMERS_OFFLINE="1",
         PYTHONUNBUFFERED="1",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynaforge import ModelSpec, ReferencesField, Role, Task, TextField, hookimpl
+from dynaforge import ReferencesField, Role, Task, TextField, hookimpl
 from dynaforge.defaults.text_metrics import sentence_score
-from dynaforge.inference.engine import DEFAULT_MODEL_NAME, llm_url
+from dynaforge.inference.engine import target_model
 from dynaforge_translation.demo_data import SCORING_SET
 
 #: Below this chrF (0-100) against the references, the translation is wrong enough to count as fooled.
@@ -55,27 +55,10 @@ class TranslationTask(Task):
     )
     metrics = ("chrf_pp", "chrf", "bleu", "ter")
     principal_metric = "chrf_pp"
+    fooled_threshold = CHRF_THRESHOLD  # its owners may set another (the fooledThreshold setting)
     perturbations = ("typo", "punctuation")
     submission_kinds = ("model", "predictions")
-    default_target_models = (
-        ModelSpec(
-            name=DEFAULT_MODEL_NAME,
-            backend="openai",
-            config={
-                "url": llm_url(),
-                "model": DEFAULT_MODEL_NAME,
-                "api": "completions",
-                "prompt": PROMPT,
-                "parse": {"type": "text", "field": "translation"},
-                "temperature": 0,
-                "seed": 0,
-                "max_tokens": 96,
-                "stop": ["\n"],
-                "concurrency": 1,  # the local engine answers one request at a time
-                "timeout_s": 60,
-            },
-        ),
-    )
+    default_target_models = (target_model(PROMPT, "translation", stop=["\n"]),)
     sample_examples = (
         {"source": "Il pleut des cordes depuis ce matin.", "translation": ["It has been pouring since this morning."]},
         {
@@ -88,7 +71,8 @@ class TranslationTask(Task):
         output = prediction.get("translation")
         if not isinstance(output, str) or not output.strip():
             return True
-        return sentence_score("chrf", example.get("translation"), output) < CHRF_THRESHOLD
+        threshold = CHRF_THRESHOLD if self.fooled_threshold is None else self.fooled_threshold
+        return sentence_score("chrf", example.get("translation"), output) < threshold
 
     def demo_scoring_set(self) -> list[dict[str, Any]]:
         return [dict(item) for item in SCORING_SET]

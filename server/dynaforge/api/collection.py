@@ -179,6 +179,18 @@ class UpdateTaskSettingsInput:
     context_strategy: ContextStrategy | None = strawberry.field(
         default=None, description="How nextContext chooses a context when the caller names no strategy."
     )
+    fooled_threshold: float | None = strawberry.field(
+        default=None,
+        description="For a task whose fooled rule compares a metric or a probability with a threshold "
+        "(Task.fooledThreshold is not null): the threshold from now on, on the rule's scale (0 to 1 for a "
+        "probability, ROUGE-L or token F1; 0 to 100 for chrF, BLEU or TER). Examples already decided keep their "
+        "verdicts; say it in the instructions if they name the old one.",
+    )
+    judge_rubric: str | None = strawberry.field(
+        default=None,
+        description="For a task judged by a model (verdictBy JUDGE): what makes an answer wrong, as the judge is "
+        "told from now on, at most 5000 characters; empty: back to the task's own rubric.",
+    )
     hidden: bool | None = strawberry.field(
         default=None,
         description="true hides the task from everyone but its owners and admins (for others it does not exist); "
@@ -662,6 +674,8 @@ class CollectionMutation:
                 "submissions_per_day": input.submissions_per_day,
                 "instructions": input.instructions,
                 "context_strategy": input.context_strategy.value if input.context_strategy else None,
+                "fooled_threshold": input.fooled_threshold,
+                "judge_rubric": input.judge_rubric,
                 "hidden": input.hidden,
                 "active": input.active,
             },

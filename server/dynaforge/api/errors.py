@@ -83,7 +83,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     **dict.fromkeys(
         ["length", "min_length", "max_length", "max_references", "tag", "flag_reason"], FieldErrorCode.LENGTH
     ),
-    **dict.fromkeys(["format", "url"], FieldErrorCode.FORMAT),
+    **dict.fromkeys(["format", "url", "pattern"], FieldErrorCode.FORMAT),
     **dict.fromkeys(["empty", "empty_folder", "text"], FieldErrorCode.EMPTY),
     **dict.fromkeys(["unique", "duplicate", "repeated"], FieldErrorCode.UNIQUE),
     **dict.fromkeys(
@@ -97,7 +97,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     **dict.fromkeys(["id"], FieldErrorCode.ID),
     **dict.fromkeys(["cursor"], FieldErrorCode.CURSOR),
     **dict.fromkeys(["exclusive"], FieldErrorCode.EXCLUSIVE),
-    **dict.fromkeys(["unused", "label"], FieldErrorCode.UNUSED),
+    **dict.fromkeys(["unused", "label", "unsupported"], FieldErrorCode.UNUSED),
     **dict.fromkeys(
         [
             "not_allowed",

@@ -99,6 +99,12 @@ class CreateExampleInput:
         description="The suggestion (suggestEdits) you wrote it from, if any: it then counts as ASSISTED and records "
         "the adversary. Yours, for this round and context.",
     )
+    reply_stream: str | None = strawberry.field(
+        default=None,
+        description="Your stream id (8 to 64 letters, digits, '-' or '_'; a random UUID will do), already followed "
+        "with the replyStream subscription: the target's reply is published there as it is written. Optional; "
+        "the answer is the same with or without it.",
+    )
 
 
 @strawberry.input(description="Contexts to add to the task's current round, all or nothing.")
@@ -465,6 +471,7 @@ class Mutation:
             suggestion_id=None
             if input.suggestion_id is None
             else parse_id(input.suggestion_id, "suggestionId", "Suggestion"),
+            reply_stream=input.reply_stream,
         )
         example = Example.from_row(outcome.example, task_code=input.task_code)
         if outcome.pending_reason is not None:

@@ -30,6 +30,7 @@ from dynaforge.errors import DynaforgeError, ServiceUnavailable
 from dynaforge.events import EventBusUnavailable, SubscriberTooSlow
 from dynaforge.services import auth as auth_service
 from dynaforge.services import examples as example_service
+from dynaforge.services import replies as reply_service
 from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
@@ -62,6 +63,19 @@ class TrainingProgress:
     candidate_id: strawberry.ID | None = strawberry.field(
         description="The registered candidate (RegisteredModel.id), once SUCCEEDED."
     )
+
+
+@strawberry.type(
+    description="A piece of the target's reply to your example, as it is written (replyStream). The first event "
+    "(index 0, no model, empty text, not done) says the stream listens: send createExample after it."
+)
+class ReplyPiece:
+    index: int = strawberry.field(
+        description="The order of the piece: 0 for the first event, then one more per piece (join pieces in order)."
+    )
+    model: str | None = strawberry.field(description="The target model writing (a round can have several).")
+    text: str = strawberry.field(description="What the model wrote since the last piece.")
+    done: bool = strawberry.field(description="True on the last event: every model has answered or failed.")
 
 
 @strawberry.type(description="An evaluation of the model started, finished a chunk, or ended.")
@@ -98,10 +112,17 @@ class _Watch:
         return True
 
 
-async def _events(info: Info, topic: str, on_recheck=None, missed: AsyncGenerator[dict, None] | None = None):
+async def _events(
+    info: Info,
+    topic: str,
+    on_recheck=None,
+    missed: AsyncGenerator[dict, None] | None = None,
+    listening: dict | None = None,
+):
     """The bus's events for ``topic``; bus failures become GraphQL errors that say what to do. ``on_recheck`` is
     awaited after each re-check of the token (to re-read what depends on who the subscriber is). ``missed``: events
-    read from the database, sent first while the bus already listens (``subscription_service.resumed``)."""
+    read from the database, sent first while the bus already listens (``subscription_service.resumed``).
+    ``listening``: an event sent first, once the bus listens (so the subscriber knows nothing is missed after it)."""
     watch = _Watch(info)
     context = info.context
     client = getattr(getattr(context.request, "client", None), "host", None)
@@ -115,6 +136,8 @@ async def _events(info: Info, topic: str, on_recheck=None, missed: AsyncGenerato
         async with info.context.platform.events.listen(topic) as live:
             if missed is not None:
                 resuming = subscription_service.resumed(missed, live)
+            if listening is not None:
+                yield listening
             async for payload in resuming or live:
                 if await watch.recheck() and on_recheck is not None:
                     await on_recheck()
@@ -265,6 +288,34 @@ class Subscription:
             yield RoundChanged(
                 task_code=payload["task_code"], change=RoundChange(payload["change"]), round=Round.from_row(row)
             )
+
+    @strawberry.subscription(
+        description="The target's reply to your next example as it is written: pick a stream id, subscribe, wait "
+        "for the first event, then send createExample with replyStream set to the id. Ends after the event with "
+        "done. Your own streams only (signed-in users); a model that does not stream sends only done."
+    )
+    async def reply_stream(
+        self,
+        info: Info,
+        stream_id: Annotated[
+            str,
+            strawberry.argument(description="Your stream id: 8 to 64 letters, digits, '-' or '_' (a random UUID)."),
+        ],
+    ) -> AsyncGenerator[ReplyPiece, None]:
+        try:
+            topic = reply_service.topic(info.context.actor, stream_id)
+        except DynaforgeError as exc:
+            raise query_error(exc) from None
+        offset = 1  # the listening event is piece 0
+        async for payload in _events(info, topic, listening={"index": -1, "model": None, "text": "", "done": False}):
+            yield ReplyPiece(
+                index=int(payload["index"]) + offset,
+                model=payload.get("model"),
+                text=str(payload.get("text") or ""),
+                done=bool(payload.get("done")),
+            )
+            if payload.get("done"):
+                return
 
     @strawberry.subscription(
         description="Progress of a training job: as it starts, as its recipe reports stages, and when it ends. The "

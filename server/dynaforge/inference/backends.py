@@ -3,11 +3,47 @@
 A backend is registered by a plugin (the core's own are in ``dynaforge.defaults.backends``, one module each).
 ``load(config)`` returns a :class:`Predictor`; it may import heavy libraries (torch, transformers) because it only
 runs where inference runs, never at API start-up.
+
+A predictor that writes its output piece by piece (a language model streaming its reply) hands each piece to
+:func:`emit_token` as it arrives; whoever asked for the prediction with a token sink (:func:`streaming_to`) receives
+them, on the predicting thread, while the prediction runs. Without a sink, :func:`emit_token` does nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from typing import Any, Protocol, runtime_checkable
+
+log = logging.getLogger(__name__)
+
+#: Receives each piece of a streamed output, on the thread that predicts; set by :func:`streaming_to`.
+TokenSink = Callable[[str], None]
+_token_sink: ContextVar[TokenSink | None] = ContextVar("dynaforge_token_sink", default=None)
+
+
+@contextlib.contextmanager
+def streaming_to(sink: TokenSink | None) -> Iterator[None]:
+    """Within the block, :func:`emit_token` on this thread hands its pieces to ``sink`` (nothing when None)."""
+    token = _token_sink.set(sink)
+    try:
+        yield
+    finally:
+        _token_sink.reset(token)
+
+
+def emit_token(text: str) -> None:
+    """A predictor's piece of output as it is written (a streamed reply's delta): passed to the sink of the
+    prediction that runs on this thread, if any. A failing sink is logged, never the prediction's failure."""
+    sink = _token_sink.get()
+    if sink is None or not text:
+        return
+    try:
+        sink(text)
+    except Exception:  # noqa: BLE001 - the stream is a courtesy; the prediction is what counts
+        log.warning("a token sink failed", exc_info=True)
 
 
 @runtime_checkable

@@ -17,7 +17,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
+from dynaforge.inference.backends import (
+    InferenceError,
+    InferenceTimeout,
+    ModelBackend,
+    Predictor,
+    TokenSink,
+    streaming_to,
+)
 from dynaforge.tasks.base import ModelSpec
 
 log = logging.getLogger(__name__)
@@ -42,8 +49,12 @@ class InferenceClient:
         """What /healthz shows about inference."""
         return {"mode": type(self).__name__}
 
-    async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
-        """Predict a batch of model inputs with one model; raises InferenceError / InferenceTimeout."""
+    async def predict(
+        self, spec: ModelSpec, inputs: list[dict[str, Any]], on_token: TokenSink | None = None
+    ) -> ModelAnswer:
+        """Predict a batch of model inputs with one model; raises InferenceError / InferenceTimeout. ``on_token``
+        receives the pieces of a streamed output as the model writes them (one input; a predictor that does not
+        stream sends none), from any thread: it must be thread-safe and quick."""
         raise NotImplementedError
 
     async def warm_up(self, spec: ModelSpec) -> None:
@@ -103,10 +114,11 @@ class LocalInferenceClient(InferenceClient):
                 self._models[key] = model
             return model
 
-    def _run(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
+    def _run(self, spec: ModelSpec, inputs: list[dict[str, Any]], on_token: TokenSink | None = None) -> ModelAnswer:
         model = self._load(spec)
         started = time.perf_counter()
-        outputs = model.predict(inputs)
+        with streaming_to(on_token):
+            outputs = model.predict(inputs)
         elapsed = (time.perf_counter() - started) * 1000
         if not isinstance(outputs, list) or len(outputs) != len(inputs):
             raise InferenceError(
@@ -126,14 +138,18 @@ class LocalInferenceClient(InferenceClient):
         except Exception as exc:
             raise InferenceError(f"{failing}: {type(exc).__name__}: {exc}") from exc
 
-    async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
+    async def predict(
+        self, spec: ModelSpec, inputs: list[dict[str, Any]], on_token: TokenSink | None = None
+    ) -> ModelAnswer:
         name = f"model {spec.name!r}"
         if spec_key(spec) not in self._models:
             # Loading is not answering: the timeout covers prediction, while a first load gets its own bound.
             await self._on_pool(
                 self._load_timeout_s, f"{name} failed to load", f"{name} did not load", self._load, spec
             )
-        return await self._on_pool(self._timeout_s, f"{name} failed", f"{name} did not answer", self._run, spec, inputs)
+        return await self._on_pool(
+            self._timeout_s, f"{name} failed", f"{name} did not answer", self._run, spec, inputs, on_token
+        )
 
     def status(self) -> dict[str, Any]:
         return {"mode": "inline", "models_loaded": len(self._models)}

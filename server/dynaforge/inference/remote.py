@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dynaforge.inference import protocol
-from dynaforge.inference.backends import InferenceError, InferenceTimeout
+from dynaforge.inference.backends import InferenceError, InferenceTimeout, TokenSink
 from dynaforge.inference.batching import DEFAULT_MAX_BATCH
 from dynaforge.inference.client import InferenceClient, ModelAnswer, spec_key
 from dynaforge.sandbox import scrubbed_environment
@@ -79,6 +79,7 @@ class WorkerInferenceClient(InferenceClient):
         self._socket = os.path.join(self._dir, "worker.sock")
         self._ids = itertools.count(1)
         self._pending: dict[int, asyncio.Future] = {}
+        self._sinks: dict[int, TokenSink] = {}  # requests whose streamed pieces someone reads
         self._writer: asyncio.StreamWriter | None = None
         self._process: asyncio.subprocess.Process | None = None
         self._ready = asyncio.Event()
@@ -212,6 +213,14 @@ class WorkerInferenceClient(InferenceClient):
             if message is None:
                 return
             rid = message.get("id")
+            if "token" in message:  # a piece of a streamed output; the answer comes later
+                sink = self._sinks.get(rid) if isinstance(rid, int) else None
+                if sink is not None and isinstance(message["token"], str):
+                    try:
+                        sink(message["token"])
+                    except Exception:  # noqa: BLE001 - the stream is a courtesy, the answer is what counts
+                        log.warning("a token sink failed", exc_info=True)
+                continue
             future = self._pending.pop(rid, None) if isinstance(rid, int) else None
             if future is not None and not future.done():
                 future.set_result(message)
@@ -243,13 +252,18 @@ class WorkerInferenceClient(InferenceClient):
                 future.set_exception(error)
 
     # ------------------------------------------------------------------ requests
-    async def _request(self, message: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    async def _request(
+        self, message: dict[str, Any], timeout_s: float, on_token: TokenSink | None = None
+    ) -> dict[str, Any]:
         writer = self._writer
         if writer is None or not self._ready.is_set():
             raise InferenceUnavailable("the model worker is restarting; the example will be predicted later")
         rid = next(self._ids)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         self._pending[rid] = future
+        if on_token is not None:
+            self._sinks[rid] = on_token
+            message = {**message, "stream": True}
         try:
             writer.write(protocol.encode({"id": rid, **message}))
             answer = await asyncio.wait_for(future, timeout_s)
@@ -259,6 +273,7 @@ class WorkerInferenceClient(InferenceClient):
             raise InferenceUnavailable(f"the model worker connection failed: {exc}") from exc
         finally:
             self._pending.pop(rid, None)
+            self._sinks.pop(rid, None)
         if not answer.get("ok"):
             error = answer.get("error") or "unknown error"
             raise InferenceTimeout(error) if answer.get("kind") == "timeout" else InferenceError(error)
@@ -282,12 +297,15 @@ class WorkerInferenceClient(InferenceClient):
         self._loaded.add(key)
         self._wanted[key] = spec
 
-    async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]]) -> ModelAnswer:
+    async def predict(
+        self, spec: ModelSpec, inputs: list[dict[str, Any]], on_token: TokenSink | None = None
+    ) -> ModelAnswer:
         await self._ensure_loaded(spec)
         try:
             answer = await self._request(
                 {"op": "predict", "spec": spec.as_dict(), "inputs": inputs, "timeout_s": self._timeout_s},
                 self._timeout_s,
+                on_token,
             )
         except InferenceTimeout as exc:
             raise InferenceTimeout(f"model {spec.name!r} did not answer: {exc}") from exc

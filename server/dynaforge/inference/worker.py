@@ -26,7 +26,14 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from dynaforge.inference import protocol
-from dynaforge.inference.backends import InferenceError, InferenceTimeout, ModelBackend, Predictor
+from dynaforge.inference.backends import (
+    InferenceError,
+    InferenceTimeout,
+    ModelBackend,
+    Predictor,
+    TokenSink,
+    streaming_to,
+)
 from dynaforge.inference.batching import DEFAULT_MAX_BATCH, MicroBatcher
 from dynaforge.inference.client import close_model, spec_key
 from dynaforge.tasks.base import ModelSpec
@@ -115,6 +122,29 @@ class ModelHost:
         batcher = await self.load(spec)
         return await batcher.predict(inputs, timeout_s)
 
+    async def predict_streaming(
+        self, spec: ModelSpec, inputs: list[dict[str, Any]], timeout_s: float, on_token: TokenSink
+    ) -> tuple[list[dict[str, Any]], int, float]:
+        """Like :meth:`predict`, outside the micro-batches (a streamed reply is one person's, as it is written),
+        on the same inference thread; ``on_token`` receives the pieces on that thread."""
+        await self.load(spec)
+        model = self._models[spec_key(spec)]
+
+        def run() -> tuple[list[dict[str, Any]], float]:
+            started = time.perf_counter()
+            with streaming_to(on_token):
+                outputs = model.predict(inputs)
+            return outputs, (time.perf_counter() - started) * 1000
+
+        future = asyncio.get_running_loop().run_in_executor(self._executor, run)
+        try:
+            outputs, latency_ms = await asyncio.wait_for(asyncio.shield(future), timeout_s)
+        except TimeoutError as exc:
+            raise InferenceTimeout(f"no answer within {timeout_s:g}s") from exc
+        if not isinstance(outputs, list) or len(outputs) != len(inputs):
+            raise InferenceError(f"model {spec.name!r} returned {type(outputs).__name__}, expected one per input")
+        return outputs, len(inputs), latency_ms
+
     def info(self) -> dict[str, Any]:
         return {
             "pid": os.getpid(),
@@ -140,7 +170,8 @@ class WorkerServer:
         self._had_client = False
         self._stop = asyncio.Event()
 
-    async def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _answer(self, request: dict[str, Any], send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+        """The answer to one request; a streamed prediction's pieces go out through ``send`` before it."""
         rid = request.get("id")
         op = request.get("op")
         try:
@@ -151,9 +182,18 @@ class WorkerServer:
                 await self.host.load(spec)
                 return {"id": rid, "ok": True}
             if op == "predict":
-                outputs, batch_size, latency_ms = await self.host.predict(
-                    spec, list(request["inputs"]), float(request.get("timeout_s", 10.0))
-                )
+                inputs, timeout_s = list(request["inputs"]), float(request.get("timeout_s", 10.0))
+                if request.get("stream"):
+                    loop = asyncio.get_running_loop()
+
+                    def on_token(text: str) -> None:  # on the inference thread
+                        loop.call_soon_threadsafe(send, {"id": rid, "token": text})
+
+                    outputs, batch_size, latency_ms = await self.host.predict_streaming(
+                        spec, inputs, timeout_s, on_token
+                    )
+                else:
+                    outputs, batch_size, latency_ms = await self.host.predict(spec, inputs, timeout_s)
                 return {"id": rid, "ok": True, "outputs": outputs, "latency_ms": latency_ms, "batch_size": batch_size}
             return {"id": rid, "ok": False, "kind": "error", "error": f"unknown operation {op!r}"}
         except InferenceTimeout as exc:
@@ -167,10 +207,12 @@ class WorkerServer:
         self._had_client = True
         tasks: set[asyncio.Task] = set()
 
-        async def respond(request: dict[str, Any]) -> None:
-            answer = await self._answer(request)
+        def send(message: dict[str, Any]) -> None:
             if not writer.is_closing():
-                writer.write(protocol.encode(answer))
+                writer.write(protocol.encode(message))
+
+        async def respond(request: dict[str, Any]) -> None:
+            send(await self._answer(request, send))
 
         try:
             while True:

@@ -40,7 +40,7 @@ from dynaforge.db.models import (
 )
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
 from dynaforge.inference.backends import InferenceError, UnusableOutput
-from dynaforge.services import announce, cursors, verdicts
+from dynaforge.services import announce, cursors, replies, verdicts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.counters import move, move_sync
@@ -148,14 +148,21 @@ def _takes_model_input(task_class: type[Task]) -> bool:
 
 
 async def predict(
-    p: Platform, task: Task, round_: Round, model_input: dict[str, Any]
+    p: Platform, task: Task, round_: Round, model_input: dict[str, Any], stream: replies.ReplyStream | None = None
 ) -> tuple[list[dict[str, Any]], float]:
-    """Ask every target model of the round at once; returns each member's prediction and the slowest one's ms."""
+    """Ask every target model of the round at once; returns each member's prediction and the slowest one's ms.
+    ``stream``: where the pieces of the models' replies go as they are written (the annotator's reply stream)."""
     specs = [ModelSpec.from_dict(m) for m in round_.target_models]
     if not specs:
         raise InferenceError(f"round {round_.number} of {task.code} has no target model")
     answers = await asyncio.gather(
-        *(p.inference.predict(spec, [model_input]) for spec in specs), return_exceptions=True
+        *(
+            p.inference.predict(spec, [model_input])
+            if stream is None
+            else p.inference.predict(spec, [model_input], on_token=stream.sink(spec.name))
+            for spec in specs
+        ),
+        return_exceptions=True,
     )
     members: list[dict[str, Any]] = []
     for spec, answer in zip(specs, answers, strict=True):
@@ -198,11 +205,14 @@ async def submit(
     time_taken_ms: int | None = None,
     tag: str | None = None,
     suggestion_id: int | None = None,
+    reply_stream: str | None = None,
 ) -> Outcome:
     """Store an annotator's example (see the module's docstring). ``suggestion_id``: the machine suggestion
     (``suggestEdits``) it was written from, the annotator's own, of this task and round; the example then counts as
-    ``ASSISTED`` and records the adversary, and it stays the annotator's example in every count."""
+    ``ASSISTED`` and records the adversary, and it stays the annotator's example in every count. ``reply_stream``:
+    the annotator's stream id, where the target's reply is published as it is written (:mod:`.replies`)."""
     actor = require_human(actor)
+    stream_topic = None if reply_stream is None else replies.topic(actor, reply_stream)
     view = await task_service.get_task(p, actor, task_code)
     task = view.task
     if not view.row.active:
@@ -243,8 +253,13 @@ async def submit(
     verdict: dict[str, Any] | None = None
     status = ExampleStatus.CREATED
     started = time.perf_counter()
+    stream = None if stream_topic is None else replies.ReplyStream(p, stream_topic)
     try:
-        members, inference_ms = await predict(p, task, round_, model_input)
+        try:
+            members, inference_ms = await predict(p, task, round_, model_input, stream)
+        finally:
+            if stream is not None:
+                await stream.close()
         prediction, status, fooled, verdict = decide(task, round_.ensemble_rule, members, cleaned, context_fields)
     except InferenceError as exc:
         pending_reason = str(exc) if actor.is_admin else without_server_paths(p, round_, str(exc))

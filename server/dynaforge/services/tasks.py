@@ -39,6 +39,7 @@ MAX_DAILY_CAP = 100_000
 DEFAULT_SUBMISSIONS_PER_DAY = 3
 MAX_SUBMISSIONS_PER_DAY = 1000
 MAX_INSTRUCTIONS = 20_000
+MAX_RUBRIC = 5_000
 
 
 class ContextStrategy(StrEnum):
@@ -62,6 +63,9 @@ class TaskSettings:
     instructions: str | None = None
     context_strategy: str = "least_used"
     submissions_per_day: int = DEFAULT_SUBMISSIONS_PER_DAY
+    #: In place of the task's own threshold of its fooled rule / rubric of its judge (:meth:`Task.tuned`).
+    fooled_threshold: float | None = None
+    judge_rubric: str | None = None
 
     @classmethod
     def of(cls, task: Task, stored: dict[str, Any]) -> TaskSettings:
@@ -72,10 +76,13 @@ class TaskSettings:
 
 @dataclass(frozen=True)
 class TaskView:
-    """A registered task with its stored row."""
+    """A registered task with its stored row; ``task`` as its owners set it (their threshold and rubric)."""
 
     task: Task
     row: TaskRow
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "task", tuned(self.task, self.row.settings or {}))
 
     @property
     def settings(self) -> TaskSettings:
@@ -84,6 +91,11 @@ class TaskView:
     @property
     def instructions(self) -> str:
         return self.settings.instructions or self.task.instructions
+
+
+def tuned(task: Task, stored: dict[str, Any]) -> Task:
+    """``task`` with the threshold and judge rubric its owners set in its stored settings."""
+    return task.tuned(fooled_threshold=stored.get("fooled_threshold"), judge_rubric=stored.get("judge_rubric"))
 
 
 async def sync_registered_tasks(p: Platform) -> list[str]:
@@ -324,8 +336,23 @@ async def owners(p: Platform, task_id: int) -> list[User]:
         )
 
 
-def _check_settings(changes: dict[str, Any]) -> list[FieldError]:
+def _check_settings(changes: dict[str, Any], task: Task) -> list[FieldError]:
     errors = []
+    threshold = changes.get("fooled_threshold")
+    if threshold is not None:
+        low, high = task.fooled_threshold_range
+        if task.fooled_threshold is None:
+            errors.append(
+                FieldError("fooledThreshold", "unsupported", f"{task.code}'s fooled rule compares with no threshold")
+            )
+        elif not (low <= threshold <= high) or threshold != threshold:
+            errors.append(FieldError("fooledThreshold", "range", f"must be between {low:g} and {high:g}"))
+    rubric = changes.get("judge_rubric")
+    if rubric is not None:
+        if task.judge is None:
+            errors.append(FieldError("judgeRubric", "unsupported", f"{task.code} has no judge model"))
+        elif len(rubric) > MAX_RUBRIC:
+            errors.append(FieldError("judgeRubric", "max_length", f"must have at most {MAX_RUBRIC} characters"))
     quorum = changes.get("validation_quorum")
     if quorum is not None and not 1 <= quorum <= MAX_QUORUM:
         errors.append(FieldError("validationQuorum", "range", f"must be between 1 and {MAX_QUORUM}"))
@@ -349,7 +376,7 @@ async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[st
     """Owners and admins change a task's settings; ``None`` leaves a setting as it is.
 
     ``changes`` may hold the fields of :class:`TaskSettings` plus ``hidden`` and ``active``. A daily cap of 0 and
-    empty instructions go back to the defaults (no cap, the plugin's instructions).
+    empty instructions or rubric go back to the defaults (no cap, the plugin's instructions, its judge's rubric).
     """
     actor = require_user(actor)
     view = await get_task(p, actor, code)
@@ -357,7 +384,7 @@ async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[st
     unknown = set(changes) - set(TaskSettings.__dataclass_fields__) - {"hidden", "active"}
     if unknown:
         raise InvalidInput.from_errors([FieldError(k, "unknown", "is not a task setting") for k in sorted(unknown)])
-    errors = _check_settings(changes)
+    errors = _check_settings(changes, view.task)
     if errors:
         raise InvalidInput.from_errors(errors)
     async with p.db.write() as s:
@@ -370,7 +397,9 @@ async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[st
         for key, value in changes.items():
             if key in ("hidden", "active"):
                 setattr(row, key, bool(value))
-            elif (key == "daily_example_cap" and value == 0) or (key == "instructions" and not value.strip()):
+            elif (key == "daily_example_cap" and value == 0) or (
+                key in ("instructions", "judge_rubric") and not value.strip()
+            ):
                 stored.pop(key, None)
             else:
                 stored[key] = value

@@ -105,11 +105,16 @@ async def _judge_once(p: Platform, example_id: int) -> tuple[str, bool | None]:
         example = await s.get(Example, example_id)
         if example is None or example.status != S.PENDING_VERDICT:
             return "skipped", None
-        code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == example.task_id))
+        row = (
+            await s.execute(select(col(TaskRow.code), col(TaskRow.settings)).where(col(TaskRow.id) == example.task_id))
+        ).first()
         round_ = await s.get(Round, example.round_id)
         context = await s.get(Context, example.context_id) if example.context_id is not None else None
-    task = p.plugins.registry.tasks.get(code or "")
-    if task is None or task.judge is None or round_ is None:
+    registered = p.plugins.registry.tasks.get(row[0] if row is not None else "")
+    if registered is None or round_ is None or row is None:
+        return "skipped", None
+    task = task_service.tuned(registered, row[1] or {})  # the rubric its owners set
+    if task.judge is None:
         return "skipped", None
     context_fields = dict(context.fields) if context is not None else task.split_fields(example.fields)[0]
     own = {k: v for k, v in example.fields.items() if k not in context_fields}

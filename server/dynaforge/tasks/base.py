@@ -6,10 +6,11 @@ fit, and registers an instance from a ``register_tasks`` hook. Nothing in the co
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import KW_ONLY, dataclass, field
+from dataclasses import KW_ONLY, dataclass, field, replace
 from os import PathLike
 from typing import Any, ClassVar
 
@@ -362,6 +363,11 @@ class Task:
     #: Who decides whether an example fooled the model (:data:`VERDICT_SOURCES`); ``judge`` needs :attr:`judge`.
     verdict: ClassVar[str] = "rule"
     judge: ClassVar[Judge | None] = None
+    #: The number the fooled rule compares with, when it has one (a metric or a probability under which the model
+    #: is fooled): ``is_fooled`` reads it here, so the task's owners may set another (the ``fooledThreshold``
+    #: setting, within :attr:`fooled_threshold_range`; :meth:`tuned`). None: the rule has no threshold.
+    fooled_threshold: ClassVar[float | None] = None
+    fooled_threshold_range: ClassVar[tuple[float, float]] = (0.0, 100.0)
     #: Shown (and accepted) before anyone sees the task's model outputs, when they may be offensive or unsafe.
     content_warning: ClassVar[str] = ""
     #: What validators are told (the writers' ``instructions`` are for writing): what makes an example correct.
@@ -445,6 +451,22 @@ class Task:
     # ------------------------------------------------------------------ fields
     def fields_with(self, *roles: Role) -> list[Field]:
         return [f for f in self.fields if f.role in roles]
+
+    def tuned(self, *, fooled_threshold: float | None = None, judge_rubric: str | None = None) -> Task:
+        """The task as its owners set it: another :attr:`fooled_threshold` (when the rule has one) and another
+        rubric for its :attr:`judge` (when it has one), over the task as its plugin declares it (tuning a tuned
+        task starts again from that); that task itself when neither changes anything."""
+        base: Task = self.__dict__.get("_untuned", self)
+        changes: dict[str, Any] = {}
+        if base.fooled_threshold is not None and fooled_threshold not in (None, base.fooled_threshold):
+            changes["fooled_threshold"] = float(fooled_threshold)
+        if judge_rubric and base.judge is not None and judge_rubric != base.judge.rubric:
+            changes["judge"] = replace(base.judge, rubric=judge_rubric)
+        if not changes:
+            return base
+        clone = copy.copy(base)
+        clone.__dict__.update(changes, _untuned=base)  # instance values in front of the class's
+        return clone
 
     def field_names(self, *roles: Role) -> list[str]:
         return [f.name for f in self.fields_with(*roles)]

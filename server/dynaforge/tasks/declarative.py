@@ -231,7 +231,7 @@ class DeclaredTask(Task):
             probabilities = prediction.get("probabilities")
             if isinstance(probabilities, dict) and gold in probabilities:
                 try:
-                    return float(probabilities[gold]) < float(rule["threshold"])
+                    return float(probabilities[gold]) < float(self.fooled_threshold or 0.0)
                 except (TypeError, ValueError):
                     return True
             return prediction.get(rule["field"]) != gold
@@ -248,7 +248,9 @@ class DeclaredTask(Task):
             predicted = prediction.get(rule["field"])
             if not isinstance(predicted, str):
                 return True
-            return sentence_score(rule["metric"], example.get(rule["field"]), predicted) < float(rule["threshold"])
+            return sentence_score(rule["metric"], example.get(rule["field"]), predicted) < float(
+                self.fooled_threshold or 0.0
+            )
         names = set(rule.get("fields") or self.field_names(Role.TARGET))
         return any(not f.same(example.get(f.name), prediction.get(f.name)) for f in self.fields if f.name in names)
 
@@ -269,6 +271,13 @@ def _field(spec: dict[str, Any]) -> Field:
     if unknown:
         raise ValueError(f"a {spec['type']} field takes no {', '.join(unknown)}")
     return kind(role=Role(spec["role"]), **options)
+
+
+def threshold_range(rule: dict[str, Any]) -> tuple[float, float]:
+    """The scale of a threshold rule's number: a probability, a 0-1 metric (ROUGE-L, token F1) or a 0-100 one."""
+    if rule["rule"] == "gold_probability_below" or rule.get("metric") in ("rouge_l", "token_f1"):
+        return (0.0, 1.0)
+    return (0.0, 100.0)
 
 
 def _fooled_problems(rule: dict[str, Any], fields: dict[str, Field]) -> list[str]:
@@ -365,6 +374,9 @@ def load_declaration(data: Any) -> DeclaredTask:
         "declaration": json.loads(json.dumps(data)),
         "fooled_rule": dict(rule),
     }
+    if rule["rule"] in ("gold_probability_below", "metric_below"):
+        attributes["fooled_threshold"] = float(rule["threshold"])
+        attributes["fooled_threshold_range"] = threshold_range(rule)
     if rule["rule"] in ("judge", "people"):
         attributes["verdict"] = rule["rule"]
     if rule["rule"] == "judge":

@@ -2,13 +2,15 @@
 // the model's answer and the verdict, machine adversaries' suggested edits beside the form (Suggestions.tsx), and the
 // round's counters and fooling examples as they happen.
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
-import { useMutation, useQuery, useSubscription } from "urql";
+import { useClient, useMutation, useQuery, useSubscription } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../gql";
 import type {
   CreateExampleMutation,
+  FieldType,
   ModelFooledFeedSubscription,
   ModelFooledFeedSubscriptionVariables,
+  ShownPredictionFragment,
   VerdictDecidedLiveSubscription,
 } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
@@ -87,6 +89,42 @@ const MyTaskStats = graphql(`
   }
 `);
 
+// What the form shows of the model's answer, in each outcome that has one.
+export const ShownPrediction = graphql(`
+  fragment ShownPrediction on Prediction {
+    label
+    span {
+      text
+      start
+    }
+    fields
+    probabilities {
+      label
+      probability
+    }
+    confidence
+    generation {
+      tokens
+      timeToFirstTokenMs
+    }
+  }
+`);
+
+// Targets of these types are written by the model (a language model's reply), so the form follows its stream.
+const generativeTypes = new Set<FieldType>(["TEXT", "REFERENCES"]);
+
+// The target's reply as it is written (generative tasks): the first event says the stream listens.
+const ReplyStreamLive = graphql(`
+  subscription ReplyStreamLive($streamId: String!) {
+    replyStream(streamId: $streamId) {
+      index
+      model
+      text
+      done
+    }
+  }
+`);
+
 const CreateExample = graphql(`
   mutation CreateExample($input: CreateExampleInput!) {
     createExample(input: $input) {
@@ -94,21 +132,7 @@ const CreateExample = graphql(`
       ... on CreatedExample {
         fooled
         prediction {
-          label
-          span {
-            text
-            start
-          }
-          fields
-          probabilities {
-            label
-            probability
-          }
-          confidence
-          generation {
-            tokens
-            timeToFirstTokenMs
-          }
+          ...ShownPrediction
         }
         example {
           id
@@ -139,21 +163,7 @@ const CreateExample = graphql(`
       ... on VerdictPending {
         decidedBy
         prediction {
-          label
-          span {
-            text
-            start
-          }
-          fields
-          probabilities {
-            label
-            probability
-          }
-          confidence
-          generation {
-            tokens
-            timeToFirstTokenMs
-          }
+          ...ShownPrediction
         }
         example {
           id
@@ -486,6 +496,38 @@ function ExampleForm({
   const started = useRef(Date.now());
   const form = useRef<HTMLFormElement>(null);
   const [creating, create] = useMutation(CreateExample);
+  const client = useClient();
+  // The reply of a target that writes, as it streams in (null when nothing streams).
+  const [streaming, setStreaming] = useState<string | null>(null);
+  const writes = useMemo(() => fields.some((f) => f.role === "TARGET" && generativeTypes.has(f.type)), [fields]);
+
+  /** Follows a new reply stream; resolves with its id once the server listens (null when it does not in time:
+   * the example is sent without one and the reply shows when it is complete). */
+  function openReplyStream(): Promise<{ id: string; close: () => void } | null> {
+    const id = crypto.randomUUID();
+    const parts: string[] = [];
+    return new Promise((resolve) => {
+      let listening = false;
+      const subscription = client.subscription(ReplyStreamLive, { streamId: id }).subscribe((result) => {
+        const piece = result.data?.replyStream;
+        if (!piece) return;
+        if (!listening) {
+          listening = true;
+          resolve({ id, close: () => subscription.unsubscribe() });
+        }
+        if (piece.index > 0 && piece.text) {
+          parts[piece.index - 1] = piece.text;
+          setStreaming(parts.join(""));
+        }
+      });
+      setTimeout(() => {
+        if (!listening) {
+          subscription.unsubscribe();
+          resolve(null);
+        }
+      }, 2000);
+    });
+  }
   const [retracting, retract] = useMutation(RetractExample);
   const setValue = useCallback((name: string, value: FormValue) => setValues((v) => ({ ...v, [name]: value })), []);
 
@@ -518,16 +560,23 @@ function ExampleForm({
       return;
     }
     setProblem(null);
+    const timeTakenMs = Math.min(Date.now() - started.current, 7 * 24 * 3600 * 1000);
+    setVerdict(null);
+    setStreaming(null);
+    const stream = writes && signedIn ? await openReplyStream() : null;
     const result = await create({
       input: {
         taskCode: code,
         contextId,
         fields: built.fields,
-        timeTakenMs: Math.min(Date.now() - started.current, 7 * 24 * 3600 * 1000),
+        timeTakenMs,
         tag: contextTag,
         suggestionId: from?.id ?? null,
+        replyStream: stream?.id ?? null,
       },
     });
+    stream?.close();
+    setStreaming(null);
     const answer = result.data?.createExample;
     const failed = problemOf(
       result.error,
@@ -632,6 +681,14 @@ function ExampleForm({
           </button>
           <span className="muted small">Ctrl+Enter</span>
         </div>
+        {streaming !== null && creating.fetching && (
+          <ContentWarning code={code} warning={contentWarning}>
+            <div className="prediction streaming" aria-busy="true">
+              <p className="small muted">The model is writing…</p>
+              <p data-testid="streamed-reply">{streaming}</p>
+            </div>
+          </ContentWarning>
+        )}
         <div role="status" className={verdict ? (fooledNow ? "verdict fooled" : "verdict") : "verdict empty"}>
           {created && (
             <>
@@ -699,7 +756,7 @@ function ExampleForm({
   );
 }
 
-function Prediction({ prediction }: { prediction: Extract<Created, { __typename: "CreatedExample" }>["prediction"] }) {
+function Prediction({ prediction }: { prediction: ShownPredictionFragment }) {
   const fields = prediction.fields as Record<string, unknown>;
   const texts = Object.values(fields).filter((v): v is string => typeof v === "string");
   const answer = prediction.label ?? prediction.span?.text ?? (texts.length === 1 ? texts[0] : showValue(fields));

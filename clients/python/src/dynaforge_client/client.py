@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import functools
 import json
+import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, cast
@@ -76,6 +77,9 @@ class _Api(GeneratedClient):
                     errors_dicts=payload["errors"], data=payload.get("data")
                 )
         return await super()._handle_ws_message(message, websocket, expected_type)
+
+
+_REPLY_STREAM_OPEN_S = 5.0  # how long create_example(on_reply=) waits for its stream to open (and to end)
 
 
 def _urls(url: str) -> tuple[str, str, str]:
@@ -282,13 +286,16 @@ class AsyncClient:
         tag: str | None = None,
         time_taken_ms: int | None = None,
         suggestion: Any = None,
+        on_reply: Callable[[str], None] | None = None,
     ) -> ExampleFields:
         """Write an example in the task's open round. The target model predicts at once: the returned example's
         ``fooled`` and ``prediction`` say how it went (both None while the prediction is pending; ``fooled`` None
         and ``status`` PENDING_VERDICT while the task's judge model or its validators decide, see ``verdict``;
         ``prediction.generation`` holds a writing model's raw reply, tokens and time to first token). ``suggestion``:
         the suggestion (from :meth:`suggest_edits`, or its id) the example was written from; it then counts as
-        ASSISTED (``source``) and names the adversary."""
+        ASSISTED (``source``) and names the adversary. ``on_reply``: called with each piece of the target's reply
+        as the model writes it (a model that writes; over the ``replyStream`` subscription, opened first), before
+        this returns; when the stream cannot be opened within a few seconds the example is sent without it."""
         data = CreateExampleInput(
             task_code=task,
             fields=dict(fields),
@@ -297,8 +304,49 @@ class AsyncClient:
             time_taken_ms=time_taken_ms,
             suggestion_id=_id(suggestion) if suggestion is not None else None,
         )
-        result = await self._write(lambda: self._api.create_example(data))
+        if on_reply is None:
+            result = await self._write(lambda: self._api.create_example(data))
+        else:
+            async with self._reply_stream(on_reply) as stream_id:
+                data.reply_stream = stream_id
+                result = await self._write(lambda: self._api.create_example(data))
         return unwrap(result.create_example, "CreatedExample", "PredictionPending", "VerdictPending").example
+
+    @contextlib.asynccontextmanager
+    async def _reply_stream(self, on_reply: Callable[[str], None]) -> AsyncIterator[str | None]:
+        """A reply stream listening (its id), whose pieces go to ``on_reply`` until it is done (None when it could
+        not be opened in time)."""
+        stream_id = uuid.uuid4().hex
+        listening = asyncio.Event()
+
+        async def follow() -> None:
+            async for event in self._api.reply_stream(stream_id):
+                piece = event.reply_stream
+                if piece.index == 0:
+                    listening.set()
+                elif piece.text:
+                    on_reply(piece.text)
+                if piece.done:
+                    return
+
+        task = asyncio.create_task(follow())
+        waiting = asyncio.create_task(listening.wait())
+        await asyncio.wait({task, waiting}, timeout=_REPLY_STREAM_OPEN_S, return_when=asyncio.FIRST_COMPLETED)
+        waiting.cancel()
+        if not listening.is_set():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+            yield None
+            return
+        try:
+            yield stream_id
+            with contextlib.suppress(TimeoutError):  # the last pieces are on their way; done comes after them
+                await asyncio.wait_for(asyncio.shield(task), _REPLY_STREAM_OPEN_S)
+        finally:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
 
     async def overrule_verdict(self, example: Any, *, fooled: bool, reason: str) -> ExampleFields:
         """As a task's owner (or an admin), overrule its judge model: set whether a judged example fooled the model,

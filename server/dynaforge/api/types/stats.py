@@ -129,6 +129,14 @@ class TaskSettings:
         description="Scored submissions (models, predictions, selections) each user may make in any 24 hours; every "
         "attempt counts, deleted and failed ones too."
     )
+    fooled_threshold: float | None = strawberry.field(
+        description="The owners' threshold for the task's fooled rule, in place of the task's own "
+        "(Task.fooledThreshold is the one in force); null: the task's own."
+    )
+    judge_rubric: str | None = strawberry.field(
+        description="The owners' rubric for the task's judge model, in place of the task's own (Task.judgeRubric "
+        "is the one in force); null: the task's own."
+    )
 
     @classmethod
     def of(cls, value: SettingsValue) -> TaskSettings:
@@ -139,6 +147,8 @@ class TaskSettings:
             daily_example_cap=value.daily_example_cap,
             context_strategy=ContextStrategy(str(value.context_strategy)),
             submissions_per_day=value.submissions_per_day,
+            fooled_threshold=value.fooled_threshold,
+            judge_rubric=value.judge_rubric,
         )
 
 

@@ -223,6 +223,13 @@ class Task(Node):
     def validator_guidance(self) -> str | None:
         return self.view.task.validator_guidance or None
 
+    @strawberry.field(
+        description="The number the task's fooled rule compares with, as its owners set it (a metric such as chrF "
+        "under which the model is fooled, or a probability); null when the rule has none."
+    )
+    def fooled_threshold(self) -> float | None:
+        return self.view.task.fooled_threshold
+
     @strawberry.field(description="JUDGE tasks: what makes an answer wrong, as the judge model is told; else null.")
     def judge_rubric(self) -> str | None:
         judge = self.view.task.judge

@@ -5,7 +5,9 @@ Each model input is put into a prompt by a template over the task's fields, sent
 settings, and the reply is read into the task's target fields by a parser: the whole text into one field, a JSON
 object, or a regular expression's groups. Replies are streamed (server-sent events), so the time to the first token
 is measured; every output carries ``generation``: the raw reply, its completion tokens (the server's count, or the
-streamed chunks when it gives none), the time to first token, the whole time and the finish reason.
+streamed chunks when it gives none), the time to first token, the whole time and the finish reason. Each
+streamed piece also goes to the prediction's token sink (:func:`dynaforge.inference.backends.emit_token`): that is
+how an annotator sees the reply as it is written.
 
 Like the ``http`` backend, the URL goes through the outbound policy, requests go to the checked address without
 following redirects, and errors say what failed by path, status and size only, never what the server answered.
@@ -30,7 +32,7 @@ from dynaforge.defaults.backends.http import (
     transport_problems,
 )
 from dynaforge.hookspecs import hookimpl
-from dynaforge.inference.backends import InferenceError, InferenceTimeout, UnusableOutput
+from dynaforge.inference.backends import InferenceError, InferenceTimeout, UnusableOutput, emit_token
 
 #: How a reply becomes the task's target fields.
 PARSERS = {
@@ -225,6 +227,7 @@ class OpenAIPredictor(HttpPredictor):
                                 first = time.perf_counter()
                             parts.append(text)
                             chunks += 1
+                            emit_token(text)
                         finish = choice.get("finish_reason") or finish
             except httpx.TimeoutException as exc:
                 if attempt + 1 < attempts and first is None:

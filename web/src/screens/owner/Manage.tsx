@@ -26,6 +26,8 @@ export const ManageTask = graphql(`
       hidden
       active
       instructions
+      fooledThreshold
+      judgeRubric
       fields {
         name
         role
@@ -40,6 +42,8 @@ export const ManageTask = graphql(`
         dailyExampleCap
         submissionsPerDay
         contextStrategy
+        fooledThreshold
+        judgeRubric
       }
       currentRound {
         id

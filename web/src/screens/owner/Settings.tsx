@@ -15,6 +15,8 @@ const UpdateSettings = graphql(`
           hidden
           active
           instructions
+          fooledThreshold
+          judgeRubric
           settings {
             validationQuorum
             validateNonFooling
@@ -22,6 +24,8 @@ const UpdateSettings = graphql(`
             dailyExampleCap
             submissionsPerDay
             contextStrategy
+            fooledThreshold
+            judgeRubric
           }
         }
       }
@@ -45,7 +49,14 @@ const STRATEGIES: [ContextStrategy, string][] = [
   ["VALIDATION_FAILED", "Most rejected first"],
 ];
 
-const KNOWN = ["validationQuorum", "dailyExampleCap", "submissionsPerDay", "instructions"];
+const KNOWN = [
+  "validationQuorum",
+  "dailyExampleCap",
+  "submissionsPerDay",
+  "instructions",
+  "fooledThreshold",
+  "judgeRubric",
+];
 
 export default function Settings({ task }: { task: ManagedTask }) {
   const [state, update] = useMutation(UpdateSettings);
@@ -60,6 +71,9 @@ export default function Settings({ task }: { task: ManagedTask }) {
     if (cap && !/^\d+$/.test(cap)) return outcome.fail("The daily cap must be a whole number (or empty: no change).");
     if (!Number.isInteger(submissions) || submissions < 1)
       return outcome.fail("The submissions a day must be a whole number, 1 or more.");
+    const threshold = task.fooledThreshold != null ? Number(textOf(form, "threshold")) : null;
+    if (threshold !== null && !Number.isFinite(threshold))
+      return outcome.fail("The threshold must be a number on the rule's scale.");
     const result = await update({
       input: {
         taskCode: task.code,
@@ -72,6 +86,8 @@ export default function Settings({ task }: { task: ManagedTask }) {
         contextStrategy: String(form.get("strategy")) as ContextStrategy,
         hidden: form.get("hidden") === "on",
         active: form.get("active") === "on",
+        fooledThreshold: threshold,
+        judgeRubric: task.judgeRubric != null ? String(form.get("rubric") ?? "") : null,
       },
     });
     outcome.record(result.error, result.data?.updateTaskSettings, "TaskSettingsUpdated", "Settings saved.", KNOWN);
@@ -126,6 +142,30 @@ export default function Settings({ task }: { task: ManagedTask }) {
           defaultValue={task.instructions}
           error={fields.instructions}
         />
+        {task.fooledThreshold != null && (
+          <TextInput
+            label="Fooled below"
+            id="set-threshold"
+            name="threshold"
+            type="number"
+            step="any"
+            min={0}
+            defaultValue={task.fooledThreshold}
+            hint="The model is fooled when the task's metric (or the gold label's probability) is under this number. Examples already decided keep their verdicts."
+            error={fields.fooledThreshold}
+          />
+        )}
+        {task.judgeRubric != null && (
+          <TextArea
+            label="Judge's rubric"
+            id="set-rubric"
+            name="rubric"
+            rows={3}
+            defaultValue={task.judgeRubric}
+            hint="What makes an answer wrong, as the judge model is told; empty: back to the task's own."
+            error={fields.judgeRubric}
+          />
+        )}
         <Checkbox
           label="Validate examples that did not fool the model"
           id="set-nonfooling"

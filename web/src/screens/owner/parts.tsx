@@ -90,18 +90,19 @@ export function TextArea({
   label,
   id,
   error,
+  hint,
   ...area
-}: { label: string; id: string; error?: string } & TextareaHTMLAttributes<HTMLTextAreaElement>) {
+}: { label: string; id: string; error?: string; hint?: string } & TextareaHTMLAttributes<HTMLTextAreaElement>) {
+  const described = [hint && `${id}-hint`, error && `${id}-error`].filter(Boolean).join(" ") || undefined;
   return (
     <div className="control">
       <label htmlFor={id}>{label}</label>
-      <textarea
-        id={id}
-        rows={3}
-        aria-invalid={error ? true : undefined}
-        aria-describedby={error ? `${id}-error` : undefined}
-        {...area}
-      />
+      <textarea id={id} rows={3} aria-invalid={error ? true : undefined} aria-describedby={described} {...area} />
+      {hint && (
+        <p className="hint" id={`${id}-hint`}>
+          {hint}
+        </p>
+      )}
       {error && (
         <p className="error" id={`${id}-error`}>
           {error}

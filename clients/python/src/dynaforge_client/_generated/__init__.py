@@ -217,6 +217,7 @@ from .register import (
     RegisterAccountInvalidInputFieldErrors,
     RegisterAccountRateLimited,
 )
+from .reply_stream import ReplyStream, ReplyStreamReplyStream
 from .round import Round, RoundRound
 from .submit_model import (
     SubmitModel,
@@ -443,6 +444,8 @@ __all__ = [
     "RegisterAccountInvalidInputFieldErrors",
     "RegisterAccountRateLimited",
     "RegisterInput",
+    "ReplyStream",
+    "ReplyStreamReplyStream",
     "Round",
     "RoundFields",
     "RoundFieldsStats",

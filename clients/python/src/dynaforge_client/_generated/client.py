@@ -39,6 +39,7 @@ from .my_stats import MyStats
 from .next_context import NextContext
 from .overrule_verdict import OverruleVerdict
 from .register import Register
+from .reply_stream import ReplyStream
 from .round import Round
 from .submit_model import SubmitModel
 from .submit_predictions import SubmitPredictions
@@ -985,6 +986,25 @@ class GeneratedClient(AsyncBaseClient):
             query=query, operation_name="ModelFooled", variables=variables, **kwargs
         ):
             yield ModelFooled.model_validate(data)
+
+    async def reply_stream(
+        self, stream_id: str, **kwargs: Any
+    ) -> AsyncIterator[ReplyStream]:
+        query = gql("""
+            subscription ReplyStream($streamId: String!) {
+              replyStream(streamId: $streamId) {
+                index
+                model
+                text
+                done
+              }
+            }
+            """)
+        variables: dict[str, object] = {"streamId": stream_id}
+        async for data in self.execute_ws(
+            query=query, operation_name="ReplyStream", variables=variables, **kwargs
+        ):
+            yield ReplyStream.model_validate(data)
 
     async def submit_model(self, input: SubmitModelInput, **kwargs: Any) -> SubmitModel:
         query = gql("""

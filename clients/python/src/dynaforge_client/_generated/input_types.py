@@ -28,6 +28,8 @@ class CreateExampleInput(BaseModel):
     "An optional label of at most 100 characters (for example the tag of the context used); with the task's oneExamplePerTag setting a validator is served at most one example per tag."
     suggestion_id: Optional[str] = Field(alias="suggestionId", default=None)
     "The suggestion (suggestEdits) you wrote it from, if any: it then counts as ASSISTED and records the adversary. Yours, for this round and context."
+    reply_stream: Optional[str] = Field(alias="replyStream", default=None)
+    "Your stream id (8 to 64 letters, digits, '-' or '_'; a random UUID will do), already followed with the replyStream subscription: the target's reply is published there as it is written. Optional; the answer is the same with or without it."
 
 
 class CreateRoundDatasetsInput(BaseModel):
