@@ -304,3 +304,48 @@ def test_model_server_serves_a_model_from_the_current_folder(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+class _Waits:
+    """A model behind the network: it waits ``seconds`` per call (a judge model that takes its time)."""
+
+    io_bound = True
+
+    def __init__(self, seconds: float):
+        self.seconds = seconds
+
+    def predict(self, inputs):
+        time.sleep(self.seconds)
+        return [{"label": "a"} for _ in inputs]
+
+
+class _Computes(_Waits):
+    """A model that computes here (no ``io_bound``): the worker's one inference thread runs it."""
+
+    io_bound = False
+
+
+@pytest.mark.parametrize("quick", [_Waits, _Computes])
+async def test_a_slow_remote_model_holds_up_no_other_model(quick):
+    """A judge that takes a second must not queue the next example's target behind it (G2), whether that target
+    is another remote model or one computing in the worker."""
+    from dynaforge.inference.backends import ModelBackend
+    from dynaforge.inference.worker import ModelHost
+
+    class Backend(ModelBackend):
+        name = "fake"
+
+        def load(self, config):
+            return _Waits(1.0) if config["slow"] else quick(0.0)
+
+    host = ModelHost(lambda: {"fake": Backend()})
+    try:
+        slow = asyncio.ensure_future(host.predict(ModelSpec("judge", "fake", {"slow": True}), [{}], 10.0))
+        await asyncio.sleep(0.2)  # the judge is waiting for its server
+        started = time.perf_counter()
+        outputs, _, _ = await host.predict(ModelSpec("target", "fake", {"slow": False}), [{}], 10.0)
+        assert outputs == [{"label": "a"}] and time.perf_counter() - started < 0.5
+        assert not slow.done()
+        await slow
+    finally:
+        await host.close()

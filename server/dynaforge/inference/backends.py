@@ -34,6 +34,13 @@ def streaming_to(sink: TokenSink | None) -> Iterator[None]:
         _token_sink.reset(token)
 
 
+def is_io_bound(model: Any) -> bool:
+    """Whether a loaded model only waits on the network (a model server, an engine: ``io_bound = True`` on the
+    predictor). The inference process runs those on a thread pool of their own, apart from the one thread that
+    runs the models computing here, so that a slow remote model never queues the others behind it."""
+    return bool(getattr(model, "io_bound", False))
+
+
 def emit_token(text: str) -> None:
     """A predictor's piece of output as it is written (a streamed reply's delta): passed to the sink of the
     prediction that runs on this thread, if any. A failing sink is logged, never the prediction's failure."""

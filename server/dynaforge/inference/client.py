@@ -23,6 +23,7 @@ from dynaforge.inference.backends import (
     ModelBackend,
     Predictor,
     TokenSink,
+    is_io_bound,
     streaming_to,
 )
 from dynaforge.tasks.base import ModelSpec
@@ -95,6 +96,8 @@ class LocalInferenceClient(InferenceClient):
         self._timeout_s = timeout_s
         self._load_timeout_s = load_timeout_s
         self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="dynaforge-inference")
+        # Models that only wait on the network (is_io_bound) run here, never queued behind local compute.
+        self._remote = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dynaforge-remote")
         self._models: dict[str, Predictor] = {}
         self._lock = threading.Lock()
 
@@ -126,9 +129,12 @@ class LocalInferenceClient(InferenceClient):
             )
         return ModelAnswer(model=spec.name, outputs=outputs, latency_ms=elapsed)
 
-    async def _on_pool(self, timeout_s: float, failing: str, timing_out: str, fn, *args: Any) -> Any:
-        """Run ``fn`` on the inference thread within ``timeout_s``; failures become InferenceError/Timeout."""
-        future = asyncio.get_running_loop().run_in_executor(self._pool, fn, *args)
+    async def _on_pool(
+        self, timeout_s: float, failing: str, timing_out: str, fn, *args: Any, pool: ThreadPoolExecutor | None = None
+    ) -> Any:
+        """Run ``fn`` on the inference thread (or ``pool``) within ``timeout_s``; failures become
+        InferenceError/Timeout."""
+        future = asyncio.get_running_loop().run_in_executor(pool or self._pool, fn, *args)
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout=timeout_s)
         except TimeoutError as exc:
@@ -147,8 +153,16 @@ class LocalInferenceClient(InferenceClient):
             await self._on_pool(
                 self._load_timeout_s, f"{name} failed to load", f"{name} did not load", self._load, spec
             )
+        remote = is_io_bound(self._models.get(spec_key(spec)))
         return await self._on_pool(
-            self._timeout_s, f"{name} failed", f"{name} did not answer", self._run, spec, inputs, on_token
+            self._timeout_s,
+            f"{name} failed",
+            f"{name} did not answer",
+            self._run,
+            spec,
+            inputs,
+            on_token,
+            pool=self._remote if remote else None,
         )
 
     def status(self) -> dict[str, Any]:
@@ -160,6 +174,7 @@ class LocalInferenceClient(InferenceClient):
 
     async def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
+        self._remote.shutdown(wait=False, cancel_futures=True)
         for model in self._models.values():
             close_model(model)
         self._models.clear()

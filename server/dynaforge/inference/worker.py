@@ -3,7 +3,8 @@
 ``dynaforge serve`` and ``dynaforge demo`` start it (``python -m dynaforge.inference.worker --socket PATH``) and
 talk to it through :class:`dynaforge.inference.remote.WorkerInferenceClient`; the API process itself never imports
 torch. The worker loads the same plugins as the API (``--plugins`` is the allowlist), so every registered backend is
-available. One inference thread runs the forward passes (torch parallelises inside each one over
+available. Models that only wait on the network (remote model servers, engines: ``is_io_bound``) run on threads of
+their own. One inference thread runs the forward passes (torch parallelises inside each one over
 ``--threads`` threads); the event loop keeps reading requests meanwhile, which is what lets concurrent requests
 form batches (see :mod:`dynaforge.inference.batching`).
 
@@ -32,11 +33,15 @@ from dynaforge.inference.backends import (
     ModelBackend,
     Predictor,
     TokenSink,
+    is_io_bound,
     streaming_to,
 )
 from dynaforge.inference.batching import DEFAULT_MAX_BATCH, MicroBatcher
 from dynaforge.inference.client import close_model, spec_key
 from dynaforge.tasks.base import ModelSpec
+
+#: Threads for models that only wait on the network (a remote model server, an engine, a judge).
+REMOTE_THREADS = 8
 
 log = logging.getLogger("dynaforge.worker")
 
@@ -57,6 +62,8 @@ class ModelHost:
         self._window_s = window_s
         self._threads = threads
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dynaforge-model")
+        # Models that only wait on the network (is_io_bound): threads of their own, never behind local compute.
+        self._remote = ThreadPoolExecutor(max_workers=REMOTE_THREADS, thread_name_prefix="dynaforge-remote")
         self._models: dict[str, Predictor] = {}
         self._batchers: dict[str, MicroBatcher] = {}
         self._loading: dict[str, asyncio.Future] = {}
@@ -110,13 +117,16 @@ class ModelHost:
         batcher = MicroBatcher(
             spec.name,
             model.predict,
-            self._executor,
+            self._executor_for(model),
             length=length if callable(length) else None,
             max_batch=self._max_batch,
             window_s=self._window_s,
         )
         self._batchers[key] = batcher
         return batcher
+
+    def _executor_for(self, model: Predictor) -> ThreadPoolExecutor:
+        return self._remote if is_io_bound(model) else self._executor
 
     async def predict(self, spec: ModelSpec, inputs: list[dict[str, Any]], timeout_s: float):
         batcher = await self.load(spec)
@@ -136,7 +146,7 @@ class ModelHost:
                 outputs = model.predict(inputs)
             return outputs, (time.perf_counter() - started) * 1000
 
-        future = asyncio.get_running_loop().run_in_executor(self._executor, run)
+        future = asyncio.get_running_loop().run_in_executor(self._executor_for(model), run)
         try:
             outputs, latency_ms = await asyncio.wait_for(asyncio.shield(future), timeout_s)
         except TimeoutError as exc:
@@ -155,6 +165,7 @@ class ModelHost:
         for batcher in self._batchers.values():
             await batcher.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
+        self._remote.shutdown(wait=False, cancel_futures=True)
         for model in self._models.values():
             close_model(model)
         self._models.clear()

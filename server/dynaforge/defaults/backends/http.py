@@ -52,11 +52,15 @@ class HttpPredictor:
     when the server did not answer in time) that says what went wrong by path, status, size and time only: never
     the server's address or what it answered (errors reach submitters and annotators).
 
+    It only waits on the network (``io_bound``): the inference process runs it on threads of its own, so a slow
+    model server (a judge taking seconds) never holds up the models that compute here, nor another remote one.
+
     The URL goes through the outbound policy (:mod:`dynaforge.outbound`) when the predictor is made: an internal
     address is refused unless the operator allowlisted it, and every request goes to the address that was checked
     (the ``Host`` header and, for https, the certificate check keep the name), without following redirects.
     """
 
+    io_bound = True  # dynaforge.inference.backends.is_io_bound
     #: The statuses a request is retried on (with backoff): a proxy's or an overloaded server's.
     retry_statuses: frozenset[int] = RETRY_STATUSES
 
