@@ -26,7 +26,7 @@ import httpx
 import websockets
 
 from bench.common import Context, Result, graphql
-from bench.g2_deferred_verdicts import _serve
+from bench.g2_deferred_verdicts import _serve, backend_request
 
 ID = "G1"
 RUNS = 12
@@ -73,14 +73,7 @@ STREAM = "subscription($id: String!) { replyStream(streamId: $id) { index text d
 
 async def _engine_ttft(http: httpx.AsyncClient, target: str, question: str) -> float:
     """Seconds from sending the backend's request to the engine's first piece of text."""
-    body = {
-        "model": "fake",
-        "messages": [{"role": "user", "content": question}],
-        "temperature": 0,
-        "max_tokens": 64,
-        "stream": True,
-        "stream_options": {"include_usage": True},
-    }
+    body = backend_request(question)
     started = time.perf_counter()
     first = None
     async with http.stream("POST", f"{target}/v1/chat/completions", json=body) as response:

@@ -89,9 +89,9 @@ CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input)
   ... on VerdictPending { example { id } } ... on Error { message } } }"""
 
 
-async def _generation(http: httpx.AsyncClient, target: str, question: str) -> float:
-    """Seconds for the target engine to stream the answer, as the server's backend asks for it."""
-    body = {
+def backend_request(question: str) -> dict[str, Any]:
+    """The streamed chat request the server's ``openai`` backend sends the target for ``question``."""
+    return {
         "model": "fake",
         "messages": [{"role": "user", "content": question}],
         "temperature": 0,
@@ -99,6 +99,11 @@ async def _generation(http: httpx.AsyncClient, target: str, question: str) -> fl
         "stream": True,
         "stream_options": {"include_usage": True},
     }
+
+
+async def _generation(http: httpx.AsyncClient, target: str, question: str) -> float:
+    """Seconds for the target engine to stream the answer, as the server's backend asks for it."""
+    body = backend_request(question)
     started = time.perf_counter()
     async with http.stream("POST", f"{target}/v1/chat/completions", json=body) as response:
         async for line in response.aiter_lines():
