@@ -306,10 +306,9 @@ class Subscription:
             topic = reply_service.topic(info.context.actor, stream_id)
         except DynaforgeError as exc:
             raise query_error(exc) from None
-        offset = 1  # the listening event is piece 0
-        async for payload in _events(info, topic, listening={"index": -1, "model": None, "text": "", "done": False}):
+        async for payload in _events(info, topic, listening={"index": 0, "model": None, "text": "", "done": False}):
             yield ReplyPiece(
-                index=int(payload["index"]) + offset,
+                index=int(payload["index"]),
                 model=payload.get("model"),
                 text=str(payload.get("text") or ""),
                 done=bool(payload.get("done")),

@@ -34,6 +34,10 @@ def streaming_to(sink: TokenSink | None) -> Iterator[None]:
         _token_sink.reset(token)
 
 
+#: Threads the inference process gives the models that only wait on the network (:func:`is_io_bound`).
+REMOTE_THREADS = 8
+
+
 def is_io_bound(model: Any) -> bool:
     """Whether a loaded model only waits on the network (a model server, an engine: ``io_bound = True`` on the
     predictor). The inference process runs those on a thread pool of their own, apart from the one thread that

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynaforge.inference.backends import (
+    REMOTE_THREADS,
     InferenceError,
     InferenceTimeout,
     ModelBackend,
@@ -97,7 +98,7 @@ class LocalInferenceClient(InferenceClient):
         self._load_timeout_s = load_timeout_s
         self._pool = ThreadPoolExecutor(max_workers=max(1, threads), thread_name_prefix="dynaforge-inference")
         # Models that only wait on the network (is_io_bound) run here, never queued behind local compute.
-        self._remote = ThreadPoolExecutor(max_workers=8, thread_name_prefix="dynaforge-remote")
+        self._remote = ThreadPoolExecutor(max_workers=REMOTE_THREADS, thread_name_prefix="dynaforge-remote")
         self._models: dict[str, Predictor] = {}
         self._lock = threading.Lock()
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from dynaforge.inference import protocol
 from dynaforge.inference.backends import (
+    REMOTE_THREADS,
     InferenceError,
     InferenceTimeout,
     ModelBackend,
@@ -39,9 +40,6 @@ from dynaforge.inference.backends import (
 from dynaforge.inference.batching import DEFAULT_MAX_BATCH, MicroBatcher
 from dynaforge.inference.client import close_model, spec_key
 from dynaforge.tasks.base import ModelSpec
-
-#: Threads for models that only wait on the network (a remote model server, an engine, a judge).
-REMOTE_THREADS = 8
 
 log = logging.getLogger("dynaforge.worker")
 
@@ -136,7 +134,7 @@ class ModelHost:
         self, spec: ModelSpec, inputs: list[dict[str, Any]], timeout_s: float, on_token: TokenSink
     ) -> tuple[list[dict[str, Any]], int, float]:
         """Like :meth:`predict`, outside the micro-batches (a streamed reply is one person's, as it is written),
-        on the same inference thread; ``on_token`` receives the pieces on that thread."""
+        on the model's thread pool (:meth:`_executor_for`); ``on_token`` receives the pieces on that thread."""
         await self.load(spec)
         model = self._models[spec_key(spec)]
 

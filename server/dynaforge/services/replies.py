@@ -51,7 +51,7 @@ class ReplyStream:
         self._topic = topic
         self._loop = asyncio.get_running_loop()
         self._queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        self._pieces = 0
+        self._index = 0  # 0 is the subscription's own "listening" event; pieces count from 1
         self._publisher = asyncio.create_task(self._publish(), name="reply-stream")
 
     def sink(self, model: str) -> TokenSink:
@@ -64,8 +64,8 @@ class ReplyStream:
 
     async def _publish(self) -> None:
         while (item := await self._queue.get()) is not None:
-            await self._events.publish(self._topic, {**item, "index": self._pieces, "done": False})
-            self._pieces += 1
+            self._index += 1
+            await self._events.publish(self._topic, {**item, "index": self._index, "done": False})
 
     async def close(self) -> None:
         """Publish ``done`` once every piece already written is out (pieces scheduled from the predicting thread
@@ -78,4 +78,4 @@ class ReplyStream:
             log.warning("reply stream %s: the event bus did not take its pieces within %gs", self._topic, DRAIN_S)
         except Exception:  # noqa: BLE001 - the stream is a courtesy; the example is stored either way
             log.warning("reply stream %s failed", self._topic, exc_info=True)
-        await self._events.publish(self._topic, {"model": None, "text": "", "index": self._pieces, "done": True})
+        await self._events.publish(self._topic, {"model": None, "text": "", "index": self._index + 1, "done": True})
