@@ -196,6 +196,8 @@ def test_watch_prints_what_fools_the_model(server, unique):
                 process.communicate()
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
+    # nothing but the command's own lines: no asyncio complaint about a generator or task left open on close
+    assert [line for line in stderr.splitlines() if not line.startswith(("watching", "received"))] == [], stderr
     lines = stdout.splitlines()
     assert len(lines) == 1, stdout
     event = json.loads(lines[0])

@@ -87,6 +87,28 @@ def test_blocking_iterator(server, unique):
         stream.close()
 
 
+def test_a_blocking_stream_closes_after_a_timeout(server, unique, caplog):
+    """``next(timeout=)`` that times out leaves the read going: the next call gets the event, and ``close()`` right
+    after a timeout ends the stream without an error (the read is cancelled on the client's loop first)."""
+    with Client(server.url, server.token) as client:
+        start = client.create_example("sentiment", {"statement": FOOLING.format(f"{unique}-t0"), "label": "negative"})
+        stream = client.model_fooled("sentiment", after=start)
+        with pytest.raises(TimeoutError):
+            stream.next(timeout=0.5)
+        created = client.create_example("sentiment", {"statement": FOOLING.format(f"{unique}-t1"), "label": "negative"})
+        assert stream.next(timeout=60).id == created.id
+        with pytest.raises(TimeoutError):
+            stream.next(timeout=0.5)
+        stream.close()  # was: RuntimeError: aclose(): asynchronous generator is already running
+        with (
+            Client(server.url, server.token) as other,
+            other.model_fooled("sentiment", after=created.id) as again,
+            pytest.raises(TimeoutError),
+        ):
+            again.next(timeout=0.3)  # closed by the with block, after the timeout
+    assert not [r for r in caplog.records if r.name == "asyncio"], [r.getMessage() for r in caplog.records]
+
+
 async def test_a_refused_subscription_is_raised_at_once(server):
     """Errors a new connection would not fix come back as the typed exception, not as endless reconnects."""
     async with AsyncClient(server.url, server.token) as client:

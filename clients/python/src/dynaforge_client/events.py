@@ -24,6 +24,7 @@ resume across runs of a script.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 from collections import OrderedDict
@@ -104,8 +105,9 @@ class EventStream(Generic[T]):
                     self.gaps.append(gap)
                     log.warning("%s", gap.reason, extra={"dynaforge_gap": gap})
             connected_once = True
+            events = self.open(self.last_id if self.key is not None else None)
             try:
-                async for item in self.open(self.last_id if self.key is not None else None):
+                async for item in events:
                     failures = 0
                     if self.key is not None:
                         ident = self.key(item)
@@ -121,6 +123,11 @@ class EventStream(Generic[T]):
                 raise
             except Exception as exc:
                 reason = self._transient_reason(exc)
+            finally:  # closed here, in this task: never left to the garbage collector once the loop has gone
+                close = getattr(events, "aclose", None)
+                if close is not None:
+                    with contextlib.suppress(Exception):
+                        await close()
             failures += 1
             if self.max_attempts is not None and failures > self.max_attempts:
                 raise errors.TransportError(f"gave up after {failures - 1} reconnection attempts: {reason}")

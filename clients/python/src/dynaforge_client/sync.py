@@ -38,7 +38,7 @@ if TYPE_CHECKING:
         TaskFields,
         UserFields,
     )
-    from ._generated.my_stats import MyStatsMyStats
+    from ._generated.my_stats import MyStatsTaskViewerStats
     from ._generated.next_context import NextContextNextContext
     from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits
     from ._generated.task import TaskTask
@@ -62,6 +62,11 @@ class _Loop:
         self.loop.close()
 
 
+async def _wait_for(task: asyncio.Task[T]) -> T:
+    """The task's result; cancelling the wait leaves the task running."""
+    return await asyncio.shield(task)
+
+
 class SyncEventStream(Iterator[T]):
     """An :class:`~dynaforge_client.events.EventStream` as a blocking iterator (``for example in stream``, or
     ``stream.next(timeout=60)``); its ``last_id``, ``reconnects`` and ``gaps`` are the stream's. ``close()`` (or
@@ -71,18 +76,26 @@ class SyncEventStream(Iterator[T]):
         self.stream = stream
         self._loop = loop
         self._iterator = loop.run(self._start())
-        self._pending: concurrent.futures.Future[T] | None = None
+        #: the read in progress, an asyncio task on the client's loop: a timed-out ``next`` leaves it running, so
+        #: the next call picks up its event and ``close`` cancels it there before closing the stream
+        self._pending: asyncio.Task[T] | None = None
 
     async def _start(self) -> Any:
         return self.stream.__aiter__()
 
+    async def _read(self) -> asyncio.Task[T]:
+        if self._pending is None:
+            self._pending = asyncio.ensure_future(self._iterator.__anext__())
+        return self._pending
+
     def next(self, timeout: float | None = None) -> T:
         """The next event; TimeoutError when none came within ``timeout`` seconds (the stream stays usable)."""
-        if self._pending is None:
-            self._pending = asyncio.run_coroutine_threadsafe(self._iterator.__anext__(), self._loop.loop)
+        pending = self._loop.run(self._read())
+        waiting = asyncio.run_coroutine_threadsafe(_wait_for(pending), self._loop.loop)
         try:
-            item = self._pending.result(timeout)
+            item = waiting.result(timeout)
         except concurrent.futures.TimeoutError:
+            waiting.cancel()  # the read itself goes on (shielded) for the next call
             raise TimeoutError(f"no event within {timeout} s") from None
         except StopAsyncIteration:
             self._pending = None
@@ -100,12 +113,16 @@ class SyncEventStream(Iterator[T]):
         self.close()
 
     def close(self) -> None:
-        if self._pending is not None:
-            self._pending.cancel()
+        """End the stream and close its connection (also after a ``next`` that timed out)."""
+        self._loop.run(self._close())
+
+    async def _close(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None and not pending.done():
+            pending.cancel()  # on the loop, and waited for: the stream is idle before it is closed
             with contextlib.suppress(BaseException):
-                self._pending.result(5)
-            self._pending = None
-        self._loop.run(self.stream.aclose())
+                await pending
+        await self.stream.aclose()
 
     @property
     def last_id(self) -> str | None:
@@ -214,7 +231,7 @@ class Client:
         def tasks(self) -> list[TaskFields]: ...
         def task(self, code: str) -> TaskTask: ...
         def round(self, task: str, number: int | None = None) -> RoundFields: ...
-        def stats(self, task: str) -> MyStatsMyStats: ...
+        def stats(self, task: str) -> MyStatsTaskViewerStats: ...
         def datasets(self, task: str) -> list[DatasetFields]: ...
         def dataset_items(self, dataset: Any) -> list[DatasetItemsDatasetItemsNodes]: ...
         def create_round_datasets(self, task: str, round: int, *, seed: int = 0) -> list[DatasetFields]: ...
