@@ -10,7 +10,7 @@ without a server or a database:
   up), on one inference thread whose torch thread count is the run's (``--threads`` / ``BENCH_THREADS``, default
   the cores less one). Each attack gets an :class:`~dynaforge.adversaries.base.Oracle` built as
   ``services.adversaries.target_oracle`` builds one, without a Platform: ``predict`` runs the loaded predictor on the
-  batch and reads each output with ``services.examples.read_output``; ``judge`` is ``services.examples.judge`` with
+  batch and reads each output with ``tasks.outputs.read_output``; ``judge`` is ``tasks.outputs.judge`` with
   the rule ``majority`` (one model: the rule does not matter). Budget: ``BENCH_ADV_BUDGET`` target queries per item
   (default 48, the platform's ``generation_queries_per_item``) and ``BENCH_ADV_ITEM_S`` seconds (default 30; the
   platform allows 60). The request is the platform's: the task's registered perturbations, ``max_candidates`` 2
@@ -265,7 +265,7 @@ class Target:
 
     async def predict(self, inputs: list[dict[str, Any]]) -> list[list[dict[str, Any]]]:
         from dynaforge.inference.backends import InferenceError
-        from dynaforge.services import examples as example_service
+        from dynaforge.tasks.outputs import read_output
 
         started = time.perf_counter()
         outputs = await self.run(self.model.predict, inputs)
@@ -276,16 +276,16 @@ class Target:
         members = []
         for model_input, output in zip(inputs, outputs, strict=True):
             try:
-                prediction = example_service.read_output(self.task, output, model_input)
+                prediction = read_output(self.task, output, model_input)
             except (ValueError, TypeError) as exc:
                 raise InferenceError(f"model {self.spec.name!r} gave an unusable output: {exc}") from exc
             members.append([{"model": self.spec.name, "prediction": prediction, "latency_ms": round(latency, 3)}])
         return members
 
     def judge(self, members: list[dict[str, Any]], example: dict[str, Any], ctx: dict[str, Any]):
-        from dynaforge.services import examples as example_service
+        from dynaforge.tasks import outputs
 
-        return example_service.judge(self.task, "majority", members, example, ctx)
+        return outputs.judge(self.task, "majority", members, example, ctx)
 
     def oracle(self, context: dict[str, Any], max_queries: int, time_limit_s: float) -> Any:
         from dynaforge.adversaries.base import Oracle

@@ -1,7 +1,8 @@
 """P4: the evaluation job's prediction path against a bare batched ``model(**batch)`` loop, and what bucketing buys.
 
 What it measures, in this process (the server under test is not used): the prediction loop of an evaluation as
-:meth:`dynaforge.evaluation.runner.Runner.run` runs it for one chunk, on EXAMPLES examples of the sentiment task:
+:meth:`dynaforge.services.evaluation_runner.Runner.run` runs it for one chunk, on EXAMPLES examples of the sentiment
+task:
 
 * **end to end**: each item's fields -> ``task.split_fields`` -> ``task.build_model_input``;
   :func:`~dynaforge.evaluation.predictor.predict_bucketed` with the ``transformers`` backend's predictor (which
@@ -152,7 +153,7 @@ def measure(threads: int | None = None) -> Result:
 
     from dynaforge.evaluation.predictor import BATCH, predict_bucketed
     from dynaforge.plugins import Plugins
-    from dynaforge.services.examples import read_output
+    from dynaforge.tasks.outputs import read_output
 
     threads = threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
     previous_threads = torch.get_num_threads()

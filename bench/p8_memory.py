@@ -13,8 +13,8 @@ RSS is printed for information.
 
 The second half of P8 (evaluation reports peak RSS above a pre-model baseline) is a property of every evaluation:
 the job's own process reads its RSS before loading the model and samples the peak while it predicts
-(``dynaforge.evaluation.runner``, stored as ``Evaluation.memory_mb`` and tested in tests/test_jobs.py). It is not
-re-measured here and does not decide PASS or FAIL.
+(``dynaforge.services.evaluation_runner``, stored as ``Evaluation.memory_mb`` and tested in tests/test_jobs.py). It is
+not re-measured here and does not decide PASS or FAIL.
 """
 
 from __future__ import annotations

@@ -437,7 +437,7 @@ class World:
 
     async def progress_event(self, *, published: bool = False) -> dict[str, Any]:
         """An evaluationProgress payload of AUTHOR's model (``model``): its evaluation failed with ``EVAL_ERROR``
-        (as evaluation.runner.Runner.report sends it)."""
+        (as services.evaluation_runner.Runner.report sends it)."""
         model_id = await self.model(published=published)
         async with self.p.db.session() as s:
             evaluation, dataset = (

@@ -207,15 +207,15 @@ def _parent_pid(pid: int) -> int | None:
 
 
 def runner_pids() -> list[int]:
-    """The processes running an evaluation job (``python -m dynaforge.evaluation.runner``) that descend from this
-    test process, from /proc: never another test worker's."""
+    """The processes running an evaluation job (``python -m dynaforge.services.evaluation_runner``) that descend
+    from this test process, from /proc: never another test worker's."""
     me = os.getpid()
     pids = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                    if b"dynaforge.evaluation.runner" not in fh.read():
+                    if b"dynaforge.services.evaluation_runner" not in fh.read():
                         continue
             except OSError:
                 continue

@@ -114,7 +114,7 @@ GENERATE = """
 mutation($input: GenerateCandidatesInput!) {
   generateCandidates(input: $input) {
     __typename
-    ... on GenerationStarted { run { id status budget adversary roundNumber } }
+    ... on GenerationStarted { run { id status budget adversary roundNumber round { number } } }
     ... on Error { message }
     ... on InvalidInput { fieldErrors { field rule code message } }
   }
@@ -305,7 +305,7 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
         )["generateCandidates"],
         "GenerationStarted",
     )["run"]
-    assert started["budget"] == 20 and started["roundNumber"] == 1
+    assert started["budget"] == 20 and started["roundNumber"] == 1 and started["round"] == {"number": 1}
     await adversary_service.wait(platform, _pk(started["id"]))
     run = (await gql(RUN, {"id": started["id"]}, token=admin))["node"]
     assert run == {
@@ -593,7 +593,7 @@ async def test_register_adversaries_docs_example_runs():
 
     from dynaforge import ChoiceField, Role, Task, TextField
     from dynaforge.adversaries import AttackRequest, Oracle
-    from dynaforge.services.examples import judge
+    from dynaforge.tasks.outputs import judge
 
     text = (Path(__file__).resolve().parent.parent / "docs" / "plugins.md").read_text(encoding="utf-8")
     section = text.split("### register_adversaries", 1)[1].split("\n### ", 1)[0]

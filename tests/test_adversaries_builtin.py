@@ -29,7 +29,7 @@ from dynaforge.adversaries.search import (
     word_importance,
 )
 from dynaforge.defaults.perturbations import DEFAULT_PERTURBATIONS
-from dynaforge.services.examples import judge as platform_judge
+from dynaforge.tasks.outputs import judge as platform_judge
 
 
 class ToySentiment(Task):

@@ -17,6 +17,7 @@ from dynaforge.adversaries.base import AdversaryFailed, AttackRequest, Oracle
 from dynaforge.adversaries.llm import LLMAdversary, build_messages, edits_between, parse_candidates
 from dynaforge.services import examples
 from dynaforge.settings import Settings
+from dynaforge.tasks import outputs
 from dynaforge.tasks.base import Task
 from dynaforge.tasks.fields import ChoiceField, Role, TextField
 
@@ -58,7 +59,7 @@ def make_oracle(max_queries: int = 16, time_limit_s: float = 30.0, cancelled=Non
     predict.calls = []
 
     def judge(members, ex, ctx):
-        return examples.judge(TASK, "majority", members, ex, ctx)
+        return outputs.judge(TASK, "majority", members, ex, ctx)
 
     oracle = Oracle(
         TASK, CONTEXT, predict, judge, max_queries=max_queries, time_limit_s=time_limit_s, cancelled=cancelled

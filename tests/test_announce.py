@@ -18,10 +18,10 @@ from dynaforge import hookimpl, hookspecs
 from dynaforge.db.models import DatasetAccess, WebhookDelivery
 from dynaforge.db.models import Evaluation as EvaluationRow
 from dynaforge.db.models import EvaluationStatus as E
-from dynaforge.evaluation.runner import Runner
 from dynaforge.jobs import run_in_child
 from dynaforge.services import announce, datasets, examples, submissions, tasks, validation, webhooks
 from dynaforge.services.actor import Actor
+from dynaforge.services.evaluation_runner import Runner
 
 KEYWORD = {"callable": "toy_plugin:keyword_model"}
 ONE_SET = (("test", 1.0, DatasetAccess.SCORING),)

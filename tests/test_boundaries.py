@@ -122,3 +122,113 @@ def test_each_service_module_imports_on_its_own():
     result = subprocess.run([sys.executable, "-c", code, *modules], capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", f"cannot be imported first: {result.stdout.strip()}\n{result.stderr}"
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph() -> dict[str, set[str]]:
+    """Each module of ``server/dynaforge`` and the modules of the package it imports: at the top, inside functions
+    and under ``TYPE_CHECKING`` alike (a lazy or type-only import is a circle all the same, only hidden)."""
+    paths = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+    def known(name: str) -> str | None:
+        while name and name not in paths:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph: dict[str, set[str]] = {}
+    for module, path in paths.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        targets: set[str | None] = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                targets |= {known(a.name) for a in node.names if a.name.startswith("dynaforge.")}
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + [base]).strip(".")
+                if base.startswith("dynaforge"):
+                    targets |= {f"{base}.{a.name}" if f"{base}.{a.name}" in paths else known(base) for a in node.names}
+        graph[module] = {t for t in targets if t and t != module}
+    return graph
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of ``graph`` with more than one member (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return circles
+
+
+def test_no_import_cycle_between_modules():
+    """No module of the server reaches itself through its imports, lazy and type-only ones included: a circle makes
+    the import order matter and two modules one. Move what both need into a module below both (as ``manifests``,
+    ``tasks.outputs`` and ``services.task_loading`` were)."""
+    assert _circles(_import_graph()) == []
+
+
+#: The application's layers, each a package: none of them may sit on a circle of packages (the contract below them,
+#: tasks, inference, defaults and the plugin machinery, is one layer and may import within itself).
+LAYERS = ("api", "services", "evaluation", "training", "db")
+
+
+def test_application_layers_import_downwards():
+    """``api`` → ``services`` → ``evaluation`` / ``training`` → the plugin contract → ``db`` never back: pure scoring
+    (``evaluation``) knows no service, the services no API."""
+    by_package: dict[str, set[str]] = {}
+    for module, targets in _import_graph().items():
+        top = ".".join(module.split(".")[:2])
+        by_package.setdefault(top, set()).update(".".join(t.split(".")[:2]) for t in targets)
+    for top, targets in by_package.items():
+        targets.discard(top)
+    layered = [c for c in _circles(by_package) if any(f"dynaforge.{layer}" in c for layer in LAYERS)]
+    assert layered == [], f"packages importing each other: {layered}"
+
+
+def test_plugin_contract_holds_no_storage():
+    """What plugin authors build on (tasks, model backends, adversaries, the defaults, the hooks) knows no database:
+    a declared task is loaded from storage by a service (``services.task_loading``)."""
+    contract = [*(PACKAGE / d for d in ("tasks", "inference", "adversaries", "defaults"))]
+    paths = [p for d in contract for p in d.rglob("*.py")]
+    paths += [PACKAGE / f for f in ("hookspecs.py", "plugins.py", "exporters.py", "importers.py", "conformance.py")]
+    graph = _import_graph()
+    offenders = []
+    for path in sorted(paths):
+        tree = ast.parse(path.read_text())
+        imported = {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= graph[_module_name(path)]
+        offenders += [
+            f"{path.relative_to(ROOT)} imports {m}"
+            for m in sorted(imported)
+            if m.split(".")[0] in ("sqlalchemy", "sqlmodel") or m.startswith(("dynaforge.db", "dynaforge.services"))
+        ]
+    assert offenders == [], offenders

@@ -58,7 +58,7 @@ async def test_a_delete_takes_the_context_out_of_service(platform, owner):
 
 
 UPDATE = """mutation($input: UpdateContextInput!) { updateContext(input: $input) { __typename
-  ... on ContextUpdated { context { id fields tag retired } previous { id retired successorId } }
+  ... on ContextUpdated { context { id fields tag retired } previous { id retired successor { id tag } } }
   ... on Error { message } } }"""
 
 
@@ -68,7 +68,11 @@ async def test_edits_over_graphql(gql, platform, owner):
     answer = (await gql(UPDATE, {"input": {"id": old_id, "fields": {"topic": "rewritten"}}}))["updateContext"]
     assert answer["__typename"] == "ContextUpdated"
     assert answer["context"]["fields"] == {"topic": "rewritten"} and not answer["context"]["retired"]
-    assert answer["previous"] == {"id": old_id, "retired": True, "successorId": answer["context"]["id"]}
+    assert answer["previous"] == {
+        "id": old_id,
+        "retired": True,
+        "successor": {"id": answer["context"]["id"], "tag": answer["context"]["tag"]},
+    }
     again = (await gql(UPDATE, {"input": {"id": old_id, "tag": "x"}}))["updateContext"]
     assert again["__typename"] == "Conflict"
     deleted = await gql(

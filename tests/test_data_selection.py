@@ -11,9 +11,9 @@ from toy_plugin import ToyTask
 
 from dynaforge import DataSelection, hookimpl
 from dynaforge.db.models import DatasetAccess, ModelRow
-from dynaforge.evaluation.runner import Runner
 from dynaforge.services import datasets, submissions
 from dynaforge.services.actor import Actor
+from dynaforge.services.evaluation_runner import Runner
 
 SELECT = """
 mutation($input: SubmitSelectionInput!) {

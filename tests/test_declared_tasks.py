@@ -13,7 +13,6 @@ from support import make_user, register_user, serve_in_thread
 
 from dynaforge.db.models import TaskProposal
 from dynaforge.errors import InvalidInput
-from dynaforge.evaluation.runner import Runner
 from dynaforge.inference.backends import ModelBackend
 from dynaforge.inference.client import LocalInferenceClient
 from dynaforge.inference.http_server import create_model_server
@@ -21,6 +20,7 @@ from dynaforge.plugins import Plugins
 from dynaforge.services import datasets, examples, leaderboard, submissions, validation
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor
+from dynaforge.services.evaluation_runner import Runner
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import Task
 from dynaforge.tasks.declarative import DECLARATION_SCHEMA, FOOLED_RULES, load_declaration, read_file

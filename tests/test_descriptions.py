@@ -7,6 +7,7 @@ from graphql import (
     GraphQLEnumType,
     GraphQLInputObjectType,
     GraphQLInterfaceType,
+    GraphQLNonNull,
     GraphQLObjectType,
     GraphQLSchema,
 )
@@ -50,3 +51,19 @@ def test_descriptions_are_sentences_not_placeholders():
             texts += [(f"{name}.{f}", field.description or "") for f, field in kind.fields.items()]
         short += [where for where, text in texts if text and (len(text.split()) < 2 or text.strip().upper() == "TODO")]
     assert not short, f"descriptions too short to say anything: {short}"
+
+
+def test_no_root_field_that_can_fail_is_non_null():
+    """A root query field whose resolver raises a GraphQL error (``errors_as_graphql``: not found, forbidden...) is
+    nullable: the error then nulls that field alone, not the whole response (and the screen built on it)."""
+    schema = build_schema()
+    query = schema.get_type_by_name("Query")
+    assert query is not None
+    failing_non_null = []
+    graphql_fields = schema._schema.query_type.fields  # type: ignore[union-attr]
+    for field in query.fields:  # type: ignore[union-attr]
+        resolver = field.base_resolver.wrapped_func if field.base_resolver else None
+        name = schema.config.name_converter.get_graphql_name(field)
+        if getattr(resolver, "raises_errors", False) and isinstance(graphql_fields[name].type, GraphQLNonNull):
+            failing_non_null.append(name)
+    assert failing_non_null == [], f"non-null root fields that raise errors: {failing_non_null}"

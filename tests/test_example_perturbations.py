@@ -18,11 +18,11 @@ from support import make_user
 from dynaforge import ChoiceField, Perturbation, Role, Task, TextField
 from dynaforge.conformance import check_perturbations
 from dynaforge.defaults.perturbations import NAME_GROUPS
-from dynaforge.evaluation.runner import Runner
 from dynaforge.evaluation.variants import build_variants, copy_gold
 from dynaforge.plugins import Plugins
 from dynaforge.services import datasets, submissions
 from dynaforge.services.actor import Actor
+from dynaforge.services.evaluation_runner import Runner
 from dynaforge.tasks.base import GOLD_EFFECTS, PERTURBATION_SCOPES
 
 REGISTRY = Plugins().registry

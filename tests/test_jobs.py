@@ -29,10 +29,10 @@ from dynaforge.api.types.results import hardware_of
 from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, ModelRow
 from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
-from dynaforge.evaluation.runner import Runner
 from dynaforge.jobs import TIMED_OUT, run_in_child
 from dynaforge.services import datasets, examples, submissions, validation
 from dynaforge.services.actor import Actor
+from dynaforge.services.evaluation_runner import Runner
 
 MODEL = {"callable": "eval_models:keyword_toy"}
 SLOW = {"callable": "eval_models:slow_toy"}
@@ -239,7 +239,7 @@ async def _child(p, evaluation_id: int) -> int:
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "dynaforge.evaluation.runner",
+        "dynaforge.services.evaluation_runner",
         str(evaluation_id),
         env=_child_env(p, tmp),
         stdout=subprocess.DEVNULL,
@@ -258,7 +258,7 @@ async def test_a_worker_killed_mid_job_resumes_without_duplicates(scoring, tmp_p
     finally:
         await runner.close()
     process = subprocess.Popen(
-        [sys.executable, "-m", "dynaforge.evaluation.runner", str(killed["r1-test"])],
+        [sys.executable, "-m", "dynaforge.services.evaluation_runner", str(killed["r1-test"])],
         env=_child_env(p, tmp_path),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -280,7 +280,7 @@ async def test_a_worker_killed_mid_job_resumes_without_duplicates(scoring, tmp_p
     partial, partial_chunks = await _rows(p, killed["r1-test"])
     assert partial.status == E.RUNNING and 1 <= len(partial_chunks) < 3
     process = subprocess.run(
-        [sys.executable, "-m", "dynaforge.evaluation.runner", str(killed["r1-test"])],
+        [sys.executable, "-m", "dynaforge.services.evaluation_runner", str(killed["r1-test"])],
         env=_child_env(p, tmp_path),
         capture_output=True,
         text=True,

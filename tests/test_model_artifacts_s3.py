@@ -319,7 +319,7 @@ async def test_an_upload_in_the_bucket_is_evaluated_by_a_model_without_credentia
     assert folder_files(cache(p.settings.data_dir) / digest) == folder_files(tiny_bert)
 
     seen = {probe["command"]: probe for probe in (json.loads(f.read_text()) for f in probes.iterdir())}
-    job, model_process = seen["dynaforge.evaluation.runner"], seen["dynaforge.evaluation.predictor"]
+    job, model_process = seen["dynaforge.services.evaluation_runner"], seen["dynaforge.evaluation.predictor"]
     # The job had the bucket and its credentials; the model's process neither, and it loaded the cached copy.
     assert job["store_url"] == f"s3://{BUCKET}/site/" and set(CREDENTIALS) <= set(job["aws"])
     assert model_process["aws"] == [] and model_process["store_url"] is None

@@ -158,6 +158,42 @@ async def test_objects_link_to_objects_by_global_id(gql, platform, world):
         assert found == {"__typename": "Evaluation", "id": evaluation["id"]}
 
 
+async def test_links_are_objects_with_the_visibility_of_their_own_query(gql, platform, world):
+    """``Validation.example``, ``Evaluation.model``, ``Webhook.registrant``, ``TaskProposal.proposer`` and
+    ``LeaderboardEntry.user`` answer the object itself, as ``node(id:)`` would for the caller: null where it would."""
+    people, made = world
+    tokens = {n: await _token(platform, a) for n, a in people.items()}
+    validation = (
+        await gql(
+            "query($id: ID!) { node(id: $id) { ... on Validation { example { id fields } } } }",
+            {"id": gid("Validation", made["validation"].id)},
+            token=tokens["owner"],
+        )
+    )["node"]
+    assert validation["example"]["id"] == gid("Example", made["example"].id)
+    model = (
+        await gql(
+            "query($id: ID!) { model(id: $id) { evaluations { nodes { model { id name } } } } }",
+            {"id": gid("Model", made["model"].id)},
+            token=tokens["author"],
+        )
+    )["model"]
+    assert model["evaluations"]["nodes"] and all(
+        e["model"] == {"id": gid("Model", made["model"].id), "name": "mine"} for e in model["evaluations"]["nodes"]
+    )
+    hooks = await gql('query { webhooks(taskCode: "toy") { registrant { username } } }', token=tokens["owner"])
+    assert [w["registrant"] for w in hooks["webhooks"]] == [{"username": "nd_author"}]
+    proposal_query = "query($id: ID!) { node(id: $id) { ... on TaskProposal { proposer { id username } } } }"
+    proposal = await gql(proposal_query, {"id": gid("TaskProposal", made["proposal"].id)}, token=tokens["admin"])
+    assert proposal["node"]["proposer"] == {"id": gid("User", people["author"].user_id), "username": "nd_author"}
+    board = await gql(
+        'query { round(taskCode: "toy") { leaderboard(first: 5) { nodes { username user { id username } } } } }',
+        token=tokens["author"],
+    )
+    entries = board["round"]["leaderboard"]["nodes"]
+    assert entries and all(e["user"]["username"] == e["username"] for e in entries)
+
+
 async def test_an_id_of_another_type_is_refused_with_the_type_expected(gql, platform, world):
     people, made = world
     token = await _token(platform, people["author"])

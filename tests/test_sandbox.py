@@ -13,9 +13,9 @@ import pytest
 from support import HERE
 
 from dynaforge.evaluation.predictor import Limits, ModelError, ModelProcess, network_isolation
-from dynaforge.evaluation.runner import Runner
 from dynaforge.inference.remote import WorkerInferenceClient
 from dynaforge.sandbox import scrubbed_environment
+from dynaforge.services.evaluation_runner import Runner
 from dynaforge.settings import Settings
 
 SERVER = {

@@ -25,12 +25,12 @@ from support import gid, serve_in_loop
 
 from dynaforge.app import create_app
 from dynaforge.db.models import DatasetAccess
-from dynaforge.evaluation.runner import Runner
 from dynaforge.inference.backends import InferenceError
 from dynaforge.inference.client import InferenceClient
 from dynaforge.jobs import publisher
 from dynaforge.services import auth, datasets, submissions, validation
 from dynaforge.services.actor import Actor
+from dynaforge.services.evaluation_runner import Runner
 
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
   ... on CreatedExample { example { id fooled } } ... on Error { message } } }"""

@@ -14,6 +14,7 @@ from dynaforge.inference.backends import InferenceError
 from dynaforge.inference.client import InferenceClient
 from dynaforge.services import examples, tasks
 from dynaforge.services.actor import Actor
+from dynaforge.tasks import outputs
 from dynaforge.tasks.base import ModelSpec
 
 KEYWORD = {"name": "keyword", "backend": "python", "config": {"callable": "toy_plugin:keyword_model"}}
@@ -50,7 +51,7 @@ def _members(*labels: str) -> list[dict]:
 )
 def test_ensemble_rules(rule, labels, fooled, shown):
     members = _members(*labels)
-    prediction, was_fooled = examples.judge(ToyTask(), rule, members, {"text": "x", "label": "good"}, {})
+    prediction, was_fooled = outputs.judge(ToyTask(), rule, members, {"text": "x", "label": "good"}, {})
     assert was_fooled is fooled
     assert prediction["label"] == shown
     assert prediction["ensemble"] == {"rule": rule, "members": len(labels), "fooledMembers": labels.count("bad")}
@@ -59,7 +60,7 @@ def test_ensemble_rules(rule, labels, fooled, shown):
 
 def test_a_single_model_ignores_the_rule():
     members = _members("bad")
-    prediction, fooled = examples.judge(ToyTask(), "all_wrong", members, {"text": "x", "label": "good"}, {})
+    prediction, fooled = outputs.judge(ToyTask(), "all_wrong", members, {"text": "x", "label": "good"}, {})
     assert fooled and prediction == {"label": "bad"} and members[0]["fooled"]
 
 

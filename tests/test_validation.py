@@ -451,6 +451,14 @@ async def test_graphql_contract(gql, platform):
     assert ranked == [{"rank": 1, "username": "writer", "stats": {"verifiedFooled": 1}}]
     mine = await gql('{ myStats(taskCode: "toy") { rounds { roundNumber } total { collected vmer } } }', token=author)
     assert mine["myStats"] == {"rounds": [{"roundNumber": 1}], "total": {"collected": 1, "vmer": 1.0}}
+    every = await gql(
+        "{ tasks { code viewerStats { rounds { roundNumber } total { collected vmer } } } }", token=author
+    )
+    toy = next(t for t in every["tasks"] if t["code"] == "toy")
+    assert toy["viewerStats"] == mine["myStats"]  # the deprecated root and the task's field agree
+    anonymous = await gql('{ task(code: "toy") { code viewerStats { taskCode } } }', token=None, expect_errors=True)
+    assert anonymous["data"]["task"] == {"code": "toy", "viewerStats": None}
+    assert anonymous["errors"][0]["extensions"]["code"] == "NOT_AUTHENTICATED"
 
     settings = await gql(
         'mutation { updateTaskSettings(input: {taskCode: "toy", validationQuorum: 5, contextStrategy: UNIFORM}) { '

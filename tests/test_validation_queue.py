@@ -105,8 +105,9 @@ async def test_the_remaining_daily_cap(platform, people):
     assert await examples.remaining_today(platform, people["v1"], "toy") == 2  # per user
 
 
-QUEUE = """query($t: String!) { validationQueueSize(taskCode: $t) exampleToValidate(taskCode: $t) { id }
-  myStats(taskCode: $t) { remainingToday total { collected } } }"""
+QUEUE = """query($t: String!) { exampleToValidate(taskCode: $t) { id }
+  task(code: $t) { validationQueueSize viewerStats { remainingToday total { collected } } }
+  tasks { code validationQueueSize } }"""
 SKIP = """mutation($id: ID!) { skipExample(input: {exampleId: $id}) {
   __typename ... on SkippedExample { example { id status } } ... on Error { message } } }"""
 
@@ -120,11 +121,12 @@ async def test_the_queue_over_graphql(gql, platform, people):
     )
     example_id = written["createExample"]["example"]["id"]
     mine = await gql(QUEUE, {"t": "toy"})
-    assert mine["validationQueueSize"] == 0 and mine["exampleToValidate"] is None
-    assert mine["myStats"] == {"remainingToday": None, "total": {"collected": 1}}
+    assert mine["task"]["validationQueueSize"] == 0 and mine["exampleToValidate"] is None
+    assert mine["task"]["viewerStats"] == {"remainingToday": None, "total": {"collected": 1}}
     gql.token, _ = await register_user(gql, "checker")
     theirs = await gql(QUEUE, {"t": "toy"})
-    assert theirs["validationQueueSize"] == 1 and theirs["exampleToValidate"] == {"id": example_id}
+    assert theirs["task"]["validationQueueSize"] == 1 and theirs["exampleToValidate"] == {"id": example_id}
+    assert {"code": "toy", "validationQueueSize": 1} in theirs["tasks"]  # every task's queue in one request
     skipped = (await gql(SKIP, {"id": example_id}))["skipExample"]
     assert skipped == {"__typename": "SkippedExample", "example": {"id": example_id, "status": "CREATED"}}
     missing = (await gql(SKIP, {"id": gid("Example", 999999)}))["skipExample"]

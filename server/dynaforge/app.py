@@ -40,8 +40,8 @@ from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
+from dynaforge.services.task_loading import load_stored
 from dynaforge.settings import Settings
-from dynaforge.tasks.declarative import load_stored
 from dynaforge.webapp import WebApp
 
 log = logging.getLogger(__name__)

@@ -37,6 +37,7 @@ from dynaforge.inference.client import InferenceClient, LocalInferenceClient
 from dynaforge.plugins import Plugins, Registry, task_registry_problems
 from dynaforge.tasks.base import Task, choice_labels
 from dynaforge.tasks.fields import Role
+from dynaforge.tasks.outputs import read_output, read_verdict
 
 __all__ = [
     "CHECKS",
@@ -409,7 +410,6 @@ async def check_default_models(task: Task, registry: Registry, inference: Infere
     batch and one at a time, alike, each sample alone within DYNAFORGE_INFERENCE_TIMEOUT_S, with outputs the task
     reads (as evaluation reads them) into every target field and judges as fooled or not, and that every metric of
     the task scores as an evaluation would."""
-    from dynaforge.services.examples import read_output
 
     assert inference is not None
     limits = _limits()
@@ -617,7 +617,6 @@ async def check_verdicts(task: Task, registry: Registry, inference: InferenceCli
     valid sample (people); the judge model's backend is registered and takes its configuration, ``judge_input`` gives
     text for each part of its prompt, and (when models run) the judge answers the first valid sample with a verdict
     the platform reads: ``{"fooled": bool, "rationale": str}`` (judge)."""
-    from dynaforge.services.verdicts import _read_verdict
 
     problems: list[str] = []
     valid = _valid_samples(task)
@@ -647,7 +646,7 @@ async def check_verdicts(task: Task, registry: Registry, inference: InferenceCli
         return problems
     try:
         reply = await inference.predict(spec, [parts])
-        _read_verdict(reply.outputs[0])
+        read_verdict(reply.outputs[0])
     except Exception as exc:
         problems.append(f"the judge gave no verdict on sample {valid[0][0]}: {type(exc).__name__}: {exc}")
     return problems

@@ -7,7 +7,7 @@ nothing names.
 The broker is Redis when ``DYNAFORGE_BROKER_URL`` is set (the API enqueues; ``dynaforge worker`` processes on any
 machine consume), and otherwise dramatiq's in-memory ``StubBroker`` with a worker thread inside the server (the
 embedded default). Either way the actor runs the evaluation in a child process
-(``python -m dynaforge.evaluation.runner ID...``), which runs the model in a confined process of its own
+(``python -m dynaforge.services.evaluation_runner ID...``), which runs the model in a confined process of its own
 (:mod:`dynaforge.evaluation.predictor`): torch never enters the API process, a crashing model takes nothing else
 down, the model's code sees no secret, and the memory it reports is the model's own. The runner resumes from
 stored chunks, so a message delivered twice (a worker killed before acknowledging, a restart re-enqueuing what was
@@ -33,10 +33,11 @@ import dramatiq
 from dramatiq.brokers.stub import StubBroker
 
 from dynaforge.evaluation.predictor import network_isolation
-from dynaforge.evaluation.runner import LOST, PROGRESS_FD
 from dynaforge.events import EventBus
 from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services.announce import progress_topic
+from dynaforge.services.evaluation_runner import LOST, PROGRESS_FD, Runner
+from dynaforge.services.job_queue import BrokerUnavailable as BrokerUnavailable
 from dynaforge.settings import Settings
 from dynaforge.training.runner import TrainingKilled, run_job
 
@@ -61,10 +62,6 @@ EVAL_RETRIES = 3
 
 class ChildKilled(RuntimeError):
     """The evaluation's child process died from a signal before it could record anything."""
-
-
-class BrokerUnavailable(RuntimeError):
-    """The job broker could not be reached; the message was not sent."""
 
 
 def make_broker(settings: Settings) -> dramatiq.Broker:
@@ -118,7 +115,7 @@ def run_in_child(
     threads = settings.eval_threads or max(1, (os.cpu_count() or 1) // max(1, side_by_side))
     env["DYNAFORGE_EVAL_THREADS"] = str(threads)
     ids = [evaluation_ids] if isinstance(evaluation_ids, int) else list(evaluation_ids)
-    command = [sys.executable, "-m", "dynaforge.evaluation.runner", *map(str, ids), *extra_args]
+    command = [sys.executable, "-m", "dynaforge.services.evaluation_runner", *map(str, ids), *extra_args]
     read_end, write_end = os.pipe()
     env[PROGRESS_FD] = str(write_end)
     try:
@@ -146,7 +143,6 @@ TIMED_OUT = 124
 def _record_failure(settings: Settings, evaluation_ids: list[int], error: str) -> None:
     """Mark the evaluations that did not finish FAILED from the actor's thread (their child could not: it was
     stopped); a done one stays done."""
-    from dynaforge.evaluation.runner import Runner
 
     async def record() -> None:
         runner = Runner(settings)
@@ -179,7 +175,7 @@ def publisher(events: EventBus) -> Callable[[dict[str, Any]], None]:
     return publish
 
 
-class Jobs:
+class Jobs:  # a dynaforge.services.job_queue.JobQueue
     """The broker and its actors for one process."""
 
     def __init__(self, settings: Settings, broker: dramatiq.Broker | None = None, events: EventBus | None = None):

@@ -44,14 +44,13 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
-from urllib.parse import urlsplit
 
+from dynaforge.manifests import STAGING_PREFIX, ModelStoreError, content_hash, file_sha256, manifest
 from dynaforge.model_archive import ArchiveLimits, unpack_archive
-from dynaforge.model_store import STAGING_PREFIX, ModelStoreError, content_hash, file_sha256, manifest
+from dynaforge.settings import Settings, parse_s3_url
 
 if TYPE_CHECKING:
     from dynaforge.inference.backends import ModelBackend
-    from dynaforge.settings import Settings
 
 ARTIFACTS_DIR = "_artifacts"
 #: The object written last under an artifact's prefix in a bucket: its manifest, whose SHA-256 is the digest.
@@ -249,16 +248,6 @@ def _last_change(folder: Path) -> float:
         with contextlib.suppress(OSError):
             latest = max(latest, path.lstat().st_ctime)
     return latest
-
-
-def parse_s3_url(url: str) -> tuple[str, str]:
-    """``s3://bucket/prefix/`` as ``("bucket", "prefix/")`` (the prefix empty, or ending with ``/``); ValueError
-    with what to write when it is not such a URL."""
-    parts = urlsplit(url)
-    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
-        raise ValueError(f"{url!r} is not an s3://bucket/prefix/ URL")
-    prefix = parts.path.strip("/")
-    return parts.netloc, f"{prefix}/" if prefix else ""
 
 
 def parse_manifest(text: str) -> list[tuple[str, str]]:
@@ -584,8 +573,6 @@ class ArtifactStore:
         a service other than AWS) with its cache in the data directory, else the data directory itself
         (``DYNAFORGE_DATA_DIR``, default ``./dynaforge-data``). A model's process, which gets neither the URL nor
         credentials, reads what was fetched into the cache."""
-        from dynaforge.settings import Settings
-
         settings = settings or Settings()
         root = (settings.data_dir / "models" / ARTIFACTS_DIR).absolute()
         if settings.model_store_url:

@@ -21,7 +21,6 @@ store's current version when there is one, else the weights the package ships. N
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -32,44 +31,22 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-if TYPE_CHECKING:
-    from dynaforge.settings import Settings
+from dynaforge.manifests import STAGING_PREFIX as STAGING_PREFIX
+from dynaforge.manifests import ModelStoreError as ModelStoreError
+from dynaforge.manifests import content_hash as content_hash
+from dynaforge.manifests import file_sha256 as file_sha256
+from dynaforge.manifests import manifest as manifest
+from dynaforge.model_artifacts import ArtifactStore
+from dynaforge.settings import Settings
 
 log = logging.getLogger("dynaforge.models")
 
 POINTER_FILE = "current.json"
 POINTER_FORMAT = "dynaforge-model-pointer/1"
-STAGING_PREFIX = ".staging-"
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 _VERSION = re.compile(r"[0-9a-f]{64}")
-
-
-class ModelStoreError(Exception):
-    """The store cannot do what was asked; the message says what to do."""
-
-
-def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's bytes, read in 1 MiB chunks."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def manifest(folder: Path) -> str:
-    """The artifact's manifest: one ``<sha256 of the file>  <relative path>`` line per file, sorted by path."""
-    files = sorted((p for p in Path(folder).rglob("*") if p.is_file()), key=lambda p: p.relative_to(folder).as_posix())
-    if not files:
-        raise ModelStoreError(f"{folder} holds no files; there is nothing to store")
-    return "".join(f"{file_sha256(p)}  {p.relative_to(folder).as_posix()}\n" for p in files)
-
-
-def content_hash(folder: Path) -> str:
-    """The version of the artifact in ``folder``: SHA-256 of its sorted ``<sha256>  <path>`` manifest."""
-    return hashlib.sha256(manifest(folder).encode("utf-8")).hexdigest()
 
 
 def write_json_atomically(path: Path, data: Any) -> None:
@@ -107,8 +84,6 @@ class ModelStore:
     @classmethod
     def from_settings(cls, settings: Settings | None = None) -> ModelStore:
         """The store of the configured data directory (``DYNAFORGE_DATA_DIR``, default ``./dynaforge-data``)."""
-        from dynaforge.settings import Settings
-
         return cls((settings or Settings()).data_dir / "models")
 
     def __repr__(self) -> str:
@@ -238,8 +213,6 @@ def resolve_weights(
     if weights_dir is not None:
         weights = ModelWeights(Path(weights_dir), "given")
     elif weights_artifact is not None:
-        from dynaforge.model_artifacts import ArtifactStore
-
         weights = ModelWeights(ArtifactStore.from_settings().folder(weights_artifact), "artifact", weights_artifact)
     else:
         trained = (store or ModelStore.from_settings()).current(task, model)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -15,6 +16,16 @@ PLACEHOLDER_SECRET = "change-me-in-production"
 
 
 MIN_PRODUCTION_HASH_MEMORY_KIB = 19 * 1024
+
+
+def parse_s3_url(url: str) -> tuple[str, str]:
+    """``s3://bucket/prefix/`` as ``("bucket", "prefix/")`` (the prefix empty, or ending with ``/``); ValueError
+    with what to write when it is not such a URL."""
+    parts = urlsplit(url)
+    if parts.scheme != "s3" or not parts.netloc or parts.query or parts.fragment:
+        raise ValueError(f"{url!r} is not an s3://bucket/prefix/ URL")
+    prefix = parts.path.strip("/")
+    return parts.netloc, f"{prefix}/" if prefix else ""
 
 
 class Settings(BaseSettings):
@@ -416,8 +427,6 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _refuse_placeholder_secret(self) -> Settings:
         if self.model_store_url:
-            from dynaforge.model_artifacts import parse_s3_url
-
             try:
                 parse_s3_url(self.model_store_url)
             except ValueError as exc:

@@ -16,7 +16,7 @@ import dynaforge_hatespeech.plugin as hatespeech
 from dynaforge.adversaries.base import AttackRequest, Oracle
 from dynaforge.adversaries.templates import TemplateAdversary
 from dynaforge.plugins import Plugins
-from dynaforge.services.examples import judge
+from dynaforge.tasks.outputs import judge
 from dynaforge_hatespeech import adversaries
 
 TASK = hatespeech.HateSpeechTask()

@@ -14,7 +14,7 @@ import pytest
 from dynaforge.adversaries.base import AttackRequest, Oracle
 from dynaforge.adversaries.templates import TemplateAdversary
 from dynaforge.plugins import Plugins
-from dynaforge.services.examples import judge
+from dynaforge.tasks.outputs import judge
 from dynaforge_nli import adversaries
 from dynaforge_nli.adversaries import negate, sentences
 from dynaforge_nli.plugin import NLITask

@@ -14,7 +14,7 @@ import pytest
 from dynaforge.adversaries.base import AttackRequest, Candidate, Oracle
 from dynaforge.adversaries.templates import TemplateAdversary
 from dynaforge.plugins import Plugins
-from dynaforge.services.examples import judge
+from dynaforge.tasks.outputs import judge
 from dynaforge_sentiment import adversaries
 from dynaforge_sentiment.plugin import SentimentTask
 

@@ -9,7 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.adversaries.base import Verdict, gold_probability
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.enums import AdversaryRunStatus
 from dynaforge.api.errors import (
     Forbidden,
@@ -21,16 +21,14 @@ from dynaforge.api.errors import (
     errors_as_graphql,
     errors_as_union,
 )
-from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.node import Node, global_id, parse_id, related
 from dynaforge.api.types.prediction import Prediction
+from dynaforge.api.types.round import Round
 from dynaforge.db.models import AdversaryRun as RunRow
 from dynaforge.db.models import Suggestion as SuggestionRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import adversaries as adversary_service
 from dynaforge.services import tasks as task_service
-
-Info = strawberry.Info[RequestContext]
-TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
 
 
 @strawberry.type(description="A machine adversary installed on the server, as one task sees it.")
@@ -160,7 +158,13 @@ class SuggestedEdits:
 class AdversaryRun(Node):
     row: strawberry.Private[RunRow]
     adversary: str = strawberry.field(description="The adversary it runs.")
-    round_number: int = strawberry.field(description="The round it attacks.")
+    round_number: int = strawberry.field(description="The number of the round it attacks.")
+
+    @strawberry.field(description="The round it attacks; null when you may not see it.")
+    async def round(self, info: Info) -> Round | None:
+        found: Round | None = await related(info, "Round", self.row.round_id)
+        return found
+
     status: AdversaryRunStatus = strawberry.field(description="Where it is.")
     budget: int = strawberry.field(description="The target queries it may spend.")
     seed: int = strawberry.field(description="Its seed: the same round, adversary and seed propose the same.")
@@ -212,12 +216,12 @@ class AdversaryQuery:
         "(anyone who can see the task)."
     )
     @errors_as_graphql
-    async def adversaries(self, info: Info, task_code: TaskCode) -> list[Adversary]:
+    async def adversaries(self, info: Info, task_code: TaskCode) -> list[Adversary] | None:
         return [Adversary.of(a) for a in await adversary_service.list_for_task(*info.context.caller, task_code)]
 
     @strawberry.field(description="The task's generation runs, newest first (owners and admins; the latest 20).")
     @errors_as_graphql
-    async def adversary_runs(self, info: Info, task_code: TaskCode) -> list[AdversaryRun]:
+    async def adversary_runs(self, info: Info, task_code: TaskCode) -> list[AdversaryRun] | None:
         return [await run_node(info, r) for r in await adversary_service.list_runs(*info.context.caller, task_code)]
 
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from typing import Annotated
 
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
-from dynaforge.api.enums import ContextStrategy, EnsembleRule, ProposalStatus, raw
+from dynaforge.api.context import Info, TaskCode
+from dynaforge.api.enums import ContextStrategy, EnsembleRule, ProposalStatus, ValidationMode, raw
 from dynaforge.api.errors import (
     AlreadyExists,
     Conflict,
@@ -26,37 +25,14 @@ from dynaforge.api.node import parse_id
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.example import Example, ValidationLabel
 from dynaforge.api.types.round import Round
-from dynaforge.api.types.stats import RoundStats, Stats, TaskProposal, UserTaskStats
+from dynaforge.api.types.stats import TaskProposal, UserTaskStats
 from dynaforge.api.types.task import Task
 from dynaforge.api.types.user import User
 from dynaforge.services import declared_tasks as declared_service
 from dynaforge.services import proposals as proposal_service
-from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import validation as validation_service
 from dynaforge.tasks.base import TASK_CODE_RULE
-
-Info = strawberry.Info[RequestContext]
-
-
-@strawberry.enum(
-    description="CROWD: the usual queue. OWNER (owners and admins): flagged examples first; a vote decides alone."
-)
-class ValidationMode(Enum):
-    CROWD = strawberry.enum_value(
-        "CROWD",
-        description="Anyone signed in: others' examples awaiting votes (only fooling ones unless the task's "
-        "validateNonFooling is on), fooling ones first, then those with the fewest votes.",
-    )
-    OWNER = strawberry.enum_value(
-        "OWNER",
-        description="The task's owners and admins only: flagged examples first, then those awaiting votes, their "
-        "own included; each vote decides the example alone.",
-    )
-
-
-TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
-
 
 # --------------------------------------------------------------------------- inputs
 
@@ -491,7 +467,8 @@ class CollectionQuery:
 
     @strawberry.field(
         description="How many examples exampleToValidate could serve you now in this mode (those you skipped "
-        "included): the size of your validation queue. Signed-in users; OWNER mode: owners and admins."
+        "included): the size of your validation queue. Signed-in users; OWNER mode: owners and admins.",
+        deprecation_reason="Use Task.validationQueueSize (on `tasks`, every task's queue in one request).",
     )
     @errors_as_graphql
     async def validation_queue_size(
@@ -508,16 +485,12 @@ class CollectionQuery:
 
     @strawberry.field(
         description="Your own counters in a task, per round you wrote in and in total. Signed-in users (anonymous "
-        "callers get a NOT_AUTHENTICATED error)."
+        "callers get a NOT_AUTHENTICATED error).",
+        deprecation_reason="Use Task.viewerStats (on `tasks`, every task's counters in one request).",
     )
     @errors_as_graphql
     async def my_stats(self, info: Info, task_code: TaskCode) -> UserTaskStats | None:
-        rows = await stats_service.my_stats(*info.context.caller, task_code)
-        return UserTaskStats(
-            task_code=task_code,
-            rounds=[RoundStats(round_number=n, stats=Stats.of(v)) for n, v in rows],
-            total=Stats.of(stats_service.total([v for _, v in rows])),
-        )
+        return await UserTaskStats.mine(info, task_code)
 
     @strawberry.field(description="Task proposals, newest first: admins see all, other signed-in users their own.")
     @errors_as_graphql

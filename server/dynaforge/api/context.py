@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
+import strawberry
 from strawberry.dataloader import DataLoader
 
 from dynaforge.services import examples as example_service
@@ -76,3 +77,9 @@ class RequestContext:
 
         context.loaders["voted"] = DataLoader(load_fn=load_voted, cache=False)
         return context
+
+
+#: The resolvers' ``info`` argument: the request's context is a :class:`RequestContext`.
+Info = strawberry.Info[RequestContext]
+#: A task-code argument, described once for the whole schema.
+TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]

@@ -11,7 +11,7 @@ from cross_web import HTTPException
 from strawberry.file_uploads import Upload
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.errors import Conflict, Forbidden, InvalidInput, NotAuthenticated, NotFound, errors_as_union
 from dynaforge.api.mutations import ContextsAdded
 from dynaforge.api.node import global_id, parse_id
@@ -19,8 +19,6 @@ from dynaforge.api.types.context_type import ContextType
 from dynaforge.errors import FieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import contexts as context_service
-
-Info = strawberry.Info[RequestContext]
 
 
 @strawberry.enum(description="Formats of context files.")

@@ -146,8 +146,10 @@ PRICES: dict[str, int] = {
     "Round.statsBySource": 200,  # counts the round's examples by source
     "Round.leaderboard": 200,  # ranks the round's annotators
     "Query.myStats": 200,  # the caller's counters per round
+    "Task.viewerStats": 200,  # the caller's counters per round, per task listed
     "UserTaskStats.remainingToday": 100,  # counts the caller's examples today
     "Query.validationQueueSize": 200,  # counts the queue
+    "Task.validationQueueSize": 200,  # counts the queue, per task listed
     "Query.exampleToValidate": 200,  # samples the queue
     "Query.leaderboard": 2000,  # a Dynascore over every published model's evaluations
     "Query.roundModelMatrix": 1000,  # every registry entry against each round's test set

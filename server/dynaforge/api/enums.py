@@ -256,3 +256,19 @@ class VerdictSource(Enum):
     AUTHOR = strawberry.enum_value(
         "author", description="Its author, who said the model's output was right (on a PEOPLE task): not fooled."
     )
+
+
+@strawberry.enum(
+    description="CROWD: the usual queue. OWNER (owners and admins): flagged examples first; a vote decides alone."
+)
+class ValidationMode(Enum):
+    CROWD = strawberry.enum_value(
+        "CROWD",
+        description="Anyone signed in: others' examples awaiting votes (only fooling ones unless the task's "
+        "validateNonFooling is on), fooling ones first, then those with the fewest votes.",
+    )
+    OWNER = strawberry.enum_value(
+        "OWNER",
+        description="The task's owners and admins only: flagged examples first, then those awaiting votes, their "
+        "own included; each vote decides the example alone.",
+    )

@@ -287,6 +287,7 @@ def _translating(translate: Callable[[domain.DynaforgeError], Any]) -> Callable[
             except domain.DynaforgeError as exc:
                 return translate(exc)
 
+        resolve.raises_errors = translate is _raise_query_error  # type: ignore[attr-defined]  # read by the tests
         return cast(Resolver, resolve)
 
     return decorate

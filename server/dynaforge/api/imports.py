@@ -14,17 +14,15 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.file_uploads import Upload
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.contexts import binary_upload
+from dynaforge.api.datasets import Dataset, DatasetsCreated
 from dynaforge.api.enums import DatasetAccess, raw
 from dynaforge.api.errors import Forbidden, InvalidInput, NotAuthenticated, NotFound, errors_as_union
-from dynaforge.api.evaluation import Dataset, DatasetsCreated
 from dynaforge.errors import FieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import imports as import_service
-
-Info = strawberry.Info[RequestContext]
 
 
 @contextlib.contextmanager

@@ -9,13 +9,11 @@ import strawberry
 from strawberry.file_uploads import Upload
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.contexts import binary_upload
 from dynaforge.api.errors import InvalidInput, NotAuthenticated, NotFound, RateLimited, errors_as_union
-from dynaforge.api.evaluation import Model, ModelCardInput, _card
+from dynaforge.api.models import Model, ModelCardInput, _card
 from dynaforge.services import model_uploads as upload_service
-
-Info = strawberry.Info[RequestContext]
 
 
 @strawberry.input(

@@ -7,7 +7,7 @@ from typing import Annotated
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.enums import EnsembleRule, VerdictSource, raw
 from dynaforge.api.errors import (
     AlreadyExists,
@@ -32,9 +32,6 @@ from dynaforge.services import contexts as context_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import verdicts as verdict_service
-
-Info = strawberry.Info[RequestContext]
-
 
 # --------------------------------------------------------------------------- inputs
 

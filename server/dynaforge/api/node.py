@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import strawberry
 
@@ -38,6 +40,23 @@ NODE_TYPES = (
     "Webhook",
     "WebhookDelivery",
 )
+
+
+#: Each Node type's fetcher: the object of a key, read through the service that authorises reading it (the same rules
+#: as the object's own query). ``api/nodes.py`` fills it; the schema always includes it.
+FETCHERS: dict[str, Callable[[Any, str], Awaitable[Any]]] = {}
+
+
+async def related(info: Any, type_name: str, key: int | str | None) -> Any:
+    """The ``type_name`` object whose key is ``key``, as ``node(id:)`` answers it: None when there is none or the
+    caller may not see it. What a field that links one object to another returns (``Evaluation.model``...), so a
+    client follows the link in the same request, and the object comes with its own id and shape."""
+    if key is None:
+        return None
+    try:
+        return await FETCHERS[type_name](info, str(key))
+    except (domain.NotFound, domain.Forbidden, domain.NotAuthenticated):
+        return None
 
 
 @strawberry.interface(

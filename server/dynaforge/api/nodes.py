@@ -7,26 +7,18 @@ like an id that names nothing: ``node`` never tells the two apart.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import strawberry
 
 from dynaforge import errors as domain
 from dynaforge.api.adversaries import AdversaryRun, Suggestion, run_node
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
+from dynaforge.api.datasets import Dataset, DatasetItem
 from dynaforge.api.errors import errors_as_graphql
-from dynaforge.api.evaluation import (
-    Dataset,
-    DatasetItem,
-    Evaluation,
-    LeaderboardFork,
-    LeaderboardSnapshot,
-    Model,
-    _fork,
-    _snapshot,
-)
-from dynaforge.api.node import Node, decode_global_id
+from dynaforge.api.leaderboards import LeaderboardFork, LeaderboardSnapshot, _fork, _snapshot
+from dynaforge.api.models import Evaluation, Model
+from dynaforge.api.node import FETCHERS, Node, decode_global_id, related
 from dynaforge.api.training import RegisteredModel, TrainingJob
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.example import Example, Validation
@@ -47,8 +39,6 @@ from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
 from dynaforge.services import webhooks as webhook_service
-
-Info = strawberry.Info[RequestContext]
 
 #: The most ids one ``nodes`` call takes.
 MAX_NODES = 100
@@ -178,28 +168,30 @@ NODE_CLASSES: tuple[type, ...] = (
     WebhookDelivery,
 )
 
-FETCHERS: dict[str, Callable[[Info, str], Awaitable[Any]]] = {
-    "AdversaryRun": _adversary_run,
-    "ApiToken": _api_token,
-    "Context": _context,
-    "Dataset": _dataset,
-    "DatasetItem": _dataset_item,
-    "Evaluation": _evaluation,
-    "Example": _example,
-    "LeaderboardFork": _fork_node,
-    "LeaderboardSnapshot": _snapshot_node,
-    "Model": _model,
-    "RegisteredModel": _registered_model,
-    "Round": _round,
-    "Suggestion": _suggestion,
-    "Task": _task,
-    "TaskProposal": _proposal,
-    "TrainingJob": _training_job,
-    "User": _user,
-    "Validation": _validation,
-    "Webhook": _webhook,
-    "WebhookDelivery": _delivery,
-}
+FETCHERS.update(
+    {
+        "AdversaryRun": _adversary_run,
+        "ApiToken": _api_token,
+        "Context": _context,
+        "Dataset": _dataset,
+        "DatasetItem": _dataset_item,
+        "Evaluation": _evaluation,
+        "Example": _example,
+        "LeaderboardFork": _fork_node,
+        "LeaderboardSnapshot": _snapshot_node,
+        "Model": _model,
+        "RegisteredModel": _registered_model,
+        "Round": _round,
+        "Suggestion": _suggestion,
+        "Task": _task,
+        "TaskProposal": _proposal,
+        "TrainingJob": _training_job,
+        "User": _user,
+        "Validation": _validation,
+        "Webhook": _webhook,
+        "WebhookDelivery": _delivery,
+    }
+)
 
 
 async def fetch_node(info: Info, id: object) -> Node | None:
@@ -208,10 +200,7 @@ async def fetch_node(info: Info, id: object) -> Node | None:
     if decoded is None:
         return None
     type_name, key = decoded
-    try:
-        found = await FETCHERS[type_name](info, key)
-    except (domain.NotFound, domain.Forbidden, domain.NotAuthenticated):
-        return None
+    found: Node | None = await related(info, type_name, key)
     return found
 
 

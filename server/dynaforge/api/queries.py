@@ -6,7 +6,7 @@ from typing import Annotated
 
 import strawberry
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.enums import ContextStrategy, raw
 from dynaforge.api.errors import errors_as_graphql, errors_as_null
 from dynaforge.api.node import parse_id
@@ -21,11 +21,6 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import tasks as task_service
-
-Info = strawberry.Info[RequestContext]
-
-
-TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
 
 
 @strawberry.type

@@ -8,14 +8,12 @@ from typing import Annotated
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.enums import MetricDirection, PerturbationGold, PerturbationKind, PerturbationScope
 from dynaforge.api.errors import errors_as_null
 from dynaforge.api.types.user import User
 from dynaforge.services import auth as auth_service
 from dynaforge.services import submissions as submission_service
-
-Info = strawberry.Info[RequestContext]
 
 
 @strawberry.type(description="A model backend a plugin registered: what `submitModel` and `setTargetModels` take.")

@@ -35,12 +35,14 @@ from dynaforge.api.adversaries import AdversaryMutation, AdversaryQuery
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
 from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.cost import QueryCost
+from dynaforge.api.datasets import DatasetMutation, DatasetQuery
 from dynaforge.api.documents import OnlyTrustedDocuments, registered_documents
 from dynaforge.api.errors import ERROR_TYPES
-from dynaforge.api.evaluation import EvaluationMutation, EvaluationQuery
 from dynaforge.api.execution import ExecutionContext
 from dynaforge.api.imports import ImportMutation
+from dynaforge.api.leaderboards import LeaderboardMutation, LeaderboardQuery
 from dynaforge.api.model_uploads import ModelUploadMutation
+from dynaforge.api.models import ModelMutation, ModelQuery
 from dynaforge.api.mutations import Mutation as CoreMutation
 from dynaforge.api.nodes import NODE_CLASSES, NodeQuery
 from dynaforge.api.queries import Query as CoreQuery
@@ -193,7 +195,9 @@ QUERY_TYPES: tuple[type, ...] = (
     CoreQuery,
     NodeQuery,
     CollectionQuery,
-    EvaluationQuery,
+    LeaderboardQuery,
+    ModelQuery,
+    DatasetQuery,
     WebhookQuery,
     RegistryQuery,
     TrainingQuery,
@@ -203,7 +207,9 @@ MUTATION_TYPES: tuple[type, ...] = (
     CoreMutation,
     ImportMutation,
     CollectionMutation,
-    EvaluationMutation,
+    LeaderboardMutation,
+    ModelMutation,
+    DatasetMutation,
     ContextMutation,
     ModelUploadMutation,
     WebhookMutation,

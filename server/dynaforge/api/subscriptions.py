@@ -19,7 +19,7 @@ from typing import Annotated
 
 import strawberry
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.enums import EvaluationStatus, RoundChange
 from dynaforge.api.errors import errors_as_graphql, query_error
 from dynaforge.api.node import global_id, parse_id
@@ -35,9 +35,6 @@ from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
 from dynaforge.services import visibility
-
-Info = strawberry.Info[RequestContext]
-TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
 
 
 @strawberry.type(description="A validator's vote on an example, or an owner's decision.")

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info, TaskCode
+from dynaforge.api.datasets import Dataset
 from dynaforge.api.errors import (
     Conflict,
     Forbidden,
@@ -20,7 +21,7 @@ from dynaforge.api.errors import (
     errors_as_graphql,
     errors_as_union,
 )
-from dynaforge.api.evaluation import Dataset, Evaluation, Model
+from dynaforge.api.models import Evaluation, Model
 from dynaforge.api.node import Node, global_id, parse_id
 from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.db.models import TrainingJob as TrainingJobRow
@@ -31,9 +32,6 @@ from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
 from dynaforge.tasks.base import TrainingRecipe as RecipeSpec
-
-Info = strawberry.Info[RequestContext]
-TaskCode = Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
 
 
 @strawberry.enum(description="Where a training job is.")
@@ -241,7 +239,7 @@ def _matrix(matrix: training_service.Matrix, privileged: bool) -> RoundModelMatr
 class TrainingQuery:
     @strawberry.field(description="The task's training recipes (anyone who can see the task).")
     @errors_as_graphql
-    async def training_recipes(self, info: Info, task_code: TaskCode) -> list[TrainingRecipe]:
+    async def training_recipes(self, info: Info, task_code: TaskCode) -> list[TrainingRecipe] | None:
         p, actor = info.context.caller
         view = await task_service.get_task(p, actor, task_code)
         available = training_service.base_data_dir(p.settings, view.task) is not None
@@ -252,13 +250,13 @@ class TrainingQuery:
         "some round targeted for others."
     )
     @errors_as_graphql
-    async def registered_models(self, info: Info, task_code: TaskCode) -> list[RegisteredModel]:
+    async def registered_models(self, info: Info, task_code: TaskCode) -> list[RegisteredModel] | None:
         rows = await training_service.registered_models(*info.context.caller, task_code)
         return [RegisteredModel.from_row(r) for r in rows]
 
     @strawberry.field(description="The task's training jobs, newest first (owners and admins; the latest 50).")
     @errors_as_graphql
-    async def training_jobs(self, info: Info, task_code: TaskCode) -> list[TrainingJob]:
+    async def training_jobs(self, info: Info, task_code: TaskCode) -> list[TrainingJob] | None:
         return [TrainingJob.from_row(r) for r in await training_service.list_jobs(*info.context.caller, task_code)]
 
     @strawberry.field(
@@ -266,7 +264,7 @@ class TrainingQuery:
         "principal metric and the fooling rate, with intervals."
     )
     @errors_as_graphql
-    async def round_model_matrix(self, info: Info, task_code: TaskCode) -> RoundModelMatrix:
+    async def round_model_matrix(self, info: Info, task_code: TaskCode) -> RoundModelMatrix | None:
         matrix = await training_service.round_model_matrix(*info.context.caller, task_code)
         return _matrix(matrix, True)
 

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import strawberry
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.enums import WebhookDeliveryStatus, WebhookEvent, raw
 from dynaforge.api.errors import (
     Forbidden,
@@ -18,14 +18,13 @@ from dynaforge.api.errors import (
     errors_as_graphql,
     errors_as_union,
 )
-from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.node import Node, global_id, parse_id, related
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
+from dynaforge.api.types.user import User
 from dynaforge.db.models import Webhook as WebhookRow
 from dynaforge.db.models import WebhookDelivery as DeliveryRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import webhooks as webhook_service
-
-Info = strawberry.Info[RequestContext]
 
 
 @strawberry.type(
@@ -83,6 +82,11 @@ class Webhook(Node):
         description="Whether it receives events; false while paused with updateWebhook (no deliveries are made)."
     )
     created_at: datetime = strawberry.field(description="When it was registered (ISO 8601, UTC).")
+
+    @strawberry.field(description="Who registered it; null when you may not see that account.")
+    async def registrant(self, info: Info) -> User | None:
+        found: User | None = await related(info, "User", self.row.user_id)
+        return found
 
     @strawberry.field(description="Its deliveries, newest first (pages of up to 100).")
     @errors_as_graphql

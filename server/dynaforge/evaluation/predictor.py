@@ -1,6 +1,6 @@
 """A model under evaluation, in a process of its own that holds nothing of the server's.
 
-The evaluation job (:mod:`dynaforge.evaluation.runner`) reads the data set and writes the results; the model it
+The evaluation job (:mod:`dynaforge.services.evaluation_runner`) reads the data set and writes the results; the model it
 evaluates runs here, in ``python -m dynaforge.evaluation.predictor``, and only answers batches of inputs. What the
 model's code can reach is what this process has:
 

@@ -74,6 +74,7 @@ from dynaforge.services import tasks as task_service
 from dynaforge.services import visibility
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.tasks import outputs
 from dynaforge.tasks.base import ModelSpec, Task
 from dynaforge.tasks.fields import Role, TextField
 
@@ -175,7 +176,7 @@ def target_oracle(
         for spec, answer in zip(specs, answers, strict=True):
             for i, output in enumerate(answer.outputs):
                 try:
-                    prediction = example_service.read_output(task, output, inputs[i])
+                    prediction = outputs.read_output(task, output, inputs[i])
                 except (ValueError, TypeError) as exc:
                     raise InferenceError(f"model {spec.name!r} gave an unusable output: {exc}") from exc
                 members[i].append(
@@ -185,7 +186,7 @@ def target_oracle(
 
     def judge(members: list[dict[str, Any]], example: dict[str, Any], ctx: dict[str, Any]):
         # each member gets its own ``fooled`` flag, as stored with an example (members are fresh per query)
-        return example_service.judge(task, round_.ensemble_rule, members, example, ctx)
+        return outputs.judge(task, round_.ensemble_rule, members, example, ctx)
 
     return Oracle(
         task, context, predict, judge, max_queries=max_queries, time_limit_s=time_limit_s, cancelled=cancelled

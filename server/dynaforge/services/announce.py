@@ -20,7 +20,7 @@ an evaluation DONE or FAILED    ``evaluation_finished`` (none)                  
 
 ``ROUTES`` is that table. Evaluations report their progress on ``evaluationProgress:{model id}`` from the job
 that runs them (:func:`progress_topic`); their end reaches plugins through :func:`evaluation_finished`, called by
-the process that recorded it (see ``evaluation/runner.py``).
+the process that recorded it (see ``services/evaluation_runner.py``).
 
 Nothing here raises: the write it reports has already happened. A failing plugin, an unreachable bus or a delivery
 that cannot be stored is logged, and the other destinations still get the event.
@@ -51,6 +51,7 @@ from dynaforge.db.models import (
     utcnow,
 )
 from dynaforge.services import visibility
+from dynaforge.services.job_queue import BrokerUnavailable
 
 if TYPE_CHECKING:
     from dynaforge.plugins import Plugins
@@ -371,6 +372,6 @@ async def queue_webhooks(p: Platform, event: str, task_id: int, payload: dict[st
     if p.jobs is not None:
         try:
             p.jobs.send_webhooks([r.id for r in rows])
-        except Exception as exc:  # BrokerUnavailable: stored PENDING, sent again at the next start
+        except BrokerUnavailable as exc:  # stored PENDING, sent again at the next start
             log.error("webhook deliveries %s stay pending: %s", [r.id for r in rows], exc)
     return len(rows)

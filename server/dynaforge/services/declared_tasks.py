@@ -3,7 +3,7 @@ process loads them from the database beside the plugins' tasks, with no restart.
 
 The process that creates or updates one loads it at once; another process (a second server, an evaluation worker)
 loads the declared tasks when it starts, and again when it meets a task code it does not know
-(``dynaforge.tasks.declarative.load_if_declared``, from ``services.tasks.get_task`` and the evaluation runner), so a
+(``dynaforge.services.task_loading.load_if_declared``, from ``services.tasks.get_task`` and the evaluation runner), so a
 new task reaches every process without a restart. An *update* reaches another
 process when it next loads them (its restart, or a refresh for an unknown code).
 """
@@ -23,12 +23,12 @@ from dynaforge.services import contexts as context_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.services.task_loading import load_stored
 from dynaforge.tasks.declarative import (
     DECLARATION_SCHEMA,
     DECLARED_PREFIX,
     DeclaredTask,
     load_declaration,
-    load_stored,
 )
 
 __all__ = ["DECLARATION_SCHEMA", "create", "declaration", "load_all", "update"]

@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from dynaforge.db.models import Evaluation, EvaluationStatus
+from dynaforge.services.job_queue import BrokerUnavailable
 from dynaforge.services.platform import Platform
 
 log = logging.getLogger(__name__)
@@ -24,7 +25,7 @@ def enqueue(p: Platform, evaluation_ids: Sequence[int] | Sequence[Sequence[int]]
         return
     try:
         p.jobs.enqueue(evaluation_ids)
-    except Exception as exc:  # dynaforge.jobs.BrokerUnavailable
+    except BrokerUnavailable as exc:
         log.error("evaluations %s stay queued: %s", evaluation_ids, exc)
 
 

@@ -1,4 +1,5 @@
-"""Run evaluations (a model on a data set) to the end, resumably: ``python -m dynaforge.evaluation.runner ID...``.
+"""Run evaluations (a model on a data set) to the end, resumably:
+``python -m dynaforge.services.evaluation_runner ID...``.
 
 The evaluations of one job are run one after the other, each model loaded once for all of its evaluations (a set and
 its perturbed copies), so that a model's start-up is paid once, not once per set.
@@ -80,9 +81,9 @@ from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.plugins import Plugins
 from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services import announce, visibility
+from dynaforge.services.task_loading import load_if_declared
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import Task
-from dynaforge.tasks.declarative import load_if_declared
 
 log = logging.getLogger("dynaforge.evaluation")
 
@@ -373,7 +374,7 @@ class Runner:
         """The data set's items, the task's reading of every stored output (None where the task could not read it:
         an unusable answer, which counts as wrong and as inconsistent), the seconds spent predicting, and why the
         unusable ones were, by reason."""
-        from dynaforge.services.examples import read_output
+        from dynaforge.tasks.outputs import read_output
 
         async with self.db.session() as s:
             chunks = list(

@@ -9,12 +9,9 @@ transaction and announce it after the commit. If the model cannot answer, the ex
 from __future__ import annotations
 
 import asyncio
-import inspect
-import json
 import logging
 import os
 import time
-from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -47,6 +44,7 @@ from dynaforge.services.counters import move, move_sync
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
 from dynaforge.tasks.fields import Role
+from dynaforge.tasks.outputs import judge, read_output
 
 log = logging.getLogger(__name__)
 
@@ -83,68 +81,6 @@ def encode_cursor(example_id: int) -> str:
 
 def decode_cursor(cursor: str) -> int:
     return cursors.decode("example", cursor)
-
-
-def _target_key(task: Task, prediction: dict[str, Any]) -> str:
-    return json.dumps({t: prediction.get(t) for t in task.field_names(Role.TARGET)}, sort_keys=True, default=str)
-
-
-def majority(task: Task, predictions: list[dict[str, Any]]) -> tuple[dict[str, Any], int]:
-    """The most common target values among the members' predictions (ties go to the earliest) and their count."""
-    keys = [_target_key(task, p) for p in predictions]
-    winner = Counter(keys).most_common(1)[0][0]
-    return dict(predictions[keys.index(winner)]), keys.count(winner)
-
-
-def judge(
-    task: Task, rule: str, members: list[dict[str, Any]], example: dict[str, Any], context: dict[str, Any]
-) -> tuple[dict[str, Any], bool]:
-    """The round's prediction and whether the annotator fooled it, from every member's prediction.
-
-    Each member gets its own ``fooled`` flag (stored with the example). With one model the rule does not matter.
-    With an ensemble, ``rule`` is one of ``tasks.ENSEMBLE_RULES``; the prediction shown is the majority's
-    (``majority``), the first wrong member's when fooled (``any_wrong``), or the first right member's when not
-    fooled (``all_wrong``), annotated with ``ensemble: {rule, members, fooledMembers}``.
-    """
-    for m in members:
-        m["fooled"] = bool(task.is_fooled(example, m["prediction"], context))
-    if len(members) == 1:
-        return members[0]["prediction"], members[0]["fooled"]
-    predictions = [m["prediction"] for m in members]
-    wrong = [m for m in members if m["fooled"]]
-    if rule == "any_wrong":
-        fooled = bool(wrong)
-        chosen = dict(wrong[0]["prediction"]) if fooled else dict(predictions[0])
-    elif rule == "all_wrong":
-        fooled = len(wrong) == len(members)
-        right = [m for m in members if not m["fooled"]]
-        chosen = majority(task, predictions)[0] if fooled else dict(right[0]["prediction"])
-    else:
-        chosen = majority(task, predictions)[0]
-        fooled = bool(task.is_fooled(example, chosen, context))
-    chosen["ensemble"] = {"rule": rule, "members": len(members), "fooledMembers": len(wrong)}
-    return chosen, fooled
-
-
-def read_output(task: Task, output: Any, model_input: dict[str, Any]) -> dict[str, Any]:
-    """``task.read_model_output``, given the model input too when the task's method accepts it (so that, say, a
-    span task can check that the model's span sits in the passage)."""
-    reader: Callable[..., dict[str, Any]] = task.read_model_output
-    if _takes_model_input(type(task)):
-        return reader(output, model_input=model_input)
-    return reader(output)
-
-
-_TAKES_MODEL_INPUT: dict[type[Task], bool] = {}
-
-
-def _takes_model_input(task_class: type[Task]) -> bool:
-    known = _TAKES_MODEL_INPUT.get(task_class)
-    if known is None:
-        known = _TAKES_MODEL_INPUT[task_class] = (
-            "model_input" in inspect.signature(task_class.read_model_output).parameters
-        )
-    return known
 
 
 async def predict(

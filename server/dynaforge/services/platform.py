@@ -14,6 +14,7 @@ from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.plugins import Plugins
 from dynaforge.services.cache import Caches
 from dynaforge.services.hashing import PasswordHashing
+from dynaforge.services.job_queue import JobQueue
 from dynaforge.services.ratelimit import RateLimiter, Slots
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import ModelSpec
@@ -30,7 +31,7 @@ class Platform:
     hashing: PasswordHashing = field(default_factory=PasswordHashing)  # password hashing pools per purpose
     caches: Caches = field(default_factory=Caches)
     subscriptions: Slots = field(default_factory=Slots)  # live subscriptions per user (or client address)
-    jobs: Any = None  # dynaforge.jobs.Jobs once the server starts its job system; None: evaluations stay queued
+    jobs: JobQueue | None = None  # dynaforge.jobs.Jobs once the server starts its job system; None: work stays queued
     adversary_runs: dict[int, asyncio.Task[None]] = field(default_factory=dict)  # generation runs in this process
     #: task code -> why its round's target cannot answer the task's sample examples (services.examples.probe_targets)
     target_problems: dict[str, Any] = field(default_factory=dict)

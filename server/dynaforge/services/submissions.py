@@ -40,6 +40,7 @@ from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.evaluation_jobs import enqueue
+from dynaforge.services.evaluation_runner import Runner
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
 
@@ -563,8 +564,6 @@ async def submit_predictions(
     On a SCORING set the figures shown at once are those of its public part (``visibility.public_part``); the
     private part's are held until ``visibility.held_released``, so that subset queries against the leaderboard
     cannot recover the gold of the items that decide the final ranking."""
-    from dynaforge.evaluation.runner import Runner
-
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     require_kind(view.task, "predictions")

@@ -21,8 +21,8 @@ from dynaforge.outbound import OutboundPolicy, OutboundRefused
 from dynaforge.services import announce, registry
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
+from dynaforge.services.task_loading import load_if_declared
 from dynaforge.tasks.base import ModelSpec, Task
-from dynaforge.tasks.declarative import load_if_declared
 
 log = logging.getLogger(__name__)
 

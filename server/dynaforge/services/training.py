@@ -41,6 +41,7 @@ from dynaforge.services import registry
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.evaluation_jobs import enqueue
+from dynaforge.services.job_queue import BrokerUnavailable
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import Task, TrainingRecipe
@@ -173,7 +174,7 @@ def send(p: Platform, job_id: int) -> None:
         return
     try:
         p.jobs.train(job_id)
-    except Exception as exc:  # dynaforge.jobs.BrokerUnavailable
+    except BrokerUnavailable as exc:
         log.error("training job %s stays queued: %s", job_id, exc)
 
 

@@ -38,11 +38,10 @@ from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import move
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import Task
+from dynaforge.tasks.outputs import MAX_RATIONALE, read_verdict
 
 log = logging.getLogger(__name__)
 
-#: The most characters of a judge's rationale kept.
-MAX_RATIONALE = 2000
 _background: set[asyncio.Task[Any]] = set()
 
 
@@ -75,18 +74,6 @@ async def _judge_logged(p: Platform, example_id: int) -> None:
         await decide_by_judge(p, example_id)
     except Exception:
         log.exception("judging example %s failed; it is tried again later", example_id)
-
-
-def _read_verdict(output: Any) -> tuple[bool, str]:
-    if not isinstance(output, dict):
-        raise ValueError("the judge answered no JSON object")
-    if isinstance(output.get("unusable"), str):
-        raise ValueError(f"the judge's reply could not be read: {output['unusable']}")
-    fooled = output.get("fooled")
-    if not isinstance(fooled, bool):
-        raise ValueError('the judge answered no boolean "fooled"')
-    rationale = output.get("rationale")
-    return fooled, (rationale if isinstance(rationale, str) else "")[:MAX_RATIONALE]
 
 
 async def decide_by_judge(p: Platform, example_id: int) -> bool | None:
@@ -122,7 +109,7 @@ async def _judge_once(p: Platform, example_id: int) -> tuple[str, bool | None]:
     verdict = dict(example.verdict or {})
     try:
         answer = await p.inference.predict(spec, [task.judge_input(context_fields, own, example.prediction or {})])
-        fooled, rationale = _read_verdict(answer.outputs[0])
+        fooled, rationale = read_verdict(answer.outputs[0])
     except (InferenceError, ValueError) as exc:
         unreadable = isinstance(exc, ValueError)
         verdict.update(last_error=str(exc)[:MAX_RATIONALE], attempts=int(verdict.get("attempts", 0)) + unreadable)

@@ -32,16 +32,12 @@ backends, metrics, perturbations and behaviour; a declaration can only use what 
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import jsonschema
-from sqlalchemy import select
-from sqlmodel import col
 
-from dynaforge.db.models import DeclaredTaskRow
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.hookspecs import hookimpl
 from dynaforge.tasks.base import SUBMISSION_KINDS, TASK_CODE_PATTERN, Judge, ModelSpec, Slice, Task
@@ -57,12 +53,6 @@ from dynaforge.tasks.fields import (
     TextField,
 )
 
-if TYPE_CHECKING:
-    from dynaforge.db.engine import Database
-    from dynaforge.plugins import Plugins
-
-log = logging.getLogger(__name__)
-
 __all__ = [
     "DECLARATION_SCHEMA",
     "FOOLED_RULES",
@@ -70,8 +60,6 @@ __all__ = [
     "DECLARED_PREFIX",
     "DeclaredTaskPlugin",
     "load_declaration",
-    "load_if_declared",
-    "load_stored",
     "read_file",
 ]
 
@@ -448,34 +436,3 @@ def read_file(path: Path) -> Any:
 
         return yaml.safe_load(text)
     return json.loads(text)
-
-
-async def load_stored(db: Database, plugins: Plugins) -> None:
-    """Load every task declared in the database into ``plugins``, in place of those loaded before. A stored
-    declaration that no longer loads (a plugin it relies on is gone) is listed in ``plugins.errors`` as
-    ``declared:CODE``, like a broken plugin."""
-    async with db.session() as s:
-        rows = list(await s.scalars(select(DeclaredTaskRow).order_by(col(DeclaredTaskRow.id))))
-    tasks, failed = [], {}
-    for row in rows:
-        try:
-            tasks.append(load_declaration(row.definition))
-        except InvalidInput as exc:
-            failed[DECLARED_PREFIX + row.code] = exc.message
-    plugins.replace_declared(tasks)
-    for name, error in failed.items():
-        log.error("declared task %s no longer loads: %s", name, error)
-        plugins.errors[name] = error
-
-
-async def load_if_declared(db: Database, plugins: Plugins, code: str) -> bool:
-    """When ``code`` names no loaded task but one declared in the database (by another process), load the declared
-    tasks again. True when the task is loaded now."""
-    if plugins.task(code) is not None:
-        return True
-    async with db.session() as s:
-        declared = await s.scalar(select(col(DeclaredTaskRow.id)).where(col(DeclaredTaskRow.code) == code))
-    if declared is None:
-        return False
-    await load_stored(db, plugins)
-    return plugins.task(code) is not None

@@ -12,12 +12,18 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from dynaforge.errors import FieldError, text_problem
 
-if TYPE_CHECKING:
-    from dynaforge.tasks.base import Task
+
+class LabelledTask(Protocol):
+    """What a field reads of the task it belongs to (a :class:`dynaforge.tasks.base.Task` satisfies it): the task's
+    labels, which a :class:`ChoiceField` without explicit choices offers. Fields stay below tasks, with no import
+    back."""
+
+    @property
+    def labels(self) -> tuple[str, ...]: ...
 
 
 #: The rules a text field's values may be normalised by before they are compared (:func:`normalize_text`), applied
@@ -72,7 +78,7 @@ class Field:
     #: always are.
     reveals_gold: bool = False
 
-    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+    def check(self, value: Any, *, task: LabelledTask, values: dict[str, Any]) -> list[FieldError]:
         """Return the rules ``value`` (never None) breaks; ``values`` holds the example's other fields."""
         raise NotImplementedError
 
@@ -82,10 +88,10 @@ class Field:
         references field accepts any of its references, a number field its tolerance."""
         return bool(gold == predicted)
 
-    def value_schema(self, task: Task) -> dict[str, Any]:
+    def value_schema(self, task: LabelledTask) -> dict[str, Any]:
         raise NotImplementedError
 
-    def json_schema(self, task: Task) -> dict[str, Any]:
+    def json_schema(self, task: LabelledTask) -> dict[str, Any]:
         schema = self.value_schema(task)
         if self.description:
             schema["description"] = self.description
@@ -127,7 +133,7 @@ class TextField(Field):
             return self.error("text", where + problem)
         return []
 
-    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+    def check(self, value: Any, *, task: LabelledTask, values: dict[str, Any]) -> list[FieldError]:
         return self._text_errors(value)
 
     def normalized(self, text: str) -> str:
@@ -140,7 +146,7 @@ class TextField(Field):
         answer = self.normalized(predicted)
         return any(isinstance(g, str) and self.normalized(g) == answer for g in references(gold))
 
-    def value_schema(self, task: Task) -> dict[str, Any]:
+    def value_schema(self, task: LabelledTask) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "string", "minLength": self.min_length, "maxLength": self.max_length}
         if self.normalize:
             schema["x-normalize"] = list(self.normalize)
@@ -161,7 +167,7 @@ class ReferencesField(TextField):
 
     max_references: int = 4
 
-    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+    def check(self, value: Any, *, task: LabelledTask, values: dict[str, Any]) -> list[FieldError]:
         if isinstance(value, str):
             return self._text_errors(value)
         if not isinstance(value, list) or not value:
@@ -176,7 +182,7 @@ class ReferencesField(TextField):
             return self.error("unique", "lists the same reference twice")
         return []
 
-    def value_schema(self, task: Task) -> dict[str, Any]:
+    def value_schema(self, task: LabelledTask) -> dict[str, Any]:
         one = super().value_schema(task)
         normalize = one.pop("x-normalize", None)
         schema: dict[str, Any] = {
@@ -197,16 +203,16 @@ class ChoiceField(Field):
 
     choices: tuple[str, ...] | None = None
 
-    def options(self, task: Task) -> tuple[str, ...]:
+    def options(self, task: LabelledTask) -> tuple[str, ...]:
         return tuple(task.labels) if self.choices is None else tuple(self.choices)
 
-    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+    def check(self, value: Any, *, task: LabelledTask, values: dict[str, Any]) -> list[FieldError]:
         options = self.options(task)
         if not isinstance(value, str) or value not in options:
             return self.error("choice", f"must be one of {', '.join(options)}; got {value!r}")
         return []
 
-    def value_schema(self, task: Task) -> dict[str, Any]:
+    def value_schema(self, task: LabelledTask) -> dict[str, Any]:
         return {"type": "string", "enum": list(self.options(task))}
 
 
@@ -217,7 +223,7 @@ class SpanField(Field):
     context_field: str
     max_length: int = 1000
 
-    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+    def check(self, value: Any, *, task: LabelledTask, values: dict[str, Any]) -> list[FieldError]:
         if not isinstance(value, dict) or set(value) != {"text", "start"}:
             return self.error("type", 'must be an object {"text": string, "start": integer}')
         text, start = value["text"], value["start"]
@@ -237,7 +243,7 @@ class SpanField(Field):
             )
         return []
 
-    def value_schema(self, task: Task) -> dict[str, Any]:
+    def value_schema(self, task: LabelledTask) -> dict[str, Any]:
         return {
             "type": "object",
             "properties": {
@@ -272,7 +278,7 @@ class NumberField(Field):
         numbers = [v for v in (gold, predicted) if isinstance(v, (int, float)) and not isinstance(v, bool)]
         return len(numbers) == 2 and abs(float(predicted) - float(gold)) <= self.tolerance
 
-    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+    def check(self, value: Any, *, task: LabelledTask, values: dict[str, Any]) -> list[FieldError]:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return self.error("type", "must be a finite number")
         try:
@@ -289,7 +295,7 @@ class NumberField(Field):
             return self.error("maximum", f"must be at most {self.maximum}")
         return []
 
-    def value_schema(self, task: Task) -> dict[str, Any]:
+    def value_schema(self, task: LabelledTask) -> dict[str, Any]:
         schema: dict[str, Any] = {"type": "integer" if self.integer else "number"}
         if self.minimum is not None:
             schema["minimum"] = self.minimum
@@ -304,10 +310,10 @@ class NumberField(Field):
 class BooleanField(Field):
     """True or false."""
 
-    def check(self, value: Any, *, task: Task, values: dict[str, Any]) -> list[FieldError]:
+    def check(self, value: Any, *, task: LabelledTask, values: dict[str, Any]) -> list[FieldError]:
         if not isinstance(value, bool):
             return self.error("type", "must be true or false")
         return []
 
-    def value_schema(self, task: Task) -> dict[str, Any]:
+    def value_schema(self, task: LabelledTask) -> dict[str, Any]:
         return {"type": "boolean"}

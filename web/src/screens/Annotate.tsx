@@ -77,13 +77,16 @@ const NextContext = graphql(`
 
 const MyTaskStats = graphql(`
   query MyTaskStats($code: String!) {
-    myStats(taskCode: $code) {
-      taskCode
-      remainingToday
-      total {
-        collected
-        fooled
-        verifiedFooled
+    task(code: $code) {
+      id
+      viewerStats {
+        taskCode
+        remainingToday
+        total {
+          collected
+          fooled
+          verifiedFooled
+        }
       }
     }
   }
@@ -315,7 +318,8 @@ export default function Annotate({ code }: { code: string }) {
   const round = task.currentRound;
   const contextFields = task.fields.filter((f) => f.role === "CONTEXT");
   const ctx = context.data?.nextContext;
-  const remaining = mine.data?.myStats?.remainingToday;
+  const myStats = mine.data?.task?.viewerStats;
+  const remaining = myStats?.remainingToday;
 
   return (
     <div className="annotate">
@@ -382,11 +386,10 @@ export default function Annotate({ code }: { code: string }) {
             </div>
           </dl>
         )}
-        {session && mine.data?.myStats && (
+        {session && myStats && (
           <p className="muted">
-            You: {mine.data.myStats.total.collected} written, {mine.data.myStats.total.fooled} fooled,{" "}
-            {mine.data.myStats.total.verifiedFooled} verified.{" "}
-            {remaining == null ? "No daily limit." : `${remaining} left today.`}
+            You: {myStats.total.collected} written, {myStats.total.fooled} fooled, {myStats.total.verifiedFooled}{" "}
+            verified. {remaining == null ? "No daily limit." : `${remaining} left today.`}
           </p>
         )}
         <h2>Model fooled</h2>

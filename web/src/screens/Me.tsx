@@ -4,6 +4,7 @@ import { useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { Link, useLocation } from "wouter";
 import { graphql } from "../gql";
+import type { MePageQuery } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { percent } from "../lib/format";
@@ -34,18 +35,22 @@ const MePage = graphql(`
       id
       code
       name
-    }
-  }
-`);
-
-const MyStatsOf = graphql(`
-  query MyStatsOf($code: String!) {
-    myStats(taskCode: $code) {
-      taskCode
-      remainingToday
-      rounds {
-        roundNumber
-        stats {
+      viewerStats {
+        taskCode
+        remainingToday
+        rounds {
+          roundNumber
+          stats {
+            collected
+            fooled
+            verifiedFooled
+            accepted
+            rejected
+            retracted
+            vmer
+          }
+        }
+        total {
           collected
           fooled
           verifiedFooled
@@ -55,18 +60,11 @@ const MyStatsOf = graphql(`
           vmer
         }
       }
-      total {
-        collected
-        fooled
-        verifiedFooled
-        accepted
-        rejected
-        retracted
-        vmer
-      }
     }
   }
 `);
+
+type MyTaskStats = NonNullable<MePageQuery["tasks"][number]["viewerStats"]>;
 
 const CreateToken = graphql(`
   mutation CreateToken($input: CreateApiTokenInput!) {
@@ -149,7 +147,7 @@ function MeScreen() {
       <section className="board-section" aria-labelledby="stats-heading">
         <h2 id="stats-heading">My statistics</h2>
         {data.tasks.map((task) => (
-          <TaskStats key={task.id} code={task.code} name={task.name} />
+          <TaskStats key={task.id} code={task.code} name={task.name} stats={task.viewerStats} />
         ))}
       </section>
       <Tokens tokens={me.apiTokens} onChange={() => refetch({ requestPolicy: "network-only" })} />
@@ -157,16 +155,13 @@ function MeScreen() {
   );
 }
 
-function TaskStats({ code, name }: { code: string; name: string }) {
-  const [{ data, error }] = useQuery({ query: MyStatsOf, variables: { code }, requestPolicy: "cache-and-network" });
-  const stats = data?.myStats;
+function TaskStats({ code, name, stats }: { code: string; name: string; stats: MyTaskStats | null | undefined }) {
   const headingId = `stats-${code}`;
   return (
     <section className="task-stats" aria-labelledby={headingId}>
       <h3 id={headingId}>{name}</h3>
-      {error && <p role="alert">{transportMessage(error)}</p>}
       {!stats ? (
-        !error && <p className="muted">Loading…</p>
+        <p role="alert">Your statistics in this task could not be read.</p>
       ) : stats.rounds.length === 0 ? (
         <p className="muted">
           You have not written an example here yet. <Link href={`/tasks/${encodeURIComponent(code)}`}>Start</Link>.

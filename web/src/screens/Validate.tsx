@@ -18,13 +18,8 @@ const ValidateTasks = graphql(`
       code
       name
       description
+      validationQueueSize
     }
-  }
-`);
-
-const QueueSize = graphql(`
-  query QueueSize($code: String!) {
-    validationQueueSize(taskCode: $code)
   }
 `);
 
@@ -38,6 +33,7 @@ const ValidateItem = graphql(`
       contentWarning
       validatorGuidance
       verdictBy
+      validationQueueSize
       fields {
         ...TaskFieldParts
       }
@@ -65,7 +61,6 @@ const ValidateItem = graphql(`
         fields
       }
     }
-    validationQueueSize(taskCode: $code)
   }
 `);
 
@@ -172,7 +167,9 @@ function TaskPicker() {
               <Link href={`/validate/${encodeURIComponent(task.code)}`}>{task.name}</Link>
             </h2>
             <p>{task.description}</p>
-            <QueueCount code={task.code} />
+            <p className="muted">
+              {task.validationQueueSize == null ? "…" : `${queued(task.validationQueueSize)} waiting for you`}
+            </p>
           </li>
         ))}
       </ul>
@@ -181,12 +178,6 @@ function TaskPicker() {
 }
 
 const queued = (n: number) => (n === 1 ? "1 example" : `${n} examples`);
-
-function QueueCount({ code }: { code: string }) {
-  const [{ data }] = useQuery({ query: QueueSize, variables: { code }, requestPolicy: "cache-and-network" });
-  const size = data?.validationQueueSize;
-  return <p className="muted">{size == null ? "…" : `${queued(size)} waiting for you`}</p>;
-}
 
 function Queue({ code }: { code: string }) {
   const [{ data, error, fetching }, refetch] = useQuery({
@@ -217,7 +208,7 @@ function Queue({ code }: { code: string }) {
     <section>
       <h1>Validate: {task.name}</h1>
       <p className="muted" data-queue-size>
-        {queued(data?.validationQueueSize ?? 0)} in your queue.
+        {queued(task.validationQueueSize ?? 0)} in your queue.
       </p>
       <div role="status" className="done">
         {done}

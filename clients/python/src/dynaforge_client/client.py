@@ -9,7 +9,7 @@ import json
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -46,7 +46,7 @@ from ._generated.input_types import (
     ValidateExampleInput,
     WeightInput,
 )
-from ._generated.my_stats import MyStatsMyStats
+from ._generated.my_stats import MyStatsTaskViewerStats
 from ._generated.next_context import NextContextNextContext
 from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits
 from ._generated.task import TaskTask
@@ -80,6 +80,15 @@ class _Api(GeneratedClient):
 
 
 _REPLY_STREAM_OPEN_S = 5.0  # how long create_example(on_reply=) waits for its stream to open (and to end)
+
+
+_Event = TypeVar("_Event")
+
+
+def _subscription(iterator: AsyncIterator[_Event]) -> AsyncGenerator[_Event, None]:
+    """A subscription of the generated client: an async generator (typed as an iterator there), closed with
+    ``aclose()`` where it is read, so that its connection never waits for the garbage collector."""
+    return cast(AsyncGenerator[_Event, None], iterator)
 
 
 def _urls(url: str) -> tuple[str, str, str]:
@@ -212,12 +221,12 @@ class AsyncClient:
             raise errors.NotFound(f"task {task!r} has no round {number if number is not None else '(current)'}")
         return found
 
-    async def stats(self, task: str) -> MyStatsMyStats:
+    async def stats(self, task: str) -> MyStatsTaskViewerStats:
         """Your own statistics on a task: per round and in all, and how many examples you may still write today."""
-        found = (await self._read(lambda: self._api.my_stats(task))).my_stats
-        if found is None:
+        found = (await self._read(lambda: self._api.my_stats(task))).task
+        if found is None or found.viewer_stats is None:
             raise errors.NotFound(f"no task {task!r} that you can see")
-        return found
+        return found.viewer_stats
 
     async def datasets(self, task: str) -> list[DatasetFields]:
         """The task's data sets you can see (scoring sets, round splits, uploads)."""
@@ -320,14 +329,15 @@ class AsyncClient:
         listening = asyncio.Event()
 
         async def follow() -> None:
-            async for event in self._api.reply_stream(stream_id):
-                piece = event.reply_stream
-                if piece.index == 0:
-                    listening.set()
-                elif piece.text:
-                    on_reply(piece.text)
-                if piece.done:
-                    return
+            async with contextlib.aclosing(_subscription(self._api.reply_stream(stream_id))) as events:
+                async for event in events:
+                    piece = event.reply_stream
+                    if piece.index == 0:
+                        listening.set()
+                    elif piece.text:
+                        on_reply(piece.text)
+                    if piece.done:
+                        return
 
         task = asyncio.create_task(follow())
         waiting = asyncio.create_task(listening.wait())
@@ -395,8 +405,9 @@ class AsyncClient:
         ``after`` (resume from an example id stored earlier)."""
 
         async def open_(last: str | None) -> AsyncIterator[ExampleFields]:
-            async for event in self._api.model_fooled(task, after=last):
-                yield event.model_fooled
+            async with contextlib.aclosing(_subscription(self._api.model_fooled(task, after=last))) as events:
+                async for event in events:
+                    yield event.model_fooled
 
         return EventStream(
             open_,
@@ -410,7 +421,10 @@ class AsyncClient:
 
     async def adversaries(self, task: str) -> list[AdversariesAdversaries]:
         """The machine adversaries installed on the server, each with whether it can serve the task."""
-        return list((await self._read(lambda: self._api.adversaries(task))).adversaries)
+        found = (await self._read(lambda: self._api.adversaries(task))).adversaries
+        if found is None:  # the server answers null only with an error, which _read raises; kept for the types
+            raise errors.NotFound(f"no task {task!r} that you can see")
+        return list(found)
 
     async def suggest_edits(
         self,
@@ -610,8 +624,9 @@ class AsyncClient:
         model_id = _id(model)
 
         async def open_(_last: str | None) -> AsyncIterator[EvaluationProgressEvaluationProgress]:
-            async for event in self._api.evaluation_progress(model_id):
-                yield event.evaluation_progress
+            async with contextlib.aclosing(_subscription(self._api.evaluation_progress(model_id))) as events:
+                async for event in events:
+                    yield event.evaluation_progress
 
         return EventStream(open_, key=None, max_attempts=max_attempts)
 

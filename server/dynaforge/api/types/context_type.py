@@ -5,7 +5,8 @@ from __future__ import annotations
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.node import Node, global_id
+from dynaforge.api.context import Info
+from dynaforge.api.node import Node, global_id, related
 from dynaforge.db.models import Context as ContextRow
 
 
@@ -33,7 +34,17 @@ class ContextType(Node):
     def retired(self) -> bool:
         return self.row.retired_at is not None
 
-    @strawberry.field(description="The id of the context that replaced it after an owner's edit; null otherwise.")
+    @strawberry.field(
+        description="The context that replaced it after an owner's edit; null otherwise (or when you may not see it)."
+    )
+    async def successor(self, info: Info) -> ContextType | None:
+        found: ContextType | None = await related(info, "Context", self.row.successor_id)
+        return found
+
+    @strawberry.field(
+        description="The id of the context that replaced it after an owner's edit; null otherwise.",
+        deprecation_reason="Use successor { id }.",
+    )
     def successor_id(self) -> strawberry.ID | None:
         return None if self.row.successor_id is None else global_id("Context", self.row.successor_id)
 

@@ -9,9 +9,9 @@ from typing import Any
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.enums import ExampleSource, VerdictSource
-from dynaforge.api.node import Node, global_id
+from dynaforge.api.node import Node, global_id, related
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.prediction import ModelPrediction, Prediction
 from dynaforge.api.types.round import Round
@@ -110,31 +110,31 @@ class Votes:
     )
 
 
-async def _round(info: strawberry.Info[RequestContext], round_id: int) -> Round:
+async def _round(info: Info, round_id: int) -> Round:
     return Round.from_row(await info.context.loaders["round"].load(round_id))
 
 
-async def _task(info: strawberry.Info[RequestContext], task_id: int, code: str | None) -> Task:
+async def _task(info: Info, task_id: int, code: str | None) -> Task:
     if code is None:
         code = await info.context.loaders["task_code"].load(task_id)
     return Task.from_view(await task_service.get_task(*info.context.caller, code))
 
 
-async def _plugin_task(info: strawberry.Info[RequestContext], row: ExampleRow) -> PluginTask | None:
+async def _plugin_task(info: Info, row: ExampleRow) -> PluginTask | None:
     code = await info.context.loaders["task_code"].load(row.task_id)
     return None if code is None else info.context.platform.plugins.task(code)
 
 
-async def _prediction(info: strawberry.Info[RequestContext], row: ExampleRow) -> Prediction:
+async def _prediction(info: Info, row: ExampleRow) -> Prediction:
     return Prediction.of(row.prediction or {}, await _plugin_task(info, row))
 
 
-async def _model_predictions(info: strawberry.Info[RequestContext], row: ExampleRow) -> list[ModelPrediction]:
+async def _model_predictions(info: Info, row: ExampleRow) -> list[ModelPrediction]:
     task = await _plugin_task(info, row)
     return [ModelPrediction.of(m, task) for m in row.model_predictions]
 
 
-async def _context(info: strawberry.Info[RequestContext], context_id: int) -> ContextType | None:
+async def _context(info: Info, context_id: int) -> ContextType | None:
     row = await example_service.cached_context(info.context.platform, context_id)
     return None if row is None else ContextType.from_row(row)
 
@@ -167,6 +167,12 @@ class Validation(Node):
     by_owner: bool = strawberry.field(description="Whether an owner or admin cast it (such a vote decides alone).")
     created_at: datetime = strawberry.field(description="When the vote was cast (UTC).")
     validator: User = strawberry.field(description="Who cast it.")
+    example_key: strawberry.Private[int]
+
+    @strawberry.field(description="The example voted on; null when you may not see it.")
+    async def example(self, info: Info) -> Example | None:
+        found: Example | None = await related(info, "Example", self.example_key)
+        return found
 
     @classmethod
     def of(cls, vote: ValidationRow, validator: UserRow) -> Validation:
@@ -178,10 +184,11 @@ class Validation(Node):
             by_owner=vote.by_owner,
             created_at=as_utc(vote.created_at),
             validator=User.from_row(validator),
+            example_key=vote.example_id,
         )
 
 
-async def _sees_source(info: strawberry.Info[RequestContext], row: ExampleRow) -> bool:
+async def _sees_source(info: Info, row: ExampleRow) -> bool:
     """Whether the caller may see where the example came from (see ``Example.source``)."""
     if row.status in (Status.ACCEPTED, Status.REJECTED):
         return True
@@ -191,7 +198,7 @@ async def _sees_source(info: strawberry.Info[RequestContext], row: ExampleRow) -
     return voted
 
 
-async def _review(info: strawberry.Info[RequestContext], example_id: int) -> example_service.Review | None:
+async def _review(info: Info, example_id: int) -> example_service.Review | None:
     review: example_service.Review | None = await info.context.loaders["review"].load(example_id)
     return review
 
@@ -237,7 +244,7 @@ class Example(Node):
         return Verdict.of(self.row.verdict)
 
     @strawberry.field(description="The target model's answer (an ensemble's verdict); null while pending.")
-    def prediction(self, info: strawberry.Info[RequestContext]) -> Prediction | None:
+    def prediction(self, info: Info) -> Prediction | None:
         if self.row.prediction is None:
             return None
         if self.known_task_code is not None:
@@ -245,7 +252,7 @@ class Example(Node):
         return _prediction(info, self.row)  # type: ignore[return-value]  # an awaitable (see above)
 
     @strawberry.field(description="Each target model's own answer, verdict and latency, in the round's order.")
-    def model_predictions(self, info: strawberry.Info[RequestContext]) -> list[ModelPrediction]:
+    def model_predictions(self, info: Info) -> list[ModelPrediction]:
         if not self.row.model_predictions:
             return []
         if self.known_task_code is not None:
@@ -254,11 +261,11 @@ class Example(Node):
         return _model_predictions(info, self.row)  # type: ignore[return-value]  # an awaitable (see above)
 
     @strawberry.field(description="The task it was written for.")
-    def task(self, info: strawberry.Info[RequestContext]) -> Task:
+    def task(self, info: Info) -> Task:
         return _task(info, self.row.task_id, self.known_task_code)  # type: ignore[return-value]  # awaited (above)
 
     @strawberry.field(description="The round it was written in.")
-    def round(self, info: strawberry.Info[RequestContext]) -> Round:
+    def round(self, info: Info) -> Round:
         if self.known_round is not None:
             return self.known_round
         return _round(info, self.row.round_id)  # type: ignore[return-value]  # an awaitable (see above)
@@ -266,7 +273,7 @@ class Example(Node):
     @strawberry.field(
         description="The context it was written against; null when the example holds its context fields itself."
     )
-    def context(self, info: strawberry.Info[RequestContext]) -> ContextType | None:
+    def context(self, info: Info) -> ContextType | None:
         if self.row.context_id is None:
             return None
         return _context(info, self.row.context_id)  # type: ignore[return-value]  # awaited (see above)
@@ -274,14 +281,14 @@ class Example(Node):
     @strawberry.field(
         description="Who wrote it: for the author themself and the task's owners and admins; null for everyone else."
     )
-    async def author(self, info: strawberry.Info[RequestContext]) -> User | None:
+    async def author(self, info: Info) -> User | None:
         review = await _review(info, self.row.id)
         return None if review is None or review.author is None else User.from_row(review.author)
 
     @strawberry.field(
         description="Why it was flagged (FLAGGED examples): for the author and the task's owners and admins."
     )
-    async def flag_reason(self, info: strawberry.Info[RequestContext]) -> str | None:
+    async def flag_reason(self, info: Info) -> str | None:
         review = await _review(info, self.row.id)
         return None if review is None else review.flag_reason
 
@@ -291,7 +298,7 @@ class Example(Node):
         "again, or that the target was down or too slow. For the author and the task's owners and admins; null "
         "for everyone else, and once it has a prediction."
     )
-    async def pending_reason(self, info: strawberry.Info[RequestContext]) -> str | None:
+    async def pending_reason(self, info: Info) -> str | None:
         if self.row.status != Status.PENDING_PREDICTION or await _review(info, self.row.id) is None:
             return None
         round_ = await info.context.loaders["round"].load(self.row.round_id)
@@ -301,7 +308,7 @@ class Example(Node):
         description="Every vote with its validator, reason and correction, oldest first: for the task's owners and "
         "admins; null for everyone else (the counts are in `votes`)."
     )
-    async def validations(self, info: strawberry.Info[RequestContext]) -> list[Validation] | None:
+    async def validations(self, info: Info) -> list[Validation] | None:
         review = await _review(info, self.row.id)
         if review is None or review.validations is None:
             return None
@@ -318,7 +325,7 @@ class Example(Node):
         description="The vote whose corrected target was applied: for the task's owners and admins (null for "
         "everyone else, and when none was applied)."
     )
-    async def correction(self, info: strawberry.Info[RequestContext]) -> Validation | None:
+    async def correction(self, info: Info) -> Validation | None:
         if self.row.correction_id is None:
             return None
         review = await _review(info, self.row.id)
@@ -332,7 +339,7 @@ class Example(Node):
         "validators who voted on it, and everyone once it is decided (ACCEPTED or REJECTED). Null for a validator "
         "who has not voted yet, so that the source cannot sway the vote."
     )
-    async def source(self, info: strawberry.Info[RequestContext]) -> ExampleSource | None:
+    async def source(self, info: Info) -> ExampleSource | None:
         if not await _sees_source(info, self.row):
             return None
         return ExampleSource(self.row.source)
@@ -341,7 +348,7 @@ class Example(Node):
         description="The machine adversary behind an ASSISTED or MACHINE example (its name, as `adversaries` lists "
         "it); null for a person's own example, and for whoever may not see `source`."
     )
-    async def adversary(self, info: strawberry.Info[RequestContext]) -> str | None:
+    async def adversary(self, info: Info) -> str | None:
         if self.row.adversary is None or not await _sees_source(info, self.row):
             return None
         return self.row.adversary

@@ -8,14 +8,12 @@ from enum import Enum
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.node import Node, global_id
 from dynaforge.db.models import RegisteredModel as RegisteredModelRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
-
-Info = strawberry.Info[RequestContext]
 
 
 @strawberry.enum(description="Where a registered model came from.")

@@ -1,6 +1,6 @@
 """An evaluation's results as typed objects: metrics with their direction and interval, fairness slices with their
 gaps, perturbed copies with their consistency. Read from what the evaluation runner stores (``Evaluation.metrics``
-and ``Evaluation.details``; see :mod:`dynaforge.evaluation.runner`)."""
+and ``Evaluation.details``; see :mod:`dynaforge.services.evaluation_runner`)."""
 
 from __future__ import annotations
 

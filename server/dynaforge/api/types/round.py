@@ -7,7 +7,7 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.enums import EnsembleRule
 from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.node import Node, global_id
@@ -38,7 +38,7 @@ class TargetModel:
         "where they came from (shipped, trained on the platform and from which data, ...) and its parent model. "
         "Null for rounds opened before the registry existed."
     )
-    async def registered(self, info: strawberry.Info[RequestContext]) -> RegisteredModel | None:
+    async def registered(self, info: Info) -> RegisteredModel | None:
         if self.registry_id is None:
             return None
         found = await training_service.registered_many(*info.context.caller, [self.registry_id])
@@ -49,7 +49,7 @@ class TargetModel:
         description="The backend configuration; only the task's owners and admins see it (it may "
         "hold credentials), others get null."
     )
-    async def config(self, info: strawberry.Info[RequestContext]) -> JSON | None:
+    async def config(self, info: Info) -> JSON | None:
         config = await task_service.target_model_config(*info.context.caller, self.task_id, self.raw_config)
         return None if config is None else JSON(config)
 
@@ -104,7 +104,7 @@ class Round(Node):
         "row, and would again. They are asked again once the round's target models change (setTargetModels), or "
         "their authors retract them. The oldest 100; for the task's owners and admins, null for everyone else."
     )
-    async def stuck_examples(self, info: strawberry.Info[RequestContext]) -> list[StuckExample] | None:
+    async def stuck_examples(self, info: Info) -> list[StuckExample] | None:
         stuck = await example_service.stuck_examples(*info.context.caller, self.row)
         return None if stuck is None else [StuckExample.of(e) for e in stuck]
 

@@ -7,9 +7,10 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.enums import ContextStrategy, ExampleSource, ProposalStatus
-from dynaforge.api.node import Node, global_id
+from dynaforge.api.node import Node, global_id, related
+from dynaforge.api.types.user import User
 from dynaforge.db.models import TaskProposal as ProposalRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import examples as example_service
@@ -75,8 +76,16 @@ class LeaderboardEntry:
         "the earlier account first."
     )
     username: str = strawberry.field(description="The annotator's username.")
-    user_id: strawberry.ID = strawberry.field(description="The annotator's User id.")
+    user_id: strawberry.ID = strawberry.field(
+        description="The annotator's User id.", deprecation_reason="Use user { id }."
+    )
     stats: Stats = strawberry.field(description="The annotator's counters in this round.")
+    user_key: strawberry.Private[int]
+
+    @strawberry.field(description="The annotator; null when you may not see that account.")
+    async def user(self, info: Info) -> User | None:
+        found: User | None = await related(info, "User", self.user_key)
+        return found
 
     @classmethod
     def of(cls, value: stats_service.UserStats) -> LeaderboardEntry:
@@ -85,6 +94,7 @@ class LeaderboardEntry:
             username=value.username,
             user_id=global_id("User", value.user_id),
             stats=Stats.of(value.stats),
+            user_key=value.user_id,
         )
 
 
@@ -102,11 +112,21 @@ class UserTaskStats:
     )
     total: Stats = strawberry.field(description="Your counters over every round of the task, added up.")
 
+    @classmethod
+    async def mine(cls, info: Info, task_code: str) -> UserTaskStats:
+        """The caller's counters in the task (NotAuthenticated for anonymous callers)."""
+        rows = await stats_service.my_stats(*info.context.caller, task_code)
+        return cls(
+            task_code=task_code,
+            rounds=[RoundStats(round_number=n, stats=Stats.of(v)) for n, v in rows],
+            total=Stats.of(stats_service.total([v for _, v in rows])),
+        )
+
     @strawberry.field(
         description="How many more examples you may write in the task today (UTC) under its dailyExampleCap; "
         "null: the task has no cap."
     )
-    async def remaining_today(self, info: strawberry.Info[RequestContext]) -> int | None:
+    async def remaining_today(self, info: Info) -> int | None:
         return await example_service.remaining_today(*info.context.caller, self.task_code)
 
 
@@ -172,6 +192,12 @@ class TaskProposal(Node):
     )
     created_at: datetime = strawberry.field(description="When it was proposed (UTC).")
     decided_at: datetime | None = strawberry.field(description="When an admin decided it (UTC); null while pending.")
+    proposer_key: strawberry.Private[int]
+
+    @strawberry.field(description="Who proposed it; null when you may not see that account.")
+    async def proposer(self, info: Info) -> User | None:
+        found: User | None = await related(info, "User", self.proposer_key)
+        return found
 
     @classmethod
     def from_row(cls, row: ProposalRow) -> TaskProposal:
@@ -185,4 +211,5 @@ class TaskProposal(Node):
             decision_note=row.decision_note,
             created_at=as_utc(row.created_at),
             decided_at=as_utc(row.decided_at),
+            proposer_key=row.user_id,
         )

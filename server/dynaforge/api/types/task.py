@@ -8,15 +8,17 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import RequestContext
-from dynaforge.api.enums import VerdictSource, raw
+from dynaforge.api.context import Info
+from dynaforge.api.enums import ValidationMode, VerdictSource, raw
+from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.round import Round
-from dynaforge.api.types.stats import SourceStats, Stats, TaskSettings
+from dynaforge.api.types.stats import SourceStats, Stats, TaskSettings, UserTaskStats
 from dynaforge.api.types.user import User
 from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services import validation as validation_service
 from dynaforge.tasks.declarative import DeclaredTask
 from dynaforge.tasks.fields import (
     BooleanField,
@@ -243,7 +245,7 @@ class Task(Node):
         description="A declared task's declaration (see declaredTaskSchema), for its owners and admins; null for "
         "others (target model configurations may hold credentials) and for installed tasks."
     )
-    async def declaration(self, info: strawberry.Info[RequestContext]) -> JSON | None:
+    async def declaration(self, info: Info) -> JSON | None:
         task = self.view.task
         if not isinstance(task, DeclaredTask):
             return None
@@ -278,33 +280,33 @@ class Task(Node):
         return JSON(self.view.task.json_schema(*(Role(raw(r)) for r in roles or [])))
 
     @strawberry.field(description="The task's latest round, open or closed (see its endedAt); null before it has any.")
-    async def current_round(self, info: strawberry.Info[RequestContext]) -> Round | None:
+    async def current_round(self, info: Info) -> Round | None:
         row = await task_service.get_round(info.context.platform, self.view.row.id)
         return None if row is None else Round.from_row(row)
 
     @strawberry.field(description="One round of the task by its number; null when it has no such round.")
     async def round(
         self,
-        info: strawberry.Info[RequestContext],
+        info: Info,
         number: Annotated[int, strawberry.argument(description="The round's number: 1 for the first.")],
     ) -> Round | None:
         row = await task_service.get_round(info.context.platform, self.view.row.id, number)
         return None if row is None else Round.from_row(row)
 
     @strawberry.field(description="Every round, oldest first.")
-    async def rounds(self, info: strawberry.Info[RequestContext]) -> list[Round]:
+    async def rounds(self, info: Info) -> list[Round]:
         rows = await task_service.list_rounds(info.context.platform, self.view.row.id)
         return [Round.from_row(r) for r in rows]
 
     @strawberry.field(description="The counters of every round added up.")
-    async def stats(self, info: strawberry.Info[RequestContext]) -> Stats:
+    async def stats(self, info: Info) -> Stats:
         return Stats.of(await stats_service.task_stats(info.context.platform, self.view.row.id))
 
     @strawberry.field(
         description="The counters of every round added up, split by where the examples came from: one entry per "
         "source (HUMAN, ASSISTED, MACHINE, in that order, zeros included); they add up to `stats`."
     )
-    async def stats_by_source(self, info: strawberry.Info[RequestContext]) -> list[SourceStats]:
+    async def stats_by_source(self, info: Info) -> list[SourceStats]:
         p = info.context.platform
         return SourceStats.listing(
             await stats_service.by_source(p, await stats_service.task_round_ids(p, self.view.row.id))
@@ -314,8 +316,33 @@ class Task(Node):
     def settings(self) -> TaskSettings:
         return TaskSettings.of(self.view.settings)
 
+    @strawberry.field(
+        description="Your own counters in this task, per round you wrote in and in total. Null for anonymous "
+        "callers (with a NOT_AUTHENTICATED error). Ask it on `tasks` to read every task's counters in one request."
+    )
+    @errors_as_graphql
+    async def viewer_stats(self, info: Info) -> UserTaskStats | None:
+        return await UserTaskStats.mine(info, self.view.task.code)
+
+    @strawberry.field(
+        description="How many examples exampleToValidate could serve you now in this task and mode (those you "
+        "skipped included): the size of your validation queue. Signed-in users; OWNER mode: owners and admins "
+        "(others get null with a FORBIDDEN error)."
+    )
+    @errors_as_graphql
+    async def validation_queue_size(
+        self,
+        info: Info,
+        mode: Annotated[
+            ValidationMode, strawberry.argument(description="Which queue to count; default: CROWD.")
+        ] = ValidationMode.CROWD,
+    ) -> int | None:
+        return await validation_service.queue_size(
+            *info.context.caller, self.view.task.code, owner_mode=mode == ValidationMode.OWNER
+        )
+
     @strawberry.field(description="Whether the signed-in user owns this task (or is an admin).")
-    async def viewer_is_owner(self, info: strawberry.Info[RequestContext]) -> bool:
+    async def viewer_is_owner(self, info: Info) -> bool:
         return await task_service.owns_task(*info.context.caller, self.view.row.id)
 
     @strawberry.field(
@@ -323,11 +350,11 @@ class Task(Node):
         "none of the task's sample examples usably when the server started (checked once, in the background; "
         "cleared when it answers an example). For the task's owners and admins; empty for everyone else."
     )
-    async def problems(self, info: strawberry.Info[RequestContext]) -> list[str]:
+    async def problems(self, info: Info) -> list[str]:
         return await example_service.target_problems(*info.context.caller, self.view.row.id, self.view.task.code)
 
     @strawberry.field(description="The task's owners.")
-    async def owners(self, info: strawberry.Info[RequestContext]) -> list[User]:
+    async def owners(self, info: Info) -> list[User]:
         return [User.from_row(u) for u in await task_service.owners(info.context.platform, self.view.row.id)]
 
     @classmethod

@@ -6,7 +6,7 @@ from datetime import datetime
 
 import strawberry
 
-from dynaforge.api.context import RequestContext
+from dynaforge.api.context import Info
 from dynaforge.api.node import Node, global_id
 from dynaforge.db.models import ApiToken as ApiTokenRow
 from dynaforge.db.models import User as UserRow
@@ -37,7 +37,7 @@ class ApiToken(Node):
     )
 
     @strawberry.field(description="Whether this token signed the request that reads it (the session in use).")
-    def current(self, info: strawberry.Info[RequestContext]) -> bool:
+    def current(self, info: Info) -> bool:
         token = info.context.token
         return token is not None and auth_service.hash_token(token) == self.row.token_hash
 
@@ -73,14 +73,14 @@ class User(Node):
     @strawberry.field(
         description="The email address (stored in lower case); null for everyone but the user themself and admins."
     )
-    def email(self, info: strawberry.Info[RequestContext]) -> str | None:
+    def email(self, info: Info) -> str | None:
         return auth_service.visible_email(info.context.actor, self.row)
 
     @strawberry.field(
         description="The user's API tokens, revoked ones included, oldest first; empty for everyone but the user "
         "themself (admins too)."
     )
-    async def api_tokens(self, info: strawberry.Info[RequestContext]) -> list[ApiToken]:
+    async def api_tokens(self, info: Info) -> list[ApiToken]:
         return [ApiToken.from_row(r) for r in await auth_service.tokens_of(*info.context.caller, self.row.id)]
 
     @classmethod

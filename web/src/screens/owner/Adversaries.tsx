@@ -155,7 +155,7 @@ export default function Adversaries({ task }: { task: ManagedTask }) {
   const seen = useRef<Map<string, RunStatus> | null>(null);
   const [news, setNews] = useState("");
   useEffect(() => {
-    if (!runs.data) return;
+    if (!runs.data?.adversaryRuns) return;
     const changes = statusChanges(seen.current, runs.data.adversaryRuns);
     seen.current = statusesOf(runs.data.adversaryRuns);
     if (changes.length) setNews(changes.join(" "));
@@ -184,7 +184,7 @@ export default function Adversaries({ task }: { task: ManagedTask }) {
 
       <StartForm
         task={task}
-        adversaries={adversaries.data?.adversaries}
+        adversaries={adversaries.data?.adversaries ?? undefined}
         loading={adversaries.fetching && !adversaries.data}
         error={adversaries.error ? transportMessage(adversaries.error) : ""}
         onStarted={reload}

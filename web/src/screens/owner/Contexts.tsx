@@ -67,7 +67,9 @@ const UpdateContext = graphql(`
         previous {
           id
           retired
-          successorId
+          successor {
+            id
+          }
         }
       }
       ... on Error {

@@ -93,7 +93,7 @@ const Promote = graphql(`
 `);
 
 type Entry = RegisteredModelPartsFragment;
-type MatrixRow = RetrainingRegistryQuery["roundModelMatrix"]["rows"][number];
+type MatrixRow = NonNullable<RetrainingRegistryQuery["roundModelMatrix"]>["rows"][number];
 type Cell = MatrixRow["cells"][number];
 
 function CellView({ cell, metric }: { cell: Cell | undefined; metric: string }) {

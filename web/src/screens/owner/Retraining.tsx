@@ -85,7 +85,7 @@ const TrainCandidate = graphql(`
   }
 `);
 
-type Recipe = RetrainingRecipesQuery["trainingRecipes"][number];
+type Recipe = NonNullable<RetrainingRecipesQuery["trainingRecipes"]>[number];
 
 export default function Retraining({ task, onChanged }: { task: ManagedTask; onChanged: () => void }) {
   const variables = { code: task.code };

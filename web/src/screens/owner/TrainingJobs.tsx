@@ -87,7 +87,7 @@ const Progress = graphql(`
   }
 `);
 
-type Job = RetrainingJobsQuery["trainingJobs"][number];
+type Job = NonNullable<RetrainingJobsQuery["trainingJobs"]>[number];
 
 export function JobList({
   jobs,

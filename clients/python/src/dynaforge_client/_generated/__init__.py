@@ -191,10 +191,11 @@ from .model_results import (
 )
 from .my_stats import (
     MyStats,
-    MyStatsMyStats,
-    MyStatsMyStatsRounds,
-    MyStatsMyStatsRoundsStats,
-    MyStatsMyStatsTotal,
+    MyStatsTask,
+    MyStatsTaskViewerStats,
+    MyStatsTaskViewerStatsRounds,
+    MyStatsTaskViewerStatsRoundsStats,
+    MyStatsTaskViewerStatsTotal,
 )
 from .next_context import NextContext, NextContextNextContext
 from .overrule_verdict import (
@@ -415,10 +416,11 @@ __all__ = [
     "ModelResultsModelEvaluationsPageInfo",
     "ModelStatus",
     "MyStats",
-    "MyStatsMyStats",
-    "MyStatsMyStatsRounds",
-    "MyStatsMyStatsRoundsStats",
-    "MyStatsMyStatsTotal",
+    "MyStatsTask",
+    "MyStatsTaskViewerStats",
+    "MyStatsTaskViewerStatsRounds",
+    "MyStatsTaskViewerStatsRoundsStats",
+    "MyStatsTaskViewerStatsTotal",
     "NextContext",
     "NextContextNextContext",
     "OverruleVerdict",

@@ -6,7 +6,7 @@ from .base_model import BaseModel
 
 
 class Adversaries(BaseModel):
-    adversaries: list["AdversariesAdversaries"]
+    adversaries: Optional[list["AdversariesAdversaries"]]
 
 
 class AdversariesAdversaries(BaseModel):

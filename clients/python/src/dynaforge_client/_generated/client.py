@@ -1629,16 +1629,18 @@ class GeneratedClient(AsyncBaseClient):
     async def my_stats(self, task_code: str, **kwargs: Any) -> MyStats:
         query = gql("""
             query MyStats($taskCode: String!) {
-              myStats(taskCode: $taskCode) {
-                taskCode
-                remainingToday
-                total {
-                  ...StatsFields
-                }
-                rounds {
-                  roundNumber
-                  stats {
+              task(code: $taskCode) {
+                viewerStats {
+                  taskCode
+                  remainingToday
+                  total {
                     ...StatsFields
+                  }
+                  rounds {
+                    roundNumber
+                    stats {
+                      ...StatsFields
+                    }
                   }
                 }
               }

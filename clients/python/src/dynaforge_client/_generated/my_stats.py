@@ -7,25 +7,30 @@ from .fragments import StatsFields
 
 
 class MyStats(BaseModel):
-    my_stats: Optional["MyStatsMyStats"] = Field(alias="myStats")
+    task: Optional["MyStatsTask"]
 
 
-class MyStatsMyStats(BaseModel):
+class MyStatsTask(BaseModel):
+    viewer_stats: Optional["MyStatsTaskViewerStats"] = Field(alias="viewerStats")
+
+
+class MyStatsTaskViewerStats(BaseModel):
     task_code: str = Field(alias="taskCode")
     remaining_today: Optional[int] = Field(alias="remainingToday")
-    total: "MyStatsMyStatsTotal"
-    rounds: list["MyStatsMyStatsRounds"]
+    total: "MyStatsTaskViewerStatsTotal"
+    rounds: list["MyStatsTaskViewerStatsRounds"]
 
 
-MyStatsMyStatsTotal = StatsFields
+MyStatsTaskViewerStatsTotal = StatsFields
 
 
-class MyStatsMyStatsRounds(BaseModel):
+class MyStatsTaskViewerStatsRounds(BaseModel):
     round_number: int = Field(alias="roundNumber")
-    stats: "MyStatsMyStatsRoundsStats"
+    stats: "MyStatsTaskViewerStatsRoundsStats"
 
 
-MyStatsMyStatsRoundsStats = StatsFields
+MyStatsTaskViewerStatsRoundsStats = StatsFields
 MyStats.model_rebuild()
-MyStatsMyStats.model_rebuild()
-MyStatsMyStatsRounds.model_rebuild()
+MyStatsTask.model_rebuild()
+MyStatsTaskViewerStats.model_rebuild()
+MyStatsTaskViewerStatsRounds.model_rebuild()

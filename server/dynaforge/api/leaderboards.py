@@ -1,0 +1,545 @@
+"""Leaderboards over GraphQL: the Dynascore board of a task with weights chosen by the caller, saved forks and
+frozen snapshots."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+import strawberry
+
+from dynaforge.api.context import Info
+from dynaforge.api.enums import (
+    GapReason,
+    LeaderboardSort,
+    MetricDirection,
+)
+from dynaforge.api.errors import (
+    AlreadyExists,
+    Forbidden,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    errors_as_graphql,
+    errors_as_null,
+    errors_as_union,
+)
+from dynaforge.api.models import Model
+from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
+from dynaforge.api.types.results import Interval
+from dynaforge.db.models import as_utc
+from dynaforge.errors import FieldError as DomainFieldError
+from dynaforge.errors import InvalidInput as DomainInvalidInput
+from dynaforge.services import leaderboard as board_service
+from dynaforge.services import submissions as submission_service
+
+
+@strawberry.input(description="A weight for a metric or a data set of the leaderboard.")
+class WeightInput:
+    name: str = strawberry.field(
+        description="A metric's name (one of the board's axes) or a scoring data set's name; each name at most once."
+    )
+    weight: float = strawberry.field(
+        description="A finite number, 0 or more: only the ratios between weights matter. 0 shows the metric (or "
+        "leaves the data set out) without counting it; at least one weight must be above 0."
+    )
+
+
+@strawberry.type(description="A metric's or a data set's weight.")
+class Weight:
+    name: str = strawberry.field(description="The metric's or the data set's name.")
+    weight: float = strawberry.field(
+        description="On a leaderboard or a snapshot: the weight used, normalised so that the board's weights add up "
+        "to 1. On a fork: the weight as it was saved."
+    )
+
+
+@strawberry.type(description="One metric of a leaderboard row.")
+class LeaderboardMetric:
+    name: str = strawberry.field(description="The axis's name, as in Leaderboard.metrics.")
+    value: float | None = strawberry.field(description="Averaged over the scoring data sets; null: missing.")
+    weight: float = strawberry.field(
+        description="The metric's weight on the board, normalised (the same on every row)."
+    )
+    interval: Interval | None = strawberry.field(
+        description="Bootstrap 95% interval of a task metric on a board of one data set; null on a board that "
+        "averages several sets, and for robustness, fairness, throughput and memory."
+    )
+
+
+@strawberry.type(description="One published model on a leaderboard.")
+class LeaderboardRow:
+    model: Model = strawberry.field(
+        description="The model as anyone sees it: its config, its evaluations' errors and an anonymous model's "
+        "submitter are null here even for those who may see them (model(id:) has them)."
+    )
+    rank: int | None = strawberry.field(description="Null for a model with a gap in a weighted metric.")
+    dynascore: float | None = strawberry.field(
+        description="Its Dynascore with the board's weights, higher is better; null with a gap in a weighted metric."
+    )
+    metrics: list[LeaderboardMetric] = strawberry.field(
+        description="Its value on every axis of the board, in the order of Leaderboard.metrics."
+    )
+    missing: list[str] = strawberry.field(description="The metrics this model lacks (shown, not silently dropped).")
+    gaps: list[LeaderboardGap] = strawberry.field(
+        description="Each scoring set the model lacks figures on, with the axes it lacks there and why (queued, "
+        "failed, mostly unusable answers...); empty when it has every figure."
+    )
+
+
+@strawberry.type(description="A scoring set a model lacks figures on, and why.")
+class LeaderboardGap:
+    dataset: str = strawberry.field(description="The scoring set, by name (Leaderboard.datasets).")
+    metrics: list[str] = strawberry.field(description="The board's axes the model lacks on it.")
+    reason: GapReason = strawberry.field(description="Why the figures are missing there, as a code.")
+    detail: str = strawberry.field(description="Why, in words (how many answers were unusable, say).")
+
+
+@strawberry.type(
+    description="Published models ranked by a Dynascore computed with the weights asked for. Anyone who can see the "
+    "task can compute one."
+)
+class Leaderboard:
+    task_code: str = strawberry.field(description="The task's code.")
+    principal_metric: str = strawberry.field(
+        description="The task's principal metric: the yardstick of every axis's exchange rate."
+    )
+    metrics: list[LeaderboardAxis] = strawberry.field(
+        description="Every axis of the board, with what a client needs to draw a slider and a legend per axis and to "
+        "recompute Dynascores itself as weights move: direction, unit, weight in use and exchange rate."
+    )
+    memory_budget_gb: float = strawberry.field(
+        description="The memory budget a MEMORY axis is oriented against (the budget left scores)."
+    )
+    datasets: list[str] = strawberry.field(
+        description="The task's scoring data sets by name (their perturbed copies feed robustness and fairness "
+        "instead of being averaged)."
+    )
+    metric_weights: list[Weight] = strawberry.field(
+        description="Every axis's weight as used, normalised to sum 1 (those weighted 0 included); empty while the "
+        "task has no scoring data set."
+    )
+    dataset_weights: list[Weight] = strawberry.field(
+        description="The data sets' weights as used, normalised to sum 1; sets weighted 0 or left out of "
+        "datasetWeights are not listed."
+    )
+    amrs_fallback: bool = strawberry.field(
+        description="True when fewer than two models differ on the principal metric: every exchange rate is 1."
+    )
+    rows: list[LeaderboardRow] = strawberry.field(
+        description="Every published model: those with a Dynascore, best first (equal scores share a rank), then "
+        "those with gaps. With sort: METRIC, by that metric instead, best first and missing values last."
+    )
+    board: strawberry.Private[board_service.Board]
+
+    @strawberry.field(description="The board as CSV.")
+    def csv(self) -> str:
+        return board_service.to_csv(self.board)
+
+    @classmethod
+    def of(cls, board: board_service.Board) -> Leaderboard:
+        return cls(
+            task_code=board.task_code,
+            principal_metric=board.principal,
+            metrics=[
+                LeaderboardAxis(
+                    name=m.name,
+                    description=m.description,
+                    direction=MetricDirection(m.direction),
+                    unit=m.unit,
+                    weight=m.weight,
+                    exchange_rate=m.exchange_rate,
+                )
+                for m in board.metrics
+            ],
+            memory_budget_gb=board.memory_budget_gb,
+            datasets=board.datasets,
+            metric_weights=[Weight(name=k, weight=v) for k, v in board.metric_weights.items()],
+            dataset_weights=[Weight(name=k, weight=v) for k, v in board.dataset_weights.items()],
+            amrs_fallback=board.amrs_fallback,
+            rows=[
+                LeaderboardRow(
+                    model=Model.from_row(r.model, privileged=False, submitter=r.submitter_row),
+                    rank=r.rank,
+                    dynascore=r.dynascore,
+                    metrics=[
+                        LeaderboardMetric(
+                            name=m.name,
+                            value=m.value,
+                            weight=m.weight,
+                            interval=Interval(low=m.interval[0], high=m.interval[1]) if m.interval else None,
+                        )
+                        for m in r.metrics
+                    ],
+                    missing=r.missing,
+                    gaps=[
+                        LeaderboardGap(
+                            dataset=g.dataset, metrics=g.metrics, reason=GapReason(g.reason), detail=g.detail
+                        )
+                        for g in r.gaps
+                    ],
+                )
+                for r in board.rows
+            ],
+            board=board,
+        )
+
+
+@strawberry.type(description="One axis of a leaderboard.")
+class LeaderboardAxis:
+    name: str = strawberry.field(
+        description="The metric's name: one of the task's metrics, or throughput, memory, robustness or fairness."
+    )
+    description: str = strawberry.field(description="What it measures, as its plugin says; may be empty.")
+    direction: MetricDirection = strawberry.field(description="Which way is better, and how the Dynascore orients it.")
+    unit: str | None = strawberry.field(description="What its values are in (e.g. examples/s, GB); null: a ratio.")
+    weight: float = strawberry.field(description="The weight in use, normalised with the others to sum 1.")
+    exchange_rate: float | None = strawberry.field(
+        description="Its average marginal rate of substitution against the principal metric: a row's Dynascore is "
+        "the sum over scored axes of weight x oriented value / exchange rate (oriented: the value; minus it for "
+        "LOWER; memoryBudgetGb minus it for MEMORY). Null when the axis is not scored (weight 0)."
+    )
+
+
+@strawberry.type(
+    description="Saved leaderboard weights; pass its id as `forkId` to see the board with them. Its author lists it "
+    "in myLeaderboardForks; anyone who can see the task can open it by id."
+)
+class LeaderboardFork(Node):
+    name: str = strawberry.field(description="Its name, unique among its author's forks of the task.")
+    description: str = strawberry.field(description="What the weights stress, in its author's words; may be empty.")
+    metric_weights: list[Weight] = strawberry.field(description="The weights saved, as `leaderboard` takes them.")
+    dataset_weights: list[Weight] = strawberry.field(description="The data sets' weights saved (empty: equal).")
+
+
+@strawberry.type(description="One model's row of a leaderboard snapshot, as it was when the snapshot was taken.")
+class SnapshotRow:
+    model: Model | None = strawberry.field(description="The model, if it still exists and you may see it.")
+    model_name: str = strawberry.field(description="The model's name when the snapshot was taken.")
+    submitter: str | None = strawberry.field(description="Its submitter's username then (null: anonymous).")
+    rank: int | None = strawberry.field(description="Its rank then; null when it had a gap in a weighted metric.")
+    dynascore: float | None = strawberry.field(description="Its Dynascore then; null with a gap in a weighted metric.")
+    missing: list[str] = strawberry.field(description="Metrics the model had no value for.")
+    metrics: list[LeaderboardMetric] = strawberry.field(
+        description="Its value on every axis then, in the board's order."
+    )
+
+
+@strawberry.type(
+    description="A leaderboard frozen as it was computed. Its author lists it in myLeaderboardSnapshots; anyone who "
+    "can see the task can read it by id."
+)
+class LeaderboardSnapshot(Node):
+    name: str = strawberry.field(description="Its name, as its author gave it.")
+    metric_weights: list[Weight] = strawberry.field(description="The metric weights the board was computed with.")
+    dataset_weights: list[Weight] = strawberry.field(description="The data set weights it was computed with.")
+    created_at: datetime = strawberry.field(description="When it was taken (UTC).")
+    task_id: strawberry.Private[int]
+    stored_rows: strawberry.Private[list[Any]]
+
+    @strawberry.field(description="The board's rows, best first, as they were.")
+    async def rows(self, info: Info) -> list[SnapshotRow]:
+        visible = await submission_service.visible_models(
+            *info.context.caller, self.task_id, [int(r["model_id"]) for r in self.stored_rows]
+        )
+        out = []
+        for r in self.stored_rows:
+            found = visible.get(int(r["model_id"]))
+            model = None if found is None else Model.from_row(*found)
+            out.append(
+                SnapshotRow(
+                    model=model,
+                    model_name=str(r.get("model", "")),
+                    submitter=r.get("submitter"),
+                    rank=r.get("rank"),
+                    dynascore=r.get("dynascore"),
+                    missing=list(r.get("missing") or []),
+                    metrics=[
+                        LeaderboardMetric(
+                            name=m["name"],
+                            value=m.get("value"),
+                            weight=float(m.get("weight") or 0.0),
+                            interval=Interval(low=m["interval"][0], high=m["interval"][1])
+                            if m.get("interval")
+                            else None,
+                        )
+                        for m in r.get("metrics") or []
+                    ],
+                )
+            )
+        return out
+
+
+def _fork(row) -> LeaderboardFork:
+    return LeaderboardFork(
+        id=global_id("LeaderboardFork", row.id),
+        name=row.name,
+        description=row.description,
+        metric_weights=_weight_list(row.metric_weights),
+        dataset_weights=_weight_list(row.dataset_weights),
+    )
+
+
+def _weight_list(stored: Any) -> list[Weight]:
+    return [Weight(name=str(k), weight=float(v)) for k, v in (stored or {}).items()]
+
+
+@strawberry.input(description="Which leaderboard fork or snapshot to delete.")
+class DeleteLeaderboardItemInput:
+    id: strawberry.ID = strawberry.field(
+        description="A LeaderboardFork's id for deleteLeaderboardFork, a LeaderboardSnapshot's for "
+        "deleteLeaderboardSnapshot."
+    )
+
+
+@strawberry.type(description="The fork or snapshot is gone.")
+class LeaderboardItemDeleted:
+    id: strawberry.ID = strawberry.field(description="The id the deleted fork or snapshot had.")
+
+
+DeleteLeaderboardItemResult = Annotated[
+    LeaderboardItemDeleted | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "DeleteLeaderboardItemResult",
+        description="The deleted item's id, or why not: a bad id, not signed in, neither its author nor an admin "
+        "(Forbidden), or nothing you can see by that id.",
+    ),
+]
+
+
+def _snapshot(row) -> LeaderboardSnapshot:
+    return LeaderboardSnapshot(
+        id=global_id("LeaderboardSnapshot", row.id),
+        name=row.name,
+        metric_weights=_weight_list(row.metric_weights),
+        dataset_weights=_weight_list(row.dataset_weights),
+        stored_rows=list(row.rows or []),
+        task_id=row.task_id,
+        created_at=as_utc(row.created_at),
+    )
+
+
+def _sort(sort: LeaderboardSort, metric: str | None) -> str | None:
+    """The service's ``sort``: None for the Dynascore, else the metric's name (which must be given)."""
+    if sort is LeaderboardSort.METRIC:
+        if not metric:
+            raise DomainInvalidInput.from_errors(
+                [DomainFieldError("sortMetric", "required", "name the metric to sort by (sort: METRIC)")]
+            )
+        return metric
+    if metric is not None:
+        raise DomainInvalidInput.from_errors(
+            [DomainFieldError("sortMetric", "unused", "sortMetric applies only with sort: METRIC")]
+        )
+    return None
+
+
+def _pairs(weights: list[WeightInput] | None) -> list[tuple[str, float]] | None:
+    return None if weights is None else [(w.name, w.weight) for w in weights]
+
+
+@strawberry.input(description="Leaderboard weights to save as a fork, or to freeze a snapshot with.")
+class LeaderboardWeightsInput:
+    task_code: str = strawberry.field(description="The code of the task whose board it is.")
+    name: str = strawberry.field(
+        description="1 to 100 characters; a fork's must differ from your other forks' on the task."
+    )
+    description: str = strawberry.field(
+        default="",
+        description="What the weights stress, at most 2000 characters; saved with a fork, unused by a snapshot.",
+    )
+    metric_weights: list[WeightInput] | None = strawberry.field(
+        default=None,
+        description="Weights of the board's axes by name; axes left out keep their default (4 on the principal "
+        "metric, 1 on the others). Null: every default.",
+    )
+    dataset_weights: list[WeightInput] | None = strawberry.field(
+        default=None,
+        description="Weights of the scoring data sets by name; sets left out do not count. Null: every set, equally.",
+    )
+
+
+@strawberry.type(description="The fork was saved; its id opens the board with its weights.")
+class LeaderboardForkSaved:
+    fork: LeaderboardFork = strawberry.field(description="The saved fork.")
+
+
+@strawberry.type(description="The board was computed and frozen as it is now.")
+class LeaderboardSnapshotted:
+    snapshot: LeaderboardSnapshot = strawberry.field(description="The snapshot taken.")
+
+
+SaveForkResult = Annotated[
+    LeaderboardForkSaved | InvalidInput | NotAuthenticated | NotFound | AlreadyExists,
+    strawberry.union(
+        "SaveLeaderboardForkResult",
+        description="The saved fork, or why not: a bad name or weight, not signed in, no such task, or you have a "
+        "fork of that name on the task already.",
+    ),
+]
+
+
+SnapshotResult = Annotated[
+    LeaderboardSnapshotted | InvalidInput | NotAuthenticated | NotFound,
+    strawberry.union(
+        "SnapshotLeaderboardResult",
+        description="The snapshot taken, or why not: a bad name or weight, not signed in, or no such task.",
+    ),
+]
+
+
+@strawberry.type
+class LeaderboardQuery:
+    @strawberry.field(
+        description="A task's published models ranked by a Dynascore with your weights (default: 4 on "
+        "the principal metric, 1 on throughput, memory, robustness and fairness, 0 on an axis no model has a figure "
+        "for yet, such as fairness on a task without fairness copies; data sets equal)."
+    )
+    @errors_as_graphql
+    async def leaderboard(
+        self,
+        info: Info,
+        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
+        metric_weights: Annotated[
+            list[WeightInput] | None,
+            strawberry.argument(
+                description="Weights of the board's axes by name; axes left out keep their default. Null: the "
+                "defaults, or the fork's weights with forkId."
+            ),
+        ] = None,
+        dataset_weights: Annotated[
+            list[WeightInput] | None,
+            strawberry.argument(
+                description="Weights of the scoring data sets by name; sets left out do not count. Null: every set "
+                "equally, or the fork's weights with forkId."
+            ),
+        ] = None,
+        sort: Annotated[
+            LeaderboardSort, strawberry.argument(description="What orders the rows; the Dynascore by default.")
+        ] = LeaderboardSort.DYNASCORE,
+        sort_metric: Annotated[
+            str | None,
+            strawberry.argument(
+                description="With sort: METRIC, the axis to sort by (a name in Leaderboard.metrics); leave it out "
+                "otherwise."
+            ),
+        ] = None,
+        fork_id: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(
+                description="A LeaderboardFork of this task whose saved weights to use; metricWeights or "
+                "datasetWeights given here replace the fork's."
+            ),
+        ] = None,
+    ) -> Leaderboard | None:
+        board = await board_service.compute(
+            *info.context.caller,
+            task_code,
+            metric_weights=_pairs(metric_weights),
+            dataset_weights=_pairs(dataset_weights),
+            sort=_sort(sort, sort_metric),
+            fork_id=None if fork_id is None else parse_id(fork_id, "forkId", "LeaderboardFork"),
+        )
+        return Leaderboard.of(board)
+
+    @strawberry.field(description="The leaderboard forks you saved on a task, newest first. Signed-in users.")
+    @errors_as_graphql
+    async def my_leaderboard_forks(
+        self,
+        info: Info,
+        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[LeaderboardFork] | None:
+        listing = await board_service.my_forks(
+            *info.context.caller, task_code, first=first, after=after, last=last, before=before
+        )
+        return Connection.from_listing(listing, _fork)
+
+    @strawberry.field(description="The leaderboard snapshots you took of a task, newest first. Signed-in users.")
+    @errors_as_graphql
+    async def my_leaderboard_snapshots(
+        self,
+        info: Info,
+        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[LeaderboardSnapshot] | None:
+        listing = await board_service.my_snapshots(
+            *info.context.caller, task_code, first=first, after=after, last=last, before=before
+        )
+        return Connection.from_listing(listing, _snapshot)
+
+    @strawberry.field(
+        description="A frozen leaderboard, for anyone who can see its task; null when there is none you can see."
+    )
+    @errors_as_null
+    async def leaderboard_snapshot(
+        self, info: Info, id: Annotated[strawberry.ID, strawberry.argument(description="The snapshot's id.")]
+    ) -> LeaderboardSnapshot | None:
+        return _snapshot(
+            await board_service.get_snapshot(*info.context.caller, parse_id(id, "id", "LeaderboardSnapshot"))
+        )
+
+
+@strawberry.type
+class LeaderboardMutation:
+    @strawberry.mutation(description="Delete one of your leaderboard forks (admins: anyone's).")
+    @errors_as_union
+    async def delete_leaderboard_fork(
+        self,
+        info: Info,
+        input: Annotated[DeleteLeaderboardItemInput, strawberry.argument(description="Which fork to delete.")],
+    ) -> DeleteLeaderboardItemResult:
+        row = await board_service.delete_fork(*info.context.caller, parse_id(input.id, "id", "LeaderboardFork"))
+        return LeaderboardItemDeleted(id=global_id("LeaderboardFork", row.id))
+
+    @strawberry.mutation(description="Delete one of your leaderboard snapshots (admins: anyone's).")
+    @errors_as_union
+    async def delete_leaderboard_snapshot(
+        self,
+        info: Info,
+        input: Annotated[DeleteLeaderboardItemInput, strawberry.argument(description="Which snapshot to delete.")],
+    ) -> DeleteLeaderboardItemResult:
+        row = await board_service.delete_snapshot(*info.context.caller, parse_id(input.id, "id", "LeaderboardSnapshot"))
+        return LeaderboardItemDeleted(id=global_id("LeaderboardSnapshot", row.id))
+
+    @strawberry.mutation(description="Save leaderboard weights under a name (a fork others can open by its id).")
+    @errors_as_union
+    async def save_leaderboard_fork(
+        self,
+        info: Info,
+        input: Annotated[LeaderboardWeightsInput, strawberry.argument(description="The fork's name and weights.")],
+    ) -> SaveForkResult:
+        row = await board_service.save_fork(
+            *info.context.caller,
+            input.task_code,
+            input.name,
+            metric_weights=dict(_pairs(input.metric_weights) or []) or None,
+            dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
+            description=input.description,
+        )
+        return LeaderboardForkSaved(fork=_fork(row))
+
+    @strawberry.mutation(description="Freeze the leaderboard as it is now with these weights.")
+    @errors_as_union
+    async def snapshot_leaderboard(
+        self,
+        info: Info,
+        input: Annotated[
+            LeaderboardWeightsInput, strawberry.argument(description="The snapshot's name and the weights to use.")
+        ],
+    ) -> SnapshotResult:
+        row = await board_service.snapshot(
+            *info.context.caller,
+            input.task_code,
+            input.name,
+            metric_weights=dict(_pairs(input.metric_weights) or []) or None,
+            dataset_weights=dict(_pairs(input.dataset_weights) or []) or None,
+        )
+        return LeaderboardSnapshotted(snapshot=_snapshot(row))
