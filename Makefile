@@ -128,12 +128,14 @@ client-check: $(CODEGEN_STAMP)
 client-test: setup services client-check $(CLIENT_STAMP)
 	cd $(CLIENT) && DYNAFORGE_SERVER_BIN=$(CURDIR)/$(BIN)/dynaforge HF_HUB_OFFLINE=1 .venv/bin/python -m pytest -q -p no:cacheprovider
 
-## ruff (lint and format check) and mypy (strict on the plugin contract; also the Python client's own code): the
-## checks of .pre-commit-config.yaml; then the web app's type check (tsc) and lint (biome)
+## ruff (lint and format check) and mypy (strict on the plugin contract and the kit plugins import; the plugins
+## themselves; the Python client's own code): the checks of .pre-commit-config.yaml; then the web app's type check
+## (tsc) and lint (biome)
 lint: setup
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mypy $(foreach p,$(PLUGINS),plugins/$(p)/dynaforge_$(p))
 	cd $(CLIENT) && $(CURDIR)/$(BIN)/mypy --config-file pyproject.toml
 	@$(MAKE) --no-print-directory web-lint
 

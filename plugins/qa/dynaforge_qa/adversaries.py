@@ -353,7 +353,7 @@ def passage_questions(context: dict[str, Any], draft: dict[str, Any] | None, rng
             subject, group = m.group(1), 3
             verb = "does" if m.group(2) == "has" else "did"
             question = f"How many {m.group(4)} {verb} {subject[0].lower()}{subject[1:]} have?"
-        if subject is None or not _fits(question):
+        if subject is None or m is None or not _fits(question):
             continue
         answer = {"text": m.group(group), "start": s + m.start(group)}
         out.append((_fields(question, answer, passage, False), f"a question on the sentence '{sentence[:60]}'"))

@@ -595,8 +595,8 @@ def train_recipe(
                 "base data"
             )
         fitted, drawn = stratified_split(binary, [BINARY[labels[i]] for i in binary], RECIPE_HOLDOUT_FRACTION, rng)
-        fit_texts = {texts[i] for i in fitted}
-        held_out = [i for i in drawn if texts[i] not in fit_texts]
+        fitted_texts = {texts[i] for i in fitted}
+        held_out = [i for i in drawn if texts[i] not in fitted_texts]
         n_dropped = len(drawn) - len(held_out)
         if not held_out:
             raise ValueError(

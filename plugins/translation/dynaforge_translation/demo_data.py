@@ -21,7 +21,7 @@ PREDICATES = (
 
 
 def _items() -> list[dict[str, object]]:
-    items = []
+    items: list[dict[str, object]] = []
     for french_subject, english_subjects in SUBJECTS:
         for french_predicate, english_predicates in PREDICATES:
             references = [f"{s} {p}." for s in english_subjects for p in english_predicates][:3]

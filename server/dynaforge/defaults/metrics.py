@@ -4,6 +4,7 @@ probabilities (expected calibration error, Brier score), which read items rather
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 from dynaforge.hookspecs import hookimpl
@@ -19,7 +20,7 @@ def accuracy(golds: list[Any], preds: list[Any]) -> float:
         raise ValueError("golds and preds differ in length")
     if not golds:
         return 0.0
-    return sum(g == p for g, p in zip(golds, preds, strict=True)) / len(golds)
+    return float(sum(g == p for g, p in zip(golds, preds, strict=True))) / len(golds)
 
 
 def macro_f1(golds: list[Any], preds: list[Any]) -> float:
@@ -84,7 +85,7 @@ def brier_score(items: list[MetricItem]) -> float:
 
 
 @hookimpl(trylast=True)
-def register_metrics(register):
+def register_metrics(register: Callable[[Metric], None]) -> None:
     register(Metric("accuracy", accuracy, "Share of examples whose prediction equals the gold target."))
     register(Metric("macro_f1", macro_f1, "Mean F1 over classes, each class weighted equally."))
     register(

@@ -194,7 +194,8 @@ def rouge_l(golds: list[Any], preds: list[Any]) -> float:
     if not refs:
         return 0.0
     scorer = _rouge()
-    return sum(scorer.score_multi(rs, h)["rougeL"].fmeasure for rs, h in zip(refs, hyps, strict=True)) / len(refs)
+    total = sum(float(scorer.score_multi(rs, h)["rougeL"].fmeasure) for rs, h in zip(refs, hyps, strict=True))
+    return total / len(refs)
 
 
 def normalized_exact_match(golds: list[Any], preds: list[Any], *, task: Task) -> float:

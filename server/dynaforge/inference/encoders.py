@@ -63,7 +63,9 @@ class Encoder:
         encoder.lock = threading.Lock()
         return encoder
 
-    def tokenize(self, first: Sequence[str], second: Sequence[str] | None = None, *, max_length: int, **kwargs: Any):
+    def tokenize(
+        self, first: Sequence[str], second: Sequence[str] | None = None, *, max_length: int, **kwargs: Any
+    ) -> Any:
         """Tokenise a batch (pairs when ``second`` is given), padded to the longest, on this encoder's device."""
         enc = self.tokenizer(
             list(first),
@@ -76,7 +78,7 @@ class Encoder:
         )
         return enc
 
-    def token_states(self, enc) -> Any:
+    def token_states(self, enc: Any) -> Any:
         """Last hidden states ``[batch, tokens, dim]`` for a tokenised batch (inference mode, no gradients)."""
         import torch
 
