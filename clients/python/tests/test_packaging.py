@@ -74,3 +74,44 @@ def test_the_wheel_holds_the_whole_client(tmp_path):
     assert not [n for n in names if n.startswith(("tests/", "operations/", "scripts/"))]
     entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
     assert "dynaforge-client = dynaforge_client.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+SCRIPT = """
+from dynaforge_client import Client
+from dynaforge_client.types import LeaderboardRow, ProgressEvent
+
+
+def best(client: Client) -> LeaderboardRow:
+    return client.leaderboard("nli").rows[0]
+
+
+def score(client: Client) -> float | None:
+    return best(client).{field}
+
+
+def progress(client: Client) -> None:
+    def told(event: ProgressEvent) -> None:
+        print(event.{event_field})
+
+    client.wait_for_results("TW9kZWw6MQ", on_progress=told)
+"""
+
+
+def _strict(tmp_path: Path, **fields: str) -> subprocess.CompletedProcess[str]:
+    script = tmp_path / "script.py"
+    script.write_text(SCRIPT.format(**fields))
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental", "--cache-dir", str(tmp_path / "cache")]
+    src = Path(__file__).resolve().parents[1] / "src"
+    env = {"MYPYPATH": str(src), "PATH": "/usr/bin:/bin"}
+    return subprocess.run([*command, str(script)], capture_output=True, text=True, env=env, timeout=300)
+
+
+def test_mypy_strict_catches_a_field_a_result_does_not_have(tmp_path):
+    """The results are typed down to their fields: a script reading a leaderboard row's or a progress event's field
+    passes ``mypy --strict``; a misspelt one fails it, naming the field."""
+    good = _strict(tmp_path, field="dynascore", event_field="status")
+    assert good.returncode == 0, good.stdout + good.stderr
+    bad = _strict(tmp_path, field="dynascroe", event_field="stauts")
+    assert bad.returncode == 1, bad.stdout
+    assert '"LeaderboardLeaderboardRows" has no attribute "dynascroe"' in bad.stdout
+    assert 'has no attribute "stauts"' in bad.stdout

@@ -2,10 +2,11 @@
 
 ``Client(url, token)`` (blocking) and ``AsyncClient`` (asyncio) wrap the generated, typed GraphQL layer
 (:mod:`dynaforge_client._generated`, made from the server's schema.graphql by ariadne-codegen). Errors the server
-reports are :mod:`dynaforge_client.errors` exceptions; live events are :class:`dynaforge_client.events.EventStream`.
+reports are :mod:`dynaforge_client.errors` exceptions; live events are :class:`dynaforge_client.events.EventStream`;
+what the methods return is named in :mod:`dynaforge_client.types`.
 """
 
-from . import errors
+from . import errors, types
 from .client import AsyncClient
 from .errors import (
     AlreadyExists,
@@ -49,5 +50,6 @@ __all__ = [
     "ServiceUnavailable",
     "TransportError",
     "errors",
+    "types",
     "__version__",
 ]

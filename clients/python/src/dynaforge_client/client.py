@@ -635,7 +635,7 @@ class AsyncClient:
         model: Any,
         *,
         timeout: float | None = None,  # noqa: ASYNC109 - the blocking Client has the same surface and needs it
-        on_progress: Callable[[Any], object] | None = None,
+        on_progress: Callable[[EvaluationProgressEvaluationProgress], object] | None = None,
     ) -> ModelResults:
         """Follow the model's evaluations until the model is DONE or FAILED (every evaluation ended, and robustness
         and fairness added), then return :meth:`results`. ``on_progress`` gets each progress event; TimeoutError

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._generated.fragments import EvaluationFields, ModelFields
-from ._generated.leaderboard import LeaderboardLeaderboard
+from ._generated.leaderboard import LeaderboardLeaderboard, LeaderboardLeaderboardRows
 
 
 def _pandas() -> Any:
@@ -74,7 +74,7 @@ class Leaderboard:
     board: LeaderboardLeaderboard
 
     @property
-    def rows(self) -> list[Any]:
+    def rows(self) -> list[LeaderboardLeaderboardRows]:
         return list(self.board.rows)
 
     @property

@@ -338,7 +338,7 @@ class Client:
             model: Any,
             *,
             timeout: float | None = None,
-            on_progress: Callable[[Any], object] | None = None,
+            on_progress: Callable[[EvaluationProgressEvaluationProgress], object] | None = None,
         ) -> ModelResults: ...
         def leaderboard(
             self,
