@@ -139,7 +139,7 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
             assert voted["validateExample"]["__typename"] == "ValidatedExample", voted
         made = (await run(s, DATASETS, input={"taskCode": "toy", "roundNumber": 1, "seed": 7}))["createRoundDatasets"]
         assert made["__typename"] == "DatasetsCreated", made
-        sets = {d["split"]: d for d in made["datasets"] if d["name"].startswith("r1-") and "+" not in d["name"]}
+        sets = {d["split"].lower(): d for d in made["datasets"] if d["name"].startswith("r1-") and "+" not in d["name"]}
         assert sets["train"]["size"] + sets["dev"]["size"] + sets["test"]["size"] == len(examples)
 
         recipes = (await run(s, RECIPES))["trainingRecipes"]

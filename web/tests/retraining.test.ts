@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { problemOf } from "../src/lib/errors";
 import {
+  type DatasetLike,
   estimateText,
   hyperKind,
   hyperparameterEntries,
@@ -141,12 +142,12 @@ describe("a recipe's hyper-parameters", () => {
 
 describe("data sets and jobs", () => {
   it("offers the train splits first and no perturbed copies", () => {
-    const sets = [
+    const sets: (DatasetLike & { id: string })[] = [
       { id: "1", name: "demo-samples", split: null, perturbation: null },
-      { id: "2", name: "r2-train", split: "train", perturbation: null },
-      { id: "3", name: "r1-test", split: "test", perturbation: null },
-      { id: "4", name: "r1-test~typo", split: "test", perturbation: "typo" },
-      { id: "5", name: "r1-train", split: "train", perturbation: null },
+      { id: "2", name: "r2-train", split: "TRAIN", perturbation: null },
+      { id: "3", name: "r1-test", split: "TEST", perturbation: null },
+      { id: "4", name: "r1-test~typo", split: "TEST", perturbation: "typo" },
+      { id: "5", name: "r1-train", split: "TRAIN", perturbation: null },
     ];
     expect(trainingChoices(sets).map((d) => d.name)).toEqual(["r1-train", "r2-train", "demo-samples", "r1-test"]);
   });

@@ -15,6 +15,7 @@ from dynaforge.api.contexts import binary_upload
 from dynaforge.api.enums import (
     DatasetAccess,
     DatasetSource,
+    DatasetSplit,
     PerturbationKind,
     raw,
 )
@@ -36,6 +37,8 @@ from dynaforge.db.models import as_utc
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import visibility
 
+_SPLITS = {s.value for s in DatasetSplit}
+
 
 @strawberry.type(
     description="A frozen set of a task's examples that models are evaluated on. Anyone who can see the task sees "
@@ -52,7 +55,7 @@ class Dataset(Node):
         description="Who sees it and what it is for; a perturbed copy has its original's."
     )
     source: DatasetSource = strawberry.field(description="Where it came from.")
-    split: str | None = strawberry.field(
+    split: DatasetSplit | None = strawberry.field(
         description="A round's set: its split (train, dev or test), which its perturbed copies share; null for an "
         "uploaded set."
     )
@@ -89,7 +92,7 @@ class Dataset(Node):
             description=row.description,
             access=DatasetAccess(row.access),
             source=DatasetSource(row.source),
-            split=row.split,
+            split=DatasetSplit(row.split) if row.split in _SPLITS else None,
             perturbation=row.perturbation,
             perturbation_kind=None if row.perturbation_kind is None else PerturbationKind(row.perturbation_kind),
             size=row.size,

@@ -53,6 +53,13 @@ class DatasetAccess(Enum):
     HIDDEN = strawberry.enum_value(AccessValue.HIDDEN, description="Scored for the task's owners and admins only.")
 
 
+@strawberry.enum(description="Which part of a round's accepted examples a data set holds (createRoundDatasets).")
+class DatasetSplit(Enum):
+    TRAIN = strawberry.enum_value("train", description="About 80%: what a model of the next round trains on.")
+    DEV = strawberry.enum_value("dev", description="About 10%: for tuning; downloadable.")
+    TEST = strawberry.enum_value("test", description="About 10%: scores models (a SCORING set).")
+
+
 @strawberry.enum(description="Where a data set came from.")
 class DatasetSource(Enum):
     ROUND = strawberry.enum_value("round", description="A round's accepted examples, split by `createRoundDatasets`.")

@@ -4,6 +4,7 @@
 
 export type ModelOrigin = "SHIPPED" | "STORE" | "CONFIGURED" | "TRAINED";
 export type TrainingStatus = "QUEUED" | "RUNNING" | "SUCCEEDED" | "FAILED" | "CANCELLED";
+export type DatasetSplit = "TRAIN" | "DEV" | "TEST";
 
 export const originWords: Record<ModelOrigin, string> = {
   SHIPPED: "shipped with the task's plugin",
@@ -189,17 +190,17 @@ export function withFormKeys<R extends object>(result: R): R {
 
 // ------------------------------------------------------------------ data sets and jobs
 
-interface DatasetLike {
+export interface DatasetLike {
   name: string;
-  split?: string | null;
+  split?: DatasetSplit | null;
   perturbation?: string | null;
 }
 
 /** The data sets one trains on: no perturbed copies; the rounds' train splits first, then the rest as listed. */
 export function trainingChoices<D extends DatasetLike>(datasets: readonly D[]): D[] {
   const usable = datasets.filter((d) => !d.perturbation);
-  const train = usable.filter((d) => d.split === "train").sort((a, b) => a.name.localeCompare(b.name));
-  return [...train, ...usable.filter((d) => d.split !== "train")];
+  const train = usable.filter((d) => d.split === "TRAIN").sort((a, b) => a.name.localeCompare(b.name));
+  return [...train, ...usable.filter((d) => d.split !== "TRAIN")];
 }
 
 /** What a trainingProgress event says of a job. */

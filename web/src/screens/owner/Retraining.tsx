@@ -6,7 +6,7 @@ import { useCallback, useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../../gql";
-import type { RetrainingRecipesQuery } from "../../gql/graphql";
+import type { DatasetSplit, RetrainingRecipesQuery } from "../../gql/graphql";
 import { problemOf, transportMessage } from "../../lib/errors";
 import {
   type HyperKind,
@@ -251,7 +251,7 @@ function TrainForm({ task, recipes, onStarted }: { task: ManagedTask; recipes: R
   const outcome = useOutcome();
   const recipe = recipes.find((r) => r.name === recipeName) ?? recipes[0];
   const choices = trainingChoices(sets.data?.datasets?.nodes ?? []);
-  const isChosen = (d: { id: string; split?: string | null }) => chosen[d.id] ?? d.split === "train";
+  const isChosen = (d: { id: string; split?: DatasetSplit | null }) => chosen[d.id] ?? d.split === "TRAIN";
   if (!recipe) return null;
   const defaults = hyperparameterEntries(recipe.hyperparameters);
   const kinds = kindsOf(recipe.parameters);
@@ -337,7 +337,7 @@ function TrainForm({ task, recipes, onStarted }: { task: ManagedTask; recipes: R
               const value = e.currentTarget.checked;
               setChosen((c) => ({ ...c, [d.id]: value }));
             }}
-            hint={`${d.split ? `${d.split} split of a round` : "uploaded"}, ${d.size} item${d.size === 1 ? "" : "s"}`}
+            hint={`${d.split ? `${d.split.toLowerCase()} split of a round` : "uploaded"}, ${d.size} item${d.size === 1 ? "" : "s"}`}
           />
         ))}
         {fields.datasets && (

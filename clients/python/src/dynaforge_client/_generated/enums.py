@@ -28,6 +28,12 @@ class DatasetSource(str, Enum):
     PERTURBED = "PERTURBED"
 
 
+class DatasetSplit(str, Enum):
+    TRAIN = "TRAIN"
+    DEV = "DEV"
+    TEST = "TEST"
+
+
 class EvaluationStatus(str, Enum):
     QUEUED = "QUEUED"
     RUNNING = "RUNNING"

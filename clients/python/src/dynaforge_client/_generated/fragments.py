@@ -8,6 +8,7 @@ from .enums import (
     AdversaryRunStatus,
     DatasetAccess,
     DatasetSource,
+    DatasetSplit,
     EvaluationStatus,
     ExampleSource,
     ExampleStatus,
@@ -44,7 +45,7 @@ class DatasetFields(BaseModel):
     description: str
     access: DatasetAccess
     source: DatasetSource
-    split: Optional[str]
+    split: Optional[DatasetSplit]
     size: int
     created_at: datetime = Field(alias="createdAt")
 
@@ -89,7 +90,7 @@ class EvaluationFieldsGeneration(BaseModel):
 class EvaluationFieldsDataset(BaseModel):
     id: str
     name: str
-    split: Optional[str]
+    split: Optional[DatasetSplit]
     size: int
 
 
