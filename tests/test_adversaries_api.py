@@ -324,6 +324,21 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
     machine = sorted((e for e in listed if e["source"] == "MACHINE"), key=lambda e: e["fields"]["text"])
     assert [e["fields"]["text"] for e in machine] == ["a nice film", "the food was nice", "the weather was nice"]
     assert all(e["fooled"] and e["status"] == "CREATED" and e["adversary"] == "toy-templates" for e in machine)
+    # the list narrows by source, by adversary and by author, alone or together
+    narrowed = """query($s: ExampleSource, $a: String, $u: ID) { examples(taskCode: "toy-adv", first: 50, source: $s,
+      adversary: $a, author: $u) { nodes { id source adversary } } }"""
+    by_source = (await gql(narrowed, {"s": "MACHINE"}, token=admin))["examples"]["nodes"]
+    assert sorted(e["id"] for e in by_source) == sorted(e["id"] for e in machine)
+    by_adversary = (await gql(narrowed, {"a": "toy-templates"}, token=admin))["examples"]["nodes"]
+    assert {e["id"] for e in machine} <= {e["id"] for e in by_adversary}
+    assert all(e["adversary"] == "toy-templates" for e in by_adversary)
+    assert (await gql(narrowed, {"a": "no-such-adversary"}, token=admin))["examples"]["nodes"] == []
+    alice_id = (await gql("{ me { id } }", token=alice))["me"]["id"]
+    hers = (await gql(narrowed, {"u": alice_id}, token=admin))["examples"]["nodes"]
+    assert hers and {e["id"] for e in hers} == {e["id"] for e in listed if e["source"] != "MACHINE"} & {
+        e["id"] for e in (await gql(EXAMPLES, token=alice))["examples"]["nodes"]
+    }
+    assert (await gql(narrowed, {"u": alice_id, "s": "MACHINE"}, token=admin))["examples"]["nodes"] == []
 
     # a crowd validator judges a machine candidate blind, and learns its source once they voted
     served = (await gql(TO_VALIDATE, token=bob))["exampleToValidate"]

@@ -7,7 +7,7 @@ from typing import Annotated
 import strawberry
 
 from dynaforge.api.context import Info, TaskCode
-from dynaforge.api.enums import ContextStrategy, raw
+from dynaforge.api.enums import ContextStrategy, ExampleSource, raw
 from dynaforge.api.errors import errors_as_graphql, errors_as_null
 from dynaforge.api.node import parse_id
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
@@ -154,6 +154,22 @@ class Query:
             strawberry.argument(description="Only examples that fooled the model (true) or did not (false)."),
         ] = None,
         tag: Annotated[str | None, strawberry.argument(description="Only examples with exactly this tag.")] = None,
+        source: Annotated[
+            ExampleSource | None,
+            strawberry.argument(description="Only examples of this source (who wrote them: HUMAN, ASSISTED, MACHINE)."),
+        ] = None,
+        adversary: Annotated[
+            str | None,
+            strawberry.argument(
+                description="Only examples a machine adversary of this name suggested or wrote (Adversary.name)."
+            ),
+        ] = None,
+        author: Annotated[
+            strawberry.ID | None,
+            strawberry.argument(
+                description="Only this user's examples (User.id); for those who see only their own, another's: none."
+            ),
+        ] = None,
     ) -> Connection[Example] | None:
         page = await example_service.list_examples(
             *info.context.caller,
@@ -167,6 +183,9 @@ class Query:
             round_number=round,
             fooled=fooled,
             tag=tag,
+            source=raw(source) if source else None,
+            adversary=adversary,
+            author_id=parse_id(author, "author", "User") if author is not None else None,
         )
         rounds = {round_id: Round.from_row(row) for round_id, row in page.rounds.items()}
         return Connection.of(

@@ -715,10 +715,14 @@ async def list_examples(
     round_number: int | None = None,
     fooled: bool | None = None,
     tag: str | None = None,
+    source: str | None = None,
+    adversary: str | None = None,
+    author_id: int | None = None,
 ) -> Page:
     """Newest first, keyset-paged (``first``/``after`` forward, ``last``/``before`` back). Users see their own
-    examples; owners and admins see all (or theirs, ``mine``). ``status``, ``round_number``, ``fooled`` and ``tag``
-    narrow the list."""
+    examples; owners and admins see all (or theirs, ``mine``). ``status``, ``round_number``, ``fooled``, ``tag``,
+    ``source`` (HUMAN, ASSISTED, MACHINE), ``adversary`` (the one behind an assisted or machine example) and
+    ``author_id`` narrow the list (another author's examples, for a user who sees only their own: none)."""
     actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     request = cursors.PageRequest.of(
@@ -741,6 +745,12 @@ async def list_examples(
         where.append(col(Example.fooled).is_(fooled))
     if tag is not None:
         where.append(col(Example.tag) == tag)
+    if source is not None:
+        where.append(col(Example.source) == source)
+    if adversary is not None:
+        where.append(col(Example.adversary) == adversary)
+    if author_id is not None:
+        where.append(col(Example.user_id) == author_id)
     async with p.db.session() as s:
         if round_number is not None:
             where.append(col(Example.round_id) == await task_service.round_id_of(s, view.row.id, round_number))
