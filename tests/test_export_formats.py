@@ -132,7 +132,10 @@ async def test_register_export_formats_unknown_format_lists_the_registered_ones(
     assert exports.choose_format(platform, "IDS") is with_ids
 
 
-async def test_register_export_formats_http_serves_a_plugins_format(platform, with_ids, client):
+async def test_register_export_formats_http_serves_a_plugins_format(platform, with_ids, client, gql):
+    listed = (await gql("{ exportFormats { name mediaType extension } }"))["exportFormats"]
+    assert [f["name"] for f in listed] == ["jsonl", "hf", "ids"]  # a frontend offers these; anyone may ask
+    assert listed[1] == {"name": "hf", "mediaType": "application/zip", "extension": ""}  # a folder, sent zipped
     made = await _examples(platform, 3)
     _, token = await auth.register(platform, username="olga", email="olga@example.org", password="long enough pw")
     user = await auth.authenticate(platform, token)

@@ -1,5 +1,5 @@
-"""What the loaded plugins offer (model backends with their configuration schema, metrics, perturbations) and a
-user look-up: the facts the owners' and model builders' forms are built from."""
+"""What the loaded plugins offer (model backends with their configuration schema, metrics, perturbations, export
+formats) and a user look-up: the facts the owners' and model builders' forms are built from."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from dynaforge.api.enums import MetricDirection, PerturbationGold, PerturbationK
 from dynaforge.api.errors import errors_as_null
 from dynaforge.api.types.user import User
 from dynaforge.services import auth as auth_service
+from dynaforge.services import exports as export_service
 from dynaforge.services import submissions as submission_service
 
 
@@ -45,6 +46,18 @@ class Perturbation:
     scope: PerturbationScope = strawberry.field(description="Which text fields of an example it changes.")
     gold: PerturbationGold = strawberry.field(
         description="What happens to its copies' gold, and so what they are scored on."
+    )
+
+
+@strawberry.type(description="A plugin's export format, as `/export?format=` and `dynaforge export` use it.")
+class ExportFormat:
+    name: str = strawberry.field(description="Its name, as the `format` parameter takes it.")
+    description: str = strawberry.field(description="What it writes, in the plugin's words (may be empty).")
+    media_type: str = strawberry.field(
+        description="The Content-Type of what `/export` sends (application/zip for a format that writes a folder)."
+    )
+    extension: str = strawberry.field(
+        description="The written file's extension (e.g. `.jsonl`); empty for a format that writes a folder."
     )
 
 
@@ -86,6 +99,16 @@ class RegistryQuery:
                 gold=PerturbationGold(perturbation.gold),
             )
             for name, perturbation in sorted(info.context.platform.plugins.registry.perturbations.items())
+        ]
+
+    @strawberry.field(
+        description="The export formats this server has, the core's first (what `dynaforge export --list-formats` "
+        "prints). Anyone."
+    )
+    def export_formats(self, info: Info) -> list[ExportFormat]:
+        return [
+            ExportFormat(name=f.name, description=f.description, media_type=f.media_type, extension=f.extension)
+            for f in export_service.export_formats(info.context.platform)
         ]
 
     @strawberry.field(
