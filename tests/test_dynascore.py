@@ -527,3 +527,21 @@ def test_rounding_noise_in_a_constant_metric_counts_as_no_change():
     assert board.amrs["fairness"] == 0.0
     assert by_id(board.rows)["B"].dynascore == pytest.approx(227 / 60 / 8, abs=TOL)
     assert [row.model_id for row in board.rows] == ["B", "A", "C"]
+
+
+def test_a_metric_weighted_zero_keeps_the_exchange_rate_it_has_when_weighted():
+    """``rates`` holds every axis's AMRS: at weight 0 the same figure as when the axis is weighted (the complete
+    models are the same here), so a client raising a weight from 0 knows the rate it will be converted with."""
+    weighted = compute_board(example_1(), METRICS_1, principal="accuracy", memory_budget_gb=16)
+    unweighted = compute_board(
+        example_1(), METRICS_1, principal="accuracy", memory_budget_gb=16, metric_weights={"throughput": 0}
+    )
+    assert "throughput" not in unweighted.amrs
+    assert unweighted.rates["throughput"] == pytest.approx(weighted.amrs["throughput"])
+    assert {k: v for k, v in unweighted.rates.items() if k != "throughput"} == pytest.approx(unweighted.amrs)
+
+
+def test_a_metric_no_complete_model_has_has_no_rate():
+    models = [ModelScores(m.model_id, {d: {**v, "memory": None} for d, v in m.scores.items()}) for m in example_1()]
+    board = compute_board(models, METRICS_1, principal="accuracy", metric_weights={"memory": 0})
+    assert board.rates["memory"] is None and "memory" not in board.amrs

@@ -313,8 +313,8 @@ async def test_snapshots_and_forks_read_back_as_typed_rows_and_weights(gql, plat
 
 
 AXES = """query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) {
-  memoryBudgetGb metrics { name direction unit weight exchangeRate }
-  rows { dynascore metrics { name value } } } }"""
+  memoryBudgetGb datasets metrics { name direction unit weight defaultWeight exchangeRate }
+  rows { dynascore metrics { name value } datasets { dataset values { name value } } } } }"""
 
 
 def _oriented(value: float, direction: str, budget: float) -> float:
@@ -333,11 +333,17 @@ async def test_a_client_recomputes_each_dynascore_from_the_axes(gql, platform, b
     assert axes["memory"]["direction"] == "MEMORY" and axes["memory"]["unit"] == "GB"
     assert axes["throughput"]["unit"] == "examples/s" and axes["accuracy"]["unit"] is None
     assert sum(a["weight"] for a in axes.values()) == pytest.approx(1.0)
-    if weights is not None:  # unscored axes have no exchange rate
-        assert axes["macro_f1"]["weight"] == 0 and axes["macro_f1"]["exchangeRate"] is None
+    # the defaults (4 for the principal metric, 1 for each other axis), whatever weights were asked for
+    assert axes["accuracy"]["defaultWeight"] == pytest.approx(4 / 9)
+    assert all(a["defaultWeight"] == pytest.approx(1 / 9) for n, a in axes.items() if n != "accuracy")
+    if weights is not None:  # an unscored axis still has its rate (macro_f1's, worked out by hand: 1.0)
+        assert axes["macro_f1"]["weight"] == 0 and axes["macro_f1"]["exchangeRate"] == pytest.approx(1.0)
     scored = [a for a in axes.values() if a["weight"] > 0]
     for row in [r for r in data["rows"] if r["dynascore"] is not None]:
         values = {m["name"]: m["value"] for m in row["metrics"]}
+        # per scoring set, every axis (one set here: the row's own values)
+        assert [d["dataset"] for d in row["datasets"]] == data["datasets"] == ["r1-test"]
+        assert {v["name"]: v["value"] for v in row["datasets"][0]["values"]} == pytest.approx(values)
         again = sum(
             a["weight"] * _oriented(values[a["name"]], a["direction"], data["memoryBudgetGb"]) / a["exchangeRate"]
             for a in scored

@@ -87,6 +87,7 @@ LIST_SIZES: dict[str, int] = {
     "Query.backends": DECLARED,
     "Query.metrics": DECLARED,
     "Query.perturbations": DECLARED,
+    "Query.exportFormats": DECLARED,
     "Query.adversaries": DECLARED,
     "Query.webhooks": MANY,  # 10 per user and task, every user's for owners
     "Query.trainingRecipes": DECLARED,
@@ -123,6 +124,8 @@ LIST_SIZES: dict[str, int] = {
     "Leaderboard.rows": MANY,  # every published model
     "LeaderboardRow.metrics": METRICS,
     "LeaderboardRow.gaps": 10,  # one per scoring set the model lacks figures on
+    "LeaderboardRow.datasets": DECLARED,  # one per scoring set
+    "LeaderboardDatasetValues.values": METRICS,  # one per axis
     "LeaderboardFork.metricWeights": METRICS,
     "LeaderboardFork.datasetWeights": DECLARED,
     "LeaderboardSnapshot.metricWeights": METRICS,

@@ -68,6 +68,20 @@ class LeaderboardMetric:
     )
 
 
+@strawberry.type(description="A model's values on one scoring set, on every axis of the board.")
+class LeaderboardDatasetValues:
+    dataset: str = strawberry.field(description="The scoring set, by name (Leaderboard.datasets).")
+    values: list[LeaderboardValue] = strawberry.field(
+        description="One per axis, in the order of Leaderboard.metrics; a value is null where the model lacks it."
+    )
+
+
+@strawberry.type(description="One axis's value.")
+class LeaderboardValue:
+    name: str = strawberry.field(description="The axis's name, as in Leaderboard.metrics.")
+    value: float | None = strawberry.field(description="The value as measured (not oriented); null: missing.")
+
+
 @strawberry.type(description="One published model on a leaderboard.")
 class LeaderboardRow:
     model: Model = strawberry.field(
@@ -85,6 +99,10 @@ class LeaderboardRow:
     gaps: list[LeaderboardGap] = strawberry.field(
         description="Each scoring set the model lacks figures on, with the axes it lacks there and why (queued, "
         "failed, mostly unusable answers...); empty when it has every figure."
+    )
+    datasets: list[LeaderboardDatasetValues] = strawberry.field(
+        description="Its values on each scoring set, weighted or not, in the order of Leaderboard.datasets: with "
+        "the axes' exchange rates, what a client needs to re-rank the board for other data-set weights itself."
     )
 
 
@@ -150,6 +168,7 @@ class Leaderboard:
                     unit=m.unit,
                     weight=m.weight,
                     exchange_rate=m.exchange_rate,
+                    default_weight=m.default_weight,
                 )
                 for m in board.metrics
             ],
@@ -179,6 +198,13 @@ class Leaderboard:
                         )
                         for g in r.gaps
                     ],
+                    datasets=[
+                        LeaderboardDatasetValues(
+                            dataset=name,
+                            values=[LeaderboardValue(name=axis, value=value) for axis, value in values.items()],
+                        )
+                        for name, values in r.by_dataset.items()
+                    ],
                 )
                 for r in board.rows
             ],
@@ -198,7 +224,11 @@ class LeaderboardAxis:
     exchange_rate: float | None = strawberry.field(
         description="Its average marginal rate of substitution against the principal metric: a row's Dynascore is "
         "the sum over scored axes of weight x oriented value / exchange rate (oriented: the value; minus it for "
-        "LOWER; memoryBudgetGb minus it for MEMORY). Null when the axis is not scored (weight 0)."
+        "LOWER; memoryBudgetGb minus it for MEMORY). Given at weight 0 too: the rate over the same pairs of "
+        "models where both have a value on the axis. Null when no model on the board has a value on it."
+    )
+    default_weight: float = strawberry.field(
+        description="The weight the board uses when none is asked for, normalised with the others to sum 1."
     )
 
 

@@ -134,6 +134,11 @@ class DynascoreBoard:
     dataset_weights: dict[str, float]
     pairs: int
     amrs_fallback: bool
+    #: every metric's exchange rate, the unscored ones too: what its AMRS is over the same pairs of complete models
+    #: (those pairs where both models have a value on it); None for a metric no complete model has a value on.
+    #: A client that raises an unscored metric's weight reads its rate here (the server's answer may still differ
+    #: when that weight takes models without the metric off the board).
+    rates: dict[str, float | None] = field(default_factory=dict)
 
 
 def compute(
@@ -240,6 +245,21 @@ def compute_board(
                 if change > noise[k]:  # below it: rounding noise of the weighted mean, counted as no change
                     ratio_sums[k] += change / step
     amrs = {names[k]: (ratio_sums[k] / pairs if pairs else 1.0) for k in scored}
+    rates: dict[str, float | None] = dict(amrs)
+    for k in (k for k in range(k_count) if k not in scored):
+        present = [i for i in complete if oriented[i][k] is not None]
+        if not present:
+            rates[names[k]] = None
+            continue
+        k_noise = NOISE_CUTOFF * max(abs(oriented[i][k] or 0.0) for i in present)
+        k_sum = 0.0
+        for a, b in itertools.pairwise(complete):
+            low_k, high_k = oriented[a][k], oriented[b][k]
+            if full[b][p] - full[a][p] > threshold and low_k is not None and high_k is not None:
+                change = abs(high_k - low_k)
+                if change > k_noise:
+                    k_sum += change / (full[b][p] - full[a][p])
+        rates[names[k]] = k_sum / pairs if pairs else 1.0
 
     # 4. The Dynascore of each complete model.
     total_weight = sum(weights.values())
@@ -267,6 +287,7 @@ def compute_board(
         dataset_weights=dict(datasets),
         pairs=pairs,
         amrs_fallback=pairs == 0,
+        rates=rates,
     )
 
 

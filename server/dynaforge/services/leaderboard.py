@@ -98,6 +98,8 @@ class BoardRow:
     missing: list[str]
     submitter_row: Any = None  # the submitter's User row, when not anonymous
     gaps: list[BoardGap] = field(default_factory=list)
+    #: each scoring set's values on the board's axes (set name -> axis -> value or None), whatever its weight
+    by_dataset: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
 
 def _json_value(value: Any) -> Any:
@@ -137,7 +139,8 @@ class MetricInfo:
     direction: str  # higher, lower or memory (see dynascore.MetricSpec)
     unit: str | None
     weight: float  # the weight in use, normalised with the others to sum 1
-    exchange_rate: float | None  # AMRS against the principal metric; None when the metric is not scored
+    exchange_rate: float | None  # AMRS against the principal metric (unscored axes too); None: no value to rate
+    default_weight: float = 0.0  # the weight when none is asked for, normalised with the others to sum 1
 
 
 def board_metrics(p: Platform, task: Task) -> list[dynascore.MetricSpec]:
@@ -418,6 +421,10 @@ async def compute(
                 metrics=metrics,
                 missing=list(r.missing),
                 gaps=_gaps(model.id, sorted(dataset_names.values()), scores[model.id], specs, data.states),
+                by_dataset={
+                    name: {spec.name: scores[model.id].get(name, {}).get(spec.name) for spec in specs}
+                    for name in sorted(dataset_names.values())
+                },
             )
         )
     if sort not in (None, "dynascore"):
@@ -434,6 +441,15 @@ async def compute(
 
         rows.sort(key=key)
     registered = p.plugins.registry.metrics
+    defaults = {
+        spec.name: float(spec.default_weight)
+        if spec.default_weight is not None
+        else dynascore.DEFAULT_PRINCIPAL_WEIGHT
+        if spec.name == task.principal_metric
+        else dynascore.DEFAULT_WEIGHT
+        for spec in specs
+    }
+    default_total = sum(defaults.values()) or 1.0
     infos = [
         MetricInfo(
             name=spec.name,
@@ -441,7 +457,8 @@ async def compute(
             direction=spec.direction,
             unit=UNITS.get(spec.name),
             weight=weights.get(spec.name, 0.0),
-            exchange_rate=computed.amrs.get(spec.name) if computed else None,
+            exchange_rate=computed.rates.get(spec.name) if computed else None,
+            default_weight=defaults[spec.name] / default_total,
         )
         for spec in specs
     ]
