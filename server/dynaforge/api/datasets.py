@@ -37,7 +37,7 @@ from dynaforge.db.models import as_utc
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import visibility
 
-_SPLITS = {s.value for s in DatasetSplit}
+_SPLITS = {"train": DatasetSplit.TRAIN, "dev": DatasetSplit.DEV, "test": DatasetSplit.TEST}
 
 
 @strawberry.type(
@@ -92,7 +92,7 @@ class Dataset(Node):
             description=row.description,
             access=DatasetAccess(row.access),
             source=DatasetSource(row.source),
-            split=DatasetSplit(row.split) if row.split in _SPLITS else None,
+            split=_SPLITS.get(row.split or ""),
             perturbation=row.perturbation,
             perturbation_kind=None if row.perturbation_kind is None else PerturbationKind(row.perturbation_kind),
             size=row.size,

@@ -247,11 +247,11 @@ def compute_board(
     amrs = {names[k]: (ratio_sums[k] / pairs if pairs else 1.0) for k in scored}
     rates: dict[str, float | None] = dict(amrs)
     for k in (k for k in range(k_count) if k not in scored):
-        present = [i for i in complete if oriented[i][k] is not None]
-        if not present:
+        having = [i for i in complete if oriented[i][k] is not None]
+        if not having:
             rates[names[k]] = None
             continue
-        k_noise = NOISE_CUTOFF * max(abs(oriented[i][k] or 0.0) for i in present)
+        k_noise = NOISE_CUTOFF * max(abs(oriented[i][k] or 0.0) for i in having)
         k_sum = 0.0
         for a, b in itertools.pairwise(complete):
             low_k, high_k = oriented[a][k], oriented[b][k]
