@@ -88,6 +88,10 @@ class LeaderboardRow:
         description="The model as anyone sees it: its config, its evaluations' errors and an anonymous model's "
         "submitter are null here even for those who may see them (model(id:) has them)."
     )
+    key: str = strawberry.field(
+        description="What the board breaks equal Dynascores by (compared as text): a client that re-ranks orders "
+        "ties the same way. Stable for the model's life; not an id to pass back."
+    )
     rank: int | None = strawberry.field(description="Null for a model with a gap in a weighted metric.")
     dynascore: float | None = strawberry.field(
         description="Its Dynascore with the board's weights, higher is better; null with a gap in a weighted metric."
@@ -180,6 +184,7 @@ class Leaderboard:
             rows=[
                 LeaderboardRow(
                     model=Model.from_row(r.model, privileged=False, submitter=r.submitter_row),
+                    key=str(r.model_id),
                     rank=r.rank,
                     dynascore=r.dynascore,
                     metrics=[

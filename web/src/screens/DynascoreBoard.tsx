@@ -8,7 +8,7 @@ import { Link, useSearch } from "wouter";
 import { graphql } from "../gql";
 import type { MetricDirection } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
-import { boardCsv, parseCsv } from "../lib/csv";
+import { boardCsv } from "../lib/csv";
 import { type Axis, computeBoard, type Direction, type DynascoreRow, defaultMetricWeights } from "../lib/dynascore";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { ProblemBox, submitted, TextInput } from "./Form";
@@ -34,6 +34,7 @@ const BoardBase = graphql(`
         unit
       }
       rows {
+        key
         model {
           id
           name
@@ -49,27 +50,17 @@ const BoardBase = graphql(`
             high
           }
         }
+        datasets {
+          dataset
+          values {
+            name
+            value
+          }
+        }
         gaps {
           dataset
           reason
           detail
-        }
-      }
-      csv
-    }
-  }
-`);
-
-const BoardOneSet = graphql(`
-  query BoardOneSet($code: String!, $datasetWeights: [WeightInput!]!) {
-    leaderboard(taskCode: $code, datasetWeights: $datasetWeights) {
-      rows {
-        model {
-          id
-        }
-        metrics {
-          name
-          value
         }
       }
     }
@@ -165,7 +156,7 @@ interface BoardAxis extends Axis {
 
 interface BoardModel {
   id: string;
-  /** The server's model id, from the CSV: what the server breaks ties by. */
+  /** What the server breaks ties by (LeaderboardRow.key). */
   key: string;
   name: string;
   submitter: string;
@@ -193,8 +184,8 @@ const DIRECTIONS: Record<MetricDirection, Direction> = {
 
 const SLIDER_MAX = 10;
 
-/** Everything the board is computed from: the axes and each model's figures on each scoring data set (the
- * server's board weighted on that set alone), read in one go. */
+/** Everything the board is computed from: the axes and each model's figures on each scoring data set, in one
+ * query. */
 function useBoardData(code: string) {
   const client = useClient();
   const [data, setData] = useState<BoardData | null>(null);
@@ -209,35 +200,17 @@ function useBoardData(code: string) {
       if (base.error) return setError(transportMessage(base.error));
       const board = base.data?.leaderboard;
       if (!board) return setError("There is no such leaderboard.");
-      const sets = await Promise.all(
-        board.datasets.map((name) =>
-          client
-            .query(BoardOneSet, { code, datasetWeights: [{ name, weight: 1 }] }, { requestPolicy: "network-only" })
-            .toPromise(),
-        ),
-      );
-      if (!live) return;
-      const failed = sets.find((s) => s.error);
-      if (failed?.error) return setError(transportMessage(failed.error));
-      const ids = parseCsv(board.csv)
-        .slice(1)
-        .map((cells) => cells[1]);
-      const models: BoardModel[] = board.rows.map((row, i) => ({
+      const models: BoardModel[] = board.rows.map((row) => ({
         id: row.model.id,
-        key: ids[i] ?? row.model.id,
+        key: row.key,
         name: row.model.name,
         submitter: row.model.submitter?.username ?? "",
         intervals: Object.fromEntries(row.metrics.flatMap((m) => (m.interval ? [[m.name, m.interval]] : []))),
-        scores: {},
+        scores: Object.fromEntries(
+          row.datasets.map((d) => [d.dataset, Object.fromEntries(d.values.map((v) => [v.name, v.value ?? null]))]),
+        ),
         gaps: row.gaps,
       }));
-      const byId = new Map(models.map((m) => [m.id, m]));
-      board.datasets.forEach((name, d) => {
-        for (const row of sets[d]?.data?.leaderboard?.rows ?? []) {
-          const model = byId.get(row.model.id);
-          if (model) model.scores[name] = Object.fromEntries(row.metrics.map((m) => [m.name, m.value ?? null]));
-        }
-      });
       setError(null);
       setData({
         principal: board.principalMetric,
