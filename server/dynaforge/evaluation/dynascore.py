@@ -232,34 +232,27 @@ def compute_board(
     }
     complete = sorted(full, key=lambda i: (full[i][p], models[i].model_id))
     threshold = DELTA_CUTOFF * max((abs(full[i][p]) for i in complete), default=0.0)
-    noise = {k: NOISE_CUTOFF * max((abs(full[i][k]) for i in complete), default=0.0) for k in scored}
+    # Every metric is rated over the same pairs, the unscored ones too (where both models have a value on it), so
+    # that a client raising a weight from 0 knows the rate; a complete model has every scored metric.
+    having = [[i for i in complete if oriented[i][k] is not None] for k in range(k_count)]
+    noise = [NOISE_CUTOFF * max((abs(oriented[i][k] or 0.0) for i in having[k]), default=0.0) for k in range(k_count)]
     ratio_sums = [0.0] * k_count
     pairs = 0
     for a, b in itertools.pairwise(complete):
-        low, high = full[a], full[b]
-        step = high[p] - low[p]
+        low, high = oriented[a], oriented[b]
+        step = full[b][p] - full[a][p]
         if step > threshold:
             pairs += 1
-            for k in scored:
-                change = abs(high[k] - low[k])
-                if change > noise[k]:  # below it: rounding noise of the weighted mean, counted as no change
-                    ratio_sums[k] += change / step
+            for k, (before, after) in enumerate(zip(low, high, strict=True)):
+                if before is not None and after is not None:
+                    change = abs(after - before)
+                    if change > noise[k]:  # below it: rounding noise of the weighted mean, counted as no change
+                        ratio_sums[k] += change / step
     amrs = {names[k]: (ratio_sums[k] / pairs if pairs else 1.0) for k in scored}
-    rates: dict[str, float | None] = dict(amrs)
-    for k in (k for k in range(k_count) if k not in scored):
-        having = [i for i in complete if oriented[i][k] is not None]
-        if not having:
-            rates[names[k]] = None
-            continue
-        k_noise = NOISE_CUTOFF * max(abs(oriented[i][k] or 0.0) for i in having)
-        k_sum = 0.0
-        for a, b in itertools.pairwise(complete):
-            low_k, high_k = oriented[a][k], oriented[b][k]
-            if full[b][p] - full[a][p] > threshold and low_k is not None and high_k is not None:
-                change = abs(high_k - low_k)
-                if change > k_noise:
-                    k_sum += change / (full[b][p] - full[a][p])
-        rates[names[k]] = k_sum / pairs if pairs else 1.0
+    rates: dict[str, float | None] = {
+        name: (ratio_sums[k] / pairs if pairs else 1.0) if k in scored or having[k] else None
+        for k, name in enumerate(names)
+    }
 
     # 4. The Dynascore of each complete model.
     total_weight = sum(weights.values())
