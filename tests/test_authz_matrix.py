@@ -120,6 +120,7 @@ PUBLIC_QUERIES: dict[str, str] = {
     "backends": "the registered model backends and their configuration schemas: server facts",
     "metrics": "the registered metrics: server facts, the same for every caller",
     "perturbations": "the registered perturbations: server facts, the same for every caller",
+    "exportFormats": "the registered export formats: server facts, the same for every caller",
     "declaredTaskSchema": "the JSON Schema of a declared task: a published document, the same for every caller",
 }
 
