@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 # surface imports: end
 
 
+#: How long work still scheduled on the client's loop (closing a websocket, say) may take when the client closes.
+FINISH_S = 2.0
+
+
 class _Loop:
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -57,9 +61,23 @@ class _Loop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result()
 
     def stop(self) -> None:
+        """End the loop as ``asyncio.run`` does: the work still scheduled (a subscription's generator that the loop
+        finalises after its stream closed, say, shutting its websocket) gets a moment to finish, what remains is
+        cancelled and awaited, and the loop's async generators are closed; then the loop stops."""
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._finish(), self.loop).result(timeout=10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=5)
         self.loop.close()
+
+    async def _finish(self) -> None:
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        if others:
+            _, late = await asyncio.wait(others, timeout=FINISH_S)
+            for task in late:
+                task.cancel()
+            await asyncio.gather(*late, return_exceptions=True)
+        await self.loop.shutdown_asyncgens()
 
 
 async def _wait_for(task: asyncio.Task[T]) -> T:
