@@ -135,7 +135,7 @@ def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
     # ten pairs make a test split of one: under the platform's minimum for a scoring set (MIN_SCORING_SET_SIZE), so
     # it is kept hidden and gets no perturbed copy; the owner's scoring set below is what the board ranks on
     splits = {d["name"]: (d["split"], d["size"]) for d in made["datasets"]}
-    assert splits == {"r1-train": ("train", 8), "r1-dev": ("dev", 1), "r1-test": ("test", 1)}
+    assert splits == {"r1-train": ("TRAIN", 8), "r1-dev": ("DEV", 1), "r1-test": ("TEST", 1)}
 
     # -- the owner's scoring set, imported with the core's JSONL importer
     scoring = tmp_path / "scoring.jsonl"
