@@ -12,6 +12,19 @@ import { ProblemBox, submitted, TextInput } from "./Form";
 import { ScrollBox } from "./ScrollBox";
 import "./boards.css";
 
+// The counters a row of the statistics table shows, for a round and for the total.
+export const MyCounters = graphql(`
+  fragment MyCounters on Stats {
+    collected
+    fooled
+    verifiedFooled
+    accepted
+    rejected
+    retracted
+    vmer
+  }
+`);
+
 const MePage = graphql(`
   query MePage {
     me {
@@ -41,23 +54,11 @@ const MePage = graphql(`
         rounds {
           roundNumber
           stats {
-            collected
-            fooled
-            verifiedFooled
-            accepted
-            rejected
-            retracted
-            vmer
+            ...MyCounters
           }
         }
         total {
-          collected
-          fooled
-          verifiedFooled
-          accepted
-          rejected
-          retracted
-          vmer
+          ...MyCounters
         }
       }
     }
