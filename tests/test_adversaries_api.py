@@ -493,8 +493,13 @@ async def test_budgets_and_refusals(platform, gql, world):
     idle = (await gql(RUN, {"id": idle_id}, token=admin))["node"]
     assert idle["status"] == "DONE" and idle["queries"] == 0 and idle["itemsTotal"] == 0
     assert idle["error"].startswith("nothing to attack: the round has no examples the target got right")
-    runs = (await gql('{ adversaryRuns(taskCode: "toy-adv") { id status } }', token=admin))["adversaryRuns"]
-    assert [r["id"] for r in runs] == [idle_id, run["id"]]
+    runs = (await gql('{ adversaryRuns(taskCode: "toy-adv") { nodes { id status } } }', token=admin))["adversaryRuns"]
+    assert [r["id"] for r in runs["nodes"]] == [idle_id, run["id"]]
+    oldest = '{ adversaryRuns(taskCode: "toy-adv", orderBy: OLDEST_FIRST, first: 1) { totalCount nodes { id } } }'
+    page = (await gql(oldest, token=admin))["adversaryRuns"]
+    assert page == {"totalCount": 2, "nodes": [{"id": run["id"]}]}
+    ended = '{ adversaryRuns(taskCode: "toy-adv", status: DONE) { nodes { id } } }'
+    assert [r["id"] for r in (await gql(ended, token=admin))["adversaryRuns"]["nodes"]] == [idle_id, run["id"]]
     cancelled = (
         await gql(
             "mutation($id: ID!) { cancelGeneration(input: {runId: $id}) "

@@ -71,11 +71,12 @@ from authz_world import (
 )
 from graphql import GraphQLUnionType, get_named_type
 from model_archives import MINIMAL_ARCHIVE
+from sqlalchemy import select, update
 from support import gid
 
 from dynaforge.api.schema import build_schema
 from dynaforge.app import create_app
-from dynaforge.db.models import DatasetAccess
+from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationStatus, TaskRow
 
 pytestmark = pytest.mark.authz
 
@@ -280,6 +281,10 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "evaluationProgress":             rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOAUTH),
     "evaluationProgress@published":   rule(PUBLIC,   PUBLIC,    FULL,      PUBLIC,    FULL,      FULL, NOAUTH),
     "evaluationProgress@hiddenTask":  rule(NOTFOUND, NOTFOUND,  FULL,      NOTFOUND,  FULL,      FULL, NOAUTH),
+    "evaluationUpdated":              rule(PUBLIC,   PUBLIC,    FULL,      PUBLIC,    FULL,      FULL, NOAUTH),
+    "evaluationUpdated@hiddenTask":   rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  FULL,      FULL, NOAUTH),
+    "trainingJobUpdated":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "adversaryRunUpdated":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
 }
 # fmt: on
 
@@ -804,10 +809,10 @@ async def _registered_models_hidden(w: World) -> Variables:
     return {"t": TASK}
 
 
-JOBS = "query($t: String!) { trainingJobs(taskCode: $t) { id status recipe } }"
+JOBS = "query($t: String!) { trainingJobs(taskCode: $t) { nodes { id status recipe } } }"
 
 
-@operation("trainingJobs", document=JOBS, classify=lambda value, seen: OK if len(value) == 1 else f"{value}")
+@operation("trainingJobs", document=JOBS, classify=lambda value, seen: OK if len(value["nodes"]) == 1 else f"{value}")
 async def _training_jobs(w: World) -> Variables:
     await w.training_job()
     return {"t": TASK}
@@ -883,10 +888,10 @@ async def _cancel_generation(w: World) -> Variables:
     return _input(runId=gid("AdversaryRun", await w.adversary_run()))
 
 
-RUNS = "query($t: String!) { adversaryRuns(taskCode: $t) { adversary status } }"
+RUNS = "query($t: String!) { adversaryRuns(taskCode: $t) { nodes { adversary status } } }"
 
 
-@operation("adversaryRuns", document=RUNS, classify=lambda value, seen: OK if value else f"{value}")
+@operation("adversaryRuns", document=RUNS, classify=lambda value, seen: OK if value["nodes"] else f"{value}")
 async def _adversary_runs(w: World) -> Variables:
     await w.adversary_run()
     return {"t": TASK}
@@ -1560,6 +1565,97 @@ async def _evaluation_progress_hidden(w: World) -> Variables:
     model_id = await w.model(published=True)
     await w.hide_task()
     return {"m": gid("Model", model_id)}
+
+
+def _classify_evaluation_updated(value: Any, seen: Seen) -> str:
+    """FULL: the private model's evaluation came first (its submitter, owners, admins); PUBLIC: only the published
+    model's did (the private one was withheld)."""
+    private, published = seen.world.made["published"]["ids"]
+    got = value["evaluation"]["id"]
+    if got == gid("Evaluation", private):
+        return FULL
+    return PUBLIC if got == gid("Evaluation", published) else f"inconsistent: received {value}"
+
+
+async def _evaluation_updated_event(w: World) -> tuple[str, dict[str, Any]]:
+    """An evaluationUpdated payload naming a private model's evaluation, then a published one's. Every evaluation
+    of the task has ended first, so a subscription sends nothing before it (none is queued or running)."""
+    private, published = await w.model(), await w.model(published=True)
+    async with w.p.db.write() as s:
+        await s.execute(update(Evaluation).values(status=EvaluationStatus.FAILED))
+        ids = [
+            await s.scalar(select(Evaluation.id).where(Evaluation.model_id == m).order_by(Evaluation.id).limit(1))
+            for m in (private, published)
+        ]
+        task_id = await s.scalar(select(TaskRow.id).where(TaskRow.code == TASK))
+    return f"evaluationUpdated:#{task_id}", {"task_id": task_id, "ids": ids}
+
+
+EVALUATION_UPDATED = (
+    "subscription($t: String!) { evaluationUpdated(taskCode: $t) { cursor evaluation { id status model { id } } } }"
+)
+
+
+@operation(
+    "evaluationUpdated",
+    document=EVALUATION_UPDATED,
+    classify=_classify_evaluation_updated,
+    event=_evaluation_updated_event,
+)
+async def _evaluation_updated(w: World) -> Variables:
+    return {"t": TASK}
+
+
+@operation(
+    "evaluationUpdated@hiddenTask",
+    document=EVALUATION_UPDATED,
+    classify=_classify_evaluation_updated,
+    event=_evaluation_updated_event,
+)
+async def _evaluation_updated_hidden(w: World) -> Variables:
+    await w.model()
+    await w.model(published=True)
+    await w.hide_task()
+    return {"t": TASK}
+
+
+def _update_event(event: str, kind: str, make: Callable[[World], Awaitable[int]]) -> Event:
+    async def publish(w: World) -> tuple[str, dict[str, Any]]:
+        object_id = await make(w)
+        async with w.p.db.session() as s:
+            task_id = await s.scalar(select(TaskRow.id).where(TaskRow.code == TASK))
+        w.made["updated"] = gid(kind, object_id)
+        return f"{event}:#{task_id}", {"task_id": task_id, "ids": [object_id]}
+
+    return publish
+
+
+def _classify_updated(field: str) -> Classify:
+    def classify(value: Any, seen: Seen) -> str:
+        got = value[field]["id"]
+        return OK if got == seen.world.made["updated"] else f"inconsistent: received {value}"
+
+    return classify
+
+
+@operation(
+    "trainingJobUpdated",
+    document="subscription($t: String!) { trainingJobUpdated(taskCode: $t) { cursor job { id status } } }",
+    classify=_classify_updated("job"),
+    event=_update_event("trainingJobUpdated", "TrainingJob", World.training_job),
+)
+async def _training_job_updated(w: World) -> Variables:
+    return {"t": TASK}
+
+
+@operation(
+    "adversaryRunUpdated",
+    document="subscription($t: String!) { adversaryRunUpdated(taskCode: $t) { cursor run { id status } } }",
+    classify=_classify_updated("run"),
+    event=_update_event("adversaryRunUpdated", "AdversaryRun", World.adversary_run),
+)
+async def _adversary_run_updated(w: World) -> Variables:
+    return {"t": TASK}
 
 
 # --------------------------------------------------------------------------- the schema, and running a cell

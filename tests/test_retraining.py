@@ -44,10 +44,10 @@ TRAIN = """mutation($input: TrainCandidateModelInput!) {
     ... on Error { message } } }"""
 CANCEL = """mutation($input: CancelTrainingInput!) {
   cancelTraining(input: $input) { __typename ... on TrainingCancelled { job { status } } ... on Error { message } } }"""
-JOBS = """query { trainingJobs(taskCode: "toy") {
+JOBS = """query { trainingJobs(taskCode: "toy") { nodes {
   id status progress stage error attempts datasets { name }
   candidate { id origin weights recipe seed hyperparameters trainingData metrics parent { id name origin }
-              modelId } } }"""
+              modelId } } } }"""
 REGISTRY = 'query { registeredModels(taskCode: "toy") { id name origin weights rounds } }'
 MATRIX = """query { roundModelMatrix(taskCode: "toy") {
   metric rounds
@@ -159,7 +159,7 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         )["trainCandidateModel"]
         assert refused["__typename"] == "InvalidInput", refused
         assert refused["fieldErrors"][0]["field"] == ["hyperparameters", "smoothing"]
-        assert (await run(s, JOBS))["trainingJobs"] == []
+        assert (await run(s, JOBS))["trainingJobs"]["nodes"] == []
 
         # --- train a candidate on the train split, following its progress over websockets
         started = (
@@ -185,7 +185,7 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         fractions = [e["progress"] for e in seen]
         assert fractions == sorted(fractions), fractions
 
-        [job] = (await run(s, JOBS))["trainingJobs"]
+        [job] = (await run(s, JOBS))["trainingJobs"]["nodes"]
         assert job["status"] == "SUCCEEDED" and job["attempts"] == 1 and job["progress"] == 1.0, job
         assert [d["name"] for d in job["datasets"]] == [sets["train"]["name"]]
         candidate = job["candidate"]
@@ -262,7 +262,7 @@ async def _cancel_a_running_job(server: Server, operator: str, train_set: str) -
         job_id = started["job"]["id"]
 
         async def running() -> bool:
-            jobs = {j["id"]: j for j in (await run(s, JOBS))["trainingJobs"]}
+            jobs = {j["id"]: j for j in (await run(s, JOBS))["trainingJobs"]["nodes"]}
             return jobs[job_id]["status"] == "RUNNING" and jobs[job_id]["stage"] == "counting words"
 
         await eventually(running, within=60, every=0.5, what="the job runs")
@@ -270,7 +270,7 @@ async def _cancel_a_running_job(server: Server, operator: str, train_set: str) -
         assert cancelled["__typename"] == "TrainingCancelled", cancelled
 
         async def stopped() -> dict[str, Any] | None:
-            jobs = {j["id"]: j for j in (await run(s, JOBS))["trainingJobs"]}
+            jobs = {j["id"]: j for j in (await run(s, JOBS))["trainingJobs"]["nodes"]}
             return jobs[job_id] if jobs[job_id]["status"] != "RUNNING" else None
 
         job = await eventually(stopped, within=15, every=0.5, what="the job stops")

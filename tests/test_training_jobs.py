@@ -127,9 +127,18 @@ async def test_a_job_trains_registers_and_queues_the_candidate_and_its_parent(tr
         [(candidate.model_id, scoring), (parent.model_id, scoring)]
     )
     assert sorted(sum(sent, [])) == sorted(e.id for e in evaluations)
-    assert [t for t, _ in events] == [f"trainingProgress:{job.id}"] * len(events)
-    assert events[-1][1]["status"] == "SUCCEEDED" and events[-1][1]["candidate_id"] == candidate.id
-    assert [e["progress"] for _, e in events] == sorted(e["progress"] for _, e in events)
+    progress = [e for t, e in events if t == f"trainingProgress:{job.id}"]
+    assert progress[-1]["status"] == "SUCCEEDED" and progress[-1]["candidate_id"] == candidate.id
+    assert [e["progress"] for e in progress] == sorted(e["progress"] for e in progress)
+    # the task's update subscribers hear of the job (after each stored change) and of the evaluations it queued
+    updates = [(t, e["ids"]) for t, e in events if t != f"trainingProgress:{job.id}"]
+    task_id = job.task_id
+    assert updates[0] == (f"trainingJobUpdated:#{task_id}", [job.id])  # started
+    assert (f"evaluationUpdated:#{task_id}", sorted(e.id for e in evaluations)) in [
+        (t, sorted(ids)) for t, ids in updates
+    ]
+    assert updates[-1] == (f"trainingJobUpdated:#{task_id}", [job.id])  # succeeded
+    assert {t for t, _ in updates} == {f"trainingJobUpdated:#{task_id}", f"evaluationUpdated:#{task_id}"}
 
     # the candidate and its parent are no submissions of the admin's: the day's three remain
     for i in range(3):

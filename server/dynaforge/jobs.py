@@ -35,7 +35,7 @@ from dramatiq.brokers.stub import StubBroker
 from dynaforge.evaluation.predictor import network_isolation
 from dynaforge.events import EventBus
 from dynaforge.sandbox import scrubbed_environment
-from dynaforge.services.announce import progress_topic
+from dynaforge.services.announce import progress_topic, update_payload, update_topic
 from dynaforge.services.evaluation_runner import LOST, PROGRESS_FD, Runner
 from dynaforge.services.job_queue import BrokerUnavailable as BrokerUnavailable
 from dynaforge.settings import Settings
@@ -167,10 +167,16 @@ def _relay(read_end: int, on_progress: Callable[[dict[str, Any]], None] | None) 
 
 
 def publisher(events: EventBus) -> Callable[[dict[str, Any]], None]:
-    """Progress events to ``evaluationProgress:{model id}`` on the bus, from the actor's thread."""
+    """Progress events to ``evaluationProgress:{model id}`` on the bus, from the actor's thread, and to the task's
+    ``evaluationUpdated`` (the runner reports a change once it is stored)."""
 
     def publish(event: dict[str, Any]) -> None:
         events.publish_threadsafe(progress_topic(event["model_id"]), event)
+        if event.get("task_id") is not None:
+            task_id = int(event["task_id"])
+            events.publish_threadsafe(
+                update_topic("evaluationUpdated", task_id), update_payload(task_id, [int(event["evaluation_id"])])
+            )
 
     return publish
 

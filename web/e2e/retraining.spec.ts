@@ -245,9 +245,9 @@ test("an owner trains a candidate with live progress, cancels another job, and p
 
   await expect(first).toHaveAttribute("data-job-status", "SUCCEEDED", { timeout: 240_000 });
   await expect(first).toContainText("Candidate");
-  // The page followed the job over the websocket (the list's refetches are only the fallback).
-  expect(sent.some((frame) => frame.includes("trainingProgress"))).toBe(true);
-  expect(received.some((frame) => /"trainingProgress".*"status":"(RUNNING|SUCCEEDED)"/.test(frame))).toBe(true);
+  // The page followed the jobs over the websocket, from the list's cursor (it never polls).
+  expect(sent.some((frame) => frame.includes("trainingJobUpdated") && frame.includes('"after":"'))).toBe(true);
+  expect(received.some((frame) => /"trainingJobUpdated".*"status":"(RUNNING|SUCCEEDED)"/.test(frame))).toBe(true);
 
   // The candidate in the matrix: trained on the round's train set, from the round's target.
   const table = matrix(page);

@@ -1,5 +1,5 @@
 import { act, cleanup, fireEvent, render, screen, waitFor, within } from "@testing-library/react";
-import { Client, fetchExchange } from "@urql/core";
+import { Client, fetchExchange, subscriptionExchange } from "@urql/core";
 import { Provider } from "urql";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import Adversaries from "../src/screens/owner/Adversaries";
@@ -71,15 +71,41 @@ function clientAnswering(answers: {
       body.operationName === "OwnerAdversaries"
         ? { adversaries: ADVERSARIES }
         : body.operationName === "AdversaryRuns"
-          ? { adversaryRuns: answers.runs(runCalls++) }
+          ? {
+              adversaryRuns: ((nodes) => ({ __typename: "AdversaryRunConnection", totalCount: nodes.length, nodes }))(
+                answers.runs(runCalls++),
+              ),
+              task: { __typename: "Task", id: task.id, updatesCursor: `cursor-${runCalls}` },
+            }
           : body.operationName === "GenerateCandidates"
             ? { generateCandidates: answers.generate?.(input) }
             : { cancelGeneration: answers.cancel?.(input) };
     return new Response(JSON.stringify({ data }), { headers: { "content-type": "application/json" } });
   });
   vi.stubGlobal("fetch", fetch);
-  const client = new Client({ url: "http://test/graphql", exchanges: [fetchExchange], preferGetMethod: false });
-  return { client, sent, runCalls: () => runCalls };
+  // The server's side of adversaryRunUpdated: `push` sends an event to every open subscription.
+  const open = new Set<{ next: (result: { data: Record<string, unknown> }) => void }>();
+  const subscribed: Record<string, unknown>[] = [];
+  const client = new Client({
+    url: "http://test/graphql",
+    exchanges: [
+      fetchExchange,
+      subscriptionExchange({
+        forwardSubscription: (request) => ({
+          subscribe(sink) {
+            subscribed.push(request.variables ?? {});
+            open.add(sink);
+            return { unsubscribe: () => open.delete(sink) };
+          },
+        }),
+      }),
+    ],
+    preferGetMethod: false,
+  });
+  const push = (run: unknown) => {
+    for (const sink of open) sink.next({ data: { adversaryRunUpdated: { cursor: "later", run } } });
+  };
+  return { client, sent, runCalls: () => runCalls, push, subscribed, open: () => open.size };
 }
 
 afterEach(() => {
@@ -165,22 +191,40 @@ describe("the machine adversaries page", () => {
     expect(sent.some((s) => s.operationName === "GenerateCandidates")).toBe(false);
   });
 
-  it("polls while a run moves, announces when it ends, and then stops", async () => {
-    const { client, runCalls } = clientAnswering({ runs: (n) => [run(n < 2 ? "RUNNING" : "DONE")] });
+  it("follows a run live from the list's cursor, announces when it ends, and never polls", async () => {
+    const { client, runCalls, push, subscribed, open } = clientAnswering({ runs: () => [run("RUNNING")] });
     renderPage(client);
     const table = await screen.findByRole("table", { name: "Generation runs of Sentiment, newest first" });
     expect(within(table).getByText("Running")).toBeTruthy();
     expect(within(table).getByText("8 of 20 target queries")).toBeTruthy();
     expect(within(table).getByRole("button", { name: "Cancel the run of sentiment-templates (seed 1)" })).toBeTruthy();
-    await waitFor(() => expect(within(table).getByText("Done")).toBeTruthy(), { timeout: 4000 });
+    await waitFor(() => expect(open()).toBe(1));
+    expect(subscribed.at(-1)).toMatchObject({ code: "sentiment", after: "cursor-1" });
+    await act(async () => push(run("RUNNING", { queries: 12 })));
+    expect(await within(table).findByText("12 of 20 target queries")).toBeTruthy();
+    await act(async () => push(run("DONE")));
+    await waitFor(() => expect(within(table).getByText("Done")).toBeTruthy());
     const news = await screen.findByText(
       "The run of sentiment-templates (seed 1) is done: 6 candidates for the validation queue.",
     );
     expect(news.getAttribute("role")).toBe("status");
     expect(within(table).queryByRole("button")).toBeNull();
-    const calls = runCalls();
     await new Promise((r) => setTimeout(r, 1500));
-    expect(runCalls()).toBe(calls);
+    expect(runCalls()).toBe(1);
+  });
+
+  it("reloads the list when a run it lacks starts", async () => {
+    let calls = 0;
+    const other = run("QUEUED", { id: "QWR2ZXJzYXJ5UnVuOjI", seed: 2 });
+    const { client, push, open } = clientAnswering({
+      runs: () => (calls++ === 0 ? [run("DONE")] : [other, run("DONE")]),
+    });
+    renderPage(client);
+    const table = await screen.findByRole("table", { name: "Generation runs of Sentiment, newest first" });
+    await waitFor(() => expect(open()).toBe(1));
+    await act(async () => push(other));
+    expect(await within(table).findByText("Queued")).toBeTruthy();
+    expect(calls).toBe(2);
   });
 
   it("cancels a running run", async () => {

@@ -6,7 +6,6 @@ import {
   isRunActive,
   itemsText,
   percentText,
-  pollDelay,
   queriesText,
   type RunLike,
   type RunStatus,
@@ -28,19 +27,7 @@ const run = (id: string, status: RunStatus, extra: Partial<RunLike> = {}): RunLi
   ...extra,
 });
 
-describe("polling the runs", () => {
-  it("polls every second while a run is queued or running, and not otherwise", () => {
-    expect(pollDelay([run("a", "DONE"), run("b", "RUNNING")])).toBe(1000);
-    expect(pollDelay([run("a", "QUEUED")])).toBe(1000);
-    expect(pollDelay([run("a", "DONE"), run("b", "FAILED"), run("c", "CANCELLED")])).toBeNull();
-    expect(pollDelay([])).toBeNull();
-  });
-
-  it("stops while the page is hidden, and takes another period", () => {
-    expect(pollDelay([run("a", "RUNNING")], true)).toBeNull();
-    expect(pollDelay([run("a", "RUNNING")], false, 2500)).toBe(2500);
-  });
-
+describe("the runs' states", () => {
   it("knows which runs may still move", () => {
     expect(["QUEUED", "RUNNING", "DONE", "FAILED", "CANCELLED"].filter((s) => isRunActive(s as RunStatus))).toEqual([
       "QUEUED",

@@ -1,12 +1,5 @@
 import { describe, expect, it } from "vitest";
-import {
-  intervalText,
-  isModelArchive,
-  liveState,
-  mergeProgress,
-  metricValue,
-  parseJsonObject,
-} from "../src/lib/models";
+import { intervalText, isModelArchive, metricValue, parseJsonObject } from "../src/lib/models";
 import { failureOf, multipartBody, outcomeOf } from "../src/lib/uploadProgress";
 
 describe("the Models screens' words and numbers", () => {
@@ -25,19 +18,6 @@ describe("the Models screens' words and numbers", () => {
     expect(parseJsonObject('{"max_length": 64}').value).toEqual({ max_length: 64 });
     expect(parseJsonObject("[1]").error).toMatch(/JSON object/);
     expect(parseJsonObject("{x").error).toMatch(/not valid JSON/);
-  });
-
-  it("merges live progress over the last query, never moving an evaluation back", () => {
-    let live = mergeProgress({}, { evaluationId: "e1", status: "RUNNING", progress: 0.5 });
-    live = mergeProgress(live, { evaluationId: "e1", status: "DONE", progress: 1 });
-    expect(mergeProgress(live, { evaluationId: "e1", status: "RUNNING", progress: 0.5 })).toBe(live);
-    const queued = { id: "e1", status: "QUEUED" as const, progress: 0 };
-    expect(liveState(queued, live)).toEqual({ status: "DONE", progress: 1, error: null });
-    expect(liveState({ ...queued, status: "DONE", progress: 1 }, {})).toEqual({
-      status: "DONE",
-      progress: 1,
-      error: null,
-    });
   });
 });
 

@@ -7,7 +7,6 @@ import {
   hyperparameterEntries,
   kindsOf,
   lineageText,
-  liveJob,
   readHyperparameters,
   roundsText,
   shortDigest,
@@ -150,21 +149,5 @@ describe("data sets and jobs", () => {
       { id: "5", name: "r1-train", split: "TRAIN", perturbation: null },
     ];
     expect(trainingChoices(sets).map((d) => d.name)).toEqual(["r1-train", "r2-train", "demo-samples", "r1-test"]);
-  });
-
-  it("shows a job's live state without ever moving it back", () => {
-    const queued = { status: "QUEUED" as const, progress: 0, stage: "", error: null };
-    const running = { status: "RUNNING" as const, progress: 0.4, stage: "embedding" };
-    expect(liveJob(queued, undefined)).toEqual({ status: "QUEUED", progress: 0, stage: "", error: null });
-    expect(liveJob(queued, running)).toEqual({ status: "RUNNING", progress: 0.4, stage: "embedding", error: null });
-    expect(liveJob({ ...queued, status: "RUNNING", progress: 0.6 }, running).progress).toBe(0.6);
-    const ended = { ...queued, status: "CANCELLED" as const };
-    expect(liveJob(ended, running).status).toBe("CANCELLED");
-    expect(liveJob(queued, { status: "FAILED", progress: 0.2, stage: "fitting", error: "out of memory" })).toEqual({
-      status: "FAILED",
-      progress: 0.2,
-      stage: "fitting",
-      error: "out of memory",
-    });
   });
 });

@@ -10,7 +10,7 @@ from strawberry.scalars import JSON
 
 from dynaforge.adversaries.base import Verdict, gold_probability
 from dynaforge.api.context import Info, TaskCode
-from dynaforge.api.enums import AdversaryRunStatus
+from dynaforge.api.enums import AdversaryRunStatus, CreationOrder, raw
 from dynaforge.api.errors import (
     Forbidden,
     InvalidInput,
@@ -22,6 +22,7 @@ from dynaforge.api.errors import (
     errors_as_union,
 )
 from dynaforge.api.node import Node, global_id, parse_id, related
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.prediction import Prediction
 from dynaforge.api.types.round import Round
 from dynaforge.db.models import AdversaryRun as RunRow
@@ -219,10 +220,43 @@ class AdversaryQuery:
     async def adversaries(self, info: Info, task_code: TaskCode) -> list[Adversary] | None:
         return [Adversary.of(a) for a in await adversary_service.list_for_task(*info.context.caller, task_code)]
 
-    @strawberry.field(description="The task's generation runs, newest first (owners and admins; the latest 20).")
+    @strawberry.field(
+        description="The task's generation runs, a page at a time (owners and admins), newest first unless "
+        "`orderBy` says otherwise."
+    )
     @errors_as_graphql
-    async def adversary_runs(self, info: Info, task_code: TaskCode) -> list[AdversaryRun] | None:
-        return [await run_node(info, r) for r in await adversary_service.list_runs(*info.context.caller, task_code)]
+    async def adversary_runs(
+        self,
+        info: Info,
+        task_code: TaskCode,
+        status: Annotated[
+            AdversaryRunStatus | None, strawberry.argument(description="Only the runs in this state.")
+        ] = None,
+        order_by: Annotated[
+            CreationOrder, strawberry.argument(description="Newest first (the default) or oldest first.")
+        ] = CreationOrder.NEWEST_FIRST,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[AdversaryRun] | None:
+        listing = await adversary_service.list_runs(
+            *info.context.caller,
+            task_code,
+            status=None if status is None else raw(status),
+            oldest_first=order_by is CreationOrder.OLDEST_FIRST,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+        page = listing.window
+        return Connection.of(
+            [(await run_node(info, row), page.cursor(row)) for row in page.rows],
+            has_next=page.has_next,
+            has_previous=page.has_previous,
+            total=listing.total,
+        )
 
 
 # --------------------------------------------------------------------------- mutations

@@ -92,8 +92,6 @@ LIST_SIZES: dict[str, int] = {
     "Query.webhooks": MANY,  # 10 per user and task, every user's for owners
     "Query.trainingRecipes": DECLARED,
     "Query.registeredModels": MANY,
-    "Query.trainingJobs": 50,  # the latest 50
-    "Query.adversaryRuns": 20,  # the latest 20
     "Task.fields": DECLARED,
     "Task.rounds": MANY,
     "Task.owners": DECLARED,

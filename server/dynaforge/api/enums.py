@@ -148,6 +148,12 @@ class ProposalStatus(Enum):
     DECLINED = strawberry.enum_value(ProposalValue.DECLINED, description="Declined; `decisionNote` says why.")
 
 
+@strawberry.enum(description="The order of a list of work asked for (training jobs, generation runs).")
+class CreationOrder(Enum):
+    NEWEST_FIRST = strawberry.enum_value("newest", description="The latest asked for first (the default).")
+    OLDEST_FIRST = strawberry.enum_value("oldest", description="The first asked for first.")
+
+
 @strawberry.enum(description="What a leaderboard's rows are ordered by.")
 class LeaderboardSort(Enum):
     DYNASCORE = strawberry.enum_value("dynascore", description="The Dynascore, best first (the default).")

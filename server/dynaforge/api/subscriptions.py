@@ -19,13 +19,16 @@ from typing import Annotated
 
 import strawberry
 
+from dynaforge.api.adversaries import AdversaryRun
 from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.enums import EvaluationStatus, RoundChange
 from dynaforge.api.errors import errors_as_graphql, query_error
-from dynaforge.api.node import global_id, parse_id
-from dynaforge.api.training import TrainingStatus
+from dynaforge.api.models import Evaluation
+from dynaforge.api.node import global_id, parse_id, related
+from dynaforge.api.training import TrainingJob, TrainingStatus
 from dynaforge.api.types.example import Example, ValidationLabel
 from dynaforge.api.types.round import Round
+from dynaforge.db.models import utcnow
 from dynaforge.errors import DynaforgeError, ServiceUnavailable
 from dynaforge.events import EventBusUnavailable, SubscriberTooSlow
 from dynaforge.services import auth as auth_service
@@ -35,6 +38,16 @@ from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
 from dynaforge.services import visibility
+from dynaforge.services.announce import UPDATE_EVENTS
+
+_CURSOR = (
+    "Subscribe again with `after` set to this to resume: what changed since comes first (an object may come twice)."
+)
+_AFTER = (
+    "A cursor: the `cursor` of the last update received, or Task.updatesCursor read with the list the client "
+    "shows. First sends, as they are now, the objects that changed since, and those queued or running; then live "
+    "updates. Null: those queued or running, then live updates."
+)
 
 
 @strawberry.type(description="A validator's vote on an example, or an owner's decision.")
@@ -91,6 +104,24 @@ class EvaluationProgress:
     )
 
 
+@strawberry.type(description="One of the task's evaluations changed: queued, started, after a chunk, or ended.")
+class EvaluationUpdated:
+    evaluation: Evaluation = strawberry.field(description="The evaluation as it is now.")
+    cursor: str = strawberry.field(description=_CURSOR)
+
+
+@strawberry.type(description="One of the task's training jobs changed: queued, started, moved on, or ended.")
+class TrainingJobUpdated:
+    job: TrainingJob = strawberry.field(description="The job as it is now.")
+    cursor: str = strawberry.field(description=_CURSOR)
+
+
+@strawberry.type(description="One of the task's generation runs changed: queued, started, moved on, or ended.")
+class AdversaryRunUpdated:
+    run: AdversaryRun = strawberry.field(description="The run as it is now.")
+    cursor: str = strawberry.field(description=_CURSOR)
+
+
 class _Watch:
     """The subscriber's identity, re-checked while the subscription lives."""
 
@@ -115,11 +146,13 @@ async def _events(
     on_recheck=None,
     missed: AsyncGenerator[dict, None] | None = None,
     listening: dict | None = None,
+    first: AsyncGenerator[dict, None] | None = None,
 ):
     """The bus's events for ``topic``; bus failures become GraphQL errors that say what to do. ``on_recheck`` is
     awaited after each re-check of the token (to re-read what depends on who the subscriber is). ``missed``: events
     read from the database, sent first while the bus already listens (``subscription_service.resumed``).
-    ``listening``: an event sent first, once the bus listens (so the subscriber knows nothing is missed after it)."""
+    ``listening``: an event sent first, once the bus listens (so the subscriber knows nothing is missed after it).
+    ``first``: like ``missed``, but the live events are all sent after it (state snapshots, which may repeat)."""
     watch = _Watch(info)
     context = info.context
     client = getattr(getattr(context.request, "client", None), "host", None)
@@ -135,6 +168,9 @@ async def _events(
                 resuming = subscription_service.resumed(missed, live)
             if listening is not None:
                 yield listening
+            if first is not None:
+                async for payload in first:
+                    yield payload
             async for payload in resuming or live:
                 if await watch.recheck() and on_recheck is not None:
                     await on_recheck()
@@ -149,8 +185,41 @@ async def _events(
             await resuming.aclose()
         elif missed is not None:
             await missed.aclose()
+        if first is not None:
+            await first.aclose()
         context.open_subscriptions -= 1
         subscription_service.close_subscription(context.platform, key)
+
+
+async def _updates(
+    info: Info, event: str, task_code: str, after: str | None
+) -> AsyncGenerator[tuple[object, str], None]:
+    """The task's objects that change (an update event), each as the subscriber may see it (``node(id:)``), with
+    the cursor to resume from: first the current ones (``subscription_service.current_updates``), then live ones."""
+    caller = info.context.caller
+    try:
+        since = None if after is None else subscription_service.read_update_cursor(after)
+        topic, task_id = await subscription_service.update_topic(*caller, event, task_code)
+    except DynaforgeError as exc:
+        raise query_error(exc) from None
+    type_name = UPDATE_EVENTS[event]
+    platform = info.context.platform
+
+    async def current() -> AsyncGenerator[dict, None]:
+        ids = await subscription_service.current_updates(platform, event, task_id, since)
+        if ids:
+            yield {"task_id": task_id, "ids": ids}
+
+    @errors_as_graphql
+    async def recheck() -> None:  # an owner removed since stops following training jobs and runs
+        await subscription_service.update_topic(*info.context.caller, event, task_code)
+
+    async for payload in _events(info, topic, recheck, first=current()):
+        cursor = subscription_service.update_cursor(utcnow())  # before the read: later changes come on resuming
+        for key in payload.get("ids") or []:
+            shown = await related(info, type_name, key)
+            if shown is not None:
+                yield shown, cursor
 
 
 def _example(payload: dict) -> Example:
@@ -338,6 +407,51 @@ class Subscription:
                 error=payload.get("error"),
                 candidate_id=None if candidate is None else global_id("RegisteredModel", candidate),
             )
+
+    @strawberry.subscription(
+        description="The task's evaluations as they change: queued, started, after each chunk, done or failed, "
+        "each as `node(id:)` shows it to you (none of a model you may not see). On subscribing, first those queued "
+        "or running (and, with `after`, those that changed since). Anyone who can see the task."
+    )
+    async def evaluation_updated(
+        self,
+        info: Info,
+        task_code: TaskCode,
+        after: Annotated[str | None, strawberry.argument(description=_AFTER)] = None,
+    ) -> AsyncGenerator[EvaluationUpdated, None]:
+        async for shown, cursor in _updates(info, "evaluationUpdated", task_code, after):
+            assert isinstance(shown, Evaluation)
+            yield EvaluationUpdated(evaluation=shown, cursor=cursor)
+
+    @strawberry.subscription(
+        description="The task's training jobs as they change: queued, started, as the recipe moves on (about "
+        "once a second), and when they end. On subscribing, first those queued or running (and, with `after`, those "
+        "that changed since). The task's owners and admins."
+    )
+    async def training_job_updated(
+        self,
+        info: Info,
+        task_code: TaskCode,
+        after: Annotated[str | None, strawberry.argument(description=_AFTER)] = None,
+    ) -> AsyncGenerator[TrainingJobUpdated, None]:
+        async for shown, cursor in _updates(info, "trainingJobUpdated", task_code, after):
+            assert isinstance(shown, TrainingJob)
+            yield TrainingJobUpdated(job=shown, cursor=cursor)
+
+    @strawberry.subscription(
+        description="The task's generation runs as they change: queued, started, after each context, and when "
+        "they end. On subscribing, first those queued or running (and, with `after`, those that changed since). The "
+        "task's owners and admins."
+    )
+    async def adversary_run_updated(
+        self,
+        info: Info,
+        task_code: TaskCode,
+        after: Annotated[str | None, strawberry.argument(description=_AFTER)] = None,
+    ) -> AsyncGenerator[AdversaryRunUpdated, None]:
+        async for shown, cursor in _updates(info, "adversaryRunUpdated", task_code, after):
+            assert isinstance(shown, AdversaryRun)
+            yield AdversaryRunUpdated(run=shown, cursor=cursor)
 
     @strawberry.subscription(
         description="Progress of the model's evaluations: when each starts, after each chunk, "

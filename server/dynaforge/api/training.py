@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 
 from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.datasets import Dataset
+from dynaforge.api.enums import CreationOrder, raw
 from dynaforge.api.errors import (
     Conflict,
     Forbidden,
@@ -23,6 +24,7 @@ from dynaforge.api.errors import (
 )
 from dynaforge.api.models import Evaluation, Model
 from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.db.models import TrainingJob as TrainingJobRow
 from dynaforge.db.models import as_utc
@@ -254,10 +256,37 @@ class TrainingQuery:
         rows = await training_service.registered_models(*info.context.caller, task_code)
         return [RegisteredModel.from_row(r) for r in rows]
 
-    @strawberry.field(description="The task's training jobs, newest first (owners and admins; the latest 50).")
+    @strawberry.field(
+        description="The task's training jobs, a page at a time (owners and admins), newest first unless `orderBy` "
+        "says otherwise."
+    )
     @errors_as_graphql
-    async def training_jobs(self, info: Info, task_code: TaskCode) -> list[TrainingJob] | None:
-        return [TrainingJob.from_row(r) for r in await training_service.list_jobs(*info.context.caller, task_code)]
+    async def training_jobs(
+        self,
+        info: Info,
+        task_code: TaskCode,
+        status: Annotated[
+            TrainingStatus | None, strawberry.argument(description="Only the jobs in this state.")
+        ] = None,
+        order_by: Annotated[
+            CreationOrder, strawberry.argument(description="Newest first (the default) or oldest first.")
+        ] = CreationOrder.NEWEST_FIRST,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[TrainingJob] | None:
+        listing = await training_service.list_jobs(
+            *info.context.caller,
+            task_code,
+            status=None if status is None else raw(status),
+            oldest_first=order_by is CreationOrder.OLDEST_FIRST,
+            first=first,
+            after=after,
+            last=last,
+            before=before,
+        )
+        return Connection.from_listing(listing, TrainingJob.from_row)
 
     @strawberry.field(
         description="Every evaluated registered model against each round's test set (owners and admins): the "

@@ -68,10 +68,10 @@ from dynaforge.errors import (
     ServiceUnavailable,
 )
 from dynaforge.inference.backends import InferenceError
+from dynaforge.services import announce, cursors, visibility
 from dynaforge.services import examples as example_service
 from dynaforge.services import exports as export_service
 from dynaforge.services import tasks as task_service
-from dynaforge.services import visibility
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.tasks import outputs
@@ -544,6 +544,7 @@ async def generate(
         s.add(run)
         await s.flush()
         await s.refresh(run)
+    await announce.updated(p, "adversaryRunUpdated", run.task_id, [run.id])
     _start(p, run.id)
     return run
 
@@ -584,21 +585,40 @@ async def get_run(p: Platform, actor: Actor, run_id: int) -> AdversaryRun:
     return run
 
 
-async def list_runs(p: Platform, actor: Actor, task_code: str, *, limit: int = 20) -> list[AdversaryRun]:
-    """A task's latest runs, newest first, for its owners and admins."""
+async def list_runs(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    *,
+    status: str | None = None,
+    oldest_first: bool = False,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> cursors.Listing:
+    """A page of a task's generation runs (owners and admins), newest first unless ``oldest_first``, only those of
+    ``status`` when given."""
     actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         if not await task_service.is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {task_code} and admins see its generation runs")
-        return list(
-            await s.scalars(
-                select(AdversaryRun)
-                .where(col(AdversaryRun.task_id) == view.row.id)
-                .order_by(col(AdversaryRun.id).desc())
-                .limit(max(1, min(limit, 100)))
-            )
+    request = cursors.PageRequest.of(
+        "adversaryRun", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size
+    )
+    if status is not None and status not in AdversaryRunStatus.ALL:
+        raise InvalidInput.from_errors(
+            [FieldError("status", "choice", f"must be one of {', '.join(AdversaryRunStatus.ALL)}")]
         )
+    statement = select(AdversaryRun).where(col(AdversaryRun.task_id) == view.row.id)
+    if status is not None:
+        statement = statement.where(col(AdversaryRun.status) == status)
+    async with p.db.session() as s:
+        page = await cursors.window(
+            s, statement, col(AdversaryRun.id), "adversaryRun", request, descending=not oldest_first
+        )
+    return cursors.Listing(page, cursors.counter(p, statement))
 
 
 async def cancel_run(p: Platform, actor: Actor, run_id: int) -> AdversaryRun:
@@ -696,9 +716,14 @@ async def _work(
 
 async def _update_run(p: Platform, run_id: int, **values: Any) -> None:
     async with p.db.write() as s:
-        await s.execute(
-            update(AdversaryRun).where(col(AdversaryRun.id) == run_id).values(heartbeat_at=utcnow(), **values)
+        task_id = await s.scalar(
+            update(AdversaryRun)
+            .where(col(AdversaryRun.id) == run_id)
+            .values(heartbeat_at=utcnow(), **values)
+            .returning(col(AdversaryRun.task_id))
         )
+    if task_id is not None:
+        await announce.updated(p, "adversaryRunUpdated", int(task_id), [run_id])
 
 
 async def _status(p: Platform, run_id: int) -> str:
@@ -722,14 +747,18 @@ async def _run(p: Platform, run_id: int) -> None:
 
 async def _finish(p: Platform, run_id: int, status: str, error: str | None = None) -> None:
     async with p.db.write() as s:
-        await s.execute(
+        result = await s.execute(
             update(AdversaryRun)
             .where(
                 col(AdversaryRun.id) == run_id,
                 col(AdversaryRun.status).in_((AdversaryRunStatus.QUEUED, AdversaryRunStatus.RUNNING)),
             )
             .values(status=status, error=error[:2000] if error else None, finished_at=utcnow())
+            .returning(col(AdversaryRun.task_id))
         )
+        task_id = result.scalar()
+    if task_id is not None:  # None: it had already ended
+        await announce.updated(p, "adversaryRunUpdated", int(task_id), [run_id])
 
 
 async def _execute(p: Platform, run_id: int) -> None:

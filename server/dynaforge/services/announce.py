@@ -18,6 +18,12 @@ a round opened, closed, edited  ``round_changed``       ``roundChanged:{task}`` 
 an evaluation DONE or FAILED    ``evaluation_finished`` (none)                      (none)
 =============================== ======================= =========================== ====================
 
+Three more events say that an object of a task changed, for screens that show work in progress:
+``evaluationUpdated``, ``trainingJobUpdated`` and ``adversaryRunUpdated``. Their bus topic is keyed by the task's id
+(:func:`update_topic`), since the processes that report them (evaluation and training jobs) know the id, not the
+code; their payload names the objects (``{"ids": [...]}``), which each subscriber reads as it may see them
+(:func:`updated`). They reach neither plugins nor webhooks.
+
 ``ROUTES`` is that table. Evaluations report their progress on ``evaluationProgress:{model id}`` from the job
 that runs them (:func:`progress_topic`); their end reaches plugins through :func:`evaluation_finished`, called by
 the process that recorded it (see ``services/evaluation_runner.py``).
@@ -39,6 +45,7 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from dynaforge.db.models import (
+    Dataset,
     Evaluation,
     Example,
     Round,
@@ -93,6 +100,56 @@ def topic(event: str, task_code: str) -> str:
 def progress_topic(model_id: int) -> str:
     """The bus topic of a model's evaluation progress."""
     return f"evaluationProgress:{model_id}"
+
+
+#: Events that say an object of a task changed (queued, started, moved on, ended), and the object's type.
+UPDATE_EVENTS: dict[str, str] = {
+    "evaluationUpdated": "Evaluation",
+    "trainingJobUpdated": "TrainingJob",
+    "adversaryRunUpdated": "AdversaryRun",
+}
+
+
+def update_topic(event: str, task_id: int) -> str:
+    """The bus topic of an :data:`UPDATE_EVENTS` event of the task whose id is ``task_id``."""
+    if event not in UPDATE_EVENTS:
+        raise ValueError(f"{event!r} is not an update event")
+    return f"{event}:#{task_id}"
+
+
+def update_payload(task_id: int, ids: list[int]) -> dict[str, Any]:
+    """What an update event carries: the task and the objects that changed (subscribers read them)."""
+    return {"task_id": task_id, "ids": [int(i) for i in ids]}
+
+
+async def updated(p: Platform, event: str, task_id: int, ids: list[int]) -> None:
+    """Say that the task's objects ``ids`` (of :data:`UPDATE_EVENTS`'s type for ``event``) changed. Logged, never
+    raised, when the bus is down: the change is stored, and a subscriber catches up when it subscribes again."""
+    if not ids:
+        return
+    try:
+        await p.events.publish(update_topic(event, task_id), update_payload(task_id, ids))
+    except Exception:  # noqa: BLE001 - news of a stored change never fails the change
+        log.warning("could not announce %s of %s", event, ids, exc_info=True)
+
+
+async def evaluations_queued(p: Platform, evaluation_ids: list[int]) -> None:
+    """``evaluationUpdated`` for newly queued evaluations, by task (one query finds their tasks)."""
+    if not evaluation_ids:
+        return
+    async with p.db.session() as s:
+        rows = (
+            await s.execute(
+                select(col(Evaluation.id), col(Dataset.task_id))
+                .join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id))
+                .where(col(Evaluation.id).in_(evaluation_ids))
+            )
+        ).all()
+    by_task: dict[int, list[int]] = {}
+    for evaluation_id, task_id in rows:
+        by_task.setdefault(int(task_id), []).append(int(evaluation_id))
+    for task_id, ids in by_task.items():
+        await updated(p, "evaluationUpdated", task_id, ids)
 
 
 # --------------------------------------------------------------------------- payloads (plain JSON dicts)

@@ -40,7 +40,7 @@ from dynaforge.services import cursors, visibility
 from dynaforge.services import imports as import_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
-from dynaforge.services.evaluation_jobs import enqueue
+from dynaforge.services.evaluation_jobs import queue
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
@@ -171,7 +171,7 @@ async def build_from_round(
             if access == DatasetAccess.SCORING:
                 made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made) and d.size])
-    enqueue(p, queued)
+    await queue(p, queued)
     p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
     return made
 
@@ -501,7 +501,7 @@ async def create_dataset(
             made.extend(await _add_perturbed_copies(p, s, view.task, dataset, cleaned, actor))
         # an empty split (a round with few accepted examples) is made, but has nothing to score
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made) and d.size])
-    enqueue(p, queued)
+    await queue(p, queued)
     p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
     return made
 
@@ -638,7 +638,7 @@ async def attach_perturbed_copy(
         await s.flush()
         await _add_items(s, copy.id, [(None, fields) for _, fields in cleaned], [position for position, _ in cleaned])
         queued = await _evaluate_existing_models(s, parent.task_id, [copy.id])
-    enqueue(p, queued)
+    await queue(p, queued)
     p.caches.boards.pop(parent.task_id)
     return copy
 

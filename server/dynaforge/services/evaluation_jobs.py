@@ -10,6 +10,7 @@ from sqlalchemy import func, select
 from sqlmodel import col
 
 from dynaforge.db.models import Evaluation, EvaluationStatus
+from dynaforge.services import announce
 from dynaforge.services.job_queue import BrokerUnavailable
 from dynaforge.services.platform import Platform
 
@@ -27,6 +28,14 @@ def enqueue(p: Platform, evaluation_ids: Sequence[int] | Sequence[Sequence[int]]
         p.jobs.enqueue(evaluation_ids)
     except BrokerUnavailable as exc:
         log.error("evaluations %s stay queued: %s", evaluation_ids, exc)
+
+
+async def queue(p: Platform, evaluation_ids: Sequence[int] | Sequence[Sequence[int]]) -> None:
+    """Newly queued evaluations (committed): :func:`enqueue` them, and tell their tasks' ``evaluationUpdated``
+    subscribers."""
+    enqueue(p, evaluation_ids)
+    flat = [i for item in evaluation_ids for i in (item if isinstance(item, Sequence) else [item])]
+    await announce.evaluations_queued(p, flat)
 
 
 async def send_unsent(p: Platform, *, limit: int = 500) -> int:

@@ -121,6 +121,7 @@ class Runner:
                 {
                     "evaluation_id": evaluation.id,
                     "model_id": evaluation.model_id,
+                    "task_id": dataset.task_id,
                     "dataset_id": dataset.id,
                     "dataset_name": dataset.name,
                     "status": status,

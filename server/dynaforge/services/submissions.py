@@ -35,11 +35,11 @@ from dynaforge.db.models import (
 )
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
 from dynaforge.files import Problems
-from dynaforge.services import cursors, visibility
+from dynaforge.services import announce, cursors, visibility
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
-from dynaforge.services.evaluation_jobs import enqueue
+from dynaforge.services.evaluation_jobs import enqueue, queue
 from dynaforge.services.evaluation_runner import Runner
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
@@ -261,7 +261,7 @@ async def _store_model(
         evaluations = [Evaluation(model_id=model.id, dataset_id=d) for d in scoring]
         s.add_all(evaluations)
         await s.flush()
-    enqueue(p, [e.id for e in evaluations])
+    await queue(p, [e.id for e in evaluations])
     p.caches.boards.pop(model.task_id)  # the board's cached inputs (services.leaderboard.BoardData)
     return model, evaluations
 
@@ -609,7 +609,9 @@ async def submit_predictions(
             await s.execute(update(ModelRow).where(col(ModelRow.id) == model.id).values(published=False))
         await runner.fail(evaluation.id, f"the predictions could not be scored: {exc}", "")
         p.caches.boards.pop(view.row.id)
+        await announce.updated(p, "evaluationUpdated", view.row.id, [evaluation.id])
         raise
+    await announce.updated(p, "evaluationUpdated", view.row.id, [evaluation.id])
     async with p.db.session() as s:
         stored, scored = await s.get(ModelRow, model.id), await s.get(Evaluation, evaluation.id)
     if stored is None or scored is None:  # deleted meanwhile

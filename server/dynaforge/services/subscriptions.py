@@ -8,7 +8,11 @@ What a subscriber may see is what the same person may query:
   prediction, no ``fooled``, no author; a ``modelFooled`` event, whose arrival says the example fooled the model,
   not at all (:mod:`dynaforge.services.visibility`, the policy webhooks follow too);
 * ``roundChanged``: anyone who can see the task;
-* ``evaluationProgress``: anyone who can see the model (a published one, or one's own; owners and admins).
+* ``evaluationProgress``: anyone who can see the model (a published one, or one's own; owners and admins);
+* ``evaluationUpdated``: anyone who can see the task, each evaluation as ``node(id:)`` shows it to them (none of
+  a model they may not see); ``trainingJobUpdated`` and ``adversaryRunUpdated``: the task's owners and admins
+  (:func:`update_topic`). These send the objects that changed; on subscribing, first those that are queued or
+  running, and those that changed since the subscriber's ``since`` (:func:`current_updates`).
 
 A ``modelFooled`` subscriber that lost its connection may resume after the last example it received
 (:func:`missed_fooled`, then :func:`resumed`): what it missed is read from the database, under the same rules as
@@ -20,11 +24,27 @@ a mistyped or revoked token should not pass for anonymity.
 
 from __future__ import annotations
 
+import base64
 from collections.abc import AsyncGenerator, AsyncIterable
 from contextlib import aclosing
+from datetime import datetime, timedelta
 from typing import Any
 
-from dynaforge.errors import NotAuthenticated, RateLimited
+from sqlalchemy import or_, select
+from sqlmodel import col
+
+from dynaforge.db.models import (
+    AdversaryRun,
+    AdversaryRunStatus,
+    Dataset,
+    Evaluation,
+    EvaluationStatus,
+    TrainingJob,
+    TrainingStatus,
+    as_utc,
+)
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotAuthenticated, RateLimited
+from dynaforge.services import announce
 from dynaforge.services import examples as example_service
 from dynaforge.services import submissions as submission_service
 from dynaforge.services import tasks as task_service
@@ -37,6 +57,10 @@ EXAMPLE_EVENTS = frozenset({"modelFooled", "exampleCreated", "examplePredicted",
 TASK_EVENTS = EXAMPLE_EVENTS | {"roundChanged"}
 #: How many missed examples a resuming subscription reads from the database at once.
 REPLAY_PAGE = 200
+#: The most objects an update subscription sends when it starts (the newest first are kept).
+CURRENT_LIMIT = 500
+#: How far before ``since`` an update subscription looks back, for clocks of other processes a little behind.
+SINCE_SLACK = timedelta(seconds=2)
 
 
 def _refuse_refused_token(actor: Actor) -> None:
@@ -153,3 +177,85 @@ async def resumed(
             sent.discard(payload["id"])
             continue
         yield payload
+
+
+async def update_topic(p: Platform, actor: Actor, event: str, task_code: str) -> tuple[str, int]:
+    """The topic of a task's :data:`announce.UPDATE_EVENTS` event for ``actor``, and the task's id:
+    ``evaluationUpdated`` for anyone who can see the task, the others for its owners and admins (Forbidden)."""
+    if event not in announce.UPDATE_EVENTS:
+        raise ValueError(f"{event!r} is not an update event")
+    _refuse_refused_token(actor)
+    view = await task_service.get_task(p, actor, task_code)
+    if event != "evaluationUpdated":
+        if actor.is_anonymous:
+            raise NotAuthenticated(
+                "Sign in to follow a task's training jobs and generation runs: send your API token in the "
+                'connection_init payload as {"authorization": "Bearer <token>"}'
+            )
+        async with p.db.session() as s:
+            if not await task_service.is_owner(s, actor, view.row.id):
+                what = "training jobs" if event == "trainingJobUpdated" else "generation runs"
+                raise Forbidden(f"Only owners of {view.task.code} and admins follow its {what}")
+    return announce.update_topic(event, view.row.id), view.row.id
+
+
+async def current_updates(p: Platform, event: str, task_id: int, since: datetime | None) -> list[int]:
+    """What an update subscription sends first, ids in ascending order: the task's objects that are queued or
+    running, and with ``since``, those queued, started or ended since then (less :data:`SINCE_SLACK`). Every change
+    of state sets one of those times, so a subscriber resuming from the time of the last event it received misses
+    none (a running object's progress is sent as it is now). At most :data:`CURRENT_LIMIT`, the newest."""
+    table: Any
+    if event == "evaluationUpdated":
+        table, created, active = Evaluation, Evaluation.queued_at, (EvaluationStatus.QUEUED, EvaluationStatus.RUNNING)
+    elif event == "trainingJobUpdated":
+        table, created, active = TrainingJob, TrainingJob.created_at, (TrainingStatus.QUEUED, TrainingStatus.RUNNING)
+    elif event == "adversaryRunUpdated":
+        table, created, active = (
+            AdversaryRun,
+            AdversaryRun.created_at,
+            (AdversaryRunStatus.QUEUED, AdversaryRunStatus.RUNNING),
+        )
+    else:
+        raise ValueError(f"{event!r} is not an update event")
+    wanted: list[Any] = [col(table.status).in_(active)]
+    if since is not None:
+        after = as_utc(since) - SINCE_SLACK
+        wanted += [col(created) >= after, col(table.started_at) >= after, col(table.finished_at) >= after]
+    query = select(col(table.id)).where(or_(*wanted))
+    if table is Evaluation:
+        query = query.join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id)).where(
+            col(Dataset.task_id) == task_id
+        )
+    else:
+        query = query.where(col(table.task_id) == task_id)
+    async with p.db.session() as s:
+        ids = list(await s.scalars(query.order_by(col(table.id).desc()).limit(CURRENT_LIMIT)))
+    return sorted(int(i) for i in ids)
+
+
+def update_cursor(at: datetime) -> str:
+    """The cursor of the moment ``at``, for an update subscription's ``after`` (opaque to clients)."""
+    return base64.urlsafe_b64encode(f"updates:{as_utc(at).isoformat()}".encode()).decode()
+
+
+def read_update_cursor(cursor: str, field: str = "after") -> datetime:
+    """The moment an :func:`update_cursor` names; InvalidInput (on ``field``) for anything else."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor.encode()).decode()
+        if not raw.startswith("updates:"):
+            raise ValueError
+        at = datetime.fromisoformat(raw.removeprefix("updates:"))
+        if at.tzinfo is None:
+            raise ValueError
+        return at
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput.from_errors(
+            [
+                FieldError(
+                    field,
+                    "cursor",
+                    "is not an update cursor; pass the cursor of the last update received (or Task.updatesCursor) "
+                    "unchanged",
+                )
+            ]
+        ) from exc

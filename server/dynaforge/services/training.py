@@ -36,11 +36,11 @@ from dynaforge.db.models import (
     utcnow,
 )
 from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.services import announce, cursors, registry
 from dynaforge.services import datasets as dataset_service
-from dynaforge.services import registry
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
-from dynaforge.services.evaluation_jobs import enqueue
+from dynaforge.services.evaluation_jobs import queue
 from dynaforge.services.job_queue import BrokerUnavailable
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
@@ -164,6 +164,7 @@ async def train_candidate(
         s.add(job)
         await s.flush()
     send(p, job.id)
+    await announce.updated(p, "trainingJobUpdated", job.task_id, [job.id])
     return job
 
 
@@ -208,6 +209,7 @@ async def cancel_training(p: Platform, actor: Actor, job_id: int) -> TrainingJob
             job.status, job.finished_at, job.stage = TrainingStatus.CANCELLED, utcnow(), "cancelled"
         job.cancel_requested = True
         await s.flush()
+    await announce.updated(p, "trainingJobUpdated", job.task_id, [job.id])
     return job
 
 
@@ -225,18 +227,36 @@ async def progress_topic(p: Platform, actor: Actor, job_id: int) -> str:
     return f"trainingProgress:{job.id}"
 
 
-async def list_jobs(p: Platform, actor: Actor, task_code: str, limit: int = 50) -> list[TrainingJob]:
-    """A task's training jobs, newest first (owners and admins)."""
+async def list_jobs(
+    p: Platform,
+    actor: Actor,
+    task_code: str,
+    *,
+    status: str | None = None,
+    oldest_first: bool = False,
+    first: int | None = None,
+    after: str | None = None,
+    last: int | None = None,
+    before: str | None = None,
+) -> cursors.Listing:
+    """A page of a task's training jobs (owners and admins), newest first unless ``oldest_first``, only those of
+    ``status`` when given."""
     view = await _owner_view(p, actor, task_code, "see its training jobs")
-    async with p.db.session() as s:
-        return list(
-            await s.scalars(
-                select(TrainingJob)
-                .where(col(TrainingJob.task_id) == view.row.id)
-                .order_by(col(TrainingJob.id).desc())
-                .limit(max(1, min(limit, 100)))
-            )
+    request = cursors.PageRequest.of(
+        "trainingJob", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size
+    )
+    if status is not None and status not in TrainingStatus.ALL:
+        raise InvalidInput.from_errors(
+            [FieldError("status", "choice", f"must be one of {', '.join(TrainingStatus.ALL)}")]
         )
+    statement = select(TrainingJob).where(col(TrainingJob.task_id) == view.row.id)
+    if status is not None:
+        statement = statement.where(col(TrainingJob.status) == status)
+    async with p.db.session() as s:
+        page = await cursors.window(
+            s, statement, col(TrainingJob.id), "trainingJob", request, descending=not oldest_first
+        )
+    return cursors.Listing(page, cursors.counter(p, statement))
 
 
 async def _targeted_ids(s: AsyncSession, task_id: int) -> set[int]:
@@ -348,7 +368,7 @@ async def evaluate_round_targets(
             model = await s.get(ModelRow, entry.model_id)
             assert model is not None
             made.append(model)
-    enqueue(p, queued)
+    await queue(p, queued)
     p.caches.boards.pop(view.row.id)
     return made
 

@@ -51,6 +51,7 @@ from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.plugins import Plugins
 from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services import registry
+from dynaforge.services.announce import update_payload, update_topic
 from dynaforge.services.training import base_data_dir, mark, submit_for_evaluation
 from dynaforge.settings import Settings
 from dynaforge.tasks.training import examples_digest
@@ -93,14 +94,22 @@ class JobRun:
         self.publish = publish
         self.plugins = plugins or Plugins(allowlist=settings.plugin_allowlist())
         self.latest: dict[str, Any] = {}
+        self.task_id: int | None = None  # the job's task, once read
 
-    def event(self, **values: Any) -> None:
+    def event(self, *, stored: bool = True, **values: Any) -> None:
+        """``trainingProgress`` of the job; with ``stored`` (the change is in the database), ``trainingJobUpdated``
+        of its task too (its subscribers read the job: progress is stored about every second, see :meth:`_train`)."""
+        self.announce(progress_topic(self.job_id), {"job_id": self.job_id, **values})
+        if stored and self.task_id is not None:
+            self.announce(update_topic("trainingJobUpdated", self.task_id), update_payload(self.task_id, [self.job_id]))
+
+    def announce(self, topic: str, payload: dict[str, Any]) -> None:
         if self.publish is None:
             return
         try:
-            self.publish(progress_topic(self.job_id), {"job_id": self.job_id, **values})
+            self.publish(topic, payload)
         except Exception:  # noqa: BLE001 - a lost progress event never fails the job
-            log.warning("could not publish training progress", exc_info=True)
+            log.warning("could not publish %s", topic, exc_info=True)
 
     async def run(self) -> None:
         db = Database(self.settings.database_url)
@@ -114,22 +123,26 @@ class JobRun:
             job = await s.get(TrainingJob, self.job_id)
             if job is None or job.status in TrainingStatus.FINISHED:
                 return
-            if job.cancel_requested:
+            self.task_id = job.task_id
+            cancelled = job.cancel_requested
+            if cancelled:
                 await mark(s, job.id, status=TrainingStatus.CANCELLED, finished_at=utcnow(), stage="cancelled")
-                self.event(status=TrainingStatus.CANCELLED, progress=job.progress, stage="cancelled")
-                return
-            task_row = await s.get(TaskRow, job.task_id)
-            await mark(
-                s,
-                job.id,
-                status=TrainingStatus.RUNNING,
-                started_at=utcnow(),
-                attempts=job.attempts + 1,
-                progress=0.0,
-                stage="reading data",
-                error=None,
-            )
-            items = await self._data(s, job)
+            else:
+                task_row = await s.get(TaskRow, job.task_id)
+                await mark(
+                    s,
+                    job.id,
+                    status=TrainingStatus.RUNNING,
+                    started_at=utcnow(),
+                    attempts=job.attempts + 1,
+                    progress=0.0,
+                    stage="reading data",
+                    error=None,
+                )
+                items = await self._data(s, job)
+        if cancelled:
+            self.event(status=TrainingStatus.CANCELLED, progress=job.progress, stage="cancelled")
+            return
         self.event(status=TrainingStatus.RUNNING, progress=0.0, stage="reading data")
         assert task_row is not None
         task = self.plugins.task(task_row.code)
@@ -227,6 +240,9 @@ class JobRun:
                     async with db.write() as s:
                         await mark(s, job.id, progress=progress, stage=self.latest.get("stage", ""))
                     stored = progress
+                    self.announce(
+                        update_topic("trainingJobUpdated", job.task_id), update_payload(job.task_id, [job.id])
+                    )
                 if cancelled:
                     _kill(child)
                     raise _Settled(TrainingStatus.CANCELLED)
@@ -315,7 +331,7 @@ class JobRun:
                 if not isinstance(event, dict):
                     continue
                 self.latest = {"progress": float(event.get("progress", 0.0)), "stage": str(event.get("stage", ""))}
-                self.event(status=TrainingStatus.RUNNING, **self.latest)
+                self.event(status=TrainingStatus.RUNNING, stored=False, **self.latest)
 
     async def _register(
         self,
@@ -401,6 +417,8 @@ class JobRun:
                 self.enqueue(queued)
             except Exception as exc:  # noqa: BLE001 - the evaluations stay queued and are sent at the next start
                 log.error("evaluations %s stay queued: %s", queued, exc)
+        if queued:
+            self.announce(update_topic("evaluationUpdated", job.task_id), update_payload(job.task_id, queued))
         self.event(status=TrainingStatus.SUCCEEDED, progress=1.0, stage="done", candidate_id=entry.id)
 
 

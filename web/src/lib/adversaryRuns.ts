@@ -1,5 +1,5 @@
 // Generation runs (Mutation.generateCandidates) as the owner page shows them: their status in words, their progress
-// as numbers and a sentence, whether the list is worth polling, what changed between two polls (for a live
+// as numbers and a sentence, what changed between two states of the list (for a live
 // region), and the form's numbers read before they are sent.
 
 export type RunStatus = "QUEUED" | "RUNNING" | "DONE" | "FAILED" | "CANCELLED";
@@ -14,13 +14,6 @@ export const runStatusWords: Record<RunStatus, string> = {
 
 /** Whether a run may still move (and be cancelled). */
 export const isRunActive = (status: RunStatus): boolean => status === "QUEUED" || status === "RUNNING";
-
-/** How often to ask again for the runs, in milliseconds: every second while one is queued or running and the page
- * is seen; null (no polling) when none is, or while the page is hidden. */
-export function pollDelay(runs: readonly { status: RunStatus }[], hidden = false, every = 1000): number | null {
-  if (hidden) return null;
-  return runs.some((run) => isRunActive(run.status)) ? every : null;
-}
 
 /** `done` of `total` as a share from 0 to 1 (clamped); null when there is no total yet. */
 export function share(done: number, total: number): number | null {

@@ -62,37 +62,6 @@ export function parseJsonObject(text: string): { value: Record<string, unknown> 
   }
 }
 
-/** What a progress event says of one evaluation. */
-export interface ProgressEvent {
-  evaluationId: string;
-  status: EvaluationStatus;
-  progress: number;
-  error?: string | null;
-}
-
-/** The live state of each evaluation: the latest event by evaluation id. An event never moves an evaluation back
- * (a late RUNNING after DONE is ignored). */
-export function mergeProgress(
-  known: Record<string, ProgressEvent>,
-  event: ProgressEvent,
-): Record<string, ProgressEvent> {
-  const before = known[event.evaluationId];
-  if (before && (before.status === "DONE" || before.status === "FAILED") && event.status === "RUNNING") return known;
-  return { ...known, [event.evaluationId]: event };
-}
-
-/** An evaluation as shown: the query's status and progress, unless a newer live event says more. */
-export function liveState<E extends { id: string; status: EvaluationStatus; progress: number; error?: string | null }>(
-  evaluation: E,
-  live: Record<string, ProgressEvent>,
-): { status: EvaluationStatus; progress: number; error: string | null } {
-  const event = live[evaluation.id];
-  const finished = evaluation.status === "DONE" || evaluation.status === "FAILED";
-  if (!event || finished)
-    return { status: evaluation.status, progress: evaluation.progress, error: evaluation.error ?? null };
-  return { status: event.status, progress: Math.max(event.progress, evaluation.progress), error: event.error ?? null };
-}
-
 /** "3 of 9 evaluations done". */
 export function doneCount(states: readonly { status: EvaluationStatus }[]): string {
   const done = states.filter((s) => s.status === "DONE" || s.status === "FAILED").length;

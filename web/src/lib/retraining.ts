@@ -203,33 +203,6 @@ export function trainingChoices<D extends DatasetLike>(datasets: readonly D[]): 
   return [...train, ...usable.filter((d) => d.split !== "TRAIN")];
 }
 
-/** What a trainingProgress event says of a job. */
-export interface TrainingEvent {
-  status: TrainingStatus;
-  progress: number;
-  stage: string;
-  error?: string | null;
-  candidateId?: string | null;
-}
-
-/** A job as shown: the query's state, unless a live event says more (an ended job stays ended; progress never
- * goes back). */
-export function liveJob(
-  job: { status: TrainingStatus; progress: number; stage: string; error?: string | null },
-  event: TrainingEvent | undefined,
-): { status: TrainingStatus; progress: number; stage: string; error: string | null } {
-  if (!event || !isActive(job.status))
-    return { status: job.status, progress: job.progress, stage: job.stage, error: job.error ?? null };
-  if (job.status === "RUNNING" && event.status === "QUEUED")
-    return { status: job.status, progress: job.progress, stage: job.stage, error: job.error ?? null };
-  return {
-    status: event.status,
-    progress: Math.max(event.progress, job.progress),
-    stage: event.stage || job.stage,
-    error: event.error ?? job.error ?? null,
-  };
-}
-
 /** "round 1", "rounds 1, 3", or "none". */
 export function roundsText(rounds: readonly number[]): string {
   if (!rounds.length) return "none";

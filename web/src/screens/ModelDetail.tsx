@@ -1,24 +1,16 @@
-// One model: its card, live evaluation progress (the evaluationProgress subscription over the last query), results
+// One model: its card, its evaluations kept current by evaluationUpdated (from the page's cursor on), results
 // per data set (metrics with intervals, fairness slices with their gaps, perturbed copies with their consistency),
 // publish / unpublish and delete for its submitter.
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import { useMutation, useQuery, useSubscription } from "urql";
 import { Link, useLocation } from "wouter";
 import { graphql } from "../gql";
-import type { EvaluationPartsFragment, ModelProgressSubscription } from "../gql/graphql";
+import type { EvaluationPartsFragment, ModelEvaluationsSubscription } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { percent } from "../lib/format";
-import {
-  doneCount,
-  evaluationStatusWords,
-  intervalText,
-  liveState,
-  mergeProgress,
-  metricValue,
-  modelStatusWords,
-  type ProgressEvent,
-} from "../lib/models";
+import { currentOf, type Latest, useEnded, withLatest } from "../lib/live";
+import { doneCount, evaluationStatusWords, intervalText, metricValue, modelStatusWords } from "../lib/models";
 import { ProblemBox } from "./Form";
 
 export const EvaluationParts = graphql(`
@@ -131,6 +123,7 @@ const ModelPage = graphql(`
         id
         code
         name
+        updatesCursor
       }
       evaluations(first: 100) {
         nodes {
@@ -145,16 +138,17 @@ const ModelPage = graphql(`
   }
 `);
 
-const ModelProgress = graphql(`
-  subscription ModelProgress($id: ID!) {
-    evaluationProgress(modelId: $id) {
-      evaluationId
-      modelId
-      datasetId
-      datasetName
-      status
-      progress
-      error
+// The task's evaluations as they change; the page keeps this model's.
+const ModelEvaluations = graphql(`
+  subscription ModelEvaluations($code: String!, $after: String) {
+    evaluationUpdated(taskCode: $code, after: $after) {
+      cursor
+      evaluation {
+        ...EvaluationParts
+        model {
+          id
+        }
+      }
     }
   }
 `);
@@ -199,7 +193,6 @@ const DeleteModel = graphql(`
 `);
 
 type Evaluation = EvaluationPartsFragment;
-type Live = Record<string, ProgressEvent>;
 
 export default function ModelDetail({ code, id }: { code: string; id: string }) {
   const { session } = useAuth();
@@ -208,26 +201,26 @@ export default function ModelDetail({ code, id }: { code: string; id: string }) 
     variables: { id },
     requestPolicy: "cache-and-network",
   });
-  const [live] = useSubscription<ModelProgressSubscription, Live>(
-    { query: ModelProgress, variables: { id } },
-    (known = {}, event) => mergeProgress(known, event.evaluationProgress),
-  );
   const model = data?.model;
   const evaluations = model?.evaluations.nodes ?? [];
-  const states = evaluations.map((e) => ({ evaluation: e, ...liveState(e, live.data ?? {}) }));
-  const unfinished = states.some((s) => s.status === "QUEUED" || s.status === "RUNNING");
-  const liveFinished = states.filter((s) => s.evaluation.status !== s.status && s.status !== "RUNNING").length;
-
-  // An evaluation that the subscription says has ended: fetch its results.
-  useEffect(() => {
-    if (liveFinished > 0) refetch({ requestPolicy: "network-only" });
-  }, [liveFinished, refetch]);
-  // A progress event missed before the subscription started is caught up with now and then.
-  useEffect(() => {
-    if (!unfinished) return;
-    const timer = window.setInterval(() => refetch({ requestPolicy: "network-only" }), 15_000);
-    return () => window.clearInterval(timer);
-  }, [unfinished, refetch]);
+  // This model's evaluations as they change: each as it is now (status, progress, results once done); one that
+  // ends fetches the page again (the model's status, its ranks).
+  const cursor = model?.task.updatesCursor;
+  const [live] = useSubscription<ModelEvaluationsSubscription, Latest<Evaluation>>(
+    { query: ModelEvaluations, variables: { code, after: cursor }, pause: !cursor },
+    (latest = new Map(), event) => {
+      const { evaluation } = event.evaluationUpdated;
+      return evaluation.model?.id === id ? withLatest(latest, evaluation) : latest;
+    },
+  );
+  const current = currentOf(evaluations, live.data);
+  useEnded(current, () => refetch({ requestPolicy: "network-only" }));
+  const states = current.map((e) => ({
+    evaluation: e,
+    status: e.status,
+    progress: e.progress,
+    error: e.error ?? null,
+  }));
 
   if (error) return <p role="alert">{transportMessage(error)}</p>;
   if (!model)

@@ -15,8 +15,10 @@ from dynaforge.api.node import Node, global_id
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import SourceStats, Stats, TaskSettings, UserTaskStats
 from dynaforge.api.types.user import User
+from dynaforge.db.models import utcnow
 from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
+from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import validation as validation_service
 from dynaforge.tasks.declarative import DeclaredTask
@@ -315,6 +317,14 @@ class Task(Node):
     @strawberry.field(description="What the task's owners tuned; anyone who can see the task can read it.")
     def settings(self) -> TaskSettings:
         return TaskSettings.of(self.view.settings)
+
+    @strawberry.field(
+        description="A cursor of this moment for the task's update subscriptions (evaluationUpdated, "
+        "trainingJobUpdated, adversaryRunUpdated): read it in the query that loads a list, then subscribe with "
+        "`after` set to it, and no change made after the list was read is missed."
+    )
+    def updates_cursor(self) -> str:
+        return subscription_service.update_cursor(utcnow())
 
     @strawberry.field(
         description="Your own counters in this task, per round you wrote in and in total. Null for anonymous "

@@ -3,11 +3,15 @@
 // queries, and follow the task's runs (Query.adversaryRuns): polled every second while one is queued or running,
 // their status changes announced, Cancel for those that may still move (Mutation.cancelGeneration).
 import "./adversaries.css";
-import { useCallback, useEffect, useRef, useState } from "react";
-import { useMutation, useQuery } from "urql";
+import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useMutation, useQuery, useSubscription } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../../gql";
-import type { AdversaryRunPartsFragment, GenerateCandidatesMutation } from "../../gql/graphql";
+import type {
+  AdversaryRunPartsFragment,
+  AdversaryRunUpdatedSubscription,
+  GenerateCandidatesMutation,
+} from "../../gql/graphql";
 import {
   type AdversaryChoice,
   attacksWhat,
@@ -15,7 +19,6 @@ import {
   generators,
   isRunActive,
   itemsText,
-  pollDelay,
   queriesText,
   type RunStatus,
   runName,
@@ -26,6 +29,7 @@ import {
   wholeNumber,
 } from "../../lib/adversaryRuns";
 import { type Problem, problemOf, transportMessage } from "../../lib/errors";
+import { currentOf, type Latest, unknownOf, withLatest } from "../../lib/live";
 import { submitted, TextInput } from "../Form";
 import { ScrollBox } from "../ScrollBox";
 import type { ManagedTask } from "./Manage";
@@ -65,9 +69,29 @@ export const AdversaryRunParts = graphql(`
 `);
 
 const AdversaryRuns = graphql(`
-  query AdversaryRuns($code: String!) {
-    adversaryRuns(taskCode: $code) {
-      ...AdversaryRunParts
+  query AdversaryRuns($code: String!, $first: Int!) {
+    adversaryRuns(taskCode: $code, first: $first) {
+      totalCount
+      nodes {
+        ...AdversaryRunParts
+      }
+    }
+    task(code: $code) {
+      id
+      updatesCursor
+    }
+  }
+`);
+
+// Each run as it changes, from the list's cursor on, so that nothing that changed after the list was read is
+// missed.
+const RunUpdated = graphql(`
+  subscription AdversaryRunUpdated($code: String!, $after: String) {
+    adversaryRunUpdated(taskCode: $code, after: $after) {
+      cursor
+      run {
+        ...AdversaryRunParts
+      }
     }
   }
 `);
@@ -119,47 +143,42 @@ type Answer = GenerateCandidatesMutation["generateCandidates"];
 /** The form's fields, as the server's FieldError paths name them. */
 const FIELDS = ["adversary", "budget", "seed"];
 const DEFAULT_BUDGET = 50;
-
-/** Whether the page is hidden (another tab, a minimised window), kept up to date. */
-function useHidden(): boolean {
-  const [hidden, setHidden] = useState(() => typeof document !== "undefined" && document.hidden);
-  useEffect(() => {
-    const changed = () => setHidden(document.hidden);
-    document.addEventListener("visibilitychange", changed);
-    return () => document.removeEventListener("visibilitychange", changed);
-  }, []);
-  return hidden;
-}
+/** How many runs the page lists (the newest); it says how many more there are. */
+const RUNS_SHOWN = 50;
 
 export default function Adversaries({ task }: { task: ManagedTask }) {
   const variables = { code: task.code };
   const [adversaries] = useQuery({ query: OwnerAdversaries, variables });
-  const [runs, refresh] = useQuery({ query: AdversaryRuns, variables, requestPolicy: "cache-and-network" });
+  const [runs, refresh] = useQuery({
+    query: AdversaryRuns,
+    variables: { code: task.code, first: RUNS_SHOWN },
+    requestPolicy: "cache-and-network",
+  });
   const reload = useCallback(() => refresh({ requestPolicy: "network-only" }), [refresh]);
-  const list = runs.data?.adversaryRuns ?? [];
-
-  // Poll while a run may still move: one request at a time, none while the page is hidden.
-  const hidden = useHidden();
-  const delay = pollDelay(list, hidden);
-  const busy = useRef(false);
-  busy.current = runs.fetching;
+  // Runs change live (adversaryRunUpdated): each run as it is now replaces the listed one; one the list lacks
+  // (started by another owner) reloads the list.
+  const loaded = runs.data?.adversaryRuns?.nodes;
+  const total = runs.data?.adversaryRuns?.totalCount ?? 0;
+  const cursor = runs.data?.task?.updatesCursor;
+  const [live] = useSubscription<AdversaryRunUpdatedSubscription, Latest<Run>>(
+    { query: RunUpdated, variables: { code: task.code, after: cursor }, pause: !cursor },
+    (latest = new Map(), event) => withLatest(latest, event.adversaryRunUpdated.run),
+  );
+  const unknown = unknownOf(loaded ?? [], live.data).join();
   useEffect(() => {
-    if (delay == null) return;
-    const timer = window.setInterval(() => {
-      if (!busy.current) reload();
-    }, delay);
-    return () => window.clearInterval(timer);
-  }, [delay, reload]);
+    if (unknown) reload();
+  }, [unknown, reload]);
+  const list = useMemo(() => (loaded ? currentOf(loaded, live.data) : undefined), [loaded, live.data]);
 
   // Announce what changed between two answers (the first one announces nothing).
   const seen = useRef<Map<string, RunStatus> | null>(null);
   const [news, setNews] = useState("");
   useEffect(() => {
-    if (!runs.data?.adversaryRuns) return;
-    const changes = statusChanges(seen.current, runs.data.adversaryRuns);
-    seen.current = statusesOf(runs.data.adversaryRuns);
+    if (!list) return;
+    const changes = statusChanges(seen.current, list);
+    seen.current = statusesOf(list);
     if (changes.length) setNews(changes.join(" "));
-  }, [runs.data]);
+  }, [list]);
 
   const round = task.currentRound;
   const code = encodeURIComponent(task.code);
@@ -197,8 +216,13 @@ export default function Adversaries({ task }: { task: ManagedTask }) {
         </p>
         {runs.error && <p role="alert">{transportMessage(runs.error)}</p>}
         {runs.fetching && !runs.data && <p className="muted">Loading the runs…</p>}
-        {runs.data && list.length === 0 && <p className="muted">No run yet.</p>}
-        {list.length > 0 && <RunTable runs={list} task={task} onChanged={reload} />}
+        {list && list.length === 0 && <p className="muted">No run yet.</p>}
+        {list && list.length > 0 && <RunTable runs={list} task={task} onChanged={reload} />}
+        {list && total > list.length && (
+          <p className="small muted">
+            The newest {list.length} of {total} runs.
+          </p>
+        )}
       </section>
     </section>
   );

@@ -2,20 +2,29 @@
 // principal metric and the fooling rate and their intervals, and where each model came from; a model that the
 // current round does not target is promoted to target the next one (openNextRound(candidate:)) after a confirmation.
 import { useEffect, useRef, useState } from "react";
-import { useMutation } from "urql";
+import { useMutation, useSubscription } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../../gql";
-import type { RegisteredModelPartsFragment, RetrainingRegistryQuery } from "../../gql/graphql";
+import type {
+  MatrixEvaluationsSubscription,
+  RegisteredModelPartsFragment,
+  RetrainingRegistryQuery,
+} from "../../gql/graphql";
 import { problemOf } from "../../lib/errors";
+import { currentOf, type Latest, useEnded, withLatest } from "../../lib/live";
 import { estimateText, lineageText, originLabels, originWords, roundsText, trainedFrom } from "../../lib/retraining";
 import { submitted } from "../Form";
 import { ScrollBox } from "../ScrollBox";
 import type { ManagedTask } from "./Manage";
-import { Checkbox, Outcome, shortWhen, TextArea, useOutcome, usePoll } from "./parts";
+import { Checkbox, Outcome, shortWhen, TextArea, useOutcome } from "./parts";
 import { Digest } from "./registry";
 
 export const Registry = graphql(`
   query RetrainingRegistry($code: String!) {
+    task(code: $code) {
+      id
+      updatesCursor
+    }
     registeredModels(taskCode: $code) {
       ...RegisteredModelParts
     }
@@ -49,6 +58,20 @@ export const Registry = graphql(`
           }
           items
         }
+      }
+    }
+  }
+`);
+
+// The task's evaluations as they change, while the matrix waits for some: one that ends reloads the matrix.
+const MatrixEvaluations = graphql(`
+  subscription MatrixEvaluations($code: String!, $after: String) {
+    evaluationUpdated(taskCode: $code, after: $after) {
+      cursor
+      evaluation {
+        id
+        status
+        progress
       }
     }
   }
@@ -92,6 +115,7 @@ const Promote = graphql(`
   }
 `);
 
+type MatrixEvaluation = MatrixEvaluationsSubscription["evaluationUpdated"]["evaluation"];
 type Entry = RegisteredModelPartsFragment;
 type MatrixRow = NonNullable<RetrainingRegistryQuery["roundModelMatrix"]>["rows"][number];
 type Cell = MatrixRow["cells"][number];
@@ -155,7 +179,15 @@ export function ModelMatrix({
   const evaluating = (matrix?.rows ?? []).some((r) =>
     r.cells.some((c) => c.evaluation?.status === "QUEUED" || c.evaluation?.status === "RUNNING"),
   );
-  usePoll(evaluating, reload);
+  const cursor = data?.task?.updatesCursor;
+  const [live] = useSubscription<MatrixEvaluationsSubscription, Latest<MatrixEvaluation>>(
+    { query: MatrixEvaluations, variables: { code: task.code, after: cursor }, pause: !cursor || !evaluating },
+    (latest = new Map(), event) => withLatest(latest, event.evaluationUpdated.evaluation),
+  );
+  const cellEvaluations = (matrix?.rows ?? []).flatMap((r) =>
+    r.cells.flatMap((c) => (c.evaluation ? [c.evaluation] : [])),
+  );
+  useEnded(currentOf(cellEvaluations, live.data), reload);
 
   return (
     <section aria-labelledby="matrix-title">

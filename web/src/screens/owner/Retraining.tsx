@@ -24,7 +24,7 @@ import { submitted, TextInput } from "../Form";
 import type { ManagedTask } from "./Manage";
 import { ModelMatrix, Registry } from "./ModelMatrix";
 import { Checkbox, Outcome, Select, textOf, useOutcome } from "./parts";
-import { JobList, Jobs } from "./TrainingJobs";
+import { JOBS_SHOWN, JobList, Jobs } from "./TrainingJobs";
 
 const Recipes = graphql(`
   query RetrainingRecipes($code: String!) {
@@ -91,7 +91,11 @@ export default function Retraining({ task, onChanged }: { task: ManagedTask; onC
   const variables = { code: task.code };
   const [recipes] = useQuery({ query: Recipes, variables });
   const [registry, refreshRegistry] = useQuery({ query: Registry, variables, requestPolicy: "cache-and-network" });
-  const [jobs, refreshJobs] = useQuery({ query: Jobs, variables, requestPolicy: "cache-and-network" });
+  const [jobs, refreshJobs] = useQuery({
+    query: Jobs,
+    variables: { code: task.code, first: JOBS_SHOWN },
+    requestPolicy: "cache-and-network",
+  });
   const reloadRegistry = useCallback(() => refreshRegistry({ requestPolicy: "network-only" }), [refreshRegistry]);
   const reloadJobs = useCallback(() => refreshJobs({ requestPolicy: "network-only" }), [refreshJobs]);
   const jobEnded = useCallback(() => {
@@ -100,7 +104,7 @@ export default function Retraining({ task, onChanged }: { task: ManagedTask; onC
   }, [reloadJobs, reloadRegistry]);
 
   const list = recipes.data?.trainingRecipes ?? [];
-  const jobList = jobs.data?.trainingJobs ?? [];
+  const jobList = jobs.data?.trainingJobs?.nodes ?? [];
   return (
     <section aria-labelledby="retraining-title" className="retraining">
       <h2 id="retraining-title">Retraining</h2>
@@ -130,7 +134,14 @@ export default function Retraining({ task, onChanged }: { task: ManagedTask; onC
         <section aria-labelledby="jobs-title">
           <h3 id="jobs-title">Training jobs</h3>
           {jobs.error && <p role="alert">{transportMessage(jobs.error)}</p>}
-          <JobList jobs={jobList} code={task.code} onEnded={jobEnded} reload={reloadJobs} />
+          <JobList
+            jobs={jobList}
+            total={jobs.data?.trainingJobs?.totalCount ?? 0}
+            cursor={jobs.data?.task?.updatesCursor}
+            code={task.code}
+            onEnded={jobEnded}
+            reload={reloadJobs}
+          />
         </section>
       )}
 

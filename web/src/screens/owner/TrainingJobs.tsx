@@ -1,54 +1,73 @@
-// A task's training jobs, newest first: status, stage and a progress bar live from trainingProgress while a job is
-// queued or running (and a refetch now and then, for events missed), the error and the end of the log of a failed
+// A task's training jobs, newest first: status, stage and a progress bar kept current by trainingJobUpdated (from
+// the list's cursor, so nothing is missed and nothing is polled), the error and the end of the log of a failed
 // one, the candidate of one that succeeded, and Cancel for those that may still move.
 import { useEffect } from "react";
 import { useMutation, useSubscription } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../../gql";
-import type { RetrainingJobsQuery, TrainingJobProgressSubscription } from "../../gql/graphql";
+import type { TrainingJobPartsFragment, TrainingJobUpdatedSubscription } from "../../gql/graphql";
 import { percent } from "../../lib/format";
+import { currentOf, type Latest, unknownOf, useEnded, withLatest } from "../../lib/live";
 import { modelHref } from "../../lib/models";
-import {
-  hyperparameterEntries,
-  hyperText,
-  isActive,
-  liveJob,
-  type TrainingEvent,
-  trainingStatusWords,
-} from "../../lib/retraining";
-import { Outcome, useOutcome, usePoll, when } from "./parts";
+import { hyperparameterEntries, hyperText, isActive, trainingStatusWords } from "../../lib/retraining";
+import { Outcome, useOutcome, when } from "./parts";
 import { Digest } from "./registry";
 
-export const Jobs = graphql(`
-  query RetrainingJobs($code: String!) {
-    trainingJobs(taskCode: $code) {
+export const TrainingJobParts = graphql(`
+  fragment TrainingJobParts on TrainingJob {
+    id
+    recipe
+    hyperparameters
+    seed
+    includeBaseData
+    status
+    progress
+    stage
+    error
+    logTail
+    attempts
+    createdAt
+    startedAt
+    finishedAt
+    datasets {
       id
-      recipe
-      hyperparameters
-      seed
-      includeBaseData
-      status
-      progress
-      stage
-      error
-      logTail
-      attempts
-      createdAt
-      startedAt
-      finishedAt
-      datasets {
-        id
-        name
+      name
+    }
+    parent {
+      id
+      name
+    }
+    candidate {
+      id
+      name
+      weights
+      modelId
+    }
+  }
+`);
+
+export const Jobs = graphql(`
+  query RetrainingJobs($code: String!, $first: Int!) {
+    trainingJobs(taskCode: $code, first: $first) {
+      totalCount
+      nodes {
+        ...TrainingJobParts
       }
-      parent {
-        id
-        name
-      }
-      candidate {
-        id
-        name
-        weights
-        modelId
+    }
+    task(code: $code) {
+      id
+      updatesCursor
+    }
+  }
+`);
+
+// Each job as it changes (queued, started, about once a second while it trains, ended), from the list's cursor on.
+const JobUpdated = graphql(`
+  subscription TrainingJobUpdated($code: String!, $after: String) {
+    trainingJobUpdated(taskCode: $code, after: $after) {
+      cursor
+      job {
+        ...TrainingJobParts
       }
     }
   }
@@ -74,57 +93,56 @@ const CancelTraining = graphql(`
   }
 `);
 
-const Progress = graphql(`
-  subscription TrainingJobProgress($jobId: ID!) {
-    trainingProgress(jobId: $jobId) {
-      jobId
-      status
-      progress
-      stage
-      error
-      candidateId
-    }
-  }
-`);
+type Job = TrainingJobPartsFragment;
 
-type Job = NonNullable<RetrainingJobsQuery["trainingJobs"]>[number];
+/** How many jobs the page lists (the newest); it says how many more there are. */
+export const JOBS_SHOWN = 50;
 
+/** The jobs, each as the latest trainingJobUpdated event says it is: `cursor` is the list's Task.updatesCursor. A
+ * job the list lacks (started by another owner) reloads it; one that ends calls `onEnded`. */
 export function JobList({
   jobs,
+  total,
+  cursor,
   code,
   onEnded,
   reload,
 }: {
   jobs: readonly Job[];
+  total: number;
+  cursor: string | undefined;
   code: string;
   onEnded: () => void;
   reload: () => void;
 }) {
-  usePoll(
-    jobs.some((j) => isActive(j.status)),
-    reload,
+  const [live] = useSubscription<TrainingJobUpdatedSubscription, Latest<Job>>(
+    { query: JobUpdated, variables: { code, after: cursor }, pause: !cursor },
+    (latest = new Map(), event) => withLatest(latest, event.trainingJobUpdated.job),
   );
-  if (!jobs.length) return <p className="muted">No training job yet.</p>;
+  const unknown = unknownOf(jobs, live.data).join();
+  useEffect(() => {
+    if (unknown) reload();
+  }, [unknown, reload]);
+  const shown = currentOf(jobs, live.data);
+  useEnded(shown, onEnded);
+  if (!shown.length) return <p className="muted">No training job yet.</p>;
   return (
-    <ol className="jobs" aria-label="Training jobs, newest first">
-      {jobs.map((job) => (
-        <JobItem key={job.id} job={job} code={code} onEnded={onEnded} />
-      ))}
-    </ol>
+    <>
+      <ol className="jobs" aria-label="Training jobs, newest first">
+        {shown.map((job) => (
+          <JobItem key={job.id} job={job} code={code} onEnded={onEnded} />
+        ))}
+      </ol>
+      {total > shown.length && (
+        <p className="small muted">
+          The newest {shown.length} of {total} jobs.
+        </p>
+      )}
+    </>
   );
 }
 
 function JobItem({ job, code, onEnded }: { job: Job; code: string; onEnded: () => void }) {
-  const active = isActive(job.status);
-  const [live] = useSubscription<TrainingJobProgressSubscription, TrainingEvent>(
-    { query: Progress, variables: { jobId: job.id }, pause: !active },
-    (_, event) => event.trainingProgress,
-  );
-  const shown = liveJob(job, live.data);
-  const endedLive = active && !isActive(shown.status);
-  useEffect(() => {
-    if (endedLive) onEnded();
-  }, [endedLive, onEnded]);
   const [cancelling, cancel] = useMutation(CancelTraining);
   const outcome = useOutcome();
   const asked = when(job.createdAt);
@@ -139,12 +157,12 @@ function JobItem({ job, code, onEnded }: { job: Job; code: string; onEnded: () =
   }
 
   return (
-    <li className="job" data-job-status={shown.status}>
+    <li className="job" data-job-status={job.status}>
       <div className="job-head">
         <span>
           <strong>{job.recipe}</strong>, seed {job.seed} <span className="muted small">asked {asked}</span>
         </span>
-        <span className={`job-state state-${shown.status.toLowerCase()}`}>{trainingStatusWords[shown.status]}</span>
+        <span className={`job-state state-${job.status.toLowerCase()}`}>{trainingStatusWords[job.status]}</span>
       </div>
       <p className="small">
         On {on || "nothing"}
@@ -152,18 +170,17 @@ function JobItem({ job, code, onEnded }: { job: Job; code: string; onEnded: () =
         {job.parent ? `; parent ${job.parent.name}` : ""}
         {job.attempts > 1 ? `; attempt ${job.attempts}` : ""}
       </p>
-      {isActive(shown.status) && (
+      {isActive(job.status) && (
         <div className="job-progress">
-          <progress max={1} value={shown.progress} aria-label={`Training ${job.recipe}, asked ${asked}`} />
+          <progress max={1} value={job.progress} aria-label={`Training ${job.recipe}, asked ${asked}`} />
           <span className="small">
-            {shown.stage || (shown.status === "QUEUED" ? "waiting for a worker" : "starting")} ·{" "}
-            {percent(shown.progress, 0)}
+            {job.stage || (job.status === "QUEUED" ? "waiting for a worker" : "starting")} · {percent(job.progress, 0)}
           </span>
         </div>
       )}
-      {shown.status === "FAILED" && (
+      {job.status === "FAILED" && (
         <>
-          <p className="error">{shown.error ?? "The job failed without saying why."}</p>
+          <p className="error">{job.error ?? "The job failed without saying why."}</p>
           {job.logTail && (
             <details>
               <summary>The end of its log</summary>
@@ -172,7 +189,7 @@ function JobItem({ job, code, onEnded }: { job: Job; code: string; onEnded: () =
           )}
         </>
       )}
-      {shown.status === "SUCCEEDED" && job.candidate && (
+      {job.status === "SUCCEEDED" && job.candidate && (
         <p className="small">
           Candidate {job.candidate.name}, weights <Digest weights={job.candidate.weights} />
           {job.candidate.modelId && (
@@ -183,8 +200,8 @@ function JobItem({ job, code, onEnded }: { job: Job; code: string; onEnded: () =
           )}
         </p>
       )}
-      {shown.status === "SUCCEEDED" && !job.candidate && <p className="small muted">Registering the candidate…</p>}
-      {isActive(shown.status) && (
+      {job.status === "SUCCEEDED" && !job.candidate && <p className="small muted">Registering the candidate…</p>}
+      {isActive(job.status) && (
         <p className="actions">
           <button type="button" className="secondary danger" disabled={cancelling.fetching} onClick={stop}>
             Cancel training

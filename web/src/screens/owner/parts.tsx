@@ -2,7 +2,7 @@
 // the shared Form module does not have (select, checkbox, text area, file), and dates for people.
 
 import type { CombinedError } from "@urql/core";
-import { type ReactNode, type SelectHTMLAttributes, type TextareaHTMLAttributes, useEffect, useState } from "react";
+import { type ReactNode, type SelectHTMLAttributes, type TextareaHTMLAttributes, useState } from "react";
 import { type Problem, problemOf } from "../../lib/errors";
 
 /** A mutation's outcome kept for the action's own place on the page: the problem (or null), and what it said when
@@ -143,16 +143,6 @@ export function FileInput({
       />
     </div>
   );
-}
-
-/** Calls `refetch` every `ms` while `active`: what a subscription may have missed (an event sent before it started,
- * or a change no event announces) is caught up with. */
-export function usePoll(active: boolean, refetch: () => void, ms = 10_000) {
-  useEffect(() => {
-    if (!active) return;
-    const timer = window.setInterval(refetch, ms);
-    return () => window.clearInterval(timer);
-  }, [active, refetch, ms]);
 }
 
 /** A date and time for people, in the browser's locale. */
