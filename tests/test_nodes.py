@@ -19,6 +19,7 @@ from dynaforge.services import (
     proposals,
     submissions,
     tasks,
+    training,
     validation,
     webhooks,
 )
@@ -192,6 +193,16 @@ async def test_links_are_objects_with_the_visibility_of_their_own_query(gql, pla
     )
     entries = board["round"]["leaderboard"]["nodes"]
     assert entries and all(e["user"]["username"] == e["username"] for e in entries)
+    rounds = await gql('query { round(taskCode: "toy") { task { id code } } }', token=tokens["other"])
+    assert rounds["round"]["task"] == {"id": gid("Task", "toy"), "code": "toy"}
+    # a registered model links to the model that scores it: its owners see it, others do not (it is unpublished)
+    made_models = await training.evaluate_round_targets(platform, people["owner"], "toy")
+    registry = 'query { registeredModels(taskCode: "toy") { id model { id } } }'
+    owned = (await gql(registry, token=tokens["owner"]))["registeredModels"]
+    assert sorted(r["model"]["id"] for r in owned if r["model"]) == sorted(gid("Model", m.id) for m in made_models)
+    assert made_models
+    others = (await gql(registry, token=tokens["other"]))["registeredModels"]
+    assert all(r["model"] is None for r in others)
 
 
 async def test_an_id_of_another_type_is_refused_with_the_type_expected(gql, platform, world):

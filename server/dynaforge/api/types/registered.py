@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
+from typing import Annotated
 
 import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import Info
-from dynaforge.api.node import Node, global_id
+from dynaforge.api.node import Node, global_id, related
 from dynaforge.db.models import RegisteredModel as RegisteredModelRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import tasks as task_service
@@ -61,8 +62,17 @@ class RegisteredModel(Node):
         return None if row is None else RegisteredModel.from_row(row)
 
     @strawberry.field(
+        description="The model whose evaluations score it on every scoring set; null until it has one (or when you "
+        "may not see it)."
+    )
+    async def model(self, info: Info) -> Annotated[Model, strawberry.lazy("dynaforge.api.models")] | None:  # type: ignore[name-defined]  # noqa: F821
+        # api.models links to registered models: the type is named lazily, the object fetched through the registry.
+        return await related(info, "Model", self.row.model_id)
+
+    @strawberry.field(
         description="The id of the model (Model.id) whose evaluations score it on every scoring set; null until it "
-        "has one. Read it with model(id:) or node(id:), which say whether you may see it."
+        "has one.",
+        deprecation_reason="Use model { id }.",
     )
     def model_id(self) -> strawberry.ID | None:
         return None if self.row.model_id is None else global_id("Model", self.row.model_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
 import strawberry
 from strawberry.scalars import JSON
@@ -10,7 +11,7 @@ from strawberry.scalars import JSON
 from dynaforge.api.context import Info
 from dynaforge.api.enums import EnsembleRule
 from dynaforge.api.errors import errors_as_graphql
-from dynaforge.api.node import Node, global_id
+from dynaforge.api.node import FETCHERS, Node, global_id
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.api.types.stats import LeaderboardEntry, SourceStats, Stats
@@ -107,6 +108,12 @@ class Round(Node):
     async def stuck_examples(self, info: Info) -> list[StuckExample] | None:
         stuck = await example_service.stuck_examples(*info.context.caller, self.row)
         return None if stuck is None else [StuckExample.of(e) for e in stuck]
+
+    @strawberry.field(description="The task it is a round of.")
+    async def task(self, info: Info) -> Annotated[Task, strawberry.lazy("dynaforge.api.types.task")]:  # type: ignore[name-defined]  # noqa: F821
+        # Task lists its rounds: the type is named lazily and fetched through the node registry, no import circle.
+        view = await task_service.visible_task(*info.context.caller, self.row.task_id)
+        return await FETCHERS["Task"](info, view.task.code)
 
     @strawberry.field(description="The round's counters and vMER.")
     def stats(self) -> Stats:

@@ -41,7 +41,9 @@ export const TrainingJobParts = graphql(`
       id
       name
       weights
-      modelId
+      model {
+        id
+      }
     }
   }
 `);
@@ -192,10 +194,10 @@ function JobItem({ job, code, onEnded }: { job: Job; code: string; onEnded: () =
       {job.status === "SUCCEEDED" && job.candidate && (
         <p className="small">
           Candidate {job.candidate.name}, weights <Digest weights={job.candidate.weights} />
-          {job.candidate.modelId && (
+          {job.candidate.model && (
             <>
               {" "}
-              · <Link href={modelHref(code, job.candidate.modelId)}>its evaluations</Link>
+              · <Link href={modelHref(code, job.candidate.model.id)}>its evaluations</Link>
             </>
           )}
         </p>

@@ -16,7 +16,9 @@ export const RegisteredModelParts = graphql(`
     trainingData
     metrics
     createdAt
-    modelId
+    model {
+      id
+    }
     rounds
     parent {
       id
