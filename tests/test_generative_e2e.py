@@ -454,8 +454,8 @@ OVERRULE = """mutation($input: OverruleVerdictInput!) { overruleVerdict(input: $
   ... on VerdictOverruled { example { fooled verdict { overruled fooled } } } ... on Error { message } } }"""
 VOTE_ON = """mutation($id: ID!, $label: ValidationLabel!) { validateExample(input: {exampleId: $id, label: $label}) {
   __typename ... on ValidatedExample { example { status fooled } } ... on Error { message } } }"""
-SUBSCRIBE_VERDICTS = """subscription($code: String!) { verdictDecided(taskCode: $code) { id fooled status
-  verdict { decidedBy rationale } } }"""
+SUBSCRIBE_VERDICTS = """subscription($code: String!) { verdictDecided(taskCode: $code) { ... on Example { id fooled
+  status verdict { decidedBy rationale } } } }"""
 
 
 async def _stats(http: httpx.AsyncClient, token: str, code: str) -> dict[str, Any]:

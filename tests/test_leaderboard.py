@@ -195,7 +195,7 @@ async def test_forks_and_snapshots_per_user_are_bounded(platform, board, monkeyp
 
 
 BOARD = """query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) {
-  rows { model { id name } dynascore metrics { name value } } csv } }"""
+  rows { model { modelId name } dynascore metrics { name value } } csv } }"""
 
 SORTED = """query($s: LeaderboardSort! = DYNASCORE, $m: String) {
   leaderboard(taskCode: "toy", sort: $s, sortMetric: $m) { rows { model { name } dynascore } } }"""
@@ -247,7 +247,7 @@ async def test_graphql_contract(gql, platform, board):
 METRIC_FIELDS = "metrics { name value weight interval { low high } }"
 LIVE = (
     'query($w: [WeightInput!]) { leaderboard(taskCode: "toy", metricWeights: $w) { metricWeights { name weight } '
-    "datasetWeights { name weight } rows { model { id name submitter { username } } rank dynascore missing "
+    "datasetWeights { name weight } rows { model { modelId name submitter { username } } rank dynascore missing "
     + METRIC_FIELDS
     + " } } }"
 )
@@ -277,7 +277,7 @@ async def test_snapshots_and_forks_read_back_as_typed_rows_and_weights(gql, plat
     assert by_name(frozen["metricWeights"], "weight")["accuracy"] == pytest.approx(2 / 7)  # 2, 1 and 4 defaults of 1
     assert frozen["rows"] == [
         {
-            "model": {"id": row["model"]["id"]},
+            "model": {"id": row["model"]["modelId"]},
             "modelName": row["model"]["name"],
             "submitter": row["model"]["submitter"] and row["model"]["submitter"]["username"],
             "rank": row["rank"],

@@ -93,7 +93,10 @@ READS = (
     'query { examples(taskCode: "toy", first: 10) { totalCount nodes { id fields } } }',
     'query { task(code: "toy") { currentRound { number collected fooled } } }',
 )
-CREATED = gql('subscription { exampleCreated(taskCode: "toy") { id } }')
+CREATED = gql(
+    'subscription { exampleCreated(taskCode: "toy") { ... on Example { id } '
+    "... on RedactedExample { id: exampleId } } }"
+)
 
 
 # --------------------------------------------------------------------------- the topology

@@ -40,8 +40,14 @@ FOOLED = gql(
     'subscription { modelFooled(taskCode: "toy") { id fields prediction { label } fooled task { code } '
     "round { number } } }"
 )
-CREATED = gql('subscription { exampleCreated(taskCode: "toy") { id fooled status } }')
-VALIDATED = gql('subscription { exampleValidated(taskCode: "toy") { label example { id status votes { correct } } } }')
+CREATED = gql(
+    'subscription { exampleCreated(taskCode: "toy") { __typename ... on Example { id fooled status } '
+    "... on RedactedExample { exampleId status } } }"
+)
+VALIDATED = gql(
+    'subscription { exampleValidated(taskCode: "toy") { label example { __typename '
+    "... on Example { id status votes { correct } } ... on RedactedExample { exampleId status votes { correct } } } } }"
+)
 ROUNDS = gql('subscription { roundChanged(taskCode: "toy") { taskCode change round { number } } }')
 PROGRESS = gql("subscription($m: ID!) { evaluationProgress(modelId: $m) { evaluationId datasetName status progress } }")
 
@@ -150,11 +156,12 @@ async def test_example_events_reach_signed_in_subscribers(served):
     assert event["id"] == own["createExample"]["example"]["id"]
     assert event["fields"] == {"text": "good riddance", "label": "bad"} and event["prediction"] == {"label": "good"}
     assert (event["fooled"], event["task"]["code"], event["round"]["number"]) == (True, "toy", 1)
-    # exampleCreated shows the author's examples without whether they fooled the target; the reader's own whole.
-    assert [(r["exampleCreated"]["id"], r["exampleCreated"]["fooled"]) for r in got_created] == [
-        (plain["createExample"]["example"]["id"], None),
-        (tricky["createExample"]["example"]["id"], None),
-        (own["createExample"]["example"]["id"], True),
+    # exampleCreated shows the author's examples redacted (their own type, without whether they fooled the
+    # target and without the example's id, so a normalised cache keeps them apart); the reader's own whole.
+    assert [r["exampleCreated"] for r in got_created] == [
+        {"__typename": "RedactedExample", "exampleId": plain["createExample"]["example"]["id"], "status": "CREATED"},
+        {"__typename": "RedactedExample", "exampleId": tricky["createExample"]["example"]["id"], "status": "CREATED"},
+        {"__typename": "Example", "id": own["createExample"]["example"]["id"], "fooled": True, "status": "CREATED"},
     ]
 
 
@@ -192,7 +199,8 @@ async def test_rounds_are_public_and_votes_reach_subscribers(served):
     assert got_rounds == [{"roundChanged": {"taskCode": "toy", "change": "OPENED", "round": {"number": 2}}}]
     vote = got_votes[0]["exampleValidated"]
     assert vote["label"] == "CORRECT" and vote["example"] == {
-        "id": example_id,
+        "__typename": "RedactedExample",  # the author's example, to a voter
+        "exampleId": example_id,
         "status": "CREATED",
         "votes": {"correct": 1},
     }
@@ -343,7 +351,10 @@ async def test_every_path_shows_an_examples_gold_to_the_same_people(served):
         actor = Actor(user_id, f"g{name}", name == "admin")
         await webhooks.create(p, actor, "toy", f"http://127.0.0.1:9/{name}", ["modelFooled", "exampleCreated"])
     query = "query($id: ID!) { example(id: $id) { ... on Example { fields prediction { label } } } }"
-    created = gql('subscription { exampleCreated(taskCode: "toy") { id fields prediction { label } fooled } }')
+    created = gql(
+        'subscription { exampleCreated(taskCode: "toy") { ... on Example { id fields prediction { label } fooled } '
+        "... on RedactedExample { exampleId fields } } }"
+    )
     async with (
         served.subscriber(people["author"][0]) as author,
         served.subscriber(people["owner"][0]) as owner,
@@ -372,7 +383,7 @@ async def test_every_path_shows_an_examples_gold_to_the_same_people(served):
         assert event["fields"] == whole and event["prediction"] == {"label": "good"} and event["fooled"], name
         read = (await served.gql(query, {"id": example_id}, people[name][0]))["example"]
         assert read == {"fields": whole, "prediction": {"label": "good"}}, name
-    redacted = {"id": example_id, "fields": {"text": "good grief"}, "prediction": None, "fooled": None}
+    redacted = {"exampleId": example_id, "fields": {"text": "good grief"}}  # no prediction, no fooled at all
     assert events["other"]["exampleCreated"] == redacted
     refused = await served.http.post(
         "/graphql",

@@ -138,7 +138,7 @@ async def test_submit_model_and_results(server, unique):
         table = board.to_pandas()
         assert model.name in set(table["model"])
         by_metric = await client.leaderboard("sentiment", sort_metric="accuracy")
-        assert any(r.model.id == model.id for r in by_metric.rows)
+        assert any(r.model.model_id == model.id for r in by_metric.rows)
 
         with pytest.raises(errors.InvalidInput):
             await client.leaderboard("sentiment", {"no-such-metric": 1})

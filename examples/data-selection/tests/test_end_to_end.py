@@ -187,10 +187,10 @@ def test_upload_select_submit_and_rank(server: LiveServer):
     board = server.gql(
         "careless",
         '{ leaderboard(taskCode: "data-selection", sort: DYNASCORE) '
-        "{ principalMetric metricWeights { name weight } rows { rank dynascore missing model { id name } } } }",
+        "{ principalMetric metricWeights { name weight } rows { rank dynascore missing model { modelId name } } } }",
     )["leaderboard"]
     assert {w["name"]: w["weight"] for w in board["metricWeights"]}["fairness"] == 0
     assert board["principalMetric"] == "macro_f1"
-    ranked = [(row["rank"], row["model"]["id"], row["model"]["name"]) for row in board["rows"]]
+    ranked = [(row["rank"], row["model"]["modelId"], row["model"]["name"]) for row in board["rows"]]
     assert ranked == [(1, submitted["careful"], "careful-40"), (2, submitted["careless"], "careless-40")], board
     assert board["rows"][0]["dynascore"] > board["rows"][1]["dynascore"]

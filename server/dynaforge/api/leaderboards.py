@@ -13,6 +13,7 @@ from dynaforge.api.enums import (
     GapReason,
     LeaderboardSort,
     MetricDirection,
+    ModelStatus,
 )
 from dynaforge.api.errors import (
     AlreadyExists,
@@ -24,11 +25,12 @@ from dynaforge.api.errors import (
     errors_as_null,
     errors_as_union,
 )
-from dynaforge.api.models import Model
+from dynaforge.api.models import Model, ModelCard
 from dynaforge.api.node import Node, global_id, parse_id
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.results import Interval
-from dynaforge.db.models import as_utc
+from dynaforge.api.types.user import User
+from dynaforge.db.models import ModelRow, as_utc
 from dynaforge.errors import FieldError as DomainFieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import leaderboard as board_service
@@ -82,11 +84,50 @@ class LeaderboardValue:
     value: float | None = strawberry.field(description="The value as measured (not oriented); null: missing.")
 
 
+@strawberry.type(
+    description="A model as a leaderboard row shows it to anyone: its public fields, an anonymous model without "
+    "its submitter. It has no `id`, so a normalised cache never mistakes it for the model as model(id:) shows it to "
+    "you (with its configuration, when you may see it): follow `modelId` there for the rest."
+)
+class LeaderboardModel:
+    row: strawberry.Private[ModelRow]
+    submitter_row: strawberry.Private[Any]
+    model_id: strawberry.ID = strawberry.field(description="The model's id (Model.id): model(id:) reads it whole.")
+    name: str = strawberry.field(description="Its display name.")
+    backend: str | None = strawberry.field(
+        description="The registered backend that runs it; null for a model made of uploaded predictions."
+    )
+    card: ModelCard = strawberry.field(description="What its submitter says about it.")
+    anonymous: bool = strawberry.field(description="Whether its submitter's name is hidden.")
+    status: ModelStatus = strawberry.field(description="Where its evaluations are, taken together.")
+    created_at: datetime = strawberry.field(description="When it was submitted (UTC).")
+
+    @strawberry.field(description="Who submitted it; null for an anonymous model.")
+    def submitter(self) -> User | None:
+        if self.row.anonymous or self.submitter_row is None:
+            return None
+        return User.from_row(self.submitter_row)
+
+    @classmethod
+    def of(cls, row: ModelRow, submitter: Any) -> LeaderboardModel:
+        return cls(
+            row=row,
+            submitter_row=submitter,
+            model_id=global_id("Model", row.id),
+            name=row.name,
+            backend=row.backend,
+            card=ModelCard.of(row.card or {}),
+            anonymous=row.anonymous,
+            status=ModelStatus(row.status),
+            created_at=as_utc(row.created_at),
+        )
+
+
 @strawberry.type(description="One published model on a leaderboard.")
 class LeaderboardRow:
-    model: Model = strawberry.field(
-        description="The model as anyone sees it: its config, its evaluations' errors and an anonymous model's "
-        "submitter are null here even for those who may see them (model(id:) has them)."
+    model: LeaderboardModel = strawberry.field(
+        description="The model as anyone sees it (its own type, with no `id`): model(id: model.modelId) has what you "
+        "may see of it besides."
     )
     key: str = strawberry.field(
         description="What the board breaks equal Dynascores by (compared as text): a client that re-ranks orders "
@@ -183,7 +224,7 @@ class Leaderboard:
             amrs_fallback=board.amrs_fallback,
             rows=[
                 LeaderboardRow(
-                    model=Model.from_row(r.model, privileged=False, submitter=r.submitter_row),
+                    model=LeaderboardModel.of(r.model, r.submitter_row),
                     key=str(r.model_id),
                     rank=r.rank,
                     dynascore=r.dynascore,

@@ -26,7 +26,7 @@ from dynaforge.api.errors import errors_as_graphql, query_error
 from dynaforge.api.models import Evaluation
 from dynaforge.api.node import global_id, parse_id, related
 from dynaforge.api.training import TrainingJob, TrainingStatus
-from dynaforge.api.types.example import Example, ValidationLabel
+from dynaforge.api.types.example import Example, ExampleEvent, RedactedExample, ValidationLabel
 from dynaforge.api.types.round import Round
 from dynaforge.db.models import utcnow
 from dynaforge.errors import DynaforgeError, ServiceUnavailable
@@ -52,7 +52,9 @@ _AFTER = (
 
 @strawberry.type(description="A validator's vote on an example, or an owner's decision.")
 class ExampleValidated:
-    example: Example = strawberry.field(description="The example after the vote, with its new counts and status.")
+    example: ExampleEvent = strawberry.field(
+        description="The example after the vote, with its new counts and status (redacted as in exampleCreated)."
+    )
     label: ValidationLabel = strawberry.field(description="The vote (an owner's decision counts as one).")
 
 
@@ -226,6 +228,14 @@ def _example(payload: dict) -> Example:
     return Example.from_row(example_service.example_from_payload(payload), task_code=payload["task_code"])
 
 
+def _shown(payload: dict) -> Example | RedactedExample:
+    """The example of an event as this subscriber may see it: whole, or redacted in a type of its own."""
+    row = example_service.example_from_payload(payload)
+    if payload.get("redacted"):
+        return RedactedExample.from_row(row, task_code=payload["task_code"])
+    return Example.from_row(row, task_code=payload["task_code"])
+
+
 async def _example_events(
     info: Info, event: str, task_code: str, missed: AsyncGenerator[dict, None] | None = None
 ) -> AsyncGenerator[dict, None]:
@@ -313,27 +323,27 @@ class Subscription:
         "answered PredictionPending), as each gets it, fooling or not: `prediction` and `fooled` are set. Signed-in "
         "users, redacted as in exampleCreated."
     )
-    async def example_predicted(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
+    async def example_predicted(self, info: Info, task_code: TaskCode) -> AsyncGenerator[ExampleEvent, None]:
         async for payload in _example_events(info, "examplePredicted", task_code):
-            yield _example(payload)
+            yield _shown(payload)
 
     @strawberry.subscription(
         description="Examples of the task whose verdict waited (createExample answered VerdictPending: the task's "
         "judge model or its validators decide whether it fooled the model), as each is decided, or an owner "
         "overrules the judge: `fooled` and `verdict` are set. Signed-in users, redacted as in exampleCreated."
     )
-    async def verdict_decided(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
+    async def verdict_decided(self, info: Info, task_code: TaskCode) -> AsyncGenerator[ExampleEvent, None]:
         async for payload in _example_events(info, "verdictDecided", task_code):
-            yield _example(payload)
+            yield _shown(payload)
 
     @strawberry.subscription(
-        description="Every example stored for the task, fooling or not. Signed-in users: whole to its author, the "
-        "task's owners and admins; to everyone else redacted, without its gold fields, prediction, `fooled` and "
-        "author (fields hold the rest; prediction and fooled are null)."
+        description="Every example stored for the task, fooling or not. Signed-in users: an Example to its author, "
+        "the task's owners and admins; to everyone else a RedactedExample (no gold fields, prediction, verdict, "
+        "`fooled`, author or source, and no `id` of its own: `exampleId`)."
     )
-    async def example_created(self, info: Info, task_code: TaskCode) -> AsyncGenerator[Example, None]:
+    async def example_created(self, info: Info, task_code: TaskCode) -> AsyncGenerator[ExampleEvent, None]:
         async for payload in _example_events(info, "exampleCreated", task_code):
-            yield _example(payload)
+            yield _shown(payload)
 
     @strawberry.subscription(
         description="Validation votes, flags and owners' decisions on the task's examples. Signed-in users, the "
@@ -341,7 +351,7 @@ class Subscription:
     )
     async def example_validated(self, info: Info, task_code: TaskCode) -> AsyncGenerator[ExampleValidated, None]:
         async for payload in _example_events(info, "exampleValidated", task_code):
-            yield ExampleValidated(example=_example(payload), label=ValidationLabel(payload["label"]))
+            yield ExampleValidated(example=_shown(payload), label=ValidationLabel(payload["label"]))
 
     @strawberry.subscription(description="Rounds of the task opened, closed or edited. Anyone who can see the task.")
     async def round_changed(self, info: Info, task_code: TaskCode) -> AsyncGenerator[RoundChanged, None]:

@@ -212,21 +212,37 @@ const RetractExample = graphql(`
   }
 `);
 
-// Live counters: every example stored and every vote updates the round (and the example) in the normalised cache,
-// which re-renders whatever shows them.
+// Live counters: every example stored and every vote updates the round (and the example, when it is shown whole)
+// in the normalised cache, which re-renders whatever shows them. Someone else's example comes as a RedactedExample,
+// which has no id: it never overwrites an example the cache holds whole.
+export const LiveRoundCounters = graphql(`
+  fragment LiveRoundCounters on Round {
+    id
+    collected
+    fooled
+    verifiedFooled
+    stats {
+      vmer
+    }
+  }
+`);
+
 const ExampleCreatedLive = graphql(`
   subscription ExampleCreatedLive($code: String!) {
     exampleCreated(taskCode: $code) {
-      id
-      status
-      fooled
-      round {
+      ... on Example {
         id
-        collected
+        status
         fooled
-        verifiedFooled
-        stats {
-          vmer
+        round {
+          ...LiveRoundCounters
+        }
+      }
+      ... on RedactedExample {
+        exampleId
+        status
+        round {
+          ...LiveRoundCounters
         }
       }
     }
@@ -236,12 +252,14 @@ const ExampleCreatedLive = graphql(`
 const VerdictDecidedLive = graphql(`
   subscription VerdictDecidedLive($code: String!) {
     verdictDecided(taskCode: $code) {
-      id
-      status
-      fooled
-      verdict {
-        decidedBy
-        rationale
+      ... on Example {
+        id
+        status
+        fooled
+        verdict {
+          decidedBy
+          rationale
+        }
       }
     }
   }
@@ -252,20 +270,23 @@ const ExampleValidatedLive = graphql(`
     exampleValidated(taskCode: $code) {
       label
       example {
-        id
-        status
-        votes {
-          correct
-          incorrect
-          flagged
-        }
-        round {
+        ... on Example {
           id
-          collected
-          fooled
-          verifiedFooled
-          stats {
-            vmer
+          status
+          votes {
+            correct
+            incorrect
+            flagged
+          }
+          round {
+            ...LiveRoundCounters
+          }
+        }
+        ... on RedactedExample {
+          exampleId
+          status
+          round {
+            ...LiveRoundCounters
           }
         }
       }
@@ -285,6 +306,7 @@ const ModelFooledFeed = graphql(`
 
 type Created = CreateExampleMutation["createExample"];
 type FeedItem = { id: string; fields: unknown; createdAt: string };
+type DecidedExample = Extract<VerdictDecidedLiveSubscription["verdictDecided"], { id: string }>;
 
 export default function Annotate({ code }: { code: string }) {
   const { session } = useAuth();
@@ -483,14 +505,14 @@ function ExampleForm({
   const [verdict, setVerdict] = useState<Created | null>(null);
   const [retracted, setRetracted] = useState(false);
   // A verdict that waits for the task's judge or its validators arrives as an event.
-  const [live] = useSubscription<
-    VerdictDecidedLiveSubscription,
-    VerdictDecidedLiveSubscription["verdictDecided"] | null,
-    { code: string }
-  >({ query: VerdictDecidedLive, variables: { code }, pause: !signedIn }, (_previous, event) => {
-    onStored();
-    return event.verdictDecided;
-  });
+  const [live] = useSubscription<VerdictDecidedLiveSubscription, DecidedExample | null, { code: string }>(
+    { query: VerdictDecidedLive, variables: { code }, pause: !signedIn },
+    (previous, event) => {
+      onStored();
+      const example = event.verdictDecided;
+      return "id" in example ? example : (previous ?? null); // someone else's, redacted: not the one awaited
+    },
+  );
   const decided = live.data ?? null;
   // The suggestion the form holds (put there with "Use this"): the next submission names it, and counts as ASSISTED.
   const [from, setFrom] = useState<{ id: string; adversary: string } | null>(null);

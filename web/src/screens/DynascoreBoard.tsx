@@ -36,7 +36,7 @@ const BoardBase = graphql(`
       rows {
         key
         model {
-          id
+          modelId
           name
           submitter {
             id
@@ -201,7 +201,7 @@ function useBoardData(code: string) {
       const board = base.data?.leaderboard;
       if (!board) return setError("There is no such leaderboard.");
       const models: BoardModel[] = board.rows.map((row) => ({
-        id: row.model.id,
+        id: row.model.modelId,
         key: row.key,
         name: row.model.name,
         submitter: row.model.submitter?.username ?? "",

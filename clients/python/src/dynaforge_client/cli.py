@@ -405,7 +405,7 @@ def leaderboard_rows(board: Leaderboard) -> tuple[list[str], list[list[Any]]]:
         values = {m.name: m.value for m in row.metrics}
         submitter = row.model.submitter.username if row.model.submitter else None
         rows.append(
-            [row.rank, row.model.id, row.model.name, submitter, row.dynascore, *(values.get(n) for n in metrics),
+            [row.rank, row.model.model_id, row.model.name, submitter, row.dynascore, *(values.get(n) for n in metrics),
              " ".join(row.missing)]
         )  # fmt: skip
     return ["rank", "model_id", "model", "submitter", "dynascore", *metrics, "missing"], rows

@@ -94,7 +94,7 @@ class Leaderboard:
         for row in self.board.rows:
             record: dict[str, Any] = {
                 "rank": row.rank,
-                "model_id": row.model.id,
+                "model_id": row.model.model_id,
                 "model": row.model.name,
                 "submitter": row.model.submitter.username if row.model.submitter else None,
                 "dynascore": row.dynascore,

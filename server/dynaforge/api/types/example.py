@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
@@ -375,3 +375,66 @@ class Example(Node):
             time_taken_ms=row.time_taken_ms,
             created_at=as_utc(row.created_at),
         )
+
+
+@strawberry.type(
+    description="Someone else's example as a live event shows it to those who may not read it whole: without its "
+    "gold fields, prediction, verdict, `fooled`, author and source. It has no `id` of its own, so a normalised "
+    "cache never overwrites the example as example(id:) shows it to you with these gaps: `exampleId` names it."
+)
+class RedactedExample:
+    row: strawberry.Private[ExampleRow]
+    known_task_code: strawberry.Private[str | None] = None
+    example_id: strawberry.ID = strawberry.field(description="The example's id (Example.id).")
+    fields: JSON = strawberry.field(description="Its fields, less the gold ones (those with role TARGET).")
+    status: ExampleStatus = strawberry.field(description="Where it is in its life.")
+    tag: str | None = strawberry.field(description="The tag of the context it was written against, if any.")
+    created_at: datetime = strawberry.field(description="When it was stored (UTC).")
+
+    @strawberry.field(description="The task it was written for.")
+    def task(self, info: Info) -> Task:
+        return _task(info, self.row.task_id, self.known_task_code)  # type: ignore[return-value]  # awaited (above)
+
+    @strawberry.field(description="The round it was written in.")
+    def round(self, info: Info) -> Round:
+        return _round(info, self.row.round_id)  # type: ignore[return-value]  # an awaitable (see above)
+
+    @strawberry.field(
+        description="The context it was written against; null when the example holds its context fields itself."
+    )
+    def context(self, info: Info) -> ContextType | None:
+        if self.row.context_id is None:
+            return None
+        return _context(info, self.row.context_id)  # type: ignore[return-value]  # awaited (see above)
+
+    @strawberry.field(description="Validators' votes so far.")
+    def votes(self) -> Votes:
+        return Votes(
+            correct=self.row.validations_correct,
+            incorrect=self.row.validations_incorrect,
+            flagged=self.row.validations_flagged,
+        )
+
+    @classmethod
+    def from_row(cls, row: ExampleRow, *, task_code: str | None = None) -> RedactedExample:
+        """``row`` already redacted (``visibility.redact_payload``, read back by ``example_from_payload``)."""
+        return cls(
+            row=row,
+            known_task_code=task_code,
+            example_id=global_id("Example", row.id),
+            fields=JSON(row.fields),
+            status=ExampleStatus(row.status),
+            tag=row.tag,
+            created_at=as_utc(row.created_at),
+        )
+
+
+#: An example in a live event: whole for those who may read it, else redacted, in a type of its own.
+ExampleEvent = Annotated[
+    Example | RedactedExample,
+    strawberry.union(
+        "ExampleEvent",
+        description="An example as a live event shows it to you: an Example when you may read it whole (your own; "
+        "every one for the task's owners and admins), else a RedactedExample.",
+    ),
+]

@@ -1342,7 +1342,7 @@ class GeneratedClient(AsyncBaseClient):
                   dynascore
                   missing
                   model {
-                    id
+                    modelId
                     name
                     submitter {
                       username

@@ -51,7 +51,7 @@ class LeaderboardLeaderboardRows(BaseModel):
 
 
 class LeaderboardLeaderboardRowsModel(BaseModel):
-    id: str
+    model_id: str = Field(alias="modelId")
     name: str
     submitter: Optional["LeaderboardLeaderboardRowsModelSubmitter"]
 
