@@ -39,6 +39,8 @@ from dynaforge.db.models import (
     Round,
     TaskRow,
     User,
+    WebhookDelivery,
+    WebhookDeliveryStatus,
 )
 from dynaforge.services import auth as auth_service
 from dynaforge.services import datasets as dataset_service
@@ -396,6 +398,27 @@ class World:
     async def others_webhook(self) -> int:
         await self.webhook()
         return self.made["others_webhook"]
+
+    async def failed_delivery(self) -> str:
+        """A FAILED delivery of AUTHOR's webhook (a row, as the job leaves one after its last attempt): its message
+        id."""
+
+        async def make():
+            webhook_id = await self.webhook()
+            async with self.p.db.write() as s:
+                row = WebhookDelivery(
+                    webhook_id=webhook_id,
+                    message_id="msg_authz_failed",
+                    event="modelFooled",
+                    body="{}",
+                    status=WebhookDeliveryStatus.FAILED,
+                    attempts=8,
+                    error="HTTP 500",
+                )
+                s.add(row)
+            return row.message_id
+
+        return await self._once("failed_delivery", make)
 
     # ------------------------------------------------------------------ events (as the services publish them)
 

@@ -133,6 +133,10 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "login":                          rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "createApiToken":                 rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "revokeApiToken":                 rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  NOTFOUND,  OK,   NOAUTH),
+    # --- running the accounts (admins)
+    "users":                          rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
+    "setUserAdmin":                   rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
+    "setUserActive":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,   NOAUTH),
     "logout":                         rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "revokeAllApiTokens":             rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "me":                             rule(NULL,     OK,        OK,        OK,        OK,        OK,   NULL),
@@ -256,6 +260,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     # rotateWebhookSecret: only the registrant, since the secret signs what their receiver trusts
     "rotateWebhookSecret":            rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  NOTFOUND,  NOTFOUND, NOAUTH),
     "deleteWebhook":                  rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
+    "redeliverWebhook":               rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
     "updateWebhook":                  rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  FORBIDDEN, FORBIDDEN, NOAUTH),
     "updateWebhook@pause":            rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
     "deleteWebhook@hiddenTask":       rule(NOAUTH,   NOTFOUND,  OK,        NOTFOUND,  OK,        OK,   NOAUTH),
@@ -700,7 +705,7 @@ def _classify_task(value: Any, seen: Seen) -> str:
         may_read = seen.viewer == owner["username"] or (seen.role == ADMIN)
         if owner["email"] is not None and not may_read:
             leaks.append(f"{owner['username']}'s email")
-        if owner["apiTokens"] and seen.viewer != owner["username"]:
+        if owner["apiTokens"] and not may_read:  # admins run the accounts: they list anyone's (never a secret)
             leaks.append(f"{owner['username']}'s API tokens")
     if leaks:
         return "leak: " + ", ".join(leaks)
@@ -714,7 +719,7 @@ TASK_QUERY = """query($code: String!) { task(code: $code) {
 
 @operation("task", document=TASK_QUERY, classify=_classify_task)
 async def _task(w: World) -> Variables:
-    await w.token(OWNER)  # the owner has a token, which only the owner may list
+    await w.token(OWNER)  # the owner has a token, which only the owner and admins may list
     return {"code": TASK}
 
 
@@ -1337,6 +1342,29 @@ async def _create_webhook(w: World) -> Variables:
 async def _create_webhook_hidden(w: World) -> Variables:
     await w.hide_task()
     return _input(taskCode=TASK, url=HOOK_URL, events=["MODEL_FOOLED", "ROUND_CHANGED"], description="mine")
+
+
+@operation("redeliverWebhook")
+async def _redeliver_webhook(w: World) -> Variables:
+    return _input(deliveryId=gid("WebhookDelivery", await w.failed_delivery()))
+
+
+USERS = "query { users(first: 5) { totalCount nodes { id username active } } }"
+
+
+@operation("users", document=USERS, classify=lambda value, seen: OK if value["nodes"] else f"{value}")
+async def _users(w: World) -> Variables:
+    return {}
+
+
+@operation("setUserAdmin")
+async def _set_user_admin(w: World) -> Variables:
+    return _input(userId=gid("User", (await w.account("promoted")).user_id), isAdmin=True)
+
+
+@operation("setUserActive")
+async def _set_user_active(w: World) -> Variables:
+    return _input(userId=gid("User", (await w.account("disabled")).user_id), active=False)
 
 
 @operation("rotateWebhookSecret")

@@ -70,6 +70,7 @@ test("a model archive uploaded through the page is evaluated, with live progress
       timeout: 420_000,
     }),
   );
+  await expect(page.locator("[data-allowance]")).toHaveText(/^(\d+) of \1 submissions? left in the last 24 hours\.$/);
   await page.getByLabel("Model name").fill("tiny-bert");
   await page.getByLabel("Model archive", { exact: true }).setInputFiles(archive);
   await page.getByRole("button", { name: "Upload and submit" }).click();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { intervalText, isModelArchive, metricValue, parseJsonObject } from "../src/lib/models";
+import { allowanceText, intervalText, isModelArchive, metricValue, parseJsonObject } from "../src/lib/models";
 import { failureOf, multipartBody, outcomeOf } from "../src/lib/uploadProgress";
 
 describe("the Models screens' words and numbers", () => {
@@ -18,6 +18,17 @@ describe("the Models screens' words and numbers", () => {
     expect(parseJsonObject('{"max_length": 64}').value).toEqual({ max_length: 64 });
     expect(parseJsonObject("[1]").error).toMatch(/JSON object/);
     expect(parseJsonObject("{x").error).toMatch(/not valid JSON/);
+  });
+});
+
+describe("the submission allowance", () => {
+  it("says how many are left, or when the next one frees up", () => {
+    expect(allowanceText(3, 5, null)).toBe("3 of 5 submissions left in the last 24 hours.");
+    expect(allowanceText(1, 1, null)).toBe("1 of 1 submission left in the last 24 hours.");
+    expect(allowanceText(0, 5, "2026-11-30T10:00:00Z")).toMatch(
+      /^You made all 5 submissions this task takes in 24 hours\. The next one frees up at .+\.$/,
+    );
+    expect(allowanceText(0, 5, null)).toBe("You made all 5 submissions this task takes in 24 hours.");
   });
 });
 

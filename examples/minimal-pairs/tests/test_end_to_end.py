@@ -200,9 +200,9 @@ def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
     board = server.gql(
         "builder",
         '{ leaderboard(taskCode: "minimal-pairs", sort: DYNASCORE) { principalMetric '
-        "rows { rank model { id name } metrics { name value } } } }",
+        "rows { rank model { modelId name } metrics { name value } } } }",
     )["leaderboard"]
     assert board["principalMetric"] == "accuracy"
     # ranked (no model has a fairness figure, the task has no fairness copy: that axis weighs 0 by default)
-    ranked = [(row["rank"], row["model"]["id"]) for row in board["rows"]]
+    ranked = [(row["rank"], row["model"]["modelId"]) for row in board["rows"]]
     assert ranked == [(1, target["id"]), (2, submitted["model"]["id"])], board

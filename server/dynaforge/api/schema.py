@@ -49,6 +49,7 @@ from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.api.registry import RegistryQuery
 from dynaforge.api.subscriptions import Subscription
 from dynaforge.api.training import TrainingMutation, TrainingQuery
+from dynaforge.api.users import UserMutation, UserQuery
 from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
 from dynaforge.errors import DynaforgeError, ServiceUnavailable, database_unreachable, text_problem
 from dynaforge.settings import Settings
@@ -202,6 +203,7 @@ QUERY_TYPES: tuple[type, ...] = (
     RegistryQuery,
     TrainingQuery,
     AdversaryQuery,
+    UserQuery,
 )
 MUTATION_TYPES: tuple[type, ...] = (
     CoreMutation,
@@ -215,6 +217,7 @@ MUTATION_TYPES: tuple[type, ...] = (
     WebhookMutation,
     TrainingMutation,
     AdversaryMutation,
+    UserMutation,
 )
 Query = merge_types("Query", QUERY_TYPES)
 Mutation = merge_types("Mutation", MUTATION_TYPES)

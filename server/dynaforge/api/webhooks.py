@@ -10,6 +10,7 @@ import strawberry
 from dynaforge.api.context import Info
 from dynaforge.api.enums import WebhookDeliveryStatus, WebhookEvent, raw
 from dynaforge.api.errors import (
+    Conflict,
     Forbidden,
     InvalidInput,
     NotAuthenticated,
@@ -18,7 +19,7 @@ from dynaforge.api.errors import (
     errors_as_graphql,
     errors_as_union,
 )
-from dynaforge.api.node import Node, global_id, parse_id, related
+from dynaforge.api.node import Node, global_id, parse_id, parse_key, related
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.user import User
 from dynaforge.db.models import Webhook as WebhookRow
@@ -166,6 +167,16 @@ class WebhookDeleted:
     id: strawberry.ID = strawberry.field(description="The id the deleted webhook had.")
 
 
+@strawberry.input(description="The delivery to send again.")
+class RedeliverWebhookInput:
+    delivery_id: strawberry.ID = strawberry.field(description="The delivery's id (WebhookDelivery.id).")
+
+
+@strawberry.type(description="The delivery is queued again, under its own message id.")
+class WebhookRedelivered:
+    delivery: WebhookDelivery = strawberry.field(description="The delivery, PENDING again with no attempt made.")
+
+
 CreateWebhookResult = Annotated[
     WebhookSecret | InvalidInput | NotAuthenticated | NotFound | RateLimited,
     strawberry.union(
@@ -191,6 +202,15 @@ UpdateWebhookResult = Annotated[
         description="WebhookUpdated: the changes are made. The other members are the expected failures, and change "
         "nothing: InvalidInput (a field breaks createWebhook's rules), NotAuthenticated, Forbidden (an owner or "
         "admin who is not the registrant changing more than `active`), NotFound (no such webhook you may manage).",
+    ),
+]
+RedeliverWebhookResult = Annotated[
+    WebhookRedelivered | InvalidInput | NotAuthenticated | NotFound | Conflict,
+    strawberry.union(
+        "RedeliverWebhookResult",
+        description="WebhookRedelivered: the delivery is queued again. The other members are the expected failures, "
+        "and send nothing: InvalidInput (the id is not a WebhookDelivery's), NotAuthenticated, NotFound (no such "
+        "delivery of a webhook you may manage), Conflict (it is still being sent, or its webhook is paused).",
     ),
 ]
 DeleteWebhookResult = Annotated[
@@ -265,6 +285,19 @@ class WebhookMutation:
             active=input.active,
         )
         return WebhookUpdated(webhook=Webhook.from_row(row))
+
+    @strawberry.mutation(
+        description="Send a delivery again (its webhook's registrant, the task's owners and admins): a FAILED one "
+        "once its receiver is fixed, or a DELIVERED one its receiver lost. It keeps its webhook-id header, so a "
+        "receiver that deduplicates on it acts once; its attempts count from zero again."
+    )
+    @errors_as_union
+    async def redeliver_webhook(
+        self, info: Info, input: Annotated[RedeliverWebhookInput, strawberry.argument(description="The delivery.")]
+    ) -> RedeliverWebhookResult:
+        message_id = parse_key(input.delivery_id, "deliveryId", "WebhookDelivery")
+        row = await webhook_service.redeliver(*info.context.caller, message_id)
+        return WebhookRedelivered(delivery=WebhookDelivery.from_row(row))
 
     @strawberry.mutation(
         description="Its registrant, the task's owners and admins delete a webhook and its delivery log."

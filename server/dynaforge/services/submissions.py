@@ -13,7 +13,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import delete, func, select, update
@@ -88,27 +88,54 @@ def require_kind(task: Task, kind: str) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Allowance:
+    """A user's submissions to a task in the last 24 hours against its ``submissions_per_day``."""
+
+    limit: int
+    used: int
+    next_at: datetime | None  # when the oldest counted attempt leaves the window (one more is allowed)
+
+    @property
+    def left(self) -> int:
+        return max(0, self.limit - self.used)
+
+
+async def _allowance(s: Any, view: task_service.TaskView, user_id: int) -> Allowance:
+    since = utcnow() - timedelta(hours=24)
+    used, first = (
+        await s.execute(
+            select(func.count(), func.min(col(SubmissionAttempt.created_at))).where(
+                col(SubmissionAttempt.task_id) == view.row.id,
+                col(SubmissionAttempt.user_id) == user_id,
+                col(SubmissionAttempt.created_at) >= since,
+            )
+        )
+    ).one()
+    next_at = None if first is None else as_utc(first) + timedelta(hours=24)
+    return Allowance(view.settings.submissions_per_day, int(used or 0), next_at)
+
+
+async def allowance(p: Platform, actor: Actor, task_code: str) -> Allowance:
+    """How many more models (or predictions, or selections) the signed-in user may submit to the task now."""
+    actor = require_human(actor)
+    view = await task_service.get_task(p, actor, task_code)
+    async with p.db.session() as s:
+        return await _allowance(s, view, actor.person_id)
+
+
 async def check_throttle(s, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
     """RateLimited when the user made the task's ``submissions_per_day`` scored attempts (models, predictions or
     selections) in the last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the
     write transaction that records the next attempt (:func:`record_attempt`). Attempts are rows of their own: deleting
     a model, hiding its submitter or its failing gives none back. The models of registry entries (training jobs'
     candidates and the parents evaluated beside them, which ``TRAINING_JOBS_PER_DAY`` bounds) are not attempts."""
-    limit = view.settings.submissions_per_day
-    since = utcnow() - timedelta(hours=24)
-    window = (
-        col(SubmissionAttempt.task_id) == view.row.id,
-        col(SubmissionAttempt.user_id) == actor.person_id,
-        col(SubmissionAttempt.created_at) >= since,
-    )
-    recent, first = (
-        await s.execute(select(func.count(), func.min(col(SubmissionAttempt.created_at))).where(*window))
-    ).one()
-    if recent >= limit:
-        retry = max(0.0, (as_utc(first) + timedelta(hours=24) - utcnow()).total_seconds())
+    counted = await _allowance(s, view, actor.person_id)
+    if counted.left == 0:
+        retry = 0.0 if counted.next_at is None else max(0.0, (counted.next_at - utcnow()).total_seconds())
         raise RateLimited(
-            f"{task_code} takes {limit} submissions per user in 24 hours, and every scored attempt counts (a deleted "
-            "or failed one too); try again later",
+            f"{task_code} takes {counted.limit} submissions per user in 24 hours, and every scored attempt counts (a "
+            "deleted or failed one too); try again later",
             retry,
         )
 

@@ -39,12 +39,13 @@ from sqlmodel import col
 
 from dynaforge.db.models import Webhook, WebhookDelivery, utcnow
 from dynaforge.db.models import WebhookDeliveryStatus as D
-from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
 from dynaforge.outbound import OutboundPolicy, OutboundRefused, Target
 from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.announce import WEBHOOK_EVENTS
+from dynaforge.services.job_queue import BrokerUnavailable
 from dynaforge.services.platform import Platform
 from dynaforge.settings import Settings
 
@@ -348,6 +349,37 @@ async def attempt(settings: Settings, db, delivery_id: int, *, max_attempts: int
     if status == D.PENDING:
         raise DeliveryFailed(f"delivery {delivery_id} attempt {attempts}: {error}")
     return status
+
+
+async def redeliver(p: Platform, actor: Actor, message_id: str) -> WebhookDelivery:
+    """Send a delivery again (its registrant, the task's owners and admins): a FAILED one after its receiver was
+    fixed, or a DELIVERED one its receiver lost. It keeps its message id (the webhook-id header), so a receiver that
+    deduplicates on it acts once; its attempts start again from zero. A delivery still PENDING is being sent
+    (Conflict), and a paused webhook sends nothing (Conflict: resume it first)."""
+    row = await get_delivery(p, actor, message_id)
+    async with p.db.write() as s:
+        webhook = await s.get(Webhook, row.webhook_id)
+        if webhook is None:
+            raise NotFound(f"No webhook delivery {message_id!r}")
+        if not webhook.active:
+            raise Conflict("The webhook is paused; resume it with updateWebhook(active: true), then redeliver")
+        result = await s.execute(
+            update(WebhookDelivery)
+            .where(col(WebhookDelivery.id) == row.id, col(WebhookDelivery.status) != D.PENDING)
+            .values(status=D.PENDING, attempts=0, response_status=None, error=None, delivered_at=None)
+        )
+        if not result.rowcount:  # type: ignore[attr-defined]
+            raise Conflict(f"Delivery {message_id!r} is still being sent; wait for it to end")
+    if p.jobs is not None:
+        try:
+            p.jobs.send_webhooks([row.id])
+        except BrokerUnavailable as exc:  # stored PENDING: sent again at the next start
+            log.error("webhook delivery %s stays pending: %s", row.id, exc)
+    async with p.db.session() as s:
+        fresh = await s.get(WebhookDelivery, row.id)
+    if fresh is None:
+        raise NotFound(f"No webhook delivery {message_id!r}")
+    return fresh
 
 
 async def get_webhook(p: Platform, actor: Actor, webhook_id: int) -> Webhook:

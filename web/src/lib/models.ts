@@ -67,3 +67,12 @@ export function doneCount(states: readonly { status: EvaluationStatus }[]): stri
   const done = states.filter((s) => s.status === "DONE" || s.status === "FAILED").length;
   return `${done} of ${states.length} evaluation${states.length === 1 ? "" : "s"} finished`;
 }
+
+/** What is left of a task's 24-hour submission allowance, in words: "3 of 5 submissions left in the last 24
+ * hours", or, when none is, when the next one frees up. */
+export function allowanceText(left: number, limit: number, nextAt: string | null | undefined): string {
+  if (left > 0) return `${left} of ${limit} submission${limit === 1 ? "" : "s"} left in the last 24 hours.`;
+  const next = nextAt ? new Date(nextAt) : null;
+  const when = next && !Number.isNaN(next.getTime()) ? ` The next one frees up at ${next.toLocaleString()}.` : "";
+  return `You made all ${limit} submission${limit === 1 ? "" : "s"} this task takes in 24 hours.${when}`;
+}

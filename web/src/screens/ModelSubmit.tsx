@@ -1,12 +1,12 @@
 // Submit a model to a task: upload a model archive (a Hugging Face folder as .tar.gz or .zip, with upload progress)
 // or name an http endpoint. Either way the server's typed errors are shown beside the field they concern.
 import { useRef, useState } from "react";
-import { useMutation } from "urql";
+import { useMutation, useQuery } from "urql";
 import { useLocation } from "wouter";
 import { graphql } from "../gql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf } from "../lib/errors";
-import { bytes, isModelArchive, modelHref, parseJsonObject } from "../lib/models";
+import { allowanceText, bytes, isModelArchive, modelHref, parseJsonObject } from "../lib/models";
 import { type UploadProgress, uploadOperation } from "../lib/uploadProgress";
 import { ProblemBox, TextInput } from "./Form";
 
@@ -34,6 +34,21 @@ const UploadModel = graphql(`
       }
       ... on RateLimited {
         retryAfterSeconds
+      }
+    }
+  }
+`);
+
+// What is left of the day's allowance: shown beside the form, so a refusal is never a surprise.
+const Allowance = graphql(`
+  query SubmitAllowance($code: String!) {
+    task(code: $code) {
+      id
+      viewerSubmissions {
+        limit
+        used
+        left
+        nextAt
       }
     }
   }
@@ -109,6 +124,13 @@ export default function ModelSubmit({ code, labels }: { code: string; labels: re
   const abort = useRef<AbortController | null>(null);
   const [submitting, submitModel] = useMutation(SubmitModel);
   const busy = uploading || submitting.fetching;
+  const [allowance] = useQuery({
+    query: Allowance,
+    variables: { code },
+    pause: !session,
+    requestPolicy: "cache-and-network",
+  });
+  const left = allowance.data?.task?.viewerSubmissions;
   const errors = problem?.fields ?? {};
 
   async function submit(form: FormData) {
@@ -175,6 +197,11 @@ export default function ModelSubmit({ code, labels }: { code: string; labels: re
   return (
     <section className="card submit-model" aria-labelledby="submit-model">
       <h2 id="submit-model">Submit a model</h2>
+      {left && (
+        <p className="small muted" data-allowance>
+          {allowanceText(left.left, left.limit, left.nextAt)}
+        </p>
+      )}
       <form
         noValidate
         onSubmit={(event) => {

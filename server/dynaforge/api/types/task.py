@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import Enum
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ from dynaforge.api.types.user import User
 from dynaforge.db.models import utcnow
 from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
+from dynaforge.services import submissions as submission_service
 from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import validation as validation_service
@@ -80,6 +82,19 @@ class FieldType(Enum):
     )
     BOOLEAN = strawberry.enum_value("boolean", description="true or false.")
     OTHER = strawberry.enum_value("other", description="A kind a plugin defines: see the field's jsonSchema.")
+
+
+@strawberry.type(
+    description="Your submissions to a task in the last 24 hours, against the task's allowance. Every scored "
+    "attempt counts (a deleted or failed one too)."
+)
+class SubmissionAllowance:
+    limit: int = strawberry.field(description="How many the task takes per user in 24 hours.")
+    used: int = strawberry.field(description="How many you made in the last 24 hours.")
+    left: int = strawberry.field(description="How many more you may submit now.")
+    next_at: datetime | None = strawberry.field(
+        description="When the oldest of those leaves the 24 hours (one more is allowed then); null when you made none."
+    )
 
 
 @strawberry.type(
@@ -325,6 +340,16 @@ class Task(Node):
     )
     def updates_cursor(self) -> str:
         return subscription_service.update_cursor(utcnow())
+
+    @strawberry.field(
+        description="Your submissions to this task in the last 24 hours against its allowance "
+        "(TaskSettings.submissionsPerDay): how many more models, predictions or selections you may submit now. Null "
+        "for anonymous callers (with a NOT_AUTHENTICATED error)."
+    )
+    @errors_as_graphql
+    async def viewer_submissions(self, info: Info) -> SubmissionAllowance | None:
+        counted = await submission_service.allowance(*info.context.caller, self.view.task.code)
+        return SubmissionAllowance(limit=counted.limit, used=counted.used, left=counted.left, next_at=counted.next_at)
 
     @strawberry.field(
         description="Your own counters in this task, per round you wrote in and in total. Null for anonymous "

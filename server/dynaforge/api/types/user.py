@@ -77,8 +77,16 @@ class User(Node):
         return auth_service.visible_email(info.context.actor, self.row)
 
     @strawberry.field(
-        description="The user's API tokens, revoked ones included, oldest first; empty for everyone but the user "
-        "themself (admins too)."
+        description="Whether the account may sign in (an admin may disable it: setUserActive); null for everyone "
+        "but the user themself and admins."
+    )
+    def active(self, info: Info) -> bool | None:
+        actor = info.context.actor
+        return self.row.is_active if actor.user_id == self.row.id or actor.is_admin else None
+
+    @strawberry.field(
+        description="The user's API tokens (names, dates, whether revoked; never a secret, which is stored hashed), "
+        "revoked ones included, oldest first; empty for everyone but the user themself and admins."
     )
     async def api_tokens(self, info: Info) -> list[ApiToken]:
         return [ApiToken.from_row(r) for r in await auth_service.tokens_of(*info.context.caller, self.row.id)]
