@@ -223,6 +223,10 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "datasetItems@hiddenTask":        rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  FULL,      FULL, NOTFOUND),
     "createRoundDatasets":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "uploadPerturbedCopy":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "updateDataset":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "updateDataset@hidden":           rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
+    "deleteDataset":                  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "deleteDataset@hidden":           rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     # --- models and leaderboards
     "submitModel":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "submitModel@importPath":         rule(NOAUTH,   INVALID,   INVALID,   INVALID,   INVALID,   OK,   NOAUTH),
@@ -1044,6 +1048,26 @@ async def _dataset_items_hidden_task(w: World) -> Variables:
     variables = await _dataset_id(w, DatasetAccess.STANDARD)
     await w.hide_task()
     return variables
+
+
+@operation("updateDataset")
+async def _update_dataset(w: World) -> Variables:
+    return _input(id=gid("Dataset", (await w.datasets())[DatasetAccess.STANDARD].id), description="renamed")
+
+
+@operation("updateDataset@hidden")
+async def _update_dataset_hidden(w: World) -> Variables:
+    return _input(id=gid("Dataset", (await w.datasets())[DatasetAccess.HIDDEN].id), access="SCORING")
+
+
+@operation("deleteDataset")
+async def _delete_dataset(w: World) -> Variables:
+    return _input(id=gid("Dataset", (await w.datasets())[DatasetAccess.STANDARD].id))
+
+
+@operation("deleteDataset@hidden")
+async def _delete_dataset_hidden(w: World) -> Variables:
+    return _input(id=gid("Dataset", (await w.datasets())[DatasetAccess.HIDDEN].id))
 
 
 @operation("createRoundDatasets")

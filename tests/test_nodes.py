@@ -44,7 +44,7 @@ def test_every_object_with_an_id_is_a_node_and_every_node_can_be_fetched():
         for t in schema.type_map.values()
         if isinstance(t, GraphQLObjectType) and "id" in t.fields and not t.name.startswith("__")
     }
-    assert with_id - implementing == {"DeletedModel", "LeaderboardItemDeleted", "WebhookDeleted"}
+    assert with_id - implementing == {"DatasetDeleted", "DeletedModel", "LeaderboardItemDeleted", "WebhookDeleted"}
 
 
 @pytest.mark.parametrize("key", [1, 42, "nli", "nli:3", "3f1c-message"])

@@ -166,7 +166,7 @@ test("a flagged example reaches the owner, who accepts it, makes data sets of th
   await page.getByRole("link", { name: "Data sets", exact: true }).click();
   const name = `imported-${Date.now().toString(36)}`;
   await page.getByLabel("Name", { exact: true }).fill(name);
-  await page.getByLabel("Access").selectOption("STANDARD");
+  await page.getByLabel("Access", { exact: true }).selectOption("STANDARD");
   await page.getByLabel("Examples file").setInputFiles({
     name: "export.jsonl",
     mimeType: "application/x-ndjson",
@@ -175,6 +175,16 @@ test("a flagged example reaches the owner, who accepts it, makes data sets of th
   await page.getByRole("button", { name: "Import data set" }).click();
   await expect(page.getByRole("status").filter({ hasText: `Imported ${name}` })).toBeVisible();
   await expect(sets).toContainText(name);
+
+  // Its access changed, then the set deleted (asked twice).
+  const row = sets.getByRole("row").filter({ hasText: name });
+  await row.getByLabel(`Access of ${name}`).selectOption("HIDDEN");
+  await expect(row.getByRole("status")).toHaveText(`${name} is now hidden, its copies with it.`);
+  await expect(row.locator("[data-access]")).toHaveText("hidden");
+  await row.getByRole("button", { name: `Delete ${name}` }).click();
+  await row.getByRole("button", { name: `Yes, delete ${name}` }).click();
+  await expect(sets).not.toContainText(name);
+  await checkAccessibility(page, "owner data sets after a delete");
 });
 
 test("an owner creates a webhook, rotates its secret and deletes it", async ({ page }) => {

@@ -21,6 +21,7 @@ from dynaforge.api.enums import (
 )
 from dynaforge.api.errors import (
     AlreadyExists,
+    Conflict,
     Forbidden,
     InvalidInput,
     NotAuthenticated,
@@ -243,8 +244,87 @@ class DatasetQuery:
         return connection
 
 
+@strawberry.input(description="A data set and what to change in it; what is left out stays.")
+class UpdateDatasetInput:
+    id: strawberry.ID = strawberry.field(description="The data set's id (Dataset.id).")
+    access: DatasetAccess | None = strawberry.field(
+        default=None,
+        description="Its new access (not a perturbed copy's: its copies follow it). SCORING queues an evaluation of "
+        "every model that has none on it; STANDARD shows its gold to everyone who can see the task.",
+    )
+    name: str | None = strawberry.field(
+        default=None, description="A new name, unique in the task: 1 to 100 lowercase letters, digits, '_', '.' or '-'."
+    )
+    description: str | None = strawberry.field(default=None, description="A new description: at most 5000 characters.")
+
+
+@strawberry.input(description="The data set to delete.")
+class DeleteDatasetInput:
+    id: strawberry.ID = strawberry.field(description="The data set's id (Dataset.id).")
+
+
+@strawberry.type(description="The data set as it is now.")
+class DatasetUpdated:
+    dataset: Dataset = strawberry.field(description="The data set, changed (its copies' access with it).")
+
+
+@strawberry.type(description="The data set, its perturbed copies, their items and every evaluation on them are gone.")
+class DatasetDeleted:
+    id: strawberry.ID = strawberry.field(description="The id the deleted set had.")
+    copy_ids: list[strawberry.ID] = strawberry.field(description="The ids its deleted perturbed copies had.")
+
+
+UpdateDatasetResult = Annotated[
+    DatasetUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists,
+    strawberry.union(
+        "UpdateDatasetResult",
+        description="DatasetUpdated: the changes are made. The other members are the expected failures, and change "
+        "nothing: InvalidInput (a copy's access, a name or description too long), NotAuthenticated, Forbidden (not "
+        "an owner of the task or an admin), NotFound (no such set you can see), AlreadyExists (the name is taken).",
+    ),
+]
+DeleteDatasetResult = Annotated[
+    DatasetDeleted | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    strawberry.union(
+        "DeleteDatasetResult",
+        description="DatasetDeleted: the set is gone. The other members are the expected failures, and delete "
+        "nothing: InvalidInput (the id is not a Dataset's), NotAuthenticated, Forbidden (not an owner of the task or "
+        "an admin), NotFound (no such set you can see), Conflict (an evaluation on it is running).",
+    ),
+]
+
+
 @strawberry.type
 class DatasetMutation:
+    @strawberry.mutation(
+        description="Owners and admins change a data set's access, name or description. A set made SCORING (with "
+        "its copies) queues an evaluation of every model of the task that has none on it; one that stops being "
+        "SCORING leaves the board, its evaluations staying on the models' pages."
+    )
+    @errors_as_union
+    async def update_dataset(
+        self, info: Info, input: Annotated[UpdateDatasetInput, strawberry.argument(description="What to change.")]
+    ) -> UpdateDatasetResult:
+        row = await dataset_service.update_dataset(
+            *info.context.caller,
+            parse_id(input.id, "id", "Dataset"),
+            access=None if input.access is None else raw(input.access),
+            name=input.name,
+            description=input.description,
+        )
+        return DatasetUpdated(dataset=Dataset.from_row(row))
+
+    @strawberry.mutation(
+        description="Owners and admins delete a data set with its perturbed copies, their items and every "
+        "evaluation on them; the models' other evaluations stay. Refused while an evaluation on it runs."
+    )
+    @errors_as_union
+    async def delete_dataset(
+        self, info: Info, input: Annotated[DeleteDatasetInput, strawberry.argument(description="The data set.")]
+    ) -> DeleteDatasetResult:
+        gone, copies = await dataset_service.delete_dataset(*info.context.caller, parse_id(input.id, "id", "Dataset"))
+        return DatasetDeleted(id=global_id("Dataset", gone), copy_ids=[global_id("Dataset", c) for c in copies])
+
     @strawberry.mutation(
         description="Owners attach their own perturbed copy of a scoring set (instead of or beside "
         "the platform's); the task's models are evaluated on it and their robustness or fairness "

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import delete, func, insert, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
@@ -26,6 +26,7 @@ from dynaforge.db.models import (
     DatasetAccess,
     DatasetItem,
     Evaluation,
+    EvaluationStatus,
     Example,
     ExampleStatus,
     ModelRow,
@@ -33,7 +34,7 @@ from dynaforge.db.models import (
     Round,
     TaskRow,
 )
-from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
+from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation.variants import iter_variants
 from dynaforge.files import Problems
 from dynaforge.services import cursors, visibility
@@ -41,6 +42,7 @@ from dynaforge.services import imports as import_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.evaluation_jobs import queue
+from dynaforge.services.evaluation_runner import Runner
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.fields import Role
 
@@ -374,6 +376,153 @@ async def get_dataset(p: Platform, actor: Actor, dataset_id: int) -> tuple[Datas
         except NotFound:
             raise NotFound(f"No data set {dataset_id} that you can see") from None
     return dataset, owner or dataset.access == DatasetAccess.STANDARD
+
+
+async def _managed(p: Platform, actor: Actor, dataset_id: int, verb: str) -> tuple[Dataset, str]:
+    """The data set, for its task's owners and admins (NotFound for those who may not see it, Forbidden for those
+    who see it but may not manage it), and its task's code."""
+    actor = require_user(actor)
+    dataset, _ = await get_dataset(p, actor, dataset_id)
+    async with p.db.session() as s:
+        if not await task_service.is_owner(s, actor, dataset.task_id):
+            raise Forbidden(f"Only owners of the task and admins {verb} its data sets")
+        code = await s.scalar(select(col(TaskRow.code)).where(col(TaskRow.id) == dataset.task_id))
+    return dataset, str(code)
+
+
+async def update_dataset(
+    p: Platform,
+    actor: Actor,
+    dataset_id: int,
+    *,
+    access: str | None = None,
+    name: str | None = None,
+    description: str | None = None,
+) -> Dataset:
+    """Owners and admins change a data set's access, name or description (what is left out stays). A perturbed
+    copy follows its parent's access: change the parent's, and its copies change with it. A set made SCORING (with
+    its copies) queues an evaluation of every model of the task that has none on it, so that the board ranks them
+    all on it; a set that stops being SCORING leaves the board, and its evaluations stay on the models' pages.
+    Making a SCORING or HIDDEN set STANDARD shows its gold to everyone who can see the task."""
+    dataset, code = await _managed(p, actor, dataset_id, "change")
+    problems: list[FieldError] = []
+    minimum = p.settings.min_scoring_set_size
+    if access == DatasetAccess.SCORING and dataset.parent_id is None and 0 < dataset.size < minimum:
+        problems.append(
+            FieldError(
+                "access",
+                "min_size",
+                f"a scoring set needs at least {minimum} items to rank models on (MIN_SCORING_SET_SIZE), not "
+                f"{dataset.size}",
+            )
+        )
+    if access is not None and access not in DatasetAccess.ALL:
+        problems.append(FieldError("access", "choice", f"must be one of {', '.join(DatasetAccess.ALL)}"))
+    if access is not None and access != dataset.access and dataset.parent_id is not None:
+        problems.append(FieldError("access", "copy", "a perturbed copy follows its parent: change the parent's access"))
+    if name is not None:
+        name = name.strip()
+        if not NAME.match(name):
+            problems.append(FieldError("name", "format", "use 1 to 100 lowercase letters, digits, '_', '.' or '-'"))
+    if description is not None and len(description) > 5000:
+        problems.append(FieldError("description", "length", "must be at most 5000 characters"))
+    if problems:
+        raise InvalidInput.from_errors(problems)
+    queued: list[list[int]] = []
+    async with p.db.write() as s:
+        row = await s.get(Dataset, dataset.id)
+        if row is None:
+            raise NotFound(f"No data set {dataset_id} that you can see")
+        if name is not None and name != row.name:
+            taken = await s.scalar(
+                select(col(Dataset.id)).where(col(Dataset.task_id) == row.task_id, col(Dataset.name) == name)
+            )
+            if taken is not None:
+                raise AlreadyExists(f"The task already has a data set named {name!r}; choose another name")
+            row.name = name
+        if description is not None:
+            row.description = description
+        if access is not None and access != row.access:
+            family = [row.id, *await s.scalars(select(col(Dataset.id)).where(col(Dataset.parent_id) == row.id))]
+            await s.execute(update(Dataset).where(col(Dataset.id).in_(family)).values(access=access))
+            row.access = access
+            if access == DatasetAccess.SCORING:
+                if len(family) == 1:  # a scoring set has its perturbed copies (robustness, fairness)
+                    view = await task_service.get_task(p, actor, code)
+                    fields = list(
+                        await s.scalars(
+                            select(col(DatasetItem.fields))
+                            .where(col(DatasetItem.dataset_id) == row.id)
+                            .order_by(col(DatasetItem.position))
+                        )
+                    )
+                    family += [c.id for c in await _add_perturbed_copies(p, s, view.task, row, fields, actor)]
+                queued = await _evaluate_unevaluated(s, row.task_id, family)
+        await s.flush()
+        await s.refresh(row)
+    await queue(p, queued)
+    p.caches.boards.pop(row.task_id)
+    return row
+
+
+async def _evaluate_unevaluated(s: AsyncSession, task_id: int, dataset_ids: list[int]) -> list[list[int]]:
+    """Queue an evaluation of each model of the task with a backend on each of ``dataset_ids`` (not empty) that it
+    has none on; returns their ids by model."""
+    sets = list(await s.scalars(select(col(Dataset.id)).where(col(Dataset.id).in_(dataset_ids), col(Dataset.size) > 0)))
+    models = list(
+        await s.scalars(
+            select(col(ModelRow.id)).where(col(ModelRow.task_id) == task_id, col(ModelRow.backend).is_not(None))
+        )
+    )
+    if not sets or not models:
+        return []
+    existing = set(
+        (
+            await s.execute(
+                select(col(Evaluation.model_id), col(Evaluation.dataset_id)).where(
+                    col(Evaluation.model_id).in_(models), col(Evaluation.dataset_id).in_(sets)
+                )
+            )
+        ).all()
+    )
+    evaluations = [Evaluation(model_id=m, dataset_id=d) for m in models for d in sets if (m, d) not in existing]
+    if not evaluations:
+        return []
+    s.add_all(evaluations)
+    await s.flush()
+    touched = sorted({e.model_id for e in evaluations})
+    await s.execute(update(ModelRow).where(col(ModelRow.id).in_(touched)).values(status=ModelStatus.EVALUATING))
+    return [[e.id for e in evaluations if e.model_id == m] for m in touched]
+
+
+async def delete_dataset(p: Platform, actor: Actor, dataset_id: int) -> tuple[int, list[int]]:
+    """Owners and admins delete a data set with its items, its perturbed copies and every evaluation on them (the
+    board forgets them; the models' other evaluations stay). Refused (Conflict) while an evaluation on it runs.
+    Returns the ids deleted: the set's, then its copies'."""
+    dataset, code = await _managed(p, actor, dataset_id, "delete")
+    async with p.db.write() as s:
+        family = [dataset.id, *await s.scalars(select(col(Dataset.id)).where(col(Dataset.parent_id) == dataset.id))]
+        running = await s.scalar(
+            select(func.count())
+            .select_from(Evaluation)
+            .where(col(Evaluation.dataset_id).in_(family), col(Evaluation.status) == EvaluationStatus.RUNNING)
+        )
+        if running:
+            raise Conflict(
+                f"{running} evaluation(s) on data set {dataset.name!r} of {code} are running; delete it when they end"
+            )
+        models = list(
+            await s.scalars(select(col(Evaluation.model_id)).distinct().where(col(Evaluation.dataset_id).in_(family)))
+        )
+        await s.execute(delete(Evaluation).where(col(Evaluation.dataset_id).in_(family)))
+        await s.execute(delete(DatasetItem).where(col(DatasetItem.dataset_id).in_(family)))
+        await s.execute(delete(Dataset).where(col(Dataset.id).in_(family[1:])))
+        await s.execute(delete(Dataset).where(col(Dataset.id) == dataset.id))
+    runner = Runner(p.settings, p.plugins, db=p.db)
+    for model_id in models:  # a model whose last queued evaluation was on it is evaluated now
+        await runner.refresh_model(model_id)
+    p.caches.boards.pop(dataset.task_id)
+    return dataset.id, family[1:]
 
 
 async def items(

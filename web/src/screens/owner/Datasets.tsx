@@ -1,11 +1,12 @@
 import { useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { graphql } from "../../gql";
-import type { DatasetAccess } from "../../gql/graphql";
+import type { DatasetAccess, OwnerDatasetsQuery } from "../../gql/graphql";
 import { useAuth } from "../../lib/auth";
 import { problemOf, transportMessage } from "../../lib/errors";
 import { uploadFile } from "../../lib/upload";
 import { submitted, TextInput } from "../Form";
+import { ScrollBox } from "../ScrollBox";
 import type { ManagedTask } from "./Manage";
 import { FileInput, fileOf, Outcome, Select, textOf, useOutcome, when } from "./parts";
 
@@ -27,6 +28,110 @@ const DatasetList = graphql(`
     }
   }
 `);
+
+const UpdateDataset = graphql(`
+  mutation UpdateDataset($input: UpdateDatasetInput!) {
+    updateDataset(input: $input) {
+      __typename
+      ... on DatasetUpdated {
+        dataset {
+          id
+          access
+        }
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
+const DeleteDataset = graphql(`
+  mutation DeleteDataset($input: DeleteDatasetInput!) {
+    deleteDataset(input: $input) {
+      __typename
+      ... on DatasetDeleted {
+        id
+        copyIds
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
+// Short, for a table cell: the import form above says what each access means.
+const ACCESS_WORDS: Record<DatasetAccess, string> = {
+  SCORING: "Scoring",
+  STANDARD: "Standard",
+  HIDDEN: "Hidden",
+};
+
+type Listed = NonNullable<OwnerDatasetsQuery["datasets"]>["nodes"][number];
+
+/** A set's access (a copy's follows its parent's) and Delete, asked twice, with what came of them. */
+function SetActions({ set, onChanged }: { set: Listed; onChanged: () => void }) {
+  const [changing, change] = useMutation(UpdateDataset);
+  const [deleting, remove] = useMutation(DeleteDataset);
+  const [asking, setAsking] = useState(false);
+  const outcome = useOutcome();
+  const busy = changing.fetching || deleting.fetching;
+
+  async function setAccess(access: DatasetAccess) {
+    const result = await change({ input: { id: set.id, access } });
+    const words = `${set.name} is now ${access.toLowerCase()}${set.perturbation ? "" : ", its copies with it"}.`;
+    if (outcome.record(result.error, result.data?.updateDataset, "DatasetUpdated", words)) onChanged();
+  }
+
+  async function confirmDelete() {
+    setAsking(false);
+    const result = await remove({ input: { id: set.id } });
+    if (outcome.record(result.error, result.data?.deleteDataset, "DatasetDeleted", `Deleted ${set.name}.`)) onChanged();
+  }
+
+  return (
+    <>
+      {set.perturbation ? (
+        <span className="small muted">follows its original</span>
+      ) : (
+        <select
+          aria-label={`Access of ${set.name}`}
+          value={set.access}
+          disabled={busy}
+          onChange={(event) => void setAccess(event.currentTarget.value as DatasetAccess)}
+        >
+          {(Object.keys(ACCESS_WORDS) as DatasetAccess[]).map((access) => (
+            <option key={access} value={access}>
+              {ACCESS_WORDS[access]}
+            </option>
+          ))}
+        </select>
+      )}{" "}
+      {asking ? (
+        <>
+          <button type="button" className="danger" disabled={busy} onClick={() => void confirmDelete()}>
+            Yes, delete {set.name}
+          </button>{" "}
+          <button type="button" className="secondary" onClick={() => setAsking(false)}>
+            Keep it
+          </button>
+        </>
+      ) : (
+        <button
+          type="button"
+          className="secondary danger"
+          disabled={busy}
+          aria-label={`Delete ${set.name}`}
+          onClick={() => setAsking(true)}
+        >
+          Delete
+        </button>
+      )}
+      <Outcome outcome={outcome} />
+    </>
+  );
+}
 
 const CreateFromRound = graphql(`
   mutation CreateRoundDatasets($input: CreateRoundDatasetsInput!) {
@@ -257,35 +362,41 @@ export default function Datasets({ task }: { task: ManagedTask }) {
         </form>
       </div>
 
-      <table className="table">
-        <caption>
-          Data sets of {task.name}
-          {list.data?.datasets ? ` (${list.data.datasets.totalCount})` : ""}
-        </caption>
-        <thead>
-          <tr>
-            <th scope="col">Name</th>
-            <th scope="col">Access</th>
-            <th scope="col">Source</th>
-            <th scope="col">Items</th>
-            <th scope="col">Created</th>
-          </tr>
-        </thead>
-        <tbody>
-          {sets.map((d) => (
-            <tr key={d.id}>
-              <td>
-                {d.name}
-                {d.description && <span className="muted small block">{d.description}</span>}
-              </td>
-              <td>{d.access.toLowerCase()}</td>
-              <td>{d.perturbation ? `${d.source.toLowerCase()} (${d.perturbation})` : d.source.toLowerCase()}</td>
-              <td>{d.size}</td>
-              <td>{when(d.createdAt)}</td>
+      <ScrollBox label={`Data sets of ${task.name}, scrollable`}>
+        <table className="table">
+          <caption>
+            Data sets of {task.name}
+            {list.data?.datasets ? ` (${list.data.datasets.totalCount})` : ""}
+          </caption>
+          <thead>
+            <tr>
+              <th scope="col">Name</th>
+              <th scope="col">Access</th>
+              <th scope="col">Source</th>
+              <th scope="col">Items</th>
+              <th scope="col">Created</th>
+              <th scope="col">Manage</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {sets.map((d) => (
+              <tr key={d.id}>
+                <td>
+                  {d.name}
+                  {d.description && <span className="muted small block">{d.description}</span>}
+                </td>
+                <td data-access>{d.access.toLowerCase()}</td>
+                <td>{d.perturbation ? `${d.source.toLowerCase()} (${d.perturbation})` : d.source.toLowerCase()}</td>
+                <td>{d.size}</td>
+                <td>{when(d.createdAt)}</td>
+                <td>
+                  <SetActions set={d} onChanged={reload} />
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </ScrollBox>
       {list.error && <p role="alert">{transportMessage(list.error)}</p>}
 
       <form
