@@ -164,3 +164,23 @@ async def test_a_failed_delivery_is_sent_again_under_its_own_message_id(gql, pla
     await webhooks.change(platform, author, made.webhook.id, active=False)
     paused = (await gql(REDELIVER, {"id": delivery}, token=token))["redeliverWebhook"]
     assert paused["__typename"] == "Conflict" and "paused" in paused["message"]
+
+
+async def test_each_token_says_how_it_was_issued(gql, platform):
+    admin = await make_user(platform, "root", admin=True)
+    user, registered = await auth.register(
+        platform, username="hana", email="hana@example.org", password="long enough pw"
+    )
+    await auth.login(platform, username="hana", password="long enough pw")
+    hana = Actor(user.id, user.username, False)
+    await auth.create_token(platform, hana, name="my script")
+    await auth.create_token(platform, admin, name="for hana", username="hana")
+    await auth.create_token(platform, Actor.system(), name="operator's", username="hana")
+    tokens = (await gql("query { me { apiTokens { name origin } } }", token=registered))["me"]["apiTokens"]
+    assert tokens == [
+        {"name": "registration", "origin": "REGISTRATION"},
+        {"name": "login", "origin": "LOGIN"},
+        {"name": "my script", "origin": "API"},
+        {"name": "for hana", "origin": "OPERATOR"},
+        {"name": "operator's", "origin": "OPERATOR"},
+    ]

@@ -18,6 +18,7 @@ from toy_plugin import ToyTask
 
 from dynaforge import hookimpl
 from dynaforge.adversaries.templates import Template, TemplateAdversary
+from dynaforge.inference.backends import InferenceError
 from dynaforge.services import adversaries as adversary_service
 from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
@@ -509,6 +510,20 @@ async def test_budgets_and_refusals(platform, gql, world):
         )
     )["cancelGeneration"]
     assert cancelled == {"__typename": "GenerationCancelled", "run": {"status": "DONE"}}  # ended already: unchanged
+
+
+async def test_a_target_that_cannot_answer_is_a_member_of_the_union(platform, gql, world, monkeypatch):
+    """suggestEdits answers ServiceUnavailable (retry later) when the round's target is down, not a request error."""
+    alice = world["alice"]
+    context = (await gql(CONTEXT, token=alice))["nextContext"]
+
+    async def down(spec, inputs):
+        raise InferenceError("the model server refused the connection")
+
+    monkeypatch.setattr(platform.inference, "predict", down)
+    ask = {"taskCode": "toy-adv", "contextId": context["id"], "draft": {"text": "a good day", "label": "good"}}
+    answer = (await gql(SUGGEST, {"input": ask}, token=alice))["suggestEdits"]
+    assert answer["__typename"] == "ServiceUnavailable" and answer["message"]
 
 
 async def test_a_draft_that_copies_someone_elses_example_gets_no_verdict(platform):

@@ -18,6 +18,7 @@ from dynaforge.api.errors import (
     NotFound,
     RateLimited,
     RoundClosed,
+    ServiceUnavailable,
     errors_as_graphql,
     errors_as_union,
 )
@@ -28,6 +29,7 @@ from dynaforge.api.types.round import Round
 from dynaforge.db.models import AdversaryRun as RunRow
 from dynaforge.db.models import Suggestion as SuggestionRow
 from dynaforge.db.models import as_utc
+from dynaforge.errors import ServiceUnavailable as DomainServiceUnavailable
 from dynaforge.services import adversaries as adversary_service
 from dynaforge.services import tasks as task_service
 
@@ -305,15 +307,15 @@ class GenerationCancelled:
 
 
 SuggestEditsResult = Annotated[
-    SuggestedEdits | InvalidInput | NotAuthenticated | NotFound | RateLimited | RoundClosed,
+    SuggestedEdits | InvalidInput | NotAuthenticated | NotFound | RateLimited | RoundClosed | ServiceUnavailable,
     strawberry.union(
         "SuggestEditsResult",
         description="SuggestedEdits on success (possibly with no suggestion). The other members are the expected "
         "failures, and store nothing: InvalidInput (the draft breaks the task's rules or repeats an example "
         "someone else wrote, an unknown or unsuitable adversary, no adversary available, a context of an earlier "
         "round), NotAuthenticated, NotFound (no such task or context you can see), RateLimited (your suggestions "
-        "for this task this hour are used up), RoundClosed. "
-        "A target model that cannot answer is a SERVICE_UNAVAILABLE error.",
+        "for this task this hour are used up), RoundClosed, ServiceUnavailable (the round's target model or the "
+        "adversary cannot answer now: retry later).",
     ),
 ]
 GenerateCandidatesResult = Annotated[
@@ -349,14 +351,17 @@ class AdversaryMutation:
     async def suggest_edits(
         self, info: Info, input: Annotated[SuggestEditsInput, strawberry.argument(description="The draft.")]
     ) -> SuggestEditsResult:
-        result = await adversary_service.suggest_edits(
-            *info.context.caller,
-            task_code=input.task_code,
-            draft=input.draft,
-            context_id=None if input.context_id is None else parse_id(input.context_id, "contextId", "Context"),
-            adversary=input.adversary,
-            limit=input.limit,
-        )
+        try:
+            result = await adversary_service.suggest_edits(
+                *info.context.caller,
+                task_code=input.task_code,
+                draft=input.draft,
+                context_id=None if input.context_id is None else parse_id(input.context_id, "contextId", "Context"),
+                adversary=input.adversary,
+                limit=input.limit,
+            )
+        except DomainServiceUnavailable as exc:  # the target or an adversary down: a member of this union
+            return ServiceUnavailable(message=exc.message)
         task = info.context.platform.plugins.task(input.task_code)
         return SuggestedEdits(
             draft=TargetVerdict.of(result.draft_verdict, task),

@@ -222,6 +222,14 @@ class Conflict(Error):
     pass
 
 
+@strawberry.type(
+    description="Something the request needs (a target model, an adversary, the event bus) cannot answer now; "
+    "retrying later may succeed. Nothing was stored."
+)
+class ServiceUnavailable(Error):
+    pass
+
+
 _SIMPLE: dict[type, type] = {
     domain.Conflict: Conflict,
     domain.NotAuthenticated: NotAuthenticated,
@@ -311,4 +319,5 @@ ERROR_TYPES = [
     RateLimited,
     RoundClosed,
     Conflict,
+    ServiceUnavailable,
 ]

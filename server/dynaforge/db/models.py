@@ -99,6 +99,16 @@ class ApiToken(SQLModel, table=True):
     last_used_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
     revoked_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
     expires_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))  # None: never
+    #: how it was issued (:class:`TokenOrigin`)
+    origin: str = Field(default="API", max_length=16, sa_column_kwargs={"server_default": "API"})
+
+
+class TokenOrigin:
+    REGISTRATION = "REGISTRATION"  # the register mutation
+    LOGIN = "LOGIN"  # the login mutation
+    API = "API"  # createApiToken, by the user themself
+    OPERATOR = "OPERATOR"  # an admin or the server's operator (dynaforge tokens create) for the user
+    ALL = (REGISTRATION, LOGIN, API, OPERATOR)
 
 
 class TaskRow(SQLModel, table=True):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
+from enum import Enum
 
 import strawberry
 
@@ -12,6 +13,16 @@ from dynaforge.db.models import ApiToken as ApiTokenRow
 from dynaforge.db.models import User as UserRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import auth as auth_service
+
+
+@strawberry.enum(description="How an API token was issued.")
+class TokenOrigin(Enum):
+    REGISTRATION = strawberry.enum_value("REGISTRATION", description="By register, for the new account.")
+    LOGIN = strawberry.enum_value("LOGIN", description="By login.")
+    API = strawberry.enum_value("API", description="By createApiToken, by the user themself (for a script, say).")
+    OPERATOR = strawberry.enum_value(
+        "OPERATOR", description="For the user by an admin, or by the server's operator (dynaforge tokens create)."
+    )
 
 
 @strawberry.type(description="An API token; the secret itself is shown only once, when the token is created.")
@@ -35,6 +46,7 @@ class ApiToken(Node):
         description="When the token stops signing anyone in (ISO 8601, UTC; 90 days after it was issued unless the "
         "server is configured otherwise); null: never."
     )
+    origin: TokenOrigin = strawberry.field(description="How it was issued.")
 
     @strawberry.field(description="Whether this token signed the request that reads it (the session in use).")
     def current(self, info: Info) -> bool:
@@ -47,6 +59,7 @@ class ApiToken(Node):
             row=row,
             id=global_id("ApiToken", row.id),
             name=row.name,
+            origin=TokenOrigin(row.origin),
             prefix=row.prefix,
             created_at=as_utc(row.created_at),
             last_used_at=as_utc(row.last_used_at),

@@ -15,6 +15,7 @@ class SuggestEdits(BaseModel):
         "SuggestEditsSuggestEditsNotFound",
         "SuggestEditsSuggestEditsRateLimited",
         "SuggestEditsSuggestEditsRoundClosed",
+        "SuggestEditsSuggestEditsServiceUnavailable",
     ] = Field(alias="suggestEdits", discriminator="typename__")
 
 
@@ -81,6 +82,11 @@ class SuggestEditsSuggestEditsRateLimited(BaseModel):
 
 class SuggestEditsSuggestEditsRoundClosed(BaseModel):
     typename__: Literal["RoundClosed"] = Field(alias="__typename")
+    message: str
+
+
+class SuggestEditsSuggestEditsServiceUnavailable(BaseModel):
+    typename__: Literal["ServiceUnavailable"] = Field(alias="__typename")
     message: str
 
 
