@@ -35,7 +35,7 @@ DATASETS = """mutation($input: CreateRoundDatasetsInput!) {
   createRoundDatasets(input: $input) {
     __typename ... on DatasetsCreated { datasets { id name split access size } } ... on Error { message } } }"""
 RECIPES = """query { trainingRecipes(taskCode: "toy") {
-  name model hyperparameters parameters { name type default } baseData baseDataAvailable } }"""
+  name model parameters { name type default } baseData baseDataAvailable } }"""
 TRAIN = """mutation($input: TrainCandidateModelInput!) {
   trainCandidateModel(input: $input) {
     __typename
@@ -46,8 +46,9 @@ CANCEL = """mutation($input: CancelTrainingInput!) {
   cancelTraining(input: $input) { __typename ... on TrainingCancelled { job { status } } ... on Error { message } } }"""
 JOBS = """query { trainingJobs(taskCode: "toy") { nodes {
   id status progress stage error attempts datasets { name }
-  candidate { id origin weights recipe seed hyperparameters trainingData metrics parent { id name origin }
-              modelId } } } }"""
+  candidate { id origin weights recipe seed hyperparameters
+              trainingData { datasets { datasetId name size sha256 } examples examplesSha256 baseData }
+              metrics { name value text } parent { id name origin } model { id } } } } }"""
 REGISTRY = 'query { registeredModels(taskCode: "toy") { id name origin weights rounds } }'
 MATRIX = """query { roundModelMatrix(taskCode: "toy") {
   metric rounds
@@ -57,7 +58,7 @@ OPEN = """mutation($input: OpenNextRoundInput!) {
   openNextRound(input: $input) {
     __typename
     ... on RoundOpened { round { number targetModels { name backend
-        registered { id origin weights recipe parent { name origin } trainingData } } } }
+        registered { id origin weights recipe parent { name origin } trainingData { examples } } } } }
     ... on Error { message } } }"""
 PROGRESS = """subscription($j: ID!) { trainingProgress(jobId: $j) { jobId status progress stage candidateId } }"""
 
@@ -193,9 +194,10 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         assert candidate["origin"] == "TRAINED" and len(candidate["weights"]) == 64
         assert candidate["recipe"] == "words" and candidate["seed"] == 3
         assert candidate["trainingData"]["examples"] == sets["train"]["size"]
-        assert candidate["trainingData"]["datasets"][0]["id"] == sets["train"]["id"]
+        assert candidate["trainingData"]["datasets"][0]["datasetId"] == sets["train"]["id"]
         assert len(candidate["trainingData"]["datasets"][0]["sha256"]) == 64
-        assert candidate["metrics"]["training_accuracy"] == 1.0
+        assert len(candidate["trainingData"]["examplesSha256"]) == 64 and candidate["trainingData"]["baseData"] is False
+        assert {"name": "training_accuracy", "value": 1.0, "text": None} in candidate["metrics"]
         assert candidate["parent"]["name"] == "keyword" and candidate["parent"]["origin"] == "CONFIGURED"
 
         # --- evaluated like any submission, beside its parent; compared on round 1's test set

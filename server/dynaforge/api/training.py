@@ -69,10 +69,11 @@ class TrainingRecipe:
     model: str = strawberry.field(description="The model it trains (the name of the task's default target).")
     description: str = strawberry.field(description="What it does, in the task author's words.")
     hyperparameters: JSON = strawberry.field(
-        description="Its hyper-parameters with their defaults; a value given must have the default's type."
+        description="Its hyper-parameters with their defaults; a value given must have the default's type.",
+        deprecation_reason="Use parameters: each with its type and default.",
     )
     parameters: list[RecipeParameter] = strawberry.field(
-        description="Its hyper-parameters, typed, in the recipe's order (`hyperparameters` holds the same defaults)."
+        description="Its hyper-parameters, typed, in the recipe's order, each with its default."
     )
     base_data: str = strawberry.field(
         description="What its base data is (empty: it uses none); includeBaseData adds it to the data sets."

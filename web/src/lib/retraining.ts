@@ -52,40 +52,24 @@ export function estimateText(
   return low != null && high != null ? `${figure(value)} [${figure(low)}–${figure(high)}]` : figure(value);
 }
 
-/** What RegisteredModel.trainingData says, read defensively (it is JSON). */
+/** What RegisteredModel.trainingData says (the parts a sentence needs); null for a model not trained here. */
 export interface TrainingData {
-  datasets: { name: string; size: number | null }[];
-  examples: number | null;
+  datasets: readonly { name: string; size?: number | null }[];
+  examples?: number | null;
   baseData: boolean;
-}
-
-export function trainingDataOf(json: unknown): TrainingData {
-  const data = json && typeof json === "object" ? (json as Record<string, unknown>) : {};
-  const datasets = Array.isArray(data.datasets)
-    ? data.datasets.flatMap((d) => {
-        if (!d || typeof d !== "object") return [];
-        const { name, size } = d as Record<string, unknown>;
-        return typeof name === "string" ? [{ name, size: typeof size === "number" ? size : null }] : [];
-      })
-    : [];
-  return {
-    datasets,
-    examples: typeof data.examples === "number" ? data.examples : null,
-    baseData: data.base_data === true,
-  };
 }
 
 /** The part of a registry entry the lineage sentence needs. */
 export interface Lineage {
   origin: ModelOrigin;
   recipe?: string | null;
-  trainingData?: unknown;
+  trainingData?: TrainingData | null;
   parent?: { name: string } | null;
 }
 
 /** "from r1-train, r2-train (24 examples) and the base data"; empty when it was not trained on the platform's data. */
-export function trainedFrom(json: unknown): string {
-  const data = trainingDataOf(json);
+export function trainedFrom(data: TrainingData | null | undefined): string {
+  if (!data) return "";
   const names = data.datasets.map((d) => d.name);
   if (!names.length && !data.baseData) return "";
   const count = data.examples == null ? "" : ` (${data.examples} example${data.examples === 1 ? "" : "s"})`;

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Annotated
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
@@ -29,6 +29,64 @@ class ModelOrigin(Enum):
     TRAINED = strawberry.enum_value("TRAINED", description="A candidate a training job trained on the platform.")
 
 
+@strawberry.type(description="One figure a training recipe measured.")
+class RecipeMetric:
+    name: str = strawberry.field(description="Its name, as the recipe reports it (for example training_accuracy).")
+    value: float | None = strawberry.field(description="Its value; null when the recipe reported something else.")
+    text: str | None = strawberry.field(description="What the recipe reported, when it was not a number.")
+
+    @classmethod
+    def listing(cls, stored: Any) -> list[RecipeMetric]:
+        if not isinstance(stored, dict):
+            return []
+        out = []
+        for name, value in stored.items():
+            number = isinstance(value, int | float) and not isinstance(value, bool)
+            out.append(cls(name=str(name), value=float(value) if number else None, text=None if number else str(value)))
+        return out
+
+
+@strawberry.type(description="A data set a model was trained on, as it was read.")
+class TrainingSet:
+    dataset_id: strawberry.ID = strawberry.field(description="The data set's id (Dataset.id); it may be deleted since.")
+    name: str = strawberry.field(description="Its name then.")
+    size: int | None = strawberry.field(description="How many examples were read from it.")
+    sha256: str | None = strawberry.field(description="The SHA-256 of the examples read, to check a copy against.")
+
+
+@strawberry.type(description="What a registered model was trained on.")
+class TrainingData:
+    datasets: list[TrainingSet] = strawberry.field(description="The data sets, in the job's order.")
+    examples: int | None = strawberry.field(description="How many examples, in all.")
+    examples_sha256: str | None = strawberry.field(description="The SHA-256 of every example read, in order.")
+    base_data: bool = strawberry.field(description="Whether the task's base data was included.")
+
+    @classmethod
+    def of(cls, stored: Any) -> TrainingData | None:
+        if not isinstance(stored, dict) or not stored:
+            return None
+        sets = []
+        for d in stored.get("datasets") or []:
+            if isinstance(d, dict) and isinstance(d.get("id"), int):
+                size = d.get("size")
+                sets.append(
+                    TrainingSet(
+                        dataset_id=global_id("Dataset", d["id"]),
+                        name=str(d.get("name", "")),
+                        size=size if isinstance(size, int) else None,
+                        sha256=d.get("sha256") if isinstance(d.get("sha256"), str) else None,
+                    )
+                )
+        examples = stored.get("examples")
+        digest = stored.get("examples_sha256")
+        return cls(
+            datasets=sets,
+            examples=examples if isinstance(examples, int) else None,
+            examples_sha256=digest if isinstance(digest, str) else None,
+            base_data=stored.get("base_data") is True,
+        )
+
+
 @strawberry.type(
     description="A model version in the task's registry: what a round targeted or a training job trained, never "
     "changed once written. The task's owners and admins see every one; others, those some round targeted."
@@ -45,12 +103,13 @@ class RegisteredModel(Node):
     recipe: str | None = strawberry.field(description="The training recipe that made it (TRAINED, SHIPPED, STORE).")
     hyperparameters: JSON = strawberry.field(description="The recipe's hyper-parameters it was trained with.")
     seed: int | None = strawberry.field(description="The training seed.")
-    training_data: JSON = strawberry.field(
-        description="What it was trained on: `datasets` (`id`: the Dataset's global id, `name`, `size` and the "
-        "`sha256` of its examples when they were read), `examples` (how many), `examples_sha256`, `base_data` "
-        "(whether the task's base data was included)."
+    training_data: TrainingData | None = strawberry.field(
+        description="What it was trained on; null for a model not trained on the platform (SHIPPED, STORE...)."
     )
-    metrics: JSON = strawberry.field(description="What its recipe measured on held-out data while training it.")
+    metrics: list[RecipeMetric] = strawberry.field(
+        description="What its recipe measured while training it (on held-out data, or on the training data when the "
+        "name says so), in the recipe's order."
+    )
     created_at: datetime = strawberry.field(description="When it was registered (UTC).")
 
     @strawberry.field(description="The model it was trained from: the round's target when the job was asked for.")
@@ -94,18 +153,7 @@ class RegisteredModel(Node):
             recipe=row.recipe,
             hyperparameters=JSON(dict(row.hyperparameters or {})),
             seed=row.seed,
-            training_data=JSON(_training_data(row.training_data or {})),
-            metrics=JSON(dict(row.metrics or {})),
+            training_data=TrainingData.of(row.training_data),
+            metrics=RecipeMetric.listing(row.metrics),
             created_at=as_utc(row.created_at),
         )
-
-
-def _training_data(stored: dict) -> dict:
-    """The stored record with each data set's row id as the global id the rest of the API uses."""
-    out = dict(stored)
-    if isinstance(out.get("datasets"), list):
-        out["datasets"] = [
-            {**d, "id": global_id("Dataset", d["id"])} if isinstance(d, dict) and isinstance(d.get("id"), int) else d
-            for d in out["datasets"]
-        ]
-    return out

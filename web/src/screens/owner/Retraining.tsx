@@ -32,10 +32,10 @@ const Recipes = graphql(`
       name
       model
       description
-      hyperparameters
       parameters {
         name
         type
+        default
       }
       baseData
       baseDataAvailable
@@ -86,6 +86,10 @@ const TrainCandidate = graphql(`
 `);
 
 type Recipe = NonNullable<RetrainingRecipesQuery["trainingRecipes"]>[number];
+
+/** The recipe's hyper-parameters with their defaults, by name, in its order. */
+const defaultsOf = (recipe: Recipe): Record<string, unknown> =>
+  Object.fromEntries(recipe.parameters.map((p) => [p.name, p.default]));
 
 export default function Retraining({ task, onChanged }: { task: ManagedTask; onChanged: () => void }) {
   const variables = { code: task.code };
@@ -160,7 +164,7 @@ export default function Retraining({ task, onChanged }: { task: ManagedTask; onC
 }
 
 function RecipeCard({ recipe, code }: { recipe: Recipe; code: string }) {
-  const parameters = hyperparameterEntries(recipe.hyperparameters);
+  const parameters = hyperparameterEntries(defaultsOf(recipe));
   const kinds = kindsOf(recipe.parameters);
   return (
     <article className="card" aria-labelledby={`recipe-${recipe.name}`}>
@@ -264,7 +268,7 @@ function TrainForm({ task, recipes, onStarted }: { task: ManagedTask; recipes: R
   const choices = trainingChoices(sets.data?.datasets?.nodes ?? []);
   const isChosen = (d: { id: string; split?: DatasetSplit | null }) => chosen[d.id] ?? d.split === "TRAIN";
   if (!recipe) return null;
-  const defaults = hyperparameterEntries(recipe.hyperparameters);
+  const defaults = hyperparameterEntries(defaultsOf(recipe));
   const kinds = kindsOf(recipe.parameters);
 
   async function start(form: FormData) {

@@ -13,8 +13,19 @@ export const RegisteredModelParts = graphql(`
     recipe
     hyperparameters
     seed
-    trainingData
-    metrics
+    trainingData {
+      datasets {
+        name
+        size
+      }
+      examples
+      baseData
+    }
+    metrics {
+      name
+      value
+      text
+    }
     createdAt
     model {
       id
