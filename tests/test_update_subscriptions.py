@@ -8,20 +8,22 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+import test_subscriptions
 from gql import gql
 from gql.graphql_request import GraphQLRequest
 from gql.transport.exceptions import TransportQueryError
 from sqlalchemy import select
-from support import gid, serve_in_loop
-from test_subscriptions import Served, _started
+from support import gid
+from test_subscriptions import _started
 
-from dynaforge.app import create_app
 from dynaforge.db.models import AdversaryRun, DatasetAccess, Example, Round, TaskRow, TrainingJob, utcnow
 from dynaforge.jobs import publisher
 from dynaforge.services import datasets, submissions, validation
 from dynaforge.services import subscriptions as subscription_service
 from dynaforge.services.actor import Actor
 from dynaforge.services.evaluation_runner import Runner
+
+served = test_subscriptions.served  # the same server fixture: a live platform behind uvicorn on loopback
 
 EVALUATIONS = """subscription($t: String!, $a: String) { evaluationUpdated(taskCode: $t, after: $a) {
   cursor evaluation { id status progress model { id name } dataset { name } } } }"""
@@ -32,16 +34,6 @@ RUNS = """subscription($t: String!, $a: String) { adversaryRunUpdated(taskCode: 
 CURSOR = 'query { task(code: "toy") { updatesCursor } }'
 CANCEL_JOB = "mutation($id: ID!) { cancelTraining(input: {jobId: $id}) { __typename } }"
 CANCEL_RUN = "mutation($id: ID!) { cancelGeneration(input: {runId: $id}) { __typename } }"
-
-
-@pytest.fixture
-async def served(live_platform):
-    p = live_platform
-    p.settings.examples_per_minute = 1000
-    app = create_app(platform=p, sync_tasks=False)
-    await p.events.start()
-    async with serve_in_loop(app) as base, Served(p, base) as s:
-        yield s
 
 
 def _req(document: str, variables: dict) -> GraphQLRequest:

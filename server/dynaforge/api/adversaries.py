@@ -10,7 +10,7 @@ from strawberry.scalars import JSON
 
 from dynaforge.adversaries.base import Verdict, gold_probability
 from dynaforge.api.context import Info, TaskCode
-from dynaforge.api.enums import AdversaryRunStatus, CreationOrder, raw
+from dynaforge.api.enums import AdversaryRunStatus, CreationOrder, OrderBy, work_page
 from dynaforge.api.errors import (
     Forbidden,
     InvalidInput,
@@ -234,23 +234,14 @@ class AdversaryQuery:
         status: Annotated[
             AdversaryRunStatus | None, strawberry.argument(description="Only the runs in this state.")
         ] = None,
-        order_by: Annotated[
-            CreationOrder, strawberry.argument(description="Newest first (the default) or oldest first.")
-        ] = CreationOrder.NEWEST_FIRST,
+        order_by: OrderBy = CreationOrder.NEWEST_FIRST,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[AdversaryRun] | None:
         listing = await adversary_service.list_runs(
-            *info.context.caller,
-            task_code,
-            status=None if status is None else raw(status),
-            oldest_first=order_by is CreationOrder.OLDEST_FIRST,
-            first=first,
-            after=after,
-            last=last,
-            before=before,
+            *info.context.caller, task_code, work_page(status, order_by, first, after, last, before)
         )
         page = listing.window
         return Connection.of(

@@ -8,7 +8,7 @@ are the members' names. A test checks each against the set the services accept, 
 from __future__ import annotations
 
 from enum import Enum
-from typing import cast
+from typing import Annotated, cast
 
 import strawberry
 
@@ -19,6 +19,7 @@ from dynaforge.db.models import ModelStatus as ModelValue
 from dynaforge.db.models import ProposalStatus as ProposalValue
 from dynaforge.db.models import WebhookDeliveryStatus as DeliveryValue
 from dynaforge.services import contexts as context_service
+from dynaforge.services.cursors import WorkPage
 from dynaforge.services.leaderboard import GapReason as GapValue
 from dynaforge.services.tasks import ENSEMBLE_RULES
 
@@ -152,6 +153,29 @@ class ProposalStatus(Enum):
 class CreationOrder(Enum):
     NEWEST_FIRST = strawberry.enum_value("newest", description="The latest asked for first (the default).")
     OLDEST_FIRST = strawberry.enum_value("oldest", description="The first asked for first.")
+
+
+#: The ``orderBy`` argument of a list of work (trainingJobs, adversaryRuns).
+OrderBy = Annotated[CreationOrder, strawberry.argument(description="Newest first (the default) or oldest first.")]
+
+
+def work_page(
+    status: Enum | None,
+    order_by: CreationOrder,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+) -> WorkPage:
+    """A list of work's arguments, as the services take them."""
+    return WorkPage(
+        status=None if status is None else raw(status),
+        oldest_first=order_by is CreationOrder.OLDEST_FIRST,
+        first=first,
+        after=after,
+        last=last,
+        before=before,
+    )
 
 
 @strawberry.enum(description="What a leaderboard's rows are ordered by.")

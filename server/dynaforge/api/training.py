@@ -11,7 +11,7 @@ from strawberry.scalars import JSON
 
 from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.datasets import Dataset
-from dynaforge.api.enums import CreationOrder, raw
+from dynaforge.api.enums import CreationOrder, OrderBy, work_page
 from dynaforge.api.errors import (
     Conflict,
     Forbidden,
@@ -269,24 +269,14 @@ class TrainingQuery:
         status: Annotated[
             TrainingStatus | None, strawberry.argument(description="Only the jobs in this state.")
         ] = None,
-        order_by: Annotated[
-            CreationOrder, strawberry.argument(description="Newest first (the default) or oldest first.")
-        ] = CreationOrder.NEWEST_FIRST,
+        order_by: OrderBy = CreationOrder.NEWEST_FIRST,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[TrainingJob] | None:
-        listing = await training_service.list_jobs(
-            *info.context.caller,
-            task_code,
-            status=None if status is None else raw(status),
-            oldest_first=order_by is CreationOrder.OLDEST_FIRST,
-            first=first,
-            after=after,
-            last=last,
-            before=before,
-        )
+        page = work_page(status, order_by, first, after, last, before)
+        listing = await training_service.list_jobs(*info.context.caller, task_code, page)
         return Connection.from_listing(listing, TrainingJob.from_row)
 
     @strawberry.field(

@@ -585,40 +585,14 @@ async def get_run(p: Platform, actor: Actor, run_id: int) -> AdversaryRun:
     return run
 
 
-async def list_runs(
-    p: Platform,
-    actor: Actor,
-    task_code: str,
-    *,
-    status: str | None = None,
-    oldest_first: bool = False,
-    first: int | None = None,
-    after: str | None = None,
-    last: int | None = None,
-    before: str | None = None,
-) -> cursors.Listing:
-    """A page of a task's generation runs (owners and admins), newest first unless ``oldest_first``, only those of
-    ``status`` when given."""
+async def list_runs(p: Platform, actor: Actor, task_code: str, page: cursors.WorkPage) -> cursors.Listing:
+    """A page of a task's generation runs (owners and admins): see :class:`cursors.WorkPage`."""
     actor = require_user(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
         if not await task_service.is_owner(s, actor, view.row.id):
             raise Forbidden(f"Only owners of {task_code} and admins see its generation runs")
-    request = cursors.PageRequest.of(
-        "adversaryRun", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size
-    )
-    if status is not None and status not in AdversaryRunStatus.ALL:
-        raise InvalidInput.from_errors(
-            [FieldError("status", "choice", f"must be one of {', '.join(AdversaryRunStatus.ALL)}")]
-        )
-    statement = select(AdversaryRun).where(col(AdversaryRun.task_id) == view.row.id)
-    if status is not None:
-        statement = statement.where(col(AdversaryRun.status) == status)
-    async with p.db.session() as s:
-        page = await cursors.window(
-            s, statement, col(AdversaryRun.id), "adversaryRun", request, descending=not oldest_first
-        )
-    return cursors.Listing(page, cursors.counter(p, statement))
+    return await cursors.work_listing(p, AdversaryRun, view.row.id, "adversaryRun", AdversaryRunStatus.ALL, page)
 
 
 async def cancel_run(p: Platform, actor: Actor, run_id: int) -> AdversaryRun:
@@ -626,7 +600,8 @@ async def cancel_run(p: Platform, actor: Actor, run_id: int) -> AdversaryRun:
     run = await get_run(p, actor, run_id)
     if run.status in AdversaryRunStatus.FINISHED:
         return run
-    _CANCELLED.add(run_id)  # a run in this process stops within its current attack; others between two items
+    if run_id in p.adversary_runs:  # a run in this process stops within its current attack; others between two items
+        _CANCELLED.add(run_id)  # (a run of another process is never discarded here: its id would stay behind)
     await _finish(p, run_id, AdversaryRunStatus.CANCELLED)
     return await get_run(p, actor, run_id)
 

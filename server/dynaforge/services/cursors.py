@@ -172,3 +172,33 @@ def counter(p: Any, statement: Any) -> Callable[[], Awaitable[int]]:
             return await count(s, statement)
 
     return total
+
+
+@dataclass(frozen=True)
+class WorkPage:
+    """What a page of a task's work items (training jobs, generation runs) asks for: a state, an order, a page."""
+
+    status: str | None = None
+    oldest_first: bool = False
+    first: int | None = None
+    after: str | None = None
+    last: int | None = None
+    before: str | None = None
+
+
+async def work_listing(
+    p: Any, table: Any, task_id: int, kind: str, statuses: tuple[str, ...], page: WorkPage
+) -> Listing:
+    """A page of ``table``'s rows of the task (a keyset on their ids), newest first unless ``page.oldest_first``,
+    only those of ``page.status`` (InvalidInput when it is not one of ``statuses``)."""
+    request = PageRequest.of(
+        kind, first=page.first, after=page.after, last=page.last, before=page.before, max_size=p.settings.page_max_size
+    )
+    if page.status is not None and page.status not in statuses:
+        raise InvalidInput.from_errors([FieldError("status", "choice", f"must be one of {', '.join(statuses)}")])
+    statement = select(table).where(table.task_id == task_id)
+    if page.status is not None:
+        statement = statement.where(table.status == page.status)
+    async with p.db.session() as s:
+        found = await window(s, statement, table.id, kind, request, descending=not page.oldest_first)
+    return Listing(found, counter(p, statement))

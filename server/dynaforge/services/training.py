@@ -227,36 +227,10 @@ async def progress_topic(p: Platform, actor: Actor, job_id: int) -> str:
     return f"trainingProgress:{job.id}"
 
 
-async def list_jobs(
-    p: Platform,
-    actor: Actor,
-    task_code: str,
-    *,
-    status: str | None = None,
-    oldest_first: bool = False,
-    first: int | None = None,
-    after: str | None = None,
-    last: int | None = None,
-    before: str | None = None,
-) -> cursors.Listing:
-    """A page of a task's training jobs (owners and admins), newest first unless ``oldest_first``, only those of
-    ``status`` when given."""
+async def list_jobs(p: Platform, actor: Actor, task_code: str, page: cursors.WorkPage) -> cursors.Listing:
+    """A page of a task's training jobs (owners and admins): see :class:`cursors.WorkPage`."""
     view = await _owner_view(p, actor, task_code, "see its training jobs")
-    request = cursors.PageRequest.of(
-        "trainingJob", first=first, after=after, last=last, before=before, max_size=p.settings.page_max_size
-    )
-    if status is not None and status not in TrainingStatus.ALL:
-        raise InvalidInput.from_errors(
-            [FieldError("status", "choice", f"must be one of {', '.join(TrainingStatus.ALL)}")]
-        )
-    statement = select(TrainingJob).where(col(TrainingJob.task_id) == view.row.id)
-    if status is not None:
-        statement = statement.where(col(TrainingJob.status) == status)
-    async with p.db.session() as s:
-        page = await cursors.window(
-            s, statement, col(TrainingJob.id), "trainingJob", request, descending=not oldest_first
-        )
-    return cursors.Listing(page, cursors.counter(p, statement))
+    return await cursors.work_listing(p, TrainingJob, view.row.id, "trainingJob", TrainingStatus.ALL, page)
 
 
 async def _targeted_ids(s: AsyncSession, task_id: int) -> set[int]:
