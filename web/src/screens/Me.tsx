@@ -4,7 +4,7 @@ import { useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { Link, useLocation } from "wouter";
 import { graphql } from "../gql";
-import type { MePageQuery } from "../gql/graphql";
+import type { MePageQuery, TokenOrigin } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { percent } from "../lib/format";
@@ -36,6 +36,7 @@ const MePage = graphql(`
       apiTokens {
         id
         name
+        origin
         prefix
         createdAt
         lastUsedAt
@@ -76,6 +77,7 @@ const CreateToken = graphql(`
         apiToken {
           id
           name
+          origin
           prefix
           createdAt
           lastUsedAt
@@ -229,6 +231,7 @@ function TaskStats({ code, name, stats }: { code: string; name: string; stats: M
 interface Token {
   id: string;
   name: string;
+  origin: TokenOrigin;
   prefix: string;
   createdAt: string;
   lastUsedAt?: string | null;
@@ -236,6 +239,13 @@ interface Token {
   revoked: boolean;
   current: boolean;
 }
+
+const ORIGIN_WORDS: Record<TokenOrigin, string> = {
+  REGISTRATION: "issued when you registered",
+  LOGIN: "issued at a sign-in",
+  API: "made by you",
+  OPERATOR: "made for you by an admin",
+};
 
 function Tokens({ tokens, onChange }: { tokens: readonly Token[]; onChange: () => void }) {
   const { signOut } = useAuth();
@@ -289,7 +299,10 @@ function Tokens({ tokens, onChange }: { tokens: readonly Token[]; onChange: () =
           <tbody>
             {tokens.map((t) => (
               <tr key={t.id} data-token-prefix={t.prefix}>
-                <th scope="row">{t.name}</th>
+                <th scope="row">
+                  {t.name}
+                  <span className="muted small block">{ORIGIN_WORDS[t.origin]}</span>
+                </th>
                 <td>
                   <code>{t.prefix}…</code>
                 </td>
