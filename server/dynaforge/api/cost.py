@@ -93,6 +93,8 @@ LIST_SIZES: dict[str, int] = {
     "Query.trainingRecipes": DECLARED,
     "Query.registeredModels": MANY,
     "Task.fields": DECLARED,
+    "RegisteredModel.metrics": DECLARED,  # what its recipe reports
+    "TrainingData.datasets": DECLARED,  # the data sets a training job was asked to read
     "Task.rounds": MANY,
     "Task.owners": DECLARED,
     "Task.statsBySource": len(ExampleSource),

@@ -115,6 +115,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
             "unsuitable",
             "no_adversary",
             "context",
+            "copy",
         ],
         FieldErrorCode.NOT_ALLOWED,
     ),
