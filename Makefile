@@ -8,13 +8,22 @@ STAMP := $(VENV)/.setup-stamp
 	client-test client-check client-generate examples-test
 
 PLUGINS := sentiment nli qa hatespeech translation redteam
+LLAMA_VERSION := 0.3.36
+LLAMA_WHEELS := $(HOME)/.cache/dynaforge/llama-cpp-wheels
+LLAMA_CMAKE_ARGS := $(if $(filter x86_64,$(shell uname -m)),-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON)
 
 $(STAMP): pyproject.toml $(foreach p,$(PLUGINS),plugins/$(p)/pyproject.toml)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch first, pinned to the CPU build, so that transformers does not pull a CUDA build
 	$(BIN)/python -m pip install -q torch==2.13.0
-	# the local engine (llama-cpp-python builds llama.cpp from source: minutes once, then pip's wheel cache)
+	# the local engine: llama-cpp-python builds llama.cpp from source (minutes once, then a wheel kept outside the
+	# repo). On x86-64 it is built for any AVX2 machine, not with -march=native: the native build of 0.3.36 crashed
+	# on its first completion on a machine with AVX-512 and AMX.
+	test -n "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_VERSION)-*.whl 2>/dev/null)" || \
+		CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(BIN)/python -m pip wheel -q --no-cache-dir --no-deps -w $(LLAMA_WHEELS) \
+		"llama-cpp-python==$(LLAMA_VERSION)"
+	$(BIN)/python -m pip install -q --find-links $(LLAMA_WHEELS) "llama-cpp-python[server]==$(LLAMA_VERSION)"
 	$(BIN)/python -m pip install -q -e ".[dev,models,engine]" $(foreach p,$(PLUGINS),-e plugins/$(p))
 	touch $(STAMP)
 
