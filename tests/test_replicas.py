@@ -180,6 +180,24 @@ def _wait_up(proc: subprocess.Popen, url: str, workdir: Path, name: str, expect:
         time.sleep(0.1)
 
 
+def _serve(workdir: Path, name: str, env: dict[str, str], stack: contextlib.ExitStack) -> Replica:
+    """A replica serving on a free port, up. free_port's port may be taken before the replica binds it (by any
+    process's outgoing connection): the replica then exits saying so, and starts again on another port."""
+    for _ in range(3):
+        port = free_port()
+        base = f"http://127.0.0.1:{port}"
+        proc = _start(workdir, name, [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port)], env)
+        stack.callback(_end, proc)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while proc.poll() is None and time.monotonic() < deadline and not _answers(base + "/healthz", "ok"):
+            time.sleep(0.1)
+        log = (workdir / f"{name}.err").read_text(encoding="utf-8", errors="replace")
+        if proc.poll() is None or "address already in use" not in log:
+            _wait_up(proc, base + "/healthz", workdir, name)  # up, or fails saying why
+            return Replica(name, base, proc)
+    pytest.fail(f"{name} found no free port in three tries")
+
+
 def _post(base: str, query: str, token: str | None = None, **variables: Any) -> dict[str, Any]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     response = httpx.post(base + "/graphql", json={"query": query, "variables": variables}, headers=headers, timeout=60)
@@ -246,15 +264,8 @@ def topology(tmp_path_factory) -> Iterator[Topology]:
         stack.callback(_end, model_server)
         worker = _start(workdir, "worker", [DYNAFORGE, "worker"], env)
         stack.callback(_end, worker)
-        replicas = []
-        for name in ("api1", "api2"):
-            port = free_port()
-            proc = _start(workdir, name, [DYNAFORGE, "serve", "--host", "127.0.0.1", "--port", str(port)], env)
-            stack.callback(_end, proc)
-            replicas.append(Replica(name, f"http://127.0.0.1:{port}", proc))
+        replicas = [_serve(workdir, name, env, stack) for name in ("api1", "api2")]
         _wait_up(model_server, f"http://127.0.0.1:{model_port}/health", workdir, "model-server")
-        for replica in replicas:
-            _wait_up(replica.proc, replica.base + "/healthz", workdir, replica.name)
 
         lb_port = free_port()
         lb_env = {
