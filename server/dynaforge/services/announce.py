@@ -45,7 +45,6 @@ from sqlalchemy import select
 from sqlmodel import col
 
 from dynaforge.db.models import (
-    Dataset,
     Evaluation,
     Example,
     Round,
@@ -131,25 +130,6 @@ async def updated(p: Platform, event: str, task_id: int, ids: list[int]) -> None
         await p.events.publish(update_topic(event, task_id), update_payload(task_id, ids))
     except Exception:  # noqa: BLE001 - news of a stored change never fails the change
         log.warning("could not announce %s of %s", event, ids, exc_info=True)
-
-
-async def evaluations_queued(p: Platform, evaluation_ids: list[int]) -> None:
-    """``evaluationUpdated`` for newly queued evaluations, by task (one query finds their tasks)."""
-    if not evaluation_ids:
-        return
-    async with p.db.session() as s:
-        rows = (
-            await s.execute(
-                select(col(Evaluation.id), col(Dataset.task_id))
-                .join(Dataset, col(Dataset.id) == col(Evaluation.dataset_id))
-                .where(col(Evaluation.id).in_(evaluation_ids))
-            )
-        ).all()
-    by_task: dict[int, list[int]] = {}
-    for evaluation_id, task_id in rows:
-        by_task.setdefault(int(task_id), []).append(int(evaluation_id))
-    for task_id, ids in by_task.items():
-        await updated(p, "evaluationUpdated", task_id, ids)
 
 
 # --------------------------------------------------------------------------- payloads (plain JSON dicts)

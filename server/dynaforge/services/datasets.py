@@ -173,7 +173,7 @@ async def build_from_round(
             if access == DatasetAccess.SCORING:
                 made.extend(await _add_perturbed_copies(p, s, view.task, dataset, [f for _, f in frozen], actor))
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made) and d.size])
-    await queue(p, queued)
+    await queue(p, view.row.id, queued)
     p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
     return made
 
@@ -460,7 +460,7 @@ async def update_dataset(
                 queued = await _evaluate_unevaluated(s, row.task_id, family)
         await s.flush()
         await s.refresh(row)
-    await queue(p, queued)
+    await queue(p, row.task_id, queued)
     p.caches.boards.pop(row.task_id)
     return row
 
@@ -650,7 +650,7 @@ async def create_dataset(
             made.extend(await _add_perturbed_copies(p, s, view.task, dataset, cleaned, actor))
         # an empty split (a round with few accepted examples) is made, but has nothing to score
         queued = await _evaluate_existing_models(s, view.row.id, [d.id for d in made if _scored(d, made) and d.size])
-    await queue(p, queued)
+    await queue(p, view.row.id, queued)
     p.caches.boards.pop(view.row.id)  # the board's cached inputs (services.leaderboard.BoardData)
     return made
 
@@ -787,7 +787,7 @@ async def attach_perturbed_copy(
         await s.flush()
         await _add_items(s, copy.id, [(None, fields) for _, fields in cleaned], [position for position, _ in cleaned])
         queued = await _evaluate_existing_models(s, parent.task_id, [copy.id])
-    await queue(p, queued)
+    await queue(p, parent.task_id, queued)
     p.caches.boards.pop(parent.task_id)
     return copy
 

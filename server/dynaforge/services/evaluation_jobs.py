@@ -30,12 +30,12 @@ def enqueue(p: Platform, evaluation_ids: Sequence[int] | Sequence[Sequence[int]]
         log.error("evaluations %s stay queued: %s", evaluation_ids, exc)
 
 
-async def queue(p: Platform, evaluation_ids: Sequence[int] | Sequence[Sequence[int]]) -> None:
-    """Newly queued evaluations (committed): :func:`enqueue` them, and tell their tasks' ``evaluationUpdated``
-    subscribers."""
+async def queue(p: Platform, task_id: int, evaluation_ids: Sequence[int] | Sequence[Sequence[int]]) -> None:
+    """Newly queued evaluations of the task ``task_id`` (committed): :func:`enqueue` them, and tell the task's
+    ``evaluationUpdated`` subscribers."""
     enqueue(p, evaluation_ids)
     flat = [i for item in evaluation_ids for i in (item if isinstance(item, Sequence) else [item])]
-    await announce.evaluations_queued(p, flat)
+    await announce.updated(p, "evaluationUpdated", task_id, flat)
 
 
 async def send_unsent(p: Platform, *, limit: int = 500) -> int:

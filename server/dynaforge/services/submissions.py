@@ -288,7 +288,7 @@ async def _store_model(
         evaluations = [Evaluation(model_id=model.id, dataset_id=d) for d in scoring]
         s.add_all(evaluations)
         await s.flush()
-    await queue(p, [e.id for e in evaluations])
+    await queue(p, view.row.id, [e.id for e in evaluations])
     p.caches.boards.pop(model.task_id)  # the board's cached inputs (services.leaderboard.BoardData)
     return model, evaluations
 

@@ -342,7 +342,7 @@ async def evaluate_round_targets(
             model = await s.get(ModelRow, entry.model_id)
             assert model is not None
             made.append(model)
-    await queue(p, queued)
+    await queue(p, view.row.id, queued)
     p.caches.boards.pop(view.row.id)
     return made
 

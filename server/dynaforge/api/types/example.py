@@ -109,6 +109,12 @@ class Votes:
         description="FLAGGED votes so far, including a flag raised by anyone but the author (that is their vote)."
     )
 
+    @classmethod
+    def of(cls, row: ExampleRow) -> Votes:
+        return cls(
+            correct=row.validations_correct, incorrect=row.validations_incorrect, flagged=row.validations_flagged
+        )
+
 
 async def _round(info: Info, round_id: int) -> Round:
     return Round.from_row(await info.context.loaders["round"].load(round_id))
@@ -355,11 +361,7 @@ class Example(Node):
 
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:
-        return Votes(
-            correct=self.row.validations_correct,
-            incorrect=self.row.validations_incorrect,
-            flagged=self.row.validations_flagged,
-        )
+        return Votes.of(self.row)
 
     @classmethod
     def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_: Round | None = None) -> Example:
@@ -409,11 +411,7 @@ class RedactedExample:
 
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:
-        return Votes(
-            correct=self.row.validations_correct,
-            incorrect=self.row.validations_incorrect,
-            flagged=self.row.validations_flagged,
-        )
+        return Votes.of(self.row)
 
     @classmethod
     def from_row(cls, row: ExampleRow, *, task_code: str | None = None) -> RedactedExample:
