@@ -46,7 +46,7 @@ import json
 import socket
 import tempfile
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,7 +69,18 @@ from authz_world import (
     declaration,
     multipart,
 )
-from graphql import GraphQLUnionType, get_named_type
+from graphql import (
+    ArgumentNode,
+    DocumentNode,
+    FieldNode,
+    GraphQLUnionType,
+    NameNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    get_named_type,
+    parse,
+    print_ast,
+)
 from model_archives import MINIMAL_ARCHIVE
 from sqlalchemy import select, update
 from support import gid
@@ -332,6 +343,8 @@ class Operation:
     # subscriptions: how many more events follow the first one; they are read before the subscription completes, so
     # the server is never cut short mid-query (that closes the database connection the whole test runs on)
     then: int = 0
+    # where the answer is under data: (field_name,) for a root field, ("task", name) for a Task field
+    path: tuple[str, ...] = ()
 
 
 OPERATIONS: dict[str, Operation] = {}
@@ -1754,7 +1767,11 @@ def _outcome(key: str, body: dict[str, Any], seen: Seen) -> str:
     if errors:
         code = (errors[0].get("extensions") or {}).get("code")
         return QUERY_ERRORS.get(code, f"error {code}: {errors[0].get('message')}")
-    value = body["data"][op.field_name]
+    value = body["data"]
+    for step in op.path or (op.field_name,):
+        if value is None:  # task(code:) is null for a task the role may not see: the root field's NOT_FOUND
+            return NOTFOUND
+        value = value[step]
     if op.classify is not None:
         return op.classify(value, seen)
     return OK if value["__typename"] in _success_types(op.field_name) else value["__typename"]
@@ -1908,6 +1925,76 @@ async def _until_sentinel(ws, field: str, published: int, message: dict, p, topi
             break
         await asyncio.sleep(0.01)
     return seen or {"data": {field: None}}
+
+
+# --------------------------------------------------------------------------- the same lists on Task
+
+#: The deprecated root fields that take a taskCode, and the Task field that answers the same. Each of their rows runs
+#: again (key ``<row>@task``) as ``task(code:) { <field>(...) }``, expecting every role's outcome unchanged.
+ON_TASK = {
+    "contexts": "contexts",
+    "examples": "examples",
+    "models": "models",
+    "datasets": "datasets",
+    "leaderboard": "leaderboard",
+    "myLeaderboardForks": "viewerLeaderboardForks",
+    "myLeaderboardSnapshots": "viewerLeaderboardSnapshots",
+    "webhooks": "webhooks",
+    "trainingRecipes": "trainingRecipes",
+    "registeredModels": "registeredModels",
+    "trainingJobs": "trainingJobs",
+    "roundModelMatrix": "roundModelMatrix",
+    "adversaries": "adversaries",
+    "adversaryRuns": "adversaryRuns",
+    "validationQueueSize": "validationQueueSize",
+}
+
+
+def on_task(document: str, root_field: str, task_field: str) -> str:
+    """The document with its root field asked as a field of ``task(code:)``, given what taskCode was."""
+    tree = parse(document)
+    operation_ = next(d for d in tree.definitions if isinstance(d, OperationDefinitionNode))
+    selections = list(operation_.selection_set.selections)
+    at = next(i for i, s in enumerate(selections) if isinstance(s, FieldNode) and s.name.value == root_field)
+    field = selections[at]
+    code = next(a.value for a in field.arguments if a.name.value == "taskCode")
+    moved = FieldNode(
+        alias=None,
+        name=NameNode(value=task_field),
+        arguments=tuple(a for a in field.arguments if a.name.value != "taskCode"),
+        directives=field.directives,
+        selection_set=field.selection_set,
+    )
+    selections[at] = FieldNode(
+        alias=None,
+        name=NameNode(value="task"),
+        arguments=(ArgumentNode(name=NameNode(value="code"), value=code),),
+        directives=(),
+        selection_set=SelectionSetNode(selections=(moved,)),
+    )
+    rewritten = OperationDefinitionNode(
+        operation=operation_.operation,
+        name=operation_.name,
+        variable_definitions=operation_.variable_definitions,
+        directives=operation_.directives,
+        selection_set=SelectionSetNode(selections=tuple(selections)),
+    )
+    return print_ast(DocumentNode(definitions=tuple(rewritten if d is operation_ else d for d in tree.definitions)))
+
+
+for _key in [k for k in RULES if k.split("@")[0] in ON_TASK]:
+    _op = OPERATIONS[_key]
+    assert _op.document is not None
+    _name = _op.field_name
+    # A hidden task is null to whoever may not see it, signed in or not: where the root field checks the sign-in
+    # first (NOT_AUTHENTICATED), task(code:) answers null (NotFound) before its field is asked.
+    RULES[f"{_key}@task"] = {
+        role: NOTFOUND if "@hiddenTask" in _key and outcome == NOAUTH else outcome
+        for role, outcome in RULES[_key].items()
+    }
+    OPERATIONS[f"{_key}@task"] = replace(
+        _op, document=on_task(_op.document, _name, ON_TASK[_name]), path=("task", ON_TASK[_name])
+    )
 
 
 def _cells():

@@ -9,6 +9,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.adversaries.base import Verdict, gold_probability
+from dynaforge.api.arguments import RunStatusFilter
 from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.enums import AdversaryRunStatus, CreationOrder, OrderBy, work_page
 from dynaforge.api.errors import (
@@ -32,6 +33,7 @@ from dynaforge.db.models import as_utc
 from dynaforge.errors import ServiceUnavailable as DomainServiceUnavailable
 from dynaforge.services import adversaries as adversary_service
 from dynaforge.services import tasks as task_service
+from dynaforge.services.cursors import WorkPage
 
 
 @strawberry.type(description="A machine adversary installed on the server, as one task sees it.")
@@ -212,44 +214,52 @@ async def run_node(info: Info, row: RunRow) -> AdversaryRun:
 # --------------------------------------------------------------------------- queries
 
 
+async def adversaries_of(info: Info, task_code: str) -> list[Adversary]:
+    """Task.adversaries (and the deprecated root field)."""
+    return [Adversary.of(a) for a in await adversary_service.list_for_task(*info.context.caller, task_code)]
+
+
+async def runs_of(info: Info, task_code: str, page: WorkPage) -> Connection[AdversaryRun]:
+    """Task.adversaryRuns (and the deprecated root field)."""
+    listing = await adversary_service.list_runs(*info.context.caller, task_code, page)
+    window = listing.window
+    return Connection.of(
+        [(await run_node(info, row), window.cursor(row)) for row in window.rows],
+        has_next=window.has_next,
+        has_previous=window.has_previous,
+        total=listing.total,
+    )
+
+
 @strawberry.type
 class AdversaryQuery:
     @strawberry.field(
         description="The machine adversaries installed on the server, each with whether it can serve this task "
-        "(anyone who can see the task)."
+        "(anyone who can see the task).",
+        deprecation_reason="Use Task.adversaries (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def adversaries(self, info: Info, task_code: TaskCode) -> list[Adversary] | None:
-        return [Adversary.of(a) for a in await adversary_service.list_for_task(*info.context.caller, task_code)]
+        return await adversaries_of(info, task_code)
 
     @strawberry.field(
         description="The task's generation runs, a page at a time (owners and admins), newest first unless "
-        "`orderBy` says otherwise."
+        "`orderBy` says otherwise.",
+        deprecation_reason="Use Task.adversaryRuns (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def adversary_runs(
         self,
         info: Info,
         task_code: TaskCode,
-        status: Annotated[
-            AdversaryRunStatus | None, strawberry.argument(description="Only the runs in this state.")
-        ] = None,
+        status: RunStatusFilter = None,
         order_by: OrderBy = CreationOrder.NEWEST_FIRST,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[AdversaryRun] | None:
-        listing = await adversary_service.list_runs(
-            *info.context.caller, task_code, work_page(status, order_by, first, after, last, before)
-        )
-        page = listing.window
-        return Connection.of(
-            [(await run_node(info, row), page.cursor(row)) for row in page.rows],
-            has_next=page.has_next,
-            has_previous=page.has_previous,
-            total=listing.total,
-        )
+        return await runs_of(info, task_code, work_page(status, order_by, first, after, last, before))
 
 
 # --------------------------------------------------------------------------- mutations

@@ -92,6 +92,10 @@ LIST_SIZES: dict[str, int] = {
     "Query.webhooks": MANY,  # 10 per user and task, every user's for owners
     "Query.trainingRecipes": DECLARED,
     "Query.registeredModels": MANY,
+    "Task.adversaries": DECLARED,
+    "Task.webhooks": MANY,
+    "Task.trainingRecipes": DECLARED,
+    "Task.registeredModels": MANY,
     "Task.fields": DECLARED,
     "RegisteredModel.metrics": DECLARED,  # what its recipe reports
     "TrainingData.datasets": DECLARED,  # the data sets a training job was asked to read
@@ -156,6 +160,8 @@ PRICES: dict[str, int] = {
     "Query.exampleToValidate": 200,  # samples the queue
     "Query.leaderboard": 2000,  # a Dynascore over every published model's evaluations
     "Query.roundModelMatrix": 1000,  # every registry entry against each round's test set
+    "Task.leaderboard": 2000,  # the same, per task listed
+    "Task.roundModelMatrix": 1000,
 }
 COUNT_PRICE = 100
 

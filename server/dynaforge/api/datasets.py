@@ -10,7 +10,7 @@ import strawberry
 from strawberry.file_uploads import Upload
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import Info
+from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.contexts import binary_upload
 from dynaforge.api.enums import (
     DatasetAccess,
@@ -192,26 +192,34 @@ CreateRoundDatasetsResult = Annotated[
 ]
 
 
+async def datasets_connection(
+    info: Info, task_code: str, first: int | None, after: str | None, last: int | None, before: str | None
+) -> Connection[Dataset]:
+    """Task.datasets (and the deprecated root field)."""
+    listing = await dataset_service.datasets_page(
+        *info.context.caller, task_code, first=first, after=after, last=last, before=before
+    )
+    return Connection.from_listing(listing, Dataset.from_row)
+
+
 @strawberry.type
 class DatasetQuery:
     @strawberry.field(
         description="A task's data sets, oldest first (a round's sets beside their perturbed copies), for anyone who "
-        "can see the task; HIDDEN ones for its owners and admins only. Pages of up to 100, 100 by default."
+        "can see the task; HIDDEN ones for its owners and admins only. Pages of up to 100, 100 by default.",
+        deprecation_reason="Use Task.datasets (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def datasets(
         self,
         info: Info,
-        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
+        task_code: TaskCode,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[Dataset] | None:
-        listing = await dataset_service.datasets_page(
-            *info.context.caller, task_code, first=first, after=after, last=last, before=before
-        )
-        return Connection.from_listing(listing, Dataset.from_row)
+        return await datasets_connection(info, task_code, first, after, last, before)
 
     @strawberry.field(
         description="A page of a data set's items, in order, for anyone who can see the set; gold fields only "

@@ -15,6 +15,7 @@ import strawberry
 from dynaforge.db.models import AdversaryRunStatus as RunValue
 from dynaforge.db.models import DatasetAccess as AccessValue
 from dynaforge.db.models import EvaluationStatus as EvaluationValue
+from dynaforge.db.models import ExampleStatus as Status
 from dynaforge.db.models import ModelStatus as ModelValue
 from dynaforge.db.models import ProposalStatus as ProposalValue
 from dynaforge.db.models import WebhookDeliveryStatus as DeliveryValue
@@ -309,3 +310,46 @@ class ValidationMode(Enum):
         description="The task's owners and admins only: flagged examples first, then those awaiting votes, their "
         "own included; each vote decides the example alone.",
     )
+
+
+@strawberry.enum(description="Where an example is in its life.")
+class ExampleStatus(Enum):
+    PENDING_PREDICTION = strawberry.enum_value(
+        Status.PENDING_PREDICTION,
+        description="Stored, but the target model did not answer (down or too slow) or answered unreadably: the "
+        "server asks it again later (an unreadable answer a few times only); `prediction` and `fooled` stay null "
+        "until it answers, and `pendingReason` says why.",
+    )
+    PENDING_VERDICT = strawberry.enum_value(
+        Status.PENDING_VERDICT,
+        description="The model answered; whether it was fooled waits for the task's judge model (Task.verdictBy "
+        "JUDGE) or its validators (PEOPLE, whose vote is on the model's output). `fooled` stays null and the example "
+        "counts for nothing until the verdict is decided (the verdictDecided subscription says when).",
+    )
+    CREATED = strawberry.enum_value(
+        Status.CREATED,
+        description="The model answered; the example waits in the validators' queue (if it fooled the model, or "
+        "the task validates every example).",
+    )
+    RETRACTED = strawberry.enum_value(
+        Status.RETRACTED, description="Withdrawn by its author, an owner or an admin before a decision; final."
+    )
+    FLAGGED = strawberry.enum_value(
+        Status.FLAGGED, description="Flagged: out of the validators' queue until an owner or an admin decides."
+    )
+    ACCEPTED = strawberry.enum_value(
+        Status.ACCEPTED, description="Accepted by a quorum of CORRECT votes or by an owner's vote; final."
+    )
+    REJECTED = strawberry.enum_value(
+        Status.REJECTED,
+        description="Rejected by a quorum of INCORRECT or of FLAGGED votes, or by an owner's vote; final.",
+    )
+
+
+@strawberry.enum(description="Where a training job is.")
+class TrainingStatus(Enum):
+    QUEUED = strawberry.enum_value("QUEUED", description="Waiting for a worker.")
+    RUNNING = strawberry.enum_value("RUNNING", description="The recipe is running (see progress and stage).")
+    SUCCEEDED = strawberry.enum_value("SUCCEEDED", description="The candidate is registered and being evaluated.")
+    FAILED = strawberry.enum_value("FAILED", description="It stopped; `error` says why. Nothing was registered.")
+    CANCELLED = strawberry.enum_value("CANCELLED", description="An owner cancelled it. Nothing was registered.")

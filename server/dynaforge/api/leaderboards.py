@@ -8,7 +8,8 @@ from typing import Annotated, Any
 
 import strawberry
 
-from dynaforge.api.context import Info
+from dynaforge.api.arguments import DatasetWeights, ForkId, MetricWeights, Sort, SortMetric, WeightInput
+from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.enums import (
     GapReason,
     LeaderboardSort,
@@ -35,17 +36,6 @@ from dynaforge.errors import FieldError as DomainFieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import leaderboard as board_service
 from dynaforge.services import submissions as submission_service
-
-
-@strawberry.input(description="A weight for a metric or a data set of the leaderboard.")
-class WeightInput:
-    name: str = strawberry.field(
-        description="A metric's name (one of the board's axes) or a scoring data set's name; each name at most once."
-    )
-    weight: float = strawberry.field(
-        description="A finite number, 0 or more: only the ratios between weights matter. 0 shows the metric (or "
-        "leaves the data set out) without counting it; at least one weight must be above 0."
-    )
 
 
 @strawberry.type(description="A metric's or a data set's weight.")
@@ -465,91 +455,93 @@ SnapshotResult = Annotated[
 ]
 
 
+async def leaderboard_of(
+    info: Info,
+    task_code: str,
+    metric_weights: list[WeightInput] | None,
+    dataset_weights: list[WeightInput] | None,
+    sort: LeaderboardSort,
+    sort_metric: str | None,
+    fork_id: strawberry.ID | None,
+) -> Leaderboard:
+    """Task.leaderboard (and the deprecated root field)."""
+    board = await board_service.compute(
+        *info.context.caller,
+        task_code,
+        metric_weights=_pairs(metric_weights),
+        dataset_weights=_pairs(dataset_weights),
+        sort=_sort(sort, sort_metric),
+        fork_id=None if fork_id is None else parse_id(fork_id, "forkId", "LeaderboardFork"),
+    )
+    return Leaderboard.of(board)
+
+
+async def forks_of(
+    info: Info, task_code: str, first: int | None, after: str | None, last: int | None, before: str | None
+) -> Connection[LeaderboardFork]:
+    """Task.viewerLeaderboardForks (and the deprecated root field)."""
+    listing = await board_service.my_forks(
+        *info.context.caller, task_code, first=first, after=after, last=last, before=before
+    )
+    return Connection.from_listing(listing, _fork)
+
+
+async def snapshots_of(
+    info: Info, task_code: str, first: int | None, after: str | None, last: int | None, before: str | None
+) -> Connection[LeaderboardSnapshot]:
+    """Task.viewerLeaderboardSnapshots (and the deprecated root field)."""
+    listing = await board_service.my_snapshots(
+        *info.context.caller, task_code, first=first, after=after, last=last, before=before
+    )
+    return Connection.from_listing(listing, _snapshot)
+
+
 @strawberry.type
 class LeaderboardQuery:
     @strawberry.field(
         description="A task's published models ranked by a Dynascore with your weights (default: 4 on "
         "the principal metric, 1 on throughput, memory, robustness and fairness, 0 on an axis no model has a figure "
-        "for yet, such as fairness on a task without fairness copies; data sets equal)."
+        "for yet, such as fairness on a task without fairness copies; data sets equal).",
+        deprecation_reason="Use Task.leaderboard (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def leaderboard(
         self,
         info: Info,
-        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
-        metric_weights: Annotated[
-            list[WeightInput] | None,
-            strawberry.argument(
-                description="Weights of the board's axes by name; axes left out keep their default. Null: the "
-                "defaults, or the fork's weights with forkId."
-            ),
-        ] = None,
-        dataset_weights: Annotated[
-            list[WeightInput] | None,
-            strawberry.argument(
-                description="Weights of the scoring data sets by name; sets left out do not count. Null: every set "
-                "equally, or the fork's weights with forkId."
-            ),
-        ] = None,
-        sort: Annotated[
-            LeaderboardSort, strawberry.argument(description="What orders the rows; the Dynascore by default.")
-        ] = LeaderboardSort.DYNASCORE,
-        sort_metric: Annotated[
-            str | None,
-            strawberry.argument(
-                description="With sort: METRIC, the axis to sort by (a name in Leaderboard.metrics); leave it out "
-                "otherwise."
-            ),
-        ] = None,
-        fork_id: Annotated[
-            strawberry.ID | None,
-            strawberry.argument(
-                description="A LeaderboardFork of this task whose saved weights to use; metricWeights or "
-                "datasetWeights given here replace the fork's."
-            ),
-        ] = None,
+        task_code: TaskCode,
+        metric_weights: MetricWeights = None,
+        dataset_weights: DatasetWeights = None,
+        sort: Sort = LeaderboardSort.DYNASCORE,
+        sort_metric: SortMetric = None,
+        fork_id: ForkId = None,
     ) -> Leaderboard | None:
-        board = await board_service.compute(
-            *info.context.caller,
-            task_code,
-            metric_weights=_pairs(metric_weights),
-            dataset_weights=_pairs(dataset_weights),
-            sort=_sort(sort, sort_metric),
-            fork_id=None if fork_id is None else parse_id(fork_id, "forkId", "LeaderboardFork"),
-        )
-        return Leaderboard.of(board)
+        return await leaderboard_of(info, task_code, metric_weights, dataset_weights, sort, sort_metric, fork_id)
 
     @strawberry.field(description="The leaderboard forks you saved on a task, newest first. Signed-in users.")
     @errors_as_graphql
     async def my_leaderboard_forks(
         self,
         info: Info,
-        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
+        task_code: TaskCode,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[LeaderboardFork] | None:
-        listing = await board_service.my_forks(
-            *info.context.caller, task_code, first=first, after=after, last=last, before=before
-        )
-        return Connection.from_listing(listing, _fork)
+        return await forks_of(info, task_code, first, after, last, before)
 
     @strawberry.field(description="The leaderboard snapshots you took of a task, newest first. Signed-in users.")
     @errors_as_graphql
     async def my_leaderboard_snapshots(
         self,
         info: Info,
-        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
+        task_code: TaskCode,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[LeaderboardSnapshot] | None:
-        listing = await board_service.my_snapshots(
-            *info.context.caller, task_code, first=first, after=after, last=last, before=before
-        )
-        return Connection.from_listing(listing, _snapshot)
+        return await snapshots_of(info, task_code, first, after, last, before)
 
     @strawberry.field(
         description="A frozen leaderboard, for anyone who can see its task; null when there is none you can see."

@@ -9,7 +9,8 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
-from dynaforge.api.context import Info
+from dynaforge.api.arguments import MyModels, PublishedFilter
+from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.datasets import Dataset
 from dynaforge.api.enums import (
     EvaluationStatus,
@@ -497,6 +498,39 @@ def _card(card: ModelCardInput | None) -> dict[str, Any] | None:
     return None if card is None else {k: v for k, v in vars(card).items() if v is not None}
 
 
+async def models_connection(
+    info: Info,
+    task_code: str,
+    mine: bool,
+    published: bool | None,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+) -> Connection[Model]:
+    """Task.models (and the deprecated root field)."""
+    page = await submission_service.list_models(
+        *info.context.caller,
+        task_code,
+        mine=mine,
+        published=published,
+        first=first,
+        after=after,
+        last=last,
+        before=before,
+    )
+    assert page.window is not None
+    return Connection.of(
+        (
+            (Model.from_row(row, privileged), submission_service.encode_model_cursor(row.id))
+            for row, privileged in page.items
+        ),
+        has_next=page.window.has_next,
+        has_previous=page.window.has_previous,
+        total=page.total,
+    )
+
+
 @strawberry.type
 class ModelQuery:
     @strawberry.field(
@@ -513,45 +547,22 @@ class ModelQuery:
     @strawberry.field(
         description="A task's models, newest first: published ones for everyone who can see the task, and your own; "
         "every one for its owners and admins. `mine` narrows to yours, `published` to published (true) or "
-        "unpublished (false) ones."
+        "unpublished (false) ones.",
+        deprecation_reason="Use Task.models (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def models(
         self,
         info: Info,
-        task_code: Annotated[str, strawberry.argument(description="The code of the task.")],
-        mine: Annotated[
-            bool, strawberry.argument(description="true: only the models you submitted (sign in first).")
-        ] = False,
-        published: Annotated[
-            bool | None,
-            strawberry.argument(description="true: published models only; false: unpublished ones only; null: both."),
-        ] = None,
+        task_code: TaskCode,
+        mine: MyModels = False,
+        published: PublishedFilter = None,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[Model] | None:
-        page = await submission_service.list_models(
-            *info.context.caller,
-            task_code,
-            mine=mine,
-            published=published,
-            first=first,
-            after=after,
-            last=last,
-            before=before,
-        )
-        assert page.window is not None
-        return Connection.of(
-            (
-                (Model.from_row(row, privileged), submission_service.encode_model_cursor(row.id))
-                for row, privileged in page.items
-            ),
-            has_next=page.window.has_next,
-            has_previous=page.window.has_previous,
-            total=page.total,
-        )
+        return await models_connection(info, task_code, mine, published, first, after, last, before)
 
 
 @strawberry.type

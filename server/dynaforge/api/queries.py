@@ -6,13 +6,25 @@ from typing import Annotated
 
 import strawberry
 
+from dynaforge.api.arguments import (
+    AdversaryFilter,
+    AuthorFilter,
+    ContextRound,
+    ContextTag,
+    ExampleRound,
+    ExampleStatusFilter,
+    ExampleTag,
+    FooledFilter,
+    MineOnly,
+    SourceFilter,
+)
 from dynaforge.api.context import Info, TaskCode
-from dynaforge.api.enums import ContextStrategy, ExampleSource, raw
+from dynaforge.api.enums import ContextStrategy, ExampleSource, ExampleStatus, raw
 from dynaforge.api.errors import errors_as_graphql, errors_as_null
 from dynaforge.api.node import parse_id
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.context_type import ContextType
-from dynaforge.api.types.example import Example, ExampleStatus
+from dynaforge.api.types.example import Example
 from dynaforge.api.types.plugin import Plugin
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.task import Task
@@ -21,6 +33,78 @@ from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
 from dynaforge.services import examples as example_service
 from dynaforge.services import tasks as task_service
+
+
+async def contexts_connection(
+    info: Info,
+    task_code: str,
+    round: int | None,
+    tag: str | None,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+) -> Connection[ContextType]:
+    """Task.contexts (and the deprecated root field)."""
+    listing = await context_service.list_contexts(
+        *info.context.caller,
+        task_code,
+        round_number=round,
+        tag=tag,
+        first=first,
+        after=after,
+        last=last,
+        before=before,
+    )
+    return Connection.from_listing(listing, ContextType.from_row)
+
+
+async def examples_connection(
+    info: Info,
+    task_code: str,
+    first: int | None,
+    after: str | None,
+    last: int | None,
+    before: str | None,
+    status: ExampleStatus | None,
+    mine: bool,
+    round: int | None,
+    fooled: bool | None,
+    tag: str | None,
+    source: ExampleSource | None,
+    adversary: str | None,
+    author: strawberry.ID | None,
+) -> Connection[Example]:
+    """Task.examples (and the deprecated root field)."""
+    page = await example_service.list_examples(
+        *info.context.caller,
+        task_code=task_code,
+        first=first if first is not None or last is not None else 20,
+        after=after,
+        last=last,
+        before=before,
+        status=raw(status) if status else None,
+        mine=mine,
+        round_number=round,
+        fooled=fooled,
+        tag=tag,
+        source=raw(source) if source else None,
+        adversary=adversary,
+        author_id=parse_id(author, "author", "User") if author is not None else None,
+    )
+    rounds = {round_id: Round.from_row(row) for round_id, row in page.rounds.items()}
+    return Connection.of(
+        (
+            (
+                Example.from_row(r, task_code=page.task_code, round_=rounds.get(r.round_id)),
+                example_service.encode_cursor(r.id),
+            )
+            for r in page.items
+        ),
+        has_next=page.has_next,
+        has_previous=page.has_previous,
+        total=page.total,
+    )
 
 
 @strawberry.type
@@ -88,33 +172,22 @@ class Query:
 
     @strawberry.field(
         description="A task's contexts, newest first, for its owners and admins (a FORBIDDEN error for anyone "
-        "else): those of one round, or with one tag, when asked."
+        "else): those of one round, or with one tag, when asked.",
+        deprecation_reason="Use Task.contexts (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def contexts(
         self,
         info: Info,
         task_code: TaskCode,
-        round: Annotated[
-            int | None, strawberry.argument(description="Only this round's contexts (its number).")
-        ] = None,
-        tag: Annotated[str | None, strawberry.argument(description="Only contexts with exactly this tag.")] = None,
+        round: ContextRound = None,
+        tag: ContextTag = None,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[ContextType] | None:
-        listing = await context_service.list_contexts(
-            *info.context.caller,
-            task_code,
-            round_number=round,
-            tag=tag,
-            first=first,
-            after=after,
-            last=last,
-            before=before,
-        )
-        return Connection.from_listing(listing, ContextType.from_row)
+        return await contexts_connection(info, task_code, round, tag, first, after, last, before)
 
     @strawberry.field(
         description="One example: authors read their own, owners and admins every example of their tasks. Errors "
@@ -140,65 +213,17 @@ class Query:
         after: After = None,
         last: Last = None,
         before: Before = None,
-        status: Annotated[
-            ExampleStatus | None, strawberry.argument(description="Only examples in this status; null: any.")
-        ] = None,
-        mine: Annotated[
-            bool, strawberry.argument(description="Only your own examples (what everyone but owners and admins gets).")
-        ] = False,
-        round: Annotated[
-            int | None, strawberry.argument(description="Only this round's examples (its number).")
-        ] = None,
-        fooled: Annotated[
-            bool | None,
-            strawberry.argument(description="Only examples that fooled the model (true) or did not (false)."),
-        ] = None,
-        tag: Annotated[str | None, strawberry.argument(description="Only examples with exactly this tag.")] = None,
-        source: Annotated[
-            ExampleSource | None,
-            strawberry.argument(description="Only examples of this source (who wrote them: HUMAN, ASSISTED, MACHINE)."),
-        ] = None,
-        adversary: Annotated[
-            str | None,
-            strawberry.argument(
-                description="Only examples a machine adversary of this name suggested or wrote (Adversary.name)."
-            ),
-        ] = None,
-        author: Annotated[
-            strawberry.ID | None,
-            strawberry.argument(
-                description="Only this user's examples (User.id); for those who see only their own, another's: none."
-            ),
-        ] = None,
+        status: ExampleStatusFilter = None,
+        mine: MineOnly = False,
+        round: ExampleRound = None,
+        fooled: FooledFilter = None,
+        tag: ExampleTag = None,
+        source: SourceFilter = None,
+        adversary: AdversaryFilter = None,
+        author: AuthorFilter = None,
     ) -> Connection[Example] | None:
-        page = await example_service.list_examples(
-            *info.context.caller,
-            task_code=task_code,
-            first=first if first is not None or last is not None else 20,
-            after=after,
-            last=last,
-            before=before,
-            status=raw(status) if status else None,
-            mine=mine,
-            round_number=round,
-            fooled=fooled,
-            tag=tag,
-            source=raw(source) if source else None,
-            adversary=adversary,
-            author_id=parse_id(author, "author", "User") if author is not None else None,
-        )
-        rounds = {round_id: Round.from_row(row) for round_id, row in page.rounds.items()}
-        return Connection.of(
-            (
-                (
-                    Example.from_row(r, task_code=page.task_code, round_=rounds.get(r.round_id)),
-                    example_service.encode_cursor(r.id),
-                )
-                for r in page.items
-            ),
-            has_next=page.has_next,
-            has_previous=page.has_previous,
-            total=page.total,
+        return await examples_connection(
+            info, task_code, first, after, last, before, status, mine, round, fooled, tag, source, adversary, author
         )
 
     @strawberry.field(description="The signed-in user; null when anonymous.")

@@ -9,9 +9,10 @@ from typing import Annotated, Any
 import strawberry
 from strawberry.scalars import JSON
 
+from dynaforge.api.arguments import JobStatusFilter
 from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.datasets import Dataset
-from dynaforge.api.enums import CreationOrder, OrderBy, work_page
+from dynaforge.api.enums import CreationOrder, OrderBy, TrainingStatus, work_page
 from dynaforge.api.errors import (
     Conflict,
     Forbidden,
@@ -33,16 +34,8 @@ from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
+from dynaforge.services.cursors import WorkPage
 from dynaforge.tasks.base import TrainingRecipe as RecipeSpec
-
-
-@strawberry.enum(description="Where a training job is.")
-class TrainingStatus(Enum):
-    QUEUED = strawberry.enum_value("QUEUED", description="Waiting for a worker.")
-    RUNNING = strawberry.enum_value("RUNNING", description="The recipe is running (see progress and stage).")
-    SUCCEEDED = strawberry.enum_value("SUCCEEDED", description="The candidate is registered and being evaluated.")
-    FAILED = strawberry.enum_value("FAILED", description="It stopped; `error` says why. Nothing was registered.")
-    CANCELLED = strawberry.enum_value("CANCELLED", description="An owner cancelled it. Nothing was registered.")
 
 
 @strawberry.enum(description="The type of a recipe's hyper-parameter: a value given must have it.")
@@ -238,55 +231,77 @@ def _matrix(matrix: training_service.Matrix, privileged: bool) -> RoundModelMatr
 # --------------------------------------------------------------------------- queries
 
 
+async def recipes_of(info: Info, task_code: str) -> list[TrainingRecipe]:
+    """Task.trainingRecipes (and the deprecated root field)."""
+    p, actor = info.context.caller
+    view = await task_service.get_task(p, actor, task_code)
+    available = training_service.base_data_dir(p.settings, view.task) is not None
+    return [TrainingRecipe.of(r, available) for r in view.task.training_recipes]
+
+
+async def registered_of(info: Info, task_code: str) -> list[RegisteredModel]:
+    """Task.registeredModels (and the deprecated root field)."""
+    rows = await training_service.registered_models(*info.context.caller, task_code)
+    return [RegisteredModel.from_row(r) for r in rows]
+
+
+async def jobs_of(info: Info, task_code: str, page: WorkPage) -> Connection[TrainingJob]:
+    """Task.trainingJobs (and the deprecated root field)."""
+    listing = await training_service.list_jobs(*info.context.caller, task_code, page)
+    return Connection.from_listing(listing, TrainingJob.from_row)
+
+
+async def matrix_of(info: Info, task_code: str) -> RoundModelMatrix:
+    """Task.roundModelMatrix (and the deprecated root field)."""
+    return _matrix(await training_service.round_model_matrix(*info.context.caller, task_code), True)
+
+
 @strawberry.type
 class TrainingQuery:
-    @strawberry.field(description="The task's training recipes (anyone who can see the task).")
+    @strawberry.field(
+        description="The task's training recipes (anyone who can see the task).",
+        deprecation_reason="Use Task.trainingRecipes (task(code:) { ... }).",
+    )
     @errors_as_graphql
     async def training_recipes(self, info: Info, task_code: TaskCode) -> list[TrainingRecipe] | None:
-        p, actor = info.context.caller
-        view = await task_service.get_task(p, actor, task_code)
-        available = training_service.base_data_dir(p.settings, view.task) is not None
-        return [TrainingRecipe.of(r, available) for r in view.task.training_recipes]
+        return await recipes_of(info, task_code)
 
     @strawberry.field(
         description="The task's model registry, newest first: every entry for its owners and admins, the entries "
-        "some round targeted for others."
+        "some round targeted for others.",
+        deprecation_reason="Use Task.registeredModels (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def registered_models(self, info: Info, task_code: TaskCode) -> list[RegisteredModel] | None:
-        rows = await training_service.registered_models(*info.context.caller, task_code)
-        return [RegisteredModel.from_row(r) for r in rows]
+        return await registered_of(info, task_code)
 
     @strawberry.field(
         description="The task's training jobs, a page at a time (owners and admins), newest first unless `orderBy` "
-        "says otherwise."
+        "says otherwise.",
+        deprecation_reason="Use Task.trainingJobs (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def training_jobs(
         self,
         info: Info,
         task_code: TaskCode,
-        status: Annotated[
-            TrainingStatus | None, strawberry.argument(description="Only the jobs in this state.")
-        ] = None,
+        status: JobStatusFilter = None,
         order_by: OrderBy = CreationOrder.NEWEST_FIRST,
         first: First = None,
         after: After = None,
         last: Last = None,
         before: Before = None,
     ) -> Connection[TrainingJob] | None:
-        page = work_page(status, order_by, first, after, last, before)
-        listing = await training_service.list_jobs(*info.context.caller, task_code, page)
-        return Connection.from_listing(listing, TrainingJob.from_row)
+        return await jobs_of(info, task_code, work_page(status, order_by, first, after, last, before))
 
     @strawberry.field(
         description="Every evaluated registered model against each round's test set (owners and admins): the "
-        "principal metric and the fooling rate, with intervals."
+        "principal metric and the fooling rate, with intervals.",
+        deprecation_reason="Use Task.roundModelMatrix (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def round_model_matrix(self, info: Info, task_code: TaskCode) -> RoundModelMatrix | None:
-        matrix = await training_service.round_model_matrix(*info.context.caller, task_code)
-        return _matrix(matrix, True)
+        return await matrix_of(info, task_code)
 
 
 # --------------------------------------------------------------------------- mutations

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import strawberry
 
-from dynaforge.api.context import Info
+from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.enums import WebhookDeliveryStatus, WebhookEvent, raw
 from dynaforge.api.errors import (
     Conflict,
@@ -223,17 +223,21 @@ DeleteWebhookResult = Annotated[
 ]
 
 
+async def webhooks_of(info: Info, task_code: str) -> list[Webhook]:
+    """Task.webhooks (and the deprecated root field)."""
+    return [Webhook.from_row(r) for r in await webhook_service.list_webhooks(*info.context.caller, task_code)]
+
+
 @strawberry.type
 class WebhookQuery:
     @strawberry.field(
         description="Your webhooks on a task (its owners and admins: everyone's), oldest first, with their "
-        "deliveries. Signed-in users (anonymous callers get a NOT_AUTHENTICATED error)."
+        "deliveries. Signed-in users (anonymous callers get a NOT_AUTHENTICATED error).",
+        deprecation_reason="Use Task.webhooks (task(code:) { ... }).",
     )
     @errors_as_graphql
-    async def webhooks(
-        self, info: Info, task_code: Annotated[str, strawberry.argument(description="The task's code (Task.code).")]
-    ) -> list[Webhook] | None:
-        return [Webhook.from_row(r) for r in await webhook_service.list_webhooks(*info.context.caller, task_code)]
+    async def webhooks(self, info: Info, task_code: TaskCode) -> list[Webhook] | None:
+        return await webhooks_of(info, task_code)
 
 
 @strawberry.type

@@ -10,7 +10,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import Info
-from dynaforge.api.enums import ExampleSource, VerdictSource
+from dynaforge.api.enums import ExampleSource, ExampleStatus, VerdictSource
 from dynaforge.api.node import Node, global_id, related
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.prediction import ModelPrediction, Prediction
@@ -25,40 +25,6 @@ from dynaforge.db.models import as_utc
 from dynaforge.services import examples as example_service
 from dynaforge.services import tasks as task_service
 from dynaforge.tasks.base import Task as PluginTask
-
-
-@strawberry.enum(description="Where an example is in its life.")
-class ExampleStatus(Enum):
-    PENDING_PREDICTION = strawberry.enum_value(
-        Status.PENDING_PREDICTION,
-        description="Stored, but the target model did not answer (down or too slow) or answered unreadably: the "
-        "server asks it again later (an unreadable answer a few times only); `prediction` and `fooled` stay null "
-        "until it answers, and `pendingReason` says why.",
-    )
-    PENDING_VERDICT = strawberry.enum_value(
-        Status.PENDING_VERDICT,
-        description="The model answered; whether it was fooled waits for the task's judge model (Task.verdictBy "
-        "JUDGE) or its validators (PEOPLE, whose vote is on the model's output). `fooled` stays null and the example "
-        "counts for nothing until the verdict is decided (the verdictDecided subscription says when).",
-    )
-    CREATED = strawberry.enum_value(
-        Status.CREATED,
-        description="The model answered; the example waits in the validators' queue (if it fooled the model, or "
-        "the task validates every example).",
-    )
-    RETRACTED = strawberry.enum_value(
-        Status.RETRACTED, description="Withdrawn by its author, an owner or an admin before a decision; final."
-    )
-    FLAGGED = strawberry.enum_value(
-        Status.FLAGGED, description="Flagged: out of the validators' queue until an owner or an admin decides."
-    )
-    ACCEPTED = strawberry.enum_value(
-        Status.ACCEPTED, description="Accepted by a quorum of CORRECT votes or by an owner's vote; final."
-    )
-    REJECTED = strawberry.enum_value(
-        Status.REJECTED,
-        description="Rejected by a quorum of INCORRECT or of FLAGGED votes, or by an owner's vote; final.",
-    )
 
 
 @strawberry.type(

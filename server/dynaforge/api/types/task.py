@@ -4,15 +4,39 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
 
+from dynaforge.api.arguments import (
+    AdversaryFilter,
+    AuthorFilter,
+    ContextRound,
+    ContextTag,
+    DatasetWeights,
+    ExampleRound,
+    ExampleStatusFilter,
+    ExampleTag,
+    FooledFilter,
+    ForkId,
+    JobStatusFilter,
+    MetricWeights,
+    MineOnly,
+    MyModels,
+    PublishedFilter,
+    RunStatusFilter,
+    Sort,
+    SortMetric,
+    SourceFilter,
+)
 from dynaforge.api.context import Info
-from dynaforge.api.enums import ValidationMode, VerdictSource, raw
+from dynaforge.api.enums import CreationOrder, LeaderboardSort, OrderBy, ValidationMode, VerdictSource, raw, work_page
 from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.node import Node, global_id
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
+from dynaforge.api.types.context_type import ContextType
+from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.api.types.round import Round
 from dynaforge.api.types.stats import SourceStats, Stats, TaskSettings, UserTaskStats
 from dynaforge.api.types.user import User
@@ -34,6 +58,15 @@ from dynaforge.tasks.fields import (
     SpanField,
     TextField,
 )
+
+if TYPE_CHECKING:  # the per-task lists' types refer back to Task: strawberry names them lazily
+    from dynaforge.api.adversaries import Adversary, AdversaryRun
+    from dynaforge.api.datasets import Dataset
+    from dynaforge.api.leaderboards import Leaderboard, LeaderboardFork, LeaderboardSnapshot
+    from dynaforge.api.models import Model
+    from dynaforge.api.training import RoundModelMatrix, TrainingJob, TrainingRecipe
+    from dynaforge.api.types.example import Example
+    from dynaforge.api.webhooks import Webhook
 
 
 @strawberry.enum(description="What a field is for.")
@@ -375,6 +408,222 @@ class Task(Node):
         return await validation_service.queue_size(
             *info.context.caller, self.view.task.code, owner_mode=mode == ValidationMode.OWNER
         )
+
+    # ----------------------------------------------------------------------- the task's lists
+    # Each answers what the deprecated root field of the same name (with taskCode) answers; the implementation is
+    # the feature module's, imported when asked (those modules import Task).
+
+    @strawberry.field(
+        description="The task's contexts, newest first, for its owners and admins (null with a FORBIDDEN error for "
+        "anyone else): those of one round, or with one tag, when asked."
+    )
+    @errors_as_graphql
+    async def contexts(
+        self,
+        info: Info,
+        round: ContextRound = None,
+        tag: ContextTag = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[ContextType] | None:
+        from dynaforge.api.queries import contexts_connection
+
+        return await contexts_connection(info, self.code, round, tag, first, after, last, before)
+
+    @strawberry.field(
+        description="The task's examples, newest first, 20 a page by default. Signed-in users see their own; owners "
+        "and admins see all (`mine: true` narrows to their own). Null for anonymous callers (with a "
+        "NOT_AUTHENTICATED error)."
+    )
+    @errors_as_graphql
+    async def examples(
+        self,
+        info: Info,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+        status: ExampleStatusFilter = None,
+        mine: MineOnly = False,
+        round: ExampleRound = None,
+        fooled: FooledFilter = None,
+        tag: ExampleTag = None,
+        source: SourceFilter = None,
+        adversary: AdversaryFilter = None,
+        author: AuthorFilter = None,
+    ) -> Connection[Annotated[Example, strawberry.lazy("dynaforge.api.types.example")]] | None:
+        from dynaforge.api.queries import examples_connection
+
+        return await examples_connection(
+            info, self.code, first, after, last, before, status, mine, round, fooled, tag, source, adversary, author
+        )
+
+    @strawberry.field(
+        description="The task's models, newest first: published ones for everyone who can see the task, and your "
+        "own; every one for its owners and admins. `mine` narrows to yours, `published` to published (true) or "
+        "unpublished (false) ones."
+    )
+    @errors_as_graphql
+    async def models(
+        self,
+        info: Info,
+        mine: MyModels = False,
+        published: PublishedFilter = None,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[Annotated[Model, strawberry.lazy("dynaforge.api.models")]] | None:
+        from dynaforge.api.models import models_connection
+
+        return await models_connection(info, self.code, mine, published, first, after, last, before)
+
+    @strawberry.field(
+        description="The task's data sets, oldest first (a round's sets beside their perturbed copies); HIDDEN ones "
+        "for its owners and admins only. Pages of up to 100, 100 by default."
+    )
+    @errors_as_graphql
+    async def datasets(
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> Connection[Annotated[Dataset, strawberry.lazy("dynaforge.api.datasets")]] | None:
+        from dynaforge.api.datasets import datasets_connection
+
+        return await datasets_connection(info, self.code, first, after, last, before)
+
+    @strawberry.field(
+        description="The task's published models ranked by a Dynascore with your weights (default: each axis's "
+        "Leaderboard.metrics[].defaultWeight, 0 on an axis no model has a figure for yet; data sets equal). Null "
+        "with an error when the weights are wrong."
+    )
+    @errors_as_graphql
+    async def leaderboard(
+        self,
+        info: Info,
+        metric_weights: MetricWeights = None,
+        dataset_weights: DatasetWeights = None,
+        sort: Sort = LeaderboardSort.DYNASCORE,
+        sort_metric: SortMetric = None,
+        fork_id: ForkId = None,
+    ) -> Annotated[Leaderboard, strawberry.lazy("dynaforge.api.leaderboards")] | None:
+        from dynaforge.api.leaderboards import leaderboard_of
+
+        return await leaderboard_of(info, self.code, metric_weights, dataset_weights, sort, sort_metric, fork_id)
+
+    @strawberry.field(
+        description="The leaderboard forks you saved on this task, newest first. Null for anonymous callers (with a "
+        "NOT_AUTHENTICATED error)."
+    )
+    @errors_as_graphql
+    async def viewer_leaderboard_forks(
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> Connection[Annotated[LeaderboardFork, strawberry.lazy("dynaforge.api.leaderboards")]] | None:
+        from dynaforge.api.leaderboards import forks_of
+
+        return await forks_of(info, self.code, first, after, last, before)
+
+    @strawberry.field(
+        description="The leaderboard snapshots you took of this task, newest first. Null for anonymous callers "
+        "(with a NOT_AUTHENTICATED error)."
+    )
+    @errors_as_graphql
+    async def viewer_leaderboard_snapshots(
+        self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
+    ) -> Connection[Annotated[LeaderboardSnapshot, strawberry.lazy("dynaforge.api.leaderboards")]] | None:
+        from dynaforge.api.leaderboards import snapshots_of
+
+        return await snapshots_of(info, self.code, first, after, last, before)
+
+    @strawberry.field(
+        description="Your webhooks on this task (its owners and admins: everyone's), oldest first, with their "
+        "deliveries. Null for anonymous callers (with a NOT_AUTHENTICATED error)."
+    )
+    @errors_as_graphql
+    async def webhooks(self, info: Info) -> list[Annotated[Webhook, strawberry.lazy("dynaforge.api.webhooks")]] | None:
+        from dynaforge.api.webhooks import webhooks_of
+
+        return await webhooks_of(info, self.code)
+
+    @strawberry.field(description="The task's training recipes.")
+    @errors_as_graphql
+    async def training_recipes(
+        self, info: Info
+    ) -> list[Annotated[TrainingRecipe, strawberry.lazy("dynaforge.api.training")]] | None:
+        from dynaforge.api.training import recipes_of
+
+        return await recipes_of(info, self.code)
+
+    @strawberry.field(
+        description="The task's model registry, newest first: every entry for its owners and admins, the entries "
+        "some round targeted for others."
+    )
+    @errors_as_graphql
+    async def registered_models(self, info: Info) -> list[RegisteredModel] | None:
+        from dynaforge.api.training import registered_of
+
+        return await registered_of(info, self.code)
+
+    @strawberry.field(
+        description="The task's training jobs, a page at a time, newest first unless `orderBy` says otherwise. "
+        "Owners and admins (others get null with a FORBIDDEN error)."
+    )
+    @errors_as_graphql
+    async def training_jobs(
+        self,
+        info: Info,
+        status: JobStatusFilter = None,
+        order_by: OrderBy = CreationOrder.NEWEST_FIRST,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[Annotated[TrainingJob, strawberry.lazy("dynaforge.api.training")]] | None:
+        from dynaforge.api.training import jobs_of
+
+        return await jobs_of(info, self.code, work_page(status, order_by, first, after, last, before))
+
+    @strawberry.field(
+        description="Every evaluated registered model against each round's test set: the principal metric and the "
+        "fooling rate, with intervals. Owners and admins (others get null with a FORBIDDEN error)."
+    )
+    @errors_as_graphql
+    async def round_model_matrix(
+        self, info: Info
+    ) -> Annotated[RoundModelMatrix, strawberry.lazy("dynaforge.api.training")] | None:
+        from dynaforge.api.training import matrix_of
+
+        return await matrix_of(info, self.code)
+
+    @strawberry.field(
+        description="The machine adversaries installed on the server, each with whether it can serve this task."
+    )
+    @errors_as_graphql
+    async def adversaries(
+        self, info: Info
+    ) -> list[Annotated[Adversary, strawberry.lazy("dynaforge.api.adversaries")]] | None:
+        from dynaforge.api.adversaries import adversaries_of
+
+        return await adversaries_of(info, self.code)
+
+    @strawberry.field(
+        description="The task's generation runs, a page at a time, newest first unless `orderBy` says otherwise. "
+        "Owners and admins (others get null with a FORBIDDEN error)."
+    )
+    @errors_as_graphql
+    async def adversary_runs(
+        self,
+        info: Info,
+        status: RunStatusFilter = None,
+        order_by: OrderBy = CreationOrder.NEWEST_FIRST,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[Annotated[AdversaryRun, strawberry.lazy("dynaforge.api.adversaries")]] | None:
+        from dynaforge.api.adversaries import runs_of
+
+        return await runs_of(info, self.code, work_page(status, order_by, first, after, last, before))
 
     @strawberry.field(description="Whether the signed-in user owns this task (or is an admin).")
     async def viewer_is_owner(self, info: Info) -> bool:
