@@ -39,13 +39,13 @@ TIMEOUT_S = 600.0
 START_TIMEOUT_S = 240.0  # the demo migrates, seeds every task and builds its sets before it listens
 
 TASKS = "{ tasks { code principalMetric } }"
-DATASETS = """query($code: String!) { datasets(taskCode: $code) { nodes { name } } }"""
+DATASETS = """query($code: String!) { task(code: $code) { id datasets { nodes { name } } } }"""
 #: Principal metrics on a 0-100 scale (sacrebleu's): their interval is compared with the target over 100.
 PERCENT_METRICS = frozenset({"chrf", "chrf_pp", "bleu", "ter"})
-MODELS = """query($code: String!) { models(taskCode: $code, first: 100) { nodes { name status
-  evaluations { nodes { status dataset { name } } } } } }"""
-BOARD = """query($code: String!) { leaderboard(taskCode: $code) { datasets
-  rows { model { name } metrics { name value interval { low high } } } } }"""
+MODELS = """query($code: String!) { task(code: $code) { id models(first: 100) { nodes { name status
+  evaluations { nodes { status dataset { name } } } } } } }"""
+BOARD = """query($code: String!) { task(code: $code) { id leaderboard { datasets
+  rows { model { name } metrics { name value interval { low high } } } } } }"""
 
 
 def _free_port() -> int:
@@ -68,7 +68,7 @@ async def _post(http: httpx.AsyncClient, query: str, **variables: Any) -> dict[s
 
 async def _complete(http: httpx.AsyncClient, code: str) -> tuple[bool, int]:
     """Whether the task's board is complete (every listed model's evaluations finished), and how many FAILED."""
-    models = (await _post(http, MODELS, code=code))["models"]["nodes"]
+    models = (await _post(http, MODELS, code=code))["task"]["models"]["nodes"]
     if not models:
         return False, 0
     statuses = [e["status"] for m in models for e in m["evaluations"]["nodes"]]
@@ -78,7 +78,7 @@ async def _complete(http: httpx.AsyncClient, code: str) -> tuple[bool, int]:
 
 async def _half_width(http: httpx.AsyncClient, code: str, principal: str) -> float | None:
     """The widest 95% interval on the principal metric over the board's rows, as a half-width."""
-    board = (await _post(http, BOARD, code=code))["leaderboard"]
+    board = (await _post(http, BOARD, code=code))["task"]["leaderboard"]
     widths = [
         (m["interval"]["high"] - m["interval"]["low"]) / 2
         for row in board["rows"]
@@ -117,7 +117,7 @@ async def measure() -> list[Result]:
             listed = {t["code"]: t["principalMetric"] for t in (await _post(http, TASKS))["tasks"]}
             tasks = {}
             for code, principal in listed.items():  # a task without a demo scoring set has no demo board
-                names = {d["name"] for d in (await _post(http, DATASETS, code=code))["datasets"]["nodes"]}
+                names = {d["name"] for d in (await _post(http, DATASETS, code=code))["task"]["datasets"]["nodes"]}
                 if "demo-scoring" in names:
                     tasks[code] = principal
             done_at: dict[str, float] = {}

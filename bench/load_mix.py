@@ -47,14 +47,14 @@ MIX = (("task", 20), ("examples", 20), ("leaderboard", 20), ("myStats", 20), ("c
 READS = {
     "task": "query Task($code: String!) { task(code: $code) { code name currentRound { number collected fooled "
     "pending } } }",
-    "examples": "query Mine($code: String!) { examples(taskCode: $code, first: 20, mine: true) { edges { cursor node "
-    "{ id fields prediction { label } fooled status createdAt round { number } } } "
-    "pageInfo { hasNextPage endCursor } } }",
-    "leaderboard": "query Board($code: String!) { leaderboard(taskCode: $code) { principalMetric datasets "
-    "metricWeights { name weight } rows { rank dynascore missing model { id name submitter { username } } "
-    "metrics { name value } } } }",
-    "myStats": "query Mine($code: String!) { myStats(taskCode: $code) { total { collected fooled verifiedFooled "
-    "foolingRate } rounds { roundNumber stats { collected fooled } } } }",
+    "examples": "query Mine($code: String!) { task(code: $code) { id examples(first: 20, mine: true) { edges { "
+    "cursor node { id fields prediction { label } fooled status createdAt round { number } } } "
+    "pageInfo { hasNextPage endCursor } } } }",
+    "leaderboard": "query Board($code: String!) { task(code: $code) { id leaderboard { principalMetric datasets "
+    "metricWeights { name weight } rows { rank dynascore missing model { modelId name submitter { username } } "
+    "metrics { name value } } } } }",
+    "myStats": "query Mine($code: String!) { task(code: $code) { id viewerStats { total { collected fooled "
+    "verifiedFooled foolingRate } rounds { roundNumber stats { collected fooled } } } } }",
 }
 
 

@@ -102,11 +102,11 @@ SEED = 20240501
 ROOT = Path(__file__).resolve().parent.parent
 
 PAGE_QUERY = """query Page($code: String!, $first: Int, $after: String) {
-  examples(taskCode: $code, first: $first, after: $after) {
+  task(code: $code) { id examples(first: $first, after: $after) {
     edges { cursor node { id fields prediction { label probabilities { label probability } } fooled status createdAt
       round { number } } }
     pageInfo { hasNextPage endCursor }
-  }
+  } }
 }"""
 LEAN_QUERY = PAGE_QUERY.replace(" round { number }", "")  # a diagnostic: the same page without the DataLoader field
 
@@ -318,7 +318,7 @@ async def graphql_page(http: httpx.AsyncClient, server: Server, first: int, afte
     variables: dict[str, Any] = {"code": TASK, "first": first}
     if after is not None:
         variables["after"] = after
-    return (await graphql(http, server, PAGE_QUERY, server.admin_token, **variables))["examples"]
+    return (await graphql(http, server, PAGE_QUERY, server.admin_token, **variables))["task"]["examples"]
 
 
 async def baseline_page(http: httpx.AsyncClient, baseline: Baseline, first: int, after: str | None) -> dict[str, Any]:
@@ -415,8 +415,8 @@ async def count_statements(server: Server) -> tuple[dict[int, Any], Any]:
         for size in COUNT_SIZES:
             await api.statements(PAGE_QUERY, server.admin_token, code=TASK, first=size)  # fills the caches
             counted, data = await api.statements(PAGE_QUERY, server.admin_token, code=TASK, first=size)
-            if len(data["examples"]["edges"]) != size:
-                raise RuntimeError(f"asked for {size} examples, got {len(data['examples']['edges'])}")
+            if len(data["task"]["examples"]["edges"]) != size:
+                raise RuntimeError(f"asked for {size} examples, got {len(data['task']['examples']['edges'])}")
             counts[size] = counted
     return counts, cold
 

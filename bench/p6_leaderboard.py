@@ -5,7 +5,7 @@ process runs it when a leaderboard is asked for), on seeded random scores: 200 m
 (accuracy as the principal metric, throughput, memory, robustness, fairness; default weights 4/1/1/1/1, equal
 data-set weights), and the same shape with 400 models. The server under test is not used for it.
 
-P6q, the query path: the ``leaderboard(taskCode)`` GraphQL query over HTTP, against a second ``dynaforge serve``
+P6q, the query path: the ``task(code:) { leaderboard }`` GraphQL query over HTTP, against a second ``dynaforge serve``
 (``--no-warm-models``) over its own throwaway SQLite database seeded directly (``seed_board``): 400 models of the
 sentiment task by 20 submitters (every tenth anonymous), 10 scoring data sets with the task's 8 perturbed copies
 each, and a DONE evaluation of every model on every set and copy, shaped as evaluation jobs leave them (accuracy,
@@ -85,12 +85,12 @@ PERTURBATIONS = (  # the sentiment task's, with their kinds: every scoring set h
 )
 
 BOARD_QUERY = """query Board($code: String!) {
-  leaderboard(taskCode: $code) {
+  task(code: $code) { id leaderboard {
     principalMetric datasets
     metricWeights { name weight }
-    rows { rank dynascore missing model { id name submitter { username } }
+    rows { rank dynascore missing model { modelId name submitter { username } }
       metrics { name value weight interval { low high } } }
-  }
+  } }
 }"""
 BOARD_QUERY_NO_SUBMITTER = BOARD_QUERY.replace(" submitter { username } }", " }")
 
@@ -373,7 +373,7 @@ async def board_call(http, server: Server, query: str, expected: int) -> float:
     started = time.perf_counter_ns()
     data = await graphql(http, server, query, server.admin_token, code=TASK)
     latency = ms(time.perf_counter_ns() - started)
-    rows = data["leaderboard"]["rows"]
+    rows = data["task"]["leaderboard"]["rows"]
     if len(rows) != expected or any(r["dynascore"] is None for r in rows):
         raise RuntimeError(f"the board has {len(rows)} rows (expected {expected}), or a row lacks its Dynascore")
     return latency

@@ -330,7 +330,7 @@ async def test_a_client_recomputes_each_dynascore_from_the_axes(gql, platform, b
     metric's value) is enough to recompute every Dynascore, as sliders on a client do."""
     data = (await gql(AXES, {"w": weights}))["leaderboard"]
     axes = {a["name"]: a for a in data["metrics"]}
-    assert axes["memory"]["direction"] == "MEMORY" and axes["memory"]["unit"] == "GB"
+    assert axes["memory"]["direction"] == "MEMORY" and axes["memory"]["unit"] == "GiB"
     assert axes["throughput"]["unit"] == "examples/s" and axes["accuracy"]["unit"] is None
     assert sum(a["weight"] for a in axes.values()) == pytest.approx(1.0)
     # the defaults (4 for the principal metric, 1 for each other axis), whatever weights were asked for

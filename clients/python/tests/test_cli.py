@@ -119,7 +119,7 @@ def test_results(server, submitted):
     assert data["model"]["id"] == submitted.model_id and data["model"]["name"] == submitted.name
     accuracy = [r for r in data["records"] if r["dataset"] == "client-test" and r["metric"] == "accuracy"]
     assert len(accuracy) == 1 and 0 <= accuracy[0]["value"] <= 1
-    assert {"low", "high", "throughput", "memory_mb"} <= set(accuracy[0])
+    assert {"low", "high", "throughput", "memory_gib"} <= set(accuracy[0])
     assert [e["status"] for e in data["evaluations"] if e["dataset"] == "client-test"] == ["DONE"]
 
     text = ok(cli(server, "results", submitted.model_id, "--wait", "-q", token=submitted.token))  # done: at once

@@ -113,5 +113,5 @@ def test_mypy_strict_catches_a_field_a_result_does_not_have(tmp_path):
     assert good.returncode == 0, good.stdout + good.stderr
     bad = _strict(tmp_path, field="dynascroe", event_field="stauts")
     assert bad.returncode == 1, bad.stdout
-    assert '"LeaderboardLeaderboardRows" has no attribute "dynascroe"' in bad.stdout
+    assert '"LeaderboardTaskLeaderboardRows" has no attribute "dynascroe"' in bad.stdout
     assert 'has no attribute "stauts"' in bad.stdout

@@ -110,8 +110,8 @@ def test_upload_select_submit_and_rank(server: LiveServer):
     imported = server.command("datasets", "import", str(data.TEST_FILE), "--task", CODE, "--format", "jsonl",
                               "--name", "test-v1", "--access", "SCORING", "--public-share", "1")  # fmt: skip
     assert "test-v1: 60 examples (scoring)" in imported
-    listed = server.gql("careful", f'{{ datasets(taskCode: "{CODE}") {{ nodes {{ id name access size }} }} }}')
-    sets = {d["name"]: d for d in listed["datasets"]["nodes"]}
+    listed = server.gql("careful", f'{{ task(code: "{CODE}") {{ datasets {{ nodes {{ id name access size }} }} }} }}')
+    sets = {d["name"]: d for d in listed["task"]["datasets"]["nodes"]}
     # the scoring set has a copy under each of the task's perturbations; the pool, a STANDARD set, has none
     assert {name: (d["access"], d["size"]) for name, d in sets.items()} == {
         "pool-v1": ("STANDARD", 202),
@@ -186,9 +186,9 @@ def test_upload_select_submit_and_rank(server: LiveServer):
     #    so no model of it has a fairness figure: that axis weighs 0 by default, and no row has a gap
     board = server.gql(
         "careless",
-        '{ leaderboard(taskCode: "data-selection", sort: DYNASCORE) '
-        "{ principalMetric metricWeights { name weight } rows { rank dynascore missing model { modelId name } } } }",
-    )["leaderboard"]
+        '{ task(code: "data-selection") { leaderboard(sort: DYNASCORE) '
+        "{ principalMetric metricWeights { name weight } rows { rank dynascore missing model { modelId name } } } } }",
+    )["task"]["leaderboard"]
     assert {w["name"]: w["weight"] for w in board["metricWeights"]}["fairness"] == 0
     assert board["principalMetric"] == "macro_f1"
     ranked = [(row["rank"], row["model"]["modelId"], row["model"]["name"]) for row in board["rows"]]

@@ -199,9 +199,9 @@ def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
     # -- the leaderboard ranks the two by pair accuracy
     board = server.gql(
         "builder",
-        '{ leaderboard(taskCode: "minimal-pairs", sort: DYNASCORE) { principalMetric '
-        "rows { rank model { modelId name } metrics { name value } } } }",
-    )["leaderboard"]
+        '{ task(code: "minimal-pairs") { leaderboard(sort: DYNASCORE) { principalMetric '
+        "rows { rank model { modelId name } metrics { name value } } } } }",
+    )["task"]["leaderboard"]
     assert board["principalMetric"] == "accuracy"
     # ranked (no model has a fairness figure, the task has no fairness copy: that axis weighs 0 by default)
     ranked = [(row["rank"], row["model"]["modelId"]) for row in board["rows"]]

@@ -208,7 +208,7 @@ class ContextStrategy(Enum):
 class MetricDirection(Enum):
     HIGHER = strawberry.enum_value("higher", description="Higher is better (accuracy, throughput, ...).")
     LOWER = strawberry.enum_value("lower", description="Lower is better (an error rate): oriented as -x.")
-    MEMORY = strawberry.enum_value("memory", description="Memory in GB: oriented as the budget left, budget - x.")
+    MEMORY = strawberry.enum_value("memory", description="Memory in GiB: oriented as the budget left, budget - x.")
 
 
 @strawberry.enum(description="Which items of its data set an evaluation's `metrics` were computed on.")

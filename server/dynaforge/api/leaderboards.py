@@ -163,7 +163,8 @@ class Leaderboard:
         "recompute Dynascores itself as weights move: direction, unit, weight in use and exchange rate."
     )
     memory_budget_gb: float = strawberry.field(
-        description="The memory budget a MEMORY axis is oriented against (the budget left scores)."
+        description="The memory budget a MEMORY axis is oriented against (the budget left scores), in GiB like the "
+        "memory axis."
     )
     datasets: list[str] = strawberry.field(
         description="The task's scoring data sets by name (their perturbed copies feed robustness and fairness "

@@ -98,9 +98,18 @@ class Evaluation(Node):
         description="Examples per second, model loading excluded; null until DONE and for uploaded predictions."
     )
     memory_mb: float | None = strawberry.field(
-        description="Peak memory above the baseline taken before loading, in megabytes; null until DONE and for "
+        description="Peak memory above the baseline taken before loading, in MiB; null until DONE and for uploaded "
+        "predictions.",
+        deprecation_reason="Use memoryGib: every memory figure of the API is in GiB.",
+    )
+
+    @strawberry.field(
+        description="Peak memory above the baseline taken before loading, in GiB (the unit of every memory figure: "
+        "the board's memory axis, Hardware.memoryGb, Leaderboard.memoryBudgetGb); null until DONE and for "
         "uploaded predictions."
     )
+    def memory_gib(self) -> float | None:
+        return None if self.memory_mb is None else self.memory_mb / 1024.0
 
     @strawberry.field(
         description="The task's metrics on the whole set, with robustness and fairness once the set's perturbed "

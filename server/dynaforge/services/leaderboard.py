@@ -127,7 +127,7 @@ MEMORY_BUDGET_GB = dynascore.DEFAULT_MEMORY_BUDGET_GB
 
 
 #: What the built-in axes measure in, for a board's legends.
-UNITS = {"throughput": "examples/s", "memory": "GB"}
+UNITS = {"throughput": "examples/s", "memory": "GiB"}  # memory: Evaluation.memoryGib, peak MiB / 1024
 
 
 @dataclass(frozen=True)

@@ -180,7 +180,7 @@ async def _own(s, actor: Actor, webhook_id: int) -> Webhook:
     if webhook is None or (
         webhook.user_id != actor.user_id and not await task_service.is_owner(s, actor, webhook.task_id)
     ):
-        raise NotFound(f"No webhook {webhook_id} of yours; list them with webhooks(taskCode)")
+        raise NotFound(f"No webhook {webhook_id} of yours; list them with Task.webhooks")
     return webhook
 
 
@@ -237,7 +237,7 @@ async def rotate_secret(p: Platform, actor: Actor, webhook_id: int) -> Registere
     async with p.db.write() as s:
         webhook = await s.get(Webhook, webhook_id)
         if webhook is None or webhook.user_id != actor.user_id:
-            raise NotFound(f"No webhook {webhook_id} of yours; list them with webhooks(taskCode)")
+            raise NotFound(f"No webhook {webhook_id} of yours; list them with Task.webhooks")
         webhook.secret_salt = secrets.token_hex(16)
         await s.flush()
     return Registered(webhook, secret_for(p.settings, webhook.id, webhook.secret_salt))

@@ -325,7 +325,7 @@ def _throughput(value: float | None) -> str:
 
 
 def _memory(value: float | None) -> str:
-    return "-" if value is None else f"{value:,.1f} MB"
+    return "-" if value is None else f"{value:,.2f} GiB"
 
 
 def _enum(value: Any) -> str:
@@ -353,7 +353,7 @@ def results_json(results: ModelResults) -> dict[str, Any]:
                 "progress": e.progress,
                 "error": e.error,
                 "throughput": e.throughput,
-                "memory_mb": e.memory_mb,
+                "memory_gib": e.memory_gib,
             }
             for e in results.evaluations
         ],
@@ -373,7 +373,7 @@ def results_text(results: ModelResults) -> str:
                 low, high = (m.interval.low, m.interval.high) if m.interval else (None, None)
                 rows.append(
                     [e.dataset.name, m.name, _number(m.value), _interval(low, high), _throughput(e.throughput),
-                     _memory(e.memory_mb)]
+                     _memory(e.memory_gib)]
                 )  # fmt: skip
         else:
             detail = f"{status} {e.progress:.0%}" if status in ("QUEUED", "RUNNING") else status

@@ -16,7 +16,7 @@ import httpx
 
 from . import errors
 from ._generated import GeneratedClient, Upload
-from ._generated.adversaries import AdversariesAdversaries
+from ._generated.adversaries import AdversariesTaskAdversaries
 from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
 from ._generated.enums import ContextStrategy, LeaderboardSort, ValidationLabel, ValidationMode
 from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
@@ -233,7 +233,8 @@ class AsyncClient:
         out: list[DatasetFields] = []
         after = None
         while True:
-            page = (await self._read(functools.partial(self._api.datasets, task, after=after))).datasets
+            found = (await self._read(functools.partial(self._api.datasets, task, after=after))).task
+            page = None if found is None else found.datasets
             if page is None:
                 raise errors.NotFound(f"no task {task!r} that you can see")
             out.extend(page.nodes)
@@ -419,12 +420,12 @@ class AsyncClient:
 
     # -- machine adversaries -----------------------------------------------------------------------------------
 
-    async def adversaries(self, task: str) -> list[AdversariesAdversaries]:
+    async def adversaries(self, task: str) -> list[AdversariesTaskAdversaries]:
         """The machine adversaries installed on the server, each with whether it can serve the task."""
-        found = (await self._read(lambda: self._api.adversaries(task))).adversaries
-        if found is None:  # the server answers null only with an error, which _read raises; kept for the types
+        found = (await self._read(lambda: self._api.adversaries(task))).task
+        if found is None or found.adversaries is None:  # a null list comes with an error, which _read raises
             raise errors.NotFound(f"no task {task!r} that you can see")
-        return list(found)
+        return list(found.adversaries)
 
     async def suggest_edits(
         self,
@@ -687,10 +688,10 @@ class AsyncClient:
                     sort_metric=sort_metric,
                 )
             )
-        ).leaderboard
-        if board is None:
+        ).task
+        if board is None or board.leaderboard is None:
             raise errors.NotFound(f"no task {task!r} that you can see")
-        return Leaderboard(board)
+        return Leaderboard(board.leaderboard)
 
     # -- data --------------------------------------------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ._generated.fragments import EvaluationFields, ModelFields
-from ._generated.leaderboard import LeaderboardLeaderboard, LeaderboardLeaderboardRows
+from ._generated.leaderboard import LeaderboardTaskLeaderboard, LeaderboardTaskLeaderboardRows
 
 
 def _pandas() -> Any:
@@ -57,7 +57,7 @@ class ModelResults:
                         "low": m.interval.low if m.interval else None,
                         "high": m.interval.high if m.interval else None,
                         "throughput": e.throughput,
-                        "memory_mb": e.memory_mb,
+                        "memory_gib": e.memory_gib,
                     }
                 )
         return rows
@@ -71,10 +71,10 @@ class ModelResults:
 class Leaderboard:
     """A task's leaderboard under the weights asked for: ``rows`` ranked by Dynascore (or by one metric)."""
 
-    board: LeaderboardLeaderboard
+    board: LeaderboardTaskLeaderboard
 
     @property
-    def rows(self) -> list[LeaderboardLeaderboardRows]:
+    def rows(self) -> list[LeaderboardTaskLeaderboardRows]:
         return list(self.board.rows)
 
     @property

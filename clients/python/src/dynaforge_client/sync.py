@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from pathlib import Path
 
-    from ._generated.adversaries import AdversariesAdversaries
+    from ._generated.adversaries import AdversariesTaskAdversaries
     from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
     from ._generated.enums import ContextStrategy, ValidationLabel, ValidationMode
     from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
@@ -291,7 +291,7 @@ class Client:
             max_attempts: int | None = None,
             max_backoff: float = 30.0,
         ) -> SyncEventStream[ExampleFields]: ...
-        def adversaries(self, task: str) -> list[AdversariesAdversaries]: ...
+        def adversaries(self, task: str) -> list[AdversariesTaskAdversaries]: ...
         def suggest_edits(
             self,
             task: str,

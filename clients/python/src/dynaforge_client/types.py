@@ -12,7 +12,7 @@ catches a field that does not exist (``row.dynascroe``), and an editor completes
 
 from __future__ import annotations
 
-from ._generated.adversaries import AdversariesAdversaries as Adversary
+from ._generated.adversaries import AdversariesTaskAdversaries as Adversary
 from ._generated.dataset_items import DatasetItemsDatasetItemsNodes as DatasetItem
 from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress as ProgressEvent
 from ._generated.fragments import AdversaryRunFields as AdversaryRun
@@ -26,7 +26,7 @@ from ._generated.fragments import RoundFields as Round
 from ._generated.fragments import StatsFields as Stats
 from ._generated.fragments import TaskFields as Task
 from ._generated.fragments import UserFields as User
-from ._generated.leaderboard import LeaderboardLeaderboardRows as LeaderboardRow
+from ._generated.leaderboard import LeaderboardTaskLeaderboardRows as LeaderboardRow
 from ._generated.my_stats import MyStatsTaskViewerStats as MyStats
 from ._generated.next_context import NextContextNextContext as Context
 from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits as SuggestedEdits

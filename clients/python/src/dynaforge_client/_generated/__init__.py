@@ -1,4 +1,4 @@
-from .adversaries import Adversaries, AdversariesAdversaries
+from .adversaries import Adversaries, AdversariesTask, AdversariesTaskAdversaries
 from .adversary_run import (
     AdversaryRun,
     AdversaryRunNodeAdversaryRun,
@@ -50,9 +50,10 @@ from .dataset_items import (
 )
 from .datasets import (
     Datasets,
-    DatasetsDatasets,
-    DatasetsDatasetsNodes,
-    DatasetsDatasetsPageInfo,
+    DatasetsTask,
+    DatasetsTaskDatasets,
+    DatasetsTaskDatasetsNodes,
+    DatasetsTaskDatasetsPageInfo,
 )
 from .enums import (
     AdversaryRunStatus,
@@ -164,15 +165,16 @@ from .input_types import (
 )
 from .leaderboard import (
     Leaderboard,
-    LeaderboardLeaderboard,
-    LeaderboardLeaderboardDatasetWeights,
-    LeaderboardLeaderboardMetrics,
-    LeaderboardLeaderboardMetricWeights,
-    LeaderboardLeaderboardRows,
-    LeaderboardLeaderboardRowsMetrics,
-    LeaderboardLeaderboardRowsMetricsInterval,
-    LeaderboardLeaderboardRowsModel,
-    LeaderboardLeaderboardRowsModelSubmitter,
+    LeaderboardTask,
+    LeaderboardTaskLeaderboard,
+    LeaderboardTaskLeaderboardDatasetWeights,
+    LeaderboardTaskLeaderboardMetrics,
+    LeaderboardTaskLeaderboardMetricWeights,
+    LeaderboardTaskLeaderboardRows,
+    LeaderboardTaskLeaderboardRowsMetrics,
+    LeaderboardTaskLeaderboardRowsMetricsInterval,
+    LeaderboardTaskLeaderboardRowsModel,
+    LeaderboardTaskLeaderboardRowsModelSubmitter,
 )
 from .login import (
     Login,
@@ -284,7 +286,8 @@ from .validate_example import (
 
 __all__ = [
     "Adversaries",
-    "AdversariesAdversaries",
+    "AdversariesTask",
+    "AdversariesTaskAdversaries",
     "AdversaryRun",
     "AdversaryRunFields",
     "AdversaryRunNodeAdversaryRun",
@@ -334,9 +337,10 @@ __all__ = [
     "DatasetSource",
     "DatasetSplit",
     "Datasets",
-    "DatasetsDatasets",
-    "DatasetsDatasetsNodes",
-    "DatasetsDatasetsPageInfo",
+    "DatasetsTask",
+    "DatasetsTaskDatasets",
+    "DatasetsTaskDatasetsNodes",
+    "DatasetsTaskDatasetsPageInfo",
     "EvaluationFields",
     "EvaluationFieldsDataset",
     "EvaluationFieldsGeneration",
@@ -385,16 +389,17 @@ __all__ = [
     "GraphQLClientHttpError",
     "GraphQLClientInvalidResponseError",
     "Leaderboard",
-    "LeaderboardLeaderboard",
-    "LeaderboardLeaderboardDatasetWeights",
-    "LeaderboardLeaderboardMetricWeights",
-    "LeaderboardLeaderboardMetrics",
-    "LeaderboardLeaderboardRows",
-    "LeaderboardLeaderboardRowsMetrics",
-    "LeaderboardLeaderboardRowsMetricsInterval",
-    "LeaderboardLeaderboardRowsModel",
-    "LeaderboardLeaderboardRowsModelSubmitter",
     "LeaderboardSort",
+    "LeaderboardTask",
+    "LeaderboardTaskLeaderboard",
+    "LeaderboardTaskLeaderboardDatasetWeights",
+    "LeaderboardTaskLeaderboardMetricWeights",
+    "LeaderboardTaskLeaderboardMetrics",
+    "LeaderboardTaskLeaderboardRows",
+    "LeaderboardTaskLeaderboardRowsMetrics",
+    "LeaderboardTaskLeaderboardRowsMetricsInterval",
+    "LeaderboardTaskLeaderboardRowsModel",
+    "LeaderboardTaskLeaderboardRowsModelSubmitter",
     "Login",
     "LoginInput",
     "LoginLoginAuthPayload",

@@ -6,10 +6,15 @@ from .base_model import BaseModel
 
 
 class Adversaries(BaseModel):
-    adversaries: Optional[list["AdversariesAdversaries"]]
+    task: Optional["AdversariesTask"]
 
 
-class AdversariesAdversaries(BaseModel):
+class AdversariesTask(BaseModel):
+    id: str
+    adversaries: Optional[list["AdversariesTaskAdversaries"]]
+
+
+class AdversariesTaskAdversaries(BaseModel):
     name: str
     description: str
     needs_draft: bool = Field(alias="needsDraft")
@@ -20,3 +25,4 @@ class AdversariesAdversaries(BaseModel):
 
 
 Adversaries.model_rebuild()
+AdversariesTask.model_rebuild()

@@ -165,14 +165,17 @@ class GeneratedClient(AsyncBaseClient):
     async def adversaries(self, task_code: str, **kwargs: Any) -> Adversaries:
         query = gql("""
             query Adversaries($taskCode: String!) {
-              adversaries(taskCode: $taskCode) {
-                name
-                description
-                needsDraft
-                assists
-                generates
-                available
-                unavailableReason
+              task(code: $taskCode) {
+                id
+                adversaries {
+                  name
+                  description
+                  needsDraft
+                  assists
+                  generates
+                  available
+                  unavailableReason
+                }
               }
             }
             """)
@@ -1207,7 +1210,7 @@ class GeneratedClient(AsyncBaseClient):
               status
               progress
               throughput
-              memoryMb
+              memoryGib
               generation {
                 outputTokens
                 tokensPerSecond
@@ -1312,49 +1315,51 @@ class GeneratedClient(AsyncBaseClient):
     ) -> Leaderboard:
         query = gql("""
             query Leaderboard($taskCode: String!, $metricWeights: [WeightInput!], $datasetWeights: [WeightInput!], $sort: LeaderboardSort!, $sortMetric: String) {
-              leaderboard(
-                taskCode: $taskCode
-                metricWeights: $metricWeights
-                datasetWeights: $datasetWeights
-                sort: $sort
-                sortMetric: $sortMetric
-              ) {
-                taskCode
-                principalMetric
-                datasets
-                amrsFallback
-                metrics {
-                  name
-                  direction
-                  unit
-                  weight
-                }
-                metricWeights {
-                  name
-                  weight
-                }
-                datasetWeights {
-                  name
-                  weight
-                }
-                rows {
-                  rank
-                  dynascore
-                  missing
-                  model {
-                    modelId
-                    name
-                    submitter {
-                      username
-                    }
-                  }
+              task(code: $taskCode) {
+                id
+                leaderboard(
+                  metricWeights: $metricWeights
+                  datasetWeights: $datasetWeights
+                  sort: $sort
+                  sortMetric: $sortMetric
+                ) {
+                  taskCode
+                  principalMetric
+                  datasets
+                  amrsFallback
                   metrics {
                     name
-                    value
+                    direction
+                    unit
                     weight
-                    interval {
-                      low
-                      high
+                  }
+                  metricWeights {
+                    name
+                    weight
+                  }
+                  datasetWeights {
+                    name
+                    weight
+                  }
+                  rows {
+                    rank
+                    dynascore
+                    missing
+                    model {
+                      modelId
+                      name
+                      submitter {
+                        username
+                      }
+                    }
+                    metrics {
+                      name
+                      value
+                      weight
+                      interval {
+                        low
+                        high
+                      }
                     }
                   }
                 }
@@ -1674,13 +1679,16 @@ class GeneratedClient(AsyncBaseClient):
     ) -> Datasets:
         query = gql("""
             query Datasets($taskCode: String!, $after: String) {
-              datasets(taskCode: $taskCode, first: 100, after: $after) {
-                nodes {
-                  ...DatasetFields
-                }
-                pageInfo {
-                  hasNextPage
-                  endCursor
+              task(code: $taskCode) {
+                id
+                datasets(first: 100, after: $after) {
+                  nodes {
+                    ...DatasetFields
+                  }
+                  pageInfo {
+                    hasNextPage
+                    endCursor
+                  }
                 }
               }
             }

@@ -7,21 +7,27 @@ from .fragments import DatasetFields
 
 
 class Datasets(BaseModel):
-    datasets: Optional["DatasetsDatasets"]
+    task: Optional["DatasetsTask"]
 
 
-class DatasetsDatasets(BaseModel):
-    nodes: list["DatasetsDatasetsNodes"]
-    page_info: "DatasetsDatasetsPageInfo" = Field(alias="pageInfo")
+class DatasetsTask(BaseModel):
+    id: str
+    datasets: Optional["DatasetsTaskDatasets"]
 
 
-DatasetsDatasetsNodes = DatasetFields
+class DatasetsTaskDatasets(BaseModel):
+    nodes: list["DatasetsTaskDatasetsNodes"]
+    page_info: "DatasetsTaskDatasetsPageInfo" = Field(alias="pageInfo")
 
 
-class DatasetsDatasetsPageInfo(BaseModel):
+DatasetsTaskDatasetsNodes = DatasetFields
+
+
+class DatasetsTaskDatasetsPageInfo(BaseModel):
     has_next_page: bool = Field(alias="hasNextPage")
     end_cursor: Optional[str] = Field(alias="endCursor")
 
 
 Datasets.model_rebuild()
-DatasetsDatasets.model_rebuild()
+DatasetsTask.model_rebuild()
+DatasetsTaskDatasets.model_rebuild()

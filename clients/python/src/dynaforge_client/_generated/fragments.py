@@ -67,7 +67,7 @@ class EvaluationFields(BaseModel):
     status: EvaluationStatus
     progress: float
     throughput: Optional[float]
-    memory_mb: Optional[float] = Field(alias="memoryMb")
+    memory_gib: Optional[float] = Field(alias="memoryGib")
     generation: Optional["EvaluationFieldsGeneration"]
     item_count: Optional[int] = Field(alias="itemCount")
     unusable_outputs: Optional[int] = Field(alias="unusableOutputs")

@@ -7,73 +7,79 @@ from .enums import MetricDirection
 
 
 class Leaderboard(BaseModel):
-    leaderboard: Optional["LeaderboardLeaderboard"]
+    task: Optional["LeaderboardTask"]
 
 
-class LeaderboardLeaderboard(BaseModel):
+class LeaderboardTask(BaseModel):
+    id: str
+    leaderboard: Optional["LeaderboardTaskLeaderboard"]
+
+
+class LeaderboardTaskLeaderboard(BaseModel):
     task_code: str = Field(alias="taskCode")
     principal_metric: str = Field(alias="principalMetric")
     datasets: list[str]
     amrs_fallback: bool = Field(alias="amrsFallback")
-    metrics: list["LeaderboardLeaderboardMetrics"]
-    metric_weights: list["LeaderboardLeaderboardMetricWeights"] = Field(
+    metrics: list["LeaderboardTaskLeaderboardMetrics"]
+    metric_weights: list["LeaderboardTaskLeaderboardMetricWeights"] = Field(
         alias="metricWeights"
     )
-    dataset_weights: list["LeaderboardLeaderboardDatasetWeights"] = Field(
+    dataset_weights: list["LeaderboardTaskLeaderboardDatasetWeights"] = Field(
         alias="datasetWeights"
     )
-    rows: list["LeaderboardLeaderboardRows"]
+    rows: list["LeaderboardTaskLeaderboardRows"]
 
 
-class LeaderboardLeaderboardMetrics(BaseModel):
+class LeaderboardTaskLeaderboardMetrics(BaseModel):
     name: str
     direction: MetricDirection
     unit: Optional[str]
     weight: float
 
 
-class LeaderboardLeaderboardMetricWeights(BaseModel):
+class LeaderboardTaskLeaderboardMetricWeights(BaseModel):
     name: str
     weight: float
 
 
-class LeaderboardLeaderboardDatasetWeights(BaseModel):
+class LeaderboardTaskLeaderboardDatasetWeights(BaseModel):
     name: str
     weight: float
 
 
-class LeaderboardLeaderboardRows(BaseModel):
+class LeaderboardTaskLeaderboardRows(BaseModel):
     rank: Optional[int]
     dynascore: Optional[float]
     missing: list[str]
-    model: "LeaderboardLeaderboardRowsModel"
-    metrics: list["LeaderboardLeaderboardRowsMetrics"]
+    model: "LeaderboardTaskLeaderboardRowsModel"
+    metrics: list["LeaderboardTaskLeaderboardRowsMetrics"]
 
 
-class LeaderboardLeaderboardRowsModel(BaseModel):
+class LeaderboardTaskLeaderboardRowsModel(BaseModel):
     model_id: str = Field(alias="modelId")
     name: str
-    submitter: Optional["LeaderboardLeaderboardRowsModelSubmitter"]
+    submitter: Optional["LeaderboardTaskLeaderboardRowsModelSubmitter"]
 
 
-class LeaderboardLeaderboardRowsModelSubmitter(BaseModel):
+class LeaderboardTaskLeaderboardRowsModelSubmitter(BaseModel):
     username: str
 
 
-class LeaderboardLeaderboardRowsMetrics(BaseModel):
+class LeaderboardTaskLeaderboardRowsMetrics(BaseModel):
     name: str
     value: Optional[float]
     weight: float
-    interval: Optional["LeaderboardLeaderboardRowsMetricsInterval"]
+    interval: Optional["LeaderboardTaskLeaderboardRowsMetricsInterval"]
 
 
-class LeaderboardLeaderboardRowsMetricsInterval(BaseModel):
+class LeaderboardTaskLeaderboardRowsMetricsInterval(BaseModel):
     low: float
     high: float
 
 
 Leaderboard.model_rebuild()
-LeaderboardLeaderboard.model_rebuild()
-LeaderboardLeaderboardRows.model_rebuild()
-LeaderboardLeaderboardRowsModel.model_rebuild()
-LeaderboardLeaderboardRowsMetrics.model_rebuild()
+LeaderboardTask.model_rebuild()
+LeaderboardTaskLeaderboard.model_rebuild()
+LeaderboardTaskLeaderboardRows.model_rebuild()
+LeaderboardTaskLeaderboardRowsModel.model_rebuild()
+LeaderboardTaskLeaderboardRowsMetrics.model_rebuild()
