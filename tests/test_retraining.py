@@ -12,12 +12,17 @@ same test: it needs the loop's data sets, and tests of a module may run in any o
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
+import pyarrow.parquet as pq
 import pytest
 from gql import Client, gql
 from gql.transport.websockets import WebsocketsTransport
+from scipy.stats import binomtest
 from support import Server, create_operator, database, eventually, register, run, serve, session, toy_process_env
 
 pytestmark = pytest.mark.e2e
@@ -50,10 +55,17 @@ JOBS = """query { trainingJobs(taskCode: "toy") { nodes {
               trainingData { datasets { datasetId name size sha256 } examples examplesSha256 baseData }
               metrics { name value text } parent { id name origin } model { id } } } } }"""
 REGISTRY = 'query { registeredModels(taskCode: "toy") { id name origin weights rounds } }'
-MATRIX = """query { roundModelMatrix(taskCode: "toy") {
+MATRIX = """query { task(code: "toy") { roundModelMatrix {
   metric rounds
-  rows { model { id name origin } targetedRounds
-         cells { roundNumber items metric { value low high } foolingRate { value low high } } } } }"""
+  rows { model { id name origin model { id } } targetedRounds
+         cells { roundNumber items metric { value low high } foolingRate { value low high }
+                 dataset { id }
+                 evaluation { id itemCount privateItemCount metrics { name value } privateMetrics { name value } } }
+  } } } }"""
+PAIRED = """query($m: ID!, $a: ID!, $d: ID!) { task(code: "toy") { pairedTest(model: $m, against: $a, dataset: $d) {
+  items bothRight onlyModelRight onlyAgainstRight bothWrong mcnemarStatistic mcnemarPValue
+  metric modelValue againstValue difference { value low high } bootstrapPValue resamples
+  model { id } against { id } dataset { id } } } }"""
 OPEN = """mutation($input: OpenNextRoundInput!) {
   openNextRound(input: $input) {
     __typename
@@ -202,7 +214,7 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
 
         # --- evaluated like any submission, beside its parent; compared on round 1's test set
         async def compared() -> dict[str, Any] | None:
-            matrix = (await run(s, MATRIX))["roundModelMatrix"]
+            matrix = (await run(s, MATRIX))["task"]["roundModelMatrix"]
             rows = {r["model"]["name"]: r for r in matrix["rows"]}
             done = len(rows) == 2 and all(r["cells"][0]["metric"] is not None for r in rows.values())
             return matrix if done else None
@@ -219,6 +231,9 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         low, high = trained["foolingRate"]["low"], trained["foolingRate"]["high"]
         assert low <= trained["foolingRate"]["value"] <= high
         assert rows["keyword"]["targetedRounds"] == [1] and rows["words"]["targetedRounds"] == []
+
+        # --- the proof: both evaluations item by item, and the paired test between them
+        await _check_item_by_item(server, operator, annotators[0], rows)
 
         # --- promote it: round 2 targets exactly the candidate's weights
         opened = (
@@ -246,6 +261,85 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
 
     # --- a second job, cancelled while it runs, registers nothing
     await _cancel_a_running_job(server, operator, sets["train"]["id"])
+
+
+async def _download(http: httpx.AsyncClient, token: str, evaluation: str, fmt: str) -> httpx.Response:
+    return await http.get(
+        f"/evaluations/{evaluation}/predictions", params={"format": fmt}, headers={"Authorization": f"Bearer {token}"}
+    )
+
+
+async def _check_item_by_item(server: Server, operator: str, stranger: str, rows: dict[str, Any]) -> None:
+    """Per-item predictions downloaded (JSONL and Parquet) equal a recount of the evaluations' figures, and the paired
+    test's McNemar p-value equals scipy's exact binomial test on the same items."""
+    cells = {name: rows[name]["cells"][0] for name in ("keyword", "words")}
+    rights: dict[str, list[bool]] = {}
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=60) as http:
+        for name, cell in cells.items():
+            evaluation = cell["evaluation"]
+            response = await _download(http, operator, evaluation["id"], "jsonl")
+            assert response.status_code == 200, response.text
+            records = [json.loads(line) for line in response.text.splitlines()]
+            n = evaluation["itemCount"] + evaluation["privateItemCount"]
+            assert len(records) == n == int(response.headers["X-Dynaforge-Items"])
+            assert [r["position"] for r in records] == list(range(n))
+            assert {r["evaluation"] for r in records} == {evaluation["id"]}
+            assert {r["dataset"] for r in records} == {cell["dataset"]["id"]}
+            # the recount: right means the model's label is the gold one (the toy task's rule), and the accuracy of
+            # every item is the evaluation's public and held-out figures weighed by their sizes
+            for r in records:
+                assert r["right"] is (r["prediction"] is not None and r["prediction"]["label"] == r["fields"]["label"])
+                assert r["fooled"] is not r["right"]
+            public = {m["name"]: m["value"] for m in evaluation["metrics"]}["accuracy"]
+            held = {m["name"]: m["value"] for m in evaluation["privateMetrics"] or []}.get("accuracy", 0.0)
+            recount = sum(r["right"] for r in records) / n
+            weighed = (public * evaluation["itemCount"] + held * evaluation["privateItemCount"]) / n
+            assert recount == pytest.approx(weighed), (name, recount, weighed)
+            rights[name] = [r["right"] for r in records]
+            # the same records as Parquet
+            response = await _download(http, operator, evaluation["id"], "parquet")
+            assert response.status_code == 200, response.text
+            table = pq.read_table(io.BytesIO(response.content)).to_pylist()
+            assert [t["right"] for t in table] == rights[name]
+            assert [json.loads(t["fields"]) for t in table] == [r["fields"] for r in records]
+            # a writer who neither owns the task nor submitted the model sees no such evaluation
+            refused = await _download(http, stranger, evaluation["id"], "jsonl")
+            assert refused.status_code == 404, refused.text
+            assert (await _download(http, operator, evaluation["id"], "csv")).status_code == 400
+
+        keyword, words = rows["keyword"]["model"]["model"]["id"], rows["words"]["model"]["model"]["id"]
+        dataset = cells["keyword"]["dataset"]["id"]
+        async with session(server, operator) as s:
+            test = (await run(s, PAIRED, m=words, a=keyword, d=dataset))["task"]["pairedTest"]
+        assert (test["model"]["id"], test["against"]["id"], test["dataset"]["id"]) == (words, keyword, dataset)
+        pairs = list(zip(rights["words"], rights["keyword"], strict=True))
+        assert test["items"] == len(pairs)
+        assert test["bothRight"] == sum(a and b for a, b in pairs)
+        assert test["onlyModelRight"] == sum(a and not b for a, b in pairs)
+        assert test["onlyAgainstRight"] == sum(b and not a for a, b in pairs)
+        assert test["bothWrong"] == sum(not a and not b for a, b in pairs)
+        discordant = test["onlyModelRight"] + test["onlyAgainstRight"]
+        assert discordant > 0
+        expected = binomtest(test["onlyModelRight"], discordant, 0.5, alternative="two-sided").pvalue
+        assert test["mcnemarPValue"] == pytest.approx(expected, rel=1e-9)
+        assert test["mcnemarStatistic"] == min(test["onlyModelRight"], test["onlyAgainstRight"])
+        assert test["metric"] == "accuracy"
+        assert test["modelValue"] == pytest.approx(sum(rights["words"]) / len(pairs))
+        assert test["againstValue"] == pytest.approx(sum(rights["keyword"]) / len(pairs))
+        difference = test["difference"]
+        assert difference["value"] == pytest.approx(test["modelValue"] - test["againstValue"])
+        assert difference["low"] <= difference["value"] <= difference["high"]
+        assert 0 <= test["bootstrapPValue"] <= 1 and test["resamples"] == 50
+        # owners and admins only: a writer gets null with FORBIDDEN
+        body = (
+            await http.post(
+                "/graphql",
+                json={"query": PAIRED, "variables": {"m": words, "a": keyword, "d": dataset}},
+                headers={"Authorization": f"Bearer {stranger}"},
+            )
+        ).json()
+        assert body["data"]["task"]["pairedTest"] is None
+        assert body["errors"][0]["extensions"]["code"] == "FORBIDDEN", body
 
 
 async def _cancel_a_running_job(server: Server, operator: str, train_set: str) -> None:

@@ -45,6 +45,7 @@ export default defineConfig({
     proxy: {
       "/graphql": { target: api, ws: true, changeOrigin: true },
       "/export": { target: api, changeOrigin: true },
+      "/evaluations": { target: api, changeOrigin: true },
       "/healthz": { target: api, changeOrigin: true },
     },
   },

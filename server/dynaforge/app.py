@@ -27,7 +27,7 @@ from dynaforge.api.context import RequestContext
 from dynaforge.api.contexts import check_multipart_request
 from dynaforge.api.credentials import bearer_token
 from dynaforge.api.documents import UNKNOWN_DOCUMENT, registered_documents, requested_document_id
-from dynaforge.api.export_http import export_endpoint
+from dynaforge.api.export_http import export_endpoint, predictions_endpoint
 from dynaforge.api.media import GRAPHQL_RESPONSE_JSON, is_request_error, response_media_type
 from dynaforge.api.schema import DatabaseUnavailable, build_schema
 from dynaforge.errors import database_unreachable
@@ -366,6 +366,7 @@ def create_app(
         routes=[
             Route("/healthz", healthz),
             Route("/export/{task_code}", export_endpoint, methods=["GET"]),
+            Route("/evaluations/{evaluation_id}/predictions", predictions_endpoint, methods=["GET"]),
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/assets/{path:path}", graphql.webapp.asset, methods=["GET"]),

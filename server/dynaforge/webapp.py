@@ -5,8 +5,9 @@ content-hashed files under ``assets/`` (each with a gzip copy), and ``persisted-
 operations, which the server registers as trusted documents (the app sends their ids, not their texts).
 
 * ``/assets/...``: long-lived and immutable (a new build has new names), gzip when the browser takes it;
-* any other path without a file extension that is not the API's (``/graphql``, ``/healthz``, ``/export``): the
-  app's ``index.html``, never cached, so that client routes such as ``/tasks/qa`` survive a reload;
+* any other path without a file extension that is not the API's (``/graphql``, ``/healthz``, ``/export``,
+  ``/evaluations``): the app's ``index.html``, never cached, so that client routes such as ``/tasks/qa`` survive a
+  reload;
 * every page carries a strict Content-Security-Policy: scripts, styles, fonts and connections from this origin only
   (plus its websocket), no inline script, no framing.
 
@@ -28,7 +29,7 @@ from dynaforge.settings import Settings
 log = logging.getLogger(__name__)
 
 # The API's own paths: never answered with the app's page (a typo there must stay a 404, not an HTML page).
-API_PREFIXES = ("graphql", "healthz", "export", "assets", "api")
+API_PREFIXES = ("graphql", "healthz", "export", "evaluations", "assets", "api")
 
 IMMUTABLE = "public, max-age=31536000, immutable"
 NO_CACHE = "no-cache"

@@ -162,6 +162,7 @@ PRICES: dict[str, int] = {
     "Query.roundModelMatrix": 1000,  # every registry entry against each round's test set
     "Task.leaderboard": 2000,  # the same, per task listed
     "Task.roundModelMatrix": 1000,
+    "Task.pairedTest": 3000,  # reads two evaluations' outputs item by item and bootstraps a metric
 }
 COUNT_PRICE = 100
 

@@ -1,4 +1,5 @@
-"""``GET /export/{task_code}?round=N&format=NAME&status=S``: download collected data over HTTP.
+"""``GET /export/{task_code}?round=N&format=NAME&status=S``: download collected data over HTTP; and
+``GET /evaluations/{id}/predictions?format=jsonl|parquet``: an evaluation item by item.
 
 Authenticated like ``/graphql`` (``Authorization: Bearer <token>``). ``format`` is any registered export format
 (default ``jsonl``; an unknown one is refused with the list of registered ones). A format that streams (``jsonl``)
@@ -10,6 +11,8 @@ as a zip) and deleted afterwards. Expected failures are JSON ``{"error": {"code"
 from __future__ import annotations
 
 import asyncio
+import io
+import json
 import logging
 import shutil
 import tempfile
@@ -23,9 +26,11 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 
 from dynaforge import errors
 from dynaforge.api.credentials import bearer_token
+from dynaforge.api.node import global_id, parse_id
 from dynaforge.exporters import ExportFormat
 from dynaforge.services import auth as auth_service
 from dynaforge.services import exports as export_service
+from dynaforge.services import per_item as per_item_service
 from dynaforge.services.actor import require_user
 from dynaforge.services.platform import Platform
 
@@ -159,3 +164,88 @@ def _zip(folder: Path, archive: Path) -> None:
             if path.is_file():
                 kind = zipfile.ZIP_STORED if path.suffix == ".parquet" else zipfile.ZIP_DEFLATED
                 z.write(path, Path(folder.name) / path.relative_to(folder), compress_type=kind)
+
+
+# --------------------------------------------------------------------------- per-item predictions
+
+#: The formats of ``GET /evaluations/{id}/predictions``: JSON lines (streamed) and Parquet.
+PREDICTION_FORMATS = {"jsonl": "application/x-ndjson", "parquet": "application/vnd.apache.parquet"}
+
+
+def prediction_records(found: per_item_service.ItemPredictions) -> list[dict[str, object]]:
+    """The download's records: one per item, in the set's order, named with the API's global ids."""
+    evaluation = global_id("Evaluation", found.evaluation.id)
+    model = global_id("Model", found.model.id)
+    dataset = global_id("Dataset", found.dataset.id)
+    return [
+        {
+            "evaluation": evaluation,
+            "model": model,
+            "dataset": dataset,
+            "item": global_id("DatasetItem", f"{found.dataset.id}:{row['position']}"),
+            "position": row["position"],
+            "fields": row["fields"],
+            "output": row["output"],
+            "prediction": row["prediction"],
+            "unusable": row["unusable"],
+            "fooled": row["fooled"],
+            "right": row["right"],
+        }
+        for row in per_item_service.rows(found)
+    ]
+
+
+def _parquet(records: list[dict[str, object]]) -> bytes:
+    """One row per item; the free-form values (fields, output, prediction) as JSON text, the rest typed."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def text(value: object) -> str | None:
+        return None if value is None else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+    table = pa.table(
+        {
+            "evaluation": pa.array([r["evaluation"] for r in records], pa.string()),
+            "model": pa.array([r["model"] for r in records], pa.string()),
+            "dataset": pa.array([r["dataset"] for r in records], pa.string()),
+            "item": pa.array([r["item"] for r in records], pa.string()),
+            "position": pa.array([r["position"] for r in records], pa.int64()),
+            "fields": pa.array([text(r["fields"]) for r in records], pa.string()),
+            "output": pa.array([text(r["output"]) for r in records], pa.string()),
+            "prediction": pa.array([text(r["prediction"]) for r in records], pa.string()),
+            "unusable": pa.array([r["unusable"] for r in records], pa.string()),
+            "fooled": pa.array([r["fooled"] for r in records], pa.bool_()),
+            "right": pa.array([r["right"] for r in records], pa.bool_()),
+        }
+    )
+    sink = io.BytesIO()
+    pq.write_table(table, sink)
+    return sink.getvalue()
+
+
+async def predictions_endpoint(request: Request) -> Response:
+    """``GET /evaluations/{id}/predictions?format=jsonl|parquet``: an evaluation item by item (its set's items with
+    their gold, the model's output, the task's reading of it, ``fooled`` and ``right``), for those who may see the
+    set's gold (:func:`dynaforge.services.per_item.item_predictions`). ``id`` is the Evaluation's API id."""
+    platform: Platform = request.app.state.platform
+    try:
+        actor = require_user(await auth_service.authenticate(platform, bearer_token(request.headers)))
+        name = request.query_params.get("format") or "jsonl"
+        if name not in PREDICTION_FORMATS:
+            raise errors.InvalidInput(f"Unknown format {name!r}; use one of: {', '.join(PREDICTION_FORMATS)}")
+        evaluation_id = parse_id(request.path_params["evaluation_id"], "id", "Evaluation")
+        found = await per_item_service.item_predictions(platform, actor, evaluation_id)
+        records = prediction_records(found)
+    except errors.DynaforgeError as exc:
+        return error_response(exc)
+    headers = _attachment(f"{found.basename}.{name}")
+    headers["X-Dynaforge-Items"] = str(len(records))
+    if name == "parquet":
+        body = await asyncio.to_thread(_parquet, records)
+        return Response(body, media_type=PREDICTION_FORMATS[name], headers=headers)
+
+    async def lines() -> AsyncIterator[bytes]:
+        for record in records:
+            yield (json.dumps(record, ensure_ascii=False) + "\n").encode()
+
+    return StreamingResponse(lines(), media_type=PREDICTION_FORMATS[name], headers=headers)

@@ -32,6 +32,7 @@ from dynaforge.db.models import as_utc
 from dynaforge.errors import FieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import datasets as dataset_service
+from dynaforge.services import per_item as per_item_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
 from dynaforge.services.cursors import WorkPage
@@ -226,6 +227,78 @@ def _matrix(matrix: training_service.Matrix, privileged: bool) -> RoundModelMatr
             MatrixRow(model=RegisteredModel.from_row(row.entry), cells=cells, targeted_rounds=row.targeted_rounds)
         )
     return RoundModelMatrix(metric=matrix.metric, rounds=sorted(matrix.test_sets), rows=rows)
+
+
+@strawberry.type(
+    description="Two models on the same items of one data set: McNemar's exact test on which items each got right "
+    "(by the task's own rule, as `fooled` is decided), and a paired bootstrap of the principal metric. The "
+    "p-values say how surprising the gap would be if the two were equally good on what the set samples."
+)
+class PairedTest:
+    dataset: Dataset = strawberry.field(description="The data set both were evaluated on.")
+    model: Model = strawberry.field(description="The first model (`model`): differences are it minus `against`.")
+    against: Model = strawberry.field(description="The second model (`against`).")
+    items: int = strawberry.field(description="How many items were paired.")
+    both_right: int = strawberry.field(description="Items both got right.")
+    only_model_right: int = strawberry.field(description="Items only `model` got right (a discordant pair).")
+    only_against_right: int = strawberry.field(description="Items only `against` got right (a discordant pair).")
+    both_wrong: int = strawberry.field(description="Items both got wrong (fooled, or an unusable output).")
+    mcnemar_statistic: int = strawberry.field(
+        description="The exact test's statistic: the smaller count of discordant pairs (as statsmodels' "
+        "mcnemar(exact=True) reports it)."
+    )
+    mcnemar_p_value: float = strawberry.field(
+        description="McNemar's two-sided exact p-value (a binomial test on the discordant pairs at 1/2); 1 without "
+        "any discordant pair."
+    )
+    metric: str = strawberry.field(description="The metric bootstrapped: the task's principal metric.")
+    model_value: float = strawberry.field(description="`model`'s value of the metric on the set.")
+    against_value: float = strawberry.field(description="`against`'s value of the metric on the set.")
+    difference: Estimate = strawberry.field(
+        description="`model` minus `against`, with its paired bootstrap 95% interval (both scored on each "
+        "resample's same items; seeded by the set's id)."
+    )
+    bootstrap_p_value: float = strawberry.field(
+        description="The paired bootstrap's two-sided p-value for no difference (twice the share of resamples on the "
+        "far side of 0; its resolution is 1 / resamples)."
+    )
+    resamples: int = strawberry.field(description="How many bootstrap resamples were drawn.")
+
+    @classmethod
+    def of(cls, test: per_item_service.PairedTest) -> PairedTest:
+        m, d = test.mcnemar, test.difference
+        return cls(
+            dataset=Dataset.from_row(test.dataset),
+            model=Model.from_row(test.first, True),
+            against=Model.from_row(test.second, True),
+            items=m.n,
+            both_right=m.both,
+            only_model_right=m.only_first,
+            only_against_right=m.only_second,
+            both_wrong=m.neither,
+            mcnemar_statistic=m.statistic,
+            mcnemar_p_value=m.p_value,
+            metric=d.metric,
+            model_value=d.first,
+            against_value=d.second,
+            difference=Estimate(value=d.difference, low=d.interval.low, high=d.interval.high),
+            bootstrap_p_value=d.p_value,
+            resamples=d.resamples,
+        )
+
+
+async def paired_test_of(
+    info: Info, task_code: str, model: strawberry.ID, against: strawberry.ID, dataset: strawberry.ID
+) -> PairedTest:
+    """Task.pairedTest."""
+    test = await per_item_service.paired_test(
+        *info.context.caller,
+        task_code,
+        parse_id(model, "model", "Model"),
+        parse_id(against, "against", "Model"),
+        parse_id(dataset, "dataset", "Dataset"),
+    )
+    return PairedTest.of(test)
 
 
 # --------------------------------------------------------------------------- queries

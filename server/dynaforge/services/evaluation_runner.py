@@ -42,7 +42,6 @@ import math
 import os
 import sys
 import time
-from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -81,6 +80,7 @@ from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.plugins import Plugins
 from dynaforge.sandbox import scrubbed_environment
 from dynaforge.services import announce, visibility
+from dynaforge.services.outputs import Outputs, read_outputs
 from dynaforge.services.task_loading import load_if_declared
 from dynaforge.settings import Settings
 from dynaforge.tasks.base import Task
@@ -372,39 +372,8 @@ class Runner:
         return read.items, read.predictions, read.seconds
 
     async def read_outputs(self, evaluation_id: int, task: Task, dataset_id: int) -> Outputs:
-        """The data set's items, the task's reading of every stored output (None where the task could not read it:
-        an unusable answer, which counts as wrong and as inconsistent), the seconds spent predicting, and why the
-        unusable ones were, by reason."""
-        from dynaforge.tasks.outputs import read_output
-
-        async with self.db.session() as s:
-            chunks = list(
-                await s.scalars(
-                    select(EvaluationChunk)
-                    .where(col(EvaluationChunk.evaluation_id) == evaluation_id)
-                    .order_by(col(EvaluationChunk.chunk))
-                )
-            )
-            items = list(
-                await s.scalars(
-                    select(DatasetItem)
-                    .where(col(DatasetItem.dataset_id) == dataset_id)
-                    .order_by(col(DatasetItem.position))
-                )
-            )
-        outputs = [o for c in chunks for o in c.outputs]
-        if len(outputs) != len(items):
-            raise RuntimeError(f"{len(outputs)} stored outputs for {len(items)} items; run the evaluation again")
-        predictions: list[dict[str, Any] | None] = []
-        reasons: Counter[str] = Counter()
-        for item, output in zip(items, outputs, strict=True):
-            model_input = task.build_model_input(*task.split_fields(item.fields))
-            try:
-                predictions.append(read_output(task, output, model_input))
-            except (ValueError, TypeError) as exc:
-                predictions.append(None)  # an unusable answer counts as wrong
-                reasons[_reason(exc)] += 1
-        return Outputs(items, predictions, sum(c.seconds for c in chunks), reasons, outputs)
+        """:func:`dynaforge.services.outputs.read_outputs` on this runner's database."""
+        return await read_outputs(self.db, evaluation_id, task, dataset_id)
 
     def _figures(
         self,
@@ -653,26 +622,6 @@ class Runner:
 
 #: How many reasons for unusable outputs an evaluation keeps (the most frequent first).
 UNUSABLE_REASONS = 5
-
-
-def _reason(exc: Exception) -> str:
-    """Why the task could not read an output, as one line of at most 300 characters (outputs that fail alike share
-    their reason)."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if len(text) <= 300 else text[:299] + "…"
-
-
-@dataclass(frozen=True)
-class Outputs:
-    """What :meth:`Runner.read_outputs` reads of an evaluation: its set's items, the task's reading of each output
-    (None: unusable), the seconds spent predicting, the unusable ones' reasons with how many had each, and the
-    outputs as the model gave them."""
-
-    items: list[DatasetItem]
-    predictions: list[dict[str, Any] | None]
-    seconds: float
-    reasons: Counter[str]
-    raw: list[Any]
 
 
 @dataclass(frozen=True)

@@ -64,7 +64,7 @@ if TYPE_CHECKING:  # the per-task lists' types refer back to Task: strawberry na
     from dynaforge.api.datasets import Dataset
     from dynaforge.api.leaderboards import Leaderboard, LeaderboardFork, LeaderboardSnapshot
     from dynaforge.api.models import Model
-    from dynaforge.api.training import RoundModelMatrix, TrainingJob, TrainingRecipe
+    from dynaforge.api.training import PairedTest, RoundModelMatrix, TrainingJob, TrainingRecipe
     from dynaforge.api.types.example import Example
     from dynaforge.api.webhooks import Webhook
 
@@ -594,6 +594,25 @@ class Task(Node):
         from dynaforge.api.training import matrix_of
 
         return await matrix_of(info, self.code)
+
+    @strawberry.field(
+        description="Two models compared item by item on one of the task's data sets, where both evaluations are "
+        "DONE: McNemar's exact test and a paired bootstrap of the principal metric. Owners and admins (others get "
+        "null with a FORBIDDEN error); a CONFLICT error until both are evaluated."
+    )
+    @errors_as_graphql
+    async def paired_test(
+        self,
+        info: Info,
+        model: Annotated[strawberry.ID, strawberry.argument(description="The first model (Model.id).")],
+        against: Annotated[strawberry.ID, strawberry.argument(description="The model to compare it with (Model.id).")],
+        dataset: Annotated[
+            strawberry.ID, strawberry.argument(description="The data set both were evaluated on (Dataset.id).")
+        ],
+    ) -> Annotated[PairedTest, strawberry.lazy("dynaforge.api.training")] | None:
+        from dynaforge.api.training import paired_test_of
+
+        return await paired_test_of(info, self.code, model, against, dataset)
 
     @strawberry.field(
         description="The machine adversaries installed on the server, each with whether it can serve this task."
