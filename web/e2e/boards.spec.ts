@@ -35,16 +35,23 @@ interface ServerBoard {
 }
 
 const BOARD = `query ($code: String!, $m: [WeightInput!], $d: [WeightInput!]) {
-  leaderboard(taskCode: $code, metricWeights: $m, datasetWeights: $d) {
-    csv datasets metrics { name } rows { model { name } rank dynascore missing }
+  task(code: $code) {
+    id
+    leaderboard(metricWeights: $m, datasetWeights: $d) {
+      csv datasets metrics { name } rows { model { name } rank dynascore missing }
+    }
   }
 }`;
 
 async function serverBoard(request: APIRequestContext, m?: Record<string, number>, d?: Record<string, number>) {
   const pairs = (w?: Record<string, number>) =>
     w ? Object.entries(w).map(([name, weight]) => ({ name, weight })) : null;
-  const data = await gql<{ leaderboard: ServerBoard }>(request, null, BOARD, { code: TASK, m: pairs(m), d: pairs(d) });
-  return data.leaderboard;
+  const data = await gql<{ task: { leaderboard: ServerBoard } }>(request, null, BOARD, {
+    code: TASK,
+    m: pairs(m),
+    d: pairs(d),
+  });
+  return data.task.leaderboard;
 }
 
 const boardTable = (page: Page) => page.locator('table[data-board="models"]');
@@ -120,13 +127,15 @@ test("the Dynascore board re-ranks in the browser as the server would, its CSV m
 
   // Two sets of uploaded predictions beside the demo's model: scored at once, with no speed or memory measured
   // (gaps the sliders can weigh away).
-  const sets = await gql<{ datasets: { nodes: { name: string; size: number; access: string; parent: unknown }[] } }>(
+  const sets = await gql<{
+    task: { datasets: { nodes: { name: string; size: number; access: string; parent: unknown }[] } };
+  }>(
     request,
     token,
-    `query ($code: String!) { datasets(taskCode: $code) { nodes { name size access parent { id } } } }`,
+    `query ($code: String!) { task(code: $code) { id datasets { nodes { name size access parent { id } } } } }`,
     { code: TASK },
   );
-  const scoring = sets.datasets.nodes.find((d) => d.access === "SCORING" && !d.parent);
+  const scoring = sets.task.datasets.nodes.find((d) => d.access === "SCORING" && !d.parent);
   expect(scoring, "the demo has a scoring set").toBeTruthy();
   const size = scoring?.size ?? 0;
   const labels = ["positive", "negative", "neutral"];

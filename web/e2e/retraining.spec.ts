@@ -38,16 +38,18 @@ interface Target {
 }
 
 const CURRENT = `query ($code: String!) {
-  task(code: $code) { currentRound { number targetModels { name backend config registered { id name origin weights } } } }
-  trainingRecipes(taskCode: $code) { name hyperparameters }
+  task(code: $code) {
+    id
+    currentRound { number targetModels { name backend config registered { id name origin weights } } }
+    trainingRecipes { name }
+  }
 }`;
 
 async function current(request: APIRequestContext, token: string) {
   const data = await gql<{
-    task: { currentRound: { number: number; targetModels: Target[] } };
-    trainingRecipes: { name: string; hyperparameters: Record<string, unknown> }[];
+    task: { currentRound: { number: number; targetModels: Target[] }; trainingRecipes: { name: string }[] | null };
   }>(request, token, CURRENT, { code: TASK });
-  return { round: data.task.currentRound, recipes: data.trainingRecipes };
+  return { round: data.task.currentRound, recipes: data.task.trainingRecipes ?? [] };
 }
 
 const IMPORT = `mutation ($input: ImportExamplesInput!) {

@@ -69,13 +69,17 @@ function clientAnswering(answers: {
     const input = (body.variables.input ?? {}) as Record<string, unknown>;
     const data =
       body.operationName === "OwnerAdversaries"
-        ? { adversaries: ADVERSARIES }
+        ? { task: { __typename: "Task", id: task.id, adversaries: ADVERSARIES } }
         : body.operationName === "AdversaryRuns"
           ? {
-              adversaryRuns: ((nodes) => ({ __typename: "AdversaryRunConnection", totalCount: nodes.length, nodes }))(
-                answers.runs(runCalls++),
-              ),
-              task: { __typename: "Task", id: task.id, updatesCursor: `cursor-${runCalls}` },
+              task: {
+                __typename: "Task",
+                id: task.id,
+                updatesCursor: `cursor-${runCalls + 1}`,
+                adversaryRuns: ((nodes) => ({ __typename: "AdversaryRunConnection", totalCount: nodes.length, nodes }))(
+                  answers.runs(runCalls++),
+                ),
+              },
             }
           : body.operationName === "GenerateCandidates"
             ? { generateCandidates: answers.generate?.(input) }

@@ -518,7 +518,10 @@ class LeaderboardQuery:
     ) -> Leaderboard | None:
         return await leaderboard_of(info, task_code, metric_weights, dataset_weights, sort, sort_metric, fork_id)
 
-    @strawberry.field(description="The leaderboard forks you saved on a task, newest first. Signed-in users.")
+    @strawberry.field(
+        description="The leaderboard forks you saved on a task, newest first. Signed-in users.",
+        deprecation_reason="Use Task.viewerLeaderboardForks (task(code:) { ... }).",
+    )
     @errors_as_graphql
     async def my_leaderboard_forks(
         self,
@@ -531,7 +534,10 @@ class LeaderboardQuery:
     ) -> Connection[LeaderboardFork] | None:
         return await forks_of(info, task_code, first, after, last, before)
 
-    @strawberry.field(description="The leaderboard snapshots you took of a task, newest first. Signed-in users.")
+    @strawberry.field(
+        description="The leaderboard snapshots you took of a task, newest first. Signed-in users.",
+        deprecation_reason="Use Task.viewerLeaderboardSnapshots (task(code:) { ... }).",
+    )
     @errors_as_graphql
     async def my_leaderboard_snapshots(
         self,

@@ -202,7 +202,8 @@ class Query:
 
     @strawberry.field(
         description="A task's examples, newest first. Signed-in users see their own; owners and admins see all "
-        "(`mine: true` narrows to their own). Anonymous callers get a NOT_AUTHENTICATED error."
+        "(`mine: true` narrows to their own). Anonymous callers get a NOT_AUTHENTICATED error.",
+        deprecation_reason="Use Task.examples (task(code:) { ... }).",
     )
     @errors_as_graphql
     async def examples(

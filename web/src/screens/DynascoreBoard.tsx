@@ -18,49 +18,52 @@ const BoardPlot = lazy(() => import("./BoardPlot"));
 
 const BoardBase = graphql(`
   query BoardBase($code: String!) {
-    leaderboard(taskCode: $code) {
-      taskCode
-      principalMetric
-      memoryBudgetGb
-      datasets
-      datasetWeights {
-        name
-        weight
-      }
-      metrics {
-        name
-        description
-        direction
-        unit
-      }
-      rows {
-        key
-        model {
-          modelId
+    task(code: $code) {
+      id
+      leaderboard {
+        taskCode
+        principalMetric
+        memoryBudgetGb
+        datasets
+        datasetWeights {
           name
-          submitter {
-            id
-            username
-          }
+          weight
         }
         metrics {
           name
-          interval {
-            low
-            high
-          }
+          description
+          direction
+          unit
         }
-        datasets {
-          dataset
-          values {
+        rows {
+          key
+          model {
+            modelId
             name
-            value
+            submitter {
+              id
+              username
+            }
           }
-        }
-        gaps {
-          dataset
-          reason
-          detail
+          metrics {
+            name
+            interval {
+              low
+              high
+            }
+          }
+          datasets {
+            dataset
+            values {
+              name
+              value
+            }
+          }
+          gaps {
+            dataset
+            reason
+            detail
+          }
         }
       }
     }
@@ -86,9 +89,12 @@ export const ForkParts = graphql(`
 
 const MyForks = graphql(`
   query MyForks($code: String!) {
-    myLeaderboardForks(taskCode: $code, first: 50) {
-      nodes {
-        ...ForkParts
+    task(code: $code) {
+      id
+      viewerLeaderboardForks(first: 50) {
+        nodes {
+          ...ForkParts
+        }
       }
     }
   }
@@ -198,7 +204,7 @@ function useBoardData(code: string) {
       const base = await client.query(BoardBase, { code }, { requestPolicy: "network-only" }).toPromise();
       if (!live) return;
       if (base.error) return setError(transportMessage(base.error));
-      const board = base.data?.leaderboard;
+      const board = base.data?.task?.leaderboard;
       if (!board) return setError("There is no such leaderboard.");
       const models: BoardModel[] = board.rows.map((row) => ({
         id: row.model.modelId,
@@ -260,7 +266,7 @@ function forkWeights(data: BoardData, fork: Fork): Weights {
 
 function formatValue(value: number | null | undefined, unit: string | null): string {
   if (value == null) return "–";
-  if (unit === "GB") return value.toFixed(2);
+  if (unit === "GiB") return value.toPrecision(3);
   if (unit) return value.toFixed(1);
   return value.toFixed(3);
 }
@@ -610,7 +616,7 @@ function Forks({
         </p>
       </section>
     );
-  const forks = list.data?.myLeaderboardForks?.nodes ?? [];
+  const forks = list.data?.task?.viewerLeaderboardForks?.nodes ?? [];
   return (
     <section className="panel forks" aria-labelledby="forks-heading">
       <h3 id="forks-heading">Forks</h3>

@@ -19,7 +19,7 @@ export const EvaluationParts = graphql(`
     status
     progress
     throughput
-    memoryMb
+    memoryGib
     itemCount
     unusableOutputs
     mostlyUnusable
@@ -405,7 +405,7 @@ function Results({ evaluation, status }: { evaluation: Evaluation; status: Evalu
             {evaluation.itemCount ?? dataset.size} items scored
             {evaluation.scoredPart === "PUBLIC" && " (the public part)"}
             {evaluation.throughput != null && `, ${metricValue(evaluation.throughput)} items/s`}
-            {evaluation.memoryMb != null && `, ${metricValue(evaluation.memoryMb)} MB of memory`}
+            {evaluation.memoryGib != null && `, ${evaluation.memoryGib.toPrecision(3)} GiB of memory`}
             {evaluation.unusableOutputs ? `, ${evaluation.unusableOutputs} unusable answers` : ""}
             {evaluation.hardware &&
               ` on ${evaluation.hardware.accelerator ?? evaluation.hardware.cpu}${evaluation.hardware.cores ? ` (${evaluation.hardware.cores} cores)` : ""}`}

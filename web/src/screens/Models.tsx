@@ -44,18 +44,18 @@ const TaskModels = graphql(`
       code
       name
       labels
-    }
-    mine: models(taskCode: $code, mine: true, first: 50) @include(if: $signedIn) {
-      nodes {
-        ...ModelRowParts
+      mine: models(mine: true, first: 50) @include(if: $signedIn) {
+        nodes {
+          ...ModelRowParts
+        }
+        totalCount
       }
-      totalCount
-    }
-    published: models(taskCode: $code, published: true, first: 50) {
-      nodes {
-        ...ModelRowParts
+      published: models(published: true, first: 50) {
+        nodes {
+          ...ModelRowParts
+        }
+        totalCount
       }
-      totalCount
     }
   }
 `);
@@ -141,7 +141,7 @@ function TaskModelList({ code }: { code: string }) {
           {session ? (
             <ModelTable
               title="My models"
-              rows={data?.mine?.nodes ?? []}
+              rows={task.mine?.nodes ?? []}
               code={code}
               empty="You have not submitted a model to this task yet."
             />
@@ -152,7 +152,7 @@ function TaskModelList({ code }: { code: string }) {
           )}
           <ModelTable
             title="Published models"
-            rows={data?.published?.nodes ?? []}
+            rows={task.published?.nodes ?? []}
             code={code}
             empty="No model is published on this task yet."
           />

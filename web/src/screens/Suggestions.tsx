@@ -20,11 +20,14 @@ import { ProblemBox } from "./Form";
 
 const SuggestAdversaries = graphql(`
   query SuggestAdversaries($code: String!) {
-    adversaries(taskCode: $code) {
-      name
-      description
-      assists
-      available
+    task(code: $code) {
+      id
+      adversaries {
+        name
+        description
+        assists
+        available
+      }
     }
   }
 `);
@@ -128,7 +131,7 @@ export function Suggestions({
   const [usedKey, setUsedKey] = useState<string | null>(null);
   const [problem, setProblem] = useState<Problem | null>(null);
   const shown = useMemo(() => formFields(fields), [fields]);
-  const helpers = (adversaries.data?.adversaries ?? []).filter((a) => a.assists && a.available);
+  const helpers = (adversaries.data?.task?.adversaries ?? []).filter((a) => a.assists && a.available);
   const ready = draftReady(fields, values);
   const draft = useMemo(() => buildFields(fields, values, labels), [fields, values, labels]);
   const draftKey = JSON.stringify(draft.fields);

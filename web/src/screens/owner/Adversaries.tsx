@@ -1,6 +1,6 @@
 // Machine adversaries, for a task's owners: start a generation run (Mutation.generateCandidates), in which an
 // adversary attacks the open round's contexts and the examples the target got right within a budget of target
-// queries, and follow the task's runs (Query.adversaryRuns): polled every second while one is queued or running,
+// queries, and follow the task's runs (Task.adversaryRuns): polled every second while one is queued or running,
 // their status changes announced, Cancel for those that may still move (Mutation.cancelGeneration).
 import "./adversaries.css";
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
@@ -37,14 +37,17 @@ import { Outcome, Select, shortWhen, textOf, useOutcome, when } from "./parts";
 
 const OwnerAdversaries = graphql(`
   query OwnerAdversaries($code: String!) {
-    adversaries(taskCode: $code) {
-      name
-      description
-      needsDraft
-      assists
-      generates
-      available
-      unavailableReason
+    task(code: $code) {
+      id
+      adversaries {
+        name
+        description
+        needsDraft
+        assists
+        generates
+        available
+        unavailableReason
+      }
     }
   }
 `);
@@ -70,15 +73,15 @@ export const AdversaryRunParts = graphql(`
 
 const AdversaryRuns = graphql(`
   query AdversaryRuns($code: String!, $first: Int!) {
-    adversaryRuns(taskCode: $code, first: $first) {
-      totalCount
-      nodes {
-        ...AdversaryRunParts
-      }
-    }
     task(code: $code) {
       id
       updatesCursor
+      adversaryRuns(first: $first) {
+        totalCount
+        nodes {
+          ...AdversaryRunParts
+        }
+      }
     }
   }
 `);
@@ -157,8 +160,8 @@ export default function Adversaries({ task }: { task: ManagedTask }) {
   const reload = useCallback(() => refresh({ requestPolicy: "network-only" }), [refresh]);
   // Runs change live (adversaryRunUpdated): each run as it is now replaces the listed one; one the list lacks
   // (started by another owner) reloads the list.
-  const loaded = runs.data?.adversaryRuns?.nodes;
-  const total = runs.data?.adversaryRuns?.totalCount ?? 0;
+  const loaded = runs.data?.task?.adversaryRuns?.nodes;
+  const total = runs.data?.task?.adversaryRuns?.totalCount ?? 0;
   const cursor = runs.data?.task?.updatesCursor;
   const [live] = useSubscription<AdversaryRunUpdatedSubscription, Latest<Run>>(
     { query: RunUpdated, variables: { code: task.code, after: cursor }, pause: !cursor },
@@ -203,7 +206,7 @@ export default function Adversaries({ task }: { task: ManagedTask }) {
 
       <StartForm
         task={task}
-        adversaries={adversaries.data?.adversaries ?? undefined}
+        adversaries={adversaries.data?.task?.adversaries ?? undefined}
         loading={adversaries.fetching && !adversaries.data}
         error={adversaries.error ? transportMessage(adversaries.error) : ""}
         onStarted={reload}

@@ -13,20 +13,23 @@ const PAGE = 10;
 
 const ContextList = graphql(`
   query OwnerContexts($code: String!, $round: Int, $first: Int, $after: String, $last: Int, $before: String) {
-    contexts(taskCode: $code, round: $round, first: $first, after: $after, last: $last, before: $before) {
-      totalCount
-      pageInfo {
-        hasNextPage
-        hasPreviousPage
-        startCursor
-        endCursor
-      }
-      nodes {
-        id
-        fields
-        tag
-        totalUsed
-        retired
+    task(code: $code) {
+      id
+      contexts(round: $round, first: $first, after: $after, last: $last, before: $before) {
+        totalCount
+        pageInfo {
+          hasNextPage
+          hasPreviousPage
+          startCursor
+          endCursor
+        }
+        nodes {
+          id
+          fields
+          tag
+          totalUsed
+          retired
+        }
       }
     }
   }
@@ -116,7 +119,7 @@ export default function Contexts({ task }: { task: ManagedTask }) {
   const upload = useOutcome();
   const [sending, setSending] = useState(false);
   const contextFields = task.fields.filter((f) => f.role === "CONTEXT");
-  const connection = list.data?.contexts;
+  const connection = list.data?.task?.contexts;
   const reload = () => refresh({ requestPolicy: "network-only" });
 
   async function send(form: FormData, element: HTMLFormElement) {

@@ -12,18 +12,21 @@ import { FileInput, fileOf, Outcome, Select, textOf, useOutcome, when } from "./
 
 const DatasetList = graphql(`
   query OwnerDatasets($code: String!) {
-    datasets(taskCode: $code, first: 100) {
-      totalCount
-      nodes {
-        id
-        name
-        description
-        access
-        source
-        split
-        perturbation
-        size
-        createdAt
+    task(code: $code) {
+      id
+      datasets(first: 100) {
+        totalCount
+        nodes {
+          id
+          name
+          description
+          access
+          source
+          split
+          perturbation
+          size
+          createdAt
+        }
       }
     }
   }
@@ -68,7 +71,7 @@ const ACCESS_WORDS: Record<DatasetAccess, string> = {
   HIDDEN: "Hidden",
 };
 
-type Listed = NonNullable<OwnerDatasetsQuery["datasets"]>["nodes"][number];
+type Listed = NonNullable<NonNullable<OwnerDatasetsQuery["task"]>["datasets"]>["nodes"][number];
 
 /** A set's access (a copy's follows its parent's) and Delete, asked twice, with what came of them. */
 function SetActions({ set, onChanged }: { set: Listed; onChanged: () => void }) {
@@ -301,7 +304,7 @@ export default function Datasets({ task }: { task: ManagedTask }) {
     element.reset();
   }
 
-  const sets = list.data?.datasets?.nodes ?? [];
+  const sets = list.data?.task?.datasets?.nodes ?? [];
   return (
     <section aria-labelledby="datasets-title">
       <h2 id="datasets-title">Data sets</h2>
@@ -366,7 +369,7 @@ export default function Datasets({ task }: { task: ManagedTask }) {
         <table className="table">
           <caption>
             Data sets of {task.name}
-            {list.data?.datasets ? ` (${list.data.datasets.totalCount})` : ""}
+            {list.data?.task?.datasets ? ` (${list.data.task.datasets.totalCount})` : ""}
           </caption>
           <thead>
             <tr>

@@ -9,32 +9,35 @@ import { Outcome, useOutcome, when } from "./parts";
 
 const FlaggedExamples = graphql(`
   query FlaggedExamples($code: String!) {
-    examples(taskCode: $code, status: FLAGGED, first: 50) {
-      totalCount
-      nodes {
-        id
-        fields
-        status
-        flagReason
-        createdAt
-        source
-        adversary
-        round {
+    task(code: $code) {
+      id
+      examples(status: FLAGGED, first: 50) {
+        totalCount
+        nodes {
           id
-          number
-        }
-        author {
-          id
-          username
-        }
-        validations {
-          id
-          label
-          reason
+          fields
+          status
+          flagReason
           createdAt
-          validator {
+          source
+          adversary
+          round {
+            id
+            number
+          }
+          author {
             id
             username
+          }
+          validations {
+            id
+            label
+            reason
+            createdAt
+            validator {
+              id
+              username
+            }
           }
         }
       }
@@ -69,10 +72,10 @@ export default function Flagged({ task }: { task: ManagedTask }) {
     variables: { code: task.code },
     requestPolicy: "cache-and-network",
   });
-  const examples = data?.examples?.nodes ?? [];
+  const examples = data?.task?.examples?.nodes ?? [];
   return (
     <section aria-labelledby="flagged-title">
-      <h2 id="flagged-title">Flagged examples{data?.examples ? ` (${data.examples.totalCount})` : ""}</h2>
+      <h2 id="flagged-title">Flagged examples{data?.task?.examples ? ` (${data.task.examples.totalCount})` : ""}</h2>
       <p className="lead">
         Examples someone flagged wait here for an owner: accept or reject each one (your vote decides alone).
       </p>

@@ -24,39 +24,39 @@ export const Registry = graphql(`
     task(code: $code) {
       id
       updatesCursor
-    }
-    registeredModels(taskCode: $code) {
-      ...RegisteredModelParts
-    }
-    roundModelMatrix(taskCode: $code) {
-      metric
-      rounds
-      rows {
-        model {
-          ...RegisteredModelParts
-        }
-        targetedRounds
-        cells {
-          roundNumber
-          dataset {
-            id
-            name
+      registeredModels {
+        ...RegisteredModelParts
+      }
+      roundModelMatrix {
+        metric
+        rounds
+        rows {
+          model {
+            ...RegisteredModelParts
           }
-          evaluation {
-            id
-            status
+          targetedRounds
+          cells {
+            roundNumber
+            dataset {
+              id
+              name
+            }
+            evaluation {
+              id
+              status
+            }
+            metric {
+              value
+              low
+              high
+            }
+            foolingRate {
+              value
+              low
+              high
+            }
+            items
           }
-          metric {
-            value
-            low
-            high
-          }
-          foolingRate {
-            value
-            low
-            high
-          }
-          items
         }
       }
     }
@@ -117,7 +117,7 @@ const Promote = graphql(`
 
 type MatrixEvaluation = MatrixEvaluationsSubscription["evaluationUpdated"]["evaluation"];
 type Entry = RegisteredModelPartsFragment;
-type MatrixRow = NonNullable<RetrainingRegistryQuery["roundModelMatrix"]>["rows"][number];
+type MatrixRow = NonNullable<NonNullable<RetrainingRegistryQuery["task"]>["roundModelMatrix"]>["rows"][number];
 type Cell = MatrixRow["cells"][number];
 
 function CellView({ cell, metric }: { cell: Cell | undefined; metric: string }) {
@@ -165,10 +165,10 @@ export function ModelMatrix({
 }) {
   const [promoting, setPromoting] = useState<Entry | null>(null);
   const promoted = useOutcome();
-  const matrix = data?.roundModelMatrix;
+  const matrix = data?.task?.roundModelMatrix;
   const rowsByModel = new Map((matrix?.rows ?? []).map((row) => [row.model.id, row]));
   // Every registered model, oldest first (the registry lists the newest first), with its matrix row if evaluated.
-  const entries: Entry[] = [...(data?.registeredModels ?? [])].reverse();
+  const entries: Entry[] = [...(data?.task?.registeredModels ?? [])].reverse();
   for (const row of matrix?.rows ?? []) if (!entries.some((e) => e.id === row.model.id)) entries.push(row.model);
   const rounds = matrix?.rounds ?? [];
   const testSet = (n: number) =>

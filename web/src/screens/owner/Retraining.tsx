@@ -28,31 +28,37 @@ import { JOBS_SHOWN, JobList, Jobs } from "./TrainingJobs";
 
 const Recipes = graphql(`
   query RetrainingRecipes($code: String!) {
-    trainingRecipes(taskCode: $code) {
-      name
-      model
-      description
-      parameters {
+    task(code: $code) {
+      id
+      trainingRecipes {
         name
-        type
-        default
+        model
+        description
+        parameters {
+          name
+          type
+          default
+        }
+        baseData
+        baseDataAvailable
       }
-      baseData
-      baseDataAvailable
     }
   }
 `);
 
 const TrainingDatasets = graphql(`
   query RetrainingDatasets($code: String!) {
-    datasets(taskCode: $code, first: 100) {
-      nodes {
-        id
-        name
-        source
-        split
-        perturbation
-        size
+    task(code: $code) {
+      id
+      datasets(first: 100) {
+        nodes {
+          id
+          name
+          source
+          split
+          perturbation
+          size
+        }
       }
     }
   }
@@ -85,7 +91,7 @@ const TrainCandidate = graphql(`
   }
 `);
 
-type Recipe = NonNullable<RetrainingRecipesQuery["trainingRecipes"]>[number];
+type Recipe = NonNullable<NonNullable<RetrainingRecipesQuery["task"]>["trainingRecipes"]>[number];
 
 /** The recipe's hyper-parameters with their defaults, by name, in its order. */
 const defaultsOf = (recipe: Recipe): Record<string, unknown> =>
@@ -107,8 +113,8 @@ export default function Retraining({ task, onChanged }: { task: ManagedTask; onC
     reloadRegistry();
   }, [reloadJobs, reloadRegistry]);
 
-  const list = recipes.data?.trainingRecipes ?? [];
-  const jobList = jobs.data?.trainingJobs?.nodes ?? [];
+  const list = recipes.data?.task?.trainingRecipes ?? [];
+  const jobList = jobs.data?.task?.trainingJobs?.nodes ?? [];
   return (
     <section aria-labelledby="retraining-title" className="retraining">
       <h2 id="retraining-title">Retraining</h2>
@@ -140,7 +146,7 @@ export default function Retraining({ task, onChanged }: { task: ManagedTask; onC
           {jobs.error && <p role="alert">{transportMessage(jobs.error)}</p>}
           <JobList
             jobs={jobList}
-            total={jobs.data?.trainingJobs?.totalCount ?? 0}
+            total={jobs.data?.task?.trainingJobs?.totalCount ?? 0}
             cursor={jobs.data?.task?.updatesCursor}
             code={task.code}
             onEnded={jobEnded}
@@ -265,7 +271,7 @@ function TrainForm({ task, recipes, onStarted }: { task: ManagedTask; recipes: R
   const [training, train] = useMutation(TrainCandidate);
   const outcome = useOutcome();
   const recipe = recipes.find((r) => r.name === recipeName) ?? recipes[0];
-  const choices = trainingChoices(sets.data?.datasets?.nodes ?? []);
+  const choices = trainingChoices(sets.data?.task?.datasets?.nodes ?? []);
   const isChosen = (d: { id: string; split?: DatasetSplit | null }) => chosen[d.id] ?? d.split === "TRAIN";
   if (!recipe) return null;
   const defaults = hyperparameterEntries(defaultsOf(recipe));

@@ -10,16 +10,19 @@ import { Digest } from "./registry";
 
 const TaskModels = graphql(`
   query OwnerTaskModels($code: String!) {
-    models(taskCode: $code, first: 50) {
-      nodes {
-        id
-        name
-        backend
-        config
-        status
-        submitter {
+    task(code: $code) {
+      id
+      models(first: 50) {
+        nodes {
           id
-          username
+          name
+          backend
+          config
+          status
+          submitter {
+            id
+            username
+          }
         }
       }
     }
@@ -169,7 +172,7 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
   const closeOutcome = useOutcome();
   const addOutcome = useOutcome();
 
-  const taskModels = models.data?.models?.nodes ?? [];
+  const taskModels = models.data?.task?.models?.nodes ?? [];
   const candidates = useMemo(() => {
     const list: Candidate[] = [];
     const seen = new Set<string>();

@@ -50,15 +50,15 @@ export const TrainingJobParts = graphql(`
 
 export const Jobs = graphql(`
   query RetrainingJobs($code: String!, $first: Int!) {
-    trainingJobs(taskCode: $code, first: $first) {
-      totalCount
-      nodes {
-        ...TrainingJobParts
-      }
-    }
     task(code: $code) {
       id
       updatesCursor
+      trainingJobs(first: $first) {
+        totalCount
+        nodes {
+          ...TrainingJobParts
+        }
+      }
     }
   }
 `);

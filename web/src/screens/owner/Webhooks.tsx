@@ -9,23 +9,26 @@ import { Outcome, textOf, useOutcome, when } from "./parts";
 
 const WebhookList = graphql(`
   query OwnerWebhooks($code: String!) {
-    webhooks(taskCode: $code) {
+    task(code: $code) {
       id
-      url
-      events
-      description
-      active
-      createdAt
-      deliveries(first: 10) {
-        totalCount
-        nodes {
-          id
-          event
-          status
-          attempts
-          responseStatus
-          error
-          createdAt
+      webhooks {
+        id
+        url
+        events
+        description
+        active
+        createdAt
+        deliveries(first: 10) {
+          totalCount
+          nodes {
+            id
+            event
+            status
+            attempts
+            responseStatus
+            error
+            createdAt
+          }
         }
       }
     }
@@ -149,7 +152,7 @@ export default function Webhooks({ task }: { task: ManagedTask }) {
     } else setShown(null);
   }
 
-  const hooks = list.data?.webhooks ?? [];
+  const hooks = list.data?.task?.webhooks ?? [];
   const fields = outcome.problem?.fields ?? {};
   return (
     <section aria-labelledby="webhooks-title">
@@ -188,7 +191,7 @@ export default function Webhooks({ task }: { task: ManagedTask }) {
         {shown && <Secret {...shown} />}
       </form>
 
-      <h3 id="hooks-list-title">Registered webhooks{list.data?.webhooks ? ` (${hooks.length})` : ""}</h3>
+      <h3 id="hooks-list-title">Registered webhooks{list.data?.task?.webhooks ? ` (${hooks.length})` : ""}</h3>
       {list.error && <p role="alert">{transportMessage(list.error)}</p>}
       {list.data && hooks.length === 0 && <p className="muted">No webhooks on this task.</p>}
       <ul className="rows" aria-labelledby="hooks-list-title">
@@ -200,7 +203,7 @@ export default function Webhooks({ task }: { task: ManagedTask }) {
   );
 }
 
-type Hook = NonNullable<NonNullable<import("../../gql/graphql").OwnerWebhooksQuery["webhooks"]>>[number];
+type Hook = NonNullable<NonNullable<import("../../gql/graphql").OwnerWebhooksQuery["task"]>["webhooks"]>[number];
 
 function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
   const [rotating, rotate] = useMutation(RotateSecret);
