@@ -24,6 +24,7 @@ from dynaforge.api.errors import (
     errors_as_union,
 )
 from dynaforge.api.node import Node, global_id, parse_id, related
+from dynaforge.api.task_lists import task_list
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.prediction import Prediction
 from dynaforge.api.types.round import Round
@@ -214,11 +215,13 @@ async def run_node(info: Info, row: RunRow) -> AdversaryRun:
 # --------------------------------------------------------------------------- queries
 
 
+@task_list("adversaries")
 async def adversaries_of(info: Info, task_code: str) -> list[Adversary]:
     """Task.adversaries (and the deprecated root field)."""
     return [Adversary.of(a) for a in await adversary_service.list_for_task(*info.context.caller, task_code)]
 
 
+@task_list("adversaryRuns")
 async def runs_of(info: Info, task_code: str, page: WorkPage) -> Connection[AdversaryRun]:
     """Task.adversaryRuns (and the deprecated root field)."""
     listing = await adversary_service.list_runs(*info.context.caller, task_code, page)

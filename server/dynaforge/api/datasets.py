@@ -30,6 +30,7 @@ from dynaforge.api.errors import (
     errors_as_union,
 )
 from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.task_lists import task_list
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.db.models import Dataset as DatasetRow
 from dynaforge.db.models import DatasetAccess as DatasetAccessRow
@@ -192,6 +193,7 @@ CreateRoundDatasetsResult = Annotated[
 ]
 
 
+@task_list("datasets")
 async def datasets_connection(
     info: Info, task_code: str, first: int | None, after: str | None, last: int | None, before: str | None
 ) -> Connection[Dataset]:

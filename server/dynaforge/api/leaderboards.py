@@ -28,6 +28,7 @@ from dynaforge.api.errors import (
 )
 from dynaforge.api.models import Model, ModelCard
 from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.task_lists import task_list
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.results import Interval
 from dynaforge.api.types.user import User
@@ -456,6 +457,7 @@ SnapshotResult = Annotated[
 ]
 
 
+@task_list("leaderboard")
 async def leaderboard_of(
     info: Info,
     task_code: str,
@@ -477,6 +479,7 @@ async def leaderboard_of(
     return Leaderboard.of(board)
 
 
+@task_list("viewerLeaderboardForks")
 async def forks_of(
     info: Info, task_code: str, first: int | None, after: str | None, last: int | None, before: str | None
 ) -> Connection[LeaderboardFork]:
@@ -487,6 +490,7 @@ async def forks_of(
     return Connection.from_listing(listing, _fork)
 
 
+@task_list("viewerLeaderboardSnapshots")
 async def snapshots_of(
     info: Info, task_code: str, first: int | None, after: str | None, last: int | None, before: str | None
 ) -> Connection[LeaderboardSnapshot]:

@@ -29,6 +29,7 @@ from dynaforge.api.errors import (
     errors_as_union,
 )
 from dynaforge.api.node import Node, global_id, parse_id, parse_item_key, related
+from dynaforge.api.task_lists import task_list
 from dynaforge.api.types import results
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.results import EvaluationMetric, Hardware, PerturbationResult, SliceResult
@@ -507,6 +508,7 @@ def _card(card: ModelCardInput | None) -> dict[str, Any] | None:
     return None if card is None else {k: v for k, v in vars(card).items() if v is not None}
 
 
+@task_list("models")
 async def models_connection(
     info: Info,
     task_code: str,

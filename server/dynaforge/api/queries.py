@@ -22,6 +22,7 @@ from dynaforge.api.context import Info, TaskCode
 from dynaforge.api.enums import ContextStrategy, ExampleSource, ExampleStatus, raw
 from dynaforge.api.errors import errors_as_graphql, errors_as_null
 from dynaforge.api.node import parse_id
+from dynaforge.api.task_lists import task_list
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.example import Example
@@ -35,6 +36,7 @@ from dynaforge.services import examples as example_service
 from dynaforge.services import tasks as task_service
 
 
+@task_list("contexts")
 async def contexts_connection(
     info: Info,
     task_code: str,
@@ -59,6 +61,7 @@ async def contexts_connection(
     return Connection.from_listing(listing, ContextType.from_row)
 
 
+@task_list("examples")
 async def examples_connection(
     info: Info,
     task_code: str,

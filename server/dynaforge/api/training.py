@@ -25,6 +25,7 @@ from dynaforge.api.errors import (
 )
 from dynaforge.api.models import Evaluation, Model
 from dynaforge.api.node import Node, global_id, parse_id
+from dynaforge.api.task_lists import task_list
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.db.models import TrainingJob as TrainingJobRow
@@ -287,6 +288,7 @@ class PairedTest:
         )
 
 
+@task_list("pairedTest")
 async def paired_test_of(
     info: Info, task_code: str, model: strawberry.ID, against: strawberry.ID, dataset: strawberry.ID
 ) -> PairedTest:
@@ -304,6 +306,7 @@ async def paired_test_of(
 # --------------------------------------------------------------------------- queries
 
 
+@task_list("trainingRecipes")
 async def recipes_of(info: Info, task_code: str) -> list[TrainingRecipe]:
     """Task.trainingRecipes (and the deprecated root field)."""
     p, actor = info.context.caller
@@ -312,18 +315,21 @@ async def recipes_of(info: Info, task_code: str) -> list[TrainingRecipe]:
     return [TrainingRecipe.of(r, available) for r in view.task.training_recipes]
 
 
+@task_list("registeredModels")
 async def registered_of(info: Info, task_code: str) -> list[RegisteredModel]:
     """Task.registeredModels (and the deprecated root field)."""
     rows = await training_service.registered_models(*info.context.caller, task_code)
     return [RegisteredModel.from_row(r) for r in rows]
 
 
+@task_list("trainingJobs")
 async def jobs_of(info: Info, task_code: str, page: WorkPage) -> Connection[TrainingJob]:
     """Task.trainingJobs (and the deprecated root field)."""
     listing = await training_service.list_jobs(*info.context.caller, task_code, page)
     return Connection.from_listing(listing, TrainingJob.from_row)
 
 
+@task_list("roundModelMatrix")
 async def matrix_of(info: Info, task_code: str) -> RoundModelMatrix:
     """Task.roundModelMatrix (and the deprecated root field)."""
     return _matrix(await training_service.round_model_matrix(*info.context.caller, task_code), True)

@@ -20,6 +20,7 @@ from dynaforge.api.errors import (
     errors_as_union,
 )
 from dynaforge.api.node import Node, global_id, parse_id, parse_key, related
+from dynaforge.api.task_lists import task_list
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.user import User
 from dynaforge.db.models import Webhook as WebhookRow
@@ -223,6 +224,7 @@ DeleteWebhookResult = Annotated[
 ]
 
 
+@task_list("webhooks")
 async def webhooks_of(info: Info, task_code: str) -> list[Webhook]:
     """Task.webhooks (and the deprecated root field)."""
     return [Webhook.from_row(r) for r in await webhook_service.list_webhooks(*info.context.caller, task_code)]

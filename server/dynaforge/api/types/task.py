@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import strawberry
 from strawberry.scalars import JSON
@@ -34,6 +34,7 @@ from dynaforge.api.context import Info
 from dynaforge.api.enums import CreationOrder, LeaderboardSort, OrderBy, ValidationMode, VerdictSource, raw, work_page
 from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.node import Node, global_id
+from dynaforge.api.task_lists import implementation
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.context_type import ContextType
 from dynaforge.api.types.registered import RegisteredModel
@@ -58,15 +59,6 @@ from dynaforge.tasks.fields import (
     SpanField,
     TextField,
 )
-
-if TYPE_CHECKING:  # the per-task lists' types refer back to Task: strawberry names them lazily
-    from dynaforge.api.adversaries import Adversary, AdversaryRun
-    from dynaforge.api.datasets import Dataset
-    from dynaforge.api.leaderboards import Leaderboard, LeaderboardFork, LeaderboardSnapshot
-    from dynaforge.api.models import Model
-    from dynaforge.api.training import PairedTest, RoundModelMatrix, TrainingJob, TrainingRecipe
-    from dynaforge.api.types.example import Example
-    from dynaforge.api.webhooks import Webhook
 
 
 @strawberry.enum(description="What a field is for.")
@@ -411,7 +403,8 @@ class Task(Node):
 
     # ----------------------------------------------------------------------- the task's lists
     # Each answers what the deprecated root field of the same name (with taskCode) answers; the implementation is
-    # the feature module's, imported when asked (those modules import Task).
+    # the feature module's, registered in api/task_lists.py (those modules refer to Task: it imports none of them).
+    # The element types are named lazily, by module, for the same reason.
 
     @strawberry.field(
         description="The task's contexts, newest first, for its owners and admins (null with a FORBIDDEN error for "
@@ -428,9 +421,7 @@ class Task(Node):
         last: Last = None,
         before: Before = None,
     ) -> Connection[ContextType] | None:
-        from dynaforge.api.queries import contexts_connection
-
-        return await contexts_connection(info, self.code, round, tag, first, after, last, before)
+        return await implementation("contexts")(info, self.code, round, tag, first, after, last, before)
 
     @strawberry.field(
         description="The task's examples, newest first, 20 a page by default. Signed-in users see their own; owners "
@@ -453,10 +444,8 @@ class Task(Node):
         source: SourceFilter = None,
         adversary: AdversaryFilter = None,
         author: AuthorFilter = None,
-    ) -> Connection[Annotated[Example, strawberry.lazy("dynaforge.api.types.example")]] | None:
-        from dynaforge.api.queries import examples_connection
-
-        return await examples_connection(
+    ) -> Connection[Annotated[Example, strawberry.lazy("dynaforge.api.types.example")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("examples")(
             info, self.code, first, after, last, before, status, mine, round, fooled, tag, source, adversary, author
         )
 
@@ -475,10 +464,8 @@ class Task(Node):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[Annotated[Model, strawberry.lazy("dynaforge.api.models")]] | None:
-        from dynaforge.api.models import models_connection
-
-        return await models_connection(info, self.code, mine, published, first, after, last, before)
+    ) -> Connection[Annotated[Model, strawberry.lazy("dynaforge.api.models")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("models")(info, self.code, mine, published, first, after, last, before)
 
     @strawberry.field(
         description="The task's data sets, oldest first (a round's sets beside their perturbed copies); HIDDEN ones "
@@ -487,10 +474,8 @@ class Task(Node):
     @errors_as_graphql
     async def datasets(
         self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
-    ) -> Connection[Annotated[Dataset, strawberry.lazy("dynaforge.api.datasets")]] | None:
-        from dynaforge.api.datasets import datasets_connection
-
-        return await datasets_connection(info, self.code, first, after, last, before)
+    ) -> Connection[Annotated[Dataset, strawberry.lazy("dynaforge.api.datasets")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("datasets")(info, self.code, first, after, last, before)
 
     @strawberry.field(
         description="The task's published models ranked by a Dynascore with your weights (default: each axis's "
@@ -506,10 +491,10 @@ class Task(Node):
         sort: Sort = LeaderboardSort.DYNASCORE,
         sort_metric: SortMetric = None,
         fork_id: ForkId = None,
-    ) -> Annotated[Leaderboard, strawberry.lazy("dynaforge.api.leaderboards")] | None:
-        from dynaforge.api.leaderboards import leaderboard_of
-
-        return await leaderboard_of(info, self.code, metric_weights, dataset_weights, sort, sort_metric, fork_id)
+    ) -> Annotated[Leaderboard, strawberry.lazy("dynaforge.api.leaderboards")] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("leaderboard")(
+            info, self.code, metric_weights, dataset_weights, sort, sort_metric, fork_id
+        )
 
     @strawberry.field(
         description="The leaderboard forks you saved on this task, newest first. Null for anonymous callers (with a "
@@ -518,10 +503,8 @@ class Task(Node):
     @errors_as_graphql
     async def viewer_leaderboard_forks(
         self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
-    ) -> Connection[Annotated[LeaderboardFork, strawberry.lazy("dynaforge.api.leaderboards")]] | None:
-        from dynaforge.api.leaderboards import forks_of
-
-        return await forks_of(info, self.code, first, after, last, before)
+    ) -> Connection[Annotated[LeaderboardFork, strawberry.lazy("dynaforge.api.leaderboards")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("viewerLeaderboardForks")(info, self.code, first, after, last, before)
 
     @strawberry.field(
         description="The leaderboard snapshots you took of this task, newest first. Null for anonymous callers "
@@ -530,29 +513,23 @@ class Task(Node):
     @errors_as_graphql
     async def viewer_leaderboard_snapshots(
         self, info: Info, first: First = None, after: After = None, last: Last = None, before: Before = None
-    ) -> Connection[Annotated[LeaderboardSnapshot, strawberry.lazy("dynaforge.api.leaderboards")]] | None:
-        from dynaforge.api.leaderboards import snapshots_of
-
-        return await snapshots_of(info, self.code, first, after, last, before)
+    ) -> Connection[Annotated[LeaderboardSnapshot, strawberry.lazy("dynaforge.api.leaderboards")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("viewerLeaderboardSnapshots")(info, self.code, first, after, last, before)
 
     @strawberry.field(
         description="Your webhooks on this task (its owners and admins: everyone's), oldest first, with their "
         "deliveries. Null for anonymous callers (with a NOT_AUTHENTICATED error)."
     )
     @errors_as_graphql
-    async def webhooks(self, info: Info) -> list[Annotated[Webhook, strawberry.lazy("dynaforge.api.webhooks")]] | None:
-        from dynaforge.api.webhooks import webhooks_of
-
-        return await webhooks_of(info, self.code)
+    async def webhooks(self, info: Info) -> list[Annotated[Webhook, strawberry.lazy("dynaforge.api.webhooks")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("webhooks")(info, self.code)
 
     @strawberry.field(description="The task's training recipes.")
     @errors_as_graphql
     async def training_recipes(
         self, info: Info
-    ) -> list[Annotated[TrainingRecipe, strawberry.lazy("dynaforge.api.training")]] | None:
-        from dynaforge.api.training import recipes_of
-
-        return await recipes_of(info, self.code)
+    ) -> list[Annotated[TrainingRecipe, strawberry.lazy("dynaforge.api.training")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("trainingRecipes")(info, self.code)
 
     @strawberry.field(
         description="The task's model registry, newest first: every entry for its owners and admins, the entries "
@@ -560,9 +537,7 @@ class Task(Node):
     )
     @errors_as_graphql
     async def registered_models(self, info: Info) -> list[RegisteredModel] | None:
-        from dynaforge.api.training import registered_of
-
-        return await registered_of(info, self.code)
+        return await implementation("registeredModels")(info, self.code)
 
     @strawberry.field(
         description="The task's training jobs, a page at a time, newest first unless `orderBy` says otherwise. "
@@ -578,10 +553,10 @@ class Task(Node):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[Annotated[TrainingJob, strawberry.lazy("dynaforge.api.training")]] | None:
-        from dynaforge.api.training import jobs_of
-
-        return await jobs_of(info, self.code, work_page(status, order_by, first, after, last, before))
+    ) -> Connection[Annotated[TrainingJob, strawberry.lazy("dynaforge.api.training")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("trainingJobs")(
+            info, self.code, work_page(status, order_by, first, after, last, before)
+        )
 
     @strawberry.field(
         description="Every evaluated registered model against each round's test set: the principal metric and the "
@@ -590,10 +565,8 @@ class Task(Node):
     @errors_as_graphql
     async def round_model_matrix(
         self, info: Info
-    ) -> Annotated[RoundModelMatrix, strawberry.lazy("dynaforge.api.training")] | None:
-        from dynaforge.api.training import matrix_of
-
-        return await matrix_of(info, self.code)
+    ) -> Annotated[RoundModelMatrix, strawberry.lazy("dynaforge.api.training")] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("roundModelMatrix")(info, self.code)
 
     @strawberry.field(
         description="Two models compared item by item on one of the task's data sets, where both evaluations are "
@@ -609,10 +582,8 @@ class Task(Node):
         dataset: Annotated[
             strawberry.ID, strawberry.argument(description="The data set both were evaluated on (Dataset.id).")
         ],
-    ) -> Annotated[PairedTest, strawberry.lazy("dynaforge.api.training")] | None:
-        from dynaforge.api.training import paired_test_of
-
-        return await paired_test_of(info, self.code, model, against, dataset)
+    ) -> Annotated[PairedTest, strawberry.lazy("dynaforge.api.training")] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("pairedTest")(info, self.code, model, against, dataset)
 
     @strawberry.field(
         description="The machine adversaries installed on the server, each with whether it can serve this task."
@@ -620,10 +591,8 @@ class Task(Node):
     @errors_as_graphql
     async def adversaries(
         self, info: Info
-    ) -> list[Annotated[Adversary, strawberry.lazy("dynaforge.api.adversaries")]] | None:
-        from dynaforge.api.adversaries import adversaries_of
-
-        return await adversaries_of(info, self.code)
+    ) -> list[Annotated[Adversary, strawberry.lazy("dynaforge.api.adversaries")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("adversaries")(info, self.code)
 
     @strawberry.field(
         description="The task's generation runs, a page at a time, newest first unless `orderBy` says otherwise. "
@@ -639,10 +608,10 @@ class Task(Node):
         after: After = None,
         last: Last = None,
         before: Before = None,
-    ) -> Connection[Annotated[AdversaryRun, strawberry.lazy("dynaforge.api.adversaries")]] | None:
-        from dynaforge.api.adversaries import runs_of
-
-        return await runs_of(info, self.code, work_page(status, order_by, first, after, last, before))
+    ) -> Connection[Annotated[AdversaryRun, strawberry.lazy("dynaforge.api.adversaries")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("adversaryRuns")(
+            info, self.code, work_page(status, order_by, first, after, last, before)
+        )
 
     @strawberry.field(description="Whether the signed-in user owns this task (or is an admin).")
     async def viewer_is_owner(self, info: Info) -> bool:
