@@ -77,3 +77,11 @@ def hang(inputs):
         pathlib.Path(folder, "pid").write_text(str(os.getpid()))
     time.sleep(3600)
     return keyword_toy(inputs)
+
+
+def sleepy_toy(inputs):
+    """keyword_toy, two seconds per batch: an evaluation that holds its worker thread for a while."""
+    import time
+
+    time.sleep(2.0)
+    return keyword_toy(inputs)

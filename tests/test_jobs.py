@@ -26,7 +26,7 @@ from starlette.routing import Route
 from support import REDIS_URL, make_user, runner_pids, serve_in_thread, service_missing, toy_process_env
 
 from dynaforge.api.types.results import hardware_of
-from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, ModelRow
+from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, ModelRow, TrainingJob
 from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from dynaforge.jobs import TIMED_OUT, run_in_child
@@ -637,3 +637,76 @@ def _alive(pid: int) -> bool:
             return not any(line.startswith("State:") and "Z" in line for line in fh)
     except FileNotFoundError:
         return False
+
+
+# --------------------------------------------------------------------------- training beside evaluations
+
+SLEEPY = {"callable": "eval_models:sleepy_toy"}
+
+
+async def test_a_training_job_starts_while_evaluations_are_queued(scoring, broker_url, tmp_path, monkeypatch):
+    """Training jobs have a worker of their own: with more evaluations queued than the worker has threads (three
+    slow models, two threads), a training job queued after them runs at once instead of waiting for a free thread,
+    on the StubBroker and on Redis."""
+    from dynaforge.jobs import Jobs
+    from dynaforge.services import training as training_service
+
+    p = scoring["p"]
+    env = _child_env(p, tmp_path)
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    # the job runs on this process's worker thread, which finds the toy task as an installed plugin
+    for folder in env["PYTHONPATH"].split(os.pathsep):
+        monkeypatch.syspath_prepend(folder)
+    p.settings.broker_url = broker_url
+    p.settings.broker_namespace = f"dynaforge-test-{uuid.uuid4().hex[:8]}"
+    p.settings.load_plugins = "toy"
+    p.settings.data_dir = tmp_path / "data"
+    producer = Jobs(p.settings)
+    consumer = producer if producer.embedded else Jobs(p.settings)
+    if broker_url:
+        producer.broker.flush_all()
+    evaluation_ids: list[int] = []
+    for name in ("sleepy-a", "sleepy-b", "sleepy-c"):
+        _, queued = await _submit(p, scoring["builder"], name, SLEEPY)
+        evaluation_ids += queued.values()
+    admin = await make_user(p, "trainer", admin=True)
+    rows = [(f"line {i}", {"text": f"{'good' if i % 2 else 'bad'} thing {i}", "label": "good" if i % 2 else "bad"})
+            for i in range(12)]  # fmt: skip
+    made = await datasets.create_dataset(p, Actor.system(), "toy", "train-words", rows, access=DatasetAccess.STANDARD)
+    train_set = made[0]
+    p.jobs = producer
+    try:
+        consumer.start_worker()  # two evaluation threads
+        assert await submissions.requeue_unfinished(p, running_too=False) == len(evaluation_ids)
+        job = await training_service.train_candidate(p, admin, task_code="toy", dataset_ids=[train_set.id])
+
+        async def job_state() -> tuple[str, int]:
+            async with p.db.session() as s:
+                row = await s.get(TrainingJob, job.id)
+                status = row.status if row.status != "FAILED" else f"FAILED: {row.error}"
+                done = await s.scalar(
+                    select(func.count())
+                    .select_from(Evaluation)
+                    .where(Evaluation.id.in_(evaluation_ids), Evaluation.status == E.DONE)
+                )
+            return status, int(done or 0)
+
+        for _ in range(600):
+            status, done = await job_state()
+            if status != "QUEUED":
+                break
+            await asyncio.sleep(0.05)
+        # it started while no model's evaluations had finished: both evaluation threads were still busy
+        assert status != "QUEUED" and done == 0, (status, done)
+        for _ in range(1200):
+            status, done = await job_state()
+            if (status == "SUCCEEDED" or status.startswith("FAILED")) and done == len(evaluation_ids):
+                break
+            await asyncio.sleep(0.1)
+        assert status == "SUCCEEDED" and done == len(evaluation_ids), (status, done)
+    finally:
+        consumer.stop()
+        if consumer is not producer:
+            producer.stop()
+        p.jobs = None

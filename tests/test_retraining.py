@@ -25,6 +25,8 @@ from gql.transport.websockets import WebsocketsTransport
 from scipy.stats import binomtest
 from support import Server, create_operator, database, eventually, register, run, serve, session, toy_process_env
 
+from dynaforge.api.node import decode_global_id
+
 pytestmark = pytest.mark.e2e
 
 ADD_CONTEXTS = """mutation($input: AddContextsInput!) {
@@ -215,13 +217,19 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         # --- evaluated like any submission, beside its parent; compared on round 1's test set
         async def compared() -> dict[str, Any] | None:
             matrix = (await run(s, MATRIX))["task"]["roundModelMatrix"]
-            rows = {r["model"]["name"]: r for r in matrix["rows"]}
+            rows = {r["model"]["origin"]: r for r in matrix["rows"]}
             done = len(rows) == 2 and all(r["cells"][0]["metric"] is not None for r in rows.values())
             return matrix if done else None
 
         matrix = await eventually(compared, within=180, every=1.0, what="both models are evaluated")
         assert matrix["metric"] == "accuracy" and matrix["rounds"] == [1]
-        rows = {r["model"]["name"]: r for r in matrix["rows"]}
+        # keyed by what the two are: the round's configured target ("keyword") and the trained candidate ("words"),
+        # whose name says where it comes from
+        rows = {{"CONFIGURED": "keyword", "TRAINED": "words"}[r["model"]["origin"]]: r for r in matrix["rows"]}
+        decoded = decode_global_id(job_id)
+        assert decoded is not None
+        lineage = f"words (retrained on r1, job {decoded[1]})"
+        assert rows["words"]["model"]["name"] == lineage, rows["words"]["model"]
         parent, trained = rows["keyword"]["cells"][0], rows["words"]["cells"][0]
         # a scoring set shows its public part (SCORING_PUBLIC_SHARE, half) until its round ends
         assert parent["items"] == trained["items"] == round(sets["test"]["size"] / 2)
@@ -257,7 +265,7 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
             assert result["__typename"] == "CreatedExample", result
             assert result["example"]["prediction"]["fields"]["label"] == label, result
             assert result["example"]["fooled"] is False
-            assert [m["model"] for m in result["example"]["modelPredictions"]] == ["words"]
+            assert [m["model"] for m in result["example"]["modelPredictions"]] == [lineage]
 
     # --- a second job, cancelled while it runs, registers nothing
     await _cancel_a_running_job(server, operator, sets["train"]["id"])

@@ -104,3 +104,21 @@ def test_save_head_writes_a_readable_safetensors_file(tmp_path):
     assert path == tmp_path / "new" / "head.safetensors" and path.stat().st_mode & 0o777 == 0o644
     with safe_open(str(path), framework="pt") as fh:
         assert fh.metadata() == {"format": "demo-head/1"} and set(fh.keys()) == {"weight", "bias"}
+
+
+def test_embedding_progress_moves_through_every_batch_of_every_call():
+    """A recipe that embeds its examples and then its base data reports each batch, in order, from start to end."""
+    from dynaforge.tasks.training import EmbeddingProgress, embed_texts
+
+    heard: list[tuple[float, str]] = []
+    first = [f"a short note number {i}" for i in range(5)]
+    second = [f"another line, {i} of them" for i in range(7)]
+    progress = EmbeddingProgress(lambda fraction, stage: heard.append((fraction, stage)), 12, start=0.05, end=0.3)
+    a = embed_texts(first, max_length=16, batch_size=2, on_batch=progress.part())
+    b = embed_texts(second, max_length=16, batch_size=3, on_batch=progress.part())
+    assert a.shape == (5, 384) and b.shape == (7, 384)
+    # 3 batches of the first call, 3 of the second
+    assert [stage for _, stage in heard] == [f"embedding ({n}/12 texts)" for n in (2, 4, 5, 8, 11, 12)]
+    fractions = [fraction for fraction, _ in heard]
+    assert fractions == sorted(fractions) and fractions[-1] == pytest.approx(0.3)
+    assert fractions[0] == pytest.approx(0.05 + 0.25 * 2 / 12)

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import dramatiq
@@ -48,6 +48,8 @@ ACTOR = "dynaforge.evaluate"
 WEBHOOK_QUEUE = "webhooks"
 WEBHOOK_ACTOR = "dynaforge.deliver_webhook"
 TRAINING_QUEUE = "training"
+#: Training jobs run one at a time, on a worker of their own beside the evaluations' (Jobs.start_worker).
+TRAINING_THREADS = 1
 TRAINING_ACTOR = "dynaforge.train"
 MAINTENANCE_QUEUE = "maintenance"
 COLLECT_ACTOR = "dynaforge.collect_artifacts"
@@ -181,6 +183,22 @@ def publisher(events: EventBus) -> Callable[[dict[str, Any]], None]:
     return publish
 
 
+@contextlib.contextmanager
+def _without_twice_warning(broker: dramatiq.Broker) -> Iterator[None]:
+    """A second Worker on a broker adds a second worker middleware, and dramatiq warns "a middleware of the same
+    type twice"; each consumes only its own queues, so here that is expected and the warning is noise."""
+
+    def drop(record: logging.LogRecord) -> bool:
+        return "same type twice" not in record.getMessage()
+
+    logger = broker.logger
+    logger.addFilter(drop)
+    try:
+        yield
+    finally:
+        logger.removeFilter(drop)
+
+
 class Jobs:  # a dynaforge.services.job_queue.JobQueue
     """The broker and its actors for one process."""
 
@@ -188,6 +206,7 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
         self.settings = settings
         self.broker = broker or make_broker(settings)
         self.worker: dramatiq.Worker | None = None
+        self.training_worker: dramatiq.Worker | None = None
         self.worker_threads = 1  # how many jobs this process's worker runs at once (start_worker)
         self.on_progress = None if events is None else publisher(events)
         self.publish = None if events is None else events.publish_threadsafe
@@ -354,8 +373,9 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
             ) from exc
 
     def start_worker(self, threads: int = 1) -> None:
-        """Consume in this process (the embedded default): evaluations and webhook deliveries. Says at start-up
-        whether models under evaluation can be cut off from the network here."""
+        """Consume in this process (the embedded default): evaluations, webhook deliveries and maintenance on
+        ``threads`` threads (at least 2), training jobs on a worker of their own. Says at start-up whether models
+        under evaluation can be cut off from the network here."""
         if self.settings.eval_isolate_network:
             why = network_isolation()
             if why is None:
@@ -370,16 +390,24 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
         self.worker_threads = max(2, threads)
         self.worker = dramatiq.Worker(
             self.broker,
-            queues={QUEUE, WEBHOOK_QUEUE, TRAINING_QUEUE, MAINTENANCE_QUEUE},
+            queues={QUEUE, WEBHOOK_QUEUE, MAINTENANCE_QUEUE},
             worker_threads=self.worker_threads,
             worker_timeout=200,
         )
         self.worker.start()
+        # Training jobs have a worker of their own: a job never waits behind the evaluations queued before it (a
+        # registered candidate queues a dozen), and a running job never holds up the evaluations. One at a time.
+        self.training_worker = dramatiq.Worker(
+            self.broker, queues={TRAINING_QUEUE}, worker_threads=TRAINING_THREADS, worker_timeout=200
+        )
+        with _without_twice_warning(self.broker):
+            self.training_worker.start()
 
     def stop(self) -> None:
-        if self.worker is not None:
-            self.worker.stop()
-            self.worker = None
+        for worker in (self.worker, self.training_worker):
+            if worker is not None:
+                worker.stop()
+        self.worker = self.training_worker = None
         self.broker.close()
 
 

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any
 from dynaforge.defaults.metrics import accuracy, macro_f1
 from dynaforge.tasks.training import (
     ADAPTER_FILE,
+    EmbeddingProgress,
     FineTuned,
     FineTuneSettings,
     LoraSettings,
@@ -678,14 +679,25 @@ def train_recipe(
         weights = None
 
     progress_report(0.05, "embedding")
+    embedding = EmbeddingProgress(
+        progress_report, len(ex_texts) + (len(texts) if data.base_dir is not None else 0), start=0.05, end=0.3
+    )
     x_examples = (
-        embed_texts(ex_texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed examples").double()
+        embed_texts(
+            ex_texts,
+            max_length=DEFAULT_MAX_LENGTH,
+            progress=progress,
+            desc="embed examples",
+            on_batch=embedding.part(),
+        ).double()
         if ex_texts
         else torch.zeros((0, EMBEDDING_DIM), dtype=torch.float64)
     )
     y_examples = torch.tensor(ex_labels, dtype=torch.float64)
     if data.base_dir is not None:
-        x_all = embed_texts(texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed tweets").double()
+        x_all = embed_texts(
+            texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc="embed tweets", on_batch=embedding.part()
+        ).double()
         y_all = torch.tensor(labels, dtype=torch.float64)
         x_train = torch.cat([x_all[train_idx], x_examples[fitted]])
         y_train = torch.cat([y_all[train_idx], y_examples[fitted]])

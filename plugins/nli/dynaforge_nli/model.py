@@ -26,7 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -223,16 +223,24 @@ def pair_features(u, v, premises: Sequence[str], hypotheses: Sequence[str]):
 
 
 def embed_pairs(
-    encoder, premises: Sequence[str], hypotheses: Sequence[str], *, many: bool = False, progress: bool = False
+    encoder,
+    premises: Sequence[str],
+    hypotheses: Sequence[str],
+    *,
+    many: bool = False,
+    progress: bool = False,
+    on_batch: Callable[[int, int], None] | None = None,
 ):
     """Pooled embeddings ``(u, v)`` of premises and hypotheses; each distinct text is encoded once.
 
     ``many=False`` (serving) encodes the whole batch in one forward pass; ``many=True`` (training) encodes
-    length-sorted batches with an optional progress bar.
+    length-sorted batches with an optional progress bar, and ``on_batch(done, total)`` after each batch.
     """
     texts = list(dict.fromkeys([*premises, *hypotheses]))
     if many:
-        emb = encoder.embed_many(texts, max_length=MAX_LENGTH, progress=progress, desc="embed premises+hypotheses")
+        emb = encoder.embed_many(
+            texts, max_length=MAX_LENGTH, progress=progress, desc="embed premises+hypotheses", on_batch=on_batch
+        )
     else:
         emb = encoder.embed(texts, max_length=MAX_LENGTH)
     row = {text: i for i, text in enumerate(texts)}

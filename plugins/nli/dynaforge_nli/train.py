@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from dynaforge.tasks.training import (
+    EmbeddingProgress,
     TrainingData,
     encoder_record,
     example_weights,
@@ -212,12 +213,19 @@ def score(logits, y, weights=None) -> dict[str, float]:
     }
 
 
-def pair_matrix(premises: Sequence[str], hypotheses: Sequence[str], *, progress: bool):
-    """The float64 feature matrix ``[n, FEATURE_DIM]`` of the pairs (each distinct text embedded once)."""
+def pair_matrix(
+    premises: Sequence[str],
+    hypotheses: Sequence[str],
+    *,
+    progress: bool,
+    on_batch: Callable[[int, int], None] | None = None,
+):
+    """The float64 feature matrix ``[n, FEATURE_DIM]`` of the pairs (each distinct text embedded once);
+    ``on_batch(done, total)`` hears the texts embedded so far."""
     from .model import embed_pairs, pair_features, shared_minilm
 
     encoder = shared_minilm()
-    u, v = embed_pairs(encoder, premises, hypotheses, many=True, progress=progress)
+    u, v = embed_pairs(encoder, premises, hypotheses, many=True, progress=progress, on_batch=on_batch)
     return pair_features(u, v, premises, hypotheses).double()
 
 
@@ -566,7 +574,9 @@ def train_recipe(
 
     report(0.05, "embedding")
     rows = fit_rows + hold_rows
-    x_all = pair_matrix([r[0] for r in rows], [r[1] for r in rows], progress=progress)
+
+    embedding = EmbeddingProgress(report, len({t for r in rows for t in r[:2]}), start=0.05, end=0.2)
+    x_all = pair_matrix([r[0] for r in rows], [r[1] for r in rows], progress=progress, on_batch=embedding.part())
     y_all = torch.tensor([r[2] for r in rows], dtype=torch.long)
     n_fit = len(fit_rows)
     x_fit, y_fit = x_all[:n_fit], y_all[:n_fit]

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynaforge.tasks.training import (
     ADAPTER_FILE,
+    EmbeddingProgress,
     FineTuned,
     FineTuneSettings,
     LoraSettings,
@@ -223,13 +224,15 @@ def holdout_split(texts: Sequence[str], rng: random.Random) -> tuple[list[int], 
     return fit_idx, hold_idx, n_hold - len(hold_idx)
 
 
-def embed(texts: Sequence[str], *, progress: bool, desc: str) -> Tensor:
+def embed(
+    texts: Sequence[str], *, progress: bool, desc: str, on_batch: Callable[[int, int], None] | None = None
+) -> Tensor:
     """The frozen encoder's vectors of ``texts`` at this model's ``max_length`` (float32 ``[n, 384]``)."""
     import torch
 
     if not texts:
         return torch.zeros((0, EMBEDDING_DIM), dtype=torch.float32)
-    return embed_texts(texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc=desc)
+    return embed_texts(texts, max_length=DEFAULT_MAX_LENGTH, progress=progress, desc=desc, on_batch=on_batch)
 
 
 @dataclass(frozen=True)
@@ -604,11 +607,17 @@ def train_recipe(
             )
 
     report(0.05, "embedding")
-    emb_examples = embed(texts, progress=progress, desc="embed examples").double()
+    embedding = EmbeddingProgress(
+        report,
+        len(texts) + (len(base.train_texts) + len(base.dev_texts) if base is not None else 0),
+        start=0.05,
+        end=0.3,
+    )
+    emb_examples = embed(texts, progress=progress, desc="embed examples", on_batch=embedding.part()).double()
     y_examples = torch.tensor([float(BINARY.get(label, 0)) for label in labels], dtype=torch.float64)
     if base is not None:
-        emb_train = embed(base.train_texts, progress=progress, desc="embed train")
-        emb_dev = embed(base.dev_texts, progress=progress, desc="embed dev")
+        emb_train = embed(base.train_texts, progress=progress, desc="embed train", on_batch=embedding.part())
+        emb_dev = embed(base.dev_texts, progress=progress, desc="embed dev", on_batch=embedding.part())
         y_all = torch.tensor(base.train_labels, dtype=torch.float64)
         x_fit = torch.cat([emb_train[fit_idx].double(), emb_examples[fitted]])
         y_fit = torch.cat([y_all[fit_idx], y_examples[fitted]])

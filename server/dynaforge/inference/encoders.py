@@ -12,7 +12,7 @@ process never calls it.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -106,8 +106,10 @@ class Encoder:
         batch_size: int = 128,
         progress: bool = False,
         desc: str = "embedding",
+        on_batch: Callable[[int, int], None] | None = None,
     ) -> Any:
-        """Embed many texts in length-sorted batches (little padding); rows keep the input order."""
+        """Embed many texts in length-sorted batches (little padding); rows keep the input order. ``on_batch(done,
+        total)`` hears how many texts are embedded after each batch (a training job's progress)."""
         import torch
 
         n = len(texts)
@@ -127,6 +129,8 @@ class Encoder:
                 out[torch.tensor(idx)] = self.embed([texts[i] for i in idx], max_length=max_length)
                 if bar is not None:
                     bar.update(len(idx))
+                if on_batch is not None:
+                    on_batch(min(start + batch_size, n), n)
         finally:
             if bar is not None:
                 bar.close()

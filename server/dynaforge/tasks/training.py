@@ -92,6 +92,7 @@ __all__ = [
     "TrainFunction",
     "WeightDecaySearch",
     "choose_weight_decay",
+    "EmbeddingProgress",
     "embed_texts",
     "encoder_record",
     "file_info",
@@ -364,16 +365,38 @@ def embed_texts(
     progress: bool = False,
     desc: str = "embedding",
     device: str = "cpu",
+    on_batch: Callable[[int, int], None] | None = None,
 ) -> Tensor:
     """Mean-pooled, L2-normalised MiniLM vectors ``[n, 384]`` (float32) of ``texts``, in length-sorted batches;
-    rows keep the input order. The encoder is the process-wide shared one (what the served models use)."""
+    rows keep the input order. The encoder is the process-wide shared one (what the served models use).
+    ``on_batch(done, total)`` hears the texts embedded so far after each batch (for a recipe's ``report``)."""
     from dynaforge.inference.encoders import minilm_path, shared_encoder
 
     encoder = shared_encoder(minilm_path(), device=device)
     vectors: Tensor = encoder.embed_many(
-        texts, max_length=max_length, batch_size=batch_size, progress=progress, desc=desc
+        texts, max_length=max_length, batch_size=batch_size, progress=progress, desc=desc, on_batch=on_batch
     )
     return vectors
+
+
+class EmbeddingProgress:
+    """A recipe's progress while it embeds, over one or more :func:`embed_texts` calls of ``total`` texts in all:
+    ``on_batch=progress.part()`` for each call, and ``report(fraction, "embedding (done/total texts)")`` moves from
+    ``start`` to ``end`` as batches finish, so a job's progress never sits still through a long embedding."""
+
+    def __init__(self, report: Callable[[float, str], None], total: int, *, start: float, end: float):
+        self.report, self.total, self.start, self.end = report, max(1, total), start, end
+        self.done = 0
+
+    def part(self) -> Callable[[int, int], None]:
+        offset = self.done
+
+        def on_batch(done: int, of: int) -> None:
+            self.done = offset + done
+            fraction = self.start + (self.end - self.start) * min(1.0, self.done / self.total)
+            self.report(fraction, f"embedding ({self.done}/{self.total} texts)")
+
+        return on_batch
 
 
 def encoder_record() -> dict[str, Any]:

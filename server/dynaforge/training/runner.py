@@ -33,7 +33,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlmodel import col
 
 from dynaforge.db.engine import Database
@@ -42,6 +42,7 @@ from dynaforge.db.models import (
     DatasetItem,
     RegisteredModel,
     RegisteredModelOrigin,
+    Round,
     TaskRow,
     TrainingJob,
     TrainingStatus,
@@ -60,6 +61,17 @@ from dynaforge.training.child import FAILED, MEMORY_ENV, PROGRESS_FD
 log = logging.getLogger(__name__)
 
 POLL_S = 1.0
+
+
+def lineage_name(model: str, rounds: list[int], other_sets: int, *, base: bool, job_id: int) -> str:
+    """A trained candidate's name, which says where it comes from: the recipe's model, what it was trained on (the
+    task's base data, the rounds whose data sets it read, other sets) and its job, e.g. ``minilm-nli (retrained on
+    base+r1+r2, job 7)``. Promoted, it names the round's target in ``modelPredictions[].model``, so a round's
+    predictions never pass for the shipped model's."""
+    parts = (["base"] if base else []) + [f"r{n}" for n in rounds]
+    if other_sets:
+        parts.append(f"{other_sets} other set{'s' if other_sets > 1 else ''}")
+    return f"{model} (retrained on {'+'.join(parts) or 'nothing'}, job {job_id})"[:100]
 
 
 class TrainingKilled(RuntimeError):
@@ -351,6 +363,24 @@ class JobRun:
         assert recipe is not None
         spec = recipe.model_spec(stored.digest)
         queued: list[int] = []
+        async with db.session() as s:
+            rounds = sorted(
+                set(
+                    await s.scalars(
+                        select(col(Round.number))
+                        .join(Dataset, col(Dataset.round_id) == col(Round.id))
+                        .where(col(Dataset.id).in_([source["id"] for source in sources]))
+                    )
+                )
+            )
+            from_rounds = await s.scalar(
+                select(func.count())
+                .select_from(Dataset)
+                .where(col(Dataset.id).in_([source["id"] for source in sources]), col(Dataset.round_id).is_not(None))
+            )
+        name = lineage_name(
+            spec.name, rounds, len(sources) - int(from_rounds or 0), base=base is not None, job_id=job.id
+        )
         async with db.write() as s:
             current = await s.get(TrainingJob, job.id)
             if current is None or current.status in TrainingStatus.FINISHED:
@@ -361,7 +391,7 @@ class JobRun:
             if entry is None:
                 entry = RegisteredModel(
                     task_id=job.task_id,
-                    name=spec.name,
+                    name=name,
                     backend=spec.backend,
                     config=spec.config,
                     spec_sha256=registry.spec_sha256(spec.backend, spec.config),
@@ -389,7 +419,7 @@ class JobRun:
                     s,
                     entry,
                     user_id=owner,
-                    name=f"{spec.name} candidate (job {job.id})",
+                    name=f"{name} candidate",
                     description=f"Trained on the platform by training job {job.id} (recipe {job.recipe}, seed "
                     f"{job.seed}); a candidate target model, not yet promoted",
                 )
