@@ -276,6 +276,17 @@ test("an owner trains a candidate with live progress, cancels another job, and p
   const figures = candidate.locator("[data-metric]").first();
   await expect(figures).toHaveText(/^\w+ \d+\.\d\d \[\d+\.\d\d–\d+\.\d\d\]$/, { timeout: 360_000 });
   await expect(candidate.locator("[data-fooling]").first()).toHaveText(/^fooled \d\.\d\d \[\d\.\d\d–\d\.\d\d\]$/);
+
+  // The candidate against its parent, item by item, once the parent is evaluated there too (the panel's defaults:
+  // the newest evaluated model against the oldest, on the latest round's test set).
+  await expect(rowsOf(page, parent).first().locator("[data-metric]").first()).toHaveText(/\d\.\d\d \[/, {
+    timeout: 360_000,
+  });
+  const compare = page.getByRole("region", { name: "Compare two models item by item" });
+  await compare.getByRole("button", { name: "Compare" }).click();
+  const paired = compare.locator("[data-paired]");
+  await expect(paired).toContainText(/McNemar p = (< 0\.001|\d\.\d{3}), \d+ items/);
+  await expect(paired).toContainText(/paired bootstrap, \d+ resamples, p = /);
   await checkAccessibility(page, "owner retraining, trained");
   await screenshots(page, "owner-retraining-trained");
 });

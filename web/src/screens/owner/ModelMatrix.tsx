@@ -2,11 +2,12 @@
 // principal metric and the fooling rate and their intervals, and where each model came from; a model that the
 // current round does not target is promoted to target the next one (openNextRound(candidate:)) after a confirmation.
 import { useEffect, useRef, useState } from "react";
-import { useMutation, useSubscription } from "urql";
+import { useClient, useMutation, useSubscription } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../../gql";
 import type {
   MatrixEvaluationsSubscription,
+  PairedTestQuery,
   RegisteredModelPartsFragment,
   RetrainingRegistryQuery,
 } from "../../gql/graphql";
@@ -16,7 +17,7 @@ import { estimateText, lineageText, originLabels, originWords, roundsText, train
 import { submitted } from "../Form";
 import { ScrollBox } from "../ScrollBox";
 import type { ManagedTask } from "./Manage";
-import { Checkbox, Outcome, shortWhen, TextArea, useOutcome } from "./parts";
+import { Checkbox, Outcome, Select, shortWhen, TextArea, useOutcome } from "./parts";
 import { Digest } from "./registry";
 
 export const Registry = graphql(`
@@ -110,6 +111,33 @@ const Promote = graphql(`
           field
           message
         }
+      }
+    }
+  }
+`);
+
+// Two models on one round's test set, item by item: McNemar's exact test and a paired bootstrap.
+const PairedTest = graphql(`
+  query PairedTest($code: String!, $model: ID!, $against: ID!, $dataset: ID!) {
+    task(code: $code) {
+      id
+      pairedTest(model: $model, against: $against, dataset: $dataset) {
+        items
+        bothRight
+        onlyModelRight
+        onlyAgainstRight
+        bothWrong
+        mcnemarPValue
+        metric
+        modelValue
+        againstValue
+        difference {
+          value
+          low
+          high
+        }
+        bootstrapPValue
+        resamples
       }
     }
   }
@@ -286,6 +314,9 @@ export function ModelMatrix({
           </table>
         </ScrollBox>
       )}
+      {matrix && rounds.length > 0 && (matrix.rows.length ?? 0) > 1 && (
+        <ComparePanel task={task} rows={matrix.rows} rounds={rounds} testSet={testSet} />
+      )}
       <Outcome outcome={promoted} />
       <PromoteDialog
         task={task}
@@ -298,6 +329,130 @@ export function ModelMatrix({
         }}
       />
     </section>
+  );
+}
+
+type Paired = NonNullable<NonNullable<PairedTestQuery["task"]>["pairedTest"]>;
+
+const pText = (p: number) => (p < 0.001 ? "< 0.001" : p.toFixed(3));
+
+/** Two evaluated models on one round's test set: is the gap between them more than chance? */
+function ComparePanel({
+  task,
+  rows,
+  rounds,
+  testSet,
+}: {
+  task: ManagedTask;
+  rows: readonly MatrixRow[];
+  rounds: readonly number[];
+  testSet: (n: number) => string;
+}) {
+  const client = useClient();
+  const evaluated = rows.filter((r) => r.model.model);
+  const [model, setModel] = useState(evaluated[evaluated.length - 1]?.model.id ?? "");
+  const [against, setAgainst] = useState(evaluated[0]?.model.id ?? "");
+  const [round, setRound] = useState(rounds[rounds.length - 1] ?? 0);
+  const [result, setResult] = useState<{ test: Paired; names: [string, string] } | null>(null);
+  const outcome = useOutcome();
+  const [busy, setBusy] = useState(false);
+  const byId = new Map(evaluated.map((r) => [r.model.id, r]));
+
+  async function compare() {
+    const first = byId.get(model);
+    const second = byId.get(against);
+    const dataset = first?.cells.find((c) => c.roundNumber === round)?.dataset.id;
+    if (!first?.model.model || !second?.model.model || !dataset) return outcome.fail("Choose two evaluated models.");
+    if (first.model.id === second.model.id) return outcome.fail("Choose two different models.");
+    setBusy(true);
+    setResult(null);
+    const answer = await client
+      .query(
+        PairedTest,
+        { code: task.code, model: first.model.model.id, against: second.model.model.id, dataset },
+        { requestPolicy: "network-only" },
+      )
+      .toPromise();
+    setBusy(false);
+    const test = answer.data?.task?.pairedTest;
+    if (!test) return outcome.fail(answer.error?.graphQLErrors[0]?.message ?? "The comparison failed.");
+    outcome.succeed("");
+    setResult({ test, names: [first.model.name, second.model.name] });
+  }
+
+  return (
+    <section aria-labelledby="compare-title" className="compare">
+      <h4 id="compare-title">Compare two models item by item</h4>
+      <p className="small">
+        On every item of a round's test set (its held-out part included, so there may be more items than the matrix
+        shows): McNemar's exact test on which items each got right, and a paired bootstrap of the gap in the principal
+        metric. A p-value under 0.05 says a gap that large would rarely come from chance alone.
+      </p>
+      <div className="row">
+        <Select label="Model" id="compare-model" value={model} onChange={(e) => setModel(e.currentTarget.value)}>
+          {evaluated.map((r) => (
+            <option key={r.model.id} value={r.model.id}>
+              {r.model.name}
+            </option>
+          ))}
+        </Select>
+        <Select
+          label="Against"
+          id="compare-against"
+          value={against}
+          onChange={(e) => setAgainst(e.currentTarget.value)}
+        >
+          {evaluated.map((r) => (
+            <option key={r.model.id} value={r.model.id}>
+              {r.model.name}
+            </option>
+          ))}
+        </Select>
+        <Select
+          label="Test set"
+          id="compare-round"
+          value={String(round)}
+          onChange={(e) => setRound(Number(e.currentTarget.value))}
+        >
+          {rounds.map((n) => (
+            <option key={n} value={n}>
+              Round {n} ({testSet(n)})
+            </option>
+          ))}
+        </Select>
+      </div>
+      <p className="actions">
+        <button type="button" onClick={compare} disabled={busy}>
+          {busy ? "Comparing…" : "Compare"}
+        </button>
+      </p>
+      <Outcome outcome={outcome} />
+      {result && <PairedResult test={result.test} names={result.names} />}
+    </section>
+  );
+}
+
+function PairedResult({ test, names }: { test: Paired; names: [string, string] }) {
+  const [first, second] = names;
+  const { difference: d } = test;
+  const significant = test.mcnemarPValue < 0.05;
+  return (
+    <div data-paired aria-live="polite">
+      <p>
+        <strong>{significant ? "The gap is unlikely to be chance" : "No significant difference"}</strong> (McNemar p ={" "}
+        {pText(test.mcnemarPValue)}, {test.items} items).
+      </p>
+      <ul className="small">
+        <li>
+          {test.onlyModelRight} items only {first} got right, {test.onlyAgainstRight} only {second}; both right on{" "}
+          {test.bothRight}, both wrong on {test.bothWrong}.
+        </li>
+        <li>
+          {test.metric}: {first} {test.modelValue.toFixed(3)}, {second} {test.againstValue.toFixed(3)}; difference{" "}
+          {estimateText(d)} (paired bootstrap, {test.resamples} resamples, p = {pText(test.bootstrapPValue)}).
+        </li>
+      </ul>
+    </div>
   );
 }
 
