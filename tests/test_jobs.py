@@ -26,7 +26,15 @@ from starlette.routing import Route
 from support import REDIS_URL, make_user, runner_pids, serve_in_thread, service_missing, toy_process_env
 
 from dynaforge.api.types.results import hardware_of
-from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationChunk, ModelRow, TrainingJob
+from dynaforge.db.models import (
+    DatasetAccess,
+    DatasetItem,
+    Evaluation,
+    EvaluationChunk,
+    Example,
+    ModelRow,
+    TrainingJob,
+)
 from dynaforge.db.models import EvaluationStatus as E
 from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotFound
 from dynaforge.jobs import TIMED_OUT, run_in_child
@@ -113,6 +121,22 @@ async def test_runner_scores_chunks_and_robustness(scoring):
     assert machine is not None and machine.cores == os.cpu_count() and machine.cpu and machine.accelerator is None
     assert set(evaluation.details["hardware"]) == {"cpu", "cores", "memory_gb", "machine", "accelerator"}
     assert evaluation.details["perturbations"]["uppercase"]["consistency"] == pytest.approx(0.5)
+    # "still fooled": the fooling rate on the items whose example fooled round 1's target when it was written, a
+    # recount from the examples themselves, in each part
+    async with p.db.session() as s:
+        fooled_ids = set(await s.scalars(select(Example.id).where(Example.fooled.is_(True))))
+        items = list(
+            await s.scalars(
+                select(DatasetItem)
+                .where(DatasetItem.dataset_id == evaluation.dataset_id)
+                .order_by(DatasetItem.position)
+            )
+        )
+    written = [i for i in items if i.example_id in fooled_ids]
+    assert 0 < len(written) < len(items)  # some of the round's examples fooled the target, some did not
+    still, held_still = evaluation.details["still_fooled"], evaluation.details["held"]["details"]["still_fooled"]
+    assert still["n"] + held_still["n"] == len(written)
+    assert still["interval"][0] <= still["rate"] <= still["interval"][1]
     copy, _ = await _rows(p, evaluations["r1-test~uppercase"])
     # upper-cased, the model says bad everywhere: right on the six 'bad' items
     assert _whole(copy, "accuracy") == pytest.approx(0.5)

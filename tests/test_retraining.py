@@ -61,6 +61,7 @@ MATRIX = """query { task(code: "toy") { roundModelMatrix {
   metric rounds
   rows { model { id name origin model { id } } targetedRounds
          cells { roundNumber items metric { value low high } foolingRate { value low high }
+                 stillFooled { value low high } stillFooledItems
                  dataset { id }
                  evaluation { id itemCount privateItemCount metrics { name value } privateMetrics { name value } } }
   } } } }"""
@@ -236,6 +237,10 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         assert parent["foolingRate"]["value"] == 1.0  # every accepted example fooled it when it was written
         assert trained["foolingRate"]["value"] < parent["foolingRate"]["value"], (trained, parent)
         assert trained["metric"]["value"] > parent["metric"]["value"]
+        # "still fooled" is measured on the examples that fooled round 1's target when written: here every one did
+        assert parent["stillFooledItems"] == trained["stillFooledItems"] == parent["items"]
+        assert parent["stillFooled"]["value"] == 1.0
+        assert trained["stillFooled"] == trained["foolingRate"], trained
         low, high = trained["foolingRate"]["low"], trained["foolingRate"]["high"]
         assert low <= trained["foolingRate"]["value"] <= high
         assert rows["keyword"]["targetedRounds"] == [1] and rows["words"]["targetedRounds"] == []

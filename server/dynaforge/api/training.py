@@ -181,7 +181,16 @@ class MatrixCell:
     )
     fooling_rate: Estimate | None = strawberry.field(
         description="The share of the set's (validated) examples that fool the model by the task's own rule, with "
-        "a Wilson interval: the vMER that round would have had with this model in the loop."
+        "a Wilson interval: the vMER that round would have had with this model in the loop (its error rate on the "
+        "whole set)."
+    )
+    still_fooled: Estimate | None = strawberry.field(
+        description="Among the set's examples that fooled the round's target when they were written, the share "
+        "that still fool this model (by the same rule), with a Wilson interval: what retraining on the round should "
+        "bring down. Null when none of the scored examples fooled the target (or the evaluation predates it)."
+    )
+    still_fooled_items: int = strawberry.field(
+        description="How many scored examples had fooled the round's target: what `stillFooled` is measured on."
     )
     items: int = strawberry.field(description="How many examples were scored.")
 
@@ -220,6 +229,8 @@ def _matrix(matrix: training_service.Matrix, privileged: bool) -> RoundModelMatr
                 evaluation=None if c.evaluation is None else Evaluation.of(c.evaluation, c.dataset, privileged),
                 metric=_estimate(c.value, c.interval),
                 fooling_rate=_estimate(c.fooling_rate, c.fooling_interval),
+                still_fooled=_estimate(c.still_fooled, c.still_fooled_interval),
+                still_fooled_items=c.still_fooled_items,
                 items=c.items,
             )
             for c in row.cells

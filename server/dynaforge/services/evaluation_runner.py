@@ -57,6 +57,7 @@ from dynaforge.db.models import (
     DatasetItem,
     Evaluation,
     EvaluationChunk,
+    Example,
     ModelRow,
     ModelStatus,
     TaskRow,
@@ -383,10 +384,13 @@ class Runner:
         seed: int,
         *,
         withheld: bool = False,
+        written_fooling: list[bool] | None = None,
     ) -> tuple[dict[str, Any], dict[str, Any]]:
         """The task's metrics on these items, and the details beside them: item counts, intervals, slices.
         ``withheld`` (a model whose outputs are mostly unusable): no figure that depends on the gold, only the
-        counts, so that a model answering one item and refusing the rest learns nothing of that item's gold."""
+        counts, so that a model answering one item and refusing the rest learns nothing of that item's gold.
+        ``written_fooling`` (one flag per item): whether the item's example fooled the round's target when it was
+        written; the fooling rate on those items alone is ``details["still_fooled"]``."""
         details: dict[str, Any] = {"n": len(golds), "unusable_outputs": sum(p is None for p in predictions)}
         if withheld:
             return {}, {**details, "mostly_unusable": True}
@@ -397,12 +401,35 @@ class Runner:
         if golds:
             details["intervals"] = self._intervals(task, list(metrics), golds, predictions, seed)
             details["fooling"] = scoring.fooling_rate(task, golds, predictions)
+            if written_fooling is not None and any(written_fooling):
+                kept = [i for i, flag in enumerate(written_fooling) if flag]
+                details["still_fooled"] = scoring.fooling_rate(
+                    task, [golds[i] for i in kept], [predictions[i] for i in kept]
+                )
         slices = [self.plugins.registry.slices[n] for n in task.fairness_slices if n in self.plugins.registry.slices]
         if slices and golds:
             per_slice = scoring.slice_metrics(task, slices, golds, predictions, golds, metrics=registry)
             details["slices"] = per_slice
             details["slice_gaps"] = scoring.slice_gaps(metrics, per_slice, metrics=registry)
         return metrics, details
+
+    async def written_fooling(self, items: list[DatasetItem]) -> list[bool] | None:
+        """One flag per item: whether the example it was copied from fooled the round's target when it was written
+        (``Example.fooled``; an item of an upload has no example: False). None when no item comes from an
+        example."""
+        ids = [i.example_id for i in items if i.example_id is not None]
+        if not ids:
+            return None
+        fooled: set[int] = set()
+        async with self.db.session() as s:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start : start + 500]
+                fooled |= set(
+                    await s.scalars(
+                        select(col(Example.id)).where(col(Example.id).in_(chunk), col(Example.fooled).is_(True))
+                    )
+                )
+        return [i.example_id in fooled for i in items]
 
     async def public_part(self, dataset: Dataset, items: list[DatasetItem]) -> list[bool] | None:
         """One flag per item of a scoring set (or of a perturbed copy of one): whether it is in the set's public
@@ -441,22 +468,32 @@ class Runner:
         withheld = bool(predictions) and unusable > len(predictions) * self.settings.eval_max_unusable_share
         metrics: dict[str, Any]
         details: dict[str, Any]
+        written = await self.written_fooling(items) if effect == "kept" else None
         if effect != "kept":
             metrics, details = {}, {"n": len(golds), "unusable_outputs": unusable, "gold": effect}
         elif public is None:
-            metrics, details = self._figures(task, golds, predictions, dataset.id, withheld=withheld)
+            metrics, details = self._figures(
+                task, golds, predictions, dataset.id, withheld=withheld, written_fooling=written
+            )
         else:
             parts = {
                 flag: (
                     [g for g, p in zip(golds, public, strict=True) if p is flag],
                     [o for o, p in zip(predictions, public, strict=True) if p is flag],
+                    None if written is None else [w for w, p in zip(written, public, strict=True) if p is flag],
                 )
                 for flag in (True, False)
             }
-            metrics, details = self._figures(task, *parts[True], dataset.id, withheld=withheld)
+            golds_, predictions_, written_ = parts[True]
+            metrics, details = self._figures(
+                task, golds_, predictions_, dataset.id, withheld=withheld, written_fooling=written_
+            )
             details["part"] = "public"
             if parts[False][0]:
-                held_metrics, held_details = self._figures(task, *parts[False], dataset.id, withheld=withheld)
+                golds_, predictions_, written_ = parts[False]
+                held_metrics, held_details = self._figures(
+                    task, golds_, predictions_, dataset.id, withheld=withheld, written_fooling=written_
+                )
                 details["held"] = {"metrics": held_metrics, "details": held_details}
         if read.reasons:
             details["unusable_reasons"] = [

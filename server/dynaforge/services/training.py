@@ -361,6 +361,10 @@ class MatrixCell:
     fooling_rate: float | None
     fooling_interval: tuple[float, float] | None
     items: int
+    #: among the items whose example fooled the round's target when written: the share that still fool this model
+    still_fooled: float | None = None
+    still_fooled_interval: tuple[float, float] | None = None
+    still_fooled_items: int = 0
 
 
 @dataclass(frozen=True)
@@ -379,8 +383,9 @@ class Matrix:
 
 
 async def round_model_matrix(p: Platform, actor: Actor, task_code: str) -> Matrix:
-    """Every evaluated registry entry (rows) against each round's test set (columns): the principal metric and the
-    fooling rate there, each with an interval. Owners and admins (it shows unpromoted candidates)."""
+    """Every evaluated registry entry (rows) against each round's test set (columns): the principal metric, the
+    fooling rate on the whole set and on the items that fooled the round's target when written ("still fooled"),
+    each with an interval. Owners and admins (it shows unpromoted candidates)."""
     view = await _owner_view(p, actor, task_code, "compare its models")
     metric = view.task.principal_metric
     async with p.db.session() as s:
@@ -431,6 +436,7 @@ async def round_model_matrix(p: Platform, actor: Actor, task_code: str) -> Matri
             value = evaluation.metrics.get(metric) if done and evaluation is not None else None
             interval = (details.get("intervals") or {}).get(metric)
             fooling = details.get("fooling") or {}
+            still = details.get("still_fooled") or {}
             cells.append(
                 MatrixCell(
                     round_number=number,
@@ -442,6 +448,9 @@ async def round_model_matrix(p: Platform, actor: Actor, task_code: str) -> Matri
                     fooling_rate=fooling.get("rate"),
                     fooling_interval=tuple(fooling["interval"]) if fooling.get("interval") else None,
                     items=int(details.get("n") or 0),
+                    still_fooled=still.get("rate"),
+                    still_fooled_interval=tuple(still["interval"]) if still.get("interval") else None,
+                    still_fooled_items=int(still.get("n") or 0),
                 )
             )
         targeted = [r.number for r in rounds if entry.id in (r.target_registry_ids or [])]

@@ -56,6 +56,12 @@ export const Registry = graphql(`
               low
               high
             }
+            stillFooled {
+              value
+              low
+              high
+            }
+            stillFooledItems
             items
           }
         }
@@ -158,7 +164,15 @@ function CellView({ cell, metric }: { cell: Cell | undefined; metric: string }) 
         <span className="estimate" data-fooling>
           fooled {estimateText(cell.foolingRate)}
         </span>
-        <span className="muted small block">{cell.items} items</span>
+        {cell.stillFooled && (
+          <span className="estimate" data-still-fooled>
+            still fooled {estimateText(cell.stillFooled)}
+          </span>
+        )}
+        <span className="muted small block">
+          {cell.items} items
+          {cell.stillFooled ? `, ${cell.stillFooledItems} of them fooled round ${cell.roundNumber}'s target` : ""}
+        </span>
       </>
     );
   const status = cell?.evaluation?.status;
@@ -221,10 +235,11 @@ export function ModelMatrix({
     <section aria-labelledby="matrix-title">
       <h3 id="matrix-title">Round × model matrix</h3>
       <p className="small">
-        Every registered model on each round's test set: {matrix ? matrix.metric : "the task's principal metric"} and
-        the fooling rate (the share of the set's examples that fool it, the vMER that round would have had), each with
-        its 95% interval; — until evaluated. Candidates and the models they were trained from are evaluated once a
-        training job succeeds.
+        Every registered model on each round's test set: {matrix ? matrix.metric : "the task's principal metric"}, the
+        fooling rate (the share of the set's examples that fool it, the vMER that round would have had) and, among the
+        examples that fooled the round's target when they were written, the share that still fool it, each with its 95%
+        interval; — until evaluated. Candidates and the models they were trained from are evaluated once a training job
+        succeeds.
       </p>
       {error && <p role="alert">{error}</p>}
       {matrix && rounds.length === 0 && (
