@@ -820,6 +820,24 @@ def wilson_interval(successes: int, n: int, z: float = 1.959964) -> tuple[float,
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def fooled_flags(
+    task: Task, golds: Sequence[Mapping[str, Any]], predictions: Sequence[Mapping[str, Any] | None]
+) -> list[bool]:
+    """Per item, whether the model is fooled there by the task's own rule (``Task.is_fooled``): an unusable output
+    (None), or one the rule cannot judge, counts as fooled. What :func:`fooling_rate` counts, item by item."""
+    flags = []
+    for gold, prediction in zip(golds, predictions, strict=True):
+        if prediction is None:
+            flags.append(True)
+            continue
+        context, example = task.split_fields(dict(gold))
+        try:
+            flags.append(bool(task.is_fooled(example, dict(prediction), context)))
+        except Exception:  # noqa: BLE001 - a plugin rule that cannot judge an output counts it as fooling
+            flags.append(True)
+    return flags
+
+
 def fooling_rate(
     task: Task, golds: Sequence[Mapping[str, Any]], predictions: Sequence[Mapping[str, Any] | None]
 ) -> dict[str, Any]:
@@ -827,16 +845,7 @@ def fooling_rate(
     ``fooled`` when an annotator writes an example), with a Wilson interval: on a round's accepted examples, the
     validated model error rate (vMER) that round would have had with this model in the loop. An unusable output,
     or one the rule cannot judge, counts as fooled."""
-    fooled = 0
-    for gold, prediction in zip(golds, predictions, strict=True):
-        if prediction is None:
-            fooled += 1
-            continue
-        context, example = task.split_fields(dict(gold))
-        try:
-            fooled += bool(task.is_fooled(example, dict(prediction), context))
-        except Exception:  # noqa: BLE001 - a plugin rule that cannot judge an output counts it as fooling
-            fooled += 1
+    fooled = sum(fooled_flags(task, golds, predictions))
     n = len(golds)
     low, high = wilson_interval(fooled, n)
     return {"rate": fooled / n if n else None, "fooled": fooled, "n": n, "interval": [low, high]}

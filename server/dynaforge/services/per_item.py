@@ -65,19 +65,15 @@ class ItemPredictions:
 
 
 def judge(task: Task, read: Outputs) -> list[ItemResult]:
-    """Each item with the task's verdict on the model's output: fooled by ``Task.is_fooled`` (an unusable output,
-    or one the rule cannot judge, counts as fooled: :func:`dynaforge.evaluation.scoring.fooling_rate`'s rule)."""
-    results = []
-    for item, output, prediction, why in zip(read.items, read.raw, read.predictions, read.why, strict=True):
-        fooled = True
-        if prediction is not None:
-            context, example = task.split_fields(dict(item.fields))
-            try:
-                fooled = bool(task.is_fooled(example, dict(prediction), context))
-            except Exception:  # noqa: BLE001 - a plugin rule that cannot judge an output counts it as fooling
-                fooled = True
-        results.append(ItemResult(item, output, prediction, why, fooled))
-    return results
+    """Each item with the task's verdict on the model's output (:func:`dynaforge.evaluation.scoring.fooled_flags`,
+    what the evaluation's fooling rate counts)."""
+    flags = scoring.fooled_flags(task, [i.fields for i in read.items], read.predictions)
+    return [
+        ItemResult(item, output, prediction, why, fooled)
+        for item, output, prediction, why, fooled in zip(
+            read.items, read.raw, read.predictions, read.why, flags, strict=True
+        )
+    ]
 
 
 async def _done_evaluation(p: Platform, model_id: int, dataset_id: int) -> Evaluation:
