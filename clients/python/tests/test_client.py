@@ -157,6 +157,24 @@ async def test_upload_predictions(server, unique):
             await client.upload_predictions("sentiment", "client-test", predictions[:3], name=f"short-{unique}")
         assert caught.value.field_errors
 
+        # item by item: the set's twelve items (its held-out half included: the operator is an admin), each right
+        # exactly where its gold label is the one predicted
+        [evaluation] = [e for e in results.evaluations if e.dataset.name == "client-test"]
+        items = await client.item_predictions(evaluation)
+        assert [i["position"] for i in items] == list(range(12))
+        assert {i["evaluation"] for i in items} == {evaluation.id} and {i["model"] for i in items} == {model.id}
+        assert [i["right"] for i in items] == [i["fields"]["label"] == "positive" for i in items]
+        assert sum(i["right"] for i in items) == 6
+        # against a model that says negative everywhere: right on the other six, so the gap is nothing but chance
+        negative = await client.upload_predictions(
+            "sentiment", "client-test", [{"label": "negative"}] * 12, name=f"all-negative-{unique}"
+        )
+        test = await client.paired_test("sentiment", model, negative, names["client-test"])
+        assert (test.items, test.only_model_right, test.only_against_right, test.both_right) == (12, 6, 6, 0)
+        assert test.mcnemar_p_value == 1.0 and test.difference.value == 0.0
+        with pytest.raises(errors.InvalidInput):
+            await client.paired_test("sentiment", model, model, names["client-test"])
+
 
 async def test_submit_model_refusals(server, unique, tmp_path):
     async with AsyncClient(server.url, server.token) as client:

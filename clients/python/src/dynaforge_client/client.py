@@ -48,6 +48,7 @@ from ._generated.input_types import (
 )
 from ._generated.my_stats import MyStatsTaskViewerStats
 from ._generated.next_context import NextContextNextContext
+from ._generated.paired_test import PairedTestTaskPairedTest
 from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits
 from ._generated.task import TaskTask
 from ._transport import call, unwrap
@@ -692,6 +693,26 @@ class AsyncClient:
         if board is None or board.leaderboard is None:
             raise errors.NotFound(f"no task {task!r} that you can see")
         return Leaderboard(board.leaderboard)
+
+    async def item_predictions(self, evaluation: Any) -> list[dict[str, Any]]:
+        """An evaluation item by item (``GET /evaluations/{id}/predictions``), in its set's order: each item's
+        ``position``, its gold ``fields``, the model's raw ``output``, the task's reading of it (``prediction``; None
+        when unusable, ``unusable`` says why), ``fooled`` and ``right``, with the API's ids (``evaluation``,
+        ``model``, ``dataset``, ``item``). For the task's owners and admins, and the model's submitter on a STANDARD
+        set; ``Forbidden`` for a set whose gold you may not see, ``NotFound`` for an evaluation you cannot see."""
+        url = f"{self.base_url}/evaluations/{_id(evaluation)}/predictions"
+        async with _ExportResponse(self._http, url, {"format": "jsonl"}, self.retries) as response:
+            return [json.loads(line) async for line in response.aiter_lines() if line.strip()]
+
+    async def paired_test(self, task: str, model: Any, against: Any, dataset: Any) -> PairedTestTaskPairedTest:
+        """Two models on the same items of one of the task's data sets (ids or objects): McNemar's exact test on
+        which items each got right (``mcnemar_p_value``, the discordant counts) and a paired bootstrap of the
+        principal metric (``difference`` of ``model`` minus ``against``, ``bootstrap_p_value``). The task's owners
+        and admins; ``Conflict`` until both evaluations are DONE."""
+        found = (await self._read(lambda: self._api.paired_test(task, _id(model), _id(against), _id(dataset)))).task
+        if found is None or found.paired_test is None:  # a null test comes with an error, which _read raises
+            raise errors.NotFound(f"no task {task!r} that you can see")
+        return found.paired_test
 
     # -- data --------------------------------------------------------------------------------------------------
 

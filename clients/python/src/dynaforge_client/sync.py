@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     )
     from ._generated.my_stats import MyStatsTaskViewerStats
     from ._generated.next_context import NextContextNextContext
+    from ._generated.paired_test import PairedTestTaskPairedTest
     from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits
     from ._generated.task import TaskTask
     from .client import Progress
@@ -366,6 +367,8 @@ class Client:
             dataset_weights: Mapping[str, float] | None = None,
             sort_metric: str | None = None,
         ) -> Leaderboard: ...
+        def item_predictions(self, evaluation: Any) -> list[dict[str, Any]]: ...
+        def paired_test(self, task: str, model: Any, against: Any, dataset: Any) -> PairedTestTaskPairedTest: ...
         def export(
             self,
             task: str,

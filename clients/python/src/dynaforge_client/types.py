@@ -29,6 +29,7 @@ from ._generated.fragments import UserFields as User
 from ._generated.leaderboard import LeaderboardTaskLeaderboardRows as LeaderboardRow
 from ._generated.my_stats import MyStatsTaskViewerStats as MyStats
 from ._generated.next_context import NextContextNextContext as Context
+from ._generated.paired_test import PairedTestTaskPairedTest as PairedTest
 from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits as SuggestedEdits
 from ._generated.task import TaskTask as TaskDetail
 
@@ -43,6 +44,7 @@ __all__ = [
     "LeaderboardRow",
     "Metric",
     "Model",
+    "PairedTest",
     "MyStats",
     "Prediction",
     "ProgressEvent",

@@ -212,6 +212,12 @@ from .overrule_verdict import (
     OverruleVerdictOverruleVerdictVerdictOverruled,
     OverruleVerdictOverruleVerdictVerdictOverruledExample,
 )
+from .paired_test import (
+    PairedTest,
+    PairedTestTask,
+    PairedTestTaskPairedTest,
+    PairedTestTaskPairedTestDifference,
+)
 from .register import (
     Register,
     RegisterAccountAlreadyExists,
@@ -441,6 +447,10 @@ __all__ = [
     "OverruleVerdictOverruleVerdictNotFound",
     "OverruleVerdictOverruleVerdictVerdictOverruled",
     "OverruleVerdictOverruleVerdictVerdictOverruledExample",
+    "PairedTest",
+    "PairedTestTask",
+    "PairedTestTaskPairedTest",
+    "PairedTestTaskPairedTestDifference",
     "PerturbationKind",
     "PredictionFields",
     "PredictionFieldsGeneration",

@@ -38,6 +38,7 @@ from .model_results import ModelResults
 from .my_stats import MyStats
 from .next_context import NextContext
 from .overrule_verdict import OverruleVerdict
+from .paired_test import PairedTest
 from .register import Register
 from .reply_stream import ReplyStream
 from .round import Round
@@ -1403,6 +1404,47 @@ class GeneratedClient(AsyncBaseClient):
             **kwargs,
         ):
             yield EvaluationProgress.model_validate(data)
+
+    async def paired_test(
+        self, task_code: str, model: str, against: str, dataset: str, **kwargs: Any
+    ) -> PairedTest:
+        query = gql("""
+            query PairedTest($taskCode: String!, $model: ID!, $against: ID!, $dataset: ID!) {
+              task(code: $taskCode) {
+                id
+                pairedTest(model: $model, against: $against, dataset: $dataset) {
+                  items
+                  bothRight
+                  onlyModelRight
+                  onlyAgainstRight
+                  bothWrong
+                  mcnemarStatistic
+                  mcnemarPValue
+                  metric
+                  modelValue
+                  againstValue
+                  difference {
+                    value
+                    low
+                    high
+                  }
+                  bootstrapPValue
+                  resamples
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {
+            "taskCode": task_code,
+            "model": model,
+            "against": against,
+            "dataset": dataset,
+        }
+        response = await self.execute(
+            query=query, operation_name="PairedTest", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return PairedTest.model_validate(data)
 
     async def tasks(self, **kwargs: Any) -> Tasks:
         query = gql("""
