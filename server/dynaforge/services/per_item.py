@@ -83,10 +83,14 @@ async def _done_evaluation(p: Platform, model_id: int, dataset_id: int) -> Evalu
         )
     if evaluation is None:
         raise NotFound(f"Model {model_id} has no evaluation on data set {dataset_id}")
+    return _require_done(evaluation)
+
+
+def _require_done(evaluation: Evaluation) -> Evaluation:
     if evaluation.status != EvaluationStatus.DONE:
         raise Conflict(
-            f"Model {model_id}'s evaluation on data set {dataset_id} is {evaluation.status}, not DONE: wait for it "
-            "(evaluationUpdated says when)"
+            f"Model {evaluation.model_id}'s evaluation on data set {evaluation.dataset_id} is {evaluation.status}, "
+            "not DONE: wait for it (evaluationUpdated says when)"
         )
     return evaluation
 
@@ -133,7 +137,7 @@ async def item_predictions(p: Platform, actor: Actor, evaluation_id: int) -> Ite
             "per-item results"
         )
     _gold_kept(p, dataset)
-    done = await _done_evaluation(p, model.id, dataset.id)
+    done = _require_done(evaluation)
     # a download reads every output of the set: counted with the exports (DYNAFORGE_EXPORTS_PER_MINUTE)
     await p.limiter.hit(f"exports:{actor.user_id}", p.settings.exports_per_minute, 60.0, "exports")
     task = p.plugins.task(view.task.code) or view.task  # scored as the evaluation job scores: the plugin's rule
