@@ -100,6 +100,8 @@ test("a model archive uploaded through the page is evaluated, with live progress
   await expect(metrics.getByRole("row", { name: /accuracy/ })).toContainText(/\d\.\d{3} – \d\.\d{3}/); // its interval
   await expect(page.getByRole("progressbar", { name: "demo-scoring: Done" })).toBeVisible();
   await expect(page.locator("[data-evaluation-summary]")).toHaveText(/^[1-9]\d* of \d+ evaluations finished$/);
+  // A scoring set's gold is secret: its submitter gets no item-by-item download of it (owners do)
+  await expect(page.getByRole("button", { name: /^Download item by item/ })).toHaveCount(0);
   await checkAccessibility(page, "model: results");
   await screenshots(page, "model-results");
 

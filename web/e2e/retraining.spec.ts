@@ -4,6 +4,7 @@
 // round with a test set; a model the current round does not target is promoted from it after a confirmation, and
 // the Rounds section then says where the new round's target came from. Where the task has a training recipe, a
 // candidate is trained from the page with live progress (another job is cancelled), evaluated, and promoted.
+import { readFileSync } from "node:fs";
 import type { APIRequestContext, Page } from "@playwright/test";
 import { checkAccessibility, expect, manage, screenshots, signInAsOwner, test } from "./fixtures";
 
@@ -277,16 +278,36 @@ test("an owner trains a candidate with live progress, cancels another job, and p
   await expect(figures).toHaveText(/^\w+ \d+\.\d\d \[\d+\.\d\d–\d+\.\d\d\]$/, { timeout: 360_000 });
   await expect(candidate.locator("[data-fooling]").first()).toHaveText(/^fooled \d\.\d\d \[\d\.\d\d–\d\.\d\d\]$/);
 
-  // The candidate against its parent, item by item, once the parent is evaluated there too (the panel's defaults:
-  // the newest evaluated model against the oldest, on the latest round's test set).
-  await expect(rowsOf(page, parent).first().locator("[data-metric]").first()).toHaveText(/\d\.\d\d \[/, {
-    timeout: 360_000,
-  });
+  // The candidate against its parent, item by item, on the round's test set: asked again until the parent's
+  // evaluation there is done too (until then the panel says it is not DONE yet).
+  const parentId = await candidate.getAttribute("data-parent");
+  expect(parentId).toBeTruthy();
   const compare = page.getByRole("region", { name: "Compare two models item by item" });
-  await compare.getByRole("button", { name: "Compare" }).click();
+  await compare
+    .getByLabel("Model", { exact: true })
+    .selectOption((await candidate.getAttribute("data-registered")) ?? "");
+  await compare.getByLabel("Against", { exact: true }).selectOption(parentId ?? "");
+  await compare.getByLabel("Test set", { exact: true }).selectOption({ label: `Round ${m} (r${m}-test)` });
   const paired = compare.locator("[data-paired]");
+  await expect(async () => {
+    await compare.getByRole("button", { name: "Compare" }).click();
+    await expect(paired).toBeVisible({ timeout: 5_000 });
+  }).toPass({ timeout: 360_000, intervals: [5_000] });
   await expect(paired).toContainText(/McNemar p = (< 0\.001|\d\.\d{3}), \d+ items/);
   await expect(paired).toContainText(/paired bootstrap, \d+ resamples, p = /);
   await checkAccessibility(page, "owner retraining, trained");
   await screenshots(page, "owner-retraining-trained");
+
+  // The owner downloads the candidate's evaluation on the round's test set item by item.
+  await first.getByRole("link", { name: "its evaluations" }).click();
+  const download = page.waitForEvent("download");
+  await page.getByRole("button", { name: `Download item by item (JSONL) for r${m}-test`, exact: true }).click();
+  const file = await download;
+  expect(file.suggestedFilename()).toMatch(/-predictions\.jsonl$/);
+  const lines = readFileSync(await file.path(), "utf-8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line));
+  expect(lines.length).toBeGreaterThan(0);
+  expect(lines.every((item) => item.right === !item.fooled && typeof item.position === "number")).toBe(true);
 });

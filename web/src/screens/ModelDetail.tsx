@@ -7,6 +7,7 @@ import { Link, useLocation } from "wouter";
 import { graphql } from "../gql";
 import type { EvaluationPartsFragment, ModelEvaluationsSubscription } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
+import { downloadWithToken } from "../lib/download";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { percent } from "../lib/format";
 import { currentOf, type Latest, useEnded, withLatest } from "../lib/live";
@@ -124,6 +125,7 @@ const ModelPage = graphql(`
         code
         name
         updatesCursor
+        viewerIsOwner
       }
       evaluations(first: 100) {
         nodes {
@@ -312,7 +314,13 @@ export default function ModelDetail({ code, id }: { code: string; id: string }) 
       <h2>Results</h2>
       {originals.length === 0 && <p className="muted">No results yet.</p>}
       {originals.map(({ evaluation, status }) => (
-        <Results key={evaluation.id} evaluation={evaluation} status={status} />
+        <Results
+          key={evaluation.id}
+          evaluation={evaluation}
+          status={status}
+          // item by item: the task's owners (and admins), and the submitter where the set's gold is public
+          itemsAllowed={model.task.viewerIsOwner || (mayChange && evaluation.dataset.access === "STANDARD")}
+        />
       ))}
     </section>
   );
@@ -379,7 +387,15 @@ function ModelActions({ model }: { model: ActionModel }) {
   );
 }
 
-function Results({ evaluation, status }: { evaluation: Evaluation; status: Evaluation["status"] }) {
+function Results({
+  evaluation,
+  status,
+  itemsAllowed,
+}: {
+  evaluation: Evaluation;
+  status: Evaluation["status"];
+  itemsAllowed: boolean;
+}) {
   const title = `results-${evaluation.id.replace(/\W+/g, "")}`;
   const dataset = evaluation.dataset;
   return (
@@ -440,6 +456,7 @@ function Results({ evaluation, status }: { evaluation: Evaluation; status: Evalu
             <SliceTable key={slice.slice} dataset={dataset.name} slice={slice} />
           ))}
           {evaluation.perturbations.length > 0 && <PerturbationTable evaluation={evaluation} />}
+          {itemsAllowed && <ItemDownload evaluation={evaluation} />}
         </>
       )}
     </article>
@@ -566,5 +583,41 @@ function PerturbationTable({ evaluation }: { evaluation: Evaluation }) {
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** The evaluation item by item (GET /evaluations/{id}/predictions): gold, the model's output, fooled and right. */
+function ItemDownload({ evaluation }: { evaluation: Evaluation }) {
+  const { session } = useAuth();
+  const [state, setState] = useState<{ busy: boolean; problem: string | null; done: string }>({
+    busy: false,
+    problem: null,
+    done: "",
+  });
+  const file = `${evaluation.dataset.name}-items.jsonl`;
+  async function download() {
+    setState({ busy: true, problem: null, done: "" });
+    const problem = await downloadWithToken(
+      `/evaluations/${encodeURIComponent(evaluation.id)}/predictions?format=jsonl`,
+      session?.token ?? null,
+      file,
+    );
+    setState({ busy: false, problem, done: problem ? "" : `Downloaded ${file}.` });
+  }
+  return (
+    <p className="actions">
+      <button type="button" className="secondary" onClick={download} disabled={state.busy}>
+        {state.busy ? "Downloading…" : "Download item by item (JSONL)"}
+        <span className="sr"> for {evaluation.dataset.name}</span>
+      </button>{" "}
+      <span role="status" className="small">
+        {state.done}
+      </span>
+      {state.problem && (
+        <span role="alert" className="error small">
+          {state.problem}
+        </span>
+      )}
+    </p>
   );
 }

@@ -275,7 +275,7 @@ export function ModelMatrix({
                 const row = rowsByModel.get(entry.id);
                 const from = entry.origin === "TRAINED" ? trainedFrom(entry.trainingData) : "";
                 return (
-                  <tr key={entry.id} data-registered={entry.id}>
+                  <tr key={entry.id} data-registered={entry.id} data-parent={entry.parent?.id}>
                     <th scope="row">
                       {entry.name}
                       <span className="small block">
