@@ -182,16 +182,16 @@ def prediction_records(found: per_item_service.ItemPredictions) -> list[dict[str
             "evaluation": evaluation,
             "model": model,
             "dataset": dataset,
-            "item": global_id("DatasetItem", f"{found.dataset.id}:{row['position']}"),
-            "position": row["position"],
-            "fields": row["fields"],
-            "output": row["output"],
-            "prediction": row["prediction"],
-            "unusable": row["unusable"],
-            "fooled": row["fooled"],
-            "right": row["right"],
+            "item": global_id("DatasetItem", f"{found.dataset.id}:{r.item.position}"),
+            "position": r.item.position,
+            "fields": r.item.fields,
+            "output": r.output,
+            "prediction": r.prediction,
+            "unusable": r.unusable,
+            "fooled": r.fooled,
+            "right": r.right,
         }
-        for row in per_item_service.rows(found)
+        for r in found.results
     ]
 
 

@@ -14,7 +14,6 @@ and what the evaluation's fooling rate counts), so that a "better" on a board ca
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -201,18 +200,3 @@ async def paired_test(
 
     tested, difference = await asyncio.to_thread(compute)  # a thousand resamples: off the event loop
     return PairedTest(dataset, first, second, tested, difference)
-
-
-def rows(found: ItemPredictions) -> Iterator[dict[str, Any]]:
-    """The download's records, one per item (ids are the database's; the HTTP layer names them as the API does)."""
-    for r in found.results:
-        yield {
-            "position": r.item.position,
-            "item_id": r.item.id,
-            "fields": r.item.fields,
-            "output": r.output,
-            "prediction": r.prediction,
-            "unusable": r.unusable,
-            "fooled": r.fooled,
-            "right": r.right,
-        }
