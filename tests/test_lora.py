@@ -88,6 +88,46 @@ def test_fine_tune_refuses_mismatched_inputs():
         fine_tune(TEXTS, TARGETS, row_weights=[1.0])
 
 
+# pairs: "same" when the second text repeats the first's weather word, whatever the noun; the last column of the fixed
+# features is pure noise, the one before it the answer itself for a few rows (a head may read fixed features too)
+FIRSTS = [f"a {w} {t}" for w in ("sunny", "rainy", "windy") for t in ("kitchen", "garden", "morning", "visit")]
+SECONDS = [f"a {w} day" for w in ("sunny", "rainy", "windy") for _ in range(4)] + [
+    f"a {w} day" for w in ("rainy", "windy", "sunny") for _ in range(4)
+]
+FIRSTS = FIRSTS + FIRSTS
+SAME = [1] * 12 + [0] * 12
+
+
+def test_fine_tuning_on_pairs_reads_the_pair_block_and_the_fixed_features():
+    from dynaforge.inference.lora import pair_block
+
+    extra = torch.tensor([[float(i % 2), float((i * 7) % 5)] for i in range(len(FIRSTS))])
+    settings = FineTuneSettings(
+        epochs=4, batch_size=8, learning_rate=5e-3, head_learning_rate=5e-2, min_warmup_steps=1, max_length=16
+    )
+    tuned = fine_tune(FIRSTS, SAME, second_texts=SECONDS, extra_features=extra, classes=2, settings=settings, seed=0)
+    again = fine_tune(FIRSTS, SAME, second_texts=SECONDS, extra_features=extra, classes=2, settings=settings, seed=0)
+    dim = shared_encoder(minilm_path()).dim
+    assert tuple(tuned.head_weight.shape) == (2, 4 * dim + 1 + 2)
+    assert torch.equal(tuned.head_weight, again.head_weight)
+    assert all(torch.equal(tuned.adapter.tensors[k], again.adapter.tensors[k]) for k in tuned.adapter.tensors)
+    # served as a pair classifier is served: both texts through the merged encoder, the block, the fixed features
+    encoder = tuned.encoder()
+    u, v = encoder.embed(FIRSTS, max_length=16), encoder.embed(SECONDS, max_length=16)
+    logits = torch.cat([pair_block(u, v), extra], dim=1) @ tuned.head_weight.T + tuned.head_bias
+    assert logits.argmax(dim=1).tolist() == SAME
+    # the block: u, v, |u - v|, u * v and the cosine of the two unit vectors
+    block = pair_block(u[:1], v[:1])
+    assert block.shape[1] == 4 * dim + 1 and float(block[0, -1]) == pytest.approx(float((u[0] * v[0]).sum()))
+
+
+def test_pairs_refuse_mismatched_inputs():
+    with pytest.raises(ValueError, match="second texts"):
+        fine_tune(FIRSTS, SAME, second_texts=SECONDS[:-1], classes=2)
+    with pytest.raises(ValueError, match="extra_features go with second_texts"):
+        fine_tune(FIRSTS, SAME, extra_features=torch.zeros((len(FIRSTS), 1)), classes=2)
+
+
 def test_the_adapter_file_round_trips_byte_for_byte(tuned, tmp_path):
     first = save_adapter(tmp_path / "a", tuned.adapter)
     second = save_adapter(tmp_path / "b", tuned.adapter)
@@ -144,7 +184,8 @@ def test_the_merged_encoder_computes_what_peft_computes(tuned):
     reference.eval()
     merged = tuned.encoder()
     expected = _token_states(reference, TEXTS)
-    assert torch.allclose(_token_states(merged.model, TEXTS), expected, atol=1e-5)
+    # float32: W + s * B @ A rounds differently from W x + s * B (A x); over six layers that is about 5e-5
+    assert torch.allclose(_token_states(merged.model, TEXTS), expected, atol=2e-4)
     assert not torch.allclose(_token_states(base.model, TEXTS), expected, atol=1e-3)
 
 

@@ -1,7 +1,9 @@
-"""Offline target model for the NLI task: a linear head on frozen MiniLM sentence-pair features.
+"""Offline target model for the NLI task: a linear head on MiniLM sentence-pair features.
 
 The encoder is the process-wide shared all-MiniLM-L6-v2 (mean pooling + L2 norm, see
-``dynaforge.inference.encoders``); only the small head is trained, by :mod:`dynaforge_nli.train`.
+``dynaforge.inference.encoders``), with a LoRA adapter merged in when the weights folder holds one
+(``adapter.safetensors``, what the training recipe's ``encoder="lora"`` writes; ``dynaforge.inference.lora``);
+the shipped weights are a head on the frozen encoder, trained by :mod:`dynaforge_nli.train`.
 
 Features of a (premise, hypothesis) pair, in this order:
 
@@ -214,12 +216,13 @@ def pair_features(u, v, premises: Sequence[str], hypotheses: Sequence[str]):
     """Feature matrix ``[n, FEATURE_DIM]`` (float32) from the pooled embeddings ``u`` (premises) and ``v``."""
     import torch
 
+    from dynaforge.inference.lora import pair_block
+
     lexical = torch.tensor(
         [lexical_features(p, h) for p, h in zip(premises, hypotheses, strict=True)], dtype=torch.float32
     )
     lexical = lexical.reshape(len(premises), len(LEXICAL_FEATURES)).to(u.device)
-    cosine = (u * v).sum(dim=1, keepdim=True)
-    return torch.cat([u, v, (u - v).abs(), u * v, cosine, lexical], dim=1)
+    return torch.cat([pair_block(u, v), lexical.to(u.dtype)], dim=1)  # the block ends with the cosine
 
 
 def embed_pairs(
@@ -300,7 +303,7 @@ def load(
     weights_artifact: str | None = None,
     device: str = "cpu",
 ) -> NLIModel:
-    """Load the shared encoder and the trained head.
+    """Load the encoder (with the weights' LoRA adapter merged in, when they have one) and the trained head.
 
     ``weights_dir`` defaults to the artifact ``weights_artifact`` of the model store (a digest: what a training
     recipe wrote, stored with ``ArtifactStore.add_folder``), else the model store's current version of this model
@@ -338,5 +341,7 @@ def load(
             f"bad head shapes in {head_path}: weight {tuple(weight.shape)} (want {(FEATURE_DIM, len(LABELS))}), "
             f"bias {tuple(bias.shape)}"
         )
-    encoder = shared_minilm(device)
+    from dynaforge.inference.lora import encoder_for
+
+    encoder = encoder_for(wdir, device=device)  # with the weights' LoRA adapter merged in, when they have one
     return NLIModel(encoder, weight.to(encoder.device), bias.to(encoder.device), metadata)

@@ -14,6 +14,12 @@ from typing import Any
 from dynaforge import ChoiceField, ModelSpec, Role, Task, TextField, TrainingRecipe, hookimpl
 from dynaforge_nli.adversaries import register_adversaries  # noqa: F401  (the plugin's template adversary)
 from dynaforge_nli.model import MODEL_NAME, WEIGHTS_DIR
+from dynaforge_nli.train import (
+    DEFAULT_ENCODER,
+    DEFAULT_EXAMPLE_WEIGHT,
+    DEFAULT_LORA_EPOCHS,
+    DEFAULT_LORA_TIME_LIMIT_S,
+)
 
 
 class NLITask(Task):
@@ -84,13 +90,22 @@ class NLITask(Task):
             model=MODEL_NAME,
             trainer="dynaforge_nli.train:train_recipe",
             factory="dynaforge_nli.model:load",
-            description="The logistic-regression head on frozen MiniLM pair features and lexical cues, fitted on "
-            "the base data (when given) and the platform's examples, each example weighing example_weight against "
-            "a base row's 1; held out: a premise-grouped fifth of the base data (of the examples without it).",
-            hyperparameters={"example_weight": 2.0},
+            description="The logistic-regression head on MiniLM pair features and lexical cues, fitted on the base "
+            "data (when given) and the platform's examples, each example weighing example_weight against a base "
+            "row's 1; held out: a premise-grouped fifth of the base data (of the examples without it). "
+            "encoder=lora then fine-tunes a LoRA adapter on the encoder together with the head, on the same rows "
+            "and weights (lora_epochs passes, stopped after lora_time_limit_s seconds; a few minutes on two CPU "
+            "cores for a thousand pairs); encoder=frozen keeps the head on the frozen encoder.",
+            hyperparameters={
+                "example_weight": DEFAULT_EXAMPLE_WEIGHT,
+                "encoder": DEFAULT_ENCODER,
+                "lora_epochs": DEFAULT_LORA_EPOCHS,
+                "lora_time_limit_s": DEFAULT_LORA_TIME_LIMIT_S,
+            },
             base_data="anli_r1_dev_annotated.csv: ANLI-style CSV, columns context (premise), statement "
             "(hypothesis), gold_label (e/n/c)",
             shipped=WEIGHTS_DIR,
+            tuning={"example_weight": (1.0, 2.0, 4.0), "lora_epochs": (2, 4)},  # tuneOn: one training per combination
         ),
     )
     demo_contexts = (

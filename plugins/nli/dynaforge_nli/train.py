@@ -38,10 +38,19 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dynaforge.inference.lora import (
+    ADAPTER_FILE,
+    FineTuned,
+    FineTuneSettings,
+    LoraSettings,
+    check_encoder_options,
+    fine_tune,
+    save_adapter,
+)
 from dynaforge.tasks.training import (
     EmbeddingProgress,
     TrainingData,
@@ -81,6 +90,25 @@ MIN_PREMISES = 5
 MIN_EXAMPLES = 20  # without base data: the fewest platform examples the recipe splits into fit and held-out parts
 MIN_GROUPED_PREMISES = 10  # without base data: fewer premises than this are split row by row
 DEFAULT_EXAMPLE_WEIGHT = 2.0
+
+# Fine-tuning the encoder in the training recipe (its ``encoder``, ``lora_epochs`` and ``lora_time_limit_s``): a LoRA
+# adapter on the shared encoder, trained with the head on the pair features (``dynaforge.inference.lora``). A head on
+# frozen vectors cannot learn what adversarial examples teach; an adapter moves the vectors themselves.
+DEFAULT_ENCODER = "lora"
+DEFAULT_LORA_EPOCHS = 4  # a few hundred to a few thousand pairs: 4 passes take minutes on two CPU cores
+DEFAULT_LORA_TIME_LIMIT_S = 1800.0  # a slower machine still ends with a model, its metadata saying it was cut
+LORA = FineTuneSettings(
+    epochs=DEFAULT_LORA_EPOCHS,
+    batch_size=16,
+    learning_rate=1e-3,
+    head_learning_rate=1e-3,
+    weight_decay=0.01,
+    warmup=0.1,
+    min_warmup_steps=20,
+    max_length=MAX_LENGTH,
+    time_limit_s=DEFAULT_LORA_TIME_LIMIT_S,
+    lora=LoraSettings(rank=8, alpha=16, dropout=0.1, target_modules=("query", "value")),
+)
 HOLDOUT_RULE = "one of 5 folds (20%), stratified by label, rows of one premise kept on one side"
 
 
@@ -219,12 +247,14 @@ def pair_matrix(
     *,
     progress: bool,
     on_batch: Callable[[int, int], None] | None = None,
+    encoder=None,
 ):
-    """The float64 feature matrix ``[n, FEATURE_DIM]`` of the pairs (each distinct text embedded once);
-    ``on_batch(done, total)`` hears the texts embedded so far."""
+    """The float64 feature matrix ``[n, FEATURE_DIM]`` of the pairs (each distinct text embedded once) as
+    ``encoder`` sees them (default: the shared frozen encoder); ``on_batch(done, total)`` hears the texts embedded
+    so far."""
     from .model import embed_pairs, pair_features, shared_minilm
 
-    encoder = shared_minilm()
+    encoder = encoder or shared_minilm()
     u, v = embed_pairs(encoder, premises, hypotheses, many=True, progress=progress, on_batch=on_batch)
     return pair_features(u, v, premises, hypotheses).double()
 
@@ -486,9 +516,21 @@ def train_recipe(
     report: Callable[[float, str], None] | None = None,
     progress: bool = False,
     example_weight: float = DEFAULT_EXAMPLE_WEIGHT,
+    encoder: str = DEFAULT_ENCODER,
+    lora_epochs: int = DEFAULT_LORA_EPOCHS,
+    lora_time_limit_s: float = DEFAULT_LORA_TIME_LIMIT_S,
 ) -> dict[str, Any]:
-    """The ``default`` training recipe: the head on the base data (when ``data.base_dir`` is given) and the
-    platform's examples; writes ``head.safetensors`` + ``metadata.json`` to ``out_dir`` and returns held-out metrics.
+    """The ``default`` training recipe: the model on the base data (when ``data.base_dir`` is given) and the
+    platform's examples; writes ``adapter.safetensors`` (``encoder="lora"``), ``head.safetensors`` and
+    ``metadata.json`` to ``out_dir`` and returns held-out metrics.
+
+    ``encoder="frozen"`` fits the logistic-regression head on the frozen encoder's pair features (below).
+    ``encoder="lora"`` (the default) then fine-tunes a LoRA adapter on the encoder together with that head, on the
+    same fitting rows with the same row weights, starting from the fitted head (:func:`dynaforge.inference.lora.
+    fine_tune` with pairs: the premise's and the hypothesis' vectors come from the adapted encoder, the lexical cues
+    stay as they are), ``lora_epochs`` passes, stopped after ``lora_time_limit_s`` seconds (the metadata says
+    whether it was); the held-out figures are the tuned model's, read through the merged encoder as the model's
+    loader reads it.
 
     With base data, its rows are split as :func:`train` splits them (one premise-grouped fold of five held out) and
     the platform's examples join the fitting part only, each weighing ``example_weight`` against a base row's 1, so
@@ -507,6 +549,7 @@ def train_recipe(
     report = report or no_report
     if example_weight <= 0:
         raise ValueError(f"example_weight must be positive, got {example_weight}")
+    check_encoder_options(encoder, lora_epochs, lora_time_limit_s)
     report(0.02, "reading data")
     examples, skipped = example_rows(data.examples)
     torch.manual_seed(seed)
@@ -581,11 +624,29 @@ def train_recipe(
     n_fit = len(fit_rows)
     x_fit, y_fit = x_all[:n_fit], y_all[:n_fit]
 
+    cv_end = 0.9 if encoder == "frozen" else 0.35
+
     def on_step(done: int, total: int) -> None:
-        report(0.2 + 0.7 * done / total, f"cross-validating the head ({done}/{total})")
+        report(0.2 + (cv_end - 0.2) * done / total, f"cross-validating the head ({done}/{total})")
 
     report(0.2, "cross-validating the head")
     head = select_and_fit(x_fit, y_fit, cv_folds, n_cv, row_weights=row_weights, progress=progress, on_step=on_step)
+    tuned: FineTuned | None = None
+    if encoder == "lora":
+        report(cv_end, "fine-tuning the encoder")
+        tuned, x_all = tune_encoder(
+            rows,
+            x_fit,
+            y_fit,
+            head,
+            row_weights=row_weights,
+            settings=replace(LORA, epochs=lora_epochs, time_limit_s=lora_time_limit_s),
+            seed=seed,
+            report=report,
+            progress=progress,
+        )
+        x_fit = x_all[:n_fit]
+        head = replace(head, weight=tuned.head_weight.T.double(), bias=tuned.head_bias.double())
 
     report(0.92, "evaluating")
     holdout = evaluate_holdout(head, x_all[n_fit:], y_all[n_fit:], [r[2] for r in fit_rows])
@@ -599,7 +660,9 @@ def train_recipe(
         if row_weights is not None
         else "all rows 1"
     )
-    report(0.96, "writing the head")
+    report(0.96, "writing the model")
+    if tuned is not None:
+        save_adapter(Path(out_dir), tuned.adapter)
     write_head(
         Path(out_dir),
         head,
@@ -627,8 +690,14 @@ def train_recipe(
         extra={
             "recipe": {
                 "trainer": "dynaforge_nli.train:train_recipe",
-                "hyperparameters": {"example_weight": example_weight},
-            }
+                "hyperparameters": {
+                    "example_weight": example_weight,
+                    "encoder": encoder,
+                    "lora_epochs": lora_epochs,
+                    "lora_time_limit_s": lora_time_limit_s,
+                },
+            },
+            "encoder_tuning": None if tuned is None else {**tuned.record(), "adapter_file": ADAPTER_FILE},
         },
         seed=seed,
         metrics={"holdout": holdout, "cv_best": head.best, "examples_fit": examples_fit},
@@ -643,7 +712,52 @@ def train_recipe(
         "examples_skipped": skipped,
         "examples_dropped": dropped,
         "examples_fit_accuracy": None if examples_fit is None else examples_fit["accuracy"],
+        "encoder": encoder,
+        "lora_steps": None if tuned is None else tuned.steps,
+        "lora_stopped_by_time_limit": None if tuned is None else tuned.stopped_early,
     }
+
+
+def tune_encoder(
+    rows: Sequence[tuple[str, str, int]],
+    x_fit,
+    y_fit,
+    head: FittedHead,
+    *,
+    row_weights,
+    settings: FineTuneSettings,
+    seed: int,
+    report: Callable[[float, str], None],
+    progress: bool,
+):
+    """Fine-tune a LoRA adapter and ``head`` together on the fitting rows (the first ``len(x_fit)`` of ``rows``),
+    the lexical cues of ``x_fit`` fixed; then the feature matrix of all ``rows`` through the merged encoder.
+    Returns ``(FineTuned, x_all)``."""
+    n_fit = len(x_fit)
+    fit_rows = rows[:n_fit]
+    tuned = fine_tune(
+        [r[0] for r in fit_rows],
+        y_fit.tolist(),
+        second_texts=[r[1] for r in fit_rows],
+        extra_features=x_fit[:, PAIR_BLOCK_DIM + 1 :].float(),
+        classes=len(LABELS),
+        row_weights=None if row_weights is None else row_weights.tolist(),
+        head=(head.weight.float(), head.bias.float()),
+        settings=settings,
+        seed=seed,
+        report=lambda fraction, stage: report(0.35 + 0.45 * fraction, stage),
+        progress=progress,
+    )
+    report(0.8, "embedding with the tuned encoder")
+    embedding = EmbeddingProgress(report, len({t for r in rows for t in r[:2]}), start=0.8, end=0.9)
+    x_all = pair_matrix(
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        progress=progress,
+        on_batch=embedding.part(),
+        encoder=tuned.encoder(),
+    )
+    return tuned, x_all
 
 
 def main(argv: list[str] | None = None) -> int:

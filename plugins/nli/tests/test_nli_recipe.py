@@ -19,7 +19,22 @@ from dynaforge.model_store import content_hash, file_sha256
 from dynaforge.tasks.training import TrainingData, run_recipe
 from dynaforge_nli import model as nli_model
 from dynaforge_nli.plugin import NLITask
-from dynaforge_nli.train import DATA_FILE, DEFAULT_EXAMPLE_WEIGHT, MIN_EXAMPLES, group_folds, train_recipe
+from dynaforge_nli.train import (
+    DATA_FILE,
+    DEFAULT_EXAMPLE_WEIGHT,
+    DEFAULT_LORA_EPOCHS,
+    DEFAULT_LORA_TIME_LIMIT_S,
+    MIN_EXAMPLES,
+    group_folds,
+    train_recipe,
+)
+
+DEFAULTS = {
+    "example_weight": DEFAULT_EXAMPLE_WEIGHT,
+    "encoder": "lora",
+    "lora_epochs": DEFAULT_LORA_EPOCHS,
+    "lora_time_limit_s": DEFAULT_LORA_TIME_LIMIT_S,
+}
 
 LABELS = ("entailment", "neutral", "contradiction")
 
@@ -285,9 +300,9 @@ def test_the_recipe_is_declared():
     recipe = task.training_recipe()
     assert recipe is not None and recipe.name == "default" and recipe.model == nli_model.MODEL_NAME
     assert import_object(recipe.trainer) is train_recipe and import_object(recipe.factory) is nli_model.load
-    assert recipe.hyperparameters == {"example_weight": DEFAULT_EXAMPLE_WEIGHT}
+    assert recipe.hyperparameters == DEFAULTS
     assert recipe.shipped == nli_model.WEIGHTS_DIR and DATA_FILE in recipe.base_data
-    assert recipe.check_hyperparameters({"example_weight": 3}) == ({"example_weight": 3.0}, [])
+    assert recipe.check_hyperparameters({"example_weight": 3}) == ({**DEFAULTS, "example_weight": 3.0}, [])
     code = "import sys, dynaforge_nli.plugin; print('torch' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"
@@ -303,8 +318,17 @@ def test_recipe_learns_from_the_examples_alone(from_examples):
     metadata = json.loads((out / "metadata.json").read_text(encoding="utf-8"))
     assert metadata["data"]["base"] is None and metadata["data"]["premises_in_both_parts"] == 0
     assert metadata["data"]["examples"]["sha256"] == TrainingData(examples=examples()).digest()
-    assert metadata["recipe"]["hyperparameters"] == {"example_weight": DEFAULT_EXAMPLE_WEIGHT}
-    assert sorted(p.name for p in out.iterdir()) == ["head.safetensors", "metadata.json", "training.json"]
+    assert metadata["recipe"]["hyperparameters"] == DEFAULTS
+    # the encoder was fine-tuned: its adapter beside the head, the run in the metadata
+    assert metrics["encoder"] == "lora" and metrics["lora_steps"] > 0 and not metrics["lora_stopped_by_time_limit"]
+    assert metadata["encoder_tuning"]["adapter_file"] == "adapter.safetensors"
+    assert metadata["encoder_tuning"]["settings"]["epochs"] == DEFAULT_LORA_EPOCHS
+    assert sorted(p.name for p in out.iterdir()) == [
+        "adapter.safetensors",
+        "head.safetensors",
+        "metadata.json",
+        "training.json",
+    ]
     written = "".join(p.read_bytes().decode("utf-8", "replace") for p in out.iterdir())
     assert not any(e["hypothesis"] in written or e["premise"] in written for e in examples())
     fractions = [f for f, _ in stages]
@@ -319,6 +343,7 @@ def test_result_loads_by_digest_and_gets_its_examples_right(from_examples, recip
     assert stored.digest == content_hash(out)
     model = PythonBackend().load(recipe.model_spec(stored.digest).config)
     assert model.metadata["weights"]["source"] == "artifact"
+    assert model.encoder is not nli_model.shared_minilm()  # the adapter merged in
     (prediction,) = model.predict([{"premise": EXAMPLES[0][0], "hypothesis": "The pickers start at dawn."}])
     assert prediction["label"] in LABELS
     # the examples moved the model toward their gold labels: far more of them right than the shipped head
@@ -340,6 +365,8 @@ def test_recipe_with_base_data_keeps_its_held_out_part(tmp_path):
     on_base = tuple({"premise": p, "hypothesis": "Someone saw it happen.", "label": "neutral"} for p, *_ in BASE)
     data = TrainingData(examples=adversarial() + on_base, base_dir=base)
     both = train_recipe(data, tmp_path / "both", seed=0, example_weight=3.0)
+    frozen = train_recipe(data, tmp_path / "frozen", seed=0, example_weight=3.0, encoder="frozen")
+    assert not (tmp_path / "frozen" / "adapter.safetensors").exists() and frozen["lora_steps"] is None
 
     rows = [(p, code) for p, *hypotheses in BASE for code in range(len(hypotheses))]
     folds = group_folds([code for _, code in rows], [p for p, _ in rows], 5, seed=0)
@@ -368,5 +395,7 @@ def test_too_little_data_is_a_clear_error(tmp_path, recipe):
         train_recipe(TrainingData(examples=one_label), tmp_path / "out")
     with pytest.raises(ValueError, match="example_weight must be positive"):
         train_recipe(TrainingData(examples=examples()), tmp_path / "out", example_weight=0.0)
+    with pytest.raises(ValueError, match="encoder must be one of lora, frozen"):
+        train_recipe(TrainingData(examples=examples()), tmp_path / "out", encoder="full")
     with pytest.raises(ValueError, match="example_weight: must be a number"):
         run_recipe(recipe, TrainingData(examples=examples()), tmp_path / "out", hyperparameters={"example_weight": "x"})

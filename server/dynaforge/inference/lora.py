@@ -6,7 +6,8 @@ update ``W + (alpha / r) B A`` of a few attention matrices, a few hundred KB bes
 an inference process already shares.
 
 * :func:`fine_tune`: attach an adapter to a trainable copy of the encoder and train adapter and head together on
-  texts and targets (binary or k-way, rows weighted), with a time limit; deterministic for a seed (the same data,
+  texts and targets (binary or k-way, rows weighted), or on text pairs (the head reads the pair's SBERT-style
+  features and fixed per-row ones, :func:`pair_block`), with a time limit; deterministic for a seed (the same data,
   seed and machine give the same tensors, bit for bit, unless the time limit stopped the run: the result says so);
 * :func:`save_adapter` and :func:`read_adapter`: the adapter as one safetensors file (``adapter.safetensors``), its
   settings and the checksum of the encoder it was trained on in the file's header;
@@ -241,10 +242,21 @@ def _collate(ids: Sequence[Sequence[int]], pad_id: int) -> tuple[Tensor, Tensor]
     return input_ids, mask
 
 
+def pair_block(u: Tensor, v: Tensor) -> Tensor:
+    """The features of text pairs from their pooled vectors ``u`` and ``v`` (``[n, dim]`` each): ``u, v,
+    |u - v|, u * v`` (the InferSent / SBERT pair classifier's block, ``4 * dim`` values) and the cosine ``u . v``
+    (one more; the vectors are L2-normalised). What :func:`fine_tune` computes with ``second_texts``."""
+    import torch
+
+    return torch.cat([u, v, (u - v).abs(), u * v, (u * v).sum(dim=1, keepdim=True)], dim=1)
+
+
 def fine_tune(
     texts: Sequence[str],
     targets: Sequence[float] | Sequence[int],
     *,
+    second_texts: Sequence[str] | None = None,
+    extra_features: Tensor | None = None,
     classes: int | None = None,
     row_weights: Sequence[float] | None = None,
     head: tuple[Tensor, Tensor] | None = None,
@@ -259,9 +271,15 @@ def fine_tune(
     probability of 1) or class indices for a ``classes``-way softmax head. ``row_weights`` weigh each row's loss
     (normalised to mean 1: they set the rows' shares, not the learning rate). ``head``: a starting head, ``(weight,
     bias)`` as ``[dim]`` and scalar (binary) or ``[dim, classes]`` and ``[classes]``, e.g. a logistic regression
-    fitted on the frozen vectors; zeros without it. ``report(fraction, stage)`` hears the progress now and then
-    (fraction of the planned steps). The encoder's dropout and the adapter's are on while training; everything
-    random is drawn from ``seed``.
+    fitted on the frozen vectors; zeros without it.
+
+    Pairs: with ``second_texts`` (one per text: a hypothesis for each premise, say) the head reads
+    :func:`pair_block` of the two texts' vectors followed by ``extra_features`` (``[n, k]``, fixed per row: cues
+    computed from the texts, say), so ``head`` is ``[4 * dim + 1 + k, outputs]``; each distinct text of a batch is
+    encoded once (annotators write several hypotheses on one premise).
+
+    ``report(fraction, stage)`` hears the progress now and then (fraction of the planned steps). The encoder's
+    dropout and the adapter's are on while training; everything random is drawn from ``seed``.
     """
     import torch
     import torch.nn.functional as F
@@ -278,6 +296,10 @@ def fine_tune(
         )
     if row_weights is not None and len(row_weights) != len(texts):
         raise ValueError("row_weights needs one weight per text")
+    if second_texts is not None and len(second_texts) != len(texts):
+        raise ValueError(f"fine_tune pairs {len(texts)} texts with {len(second_texts)} second texts; give one each")
+    if extra_features is not None and (second_texts is None or int(extra_features.shape[0]) != len(texts)):
+        raise ValueError("extra_features go with second_texts, one row per pair")
     if settings.epochs < 1 or settings.batch_size < 1:
         raise ValueError("epochs and batch_size must be at least 1")
     started = time.perf_counter()
@@ -297,6 +319,9 @@ def fine_tune(
         warnings.filterwarnings("ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning)
         peft_model = get_peft_model(trainable, config)
     dim = base.dim
+    if second_texts is not None:
+        extra = torch.zeros((len(texts), 0)) if extra_features is None else extra_features.to(torch.float32).cpu()
+        dim = 4 * base.dim + 1 + int(extra.shape[1])
     outputs = 1 if classes is None else int(classes)
     linear = torch.nn.Linear(dim, outputs)
     with torch.no_grad():
@@ -308,8 +333,13 @@ def fine_tune(
             linear.weight.copy_(weight.to(torch.float32).reshape(dim, outputs).T)
             linear.bias.copy_(bias.to(torch.float32).reshape(outputs))
 
-    encoded = base.tokenizer(list(texts), truncation=True, max_length=settings.max_length)["input_ids"]
-    lengths = [len(row) for row in encoded]
+    # every distinct text tokenized once; a row is one text, or a pair of them
+    distinct = list(dict.fromkeys([*texts, *(second_texts or ())]))
+    tokens = base.tokenizer(distinct, truncation=True, max_length=settings.max_length)["input_ids"]
+    slot = {text: i for i, text in enumerate(distinct)}
+    firsts = [slot[t] for t in texts]
+    seconds = None if second_texts is None else [slot[t] for t in second_texts]
+    lengths = [len(tokens[i]) + (0 if seconds is None else len(tokens[seconds[r]])) for r, i in enumerate(firsts)]
     y = torch.tensor(list(targets), dtype=torch.float32 if classes is None else torch.long)
     if row_weights is None:
         w = torch.ones(len(texts), dtype=torch.float32)
@@ -349,10 +379,20 @@ def fine_tune(
     try:
         for batches in epochs:
             for rows in batches:
-                input_ids, mask = _collate([encoded[i] for i in rows], pad_id)
-                hidden = peft_model(input_ids=input_ids, attention_mask=mask).last_hidden_state
-                logits = linear(mean_pool(hidden, mask))
                 index = torch.tensor(rows)
+                if seconds is None:
+                    input_ids, mask = _collate([tokens[firsts[i]] for i in rows], pad_id)
+                    hidden = peft_model(input_ids=input_ids, attention_mask=mask).last_hidden_state
+                    logits = linear(mean_pool(hidden, mask))
+                else:
+                    needed = list(dict.fromkeys([*(firsts[i] for i in rows), *(seconds[i] for i in rows)]))
+                    at = {text: j for j, text in enumerate(needed)}
+                    input_ids, mask = _collate([tokens[t] for t in needed], pad_id)
+                    hidden = peft_model(input_ids=input_ids, attention_mask=mask).last_hidden_state
+                    pooled = mean_pool(hidden, mask)
+                    u = pooled[[at[firsts[i]] for i in rows]]
+                    v = pooled[[at[seconds[i]] for i in rows]]
+                    logits = linear(torch.cat([pair_block(u, v), extra[index]], dim=1))
                 if classes is None:
                     losses = F.binary_cross_entropy_with_logits(logits.squeeze(1), y[index], reduction="none")
                 else:
