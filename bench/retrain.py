@@ -9,13 +9,17 @@ platform of its own (a throwaway SQLite database, the one task, its default targ
    SST-2 dev; hatespeech: stratified by label);
 2. the round part is replayed as round 1: each row is written by an annotator with ``createExample`` (the target
    predicts it and the task decides ``fooled``) and accepted by an owner's vote; the round is split into
-   train/dev/test sets with ``createRoundDatasets``;
+   train/dev/test sets with ``createRoundDatasets`` (60/10/30 here, not the default 80/10/10: a paired test on a
+   tenth of a few hundred rows could decide nothing);
 3. two training jobs run the task's recipe exactly as ``trainCandidateModel`` does (a confined child process): the
    **base** model on the base part alone, and the **candidate** on the base part plus the round's train set;
 4. each model (and the shipped target, for reference) predicts the held-out part and the round's test set.
 
-Printed per task: accuracy of base, candidate and shipped on the held-out part and on the round's test set, and the
-share of the round's test examples that fooled the round's target when they were written and still fool each model.
+Printed per task: accuracy of base, candidate and shipped on the held-out part and on the round's test set, the
+share of the round's test examples that fooled the round's target when they were written and still fool each model,
+and McNemar's exact test (``dynaforge.evaluation.scoring.mcnemar``, what ``Task.pairedTest`` answers with) of the
+candidate against the shipped target and against the base model on both sets: how many items only the candidate
+gets right, how many only the other, and the two-sided p-value.
 The shipped target's held-out figure is marked when its own training data overlaps the held-out part (nli and
 hatespeech train on the same file). Lines end in INFO: the figures are what the note reports, not a target.
 
@@ -47,6 +51,7 @@ TIMEOUT_S = 3600.0
 DATA = Path(os.environ.get("BENCH_DATA", Path(__file__).resolve().parent.parent.parent / "shared" / "data"))
 SEED = 20261126
 NLI_LABELS = {"e": "entailment", "n": "neutral", "c": "contradiction"}
+ROUND_SPLITS = (("train", 0.6, "STANDARD"), ("dev", 0.1, "STANDARD"), ("test", 0.3, "SCORING"))
 
 
 @dataclass
@@ -212,7 +217,7 @@ async def _task_figures(task_code: str, split: Split, round_rows: int, work: Pat
             example = outcome.example
             fooled_when_written[_key(task, fields)] = bool(example.fooled)
             await validation_service.validate(p, owner_actor, example.id, "CORRECT")
-        sets = await dataset_service.build_from_round(p, owner_actor, task_code, 1, seed=SEED)
+        sets = await dataset_service.build_from_round(p, owner_actor, task_code, 1, seed=SEED, splits=ROUND_SPLITS)
         by_split = {d.split: d for d in sets if d.parent_id is None}
         test_rows = await _items(p, owner_actor, by_split["test"].id)
 
@@ -236,14 +241,22 @@ async def _task_figures(task_code: str, split: Split, round_rows: int, work: Pat
             "shipped": shipped,
         }
         figures: dict[str, dict[str, float]] = {}
+        rights: dict[str, dict[str, list[bool]]] = {}
         fooled_test = [r for r in test_rows if fooled_when_written.get(_key(task, r))]
         fooled_all = [r for r in replay if fooled_when_written.get(_key(task, r))]
         for name, spec in models.items():
-            held = await _accuracy(p, task, spec, split.held_out)
-            on_test = await _accuracy(p, task, spec, test_rows)
+            rights[name] = {
+                "held": await _rights(p, task, spec, split.held_out),
+                "test": await _rights(p, task, spec, test_rows),
+            }
             still = await _fooled_share(p, task, spec, fooled_test)
             still_all = await _fooled_share(p, task, spec, fooled_all)
-            figures[name] = {"held": held, "test": on_test, "still": still, "still_all": still_all}
+            figures[name] = {
+                "held": _mean(rights[name]["held"]),
+                "test": _mean(rights[name]["test"]),
+                "still": still,
+                "still_all": still_all,
+            }
         seconds = time.perf_counter() - started
     finally:
         await p.close()
@@ -259,7 +272,13 @@ async def _task_figures(task_code: str, split: Split, round_rows: int, work: Pat
         f"{len(replay)}; the candidate trained on the train split's): base {figures['base']['still_all']:.3f}, "
         f"candidate {figures['candidate']['still_all']:.3f}, shipped {figures['shipped']['still_all']:.3f}; "
         f"trained on {len(split.base)} base + "
-        f"{by_split['train'].size} round examples; {seconds:.0f}s"
+        f"{by_split['train'].size} round examples; McNemar, candidate against: "
+        + "; ".join(
+            f"{other} on the {where} {_paired(rights['candidate'][key], rights[other][key])}"
+            for other in ("shipped", "base")
+            for key, where in (("test", "round test"), ("held", "held-out part"))
+        )
+        + f"; {seconds:.0f}s"
     )
     target = "informational (* the shipped weights saw the held-out rows)"
     return [Result(f"{ID}-{task_code}", line, target, True, info=True)]
@@ -295,14 +314,24 @@ async def _predict(p: Any, task: Any, spec: Any, rows: list[dict[str, Any]]) -> 
     return out
 
 
-async def _accuracy(p: Any, task: Any, spec: Any, rows: list[dict[str, Any]]) -> float:
-    if not rows:
-        return float("nan")
+async def _rights(p: Any, task: Any, spec: Any, rows: list[dict[str, Any]]) -> list[bool]:
+    """Whether the model gets each row's target right, row by row."""
     predictions = await _predict(p, task, spec, rows)
     target = task.field_names(Role.TARGET)
     pairs = zip(rows, predictions, strict=True)
-    right = sum(pred is not None and all(pred.get(n) == r.get(n) for n in target) for r, pred in pairs)
-    return right / len(rows)
+    return [pred is not None and all(pred.get(n) == r.get(n) for n in target) for r, pred in pairs]
+
+
+def _mean(flags: list[bool]) -> float:
+    return sum(flags) / len(flags) if flags else float("nan")
+
+
+def _paired(candidate: list[bool], other: list[bool]) -> str:
+    """McNemar's exact test of the candidate against another model on the same items, as printed."""
+    from dynaforge.evaluation.scoring import mcnemar
+
+    test = mcnemar(candidate, other)
+    return f"{test.only_first}:{test.only_second} (p={test.p_value:.3g}, n={len(candidate)})"
 
 
 async def _fooled_share(p: Any, task: Any, spec: Any, rows: list[dict[str, Any]]) -> float:

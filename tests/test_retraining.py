@@ -42,7 +42,7 @@ DATASETS = """mutation($input: CreateRoundDatasetsInput!) {
   createRoundDatasets(input: $input) {
     __typename ... on DatasetsCreated { datasets { id name split access size } } ... on Error { message } } }"""
 RECIPES = """query { trainingRecipes(taskCode: "toy") {
-  name model parameters { name type default } baseData baseDataAvailable } }"""
+  name model parameters { name type default } baseData baseDataAvailable tuning { name values } } }"""
 TRAIN = """mutation($input: TrainCandidateModelInput!) {
   trainCandidateModel(input: $input) {
     __typename
@@ -164,6 +164,10 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
             {"name": "smoothing", "type": "NUMBER", "default": 1.0},
             {"name": "min_count", "type": "INTEGER", "default": 1},
         ]
+        assert recipes[0]["tuning"] == [
+            {"name": "smoothing", "values": [1.0, 0.05, 20.0]},
+            {"name": "min_count", "values": [1, 2]},
+        ]
 
         # --- bad input is refused with what to change, and stores nothing
         refused = (
@@ -274,6 +278,42 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
 
     # --- a second job, cancelled while it runs, registers nothing
     await _cancel_a_running_job(server, operator, sets["train"]["id"])
+    # --- a third chooses its smoothing on the round's dev split, never on its test split
+    await _tune_on_the_dev_split(server, operator, sets)
+
+
+TUNED = """query { trainingJobs(taskCode: "toy") { nodes {
+  id status error tuneOn { id } tuningGrid
+  candidate { hyperparameters tuning { dataset { datasetId size } metric chosen
+                                       trials { hyperparameters devAccuracy devItems chosen } } } } } }"""
+
+
+async def _tune_on_the_dev_split(server: Server, operator: str, sets: dict[str, Any]) -> None:
+    async with session(server, operator) as s:
+        base = {"taskCode": "toy", "datasets": [sets["train"]["id"]], "hyperparameters": {"min_count": 1}}
+        refused = (await run(s, TRAIN, input={**base, "tuneOn": sets["test"]["id"]}))["trainCandidateModel"]
+        assert refused["__typename"] == "InvalidInput", refused
+        assert refused["fieldErrors"][0]["field"] == ["tuneOn"] and refused["fieldErrors"][0]["rule"] == "unsuitable"
+        started = (await run(s, TRAIN, input={**base, "tuneOn": sets["dev"]["id"]}))["trainCandidateModel"]
+        assert started["__typename"] == "TrainingStarted", started
+        job_id = started["job"]["id"]
+
+        async def finished() -> dict[str, Any] | None:
+            jobs = {j["id"]: j for j in (await run(s, TUNED))["trainingJobs"]["nodes"]}
+            return jobs[job_id] if jobs[job_id]["status"] in ("SUCCEEDED", "FAILED") else None
+
+        job = await eventually(finished, within=120, every=0.5, what="the tuning job ends")
+        assert job["status"] == "SUCCEEDED", job
+        assert job["tuneOn"] == {"id": sets["dev"]["id"]}
+        assert job["tuningGrid"] == [{"smoothing": 1.0}, {"smoothing": 0.05}, {"smoothing": 20.0}]
+        tuning = job["candidate"]["tuning"]
+        assert tuning["dataset"] == {"datasetId": sets["dev"]["id"], "size": sets["dev"]["size"]}
+        assert [t["hyperparameters"] for t in tuning["trials"]] == job["tuningGrid"]
+        assert {t["devItems"] for t in tuning["trials"]} == {sets["dev"]["size"]}
+        best = max(t["devAccuracy"] for t in tuning["trials"])
+        [chosen] = [t for t in tuning["trials"] if t["chosen"]]
+        assert chosen["devAccuracy"] == best and chosen["hyperparameters"] == tuning["chosen"]
+        assert job["candidate"]["hyperparameters"]["smoothing"] == tuning["chosen"]["smoothing"]
 
 
 async def _download(http: httpx.AsyncClient, token: str, evaluation: str, fmt: str) -> httpx.Response:

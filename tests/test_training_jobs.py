@@ -250,6 +250,77 @@ async def test_a_queued_job_is_cancelled_at_once(trainer):
     assert (await training_service.get_job(p, admin, job.id)).candidate_id is None
 
 
+async def test_a_job_tunes_on_the_dev_set_and_keeps_the_most_accurate(trainer):
+    p = trainer
+    admin = await _admin(p)
+    train = await _dataset(p, "words-train", _rows())
+    # a dev set whose words the training set has seen once each: how much smoothing and pruning is right shows here
+    dev_rows = [("a lovely soup", "good"), ("a superb view", "good"), ("not a cheerful game", "bad")]
+    dev_rows += [("never a splendid walk", "bad"), ("no excellent film", "bad"), ("a good good song", "good")]
+    dev = await _dataset(p, "words-dev", dev_rows)
+    job = await training_service.train_candidate(
+        p, admin, task_code="toy", dataset_ids=[train], hyperparameters={"smoothing": 1.0}, tune_on=dev
+    )
+    # smoothing was given: only min_count is tuned, the default first
+    assert job.tuning_dataset_id == dev and job.tuning_grid == [{"min_count": 1}, {"min_count": 2}]
+    events: list[dict[str, Any]] = []
+    await JobRun(p.settings, job.id, publish=lambda t, e: events.append(e), plugins=p.plugins).run()
+    done = await training_service.get_job(p, admin, job.id)
+    assert done.status == TrainingStatus.SUCCEEDED, (done.error, done.log_tail)
+    candidate = await training_service.get_registered(p, admin, done.candidate_id)
+    tuning = candidate.metrics["tuning"]
+    assert [t["hyperparameters"] for t in tuning["trials"]] == job.tuning_grid
+    assert tuning["dataset"]["id"] == dev and tuning["dataset"]["size"] == len(dev_rows)
+    accuracies = [t["dev_accuracy"] for t in tuning["trials"]]
+    best = accuracies.index(max(accuracies))  # the first of the best
+    assert tuning["chosen"] == job.tuning_grid[best]
+    # words seen once are noise on this dev set: pruning them is better, so the default is not kept
+    assert accuracies == [2 / 6, 3 / 6] and tuning["chosen"] == {"min_count": 2}
+    assert candidate.hyperparameters == {**job.hyperparameters, **tuning["chosen"]}
+    # the kept model is what a plain job with the chosen values trains, and scores on the dev set what it said
+    folder = ArtifactStore.from_settings(p.settings).folder(candidate.weights)
+    record = json.loads((folder / "training.json").read_text())
+    assert record["tuning"] == tuning and record["hyperparameters"] == candidate.hyperparameters
+    from toy_plugin import load_words
+
+    model = load_words(weights_dir=folder)
+    predicted = model.predict([{"text": text} for text, _ in dev_rows])
+    assert sum(o["label"] == gold for o, (_, gold) in zip(predicted, dev_rows, strict=True)) / len(dev_rows) == max(
+        accuracies
+    )
+    plain = await training_service.train_candidate(
+        p, admin, task_code="toy", dataset_ids=[train], hyperparameters=candidate.hyperparameters
+    )
+    await JobRun(p.settings, plain.id, plugins=p.plugins).run()
+    plain_done = await training_service.get_job(p, admin, plain.id)
+    plain_folder = ArtifactStore.from_settings(p.settings).folder(
+        (await training_service.get_registered(p, admin, plain_done.candidate_id)).weights
+    )
+    assert (plain_folder / "words.json").read_bytes() == (folder / "words.json").read_bytes()
+    # the progress covers every trial, in order
+    fractions = [e["progress"] for e in events if "progress" in e and e.get("status") == "RUNNING"]
+    assert fractions == sorted(fractions)
+    assert any("trial 2/2 (min_count=2)" in str(e.get("stage")) for e in events)
+
+
+async def test_tuning_refuses_sets_it_must_not_see(trainer):
+    p = trainer
+    admin = await _admin(p)
+    train = await _dataset(p, "words-train", _rows())
+    scoring = await _dataset(p, "words-test", _rows()[::2], access=DatasetAccess.SCORING)
+    cases = [
+        ({"tune_on": scoring}, "unsuitable"),  # what candidates are ranked on
+        ({"tune_on": train}, "unsuitable"),  # what the job trains on
+        ({"tune_on": 10_000}, "not_found"),
+        ({"tune_on": scoring, "hyperparameters": {"smoothing": 2.0, "min_count": 2}}, "nothing_to_tune"),
+    ]
+    for change, rule in cases:
+        with pytest.raises(InvalidInput) as raised:
+            await training_service.train_candidate(p, admin, task_code="toy", dataset_ids=[train], **change)
+        assert [(e.field, e.rule) for e in raised.value.field_errors] == [("tuneOn", rule)], change
+    assert await _count(p, TrainingJob) == 0
+
+
 async def test_bad_requests_say_what_to_change_and_store_nothing(trainer):
     p = trainer
     admin = await _admin(p)
@@ -383,6 +454,46 @@ async def _fresh_database(live_template: Any, db_url: str, tmp_path: Path) -> st
         return asyncpg_url(name)
     shutil.copyfile(live_template, tmp_path / "pinned.db")
     return f"sqlite+aiosqlite:///{tmp_path}/pinned.db"
+
+
+def test_a_recipe_declares_what_it_tunes():
+    recipe = TrainingRecipe(
+        name="r",
+        model="m",
+        trainer="a:b",
+        factory="a:c",
+        hyperparameters={"n": 1, "x": 0.5, "s": "a"},
+        tuning={"x": (0.5, 0.1, 0.9), "n": (2, 1)},
+    )
+    # every combination, the defaults first
+    assert recipe.tuning_grid() == [
+        {"x": 0.5, "n": 1},
+        {"x": 0.5, "n": 2},
+        {"x": 0.1, "n": 1},
+        {"x": 0.1, "n": 2},
+        {"x": 0.9, "n": 1},
+        {"x": 0.9, "n": 2},
+    ]
+    assert recipe.tuning_grid(given={"x"}) == [{"n": 1}, {"n": 2}] and recipe.tuning_grid({"x", "n"}) == [{}]
+    from dynaforge.tasks.base import tuning_problems
+
+    assert tuning_problems(recipe) == []
+    bad = TrainingRecipe(
+        name="r",
+        model="m",
+        trainer="a:b",
+        factory="a:c",
+        hyperparameters={"n": 1, "x": 0.5},
+        tuning={"y": (1,), "n": ("one",), "x": ()},
+    )
+    problems = tuning_problems(bad)
+    assert any("'y', which is not one of its hyper-parameters" in p for p in problems)
+    assert any("of n: every value must have the default's type" in p for p in problems)
+    assert any("of x must be a non-empty tuple" in p for p in problems)
+    many = TrainingRecipe(
+        name="r", model="m", trainer="a:b", factory="a:c", hyperparameters={"n": 1}, tuning={"n": tuple(range(7))}
+    )
+    assert any("at most 6" in p for p in tuning_problems(many))
 
 
 def test_the_recipe_checks_its_declaration():

@@ -117,8 +117,11 @@ def fit_words(examples, *, seed: int) -> WordsModel:
     return WordsModel({"smoothing": 1.0, "priors": dict(labels), "counts": {k: dict(c) for k, c in counts.items()}})
 
 
-def load_words(weights_artifact: str | None = None) -> WordsModel:
-    """The recipe's factory: the trained words by model-store digest, else a model that knows one word."""
+def load_words(weights_artifact: str | None = None, weights_dir: str | Path | None = None) -> WordsModel:
+    """The recipe's factory: the trained words by model-store digest (or in a folder the recipe wrote), else a model
+    that knows one word."""
+    if weights_dir is not None:
+        return WordsModel(json.loads((Path(weights_dir) / "words.json").read_text(encoding="utf-8")))
     if weights_artifact is None:
         return WordsModel(
             {"smoothing": 1.0, "priors": {"good": 1, "bad": 1}, "counts": {"good": {"good": 5}, "bad": {}}}
@@ -152,6 +155,7 @@ class ToyTask(Task):
             factory="toy_plugin:load_words",
             description="Naive Bayes over the words of the examples.",
             hyperparameters={"smoothing": 1.0, "min_count": 1, "pause_s": 0.0, "ballast_mb": 0},
+            tuning={"smoothing": (1.0, 0.05, 20.0), "min_count": (1, 2)},
         ),
     )
 

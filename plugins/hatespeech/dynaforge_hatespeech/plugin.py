@@ -166,6 +166,7 @@ class HateSpeechTask(Task):
             base_data=f"{DATA_FILE}: the Davidson et al. (2017) CSV (columns class and tweet; class 0 is hateful, "
             "1 and 2 not_hateful)",
             shipped=WEIGHTS_DIR,
+            tuning={"example_weight": (2.0, 8.0), "lora_epochs": (2, 4)},  # tuneOn: one training per combination
         ),
     )
     # No context fields: annotators write examples without a context, and `dynaforge demo` has nothing to store.

@@ -93,6 +93,7 @@ class SentimentTask(Task):
             base_data=f"{TRAIN_FILE} and {DEV_FILE}: SST-2 rows, sentence<TAB>label with a header, 0 negative, "
             "1 positive",
             shipped=WEIGHTS_DIR,
+            tuning={"example_weight": (2.0, 8.0, 32.0)},  # tuneOn: one training per combination
         ),
     )
     demo_contexts = (

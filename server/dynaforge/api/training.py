@@ -55,6 +55,12 @@ class RecipeParameter:
     default: JSON = strawberry.field(description="Its default.")
 
 
+@strawberry.type(description="A hyper-parameter a tuning job chooses, and the values it tries.")
+class TunableParameter:
+    name: str = strawberry.field(description="Its name (one of TrainingRecipe.parameters).")
+    values: list[JSON] = strawberry.field(description="The values tried, each with the default's type.")
+
+
 _PARAMETER_TYPES = {bool: ParameterType.BOOLEAN, int: ParameterType.INTEGER, float: ParameterType.NUMBER}
 
 
@@ -76,6 +82,10 @@ class TrainingRecipe:
     base_data_available: bool = strawberry.field(
         description="Whether this server holds the base data (DYNAFORGE_TRAINING_DATA_DIR/<task>)."
     )
+    tuning: list[TunableParameter] = strawberry.field(
+        description="The hyper-parameters a job may choose on a development set (trainCandidateModel's tuneOn), "
+        "with the values it tries; empty when the recipe tunes nothing."
+    )
 
     @classmethod
     def of(cls, recipe: RecipeSpec, available: bool) -> TrainingRecipe:
@@ -92,6 +102,9 @@ class TrainingRecipe:
             ],
             base_data=recipe.base_data,
             base_data_available=available and bool(recipe.base_data),
+            tuning=[
+                TunableParameter(name=name, values=[JSON(v) for v in values]) for name, values in recipe.tuning.items()
+            ],
         )
 
 
@@ -122,6 +135,26 @@ class TrainingJob(Node):
                 continue
             out.append(Dataset.from_row(row))
         return out
+
+    @strawberry.field(
+        description="The development set it chooses hyper-parameters on (tuneOn); null when it does not tune, or "
+        "when that set was deleted since. The outcome is the candidate's RegisteredModel.tuning."
+    )
+    async def tune_on(self, info: Info) -> Dataset | None:
+        if self.row.tuning_dataset_id is None:
+            return None
+        try:
+            row, _ = await dataset_service.get_dataset(*info.context.caller, int(self.row.tuning_dataset_id))
+        except Exception:  # noqa: BLE001 - a data set deleted since is null
+            return None
+        return Dataset.from_row(row)
+
+    @strawberry.field(
+        description="The combinations of hyper-parameters it trains and compares on tuneOn (one training each); "
+        "empty when it does not tune."
+    )
+    def tuning_grid(self) -> list[JSON]:
+        return [JSON(dict(combo)) for combo in self.row.tuning_grid or []] if self.row.tuning_dataset_id else []
 
     @strawberry.field(description="The model it trains from (the round's target when it was asked for).")
     async def parent(self, info: Info) -> RegisteredModel | None:
@@ -413,6 +446,12 @@ class TrainCandidateModelInput:
         default=False,
         description="Add the task's base data (TrainingRecipe.baseData, where the server holds it) to the data sets.",
     )
+    tune_on: strawberry.ID | None = strawberry.field(
+        default=None,
+        description="A development set of the task (Dataset.id: the round's dev split) on which the job chooses "
+        "the recipe's tunable hyper-parameters (TrainingRecipe.tuning) left out of `hyperparameters`: one training "
+        "per combination, the most accurate there kept. Not a scoring or test set, nor one trained on.",
+    )
 
 
 @strawberry.type(description="The training job is queued; follow it with trainingProgress or trainingJobs.")
@@ -503,6 +542,7 @@ class TrainingMutation:
             hyperparameters=_hyperparameters(input.hyperparameters),
             seed=input.seed,
             include_base_data=input.include_base_data,
+            tune_on=None if input.tune_on is None else parse_id(input.tune_on, "tuneOn", "Dataset"),
         )
         return TrainingStarted(job=TrainingJob.from_row(job))
 

@@ -649,6 +649,9 @@ class TrainingJob(SQLModel, table=True):
     seed: int = Field(default=0)
     dataset_ids: list = _json(list)
     include_base_data: bool = Field(default=False)
+    #: the development set the job tunes on (``tuneOn``), and the combinations of hyper-parameters it tries
+    tuning_dataset_id: int | None = Field(default=None, foreign_key="datasets.id", ondelete="SET NULL")
+    tuning_grid: list = _json(list)
     parent_id: int | None = Field(default=None, foreign_key="registered_models.id", ondelete="SET NULL")
     status: str = Field(default=TrainingStatus.QUEUED, max_length=16)
     progress: float = Field(default=0.0)

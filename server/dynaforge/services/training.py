@@ -26,6 +26,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import (
     Dataset,
+    DatasetAccess,
     Evaluation,
     EvaluationStatus,
     ModelRow,
@@ -93,13 +94,34 @@ async def train_candidate(
     hyperparameters: dict[str, Any] | None = None,
     seed: int = 0,
     include_base_data: bool = False,
+    tune_on: int | None = None,
 ) -> TrainingJob:
     """Queue a training job (owners and admins); the typed errors say what to change. Nothing is stored unless
-    every check passes."""
+    every check passes.
+
+    ``tune_on``: a development set of the task (a round's dev split, say) on which the job chooses the recipe's
+    tunable hyper-parameters (``TrainingRecipe.tuning``) that ``hyperparameters`` leaves out: one training per
+    combination, the most accurate on that set kept. Never a scoring set, a test split or a set trained on."""
     actor = require_human(actor)
     view = await _owner_view(p, actor, task_code, "train candidate models")
     chosen = recipe_or_error(view.task, recipe)
     values, errors = chosen.check_hyperparameters(dict(hyperparameters or {}))
+    grid: list[dict[str, Any]] = []
+    if tune_on is not None:
+        grid = chosen.tuning_grid(given=(hyperparameters or {}).keys())
+        if not chosen.tuning:
+            errors.append(
+                FieldError("tuneOn", "unavailable", f"recipe {chosen.name} declares no hyper-parameter to tune")
+            )
+        elif grid == [{}]:
+            errors.append(
+                FieldError(
+                    "tuneOn",
+                    "nothing_to_tune",
+                    f"every hyper-parameter recipe {chosen.name} tunes ({', '.join(chosen.tuning)}) is given; leave "
+                    "one out to tune it, or drop tuneOn",
+                )
+            )
     if not 0 <= seed <= MAX_SEED:
         errors.append(FieldError("seed", "range", f"must be between 0 and {MAX_SEED}"))
     ids = list(dict.fromkeys(dataset_ids))
@@ -137,6 +159,8 @@ async def train_candidate(
             raise InvalidInput.from_errors(
                 [FieldError("datasets", "empty", f"data set {name} has no items") for name in empty]
             )
+        if tune_on is not None:
+            await _check_tuning_set(s, view.row.id, task_code, tune_on, ids)
         since = utcnow() - timedelta(days=1)
         recent = await s.scalar(
             select(func.count())
@@ -159,6 +183,8 @@ async def train_candidate(
             seed=seed,
             dataset_ids=ids,
             include_base_data=include_base_data,
+            tuning_dataset_id=tune_on,
+            tuning_grid=grid,
             parent_id=parent,
         )
         s.add(job)
@@ -166,6 +192,25 @@ async def train_candidate(
     send(p, job.id)
     await announce.updated(p, "trainingJobUpdated", job.task_id, [job.id])
     return job
+
+
+async def _check_tuning_set(s: Any, task_id: int, task_code: str, dataset_id: int, trained_on: list[int]) -> None:
+    """Refuse a development set that is not the task's, is empty, is trained on, or is one models are (or will
+    be) scored on: tuning on it would let the job see what its candidate is ranked by."""
+    dataset = await s.get(Dataset, dataset_id)
+    if dataset is None or dataset.task_id != task_id:
+        raise InvalidInput.from_errors(
+            [FieldError("tuneOn", "not_found", f"task {task_code} has no data set {dataset_id}")]
+        )
+    why = None
+    if dataset.size == 0:
+        why = "has no items"
+    elif dataset_id in trained_on:
+        why = "is one of the data sets trained on; tune on a set the job does not train on (the round's dev split)"
+    elif dataset.access == DatasetAccess.SCORING or dataset.split == "test":
+        why = "is a scoring or test set, which candidates are ranked on; tune on the round's dev split instead"
+    if why is not None:
+        raise InvalidInput.from_errors([FieldError("tuneOn", "unsuitable", f"data set {dataset.name} {why}")])
 
 
 def send(p: Platform, job_id: int) -> None:

@@ -222,6 +222,13 @@ class TrainingRecipe:
     ``weights_artifact`` (a model store digest) and, without it, loads ``shipped`` (the package's read-only weights)
     or what ``dynaforge train`` last put in the model store. ``hyperparameters`` are the defaults, and their types are
     the only types a caller may give. The platform imports ``trainer`` only in a training job's own process.
+
+    ``tuning`` names the hyper-parameters a job may choose itself on a development set (``trainCandidateModel``'s
+    ``tuneOn``, a round's dev split) and the values it tries for each, e.g. ``{"example_weight": (1.0, 2.0, 4.0)}``:
+    the job trains once per combination of the values of those the caller left out (at most
+    :data:`MAX_TUNING_TRIALS` in all), scores each on the development set and keeps the most accurate. A recipe
+    that declares it must let ``factory`` take ``weights_dir`` (a folder ``trainer`` wrote), so that each trial can
+    be loaded and scored in the job's own process.
     """
 
     name: str
@@ -232,6 +239,23 @@ class TrainingRecipe:
     hyperparameters: dict[str, bool | int | float | str] = field(default_factory=dict)
     base_data: str = ""  #: what a base data folder holds ("" when the recipe uses none)
     shipped: PathLike[str] | str | None = None  #: the package's own weights folder
+    tuning: dict[str, tuple[bool | int | float | str, ...]] = field(default_factory=dict)
+
+    def tuning_grid(self, given: Iterable[str] = ()) -> list[dict[str, Any]]:
+        """The combinations a tuning job tries: every value of each :attr:`tuning` hyper-parameter not in ``given``
+        (the caller's own), the defaults' combination first, then in declaration order; ``[{}]`` when nothing is
+        left to tune."""
+        fixed = set(given)
+        names = [name for name in self.tuning if name not in fixed]
+        combos: list[dict[str, Any]] = [{}]
+        for name in names:
+            values = list(dict.fromkeys(self.tuning[name]))
+            default = self.hyperparameters.get(name)
+            if default in values:  # the default first: the job keeps it unless another value does better
+                values.remove(default)
+                values.insert(0, default)
+            combos = [{**combo, name: value} for combo in combos for value in values]
+        return combos
 
     def model_spec(self, weights_artifact: str | None = None) -> ModelSpec:
         """The ``python`` backend spec that loads this recipe's model: ``weights_artifact`` (a digest in the model
@@ -270,6 +294,28 @@ class TrainingRecipe:
                 continue
             values[name] = float(value) if kind is float else value
         return values, errors
+
+
+#: The most trainings one tuning job runs (the product of its values' counts).
+MAX_TUNING_TRIALS = 6
+
+
+def tuning_problems(recipe: TrainingRecipe) -> list[str]:
+    """What is wrong with a recipe's :attr:`~TrainingRecipe.tuning` declaration."""
+    problems = []
+    where = f"training recipe {recipe.name}: tuning"
+    for name, values in recipe.tuning.items():
+        if name not in recipe.hyperparameters:
+            problems.append(f"{where} names {name!r}, which is not one of its hyper-parameters")
+            continue
+        if not isinstance(values, tuple) or not values:
+            problems.append(f"{where} of {name} must be a non-empty tuple of values")
+            continue
+        if any(recipe.check_hyperparameters({name: value})[1] for value in values):
+            problems.append(f"{where} of {name}: every value must have the default's type")
+    if recipe.tuning and len(recipe.tuning_grid()) > MAX_TUNING_TRIALS:
+        problems.append(f"{where} tries {len(recipe.tuning_grid())} combinations; at most {MAX_TUNING_TRIALS}")
+    return problems
 
 
 #: What a task may accept as a submission: a model the platform runs, a file of predictions on a scoring set, or a
@@ -439,6 +485,7 @@ class Task:
                         f"training recipe {recipe.name}: hyper-parameter {name} must default to a bool, int, float "
                         "or str"
                     )
+            problems += tuning_problems(recipe)
         return problems
 
     def training_recipe(self, name: str | None = None) -> TrainingRecipe | None:

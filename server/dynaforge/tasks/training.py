@@ -4,8 +4,9 @@ What the bundled trainers share, for any task author to reuse:
 
 * :class:`TrainingData` and :func:`run_recipe`: what a task's :class:`~dynaforge.tasks.base.TrainingRecipe` is
   given (the platform's accepted examples, optionally the plugin's base data folder) and the one path that runs a
-  recipe, for training jobs and ``dynaforge train`` alike; :func:`example_weights` weighs the platform's examples
-  against the base data;
+  recipe, for training jobs and ``dynaforge train`` alike; :func:`tune_recipe` runs it once per combination of the
+  recipe's ``tuning`` values and keeps the most accurate on a development set; :func:`example_weights` weighs the
+  platform's examples against the base data;
 * :func:`run_training` runs a plugin's ``train(data_dir, out_dir, ...)`` into the model store (or into a folder the
   caller names); :func:`training_main` is the whole ``main()`` of a training script (``--data --out --limit --seed
   --no-progress``, metrics printed as JSON);
@@ -51,6 +52,7 @@ from dynaforge.inference.lora import (
     check_encoder_options,
     encoder_for,
     fine_tune,
+    pair_block,
     read_adapter,
     save_adapter,
 )
@@ -99,11 +101,13 @@ __all__ = [
     "fit_logistic_regression",
     "log_loss",
     "no_report",
+    "pair_block",
     "resolve_weights",
     "run_training",
     "save_head",
     "seeded_sample",
     "training_main",
+    "tune_recipe",
     "write_json_atomically",
 ]
 
@@ -240,6 +244,94 @@ def run_recipe(
     write_json_atomically(out / TRAINING_FILE, record)
     report(1.0, "done")
     return dict(metrics)
+
+
+def tune_recipe(
+    recipe: Any,
+    task: Any,
+    data: TrainingData,
+    dev_examples: Sequence[Mapping[str, Any]],
+    out_dir: Path | str,
+    *,
+    grid: Sequence[Mapping[str, Any]],
+    seed: int = 0,
+    hyperparameters: Mapping[str, Any] | None = None,
+    dev_source: Mapping[str, Any] | None = None,
+    report: Reporter | None = None,
+) -> dict[str, Any]:
+    """Run ``recipe`` once per combination of ``grid`` (each overriding ``hyperparameters``), score each trained
+    model on ``dev_examples`` (a development set's field values: accuracy, every target field equal to the gold),
+    and keep the most accurate in ``out_dir`` (ties: the earlier combination, the defaults' first in
+    :meth:`~dynaforge.tasks.base.TrainingRecipe.tuning_grid`). Each trial is loaded as a served model is, by the
+    recipe's ``factory`` with ``weights_dir``. Returns the kept trial's metrics with ``tuning``: the set, each
+    trial's hyper-parameters and development accuracy, and the ``chosen`` values; ``training.json`` records it too.
+    The development set only chooses: nothing is trained on it."""
+    import inspect
+    import shutil
+
+    from dynaforge.defaults.backends.common import import_object
+    from dynaforge.tasks.fields import Role
+
+    if not grid:
+        raise ValueError("tune_recipe needs at least one combination of hyper-parameters")
+    if not dev_examples:
+        raise ValueError("the development set to tune on has no items")
+    report = report or no_report
+    out = Path(out_dir)
+    trials_root = out.parent / f"{out.name}-trials"
+    factory = import_object(recipe.factory)
+    if "weights_dir" not in inspect.signature(factory).parameters:
+        raise ValueError(
+            f"recipe {recipe.name}'s factory {recipe.factory} takes no weights_dir, so its trials cannot be scored; "
+            "give it one (TrainingRecipe.tuning says why) or train without tuneOn"
+        )
+    targets = task.field_names(Role.TARGET)
+    rows = [dict(r) for r in dev_examples]
+    inputs = [task.build_model_input(*task.split_fields(r)) for r in rows]
+    trials: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
+    n = len(grid)
+    for k, combo in enumerate(grid):
+        low, high = k / n, (k + 1) / n
+        label = ", ".join(f"{name}={value}" for name, value in combo.items()) or "defaults"
+
+        def sub(
+            fraction: float, stage: str, low: float = low, high: float = high, label: str = label, k: int = k
+        ) -> None:
+            report(low + (high - low) * 0.9 * fraction, f"trial {k + 1}/{n} ({label}): {stage}")
+
+        folder = trials_root / f"trial-{k}"
+        values = {**(hyperparameters or {}), **combo}
+        metrics = run_recipe(recipe, data, folder, seed=seed, hyperparameters=values, report=sub)
+        report(low + (high - low) * 0.9, f"trial {k + 1}/{n} ({label}): scoring on the development set")
+        model = factory(weights_dir=folder)
+        right = 0
+        for start in range(0, len(inputs), 64):
+            outputs = model.predict(inputs[start : start + 64])
+            for gold, output in zip(rows[start : start + 64], outputs, strict=True):
+                try:
+                    read = task.read_model_output(output)
+                except (TypeError, ValueError):
+                    continue
+                right += all(read.get(name) == gold.get(name) for name in targets)
+        trials.append({"hyperparameters": dict(combo), "dev_accuracy": right / len(rows), "dev_n": len(rows)})
+        results.append(metrics)
+    best = max(range(n), key=lambda i: (trials[i]["dev_accuracy"], -i))
+    if out.exists():
+        shutil.rmtree(out)
+    shutil.move(str(trials_root / f"trial-{best}"), str(out))
+    shutil.rmtree(trials_root, ignore_errors=True)
+    tuning = {
+        "dataset": dict(dev_source) if dev_source else None,
+        "metric": "accuracy",
+        "trials": trials,
+        "chosen": dict(grid[best]),
+    }
+    record = json.loads((out / TRAINING_FILE).read_text(encoding="utf-8"))
+    record["tuning"] = tuning
+    write_json_atomically(out / TRAINING_FILE, record)
+    report(1.0, "done")
+    return {**results[best], "tuning": tuning}
 
 
 # --------------------------------------------------------------------------- running a trainer

@@ -2,7 +2,9 @@
 
 ``JOB_FILE`` is a JSON object written by :mod:`dynaforge.training.runner`: ``task``, ``recipe``,
 ``hyperparameters``, ``seed``, ``examples`` (a JSON-lines file of the examples' field values), ``sources``,
-``base_dir`` (or null), ``out_dir`` and ``result`` (where to write the metrics, or the error). The process confines
+``base_dir`` (or null), ``out_dir``, ``result`` (where to write the metrics, or the error) and ``tune`` (null, or
+the development set's JSON-lines file ``dev``, its record ``source`` and the ``grid`` of hyper-parameters to try:
+:func:`dynaforge.tasks.training.tune_recipe`). The process confines
 itself first (no core files, no new privileges, killed with its parent, ``RLIMIT_DATA`` from
 ``DYNAFORGE_TRAINING_MEMORY_LIMIT_MB``, no network where the kernel allows it), then imports the plugins. It has no
 database URL and no secret: the runner reads the data and registers what it wrote. Progress goes, one JSON object per
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _train(job: dict[str, Any], report: Any) -> dict[str, Any]:
     from dynaforge.plugins import Plugins
-    from dynaforge.tasks.training import TrainingData, read_examples_jsonl, run_recipe
+    from dynaforge.tasks.training import TrainingData, read_examples_jsonl, run_recipe, tune_recipe
 
     allowlist = job.get("plugins")
     plugins = Plugins(allowlist=None if allowlist is None else set(allowlist))
@@ -76,6 +78,20 @@ def _train(job: dict[str, Any], report: Any) -> dict[str, Any]:
         sources=tuple(job.get("sources") or ()),
         base_dir=Path(job["base_dir"]) if job.get("base_dir") else None,
     )
+    tune = job.get("tune")
+    if tune:
+        return tune_recipe(
+            recipe,
+            task,
+            data,
+            read_examples_jsonl(tune["dev"]),
+            job["out_dir"],
+            grid=tune["grid"],
+            seed=int(job["seed"]),
+            hyperparameters=job.get("hyperparameters") or {},
+            dev_source=tune.get("source"),
+            report=report,
+        )
     return run_recipe(
         recipe,
         data,

@@ -152,6 +152,7 @@ class JobRun:
                     error=None,
                 )
                 items = await self._data(s, job)
+                dev = await self._dev(s, job)
         if cancelled:
             self.event(status=TrainingStatus.CANCELLED, progress=job.progress, stage="cancelled")
             return
@@ -175,7 +176,9 @@ class JobRun:
             work = Path(tempfile.mkdtemp(prefix=f"job-{job.id}-", dir=work_root))
             try:
                 examples, sources = items
-                metrics = await self._train(job, task.code, base, examples, sources, work, db)
+                if job.tuning_dataset_id is not None and dev is None:
+                    raise _Settled(TrainingStatus.FAILED, "the data set to tune on (tuneOn) was deleted; start again")
+                metrics = await self._train(job, task.code, base, examples, sources, work, db, dev)
                 await self._register(db, job, task.code, work / "out", metrics, examples, sources, base)
             finally:
                 shutil.rmtree(work, ignore_errors=True)
@@ -217,6 +220,23 @@ class JobRun:
             sources.append({"id": dataset.id, "name": dataset.name, "size": len(rows), "sha256": examples_digest(rows)})
         return examples, sources
 
+    async def _dev(self, s: Any, job: TrainingJob) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
+        """The development set's items and record, when the job tunes (None: it does not, or the set is gone)."""
+        if job.tuning_dataset_id is None:
+            return None
+        dataset = await s.get(Dataset, job.tuning_dataset_id)
+        if dataset is None:
+            return None
+        rows = [
+            dict(fields)
+            for fields in await s.scalars(
+                select(col(DatasetItem.fields))
+                .where(col(DatasetItem.dataset_id) == dataset.id)
+                .order_by(col(DatasetItem.position))
+            )
+        ]
+        return rows, {"id": dataset.id, "name": dataset.name, "size": len(rows), "sha256": examples_digest(rows)}
+
     async def _train(
         self,
         job: TrainingJob,
@@ -226,8 +246,9 @@ class JobRun:
         sources: list[dict[str, Any]],
         work: Path,
         db: Database,
+        dev: tuple[list[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
-        child, read_end = self._spawn(job, task_code, base, examples, sources, work)
+        child, read_end = self._spawn(job, task_code, base, examples, sources, work, dev)
         relay = threading.Thread(target=self._relay, args=(read_end,), name=f"training-{job.id}", daemon=True)
         relay.start()
         stderr: list[bytes] = []
@@ -292,6 +313,7 @@ class JobRun:
         examples: list[dict[str, Any]],
         sources: list[dict[str, Any]],
         work: Path,
+        dev: tuple[list[dict[str, Any]], dict[str, Any]] | None = None,
     ) -> tuple[subprocess.Popen[bytes], int]:
         """Write the job's data and start the recipe's process (in a session of its own); returns it and the read
         end of its progress pipe. Blocking, and short."""
@@ -300,7 +322,15 @@ class JobRun:
         with open(data_file, "w", encoding="utf-8") as fh:
             for example in examples:
                 fh.write(json.dumps(example, ensure_ascii=False) + "\n")
+        tune = None
+        if dev is not None:
+            dev_file = work / "dev.jsonl"
+            with open(dev_file, "w", encoding="utf-8") as fh:
+                for example in dev[0]:
+                    fh.write(json.dumps(example, ensure_ascii=False) + "\n")
+            tune = {"dev": str(dev_file), "source": dev[1], "grid": list(job.tuning_grid or [{}])}
         spec = {
+            "tune": tune,
             "task": task_code,
             "recipe": job.recipe,
             "hyperparameters": job.hyperparameters,
@@ -398,7 +428,8 @@ class JobRun:
                     weights=stored.digest,
                     origin=RegisteredModelOrigin.TRAINED,
                     recipe=job.recipe,
-                    hyperparameters=job.hyperparameters,
+                    # a tuning job's chosen values
+                    hyperparameters={**job.hyperparameters, **((metrics.get("tuning") or {}).get("chosen") or {})},
                     seed=job.seed,
                     training_data={
                         "datasets": sources,

@@ -41,6 +41,8 @@ class RecipeMetric:
             return []
         out = []
         for name, value in stored.items():
+            if name == "tuning":  # RegisteredModel.tuning, typed
+                continue
             number = isinstance(value, int | float) and not isinstance(value, bool)
             out.append(cls(name=str(name), value=float(value) if number else None, text=None if number else str(value)))
         return out
@@ -87,6 +89,58 @@ class TrainingData:
         )
 
 
+@strawberry.type(description="One combination of hyper-parameters a tuning job trained and scored.")
+class TuningTrial:
+    hyperparameters: JSON = strawberry.field(description="The values it tried (the others were the job's).")
+    dev_accuracy: float = strawberry.field(description="Its accuracy on the development set, 0 to 1.")
+    dev_items: int = strawberry.field(description="How many items the development set had.")
+    chosen: bool = strawberry.field(description="Whether it is the one kept (the most accurate; ties: the earlier).")
+
+
+@strawberry.type(
+    description="How a training job chose hyper-parameters on a development set (trainCandidateModel's tuneOn)."
+)
+class Tuning:
+    dataset: TrainingSet | None = strawberry.field(description="The development set, as it was read.")
+    metric: str = strawberry.field(description="What the trials were compared by (accuracy).")
+    trials: list[TuningTrial] = strawberry.field(description="Every combination tried, in the order tried.")
+    chosen: JSON = strawberry.field(description="The values kept (also in RegisteredModel.hyperparameters).")
+
+    @classmethod
+    def of(cls, stored: Any) -> Tuning | None:
+        if not isinstance(stored, dict) or not isinstance(stored.get("tuning"), dict):
+            return None
+        tuning = stored["tuning"]
+        chosen = tuning.get("chosen") if isinstance(tuning.get("chosen"), dict) else {}
+        source = tuning.get("dataset")
+        dataset = None
+        if isinstance(source, dict) and isinstance(source.get("id"), int):
+            size = source.get("size")
+            dataset = TrainingSet(
+                dataset_id=global_id("Dataset", source["id"]),
+                name=str(source.get("name", "")),
+                size=size if isinstance(size, int) else None,
+                sha256=source.get("sha256") if isinstance(source.get("sha256"), str) else None,
+            )
+        trials = []
+        marked = False
+        for trial in tuning.get("trials") or []:
+            if not isinstance(trial, dict):
+                continue
+            values = trial.get("hyperparameters") if isinstance(trial.get("hyperparameters"), dict) else {}
+            is_chosen = not marked and values == chosen
+            marked = marked or is_chosen
+            trials.append(
+                TuningTrial(
+                    hyperparameters=JSON(dict(values)),
+                    dev_accuracy=float(trial.get("dev_accuracy") or 0.0),
+                    dev_items=int(trial.get("dev_n") or 0),
+                    chosen=is_chosen,
+                )
+            )
+        return cls(dataset=dataset, metric=str(tuning.get("metric") or "accuracy"), trials=trials, chosen=JSON(chosen))
+
+
 @strawberry.type(
     description="A model version in the task's registry: what a round targeted or a training job trained, never "
     "changed once written. The task's owners and admins see every one; others, those some round targeted."
@@ -109,6 +163,9 @@ class RegisteredModel(Node):
     metrics: list[RecipeMetric] = strawberry.field(
         description="What its recipe measured while training it (on held-out data, or on the training data when the "
         "name says so), in the recipe's order."
+    )
+    tuning: Tuning | None = strawberry.field(
+        description="How its training job chose hyper-parameters on a development set; null when it did not tune."
     )
     created_at: datetime = strawberry.field(description="When it was registered (UTC).")
 
@@ -155,5 +212,6 @@ class RegisteredModel(Node):
             seed=row.seed,
             training_data=TrainingData.of(row.training_data),
             metrics=RecipeMetric.listing(row.metrics),
+            tuning=Tuning.of(row.metrics),
             created_at=as_utc(row.created_at),
         )
