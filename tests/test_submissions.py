@@ -734,3 +734,55 @@ async def test_queued_evaluations_say_where_they_wait(gql, platform, setup):
         row.status = EvaluationStatus.RUNNING
     assert await positions(first) == [("RUNNING", None)]
     assert await positions(second) == [("QUEUED", 2)]  # the running one is still ahead of it
+
+
+ADJACENT = """{ leaderboard(taskCode: "toy", metricWeights: [{name: "accuracy", weight: 1}]) {
+  rows { key rank model { name } }
+  adjacentTests { upperKey lowerKey datasets items onlyUpperRight onlyLowerRight pValue significant } } }"""
+
+
+async def test_the_board_says_whether_neighbours_differ_by_more_than_chance(gql, platform, setup):
+    """Leaderboard.adjacentTests: McNemar's exact test between each two neighbours, on the items the board's figures
+    come from (a scoring set's public part while its round runs), equal to scipy's exact binomial test there."""
+    from scipy.stats import binomtest
+
+    from dynaforge.db.models import Dataset
+    from dynaforge.services import visibility
+
+    n = 40
+    records = [(f"line {i}", {"text": f"a day numbered {i}", "label": "bad"}) for i in range(n)]
+    [made] = await datasets.create_dataset(platform, setup["owner"], "toy", "duel", records)
+    async with platform.db.session() as s:
+        duel = await s.get(Dataset, made.id)
+    public = visibility.public_part(duel, platform.settings.scoring_public_share)
+    # right on every item / on the first half / on two fewer (by position)
+    rights = {"all": [True] * n, "half": [i < 20 for i in range(n)], "fewer": [i < 18 for i in range(n)]}
+    for (name, right), who in zip(rights.items(), ("builder", "author", "owner"), strict=True):
+        await submissions.submit_predictions(
+            platform,
+            setup[who],
+            task_code="toy",
+            name=name,
+            dataset_name="duel",
+            predictions=[{"label": "bad" if r else "good"} for r in right],
+            published=True,
+        )
+    board = (await gql(ADJACENT))["leaderboard"]  # anyone who sees the board
+    ranked = [r for r in board["rows"] if r["rank"] is not None]
+    assert [r["model"]["name"] for r in ranked] == ["all", "half", "fewer"]
+    tests = board["adjacentTests"]
+    assert [(t["upperKey"], t["lowerKey"]) for t in tests] == [
+        (ranked[0]["key"], ranked[1]["key"]),
+        (ranked[1]["key"], ranked[2]["key"]),
+    ]
+    for test, (upper, lower) in zip(tests, (("all", "half"), ("half", "fewer")), strict=True):
+        shown = [i for i in range(n) if public[i]]  # the public part only, until the round ends
+        only_upper = sum(rights[upper][i] and not rights[lower][i] for i in shown)
+        only_lower = sum(rights[lower][i] and not rights[upper][i] for i in shown)
+        assert (test["items"], test["onlyUpperRight"], test["onlyLowerRight"]) == (len(shown), only_upper, only_lower)
+        assert test["datasets"] == ["duel"]
+        expected = binomtest(only_upper, only_upper + only_lower, 0.5).pvalue if only_upper + only_lower else 1.0
+        assert test["pValue"] == pytest.approx(expected)
+        assert test["significant"] == (expected < 0.05 and only_upper > only_lower)
+    # half the set apart is more than chance; two items apart is not
+    assert tests[0]["significant"] is True and tests[1]["significant"] is False

@@ -150,6 +150,23 @@ test("the Dynascore board re-ranks in the browser as the server would, its CSV m
     );
     expect(answer.submitPredictions.__typename).toBe("SubmittedModel");
   }
+  // The demo model's evaluations (its perturbed copies' too) finish before the board is read: a board read while
+  // they run has other default weights than the server's a moment later.
+  await expect
+    .poll(
+      async () => {
+        const board = await gql<{ task: { leaderboard: { rows: { model: { name: string }; missing: string[] }[] } } }>(
+          request,
+          token,
+          `query ($code: String!) { task(code: $code) { id leaderboard { rows { model { name } missing } } } }`,
+          { code: TASK },
+        );
+        const demo = board.task.leaderboard.rows.filter((r) => !names.includes(r.model.name));
+        return demo.length > 0 && demo.every((r) => r.missing.length === 0);
+      },
+      { timeout: 180_000, intervals: [1_000, 2_000] },
+    )
+    .toBe(true);
   await page.getByRole("link", { name: "Leaderboards", exact: true }).click();
   await expect(page.getByRole("heading", { name: "Leaderboards", level: 1 })).toBeVisible();
   await checkAccessibility(page, "leaderboards");
@@ -214,6 +231,38 @@ test("the Dynascore board re-ranks in the browser as the server would, its CSV m
   await page.getByLabel("Fork name").fill(fork);
   await page.getByRole("button", { name: "Save fork" }).click();
   await expect(page.locator(".forks").getByRole("alert").filter({ hasText: /\w/ })).toBeVisible();
+
+  // Whether each rank is ahead of the next beyond chance: the server's paired tests for the fork's weights, row by row
+  // (asked again after a refresh while the demo model's evaluation may still be finishing).
+  const toInputs = (w: Record<string, number>) => Object.entries(w).map(([name, weight]) => ({ name, weight }));
+  await expect(async () => {
+    await page.getByRole("button", { name: "Refresh" }).click();
+    await page.waitForLoadState("networkidle"); // the board's figures read again before the tests are asked for
+    await page.getByRole("button", { name: "Test neighbouring ranks" }).click();
+    await expect(boardTable(page).getByRole("columnheader", { name: "Next rank" })).toBeVisible({ timeout: 5_000 });
+    const served = await gql<{
+      task: {
+        leaderboard: { adjacentTests: { upperKey: string; lowerKey: string; significant: boolean; items: number }[] };
+      };
+    }>(
+      request,
+      token,
+      `query ($code: String!, $m: [WeightInput!], $d: [WeightInput!]) { task(code: $code) { id
+        leaderboard(metricWeights: $m, datasetWeights: $d) { adjacentTests { upperKey lowerKey significant items } } } }`,
+      { code: TASK, m: toInputs(weights), d: toInputs(dataset) },
+    );
+    const adjacent = served.task.leaderboard.adjacentTests;
+    expect(adjacent.length).toBeGreaterThan(0);
+    for (const t of adjacent) {
+      const cell = boardTable(page).locator(`tr[data-model-id="${t.upperKey}"] td[data-adjacent]`);
+      const said = t.items === 0 ? "no items in common" : t.significant ? "✓ ahead beyond chance" : "not beyond chance";
+      await expect(cell).toContainText(said, { timeout: 2_000 });
+    }
+  }).toPass({ timeout: 90_000 });
+  await screenshots(page, "board-tested");
+  // another weighting puts the tests away: they were for the weights they were asked with
+  await page.getByRole("slider", { name: second, exact: true }).fill("6");
+  await expect(boardTable(page).getByRole("columnheader", { name: "Next rank" })).toHaveCount(0);
 });
 
 test("Me shows my statistics and the round leaderboard ranks me; revoking a token works", async ({ page, request }) => {

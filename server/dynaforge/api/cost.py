@@ -65,6 +65,7 @@ from dynaforge.api.nodes import MAX_NODES
 from dynaforge.services.examples import STUCK_LISTED
 from dynaforge.services.tasks import MAX_ENSEMBLE, MAX_QUORUM
 from dynaforge.services.training import MAX_DATASETS
+from dynaforge.tasks.base import MAX_TUNING_TRIALS
 
 CODE = "QUERY_TOO_COSTLY"
 DEFAULT_PAGE = 100
@@ -126,6 +127,7 @@ LIST_SIZES: dict[str, int] = {
     "Leaderboard.metricWeights": METRICS,
     "Leaderboard.datasetWeights": DECLARED,
     "Leaderboard.rows": MANY,  # every published model
+    "Leaderboard.adjacentTests": MANY,  # one per two neighbours
     "LeaderboardRow.metrics": METRICS,
     "LeaderboardRow.gaps": 10,  # one per scoring set the model lacks figures on
     "LeaderboardRow.datasets": DECLARED,  # one per scoring set
@@ -139,6 +141,8 @@ LIST_SIZES: dict[str, int] = {
     "RoundModelMatrix.rows": MANY,  # every evaluated registry entry
     "MatrixRow.cells": DECLARED,  # one per round with a test set
     "TrainingJob.datasets": MAX_DATASETS,
+    "Tuning.trials": MAX_TUNING_TRIALS,
+    "TrainingRecipe.tuning": DECLARED,
     "TrainingRecipe.parameters": DECLARED,
     "DatasetsCreated.datasets": DECLARED,
     "ExamplesImported.skipped": DECLARED,  # one per reason
@@ -163,6 +167,7 @@ PRICES: dict[str, int] = {
     "Task.leaderboard": 2000,  # the same, per task listed
     "Task.roundModelMatrix": 1000,
     "Task.pairedTest": 3000,  # reads two evaluations' outputs item by item and bootstraps a metric
+    "Leaderboard.adjacentTests": 3000,  # reads every ranked model's outputs item by item
 }
 COUNT_PRICE = 100
 

@@ -36,6 +36,7 @@ from dynaforge.db.models import ModelRow, as_utc
 from dynaforge.errors import FieldError as DomainFieldError
 from dynaforge.errors import InvalidInput as DomainInvalidInput
 from dynaforge.services import leaderboard as board_service
+from dynaforge.services import per_item as per_item_service
 from dynaforge.services import submissions as submission_service
 
 
@@ -188,6 +189,19 @@ class Leaderboard:
     )
     board: strawberry.Private[board_service.Board]
 
+    @strawberry.field(
+        description="Whether each two neighbours among the ranked rows differ by more than chance: McNemar's exact "
+        "test on who was right where (by the task's own rule) over the items of the weighted scoring sets that the "
+        "board's figures come from (a scoring set's public part until its round ends, its private part after). One "
+        "per pair of consecutive ranked rows, best first. Reads every ranked model's outputs item by item: ask for "
+        "it when you show it."
+    )
+    async def adjacent_tests(self, info: Info) -> list[AdjacentTest]:
+        ranked = [r.model_id for r in self.board.rows if r.rank is not None]
+        weighted = [name for name in self.board.datasets if self.board.dataset_weights.get(name, 0) > 0]
+        tests = await per_item_service.adjacent_tests(*info.context.caller, self.task_code, ranked, weighted)
+        return [AdjacentTest.of(t) for t in tests]
+
     @strawberry.field(description="The board as CSV.")
     def csv(self) -> str:
         return board_service.to_csv(self.board)
@@ -247,6 +261,40 @@ class Leaderboard:
                 for r in board.rows
             ],
             board=board,
+        )
+
+
+@strawberry.type(description="McNemar's exact test between two neighbours on a leaderboard.")
+class AdjacentTest:
+    upper_key: str = strawberry.field(description="The row ranked above (LeaderboardRow.key).")
+    lower_key: str = strawberry.field(description="The row ranked just below it (LeaderboardRow.key).")
+    datasets: list[str] = strawberry.field(
+        description="The scoring sets both were evaluated on, whose items the test pairs (by name)."
+    )
+    items: int = strawberry.field(description="How many items were paired (0: none in common, no test).")
+    only_upper_right: int = strawberry.field(description="Items only the upper model got right.")
+    only_lower_right: int = strawberry.field(description="Items only the lower model got right.")
+    p_value: float | None = strawberry.field(
+        description="The two-sided exact p-value (1 without a discordant item); null when no item was paired."
+    )
+    significant: bool = strawberry.field(
+        description="Whether p < 0.05: the upper model is right more often than chance alone explains. False also "
+        "when the lower one is, or when nothing was paired."
+    )
+
+    @classmethod
+    def of(cls, test: per_item_service.AdjacentTest) -> AdjacentTest:
+        tested = test.test
+        items = 0 if tested is None else tested.both + tested.only_first + tested.only_second + tested.neither
+        return cls(
+            upper_key=str(test.upper),
+            lower_key=str(test.lower),
+            datasets=test.datasets,
+            items=items,
+            only_upper_right=0 if tested is None else tested.only_first,
+            only_lower_right=0 if tested is None else tested.only_second,
+            p_value=None if tested is None else tested.p_value,
+            significant=tested is not None and tested.p_value < 0.05 and tested.only_first > tested.only_second,
         )
 
 

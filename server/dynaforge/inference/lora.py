@@ -273,10 +273,10 @@ def fine_tune(
     bias)`` as ``[dim]`` and scalar (binary) or ``[dim, classes]`` and ``[classes]``, e.g. a logistic regression
     fitted on the frozen vectors; zeros without it.
 
-    Pairs: with ``second_texts`` (one per text: a hypothesis for each premise, say) the head reads
-    :func:`pair_block` of the two texts' vectors followed by ``extra_features`` (``[n, k]``, fixed per row: cues
-    computed from the texts, say), so ``head`` is ``[4 * dim + 1 + k, outputs]``; each distinct text of a batch is
-    encoded once (annotators write several hypotheses on one premise).
+    Pairs: with ``second_texts`` (one per text) the head reads :func:`pair_block` of the two texts' vectors followed
+    by ``extra_features`` (``[n, k]``, fixed per row: cues computed from the texts, say), so ``head`` is
+    ``[4 * dim + 1 + k, outputs]``; each distinct text of a batch is encoded once (a text often recurs in several
+    pairs).
 
     ``report(fraction, stage)`` hears the progress now and then (fraction of the planned steps). The encoder's
     dropout and the adapter's are on while training; everything random is drawn from ``seed``.

@@ -9,6 +9,8 @@ and what the evaluation's fooling rate counts), so that a "better" on a board ca
   admins always; the model's submitter on a STANDARD set, whose gold everyone who sees the task reads).
 * :func:`paired_test` compares two models on the same items: McNemar's exact test on who was right where, and a
   paired bootstrap of the principal metric. The task's owners and admins (it names unpublished candidates).
+* :func:`adjacent_tests` runs McNemar's test between each two neighbours of a board, on the items the board's
+  figures come from: whether a rank above another means more than chance. Anyone who sees the board.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from dynaforge.db.models import Dataset, DatasetAccess, DatasetItem, Evaluation, EvaluationStatus, ModelRow
+from dynaforge.db.models import Dataset, DatasetAccess, DatasetItem, Evaluation, EvaluationStatus, ModelRow, Round
 from dynaforge.errors import Conflict, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation import scoring
 from dynaforge.evaluation.variants import copy_gold
 from dynaforge.services import tasks as task_service
+from dynaforge.services import visibility
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.outputs import Outputs, read_outputs
 from dynaforge.services.platform import Platform
@@ -200,3 +203,101 @@ async def paired_test(
 
     tested, difference = await asyncio.to_thread(compute)  # a thousand resamples: off the event loop
     return PairedTest(dataset, first, second, tested, difference)
+
+
+@dataclass(frozen=True)
+class AdjacentTest:
+    """McNemar's exact test between two models next to each other on a board (``upper`` ranked above ``lower``),
+    on the items of the board's scoring sets both were evaluated on: the items whose figures the board shows (the
+    public part of a scoring set until its round ends, its private part after). ``test`` is None when the two share
+    no such item (an evaluation not DONE, or its outputs not kept)."""
+
+    upper: int
+    lower: int
+    datasets: list[str]
+    test: scoring.McNemar | None
+
+
+async def adjacent_tests(
+    p: Platform, actor: Actor, task_code: str, model_ids: list[int], dataset_names: list[str]
+) -> list[AdjacentTest]:
+    """One :class:`AdjacentTest` per pair of consecutive models of ``model_ids`` (a board's ranked rows, best
+    first) on the task's scoring sets named ``dataset_names`` (the board's weighted sets). Anyone who sees the task
+    and the board: the test reads only who was right where on the items whose figures the board already shows, not
+    which items those are or their gold. Each model's outputs on a set are read once."""
+    view = await task_service.get_task(p, actor, task_code)
+    task = p.plugins.task(view.task.code) or view.task
+    if len(model_ids) < 2 or not dataset_names:
+        return []
+    async with p.db.session() as s:
+        sets = list(
+            await s.scalars(
+                select(Dataset).where(
+                    col(Dataset.task_id) == view.row.id,
+                    col(Dataset.name).in_(dataset_names),
+                    col(Dataset.parent_id).is_(None),
+                    col(Dataset.access) == DatasetAccess.SCORING,
+                )
+            )
+        )
+        evaluations = {
+            (e.model_id, e.dataset_id): e
+            for e in await s.scalars(
+                select(Evaluation).where(
+                    col(Evaluation.model_id).in_(model_ids),
+                    col(Evaluation.dataset_id).in_([d.id for d in sets]),
+                    col(Evaluation.status) == EvaluationStatus.DONE,
+                )
+            )
+        }
+        round_ids = {d.round_id for d in sets if d.round_id is not None}
+        ended = (
+            set(
+                await s.scalars(
+                    select(col(Round.id)).where(col(Round.id).in_(round_ids), col(Round.ended_at).is_not(None))
+                )
+            )
+            if round_ids
+            else set()
+        )
+    sets.sort(key=lambda d: dataset_names.index(d.name))
+    shown: dict[int, list[bool]] = {}
+    for dataset in sets:
+        share = visibility.public_share(dataset, p.settings.scoring_public_share)
+        public = visibility.public_part(dataset, share) if share < 1 else [True] * dataset.size
+        released = visibility.held_released(dataset, dataset.round_id in ended)
+        shown[dataset.id] = [not flag for flag in public] if released and share < 1 else public
+    rights: dict[tuple[int, int], list[bool] | None] = {}
+
+    async def right(model_id: int, dataset: Dataset) -> list[bool] | None:
+        key = (model_id, dataset.id)
+        if key not in rights:
+            evaluation = evaluations.get(key)
+            judged = None
+            if evaluation is not None:
+                try:
+                    judged = judge(task, await _read(p, task, evaluation))
+                except Conflict:  # outputs not kept (an older evaluation): no item to pair
+                    judged = None
+            flags = shown[dataset.id]
+            rights[key] = (
+                None
+                if judged is None or len(judged) != len(flags)
+                else [r.right for r, keep in zip(judged, flags, strict=True) if keep]
+            )
+        return rights[key]
+
+    out = []
+    for upper, lower in zip(model_ids, model_ids[1:], strict=False):
+        first: list[bool] = []
+        second: list[bool] = []
+        used = []
+        for dataset in sets:
+            a, b = await right(upper, dataset), await right(lower, dataset)
+            if a is None or b is None:
+                continue
+            first += a
+            second += b
+            used.append(dataset.name)
+        out.append(AdjacentTest(upper, lower, used, scoring.mcnemar(first, second) if first else None))
+    return out

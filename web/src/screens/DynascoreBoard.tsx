@@ -71,6 +71,26 @@ const BoardBase = graphql(`
 `);
 
 /** What the board needs of a fork: its name and weights. */
+const AdjacentTests = graphql(`
+  query AdjacentTests($code: String!, $metricWeights: [WeightInput!], $datasetWeights: [WeightInput!]) {
+    task(code: $code) {
+      id
+      leaderboard(metricWeights: $metricWeights, datasetWeights: $datasetWeights) {
+        adjacentTests {
+          upperKey
+          lowerKey
+          datasets
+          items
+          onlyUpperRight
+          onlyLowerRight
+          pValue
+          significant
+        }
+      }
+    }
+  }
+`);
+
 export const ForkParts = graphql(`
   fragment ForkParts on LeaderboardFork {
     id
@@ -146,6 +166,18 @@ const DeleteFork = graphql(`
     }
   }
 `);
+
+/** McNemar's test between a row and the row ranked just below it (Leaderboard.adjacentTests). */
+interface AdjacentTest {
+  upperKey: string;
+  lowerKey: string;
+  datasets: readonly string[];
+  items: number;
+  onlyUpperRight: number;
+  onlyLowerRight: number;
+  pValue?: number | null;
+  significant: boolean;
+}
 
 interface Fork {
   id: string;
@@ -318,6 +350,34 @@ export function DynascoreBoard({ code }: { code: string }) {
   }, [data, weights]);
 
   const byKey = useMemo(() => new Map(data?.models.map((m) => [m.key, m])), [data]);
+  const client = useClient();
+  // The paired tests hold for the weights they were asked with; moving a slider puts them away.
+  const [tests, setTests] = useState<{ weights: string; byUpper: Map<string, AdjacentTest> } | null>(null);
+  const [testing, setTesting] = useState<string | null>(null);
+  const weightsKey = JSON.stringify(weights);
+  const shownTests = tests && tests.weights === weightsKey ? tests.byUpper : null;
+  const runTests = async () => {
+    if (!weights) return;
+    setTesting("Testing neighbouring ranks…");
+    const result = await client
+      .query(
+        AdjacentTests,
+        {
+          code,
+          metricWeights: Object.entries(weights.metrics).map(([name, weight]) => ({ name, weight })),
+          datasetWeights: Object.entries(weights.datasets).map(([name, weight]) => ({ name, weight })),
+        },
+        { requestPolicy: "network-only" },
+      )
+      .toPromise();
+    const found = result.data?.task?.leaderboard?.adjacentTests;
+    if (result.error || !found) {
+      setTesting(result.error ? transportMessage(result.error) : "There is no such leaderboard.");
+      return;
+    }
+    setTesting(null);
+    setTests({ weights: weightsKey, byUpper: new Map(found.map((t) => [t.upperKey, t])) });
+  };
 
   if (error)
     return (
@@ -429,7 +489,19 @@ export function DynascoreBoard({ code }: { code: string }) {
                 </>
               )}
             </div>
-            <BoardTable data={data} rows={rows} byKey={byKey} />
+            <BoardTable data={data} rows={rows} byKey={byKey} tests={shownTests} />
+            {shownTests && (
+              <p className="muted small" data-adjacent-note>
+                “Next rank”: McNemar's exact test of each model against the one ranked just below it, on the items of
+                the weighted scoring sets the figures come from: ✓ where it is right more often than chance alone
+                explains (p &lt; 0.05).
+              </p>
+            )}
+            {testing && (
+              <p role="status" className="muted">
+                {testing}
+              </p>
+            )}
             <p className="actions">
               <button
                 type="button"
@@ -438,6 +510,14 @@ export function DynascoreBoard({ code }: { code: string }) {
                 onClick={() => download(`${code}-leaderboard.csv`, csv())}
               >
                 Download CSV
+              </button>
+              <button
+                type="button"
+                className="secondary"
+                disabled={typeof board === "string" || rows.filter((r) => r.rank != null).length < 2}
+                onClick={() => void runTests()}
+              >
+                Test neighbouring ranks
               </button>
               <button type="button" className="link" onClick={reload}>
                 Refresh
@@ -518,10 +598,12 @@ function BoardTable({
   data,
   rows,
   byKey,
+  tests,
 }: {
   data: BoardData;
   rows: readonly DynascoreRow[];
   byKey: Map<string, BoardModel>;
+  tests: Map<string, AdjacentTest> | null;
 }) {
   if (data.models.length === 0) return <p>No model is published on this task yet.</p>;
   return (
@@ -536,6 +618,7 @@ function BoardTable({
             <th scope="col" className="num">
               Dynascore
             </th>
+            {tests && <th scope="col">Next rank</th>}
             {data.axes.map((a) => (
               <th scope="col" className="num" key={a.name}>
                 {a.name}
@@ -546,8 +629,10 @@ function BoardTable({
           </tr>
         </thead>
         <tbody>
-          {rows.map((r) => {
+          {rows.map((r, i) => {
             const model = byKey.get(r.key);
+            const next = rows[i + 1];
+            const test = tests?.get(r.key);
             return (
               <tr key={r.key} data-model-id={r.key}>
                 <td className="num">{r.rank ?? "–"}</td>
@@ -556,6 +641,11 @@ function BoardTable({
                 <td className="num" data-dynascore>
                   {formatScore(r.dynascore)}
                 </td>
+                {tests && (
+                  <td data-adjacent>
+                    {test && next && test.lowerKey === next.key ? <AdjacentCell test={test} /> : null}
+                  </td>
+                )}
                 {data.axes.map((a) => {
                   const interval = model?.intervals[a.name];
                   return (
@@ -586,6 +676,21 @@ function BoardTable({
         </tbody>
       </table>
     </ScrollBox>
+  );
+}
+
+function AdjacentCell({ test }: { test: AdjacentTest }) {
+  if (test.items === 0 || test.pValue == null) return <span className="muted">no items in common</span>;
+  const p = test.pValue < 0.001 ? "< 0.001" : `= ${test.pValue.toFixed(3)}`;
+  const split = `right only here on ${test.onlyUpperRight}, only below on ${test.onlyLowerRight} of ${test.items} items`;
+  return test.significant ? (
+    <span title={split}>
+      ✓ ahead beyond chance <span className="small">(p {p})</span>
+    </span>
+  ) : (
+    <span className="muted" title={split}>
+      not beyond chance <span className="small">(p {p})</span>
+    </span>
   );
 }
 
