@@ -73,6 +73,7 @@ def server_env(data_dir: Path) -> dict[str, str]:
         # an account per test: the lowest password hashing cost, and no registration limit
         DYNAFORGE_PASSWORD_HASH_TIME_COST="1",
         DYNAFORGE_PASSWORD_HASH_MEMORY_KIB="64",
+        DYNAFORGE_REGISTRATIONS_PER_HOUR_PER_CLIENT="0",  # no limit: the tests sign their users up from loopback
         DYNAFORGE_INFERENCE_TIMEOUT_S="60",
         DYNAFORGE_OUTBOUND_ALLOW="127.0.0.0/8",  # the generative tests' fake engine runs on loopback
         HF_HUB_OFFLINE="1",
