@@ -127,12 +127,13 @@ class Tuning:
         for trial in tuning.get("trials") or []:
             if not isinstance(trial, dict):
                 continue
-            values = trial.get("hyperparameters") if isinstance(trial.get("hyperparameters"), dict) else {}
+            given = trial.get("hyperparameters")
+            values: dict[str, Any] = dict(given) if isinstance(given, dict) else {}
             is_chosen = not marked and values == chosen
             marked = marked or is_chosen
             trials.append(
                 TuningTrial(
-                    hyperparameters=JSON(dict(values)),
+                    hyperparameters=JSON(values),
                     dev_accuracy=float(trial.get("dev_accuracy") or 0.0),
                     dev_items=int(trial.get("dev_n") or 0),
                     chosen=is_chosen,
