@@ -34,7 +34,6 @@ from dynaforge.db.models import (
     LeaderboardSnapshot,
     ModelRow,
     ModelStatus,
-    Round,
     TaskRow,
     User,
     table,
@@ -295,16 +294,7 @@ async def _load_board(p: Platform, task_id: int, stamp: tuple[Any, ...]) -> Boar
             else []
         )
         users = {u.id: u for u in await s.scalars(select(User).where(col(User.id).in_({m.user_id for m in models})))}
-        round_ids = {d.round_id for d in scoring if d.round_id is not None}
-        ended = (
-            set(
-                await s.scalars(
-                    select(col(Round.id)).where(col(Round.id).in_(round_ids), col(Round.ended_at).is_not(None))
-                )
-            )
-            if round_ids
-            else set()
-        )
+        ended = await visibility.ended_rounds(s, scoring)
     dataset_names = {d.id: d.name for d in scoring}
     # Uploaded predictions rank by their private part once it is released (the round ended): the final standing.
     released = {d.id for d in scoring if visibility.held_released(d, d.round_id in ended)}

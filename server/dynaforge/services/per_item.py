@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlmodel import col, select
 
-from dynaforge.db.models import Dataset, DatasetAccess, DatasetItem, Evaluation, EvaluationStatus, ModelRow, Round
+from dynaforge.db.models import Dataset, DatasetAccess, DatasetItem, Evaluation, EvaluationStatus, ModelRow
 from dynaforge.errors import Conflict, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation import scoring
 from dynaforge.evaluation.variants import copy_gold
@@ -250,16 +250,7 @@ async def adjacent_tests(
                 )
             )
         }
-        round_ids = {d.round_id for d in sets if d.round_id is not None}
-        ended = (
-            set(
-                await s.scalars(
-                    select(col(Round.id)).where(col(Round.id).in_(round_ids), col(Round.ended_at).is_not(None))
-                )
-            )
-            if round_ids
-            else set()
-        )
+        ended = await visibility.ended_rounds(s, sets)
     sets.sort(key=lambda d: dataset_names.index(d.name))
     shown: dict[int, list[bool]] = {}
     for dataset in sets:

@@ -22,7 +22,9 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from dynaforge.db.models import Dataset, DatasetAccess
+from sqlmodel import col, select
+
+from dynaforge.db.models import Dataset, DatasetAccess, Round
 from dynaforge.tasks.base import Task
 
 
@@ -94,6 +96,16 @@ def public_share(root: Dataset, default: float) -> float:
     """The share of a scoring set's items in its public part: its own (1 for a published benchmark, say), else the
     server's ``SCORING_PUBLIC_SHARE``."""
     return root.public_share if root.public_share is not None else default
+
+
+async def ended_rounds(s: Any, datasets: list[Dataset]) -> set[int]:
+    """The ids of the rounds that ``datasets`` were built from and that have ended (for :func:`held_released`)."""
+    round_ids = {d.round_id for d in datasets if d.round_id is not None}
+    if not round_ids:
+        return set()
+    return set(
+        await s.scalars(select(col(Round.id)).where(col(Round.id).in_(round_ids), col(Round.ended_at).is_not(None)))
+    )
 
 
 def held_released(dataset: Dataset, round_ended: bool) -> bool:
