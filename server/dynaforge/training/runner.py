@@ -208,16 +208,9 @@ class JobRun:
             dataset = datasets.get(dataset_id)
             if dataset is None:
                 continue  # deleted since: the record says which were used
-            rows = [
-                dict(fields)
-                for fields in await s.scalars(
-                    select(col(DatasetItem.fields))
-                    .where(col(DatasetItem.dataset_id) == dataset_id)
-                    .order_by(col(DatasetItem.position))
-                )
-            ]
+            rows, source = await _read_set(s, dataset)
             examples.extend(rows)
-            sources.append({"id": dataset.id, "name": dataset.name, "size": len(rows), "sha256": examples_digest(rows)})
+            sources.append(source)
         return examples, sources
 
     async def _dev(self, s: Any, job: TrainingJob) -> tuple[list[dict[str, Any]], dict[str, Any]] | None:
@@ -225,17 +218,7 @@ class JobRun:
         if job.tuning_dataset_id is None:
             return None
         dataset = await s.get(Dataset, job.tuning_dataset_id)
-        if dataset is None:
-            return None
-        rows = [
-            dict(fields)
-            for fields in await s.scalars(
-                select(col(DatasetItem.fields))
-                .where(col(DatasetItem.dataset_id) == dataset.id)
-                .order_by(col(DatasetItem.position))
-            )
-        ]
-        return rows, {"id": dataset.id, "name": dataset.name, "size": len(rows), "sha256": examples_digest(rows)}
+        return None if dataset is None else await _read_set(s, dataset)
 
     async def _train(
         self,
@@ -481,6 +464,19 @@ class JobRun:
         if queued:
             self.announce(update_topic("evaluationUpdated", job.task_id), update_payload(job.task_id, queued))
         self.event(status=TrainingStatus.SUCCEEDED, progress=1.0, stage="done", candidate_id=entry.id)
+
+
+async def _read_set(s: Any, dataset: Dataset) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A data set's items' field values in order, and its record for the job (id, name, size, examples' digest)."""
+    rows = [
+        dict(fields)
+        for fields in await s.scalars(
+            select(col(DatasetItem.fields))
+            .where(col(DatasetItem.dataset_id) == dataset.id)
+            .order_by(col(DatasetItem.position))
+        )
+    ]
+    return rows, {"id": dataset.id, "name": dataset.name, "size": len(rows), "sha256": examples_digest(rows)}
 
 
 def _kill(child: subprocess.Popen[bytes]) -> None:
