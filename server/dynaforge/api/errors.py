@@ -113,6 +113,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
             "pool",
             "use",
             "unsuitable",
+            "nothing_to_tune",
             "no_adversary",
             "context",
             "copy",
