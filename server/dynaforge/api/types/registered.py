@@ -55,6 +55,19 @@ class TrainingSet:
     size: int | None = strawberry.field(description="How many examples were read from it.")
     sha256: str | None = strawberry.field(description="The SHA-256 of the examples read, to check a copy against.")
 
+    @classmethod
+    def of(cls, stored: Any) -> TrainingSet | None:
+        """A job's record of a set it read (``{"id", "name", "size", "sha256"}``), or None when it is not one."""
+        if not isinstance(stored, dict) or not isinstance(stored.get("id"), int):
+            return None
+        size = stored.get("size")
+        return cls(
+            dataset_id=global_id("Dataset", stored["id"]),
+            name=str(stored.get("name", "")),
+            size=size if isinstance(size, int) else None,
+            sha256=stored.get("sha256") if isinstance(stored.get("sha256"), str) else None,
+        )
+
 
 @strawberry.type(description="What a registered model was trained on.")
 class TrainingData:
@@ -67,18 +80,7 @@ class TrainingData:
     def of(cls, stored: Any) -> TrainingData | None:
         if not isinstance(stored, dict) or not stored:
             return None
-        sets = []
-        for d in stored.get("datasets") or []:
-            if isinstance(d, dict) and isinstance(d.get("id"), int):
-                size = d.get("size")
-                sets.append(
-                    TrainingSet(
-                        dataset_id=global_id("Dataset", d["id"]),
-                        name=str(d.get("name", "")),
-                        size=size if isinstance(size, int) else None,
-                        sha256=d.get("sha256") if isinstance(d.get("sha256"), str) else None,
-                    )
-                )
+        sets = [s for s in (TrainingSet.of(d) for d in stored.get("datasets") or []) if s is not None]
         examples = stored.get("examples")
         digest = stored.get("examples_sha256")
         return cls(
@@ -112,16 +114,7 @@ class Tuning:
             return None
         tuning = stored["tuning"]
         chosen = tuning.get("chosen") if isinstance(tuning.get("chosen"), dict) else {}
-        source = tuning.get("dataset")
-        dataset = None
-        if isinstance(source, dict) and isinstance(source.get("id"), int):
-            size = source.get("size")
-            dataset = TrainingSet(
-                dataset_id=global_id("Dataset", source["id"]),
-                name=str(source.get("name", "")),
-                size=size if isinstance(size, int) else None,
-                sha256=source.get("sha256") if isinstance(source.get("sha256"), str) else None,
-            )
+        dataset = TrainingSet.of(tuning.get("dataset"))
         trials = []
         marked = False
         for trial in tuning.get("trials") or []:
