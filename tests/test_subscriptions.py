@@ -225,7 +225,9 @@ async def test_a_revoked_token_stops_a_running_subscription(served, monkeypatch)
                 break
             await asyncio.sleep(0.02)
         assert len(seen) == 1
-        token_id = (await served.gql("{ me { apiTokens { id } } }", token=reader))["me"]["apiTokens"][0]["id"]
+        token_id = (await served.gql("{ me { apiTokens { nodes { id } } } }", token=reader))["me"]["apiTokens"][
+            "nodes"
+        ][0]["id"]
         await served.gql(f'mutation {{ revokeApiToken(input: {{id: "{token_id}"}}) {{ __typename }} }}', token=reader)
         await served.gql(CREATE, {"input": {"taskCode": "toy", "fields": {"text": "two", "label": "bad"}}}, author)
         with pytest.raises(TransportQueryError, match="revoked"):
@@ -651,6 +653,38 @@ async def test_a_pending_example_that_fools_later_arrives_live_after_the_replay(
         assert await examples.predict_pending(p) == 1
         await asyncio.wait_for(reading, 10)
     assert [(g["id"], g["fooled"]) for g in got] == [(gid("Example", later), True), (gid("Example", pending), True)]
+
+
+async def test_an_example_that_fooled_late_while_the_subscriber_was_away_is_replayed(served, monkeypatch):
+    """An example stored before the last one received, still pending then, fools while the subscriber is away: the
+    replay sends it, in the order the examples fooled. Resuming after that late one (the last received) sends only
+    what fooled after it, not the examples stored after it that came before it."""
+    from dynaforge.services import examples
+
+    p = served.p
+    switch = _Switchable(p.inference)
+    monkeypatch.setattr(p, "inference", switch)
+    token, user_id = await served.user("resumer5")
+    actor = Actor(user_id, "resumer5", False)
+    switch.down = True
+    late = await _submit(p, actor, _fooling("late"))
+    switch.down = False
+    received = await _submit(p, actor, _fooling("received"))  # the last one the subscriber got before it dropped
+    await asyncio.sleep(0.01)  # the clock moves on: the late one fools after the received one was stored
+    assert await examples.predict_pending(p) == 1  # the late one fools while nobody listens
+    after = await _submit(p, actor, _fooling("after"))
+    got: list[dict] = []
+    async with served.subscriber(token) as session:
+        reading = _resume(session, gid("Example", received), got, 2)
+        await asyncio.wait_for(reading, 10)
+    assert [g["id"] for g in got] == [gid("Example", late), gid("Example", after)]
+    again: list[dict] = []
+    async with served.subscriber(token) as session:
+        reading = _resume(session, gid("Example", late), again, 2)
+        await _until(lambda: len(again) == 1, [reading])
+        live = await _submit(p, actor, _fooling("live"))
+        await asyncio.wait_for(reading, 10)
+    assert [g["id"] for g in again] == [gid("Example", after), gid("Example", live)]  # not the received one again
 
 
 async def test_resumed_skips_the_live_copies_of_replayed_examples_only():

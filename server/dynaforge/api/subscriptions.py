@@ -286,8 +286,9 @@ class Subscription:
         "every one, whole; nobody receives someone else's otherwise: that an example fooled the target, with the "
         "target's verdict on the same text (which anyone may ask for), tells a two-class task's gold. "
         "To resume after a dropped connection (or after being dropped for falling behind), subscribe again with "
-        "`after`: the examples missed since come first, oldest first and by the same rules, then the live ones, none "
-        "twice. A live one may have a smaller id than those before it: a pending example that fooled later."
+        "`after`: the examples missed since come first, in the order they fooled and by the same rules, then the "
+        "live ones, none twice. An example may fool after examples stored later than it (its prediction or its "
+        "verdict came late): it comes when it fooled, and its id may be smaller than those before it."
     )
     async def model_fooled(
         self,
@@ -297,14 +298,13 @@ class Subscription:
             strawberry.ID | None,
             strawberry.argument(
                 description="The id (Example.id) of the last example received. First sends every example of the "
-                "task stored after it that fooled the model, was not retracted since and is the subscriber's to "
-                "receive, oldest first, as it is now "
-                "(its status and votes may have moved on); then live ones. Only its position counts: the id of "
-                "another task's example resumes from that point. Not replayed: an example stored before it that was "
-                "still pending and fooled while the subscriber was away. Such a late example, when it was the last "
-                "one received, replays the ones stored after it that were already sent: drop ids already seen. A "
-                "long replay may outrun the subscriber's buffer: it is then dropped with an error, and subscribes "
-                "again after the last example it got. Null: live events only."
+                "task that fooled the model after that one did, was not retracted since and is the subscriber's to "
+                "receive, in the order they fooled, each as it is now (its status and votes may have moved on); then "
+                "live ones. An example stored earlier whose prediction or verdict came while the subscriber was away "
+                "is among them. Only its position counts: the id of an example that did not fool, or of another "
+                "task's, resumes from when it was stored. A long replay may outrun the subscriber's buffer: it is "
+                "then dropped with an error, and subscribes again after the last example it got. Null: live events "
+                "only."
             ),
         ] = None,
     ) -> AsyncGenerator[Example, None]:

@@ -200,6 +200,7 @@ class Example(SQLModel, table=True):
         sa.Index("ix_examples_to_validate", "task_id", "status", "fooled", "validations_total", "id"),
         sa.Index("ix_examples_task_user_created", "task_id", "user_id", "created_at"),
         sa.Index("ix_examples_round_source", "round_id", "source"),
+        sa.Index("ix_examples_task_fooled_at", "task_id", "fooled_at", "id"),
     )
 
     id: int = Field(default=None, primary_key=True)
@@ -211,6 +212,9 @@ class Example(SQLModel, table=True):
     prediction: dict | None = _json(lambda: None, nullable=True)
     model_predictions: list = _json(list)
     fooled: bool | None = Field(default=None)
+    #: when it was found fooling (modelFooled was announced): at once, or once its pending prediction or its verdict
+    #: came; the order a resumed modelFooled subscription replays in. Null for one that never fooled, or imported.
+    fooled_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
     status: str = Field(default=ExampleStatus.CREATED, max_length=24)
     tag: str | None = Field(default=None, max_length=100)
     time_taken_ms: int | None = Field(default=None)

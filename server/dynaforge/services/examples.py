@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, func, insert, select, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, or_, select, update
 from sqlmodel import col
 
 from dynaforge.db.engine import rowcount
@@ -31,6 +31,7 @@ from dynaforge.db.models import (
     TaskRow,
     User,
     Validation,
+    as_utc,
     row_object,
     table,
     utcnow,
@@ -255,6 +256,8 @@ async def store(p: Platform, values: dict[str, Any], *, task_code: str, round_nu
     announce it (``example_created``, and ``model_fooled`` when it fooled the model). The write path of people's
     examples and of machine adversaries' candidates alike."""
     row = {**_NEW_EXAMPLE, **values}
+    if row["fooled"] and row.get("fooled_at") is None:
+        row["fooled_at"] = row.get("created_at") or utcnow()
     round_id, user_id, context_id = row["round_id"], row["user_id"], row["context_id"]
     status, fooled = row["status"], row["fooled"]
 
@@ -606,6 +609,7 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
         except InferenceError as exc:
             log.info("pending examples wait longer: %s", exc)
             break
+        now = utcnow()
         async with p.db.write() as s:
             result = await s.execute(
                 update(Example)
@@ -615,11 +619,12 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
                     prediction=prediction,
                     model_predictions=members,
                     fooled=fooled,
+                    fooled_at=now if fooled else None,
                     verdict=verdict,
                     inference_ms=inference_ms,
                     pending_reason=None,
                     prediction_attempts=0,
-                    updated_at=utcnow(),
+                    updated_at=now,
                 )
             )
             if rowcount(result) != 1:
@@ -639,6 +644,7 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
                 )
         done += 1
         example.status, example.prediction, example.fooled, example.verdict = status, prediction, fooled, verdict
+        example.fooled_at = now if fooled else None
         payload = event_payload(example, task.code, round_.number)
         await announce.example_predicted(p, payload)
         if fooled:
@@ -648,13 +654,40 @@ async def predict_pending(p: Platform, *, limit: int = 50) -> int:
     return done
 
 
-async def fooled_after(p: Platform, task_id: int, task_code: str, after_id: int, limit: int) -> list[dict[str, Any]]:
-    """Up to ``limit`` of the task's examples with an id above ``after_id`` that announced ``model_fooled``, oldest
-    (smallest id) first, as event payloads (:data:`event_payload`, whole: the caller redacts them as it redacts live
-    events). Those are the examples ``submit`` or ``predict_pending`` found fooling, less those retracted since;
-    imported examples never announced themselves, and are known by having had no inference (``inference_ms`` is
-    null: the write path always sets it). Each comes as it is now: its status and votes may have moved on since its
-    event."""
+#: A position in the order ``model_fooled`` was announced in: an example's ``fooled_at`` and its id.
+FooledPosition = tuple[datetime, int]
+
+
+async def fooled_position(p: Platform, task_id: int, after_id: int) -> FooledPosition | None:
+    """Where a resumed ``modelFooled`` subscription starts, after the example ``after_id``: when that example of the
+    task fooled its target (an example found fooling late, after a pending prediction or verdict, sits where it was
+    announced, not where it was stored). Any other example (not fooling, of another task) counts by when it was
+    stored; an id no example has (deleted), by the first example stored after it. None: nothing comes after it."""
+    async with p.db.session() as s:
+        row = (
+            await s.execute(
+                select(col(Example.task_id), col(Example.fooled_at), col(Example.created_at)).where(
+                    col(Example.id) == after_id
+                )
+            )
+        ).first()
+        if row is not None:
+            at = row[1] if row[0] == task_id and row[1] is not None else row[2]
+            return as_utc(at), after_id
+        first = await s.scalar(select(func.min(col(Example.created_at))).where(col(Example.id) > after_id))
+    return None if first is None else (as_utc(first), 0)
+
+
+async def fooled_after(
+    p: Platform, task_id: int, task_code: str, after: FooledPosition, limit: int
+) -> list[tuple[dict[str, Any], FooledPosition]]:
+    """Up to ``limit`` of the task's examples that announced ``model_fooled`` after the position ``after``
+    (:func:`fooled_position`), in the order they were announced (``fooled_at``, then id), each as an event payload
+    (:data:`event_payload`, whole: the caller redacts it as it redacts live events) with its own position. Those are
+    the examples ``submit``, ``predict_pending``, a verdict or an owner's overruling found fooling, less those
+    retracted since; imported examples never announced themselves (no ``fooled_at``). Each comes as it is now: its
+    status and votes may have moved on since its event."""
+    at, after_id = after
     async with p.db.session() as s:
         rows = (
             await s.execute(
@@ -662,16 +695,23 @@ async def fooled_after(p: Platform, task_id: int, task_code: str, after_id: int,
                 .join(Round, col(Round.id) == col(Example.round_id))
                 .where(
                     col(Example.task_id) == task_id,
-                    col(Example.id) > after_id,
+                    col(Example.fooled_at).is_not(None),
+                    or_(
+                        col(Example.fooled_at) > at,
+                        and_(col(Example.fooled_at) == at, col(Example.id) > after_id),
+                    ),
                     col(Example.fooled).is_(True),
                     col(Example.status) != ExampleStatus.RETRACTED,
-                    col(Example.inference_ms).is_not(None),
                 )
-                .order_by(col(Example.id))
+                .order_by(col(Example.fooled_at), col(Example.id))
                 .limit(limit)
             )
         ).all()
-    return [event_payload(example, task_code, number) for example, number in rows]
+    return [
+        (event_payload(example, task_code, number), (as_utc(example.fooled_at), example.id))
+        for example, number in rows
+        if example.fooled_at is not None
+    ]
 
 
 async def _can_read(s, actor: Actor, example: Example) -> bool:

@@ -15,8 +15,9 @@ What a subscriber may see is what the same person may query:
   running, and those that changed since the subscriber's ``since`` (:func:`current_updates`).
 
 A ``modelFooled`` subscriber that lost its connection may resume after the last example it received
-(:func:`missed_fooled`, then :func:`resumed`): what it missed is read from the database, under the same rules as
-the live events, and nothing comes twice.
+(:func:`missed_fooled`, then :func:`resumed`): what it missed is read from the database in the order it was
+announced (examples that fooled late, after a pending prediction or verdict, included), under the same rules as the
+live events, and nothing comes twice.
 
 A subscriber who sent a token that was refused is told why, even for events that anonymous subscribers may follow:
 a mistyped or revoked token should not pass for anonymity.
@@ -138,23 +139,27 @@ async def missed_fooled(
     p: Platform, actor: Actor, task_code: str, after_id: int, *, page_size: int | None = None
 ) -> AsyncGenerator[dict[str, Any], None]:
     """The ``modelFooled`` events of the task that a subscriber missed after the example ``after_id``: every example
-    of the task with a larger id that fooled its target model (:func:`examples.fooled_after`), oldest first, read
-    ``page_size`` (:data:`REPLAY_PAGE`) at a time, each page in its own short session (memory stays bounded, and no
-    transaction waits on a slow reader). Payloads are whole, like the bus's: the caller filters and redacts them as it
-    does live events (``visibility.event_for``).
+    of the task announced as fooling its target model after that one was (:func:`examples.fooled_after`), in the
+    order they were announced, read ``page_size`` (:data:`REPLAY_PAGE`) at a time, each page in its own short
+    session (memory stays bounded, and no transaction waits on a slow reader). An example stored before ``after_id``
+    that was still pending and fooled later is among them; so is one fooling late that was the last received: then
+    the replay starts where it was announced, and nothing already sent comes again. Payloads are whole, like the
+    bus's: the caller filters and redacts them as it does live events (``visibility.event_for``).
 
     ``after_id`` is only a position: an id of another task, or of an example ``actor`` may not read, reveals
     nothing, since only this task's examples are read. ``actor`` must be allowed to follow the event (as
     :func:`task_topic`), checked again before each page."""
     size = page_size or REPLAY_PAGE
-    while True:
-        view = await _followed_task(p, actor, "modelFooled", task_code)
-        page = await example_service.fooled_after(p, view.row.id, view.task.code, after_id, size)
-        for payload in page:
+    view = await _followed_task(p, actor, "modelFooled", task_code)
+    position = await example_service.fooled_position(p, view.row.id, after_id)
+    while position is not None:
+        page = await example_service.fooled_after(p, view.row.id, view.task.code, position, size)
+        for payload, _ in page:
             yield payload
         if len(page) < size:
             return
-        after_id = page[-1]["id"]
+        position = page[-1][1]
+        view = await _followed_task(p, actor, "modelFooled", task_code)
 
 
 async def resumed(

@@ -343,6 +343,7 @@ async def validate(
                 example.status, example.decided_at = decided, utcnow()
                 if waiting:
                     example.fooled = _people_verdict(decided, label)
+                    example.fooled_at = example.decided_at if example.fooled else None
                     example.verdict = {
                         "by": "people",
                         "state": "decided",

@@ -129,11 +129,12 @@ async def _judge_once(p: Platform, example_id: int) -> tuple[str, bool | None]:
         "model": spec.name,
         "decided_at": utcnow().isoformat(),
     }
+    now = utcnow()
     async with p.db.write() as s:
         result = await s.execute(
             update(Example)
             .where(col(Example.id) == example_id, col(Example.status) == S.PENDING_VERDICT)
-            .values(status=S.CREATED, fooled=fooled, verdict=verdict, updated_at=utcnow())
+            .values(status=S.CREATED, fooled=fooled, fooled_at=now if fooled else None, verdict=verdict, updated_at=now)
         )
         if rowcount(result) != 1:
             return "skipped", None  # retracted, or judged by another process meanwhile
@@ -146,6 +147,7 @@ async def _judge_once(p: Platform, example_id: int) -> tuple[str, bool | None]:
         )
         await _count_context(s, example.context_id, fooled)
     example.status, example.fooled, example.verdict = S.CREATED, fooled, verdict
+    example.fooled_at = now if fooled else None
     await announce_decided(p, example, task.code, round_.number)
     return "decided", fooled
 
@@ -230,6 +232,8 @@ async def overrule(p: Platform, actor: Actor, example_id: int, fooled: bool, rea
             "at": utcnow().isoformat(),
         }
         example.fooled, example.verdict, example.updated_at = fooled, verdict, utcnow()
+        if fooled != bool(previous):  # announced anew when it now fools (modelFooled's replay order)
+            example.fooled_at = example.updated_at if fooled else None
         await move(s, round_id=example.round_id, user_id=example.user_id, before=before, after=(example.status, fooled))
         if example.context_id is not None and bool(previous) != fooled:
             await s.execute(
