@@ -98,11 +98,34 @@ async def test_admins_read_anyones_tokens_without_secrets_and_state(gql, platfor
     fay = await make_user(platform, "fay")
     gus = await make_user(platform, "gus")
     await _token(platform, fay)
-    query = "query($id: ID!) { node(id: $id) { ... on User { active apiTokens { name revoked } } } }"
+    query = "query($id: ID!) { node(id: $id) { ... on User { active apiTokens { nodes { name revoked } } } } }"
     as_admin = (await gql(query, {"id": gid("User", fay.user_id)}, token=await _token(platform, admin)))["node"]
-    assert as_admin == {"active": True, "apiTokens": [{"name": "admin-tests", "revoked": False}]}
+    assert as_admin == {"active": True, "apiTokens": {"nodes": [{"name": "admin-tests", "revoked": False}]}}
     as_other = (await gql(query, {"id": gid("User", fay.user_id)}, token=await _token(platform, gus)))["node"]
-    assert as_other == {"active": None, "apiTokens": []}
+    assert as_other == {"active": None, "apiTokens": {"nodes": []}}
+
+
+async def test_tokens_are_listed_a_page_at_a_time_newest_first(gql, platform):
+    """``User.apiTokens`` is a connection: newest first unless ``orderBy`` says otherwise, counted whole, paged by
+    cursor; someone else's (not an admin) is an empty page with a count of 0."""
+    hal = await make_user(platform, "hal")
+    names = ["first", "second", "third"]
+    for name in names:
+        await auth.create_token(platform, hal, name=name)
+    token = await auth.create_token(platform, hal, name="fourth")
+    query = """query($f: Int, $a: String, $o: CreationOrder! = NEWEST_FIRST) { me { apiTokens(first: $f, after: $a,
+      orderBy: $o) { totalCount pageInfo { hasNextPage endCursor } nodes { name } } } }"""
+    page = (await gql(query, {"f": 2}, token=token[1]))["me"]["apiTokens"]
+    assert [n["name"] for n in page["nodes"]] == ["fourth", "third"]
+    assert page["totalCount"] == 4 and page["pageInfo"]["hasNextPage"]
+    rest = (await gql(query, {"f": 5, "a": page["pageInfo"]["endCursor"]}, token=token[1]))["me"]["apiTokens"]
+    assert [n["name"] for n in rest["nodes"]] == ["second", "first"] and not rest["pageInfo"]["hasNextPage"]
+    oldest = (await gql(query, {"o": "OLDEST_FIRST"}, token=token[1]))["me"]["apiTokens"]["nodes"]
+    assert [n["name"] for n in oldest] == [*names, "fourth"]
+    other = await make_user(platform, "ivy")
+    theirs = "query($id: ID!) { node(id: $id) { ... on User { apiTokens { totalCount nodes { name } } } } }"
+    seen = (await gql(theirs, {"id": gid("User", hal.user_id)}, token=await _token(platform, other)))["node"]
+    assert seen == {"apiTokens": {"totalCount": 0, "nodes": []}}
 
 
 async def test_a_submitter_sees_what_is_left_of_the_days_allowance(gql, platform):
@@ -176,7 +199,8 @@ async def test_each_token_says_how_it_was_issued(gql, platform):
     await auth.create_token(platform, hana, name="my script")
     await auth.create_token(platform, admin, name="for hana", username="hana")
     await auth.create_token(platform, Actor.system(), name="operator's", username="hana")
-    tokens = (await gql("query { me { apiTokens { name origin } } }", token=registered))["me"]["apiTokens"]
+    query = "query { me { apiTokens(orderBy: OLDEST_FIRST) { nodes { name origin } } } }"
+    tokens = (await gql(query, token=registered))["me"]["apiTokens"]["nodes"]
     assert tokens == [
         {"name": "registration", "origin": "REGISTRATION"},
         {"name": "login", "origin": "LOGIN"},

@@ -90,7 +90,7 @@ async def test_register_create_example_and_page(gql):
         )
     )["examples"]
     assert [e["node"]["id"] for e in rest["edges"]] == [created["example"]["id"]]
-    me = (await gql("{ me { username email apiTokens { name revoked } } }"))["me"]
+    me = (await gql("{ me { username email apiTokens { nodes { name revoked } } } }"))["me"]
     assert me["username"] == "alice" and me["email"] == "alice@example.org"
 
 

@@ -410,12 +410,12 @@ def _classify_me(value: Any, seen: Seen) -> str:
         return NULL
     if value["username"] != seen.viewer:
         return f"leak: {value['username']} instead of {seen.viewer}"
-    if value["email"] is None or not value["apiTokens"]:
+    if value["email"] is None or not value["apiTokens"]["nodes"]:
         return f"inconsistent: own email or tokens missing: {value}"
     return OK
 
 
-@operation("me", document="{ me { username email apiTokens { id } } }", classify=_classify_me)
+@operation("me", document="{ me { username email apiTokens { nodes { id } } } }", classify=_classify_me)
 async def _me(w: World) -> Variables:
     return {}
 
@@ -722,7 +722,7 @@ def _classify_task(value: Any, seen: Seen) -> str:
         may_read = seen.viewer == owner["username"] or (seen.role == ADMIN)
         if owner["email"] is not None and not may_read:
             leaks.append(f"{owner['username']}'s email")
-        if owner["apiTokens"] and not may_read:  # admins run the accounts: they list anyone's (never a secret)
+        if owner["apiTokens"]["nodes"] and not may_read:  # admins run the accounts: they list anyone's (never a secret)
             leaks.append(f"{owner['username']}'s API tokens")
     if leaks:
         return "leak: " + ", ".join(leaks)
@@ -731,7 +731,8 @@ def _classify_task(value: Any, seen: Seen) -> str:
 
 
 TASK_QUERY = """query($code: String!) { task(code: $code) {
-  code viewerIsOwner currentRound { targetModels { name config } } owners { username email apiTokens { id } } } }"""
+  code viewerIsOwner currentRound { targetModels { name config } }
+  owners { username email apiTokens { nodes { id } } } } }"""
 
 
 @operation("task", document=TASK_QUERY, classify=_classify_task)
@@ -1950,20 +1951,31 @@ ON_TASK = {
 }
 
 
+#: Those whose Task field is a connection of the root field's list: their selection is asked of its ``nodes``.
+PAGED_ON_TASK = {"registeredModels"}
+
+
 def on_task(document: str, root_field: str, task_field: str) -> str:
-    """The document with its root field asked as a field of ``task(code:)``, given what taskCode was."""
+    """The document with its root field asked as a field of ``task(code:)``, given what taskCode was (of its
+    ``nodes`` where the Task field is a connection and the root field a list, :data:`PAGED_ON_TASK`)."""
     tree = parse(document)
     operation_ = next(d for d in tree.definitions if isinstance(d, OperationDefinitionNode))
     selections = list(operation_.selection_set.selections)
     at = next(i for i, s in enumerate(selections) if isinstance(s, FieldNode) and s.name.value == root_field)
     field = selections[at]
     code = next(a.value for a in field.arguments if a.name.value == "taskCode")
+    selection_set = field.selection_set
+    if root_field in PAGED_ON_TASK:
+        nodes = FieldNode(
+            alias=None, name=NameNode(value="nodes"), arguments=(), directives=(), selection_set=selection_set
+        )
+        selection_set = SelectionSetNode(selections=(nodes,))
     moved = FieldNode(
         alias=None,
         name=NameNode(value=task_field),
         arguments=tuple(a for a in field.arguments if a.name.value != "taskCode"),
         directives=field.directives,
-        selection_set=field.selection_set,
+        selection_set=selection_set,
     )
     selections[at] = FieldNode(
         alias=None,
@@ -1993,7 +2005,9 @@ for _key in [k for k in RULES if k.split("@")[0] in ON_TASK]:
         for role, outcome in RULES[_key].items()
     }
     OPERATIONS[f"{_key}@task"] = replace(
-        _op, document=on_task(_op.document, _name, ON_TASK[_name]), path=("task", ON_TASK[_name])
+        _op,
+        document=on_task(_op.document, _name, ON_TASK[_name]),
+        path=("task", ON_TASK[_name], *(("nodes",) if _name in PAGED_ON_TASK else ())),
     )
 
 

@@ -56,7 +56,9 @@ JOBS = """query { trainingJobs(taskCode: "toy") { nodes {
   candidate { id origin weights recipe seed hyperparameters
               trainingData { datasets { datasetId name size sha256 } examples examplesSha256 baseData }
               metrics { name value text } parent { id name origin } model { id } } } } }"""
-REGISTRY = 'query { registeredModels(taskCode: "toy") { id name origin weights rounds } }'
+REGISTRY = """query($first: Int, $after: String, $order: CreationOrder! = NEWEST_FIRST) { task(code: "toy") {
+  registeredModels(first: $first, after: $after, orderBy: $order) {
+    totalCount pageInfo { hasNextPage endCursor } nodes { id name origin weights rounds } } } }"""
 MATRIX = """query { task(code: "toy") { roundModelMatrix {
   metric rounds
   rows { model { id name origin model { id } } targetedRounds
@@ -261,8 +263,16 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         assert target["registered"]["id"] == candidate["id"]
         assert target["registered"]["weights"] == candidate["weights"]
         assert target["registered"]["parent"] == {"name": "keyword", "origin": "CONFIGURED"}
-        registry = {r["id"]: r for r in (await run(s, REGISTRY))["registeredModels"]}
+        listed = (await run(s, REGISTRY))["task"]["registeredModels"]
+        registry = {r["id"]: r for r in listed["nodes"]}
         assert registry[candidate["id"]]["rounds"] == [2]
+        # a page at a time, newest first (the candidate) unless asked otherwise
+        newest = (await run(s, REGISTRY, first=1))["task"]["registeredModels"]
+        assert [r["id"] for r in newest["nodes"]] == [candidate["id"]]
+        assert newest["totalCount"] == len(registry) and newest["pageInfo"]["hasNextPage"]
+        rest = (await run(s, REGISTRY, first=50, after=newest["pageInfo"]["endCursor"]))["task"]["registeredModels"]
+        oldest = (await run(s, REGISTRY, order="OLDEST_FIRST"))["task"]["registeredModels"]["nodes"]
+        assert [r["id"] for r in newest["nodes"] + rest["nodes"]] == [r["id"] for r in reversed(oldest)]
 
     # --- round 2's examples are predicted by the candidate: what fooled round 1 no longer does
     async with session(server, annotators[0]) as s:
@@ -398,7 +408,7 @@ async def _check_item_by_item(server: Server, operator: str, stranger: str, rows
 async def _cancel_a_running_job(server: Server, operator: str, train_set: str) -> None:
     """A second job is cancelled while it runs, and registers nothing (run after the loop, on its data)."""
     async with session(server, operator) as s:
-        registry_before = (await run(s, REGISTRY))["registeredModels"]
+        registry_before = (await run(s, REGISTRY))["task"]["registeredModels"]
         sets = train_set
         started = (
             await run(
@@ -426,4 +436,4 @@ async def _cancel_a_running_job(server: Server, operator: str, train_set: str) -
         assert job["status"] == "CANCELLED" and job["candidate"] is None, job
         again = (await run(s, CANCEL, input={"jobId": job_id}))["cancelTraining"]
         assert again["__typename"] == "Conflict", again
-        assert (await run(s, REGISTRY))["registeredModels"] == registry_before
+        assert (await run(s, REGISTRY))["task"]["registeredModels"] == registry_before

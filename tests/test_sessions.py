@@ -15,7 +15,7 @@ mutation($u: String!, $e: String!, $p: String!) {
     __typename ... on AuthPayload { token user { username } apiToken { id name prefix } }
   }
 }"""
-TOKENS = "{ me { apiTokens { id name revoked current } } }"
+TOKENS = "{ me { apiTokens { nodes { id name revoked current } } } }"
 LOGOUT = "mutation { logout { __typename ... on LoggedOut { apiToken { id revoked } } ... on Error { message } } }"
 PASSWORD = "correct horse battery"
 
@@ -29,7 +29,7 @@ async def test_sign_in_names_its_token_and_logout_revokes_only_that_one(gql):
     assert second["apiToken"]["name"] == "login" and second["apiToken"]["revoked"] is False
     assert second["apiToken"]["current"] is False  # the login request itself was not signed with it
 
-    seen = (await gql(TOKENS, token=second["token"]))["me"]["apiTokens"]
+    seen = (await gql(TOKENS, token=second["token"]))["me"]["apiTokens"]["nodes"]
     assert {t["id"]: t["current"] for t in seen} == {
         registered["apiToken"]["id"]: False,
         second["apiToken"]["id"]: True,
@@ -38,7 +38,7 @@ async def test_sign_in_names_its_token_and_logout_revokes_only_that_one(gql):
     out = (await gql(LOGOUT, token=second["token"]))["logout"]
     assert out == {"__typename": "LoggedOut", "apiToken": {"id": second["apiToken"]["id"], "revoked": True}}
     assert (await gql(TOKENS, token=second["token"]))["me"] is None  # that session is over at once
-    still = (await gql(TOKENS, token=first))["me"]["apiTokens"]  # the other one goes on
+    still = (await gql(TOKENS, token=first))["me"]["apiTokens"]["nodes"]  # the other one goes on
     assert {t["id"]: (t["revoked"], t["current"]) for t in still} == {
         registered["apiToken"]["id"]: (False, True),
         second["apiToken"]["id"]: (True, False),
@@ -66,7 +66,7 @@ async def test_tokens_expire(gql, platform):
     platform.settings.token_ttl_days = 30
     registered = (await gql(REGISTER, {"u": "tess", "e": "tess@example.org", "p": PASSWORD}, token=None))["register"]
     token = registered["token"]
-    [listed] = (await gql("{ me { apiTokens { expiresAt } } }", token=token))["me"]["apiTokens"]
+    [listed] = (await gql("{ me { apiTokens { nodes { expiresAt } } } }", token=token))["me"]["apiTokens"]["nodes"]
     assert listed["expiresAt"] is not None  # about 30 days ahead
     async with platform.db.write() as s:
         await s.execute(update(ApiToken).values(expires_at=utcnow() - timedelta(minutes=1)))
@@ -82,7 +82,9 @@ async def test_tokens_expire(gql, platform):
     again = (await gql(SIGN_IN, {"u": "tess", "p": PASSWORD}, token=None))["login"]["token"]
     [never] = [
         t
-        for t in (await gql("{ me { apiTokens { expiresAt revoked } } }", token=again))["me"]["apiTokens"]
+        for t in (await gql("{ me { apiTokens { nodes { expiresAt revoked } } } }", token=again))["me"]["apiTokens"][
+            "nodes"
+        ]
         if not t["revoked"] and t["expiresAt"] is None
     ]
     assert never == {"expiresAt": None, "revoked": False}
@@ -92,9 +94,9 @@ async def test_a_user_holds_a_bounded_number_of_live_tokens(gql, platform):
     platform.settings.tokens_per_user = 3
     await gql(REGISTER, {"u": "lena", "e": "lena@example.org", "p": PASSWORD}, token=None)
     tokens = [(await gql(SIGN_IN, {"u": "lena", "p": PASSWORD}, token=None))["login"]["token"] for _ in range(4)]
-    listed = (await gql(TOKENS, token=tokens[-1]))["me"]["apiTokens"]
+    listed = (await gql(TOKENS, token=tokens[-1]))["me"]["apiTokens"]["nodes"]
     assert len(listed) == 5 and sum(not t["revoked"] for t in listed) == 3
-    assert [t["revoked"] for t in listed] == [True, True, False, False, False]  # the least recently used went
+    assert [t["revoked"] for t in listed] == [False, False, False, True, True]  # newest first: the oldest went
 
 
 async def test_revoke_all_signs_out_everywhere(gql):

@@ -96,7 +96,6 @@ LIST_SIZES: dict[str, int] = {
     "Task.adversaries": DECLARED,
     "Task.webhooks": MANY,
     "Task.trainingRecipes": DECLARED,
-    "Task.registeredModels": MANY,
     "Task.fields": DECLARED,
     "RegisteredModel.metrics": DECLARED,  # what its recipe reports
     "TrainingData.datasets": DECLARED,  # the data sets a training job was asked to read
@@ -112,7 +111,6 @@ LIST_SIZES: dict[str, int] = {
     "Prediction.probabilities": DECLARED,  # one per label
     "Suggestion.moves": DECLARED,  # one per label
     "SuggestedEdits.suggestions": 10,  # suggestEdits' limit: at most 10
-    "User.apiTokens": MANY,  # revoked ones included
     "UserTaskStats.rounds": MANY,
     "Evaluation.metrics": METRICS,
     "Evaluation.privateMetrics": METRICS,

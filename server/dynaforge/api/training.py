@@ -360,10 +360,10 @@ async def recipes_of(info: Info, task_code: str) -> list[TrainingRecipe]:
 
 
 @task_list("registeredModels")
-async def registered_of(info: Info, task_code: str) -> list[RegisteredModel]:
-    """Task.registeredModels (and the deprecated root field)."""
-    rows = await training_service.registered_models(*info.context.caller, task_code)
-    return [RegisteredModel.from_row(r) for r in rows]
+async def registered_of(info: Info, task_code: str, page: WorkPage) -> Connection[RegisteredModel]:
+    """Task.registeredModels."""
+    listing = await training_service.registered_listing(*info.context.caller, task_code, page)
+    return Connection.from_listing(listing, RegisteredModel.from_row)
 
 
 @task_list("trainingJobs")
@@ -396,7 +396,8 @@ class TrainingQuery:
     )
     @errors_as_graphql
     async def registered_models(self, info: Info, task_code: TaskCode) -> list[RegisteredModel] | None:
-        return await registered_of(info, task_code)
+        rows = await training_service.registered_models(*info.context.caller, task_code)
+        return [RegisteredModel.from_row(r) for r in rows]
 
     @strawberry.field(
         description="The task's training jobs, a page at a time (owners and admins), newest first unless `orderBy` "

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy import func, select
+from sqlalchemy import false, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
@@ -33,6 +33,7 @@ from dynaforge.errors import (
     NotFound,
     RateLimited,
 )
+from dynaforge.services import cursors
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.platform import Platform
 from dynaforge.services.ratelimit import client_key
@@ -250,6 +251,15 @@ async def tokens_of(p: Platform, actor: Actor, user_id: int) -> list[ApiToken]:
     async with p.db.session() as s:
         rows = await s.scalars(select(ApiToken).where(col(ApiToken.user_id) == user_id).order_by(col(ApiToken.id)))
         return list(rows)
+
+
+async def token_listing(p: Platform, actor: Actor, user_id: int, page: cursors.WorkPage) -> cursors.Listing:
+    """A page of a user's API tokens (:func:`tokens_of`'s rules: the user themself and admins; anyone else sees
+    none), newest first unless ``page.oldest_first``, revoked ones included."""
+    statement = select(ApiToken).where(col(ApiToken.user_id) == user_id)
+    if actor.user_id is None or (actor.user_id != user_id and not actor.is_admin):
+        statement = statement.where(false())
+    return await cursors.id_listing(p, statement, ApiToken, "apiToken", page)
 
 
 def visible_email(actor: Actor, user: User) -> str | None:

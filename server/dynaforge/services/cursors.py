@@ -199,6 +199,23 @@ async def work_listing(
     statement = select(table).where(table.task_id == task_id)
     if page.status is not None:
         statement = statement.where(table.status == page.status)
+    return await id_listing(p, statement, table, kind, page, request)
+
+
+async def id_listing(
+    p: Any, statement: Any, table: Any, kind: str, page: WorkPage, request: PageRequest | None = None
+) -> Listing:
+    """A page of ``statement``'s rows of ``table`` (a keyset on their ids), newest first unless
+    ``page.oldest_first``; ``page.status`` is the caller's to apply."""
+    if request is None:
+        request = PageRequest.of(
+            kind,
+            first=page.first,
+            after=page.after,
+            last=page.last,
+            before=page.before,
+            max_size=p.settings.page_max_size,
+        )
     async with p.db.session() as s:
         found = await window(s, statement, table.id, kind, request, descending=not page.oldest_first)
     return Listing(found, counter(p, statement))

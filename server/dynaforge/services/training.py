@@ -301,6 +301,17 @@ async def registered_models(p: Platform, actor: Actor, task_code: str) -> list[R
     return [row for row in rows if row.id in targeted]
 
 
+async def registered_listing(p: Platform, actor: Actor, task_code: str, page: cursors.WorkPage) -> cursors.Listing:
+    """A page of the task's registry, newest first unless ``page.oldest_first``, under the rules of
+    :func:`registered_models` (everything for owners and admins, the models some round targeted for others)."""
+    view = await task_service.get_task(p, actor, task_code)
+    statement = select(RegisteredModel).where(col(RegisteredModel.task_id) == view.row.id)
+    async with p.db.session() as s:
+        if not await task_service.is_owner(s, actor, view.row.id):
+            statement = statement.where(col(RegisteredModel.id).in_(sorted(await _targeted_ids(s, view.row.id))))
+    return await cursors.id_listing(p, statement, RegisteredModel, "registeredModel", page)
+
+
 async def get_registered(p: Platform, actor: Actor, entry_id: int) -> RegisteredModel:
     async with p.db.session() as s:
         row = await s.get(RegisteredModel, entry_id)

@@ -26,23 +26,26 @@ export const MyCounters = graphql(`
 `);
 
 const MePage = graphql(`
-  query MePage {
+  query MePage($tokens: Int!) {
     me {
       id
       username
       email
       isAdmin
       createdAt
-      apiTokens {
-        id
-        name
-        origin
-        prefix
-        createdAt
-        lastUsedAt
-        expiresAt
-        revoked
-        current
+      apiTokens(first: $tokens) {
+        totalCount
+        nodes {
+          id
+          name
+          origin
+          prefix
+          createdAt
+          lastUsedAt
+          expiresAt
+          revoked
+          current
+        }
       }
     }
     tasks {
@@ -65,6 +68,9 @@ const MePage = graphql(`
     }
   }
 `);
+
+/** How many of one's API tokens the page lists, newest first (the rest are counted). */
+const TOKENS_LISTED = 100;
 
 type MyTaskStats = NonNullable<MePageQuery["tasks"][number]["viewerStats"]>;
 
@@ -135,7 +141,11 @@ export default function Me() {
 }
 
 function MeScreen() {
-  const [{ data, error, fetching }, refetch] = useQuery({ query: MePage, requestPolicy: "cache-and-network" });
+  const [{ data, error, fetching }, refetch] = useQuery({
+    query: MePage,
+    variables: { tokens: TOKENS_LISTED },
+    requestPolicy: "cache-and-network",
+  });
   const me = data?.me;
   if (error) return <p role="alert">{transportMessage(error)}</p>;
   if (!me) return fetching ? <p className="muted">Loading…</p> : <p role="alert">You are not signed in any more.</p>;
@@ -153,7 +163,11 @@ function MeScreen() {
           <TaskStats key={task.id} code={task.code} name={task.name} stats={task.viewerStats} />
         ))}
       </section>
-      <Tokens tokens={me.apiTokens} onChange={() => refetch({ requestPolicy: "network-only" })} />
+      <Tokens
+        tokens={me.apiTokens.nodes}
+        total={me.apiTokens.totalCount}
+        onChange={() => refetch({ requestPolicy: "network-only" })}
+      />
     </section>
   );
 }
@@ -247,7 +261,7 @@ const ORIGIN_WORDS: Record<TokenOrigin, string> = {
   OPERATOR: "made for you by an admin",
 };
 
-function Tokens({ tokens, onChange }: { tokens: readonly Token[]; onChange: () => void }) {
+function Tokens({ tokens, total, onChange }: { tokens: readonly Token[]; total: number; onChange: () => void }) {
   const { signOut } = useAuth();
   const [, navigate] = useLocation();
   const [creating, create] = useMutation(CreateToken);
@@ -279,6 +293,7 @@ function Tokens({ tokens, onChange }: { tokens: readonly Token[]; onChange: () =
       <p className="lead">
         Tokens sign scripts and other browsers in as you. Revoke one you no longer use; revoking the one this page uses
         signs you out here.
+        {total > tokens.length && ` The newest ${tokens.length} of your ${total} tokens are listed.`}
       </p>
       <ScrollBox label="My API tokens, scrollable">
         <table className="board" data-tokens>

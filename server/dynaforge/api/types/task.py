@@ -532,12 +532,22 @@ class Task(Node):
         return await implementation("trainingRecipes")(info, self.code)
 
     @strawberry.field(
-        description="The task's model registry, newest first: every entry for its owners and admins, the entries "
-        "some round targeted for others."
+        description="The task's model registry, a page at a time, newest first unless `orderBy` says otherwise: "
+        "every entry for its owners and admins, the entries some round targeted for others."
     )
     @errors_as_graphql
-    async def registered_models(self, info: Info) -> list[RegisteredModel] | None:
-        return await implementation("registeredModels")(info, self.code)
+    async def registered_models(
+        self,
+        info: Info,
+        order_by: OrderBy = CreationOrder.NEWEST_FIRST,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[RegisteredModel] | None:
+        return await implementation("registeredModels")(
+            info, self.code, work_page(None, order_by, first, after, last, before)
+        )
 
     @strawberry.field(
         description="The task's training jobs, a page at a time, newest first unless `orderBy` says otherwise. "

@@ -8,7 +8,9 @@ from enum import Enum
 import strawberry
 
 from dynaforge.api.context import Info
+from dynaforge.api.enums import CreationOrder, OrderBy, work_page
 from dynaforge.api.node import Node, global_id
+from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.db.models import ApiToken as ApiTokenRow
 from dynaforge.db.models import User as UserRow
 from dynaforge.db.models import as_utc
@@ -99,10 +101,21 @@ class User(Node):
 
     @strawberry.field(
         description="The user's API tokens (names, dates, whether revoked; never a secret, which is stored hashed), "
-        "revoked ones included, oldest first; empty for everyone but the user themself and admins."
+        "revoked ones included, a page at a time, newest first unless `orderBy` says otherwise; empty for everyone "
+        "but the user themself and admins."
     )
-    async def api_tokens(self, info: Info) -> list[ApiToken]:
-        return [ApiToken.from_row(r) for r in await auth_service.tokens_of(*info.context.caller, self.row.id)]
+    async def api_tokens(
+        self,
+        info: Info,
+        order_by: OrderBy = CreationOrder.NEWEST_FIRST,
+        first: First = None,
+        after: After = None,
+        last: Last = None,
+        before: Before = None,
+    ) -> Connection[ApiToken]:
+        page = work_page(None, order_by, first, after, last, before)
+        listing = await auth_service.token_listing(*info.context.caller, self.row.id, page)
+        return Connection.from_listing(listing, ApiToken.from_row)
 
     @classmethod
     def from_row(cls, row: UserRow) -> User:

@@ -20,13 +20,19 @@ import type { ManagedTask } from "./Manage";
 import { Checkbox, Outcome, Select, shortWhen, TextArea, useOutcome } from "./parts";
 import { Digest } from "./registry";
 
+/** How many registered models the registry lists: the newest (the rest are counted). */
+export const REGISTRY_SHOWN = 100;
+
 export const Registry = graphql(`
-  query RetrainingRegistry($code: String!) {
+  query RetrainingRegistry($code: String!, $registered: Int!) {
     task(code: $code) {
       id
       updatesCursor
-      registeredModels {
-        ...RegisteredModelParts
+      registeredModels(first: $registered) {
+        totalCount
+        nodes {
+          ...RegisteredModelParts
+        }
       }
       roundModelMatrix {
         metric
@@ -209,8 +215,8 @@ export function ModelMatrix({
   const promoted = useOutcome();
   const matrix = data?.task?.roundModelMatrix;
   const rowsByModel = new Map((matrix?.rows ?? []).map((row) => [row.model.id, row]));
-  // Every registered model, oldest first (the registry lists the newest first), with its matrix row if evaluated.
-  const entries: Entry[] = [...(data?.task?.registeredModels ?? [])].reverse();
+  // The newest registered models, shown oldest first (the registry lists the newest first), with their matrix rows.
+  const entries: Entry[] = [...(data?.task?.registeredModels?.nodes ?? [])].reverse();
   for (const row of matrix?.rows ?? []) if (!entries.some((e) => e.id === row.model.id)) entries.push(row.model);
   const rounds = matrix?.rounds ?? [];
   const testSet = (n: number) =>
@@ -250,6 +256,11 @@ export function ModelMatrix({
         </p>
       )}
       {data && entries.length === 0 && <p className="muted">The task's model registry is empty.</p>}
+      {(data?.task?.registeredModels?.totalCount ?? 0) > REGISTRY_SHOWN && (
+        <p className="muted">
+          The newest {REGISTRY_SHOWN} of {data?.task?.registeredModels?.totalCount} registered models are listed.
+        </p>
+      )}
       {entries.length > 0 && (
         <ScrollBox label="Round × model matrix, scrollable">
           <table className="table matrix">

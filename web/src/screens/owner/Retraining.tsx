@@ -22,7 +22,7 @@ import {
 } from "../../lib/retraining";
 import { submitted, TextInput } from "../Form";
 import type { ManagedTask } from "./Manage";
-import { ModelMatrix, Registry } from "./ModelMatrix";
+import { ModelMatrix, REGISTRY_SHOWN, Registry } from "./ModelMatrix";
 import { Checkbox, Outcome, Select, textOf, useOutcome } from "./parts";
 import { JOBS_SHOWN, JobList, Jobs } from "./TrainingJobs";
 
@@ -100,7 +100,11 @@ const defaultsOf = (recipe: Recipe): Record<string, unknown> =>
 export default function Retraining({ task, onChanged }: { task: ManagedTask; onChanged: () => void }) {
   const variables = { code: task.code };
   const [recipes] = useQuery({ query: Recipes, variables });
-  const [registry, refreshRegistry] = useQuery({ query: Registry, variables, requestPolicy: "cache-and-network" });
+  const [registry, refreshRegistry] = useQuery({
+    query: Registry,
+    variables: { code: task.code, registered: REGISTRY_SHOWN },
+    requestPolicy: "cache-and-network",
+  });
   const [jobs, refreshJobs] = useQuery({
     query: Jobs,
     variables: { code: task.code, first: JOBS_SHOWN },
