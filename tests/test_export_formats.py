@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from support import make_settings
+from support import gid, make_settings
 from toy_plugin import ToyPlugin
 
 from dynaforge import Export, ExportFormat, ExportPage, ExportSplit, WrittenExport, hookimpl
@@ -117,7 +117,7 @@ async def test_register_export_formats_a_plugins_format_is_written_page_by_page(
     plan = await exports.prepare_export(platform, Actor.system(), "toy")
     seen: list[int] = []
     result = await exports.write(platform, plan, "ids", tmp_path / "ids.txt", page_size=2, progress=seen.append)
-    assert (tmp_path / "ids.txt").read_text().split() == [str(i) for i in made]
+    assert (tmp_path / "ids.txt").read_text().split() == [gid("Example", i) for i in made]
     assert with_ids.pages == [2, 2, 1] and seen == [2, 2, 1]
     assert (result.total, result.counts, result.files) == (5, {"round1": 5}, (tmp_path / "ids.txt",))
     assert [f.name for f in exports.export_formats(platform)] == ["jsonl", "hf", "ids"]
@@ -145,7 +145,7 @@ async def test_register_export_formats_http_serves_a_plugins_format(platform, wi
     assert response.status_code == 200, response.text
     assert response.headers["content-type"].startswith("text/plain")
     assert 'filename="dynaforge-toy-round1.txt"' in response.headers["content-disposition"]
-    assert response.text.split() == [str(i) for i in made]
+    assert response.text.split() == [gid("Example", i) for i in made]
     refused = await client.get("/export/toy", params={"format": "xml"}, headers=headers)
     assert refused.status_code == 400
     assert "the registered formats are: jsonl, hf, ids" in refused.json()["error"]["message"]

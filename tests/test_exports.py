@@ -19,11 +19,12 @@ import pyarrow.parquet as pq
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import insert, select, update
-from support import asyncpg_url, make_settings, make_user, pg_execute
+from support import asyncpg_url, gid, make_settings, make_user, pg_execute
 from toy_plugin import ToyPlugin, ToyTask
 
 from dynaforge import cli
 from dynaforge.api import export_http
+from dynaforge.api.node import decode_global_id
 from dynaforge.db.engine import Database
 from dynaforge.db.migrate import upgrade
 from dynaforge.db.models import Example, ExampleStatus, Round, TaskRow, Validation
@@ -33,6 +34,14 @@ from dynaforge.plugins import Plugins
 from dynaforge.services import auth, contexts, datasets, examples, exports, tasks
 from dynaforge.services.actor import Actor
 from dynaforge.services.platform import Platform
+
+
+def _pk(value: str) -> int:
+    """The row id inside an exported example's id, which is the API's global id of an Example."""
+    decoded = decode_global_id(value)
+    assert decoded is not None and decoded[0] == "Example", value
+    return int(decoded[1])
+
 
 RECORD_KEYS = {
     "format",
@@ -170,13 +179,13 @@ async def test_jsonl_records_follow_the_format(unlimited):
     await _decide(p, flagged.id, ExampleStatus.FLAGGED, votes=(0, 0, 1), flag_reason="rude wording")
 
     records = await _jsonl(p, Actor.system())
-    by_id = {r["id"]: r for r in records}
+    by_id = {_pk(r["id"]): r for r in records}
     # Owners (the system actor is an admin) get everything but retracted and pending examples, by id.
-    assert [r["id"] for r in records] == sorted([accepted.id, rejected.id, standalone.id, flagged.id])
+    assert [_pk(r["id"]) for r in records] == sorted([accepted.id, rejected.id, standalone.id, flagged.id])
     secret = (await _secrets(p))[1]
     for r in records:
         assert set(r) == RECORD_KEYS
-        assert r["format"] == "dynaforge.example/1" and r["task"] == "toy" and r["round"] == 1
+        assert r["format"] == "dynaforge.example/2" and r["task"] == "toy" and r["round"] == 1
         assert HEX16.match(r["author"])
         datetime.fromisoformat(r["created_at"])
         assert r["prediction"]["label"] in ("good", "bad")
@@ -186,7 +195,7 @@ async def test_jsonl_records_follow_the_format(unlimited):
     # The context's fields are merged in, so that the line stands alone.
     assert a["fields"]["text"] == "not good at all" and a["fields"]["label"] == "bad"
     assert a["fields"]["topic"] in {c["topic"] for c in ToyTask.demo_contexts}
-    assert a["context_id"] == accepted.context_id
+    assert a["id"] == gid("Example", accepted.id) and a["context_id"] == gid("Context", accepted.context_id)
     assert (a["status"], a["fooled"], a["tag"], a["time_taken_ms"]) == ("ACCEPTED", True, "negation", 1500)
     assert a["prediction"]["label"] == "good"
     assert a["votes"] == {"correct": 2, "incorrect": 0, "flagged": 0}
@@ -227,7 +236,7 @@ async def test_pseudonyms_are_stable_within_a_round_and_unlinkable_across_rounds
     await _open_round(p, 2)
     later = await _submit(p, alice, "good again", "good", context=False)
 
-    records = {r["id"]: r for r in await _jsonl(p, Actor.system())}
+    records = {_pk(r["id"]): r for r in await _jsonl(p, Actor.system())}
     one, two = records[first[0].id]["author"], records[first[1].id]["author"]
     assert one == two  # stable within a round
     assert records[by_bob.id]["author"] != one  # distinct people, distinct pseudonyms
@@ -239,7 +248,7 @@ async def test_pseudonyms_are_stable_within_a_round_and_unlinkable_across_rounds
         assert "user_id" not in line and "alice" not in line and "bob" not in line
 
     round_two = await _jsonl(p, Actor.system(), round_number=2)
-    assert [r["id"] for r in round_two] == [later.id]
+    assert [_pk(r["id"]) for r in round_two] == [later.id]
     assert round_two[0]["author"] == records[later.id]["author"]
 
 
@@ -253,8 +262,8 @@ async def test_non_owners_export_accepted_examples_only(unlimited):
     # Not split yet: its test set may be drawn from what is accepted now, so non-owners export nothing of it.
     assert await _jsonl(p, bob) == []
     await _publish(p, 1)
-    assert [r["id"] for r in await _jsonl(p, bob)] == [kept.id]
-    assert [r["id"] for r in await _jsonl(p, bob, statuses=["accepted"])] == [kept.id]
+    assert [_pk(r["id"]) for r in await _jsonl(p, bob)] == [kept.id]
+    assert [_pk(r["id"]) for r in await _jsonl(p, bob, statuses=["accepted"])] == [kept.id]
     with pytest.raises(Forbidden, match="ACCEPTED"):
         await exports.prepare_export(p, bob, "toy", statuses=["ACCEPTED", "CREATED"])
     with pytest.raises(NotAuthenticated):
@@ -295,7 +304,7 @@ async def test_jsonl_file_pages_and_progress(unlimited, tmp_path):
     assert seen == [2, 2, 1]  # one call per page
     assert (result.total, result.counts) == (5, {"round1": 5})
     lines = (tmp_path / "out.jsonl").read_text().splitlines()
-    assert [json.loads(line)["id"] for line in lines] == [e.id for e in made]
+    assert [_pk(json.loads(line)["id"]) for line in lines] == [e.id for e in made]
     assert not list(tmp_path.glob("*.partial"))
 
     # An example created after the plan was made is not written, so the count stays true.
@@ -333,7 +342,7 @@ async def test_hf_folder_loads_with_datasets(unlimited, tmp_path):
     assert (ds["round1"].num_rows, ds["round2"].num_rows) == (4, 2)
     features = ds["round1"].features
     assert features["label"].names == ["good", "bad"]
-    rows = {row["id"]: row for row in ds["round1"]}
+    rows = {_pk(row["id"]): row for row in ds["round1"]}
     first = rows[r1[0].id]
     assert features["label"].int2str(first["label"]) == "good"
     assert first["text"] == "good one 0" and first["round"] == 1 and first["status"] == "ACCEPTED"
@@ -344,7 +353,7 @@ async def test_hf_folder_loads_with_datasets(unlimited, tmp_path):
     assert first["validations"][0]["reason"] == "fine"
     assert rows[r1[3].id]["topic"] == "kettles" and rows[r1[3].id]["tag"] == "short"
     assert features["label"].int2str(rows[r1[3].id]["label"]) == "bad"
-    assert sorted(ds["round2"]["id"]) == sorted(e.id for e in r2)
+    assert sorted(_pk(i) for i in ds["round2"]["id"]) == sorted(e.id for e in r2)
 
     # One round, public statuses, into its own folder; a non-empty folder is refused.
     await _decide(p, r2[0].id, ExampleStatus.ACCEPTED)
@@ -352,7 +361,7 @@ async def test_hf_folder_loads_with_datasets(unlimited, tmp_path):
     only = await exports.prepare_export(p, alice, "toy", round_number=2)
     await exports.write_hf(p, only, tmp_path / "r2")
     ds2 = _load(tmp_path / "r2", tmp_path / "cache2")
-    assert list(ds2) == ["round2"] and ds2["round2"]["id"] == [r2[0].id]
+    assert list(ds2) == ["round2"] and ds2["round2"]["id"] == [gid("Example", r2[0].id)]
     with pytest.raises(InvalidInput, match="not an empty folder"):
         await exports.write_hf(p, only, tmp_path / "r2")
 
@@ -461,14 +470,14 @@ async def test_http_export_jsonl_and_hf(unlimited, client, tmp_path, monkeypatch
     assert response.headers["content-type"].startswith("application/x-ndjson")
     assert 'filename="dynaforge-toy-round1.jsonl"' in response.headers["content-disposition"]
     lines = [json.loads(line) for line in response.text.splitlines()]
-    assert [r["id"] for r in lines] == [e.id for e in made]
+    assert [_pk(r["id"]) for r in lines] == [e.id for e in made]
     assert all(set(r) == RECORD_KEYS for r in lines)
 
     public = await client.get("/export/toy", headers={"Authorization": f"Bearer {other}"})
     assert public.text == ""  # the round is not split yet
     await _publish(p, 1)
     public = await client.get("/export/toy", headers={"Authorization": f"Bearer {other}"})
-    assert [json.loads(line)["id"] for line in public.text.splitlines()] == [made[0].id]
+    assert [_pk(json.loads(line)["id"]) for line in public.text.splitlines()] == [made[0].id]
 
     made_dirs: list[str] = []
     real_mkdtemp = tempfile.mkdtemp
@@ -577,7 +586,7 @@ def test_cli_export(fresh_url, tmp_path, monkeypatch):
     )
     assert result.exit_code == 0, result.output
     assert f"wrote 3 examples of toy (round1: 3) to {out}" in result.output
-    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ids
+    assert [_pk(json.loads(line)["id"]) for line in out.read_text().splitlines()] == ids
 
     folder = tmp_path / "hf"
     result = runner.invoke(
@@ -601,7 +610,7 @@ def test_cli_export(fresh_url, tmp_path, monkeypatch):
     assert result.exit_code == 0, result.output
     assert "wrote 1 example of toy (round1: 1)" in result.output and "round1.parquet" in result.output
     ds = _load(folder, tmp_path / "cache")
-    assert ds["round1"]["id"] == [ids[1]]
+    assert ds["round1"]["id"] == [gid("Example", ids[1])]
 
     result = runner.invoke(
         cli.main,
@@ -679,4 +688,4 @@ async def test_export_then_import_keeps_each_example(unlimited, tmp_path):
     before = await _jsonl(p, Actor.system(), round_number=1)
     after = await _jsonl(p, Actor.system(), round_number=2)
     assert [{k: r[k] for k in kept} for r in after] == [{k: r[k] for k in kept} for r in before]
-    assert all(r["format"] == "dynaforge.example/1" and r["round"] == 2 for r in after)
+    assert all(r["format"] == "dynaforge.example/2" and r["round"] == 2 for r in after)

@@ -7,7 +7,7 @@ name ``dynaforge export --format NAME`` and ``GET /export/{task}?format=NAME`` u
 
 The export service decides who may export what (``dynaforge.services.exports.prepare_export``) and hands the
 format an :class:`Export`: the task, the export's splits (one per round) and its examples as pages of records in
-the ``dynaforge.example/1`` format, read from the database one page at a time. A format writes each page before it
+the ``dynaforge.example/2`` format, read from the database one page at a time. A format writes each page before it
 asks for the next, so memory follows the page, not the export. No user id is in a record: authors and validators
 are pseudonyms.
 """
@@ -21,8 +21,9 @@ from typing import Any
 
 from dynaforge.tasks.base import Task
 
-#: The format of each record an export hands out (what the core ``jsonl`` importer reads back).
-RECORD_FORMAT = "dynaforge.example/1"
+#: The format of each record an export hands out (what the core ``jsonl`` importer reads back). Version 2 carries
+#: the API's global ids (``id``: the Example's, ``context_id``: the Context's) where version 1 had row numbers.
+RECORD_FORMAT = "dynaforge.example/2"
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,8 @@ class ExportSplit:
 
 @dataclass(frozen=True)
 class ExportPage:
-    """Some examples of one split, as ``dynaforge.example/1`` records (dicts of JSON values), in id order."""
+    """Some examples of one split, as ``dynaforge.example/2`` records (dicts of JSON values), in the order they were
+    stored."""
 
     split: str
     round: int

@@ -81,7 +81,7 @@ def register_importers(register: Callable[[Importer], None]) -> None:
 def register_export_formats(register: Callable[[ExportFormat], None]) -> None:
     """Register export formats: call ``register(format)`` with a :class:`dynaforge.ExportFormat` instance.
 
-    A format writes a task's collected examples, handed to it page by page as ``dynaforge.example/1`` records; its
+    A format writes a task's collected examples, handed to it page by page as ``dynaforge.example/2`` records; its
     ``name`` is what ``dynaforge export --format`` and ``GET /export/{task}?format=`` name and must be unique across
     plugins. The core registers ``jsonl`` and ``hf``.
     """

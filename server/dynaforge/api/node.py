@@ -16,6 +16,7 @@ from typing import Any
 import strawberry
 
 from dynaforge import errors as domain
+from dynaforge import ids
 
 #: Every type that implements Node, in the order the documentation lists them.
 NODE_TYPES = (
@@ -70,9 +71,9 @@ class Node:
 
 
 def global_id(type_name: str, key: int | str) -> strawberry.ID:
-    """The opaque id of the ``type_name`` object whose key (row id, task code, ...) is ``key``."""
-    raw = f"{type_name}:{key}".encode()
-    return strawberry.ID(base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii"))
+    """The opaque id of the ``type_name`` object whose key (row id, task code, ...) is ``key``
+    (:func:`dynaforge.ids.global_id`, the spelling exports use too)."""
+    return strawberry.ID(ids.global_id(type_name, key))
 
 
 def decode_global_id(value: object) -> tuple[str, str] | None:

@@ -1,6 +1,6 @@
 """The core export formats, registered like a plugin's: ``jsonl`` and ``hf`` (see :mod:`dynaforge.exporters`).
 
-``jsonl`` writes one ``dynaforge.example/1`` record per line (what the core ``jsonl`` importer reads back), and
+``jsonl`` writes one ``dynaforge.example/2`` record per line (what the core ``jsonl`` importer reads back), and
 streams over HTTP as it is read. ``hf`` writes a folder that ``datasets.load_dataset`` loads: one Parquet file per
 round, one row group per page, and a dataset card. Both write each page before the next is read.
 """
@@ -31,10 +31,10 @@ def _jsonl_chunk(page: ExportPage) -> bytes:
 
 
 class JsonlFormat(ExportFormat):
-    """JSON Lines: one ``dynaforge.example/1`` record per line, rounds in order, examples by id."""
+    """JSON Lines: one ``dynaforge.example/2`` record per line, rounds in order, examples in the order stored."""
 
     name = "jsonl"
-    description = "JSON Lines: one example per line (format dynaforge.example/1), which the jsonl importer reads."
+    description = "JSON Lines: one example per line (format dynaforge.example/2), which the jsonl importer reads."
     media_type = "application/x-ndjson"
     extension = ".jsonl"
 
@@ -80,14 +80,14 @@ META_COLUMNS = (
     "validations",
 )
 _META_DTYPES = {
-    "id": "int64",
+    "id": "string",
     "round": "int64",
     "status": "string",
     "fooled": "bool",
     "prediction": "string",
     "author": "string",
     "tag": "string",
-    "context_id": "int64",
+    "context_id": "string",
     "time_taken_ms": "int64",
     "source": "string",
     "adversary": "string",
@@ -403,15 +403,15 @@ The task's fields (their role in parentheses; context fields are repeated on eac
 
 {fields}
 
-Besides the fields: `id` (the example's id on the server), `round`, `status` (CREATED, FLAGGED, ACCEPTED,
-REJECTED, ...), `fooled` (whether the example fooled the target model; null if it was never predicted),
-`prediction` (the model's prediction, a JSON string), `author`, `tag`, `context_id`, `time_taken_ms`,
-`source` (HUMAN: written by a person; ASSISTED: by a person from a machine adversary's suggestion; MACHINE:
-proposed by a machine adversary and validated by people), `adversary` (the adversary's name, for ASSISTED and
-MACHINE), `created_at` (ISO 8601, UTC), `votes` (validators' counts: correct, incorrect, flagged), `flag_reason` and
-`validations` (each validator's pseudonym, label, corrected target as a JSON string, reason, whether an owner
-gave it, and when). A choice field holds the index of its class label; -1 marks a stored value that is no
-longer one of the task's labels.
+Besides the fields: `id` (the example's id in the server's API, which `node(id:)` reads), `round`, `status`
+(CREATED, FLAGGED, ACCEPTED, REJECTED, ...), `fooled` (whether the example fooled the target model; null if it was
+never predicted), `prediction` (the model's prediction, a JSON string), `author`, `tag`, `context_id` (the context's
+API id), `time_taken_ms`, `source` (HUMAN: written by a person; ASSISTED: by a person from a machine adversary's
+suggestion; MACHINE: proposed by a machine adversary and validated by people), `adversary` (the adversary's name,
+for ASSISTED and MACHINE), `created_at` (ISO 8601, UTC), `votes` (validators' counts: correct, incorrect, flagged),
+`flag_reason` and `validations` (each validator's pseudonym, label, corrected target as a JSON string, reason,
+whether an owner gave it, and when). A choice field holds the index of its class label; -1 marks a stored value
+that is no longer one of the task's labels.
 
 ## Pseudonyms
 

@@ -1,8 +1,9 @@
 """The core importer ``jsonl``: Dynaforge's own export, one JSON object per line, for any task.
 
-Each line is an example as exported by Dynaforge (format ``dynaforge.example/1``)::
+Each line is an example as exported by Dynaforge (format ``dynaforge.example/2``; version 1, whose ids were row
+numbers, reads alike)::
 
-    {"format": "dynaforge.example/1", "id": 12, "task": "nli", "round": 1, "status": "ACCEPTED",
+    {"format": "dynaforge.example/2", "id": "RXhhbXBsZToxMg", "task": "nli", "round": 1, "status": "ACCEPTED",
      "fields": {...}, "tag": null, "context_id": null, "fooled": true, "prediction": {...},
      "model_predictions": [...], "author": "3f2a...", "time_taken_ms": 1200, "created_at": "...",
      "votes": {"correct": 2, "incorrect": 0, "flagged": 0}, "flag_reason": null, "validations": [...]}
@@ -26,7 +27,9 @@ from dynaforge.hookspecs import hookimpl
 from dynaforge.importers import ImportedExample, Importer, row_error, text_lines
 from dynaforge.tasks.base import Task
 
-FORMAT = "dynaforge.example/1"
+FORMAT = "dynaforge.example/2"
+#: The versions read: 2 (the API's global ids) and 1 (row numbers); the importer reads neither id.
+FORMATS = (FORMAT, "dynaforge.example/1")
 VOTES = ("correct", "incorrect", "flagged")
 EXAMPLE = f'{{"format": "{FORMAT}", "fields": {{...}}, "status": "ACCEPTED", ...}}'
 
@@ -43,18 +46,18 @@ def _optional(record: dict[str, Any], key: str, types: tuple[type, ...], what: s
 
 
 class JsonlImporter(Importer):
-    """Dynaforge's own JSONL export (``dynaforge.example/1``), for any task."""
+    """Dynaforge's own JSONL export (``dynaforge.example/2``, or version 1), for any task."""
 
     name = "jsonl"
     task_code = None
-    description = "Dynaforge's own export: one JSON object per line (format dynaforge.example/1), any task."
+    description = "Dynaforge's own export: one JSON object per line (format dynaforge.example/2 or /1), any task."
 
     def records(self, path: Path) -> Iterator[tuple[str, Any]]:
         return text_lines(path)
 
     def convert(self, record: str, location: str, task: Task) -> ImportedExample:
         data = json_object(location, record, example=EXAMPLE, not_an_object="json")
-        if data.get("format") != FORMAT:
+        if data.get("format") not in FORMATS:
             raise row_error(
                 location,
                 "format",

@@ -3,7 +3,7 @@
 The formats are plugins (hook ``register_export_formats``, :mod:`dynaforge.exporters`); the core registers ``jsonl``
 and ``hf`` (a Hugging Face ``datasets`` folder). This module decides what is exported and reads it: examples in
 keyset pages by id (``col(Example.id) > last``, ``PAGE_SIZE`` at a time), the validations and contexts of a page in one
-query each, each page turned into ``dynaforge.example/1`` records and handed to the format, which writes it out
+query each, each page turned into ``dynaforge.example/2`` records and handed to the format, which writes it out
 before the next page is read, so memory stays flat in the number of examples. No user id leaves the server: authors
 and validators appear as pseudonyms, an HMAC of the user id keyed on the round's secret (:func:`pseudonym`), stable
 within a round and unrelated across rounds.
@@ -40,6 +40,7 @@ from dynaforge.db.models import (
 )
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.exporters import RECORD_FORMAT, Export, ExportFormat, ExportPage, ExportSplit
+from dynaforge.ids import global_id, optional_id
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_user
 from dynaforge.services.platform import Platform
@@ -313,17 +314,17 @@ def _fields(example: Example, contexts: dict[int, dict[str, Any]]) -> dict[str, 
 
 
 def record(plan: ExportPlan, page: _Page, example: Example) -> dict[str, Any]:
-    """One example in the ``dynaforge.example/1`` format (the importer reads exactly this)."""
+    """One example in the ``dynaforge.example/2`` format (the importer reads exactly this); its ids are the API's."""
     secret = page.part.round.secret
     return {
         "format": RECORD_FORMAT,
-        "id": example.id,
+        "id": global_id("Example", example.id),
         "task": plan.code,
         "round": page.part.round.number,
         "status": example.status,
         "fields": _fields(example, page.contexts),
         "tag": example.tag,
-        "context_id": example.context_id,
+        "context_id": optional_id("Context", example.context_id),
         "fooled": example.fooled,
         "prediction": example.prediction,
         "model_predictions": example.model_predictions or [],

@@ -40,6 +40,7 @@ from dynaforge.db.models import (
 )
 from dynaforge.errors import AlreadyExists, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.evaluation import dynascore
+from dynaforge.ids import global_id
 from dynaforge.services import cursors, visibility
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
@@ -503,8 +504,9 @@ def _cell(value: object) -> object:
 
 
 def to_csv(board: Board) -> str:
-    """The board as CSV: rank, model, submitter, Dynascore, then every metric (empty where missing). Text that a
-    spreadsheet would run as a formula (a model named ``=HYPERLINK(...)``) starts with ``'``."""
+    """The board as CSV: rank, the model's API id (``Model.id``), model, submitter, Dynascore, then every metric (empty
+    where missing). Text that a spreadsheet would run as a formula (a model named ``=HYPERLINK(...)``) starts with
+    ``'``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     names = [m.name for m in board.rows[0].metrics] if board.rows else []
@@ -514,7 +516,7 @@ def to_csv(board: Board) -> str:
         writer.writerow(
             [
                 "" if row.rank is None else row.rank,
-                row.model_id,
+                global_id("Model", row.model_id),
                 _cell(row.model_name),
                 _cell(row.submitter or ""),
                 "" if row.dynascore is None else repr(row.dynascore),

@@ -82,7 +82,8 @@ export interface CsvRow {
   gaps: readonly { dataset: string; reason: string }[];
 }
 
-/** The board as the server's CSV: rank, model_id, model, submitter, dynascore, every metric, missing, gaps. */
+/** The board as the server's CSV: rank, model_id (the API's Model id), model, submitter, dynascore, every metric,
+ * missing, gaps. */
 export function boardCsv(metrics: readonly string[], rows: readonly CsvRow[]): string {
   const number = (n: number | null | undefined) => (n == null ? "" : pyFloat(n));
   return toCsv([

@@ -11,7 +11,7 @@ export interface Axis {
 }
 
 export interface ModelScores {
-  /** What ties are broken by: the server's model id (the CSV's `model_id`), compared as text. */
+  /** What ties are broken by: the board row's `key`, compared as text. */
   key: string;
   /** scores[dataset][metric]: a number, or null / absent when not measured. */
   scores: Record<string, Record<string, number | null | undefined> | undefined>;

@@ -403,7 +403,7 @@ export function DynascoreBoard({ code }: { code: string }) {
         const model = byKey.get(r.key);
         return {
           rank: r.rank,
-          modelId: r.key,
+          modelId: model?.id ?? "",
           model: model?.name ?? "",
           submitter: model?.submitter ?? "",
           dynascore: r.dynascore,
