@@ -15,6 +15,7 @@ const Leaderboards = screen(() => import("./screens/Leaderboards"));
 const Me = screen(() => import("./screens/Me"));
 const Manage = screen(() => import("./screens/owner/Manage"));
 const Models = screen(() => import("./screens/Models"));
+const Admin = screen(() => import("./screens/Admin"));
 
 /** The screen a path shows, by the routes below (null: the not-found page), for main.tsx to preload. */
 const SCREENS: [RegExp, { preload: () => Promise<void> }][] = [
@@ -27,6 +28,7 @@ const SCREENS: [RegExp, { preload: () => Promise<void> }][] = [
   [/^\/leaderboards(\/|$)/, Leaderboards],
   [/^\/me\/?$/, Me],
   [/^\/models(\/|$)/, Models],
+  [/^\/admin\/?$/, Admin],
 ];
 
 export function preloadScreen(path: string): Promise<void> {
@@ -108,6 +110,7 @@ export function App() {
             </Route>
             <Route path="/leaderboards/:code">{(params) => <Leaderboards code={params.code} />}</Route>
             <Route path="/me" component={Me} />
+            <Route path="/admin" component={Admin} />
             <Route path="/models">
               <Models />
             </Route>

@@ -157,6 +157,11 @@ function MeScreen() {
         {me.email && <> ({me.email})</>}
         {me.isAdmin && ", an admin"}, here since {when(me.createdAt)}.
       </p>
+      {me.isAdmin && (
+        <p>
+          <Link href="/admin">Run the platform's accounts</Link>: admins, disabled accounts and anyone's tokens.
+        </p>
+      )}
       <section className="board-section" aria-labelledby="stats-heading">
         <h2 id="stats-heading">My statistics</h2>
         {data.tasks.map((task) => (

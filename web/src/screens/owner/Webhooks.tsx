@@ -93,6 +93,26 @@ const UpdateWebhook = graphql(`
   }
 `);
 
+const Redeliver = graphql(`
+  mutation RedeliverWebhook($input: RedeliverWebhookInput!) {
+    redeliverWebhook(input: $input) {
+      __typename
+      ... on WebhookRedelivered {
+        delivery {
+          id
+          status
+          attempts
+          responseStatus
+          error
+        }
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
 const DeleteWebhook = graphql(`
   mutation DeleteWebhook($input: WebhookIdInput!) {
     deleteWebhook(input: $input) {
@@ -209,6 +229,7 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
   const [rotating, rotate] = useMutation(RotateSecret);
   const [pausing, pause] = useMutation(UpdateWebhook);
   const [deleting, remove] = useMutation(DeleteWebhook);
+  const [redelivering, redeliver] = useMutation(Redeliver);
   const outcome = useOutcome();
   const [secret, setSecret] = useState<string | null>(null);
   const busy = rotating.fetching || pausing.fetching || deleting.fetching;
@@ -223,6 +244,11 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
   async function toggle() {
     const result = await pause({ input: { id: hook.id, active: !hook.active } });
     outcome.record(result.error, result.data?.updateWebhook, "WebhookUpdated", hook.active ? "Paused." : "Resumed.");
+  }
+
+  async function sendAgain(deliveryId: string, event: string) {
+    const result = await redeliver({ input: { deliveryId } });
+    outcome.record(result.error, result.data?.redeliverWebhook, "WebhookRedelivered", `The ${event} is queued again.`);
   }
 
   async function drop() {
@@ -284,6 +310,9 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
                 <th scope="col">Attempts</th>
                 <th scope="col">Answer</th>
                 <th scope="col">When</th>
+                <th scope="col">
+                  <span className="sr">Action</span>
+                </th>
               </tr>
             </thead>
             <tbody>
@@ -294,6 +323,19 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
                   <td>{d.attempts}</td>
                   <td>{d.responseStatus ?? d.error ?? "–"}</td>
                   <td>{when(d.createdAt)}</td>
+                  <td>
+                    {(d.status === "FAILED" || d.status === "DELIVERED") && (
+                      <button
+                        type="button"
+                        className="secondary"
+                        disabled={redelivering.fetching}
+                        onClick={() => sendAgain(d.id, `${d.event.toLowerCase().replace(/_/g, " ")} delivery`)}
+                        aria-label={`Send the ${d.event.toLowerCase().replace(/_/g, " ")} delivery of ${when(d.createdAt)} again`}
+                      >
+                        Send again
+                      </button>
+                    )}
+                  </td>
                 </tr>
               ))}
             </tbody>
