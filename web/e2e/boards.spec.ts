@@ -263,6 +263,26 @@ test("the Dynascore board re-ranks in the browser as the server would, its CSV m
   // another weighting puts the tests away: they were for the weights they were asked with
   await page.getByRole("slider", { name: second, exact: true }).fill("6");
   await expect(boardTable(page).getByRole("columnheader", { name: "Next rank" })).toHaveCount(0);
+
+  // The board follows the task's evaluations: a model scored while the page is open appears without a refresh.
+  const late = uniqueName("late-");
+  const scored = await gql<{ submitPredictions: { __typename: string } }>(
+    request,
+    token,
+    `mutation ($input: SubmitPredictionsInput!) { submitPredictions(input: $input) { __typename ... on Error { message } } }`,
+    {
+      input: {
+        taskCode: TASK,
+        name: late,
+        datasetName: scoring?.name,
+        predictions: Array.from({ length: size }, () => ({ label: "negative" })),
+        published: true,
+      },
+    },
+  );
+  expect(scored.submitPredictions.__typename).toBe("SubmittedModel");
+  await expect(boardTable(page).getByRole("rowheader", { name: late })).toBeVisible({ timeout: 20_000 });
+  await expect(page.getByRole("slider", { name: second, exact: true })).toHaveValue("6"); // the weights moved stay
 });
 
 test("Me shows my statistics and the round leaderboard ranks me; revoking a token works", async ({ page, request }) => {

@@ -3,14 +3,15 @@
 // slider re-ranks the board here (lib/dynascore.ts computes exactly what the server would), the plot and the CSV
 // follow the board as shown, and the weights can be saved as a fork and loaded again.
 import { lazy, Suspense, useCallback, useEffect, useMemo, useState } from "react";
-import { useClient, useMutation, useQuery } from "urql";
+import { useClient, useMutation, useQuery, useSubscription } from "urql";
 import { Link, useSearch } from "wouter";
 import { graphql } from "../gql";
-import type { MetricDirection } from "../gql/graphql";
+import type { BoardEvaluationsSubscription, MetricDirection } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
 import { boardCsv } from "../lib/csv";
 import { type Axis, computeBoard, type Direction, type DynascoreRow, defaultMetricWeights } from "../lib/dynascore";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
+import { isUnfinished } from "../lib/live";
 import { ProblemBox, submitted, TextInput } from "./Form";
 import { ScrollBox } from "./ScrollBox";
 
@@ -20,6 +21,7 @@ const BoardBase = graphql(`
   query BoardBase($code: String!) {
     task(code: $code) {
       id
+      updatesCursor
       leaderboard {
         taskCode
         principalMetric
@@ -65,6 +67,19 @@ const BoardBase = graphql(`
             detail
           }
         }
+      }
+    }
+  }
+`);
+
+/** The task's evaluations as they change: one that ends changes the board, which is read again. */
+const BoardEvaluations = graphql(`
+  subscription BoardEvaluations($code: String!, $after: String) {
+    evaluationUpdated(taskCode: $code, after: $after) {
+      cursor
+      evaluation {
+        id
+        status
       }
     }
   }
@@ -205,6 +220,8 @@ interface BoardModel {
 }
 
 interface BoardData {
+  /** Where the task's evaluation updates stand as the board was read (Task.updatesCursor). */
+  cursor: string;
   principal: string;
   memoryBudgetGb: number;
   datasets: string[];
@@ -251,6 +268,7 @@ function useBoardData(code: string) {
       }));
       setError(null);
       setData({
+        cursor: base.data?.task?.updatesCursor ?? "",
         principal: board.principalMetric,
         memoryBudgetGb: board.memoryBudgetGb,
         datasets: board.datasets,
@@ -269,6 +287,17 @@ function useBoardData(code: string) {
     };
   }, [client, code, version]);
   const reload = useCallback(() => setVersion((v) => v + 1), []);
+  // Evaluations that end while the board is open change it: it is read again (at most once a second).
+  const [ended] = useSubscription<BoardEvaluationsSubscription, number>(
+    { query: BoardEvaluations, variables: { code, after: data?.cursor }, pause: !data?.cursor },
+    (count = 0, event) => count + (isUnfinished(event.evaluationUpdated.evaluation.status) ? 0 : 1),
+  );
+  const endedCount = ended.data ?? 0;
+  useEffect(() => {
+    if (!endedCount) return;
+    const timer = setTimeout(reload, 1000);
+    return () => clearTimeout(timer);
+  }, [endedCount, reload]);
   return { data, error, reload };
 }
 
@@ -320,6 +349,9 @@ export function DynascoreBoard({ code }: { code: string }) {
   const { data, error, reload } = useBoardData(code);
   const [weights, setWeights] = useState<Weights | null>(null);
   const [fork, setFork] = useState<Fork | null>(null);
+  // Whether the weights are the board's defaults: they then follow the board as it is read again (a model's new
+  // figures move the default exchange rates); weights someone moved or loaded stay.
+  const [followDefaults, setFollowDefaults] = useState(true);
   const search = useSearch();
   const forkId = new URLSearchParams(search).get("fork");
   const [linked] = useQuery({ query: ForkById, variables: { id: forkId ?? "" }, pause: !forkId });
@@ -331,9 +363,13 @@ export function DynascoreBoard({ code }: { code: string }) {
     const node = linked.data?.node;
     if (forkId && node && node.__typename === "LeaderboardFork") {
       setFork(node);
+      setFollowDefaults(false);
       setWeights(forkWeights(data, node));
     } else setWeights(defaultWeights(data));
   }, [data, weights, forkId, linked]);
+  useEffect(() => {
+    if (data && followDefaults) setWeights((w) => (w ? defaultWeights(data) : w));
+  }, [data, followDefaults]);
 
   const board = useMemo(() => {
     if (!data || !weights) return null;
@@ -391,10 +427,14 @@ export function DynascoreBoard({ code }: { code: string }) {
     );
   if (!data || !weights) return <p className="muted">Loading the leaderboard…</p>;
 
-  const setMetric = (name: string, value: number) =>
+  const setMetric = (name: string, value: number) => {
+    setFollowDefaults(false);
     setWeights((w) => w && { ...w, metrics: { ...w.metrics, [name]: value } });
-  const setDataset = (name: string, value: number) =>
+  };
+  const setDataset = (name: string, value: number) => {
+    setFollowDefaults(false);
     setWeights((w) => w && { ...w, datasets: { ...w.datasets, [name]: value } });
+  };
   const rows = typeof board === "string" || !board ? [] : board.rows;
   const csv = () =>
     boardCsv(
@@ -466,6 +506,7 @@ export function DynascoreBoard({ code }: { code: string }) {
                 className="secondary"
                 onClick={() => {
                   setFork(null);
+                  setFollowDefaults(true);
                   setWeights(defaultWeights(data));
                 }}
               >
@@ -544,6 +585,7 @@ export function DynascoreBoard({ code }: { code: string }) {
         data={data}
         onLoad={(f) => {
           setFork(f);
+          setFollowDefaults(false);
           setWeights(forkWeights(data, f));
         }}
       />
