@@ -12,7 +12,7 @@ from support import GraphQLClient, make_user, register_user
 
 from dynaforge.app import create_app
 from dynaforge.db.models import Example
-from dynaforge.errors import InvalidCredentials, RateLimited
+from dynaforge.errors import InvalidCredentials, QuotaExceeded, RateLimited
 from dynaforge.services import auth, datasets, submissions, validation
 from dynaforge.services import examples as example_service
 from dynaforge.services.actor import Actor
@@ -64,7 +64,6 @@ async def test_validations_per_minute(gql, platform):
 
 
 async def test_submissions_per_day(platform):
-    from dynaforge.errors import RateLimited
     from dynaforge.services import auth
 
     platform.settings.examples_per_minute = 100
@@ -85,11 +84,13 @@ async def test_submissions_per_day(platform):
     await datasets.build_from_round(platform, admin, "toy", 1)
     config = {"callable": "toy_plugin:keyword_model"}
     await submissions.submit_model(platform, builder, task_code="toy", name="one", backend="python", config=config)
-    with pytest.raises(RateLimited, match="submissions per user in 24 hours"):
+    with pytest.raises(QuotaExceeded, match="submissions per user in 24 hours") as refused:
         for i in range(5):
             await submissions.submit_model(
                 platform, builder, task_code="toy", name=f"more{i}", backend="python", config=config
             )
+    assert refused.value.quota == "SUBMISSIONS_PER_DAY" and refused.value.limit == 3
+    assert 0 < (refused.value.retry_after_s or 0) <= 24 * 3600  # when the oldest attempt leaves the window
 
 
 async def test_exports_per_minute(gql, client, platform):

@@ -329,7 +329,7 @@ async def test_an_upload_past_the_allowance_stores_nothing(site):
         payload = await uploaded(site, tgz(README__md=f"# Card {i}\n".encode()))
         assert payload["__typename"] == "ModelUploaded"
     payload = await uploaded(site, tgz(README__md=b"# One too many\n"))
-    assert payload["__typename"] == "RateLimited" and len(stored_artifacts(p)) == 3
+    assert payload["__typename"] == "QuotaExceeded" and len(stored_artifacts(p)) == 3
 
 
 async def test_large_multipart_requests_need_a_signed_in_caller(site, monkeypatch):

@@ -58,9 +58,9 @@ ITEMS_OF = """query($id: ID!) { datasetItems(id: $id, first: 100) { nodes { posi
 PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) { __typename
   ... on SubmittedModel { model { id evaluations { nodes { scoredPart itemCount privateMetrics { name }
     metrics { name value } } } } }
-  ... on RateLimited { message retryAfterSeconds } ... on Error { message } } }"""
+  ... on QuotaExceeded { message quota limit resetsInSeconds } ... on Error { message } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) { __typename
-  ... on SubmittedModel { model { id } } ... on RateLimited { message } ... on Error { message } } }"""
+  ... on SubmittedModel { model { id } } ... on QuotaExceeded { message } ... on Error { message } } }"""
 DELETE = """mutation($id: ID!) { deleteModel(input: {id: $id}) { __typename ... on Error { message } } }"""
 MODEL = """query($id: ID!) { model(id: $id) { status evaluations { nodes { status dataset { name } scoredPart
   itemCount unusableOutputs error metrics { name value } privateMetrics { name value } } } } }"""
@@ -139,16 +139,17 @@ async def test_deleting_a_model_gives_no_attempt_back(server):
         token = await new_account(http, f"deleter_{served.backend}")
         made = [await _predict(http, token, SET, ["good"] * 6, name=f"try {i}") for i in range(3)]
         assert [m["__typename"] for m in made] == ["SubmittedModel"] * 3, made
-        assert (await _predict(http, token, SET, ["bad"] * 6))["__typename"] == "RateLimited"
+        refused = await _predict(http, token, SET, ["bad"] * 6)
+        assert refused["__typename"] == "QuotaExceeded" and refused["quota"] == "SUBMISSIONS_PER_DAY", refused
         for m in made:
             deleted = (await post_graphql(http, token, DELETE, id=m["model"]["id"]))["deleteModel"]
             assert deleted["__typename"] == "DeletedModel", deleted
         again = await _predict(http, token, SET, ["bad"] * 6)
-        assert again["__typename"] == "RateLimited" and "every scored attempt counts" in again["message"], again
-        assert 0 < again["retryAfterSeconds"] <= 24 * 3600
+        assert again["__typename"] == "QuotaExceeded" and "every scored attempt counts" in again["message"], again
+        assert 0 < again["resetsInSeconds"] <= 24 * 3600
         model = {"taskCode": "oracle", "name": "m", "backend": "http", "config": {"url": "http://127.0.0.1:9"}}
         submitted = (await post_graphql(http, token, SUBMIT, input=model))["submitModel"]
-        assert submitted["__typename"] == "RateLimited", submitted  # one allowance for every kind of submission
+        assert submitted["__typename"] == "QuotaExceeded", submitted  # one allowance for every kind of submission
 
 
 async def test_probing_the_copies_item_by_item_reads_no_private_gold(server):

@@ -6,7 +6,14 @@ import pytest
 from support import by_name, gid, make_user, register_user
 
 from dynaforge.db.models import DatasetAccess, EvaluationStatus
-from dynaforge.errors import AlreadyExists, Forbidden, InvalidInput, NotAuthenticated, NotFound, RateLimited
+from dynaforge.errors import (
+    AlreadyExists,
+    Forbidden,
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    QuotaExceeded,
+)
 from dynaforge.services import auth, datasets, examples, submissions, tasks, validation
 from dynaforge.services.actor import Actor
 
@@ -124,7 +131,7 @@ async def test_submissions_queue_one_evaluation_per_scoring_set_and_are_throttle
         await submissions.submit_model(
             platform, builder, task_code="toy", name=f"kw{i}", backend="python", config=KEYWORD
         )
-    with pytest.raises(RateLimited, match="3 submissions"):
+    with pytest.raises(QuotaExceeded, match="3 submissions"):
         await submissions.submit_model(platform, builder, task_code="toy", name="kw9", backend="python", config=KEYWORD)
 
 
@@ -588,7 +595,7 @@ async def test_predictions_that_cannot_be_scored_still_count_against_the_limit(p
     assert model.published is False and model.status == "FAILED"
     assert evaluation.status == EvaluationStatus.FAILED and "do not fit" in evaluation.error
     monkeypatch.undo()
-    with pytest.raises(RateLimited):
+    with pytest.raises(QuotaExceeded):
         await submissions.submit_predictions(
             platform,
             setup["builder"],

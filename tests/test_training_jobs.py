@@ -27,7 +27,7 @@ from dynaforge.db.models import (
     TrainingJob,
     TrainingStatus,
 )
-from dynaforge.errors import Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.errors import Forbidden, InvalidInput, NotFound, QuotaExceeded
 from dynaforge.model_artifacts import ArtifactStore
 from dynaforge.model_store import ModelStore, content_hash
 from dynaforge.plugins import Plugins
@@ -345,8 +345,10 @@ async def test_bad_requests_say_what_to_change_and_store_nothing(trainer):
 
     p.settings = p.settings.model_copy(update={"training_jobs_per_day": 1})
     await training_service.train_candidate(p, admin, task_code="toy", dataset_ids=[train])
-    with pytest.raises(RateLimited):
+    with pytest.raises(QuotaExceeded) as refused:
         await training_service.train_candidate(p, admin, task_code="toy", dataset_ids=[train])
+    assert (refused.value.quota, refused.value.limit) == ("TRAINING_JOBS_PER_DAY", 1)
+    assert 23 * 3600 < (refused.value.retry_after_s or 0) <= 24 * 3600  # when the job just started leaves the window
 
 
 # --------------------------------------------------------------------------- pinning a round's targets

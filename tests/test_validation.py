@@ -14,7 +14,16 @@ from support import make_user, register_user
 from dynaforge.api.node import parse_id
 from dynaforge.db.models import Context, Example, Round, RoundUserStats, Validation
 from dynaforge.db.models import ExampleStatus as S
-from dynaforge.errors import AlreadyExists, Conflict, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
+from dynaforge.errors import (
+    AlreadyExists,
+    Conflict,
+    Forbidden,
+    InvalidInput,
+    NotFound,
+    QuotaExceeded,
+    RateLimited,
+    RoundClosed,
+)
 from dynaforge.services import auth, counters, examples, proposals, stats, tasks, validation
 from dynaforge.services.actor import Actor
 
@@ -319,8 +328,10 @@ async def test_task_settings_caps_visibility_and_ownership(platform, people):
     assert view.instructions == "Be kind." and view.settings.daily_example_cap == 2
     await _write(platform, people["author"], n=1)
     await _write(platform, people["author"], n=2)
-    with pytest.raises(RateLimited, match="cap of 2"):
+    with pytest.raises(QuotaExceeded, match="cap of 2") as capped:
         await _write(platform, people["author"], n=3)
+    assert (capped.value.quota, capped.value.limit) == ("EXAMPLES_PER_DAY", 2)
+    assert 0 < (capped.value.retry_after_s or 0) <= 24 * 3600  # midnight UTC
     view = await tasks.update_settings(platform, people["owner"], "toy", {"daily_example_cap": 0, "instructions": ""})
     assert view.settings.daily_example_cap is None and view.instructions == view.task.instructions
     await _write(platform, people["author"], n=3)

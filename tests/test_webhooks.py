@@ -21,7 +21,7 @@ from support import GraphQLClient, gid, make_user, serve_in_loop
 from dynaforge.api.node import parse_id
 from dynaforge.app import create_app
 from dynaforge.db.models import WebhookDelivery
-from dynaforge.errors import InvalidInput, NotAuthenticated, NotFound, RateLimited
+from dynaforge.errors import InvalidInput, NotAuthenticated, NotFound, QuotaExceeded
 from dynaforge.jobs import Jobs
 from dynaforge.services import auth, examples, tasks, webhooks
 from dynaforge.services.actor import Actor
@@ -206,7 +206,7 @@ async def test_registration_rules(world):
         await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/w{i}", ["modelFooled"])
         for i in range(webhooks.MAX_PER_USER_AND_TASK)
     ]
-    with pytest.raises(RateLimited, match="delete one first"):
+    with pytest.raises(QuotaExceeded, match="delete one first"):
         await webhooks.create(p, users["watcher1"], "toy", f"{receiver.base}/more", ["modelFooled"])
     owners = await webhooks.create(p, users["owner1"], "toy", f"{receiver.base}/o", ["exampleCreated"])
     assert [w.id for w in await webhooks.list_webhooks(p, users["watcher1"], "toy")] == [m.webhook.id for m in mine]

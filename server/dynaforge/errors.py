@@ -65,6 +65,31 @@ class RateLimited(DynaforgeError):
         self.retry_after_s = retry_after_s
 
 
+class QuotaExceeded(DynaforgeError):
+    """A counted allowance is used up: examples a day, scored submissions in 24 hours, training jobs a day, a task's
+    generation queries a day, webhooks per task. Unlike :class:`RateLimited` (requests too fast), asking again soon
+    does not help: ``retry_after_s`` is when the allowance frees up again, or None when only removing something
+    frees it (a webhook deleted). ``quota`` names the allowance (:data:`QUOTAS`) and ``limit`` its size."""
+
+    code = "QUOTA_EXCEEDED"
+
+    def __init__(self, message: str, *, quota: str, limit: int, retry_after_s: float | None):
+        super().__init__(message)
+        if quota not in QUOTAS:
+            raise ValueError(f"unknown quota {quota!r}")
+        self.quota, self.limit, self.retry_after_s = quota, limit, retry_after_s
+
+
+#: The allowances :class:`QuotaExceeded` names, with what each counts.
+QUOTAS: dict[str, str] = {
+    "EXAMPLES_PER_DAY": "A task's examples per annotator and UTC day (TaskSettings.maxExamplesPerDay).",
+    "SUBMISSIONS_PER_DAY": "Scored submissions (models, predictions, selections) per user and task in 24 hours.",
+    "TRAINING_JOBS_PER_DAY": "Training jobs per task in 24 hours (DYNAFORGE_TRAINING_JOBS_PER_DAY).",
+    "GENERATION_QUERIES_PER_DAY": "Target-model queries of a task's generation runs per UTC day.",
+    "WEBHOOKS_PER_TASK": "Webhooks per user and task (delete one to register another).",
+}
+
+
 class RoundClosed(DynaforgeError):
     code = "ROUND_CLOSED"
 

@@ -153,7 +153,7 @@ describe("the machine adversaries page", () => {
               message: "Invalid input: budget: must be a whole number of target queries, at least 1",
               fieldErrors: [{ __typename: "FieldError", field: ["budget"], message: "must be at least 1" }],
             }
-          : { __typename: "RateLimited", message: "sentiment spent its 5000 target queries", retryAfterSeconds: 49934 },
+          : { __typename: "QuotaExceeded", message: "sentiment spent its 5000 target queries", resetsInSeconds: 49934 },
     });
     renderPage(client);
     await screen.findByRole("option", { name: "sentiment-templates" });

@@ -39,6 +39,23 @@ describe("the problem in a mutation's answer", () => {
     expect(problem?.message).toBe("Too many examples. (try again in 13 s)");
   });
 
+  it("says when a used-up allowance frees up, and nothing when only removing something frees it", () => {
+    const daily = problemOf(
+      undefined,
+      { __typename: "QuotaExceeded", message: "You reached the cap.", resetsInSeconds: 5 * 3600 + 10 },
+      "CreatedExample",
+    );
+    expect(daily?.message).toBe("You reached the cap. (the allowance frees up in 5 h)");
+    const soon = problemOf(undefined, { __typename: "QuotaExceeded", message: "Cap.", resetsInSeconds: 61 }, "X");
+    expect(soon?.message).toBe("Cap. (the allowance frees up in 2 min)");
+    const webhooks = problemOf(
+      undefined,
+      { __typename: "QuotaExceeded", message: "Delete one.", resetsInSeconds: null },
+      "X",
+    );
+    expect(webhooks?.message).toBe("Delete one.");
+  });
+
   it("turns transport failures into words", () => {
     const network = new CombinedError({ networkError: new Error("Failed to fetch") });
     expect(problemOf(network, null, "X")?.message).toMatch(/could not be reached/);

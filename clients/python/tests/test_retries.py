@@ -105,6 +105,46 @@ async def test_server_errors_are_typed_and_not_retried():
     assert caught.value.message == "owners only" and len(sent) == 1
 
 
+async def test_a_used_up_allowance_is_its_own_error_and_not_retried():
+    """QuotaExceeded (a query's error code, or a mutation's union member) says which allowance and when it frees up;
+    unlike RateLimited, a read is not retried for it."""
+    used = {
+        "errors": [
+            {
+                "message": "the cap is reached",
+                "extensions": {
+                    "code": "QUOTA_EXCEEDED",
+                    "quota": "EXAMPLES_PER_DAY",
+                    "limit": 2,
+                    "resetsInSeconds": 60.5,
+                },
+            }
+        ],
+        "data": None,
+    }
+    client, sent = client_with({"json": used}, {"json": ME})
+    with pytest.raises(errors.QuotaExceeded) as caught:
+        await client.me()
+    assert (caught.value.quota, caught.value.limit, caught.value.retry_after) == ("EXAMPLES_PER_DAY", 2, 60.5)
+    assert len(sent) == 1 and not isinstance(caught.value, errors.RateLimited)
+
+    class Member:
+        typename__ = "QuotaExceeded"
+        message = "delete one first"
+        quota = "WEBHOOKS_PER_TASK"
+        limit = 10
+        resets_in_seconds = None
+
+    member = errors.from_member(Member())
+    assert isinstance(member, errors.QuotaExceeded)
+    assert (member.quota, member.limit, member.retry_after, member.code) == (
+        "WEBHOOKS_PER_TASK",
+        10,
+        None,
+        "QUOTA_EXCEEDED",
+    )
+
+
 def stream_of(*connections) -> EventStream:
     """A stream whose successive connections yield the given items, then fail with the given exception (or end)."""
     plan = list(connections)

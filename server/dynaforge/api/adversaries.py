@@ -17,6 +17,7 @@ from dynaforge.api.errors import (
     InvalidInput,
     NotAuthenticated,
     NotFound,
+    QuotaExceeded,
     RateLimited,
     RoundClosed,
     ServiceUnavailable,
@@ -323,13 +324,13 @@ SuggestEditsResult = Annotated[
     ),
 ]
 GenerateCandidatesResult = Annotated[
-    GenerationStarted | InvalidInput | NotAuthenticated | Forbidden | NotFound | RateLimited | RoundClosed,
+    GenerationStarted | InvalidInput | NotAuthenticated | Forbidden | NotFound | QuotaExceeded | RoundClosed,
     strawberry.union(
         "GenerateCandidatesResult",
         description="GenerationStarted on success. The other members are the expected failures, and start nothing: "
         "InvalidInput (an unknown or unsuitable adversary, a budget out of range or above what the task has left "
         "today), NotAuthenticated, Forbidden (not an owner of the task or an admin), NotFound (no such task you can "
-        "see), RateLimited (the task's daily budget is spent), RoundClosed (no open round).",
+        "see), QuotaExceeded (the task's daily budget is spent), RoundClosed (no open round).",
     ),
 ]
 CancelGenerationResult = Annotated[

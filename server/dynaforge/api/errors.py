@@ -211,6 +211,32 @@ class RateLimited(Error):
     )
 
 
+@strawberry.enum(description="A counted allowance that QuotaExceeded says is used up.")
+class Quota(Enum):
+    EXAMPLES_PER_DAY = strawberry.enum_value("EXAMPLES_PER_DAY", description=domain.QUOTAS["EXAMPLES_PER_DAY"])
+    SUBMISSIONS_PER_DAY = strawberry.enum_value("SUBMISSIONS_PER_DAY", description=domain.QUOTAS["SUBMISSIONS_PER_DAY"])
+    TRAINING_JOBS_PER_DAY = strawberry.enum_value(
+        "TRAINING_JOBS_PER_DAY", description=domain.QUOTAS["TRAINING_JOBS_PER_DAY"]
+    )
+    GENERATION_QUERIES_PER_DAY = strawberry.enum_value(
+        "GENERATION_QUERIES_PER_DAY", description=domain.QUOTAS["GENERATION_QUERIES_PER_DAY"]
+    )
+    WEBHOOKS_PER_TASK = strawberry.enum_value("WEBHOOKS_PER_TASK", description=domain.QUOTAS["WEBHOOKS_PER_TASK"])
+
+
+@strawberry.type(
+    description="An allowance is used up (examples a day, submissions in 24 hours, training jobs a day, generation "
+    "queries a day, webhooks per task). Unlike RateLimited, asking again soon does not help."
+)
+class QuotaExceeded(Error):
+    quota: Quota = strawberry.field(description="Which allowance.")
+    limit: int = strawberry.field(description="Its size.")
+    resets_in_seconds: float | None = strawberry.field(
+        description="Seconds until the allowance frees up again (millisecond precision); null when only removing "
+        "something frees it (delete a webhook to register another)."
+    )
+
+
 @strawberry.type(description="The task or round is not collecting examples now.")
 class RoundClosed(Error):
     pass
@@ -252,6 +278,9 @@ def to_graphql(exc: domain.DynaforgeError) -> Any:
         )
     if isinstance(exc, domain.RateLimited):
         return RateLimited(message=exc.message, retry_after_seconds=round(exc.retry_after_s, 3))
+    if isinstance(exc, domain.QuotaExceeded):
+        retry = None if exc.retry_after_s is None else round(exc.retry_after_s, 3)
+        return QuotaExceeded(message=exc.message, quota=Quota[exc.quota], limit=exc.limit, resets_in_seconds=retry)
     for domain_type, graphql_type in _SIMPLE.items():
         if isinstance(exc, domain_type):
             return graphql_type(message=exc.message)
@@ -261,6 +290,11 @@ def to_graphql(exc: domain.DynaforgeError) -> Any:
 def query_error(exc: domain.DynaforgeError) -> GraphQLError:
     """For queries (which return objects, not unions): a GraphQL error carrying the domain code."""
     extensions: dict[str, Any] = {"code": exc.code}
+    if isinstance(exc, domain.RateLimited):
+        extensions["retryAfterSeconds"] = round(exc.retry_after_s, 3)
+    if isinstance(exc, domain.QuotaExceeded):
+        retry = exc.retry_after_s
+        extensions.update(quota=exc.quota, limit=exc.limit, resetsInSeconds=None if retry is None else round(retry, 3))
     if isinstance(exc, domain.InvalidInput):
         extensions["fieldErrors"] = [
             {
@@ -319,6 +353,7 @@ ERROR_TYPES = [
     AlreadyExists,
     InvalidCredentials,
     RateLimited,
+    QuotaExceeded,
     RoundClosed,
     Conflict,
     ServiceUnavailable,

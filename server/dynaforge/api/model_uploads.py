@@ -11,7 +11,13 @@ from strawberry.scalars import JSON
 
 from dynaforge.api.context import Info
 from dynaforge.api.contexts import binary_upload
-from dynaforge.api.errors import InvalidInput, NotAuthenticated, NotFound, RateLimited, errors_as_union
+from dynaforge.api.errors import (
+    InvalidInput,
+    NotAuthenticated,
+    NotFound,
+    QuotaExceeded,
+    errors_as_union,
+)
 from dynaforge.api.models import Model, ModelCardInput, _card
 from dynaforge.services import model_uploads as upload_service
 
@@ -66,14 +72,14 @@ class ModelUploaded:
 
 
 UploadModelResult = Annotated[
-    ModelUploaded | InvalidInput | NotAuthenticated | NotFound | RateLimited,
+    ModelUploaded | InvalidInput | NotAuthenticated | NotFound | QuotaExceeded,
     strawberry.union(
         "UploadModelResult",
         description="ModelUploaded, or why not (nothing is submitted or stored then): InvalidInput (not a multipart "
         "upload, an archive refused, each problem with its rule: pickle, code, file_type, link, path, duplicate, "
         "max_bytes, max_items, remote_code, safetensors, json, required, archive; quota: your models' stored files "
         "would pass the server's MODEL_UPLOAD_QUOTA_MB; or a bad name, option or card), "
-        "NotAuthenticated, NotFound (no such task you can see), RateLimited (the task's 24-hour allowance is used).",
+        "NotAuthenticated, NotFound (no such task you can see), QuotaExceeded (the task's 24-hour allowance is used).",
     ),
 ]
 

@@ -23,7 +23,7 @@ from dynaforge.api.errors import (
     InvalidInput,
     NotAuthenticated,
     NotFound,
-    RateLimited,
+    QuotaExceeded,
     errors_as_graphql,
     errors_as_null,
     errors_as_union,
@@ -474,12 +474,12 @@ class DeletedModel:
 
 
 SubmitModelResult = Annotated[
-    SubmittedModel | InvalidInput | NotAuthenticated | NotFound | RateLimited,
+    SubmittedModel | InvalidInput | NotAuthenticated | NotFound | QuotaExceeded,
     strawberry.union(
         "SubmitModelResult",
         description="What submitModel, submitPredictions and submitSelection return: the stored model, or why not (a "
         "bad field, a kind of submission the task does not take, not signed in, no such task or data set, or the "
-        "24-hour allowance used up).",
+        "24-hour allowance used up: QuotaExceeded).",
     ),
 ]
 

@@ -17,6 +17,7 @@ from dynaforge.api.errors import (
     InvalidInput,
     NotAuthenticated,
     NotFound,
+    QuotaExceeded,
     RateLimited,
     RoundClosed,
     errors_as_union,
@@ -315,6 +316,7 @@ CreateExampleResult = Annotated[
     | NotAuthenticated
     | NotFound
     | RateLimited
+    | QuotaExceeded
     | RoundClosed,
     strawberry.union(
         "CreateExampleResult",
@@ -323,8 +325,8 @@ CreateExampleResult = Annotated[
         "judge or validators decide whether it was fooled). The other members are the expected failures, and "
         "store nothing: InvalidInput (the fields break the task's rules, a context of an earlier round, a tag or "
         "time out of range), NotAuthenticated, NotFound (no such task you can see, or the context is not the "
-        "task's), RateLimited (too many examples this minute, or the task's daily cap reached), RoundClosed (the "
-        "task is inactive or its round is closed).",
+        "task's), RateLimited (too many examples this minute), QuotaExceeded (the task's daily cap reached), "
+        "RoundClosed (the task is inactive or its round is closed).",
     ),
 ]
 OverruleVerdictResult = Annotated[

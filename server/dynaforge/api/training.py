@@ -19,7 +19,7 @@ from dynaforge.api.errors import (
     InvalidInput,
     NotAuthenticated,
     NotFound,
-    RateLimited,
+    QuotaExceeded,
     errors_as_graphql,
     errors_as_union,
 )
@@ -495,13 +495,13 @@ EvaluateRoundTargetsResult = Annotated[
 ]
 
 TrainCandidateModelResult = Annotated[
-    TrainingStarted | InvalidInput | NotAuthenticated | Forbidden | NotFound | RateLimited,
+    TrainingStarted | InvalidInput | NotAuthenticated | Forbidden | NotFound | QuotaExceeded,
     strawberry.union(
         "TrainCandidateModelResult",
         description="TrainingStarted: the job is queued. The other members are the expected failures, and store "
         "nothing: InvalidInput (no such recipe, data set or hyper-parameter, a value of the wrong type, base data "
         "this server lacks), NotAuthenticated, Forbidden (not an owner of the task or an admin), NotFound (no such "
-        "task you can see), RateLimited (TRAINING_JOBS_PER_DAY reached).",
+        "task you can see), QuotaExceeded (TRAINING_JOBS_PER_DAY reached).",
     ),
 ]
 CancelTrainingResult = Annotated[

@@ -15,7 +15,7 @@ from dynaforge.api.errors import (
     InvalidInput,
     NotAuthenticated,
     NotFound,
-    RateLimited,
+    QuotaExceeded,
     errors_as_graphql,
     errors_as_union,
 )
@@ -179,12 +179,12 @@ class WebhookRedelivered:
 
 
 CreateWebhookResult = Annotated[
-    WebhookSecret | InvalidInput | NotAuthenticated | NotFound | RateLimited,
+    WebhookSecret | InvalidInput | NotAuthenticated | NotFound | QuotaExceeded,
     strawberry.union(
         "CreateWebhookResult",
         description="WebhookSecret: the webhook is registered; keep its secret. The other members are the expected "
         "failures: InvalidInput (a URL, event list or description that breaks the rules), NotAuthenticated, "
-        "NotFound (no such task you can see), RateLimited (you have 10 webhooks on this task: delete one first).",
+        "NotFound (no such task you can see), QuotaExceeded (you have 10 webhooks on this task: delete one first).",
     ),
 ]
 RotateWebhookSecretResult = Annotated[

@@ -63,7 +63,7 @@ from dynaforge.errors import (
     Forbidden,
     InvalidInput,
     NotFound,
-    RateLimited,
+    QuotaExceeded,
     RoundClosed,
     ServiceUnavailable,
 )
@@ -522,9 +522,11 @@ async def generate(
         if budget > left:
             retry = (midnight + timedelta(days=1) - utcnow()).total_seconds()
             if left == 0:
-                raise RateLimited(
+                raise QuotaExceeded(
                     f"{task_code} spent its {daily} target queries for generation today; come back after midnight UTC",
-                    retry,
+                    quota="GENERATION_QUERIES_PER_DAY",
+                    limit=daily,
+                    retry_after_s=retry,
                 )
             raise InvalidInput.from_errors(
                 [

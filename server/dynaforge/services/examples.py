@@ -36,7 +36,7 @@ from dynaforge.db.models import (
     table,
     utcnow,
 )
-from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, RateLimited, RoundClosed
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, QuotaExceeded, RoundClosed
 from dynaforge.inference.backends import InferenceError, UnusableOutput
 from dynaforge.services import announce, cursors, replies, verdicts
 from dynaforge.services import tasks as task_service
@@ -341,7 +341,12 @@ async def _check_daily_cap(p: Platform, task_id: int, user_id: int, cap: int, ta
     written, midnight = await _written_today(p, task_id, user_id)
     if written >= cap:
         retry = (midnight + timedelta(days=1) - utcnow()).total_seconds()
-        raise RateLimited(f"You reached {task_code}'s cap of {cap} examples a day; come back after midnight UTC", retry)
+        raise QuotaExceeded(
+            f"You reached {task_code}'s cap of {cap} examples a day; come back after midnight UTC",
+            quota="EXAMPLES_PER_DAY",
+            limit=cap,
+            retry_after_s=retry,
+        )
 
 
 async def _written_today(p: Platform, task_id: int, user_id: int) -> tuple[int, datetime]:

@@ -33,7 +33,7 @@ from dynaforge.db.models import (
     as_utc,
     utcnow,
 )
-from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, QuotaExceeded
 from dynaforge.files import Problems
 from dynaforge.services import announce, cursors, visibility
 from dynaforge.services import datasets as dataset_service
@@ -125,7 +125,7 @@ async def allowance(p: Platform, actor: Actor, task_code: str) -> Allowance:
 
 
 async def check_throttle(s, view: task_service.TaskView, actor: Actor, task_code: str) -> None:
-    """RateLimited when the user made the task's ``submissions_per_day`` scored attempts (models, predictions or
+    """QuotaExceeded when the user made the task's ``submissions_per_day`` scored attempts (models, predictions or
     selections) in the last 24 hours; the retry time is when the oldest of them leaves the window. Run inside the
     write transaction that records the next attempt (:func:`record_attempt`). Attempts are rows of their own: deleting
     a model, hiding its submitter or its failing gives none back. The models of registry entries (training jobs'
@@ -133,10 +133,12 @@ async def check_throttle(s, view: task_service.TaskView, actor: Actor, task_code
     counted = await _allowance(s, view, actor.person_id)
     if counted.left == 0:
         retry = 0.0 if counted.next_at is None else max(0.0, (counted.next_at - utcnow()).total_seconds())
-        raise RateLimited(
+        raise QuotaExceeded(
             f"{task_code} takes {counted.limit} submissions per user in 24 hours, and every scored attempt counts (a "
             "deleted or failed one too); try again later",
-            retry,
+            quota="SUBMISSIONS_PER_DAY",
+            limit=counted.limit,
+            retry_after_s=retry,
         )
 
 

@@ -34,9 +34,10 @@ from dynaforge.db.models import (
     Round,
     TrainingJob,
     TrainingStatus,
+    as_utc,
     utcnow,
 )
-from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, QuotaExceeded
 from dynaforge.services import announce, cursors, registry
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import tasks as task_service
@@ -168,10 +169,18 @@ async def train_candidate(
             .where(col(TrainingJob.task_id) == view.row.id, col(TrainingJob.created_at) >= since)
         )
         if int(recent or 0) >= p.settings.training_jobs_per_day:
-            raise RateLimited(
+            oldest = await s.scalar(
+                select(func.min(col(TrainingJob.created_at))).where(
+                    col(TrainingJob.task_id) == view.row.id, col(TrainingJob.created_at) >= since
+                )
+            )
+            frees = None if oldest is None else as_utc(oldest) + timedelta(days=1)
+            raise QuotaExceeded(
                 f"{task_code} has started {p.settings.training_jobs_per_day} training jobs in the last 24 hours "
                 "(DYNAFORGE_TRAINING_JOBS_PER_DAY); try again later",
-                retry_after_s=3600,
+                quota="TRAINING_JOBS_PER_DAY",
+                limit=p.settings.training_jobs_per_day,
+                retry_after_s=None if frees is None else max(0.0, (frees - utcnow()).total_seconds()),
             )
         current = await task_service.current_round(s, view.row.id)
         parent = (current.target_registry_ids or [None])[0] if current is not None else None

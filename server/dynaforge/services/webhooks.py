@@ -39,7 +39,7 @@ from sqlmodel import col
 
 from dynaforge.db.models import Webhook, WebhookDelivery, utcnow
 from dynaforge.db.models import WebhookDeliveryStatus as D
-from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, RateLimited
+from dynaforge.errors import Conflict, FieldError, Forbidden, InvalidInput, NotFound, QuotaExceeded
 from dynaforge.outbound import OutboundPolicy, OutboundRefused, Target
 from dynaforge.services import cursors
 from dynaforge.services import tasks as task_service
@@ -160,7 +160,12 @@ async def create(
         )
         count = count or 0
         if count >= MAX_PER_USER_AND_TASK:
-            raise RateLimited(f"You have {count} webhooks on {task_code}, the most allowed; delete one first", 0.0)
+            raise QuotaExceeded(
+                f"You have {count} webhooks on {task_code}, the most allowed; delete one first",
+                quota="WEBHOOKS_PER_TASK",
+                limit=MAX_PER_USER_AND_TASK,
+                retry_after_s=None,
+            )
         webhook = Webhook(
             task_id=view.row.id,
             user_id=actor.person_id,

@@ -13,6 +13,7 @@ interface TypedResult {
   __typename?: string;
   message?: string;
   retryAfterSeconds?: number;
+  resetsInSeconds?: number | null;
   fieldErrors?: readonly { field: readonly string[]; message: string }[];
 }
 
@@ -38,8 +39,16 @@ export function problemOf(
   let message = result.message ?? "Something went wrong; try again.";
   if (result.__typename === "RateLimited" && result.retryAfterSeconds)
     message = `${message} (try again in ${Math.ceil(result.retryAfterSeconds)} s)`;
+  if (result.__typename === "QuotaExceeded" && result.resetsInSeconds)
+    message = `${message} (the allowance frees up in ${duration(result.resetsInSeconds)})`;
   if (rest.length) message = `${message} ${rest.join(" ")}`;
   return { message, fields };
+}
+
+/** Seconds as a person reads a wait: minutes under two hours, else hours. */
+export function duration(seconds: number): string {
+  const minutes = Math.max(1, Math.ceil(seconds / 60));
+  return minutes < 120 ? `${minutes} min` : `${Math.round(minutes / 60)} h`;
 }
 
 /** A transport failure or an unexpected error, as a sentence. */

@@ -32,8 +32,8 @@ const UploadModel = graphql(`
           message
         }
       }
-      ... on RateLimited {
-        retryAfterSeconds
+      ... on QuotaExceeded {
+        resetsInSeconds
       }
     }
   }
@@ -73,8 +73,8 @@ const SubmitModel = graphql(`
           message
         }
       }
-      ... on RateLimited {
-        retryAfterSeconds
+      ... on QuotaExceeded {
+        resetsInSeconds
       }
     }
   }

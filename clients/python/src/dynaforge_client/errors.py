@@ -118,6 +118,18 @@ class RateLimited(DynaforgeError):
     code = "RATE_LIMITED"
 
 
+class QuotaExceeded(DynaforgeError):
+    """An allowance is used up (``quota``: EXAMPLES_PER_DAY, SUBMISSIONS_PER_DAY, TRAINING_JOBS_PER_DAY,
+    GENERATION_QUERIES_PER_DAY, WEBHOOKS_PER_TASK; ``limit``: its size). Unlike :class:`RateLimited`, trying again
+    soon does not help: ``retry_after`` is when it frees up, or None when only removing something frees it."""
+
+    code = "QUOTA_EXCEEDED"
+
+    def __init__(self, message: str, *, quota: str | None = None, limit: int | None = None, **kwargs: Any):
+        super().__init__(message, **kwargs)
+        self.quota, self.limit = quota, limit
+
+
 class ServiceUnavailable(DynaforgeError):
     """The server cannot do it now (a service it needs is down); try again later."""
 
@@ -146,6 +158,7 @@ _BY_CODE: dict[str, type[DynaforgeError]] = {
         Conflict,
         RoundClosed,
         RateLimited,
+        QuotaExceeded,
         ServiceUnavailable,
     )
 }
@@ -173,12 +186,20 @@ def from_member(member: Any) -> DynaforgeError:
     """The exception for a result union's error member (a generated model with ``typename__``)."""
     typename = getattr(member, "typename__", "Error")
     cls = _BY_TYPENAME.get(typename, DynaforgeError)
-    return cls(
-        getattr(member, "message", typename),
-        code=None if cls is not DynaforgeError else typename,
-        field_errors=_field_errors(getattr(member, "field_errors", None) or ()),
-        retry_after=getattr(member, "retry_after_seconds", None),
-    )
+    common: dict[str, Any] = {
+        "code": None if cls is not DynaforgeError else typename,
+        "field_errors": _field_errors(getattr(member, "field_errors", None) or ()),
+        "retry_after": getattr(member, "retry_after_seconds", getattr(member, "resets_in_seconds", None)),
+    }
+    if cls is QuotaExceeded:
+        quota = getattr(member, "quota", None)
+        return QuotaExceeded(
+            getattr(member, "message", typename),
+            quota=None if quota is None else str(getattr(quota, "value", quota)),
+            limit=getattr(member, "limit", None),
+            **common,
+        )
+    return cls(getattr(member, "message", typename), **common)
 
 
 def from_graphql_error(error: Mapping[str, Any]) -> DynaforgeError:
@@ -190,5 +211,6 @@ def from_graphql_error(error: Mapping[str, Any]) -> DynaforgeError:
         str(error.get("message", code)),
         code=code if cls is DynaforgeError else None,
         field_errors=_field_errors(extensions.get("fieldErrors") or ()),
-        retry_after=extensions.get("retryAfterSeconds"),
+        retry_after=extensions.get("retryAfterSeconds", extensions.get("resetsInSeconds")),
+        **({"quota": extensions.get("quota"), "limit": extensions.get("limit")} if cls is QuotaExceeded else {}),
     )

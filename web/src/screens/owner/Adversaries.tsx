@@ -117,8 +117,8 @@ const GenerateCandidates = graphql(`
           message
         }
       }
-      ... on RateLimited {
-        retryAfterSeconds
+      ... on QuotaExceeded {
+        resetsInSeconds
       }
     }
   }
@@ -367,11 +367,11 @@ function StartForm({
   );
 }
 
-/** A refusal in words: field errors are shown beside their fields (the alert points at them), and RateLimited says
- * when to come back in hours and minutes rather than seconds. */
+/** A refusal in words: field errors are shown beside their fields (the alert points at them), and QuotaExceeded
+ * says when to come back in hours and minutes rather than seconds. */
 function refusal(answer: Answer | undefined, problem: Problem): string {
-  if (answer?.__typename === "RateLimited" && answer.retryAfterSeconds > 0)
-    return `${answer.message} (try again in ${spanText(answer.retryAfterSeconds)}).`;
+  if (answer?.__typename === "QuotaExceeded" && (answer.resetsInSeconds ?? 0) > 0)
+    return `${answer.message} (try again in ${spanText(answer.resetsInSeconds ?? 0)}).`;
   const beside = Object.keys(problem.fields).length;
   if (answer?.__typename === "InvalidInput" && beside > 0 && beside === answer.fieldErrors.length)
     return "The run did not start: fix the fields marked above.";

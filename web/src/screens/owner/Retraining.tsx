@@ -78,8 +78,8 @@ const TrainCandidate = graphql(`
       ... on Error {
         message
       }
-      ... on RateLimited {
-        retryAfterSeconds
+      ... on QuotaExceeded {
+        resetsInSeconds
       }
       ... on InvalidInput {
         fieldErrors {

@@ -84,6 +84,11 @@ class GeneratedClient(AsyncBaseClient):
               ... on RateLimited {
                 retryAfterSeconds
               }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
             }
 
             fragment UserFields on User {
@@ -126,6 +131,11 @@ class GeneratedClient(AsyncBaseClient):
               }
               ... on RateLimited {
                 retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
               }
             }
 
@@ -233,6 +243,11 @@ class GeneratedClient(AsyncBaseClient):
               ... on RateLimited {
                 retryAfterSeconds
               }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
             }
 
             fragment PredictionFields on Prediction {
@@ -317,6 +332,11 @@ class GeneratedClient(AsyncBaseClient):
               ... on RateLimited {
                 retryAfterSeconds
               }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
             }
             """)
         variables: dict[str, object] = {"input": input}
@@ -374,6 +394,11 @@ class GeneratedClient(AsyncBaseClient):
               }
               ... on RateLimited {
                 retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
               }
             }
             """)
@@ -490,6 +515,11 @@ class GeneratedClient(AsyncBaseClient):
               }
               ... on RateLimited {
                 retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
               }
             }
 
@@ -745,6 +775,11 @@ class GeneratedClient(AsyncBaseClient):
               ... on RateLimited {
                 retryAfterSeconds
               }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
             }
 
             fragment ExampleFields on Example {
@@ -842,6 +877,11 @@ class GeneratedClient(AsyncBaseClient):
               }
               ... on RateLimited {
                 retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
               }
             }
 
@@ -1037,6 +1077,11 @@ class GeneratedClient(AsyncBaseClient):
               ... on RateLimited {
                 retryAfterSeconds
               }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
             }
 
             fragment ModelFields on Model {
@@ -1097,6 +1142,11 @@ class GeneratedClient(AsyncBaseClient):
               ... on RateLimited {
                 retryAfterSeconds
               }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
             }
 
             fragment ModelFields on Model {
@@ -1154,6 +1204,11 @@ class GeneratedClient(AsyncBaseClient):
               }
               ... on RateLimited {
                 retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
               }
             }
 
@@ -1817,6 +1872,11 @@ class GeneratedClient(AsyncBaseClient):
               }
               ... on RateLimited {
                 retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
               }
             }
             """)

@@ -1,9 +1,9 @@
-from typing import Literal, Union
+from typing import Literal, Optional, Union
 
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import FieldErrorCode, VerdictSource
+from .enums import FieldErrorCode, Quota, VerdictSource
 from .fragments import ExampleFields
 
 
@@ -16,6 +16,7 @@ class CreateExample(BaseModel):
         "CreateExampleCreateExampleNotAuthenticated",
         "CreateExampleCreateExampleNotFound",
         "CreateExampleCreateExampleRateLimited",
+        "CreateExampleCreateExampleQuotaExceeded",
         "CreateExampleCreateExampleRoundClosed",
     ] = Field(alias="createExample", discriminator="typename__")
 
@@ -76,6 +77,14 @@ class CreateExampleCreateExampleRateLimited(BaseModel):
     typename__: Literal["RateLimited"] = Field(alias="__typename")
     message: str
     retry_after_seconds: float = Field(alias="retryAfterSeconds")
+
+
+class CreateExampleCreateExampleQuotaExceeded(BaseModel):
+    typename__: Literal["QuotaExceeded"] = Field(alias="__typename")
+    message: str
+    quota: Quota
+    limit: int
+    resets_in_seconds: Optional[float] = Field(alias="resetsInSeconds")
 
 
 class CreateExampleCreateExampleRoundClosed(BaseModel):

@@ -1,9 +1,9 @@
-from typing import Literal, Union
+from typing import Literal, Optional, Union
 
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import FieldErrorCode
+from .enums import FieldErrorCode, Quota
 from .fragments import AdversaryRunFields
 
 
@@ -14,7 +14,7 @@ class GenerateCandidates(BaseModel):
         "GenerateCandidatesGenerateCandidatesNotAuthenticated",
         "GenerateCandidatesGenerateCandidatesForbidden",
         "GenerateCandidatesGenerateCandidatesNotFound",
-        "GenerateCandidatesGenerateCandidatesRateLimited",
+        "GenerateCandidatesGenerateCandidatesQuotaExceeded",
         "GenerateCandidatesGenerateCandidatesRoundClosed",
     ] = Field(alias="generateCandidates", discriminator="typename__")
 
@@ -57,10 +57,12 @@ class GenerateCandidatesGenerateCandidatesNotFound(BaseModel):
     message: str
 
 
-class GenerateCandidatesGenerateCandidatesRateLimited(BaseModel):
-    typename__: Literal["RateLimited"] = Field(alias="__typename")
+class GenerateCandidatesGenerateCandidatesQuotaExceeded(BaseModel):
+    typename__: Literal["QuotaExceeded"] = Field(alias="__typename")
     message: str
-    retry_after_seconds: float = Field(alias="retryAfterSeconds")
+    quota: Quota
+    limit: int
+    resets_in_seconds: Optional[float] = Field(alias="resetsInSeconds")
 
 
 class GenerateCandidatesGenerateCandidatesRoundClosed(BaseModel):

@@ -1,9 +1,9 @@
-from typing import Literal, Union
+from typing import Literal, Optional, Union
 
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import FieldErrorCode
+from .enums import FieldErrorCode, Quota
 from .fragments import ModelFields
 
 
@@ -13,7 +13,7 @@ class SubmitPredictions(BaseModel):
         "SubmitPredictionsSubmitPredictionsInvalidInput",
         "SubmitPredictionsSubmitPredictionsNotAuthenticated",
         "SubmitPredictionsSubmitPredictionsNotFound",
-        "SubmitPredictionsSubmitPredictionsRateLimited",
+        "SubmitPredictionsSubmitPredictionsQuotaExceeded",
     ] = Field(alias="submitPredictions", discriminator="typename__")
 
 
@@ -50,10 +50,12 @@ class SubmitPredictionsSubmitPredictionsNotFound(BaseModel):
     message: str
 
 
-class SubmitPredictionsSubmitPredictionsRateLimited(BaseModel):
-    typename__: Literal["RateLimited"] = Field(alias="__typename")
+class SubmitPredictionsSubmitPredictionsQuotaExceeded(BaseModel):
+    typename__: Literal["QuotaExceeded"] = Field(alias="__typename")
     message: str
-    retry_after_seconds: float = Field(alias="retryAfterSeconds")
+    quota: Quota
+    limit: int
+    resets_in_seconds: Optional[float] = Field(alias="resetsInSeconds")
 
 
 SubmitPredictions.model_rebuild()

@@ -1,9 +1,9 @@
-from typing import Literal, Union
+from typing import Literal, Optional, Union
 
 from pydantic import Field
 
 from .base_model import BaseModel
-from .enums import FieldErrorCode
+from .enums import FieldErrorCode, Quota
 from .fragments import ModelFields
 
 
@@ -13,7 +13,7 @@ class UploadModel(BaseModel):
         "UploadModelUploadModelInvalidInput",
         "UploadModelUploadModelNotAuthenticated",
         "UploadModelUploadModelNotFound",
-        "UploadModelUploadModelRateLimited",
+        "UploadModelUploadModelQuotaExceeded",
     ] = Field(alias="uploadModel", discriminator="typename__")
 
 
@@ -54,10 +54,12 @@ class UploadModelUploadModelNotFound(BaseModel):
     message: str
 
 
-class UploadModelUploadModelRateLimited(BaseModel):
-    typename__: Literal["RateLimited"] = Field(alias="__typename")
+class UploadModelUploadModelQuotaExceeded(BaseModel):
+    typename__: Literal["QuotaExceeded"] = Field(alias="__typename")
     message: str
-    retry_after_seconds: float = Field(alias="retryAfterSeconds")
+    quota: Quota
+    limit: int
+    resets_in_seconds: Optional[float] = Field(alias="resetsInSeconds")
 
 
 UploadModel.model_rebuild()
