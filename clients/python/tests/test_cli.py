@@ -124,6 +124,9 @@ def test_results(server, submitted):
 
     text = ok(cli(server, "results", submitted.model_id, "--wait", "-q", token=submitted.token))  # done: at once
     assert "client-test" in text and "accuracy" in text
+    # each perturbed copy's consistency and what it counts for, below the metrics
+    perturbations = text.split("PERTURBATION", 1)[1]
+    assert "CONSISTENCY" in perturbations and "robustness" in perturbations, text
 
     stderr = failed(cli(server, "results", "TW9kZWw6OTk5OTk5"))  # a well-formed id of no model
     assert stderr.startswith("error: NOT_FOUND: "), stderr

@@ -376,7 +376,10 @@ def results_text(results: ModelResults) -> str:
                      _memory(e.memory_gib)]
                 )  # fmt: skip
         else:
-            detail = f"{status} {e.progress:.0%}" if status in ("QUEUED", "RUNNING") else status
+            if status == "QUEUED" and e.queue_position:
+                detail = f"QUEUED #{e.queue_position}"
+            else:
+                detail = f"{status} {e.progress:.0%}" if status in ("QUEUED", "RUNNING") else status
             rows.append([e.dataset.name, f"({detail})", "-", "-", "-", "-"])
             if status == "FAILED" and e.error:
                 problems.append(f"{e.dataset.name}: {e.error}")
@@ -385,6 +388,25 @@ def results_text(results: ModelResults) -> str:
     text = table(["DATA SET", "METRIC", "VALUE", "95% INTERVAL", "THROUGHPUT", "MEMORY"], rows, right=(2, 4, 5))
     lines = [head, text]
     lines += [f"failed on {p}" for p in problems]
+    robustness = [
+        [e.dataset.name, p.perturbation, _enum(p.kind).lower(), _number(p.consistency),
+         " ".join(f"{m.name}={_number(m.value)}" for m in p.metrics) or "-"]
+        for e in results.evaluations
+        for p in e.perturbations
+    ]  # fmt: skip
+    if robustness:
+        head_row = ["DATA SET", "PERTURBATION", "COUNTS FOR", "CONSISTENCY", "METRICS ON THE COPY"]
+        lines += ["", table(head_row, robustness, right=(3,))]
+    fairness = [
+        [e.dataset.name, s.slice_, g.metric, _number(g.gap), g.worst_group or "-", _number(g.worst_value),
+         str(g.groups_compared)]
+        for e in results.evaluations
+        for s in e.slices
+        for g in s.gaps
+    ]  # fmt: skip
+    if fairness:
+        head_row = ["DATA SET", "SLICE", "METRIC", "GAP", "WORST GROUP", "ITS VALUE", "GROUPS"]
+        lines += ["", table(head_row, fairness, right=(3, 5, 6))]
     return "\n".join(lines)
 
 
@@ -472,8 +494,22 @@ async def _follow(client: AsyncClient, model_id: str, out: Output, limit_s: floa
             out.info(f"{name}: {status}" + (f" ({event.error})" if event.error else ""))
         seen[name] = status
 
+    def on_results(results: ModelResults) -> None:
+        """A queued evaluation says where it waits (its progress events start when it runs)."""
+        for e in results.evaluations:
+            if _enum(e.status) != "QUEUED":
+                continue
+            name, where = e.dataset.name, f"QUEUED #{e.queue_position}" if e.queue_position else "QUEUED"
+            bar = bars.get(name)
+            if bar is None:
+                bar = bars[name] = out.bar(total=100, bar_format="{desc} {percentage:3.0f}%|{bar}|", leave=True)
+            bar.set_description_str(f"{name} {where}", refresh=True)
+            if not out.bars and seen.get(name) != where:
+                out.info(f"{name}: {where.lower()} (1 is next)")
+            seen[name] = where
+
     async def follow() -> ModelResults:
-        return await client.wait_for_results(model_id, on_progress=on_progress)
+        return await client.wait_for_results(model_id, on_progress=on_progress, on_results=on_results)
 
     out.info(f"waiting for the evaluations of model {model_id}")
     try:

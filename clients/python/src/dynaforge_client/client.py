@@ -638,10 +638,13 @@ class AsyncClient:
         *,
         timeout: float | None = None,  # noqa: ASYNC109 - the blocking Client has the same surface and needs it
         on_progress: Callable[[EvaluationProgressEvaluationProgress], object] | None = None,
+        on_results: Callable[[ModelResults], object] | None = None,
     ) -> ModelResults:
         """Follow the model's evaluations until the model is DONE or FAILED (every evaluation ended, and robustness
-        and fairness added), then return :meth:`results`. ``on_progress`` gets each progress event; TimeoutError
-        after ``timeout`` seconds."""
+        and fairness added), then return :meth:`results`. ``on_progress`` gets each progress event; ``on_results``
+        the results each time they are read (at least every 2 seconds while waiting), where a QUEUED evaluation says
+        its ``queue_position`` (1: next; the workers are shared by every task); TimeoutError after ``timeout``
+        seconds."""
 
         async def follow() -> ModelResults:
             stream = self.evaluation_progress(model)
@@ -652,6 +655,8 @@ class AsyncClient:
                 await asyncio.sleep(0.2)
                 while True:
                     results = await self.results(model)
+                    if on_results is not None:
+                        on_results(results)
                     if results.done:
                         return results
                     done, _ = await asyncio.wait({first}, timeout=2.0)

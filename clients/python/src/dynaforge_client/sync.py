@@ -358,6 +358,7 @@ class Client:
             *,
             timeout: float | None = None,
             on_progress: Callable[[EvaluationProgressEvaluationProgress], object] | None = None,
+            on_results: Callable[[ModelResults], object] | None = None,
         ) -> ModelResults: ...
         def leaderboard(
             self,

@@ -1265,6 +1265,7 @@ class GeneratedClient(AsyncBaseClient):
               id
               status
               progress
+              queuePosition
               throughput
               memoryGib
               generation {

@@ -66,6 +66,7 @@ class EvaluationFields(BaseModel):
     id: str
     status: EvaluationStatus
     progress: float
+    queue_position: Optional[int] = Field(alias="queuePosition")
     throughput: Optional[float]
     memory_gib: Optional[float] = Field(alias="memoryGib")
     generation: Optional["EvaluationFieldsGeneration"]
