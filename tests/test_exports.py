@@ -474,10 +474,17 @@ async def test_http_export_jsonl_and_hf(unlimited, client, tmp_path, monkeypatch
     assert all(set(r) == RECORD_KEYS for r in lines)
 
     public = await client.get("/export/toy", headers={"Authorization": f"Bearer {other}"})
-    assert public.text == ""  # the round is not split yet
+    assert public.text == ""  # the round is not split yet, and the export says so
+    note = public.headers["x-dynaforge-export-note"]
+    assert "published" in note and "createRoundDatasets" in note and public.headers["x-dynaforge-examples"] == "0"
     await _publish(p, 1)
     public = await client.get("/export/toy", headers={"Authorization": f"Bearer {other}"})
     assert [_pk(json.loads(line)["id"]) for line in public.text.splitlines()] == [made[0].id]
+    assert "x-dynaforge-export-note" not in public.headers
+    rejected = await client.get(
+        "/export/toy", params={"status": "REJECTED"}, headers={"Authorization": f"Bearer {owner}"}
+    )
+    assert rejected.headers["x-dynaforge-export-note"] == "Task toy has no examples with status REJECTED in any round"
 
     made_dirs: list[str] = []
     real_mkdtemp = tempfile.mkdtemp
@@ -525,8 +532,8 @@ async def test_http_export_errors_are_json(unlimited, client):
     status, error = await get("/export/toy", token=other, format="xml", round="first")
     assert status == 400 and error["code"] == "INVALID_INPUT"
     assert "format" in error["message"] and "round" in error["message"]
-    status, error = await get("/export/toy", token=other, format="hf")  # nothing accepted yet
-    assert status == 404 and "no examples" in error["message"]
+    status, error = await get("/export/toy", token=other, format="hf")  # nothing published yet: it says so
+    assert status == 404 and "is yours to export" in error["message"] and "no dataset to write" in error["message"]
 
 
 # --------------------------------------------------------------------------- CLI

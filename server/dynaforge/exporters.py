@@ -61,6 +61,8 @@ class Export:
     whole_task: bool
     read_pages: Callable[[], AsyncIterator[ExportPage]]
     progress: Callable[[int], None] | None = None
+    #: why it holds no example, when it holds none (say, the caller does not own the task and no split is published)
+    empty_reason: str | None = None
     counts: dict[str, int] = field(init=False)
 
     def __post_init__(self) -> None:

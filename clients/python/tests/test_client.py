@@ -202,6 +202,11 @@ async def test_export(server, unique, monkeypatch):
         assert any(fields["statement"] == statement for fields in dataset["fields"])
         rows = await operator.export("sentiment", number, records=True)
         assert any(r["fields"]["statement"] == statement for r in rows)
+        assert operator.last_export_note is None
+        # the writer does not own the task, and the round is not split: an empty export that says why
+        with pytest.warns(errors.EmptyExport, match="published"):
+            assert await writer.export("sentiment", number, records=True) == []
+        assert "createRoundDatasets" in (writer.last_export_note or "")
         assert len(rows) == dataset.num_rows
         monkeypatch.setitem(__import__("sys").modules, "datasets", None)  # datasets not installed: records
         assert isinstance(await operator.export("sentiment", number), list)

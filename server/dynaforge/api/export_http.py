@@ -99,6 +99,14 @@ async def export_endpoint(request: Request) -> Response:
         return error_response(exc)
 
 
+def _say_why_empty(headers: dict[str, str], plan: export_service.ExportPlan) -> None:
+    """An export with no example says why in ``X-Dynaforge-Export-Note`` (clients show it: an empty file alone
+    does not tell a reader that the round is not published yet)."""
+    reason = plan.empty_reason
+    if reason:
+        headers["X-Dynaforge-Export-Note"] = reason.encode("ascii", "replace").decode("ascii")
+
+
 def _attachment(filename: str) -> dict[str, str]:
     return {"Content-Disposition": f'attachment; filename="{filename}"', "Cache-Control": "no-store"}
 
@@ -116,6 +124,7 @@ def _streamed_response(
 
     headers = _attachment(f"{plan.basename}{fmt.extension}")
     headers["X-Dynaforge-Examples"] = str(plan.total)
+    _say_why_empty(headers, plan)
     return StreamingResponse(body(), media_type=fmt.media_type, headers=headers)
 
 
@@ -148,6 +157,7 @@ async def _written_response(platform: Platform, fmt: ExportFormat, plan: export_
     headers = _attachment(archive.name)
     headers["Content-Length"] = str(archive.stat().st_size)
     headers["X-Dynaforge-Examples"] = str(plan.total)
+    _say_why_empty(headers, plan)
     # The background task removes the directory too if the client went away before the body was read.
     return StreamingResponse(
         body(),

@@ -296,6 +296,8 @@ def _occupied(folder: Path) -> bool:
 
 
 def _nothing(export: Export) -> str:
+    if export.empty_reason:
+        return f"{export.empty_reason}; so there is no dataset to write"
     scope = "any round" if export.whole_task else f"round {export.splits[0].round}"
     return (
         f"Task {export.task.code} has no examples with status {', '.join(export.statuses)} in {scope}, so there is "

@@ -104,6 +104,21 @@ class ExportPlan:
         return self.task.code
 
     @property
+    def empty_reason(self) -> str | None:
+        """Why the export holds no example, in words that say what to do; None when it holds some. Someone who does
+        not own the task reads only what published splits hold, which is the usual reason."""
+        if self.total:
+            return None
+        scope = "any round" if self.whole_task else f"round {self.rounds[0].round.number}"
+        if self.withhold_scored:
+            return (
+                f"No example of {self.code} in {scope} is yours to export: those who do not own a task get the "
+                "accepted examples that a published (STANDARD) data set holds, and a round's are published once its "
+                "owners split it (createRoundDatasets); examples frozen into scoring sets stay with the owners"
+            )
+        return f"Task {self.code} has no examples with status {', '.join(self.statuses)} in {scope}"
+
+    @property
     def basename(self) -> str:
         """A file name stem such as ``dynaforge-nli-round2`` or ``dynaforge-nli-all-rounds``."""
         scope = "all-rounds" if self.whole_task else self.rounds[0].split
@@ -398,6 +413,7 @@ def export_of(p: Platform, plan: ExportPlan, *, page_size: int = PAGE_SIZE, prog
         whole_task=plan.whole_task,
         read_pages=read_pages,
         progress=progress,
+        empty_reason=plan.empty_reason,
     )
 
 

@@ -12,6 +12,7 @@ from .errors import (
     AlreadyExists,
     Conflict,
     DynaforgeError,
+    EmptyExport,
     FieldError,
     Forbidden,
     InvalidCredentials,
@@ -32,6 +33,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AlreadyExists",
+    "EmptyExport",
     "AsyncClient",
     "Client",
     "Conflict",

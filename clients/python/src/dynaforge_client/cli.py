@@ -648,6 +648,8 @@ async def cmd_export(client: AsyncClient, args: argparse.Namespace, out: Output)
         out.info(message)
     else:
         out.print(message)
+    if client.last_export_note:  # an empty export: the server says why
+        print(f"note: {client.last_export_note}", file=out.stderr)
     return 0
 
 

@@ -7,6 +7,7 @@ import contextlib
 import functools
 import json
 import uuid
+import warnings
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, cast
@@ -140,6 +141,8 @@ class AsyncClient:
     ):
         self.base_url, self.graphql_url, self.ws_url = _urls(url)
         self.retries = retries
+        #: why the last export read held no example (the server's X-Dynaforge-Export-Note), None when it held some
+        self.last_export_note: str | None = None
         self._http = http_client or httpx.AsyncClient(timeout=timeout)
         self._api = _Api(url=self.graphql_url, http_client=cast(Any, self._http), ws_url=self.ws_url)
         self.token = token
@@ -732,8 +735,11 @@ class AsyncClient:
     ) -> Any:
         """The task's collected examples (one round, or all; ``status`` such as ``ACCEPTED`` narrows them), as the
         server's JSONL export: a ``datasets.Dataset`` when the datasets package is installed (unless ``records``),
-        else a list of dicts."""
+        else a list of dicts. An empty export warns (:class:`errors.EmptyExport`) with the server's reason: most
+        often, you do not own the task and none of its rounds is published yet."""
         rows = [json.loads(line) async for line in self._export_lines(task, round, status, progress) if line.strip()]
+        if not rows:
+            _warn_empty(self.last_export_note)
         if records:
             return rows
         try:
@@ -784,6 +790,7 @@ class AsyncClient:
         """The export's bytes as they arrive (to pipe them somewhere); ``progress`` gets bytes so far and the total
         (0 when the server does not say)."""
         async with self._export_response(task, round, status, format) as response:
+            self.last_export_note = response.headers.get("x-dynaforge-export-note")
             total = int(response.headers.get("content-length") or 0)
             done = 0
             async for chunk in response.aiter_bytes():
@@ -796,6 +803,7 @@ class AsyncClient:
         self, task: str, round: int | None, status: str | None, progress: Progress | None
     ) -> AsyncIterator[str]:
         async with self._export_response(task, round, status, "jsonl") as response:
+            self.last_export_note = response.headers.get("x-dynaforge-export-note")
             done = 0
             async for line in response.aiter_lines():
                 done += len(line) + 1
@@ -810,6 +818,10 @@ class AsyncClient:
         if status is not None:
             params["status"] = status
         return _ExportResponse(self._http, f"{self.base_url}/export/{task}", params, self.retries)
+
+
+def _warn_empty(note: str | None) -> None:
+    warnings.warn(errors.EmptyExport(note or "The export holds no example"), stacklevel=3)
 
 
 class _ExportResponse:

@@ -136,6 +136,11 @@ class ServiceUnavailable(DynaforgeError):
     code = "SERVICE_UNAVAILABLE"
 
 
+class EmptyExport(UserWarning):
+    """An export held no example; the message is the server's reason (say, none of the task's rounds is published
+    yet, and you do not own it). Warned, not raised: an empty export is an answer."""
+
+
 class TransportError(DynaforgeError):
     """The request did not get a GraphQL answer: the connection failed, timed out, or the HTTP status was an error."""
 
