@@ -46,9 +46,10 @@ RECIPES = """query { trainingRecipes(taskCode: "toy") {
 TRAIN = """mutation($input: TrainCandidateModelInput!) {
   trainCandidateModel(input: $input) {
     __typename
-    ... on TrainingStarted { job { id status recipe hyperparameters seed } }
+    ... on TrainingStarted { job { id status recipe hyperparameters seed parameters { ...Typed } } }
     ... on InvalidInput { message fieldErrors { field rule message } }
-    ... on Error { message } } }"""
+    ... on Error { message } } }
+fragment Typed on ParameterValue { name type boolean integer number string }"""
 CANCEL = """mutation($input: CancelTrainingInput!) {
   cancelTraining(input: $input) { __typename ... on TrainingCancelled { job { status } } ... on Error { message } } }"""
 JOBS = """query { trainingJobs(taskCode: "toy") { nodes {
@@ -199,6 +200,8 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
         assert started["__typename"] == "TrainingStarted", started
         job_id = started["job"]["id"]
         assert started["job"]["hyperparameters"] == {"smoothing": 0.5, "min_count": 1, "pause_s": 1.0, "ballast_mb": 0}
+        assert _typed(started["job"]["parameters"]) == started["job"]["hyperparameters"]
+        assert [v["type"] for v in started["job"]["parameters"]] == ["NUMBER", "INTEGER", "NUMBER", "INTEGER"]
         seen: list[dict[str, Any]] = []
         await asyncio.wait_for(_progress(server, operator, job_id, seen), timeout=120)
         assert seen[-1]["status"] == "SUCCEEDED" and seen[-1]["candidateId"], seen
@@ -294,8 +297,22 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
 
 TUNED = """query { trainingJobs(taskCode: "toy") { nodes {
   id status error tuneOn { id } tuningGrid
-  candidate { hyperparameters tuning { dataset { datasetId size } metric chosen
-                                       trials { hyperparameters devAccuracy devItems chosen } } } } } }"""
+  candidate { hyperparameters parameters { ...Typed }
+    tuning { dataset { datasetId size } metric chosen chosenParameters { ...Typed }
+             trials { hyperparameters parameters { ...Typed } devAccuracy devItems chosen } } } } } }
+fragment Typed on ParameterValue { name type boolean integer number string }"""
+
+
+def _typed(values: list[dict[str, Any]]) -> dict[str, Any]:
+    """Typed parameter values (ParameterValue) as a mapping: the field of each one's type holds it, the others are
+    null."""
+    fields = {"BOOLEAN": "boolean", "INTEGER": "integer", "NUMBER": "number", "STRING": "string"}
+    out = {}
+    for v in values:
+        held = fields[v["type"]]
+        assert all(v[f] is None for f in fields.values() if f != held), v
+        out[v["name"]] = v[held]
+    return out
 
 
 async def _tune_on_the_dev_split(server: Server, operator: str, sets: dict[str, Any]) -> None:
@@ -324,6 +341,10 @@ async def _tune_on_the_dev_split(server: Server, operator: str, sets: dict[str, 
         [chosen] = [t for t in tuning["trials"] if t["chosen"]]
         assert chosen["devAccuracy"] == best and chosen["hyperparameters"] == tuning["chosen"]
         assert job["candidate"]["hyperparameters"]["smoothing"] == tuning["chosen"]["smoothing"]
+        # the same values, typed
+        assert [_typed(t["parameters"]) for t in tuning["trials"]] == job["tuningGrid"]
+        assert _typed(tuning["chosenParameters"]) == tuning["chosen"]
+        assert _typed(job["candidate"]["parameters"]) == job["candidate"]["hyperparameters"]
 
 
 async def _download(http: httpx.AsyncClient, token: str, evaluation: str, fmt: str) -> httpx.Response:

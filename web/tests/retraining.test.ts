@@ -7,6 +7,7 @@ import {
   hyperparameterEntries,
   kindsOf,
   lineageText,
+  parameterEntries,
   readHyperparameters,
   roundsText,
   shortDigest,
@@ -77,6 +78,24 @@ describe("a recipe's hyper-parameters", () => {
     ]);
     expect(hyperparameterEntries(null)).toEqual([]);
     expect(hyperparameterEntries({ layers: [1, 2] })).toEqual([["layers", "[1,2]"]]);
+  });
+
+  it("reads typed values as the server sends them (the field of each one's type)", () => {
+    expect(
+      parameterEntries([
+        { name: "example_weight", integer: 4 },
+        { name: "smoothing", number: 0.5 },
+        { name: "lowercase", boolean: false },
+        { name: "encoder", string: "lora" },
+        { name: "unset" },
+      ]),
+    ).toEqual([
+      ["example_weight", 4],
+      ["smoothing", 0.5],
+      ["lowercase", false],
+      ["encoder", "lora"],
+      ["unset", "null"],
+    ]);
   });
 
   it("reads a form: numbers as typed, an empty number as its default, unchecked as false", () => {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import datetime
-from enum import Enum
 from typing import Annotated, Any
 
 import strawberry
@@ -27,6 +26,7 @@ from dynaforge.api.models import Evaluation, Model
 from dynaforge.api.node import Node, global_id, parse_id
 from dynaforge.api.task_lists import task_list
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
+from dynaforge.api.types.parameters import ParameterType, ParameterValue, parameter_type, parameter_values
 from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.db.models import TrainingJob as TrainingJobRow
 from dynaforge.db.models import as_utc
@@ -40,14 +40,6 @@ from dynaforge.services.cursors import WorkPage
 from dynaforge.tasks.base import TrainingRecipe as RecipeSpec
 
 
-@strawberry.enum(description="The type of a recipe's hyper-parameter: a value given must have it.")
-class ParameterType(Enum):
-    BOOLEAN = strawberry.enum_value("BOOLEAN", description="true or false.")
-    INTEGER = strawberry.enum_value("INTEGER", description="A whole number.")
-    NUMBER = strawberry.enum_value("NUMBER", description="A number (a whole number is accepted).")
-    STRING = strawberry.enum_value("STRING", description="Text.")
-
-
 @strawberry.type(description="One hyper-parameter of a training recipe.")
 class RecipeParameter:
     name: str = strawberry.field(description="Its name (a key of trainCandidateModel's `hyperparameters`).")
@@ -59,9 +51,6 @@ class RecipeParameter:
 class TunableParameter:
     name: str = strawberry.field(description="Its name (one of TrainingRecipe.parameters).")
     values: list[JSON] = strawberry.field(description="The values tried, each with the default's type.")
-
-
-_PARAMETER_TYPES = {bool: ParameterType.BOOLEAN, int: ParameterType.INTEGER, float: ParameterType.NUMBER}
 
 
 @strawberry.type(description="How a task trains new versions of its model from the platform's examples.")
@@ -95,9 +84,7 @@ class TrainingRecipe:
             description=recipe.description,
             hyperparameters=JSON(dict(recipe.hyperparameters)),
             parameters=[
-                RecipeParameter(
-                    name=name, type=_PARAMETER_TYPES.get(type(value), ParameterType.STRING), default=JSON(value)
-                )
+                RecipeParameter(name=name, type=parameter_type(value), default=JSON(value))
                 for name, value in recipe.hyperparameters.items()
             ],
             base_data=recipe.base_data,
@@ -112,7 +99,12 @@ class TrainingRecipe:
 class TrainingJob(Node):
     row: strawberry.Private[TrainingJobRow]
     recipe: str = strawberry.field(description="The recipe it runs.")
-    hyperparameters: JSON = strawberry.field(description="The hyper-parameters, defaults filled in.")
+    hyperparameters: JSON = strawberry.field(
+        description="The hyper-parameters, defaults filled in.", deprecation_reason="Use parameters: typed values."
+    )
+    parameters: list[ParameterValue] = strawberry.field(
+        description="The hyper-parameters, defaults filled in, each a typed value, in the recipe's order."
+    )
     seed: int = strawberry.field(description="The seed: the same data, recipe and seed give the same weights.")
     include_base_data: bool = strawberry.field(description="Whether the task's base data is added to the data sets.")
     status: TrainingStatus = strawberry.field(description="Where it is.")
@@ -181,6 +173,7 @@ class TrainingJob(Node):
             id=global_id("TrainingJob", row.id),
             recipe=row.recipe,
             hyperparameters=JSON(dict(row.hyperparameters or {})),
+            parameters=parameter_values(row.hyperparameters),
             seed=row.seed,
             include_base_data=row.include_base_data,
             status=TrainingStatus(row.status),

@@ -121,6 +121,20 @@ export function hyperparameterEntries(json: unknown): [string, HyperValue][] {
   ]);
 }
 
+/** Typed parameter values (ParameterValue: the field of its type is set) as name and value, in their order; a value
+ * left unset shows as "null". */
+export function parameterEntries(
+  values: readonly {
+    name: string;
+    boolean?: boolean | null;
+    integer?: number | null;
+    number?: number | null;
+    string?: string | null;
+  }[],
+): [string, HyperValue][] {
+  return values.map((v) => [v.name, v.boolean ?? v.integer ?? v.number ?? v.string ?? "null"]);
+}
+
 /** A default as the recipe list shows it. */
 export function hyperText(value: HyperValue): string {
   if (typeof value === "boolean") return value ? "true" : "false";

@@ -11,6 +11,7 @@ from strawberry.scalars import JSON
 
 from dynaforge.api.context import Info
 from dynaforge.api.node import Node, global_id, related
+from dynaforge.api.types.parameters import ParameterValue, parameter_values
 from dynaforge.db.models import RegisteredModel as RegisteredModelRow
 from dynaforge.db.models import as_utc
 from dynaforge.services import tasks as task_service
@@ -93,7 +94,12 @@ class TrainingData:
 
 @strawberry.type(description="One combination of hyper-parameters a tuning job trained and scored.")
 class TuningTrial:
-    hyperparameters: JSON = strawberry.field(description="The values it tried (the others were the job's).")
+    hyperparameters: JSON = strawberry.field(
+        description="The values it tried (the others were the job's).", deprecation_reason="Use parameters."
+    )
+    parameters: list[ParameterValue] = strawberry.field(
+        description="The values it tried (the others were the job's), typed."
+    )
     dev_accuracy: float = strawberry.field(description="Its accuracy on the development set, 0 to 1.")
     dev_items: int = strawberry.field(description="How many items the development set had.")
     chosen: bool = strawberry.field(description="Whether it is the one kept (the most accurate; ties: the earlier).")
@@ -106,7 +112,12 @@ class Tuning:
     dataset: TrainingSet | None = strawberry.field(description="The development set, as it was read.")
     metric: str = strawberry.field(description="What the trials were compared by (accuracy).")
     trials: list[TuningTrial] = strawberry.field(description="Every combination tried, in the order tried.")
-    chosen: JSON = strawberry.field(description="The values kept (also in RegisteredModel.hyperparameters).")
+    chosen: JSON = strawberry.field(
+        description="The values kept (also in RegisteredModel.parameters).", deprecation_reason="Use chosenParameters."
+    )
+    chosen_parameters: list[ParameterValue] = strawberry.field(
+        description="The values kept (also in RegisteredModel.parameters), typed."
+    )
 
     @classmethod
     def of(cls, stored: Any) -> Tuning | None:
@@ -127,12 +138,19 @@ class Tuning:
             trials.append(
                 TuningTrial(
                     hyperparameters=JSON(values),
+                    parameters=parameter_values(values),
                     dev_accuracy=float(trial.get("dev_accuracy") or 0.0),
                     dev_items=int(trial.get("dev_n") or 0),
                     chosen=is_chosen,
                 )
             )
-        return cls(dataset=dataset, metric=str(tuning.get("metric") or "accuracy"), trials=trials, chosen=JSON(chosen))
+        return cls(
+            dataset=dataset,
+            metric=str(tuning.get("metric") or "accuracy"),
+            trials=trials,
+            chosen=JSON(chosen),
+            chosen_parameters=parameter_values(chosen),
+        )
 
 
 @strawberry.type(
@@ -149,7 +167,12 @@ class RegisteredModel(Node):
     )
     origin: ModelOrigin = strawberry.field(description="Where it came from.")
     recipe: str | None = strawberry.field(description="The training recipe that made it (TRAINED, SHIPPED, STORE).")
-    hyperparameters: JSON = strawberry.field(description="The recipe's hyper-parameters it was trained with.")
+    hyperparameters: JSON = strawberry.field(
+        description="The recipe's hyper-parameters it was trained with.", deprecation_reason="Use parameters."
+    )
+    parameters: list[ParameterValue] = strawberry.field(
+        description="The recipe's hyper-parameters it was trained with, typed, in the recipe's order."
+    )
     seed: int | None = strawberry.field(description="The training seed.")
     training_data: TrainingData | None = strawberry.field(
         description="What it was trained on; null for a model not trained on the platform (SHIPPED, STORE...)."
@@ -203,6 +226,7 @@ class RegisteredModel(Node):
             origin=ModelOrigin(row.origin),
             recipe=row.recipe,
             hyperparameters=JSON(dict(row.hyperparameters or {})),
+            parameters=parameter_values(row.hyperparameters),
             seed=row.seed,
             training_data=TrainingData.of(row.training_data),
             metrics=RecipeMetric.listing(row.metrics),

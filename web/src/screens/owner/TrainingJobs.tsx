@@ -9,7 +9,7 @@ import type { TrainingJobPartsFragment, TrainingJobUpdatedSubscription } from ".
 import { percent } from "../../lib/format";
 import { currentOf, type Latest, unknownOf, useEnded, withLatest } from "../../lib/live";
 import { modelHref } from "../../lib/models";
-import { hyperparameterEntries, hyperText, isActive, trainingStatusWords } from "../../lib/retraining";
+import { hyperText, isActive, parameterEntries, trainingStatusWords } from "../../lib/retraining";
 import { Outcome, useOutcome, when } from "./parts";
 import { Digest } from "./registry";
 
@@ -17,7 +17,13 @@ export const TrainingJobParts = graphql(`
   fragment TrainingJobParts on TrainingJob {
     id
     recipe
-    hyperparameters
+    parameters {
+      name
+      boolean
+      integer
+      number
+      string
+    }
     seed
     includeBaseData
     status
@@ -148,7 +154,7 @@ function JobItem({ job, code, onEnded }: { job: Job; code: string; onEnded: () =
   const [cancelling, cancel] = useMutation(CancelTraining);
   const outcome = useOutcome();
   const asked = when(job.createdAt);
-  const parameters = hyperparameterEntries(job.hyperparameters)
+  const parameters = parameterEntries(job.parameters)
     .map(([name, value]) => `${name} ${hyperText(value)}`)
     .join(", ");
   const on = [...job.datasets.map((d) => d.name), ...(job.includeBaseData ? ["the base data"] : [])].join(", ");

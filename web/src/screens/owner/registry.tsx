@@ -11,7 +11,13 @@ export const RegisteredModelParts = graphql(`
     weights
     origin
     recipe
-    hyperparameters
+    parameters {
+      name
+      boolean
+      integer
+      number
+      string
+    }
     seed
     trainingData {
       datasets {
