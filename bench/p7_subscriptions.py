@@ -1,7 +1,9 @@
 """P7: a modelFooled event reaches 100 websocket subscribers, p95 ≤ 50 ms after commit.
 
 What it measures: 100 graphql-transport-ws connections to the served ``/graphql`` (the ``websockets`` client in
-this process, each signed in with an annotator's token in ``connection_init``) subscribe to
+this process, each signed in with an annotator's token in ``connection_init``; the annotators are made owners of
+the task for the run, since a modelFooled event of someone else's example reaches only its author, the task's owners
+and admins) subscribe to
 ``modelFooled(taskCode: "sentiment") { id createdAt }``. Examples that fool the model are then written one at a time
 over HTTP; for each, every subscriber records the wall-clock time its event arrived. The latency of one delivery is
 that time minus the example's ``createdAt``, which the server stamps after the model's prediction and before the
@@ -108,12 +110,31 @@ async def _send_and_wait(
     return example_id, sum(example_id not in s.arrivals for s in subscribers)
 
 
+ME = "query { me { username } }"
+OWNERSHIP = """mutation($input: TaskOwnershipInput!, $grant: Boolean!) {
+  grant: grantTaskOwnership(input: $input) @include(if: $grant) { __typename ... on Error { message } }
+  revoke: revokeTaskOwnership(input: $input) @skip(if: $grant) { __typename ... on Error { message } } }"""
+
+
+async def _owners(ctx: Context, tokens: list[str], grant: bool) -> None:
+    """Make the subscribers owners of the task for the run (or no longer): modelFooled sends someone's example whole
+    to its author, the task's owners and admins only, so the writer's events reach owners."""
+    for token in tokens:
+        name = (await graphql(ctx.http, ctx.server, ME, token))["me"]["username"]
+        variables = {"input": {"taskCode": TASK, "username": name}, "grant": grant}
+        answer = await graphql(ctx.http, ctx.server, OWNERSHIP, ctx.server.admin_token, **variables)
+        result = answer["grant" if grant else "revoke"]
+        if not result["__typename"].startswith("TaskOwnership"):
+            raise RuntimeError(f"could not change {name}'s ownership: {result}")
+
+
 async def run(ctx: Context) -> Result:
     url = ctx.server.graphql_url.replace("http://", "ws://")
     tokens = ctx.server.annotator_tokens
     writer = ctx.server.admin_token
     fooling = await _fooling_inputs(ctx, writer)
     subscribers = [Subscriber(url, tokens[i % len(tokens)]) for i in range(SUBSCRIBERS)]
+    await _owners(ctx, tokens, grant=True)
     try:
         for start in range(0, SUBSCRIBERS, 20):
             await asyncio.gather(*(s.open() for s in subscribers[start : start + 20]))
@@ -131,6 +152,7 @@ async def run(ctx: Context) -> Result:
             ]
     finally:
         await asyncio.gather(*(s.close() for s in subscribers), return_exceptions=True)
+        await _owners(ctx, tokens, grant=False)
     p50, p95, p99 = (percentile(latencies, q) for q in (50, 95, 99))
     figures = (
         f"{SUBSCRIBERS} subscribers × {EVENTS} events: delivery after commit p50 {p50:.1f} ms, p95 {p95:.1f} ms, "
