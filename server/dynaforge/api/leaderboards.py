@@ -137,10 +137,20 @@ class LeaderboardRow:
         description="Each scoring set the model lacks figures on, with the axes it lacks there and why (queued, "
         "failed, mostly unusable answers...); empty when it has every figure."
     )
-    datasets: list[LeaderboardDatasetValues] = strawberry.field(
+    board_row: strawberry.Private[board_service.BoardRow]
+
+    @strawberry.field(
         description="Its values on each scoring set, weighted or not, in the order of Leaderboard.datasets: with "
         "the axes' exchange rates, what a client needs to re-rank the board for other data-set weights itself."
     )
+    def datasets(self, info: Info) -> list[LeaderboardDatasetValues]:
+        # built when asked: a board of 200 models on 10 sets has 2,000 of them, which most queries do not read
+        return [
+            LeaderboardDatasetValues(
+                dataset=name, values=[LeaderboardValue(name=axis, value=value) for axis, value in values.items()]
+            )
+            for name, values in self.board_row.by_dataset.items()
+        ]
 
 
 @strawberry.type(description="A scoring set a model lacks figures on, and why.")
@@ -250,13 +260,7 @@ class Leaderboard:
                         )
                         for g in r.gaps
                     ],
-                    datasets=[
-                        LeaderboardDatasetValues(
-                            dataset=name,
-                            values=[LeaderboardValue(name=axis, value=value) for axis, value in values.items()],
-                        )
-                        for name, values in r.by_dataset.items()
-                    ],
+                    board_row=r,
                 )
                 for r in board.rows
             ],

@@ -98,8 +98,16 @@ class BoardRow:
     missing: list[str]
     submitter_row: Any = None  # the submitter's User row, when not anonymous
     gaps: list[BoardGap] = field(default_factory=list)
-    #: each scoring set's values on the board's axes (set name -> axis -> value or None), whatever its weight
-    by_dataset: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    #: the model's figures (set name -> axis -> value), the board's set names and axes: what :attr:`by_dataset` reads
+    scores: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    dataset_names: tuple[str, ...] = ()
+    axes: tuple[str, ...] = ()
+
+    @property
+    def by_dataset(self) -> dict[str, dict[str, float | None]]:
+        """Each scoring set's values on the board's axes (set name -> axis -> value or None), whatever its weight;
+        made when read (a board of 200 models on 10 sets holds 2,000 of them, which most callers never read)."""
+        return {name: {axis: self.scores.get(name, {}).get(axis) for axis in self.axes} for name in self.dataset_names}
 
 
 def _json_value(value: Any) -> Any:
@@ -392,6 +400,7 @@ async def compute(
     by_id = {m.id: m for m in models}
     weights = computed.metric_weights if computed else {}
     rows = []
+    set_names, axis_names = tuple(sorted(dataset_names.values())), tuple(spec.name for spec in specs)
     for r in computed.rows if computed else []:
         model = by_id[int(r.model_id)]
         metrics = []
@@ -411,11 +420,10 @@ async def compute(
                 dynascore=r.dynascore,
                 metrics=metrics,
                 missing=list(r.missing),
-                gaps=_gaps(model.id, sorted(dataset_names.values()), scores[model.id], specs, data.states),
-                by_dataset={
-                    name: {spec.name: scores[model.id].get(name, {}).get(spec.name) for spec in specs}
-                    for name in sorted(dataset_names.values())
-                },
+                gaps=_gaps(model.id, list(set_names), scores[model.id], specs, data.states),
+                scores=scores[model.id],
+                dataset_names=set_names,
+                axes=axis_names,
             )
         )
     if sort not in (None, "dynascore"):
