@@ -9,6 +9,7 @@ import type { AdminUsersQuery, TokenOrigin } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
 import { transportMessage } from "../lib/errors";
 import { submitted, TextInput } from "./Form";
+import { RevokeToken } from "./fragments";
 import { Checkbox, Outcome, useOutcome, when } from "./owner/parts";
 import { ScrollBox } from "./ScrollBox";
 import "./boards.css";
@@ -89,23 +90,6 @@ const SetActive = graphql(`
         user {
           id
           active
-        }
-      }
-      ... on Error {
-        message
-      }
-    }
-  }
-`);
-
-const Revoke = graphql(`
-  mutation AdminRevokeToken($input: RevokeApiTokenInput!) {
-    revokeApiToken(input: $input) {
-      __typename
-      ... on RevokedApiToken {
-        apiToken {
-          id
-          revoked
         }
       }
       ... on Error {
@@ -327,7 +311,7 @@ function Tokens({ userId, name }: { userId: string; name: string }) {
     variables: { id: userId, first: TOKENS_SHOWN },
     requestPolicy: "network-only",
   });
-  const [revoking, revoke] = useMutation(Revoke);
+  const [revoking, revoke] = useMutation(RevokeToken);
   const outcome = useOutcome();
   if (error)
     return (

@@ -9,6 +9,7 @@ import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { percent } from "../lib/format";
 import { ProblemBox, submitted, TextInput } from "./Form";
+import { RevokeToken } from "./fragments";
 import { ScrollBox } from "./ScrollBox";
 import "./boards.css";
 
@@ -100,23 +101,6 @@ const CreateToken = graphql(`
           field
           message
         }
-      }
-    }
-  }
-`);
-
-const RevokeToken = graphql(`
-  mutation RevokeToken($input: RevokeApiTokenInput!) {
-    revokeApiToken(input: $input) {
-      __typename
-      ... on RevokedApiToken {
-        apiToken {
-          id
-          revoked
-        }
-      }
-      ... on Error {
-        message
       }
     }
   }

@@ -18,3 +18,21 @@ export const TaskFieldParts = graphql(`
     maxReferences
   }
 `);
+
+/** Revoke an API token (one's own, or anyone's for admins): the Me page and the admin page. */
+export const RevokeToken = graphql(`
+  mutation RevokeToken($input: RevokeApiTokenInput!) {
+    revokeApiToken(input: $input) {
+      __typename
+      ... on RevokedApiToken {
+        apiToken {
+          id
+          revoked
+        }
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
