@@ -67,7 +67,7 @@ async def test_concurrent_uploads_past_the_allowance_keep_only_the_accepted_mode
     p = site["p"]
     payloads = await asyncio.gather(*(uploaded(site, archive(f"model {i}"), name=f"m{i}") for i in range(8)))
     kinds = sorted(payload["__typename"] for payload in payloads)
-    assert kinds == ["ModelUploaded"] * 3 + ["RateLimited"] * 5  # the toy task's 3 submissions in 24 hours
+    assert kinds == ["ModelUploaded"] * 3 + ["QuotaExceeded"] * 5  # the toy task's 3 submissions in 24 hours
     accepted = {payload["artifact"] for payload in payloads if payload["__typename"] == "ModelUploaded"}
     assert len(accepted) == 3 and stored(p) == accepted  # no refused upload's files, no staging folder
 
@@ -84,9 +84,9 @@ async def test_a_refused_upload_leaves_nothing_stored(site, monkeypatch):
     # written, after the files were stored, and they are deleted. A copy that a model names stays.
     monkeypatch.setattr(model_uploads, "check_allowance", lambda *args: asyncio.sleep(0))
     payload = await uploaded(site, archive("refused late"))
-    assert payload["__typename"] == "RateLimited", payload
+    assert payload["__typename"] == "QuotaExceeded", payload
     again = await uploaded(site, archive("kept 0"))  # the same files as a stored model's
-    assert again["__typename"] == "RateLimited" and stored(p) == accepted
+    assert again["__typename"] == "QuotaExceeded" and stored(p) == accepted
 
     async def broken(*args, **kwargs):
         raise RuntimeError("the database went away")

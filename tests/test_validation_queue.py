@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from support import gid, make_user, register_user
 
-from dynaforge.errors import Forbidden, NotAuthenticated, NotFound, RateLimited
+from dynaforge.errors import Forbidden, NotAuthenticated, NotFound, QuotaExceeded, RateLimited
 from dynaforge.services import examples, tasks, validation
 from dynaforge.services.actor import Actor
 
@@ -100,7 +100,7 @@ async def test_the_remaining_daily_cap(platform, people):
     assert await examples.remaining_today(platform, author, "toy") == 1
     await _fooling(platform, author, 1)
     assert await examples.remaining_today(platform, author, "toy") == 0
-    with pytest.raises(RateLimited):
+    with pytest.raises(QuotaExceeded):
         await _fooling(platform, author, 2)
     assert await examples.remaining_today(platform, people["v1"], "toy") == 2  # per user
 

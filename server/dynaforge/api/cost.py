@@ -98,6 +98,10 @@ LIST_SIZES: dict[str, int] = {
     "Task.trainingRecipes": DECLARED,
     "Task.fields": DECLARED,
     "RegisteredModel.metrics": DECLARED,  # what its recipe reports
+    "RegisteredModel.parameters": DECLARED,  # its recipe's hyper-parameters
+    "TrainingJob.parameters": DECLARED,
+    "TuningTrial.parameters": DECLARED,
+    "Tuning.chosenParameters": DECLARED,
     "TrainingData.datasets": DECLARED,  # the data sets a training job was asked to read
     "Task.rounds": MANY,
     "Task.owners": DECLARED,
