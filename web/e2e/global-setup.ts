@@ -52,7 +52,13 @@ export default async function globalSetup() {
   const log = createWriteStream(join(dir, "demo.log"));
   const child: ChildProcess = spawn(DYNAFORGE, ["demo", "--host", "127.0.0.1", "--port", String(port)], {
     cwd: dir,
-    env: { ...process.env, HF_HUB_OFFLINE: "1", DYNAFORGE_WEB_DIR: join(WEB, "dist") },
+    env: {
+      ...process.env,
+      HF_HUB_OFFLINE: "1",
+      DYNAFORGE_WEB_DIR: join(WEB, "dist"),
+      // no registration limit: the browser tests sign some 25 people up from loopback (the default is 20 an hour)
+      DYNAFORGE_REGISTRATIONS_PER_HOUR_PER_CLIENT: "0",
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";
