@@ -163,17 +163,14 @@ async def train_candidate(
         if tune_on is not None:
             await _check_tuning_set(s, view.row.id, task_code, tune_on, ids)
         since = utcnow() - timedelta(days=1)
-        recent = await s.scalar(
-            select(func.count())
-            .select_from(TrainingJob)
-            .where(col(TrainingJob.task_id) == view.row.id, col(TrainingJob.created_at) >= since)
-        )
-        if int(recent or 0) >= p.settings.training_jobs_per_day:
-            oldest = await s.scalar(
-                select(func.min(col(TrainingJob.created_at))).where(
+        recent, oldest = (
+            await s.execute(
+                select(func.count(), func.min(col(TrainingJob.created_at))).where(
                     col(TrainingJob.task_id) == view.row.id, col(TrainingJob.created_at) >= since
                 )
             )
+        ).one()
+        if int(recent or 0) >= p.settings.training_jobs_per_day:
             frees = None if oldest is None else as_utc(oldest) + timedelta(days=1)
             raise QuotaExceeded(
                 f"{task_code} has started {p.settings.training_jobs_per_day} training jobs in the last 24 hours "

@@ -99,11 +99,7 @@ const SetActive = graphql(`
   }
 `);
 
-type Account = AdminUsersQuery["users"] extends infer C
-  ? C extends { nodes: readonly (infer U)[] }
-    ? U
-    : never
-  : never;
+type Account = NonNullable<AdminUsersQuery["users"]>["nodes"][number];
 
 const ORIGINS: Record<TokenOrigin, string> = {
   REGISTRATION: "registration",
@@ -120,7 +116,13 @@ export default function Admin() {
   const cursor = after.length ? after[after.length - 1] : null;
   const [{ data, error, fetching }, refetch] = useQuery({
     query: AdminUsers,
-    variables: { search: filters.search || null, ...pick(filters), first: USERS_PAGE, after: cursor },
+    variables: {
+      search: filters.search || null,
+      admins: filters.admins,
+      disabled: filters.disabled,
+      first: USERS_PAGE,
+      after: cursor,
+    },
     pause: !session,
     requestPolicy: "cache-and-network",
   });
@@ -218,8 +220,6 @@ export default function Admin() {
     </section>
   );
 }
-
-const pick = ({ admins, disabled }: { admins: boolean; disabled: boolean }) => ({ admins, disabled });
 
 function AccountRow({
   account,
