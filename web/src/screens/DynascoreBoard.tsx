@@ -147,7 +147,7 @@ const ForkById = graphql(`
 `);
 
 const SaveFork = graphql(`
-  mutation SaveFork($input: LeaderboardWeightsInput!) {
+  mutation SaveFork($input: SaveLeaderboardForkInput!) {
     saveLeaderboardFork(input: $input) {
       __typename
       ... on LeaderboardForkSaved {
@@ -169,7 +169,7 @@ const SaveFork = graphql(`
 `);
 
 const DeleteFork = graphql(`
-  mutation DeleteFork($input: DeleteLeaderboardItemInput!) {
+  mutation DeleteFork($input: DeleteLeaderboardForkInput!) {
     deleteLeaderboardFork(input: $input) {
       __typename
       ... on LeaderboardItemDeleted {
@@ -351,9 +351,11 @@ export function DynascoreBoard({ code }: { code: string }) {
   const [fork, setFork] = useState<Fork | null>(null);
   // Whether the weights are the board's defaults: they then follow the board as it is read again (a model's new
   // figures move the default exchange rates); weights someone moved or loaded stay.
-  const [followDefaults, setFollowDefaults] = useState(true);
+  // A fork's link starts not following, so that the first reading of the board cannot put the fork's weights back to
+  // the defaults in the same render as it loads them.
   const search = useSearch();
   const forkId = new URLSearchParams(search).get("fork");
+  const [followDefaults, setFollowDefaults] = useState(!forkId);
   const [linked] = useQuery({ query: ForkById, variables: { id: forkId ?? "" }, pause: !forkId });
 
   // Start from the defaults, or from the fork the address names once it is read.
@@ -365,7 +367,10 @@ export function DynascoreBoard({ code }: { code: string }) {
       setFork(node);
       setFollowDefaults(false);
       setWeights(forkWeights(data, node));
-    } else setWeights(defaultWeights(data));
+    } else {
+      setFollowDefaults(true);
+      setWeights(defaultWeights(data));
+    }
   }, [data, weights, forkId, linked]);
   useEffect(() => {
     if (data && followDefaults) setWeights((w) => (w ? defaultWeights(data) : w));
