@@ -1,8 +1,9 @@
 """Background jobs on dramatiq: one ``evaluate`` message per group of evaluations (a model on data sets: the sets
-queued together, one model loaded once for all of them), one
-``deliver_webhook`` message per webhook delivery (retried with exponential backoff; see services/webhooks.py), and a
-``collect_artifacts`` message every ``ARTIFACT_GC_INTERVAL_S`` (sent by the server) that deletes the model artifacts
-nothing names.
+queued together, one model loaded once for all of them), one ``train`` message per training job, one
+``deliver_webhook`` message per webhook delivery (retried with exponential backoff; see services/webhooks.py), one
+``generate`` message per machine adversary's generation run where a broker carries them (the run then survives the
+API process that accepted it; :class:`GenerationHost`), and a ``collect_artifacts`` message every
+``ARTIFACT_GC_INTERVAL_S`` (sent by the server) that deletes the model artifacts nothing names.
 
 The broker is Redis when ``DYNAFORGE_BROKER_URL`` is set (the API enqueues; ``dynaforge worker`` processes on any
 machine consume), and otherwise dramatiq's in-memory ``StubBroker`` with a worker thread inside the server (the
@@ -53,6 +54,11 @@ TRAINING_THREADS = 1
 TRAINING_ACTOR = "dynaforge.train"
 MAINTENANCE_QUEUE = "maintenance"
 COLLECT_ACTOR = "dynaforge.collect_artifacts"
+GENERATION_QUEUE = "generation"
+GENERATION_ACTOR = "dynaforge.generate"
+#: Generation runs, one at a time per worker process, on a worker of their own (a run may take hours of target
+#: queries; it must not hold up evaluations or training).
+GENERATION_THREADS = 1
 #: How many times a training job whose process was killed is delivered again (each starts it over).
 TRAINING_RETRIES = 2
 
@@ -202,11 +208,20 @@ def _without_twice_warning(broker: dramatiq.Broker) -> Iterator[None]:
 class Jobs:  # a dynaforge.services.job_queue.JobQueue
     """The broker and its actors for one process."""
 
-    def __init__(self, settings: Settings, broker: dramatiq.Broker | None = None, events: EventBus | None = None):
+    def __init__(
+        self,
+        settings: Settings,
+        broker: dramatiq.Broker | None = None,
+        events: EventBus | None = None,
+        generation: GenerationHost | None = None,
+    ):
         self.settings = settings
         self.broker = broker or make_broker(settings)
         self.worker: dramatiq.Worker | None = None
         self.training_worker: dramatiq.Worker | None = None
+        self.generation_worker: dramatiq.Worker | None = None
+        #: where this process runs the generation runs it consumes (made on first use)
+        self.generation = generation
         self.worker_threads = 1  # how many jobs this process's worker runs at once (start_worker)
         self.on_progress = None if events is None else publisher(events)
         self.publish = None if events is None else events.publish_threadsafe
@@ -290,6 +305,19 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
             time_limit=60_000,
         )(deliver_webhook)
 
+        def generate(run_id: int) -> None:
+            if self.generation is None:
+                self.generation = GenerationHost(self.settings)
+            self.generation.run(run_id)
+
+        self.generate_job = dramatiq.actor(
+            broker=self.broker,
+            actor_name=GENERATION_ACTOR,
+            queue_name=GENERATION_QUEUE,
+            max_retries=0,  # a run ends FAILED with its reason; one whose worker died is failed at the next start
+            time_limit=GENERATION_TIME_LIMIT_MS,
+        )(generate)
+
         def collect_artifacts() -> None:
             from dynaforge.services.actor import Actor
             from dynaforge.services.artifacts import collect_artifacts
@@ -361,6 +389,10 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
         """One message per webhook delivery; raises BrokerUnavailable when the broker is down."""
         _send(self.deliver_webhook, delivery_ids, "the deliveries stay pending")
 
+    def generate(self, run_id: int) -> None:
+        """One message for a generation run; raises BrokerUnavailable when the broker is down."""
+        _send(self.generate_job, [run_id], "the generation run stays queued")
+
     def collect_artifacts(self) -> None:
         """One message to delete the model artifacts nothing names (:mod:`dynaforge.services.artifacts`); raises
         BrokerUnavailable when the broker is down."""
@@ -402,13 +434,88 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
         )
         with _without_twice_warning(self.broker):
             self.training_worker.start()
+        # Generation runs too (those a broker carries: the embedded server runs its own in its event loop).
+        if not self.embedded:
+            self.generation_worker = dramatiq.Worker(
+                self.broker, queues={GENERATION_QUEUE}, worker_threads=GENERATION_THREADS, worker_timeout=200
+            )
+            with _without_twice_warning(self.broker):
+                self.generation_worker.start()
 
     def stop(self) -> None:
-        for worker in (self.worker, self.training_worker):
+        for worker in (self.worker, self.training_worker, self.generation_worker):
             if worker is not None:
                 worker.stop()
-        self.worker = self.training_worker = None
+        self.worker = self.training_worker = self.generation_worker = None
+        if self.generation is not None:
+            self.generation.close()
         self.broker.close()
+
+
+#: The longest a generation run may take in a worker: every item of a run at its time limit, and some.
+GENERATION_TIME_LIMIT_MS = 12 * 3_600_000
+
+
+class GenerationHost:
+    """Where a worker process runs generation runs: a :class:`~dynaforge.services.platform.Platform` of its own
+    (tasks, adversaries, target models) on an event loop thread of its own, made at the first run and kept, so a
+    target model loads once for all the runs this process takes. ``make_platform`` (a coroutine function) builds it;
+    by default from the settings, with the tasks declared as data."""
+
+    def __init__(self, settings: Settings, make_platform: Callable[[], Any] | None = None):
+        self.settings = settings
+        self._make_platform = make_platform
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._platform: Any = None
+        self._lock = threading.Lock()
+
+    async def _default_platform(self) -> Any:
+        from dynaforge.services.platform import Platform
+        from dynaforge.services.task_loading import load_stored
+
+        platform = Platform.create(self.settings)
+        await load_stored(platform.db, platform.plugins)
+        return platform
+
+    def _started(self) -> tuple[asyncio.AbstractEventLoop, Any]:
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(target=loop.run_forever, name="generation-host", daemon=True)
+                thread.start()
+                make = self._make_platform or self._default_platform
+                try:
+                    self._platform = asyncio.run_coroutine_threadsafe(make(), loop).result()
+                except BaseException:
+                    loop.call_soon_threadsafe(loop.stop)
+                    raise
+                self._loop, self._thread = loop, thread
+            return self._loop, self._platform
+
+    def run(self, run_id: int) -> None:
+        """Run one generation run to its end (blocking: the actor's thread)."""
+        from dynaforge.services.adversaries import run_queued
+
+        loop, platform = self._started()
+        running = asyncio.run_coroutine_threadsafe(run_queued(platform, run_id), loop)
+        try:
+            running.result()
+        except BaseException:  # the time limit or the worker stopping: the run records itself FAILED as it stops
+            running.cancel()
+            raise
+
+    def close(self) -> None:
+        with self._lock:
+            loop, thread, platform = self._loop, self._thread, self._platform
+            self._loop = self._thread = self._platform = None
+        if loop is None:
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(platform.close(), loop).result(timeout=30)
+        loop.call_soon_threadsafe(loop.stop)
+        if thread is not None:
+            thread.join(timeout=10)
 
 
 def _send(actor: dramatiq.Actor, messages: Sequence[int | list[int]], kept: str) -> None:
@@ -423,7 +530,8 @@ def _send(actor: dramatiq.Actor, messages: Sequence[int | list[int]], kept: str)
 
 
 def worker_main(settings: Settings, threads: int = 1) -> None:  # pragma: no cover - exercised through the CLI
-    """``dynaforge worker``: consume evaluation and webhook messages from the Redis broker until interrupted."""
+    """``dynaforge worker``: consume evaluation, training, generation and webhook messages from the Redis broker until
+    interrupted."""
     import signal
     import threading
 

@@ -11,9 +11,12 @@ round's target model(s): the same models, prediction reading and ensemble rule a
 - A **generation run** (``adversary_runs``) attacks the round's contexts, and the drafts the target got right (the
   people's examples that did not fool it), until its budget of target queries is spent. Each candidate that fools the
   target is stored as an example whose source is ``MACHINE``, written by the adversary's own machine account
-  (``machine:NAME``), so it enters the validation queue like any other and no person's counts grow. Runs execute
-  in the API process that accepted them, one asyncio task each; a run that a stopped process left behind is marked
-  FAILED when the next process starts (``recover``).
+  (``machine:NAME``), so it enters the validation queue like any other and no person's counts grow. Where a
+  broker carries jobs (``DYNAFORGE_BROKER_URL``), a run is a ``generate`` message that a ``dynaforge worker``
+  process takes (:class:`dynaforge.jobs.GenerationHost`), so it outlives the API process that accepted it; the
+  embedded server runs it as a task of its own event loop. A run is taken once (QUEUED to RUNNING in one update);
+  one whose process stopped mid-run is marked FAILED at the next start, and queued ones are sent again
+  (``recover``).
 
 What an adversary proposes reaches people, so neither path lets it pass on gold they may not read: few-shot
 adversaries see only the asker's own and published examples, without their gold fields (``_fooled_before``), and a
@@ -73,6 +76,7 @@ from dynaforge.services import examples as example_service
 from dynaforge.services import exports as export_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
+from dynaforge.services.job_queue import BrokerUnavailable
 from dynaforge.services.platform import Platform
 from dynaforge.tasks import outputs
 from dynaforge.tasks.base import ModelSpec, Task
@@ -563,6 +567,15 @@ async def _reserved_today(s: Any, task_id: int, midnight: Any) -> int:
 
 
 def _start(p: Platform, run_id: int) -> None:
+    """Run it: where a broker carries jobs, as a ``generate`` message that a worker process takes (the run then
+    outlives this process; a broker that is down leaves it QUEUED, sent again at the next start); in the embedded
+    server, as a task of this process's event loop."""
+    if p.jobs is not None and not p.jobs.embedded:
+        try:
+            p.jobs.generate(run_id)
+        except BrokerUnavailable as exc:
+            log.error("generation run %s stays queued: %s", run_id, exc)
+        return
     runs: dict[int, asyncio.Task[None]] = p.adversary_runs
     task = asyncio.get_running_loop().create_task(_run(p, run_id), name=f"adversary-run-{run_id}")
     runs[run_id] = task
@@ -609,15 +622,19 @@ async def cancel_run(p: Platform, actor: Actor, run_id: int) -> AdversaryRun:
 
 
 async def recover(p: Platform) -> int:
-    """Mark FAILED the runs a stopped process left queued or running: those without progress for ``STALE_AFTER``
-    (a live run records progress after every context, and one context may take ``ITEM_TIME_S``), so the runs of
-    other live processes are left alone. Returns how many. Called at start-up."""
+    """Mark FAILED the runs a stopped process left running: those without progress for ``STALE_AFTER`` (a live run
+    records progress after every context, and one context may take ``ITEM_TIME_S``), so the runs of other live
+    processes are left alone. Queued runs: where a broker carries jobs, they are sent again (a run is taken once,
+    see :func:`run_queued`); in the embedded server, the stale ones are failed too (their process is gone). Returns
+    how many were failed. Called at start-up."""
     stale = utcnow() - STALE_AFTER
+    brokered = p.jobs is not None and not p.jobs.embedded
+    statuses = (AdversaryRunStatus.RUNNING,) if brokered else (AdversaryRunStatus.QUEUED, AdversaryRunStatus.RUNNING)
     async with p.db.write() as s:
         result = await s.execute(
             update(AdversaryRun)
             .where(
-                col(AdversaryRun.status).in_((AdversaryRunStatus.QUEUED, AdversaryRunStatus.RUNNING)),
+                col(AdversaryRun.status).in_(statuses),
                 func.coalesce(col(AdversaryRun.heartbeat_at), col(AdversaryRun.created_at)) < stale,
             )
             .values(
@@ -626,7 +643,19 @@ async def recover(p: Platform) -> int:
                 finished_at=utcnow(),
             )
         )
-    return int(result.rowcount or 0)  # type: ignore[attr-defined]
+    failed = int(result.rowcount or 0)  # type: ignore[attr-defined]
+    if brokered:
+        async with p.db.session() as s:
+            queued = list(
+                await s.scalars(
+                    select(col(AdversaryRun.id))
+                    .where(col(AdversaryRun.status) == AdversaryRunStatus.QUEUED)
+                    .order_by(col(AdversaryRun.id))
+                )
+            )
+        for run_id in queued:
+            _start(p, run_id)
+    return failed
 
 
 async def machine_account(p: Platform, adversary: str) -> int:
@@ -703,9 +732,27 @@ async def _update_run(p: Platform, run_id: int, **values: Any) -> None:
         await announce.updated(p, "adversaryRunUpdated", int(task_id), [run_id])
 
 
+async def _take(p: Platform, run_id: int) -> bool:
+    """Move a QUEUED run to RUNNING; False when it was not queued (taken by another delivery, cancelled, ended)."""
+    async with p.db.write() as s:
+        taken = await s.scalar(
+            update(AdversaryRun)
+            .where(col(AdversaryRun.id) == run_id, col(AdversaryRun.status) == AdversaryRunStatus.QUEUED)
+            .values(status=AdversaryRunStatus.RUNNING, started_at=utcnow(), heartbeat_at=utcnow())
+            .returning(col(AdversaryRun.id))
+        )
+    return taken is not None
+
+
 async def _status(p: Platform, run_id: int) -> str:
     async with p.db.session() as s:
         return str(await s.scalar(select(col(AdversaryRun.status)).where(col(AdversaryRun.id) == run_id)))
+
+
+async def run_queued(p: Platform, run_id: int) -> None:
+    """Execute a queued run to its end (the ``generate`` job of a worker process): a run already taken (a message
+    sent twice) or ended is left alone."""
+    await _run(p, run_id)
 
 
 async def _run(p: Platform, run_id: int) -> None:
@@ -742,7 +789,7 @@ async def _execute(p: Platform, run_id: int) -> None:
     async with p.db.session() as s:
         run = await s.get(AdversaryRun, run_id)
         round_ = await s.get(Round, run.round_id) if run is not None else None
-    if run is None or round_ is None or run.status != AdversaryRunStatus.QUEUED:
+    if run is None or round_ is None or not await _take(p, run_id):
         return
     view = await task_service.get_task(p, Actor.system(), await _task_code(p, run.task_id))
     task = view.task
@@ -751,7 +798,7 @@ async def _execute(p: Platform, run_id: int) -> None:
         await _finish(p, run_id, AdversaryRunStatus.FAILED, f"adversary {run.adversary} is not installed here")
         return
     items = await _work(p, task, round_.id, adversary.needs_draft)
-    await _update_run(p, run_id, status=AdversaryRunStatus.RUNNING, started_at=utcnow(), items_total=len(items))
+    await _update_run(p, run_id, items_total=len(items))
     if not items:
         await _finish(
             p,

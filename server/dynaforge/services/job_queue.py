@@ -36,6 +36,10 @@ class JobQueue(Protocol):
         """A training job."""
         ...
 
+    def generate(self, run_id: int) -> None:
+        """A generation run (where the worker is not in this process)."""
+        ...
+
     def send_webhooks(self, delivery_ids: list[int]) -> None:
         """One message per webhook delivery."""
         ...
