@@ -346,7 +346,10 @@ async def test_hf_folder_loads_with_datasets(unlimited, tmp_path):
     first = rows[r1[0].id]
     assert features["label"].int2str(first["label"]) == "good"
     assert first["text"] == "good one 0" and first["round"] == 1 and first["status"] == "ACCEPTED"
-    assert first["fooled"] is False and json.loads(first["prediction"])["label"] == "good"
+    assert first["fooled"] is False
+    # the prediction is a struct: the target typed as its column (a class label), the model's extras beside it
+    assert features["prediction"]["label"].names == ["good", "bad"]
+    assert first["prediction"] == {"label": 0, "probabilities": [], "confidence": None, "other": None}
     assert first["votes"] == {"correct": 3, "incorrect": 0, "flagged": 0}
     assert first["author"] == exports.pseudonym((await _secrets(p))[1], alice.user_id)
     assert [v["validator"] for v in first["validations"]] == [exports.pseudonym((await _secrets(p))[1], bob.user_id)]
@@ -364,6 +367,23 @@ async def test_hf_folder_loads_with_datasets(unlimited, tmp_path):
     assert list(ds2) == ["round2"] and ds2["round2"]["id"] == [gid("Example", r2[0].id)]
     with pytest.raises(InvalidInput, match="not an empty folder"):
         await exports.write_hf(p, only, tmp_path / "r2")
+
+
+def test_an_hf_prediction_keeps_its_types_and_the_rest_as_json():
+    from dynaforge.defaults.exports import _layout
+
+    column = _layout(ToyTask()).prediction
+    stored = {"label": "bad", "probabilities": {"good": 0.4, "bad": 0.6}, "confidence": 0.6, "generation": {"ms": 3}}
+    assert column.value(stored) == {
+        "label": 1,
+        "probabilities": [{"label": "good", "probability": 0.4}, {"label": "bad", "probability": 0.6}],
+        "confidence": 0.6,
+        "other": '{"generation": {"ms": 3}}',
+    }
+    listed = column.value({"label": "gone", "probabilities": [{"label": "good", "probability": 1}]})
+    assert listed == {"label": -1, "probabilities": [{"label": "good", "probability": 1.0}], "confidence": None,
+                      "other": None}  # fmt: skip
+    assert column.value(None) is None
 
 
 async def test_hf_export_skips_empty_rounds_and_refuses_an_empty_dataset(unlimited, tmp_path):

@@ -20,7 +20,16 @@ from dynaforge.errors import FieldError, InvalidInput, NotFound
 from dynaforge.exporters import Export, ExportFormat, ExportPage, WrittenExport
 from dynaforge.hookspecs import hookimpl
 from dynaforge.tasks.base import Task
-from dynaforge.tasks.fields import BooleanField, ChoiceField, Field, NumberField, ReferencesField, SpanField, TextField
+from dynaforge.tasks.fields import (
+    BooleanField,
+    ChoiceField,
+    Field,
+    NumberField,
+    ReferencesField,
+    Role,
+    SpanField,
+    TextField,
+)
 
 # --------------------------------------------------------------------------- JSON Lines
 
@@ -84,7 +93,6 @@ _META_DTYPES = {
     "round": "int64",
     "status": "string",
     "fooled": "bool",
-    "prediction": "string",
     "author": "string",
     "tag": "string",
     "context_id": "string",
@@ -104,6 +112,7 @@ _VALIDATION = [
     {"name": "created_at", "dtype": "string"},
 ]
 _SPAN = [{"name": "text", "dtype": "string"}, {"name": "start", "dtype": "int64"}]
+_PROBABILITY = [{"name": "label", "dtype": "string"}, {"name": "probability", "dtype": "float64"}]
 # Column order of every split: what the example is first, then the task's fields, then the model and the votes.
 _BEFORE = ("id", "round", "status")
 
@@ -185,6 +194,7 @@ class _Layout:
 
     columns: list[_Column]
     features: list[dict[str, Any]]
+    prediction: _Prediction
 
     def arrow_schema(self):
         import pyarrow as pa
@@ -195,12 +205,66 @@ class _Layout:
 def _layout(task: Task) -> _Layout:
     columns = [_column(task, f) for f in task.fields]
     rest = [m for m in META_COLUMNS if m not in _BEFORE]
+    answer = _Prediction([c for c in columns if c.field.role == Role.TARGET])
     features = [
         *(_meta_feature(m) for m in _BEFORE),
         *(c.feature for c in columns),
-        *(_meta_feature(m) for m in rest),
+        *(answer.feature if m == "prediction" else _meta_feature(m) for m in rest),
     ]
-    return _Layout(columns, features)
+    return _Layout(columns, features, answer)
+
+
+#: What a prediction holds besides the task's target fields (Task.read_model_output keeps them when given).
+_PREDICTION_EXTRAS = ("probabilities", "confidence", "other")
+
+
+@dataclass(frozen=True)
+class _Prediction:
+    """The ``prediction`` column: a struct of the task's target fields (typed as their own columns are: a label as
+    its class index), the model's ``probabilities`` (label, probability pairs) and ``confidence``, and ``other``: what
+    else the task's reader kept (a writing model's generation details), as JSON."""
+
+    targets: list[_Column]
+
+    def key(self, column: _Column) -> str:
+        name = column.field.name
+        return f"field_{name}" if name in _PREDICTION_EXTRAS else name
+
+    @property
+    def feature(self) -> dict[str, Any]:
+        return {
+            "name": "prediction",
+            "struct": [
+                *({**c.feature, "name": self.key(c)} for c in self.targets),
+                {"name": "probabilities", "list": _PROBABILITY},
+                {"name": "confidence", "dtype": "float64"},
+                {"name": "other", "dtype": "string"},
+            ],
+        }
+
+    def value(self, prediction: Any) -> dict[str, Any] | None:
+        if not isinstance(prediction, dict):
+            return None
+        rest = dict(prediction)
+        row: dict[str, Any] = {self.key(c): c.value(rest.pop(c.field.name, None)) for c in self.targets}
+        probabilities = rest.pop("probabilities", None)
+        if isinstance(probabilities, dict):
+            probabilities = [{"label": str(k), "probability": v} for k, v in probabilities.items()]
+        row["probabilities"] = (
+            [
+                {"label": str(p.get("label")), "probability": float(p["probability"])}
+                for p in probabilities
+                if isinstance(p, dict) and isinstance(p.get("probability"), (int, float))
+            ]
+            if isinstance(probabilities, list)
+            else None
+        )
+        confidence = rest.pop("confidence", None)
+        row["confidence"] = (
+            float(confidence) if isinstance(confidence, (int, float)) and not isinstance(confidence, bool) else None
+        )
+        row["other"] = _json_or_none(rest or None)
+        return row
 
 
 def _json_or_none(value: Any) -> str | None:
@@ -213,7 +277,7 @@ def _row(layout: _Layout, rec: dict[str, Any]) -> dict[str, Any]:
         "round": rec["round"],
         "status": rec["status"],
         "fooled": rec["fooled"],
-        "prediction": _json_or_none(rec["prediction"]),
+        "prediction": layout.prediction.value(rec["prediction"]),
         "author": rec["author"],
         "tag": rec["tag"],
         "context_id": rec["context_id"],
@@ -407,7 +471,9 @@ The task's fields (their role in parentheses; context fields are repeated on eac
 
 Besides the fields: `id` (the example's id in the server's API, which `node(id:)` reads), `round`, `status`
 (CREATED, FLAGGED, ACCEPTED, REJECTED, ...), `fooled` (whether the example fooled the target model; null if it was
-never predicted), `prediction` (the model's prediction, a JSON string), `author`, `tag`, `context_id` (the context's
+never predicted), `prediction` (the model's prediction: its target fields typed as
+the fields' own columns, `probabilities` as label and probability pairs, `confidence`, and `other`, anything else
+the model's reading kept, as a JSON string), `author`, `tag`, `context_id` (the context's
 API id), `time_taken_ms`, `source` (HUMAN: written by a person; ASSISTED: by a person from a machine adversary's
 suggestion; MACHINE: proposed by a machine adversary and validated by people), `adversary` (the adversary's name,
 for ASSISTED and MACHINE), `created_at` (ISO 8601, UTC), `votes` (validators' counts: correct, incorrect, flagged),
