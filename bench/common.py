@@ -464,7 +464,7 @@ def prepared_get(server: Server, path: str) -> bytes:
 CREATE_EXAMPLE = """mutation CreateExample($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { fooled prediction { label } example { id modelPredictions { latencyMs } } }
+    ... on ExampleCreated { fooled prediction { label } example { id modelPredictions { latencyMs } } }
     ... on PredictionPending { example { id } }
     ... on Error { message }
   }
@@ -499,13 +499,13 @@ async def graphql(
 class Created:
     """One createExample call as the client saw it."""
 
-    kind: str  # the result's __typename; "CreatedExample" when the model answered
+    kind: str  # the result's __typename; "ExampleCreated" when the model answered
     latency_ns: int
     model_ms: float | None  # the model's own forward-pass time reported in the example's modelPredictions
 
     @property
     def ok(self) -> bool:
-        return self.kind == "CreatedExample"
+        return self.kind == "ExampleCreated"
 
 
 async def create_example(http: httpx.AsyncClient, server: Server, token: str, n: int) -> Created:
@@ -529,7 +529,7 @@ def created_from(status: int, body: bytes, latency_ns: int = 0) -> Created:
 
 def _created(result: dict[str, Any], latency_ns: int) -> Created:
     model_ms = None
-    if result["__typename"] == "CreatedExample":
+    if result["__typename"] == "ExampleCreated":
         members = result["example"]["modelPredictions"] or []
         model_ms = max(float(m["latencyMs"]) for m in members) if members else None
     return Created(result["__typename"], latency_ns, model_ms)

@@ -67,7 +67,7 @@ def _declaration(code: str, target: str) -> dict[str, Any]:
 DECLARE = """mutation($input: DeclareTaskInput!) { declareTask(input: $input) { __typename
   ... on Error { message } ... on InvalidInput { fieldErrors { field message } } } }"""
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { prediction { fields } } ... on Error { message } } }"""
+  ... on ExampleCreated { prediction { fields } } ... on Error { message } } }"""
 STREAM = "subscription($id: String!) { replyStream(streamId: $id) { index text done } }"
 
 
@@ -120,7 +120,7 @@ async def _streamed(ctx: Context, ws: Any, code: str, run: int) -> float:
             first = first or time.perf_counter()
             pieces.append(piece["text"])
     answer = (await create)["createExample"]
-    if answer["__typename"] != "CreatedExample":
+    if answer["__typename"] != "ExampleCreated":
         raise RuntimeError(f"createExample answered {answer}")
     if "".join(pieces) != answer["prediction"]["fields"]["answer"]:
         raise RuntimeError(f"the stream wrote {''.join(pieces)!r}, createExample answered {answer}")

@@ -124,6 +124,6 @@ async def run(ctx: Context) -> Result:
         f"(reads {rate(reads=True):.1f}/s, createExample {rate('createExample'):.1f}/s); all calls p50 "
         f"{percentile(latencies, 50):.1f} ms, p99 {percentile(latencies, 99):.1f} ms; "
         + "; ".join(per_kind)
-        + f"; {failures} failed or not CreatedExample; cpu {shares}; leaderboard: no published model on this server"
+        + f"; {failures} failed or not ExampleCreated; cpu {shares}; leaderboard: no published model on this server"
     )
     return Result(ID, figures, "none (informational)", True, info=True)

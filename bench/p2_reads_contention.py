@@ -78,7 +78,7 @@ async def run(ctx: Context) -> Result:
         f"reads {pooled_throughput(phases['reads']):.0f}/s alone, {pooled_throughput(phases['mixed reads']):.0f}/s "
         f"mixed ({READERS} readers); mixed cpu {mean_shares(meters)}"
         + f"; 2 x {MEASURE_S:g} s per kind"
-        + (f"; {failures} writes not CreatedExample" if failures else "")
+        + (f"; {failures} writes not ExampleCreated" if failures else "")
     )
     target = f"writes under reads >= {THROUGHPUT_TARGET:.0%} of alone and read p99 mixed <= {READ_P99_TARGET:g}x alone"
     return Result(ID, figures, target, share >= THROUGHPUT_TARGET and slowdown <= READ_P99_TARGET)

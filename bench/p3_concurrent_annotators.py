@@ -143,7 +143,7 @@ async def run(ctx: Context) -> Result:
         f"{batching}; sustained {CROWD} closed loops {sustained.throughput():.1f}/s, p50 "
         f"{percentile(sustained_latencies, 50):.0f} ms; bare predict() of {CROWD} at once {ceiling:.0f} examples/s; "
         f"burst cpu {mean_shares(meters)}; {2 * BURSTS} bursts"
-        + (f"; {failures} calls not CreatedExample" if failures else "")
+        + (f"; {failures} calls not ExampleCreated" if failures else "")
     )
     target = (
         f"burst throughput >= {SPEEDUP_TARGET:g}x one at a time and burst p95 <= {FLOOR_FACTOR:g}x the floor "

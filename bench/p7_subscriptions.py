@@ -36,7 +36,7 @@ P95_TARGET_MS = 50.0
 DELIVERY_TIMEOUT_S = 5.0
 SUBSCRIPTION = f'subscription {{ modelFooled(taskCode: "{TASK}") {{ id createdAt }} }}'
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { example { id fooled } } } }"""
+  ... on ExampleCreated { example { id fooled } } } }"""
 
 
 class Subscriber:
@@ -89,7 +89,7 @@ async def _fooling_inputs(ctx: Context, token: str) -> list[dict[str, str]]:
         fields = {"statement": statement, "label": flip[label]}
         data = await graphql(ctx.http, ctx.server, CREATE, token, input={"taskCode": TASK, "fields": fields})
         result = data["createExample"]
-        if result["__typename"] == "CreatedExample" and result["example"]["fooled"]:
+        if result["__typename"] == "ExampleCreated" and result["example"]["fooled"]:
             found.append(fields)
     if not found:
         raise RuntimeError("no statement fooled the model; P7 needs fooling examples")
@@ -111,9 +111,11 @@ async def _send_and_wait(
 
 
 ME = "query { me { username } }"
-OWNERSHIP = """mutation($input: TaskOwnershipInput!, $grant: Boolean!) {
-  grant: grantTaskOwnership(input: $input) @include(if: $grant) { __typename ... on Error { message } }
-  revoke: revokeTaskOwnership(input: $input) @skip(if: $grant) { __typename ... on Error { message } } }"""
+OWNERSHIP = {
+    grant: f"""mutation($input: {verb}TaskOwnershipInput!) {{
+  change: {verb.lower()}TaskOwnership(input: $input) {{ __typename ... on Error {{ message }} }} }}"""
+    for grant, verb in ((True, "Grant"), (False, "Revoke"))
+}
 
 
 async def _owners(ctx: Context, tokens: list[str], grant: bool) -> None:
@@ -121,9 +123,9 @@ async def _owners(ctx: Context, tokens: list[str], grant: bool) -> None:
     to its author, the task's owners and admins only, so the writer's events reach owners."""
     for token in tokens:
         name = (await graphql(ctx.http, ctx.server, ME, token))["me"]["username"]
-        variables = {"input": {"taskCode": TASK, "username": name}, "grant": grant}
-        answer = await graphql(ctx.http, ctx.server, OWNERSHIP, ctx.server.admin_token, **variables)
-        result = answer["grant" if grant else "revoke"]
+        variables = {"input": {"taskCode": TASK, "username": name}}
+        answer = await graphql(ctx.http, ctx.server, OWNERSHIP[grant], ctx.server.admin_token, **variables)
+        result = answer["change"]
         if not result["__typename"].startswith("TaskOwnership"):
             raise RuntimeError(f"could not change {name}'s ownership: {result}")
 

@@ -15,9 +15,9 @@ from dynaforge.services.actor import Actor
 USERS = """query($s: String, $a: Boolean! = false, $d: Boolean! = false, $f: Int, $after: String) {
   users(search: $s, adminsOnly: $a, disabledOnly: $d, first: $f, after: $after) {
     totalCount pageInfo { hasNextPage endCursor } nodes { id username isAdmin active email } } }"""
-SET_ADMIN = """mutation($id: ID!, $on: Boolean!) { setUserAdmin(input: {userId: $id, isAdmin: $on}) { __typename
+SET_ADMIN = """mutation($id: ID!, $on: Boolean!) { setUserAdmin(input: {id: $id, isAdmin: $on}) { __typename
   ... on UserUpdated { user { username isAdmin } } ... on Error { message } } }"""
-SET_ACTIVE = """mutation($id: ID!, $on: Boolean!) { setUserActive(input: {userId: $id, active: $on}) { __typename
+SET_ACTIVE = """mutation($id: ID!, $on: Boolean!) { setUserActive(input: {id: $id, active: $on}) { __typename
   ... on UserUpdated { user { username active } } ... on Error { message } } }"""
 ME = "query { me { username isAdmin } }"
 MAKE_TOKEN = """mutation { createApiToken(input: {name: "more"}) { __typename ... on Error { message } } }"""
@@ -150,7 +150,7 @@ async def test_a_submitter_sees_what_is_left_of_the_days_allowance(gql, platform
     assert anonymous["errors"][0]["extensions"]["code"] == "NOT_AUTHENTICATED"
 
 
-REDELIVER = """mutation($id: ID!) { redeliverWebhook(input: {deliveryId: $id}) { __typename
+REDELIVER = """mutation($id: ID!) { redeliverWebhook(input: {id: $id}) { __typename
   ... on WebhookRedelivered { delivery { id status attempts error } } ... on Error { message } } }"""
 
 

@@ -93,7 +93,7 @@ SUGGEST = """
 mutation($input: SuggestEditsInput!) {
   suggestEdits(input: $input) {
     __typename
-    ... on SuggestedEdits {
+    ... on EditsSuggested {
       draft { fooled goldProbability prediction { label } }
       suggestions { id adversary fields edits rationale verdict { fooled prediction { label } } moves { label } }
       adversaries queries
@@ -106,7 +106,7 @@ CREATE = """
 mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { fooled example { id source adversary } }
+    ... on ExampleCreated { fooled example { id source adversary } }
     ... on Error { message }
     ... on InvalidInput { fieldErrors { field rule } }
   }
@@ -129,7 +129,7 @@ query { exampleToValidate(taskCode: "toy-adv") { id fields source adversary fool
 VALIDATE = """
 mutation($input: ValidateExampleInput!) {
   validateExample(input: $input) {
-    __typename ... on ValidatedExample { decided example { id status source adversary } } ... on Error { message }
+    __typename ... on ValidationRecorded { decided example { id status source adversary } } ... on Error { message }
   }
 }"""
 EXAMPLES = """
@@ -181,7 +181,7 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
                 token=alice,
             )
         )["suggestEdits"],
-        "SuggestedEdits",
+        "EditsSuggested",
     )
     assert suggested["draft"] == {"fooled": False, "goldProbability": None, "prediction": {"label": "good"}}
     [suggestion] = suggested["suggestions"]
@@ -207,7 +207,7 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
                 token=alice,
             )
         )["suggestEdits"],
-        "SuggestedEdits",
+        "EditsSuggested",
     )
     assert searched["suggestions"], searched
     for s in searched["suggestions"]:
@@ -231,7 +231,7 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
                 token=alice,
             )
         )["createExample"],
-        "CreatedExample",
+        "ExampleCreated",
     )
     assert assisted["fooled"] is True
     assert assisted["example"]["source"] == "ASSISTED" and assisted["example"]["adversary"] == "toy-templates"
@@ -249,7 +249,7 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
                 token=alice,
             )
         )["createExample"],
-        "CreatedExample",
+        "ExampleCreated",
     )
     assert human_fooled["example"] == {"id": human_fooled["example"]["id"], "source": "HUMAN", "adversary": None}
     human_right = _ok(
@@ -266,7 +266,7 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
                 token=alice,
             )
         )["createExample"],
-        "CreatedExample",
+        "ExampleCreated",
     )
     assert human_right["fooled"] is False
 
@@ -345,8 +345,8 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
     served = (await gql(TO_VALIDATE, token=bob))["exampleToValidate"]
     assert served["source"] is None and served["adversary"] is None
     voted = _ok(
-        (await gql(VALIDATE, {"input": {"exampleId": served["id"], "label": "CORRECT"}}, token=bob))["validateExample"],
-        "ValidatedExample",
+        (await gql(VALIDATE, {"input": {"id": served["id"], "label": "CORRECT"}}, token=bob))["validateExample"],
+        "ValidationRecorded",
     )
     assert voted["decided"] is False and voted["example"]["source"] in ("HUMAN", "ASSISTED", "MACHINE")
 
@@ -360,8 +360,8 @@ async def test_suggestions_generation_and_counts_by_source(platform, gql, client
     }
     for example_id, label in decisions.items():
         decided = _ok(
-            (await gql(VALIDATE, {"input": {"exampleId": example_id, "label": label}}, token=admin))["validateExample"],
-            "ValidatedExample",
+            (await gql(VALIDATE, {"input": {"id": example_id, "label": label}}, token=admin))["validateExample"],
+            "ValidationRecorded",
         )
         assert decided["decided"]
 
@@ -437,12 +437,12 @@ async def test_budgets_and_refusals(platform, gql, world):
         (await gql(SUGGEST, {"input": {**ask, "draft": {"text": "not good", "label": "bad"}}}, token=alice))[
             "suggestEdits"
         ],
-        "SuggestedEdits",
+        "EditsSuggested",
     )
     assert fooled["draft"]["fooled"] is True and fooled["suggestions"] == [] and fooled["queries"] == 1
     _ok(
         (await gql(SUGGEST, {"input": {**ask, "adversary": "toy-templates"}}, token=alice))["suggestEdits"],
-        "SuggestedEdits",
+        "EditsSuggested",
     )
     limited = (await gql(SUGGEST, {"input": ask}, token=alice))["suggestEdits"]
     assert limited["__typename"] == "RateLimited", limited
@@ -503,7 +503,7 @@ async def test_budgets_and_refusals(platform, gql, world):
     assert [r["id"] for r in (await gql(ended, token=admin))["adversaryRuns"]["nodes"]] == [idle_id, run["id"]]
     cancelled = (
         await gql(
-            "mutation($id: ID!) { cancelGeneration(input: {runId: $id}) "
+            "mutation($id: ID!) { cancelGeneration(input: {id: $id}) "
             "{ __typename ... on GenerationCancelled { run { status } } } }",
             {"id": run["id"]},
             token=admin,

@@ -13,7 +13,7 @@ CREATE = """
 mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample {
+    ... on ExampleCreated {
       fooled prediction { label fields }
       example { id fooled status prediction { label fields } fields round { number } task { code } }
     }
@@ -67,7 +67,7 @@ async def test_register_create_example_and_page(gql):
             },
         )
     )["createExample"]
-    assert created["__typename"] == "CreatedExample"
+    assert created["__typename"] == "ExampleCreated"
     assert created["fooled"] is True and created["example"]["status"] == "CREATED"
     assert created["prediction"] == created["example"]["prediction"] == {"label": "good", "fields": {"label": "good"}}
     assert created["example"]["round"]["number"] == 1 and created["example"]["task"]["code"] == "toy"
@@ -120,11 +120,11 @@ async def test_typed_errors_and_nothing_written(gql):
 async def test_revoked_token_is_refused_with_a_clear_message(gql):
     gql.token, _ = await register_user(gql)
     made = await gql(
-        'mutation { createApiToken(input: {name: "ci"}) { ... on CreatedApiToken { token apiToken { id } } } }'
+        'mutation { createApiToken(input: {name: "ci"}) { ... on ApiTokenCreated { token apiToken { id } } } }'
     )
     token, token_id = made["createApiToken"]["token"], made["createApiToken"]["apiToken"]["id"]
     revoked = await gql(
-        "mutation($id: ID!) { revokeApiToken(input: {id: $id}) { __typename ... on RevokedApiToken { apiToken { "
+        "mutation($id: ID!) { revokeApiToken(input: {id: $id}) { __typename ... on ApiTokenRevoked { apiToken { "
         "revoked } } } }",
         {"id": token_id},
     )

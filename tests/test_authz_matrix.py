@@ -436,12 +436,12 @@ async def _create_example_hidden(w: World) -> Variables:
 
 @operation("retractExample")
 async def _retract_example(w: World) -> Variables:
-    return _input(exampleId=gid("Example", await w.example()))
+    return _input(id=gid("Example", await w.example()))
 
 
 @operation("overruleVerdict")
 async def _overrule_verdict(w: World) -> Variables:
-    return _input(exampleId=gid("Example", await w.example()), fooled=False, reason="The answer was right.")
+    return _input(id=gid("Example", await w.example()), fooled=False, reason="The answer was right.")
 
 
 def _found(value: Any, seen: Seen) -> str:
@@ -518,7 +518,7 @@ async def _import_dataset(w: World) -> Variables:
 
 @operation("applyCorrection")
 async def _apply_correction(w: World) -> Variables:
-    return _input(validationId=gid("Validation", await w.correction()))
+    return _input(id=gid("Validation", await w.correction()))
 
 
 @operation(
@@ -607,29 +607,29 @@ async def _my_stats(w: World) -> Variables:
 
 @operation("validateExample")
 async def _validate_example(w: World) -> Variables:
-    return _input(exampleId=gid("Example", await w.example()), label="CORRECT")
+    return _input(id=gid("Example", await w.example()), label="CORRECT")
 
 
 @operation("validateExample@hiddenTask")
 async def _validate_example_hidden(w: World) -> Variables:
     example_id = await w.example()
     await w.hide_task()
-    return _input(exampleId=gid("Example", example_id), label="CORRECT")
+    return _input(id=gid("Example", example_id), label="CORRECT")
 
 
 @operation("validateExample@notFooled")
 async def _validate_example_not_fooled(w: World) -> Variables:
-    return _input(exampleId=gid("Example", await w.plain_example()), label="CORRECT")
+    return _input(id=gid("Example", await w.plain_example()), label="CORRECT")
 
 
 @operation("flagExample")
 async def _flag_example(w: World) -> Variables:
-    return _input(exampleId=gid("Example", await w.example()), reason="it names a real person")
+    return _input(id=gid("Example", await w.example()), reason="it names a real person")
 
 
 @operation("flagExample@notFooled")
 async def _flag_example_not_fooled(w: World) -> Variables:
-    return _input(exampleId=gid("Example", await w.plain_example()), reason="it names a real person")
+    return _input(id=gid("Example", await w.plain_example()), reason="it names a real person")
 
 
 def _classify_to_validate(value: Any, seen: Seen) -> str:
@@ -657,14 +657,14 @@ async def _example_to_validate_owner(w: World) -> Variables:
 
 @operation("skipExample")
 async def _skip_example(w: World) -> Variables:
-    return _input(exampleId=gid("Example", await w.example()))
+    return _input(id=gid("Example", await w.example()))
 
 
 @operation("skipExample@hiddenTask")
 async def _skip_example_hidden(w: World) -> Variables:
     example_id = await w.example()
     await w.hide_task()
-    return _input(exampleId=gid("Example", example_id))
+    return _input(id=gid("Example", example_id))
 
 
 def _classify_queue_size(value: Any, seen: Seen) -> str:
@@ -865,7 +865,7 @@ async def _evaluate_round_targets(w: World) -> Variables:
 
 @operation("cancelTraining")
 async def _cancel_training(w: World) -> Variables:
-    return _input(jobId=gid("TrainingJob", await w.training_job()))
+    return _input(id=gid("TrainingJob", await w.training_job()))
 
 
 ADVERSARIES = "query($t: String!) { adversaries(taskCode: $t) { name available } }"
@@ -908,7 +908,7 @@ async def _generate_candidates(w: World) -> Variables:
 
 @operation("cancelGeneration")
 async def _cancel_generation(w: World) -> Variables:
-    return _input(runId=gid("AdversaryRun", await w.adversary_run()))
+    return _input(id=gid("AdversaryRun", await w.adversary_run()))
 
 
 RUNS = "query($t: String!) { adversaryRuns(taskCode: $t) { nodes { adversary status } } }"
@@ -948,7 +948,7 @@ async def _close_round(w: World) -> Variables:
 
 @operation("updateRound")
 async def _update_round(w: World) -> Variables:
-    return _input(taskCode=TASK, number=1, description="The first round")
+    return _input(taskCode=TASK, round=1, description="The first round")
 
 
 @operation("updateTaskSettings")
@@ -1087,7 +1087,7 @@ async def _delete_dataset_hidden(w: World) -> Variables:
 @operation("createRoundDatasets")
 async def _create_round_datasets(w: World) -> Variables:
     await w.accepted_examples()
-    return _input(taskCode=TASK, roundNumber=1)
+    return _input(taskCode=TASK, round=1)
 
 
 PERTURBED = b"".join(
@@ -1384,7 +1384,7 @@ async def _create_webhook_hidden(w: World) -> Variables:
 
 @operation("redeliverWebhook")
 async def _redeliver_webhook(w: World) -> Variables:
-    return _input(deliveryId=gid("WebhookDelivery", await w.failed_delivery()))
+    return _input(id=gid("WebhookDelivery", await w.failed_delivery()))
 
 
 USERS = "query { users(first: 5) { totalCount nodes { id username active } } }"
@@ -1397,12 +1397,12 @@ async def _users(w: World) -> Variables:
 
 @operation("setUserAdmin")
 async def _set_user_admin(w: World) -> Variables:
-    return _input(userId=gid("User", (await w.account("promoted")).user_id), isAdmin=True)
+    return _input(id=gid("User", (await w.account("promoted")).user_id), isAdmin=True)
 
 
 @operation("setUserActive")
 async def _set_user_active(w: World) -> Variables:
-    return _input(userId=gid("User", (await w.account("disabled")).user_id), active=False)
+    return _input(id=gid("User", (await w.account("disabled")).user_id), active=False)
 
 
 @operation("rotateWebhookSecret")

@@ -19,7 +19,7 @@ SELECT = """
 mutation($input: SubmitSelectionInput!) {
   submitSelection(input: $input) {
     __typename
-    ... on SubmittedModel { model { id name backend status config evaluations(first: 10) { nodes { id } } } }
+    ... on ModelSubmitted { model { id name backend status config evaluations(first: 10) { nodes { id } } } }
     ... on Error { message }
     ... on InvalidInput { fieldErrors { field code rule } }
   }
@@ -129,7 +129,7 @@ async def test_a_selection_is_trained_on_and_scored_like_a_model(gql, platform, 
     pool = pools["toy"]["pool"]
     clean = {"taskCode": "toy", "name": "clean", "datasetName": "pool", "itemIds": _items(pool, 0, 1, 2, 3)}
     result = (await gql(SELECT, {"input": {**clean, "published": True}}, token=token))["submitSelection"]
-    assert result["__typename"] == "SubmittedModel", result
+    assert result["__typename"] == "ModelSubmitted", result
     model = result["model"]
     assert model["name"] == "clean" and model["backend"] == "python" and model["status"] == "SUBMITTED"
     # the recipe and the selected items' fields, copied: the pool may change later, the model does not

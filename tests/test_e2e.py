@@ -104,14 +104,14 @@ LOGIN = """mutation Login($input: LoginInput!) {
 
 CREATE_TOKEN = (
     """mutation CreateToken($input: CreateApiTokenInput!) {
-  createApiToken(input: $input) { __typename ... on CreatedApiToken { token apiToken { id name prefix revoked } } """
+  createApiToken(input: $input) { __typename ... on ApiTokenCreated { token apiToken { id name prefix revoked } } """
     + ERROR_FIELDS
     + "} }"
 )
 
 REVOKE_TOKEN = (
     """mutation RevokeToken($input: RevokeApiTokenInput!) {
-  revokeApiToken(input: $input) { __typename ... on RevokedApiToken { apiToken { id revoked } } """
+  revokeApiToken(input: $input) { __typename ... on ApiTokenRevoked { apiToken { id revoked } } """
     + ERROR_FIELDS
     + "} }"
 )
@@ -120,7 +120,7 @@ CREATE_EXAMPLE = (
     """mutation CreateExample($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample {
+    ... on ExampleCreated {
       fooled prediction { fields label span { text start } probabilities { label probability } }
       example { id fields fooled status task { code } round { number } context { id } }
     }
@@ -241,7 +241,7 @@ async def test_register_login_and_api_tokens(server: Server):
     async with session(server, token) as s:
         assert (await run(s, ME))["me"] == {"username": user["username"]}
         created = (await run(s, CREATE_TOKEN, input={"name": "e2e second token"}))["createApiToken"]
-    assert created["__typename"] == "CreatedApiToken", created
+    assert created["__typename"] == "ApiTokenCreated", created
     assert created["apiToken"]["name"] == "e2e second token"
     assert created["apiToken"]["revoked"] is False
     assert created["token"].startswith(created["apiToken"]["prefix"])
@@ -282,7 +282,7 @@ async def test_sentiment_examples_fooled_and_paging(server: Server):
         created_ids = []
 
         right = await create_example(s, "sentiment", {"statement": POSITIVE, "label": "positive"}, context["id"])
-        assert right["__typename"] == "CreatedExample", right
+        assert right["__typename"] == "ExampleCreated", right
         assert right["fooled"] is False
         assert right["prediction"]["label"] == "positive"
         probabilities = right["prediction"]["probabilities"]
@@ -302,14 +302,14 @@ async def test_sentiment_examples_fooled_and_paging(server: Server):
             {"statement": POSITIVE, "label": "negative", "explanation": "testing the fooled flag"},
             context["id"],
         )
-        assert wrong["__typename"] == "CreatedExample", wrong
+        assert wrong["__typename"] == "ExampleCreated", wrong
         assert wrong["fooled"] is True
         assert wrong["prediction"]["label"] == "positive"
         assert wrong["example"]["fields"]["explanation"] == "testing the fooled flag"
         created_ids.append(wrong["example"]["id"])
 
         negative = await create_example(s, "sentiment", {"statement": NEGATIVE, "label": "negative"}, context["id"])
-        assert negative["__typename"] == "CreatedExample", negative
+        assert negative["__typename"] == "ExampleCreated", negative
         assert negative["fooled"] is False
         assert negative["prediction"]["label"] == "negative"
         created_ids.append(negative["example"]["id"])
@@ -336,7 +336,7 @@ async def test_span_task_examples(server: Server):
         good = await create_example(
             s, "e2e-spans", {"passage": PASSAGE, "question": QUESTION, "answer": {"text": first_word, "start": 0}}
         )
-        assert good["__typename"] == "CreatedExample", good
+        assert good["__typename"] == "ExampleCreated", good
         assert good["prediction"]["fields"]["answer"] == {"text": first_word, "start": 0}
         assert good["prediction"]["span"] == {"text": first_word, "start": 0}
         assert good["fooled"] is False  # the annotator selected what the model answers
@@ -353,7 +353,7 @@ async def test_span_task_examples(server: Server):
                 "answer": {"text": "fishing boats", "start": start},
             },
         )
-        assert fooling["__typename"] == "CreatedExample", fooling
+        assert fooling["__typename"] == "ExampleCreated", fooling
         assert fooling["prediction"]["fields"]["answer"]["text"] == first_word
         assert fooling["fooled"] is True  # a different span text
 
@@ -370,7 +370,7 @@ async def test_bad_input_is_typed_and_stores_nothing(server: Server):
     token, _ = await register(server)
     async with session(server, token) as s:
         created = (await run(s, CREATE_TOKEN, input={"name": "to be revoked"}))["createApiToken"]
-        assert created["__typename"] == "CreatedApiToken", created
+        assert created["__typename"] == "ApiTokenCreated", created
         context_id = (await run(s, NEXT_CONTEXT, code="sentiment"))["nextContext"]["id"]
         start = await snapshot(s)
 
@@ -429,7 +429,7 @@ async def test_bad_input_is_typed_and_stores_nothing(server: Server):
 
         # revoke the second token with the first
         revoked = (await run(s, REVOKE_TOKEN, input={"id": created["apiToken"]["id"]}))["revokeApiToken"]
-        assert revoked["__typename"] == "RevokedApiToken", revoked
+        assert revoked["__typename"] == "ApiTokenRevoked", revoked
         assert revoked["apiToken"] == {"id": created["apiToken"]["id"], "revoked": True}
 
         # no token at all

@@ -47,7 +47,7 @@ ADD_CONTEXTS = """mutation($input: AddContextsInput!) {
 CREATE = """mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { example { id status } }
+    ... on ExampleCreated { example { id status } }
     ... on PredictionPending { example { id status } message }
     ... on Error { message }
   } }"""
@@ -99,7 +99,7 @@ async def test_killing_the_worker_during_a_burst_loses_no_example(server):
                 "fields": {"question": "What lines the road?", "answer": {"text": "Orchards", "start": 0}},
             },
         )
-        assert warm["createExample"]["__typename"] == "CreatedExample", warm  # the slow model is loaded
+        assert warm["createExample"]["__typename"] == "ExampleCreated", warm  # the slow model is loaded
 
     before = _inference(server)
     assert before["ready"] and before["pid"]
@@ -127,7 +127,7 @@ async def test_killing_the_worker_during_a_burst_loses_no_example(server):
     results = await asyncio.gather(*(annotate(t, i) for i, t in enumerate(tokens)), kill_soon())
     answers = [a for per_user in results[:-1] for a in per_user]
     kinds = {a["__typename"] for a in answers}
-    assert kinds <= {"CreatedExample", "PredictionPending"}, [a for a in answers if a["__typename"] not in kinds]
+    assert kinds <= {"ExampleCreated", "PredictionPending"}, [a for a in answers if a["__typename"] not in kinds]
     assert len(answers) == ANNOTATORS * EACH
     pending = [a for a in answers if a["__typename"] == "PredictionPending"]
     assert pending, "the kill did not hit any request in flight; the test proved nothing"

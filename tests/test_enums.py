@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from dynaforge import errors as domain_errors
 from dynaforge.api import enums
+from dynaforge.api import errors as api_errors
 from dynaforge.api.enums import raw
 from dynaforge.api.types.prediction import ModelPrediction, Prediction
 from dynaforge.api.types.results import metrics_of, perturbations_of, slices_of
@@ -30,6 +32,7 @@ from dynaforge.services.leaderboard import GapReason
         (enums.PerturbationKind, datasets.PERTURBATION_KINDS),
         (enums.ContextStrategy, tuple(s.value for s in context_service.ContextStrategy)),
         (enums.GapReason, GapReason.ALL),
+        (api_errors.Quota, tuple(domain_errors.QUOTAS)),
     ],
 )
 def test_each_enum_holds_the_stored_values(enum, stored):

@@ -28,7 +28,7 @@ CREATED = gql(
 )
 ROUNDS = gql('subscription { roundChanged(taskCode: "toy") { change round { number } } }')
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { example { id fooled } } ... on Error { message } } }"""
+  ... on ExampleCreated { example { id fooled } } ... on Error { message } } }"""
 
 
 def _redis_reachable(url: str) -> None:

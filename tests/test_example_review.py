@@ -84,8 +84,8 @@ async def test_the_flag_reason_reaches_the_author_and_the_owners(gql, platform, 
     assert reviews == {}
 
 
-APPLY = """mutation($v: ID!) { applyCorrection(input: {validationId: $v}) { __typename
-  ... on AppliedCorrection { example { id fields correctedTarget correction { reason validator { username } } } }
+APPLY = """mutation($v: ID!) { applyCorrection(input: {id: $v}) { __typename
+  ... on CorrectionApplied { example { id fields correctedTarget correction { reason validator { username } } } }
   ... on InvalidInput { fieldErrors { field rule } } ... on Error { message } } }"""
 VOTES = """query($id: ID!) { example(id: $id) { validations { id label correctedTarget } } }"""
 
@@ -107,10 +107,10 @@ async def test_owners_apply_a_validators_correction_and_the_example_keeps_both(g
     assert refused["applyCorrection"]["__typename"] == "Forbidden"
     no_correction = (await gql(APPLY, {"v": plain["id"]}, token=owner))["applyCorrection"]
     assert no_correction["__typename"] == "InvalidInput"
-    assert no_correction["fieldErrors"] == [{"field": ["validationId"], "rule": "no_correction"}]
+    assert no_correction["fieldErrors"] == [{"field": ["id"], "rule": "no_correction"}]
 
     applied = (await gql(APPLY, {"v": corrected["id"]}, token=owner))["applyCorrection"]
-    assert applied["__typename"] == "AppliedCorrection"
+    assert applied["__typename"] == "CorrectionApplied"
     example = applied["example"]
     assert example["fields"] == {"text": "a good film", "label": "bad"}  # the author's fields stay as written
     assert example["correctedTarget"] == {"label": "good"}

@@ -3,7 +3,7 @@
 A real ``dynaforge serve`` on a fresh PostgreSQL database takes createExample from eight writers at once; a few
 seconds in, the PostgreSQL cluster is restarted (``pg_ctlcluster ... restart``). Afterwards:
 
-* every example the server acknowledged (a ``CreatedExample`` answer) is in the database, with its text;
+* every example the server acknowledged (a ``ExampleCreated`` answer) is in the database, with its text;
 * every request that failed got a typed, retryable answer (``SERVICE_UNAVAILABLE`` in the GraphQL errors, or HTTP
   503 when even the token could not be checked), never the masked "Unexpected error";
 * the same server process answers again within seconds, without being restarted.
@@ -31,7 +31,7 @@ from dynaforge.api.node import parse_id
 pytestmark = pytest.mark.faults
 
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { example { id fields } } ... on Error { message } } }"""
+  ... on ExampleCreated { example { id fields } } ... on Error { message } } }"""
 WRITERS = 8
 BURST_S = 14.0
 RESTART_AFTER_S = 3.0
@@ -102,7 +102,7 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
                         continue
                     body = response.json()
                     result = (body.get("data") or {}).get("createExample")
-                    if result and result["__typename"] == "CreatedExample":
+                    if result and result["__typename"] == "ExampleCreated":
                         acknowledged[parse_id(result["example"]["id"], "id", "Example")] = text
                     elif body.get("errors") and all(
                         e.get("extensions", {}).get("code") == "SERVICE_UNAVAILABLE" for e in body["errors"]
@@ -139,7 +139,7 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
                     if (
                         response.status_code == 200
                         and (response.json().get("data") or {}).get("createExample", {}).get("__typename")
-                        == "CreatedExample"
+                        == "ExampleCreated"
                     ):
                         recovered = response.json()["data"]["createExample"]["example"]["id"]
                         break
@@ -181,7 +181,7 @@ async def test_postgresql_restarted_during_a_burst_of_create_example(tmp_path: P
 # killed during a burst, on one served process
 
 ACK = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { example { id } } ... on PredictionPending { example { id } } ... on Error { message } } }"""
+  ... on ExampleCreated { example { id } } ... on PredictionPending { example { id } } ... on Error { message } } }"""
 
 
 @pytest.mark.parametrize("kind", ["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
@@ -241,14 +241,13 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                     example_id = made["data"]["createExample"]["example"]["id"]
                     voted = await call(
                         operator,
-                        "mutation($id: ID!) { validateExample(input: {exampleId: $id, "
-                        "label: CORRECT}) { __typename } }",
+                        "mutation($id: ID!) { validateExample(input: {id: $id, label: CORRECT}) { __typename } }",
                         id=example_id,
                     )
-                    assert voted["data"]["validateExample"]["__typename"] == "ValidatedExample", voted
+                    assert voted["data"]["validateExample"]["__typename"] == "ValidationRecorded", voted
                 built = await call(
                     operator,
-                    'mutation { createRoundDatasets(input: {taskCode: "toy", roundNumber: 1}) { __typename } }',
+                    'mutation { createRoundDatasets(input: {taskCode: "toy", round: 1}) { __typename } }',
                 )
                 assert built["data"]["createRoundDatasets"]["__typename"] == "DatasetsCreated", built
 
@@ -265,7 +264,7 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                             tokens[name], ACK, input={"taskCode": "toy", "fields": {"text": text, "label": "bad"}}
                         )
                         result = (body.get("data") or {}).get("createExample") or {}
-                        if result.get("__typename") in ("CreatedExample", "PredictionPending"):
+                        if result.get("__typename") in ("ExampleCreated", "PredictionPending"):
                             acknowledged[parse_id(result["example"]["id"], "id", "Example")] = text
                         else:
                             unexpected.append(str(body))
@@ -278,7 +277,7 @@ async def test_model_worker_and_evaluation_job_killed_during_a_burst(kind, tmp_p
                         operator,
                         """mutation { submitModel(input: {taskCode: "toy", name: "slow",
                         backend: "python", config: {callable: "eval_models:slow_toy"}, published: true}) {
-                        __typename ... on SubmittedModel { model { id } } } }""",
+                        __typename ... on ModelSubmitted { model { id } } } }""",
                     )
                     model_id = submitted["data"]["submitModel"]["model"]["id"]
                     for _ in range(400):  # kill the job's process once it has finished a chunk

@@ -129,13 +129,13 @@ DECLARE = """mutation($input: DeclareTaskInput!) { declareTask(input: $input) { 
   ... on TaskDeclared { task { code fields { name type maxReferences normalize } } }
   ... on InvalidInput { fieldErrors { field rule message } } ... on Error { message } } }"""
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { fooled example { id fields } prediction { fields
+  ... on ExampleCreated { fooled example { id fields } prediction { fields
       generation { text tokens timeToFirstTokenMs totalMs finishReason } } }
   ... on Error { message } } }"""
 IMPORT_DATASET = """mutation($input: ImportDatasetInput!) { importDataset(input: $input) { __typename
   ... on DatasetsCreated { datasets { name access size } } ... on Error { message } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) { __typename
-  ... on SubmittedModel { model { id } } ... on Error { message } } }"""
+  ... on ModelSubmitted { model { id } } ... on Error { message } } }"""
 MODEL = """query($id: ID!) { model(id: $id) { name status evaluations { nodes { status error dataset { name }
   metrics { name value interval { low high } } unusableOutputs
   generation { outputTokens tokensPerSecond timeToFirstTokenMs timeToFirstTokenP90Ms } } } } }"""
@@ -241,7 +241,7 @@ async def _streamed_example(served: Server, author: str, peer: str) -> tuple[lis
         created = await post_graphql(
             http, author, CREATE, input={"taskCode": TASK, "fields": fields, "replyStream": stream_id}
         )
-        assert created["createExample"]["__typename"] == "CreatedExample", created
+        assert created["createExample"]["__typename"] == "ExampleCreated", created
         await asyncio.wait_for(tasks["author"], 10)  # it ends with done
         await asyncio.sleep(0.5)
         tasks["peer"].cancel()
@@ -280,7 +280,7 @@ async def test_a_declared_translation_task_is_fooled_by_chrf_and_ranks_generativ
             created = (await post_graphql(http, author, CREATE, input={"taskCode": TASK, "fields": fields}))[
                 "createExample"
             ]
-            assert created["__typename"] == "CreatedExample", created
+            assert created["__typename"] == "ExampleCreated", created
             written = created["prediction"]["fields"]["translation"]
             assert written == GOOD[source]
             expected = sacrebleu.sentence_chrf(written, references).score < THRESHOLD
@@ -341,7 +341,7 @@ async def test_a_declared_translation_task_is_fooled_by_chrf_and_ranks_generativ
                 "published": True,
             }
             submitted = (await post_graphql(http, builder, SUBMIT, input=model))["submitModel"]
-            assert submitted["__typename"] == "SubmittedModel", submitted
+            assert submitted["__typename"] == "ModelSubmitted", submitted
             ids[name] = submitted["model"]["id"]
 
         async def finished(model_id: str) -> dict[str, Any] | None:
@@ -447,13 +447,13 @@ STATS = """query($code: String!) { task(code: $code) { verdictBy judgeRubric cur
   collected fooled verifiedFooled accepted rejected pending } } } }"""
 CREATE_WAITING = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
   ... on VerdictPending { decidedBy prediction { fields } example { id status fooled verdict { decidedBy decided } } }
-  ... on CreatedExample { fooled } ... on Error { message } } }"""
+  ... on ExampleCreated { fooled } ... on Error { message } } }"""
 EXAMPLE = """query($id: ID!) { node(id: $id) { ... on Example { status fooled
   verdict { decidedBy decided fooled rationale judgeModel overruled overruleReason } } } }"""
 OVERRULE = """mutation($input: OverruleVerdictInput!) { overruleVerdict(input: $input) { __typename
   ... on VerdictOverruled { example { fooled verdict { overruled fooled } } } ... on Error { message } } }"""
-VOTE_ON = """mutation($id: ID!, $label: ValidationLabel!) { validateExample(input: {exampleId: $id, label: $label}) {
-  __typename ... on ValidatedExample { example { status fooled } } ... on Error { message } } }"""
+VOTE_ON = """mutation($id: ID!, $label: ValidationLabel!) { validateExample(input: {id: $id, label: $label}) {
+  __typename ... on ValidationRecorded { example { status fooled } } ... on Error { message } } }"""
 SUBSCRIBE_VERDICTS = """subscription($code: String!) { verdictDecided(taskCode: $code) { ... on Example { id fooled
   status verdict { decidedBy rationale } } } }"""
 
@@ -533,9 +533,7 @@ async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_ve
 
         # The owner overrules the first verdict: the counters move with it; the judge's verdict stays beside.
         refused = (
-            await post_graphql(
-                http, author, OVERRULE, input={"exampleId": example["id"], "fooled": False, "reason": "x"}
-            )
+            await post_graphql(http, author, OVERRULE, input={"id": example["id"], "fooled": False, "reason": "x"})
         )["overruleVerdict"]
         assert refused["__typename"] == "Forbidden", refused
         overruled = (
@@ -543,7 +541,7 @@ async def test_a_judged_task_decides_after_creation_and_an_owner_can_overrule_ve
                 http,
                 operator,
                 OVERRULE,
-                input={"exampleId": example["id"], "fooled": False, "reason": "Quito is named as Peru's old capital."},
+                input={"id": example["id"], "fooled": False, "reason": "Quito is named as Peru's old capital."},
             )
         )["overruleVerdict"]
         assert overruled["__typename"] == "VerdictOverruled", overruled
@@ -587,7 +585,7 @@ async def test_a_people_decided_task_moves_its_counters_only_on_the_validators_d
         created = (await post_graphql(http, author, CREATE_WAITING, input={"taskCode": code, "fields": fine}))[
             "createExample"
         ]
-        assert created == {"__typename": "CreatedExample", "fooled": False}, created
+        assert created == {"__typename": "ExampleCreated", "fooled": False}, created
 
         # The author says it is wrong: it waits for the validators, and counts for nothing until they decide.
         claimed = {"question": "What is the capital of Peru?", "answer": "Lima", "model_wrong": True}
@@ -601,7 +599,7 @@ async def test_a_people_decided_task_moves_its_counters_only_on_the_validators_d
         assert middle["collected"] == before["collected"] + 1 and middle["fooled"] == before["fooled"]
 
         first = (await post_graphql(http, validators[0], VOTE_ON, id=waiting["id"], label="CORRECT"))["validateExample"]
-        assert first["__typename"] == "ValidatedExample", first
+        assert first["__typename"] == "ValidationRecorded", first
         assert first["example"]["status"] == "PENDING_VERDICT" and first["example"]["fooled"] is None
         assert await _stats(http, author, code) == middle
         second = (await post_graphql(http, validators[1], VOTE_ON, id=waiting["id"], label="CORRECT"))[

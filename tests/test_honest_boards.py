@@ -59,19 +59,19 @@ SET = "board-set"
 IMPORT_DATASET = """mutation($input: ImportDatasetInput!) { importDataset(input: $input) { __typename
   ... on DatasetsCreated { datasets { name access size } } ... on Error { message } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) { __typename
-  ... on SubmittedModel { model { id } } ... on Error { message } } }"""
+  ... on ModelSubmitted { model { id } } ... on Error { message } } }"""
 PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) { __typename
-  ... on SubmittedModel { model { id } } ... on Error { message } } }"""
+  ... on ModelSubmitted { model { id } } ... on Error { message } } }"""
 MODEL = """query($id: ID!) { model(id: $id) { name status evaluations { nodes { status dataset { name }
   unusableOutputs mostlyUnusable unusableReasons { reason count } metrics { name value } } } } }"""
 BOARD = """{ leaderboard(taskCode: "honest") { datasets datasetWeights { name weight }
   rows { rank dynascore model { name } metrics { name value } missing
          gaps { dataset metrics reason detail } } } }"""
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { example { id } } ... on Error { message } } }"""
-VOTE = """mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename
+  ... on ExampleCreated { example { id } } ... on Error { message } } }"""
+VOTE = """mutation($id: ID!) { validateExample(input: {id: $id, label: CORRECT}) { __typename
   ... on Error { message } } }"""
-BUILD = """mutation { createRoundDatasets(input: {taskCode: "honest", roundNumber: 1}) { __typename
+BUILD = """mutation { createRoundDatasets(input: {taskCode: "honest", round: 1}) { __typename
   ... on DatasetsCreated { datasets { name access size } } ... on Error { message } } }"""
 DATASETS = """{ datasets(taskCode: "honest") { nodes { name access size parent { name } } } }"""
 
@@ -163,7 +163,7 @@ async def test_a_broken_model_ranks_last_with_its_reasons_and_no_perfect_robustn
                     "published": True,
                 }
                 submitted = (await post_graphql(http, builder, SUBMIT, input=model))["submitModel"]
-                assert submitted["__typename"] == "SubmittedModel", submitted
+                assert submitted["__typename"] == "ModelSubmitted", submitted
                 ids[name] = submitted["model"]["id"]
 
             async def finished(model_id: str) -> dict[str, Any] | None:
@@ -182,7 +182,7 @@ async def test_a_broken_model_ranks_last_with_its_reasons_and_no_perfect_robustn
             "published": True,
         }
         uploaded = (await post_graphql(http, builder, PREDICT, input=predictions))["submitPredictions"]
-        assert uploaded["__typename"] == "SubmittedModel", uploaded
+        assert uploaded["__typename"] == "ModelSubmitted", uploaded
         board = (await post_graphql(http, None, BOARD))["leaderboard"]
 
     assert models["works"]["status"] == models["broken"]["status"] == "DONE", models
@@ -223,9 +223,9 @@ async def test_a_tiny_round_makes_no_empty_or_tiny_scoring_set(server):
                     input={"taskCode": "honest", "fields": {"text": f"a good thought number {i}", "label": "bad"}},
                 )
             )["createExample"]
-            assert created["__typename"] == "CreatedExample", created
+            assert created["__typename"] == "ExampleCreated", created
             voted = (await post_graphql(http, operator, VOTE, id=created["example"]["id"]))["validateExample"]
-            assert voted["__typename"] == "ValidatedExample", voted
+            assert voted["__typename"] == "ValidationRecorded", voted
         built = (await post_graphql(http, operator, BUILD))["createRoundDatasets"]
         assert built["__typename"] == "DatasetsCreated", built
         assert sorted((d["name"], d["access"], d["size"]) for d in built["datasets"]) == [

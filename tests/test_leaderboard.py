@@ -251,13 +251,13 @@ LIVE = (
     + METRIC_FIELDS
     + " } } }"
 )
-SNAPSHOT = """mutation($input: LeaderboardWeightsInput!) { snapshotLeaderboard(input: $input) {
+SNAPSHOT = """mutation($input: SnapshotLeaderboardInput!) { snapshotLeaderboard(input: $input) {
   __typename ... on LeaderboardSnapshotted { snapshot { id } } } }"""
 READ_SNAPSHOT = (
     "query($id: ID!) { leaderboardSnapshot(id: $id) { name metricWeights { name weight } datasetWeights { name weight "
     "} rows { model { id } modelName submitter rank dynascore missing " + METRIC_FIELDS + " } } }"
 )
-FORK = """mutation($input: LeaderboardWeightsInput!) { saveLeaderboardFork(input: $input) {
+FORK = """mutation($input: SaveLeaderboardForkInput!) { saveLeaderboardFork(input: $input) {
   __typename ... on LeaderboardForkSaved { fork { name metricWeights { name weight } datasetWeights { name weight } } }
 } }"""
 

@@ -50,7 +50,7 @@ async def test_validations_per_minute(gql, platform):
     ids = [
         (
             await gql(
-                'mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) { ... on CreatedExample '
+                'mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) { ... on ExampleCreated '
                 "{ example { id } } } }",
                 {"f": {"text": f"good {i}", "label": "bad"}},
                 token=author,
@@ -58,8 +58,8 @@ async def test_validations_per_minute(gql, platform):
         )["createExample"]["example"]["id"]
         for i in range(2)
     ]
-    vote = "mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }"
-    assert (await gql(vote, {"id": ids[0]}, token=voter))["validateExample"]["__typename"] == "ValidatedExample"
+    vote = "mutation($id: ID!) { validateExample(input: {id: $id, label: CORRECT}) { __typename } }"
+    assert (await gql(vote, {"id": ids[0]}, token=voter))["validateExample"]["__typename"] == "ValidationRecorded"
     assert (await gql(vote, {"id": ids[1]}, token=voter))["validateExample"]["__typename"] == "RateLimited"
 
 

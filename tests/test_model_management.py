@@ -133,10 +133,10 @@ async def test_deleting_a_model_takes_its_evaluations_but_not_while_one_runs(pla
 MODELS = """query($mine: Boolean!, $after: String) { models(taskCode: "toy", mine: $mine, first: 1, after: $after) {
   edges { cursor node { id name published submitter { username } config } } pageInfo { hasNextPage endCursor } } }"""
 UPDATE = """mutation($input: UpdateModelInput!) { updateModel(input: $input) {
-  __typename ... on UpdatedModel { model { id name published anonymous
+  __typename ... on ModelUpdated { model { id name published anonymous
   card { parameters license paper description trainingData } } } ... on Error { message } } }"""
 DELETE = """mutation($id: ID!) { deleteModel(input: {id: $id}) {
-  __typename ... on DeletedModel { id } ... on Error { message } } }"""
+  __typename ... on ModelDeleted { id } ... on Error { message } } }"""
 
 
 async def test_the_graphql_contract(gql, platform, people):
@@ -165,7 +165,7 @@ async def test_the_graphql_contract(gql, platform, people):
     anonymous = (await gql(MODELS, {"mine": False}, token=None))["models"]["edges"]
     assert [(e["node"]["name"], e["node"]["config"]) for e in anonymous] == [("two", None)]  # no config for others
     assert (await gql(DELETE, {"id": gid("Model", first.id)}))["deleteModel"] == {
-        "__typename": "DeletedModel",
+        "__typename": "ModelDeleted",
         "id": gid("Model", first.id),
     }
     assert (await gql(DELETE, {"id": gid("Model", first.id)}))["deleteModel"]["__typename"] == "NotFound"

@@ -44,7 +44,7 @@ def test_every_object_with_an_id_is_a_node_and_every_node_can_be_fetched():
         for t in schema.type_map.values()
         if isinstance(t, GraphQLObjectType) and "id" in t.fields and not t.name.startswith("__")
     }
-    assert with_id - implementing == {"DatasetDeleted", "DeletedModel", "LeaderboardItemDeleted", "WebhookDeleted"}
+    assert with_id - implementing == {"DatasetDeleted", "ModelDeleted", "LeaderboardItemDeleted", "WebhookDeleted"}
 
 
 @pytest.mark.parametrize("key", [1, 42, "nli", "nli:3", "3f1c-message"])
@@ -212,12 +212,12 @@ async def test_an_id_of_another_type_is_refused_with_the_type_expected(gql, plat
     answer = await gql(
         """mutation($input: RetractExampleInput!) { retractExample(input: $input) { __typename
           ... on InvalidInput { fieldErrors { field rule message } } } }""",
-        {"input": {"exampleId": wrong}},
+        {"input": {"id": wrong}},
         token=token,
     )
     result = answer["retractExample"]
     assert result["__typename"] == "InvalidInput"
-    assert result["fieldErrors"][0]["field"] == ["exampleId"] and result["fieldErrors"][0]["rule"] == "id"
+    assert result["fieldErrors"][0]["field"] == ["id"] and result["fieldErrors"][0]["rule"] == "id"
     assert "an Example" in result["fieldErrors"][0]["message"]
     bare = await gql(
         "query($id: ID!) { example(id: $id) { id } }", {"id": str(made["example"].id)}, token=token, expect_errors=True

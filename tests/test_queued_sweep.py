@@ -63,7 +63,7 @@ async def test_the_sweep_sends_each_unsent_evaluation_once(platform):
 
 MODEL = """query($id: ID!) { model(id: $id) { status evaluations { nodes { dataset { name } status error } } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) {
-  __typename ... on SubmittedModel { model { id } } ... on Error { message } } }"""
+  __typename ... on ModelSubmitted { model { id } } ... on Error { message } } }"""
 
 
 @pytest.mark.e2e
@@ -82,7 +82,7 @@ async def test_a_data_set_imported_while_the_server_runs_is_evaluated(kind, tmp_
                 submitted = await run(
                     s, SUBMIT, input={"taskCode": "toy", "name": "kw", "backend": "python", "config": KEYWORD}
                 )
-                assert submitted["submitModel"]["__typename"] == "SubmittedModel", submitted
+                assert submitted["submitModel"]["__typename"] == "ModelSubmitted", submitted
                 model_id = submitted["submitModel"]["model"]["id"]
                 assert (await run(s, MODEL, id=model_id))["model"]["evaluations"]["nodes"] == []  # no scoring set yet
 

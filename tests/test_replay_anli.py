@@ -68,7 +68,7 @@ STATS_FIELDS = "collected fooled verifiedFooled accepted rejected flagged retrac
 CREATE = """mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { fooled prediction { label } example { id fooled status round { number } fields } }
+    ... on ExampleCreated { fooled prediction { label } example { id fooled status round { number } fields } }
     ... on PredictionPending { example { id status } message }
     ... on Error { message }
   } }"""
@@ -78,7 +78,7 @@ TO_VALIDATE = 'query { exampleToValidate(taskCode: "nli") { id fields fooled sta
 VALIDATE = """mutation($input: ValidateExampleInput!) {
   validateExample(input: $input) {
     __typename
-    ... on ValidatedExample { decided example { id status votes { correct incorrect flagged } } }
+    ... on ValidationRecorded { decided example { id status votes { correct incorrect flagged } } }
     ... on Error { message }
   } }"""
 OPEN_NEXT = """mutation($input: OpenNextRoundInput!) {
@@ -302,7 +302,7 @@ async def submit_all(server: Server, tokens: list[str], rows: list[Row]) -> list
             answer = await run(sessions[annotator], CREATE, input={"taskCode": "nli", "fields": row.fields()})
             answer = answer["createExample"]
             kind = answer["__typename"]
-            assert kind in ("CreatedExample", "PredictionPending"), (row.line, answer)
+            assert kind in ("ExampleCreated", "PredictionPending"), (row.line, answer)
             if kind == "PredictionPending":
                 pending.append((row, annotator, answer["example"]["id"]))
                 continue
@@ -348,11 +348,11 @@ async def validate_all(server: Server, tokens: list[str], replay: Replay, by_id:
                 mine = by_id[example_id]
                 assert offered["fields"]["hypothesis"] == mine.row.hypothesis.strip()
                 label = planned_vote(v, mine.row.key)
-                answer = (await run(s, VALIDATE, input={"exampleId": example_id, "label": label}))["validateExample"]
+                answer = (await run(s, VALIDATE, input={"id": example_id, "label": label}))["validateExample"]
                 kind = answer["__typename"]
-                assert kind in ("ValidatedExample", "Conflict"), answer
+                assert kind in ("ValidationRecorded", "Conflict"), answer
                 vote = Vote(v, example_id, label, kind)
-                if kind == "ValidatedExample":
+                if kind == "ValidationRecorded":
                     vote.decided = answer["decided"]
                     vote.status = answer["example"]["status"]
                 replay.votes.append(vote)
@@ -367,7 +367,7 @@ def expected_figures(
     votes cast: in total, per annotator; and each example's final status."""
     cast: dict[str, list[str]] = defaultdict(list)
     for vote in votes:
-        if vote.result == "ValidatedExample":
+        if vote.result == "ValidationRecorded":
             cast[vote.example_id].append(vote.label)
     total, per_user, status = Figures(), defaultdict(Figures), {}
     for sub in submitted:
@@ -423,7 +423,7 @@ async def test_replay_anli_round_one(server, anli_rows, capsys):
     # The votes are consistent with the quorum rule, vote by vote.
     cast_by_example: dict[str, list[Vote]] = defaultdict(list)
     for vote in replay.votes:
-        if vote.result == "ValidatedExample":
+        if vote.result == "ValidationRecorded":
             cast_by_example[vote.example_id].append(vote)
     for example_id, cast in cast_by_example.items():
         assert by_id[example_id].fooled, f"a non-fooling example {example_id} was validated"
@@ -448,7 +448,7 @@ async def test_replay_anli_round_one(server, anli_rows, capsys):
     for v in range(VALIDATORS):
         assert replay.offered[v] <= {s.example_id for s in replay.submitted if s.fooled}
     conflicts = sum(v.result == "Conflict" for v in replay.votes)
-    cast_votes = Counter(v.label for v in replay.votes if v.result == "ValidatedExample")
+    cast_votes = Counter(v.label for v in replay.votes if v.result == "ValidationRecorded")
 
     # 3. The owner opens round 2.
     async with session(server, operator) as s:

@@ -77,7 +77,7 @@ KILL_AFTER = 60  # acknowledged examples before the replica is killed
 FAILOVER_S = 8.0  # requests started this long after the kill all succeed (checks every 1 s, fall 2, on 2 busy CPUs)
 
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { example { id modelPredictions { model } } }
+  ... on ExampleCreated { example { id modelPredictions { model } } }
   ... on PredictionPending { example { id } }
   ... on Error { message } } }"""
 LOGIN = """mutation($input: LoginInput!) { login(input: $input) { __typename ... on Error { message } } }"""
@@ -302,7 +302,7 @@ def topology(tmp_path_factory) -> Iterator[Topology]:
 
             def predicts_with_the_model_server(base: str = replica.base) -> bool:
                 created = _post(base, CREATE, operator, input=_text_example("good warm-up"))["createExample"]
-                assert created["__typename"] == "CreatedExample", (created, topology.logs())
+                assert created["__typename"] == "ExampleCreated", (created, topology.logs())
                 return [m["model"] for m in created["example"]["modelPredictions"]] == [MODEL_NAME]
 
             wait_until(predicts_with_the_model_server, within=30, every=0.5, what=f"{replica.name} to use the model")
@@ -337,7 +337,7 @@ def test_limits_are_shared_by_the_replicas(topology: Topology):
 
     for i in range(EXAMPLES_PER_MINUTE):
         created = _post((a, b)[i % 2], CREATE, token, input=_text_example(f"limited {i}"))["createExample"]
-        assert created["__typename"] == "CreatedExample", created
+        assert created["__typename"] == "ExampleCreated", created
     for base in (a, b):
         created = _post(base, CREATE, token, input=_text_example("one too many"))["createExample"]
         if created["__typename"] != "RateLimited":
@@ -393,7 +393,7 @@ async def test_events_reach_subscribers_of_either_replica_and_the_worker_deliver
                 headers={"Authorization": f"Bearer {writer}"},
             )
             created = response.json()["data"]["createExample"]
-            assert created["__typename"] == "CreatedExample", created
+            assert created["__typename"] == "ExampleCreated", created
             return parse_id(created["example"]["id"], "id", "Example")
 
         listeners = [asyncio.create_task(listen(name, base)) for name, base in places.items()]
@@ -484,7 +484,7 @@ async def test_a_replica_killed_under_load_loses_no_acknowledged_example(topolog
                     load.lost += 1
                     continue
                 created = data["createExample"]
-                if created["__typename"] in ("CreatedExample", "PredictionPending"):
+                if created["__typename"] in ("ExampleCreated", "PredictionPending"):
                     load.acknowledged[parse_id(created["example"]["id"], "id", "Example")] = text
                     load.after_kill += load.killed_at is not None
                 else:

@@ -34,7 +34,7 @@ ADD_CONTEXTS = """mutation($input: AddContextsInput!) {
 CREATE = """mutation($input: CreateExampleInput!) {
   createExample(input: $input) {
     __typename
-    ... on CreatedExample { example { id fooled prediction { fields } modelPredictions { model } } }
+    ... on ExampleCreated { example { id fooled prediction { fields } modelPredictions { model } } }
     ... on Error { message } } }"""
 VALIDATE = """mutation($input: ValidateExampleInput!) {
   validateExample(input: $input) { __typename ... on Error { message } } }"""
@@ -147,16 +147,16 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
     for i, fields in enumerate(examples):
         async with session(server, annotators[i % len(annotators)]) as s:
             result = (await run(s, CREATE, input={"taskCode": "toy", "fields": fields}))["createExample"]
-        assert result["__typename"] == "CreatedExample", result
+        assert result["__typename"] == "ExampleCreated", result
         assert result["example"]["fooled"] is True, (fields, result)
         created.append(result["example"]["id"])
 
     async with session(server, operator) as s:
         # --- validate (the operator's votes decide), then split the round into data sets
         for example_id in created:
-            voted = await run(s, VALIDATE, input={"exampleId": example_id, "label": "CORRECT"})
-            assert voted["validateExample"]["__typename"] == "ValidatedExample", voted
-        made = (await run(s, DATASETS, input={"taskCode": "toy", "roundNumber": 1, "seed": 7}))["createRoundDatasets"]
+            voted = await run(s, VALIDATE, input={"id": example_id, "label": "CORRECT"})
+            assert voted["validateExample"]["__typename"] == "ValidationRecorded", voted
+        made = (await run(s, DATASETS, input={"taskCode": "toy", "round": 1, "seed": 7}))["createRoundDatasets"]
         assert made["__typename"] == "DatasetsCreated", made
         sets = {d["split"].lower(): d for d in made["datasets"] if d["name"].startswith("r1-") and "+" not in d["name"]}
         assert sets["train"]["size"] + sets["dev"]["size"] + sets["test"]["size"] == len(examples)
@@ -284,7 +284,7 @@ async def test_collect_validate_train_evaluate_promote_and_target(server):
             ({"text": "the film was not good", "label": "bad"}, "bad"),
         ):
             result = (await run(s, CREATE, input={"taskCode": "toy", "fields": fields}))["createExample"]
-            assert result["__typename"] == "CreatedExample", result
+            assert result["__typename"] == "ExampleCreated", result
             assert result["example"]["prediction"]["fields"]["label"] == label, result
             assert result["example"]["fooled"] is False
             assert [m["model"] for m in result["example"]["modelPredictions"]] == [lineage]
@@ -446,7 +446,7 @@ async def _cancel_a_running_job(server: Server, operator: str, train_set: str) -
             return jobs[job_id]["status"] == "RUNNING" and jobs[job_id]["stage"] == "counting words"
 
         await eventually(running, within=60, every=0.5, what="the job runs")
-        cancelled = (await run(s, CANCEL, input={"jobId": job_id}))["cancelTraining"]
+        cancelled = (await run(s, CANCEL, input={"id": job_id}))["cancelTraining"]
         assert cancelled["__typename"] == "TrainingCancelled", cancelled
 
         async def stopped() -> dict[str, Any] | None:
@@ -455,6 +455,6 @@ async def _cancel_a_running_job(server: Server, operator: str, train_set: str) -
 
         job = await eventually(stopped, within=15, every=0.5, what="the job stops")
         assert job["status"] == "CANCELLED" and job["candidate"] is None, job
-        again = (await run(s, CANCEL, input={"jobId": job_id}))["cancelTraining"]
+        again = (await run(s, CANCEL, input={"id": job_id}))["cancelTraining"]
         assert again["__typename"] == "Conflict", again
         assert (await run(s, REGISTRY))["task"]["registeredModels"] == registry_before

@@ -56,11 +56,11 @@ SETTINGS = """mutation($n: Int!) { updateTaskSettings(input: {taskCode: "oracle"
 DATASETS = """query { datasets(taskCode: "oracle") { nodes { id name size parent { name } } } }"""
 ITEMS_OF = """query($id: ID!) { datasetItems(id: $id, first: 100) { nodes { position originalPosition fields } } }"""
 PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) { __typename
-  ... on SubmittedModel { model { id evaluations { nodes { scoredPart itemCount privateMetrics { name }
+  ... on ModelSubmitted { model { id evaluations { nodes { scoredPart itemCount privateMetrics { name }
     metrics { name value } } } } }
   ... on QuotaExceeded { message quota limit resetsInSeconds } ... on Error { message } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) { __typename
-  ... on SubmittedModel { model { id } } ... on QuotaExceeded { message } ... on Error { message } } }"""
+  ... on ModelSubmitted { model { id } } ... on QuotaExceeded { message } ... on Error { message } } }"""
 DELETE = """mutation($id: ID!) { deleteModel(input: {id: $id}) { __typename ... on Error { message } } }"""
 MODEL = """query($id: ID!) { model(id: $id) { status evaluations { nodes { status dataset { name } scoredPart
   itemCount unusableOutputs error metrics { name value } privateMetrics { name value } } } } }"""
@@ -138,12 +138,12 @@ async def test_deleting_a_model_gives_no_attempt_back(server):
         await _allowance(http, operator, 3)
         token = await new_account(http, f"deleter_{served.backend}")
         made = [await _predict(http, token, SET, ["good"] * 6, name=f"try {i}") for i in range(3)]
-        assert [m["__typename"] for m in made] == ["SubmittedModel"] * 3, made
+        assert [m["__typename"] for m in made] == ["ModelSubmitted"] * 3, made
         refused = await _predict(http, token, SET, ["bad"] * 6)
         assert refused["__typename"] == "QuotaExceeded" and refused["quota"] == "SUBMISSIONS_PER_DAY", refused
         for m in made:
             deleted = (await post_graphql(http, token, DELETE, id=m["model"]["id"]))["deleteModel"]
-            assert deleted["__typename"] == "DeletedModel", deleted
+            assert deleted["__typename"] == "ModelDeleted", deleted
         again = await _predict(http, token, SET, ["bad"] * 6)
         assert again["__typename"] == "QuotaExceeded" and "every scored attempt counts" in again["message"], again
         assert 0 < again["resetsInSeconds"] <= 24 * 3600
@@ -220,7 +220,7 @@ async def test_a_model_that_answers_one_item_and_refuses_the_rest_reads_nothing(
             for answer in ("good", "bad"):
                 model = {"taskCode": "oracle", "name": answer, "backend": "http", "config": {"url": f"{url}/{answer}"}}
                 submitted = (await post_graphql(http, token, SUBMIT, input=model))["submitModel"]
-                assert submitted["__typename"] == "SubmittedModel", submitted
+                assert submitted["__typename"] == "ModelSubmitted", submitted
                 ids.append(submitted["model"]["id"])
 
             async def finished(model_id: str) -> dict[str, Any] | None:

@@ -103,7 +103,7 @@ async def test_revoke_all_signs_out_everywhere(gql):
     await gql(REGISTER, {"u": "otto", "e": "otto@example.org", "p": PASSWORD}, token=None)
     one = (await gql(SIGN_IN, {"u": "otto", "p": PASSWORD}, token=None))["login"]["token"]
     two = (await gql(SIGN_IN, {"u": "otto", "p": PASSWORD}, token=None))["login"]["token"]
-    out = await gql("mutation { revokeAllApiTokens { __typename ... on RevokedAllApiTokens { count } } }", token=one)
-    assert out["revokeAllApiTokens"] == {"__typename": "RevokedAllApiTokens", "count": 3}
+    out = await gql("mutation { revokeAllApiTokens { __typename ... on AllApiTokensRevoked { count } } }", token=one)
+    assert out["revokeAllApiTokens"] == {"__typename": "AllApiTokensRevoked", "count": 3}
     for token in (one, two):
         assert (await gql("{ me { username } }", token=token, expect_errors=True))["data"]["me"] is None

@@ -157,14 +157,14 @@ MODEL = """query($id: ID!) { model(id: $id) { id name submitter { username } con
   card { parameters license paper description trainingData }
   evaluations { totalCount nodes { dataset { name access } status progress error } } } }"""
 SUBMIT = """mutation($input: SubmitModelInput!) { submitModel(input: $input) {
-  __typename ... on SubmittedModel { model { id } } ... on Error { message } } }"""
+  __typename ... on ModelSubmitted { model { id } } ... on Error { message } } }"""
 
 
 async def test_graphql_contract(gql, platform, setup):
     token, _ = await register_user(gql, "modeller")
     reader, _ = await register_user(gql, "onlooker")
     built = await gql(
-        'mutation { createRoundDatasets(input: {taskCode: "toy", roundNumber: 1}) { __typename } }', token=token
+        'mutation { createRoundDatasets(input: {taskCode: "toy", round: 1}) { __typename } }', token=token
     )
     assert built["createRoundDatasets"]["__typename"] == "Forbidden"
     await datasets.build_from_round(platform, setup["owner"], "toy", 1)
@@ -317,7 +317,7 @@ def test_cli_imports_a_dataset_through_a_task_importer(tmp_path):
 
 
 PREDICT = """mutation($input: SubmitPredictionsInput!) { submitPredictions(input: $input) {
-  __typename ... on SubmittedModel {
+  __typename ... on ModelSubmitted {
     model { id status evaluations { nodes { status metrics { name value } throughput } } } }
   ... on InvalidInput { fieldErrors { field } } ... on Error { message } } }"""
 

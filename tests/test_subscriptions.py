@@ -33,8 +33,8 @@ from dynaforge.services.actor import Actor
 from dynaforge.services.evaluation_runner import Runner
 
 CREATE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { example { id fooled } } ... on Error { message } } }"""
-VALIDATE = """mutation($id: ID!) { validateExample(input: {exampleId: $id, label: CORRECT}) { __typename } }"""
+  ... on ExampleCreated { example { id fooled } } ... on Error { message } } }"""
+VALIDATE = """mutation($id: ID!) { validateExample(input: {id: $id, label: CORRECT}) { __typename } }"""
 OPEN_ROUND = """mutation { openNextRound(input: {taskCode: "toy"}) { __typename } }"""
 FOOLED = gql(
     'subscription { modelFooled(taskCode: "toy") { id fields prediction { label } fooled task { code } '
@@ -193,7 +193,7 @@ async def test_rounds_are_public_and_votes_reach_subscribers(served):
         await _started(votes, served.p.events, "exampleValidated:toy")
         assert (await served.gql(VALIDATE, {"id": example_id}, voter))["validateExample"][
             "__typename"
-        ] == "ValidatedExample"
+        ] == "ValidationRecorded"
         assert (await served.gql(OPEN_ROUND, token=admin))["openNextRound"]["__typename"] == "RoundOpened"
         got_rounds, got_votes = await rounds, await votes
     assert got_rounds == [{"roundChanged": {"taskCode": "toy", "change": "OPENED", "round": {"number": 2}}}]

@@ -94,7 +94,7 @@ async def test_owners_set_an_ensemble_and_examples_store_every_member(platform):
 
 
 ENSEMBLE_EXAMPLE = """mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { fooled prediction { label ensemble { rule members fooledMembers } }
+  ... on ExampleCreated { fooled prediction { label ensemble { rule members fooledMembers } }
     example { id prediction { fields label probabilities { label probability } ensemble { rule members fooledMembers } }
       modelPredictions { model fooled latencyMs prediction { fields label probabilities { label probability } } } } }
   ... on Error { message } } }"""
@@ -111,7 +111,7 @@ async def test_an_ensemble_verdict_and_each_member_read_as_typed_predictions(gql
     gql.token, _ = await register_user(gql, "writer")
     fields = {"text": "good day", "label": "good"}
     created = (await gql(ENSEMBLE_EXAMPLE, {"input": {"taskCode": "toy", "fields": fields}}))["createExample"]
-    assert created["__typename"] == "CreatedExample", created
+    assert created["__typename"] == "ExampleCreated", created
     verdict = {"rule": "ANY_WRONG", "members": 3, "fooledMembers": 1}
     assert created["fooled"] is True and created["prediction"] == {"label": "bad", "ensemble": verdict}
     example = created["example"]

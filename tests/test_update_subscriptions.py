@@ -32,8 +32,8 @@ JOBS = """subscription($t: String!, $a: String) { trainingJobUpdated(taskCode: $
 RUNS = """subscription($t: String!, $a: String) { adversaryRunUpdated(taskCode: $t, after: $a) {
   cursor run { id status error } } }"""
 CURSOR = 'query { task(code: "toy") { updatesCursor } }'
-CANCEL_JOB = "mutation($id: ID!) { cancelTraining(input: {jobId: $id}) { __typename } }"
-CANCEL_RUN = "mutation($id: ID!) { cancelGeneration(input: {runId: $id}) { __typename } }"
+CANCEL_JOB = "mutation($id: ID!) { cancelTraining(input: {id: $id}) { __typename } }"
+CANCEL_RUN = "mutation($id: ID!) { cancelGeneration(input: {id: $id}) { __typename } }"
 
 
 def _req(document: str, variables: dict) -> GraphQLRequest:

@@ -417,12 +417,12 @@ STATS = (
 TO_VALIDATE = (
     "query($c: String!) { exampleToValidate(taskCode: $c) { id fields fooled context { fields } votes { correct } } }"
 )
-VALIDATE = """mutation($id: ID!, $l: ValidationLabel!) { validateExample(input: {exampleId: $id, label: $l}) {
-  __typename ... on ValidatedExample { example { id status } decided } ... on Error { message } } }"""
+VALIDATE = """mutation($id: ID!, $l: ValidationLabel!) { validateExample(input: {id: $id, label: $l}) {
+  __typename ... on ValidationRecorded { example { id status } decided } ... on Error { message } } }"""
 OPEN = """mutation($c: String!) { openNextRound(input: {taskCode: $c}) {
   __typename ... on RoundOpened { round { number } previous { number endedAt } } ... on Error { message } } }"""
 CREATE = """mutation($f: JSON!) { createExample(input: {taskCode: "toy", fields: $f}) {
-  __typename ... on CreatedExample { example { id } fooled } } }"""
+  __typename ... on ExampleCreated { example { id } fooled } } }"""
 
 
 async def test_graphql_contract(gql, platform):
@@ -440,7 +440,7 @@ async def test_graphql_contract(gql, platform):
         queued = (await gql(TO_VALIDATE, {"c": "toy"}, token=token))["exampleToValidate"]
         assert queued["id"] == example_id and queued["fooled"] is True and queued["votes"]["correct"] == i
         result = (await gql(VALIDATE, {"id": example_id, "l": "CORRECT"}, token=token))["validateExample"]
-        assert result["__typename"] == "ValidatedExample"
+        assert result["__typename"] == "ValidationRecorded"
         assert result["example"]["status"] == ("ACCEPTED" if i == 2 else "CREATED") and result["decided"] is (i == 2)
     again = (await gql(VALIDATE, {"id": example_id, "l": "CORRECT"}, token=voters[0]))["validateExample"]
     assert again["__typename"] == "Conflict"
@@ -546,13 +546,13 @@ async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
     created = await gql(CREATE, {"f": {"text": "good grief", "label": "bad"}}, token=author)
     example_id = created["createExample"]["example"]["id"]
 
-    flag = """mutation($id: ID!, $r: String!) { flagExample(input: {exampleId: $id, reason: $r}) {
-      __typename ... on FlaggedExample { example { id status } } ... on InvalidInput { fieldErrors { field } } } }"""
+    flag = """mutation($id: ID!, $r: String!) { flagExample(input: {id: $id, reason: $r}) {
+      __typename ... on ExampleFlagged { example { id status } } ... on InvalidInput { fieldErrors { field } } } }"""
     assert (await gql(flag, {"id": example_id, "r": ""}, token=other))["flagExample"]["fieldErrors"] == [
         {"field": ["reason"]}
     ]
     flagged = (await gql(flag, {"id": example_id, "r": "mentions a private address"}, token=other))["flagExample"]
-    assert flagged == {"__typename": "FlaggedExample", "example": {"id": example_id, "status": "FLAGGED"}}
+    assert flagged == {"__typename": "ExampleFlagged", "example": {"id": example_id, "status": "FLAGGED"}}
     owner_queue = await gql(
         '{ exampleToValidate(taskCode: "toy", mode: OWNER) { id } }', token=other, expect_errors=True
     )
@@ -562,7 +562,7 @@ async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
     ] == {"id": example_id}
 
     close = (
-        'mutation { closeRound(input: {taskCode: "toy"}) { __typename ... on ClosedRound { round { number endedAt '
+        'mutation { closeRound(input: {taskCode: "toy"}) { __typename ... on RoundEnded { round { number endedAt '
         "} } } }"
     )
     assert (await gql(close, token=other))["closeRound"]["__typename"] == "Forbidden"
@@ -570,8 +570,8 @@ async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
     assert closed["round"]["number"] == 1 and closed["round"]["endedAt"]
     refused = await gql(CREATE, {"f": {"text": "fine", "label": "bad"}}, token=author)
     assert refused["createExample"]["__typename"] == "RoundClosed"
-    describe = """mutation { updateRound(input: {taskCode: "toy", number: 1, description: "warm-up"}) {
-      __typename ... on UpdatedRound { round { description } } } }"""
+    describe = """mutation { updateRound(input: {taskCode: "toy", round: 1, description: "warm-up"}) {
+      __typename ... on RoundUpdated { round { description } } } }"""
     assert (await gql(describe, token=admin_token))["updateRound"]["round"]["description"] == "warm-up"
 
     grant = """mutation($m: String!) { %s(input: {taskCode: "toy", username: $m}) {

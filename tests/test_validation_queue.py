@@ -108,8 +108,8 @@ async def test_the_remaining_daily_cap(platform, people):
 QUEUE = """query($t: String!) { exampleToValidate(taskCode: $t) { id }
   task(code: $t) { validationQueueSize viewerStats { remainingToday total { collected } } }
   tasks { code validationQueueSize } }"""
-SKIP = """mutation($id: ID!) { skipExample(input: {exampleId: $id}) {
-  __typename ... on SkippedExample { example { id status } } ... on Error { message } } }"""
+SKIP = """mutation($id: ID!) { skipExample(input: {id: $id}) {
+  __typename ... on ExampleSkipped { example { id status } } ... on Error { message } } }"""
 
 
 async def test_the_queue_over_graphql(gql, platform, people):
@@ -117,7 +117,7 @@ async def test_the_queue_over_graphql(gql, platform, people):
     gql.token = author_token
     written = await gql(
         'mutation { createExample(input: {taskCode: "toy", fields: {text: "a good day", label: "bad"}}) '
-        "{ ... on CreatedExample { example { id } } } }"
+        "{ ... on ExampleCreated { example { id } } } }"
     )
     example_id = written["createExample"]["example"]["id"]
     mine = await gql(QUEUE, {"t": "toy"})
@@ -128,7 +128,7 @@ async def test_the_queue_over_graphql(gql, platform, people):
     assert theirs["task"]["validationQueueSize"] == 1 and theirs["exampleToValidate"] == {"id": example_id}
     assert {"code": "toy", "validationQueueSize": 1} in theirs["tasks"]  # every task's queue in one request
     skipped = (await gql(SKIP, {"id": example_id}))["skipExample"]
-    assert skipped == {"__typename": "SkippedExample", "example": {"id": example_id, "status": "CREATED"}}
+    assert skipped == {"__typename": "ExampleSkipped", "example": {"id": example_id, "status": "CREATED"}}
     missing = (await gql(SKIP, {"id": gid("Example", 999999)}))["skipExample"]
     assert missing["__typename"] == "NotFound"
     own = (await gql(SKIP, {"id": example_id}, token=author_token))["skipExample"]

@@ -42,7 +42,7 @@ test("W1 and W2: the first load of an annotate page", async ({ browser, baseURL 
 });
 
 const CREATE = `mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename
-  ... on CreatedExample { fooled prediction { label } } ... on Error { message } } }`;
+  ... on ExampleCreated { fooled prediction { label } } ... on Error { message } } }`;
 
 test("W3: from Submit to the verdict, against a plain client's createExample", async ({ page, baseURL }) => {
   await register(page, "bench");
@@ -78,7 +78,7 @@ test("W3: from Submit to the verdict, against a plain client's createExample", a
     });
     const answer = await response.json();
     plain.push(performance.now() - started);
-    expect(answer.data.createExample.__typename).toBe("CreatedExample");
+    expect(answer.data.createExample.__typename).toBe("ExampleCreated");
 
     await page.getByLabel("Statement").fill(`The page's review number ${run}, quite fine.`);
     await page.getByRole("radio", { name: "positive", exact: true }).check();

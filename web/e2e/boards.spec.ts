@@ -3,29 +3,19 @@
 // board), a fork saved and loaded, the round leaderboard of annotators, and Me's statistics and token revocation.
 import { readFileSync } from "node:fs";
 import type { APIRequestContext, Page } from "@playwright/test";
-import { checkAccessibility, expect, openTask, register, screenshots, test, uniqueName } from "./fixtures";
+import {
+  checkAccessibility,
+  expect,
+  gql,
+  openTask,
+  register,
+  screenshots,
+  sessionToken,
+  test,
+  uniqueName,
+} from "./fixtures";
 
 const TASK = "sentiment";
-
-async function gql<T>(
-  request: APIRequestContext,
-  token: string | null,
-  query: string,
-  variables: Record<string, unknown> = {},
-): Promise<T> {
-  const response = await request.post("/graphql", {
-    data: { query, variables },
-    headers: token ? { authorization: `Bearer ${token}` } : {},
-  });
-  const body = (await response.json()) as { data: T; errors?: { message: string }[] };
-  expect(body.errors ?? [], JSON.stringify(body.errors)).toEqual([]);
-  return body.data;
-}
-
-async function sessionToken(page: Page): Promise<string> {
-  const raw = await page.evaluate(() => sessionStorage.getItem("dynaforge.session"));
-  return (JSON.parse(raw ?? "{}") as { token: string }).token;
-}
 
 interface ServerBoard {
   csv: string;
@@ -148,7 +138,7 @@ test("the Dynascore board re-ranks in the browser as the server would, its CSV m
       `mutation ($input: SubmitPredictionsInput!) { submitPredictions(input: $input) { __typename ... on Error { message } } }`,
       { input: { taskCode: TASK, name, datasetName: scoring?.name, predictions, published: true } },
     );
-    expect(answer.submitPredictions.__typename).toBe("SubmittedModel");
+    expect(answer.submitPredictions.__typename).toBe("ModelSubmitted");
   }
   // The demo model's evaluations (its perturbed copies' too) finish before the board is read: a board read while
   // they run has other default weights than the server's a moment later.
@@ -280,7 +270,7 @@ test("the Dynascore board re-ranks in the browser as the server would, its CSV m
       },
     },
   );
-  expect(scored.submitPredictions.__typename).toBe("SubmittedModel");
+  expect(scored.submitPredictions.__typename).toBe("ModelSubmitted");
   await expect(boardTable(page).getByRole("rowheader", { name: late })).toBeVisible({ timeout: 20_000 });
   await expect(page.getByRole("slider", { name: second, exact: true })).toHaveValue("6"); // the weights moved stay
 });

@@ -4,7 +4,7 @@
 import { mkdirSync } from "node:fs";
 import { resolve } from "node:path";
 import AxeBuilder from "@axe-core/playwright";
-import { type Browser, test as base, expect, type Page } from "@playwright/test";
+import { type APIRequestContext, type Browser, test as base, expect, type Page } from "@playwright/test";
 
 export const SCREENSHOTS = resolve(import.meta.dirname, "..", "e2e-screenshots");
 
@@ -112,4 +112,26 @@ export async function signInAsOwner(page: Page) {
 export async function manage(page: Page, code: string, section: string) {
   await page.goto(`/tasks/${code}/manage/${section}`);
   await expect(page.getByRole("heading", { level: 1, name: /^Manage / })).toBeVisible();
+}
+
+/** A GraphQL request to the demo server (with the token, when given), its data; fails the test on any error. */
+export async function gql<T>(
+  request: APIRequestContext,
+  token: string | null,
+  query: string,
+  variables: Record<string, unknown> = {},
+): Promise<T> {
+  const response = await request.post("/graphql", {
+    data: { query, variables },
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
+  const body = (await response.json()) as { data: T; errors?: { message: string }[] };
+  expect(body.errors ?? [], JSON.stringify(body.errors)).toEqual([]);
+  return body.data;
+}
+
+/** The token of the page's session (signed in with the admin's password: a token of its own). */
+export async function sessionToken(page: Page): Promise<string> {
+  const raw = await page.evaluate(() => sessionStorage.getItem("dynaforge.session"));
+  return (JSON.parse(raw ?? "{}") as { token: string }).token;
 }

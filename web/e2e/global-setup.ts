@@ -58,6 +58,8 @@ export default async function globalSetup() {
       DYNAFORGE_WEB_DIR: join(WEB, "dist"),
       // no registration limit: the browser tests sign some 25 people up from loopback (the default is 20 an hour)
       DYNAFORGE_REGISTRATIONS_PER_HOUR_PER_CLIENT: "0",
+      // webhooks may go to a receiver the owner test runs on loopback (public addresses only, by default)
+      DYNAFORGE_OUTBOUND_ALLOW: "127.0.0.1",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });

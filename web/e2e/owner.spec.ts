@@ -3,14 +3,18 @@
 // example with its reason, data sets from a round and from a file, an export downloaded with the token in a header,
 // webhooks, settings; accessibility and screenshots of every owner screen.
 import { readFileSync } from "node:fs";
+import { createServer, type IncomingHttpHeaders } from "node:http";
+import type { AddressInfo } from "node:net";
 import type { Page } from "@playwright/test";
 import {
   checkAccessibility,
   expect,
+  gql,
   manage,
   newPerson,
   openTask,
   screenshots,
+  sessionToken,
   signInAsOwner,
   test,
   verdict,
@@ -219,6 +223,72 @@ test("an owner creates a webhook, rotates its secret and deletes it", async ({ p
   await expect(row).toContainText("(paused)");
   await row.getByRole("button", { name: `Delete ${url}` }).click();
   await expect(hooks.getByRole("listitem").filter({ hasText: url })).toHaveCount(0);
+});
+
+test("a webhook's delivery is sent again from its row", async ({ page, request }) => {
+  // A receiver on loopback (the demo allows 127.0.0.1 as an outbound address): it answers 204 and keeps what came.
+  const received: { headers: IncomingHttpHeaders; body: string }[] = [];
+  const receiver = createServer((req, res) => {
+    let body = "";
+    req.on("data", (chunk: Buffer) => {
+      body += chunk.toString();
+    });
+    req.on("end", () => {
+      received.push({ headers: req.headers, body });
+      res.writeHead(204).end();
+    });
+  });
+  await new Promise<void>((done) => receiver.listen(0, "127.0.0.1", done));
+  try {
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook-${Date.now().toString(36)}`;
+    await signInAsOwner(page);
+    await manage(page, "sentiment", "webhooks");
+    await page.getByLabel("URL").fill(url);
+    await page.getByLabel("An example was written").check();
+    await page.getByRole("button", { name: "Create webhook" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Signing secret" })).toContainText("whsec_");
+
+    // An example written for the task is delivered once.
+    const statement = `A webhook test statement, ${Date.now().toString(36)}: a warm and funny film.`;
+    const created = await gql<{ createExample: { __typename: string } }>(
+      request,
+      await sessionToken(page),
+      `mutation ($input: CreateExampleInput!) { createExample(input: $input) { __typename } }`,
+      { input: { taskCode: "sentiment", fields: { statement, label: "positive" } } },
+    );
+    expect(created.createExample.__typename).toBe("ExampleCreated");
+    const ours = () => received.filter((r) => r.body.includes(statement));
+    await expect.poll(() => ours().length, { timeout: 30_000 }).toBe(1);
+
+    // Its row says it was delivered (read again until the delivery is recorded); Send again queues it once more,
+    // and the receiver gets the same delivery a second time.
+    const row = page
+      .getByRole("list", { name: /^Registered webhooks/ })
+      .getByRole("listitem")
+      .filter({ hasText: url });
+    const delivered = row.getByRole("row").filter({ hasText: "example created" }).filter({ hasText: "delivered" });
+    await expect(async () => {
+      await page.reload();
+      await row.getByText(/^Deliveries/).click();
+      await expect(delivered).toHaveCount(1, { timeout: 2_000 });
+    }).toPass({ timeout: 30_000 });
+    await delivered.getByRole("button", { name: /^Send the example created delivery of .* again$/ }).click();
+    await expect(
+      row.getByRole("status").filter({ hasText: "The example created delivery is queued again." }),
+    ).toBeVisible();
+    await expect.poll(() => ours().length, { timeout: 30_000 }).toBe(2);
+    const [first, again] = ours();
+    // The same message (Standard Webhooks: one webhook-id, so a receiver that saw it can tell), signed afresh.
+    expect(again?.body).toEqual(first?.body);
+    expect(again?.headers["webhook-id"]).toEqual(first?.headers["webhook-id"]);
+    expect(again?.headers["webhook-signature"]).toMatch(/^v1,/);
+    await checkAccessibility(page, "owner webhooks after a redelivery");
+
+    await row.getByRole("button", { name: `Delete ${url}` }).click();
+    await expect(row).toHaveCount(0);
+  } finally {
+    receiver.close();
+  }
 });
 
 test("an owner changes the task's settings", async ({ page }) => {

@@ -6,30 +6,9 @@
 // candidate is trained from the page with live progress (another job is cancelled), evaluated, and promoted.
 import { readFileSync } from "node:fs";
 import type { APIRequestContext, Page } from "@playwright/test";
-import { checkAccessibility, expect, manage, screenshots, signInAsOwner, test } from "./fixtures";
+import { checkAccessibility, expect, gql, manage, screenshots, sessionToken, signInAsOwner, test } from "./fixtures";
 
 const TASK = "sentiment";
-
-async function gql<T>(
-  request: APIRequestContext,
-  token: string,
-  query: string,
-  variables: Record<string, unknown> = {},
-): Promise<T> {
-  const response = await request.post("/graphql", {
-    data: { query, variables },
-    headers: { authorization: `Bearer ${token}` },
-  });
-  const body = (await response.json()) as { data: T; errors?: { message: string }[] };
-  expect(body.errors ?? [], JSON.stringify(body.errors)).toEqual([]);
-  return body.data;
-}
-
-/** The token of the page's session (signed in with the admin's password: a token of its own). */
-async function sessionToken(page: Page): Promise<string> {
-  const raw = await page.evaluate(() => sessionStorage.getItem("dynaforge.session"));
-  return (JSON.parse(raw ?? "{}") as { token: string }).token;
-}
 
 interface Target {
   name: string;
@@ -94,7 +73,7 @@ async function seedRound(request: APIRequestContext, token: string, stamp: strin
   const round = imported.roundNumber;
   const made = await gql<{
     createRoundDatasets: { __typename: string; datasets?: { id: string; name: string; split: string; size: number }[] };
-  }>(request, token, SPLIT, { input: { taskCode: TASK, roundNumber: round, seed: 1 } });
+  }>(request, token, SPLIT, { input: { taskCode: TASK, round, seed: 1 } });
   expect(made.createRoundDatasets.__typename, JSON.stringify(made)).toBe("DatasetsCreated");
   const train = made.createRoundDatasets.datasets?.find((d) => d.name === `r${round}-train`);
   expect(train).toBeTruthy();

@@ -244,7 +244,7 @@ describe("the machine adversaries page", () => {
     const button = await screen.findByRole("button", { name: /^Cancel the run of/ });
     await act(async () => fireEvent.click(button));
     expect(sent.find((s) => s.operationName === "CancelGeneration")?.variables).toEqual({
-      input: { runId: "QWR2ZXJzYXJ5UnVuOjE" },
+      input: { id: "QWR2ZXJzYXJ5UnVuOjE" },
     });
     expect(await screen.findByText("Cancelled")).toBeTruthy();
     expect(

@@ -55,7 +55,7 @@ const CONTRAST = {
 
 function found(suggestions: unknown[], fooled = false) {
   return {
-    __typename: "SuggestedEdits",
+    __typename: "EditsSuggested",
     adversaries: ["perturbation-search", "sentiment-templates"],
     queries: 16,
     draft: {

@@ -6,7 +6,7 @@ describe("the problem in a mutation's answer", () => {
   it("is nothing when the success member came back", () => {
     expect(problemOf(undefined, { __typename: "AuthPayload" }, "AuthPayload")).toBeNull();
     expect(
-      problemOf(undefined, { __typename: "PredictionPending" }, ["CreatedExample", "PredictionPending"]),
+      problemOf(undefined, { __typename: "PredictionPending" }, ["ExampleCreated", "PredictionPending"]),
     ).toBeNull();
   });
 
@@ -21,7 +21,7 @@ describe("the problem in a mutation's answer", () => {
           { field: ["timeTakenMs"], message: "Too long." },
         ],
       },
-      "CreatedExample",
+      "ExampleCreated",
       ["statement", "label"],
     );
     expect(problem).toEqual({
@@ -34,7 +34,7 @@ describe("the problem in a mutation's answer", () => {
     const problem = problemOf(
       undefined,
       { __typename: "RateLimited", message: "Too many examples.", retryAfterSeconds: 12.3 },
-      "CreatedExample",
+      "ExampleCreated",
     );
     expect(problem?.message).toBe("Too many examples. (try again in 13 s)");
   });
@@ -43,7 +43,7 @@ describe("the problem in a mutation's answer", () => {
     const daily = problemOf(
       undefined,
       { __typename: "QuotaExceeded", message: "You reached the cap.", resetsInSeconds: 5 * 3600 + 10 },
-      "CreatedExample",
+      "ExampleCreated",
     );
     expect(daily?.message).toBe("You reached the cap. (the allowance frees up in 5 h)");
     const soon = problemOf(undefined, { __typename: "QuotaExceeded", message: "Cap.", resetsInSeconds: 61 }, "X");

@@ -199,14 +199,24 @@ async def test_export(server, unique, monkeypatch):
         number = (await operator.round("sentiment")).number
         dataset = await operator.export("sentiment", number)
         assert type(dataset).__name__ == "Dataset"
-        assert any(fields["statement"] == statement for fields in dataset["fields"])
         rows = await operator.export("sentiment", number, records=True)
         assert any(r["fields"]["statement"] == statement for r in rows)
         assert operator.last_export_note is None
+        # the Dataset has the hf export's schema: a column per field, the label a ClassLabel, the API's global ids
+        ours = dataset.filter(lambda row: row["statement"] == statement)
+        ((row,),) = [list(ours)]
+        label = dataset.features["label"]
+        assert type(label).__name__ == "ClassLabel" and label.int2str(row["label"]) == "positive"
+        (record,) = [r for r in rows if r["fields"]["statement"] == statement]
+        assert row["id"] == record["id"] and row["round"] == number and row["status"] == record["status"]
+        assert dataset.features["fooled"].dtype == "bool" and dataset.features["time_taken_ms"].dtype == "int64"
+        assert sorted(dataset["id"]) == sorted(r["id"] for r in rows)
         # the writer does not own the task, and the round is not split: an empty export that says why
         with pytest.warns(errors.EmptyExport, match="published"):
             assert await writer.export("sentiment", number, records=True) == []
         assert "createRoundDatasets" in (writer.last_export_note or "")
+        with pytest.warns(errors.EmptyExport, match="published"):
+            assert (await writer.export("sentiment", number)).num_rows == 0
         assert len(rows) == dataset.num_rows
         monkeypatch.setitem(__import__("sys").modules, "datasets", None)  # datasets not installed: records
         assert isinstance(await operator.export("sentiment", number), list)

@@ -22,7 +22,7 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "client.md"
 WALKTHROUGHS = ("researcher", "model-builder")
 FENCE = re.compile(r"^```python(?P<info>[^\n]*)\n(?P<code>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 TAG = re.compile(r"\bwalkthrough=(?P<name>[\w-]+)")
-GRANT_OWNERSHIP = """mutation Grant($input: TaskOwnershipInput!) {
+GRANT_OWNERSHIP = """mutation Grant($input: GrantTaskOwnershipInput!) {
   grantTaskOwnership(input: $input) { __typename ... on Error { message } }
 }"""
 

@@ -38,12 +38,12 @@ def server(request, tmp_path) -> Iterator[LiveServer]:
 
 SUBMIT_SELECTION = (
     "mutation($input: SubmitSelectionInput!) { submitSelection(input: $input) { __typename "
-    "... on SubmittedModel { model { id } } ... on InvalidInput { message fieldErrors { field rule message } } "
+    "... on ModelSubmitted { model { id } } ... on InvalidInput { message fieldErrors { field rule message } } "
     "... on Error { message } } }"
 )
 SUBMIT_MODEL = (
     "mutation($input: SubmitModelInput!) { submitModel(input: $input) { __typename "
-    "... on SubmittedModel { model { id } } ... on InvalidInput { message fieldErrors { field rule message } } "
+    "... on ModelSubmitted { model { id } } ... on InvalidInput { message fieldErrors { field rule message } } "
     "... on Error { message } } }"
 )
 EVALUATIONS = (
@@ -81,7 +81,7 @@ def test_upload_select_submit_and_rank(server: LiveServer):
     #    validates them. A science headline the seed model calls food fools it; a plain sports one does not
     create = (
         "mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename "
-        "... on CreatedExample { fooled example { id } } ... on Error { message } } }"
+        "... on ExampleCreated { fooled example { id } } ... on Error { message } } }"
     )
     written = {}
     for text, label, fools in [
@@ -90,15 +90,15 @@ def test_upload_select_submit_and_rank(server: LiveServer):
     ]:
         created = server.gql("careless", create, input={"taskCode": CODE, "fields": {"text": text, "label": label}})
         created = created["createExample"]
-        assert created["__typename"] == "CreatedExample" and created["fooled"] is fools, created
+        assert created["__typename"] == "ExampleCreated" and created["fooled"] is fools, created
         written[created["example"]["id"]] = fools
     validate = (
         "mutation($input: ValidateExampleInput!) { validateExample(input: $input) { __typename "
-        "... on ValidatedExample { decided example { status } } ... on Error { message } } }"
+        "... on ValidationRecorded { decided example { status } } ... on Error { message } } }"
     )
     for example_id in written:
-        voted = server.gql("owner", validate, input={"exampleId": example_id, "label": "CORRECT"})["validateExample"]
-        assert voted == {"__typename": "ValidatedExample", "decided": True, "example": {"status": "ACCEPTED"}}
+        voted = server.gql("owner", validate, input={"id": example_id, "label": "CORRECT"})["validateExample"]
+        assert voted == {"__typename": "ValidationRecorded", "decided": True, "example": {"status": "ACCEPTED"}}
     stats = server.gql("careful", f'{{ task(code: "{CODE}") {{ currentRound {{ collected fooled }} }} }}')
     assert stats["task"]["currentRound"] == {"collected": 2, "fooled": 1}
 
@@ -141,7 +141,7 @@ def test_upload_select_submit_and_rank(server: LiveServer):
             "taskCode": CODE, "name": f"{who}-40", "datasetName": "pool-v1",
             "itemIds": [ids[p] for p in positions], "published": True,
         })["submitSelection"]  # fmt: skip
-        assert result["__typename"] == "SubmittedModel", result
+        assert result["__typename"] == "ModelSubmitted", result
         submitted[who] = result["model"]["id"]
 
     # -- what the task cannot take is refused, naming the field and the rule

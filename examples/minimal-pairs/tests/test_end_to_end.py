@@ -51,7 +51,7 @@ def server(request, tmp_path) -> Iterator[LiveServer]:
 EXAMPLE = "id status fooled fields prediction { fields }"
 CREATE = (
     "mutation($input: CreateExampleInput!) { createExample(input: $input) { __typename "
-    f"... on CreatedExample {{ fooled example {{ {EXAMPLE} }} }} "
+    f"... on ExampleCreated {{ fooled example {{ {EXAMPLE} }} }} "
     "... on Error { message } ... on InvalidInput { fieldErrors { field rule } } } }"
 )
 EVALUATIONS = (
@@ -96,7 +96,7 @@ def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
     for expected, fields in pairs:
         created = server.gql("annotator", CREATE, input={"taskCode": "minimal-pairs", "fields": fields})
         created = created["createExample"]
-        assert created["__typename"] == "CreatedExample", created
+        assert created["__typename"] == "ExampleCreated", created
         assert created["fooled"] is (expected == "fools"), (fields, created)
         # the task read the model's two log-likelihoods into the sentence it prefers
         prediction = created["example"]["prediction"]["fields"]
@@ -117,19 +117,19 @@ def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
     # -- validation: an admin's vote decides each
     validate = (
         "mutation($input: ValidateExampleInput!) { validateExample(input: $input) { __typename "
-        "... on ValidatedExample { decided example { status } } ... on Error { message } } }"
+        "... on ValidationRecorded { decided example { status } } ... on Error { message } } }"
     )
     for example_id in written:
-        voted = server.gql("operator", validate, input={"exampleId": example_id, "label": "CORRECT"})
+        voted = server.gql("operator", validate, input={"id": example_id, "label": "CORRECT"})
         voted = voted["validateExample"]
-        assert voted == {"__typename": "ValidatedExample", "decided": True, "example": {"status": "ACCEPTED"}}, voted
+        assert voted == {"__typename": "ValidationRecorded", "decided": True, "example": {"status": "ACCEPTED"}}, voted
 
     # -- the accepted examples become round 1's train, dev and test sets
     made = server.gql(
         "operator",
         "mutation($input: CreateRoundDatasetsInput!) { createRoundDatasets(input: $input) { __typename "
         "... on DatasetsCreated { datasets { name split size } } ... on Error { message } } }",
-        input={"taskCode": "minimal-pairs", "roundNumber": 1, "seed": 1},
+        input={"taskCode": "minimal-pairs", "round": 1, "seed": 1},
     )["createRoundDatasets"]
     assert made["__typename"] == "DatasetsCreated", made
     # ten pairs make a test split of one: under the platform's minimum for a scoring set (MIN_SCORING_SET_SIZE), so
@@ -158,7 +158,7 @@ def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
     submitted = server.gql(
         "builder",
         "mutation($input: SubmitModelInput!) { submitModel(input: $input) { __typename "
-        "... on SubmittedModel { model { id } } ... on Error { message } } }",
+        "... on ModelSubmitted { model { id } } ... on Error { message } } }",
         input={
             "taskCode": "minimal-pairs",
             "name": "bag-of-words",
@@ -167,7 +167,7 @@ def test_collect_validate_submit_and_rank(server: LiveServer, tmp_path: Path):
             "published": True,
         },  # fmt: skip
     )["submitModel"]
-    assert submitted["__typename"] == "SubmittedModel", submitted
+    assert submitted["__typename"] == "ModelSubmitted", submitted
     # ... and the task's own target is evaluated beside it
     targets = server.gql(
         "operator",

@@ -147,7 +147,7 @@ class Suggestion(Node):
 
 
 @strawberry.type(description="The target's answer on your draft and the edits that flip it.")
-class SuggestedEdits:
+class EditsSuggested:
     draft: TargetVerdict = strawberry.field(
         description="The target's answer on your draft as it is; when it is already fooled there are no suggestions."
     )
@@ -298,7 +298,7 @@ class GenerateCandidatesInput:
 
 @strawberry.input(description="The generation run to stop.")
 class CancelGenerationInput:
-    run_id: strawberry.ID = strawberry.field(description="The run's id (AdversaryRun.id).")
+    id: strawberry.ID = strawberry.field(description="The run's id (AdversaryRun.id).")
 
 
 @strawberry.type(description="The run started; follow it with node(id) or adversaryRuns.")
@@ -312,10 +312,10 @@ class GenerationCancelled:
 
 
 SuggestEditsResult = Annotated[
-    SuggestedEdits | InvalidInput | NotAuthenticated | NotFound | RateLimited | RoundClosed | ServiceUnavailable,
+    EditsSuggested | InvalidInput | NotAuthenticated | NotFound | RateLimited | RoundClosed | ServiceUnavailable,
     strawberry.union(
         "SuggestEditsResult",
-        description="SuggestedEdits on success (possibly with no suggestion). The other members are the expected "
+        description="EditsSuggested on success (possibly with no suggestion). The other members are the expected "
         "failures, and store nothing: InvalidInput (the draft breaks the task's rules or repeats an example "
         "someone else wrote, an unknown or unsuitable adversary, no adversary available, a context of an earlier "
         "round), NotAuthenticated, NotFound (no such task or context you can see), RateLimited (your suggestions "
@@ -368,7 +368,7 @@ class AdversaryMutation:
         except DomainServiceUnavailable as exc:  # the target or an adversary down: a member of this union
             return ServiceUnavailable(message=exc.message)
         task = info.context.platform.plugins.task(input.task_code)
-        return SuggestedEdits(
+        return EditsSuggested(
             draft=TargetVerdict.of(result.draft_verdict, task),
             suggestions=[Suggestion.from_row(r, task) for r in result.suggestions],
             adversaries=result.adversaries,
@@ -398,5 +398,5 @@ class AdversaryMutation:
     async def cancel_generation(
         self, info: Info, input: Annotated[CancelGenerationInput, strawberry.argument(description="The run.")]
     ) -> CancelGenerationResult:
-        row = await adversary_service.cancel_run(*info.context.caller, parse_id(input.run_id, "runId", "AdversaryRun"))
+        row = await adversary_service.cancel_run(*info.context.caller, parse_id(input.id, "id", "AdversaryRun"))
         return GenerationCancelled(run=await run_node(info, row))

@@ -39,7 +39,7 @@ from dynaforge.tasks.base import TASK_CODE_RULE
 
 @strawberry.input(description="A vote on an example.")
 class ValidateExampleInput:
-    example_id: strawberry.ID = strawberry.field(description="The id of the example to vote on (Example.id).")
+    id: strawberry.ID = strawberry.field(description="The id of the example to vote on (Example.id).")
     label: ValidationLabel = strawberry.field(
         description="The verdict: CORRECT, INCORRECT (give correctedTarget if you can) or FLAGGED (unusable)."
     )
@@ -57,7 +57,7 @@ class ValidateExampleInput:
 
 @strawberry.input(description="An example to take out of the validators' queue until an owner decides.")
 class FlagExampleInput:
-    example_id: strawberry.ID = strawberry.field(description="The id of the example to flag (Example.id).")
+    id: strawberry.ID = strawberry.field(description="The id of the example to flag (Example.id).")
     reason: str = strawberry.field(
         description="Why the example should not be used: 1 to 2000 characters, spaces around it removed. Its "
         "author and the task's owners and admins read it."
@@ -66,20 +66,20 @@ class FlagExampleInput:
 
 @strawberry.input(description="An example to pass over in your validation queue.")
 class SkipExampleInput:
-    example_id: strawberry.ID = strawberry.field(
+    id: strawberry.ID = strawberry.field(
         description="The id of the example to skip (Example.id), as exampleToValidate served it."
     )
 
 
 @strawberry.input(description="A validator's vote whose corrected target an owner applies to its example.")
 class ApplyCorrectionInput:
-    validation_id: strawberry.ID = strawberry.field(
+    id: strawberry.ID = strawberry.field(
         description="The vote (Validation.id, as Example.validations lists it); it must carry a correctedTarget."
     )
 
 
 @strawberry.type(description="The example now carries the vote's corrected target beside its own fields.")
-class AppliedCorrection:
+class CorrectionApplied:
     example: Example = strawberry.field(description="The example, with correctedTarget and correction set.")
 
 
@@ -115,7 +115,7 @@ class CloseRoundInput:
 @strawberry.input(description="A new description for one round of a task.")
 class UpdateRoundInput:
     task_code: str = strawberry.field(description="The code of the task (Task.code).")
-    number: int = strawberry.field(description="The round's number (Round.number), from 1.")
+    round: int = strawberry.field(description="The round's number (Round.number), from 1.")
     description: str = strawberry.field(
         description="The round's new description, at most 5000 characters; it replaces the old one."
     )
@@ -178,10 +178,15 @@ class UpdateTaskSettingsInput:
     )
 
 
-@strawberry.input(description="A task and the user whose ownership of it changes.")
-class TaskOwnershipInput:
+@strawberry.input(description="A task and the user who becomes one of its owners.")
+class GrantTaskOwnershipInput:
     task_code: str = strawberry.field(description="The code of the task (Task.code).")
     username: str = strawberry.field(description="The user's username, exactly as written (case counts).")
+
+
+@strawberry.input(description="A task and the owner who stops being one.")
+class RevokeTaskOwnershipInput(GrantTaskOwnershipInput):
+    pass
 
 
 @strawberry.input(description="A task you would like the platform to run.")
@@ -217,7 +222,7 @@ class DecideTaskProposalInput:
 
 
 @strawberry.type(description="The vote was recorded; `decided` says whether it accepted or rejected the example.")
-class ValidatedExample:
+class ValidationRecorded:
     example: Example = strawberry.field(description="The example after the vote, with its new counts and status.")
     decided: bool = strawberry.field(
         description="Whether the example is now ACCEPTED or REJECTED: this vote reached the quorum, or an owner or "
@@ -226,7 +231,7 @@ class ValidatedExample:
 
 
 @strawberry.type(description="The example is out of the validators' queue until an owner decides.")
-class FlaggedExample:
+class ExampleFlagged:
     example: Example = strawberry.field(
         description="The example, now FLAGGED (flagging a flagged example changes nothing)."
     )
@@ -236,7 +241,7 @@ class FlaggedExample:
     description="The example moved to the end of your validation queue (yours only; no vote was cast): "
     "exampleToValidate serves it again after every other example."
 )
-class SkippedExample:
+class ExampleSkipped:
     example: Example = strawberry.field(description="The example skipped, itself unchanged.")
 
 
@@ -250,12 +255,12 @@ class RoundOpened:
 
 
 @strawberry.type(description="The round stopped collecting examples.")
-class ClosedRound:
+class RoundEnded:
     round: Round = strawberry.field(description="The round, with its endedAt (closing a closed round changes nothing).")
 
 
 @strawberry.type(description="The round's description was replaced.")
-class UpdatedRound:
+class RoundUpdated:
     round: Round = strawberry.field(description="The round as it is now.")
 
 
@@ -287,10 +292,17 @@ class TaskProposalDecided:
 
 
 ValidateExampleResult = Annotated[
-    ValidatedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
+    ValidationRecorded
+    | InvalidInput
+    | NotAuthenticated
+    | Forbidden
+    | NotFound
+    | AlreadyExists
+    | Conflict
+    | RateLimited,
     strawberry.union(
         "ValidateExampleResult",
-        description="ValidatedExample: the vote counts. The other members are the expected failures, and record "
+        description="ValidationRecorded: the vote counts. The other members are the expected failures, and record "
         "nothing: InvalidInput (a bad label, reason or correctedTarget), NotAuthenticated, Forbidden (your own "
         "example, or one that did not fool the model where the task validates only fooling ones), NotFound (no such "
         "example you can see), AlreadyExists (you voted on it before), Conflict (it is not awaiting votes: decided, "
@@ -299,30 +311,30 @@ ValidateExampleResult = Annotated[
     ),
 ]
 ApplyCorrectionResult = Annotated[
-    AppliedCorrection | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    CorrectionApplied | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
     strawberry.union(
         "ApplyCorrectionResult",
-        description="AppliedCorrection on success. The other members are the expected failures: the vote has no "
+        description="CorrectionApplied on success. The other members are the expected failures: the vote has no "
         "corrected target or the id is not a validation's (InvalidInput), not signed in, not an owner or admin of "
         "the task (Forbidden), no such vote you can see (NotFound), the example was retracted (Conflict).",
     ),
 ]
 
 SkipExampleResult = Annotated[
-    SkippedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | RateLimited,
+    ExampleSkipped | InvalidInput | NotAuthenticated | Forbidden | NotFound | RateLimited,
     strawberry.union(
         "SkipExampleResult",
-        description="SkippedExample: the example moved to the end of your queue. The other members are the "
+        description="ExampleSkipped: the example moved to the end of your queue. The other members are the "
         "expected failures: InvalidInput (the id is not an Example's), NotAuthenticated, Forbidden (it is not in "
         "your validation queue: your own, one you voted on, or one not awaiting your vote), NotFound (no such "
         "example you can see), RateLimited (too many skips on this task this hour).",
     ),
 ]
 FlagExampleResult = Annotated[
-    FlaggedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
+    ExampleFlagged | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists | Conflict | RateLimited,
     strawberry.union(
         "FlagExampleResult",
-        description="FlaggedExample: the example waits for an owner. The other members are the expected failures: "
+        description="ExampleFlagged: the example waits for an owner. The other members are the expected failures: "
         "InvalidInput (no reason, or one too long), NotAuthenticated, Forbidden, NotFound (no such example you can "
         "see), AlreadyExists (you voted on it before), Conflict (it is not awaiting votes: decided, retracted or "
         "still without a prediction), RateLimited (too many votes and flags on this task this minute).",
@@ -339,19 +351,19 @@ OpenNextRoundResult = Annotated[
     ),
 ]
 CloseRoundResult = Annotated[
-    ClosedRound | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    RoundEnded | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union(
         "CloseRoundResult",
-        description="ClosedRound: the current round is closed. The other members are the expected failures: "
+        description="RoundEnded: the current round is closed. The other members are the expected failures: "
         "InvalidInput, NotAuthenticated, Forbidden (not an owner of the task or an admin), NotFound (no such task "
         "you can see, or it has no round).",
     ),
 ]
 UpdateRoundResult = Annotated[
-    UpdatedRound | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    RoundUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union(
         "UpdateRoundResult",
-        description="UpdatedRound: the description is replaced. The other members are the expected failures: "
+        description="RoundUpdated: the description is replaced. The other members are the expected failures: "
         "InvalidInput (a description too long), NotAuthenticated, Forbidden (not an owner of the task or an "
         "admin), NotFound (no such task you can see, or no round of that number).",
     ),
@@ -409,11 +421,19 @@ UpdateTaskSettingsResult = Annotated[
         "the task or an admin), NotFound (no such task you can see).",
     ),
 ]
-TaskOwnershipResult = Annotated[
+GrantTaskOwnershipResult = Annotated[
     TaskOwnershipChanged | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union(
-        "TaskOwnershipResult",
-        description="TaskOwnershipChanged: the user's ownership is as asked. The other members are the expected "
+        "GrantTaskOwnershipResult",
+        description="TaskOwnershipChanged: the user owns the task. The other members are the expected failures: "
+        "InvalidInput, NotAuthenticated, Forbidden (not an admin), NotFound (no such task or user).",
+    ),
+]
+RevokeTaskOwnershipResult = Annotated[
+    TaskOwnershipChanged | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "RevokeTaskOwnershipResult",
+        description="TaskOwnershipChanged: the user no longer owns the task. The other members are the expected "
         "failures: InvalidInput, NotAuthenticated, Forbidden (not an admin), NotFound (no such task or user).",
     ),
 ]
@@ -530,12 +550,12 @@ class CollectionMutation:
     ) -> ValidateExampleResult:
         row = await validation_service.validate(
             *info.context.caller,
-            parse_id(input.example_id, "exampleId", "Example"),
+            parse_id(input.id, "id", "Example"),
             raw(input.label),
             corrected_target=input.corrected_target,
             reason=input.reason,
         )
-        return ValidatedExample(example=Example.from_row(row), decided=row.decided_at is not None)
+        return ValidationRecorded(example=Example.from_row(row), decided=row.decided_at is not None)
 
     @strawberry.mutation(
         description="Signed-in users flag an example awaiting votes (their own, or anyone's that is abusive or "
@@ -546,10 +566,8 @@ class CollectionMutation:
     async def flag_example(
         self, info: Info, input: Annotated[FlagExampleInput, strawberry.argument(description="The example and why.")]
     ) -> FlagExampleResult:
-        row = await validation_service.flag(
-            *info.context.caller, parse_id(input.example_id, "exampleId", "Example"), input.reason
-        )
-        return FlaggedExample(example=Example.from_row(row))
+        row = await validation_service.flag(*info.context.caller, parse_id(input.id, "id", "Example"), input.reason)
+        return ExampleFlagged(example=Example.from_row(row))
 
     @strawberry.mutation(
         description="Signed-in users pass over an example in their validation queue: it comes back after every "
@@ -559,8 +577,8 @@ class CollectionMutation:
     async def skip_example(
         self, info: Info, input: Annotated[SkipExampleInput, strawberry.argument(description="The example to skip.")]
     ) -> SkipExampleResult:
-        row = await validation_service.skip(*info.context.caller, parse_id(input.example_id, "exampleId", "Example"))
-        return SkippedExample(example=Example.from_row(row))
+        row = await validation_service.skip(*info.context.caller, parse_id(input.id, "id", "Example"))
+        return ExampleSkipped(example=Example.from_row(row))
 
     @strawberry.mutation(
         description="The task's owners and admins apply a validator's corrected target to its example: the example "
@@ -573,10 +591,8 @@ class CollectionMutation:
         info: Info,
         input: Annotated[ApplyCorrectionInput, strawberry.argument(description="The vote to apply.")],
     ) -> ApplyCorrectionResult:
-        row = await validation_service.apply_correction(
-            *info.context.caller, parse_id(input.validation_id, "validationId", "Validation")
-        )
-        return AppliedCorrection(example=Example.from_row(row))
+        row = await validation_service.apply_correction(*info.context.caller, parse_id(input.id, "id", "Validation"))
+        return CorrectionApplied(example=Example.from_row(row))
 
     @strawberry.mutation(
         description="Owners and admins close the current round and open the next, with new target models (default: "
@@ -613,7 +629,7 @@ class CollectionMutation:
         input: Annotated[CloseRoundInput, strawberry.argument(description="The task whose round closes.")],
     ) -> CloseRoundResult:
         row = await task_service.close_round(*info.context.caller, input.task_code)
-        return ClosedRound(round=Round.from_row(row))
+        return RoundEnded(round=Round.from_row(row))
 
     @strawberry.mutation(description="Owners and admins edit a round's description.")
     @errors_as_union
@@ -623,9 +639,9 @@ class CollectionMutation:
         input: Annotated[UpdateRoundInput, strawberry.argument(description="The round and its new description.")],
     ) -> UpdateRoundResult:
         row = await task_service.update_round(
-            *info.context.caller, input.task_code, input.number, description=input.description
+            *info.context.caller, input.task_code, input.round, description=input.description
         )
-        return UpdatedRound(round=Round.from_row(row))
+        return RoundUpdated(round=Round.from_row(row))
 
     @strawberry.mutation(description="Owners and admins change a task's settings.")
     @errors_as_union
@@ -684,8 +700,8 @@ class CollectionMutation:
     async def grant_task_ownership(
         self,
         info: Info,
-        input: Annotated[TaskOwnershipInput, strawberry.argument(description="The task and the new owner.")],
-    ) -> TaskOwnershipResult:
+        input: Annotated[GrantTaskOwnershipInput, strawberry.argument(description="The task and the new owner.")],
+    ) -> GrantTaskOwnershipResult:
         return await _ownership(info, input, grant=True)
 
     @strawberry.mutation(description="Admins take a task away from one of its owners.")
@@ -693,8 +709,10 @@ class CollectionMutation:
     async def revoke_task_ownership(
         self,
         info: Info,
-        input: Annotated[TaskOwnershipInput, strawberry.argument(description="The task and the owner to remove.")],
-    ) -> TaskOwnershipResult:
+        input: Annotated[
+            RevokeTaskOwnershipInput, strawberry.argument(description="The task and the owner to remove.")
+        ],
+    ) -> RevokeTaskOwnershipResult:
         return await _ownership(info, input, grant=False)
 
     @strawberry.mutation(
@@ -727,6 +745,6 @@ class CollectionMutation:
         return TaskProposalDecided(proposal=TaskProposal.from_row(row))
 
 
-async def _ownership(info: Info, input: TaskOwnershipInput, *, grant: bool) -> TaskOwnershipChanged:
+async def _ownership(info: Info, input: GrantTaskOwnershipInput, *, grant: bool) -> TaskOwnershipChanged:
     view, user = await task_service.change_ownership(*info.context.caller, input.task_code, input.username, grant=grant)
     return TaskOwnershipChanged(task=Task.from_view(view), user=User.from_row(user), is_owner=grant)

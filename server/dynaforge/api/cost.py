@@ -114,7 +114,7 @@ LIST_SIZES: dict[str, int] = {
     "Example.validations": 3 * MAX_QUORUM,  # votes stop when one kind reaches the quorum
     "Prediction.probabilities": DECLARED,  # one per label
     "Suggestion.moves": DECLARED,  # one per label
-    "SuggestedEdits.suggestions": 10,  # suggestEdits' limit: at most 10
+    "EditsSuggested.suggestions": 10,  # suggestEdits' limit: at most 10
     "UserTaskStats.rounds": MANY,
     "Evaluation.metrics": METRICS,
     "Evaluation.privateMetrics": METRICS,

@@ -135,8 +135,9 @@ class DatasetItemConnection(Connection[DatasetItem]):
 @strawberry.input(description="Which round's accepted examples to split into data sets.")
 class CreateRoundDatasetsInput:
     task_code: str = strawberry.field(description="The code of the task.")
-    round_number: int = strawberry.field(
-        description="The round whose accepted examples are split; it needs at least one, and no sets of its own yet."
+    round: int = strawberry.field(
+        description="The round whose accepted examples are split (Round.number); it needs at least one, and no sets "
+        "of its own yet."
     )
     seed: int = strawberry.field(
         default=0,
@@ -378,6 +379,6 @@ class DatasetMutation:
         ],
     ) -> CreateRoundDatasetsResult:
         rows = await dataset_service.build_from_round(
-            *info.context.caller, input.task_code, input.round_number, seed=input.seed
+            *info.context.caller, input.task_code, input.round, seed=input.seed
         )
         return DatasetsCreated(datasets=[Dataset.from_row(r) for r in rows])

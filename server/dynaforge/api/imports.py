@@ -56,8 +56,8 @@ class ImportExamplesInput:
     format: str = strawberry.field(
         default="jsonl", description="The importer's name (`jsonl`: Dynaforge's own export; plugins add others)."
     )
-    round_number: int | None = strawberry.field(
-        default=None, description="The round the examples go into; null: the current round."
+    round: int | None = strawberry.field(
+        default=None, description="The round the examples go into (Round.number); null: the current round."
     )
     username: str | None = strawberry.field(
         default=None,
@@ -136,7 +136,7 @@ class ImportMutation:
                 task_code=input.task_code,
                 format=input.format,
                 path=path,
-                round_number=input.round_number,
+                round_number=input.round,
                 username=input.username,
             )
         return ExamplesImported(

@@ -405,12 +405,14 @@ def _weight_list(stored: Any) -> list[Weight]:
     return [Weight(name=str(k), weight=float(v)) for k, v in (stored or {}).items()]
 
 
-@strawberry.input(description="Which leaderboard fork or snapshot to delete.")
-class DeleteLeaderboardItemInput:
-    id: strawberry.ID = strawberry.field(
-        description="A LeaderboardFork's id for deleteLeaderboardFork, a LeaderboardSnapshot's for "
-        "deleteLeaderboardSnapshot."
-    )
+@strawberry.input(description="The leaderboard fork to delete.")
+class DeleteLeaderboardForkInput:
+    id: strawberry.ID = strawberry.field(description="The fork's id (LeaderboardFork.id).")
+
+
+@strawberry.input(description="The leaderboard snapshot to delete.")
+class DeleteLeaderboardSnapshotInput:
+    id: strawberry.ID = strawberry.field(description="The snapshot's id (LeaderboardSnapshot.id).")
 
 
 @strawberry.type(description="The fork or snapshot is gone.")
@@ -418,12 +420,20 @@ class LeaderboardItemDeleted:
     id: strawberry.ID = strawberry.field(description="The id the deleted fork or snapshot had.")
 
 
-DeleteLeaderboardItemResult = Annotated[
+DeleteLeaderboardForkResult = Annotated[
     LeaderboardItemDeleted | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union(
-        "DeleteLeaderboardItemResult",
-        description="The deleted item's id, or why not: a bad id, not signed in, neither its author nor an admin "
-        "(Forbidden), or nothing you can see by that id.",
+        "DeleteLeaderboardForkResult",
+        description="The deleted fork's id, or why not: a bad id, not signed in, neither its author nor an admin "
+        "(Forbidden), or no fork you can see by that id.",
+    ),
+]
+DeleteLeaderboardSnapshotResult = Annotated[
+    LeaderboardItemDeleted | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    strawberry.union(
+        "DeleteLeaderboardSnapshotResult",
+        description="The deleted snapshot's id, or why not: a bad id, not signed in, neither its author nor an "
+        "admin (Forbidden), or no snapshot you can see by that id.",
     ),
 ]
 
@@ -459,8 +469,8 @@ def _pairs(weights: list[WeightInput] | None) -> list[tuple[str, float]] | None:
     return None if weights is None else [(w.name, w.weight) for w in weights]
 
 
-@strawberry.input(description="Leaderboard weights to save as a fork, or to freeze a snapshot with.")
-class LeaderboardWeightsInput:
+@strawberry.input(description="Leaderboard weights to save as a fork.")
+class SaveLeaderboardForkInput:
     task_code: str = strawberry.field(description="The code of the task whose board it is.")
     name: str = strawberry.field(
         description="1 to 100 characters; a fork's must differ from your other forks' on the task."
@@ -480,6 +490,11 @@ class LeaderboardWeightsInput:
     )
 
 
+@strawberry.input(description="Leaderboard weights to freeze a snapshot with.")
+class SnapshotLeaderboardInput(SaveLeaderboardForkInput):
+    pass
+
+
 @strawberry.type(description="The fork was saved; its id opens the board with its weights.")
 class LeaderboardForkSaved:
     fork: LeaderboardFork = strawberry.field(description="The saved fork.")
@@ -490,7 +505,7 @@ class LeaderboardSnapshotted:
     snapshot: LeaderboardSnapshot = strawberry.field(description="The snapshot taken.")
 
 
-SaveForkResult = Annotated[
+SaveLeaderboardForkResult = Annotated[
     LeaderboardForkSaved | InvalidInput | NotAuthenticated | NotFound | AlreadyExists,
     strawberry.union(
         "SaveLeaderboardForkResult",
@@ -500,7 +515,7 @@ SaveForkResult = Annotated[
 ]
 
 
-SnapshotResult = Annotated[
+SnapshotLeaderboardResult = Annotated[
     LeaderboardSnapshotted | InvalidInput | NotAuthenticated | NotFound,
     strawberry.union(
         "SnapshotLeaderboardResult",
@@ -625,8 +640,8 @@ class LeaderboardMutation:
     async def delete_leaderboard_fork(
         self,
         info: Info,
-        input: Annotated[DeleteLeaderboardItemInput, strawberry.argument(description="Which fork to delete.")],
-    ) -> DeleteLeaderboardItemResult:
+        input: Annotated[DeleteLeaderboardForkInput, strawberry.argument(description="Which fork to delete.")],
+    ) -> DeleteLeaderboardForkResult:
         row = await board_service.delete_fork(*info.context.caller, parse_id(input.id, "id", "LeaderboardFork"))
         return LeaderboardItemDeleted(id=global_id("LeaderboardFork", row.id))
 
@@ -635,8 +650,8 @@ class LeaderboardMutation:
     async def delete_leaderboard_snapshot(
         self,
         info: Info,
-        input: Annotated[DeleteLeaderboardItemInput, strawberry.argument(description="Which snapshot to delete.")],
-    ) -> DeleteLeaderboardItemResult:
+        input: Annotated[DeleteLeaderboardSnapshotInput, strawberry.argument(description="Which snapshot to delete.")],
+    ) -> DeleteLeaderboardSnapshotResult:
         row = await board_service.delete_snapshot(*info.context.caller, parse_id(input.id, "id", "LeaderboardSnapshot"))
         return LeaderboardItemDeleted(id=global_id("LeaderboardSnapshot", row.id))
 
@@ -645,8 +660,8 @@ class LeaderboardMutation:
     async def save_leaderboard_fork(
         self,
         info: Info,
-        input: Annotated[LeaderboardWeightsInput, strawberry.argument(description="The fork's name and weights.")],
-    ) -> SaveForkResult:
+        input: Annotated[SaveLeaderboardForkInput, strawberry.argument(description="The fork's name and weights.")],
+    ) -> SaveLeaderboardForkResult:
         row = await board_service.save_fork(
             *info.context.caller,
             input.task_code,
@@ -663,9 +678,9 @@ class LeaderboardMutation:
         self,
         info: Info,
         input: Annotated[
-            LeaderboardWeightsInput, strawberry.argument(description="The snapshot's name and the weights to use.")
+            SnapshotLeaderboardInput, strawberry.argument(description="The snapshot's name and the weights to use.")
         ],
-    ) -> SnapshotResult:
+    ) -> SnapshotLeaderboardResult:
         row = await board_service.snapshot(
             *info.context.caller,
             input.task_code,

@@ -459,33 +459,48 @@ class SubmitSelectionInput:
     description="The model was stored: a submitted model's evaluations are queued, uploaded predictions are scored "
     "already."
 )
-class SubmittedModel:
+class ModelSubmitted:
     model: Model = strawberry.field(description="The new model, as its submitter sees it.")
 
 
 @strawberry.type(description="The model as it is now.")
-class UpdatedModel:
+class ModelUpdated:
     model: Model = strawberry.field(description="The model with the changes made.")
 
 
 @strawberry.type(description="The model and its evaluations are gone.")
-class DeletedModel:
+class ModelDeleted:
     id: strawberry.ID = strawberry.field(description="The id the deleted model had.")
 
 
 SubmitModelResult = Annotated[
-    SubmittedModel | InvalidInput | NotAuthenticated | NotFound | QuotaExceeded,
+    ModelSubmitted | InvalidInput | NotAuthenticated | NotFound | QuotaExceeded,
     strawberry.union(
         "SubmitModelResult",
-        description="What submitModel, submitPredictions and submitSelection return: the stored model, or why not (a "
-        "bad field, a kind of submission the task does not take, not signed in, no such task or data set, or the "
-        "24-hour allowance used up: QuotaExceeded).",
+        description="The submitted model, or why not (a bad field, a kind of submission the task does not take, not "
+        "signed in, no such task or data set, or the 24-hour allowance used up: QuotaExceeded).",
+    ),
+]
+SubmitPredictionsResult = Annotated[
+    ModelSubmitted | InvalidInput | NotAuthenticated | NotFound | QuotaExceeded,
+    strawberry.union(
+        "SubmitPredictionsResult",
+        description="The stored predictions, as a model, or why not (a bad field, a kind of submission the task "
+        "does not take, not signed in, no such task or data set, or the 24-hour allowance used up: QuotaExceeded).",
+    ),
+]
+SubmitSelectionResult = Annotated[
+    ModelSubmitted | InvalidInput | NotAuthenticated | NotFound | QuotaExceeded,
+    strawberry.union(
+        "SubmitSelectionResult",
+        description="The stored data selection, as a model, or why not (a bad field, a kind of submission the task "
+        "does not take, not signed in, no such task or data set, or the 24-hour allowance used up: QuotaExceeded).",
     ),
 ]
 
 
 UpdateModelResult = Annotated[
-    UpdatedModel | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    ModelUpdated | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union(
         "UpdateModelResult",
         description="The changed model, or why not: a bad field, not signed in, not your model (Forbidden), or no "
@@ -495,7 +510,7 @@ UpdateModelResult = Annotated[
 
 
 DeleteModelResult = Annotated[
-    DeletedModel | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
+    ModelDeleted | InvalidInput | NotAuthenticated | Forbidden | NotFound | Conflict,
     strawberry.union(
         "DeleteModelResult",
         description="The deleted model's id, or why not: a bad id, not signed in, not your model (Forbidden), no "
@@ -593,7 +608,7 @@ class ModelMutation:
             published=input.published,
             anonymous=input.anonymous,
         )
-        return SubmittedModel(model=Model.from_row(model, privileged=True))
+        return ModelSubmitted(model=Model.from_row(model, privileged=True))
 
     @strawberry.mutation(
         description="Its submitter (or an admin) renames a model, publishes it or takes it off the leaderboard, "
@@ -613,7 +628,7 @@ class ModelMutation:
             anonymous=input.anonymous,
             card=_card(input.card) if input.card is not None else None,
         )
-        return UpdatedModel(model=Model.from_row(row, privileged=True))
+        return ModelUpdated(model=Model.from_row(row, privileged=True))
 
     @strawberry.mutation(
         description="Its submitter (or an admin) deletes a model and its evaluations; refused while an evaluation "
@@ -624,7 +639,7 @@ class ModelMutation:
         self, info: Info, input: Annotated[DeleteModelInput, strawberry.argument(description="The model to delete.")]
     ) -> DeleteModelResult:
         row = await submission_service.delete_model(*info.context.caller, parse_id(input.id, "id", "Model"))
-        return DeletedModel(id=global_id("Model", row.id))
+        return ModelDeleted(id=global_id("Model", row.id))
 
     @strawberry.mutation(
         description="Upload predictions for one data set instead of a model: scored at once, "
@@ -637,7 +652,7 @@ class ModelMutation:
         input: Annotated[
             SubmitPredictionsInput, strawberry.argument(description="The data set and one prediction per item.")
         ],
-    ) -> SubmitModelResult:
+    ) -> SubmitPredictionsResult:
         model, _ = await submission_service.submit_predictions(
             *info.context.caller,
             task_code=input.task_code,
@@ -648,7 +663,7 @@ class ModelMutation:
             published=input.published,
             anonymous=input.anonymous,
         )
-        return SubmittedModel(model=Model.from_row(model, privileged=True))
+        return ModelSubmitted(model=Model.from_row(model, privileged=True))
 
     @strawberry.mutation(
         description="Submit data instead of a model, to a task that takes data selections: the task's fixed recipe "
@@ -659,7 +674,7 @@ class ModelMutation:
         self,
         info: Info,
         input: Annotated[SubmitSelectionInput, strawberry.argument(description="The pool and the items selected.")],
-    ) -> SubmitModelResult:
+    ) -> SubmitSelectionResult:
         items = [parse_item_key(value, f"itemIds[{i}]") for i, value in enumerate(input.item_ids)]
         model, _ = await submission_service.submit_selection(
             *info.context.caller,
@@ -671,4 +686,4 @@ class ModelMutation:
             published=input.published,
             anonymous=input.anonymous,
         )
-        return SubmittedModel(model=Model.from_row(model, privileged=True))
+        return ModelSubmitted(model=Model.from_row(model, privileged=True))

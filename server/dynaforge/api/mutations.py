@@ -121,12 +121,12 @@ class AddContextsInput:
 
 @strawberry.input(description="The example to retract.")
 class RetractExampleInput:
-    example_id: strawberry.ID = strawberry.field(description="The id of the example (Example.id).")
+    id: strawberry.ID = strawberry.field(description="The id of the example (Example.id).")
 
 
 @strawberry.input(description="An owner's verdict on a judged example, against the judge's.")
 class OverruleVerdictInput:
-    example_id: strawberry.ID = strawberry.field(description="The id of the example (Example.id).")
+    id: strawberry.ID = strawberry.field(description="The id of the example (Example.id).")
     fooled: bool = strawberry.field(description="Whether the example fooled the model, as the owner decides.")
     reason: str = strawberry.field(description="Why, in 1 to 2000 characters (kept beside the judge's rationale).")
 
@@ -179,7 +179,7 @@ class LoggedOut:
 
 
 @strawberry.type(description="A new API token; `token` is the secret, shown only now.")
-class CreatedApiToken:
+class ApiTokenCreated:
     token: str = strawberry.field(
         description="The secret, to send as 'Authorization: Bearer <token>'. Shown only in this answer: no query "
         "can read it again."
@@ -191,17 +191,17 @@ class CreatedApiToken:
     description="The token is revoked: it signs no one in any more (a request sent with it is anonymous, and what "
     "needs a user answers NotAuthenticated, saying why). Revoking it again changes nothing."
 )
-class RevokedApiToken:
+class ApiTokenRevoked:
     api_token: ApiToken = strawberry.field(description="The token, now with `revoked: true`.")
 
 
 @strawberry.type(description="Every token of the account was revoked, the one that signed this request included.")
-class RevokedAllApiTokens:
+class AllApiTokensRevoked:
     count: int = strawberry.field(description="How many live tokens were revoked.")
 
 
 @strawberry.type(description="The example was stored with the model's prediction.")
-class CreatedExample:
+class ExampleCreated:
     example: Example = strawberry.field(description="The stored example, in status CREATED.")
     prediction: Prediction = strawberry.field(description="The target model's answer (an ensemble's verdict).")
     fooled: bool = strawberry.field(description="Whether the example fooled the target model.")
@@ -239,7 +239,7 @@ class VerdictOverruled:
     description="The example is withdrawn: it leaves the validators' queue and counts as retracted. Retracting it "
     "again changes nothing."
 )
-class RetractedExample:
+class ExampleRetracted:
     example: Example = strawberry.field(description="The example, now in status RETRACTED.")
 
 
@@ -276,10 +276,10 @@ LoginResult = Annotated[
     ),
 ]
 CreateApiTokenResult = Annotated[
-    CreatedApiToken | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    ApiTokenCreated | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union(
         "CreateApiTokenResult",
-        description="CreatedApiToken: the token was issued. The other members are the expected failures: "
+        description="ApiTokenCreated: the token was issued. The other members are the expected failures: "
         "InvalidInput (a name of the wrong length), NotAuthenticated (no valid token sent). Forbidden and NotFound "
         "are part of the contract but not returned at present.",
     ),
@@ -293,23 +293,23 @@ LogoutResult = Annotated[
     ),
 ]
 RevokeApiTokenResult = Annotated[
-    RevokedApiToken | InvalidInput | NotAuthenticated | NotFound,
+    ApiTokenRevoked | InvalidInput | NotAuthenticated | NotFound,
     strawberry.union(
         "RevokeApiTokenResult",
-        description="RevokedApiToken: the token is revoked. The other members are the expected failures: "
+        description="ApiTokenRevoked: the token is revoked. The other members are the expected failures: "
         "InvalidInput (the id is not an ApiToken's), NotAuthenticated (no valid token sent), NotFound (no such token "
         "of yours).",
     ),
 ]
 RevokeAllApiTokensResult = Annotated[
-    RevokedAllApiTokens | NotAuthenticated,
+    AllApiTokensRevoked | NotAuthenticated,
     strawberry.union(
         "RevokeAllApiTokensResult",
-        description="RevokedAllApiTokens: signed out everywhere. NotAuthenticated: no valid token was sent.",
+        description="AllApiTokensRevoked: signed out everywhere. NotAuthenticated: no valid token was sent.",
     ),
 ]
 CreateExampleResult = Annotated[
-    CreatedExample
+    ExampleCreated
     | PredictionPending
     | VerdictPending
     | InvalidInput
@@ -320,7 +320,7 @@ CreateExampleResult = Annotated[
     | RoundClosed,
     strawberry.union(
         "CreateExampleResult",
-        description="Three members mean the example was stored: CreatedExample (the model answered and the verdict "
+        description="Three members mean the example was stored: ExampleCreated (the model answered and the verdict "
         "is in), PredictionPending (the model answers later) and VerdictPending (the model answered; the task's "
         "judge or validators decide whether it was fooled). The other members are the expected failures, and "
         "store nothing: InvalidInput (the fields break the task's rules, a context of an earlier round, a tag or "
@@ -339,10 +339,10 @@ OverruleVerdictResult = Annotated[
     ),
 ]
 RetractExampleResult = Annotated[
-    RetractedExample | InvalidInput | NotAuthenticated | Forbidden | NotFound,
+    ExampleRetracted | InvalidInput | NotAuthenticated | Forbidden | NotFound,
     strawberry.union(
         "RetractExampleResult",
-        description="RetractedExample: the example is withdrawn. The other members are the expected failures: "
+        description="ExampleRetracted: the example is withdrawn. The other members are the expected failures: "
         "InvalidInput (the id is not an Example's), NotAuthenticated, Forbidden (you are not its author, an owner "
         "of its task or an admin, or it is already accepted or rejected), NotFound (no such example).",
     ),
@@ -427,7 +427,7 @@ class Mutation:
         self, info: Info, input: Annotated[CreateApiTokenInput, strawberry.argument(description="The token's label.")]
     ) -> CreateApiTokenResult:
         row, token = await auth_service.create_token(*info.context.caller, name=input.name)
-        return CreatedApiToken(token=token, api_token=ApiToken.from_row(row))
+        return ApiTokenCreated(token=token, api_token=ApiToken.from_row(row))
 
     @strawberry.mutation(
         description="Revoke one of your API tokens (admins: anyone's); it stops working at once on this server "
@@ -440,7 +440,7 @@ class Mutation:
         input: Annotated[RevokeApiTokenInput, strawberry.argument(description="The token to revoke.")],
     ) -> RevokeApiTokenResult:
         row = await auth_service.revoke_token(*info.context.caller, parse_id(input.id, "id", "ApiToken"))
-        return RevokedApiToken(api_token=ApiToken.from_row(row))
+        return ApiTokenRevoked(api_token=ApiToken.from_row(row))
 
     @strawberry.mutation(
         description="Signed-in users revoke every one of their API tokens, the one in use included: sign out "
@@ -448,7 +448,7 @@ class Mutation:
     )
     @errors_as_union
     async def revoke_all_api_tokens(self, info: Info) -> RevokeAllApiTokensResult:
-        return RevokedAllApiTokens(count=await auth_service.revoke_all_tokens(*info.context.caller))
+        return AllApiTokensRevoked(count=await auth_service.revoke_all_tokens(*info.context.caller))
 
     @strawberry.mutation(
         description="Signed-in users write an example in the task's open round: the target model predicts and the "
@@ -484,7 +484,7 @@ class Mutation:
                 decided_by=VerdictSource(outcome.verdict_by),
             )
         # Predicted: the example has its prediction and its verdict.
-        return CreatedExample(
+        return ExampleCreated(
             example=example,
             prediction=Prediction.of(
                 outcome.example.prediction or {}, info.context.platform.plugins.task(input.task_code)
@@ -502,8 +502,8 @@ class Mutation:
         info: Info,
         input: Annotated[RetractExampleInput, strawberry.argument(description="The example to retract.")],
     ) -> RetractExampleResult:
-        row = await example_service.retract(*info.context.caller, parse_id(input.example_id, "exampleId", "Example"))
-        return RetractedExample(example=Example.from_row(row))
+        row = await example_service.retract(*info.context.caller, parse_id(input.id, "id", "Example"))
+        return ExampleRetracted(example=Example.from_row(row))
 
     @strawberry.mutation(
         description="A task's owners and admins overrule its judge: set whether a judged example fooled the model. "
@@ -517,7 +517,7 @@ class Mutation:
         input: Annotated[OverruleVerdictInput, strawberry.argument(description="The example and the verdict.")],
     ) -> OverruleVerdictResult:
         row = await verdict_service.overrule(
-            *info.context.caller, parse_id(input.example_id, "exampleId", "Example"), input.fooled, input.reason
+            *info.context.caller, parse_id(input.id, "id", "Example"), input.fooled, input.reason
         )
         return VerdictOverruled(example=Example.from_row(row))
 

@@ -455,7 +455,7 @@ class TrainingStarted:
 
 @strawberry.input(description="The training job to stop.")
 class CancelTrainingInput:
-    job_id: strawberry.ID = strawberry.field(description="The job's id (TrainingJob.id).")
+    id: strawberry.ID = strawberry.field(description="The job's id (TrainingJob.id).")
 
 
 @strawberry.type(description="The job is cancelled (a running one stops within seconds; nothing is registered).")
@@ -563,7 +563,5 @@ class TrainingMutation:
         info: Info,
         input: Annotated[CancelTrainingInput, strawberry.argument(description="The job.")],
     ) -> CancelTrainingResult:
-        job = await training_service.cancel_training(
-            *info.context.caller, parse_id(input.job_id, "jobId", "TrainingJob")
-        )
+        job = await training_service.cancel_training(*info.context.caller, parse_id(input.id, "id", "TrainingJob"))
         return TrainingCancelled(job=TrainingJob.from_row(job))

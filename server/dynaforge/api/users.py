@@ -65,13 +65,13 @@ class UserQuery:
 
 @strawberry.input(description="An account to make an admin, or an admin to make an ordinary user.")
 class SetUserAdminInput:
-    user_id: strawberry.ID = strawberry.field(description="The account's id (User.id).")
+    id: strawberry.ID = strawberry.field(description="The account's id (User.id).")
     is_admin: bool = strawberry.field(description="True: an admin; false: an ordinary user.")
 
 
 @strawberry.input(description="An account to disable, or to enable again.")
 class SetUserActiveInput:
-    user_id: strawberry.ID = strawberry.field(description="The account's id (User.id).")
+    id: strawberry.ID = strawberry.field(description="The account's id (User.id).")
     active: bool = strawberry.field(
         description="False: disabled (its tokens stop signing anyone in; what it wrote stays); true: enabled again."
     )
@@ -109,9 +109,7 @@ class UserMutation:
     async def set_user_admin(
         self, info: Info, input: Annotated[SetUserAdminInput, strawberry.argument(description="Who, and what.")]
     ) -> SetUserAdminResult:
-        user = await user_service.set_admin(
-            *info.context.caller, parse_id(input.user_id, "userId", "User"), input.is_admin
-        )
+        user = await user_service.set_admin(*info.context.caller, parse_id(input.id, "id", "User"), input.is_admin)
         return UserUpdated(user=User.from_row(user))
 
     @strawberry.mutation(
@@ -123,7 +121,5 @@ class UserMutation:
     async def set_user_active(
         self, info: Info, input: Annotated[SetUserActiveInput, strawberry.argument(description="Who, and what.")]
     ) -> SetUserActiveResult:
-        user = await user_service.set_active(
-            *info.context.caller, parse_id(input.user_id, "userId", "User"), input.active
-        )
+        user = await user_service.set_active(*info.context.caller, parse_id(input.id, "id", "User"), input.active)
         return UserUpdated(user=User.from_row(user))

@@ -152,8 +152,13 @@ class WebhookUpdated:
     webhook: Webhook = strawberry.field(description="The webhook, with the changes made.")
 
 
-@strawberry.input(description="The webhook to act on.")
-class WebhookIdInput:
+@strawberry.input(description="The webhook whose signing secret is drawn again.")
+class RotateWebhookSecretInput:
+    id: strawberry.ID = strawberry.field(description="The webhook's id (Webhook.id).")
+
+
+@strawberry.input(description="The webhook to delete, with its deliveries.")
+class DeleteWebhookInput:
     id: strawberry.ID = strawberry.field(description="The webhook's id (Webhook.id).")
 
 
@@ -170,7 +175,7 @@ class WebhookDeleted:
 
 @strawberry.input(description="The delivery to send again.")
 class RedeliverWebhookInput:
-    delivery_id: strawberry.ID = strawberry.field(description="The delivery's id (WebhookDelivery.id).")
+    id: strawberry.ID = strawberry.field(description="The delivery's id (WebhookDelivery.id).")
 
 
 @strawberry.type(description="The delivery is queued again, under its own message id.")
@@ -267,7 +272,7 @@ class WebhookMutation:
     )
     @errors_as_union
     async def rotate_webhook_secret(
-        self, info: Info, input: Annotated[WebhookIdInput, strawberry.argument(description="The webhook.")]
+        self, info: Info, input: Annotated[RotateWebhookSecretInput, strawberry.argument(description="The webhook.")]
     ) -> RotateWebhookSecretResult:
         made = await webhook_service.rotate_secret(*info.context.caller, parse_id(input.id, "id", "Webhook"))
         return WebhookSecret(webhook=Webhook.from_row(made.webhook), secret=made.secret)
@@ -301,7 +306,7 @@ class WebhookMutation:
     async def redeliver_webhook(
         self, info: Info, input: Annotated[RedeliverWebhookInput, strawberry.argument(description="The delivery.")]
     ) -> RedeliverWebhookResult:
-        message_id = parse_key(input.delivery_id, "deliveryId", "WebhookDelivery")
+        message_id = parse_key(input.id, "id", "WebhookDelivery")
         row = await webhook_service.redeliver(*info.context.caller, message_id)
         return WebhookRedelivered(delivery=WebhookDelivery.from_row(row))
 
@@ -310,7 +315,7 @@ class WebhookMutation:
     )
     @errors_as_union
     async def delete_webhook(
-        self, info: Info, input: Annotated[WebhookIdInput, strawberry.argument(description="The webhook.")]
+        self, info: Info, input: Annotated[DeleteWebhookInput, strawberry.argument(description="The webhook.")]
     ) -> DeleteWebhookResult:
         gone = await webhook_service.delete(*info.context.caller, parse_id(input.id, "id", "Webhook"))
         return WebhookDeleted(id=global_id("Webhook", gone))

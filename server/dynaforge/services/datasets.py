@@ -130,7 +130,7 @@ async def build_from_round(
             raise InvalidInput.from_errors(
                 [
                     FieldError(
-                        "roundNumber",
+                        "round",
                         "empty",
                         f"round {round_number} has no accepted examples yet; validate some first",
                     )

@@ -461,11 +461,7 @@ async def apply_correction(p: Platform, actor: Actor, validation_id: int) -> Exa
             raise Forbidden("Only the task's owners and admins apply corrections")
         if vote.corrected_target is None:
             raise InvalidInput.from_errors(
-                [
-                    FieldError(
-                        "validationId", "no_correction", "this vote carries no corrected target (INCORRECT votes may)"
-                    )
-                ]
+                [FieldError("id", "no_correction", "this vote carries no corrected target (INCORRECT votes may)")]
             )
         if example.status == S.RETRACTED:
             raise Conflict(f"Example {example.id} was retracted by its author")

@@ -239,7 +239,7 @@ function AccountRow({
 
   async function toggleAdmin() {
     const on = !account.isAdmin;
-    const result = await setAdmin({ input: { userId: account.id, isAdmin: on } });
+    const result = await setAdmin({ input: { id: account.id, isAdmin: on } });
     const said = on ? `${name} is an admin now.` : `${name} is no longer an admin.`;
     if (outcome.record(result.error, result.data?.setUserAdmin, "UserUpdated", said)) onChange();
   }
@@ -248,7 +248,7 @@ function AccountRow({
     const on = !account.active;
     if (!on && !window.confirm(`Disable ${name}? Their tokens stop signing in at once; you can enable them again.`))
       return;
-    const result = await setActive({ input: { userId: account.id, active: on } });
+    const result = await setActive({ input: { id: account.id, active: on } });
     const said = on ? `${name} can sign in again.` : `${name} is disabled: their tokens no longer sign in.`;
     if (outcome.record(result.error, result.data?.setUserActive, "UserUpdated", said)) onChange();
   }
@@ -325,7 +325,7 @@ function Tokens({ userId, name }: { userId: string; name: string }) {
 
   async function revokeOne(id: string, label: string) {
     const result = await revoke({ input: { id } });
-    if (outcome.record(result.error, result.data?.revokeApiToken, "RevokedApiToken", `Revoked “${label}”.`))
+    if (outcome.record(result.error, result.data?.revokeApiToken, "ApiTokenRevoked", `Revoked “${label}”.`))
       refetch({ requestPolicy: "network-only" });
   }
 

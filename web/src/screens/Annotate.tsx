@@ -132,7 +132,7 @@ const CreateExample = graphql(`
   mutation CreateExample($input: CreateExampleInput!) {
     createExample(input: $input) {
       __typename
-      ... on CreatedExample {
+      ... on ExampleCreated {
         fooled
         prediction {
           ...ShownPrediction
@@ -195,7 +195,7 @@ const RetractExample = graphql(`
   mutation RetractExample($input: RetractExampleInput!) {
     retractExample(input: $input) {
       __typename
-      ... on RetractedExample {
+      ... on ExampleRetracted {
         example {
           id
           status
@@ -606,7 +606,7 @@ function ExampleForm({
     const failed = problemOf(
       result.error,
       answer,
-      ["CreatedExample", "PredictionPending", "VerdictPending"],
+      ["ExampleCreated", "PredictionPending", "VerdictPending"],
       inputs.map((f) => f.name),
     );
     setProblem(failed);
@@ -621,8 +621,8 @@ function ExampleForm({
   }
 
   async function doRetract(id: string) {
-    const result = await retract({ input: { exampleId: id } });
-    const failed = problemOf(result.error, result.data?.retractExample, "RetractedExample");
+    const result = await retract({ input: { id } });
+    const failed = problemOf(result.error, result.data?.retractExample, "ExampleRetracted");
     setProblem(failed);
     if (!failed) {
       setRetracted(true);
@@ -660,7 +660,7 @@ function ExampleForm({
     setProblem(null);
   }
 
-  const created = verdict?.__typename === "CreatedExample" ? verdict : null;
+  const created = verdict?.__typename === "ExampleCreated" ? verdict : null;
   const pending = verdict?.__typename === "PredictionPending" ? verdict : null;
   const waiting = verdict?.__typename === "VerdictPending" ? verdict : null;
   const exampleId = created?.example.id ?? pending?.example.id ?? waiting?.example.id;

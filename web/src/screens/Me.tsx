@@ -79,7 +79,7 @@ const CreateToken = graphql(`
   mutation CreateToken($input: CreateApiTokenInput!) {
     createApiToken(input: $input) {
       __typename
-      ... on CreatedApiToken {
+      ... on ApiTokenCreated {
         token
         apiToken {
           id
@@ -264,7 +264,7 @@ function Tokens({ tokens, total, onChange }: { tokens: readonly Token[]; total: 
   async function revokeOne(token: Token) {
     setDone("");
     const result = await revoke({ input: { id: token.id } });
-    const failed = problemOf(result.error, result.data?.revokeApiToken, "RevokedApiToken");
+    const failed = problemOf(result.error, result.data?.revokeApiToken, "ApiTokenRevoked");
     setRevokeProblem(failed);
     if (failed) return;
     if (token.current) {
@@ -341,9 +341,9 @@ function Tokens({ tokens, total, onChange }: { tokens: readonly Token[]; total: 
           const name = String(form.get("name") ?? "").trim();
           const result = await create({ input: { name } });
           const answer = result.data?.createApiToken;
-          const failed = problemOf(result.error, answer, "CreatedApiToken", ["name"]);
+          const failed = problemOf(result.error, answer, "ApiTokenCreated", ["name"]);
           setCreateProblem(failed);
-          if (!failed && answer?.__typename === "CreatedApiToken") {
+          if (!failed && answer?.__typename === "ApiTokenCreated") {
             setSecret({ name: answer.apiToken.name, token: answer.token });
             onChange();
           }

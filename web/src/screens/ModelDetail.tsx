@@ -159,7 +159,7 @@ const UpdateModel = graphql(`
   mutation UpdateModel($input: UpdateModelInput!) {
     updateModel(input: $input) {
       __typename
-      ... on UpdatedModel {
+      ... on ModelUpdated {
         model {
           id
           published
@@ -184,7 +184,7 @@ const DeleteModel = graphql(`
   mutation DeleteModel($input: DeleteModelInput!) {
     deleteModel(input: $input) {
       __typename
-      ... on DeletedModel {
+      ... on ModelDeleted {
         id
       }
       ... on Error {
@@ -340,14 +340,14 @@ function ModelActions({ model }: { model: ActionModel }) {
   async function togglePublished() {
     const published = !model.published;
     const result = await update({ input: { id: model.id, published } });
-    const failed = problemOf(result.error, result.data?.updateModel, "UpdatedModel");
+    const failed = problemOf(result.error, result.data?.updateModel, "ModelUpdated");
     setProblem(failed);
     setDone(failed ? null : published ? "Published: it is on the leaderboard." : "Taken off the leaderboard.");
   }
 
   async function deleteIt() {
     const result = await remove({ input: { id: model.id } });
-    const failed = problemOf(result.error, result.data?.deleteModel, "DeletedModel");
+    const failed = problemOf(result.error, result.data?.deleteModel, "ModelDeleted");
     setProblem(failed);
     setConfirming(false);
     if (!failed) navigate(`/models/${encodeURIComponent(model.task.code)}`);

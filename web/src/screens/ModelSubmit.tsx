@@ -58,7 +58,7 @@ const SubmitModel = graphql(`
   mutation SubmitModel($input: SubmitModelInput!) {
     submitModel(input: $input) {
       __typename
-      ... on SubmittedModel {
+      ... on ModelSubmitted {
         model {
           id
           name
@@ -188,9 +188,9 @@ export default function ModelSubmit({ code, labels }: { code: string; labels: re
       },
     });
     const answer = result.data?.submitModel;
-    const failed = placed(problemOf(result.error, answer, "SubmittedModel", KNOWN), answer);
+    const failed = placed(problemOf(result.error, answer, "ModelSubmitted", KNOWN), answer);
     setProblem(failed);
-    if (!failed && answer?.__typename === "SubmittedModel") navigate(modelHref(code, answer.model.id));
+    if (!failed && answer?.__typename === "ModelSubmitted") navigate(modelHref(code, answer.model.id));
   }
 
   const percent = progress?.total ? Math.round((progress.loaded / progress.total) * 100) : 0;

@@ -36,7 +36,7 @@ const SuggestEdits = graphql(`
   mutation SuggestEdits($input: SuggestEditsInput!) {
     suggestEdits(input: $input) {
       __typename
-      ... on SuggestedEdits {
+      ... on EditsSuggested {
         adversaries
         queries
         draft {
@@ -92,7 +92,7 @@ const SuggestEdits = graphql(`
   }
 `);
 
-type Found = Extract<SuggestEditsMutation["suggestEdits"], { __typename: "SuggestedEdits" }>;
+type Found = Extract<SuggestEditsMutation["suggestEdits"], { __typename: "EditsSuggested" }>;
 export type SuggestionItem = Found["suggestions"][number];
 type Verdict = Found["draft"];
 
@@ -158,12 +158,12 @@ export function Suggestions({
     const failed = problemOf(
       result.error,
       answer,
-      "SuggestedEdits",
+      "EditsSuggested",
       shown.map((f) => f.name),
     );
     setProblem(failed);
     onErrors(failed?.fields ?? {});
-    if (!failed && answer?.__typename === "SuggestedEdits") {
+    if (!failed && answer?.__typename === "EditsSuggested") {
       setFound(answer);
       setAskedFor(draftKey);
     }

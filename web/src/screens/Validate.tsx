@@ -68,7 +68,7 @@ const Vote = graphql(`
   mutation Vote($input: ValidateExampleInput!) {
     validateExample(input: $input) {
       __typename
-      ... on ValidatedExample {
+      ... on ValidationRecorded {
         decided
         example {
           id
@@ -100,7 +100,7 @@ const Flag = graphql(`
   mutation Flag($input: FlagExampleInput!) {
     flagExample(input: $input) {
       __typename
-      ... on FlaggedExample {
+      ... on ExampleFlagged {
         example {
           id
           status
@@ -126,7 +126,7 @@ const Skip = graphql(`
   mutation Skip($input: SkipExampleInput!) {
     skipExample(input: $input) {
       __typename
-      ... on SkippedExample {
+      ... on ExampleSkipped {
         example {
           id
         }
@@ -279,13 +279,13 @@ function Item({
       correctedTarget = Object.keys(built.fields).length ? built.fields : null;
     }
     const result = await vote({
-      input: { exampleId: example.id, label, correctedTarget, reason: reason.trim() || null },
+      input: { id: example.id, label, correctedTarget, reason: reason.trim() || null },
     });
     const answer = result.data?.validateExample;
     const failed = problemOf(
       result.error,
       answer,
-      "ValidatedExample",
+      "ValidationRecorded",
       targets.map((f) => f.name),
     );
     setProblem(failed);
@@ -293,15 +293,15 @@ function Item({
   }
 
   async function sendFlag() {
-    const result = await flag({ input: { exampleId: example.id, reason } });
-    const failed = problemOf(result.error, result.data?.flagExample, "FlaggedExample", ["reason"]);
+    const result = await flag({ input: { id: example.id, reason } });
+    const failed = problemOf(result.error, result.data?.flagExample, "ExampleFlagged", ["reason"]);
     setProblem(failed);
     if (!failed) onDone("Flagged for the task's owners.");
   }
 
   async function sendSkip() {
-    const result = await skip({ input: { exampleId: example.id } });
-    const failed = problemOf(result.error, result.data?.skipExample, "SkippedExample");
+    const result = await skip({ input: { id: example.id } });
+    const failed = problemOf(result.error, result.data?.skipExample, "ExampleSkipped");
     setProblem(failed);
     if (!failed) onDone("Skipped: it comes back after the others.");
   }

@@ -24,7 +24,7 @@ export const RevokeToken = graphql(`
   mutation RevokeToken($input: RevokeApiTokenInput!) {
     revokeApiToken(input: $input) {
       __typename
-      ... on RevokedApiToken {
+      ... on ApiTokenRevoked {
         apiToken {
           id
           revoked

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import io
 import json
 import uuid
 import warnings
@@ -50,7 +51,7 @@ from ._generated.input_types import (
 from ._generated.my_stats import MyStatsTaskViewerStats
 from ._generated.next_context import NextContextNextContext
 from ._generated.paired_test import PairedTestTaskPairedTest
-from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits
+from ._generated.suggest_edits import SuggestEditsSuggestEditsEditsSuggested
 from ._generated.task import TaskTask
 from ._transport import call, unwrap
 from .archive import ProgressReader, pack_folder
@@ -265,7 +266,7 @@ class AsyncClient:
     async def create_round_datasets(self, task: str, round: int, *, seed: int = 0) -> list[DatasetFields]:
         """Owners turn a round's accepted examples into train, dev and test data sets (a seeded split; the test set
         scores models). Returns the new data sets."""
-        data = CreateRoundDatasetsInput(task_code=task, round_number=round, seed=seed)
+        data = CreateRoundDatasetsInput(task_code=task, round=round, seed=seed)
         result = await self._write(lambda: self._api.create_round_datasets(data))
         return list(unwrap(result.create_round_datasets, "DatasetsCreated").datasets)
 
@@ -324,7 +325,7 @@ class AsyncClient:
             async with self._reply_stream(on_reply) as stream_id:
                 data.reply_stream = stream_id
                 result = await self._write(lambda: self._api.create_example(data))
-        return unwrap(result.create_example, "CreatedExample", "PredictionPending", "VerdictPending").example
+        return unwrap(result.create_example, "ExampleCreated", "PredictionPending", "VerdictPending").example
 
     @contextlib.asynccontextmanager
     async def _reply_stream(self, on_reply: Callable[[str], None]) -> AsyncIterator[str | None]:
@@ -366,7 +367,7 @@ class AsyncClient:
     async def overrule_verdict(self, example: Any, *, fooled: bool, reason: str) -> ExampleFields:
         """As a task's owner (or an admin), overrule its judge model: set whether a judged example fooled the model,
         with the reason. The counters move with it; ``verdict`` keeps the judge's rationale beside yours."""
-        data = OverruleVerdictInput(example_id=_id(example), fooled=fooled, reason=reason)
+        data = OverruleVerdictInput(id=_id(example), fooled=fooled, reason=reason)
         result = await self._write(lambda: self._api.overrule_verdict(data))
         return unwrap(result.overrule_verdict, "VerdictOverruled").example
 
@@ -392,13 +393,13 @@ class AsyncClient:
     ) -> ExampleFields:
         """Vote on an example: CORRECT, INCORRECT or FLAGGED (``reason`` then). Returns the example after the vote."""
         data = ValidateExampleInput(
-            example_id=_id(example),
+            id=_id(example),
             label=ValidationLabel(label),
             corrected_target=dict(corrected_target) if corrected_target is not None else None,
             reason=reason,
         )
         result = await self._write(lambda: self._api.validate_example(data))
-        return unwrap(result.validate_example, "ValidatedExample").example
+        return unwrap(result.validate_example, "ValidationRecorded").example
 
     def model_fooled(
         self, task: str, *, after: Any = None, max_attempts: int | None = None, max_backoff: float = 30.0
@@ -439,7 +440,7 @@ class AsyncClient:
         context: Any = None,
         adversary: str | None = None,
         limit: int = 3,
-    ) -> SuggestEditsSuggestEditsSuggestedEdits:
+    ) -> SuggestEditsSuggestEditsEditsSuggested:
         """Edits of ``draft`` (the example's fields, with the gold you claim) that flip the round's target: the
         target's verdict on the draft (``draft``), and ``suggestions``, each with its fields, edits, rationale,
         verdict and how the probabilities moved. Write one with ``create_example(..., suggestion=s)``. ``adversary``
@@ -452,7 +453,7 @@ class AsyncClient:
             limit=limit,
         )
         result = await self._write(lambda: self._api.suggest_edits(data))
-        return unwrap(result.suggest_edits, "SuggestedEdits")
+        return unwrap(result.suggest_edits, "EditsSuggested")
 
     async def generate_candidates(
         self, task: str, adversary: str, budget: int, *, seed: int | None = None
@@ -491,7 +492,7 @@ class AsyncClient:
 
     async def cancel_generation(self, run: Any) -> AdversaryRunFields:
         """Stop a generation run; what it stored stays. A run that has ended is returned as it is."""
-        result = await self._write(lambda: self._api.cancel_generation(CancelGenerationInput(run_id=_id(run))))
+        result = await self._write(lambda: self._api.cancel_generation(CancelGenerationInput(id=_id(run))))
         return unwrap(result.cancel_generation, "GenerationCancelled").run
 
     # -- models and results ------------------------------------------------------------------------------------
@@ -536,7 +537,7 @@ class AsyncClient:
             anonymous=anonymous,
         )
         result = await self._write(lambda: self._api.submit_model(data))
-        return unwrap(result.submit_model, "SubmittedModel").model
+        return unwrap(result.submit_model, "ModelSubmitted").model
 
     async def _upload_model(
         self,
@@ -605,7 +606,7 @@ class AsyncClient:
             anonymous=anonymous,
         )
         result = await self._write(lambda: self._api.submit_predictions(data))
-        return unwrap(result.submit_predictions, "SubmittedModel").model
+        return unwrap(result.submit_predictions, "ModelSubmitted").model
 
     async def results(self, model: Any) -> ModelResults:
         """A model's evaluations so far: metrics with intervals, slices, perturbations, throughput and memory."""
@@ -733,20 +734,43 @@ class AsyncClient:
         records: bool = False,
         progress: Progress | None = None,
     ) -> Any:
-        """The task's collected examples (one round, or all; ``status`` such as ``ACCEPTED`` narrows them), as the
-        server's JSONL export: a ``datasets.Dataset`` when the datasets package is installed (unless ``records``),
-        else a list of dicts. An empty export warns (:class:`errors.EmptyExport`) with the server's reason: most
-        often, you do not own the task and none of its rounds is published yet."""
+        """The task's collected examples (one round, or all; ``status`` such as ``ACCEPTED`` narrows them).
+
+        With the datasets package (and unless ``records``): a ``datasets.Dataset`` of the server's ``hf`` export, the
+        same schema as ``download_export(format="hf")`` loaded with ``datasets.load_dataset``: a column per task field
+        (labels as ``ClassLabel``, typed nullable columns, span answers as structs), the example's global ``id`` and
+        ``context_id``, ``round``, ``status``, ``fooled``, the ``prediction`` (a struct typed like the fields), ``votes``
+        and ``validations``; the rounds one after the other. Otherwise (``records=True``, or no datasets package): the
+        JSONL export as a list of dicts, one ``dynaforge.example/2`` record per example. An empty export warns (:class:`errors.EmptyExport`)
+        with the server's reason: most often, you do not own the task and none of its rounds is published yet."""
+        if not records:
+            try:
+                import datasets
+            except ImportError:
+                pass
+            else:
+                return await self._export_dataset(datasets, task, round, status, progress)
         rows = [json.loads(line) async for line in self._export_lines(task, round, status, progress) if line.strip()]
         if not rows:
             _warn_empty(self.last_export_note)
-        if records:
-            return rows
+        return rows
+
+    async def _export_dataset(
+        self, datasets: Any, task: str, round: int | None, status: str | None, progress: Progress | None
+    ) -> Any:
         try:
-            import datasets
-        except ImportError:
-            return rows
-        return datasets.Dataset.from_list(rows)
+            blob = b"".join(
+                [c async for c in self.stream_export(task, round, status=status, format="hf", progress=progress)]
+            )
+        except errors.NotFound:
+            # A Hugging Face folder cannot be empty, so the server refuses an empty one; the JSONL export tells an
+            # empty export (with its reason) from no such task (which raises again here).
+            rows = [json.loads(line) async for line in self._export_lines(task, round, status, None) if line.strip()]
+            if rows:  # examples arrived in between: ask again
+                return await self._export_dataset(datasets, task, round, status, progress)
+            _warn_empty(self.last_export_note)
+            return datasets.Dataset.from_list([])
+        return await asyncio.to_thread(_load_hf_export, datasets, blob)
 
     async def download_export(
         self,
@@ -818,6 +842,22 @@ class AsyncClient:
         if status is not None:
             params["status"] = status
         return _ExportResponse(self._http, f"{self.base_url}/export/{task}", params, self.retries)
+
+
+def _load_hf_export(datasets: Any, blob: bytes) -> Any:
+    """The ``hf`` export (a zip of the dataset folder) as one in-memory ``Dataset``, loaded by ``datasets`` from its
+    card (features) and Parquet files, its ``round{N}`` splits in round order."""
+    import tempfile
+    import zipfile
+
+    with tempfile.TemporaryDirectory(prefix="dynaforge-export-") as folder:
+        with zipfile.ZipFile(io.BytesIO(blob)) as archive:
+            archive.extractall(folder)  # noqa: S202 - the server's own archive, of plain relative names
+        cards = sorted(Path(folder).rglob("README.md"), key=lambda p: len(p.parts))
+        root = cards[0].parent if cards else Path(folder)
+        loaded = datasets.load_dataset(str(root), keep_in_memory=True, cache_dir=str(Path(folder) / ".cache"))
+        splits = sorted(loaded, key=lambda name: int("".join(c for c in name if c.isdigit()) or 0))
+        return datasets.concatenate_datasets([loaded[name] for name in splits])
 
 
 def _warn_empty(note: str | None) -> None:

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from ._generated.my_stats import MyStatsTaskViewerStats
     from ._generated.next_context import NextContextNextContext
     from ._generated.paired_test import PairedTestTaskPairedTest
-    from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits
+    from ._generated.suggest_edits import SuggestEditsSuggestEditsEditsSuggested
     from ._generated.task import TaskTask
     from .client import Progress
     from .results import Leaderboard, ModelResults
@@ -301,7 +301,7 @@ class Client:
             context: Any = None,
             adversary: str | None = None,
             limit: int = 3,
-        ) -> SuggestEditsSuggestEditsSuggestedEdits: ...
+        ) -> SuggestEditsSuggestEditsEditsSuggested: ...
         def generate_candidates(
             self,
             task: str,

@@ -30,7 +30,7 @@ from ._generated.leaderboard import LeaderboardTaskLeaderboardRows as Leaderboar
 from ._generated.my_stats import MyStatsTaskViewerStats as MyStats
 from ._generated.next_context import NextContextNextContext as Context
 from ._generated.paired_test import PairedTestTaskPairedTest as PairedTest
-from ._generated.suggest_edits import SuggestEditsSuggestEditsSuggestedEdits as SuggestedEdits
+from ._generated.suggest_edits import SuggestEditsSuggestEditsEditsSuggested as EditsSuggested
 from ._generated.task import TaskTask as TaskDetail
 
 __all__ = [
@@ -50,7 +50,7 @@ __all__ = [
     "ProgressEvent",
     "Round",
     "Stats",
-    "SuggestedEdits",
+    "EditsSuggested",
     "Task",
     "TaskDetail",
     "User",

@@ -383,7 +383,7 @@ function RunTable({ runs, task, onChanged }: { runs: readonly Run[]; task: Manag
   const outcome = useOutcome();
 
   async function stop(run: Run) {
-    const result = await cancel({ input: { runId: run.id } });
+    const result = await cancel({ input: { id: run.id } });
     const answer = result.data?.cancelGeneration;
     const now = answer?.__typename === "GenerationCancelled" ? answer.run : run;
     const stored = now.candidates === 1 ? "its candidate stays" : `its ${now.candidates} candidates stay`;

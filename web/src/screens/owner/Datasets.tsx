@@ -233,8 +233,8 @@ export default function Datasets({ task }: { task: ManagedTask }) {
   async function fromRound(form: FormData) {
     const seed = Number(textOf(form, "seed") || "0");
     if (!Number.isInteger(seed)) return made.fail("The seed must be a whole number.");
-    const roundNumber = Number(form.get("round"));
-    const result = await create({ input: { taskCode: task.code, roundNumber, seed } });
+    const round = Number(form.get("round"));
+    const result = await create({ input: { taskCode: task.code, round, seed } });
     const answer = result.data?.createRoundDatasets;
     const names = answer?.__typename === "DatasetsCreated" ? answer.datasets.map((d) => d.name).join(", ") : "";
     if (made.record(result.error, answer, "DatasetsCreated", `Created ${names}.`)) reload();
@@ -285,7 +285,7 @@ export default function Datasets({ task }: { task: ManagedTask }) {
           taskCode: task.code,
           file,
           format: textOf(form, "format") || "jsonl",
-          roundNumber: round ? Number(round) : null,
+          round: round ? Number(round) : null,
         },
       },
       file,

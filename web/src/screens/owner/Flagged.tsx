@@ -49,7 +49,7 @@ const Decide = graphql(`
   mutation DecideFlagged($input: ValidateExampleInput!) {
     validateExample(input: $input) {
       __typename
-      ... on ValidatedExample {
+      ... on ValidationRecorded {
         decided
         example {
           id
@@ -116,9 +116,9 @@ function FlaggedRow({
   const flags = (example.validations ?? []).filter((v) => v.label === "FLAGGED" && v.reason);
 
   async function vote(label: ValidationLabel) {
-    const result = await decide({ input: { exampleId: example.id, label } });
+    const result = await decide({ input: { id: example.id, label } });
     const words = label === "CORRECT" ? "Accepted." : "Rejected.";
-    if (outcome.record(result.error, result.data?.validateExample, "ValidatedExample", words)) onDecided();
+    if (outcome.record(result.error, result.data?.validateExample, "ValidationRecorded", words)) onDecided();
   }
 
   return (

@@ -87,7 +87,7 @@ const CloseRound = graphql(`
   mutation CloseRound($input: CloseRoundInput!) {
     closeRound(input: $input) {
       __typename
-      ... on ClosedRound {
+      ... on RoundEnded {
         round {
           id
           number
@@ -267,7 +267,7 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
 
   async function closeCurrent() {
     const result = await close({ input: { taskCode: task.code } });
-    if (closeOutcome.record(result.error, result.data?.closeRound, "ClosedRound", `Round ${round?.number} is closed.`))
+    if (closeOutcome.record(result.error, result.data?.closeRound, "RoundEnded", `Round ${round?.number} is closed.`))
       onChanged();
   }
 

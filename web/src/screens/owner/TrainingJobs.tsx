@@ -160,7 +160,7 @@ function JobItem({ job, code, onEnded }: { job: Job; code: string; onEnded: () =
   const on = [...job.datasets.map((d) => d.name), ...(job.includeBaseData ? ["the base data"] : [])].join(", ");
 
   async function stop() {
-    const result = await cancel({ input: { jobId: job.id } });
+    const result = await cancel({ input: { id: job.id } });
     if (outcome.record(result.error, result.data?.cancelTraining, "TrainingCancelled", "Cancelled.")) onEnded();
   }
 

@@ -60,7 +60,7 @@ const CreateWebhook = graphql(`
 `);
 
 const RotateSecret = graphql(`
-  mutation RotateWebhookSecret($input: WebhookIdInput!) {
+  mutation RotateWebhookSecret($input: RotateWebhookSecretInput!) {
     rotateWebhookSecret(input: $input) {
       __typename
       ... on WebhookSecret {
@@ -114,7 +114,7 @@ const Redeliver = graphql(`
 `);
 
 const DeleteWebhook = graphql(`
-  mutation DeleteWebhook($input: WebhookIdInput!) {
+  mutation DeleteWebhook($input: DeleteWebhookInput!) {
     deleteWebhook(input: $input) {
       __typename
       ... on WebhookDeleted {
@@ -247,7 +247,7 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
   }
 
   async function sendAgain(deliveryId: string, event: string) {
-    const result = await redeliver({ input: { deliveryId } });
+    const result = await redeliver({ input: { id: deliveryId } });
     outcome.record(result.error, result.data?.redeliverWebhook, "WebhookRedelivered", `The ${event} is queued again.`);
   }
 

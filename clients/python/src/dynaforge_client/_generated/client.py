@@ -204,7 +204,7 @@ class GeneratedClient(AsyncBaseClient):
             mutation SuggestEdits($input: SuggestEditsInput!) {
               suggestEdits(input: $input) {
                 __typename
-                ... on SuggestedEdits {
+                ... on EditsSuggested {
                   draft {
                     ...TargetVerdictFields
                   }
@@ -481,7 +481,7 @@ class GeneratedClient(AsyncBaseClient):
             mutation CreateExample($input: CreateExampleInput!) {
               createExample(input: $input) {
                 __typename
-                ... on CreatedExample {
+                ... on ExampleCreated {
                   fooled
                   example {
                     ...ExampleFields
@@ -752,7 +752,7 @@ class GeneratedClient(AsyncBaseClient):
             mutation ValidateExample($input: ValidateExampleInput!) {
               validateExample(input: $input) {
                 __typename
-                ... on ValidatedExample {
+                ... on ValidationRecorded {
                   decided
                   example {
                     ...ExampleFields
@@ -1055,7 +1055,7 @@ class GeneratedClient(AsyncBaseClient):
             mutation SubmitModel($input: SubmitModelInput!) {
               submitModel(input: $input) {
                 __typename
-                ... on SubmittedModel {
+                ... on ModelSubmitted {
                   model {
                     ...ModelFields
                   }
@@ -1183,7 +1183,7 @@ class GeneratedClient(AsyncBaseClient):
             mutation SubmitPredictions($input: SubmitPredictionsInput!) {
               submitPredictions(input: $input) {
                 __typename
-                ... on SubmittedModel {
+                ... on ModelSubmitted {
                   model {
                     ...ModelFields
                   }

@@ -9,7 +9,7 @@ from .fragments import ExampleFields
 
 class CreateExample(BaseModel):
     create_example: Union[
-        "CreateExampleCreateExampleCreatedExample",
+        "CreateExampleCreateExampleExampleCreated",
         "CreateExampleCreateExamplePredictionPending",
         "CreateExampleCreateExampleVerdictPending",
         "CreateExampleCreateExampleInvalidInput",
@@ -21,13 +21,13 @@ class CreateExample(BaseModel):
     ] = Field(alias="createExample", discriminator="typename__")
 
 
-class CreateExampleCreateExampleCreatedExample(BaseModel):
-    typename__: Literal["CreatedExample"] = Field(alias="__typename")
+class CreateExampleCreateExampleExampleCreated(BaseModel):
+    typename__: Literal["ExampleCreated"] = Field(alias="__typename")
     fooled: bool
-    example: "CreateExampleCreateExampleCreatedExampleExample"
+    example: "CreateExampleCreateExampleExampleCreatedExample"
 
 
-CreateExampleCreateExampleCreatedExampleExample = ExampleFields
+CreateExampleCreateExampleExampleCreatedExample = ExampleFields
 
 
 class CreateExampleCreateExamplePredictionPending(BaseModel):
@@ -93,7 +93,7 @@ class CreateExampleCreateExampleRoundClosed(BaseModel):
 
 
 CreateExample.model_rebuild()
-CreateExampleCreateExampleCreatedExample.model_rebuild()
+CreateExampleCreateExampleExampleCreated.model_rebuild()
 CreateExampleCreateExamplePredictionPending.model_rebuild()
 CreateExampleCreateExampleVerdictPending.model_rebuild()
 CreateExampleCreateExampleInvalidInput.model_rebuild()

@@ -9,7 +9,7 @@ from .enums import ValidationLabel
 class CancelGenerationInput(BaseModel):
     """The generation run to stop."""
 
-    run_id: str = Field(alias="runId")
+    id: str
     "The run's id (AdversaryRun.id)."
 
 
@@ -37,8 +37,8 @@ class CreateRoundDatasetsInput(BaseModel):
 
     task_code: str = Field(alias="taskCode")
     "The code of the task."
-    round_number: int = Field(alias="roundNumber")
-    "The round whose accepted examples are split; it needs at least one, and no sets of its own yet."
+    round: int
+    "The round whose accepted examples are split (Round.number); it needs at least one, and no sets of its own yet."
     seed: int = 0
     "Seeds the shuffle: the same seed splits the same examples the same way (80% train, 10% dev, 10% test)."
 
@@ -83,7 +83,7 @@ class ModelCardInput(BaseModel):
 class OverruleVerdictInput(BaseModel):
     """An owner's verdict on a judged example, against the judge's."""
 
-    example_id: str = Field(alias="exampleId")
+    id: str
     "The id of the example (Example.id)."
     fooled: bool
     "Whether the example fooled the model, as the owner decides."
@@ -177,7 +177,7 @@ class UploadModelInput(BaseModel):
 class ValidateExampleInput(BaseModel):
     """A vote on an example."""
 
-    example_id: str = Field(alias="exampleId")
+    id: str
     "The id of the example to vote on (Example.id)."
     label: ValidationLabel
     "The verdict: CORRECT, INCORRECT (give correctedTarget if you can) or FLAGGED (unusable)."

@@ -9,7 +9,7 @@ from .fragments import ModelFields
 
 class SubmitModel(BaseModel):
     submit_model: Union[
-        "SubmitModelSubmitModelSubmittedModel",
+        "SubmitModelSubmitModelModelSubmitted",
         "SubmitModelSubmitModelInvalidInput",
         "SubmitModelSubmitModelNotAuthenticated",
         "SubmitModelSubmitModelNotFound",
@@ -17,12 +17,12 @@ class SubmitModel(BaseModel):
     ] = Field(alias="submitModel", discriminator="typename__")
 
 
-class SubmitModelSubmitModelSubmittedModel(BaseModel):
-    typename__: Literal["SubmittedModel"] = Field(alias="__typename")
-    model: "SubmitModelSubmitModelSubmittedModelModel"
+class SubmitModelSubmitModelModelSubmitted(BaseModel):
+    typename__: Literal["ModelSubmitted"] = Field(alias="__typename")
+    model: "SubmitModelSubmitModelModelSubmittedModel"
 
 
-SubmitModelSubmitModelSubmittedModelModel = ModelFields
+SubmitModelSubmitModelModelSubmittedModel = ModelFields
 
 
 class SubmitModelSubmitModelInvalidInput(BaseModel):
@@ -59,5 +59,5 @@ class SubmitModelSubmitModelQuotaExceeded(BaseModel):
 
 
 SubmitModel.model_rebuild()
-SubmitModelSubmitModelSubmittedModel.model_rebuild()
+SubmitModelSubmitModelModelSubmitted.model_rebuild()
 SubmitModelSubmitModelInvalidInput.model_rebuild()

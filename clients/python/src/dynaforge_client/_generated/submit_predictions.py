@@ -9,7 +9,7 @@ from .fragments import ModelFields
 
 class SubmitPredictions(BaseModel):
     submit_predictions: Union[
-        "SubmitPredictionsSubmitPredictionsSubmittedModel",
+        "SubmitPredictionsSubmitPredictionsModelSubmitted",
         "SubmitPredictionsSubmitPredictionsInvalidInput",
         "SubmitPredictionsSubmitPredictionsNotAuthenticated",
         "SubmitPredictionsSubmitPredictionsNotFound",
@@ -17,12 +17,12 @@ class SubmitPredictions(BaseModel):
     ] = Field(alias="submitPredictions", discriminator="typename__")
 
 
-class SubmitPredictionsSubmitPredictionsSubmittedModel(BaseModel):
-    typename__: Literal["SubmittedModel"] = Field(alias="__typename")
-    model: "SubmitPredictionsSubmitPredictionsSubmittedModelModel"
+class SubmitPredictionsSubmitPredictionsModelSubmitted(BaseModel):
+    typename__: Literal["ModelSubmitted"] = Field(alias="__typename")
+    model: "SubmitPredictionsSubmitPredictionsModelSubmittedModel"
 
 
-SubmitPredictionsSubmitPredictionsSubmittedModelModel = ModelFields
+SubmitPredictionsSubmitPredictionsModelSubmittedModel = ModelFields
 
 
 class SubmitPredictionsSubmitPredictionsInvalidInput(BaseModel):
@@ -59,5 +59,5 @@ class SubmitPredictionsSubmitPredictionsQuotaExceeded(BaseModel):
 
 
 SubmitPredictions.model_rebuild()
-SubmitPredictionsSubmitPredictionsSubmittedModel.model_rebuild()
+SubmitPredictionsSubmitPredictionsModelSubmitted.model_rebuild()
 SubmitPredictionsSubmitPredictionsInvalidInput.model_rebuild()

@@ -9,7 +9,7 @@ from .fragments import TargetVerdictFields
 
 class SuggestEdits(BaseModel):
     suggest_edits: Union[
-        "SuggestEditsSuggestEditsSuggestedEdits",
+        "SuggestEditsSuggestEditsEditsSuggested",
         "SuggestEditsSuggestEditsInvalidInput",
         "SuggestEditsSuggestEditsNotAuthenticated",
         "SuggestEditsSuggestEditsNotFound",
@@ -19,31 +19,31 @@ class SuggestEdits(BaseModel):
     ] = Field(alias="suggestEdits", discriminator="typename__")
 
 
-class SuggestEditsSuggestEditsSuggestedEdits(BaseModel):
-    typename__: Literal["SuggestedEdits"] = Field(alias="__typename")
-    draft: "SuggestEditsSuggestEditsSuggestedEditsDraft"
-    suggestions: list["SuggestEditsSuggestEditsSuggestedEditsSuggestions"]
+class SuggestEditsSuggestEditsEditsSuggested(BaseModel):
+    typename__: Literal["EditsSuggested"] = Field(alias="__typename")
+    draft: "SuggestEditsSuggestEditsEditsSuggestedDraft"
+    suggestions: list["SuggestEditsSuggestEditsEditsSuggestedSuggestions"]
     adversaries: list[str]
     queries: int
 
 
-SuggestEditsSuggestEditsSuggestedEditsDraft = TargetVerdictFields
+SuggestEditsSuggestEditsEditsSuggestedDraft = TargetVerdictFields
 
 
-class SuggestEditsSuggestEditsSuggestedEditsSuggestions(BaseModel):
+class SuggestEditsSuggestEditsEditsSuggestedSuggestions(BaseModel):
     id: str
     adversary: str
     fields: Any
     edits: list[str]
     rationale: str
-    verdict: "SuggestEditsSuggestEditsSuggestedEditsSuggestionsVerdict"
-    moves: list["SuggestEditsSuggestEditsSuggestedEditsSuggestionsMoves"]
+    verdict: "SuggestEditsSuggestEditsEditsSuggestedSuggestionsVerdict"
+    moves: list["SuggestEditsSuggestEditsEditsSuggestedSuggestionsMoves"]
 
 
-SuggestEditsSuggestEditsSuggestedEditsSuggestionsVerdict = TargetVerdictFields
+SuggestEditsSuggestEditsEditsSuggestedSuggestionsVerdict = TargetVerdictFields
 
 
-class SuggestEditsSuggestEditsSuggestedEditsSuggestionsMoves(BaseModel):
+class SuggestEditsSuggestEditsEditsSuggestedSuggestionsMoves(BaseModel):
     label: str
     before: float
     after: float
@@ -91,6 +91,6 @@ class SuggestEditsSuggestEditsServiceUnavailable(BaseModel):
 
 
 SuggestEdits.model_rebuild()
-SuggestEditsSuggestEditsSuggestedEdits.model_rebuild()
-SuggestEditsSuggestEditsSuggestedEditsSuggestions.model_rebuild()
+SuggestEditsSuggestEditsEditsSuggested.model_rebuild()
+SuggestEditsSuggestEditsEditsSuggestedSuggestions.model_rebuild()
 SuggestEditsSuggestEditsInvalidInput.model_rebuild()

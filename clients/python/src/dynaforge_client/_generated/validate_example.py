@@ -9,7 +9,7 @@ from .fragments import ExampleFields
 
 class ValidateExample(BaseModel):
     validate_example: Union[
-        "ValidateExampleValidateExampleValidatedExample",
+        "ValidateExampleValidateExampleValidationRecorded",
         "ValidateExampleValidateExampleInvalidInput",
         "ValidateExampleValidateExampleNotAuthenticated",
         "ValidateExampleValidateExampleForbidden",
@@ -20,13 +20,13 @@ class ValidateExample(BaseModel):
     ] = Field(alias="validateExample", discriminator="typename__")
 
 
-class ValidateExampleValidateExampleValidatedExample(BaseModel):
-    typename__: Literal["ValidatedExample"] = Field(alias="__typename")
+class ValidateExampleValidateExampleValidationRecorded(BaseModel):
+    typename__: Literal["ValidationRecorded"] = Field(alias="__typename")
     decided: bool
-    example: "ValidateExampleValidateExampleValidatedExampleExample"
+    example: "ValidateExampleValidateExampleValidationRecordedExample"
 
 
-ValidateExampleValidateExampleValidatedExampleExample = ExampleFields
+ValidateExampleValidateExampleValidationRecordedExample = ExampleFields
 
 
 class ValidateExampleValidateExampleInvalidInput(BaseModel):
@@ -76,5 +76,5 @@ class ValidateExampleValidateExampleRateLimited(BaseModel):
 
 
 ValidateExample.model_rebuild()
-ValidateExampleValidateExampleValidatedExample.model_rebuild()
+ValidateExampleValidateExampleValidationRecorded.model_rebuild()
 ValidateExampleValidateExampleInvalidInput.model_rebuild()
