@@ -135,8 +135,9 @@ def test_researcher_walkthrough(server, unique, walkthrough_env):
 
     dataset = ns["dataset"]
     assert type(dataset).__name__ == "Dataset" and dataset.num_rows >= 4
-    statements = {fields["statement"] for fields in dataset["fields"]}
+    statements = set(dataset["statement"])  # the hf export's schema: a column per field, the label a ClassLabel
     assert {ns["fooling"].fields["statement"], ns["SARCASM"], ns["MISSED"]} <= statements
+    assert dataset.features["label"].names == ["positive", "negative", "neutral"]
     assert ns["fooled"].num_rows >= 3
 
 
