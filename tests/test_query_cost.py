@@ -26,6 +26,7 @@ from dynaforge.api.cost import (
     DEFAULT_PAGE,
     LIST_SIZES,
     PRICES,
+    cached_cost,
     is_connection,
     operation_cost,
 )
@@ -96,6 +97,35 @@ def test_lists_are_counted_by_what_they_ask_for_and_ids_by_their_number():
     assert cost('query($n: Int = 7) { models(taskCode: "t", first: $n) { nodes { id } } }') == 7
     # plain lists: their declared maximum; scalars: nothing
     assert cost("{ tasks { code labels } }") == LIST_SIZES["Query.tasks"]
+
+
+def test_a_remembered_cost_is_the_count_for_the_variables_it_read():
+    """The cost is remembered per document and the values of the variables its count read: the same values (any
+    others changing) give the same cost without counting, other values are counted again."""
+    document = """query($ids: [ID!]!, $n: Int = 7, $deep: Boolean!, $input: CreateExampleInput!) {
+      a: nodes(ids: $ids) { id } models(taskCode: "t", first: $n) { nodes { id task @include(if: $deep) { code } } }
+      b: task(code: "t") { code } }"""
+    parsed = parse(document)
+    [operation] = [d for d in parsed.definitions if isinstance(d, OperationDefinitionNode)]
+    counted = []
+
+    def fragments():
+        counted.append(1)
+        return {}
+
+    cases = [
+        {"ids": ["x"] * 3, "deep": True, "input": {"fields": {"text": "one"}}},
+        {"ids": ["x"] * 3, "deep": True, "input": {"fields": {"text": "two"}}},  # not read: remembered
+        {"ids": ["x"] * 4, "deep": True, "input": {}},
+        {"ids": ["x"] * 3, "deep": False, "input": {}},
+        {"ids": ["x"] * 3, "n": 2, "deep": True, "input": {}},
+        {"ids": ["x"] * 3, "deep": True, "input": {"fields": {"text": "three"}}},  # the first again
+    ]
+    for variables in cases:
+        assert cached_cost(SCHEMA, document, operation, fragments, variables, None) == operation_cost(
+            SCHEMA, operation, {}, variables
+        )
+    assert len(counted) == 4  # the second and the last were remembered
 
 
 def test_fields_are_counted_once_as_they_run():

@@ -30,7 +30,8 @@ and websockets alike.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from graphql import (
@@ -200,11 +201,7 @@ class _Counter:
     ):
         self.schema = schema
         self.fragments = fragments
-        self.variables = dict(variables)
-        for definition in operation.variable_definitions or ():  # defaults apply where nothing was sent
-            name = definition.variable.name.value
-            if name not in self.variables and definition.default_value is not None:
-                self.variables[name] = _literal(definition.default_value, {})
+        self.variables = variables  # with the operation's defaults (_with_defaults)
         self.memo: dict[tuple[str, tuple[int, ...], int | None], int] = {}
 
     def value(self, node: ValueNode) -> Any:
@@ -352,8 +349,71 @@ def operation_cost(
         "mutation": schema.mutation_type,
         "subscription": schema.subscription_type,
     }[operation.operation.value]
-    counter = _Counter(schema, operation, fragments, variables or {})
+    counter = _Counter(schema, operation, fragments, _with_defaults(operation, variables or {}))
     return counter.each(root, [operation.selection_set])
+
+
+def _with_defaults(operation: OperationDefinitionNode, variables: Mapping[str, Any]) -> dict[str, Any]:
+    """The variables sent, and the operation's defaults where nothing was sent."""
+    merged = dict(variables)
+    for definition in operation.variable_definitions or ():
+        name = definition.variable.name.value
+        if name not in merged and definition.default_value is not None:
+            merged[name] = _literal(definition.default_value, {})
+    return merged
+
+
+class _Reads(dict):
+    """Variables that record which of them the count read, and what it found (its ``get`` is all it uses)."""
+
+    def __init__(self, values: Mapping[str, Any]):
+        super().__init__(values)
+        self.read: dict[str, str] = {}
+
+    def get(self, key: str, default: Any = None) -> Any:
+        value = super().get(key, default)
+        self.read[key] = repr(value)
+        return value
+
+
+#: Costs counted before, per (schema, document text, operation name): each with the variables its count read and
+#: their values. A count reads only those, so the same values give the same cost (a page size, ids, a @skip flag);
+#: createExample's fields, say, are never read, and one entry serves every call of the document.
+_COSTS: OrderedDict[tuple[int, str, str | None], list[tuple[tuple[tuple[str, str], ...], int]]] = OrderedDict()
+_COSTS_KEPT = 1024  # documents
+_COSTS_PER_DOCUMENT = 16  # sets of values read
+
+
+def cached_cost(
+    schema: GraphQLSchema,
+    text: str,
+    operation: OperationDefinitionNode,
+    fragments: Callable[[], Mapping[str, FragmentDefinitionNode]],
+    variables: Mapping[str, Any],
+    operation_name: str | None,
+) -> int:
+    """:func:`operation_cost`, remembered for the document and the values of the variables its count reads."""
+    key = (id(schema), text, operation_name)
+    merged = _with_defaults(operation, variables)
+    known = _COSTS.get(key)
+    if known is not None:
+        _COSTS.move_to_end(key)
+        for read, cost in known:
+            if all(repr(merged.get(name, _UNKNOWN)) == value for name, value in read):
+                return cost
+    root = {
+        "query": schema.query_type,
+        "mutation": schema.mutation_type,
+        "subscription": schema.subscription_type,
+    }[operation.operation.value]
+    reads = _Reads(merged)
+    cost = _Counter(schema, operation, fragments(), reads).each(root, [operation.selection_set])
+    entries = _COSTS.setdefault(key, [])
+    entries.insert(0, (tuple(reads.read.items()), cost))
+    del entries[_COSTS_PER_DOCUMENT:]
+    while len(_COSTS) > _COSTS_KEPT:
+        _COSTS.popitem(last=False)
+    return cost
 
 
 class QueryCost(SchemaExtension):
@@ -376,8 +436,17 @@ class QueryCost(SchemaExtension):
                 context.pre_execution_errors = validate(context.schema._schema, document, context.validation_rules)
             operation = get_operation_ast(document, context.operation_name)
             if not context.pre_execution_errors and operation is not None:
-                fragments = {d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)}
-                cost = operation_cost(context.schema._schema, operation, fragments, context.variables or {})
+                fragments = lambda: {  # noqa: E731 - read only when the cost is not known yet
+                    d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+                }
+                variables = context.variables or {}
+                cost = (
+                    operation_cost(context.schema._schema, operation, fragments(), variables)
+                    if context.query is None
+                    else cached_cost(
+                        context.schema._schema, context.query, operation, fragments, variables, context.operation_name
+                    )
+                )
                 if cost > self.max_nodes:
                     # a new list: the validation cache holds the one it replaces
                     context.pre_execution_errors = [
