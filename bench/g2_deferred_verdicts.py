@@ -123,6 +123,7 @@ async def run(ctx: Context) -> Result:
     arrived: dict[str, float] = {}
     sent: dict[str, float] = {}
     every_verdict = asyncio.Event()
+    refused: list[str] = []
     reader: asyncio.Task[None] | None = None
     try:
         declared = await graphql(
@@ -141,12 +142,15 @@ async def run(ctx: Context) -> Result:
             json.dumps({"type": "connection_init", "payload": {"authorization": f"Bearer {ctx.server.admin_token}"}})
         )
         await asyncio.wait_for(ws.recv(), 10)
-        query = f'subscription {{ verdictDecided(taskCode: "{code}") {{ id fooled }} }}'
+        query = f'subscription {{ verdictDecided(taskCode: "{code}") {{ ... on Example {{ id fooled }} }} }}'
         await ws.send(json.dumps({"type": "subscribe", "id": "1", "payload": {"query": query}}))
 
         async def read() -> None:
             async for raw in ws:
                 message = json.loads(raw)
+                if message.get("type") == "error":  # a refused subscription: say why, rather than count 0 events
+                    refused.append(json.dumps(message.get("payload"))[:300])
+                    every_verdict.set()
                 if message.get("type") == "next":
                     event = (message["payload"].get("data") or {}).get("verdictDecided")
                     if event:
@@ -197,7 +201,8 @@ async def run(ctx: Context) -> Result:
     return Result(
         ID,
         f"createExample median {create * 1000:.0f} ms, generation median {gen * 1000:.0f} ms, ratio {ratio:.2f}; "
-        f"verdicts as events {verdicts}/{len(sent)} (judge takes 1 s)",
+        f"verdicts as events {verdicts}/{len(sent)} (judge takes 1 s)"
+        + (f"; the subscription was refused: {refused[0]}" if refused else ""),
         f"≤ {RATIO_TARGET} × generation, every verdict as an event",
         ratio <= RATIO_TARGET and verdicts == len(sent),
     )
