@@ -739,10 +739,11 @@ class AsyncClient:
         With the datasets package (and unless ``records``): a ``datasets.Dataset`` of the server's ``hf`` export, the
         same schema as ``download_export(format="hf")`` loaded with ``datasets.load_dataset``: a column per task field
         (labels as ``ClassLabel``, typed nullable columns, span answers as structs), the example's global ``id`` and
-        ``context_id``, ``round``, ``status``, ``fooled``, the ``prediction`` (a struct typed like the fields), ``votes``
-        and ``validations``; the rounds one after the other. Otherwise (``records=True``, or no datasets package): the
-        JSONL export as a list of dicts, one ``dynaforge.example/2`` record per example. An empty export warns (:class:`errors.EmptyExport`)
-        with the server's reason: most often, you do not own the task and none of its rounds is published yet."""
+        ``context_id``, ``round``, ``status``, ``fooled``, the ``prediction`` (a struct typed like the fields),
+        ``votes`` and ``validations``; the rounds one after the other. Otherwise (``records=True``, or no datasets
+        package): the JSONL export as a list of dicts, one ``dynaforge.example/2`` record per example. An empty export
+        warns (:class:`errors.EmptyExport`) with the server's reason: most often, you do not own the task and none of
+        its rounds is published yet."""
         if not records:
             try:
                 import datasets
