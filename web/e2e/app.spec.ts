@@ -210,6 +210,7 @@ test("the demo token signs in, and sign out forgets it", async ({ page }) => {
 });
 
 test("every screen is accessible, at a phone's and a laptop's width", async ({ page }) => {
+  test.slow(); // every screen, each at two widths with full-page screenshots: minutes on a slow, shared machine
   const anonymous: [string, string][] = [
     ["/", "tasks"],
     ["/signin", "signin"],

@@ -60,6 +60,9 @@ export default async function globalSetup() {
       DYNAFORGE_REGISTRATIONS_PER_HOUR_PER_CLIENT: "0",
       // webhooks may go to a receiver the owner test runs on loopback (public addresses only, by default)
       DYNAFORGE_OUTBOUND_ALLOW: "127.0.0.1",
+      // the local engine's model shares two cores with the browser and the demo's evaluations: a unit test is not a
+      // benchmark (G1, G2 time it), so an example waits up to a minute for its answer rather than going pending
+      DYNAFORGE_INFERENCE_TIMEOUT_S: "60",
     },
     stdio: ["ignore", "pipe", "pipe"],
   });
