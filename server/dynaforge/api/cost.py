@@ -344,13 +344,22 @@ def operation_cost(
     variables: Mapping[str, Any] | None = None,
 ) -> int:
     """What ``operation`` can cost under ``variables`` (see the module docstring)."""
+    return _count(schema, operation, fragments, _with_defaults(operation, variables or {}))
+
+
+def _count(
+    schema: GraphQLSchema,
+    operation: OperationDefinitionNode,
+    fragments: Mapping[str, FragmentDefinitionNode],
+    variables: Mapping[str, Any],
+) -> int:
+    """The count itself, under ``variables`` that hold the operation's defaults already."""
     root = {
         "query": schema.query_type,
         "mutation": schema.mutation_type,
         "subscription": schema.subscription_type,
     }[operation.operation.value]
-    counter = _Counter(schema, operation, fragments, _with_defaults(operation, variables or {}))
-    return counter.each(root, [operation.selection_set])
+    return _Counter(schema, operation, fragments, variables).each(root, [operation.selection_set])
 
 
 def _with_defaults(operation: OperationDefinitionNode, variables: Mapping[str, Any]) -> dict[str, Any]:
@@ -401,13 +410,8 @@ def cached_cost(
         for read, cost in known:
             if all(repr(merged.get(name, _UNKNOWN)) == value for name, value in read):
                 return cost
-    root = {
-        "query": schema.query_type,
-        "mutation": schema.mutation_type,
-        "subscription": schema.subscription_type,
-    }[operation.operation.value]
     reads = _Reads(merged)
-    cost = _Counter(schema, operation, fragments(), reads).each(root, [operation.selection_set])
+    cost = _count(schema, operation, fragments(), reads)
     entries = _COSTS.setdefault(key, [])
     entries.insert(0, (tuple(reads.read.items()), cost))
     del entries[_COSTS_PER_DOCUMENT:]
