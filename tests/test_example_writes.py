@@ -1,7 +1,7 @@
 """A new example's write on real connections (no shared test transaction), on SQLite and PostgreSQL: the example,
-the round's and the user's counters and its context's use move together, under concurrent writers. On PostgreSQL
-the write is one statement outside a transaction, and a pooled connection is pinged once before use: a connection
-the server dropped is replaced before a request meets it."""
+the round's and the user's counters and its context's use move together, under concurrent writers. On PostgreSQL a
+pooled connection is pinged once before use: a connection the server dropped is replaced before a request meets
+it."""
 
 from __future__ import annotations
 

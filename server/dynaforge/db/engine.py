@@ -13,8 +13,8 @@ and back for every cursor operation (about fifteen crossings for a write of four
 interpreter lock), where the unit crosses once. Elsewhere it runs in the async session's greenlet
 (``AsyncConnection.run_sync``), so the same unit serves both.
 
-On PostgreSQL each round trip counts: a pooled connection is checked with one empty statement before use
-(``_ping_on_checkout``), and a write that fits in one statement runs outside a transaction (``run_statement``).
+On PostgreSQL a pooled connection is checked with one empty statement before use (``_ping_on_checkout``), where
+SQLAlchemy's own pre-ping on asyncpg takes three round trips.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from sqlalchemy import Connection, CursorResult, Engine, Executable, Result, create_engine, event
+from sqlalchemy import Connection, CursorResult, Engine, Result, create_engine, event
 from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
@@ -100,7 +100,6 @@ class Database:
         self.url = url
         self.is_sqlite = url.startswith("sqlite")
         on_disk = False
-        self._autocommit: AsyncEngine | None = None
         if self.is_sqlite:
             path = url.split(":///", 1)[1].split("?", 1)[0] if ":///" in url else ""
             on_disk = bool(path) and path != ":memory:"
@@ -114,8 +113,6 @@ class Database:
             )
             _ping_on_checkout(self.engine.sync_engine)
             self.read_engine = self.engine
-            # One statement that commits on its own (run_statement): no BEGIN and COMMIT round trips around it.
-            self._autocommit = self.engine.execution_options(isolation_level="AUTOCOMMIT")
         self._writer = async_sessionmaker(self.engine, expire_on_commit=False, class_=AsyncSession)
         self._reader = async_sessionmaker(self.read_engine, expire_on_commit=False, class_=AsyncSession)
         self._write_lock: asyncio.Lock | None = asyncio.Lock() if self.is_sqlite else None
@@ -160,16 +157,6 @@ class Database:
 
         async with self._write_lock:
             return await asyncio.get_running_loop().run_in_executor(self._unit_thread, run)
-
-    async def run_statement(self, statement: Executable, params: dict[str, Any]) -> Any:
-        """Run one writing statement that commits by itself (autocommit: one round trip, where a transaction
-        around it adds BEGIN and COMMIT) and return the first column of its one row. For PostgreSQL writes that
-        fit in one statement (data-modifying CTEs); the statement is atomic on its own."""
-        if self._autocommit is None:
-            async with self.write() as session:
-                return (await session.execute(statement, params)).scalar_one()
-        async with self._autocommit.connect() as connection:
-            return (await connection.execute(statement, params)).scalar_one()
 
     def _unit_connection(self) -> Connection:
         """The writer thread's connection, opened on first use and kept: checking one out of the pool and back in
@@ -219,7 +206,6 @@ class BoundDatabase(Database):
         self._lock = asyncio.Lock()
         self._write_lock = None
         self._unit_engine = None  # run_write joins the test's transaction through the async session
-        self._autocommit = None
         self._unit_thread = None
         self._unit_open = None
 
@@ -232,11 +218,6 @@ class BoundDatabase(Database):
     async def write(self) -> AsyncIterator[AsyncSession]:
         async with self._lock, self._writer() as session, session.begin():
             yield session
-
-    async def run_statement(self, statement: Executable, params: dict[str, Any]) -> Any:
-        """Inside the test's transaction, like every other write here."""
-        async with self.write() as session:
-            return (await session.execute(statement, params)).scalar_one()
 
     async def dispose(self) -> None:
         """The connection belongs to the caller."""

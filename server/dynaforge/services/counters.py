@@ -57,18 +57,10 @@ async def move(s: AsyncSession, *, round_id: int, user_id: int, before, after) -
 
 def move_sync(s: Connection, *, round_id: int, user_id: int, before, after) -> None:
     """``move`` on a synchronous connection (a unit run by ``Database.run_write``)."""
-    for statement in move_statements(_dialect(s), before, after):
-        s.execute(statement, {"round_id": round_id, "user_id": user_id})
-
-
-def move_statements(
-    dialect: str, before, after, *, params: tuple[str, str] = ("round_id", "user_id")
-) -> tuple[Executable, ...]:
-    """The statements of ``move`` (none when nothing changes), with the round and user as the parameters named
-    ``params``: for a caller that runs them inside a statement of its own (a PostgreSQL INSERT with
-    data-modifying CTEs, see ``examples.store``), whose other parameters must not be named like their columns."""
     deltas = _checked(delta(before, after))
-    return _statements(dialect, tuple(sorted(deltas.items())), params) if deltas else ()
+    if deltas:
+        for statement in _statements(_dialect(s), tuple(sorted(deltas.items()))):
+            s.execute(statement, {"round_id": round_id, "user_id": user_id})
 
 
 def _count_columns() -> dict[str, Any]:
@@ -154,26 +146,19 @@ def _dialect(s: AsyncSession | Connection) -> str:
 
 
 @lru_cache(maxsize=256)
-def _statements(
-    dialect: str, deltas: tuple[tuple[str, int], ...], params: tuple[str, str] = ("round_id", "user_id")
-) -> tuple[Executable, Executable]:
+def _statements(dialect: str, deltas: tuple[tuple[str, int], ...]) -> tuple[Executable, Executable]:
     """The UPDATE of the round's counters and the upsert of the user's, for one set of changes, with the round and
-    user as the parameters named ``params``. Built once per (dialect, changes): the few shapes an example's change
-    of state can have recur on every write, and building SQL expressions costs more than executing them."""
-    round_param, user_param = params
+    user as parameters. Built once per (dialect, changes): the few shapes an example's change of state can have
+    recur on every write, and building SQL expressions costs more than executing them."""
     # Core tables, not the ORM entities: an ORM-enabled UPDATE would also evaluate its SET clause against every
     # matching object in the session (synchronize_session), work nobody here needs.
     insert = postgresql.insert if dialect == "postgresql" else sqlite.insert
     rounds, table = table_of(Round), table_of(RoundUserStats)
     round_update = (
-        update(rounds).where(rounds.c.id == bindparam(round_param)).values({k: rounds.c[k] + v for k, v in deltas})
+        update(rounds).where(rounds.c.id == bindparam("round_id")).values({k: rounds.c[k] + v for k, v in deltas})
     )
-    # Every counter is given: inside another statement (a CTE) the columns' Python-side defaults are not applied.
-    changes = dict(deltas)
     user_upsert = insert(table).values(
-        round_id=bindparam(round_param),
-        user_id=bindparam(user_param),
-        **{k: max(changes.get(k, 0), 0) for k in COUNTERS},
+        round_id=bindparam("round_id"), user_id=bindparam("user_id"), **{k: max(v, 0) for k, v in deltas}
     )
     user_upsert = user_upsert.on_conflict_do_update(
         index_elements=[table.c.round_id, table.c.user_id],

@@ -15,10 +15,9 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Executable, and_, bindparam, func, insert, or_, select, update
+from sqlalchemy import Connection, and_, bindparam, func, insert, or_, select, update
 from sqlmodel import col
 
 from dynaforge.db.engine import rowcount
@@ -42,7 +41,7 @@ from dynaforge.inference.backends import InferenceError, UnusableOutput
 from dynaforge.services import announce, cursors, replies, verdicts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
-from dynaforge.services.counters import move, move_statements, move_sync
+from dynaforge.services.counters import move, move_sync
 from dynaforge.services.platform import Platform
 from dynaforge.tasks.base import ModelSpec, Task
 from dynaforge.tasks.fields import Role
@@ -269,16 +268,7 @@ async def store(p: Platform, values: dict[str, Any], *, task_code: str, round_nu
             s.execute(_COUNT_CONTEXT_USE, {"context_id": context_id, "fooled": int(bool(fooled))})
         return example_id
 
-    if p.db.dialect == "postgresql":
-        statement = _insert_counted(status, fooled, context_id is not None)
-        params = {f"new_{k}": v for k, v in row.items()}
-        params.update(
-            counted_round=round_id, counted_user=user_id, used_context=context_id, used_fooled=int(bool(fooled))
-        )
-        example_id = await p.db.run_statement(statement, params)
-    else:
-        example_id = await p.db.run_write(write)
-    example = row_object(Example, {**row, "id": example_id})
+    example = row_object(Example, {**row, "id": await p.db.run_write(write)})
     payload = event_payload(example, task_code, round_number)
     await announce.example_created(p, payload)
     if fooled:
@@ -303,35 +293,6 @@ _COUNT_CONTEXT_USE = (  # on the core table: see counters._statements
     .where(_CONTEXTS.c.id == bindparam("context_id"))
     .values(total_used=_CONTEXTS.c.total_used + 1, total_fooled=_CONTEXTS.c.total_fooled + bindparam("fooled"))
 )
-
-
-@lru_cache(maxsize=64)
-def _insert_counted(status: str, fooled: bool | None, with_context: bool) -> Executable:
-    """PostgreSQL: ``store``'s transaction as one statement, the INSERT of the example with the counter updates
-    (``counters.move_statements``) and the context's use as data-modifying CTEs. It is atomic by itself and runs
-    outside a transaction (``Database.run_statement``): one round trip where BEGIN, three or four statements and
-    COMMIT took five or six. Its parameters are the example's columns prefixed ``new_``, and ``counted_round``,
-    ``counted_user``, ``used_context`` and ``used_fooled``: no parameter is named like a column, which an INSERT or
-    UPDATE in the statement would otherwise take as a value to set."""
-    new = (
-        insert(_EXAMPLES)
-        .values({c.name: bindparam(f"new_{c.name}", type_=c.type) for c in _EXAMPLES.c if c.name != "id"})
-        .returning(_EXAMPLES.c.id)
-        .cte("new_example")
-    )
-    counted = move_statements("postgresql", None, (status, fooled), params=("counted_round", "counted_user"))
-    parts = [s.cte(f"counted_{i}") for i, s in enumerate(counted)]
-    if with_context:
-        use = (
-            update(_CONTEXTS)
-            .where(_CONTEXTS.c.id == bindparam("used_context"))
-            .values(
-                total_used=_CONTEXTS.c.total_used + 1,
-                total_fooled=_CONTEXTS.c.total_fooled + bindparam("used_fooled"),
-            )
-        )
-        parts.append(use.cte("context_used"))
-    return select(new.c.id).add_cte(*parts)
 
 
 async def open_round_and_context(
