@@ -123,3 +123,32 @@ async def test_owners_apply_a_validators_correction_and_the_example_keeps_both(g
         )
     )["example"]
     assert author_view == {"correctedTarget": {"label": "good"}, "correction": None}  # the vote is the owners'
+
+
+VOTE = """mutation($input: ValidateExampleInput!) { validateExample(input: $input) {
+  __typename ... on ValidationRecorded { example { id } }
+  ... on InvalidInput { fieldErrors { field code } } } }"""
+TIMES = """query($id: ID!) { example(id: $id) { validations { timeTakenMs validator { username } } } }"""
+
+
+async def test_a_vote_records_the_time_its_validator_took_within_bounds(gql, platform, people):
+    made = await examples.submit(
+        platform, people["author"], task_code="toy", fields={"text": "a good walk", "label": "bad"}
+    )
+    asked = {"id": gid("Example", made.example.id)}
+    v1, v2 = await _token(platform, people["v1"]), await _token(platform, people["v2"])
+    for wrong in (-1, 24 * 3600 * 1000 + 1):  # refused, saying which field, and no vote is stored
+        refused = (await gql(VOTE, {"input": {**asked, "label": "CORRECT", "timeTakenMs": wrong}}, token=v1))[
+            "validateExample"
+        ]
+        assert refused == {"__typename": "InvalidInput", "fieldErrors": [{"field": ["timeTakenMs"], "code": "RANGE"}]}
+    owner = await _token(platform, people["owner"])
+    assert (await gql(TIMES, asked, token=owner))["example"]["validations"] == []
+
+    recorded = await gql(VOTE, {"input": {**asked, "label": "CORRECT", "timeTakenMs": 4200}}, token=v1)
+    assert recorded["validateExample"]["__typename"] == "ValidationRecorded"
+    await gql(VOTE, {"input": {**asked, "label": "CORRECT"}}, token=v2)  # a client that sends no time
+    assert (await gql(TIMES, asked, token=owner))["example"]["validations"] == [
+        {"timeTakenMs": 4200, "validator": {"username": "rv_v1"}},
+        {"timeTakenMs": None, "validator": {"username": "rv_v2"}},
+    ]

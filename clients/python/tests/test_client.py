@@ -89,7 +89,9 @@ async def test_validation(server, unique):
                 break
             await validator.validate(candidate, "CORRECT")
         assert example.id in queued
-        voted = await validator.validate(example, "CORRECT")
+        with pytest.raises(errors.InvalidInput, match="timeTakenMs"):
+            await validator.validate(example, "CORRECT", time_taken_ms=-1)
+        voted = await validator.validate(example, "CORRECT", time_taken_ms=1500)
         assert voted.votes.correct == 1
         with pytest.raises(errors.AlreadyExists):
             await validator.validate(example, "INCORRECT")

@@ -53,6 +53,11 @@ class ValidateExampleInput:
         description="Why, in your words, at most 2000 characters; optional. The task's owners and admins read it "
         "with the vote.",
     )
+    time_taken_ms: int | None = strawberry.field(
+        default=None,
+        description="How long you spent on the example before voting, in milliseconds (0 to one day); optional, "
+        "stored with the vote for analysis.",
+    )
 
 
 @strawberry.input(description="An example to take out of the validators' queue until an owner decides.")
@@ -554,6 +559,7 @@ class CollectionMutation:
             raw(input.label),
             corrected_target=input.corrected_target,
             reason=input.reason,
+            time_taken_ms=input.time_taken_ms,
         )
         return ValidationRecorded(example=Example.from_row(row), decided=row.decided_at is not None)
 

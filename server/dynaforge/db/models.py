@@ -255,6 +255,7 @@ class Validation(SQLModel, table=True):
     corrected_target: dict | None = _json(lambda: None, nullable=True)
     reason: str | None = Field(default=None, max_length=2000)
     by_owner: bool = Field(default=False)
+    time_taken_ms: int | None = Field(default=None)  # how long the validator took, as the client measured it
     created_at: datetime = _ts()
 
 

@@ -45,6 +45,7 @@ from dynaforge.tasks.fields import Role
 CORRECT, INCORRECT, FLAGGED = "CORRECT", "INCORRECT", "FLAGGED"
 LABELS = (CORRECT, INCORRECT, FLAGGED)
 MAX_REASON = 2000
+MAX_TIME_TAKEN_MS = 24 * 3600 * 1000  # a vote's recorded time: up to one day
 _SAMPLE = 16
 
 
@@ -181,12 +182,14 @@ async def skip(p: Platform, actor: Actor, example_id: int) -> Example:
     return example
 
 
-def _check_vote(label: str, reason: str | None) -> None:
+def _check_vote(label: str, reason: str | None, time_taken_ms: int | None = None) -> None:
     errors = []
     if label not in LABELS:
         errors.append(FieldError("label", "choice", f"must be one of {', '.join(LABELS)}"))
     if reason is not None and len(reason) > MAX_REASON:
         errors.append(FieldError("reason", "max_length", f"must have at most {MAX_REASON} characters"))
+    if time_taken_ms is not None and not 0 <= time_taken_ms <= MAX_TIME_TAKEN_MS:
+        errors.append(FieldError("timeTakenMs", "range", "must be between 0 and one day (86400000 ms)"))
     if errors:
         raise InvalidInput.from_errors(errors)
 
@@ -281,14 +284,17 @@ async def validate(
     *,
     corrected_target: Any = None,
     reason: str | None = None,
+    time_taken_ms: int | None = None,
 ) -> Example:
     """Cast ``actor``'s vote on an example; returns the example, decided if this vote reached the quorum.
+    ``time_taken_ms``: how long the validator spent on it, as the client measured it (0 to one day), stored with
+    the vote.
 
     Raises NotFound (no such example visible), Forbidden (own example, or a non-fooling example where the task does
     not validate those), AlreadyExists (voted before), Conflict (decided or retracted meanwhile).
     """
     actor = require_human(actor)
-    _check_vote(label, reason)
+    _check_vote(label, reason, time_taken_ms)
     peek, view, context, number = await _peek(p, actor, example_id)
     await p.limiter.hit(
         f"validations:{actor.user_id}:{view.task.code}",
@@ -326,6 +332,7 @@ async def validate(
                     corrected_target=correction,
                     reason=reason,
                     by_owner=by_owner,
+                    time_taken_ms=time_taken_ms,
                 )
             )
             attribute = {

@@ -1,6 +1,6 @@
 // Validate: pick a task (/validate), then vote on the examples of its queue (/validate/:code): Correct, Incorrect
 // (with a corrected target), Flag (with a reason) or Skip.
-import { useState } from "react";
+import { useRef, useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../gql";
@@ -259,6 +259,7 @@ function Item({
   const [voting, vote] = useMutation(Vote);
   const [flagging, flag] = useMutation(Flag);
   const [skipping, skip] = useMutation(Skip);
+  const shown = useRef(Date.now()); // the vote records how long the validator spent on this example
   const busy = voting.fetching || flagging.fetching || skipping.fetching;
   const fields = {
     ...((example.context?.fields as Record<string, unknown>) ?? {}),
@@ -279,7 +280,13 @@ function Item({
       correctedTarget = Object.keys(built.fields).length ? built.fields : null;
     }
     const result = await vote({
-      input: { id: example.id, label, correctedTarget, reason: reason.trim() || null },
+      input: {
+        id: example.id,
+        label,
+        correctedTarget,
+        reason: reason.trim() || null,
+        timeTakenMs: Math.min(Date.now() - shown.current, 24 * 3600 * 1000),
+      },
     });
     const answer = result.data?.validateExample;
     const failed = problemOf(

@@ -390,13 +390,16 @@ class AsyncClient:
         *,
         corrected_target: Mapping[str, Any] | None = None,
         reason: str | None = None,
+        time_taken_ms: int | None = None,
     ) -> ExampleFields:
-        """Vote on an example: CORRECT, INCORRECT or FLAGGED (``reason`` then). Returns the example after the vote."""
+        """Vote on an example: CORRECT, INCORRECT or FLAGGED (``reason`` then). ``time_taken_ms``: how long the
+        validator spent on it (0 to one day), stored with the vote. Returns the example after the vote."""
         data = ValidateExampleInput(
             id=_id(example),
             label=ValidationLabel(label),
             corrected_target=dict(corrected_target) if corrected_target is not None else None,
             reason=reason,
+            time_taken_ms=time_taken_ms,
         )
         result = await self._write(lambda: self._api.validate_example(data))
         return unwrap(result.validate_example, "ValidationRecorded").example

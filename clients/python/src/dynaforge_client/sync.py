@@ -283,6 +283,7 @@ class Client:
             *,
             corrected_target: Mapping[str, Any] | None = None,
             reason: str | None = None,
+            time_taken_ms: int | None = None,
         ) -> ExampleFields: ...
         def model_fooled(
             self,

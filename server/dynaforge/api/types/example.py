@@ -137,6 +137,10 @@ class Validation(Node):
         description="With INCORRECT: the target fields as the validator says they should be (the task's shape)."
     )
     by_owner: bool = strawberry.field(description="Whether an owner or admin cast it (such a vote decides alone).")
+    time_taken_ms: int | None = strawberry.field(
+        description="How long the validator spent on the example before voting, in milliseconds, as their client "
+        "measured it; null when it sent none."
+    )
     created_at: datetime = strawberry.field(description="When the vote was cast (UTC).")
     validator: User = strawberry.field(description="Who cast it.")
     example_key: strawberry.Private[int]
@@ -154,6 +158,7 @@ class Validation(Node):
             reason=vote.reason,
             corrected_target=None if vote.corrected_target is None else JSON(vote.corrected_target),
             by_owner=vote.by_owner,
+            time_taken_ms=vote.time_taken_ms,
             created_at=as_utc(vote.created_at),
             validator=User.from_row(validator),
             example_key=vote.example_id,

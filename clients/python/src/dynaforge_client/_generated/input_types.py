@@ -185,6 +185,8 @@ class ValidateExampleInput(BaseModel):
     "With INCORRECT only: the target fields as they should be (an object with some of the task's target fields), checked by the task's rules."
     reason: Optional[str] = None
     "Why, in your words, at most 2000 characters; optional. The task's owners and admins read it with the vote."
+    time_taken_ms: Optional[int] = Field(alias="timeTakenMs", default=None)
+    "How long you spent on the example before voting, in milliseconds (0 to one day); optional, stored with the vote for analysis."
 
 
 class WeightInput(BaseModel):
