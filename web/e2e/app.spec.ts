@@ -153,6 +153,51 @@ test("three validators accept an example and the author's open page counts it wi
   expect(Number(await verified.textContent())).toBeGreaterThan(before);
 });
 
+test("a validator votes with the keyboard only", async ({ page, browser, baseURL }) => {
+  await register(page, "kauthor");
+  await openTask(page, "sentiment");
+  await writeSentiment(page, `${PRAISE} Said with keys alone.`, "negative");
+  await expect(verdict(page)).toContainText("You fooled the model!");
+
+  const { context, page: validator } = await newPerson(browser, baseURL, "kval");
+  await validator.goto("/validate/sentiment");
+  const card = validator.getByRole("article", { name: "Example to validate" });
+  const empty = validator.getByText("Nothing to validate here now.");
+  await expect(card).toBeVisible();
+  await expect(validator.getByRole("button", { name: "Correct", exact: true })).toHaveAttribute(
+    "aria-keyshortcuts",
+    "C",
+  );
+
+  // F opens the flag panel with the focus in its reason; keys typed there are text, not votes; Escape closes it.
+  await validator.keyboard.press("f");
+  const reason = validator.getByRole("textbox", { name: "Reason" });
+  await expect(reason).toBeFocused();
+  await validator.keyboard.type("cs");
+  await expect(reason).toHaveValue("cs");
+  await expect(validator.getByRole("status").filter({ hasText: /Voted|Skipped/ })).toHaveCount(0);
+  await validator.keyboard.press("Escape");
+  await expect(reason).toBeHidden();
+  await expect(card).toBeFocused();
+
+  // I opens the correction panel at its first control; Escape again.
+  await validator.keyboard.press("i");
+  await expect(validator.getByRole("group", { name: "What should the answer be? (optional)" })).toBeVisible();
+  await validator.keyboard.press("Escape");
+  await expect(card).toBeFocused();
+
+  // S skips, C votes correct: each serves the next example, which takes the focus.
+  await validator.keyboard.press("s");
+  await expect(validator.getByRole("status").filter({ hasText: "Skipped" })).toBeVisible();
+  await expect(card).toBeFocused();
+  await validator.keyboard.press("c");
+  await expect(validator.getByRole("status").filter({ hasText: "Voted correct." })).toBeVisible();
+  await expect(card.or(empty)).toBeVisible();
+  if (await card.isVisible()) await expect(card).toBeFocused();
+  await checkAccessibility(validator, "validate with keys");
+  await context.close();
+});
+
 /** Waits until the page's modelFooled subscription is sent (the next websocket the page opens). */
 function feedSubscribed(page: Page) {
   return page

@@ -1,6 +1,6 @@
 // Validate: pick a task (/validate), then vote on the examples of its queue (/validate/:code): Correct, Incorrect
 // (with a corrected target), Flag (with a reason) or Skip.
-import { useRef, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { useMutation, useQuery } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../gql";
@@ -214,7 +214,7 @@ function Queue({ code }: { code: string }) {
         {done}
       </div>
       {example ? (
-        <Item key={example.id} task={task} example={example} onDone={next} />
+        <Item key={example.id} task={task} example={example} onDone={next} focusOnShow={done !== null} />
       ) : (
         !fetching && (
           <p>
@@ -237,10 +237,24 @@ type ItemExample = {
   context?: { fields: unknown } | null;
 };
 
+/** A key on its own (no modifier, not typed into a field) and what it does on an example to validate. */
+const KEYS: Record<string, "CORRECT" | "incorrect" | "flag" | "skip"> = {
+  c: "CORRECT",
+  i: "incorrect",
+  f: "flag",
+  s: "skip",
+};
+
+function typingIn(target: EventTarget | null): boolean {
+  const element = target as HTMLElement | null;
+  return !!element && (element.isContentEditable || ["INPUT", "TEXTAREA", "SELECT"].includes(element.tagName));
+}
+
 function Item({
   task,
   example,
   onDone,
+  focusOnShow = false,
 }: {
   task: {
     code: string;
@@ -251,6 +265,8 @@ function Item({
   };
   example: ItemExample;
   onDone: (said: string) => void;
+  /** Take the keyboard focus when shown (the example after a vote), so that the next key acts on it. */
+  focusOnShow?: boolean;
 }) {
   const [mode, setMode] = useState<"none" | "incorrect" | "flag">("none");
   const [values, setValues] = useState<FormValues>({});
@@ -260,6 +276,9 @@ function Item({
   const [flagging, flag] = useMutation(Flag);
   const [skipping, skip] = useMutation(Skip);
   const shown = useRef(Date.now()); // the vote records how long the validator spent on this example
+  const card = useRef<HTMLElement>(null);
+  const panel = useRef<HTMLFieldSetElement>(null);
+  const onKey = useRef<(event: KeyboardEvent) => void>(() => {});
   const busy = voting.fetching || flagging.fetching || skipping.fetching;
   const fields = {
     ...((example.context?.fields as Record<string, unknown>) ?? {}),
@@ -313,9 +332,39 @@ function Item({
     if (!failed) onDone("Skipped: it comes back after the others.");
   }
 
+  // C, I, F and S act from anywhere on the page (not while typing in a field); Escape closes an open panel,
+  // from inside it too.
+  onKey.current = (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
+    if (event.key === "Escape" && mode !== "none") {
+      setMode("none");
+      card.current?.focus();
+      return;
+    }
+    if (typingIn(event.target)) return;
+    const action = KEYS[event.key.toLowerCase()];
+    if (!action || busy) return;
+    event.preventDefault();
+    if (action === "CORRECT") void sendVote("CORRECT");
+    else if (action === "skip") void sendSkip();
+    else setMode(action);
+  };
+  useEffect(() => {
+    const listener = (event: KeyboardEvent) => onKey.current(event);
+    document.addEventListener("keydown", listener);
+    return () => document.removeEventListener("keydown", listener);
+  }, []);
+  useEffect(() => {
+    if (focusOnShow) card.current?.focus();
+  }, [focusOnShow]);
+  useEffect(() => {
+    // An opened panel takes the focus at its first control (the corrected answer, or the flag's reason).
+    if (mode !== "none") panel.current?.querySelector<HTMLElement>("input, select, textarea, button")?.focus();
+  }, [mode]);
+
   const prediction = example.prediction;
   return (
-    <article className="card" aria-label="Example to validate">
+    <article className="card" aria-label="Example to validate" ref={card} tabIndex={-1}>
       <dl className="example">
         {task.fields.map((f) =>
           fields[f.name] === undefined ? null : (
@@ -354,13 +403,14 @@ function Item({
         flagged.
       </p>
       <div className="actions votes">
-        <button type="button" disabled={busy} onClick={() => sendVote("CORRECT")}>
+        <button type="button" disabled={busy} onClick={() => sendVote("CORRECT")} aria-keyshortcuts="C">
           Correct
         </button>
         <button
           type="button"
           className="secondary"
           aria-expanded={mode === "incorrect"}
+          aria-keyshortcuts="I"
           disabled={busy}
           onClick={() => setMode(mode === "incorrect" ? "none" : "incorrect")}
         >
@@ -370,17 +420,22 @@ function Item({
           type="button"
           className="secondary"
           aria-expanded={mode === "flag"}
+          aria-keyshortcuts="F"
           disabled={busy}
           onClick={() => setMode(mode === "flag" ? "none" : "flag")}
         >
           Flag
         </button>
-        <button type="button" className="secondary" disabled={busy} onClick={sendSkip}>
+        <button type="button" className="secondary" disabled={busy} onClick={sendSkip} aria-keyshortcuts="S">
           Skip
         </button>
       </div>
+      <p className="muted small" data-keys>
+        Keys: <kbd>C</kbd> correct, <kbd>I</kbd> incorrect, <kbd>F</kbd> flag, <kbd>S</kbd> skip, <kbd>Esc</kbd> closes
+        a panel.
+      </p>
       {mode === "incorrect" && (
-        <fieldset className="panel">
+        <fieldset className="panel" ref={panel}>
           <legend>What should the answer be? (optional)</legend>
           <FieldControls
             fields={targets.map((f) => ({ ...f, required: false }))}
@@ -397,7 +452,7 @@ function Item({
         </fieldset>
       )}
       {mode === "flag" && (
-        <fieldset className="panel">
+        <fieldset className="panel" ref={panel}>
           <legend>Flag this example</legend>
           <ReasonBox value={reason} onChange={setReason} label="Reason" error={problem?.fields.reason} />
           <button type="button" disabled={busy} onClick={sendFlag}>
