@@ -29,11 +29,21 @@ test("register, then a not-fooled and a fooled verdict, then retract", async ({ 
   await page.getByRole("radio", { name: "negative", exact: true }).focus();
   await page.keyboard.press("2");
   await expect(page.getByRole("radio", { name: "negative", exact: true })).toBeChecked();
+  await page.setViewportSize({ width: 390, height: 700 }); // a phone: the verdict starts below the fold
   await page.getByLabel("Statement").press("Control+Enter");
   await expect(verdict(page)).toContainText("You fooled the model!");
+  // The verdict comes into view, tied to what was sent: the writer's label beside the model's, marked among its
+  // probabilities.
+  await expect(verdict(page)).toBeInViewport();
+  await expect(verdict(page)).toContainText("You said negative · The model answered: positive");
+  await expect(verdict(page).getByRole("listitem").filter({ hasText: "yours" })).toContainText("negative");
   await screenshots(page, "annotate-sentiment-fooled");
   await page.getByRole("button", { name: "Retract" }).click();
   await expect(verdict(page)).toContainText("(retracted)");
+  // An edit of the draft takes away the verdict and the Retract that were about the example as sent.
+  await page.getByLabel("Statement").fill(`${PRAISE} Truly, and more.`);
+  await expect(verdict(page)).toHaveCount(0);
+  await expect(page.getByRole("button", { name: "Retract" })).toHaveCount(0);
 });
 
 test("errors are shown where they happen, in words", async ({ page }) => {
@@ -57,6 +67,10 @@ test("errors are shown where they happen, in words", async ({ page }) => {
   await page.getByLabel("Statement").fill("ok");
   await page.getByRole("button", { name: "Submit" }).click();
   await expect(page.getByText("Statement needs at least 3 characters.")).toBeVisible();
+  await expect(page.getByText("Label is required.")).toBeVisible();
+  // Editing a field takes its error away; the others stay until their fields change.
+  await page.getByLabel("Statement").fill("A statement long enough.");
+  await expect(page.getByText("Statement needs at least 3 characters.")).toHaveCount(0);
   await expect(page.getByText("Label is required.")).toBeVisible();
 });
 

@@ -477,6 +477,14 @@ function ContextView({
   );
 }
 
+/** ``shown`` less the entries named in ``names`` (the same object when it has none of them). */
+function without(shown: Record<string, string>, names: string[]): Record<string, string> {
+  if (!names.some((name) => name in shown)) return shown;
+  const left = { ...shown };
+  for (const name of names) delete left[name];
+  return left;
+}
+
 function ExampleForm({
   code,
   fields,
@@ -555,6 +563,36 @@ function ExampleForm({
   }
   const [retracting, retract] = useMutation(RetractExample);
   const setValue = useCallback((name: string, value: FormValue) => setValues((v) => ({ ...v, [name]: value })), []);
+  // The draft as it was sent, and the label its writer gave (a choice target's value): the verdict speaks of it.
+  const sent = useRef<{ values: FormValues; said: string | null } | null>(null);
+  const verdictArea = useRef<HTMLDivElement>(null);
+  const previous = useRef(values);
+  useEffect(() => {
+    // An edit of the draft takes away what was about the example as sent (its verdict and Retract), and the
+    // errors of the fields that changed.
+    const before = previous.current;
+    previous.current = values;
+    const changed = Object.keys({ ...before, ...values }).filter((name) => before[name] !== values[name]);
+    if (changed.length === 0) return;
+    if (sent.current && sent.current.values !== values) {
+      sent.current = null;
+      setVerdict(null);
+      setRetracted(false);
+      setProblem(null);
+    }
+    setErrors((shown) => without(shown, changed));
+    setProblem((problem) => {
+      if (!problem || !changed.some((name) => name in problem.fields)) return problem;
+      const fields = without(problem.fields, changed);
+      return Object.keys(fields).length ? { ...problem, fields } : null; // every field it named was edited
+    });
+  }, [values]);
+  useEffect(() => {
+    // The verdict comes into view (the form can be taller than the window), Retract with it.
+    if (!verdict) return;
+    const still = window.matchMedia?.("(prefers-reduced-motion: reduce)").matches;
+    verdictArea.current?.scrollIntoView?.({ block: "nearest", behavior: still ? "auto" : "smooth" });
+  }, [verdict]);
 
   // A span is picked by selecting text in the context field it refers to.
   useEffect(() => {
@@ -586,6 +624,9 @@ function ExampleForm({
     }
     setProblem(null);
     const timeTakenMs = Math.min(Date.now() - started.current, 7 * 24 * 3600 * 1000);
+    const target = inputs.find((f) => f.type === "CHOICE" && f.role === "TARGET");
+    const said = target ? built.fields[target.name] : undefined;
+    sent.current = { values, said: typeof said === "string" ? said : null };
     setVerdict(null);
     setStreaming(null);
     const stream = writes && signedIn ? await openReplyStream() : null;
@@ -667,6 +708,7 @@ function ExampleForm({
   const stored = created?.example ?? pending?.example ?? waiting?.example;
   const decision = waiting && decided?.id === waiting.example.id ? decided : null;
   const fooledNow = created?.fooled ?? decision?.fooled ?? false;
+  const said = sent.current?.said ?? null;
 
   return (
     <div className="compose">
@@ -714,55 +756,57 @@ function ExampleForm({
             </div>
           </ContentWarning>
         )}
-        <div role="status" className={verdict ? (fooledNow ? "verdict fooled" : "verdict") : "verdict empty"}>
-          {created && (
-            <>
-              <p className="verdict-line">
-                {created.fooled ? "You fooled the model!" : "The model was not fooled."}
-                {retracted ? " (retracted)" : ""}
+        <div ref={verdictArea}>
+          <div role="status" className={verdict ? (fooledNow ? "verdict fooled" : "verdict") : "verdict empty"}>
+            {created && (
+              <>
+                <p className="verdict-line">
+                  {created.fooled ? "You fooled the model!" : "The model was not fooled."}
+                  {retracted ? " (retracted)" : ""}
+                </p>
+                <ContentWarning code={code} warning={contentWarning}>
+                  <Prediction prediction={created.prediction} said={said} />
+                </ContentWarning>
+              </>
+            )}
+            {pending && <p className="verdict-line">Stored. The model has not answered yet: {pending.message}</p>}
+            {waiting && (
+              <>
+                <p className="verdict-line">
+                  {decision
+                    ? decision.fooled
+                      ? "You fooled the model!"
+                      : "The model was not fooled."
+                    : waiting.decidedBy === "JUDGE"
+                      ? "Stored. The task's judge model is deciding whether the model was fooled…"
+                      : "Stored. Validators will decide whether the model's answer is wrong; it counts once they do."}
+                  {retracted ? " (retracted)" : ""}
+                </p>
+                <ContentWarning code={code} warning={contentWarning}>
+                  {decision?.verdict?.rationale && <p className="small">Judge: {decision.verdict.rationale}</p>}
+                  <Prediction prediction={waiting.prediction} said={said} />
+                </ContentWarning>
+              </>
+            )}
+            {stored?.source && (
+              <p className="small">
+                Source: <SourceBadge source={stored.source} adversary={stored.adversary} />
               </p>
-              <ContentWarning code={code} warning={contentWarning}>
-                <Prediction prediction={created.prediction} />
-              </ContentWarning>
-            </>
-          )}
-          {pending && <p className="verdict-line">Stored. The model has not answered yet: {pending.message}</p>}
-          {waiting && (
-            <>
-              <p className="verdict-line">
-                {decision
-                  ? decision.fooled
-                    ? "You fooled the model!"
-                    : "The model was not fooled."
-                  : waiting.decidedBy === "JUDGE"
-                    ? "Stored. The task's judge model is deciding whether the model was fooled…"
-                    : "Stored. Validators will decide whether the model's answer is wrong; it counts once they do."}
-                {retracted ? " (retracted)" : ""}
-              </p>
-              <ContentWarning code={code} warning={contentWarning}>
-                {decision?.verdict?.rationale && <p className="small">Judge: {decision.verdict.rationale}</p>}
-                <Prediction prediction={waiting.prediction} />
-              </ContentWarning>
-            </>
-          )}
-          {stored?.source && (
-            <p className="small">
-              Source: <SourceBadge source={stored.source} adversary={stored.adversary} />
-            </p>
+            )}
+          </div>
+          {exampleId && (
+            <div className="actions">
+              <button
+                type="button"
+                className="secondary"
+                disabled={retracted || retracting.fetching}
+                onClick={() => doRetract(exampleId)}
+              >
+                Retract
+              </button>
+            </div>
           )}
         </div>
-        {exampleId && (
-          <div className="actions">
-            <button
-              type="button"
-              className="secondary"
-              disabled={retracted || retracting.fetching}
-              onClick={() => doRetract(exampleId)}
-            >
-              Retract
-            </button>
-          </div>
-        )}
       </form>
       {signedIn && (
         <Suggestions
@@ -781,7 +825,8 @@ function ExampleForm({
   );
 }
 
-function Prediction({ prediction }: { prediction: ShownPredictionFragment }) {
+/** The model's answer; ``said``: the label the writer gave, beside the model's and marked among its probabilities. */
+function Prediction({ prediction, said = null }: { prediction: ShownPredictionFragment; said?: string | null }) {
   const fields = prediction.fields as Record<string, unknown>;
   const texts = Object.values(fields).filter((v): v is string => typeof v === "string");
   const answer = prediction.label ?? prediction.span?.text ?? (texts.length === 1 ? texts[0] : showValue(fields));
@@ -789,6 +834,11 @@ function Prediction({ prediction }: { prediction: ShownPredictionFragment }) {
   return (
     <div className="prediction">
       <p>
+        {said != null && (
+          <>
+            You said <strong>{said}</strong> ·{" "}
+          </>
+        )}
         The model answered: <strong>{answer}</strong>
         {prediction.confidence != null && ` (confidence ${percent(prediction.confidence)})`}
       </p>
@@ -801,8 +851,11 @@ function Prediction({ prediction }: { prediction: ShownPredictionFragment }) {
       {prediction.probabilities && (
         <ul className="probabilities" aria-label="The model's probabilities">
           {prediction.probabilities.map((p) => (
-            <li key={p.label}>
-              <span className="prob-label">{p.label}</span>
+            <li key={p.label} className={p.label === said ? "yours" : undefined}>
+              <span className="prob-label">
+                {p.label}
+                {p.label === said && <span className="tag"> yours</span>}
+              </span>
               <span className="bar" aria-hidden="true">
                 <span style={{ inlineSize: `${Math.round(p.probability * 100)}%` }} />
               </span>
