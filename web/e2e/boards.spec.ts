@@ -7,6 +7,7 @@ import {
   checkAccessibility,
   expect,
   gql,
+  newPerson,
   openTask,
   register,
   screenshots,
@@ -315,4 +316,46 @@ test("Me shows my statistics and the round leaderboard ranks me; revoking a toke
     .getByRole("button", { name: /^Revoke/ })
     .click();
   await expect(page.getByRole("link", { name: "Sign in", exact: true })).toBeVisible();
+});
+
+test("Me lists my examples with their votes so far, and Retract asks first", async ({ page, browser, baseURL }) => {
+  await register(page, "mex");
+  await openTask(page, TASK);
+  const text = `I adore every minute of this charming, funny film ${Date.now()}.`;
+  await page.getByLabel("Statement").fill(text);
+  await page.getByRole("radio", { name: "negative", exact: true }).check();
+  await page.getByRole("button", { name: "Submit" }).click();
+  await expect(page.getByRole("status").filter({ hasText: /model/ })).toContainText("You fooled the model!");
+
+  await page.goto("/me");
+  const mine = page.getByRole("region", { name: "Sentiment" }).filter({ has: page.locator("[data-example]") });
+  const item = mine.locator("li", { hasText: text });
+  await expect(item).toContainText("fooled the model · waiting for votes: 0 of 3 votes");
+  const exampleId = (await item.getAttribute("data-example")) ?? "";
+
+  // Another person votes once; the list says so.
+  const { context, page: validator } = await newPerson(browser, baseURL, "mexv");
+  const vote = `mutation($input: ValidateExampleInput!) { validateExample(input: $input) { __typename } }`;
+  const voted = await gql<{ validateExample: { __typename: string } }>(
+    validator.request,
+    await sessionToken(validator),
+    vote,
+    { input: { id: exampleId, label: "CORRECT" } },
+  );
+  expect(voted.validateExample.__typename).toBe("ValidationRecorded");
+  await context.close();
+  await page.reload();
+  await expect(item).toContainText("waiting for votes: 1 of 3 votes");
+  await checkAccessibility(page, "me, my examples");
+  await screenshots(page, "me-examples");
+
+  // Retract asks first: dismissed, nothing changes; accepted, the example is retracted and its button goes.
+  const retract = item.getByRole("button", { name: /^Retract/ });
+  page.once("dialog", (dialog) => dialog.dismiss());
+  await retract.click();
+  await expect(item).toContainText("waiting for votes");
+  page.once("dialog", (dialog) => dialog.accept());
+  await retract.click();
+  await expect(item).toContainText("retracted");
+  await expect(item.getByRole("button", { name: /^Retract/ })).toHaveCount(0);
 });

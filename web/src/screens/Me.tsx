@@ -27,7 +27,7 @@ export const MyCounters = graphql(`
 `);
 
 const MePage = graphql(`
-  query MePage($tokens: Int!) {
+  query MePage($tokens: Int!, $examples: Int!) {
     me {
       id
       username
@@ -53,6 +53,27 @@ const MePage = graphql(`
       id
       code
       name
+      settings {
+        validationQuorum
+      }
+      examples(mine: true, first: $examples) {
+        totalCount
+        nodes {
+          id
+          fields
+          status
+          fooled
+          createdAt
+          round {
+            number
+          }
+          votes {
+            correct
+            incorrect
+            flagged
+          }
+        }
+      }
       viewerStats {
         taskCode
         remainingToday
@@ -72,6 +93,50 @@ const MePage = graphql(`
 
 /** How many of one's API tokens the page lists, newest first (the rest are counted). */
 const TOKENS_LISTED = 100;
+/** How many of one's latest examples the page lists per task (the rest are counted). */
+const EXAMPLES_LISTED = 10;
+
+const RetractMine = graphql(`
+  mutation RetractMine($input: RetractExampleInput!) {
+    retractExample(input: $input) {
+      __typename
+      ... on ExampleRetracted {
+        example {
+          id
+          status
+        }
+      }
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
+type MyExamples = MePageQuery["tasks"][number]["examples"];
+type MyExample = NonNullable<MyExamples>["nodes"][number];
+
+/** Where an example of one's own stands, in words. */
+const STANDING: Record<string, string> = {
+  PENDING_PREDICTION: "waiting for the model",
+  PENDING_VERDICT: "waiting for its verdict",
+  CREATED: "waiting for votes",
+  FLAGGED: "flagged: an owner decides",
+  ACCEPTED: "accepted",
+  REJECTED: "rejected",
+  RETRACTED: "retracted",
+};
+/** The statuses in which its author may still withdraw an example. */
+const RETRACTABLE = new Set(["PENDING_PREDICTION", "PENDING_VERDICT", "CREATED", "FLAGGED"]);
+
+/** The example in a line: its first text field, shortened. */
+function summary(fields: unknown): string {
+  const texts = Object.values((fields ?? {}) as Record<string, unknown>).filter(
+    (v): v is string => typeof v === "string" && v.trim() !== "",
+  );
+  const text = texts[0] ?? JSON.stringify(fields);
+  return text.length > 90 ? `${text.slice(0, 89)}…` : text;
+}
 
 type MyTaskStats = NonNullable<MePageQuery["tasks"][number]["viewerStats"]>;
 
@@ -127,7 +192,7 @@ export default function Me() {
 function MeScreen() {
   const [{ data, error, fetching }, refetch] = useQuery({
     query: MePage,
-    variables: { tokens: TOKENS_LISTED },
+    variables: { tokens: TOKENS_LISTED, examples: EXAMPLES_LISTED },
     requestPolicy: "cache-and-network",
   });
   const me = data?.me;
@@ -152,11 +217,93 @@ function MeScreen() {
           <TaskStats key={task.id} code={task.code} name={task.name} stats={task.viewerStats} />
         ))}
       </section>
+      <section className="board-section" aria-labelledby="examples-heading">
+        <h2 id="examples-heading">My examples</h2>
+        {data.tasks.map((task) => (
+          <TaskExamples
+            key={task.id}
+            code={task.code}
+            name={task.name}
+            quorum={task.settings.validationQuorum}
+            examples={task.examples}
+            onChange={() => refetch({ requestPolicy: "network-only" })}
+          />
+        ))}
+      </section>
       <Tokens
         tokens={me.apiTokens.nodes}
         total={me.apiTokens.totalCount}
         onChange={() => refetch({ requestPolicy: "network-only" })}
       />
+    </section>
+  );
+}
+
+function TaskExamples({
+  code,
+  name,
+  quorum,
+  examples,
+  onChange,
+}: {
+  code: string;
+  name: string;
+  quorum: number;
+  examples: MyExamples;
+  onChange: () => void;
+}) {
+  const headingId = `examples-${code}`;
+  const [retracting, retract] = useMutation(RetractMine);
+  const [problem, setProblem] = useState<Problem | null>(null);
+  if (!examples || examples.totalCount === 0) return null;
+  async function withdraw(example: MyExample) {
+    if (!window.confirm(`Retract your example "${summary(example.fields)}"? It stops counting; this is final.`)) return;
+    const result = await retract({ input: { id: example.id } });
+    const failed = problemOf(result.error, result.data?.retractExample, "ExampleRetracted");
+    setProblem(failed);
+    if (!failed) onChange();
+  }
+  return (
+    <section className="task-stats" aria-labelledby={headingId}>
+      <h3 id={headingId}>{name}</h3>
+      <p className="muted small">
+        {examples.totalCount > examples.nodes.length
+          ? `Your latest ${examples.nodes.length} of ${examples.totalCount}.`
+          : `All ${examples.totalCount} of yours.`}{" "}
+        {quorum} votes of one kind decide an example.
+      </p>
+      <ul className="my-examples">
+        {examples.nodes.map((example) => {
+          const votes = example.votes.correct + example.votes.incorrect + example.votes.flagged;
+          const open = example.status === "CREATED" || example.status === "PENDING_VERDICT";
+          return (
+            <li key={example.id} data-example={example.id}>
+              <div className="my-example-text">
+                <span>{summary(example.fields)}</span>
+                <span className="small muted">
+                  Round {example.round.number}
+                  {example.fooled != null && (example.fooled ? " · fooled the model" : " · did not fool the model")} ·{" "}
+                  {STANDING[example.status] ?? example.status.toLowerCase()}
+                  {open && `: ${votes} of ${quorum} votes`}
+                  {!open && votes > 0 && ` · ${example.votes.correct} correct, ${example.votes.incorrect} incorrect`}
+                </span>
+              </div>
+              {RETRACTABLE.has(example.status) && (
+                <button
+                  type="button"
+                  className="secondary small"
+                  disabled={retracting.fetching}
+                  aria-label={`Retract “${summary(example.fields)}”`}
+                  onClick={() => withdraw(example)}
+                >
+                  Retract
+                </button>
+              )}
+            </li>
+          );
+        })}
+      </ul>
+      <ProblemBox problem={problem} />
     </section>
   );
 }
