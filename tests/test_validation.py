@@ -538,6 +538,25 @@ async def test_concurrent_next_round_openings_make_one_round(live_platform):
     assert len(open_rounds) == 1
 
 
+async def test_a_repeated_open_next_round_opens_one_round(gql, platform):
+    owner = await make_user(platform, "round_keeper")
+    await tasks.grant_ownership(platform, Actor.system(), "toy", owner.user_id)
+    _, token = await auth.create_token(platform, owner, name="test")
+    view = await tasks.get_task(platform, Actor.anonymous(), "toy")
+    seen = (await tasks.get_round(platform, view.row.id)).number
+    mutation = """mutation($input: OpenNextRoundInput!) { openNextRound(input: $input) {
+      __typename ... on RoundOpened { round { number } } ... on Conflict { message } } }"""
+    asked = {"input": {"taskCode": "toy", "currentRound": seen}}
+    first = (await gql(mutation, asked, token=token))["openNextRound"]
+    assert first == {"__typename": "RoundOpened", "round": {"number": seen + 1}}
+    again = (await gql(mutation, asked, token=token))["openNextRound"]  # a double click sends the same input
+    assert again["__typename"] == "Conflict" and f"Round {seen + 1} of toy is the current round" in again["message"]
+    assert (await tasks.get_round(platform, view.row.id)).number == seen + 1
+    # without currentRound the next one opens whatever is current (as before)
+    unguarded = (await gql(mutation, {"input": {"taskCode": "toy"}}, token=token))["openNextRound"]
+    assert unguarded == {"__typename": "RoundOpened", "round": {"number": seen + 2}}
+
+
 async def test_graphql_flags_rounds_ownership_and_proposals(gql, platform):
     author, _ = await register_user(gql, "scribe")
     other, _ = await register_user(gql, "reader")

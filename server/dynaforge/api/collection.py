@@ -110,6 +110,12 @@ class OpenNextRoundInput:
         description="Promote a registered model of the task (RegisteredModel.id), e.g. a candidate a training job "
         "trained: the new round targets exactly it. Not with targetModels.",
     )
+    current_round: int | None = strawberry.field(
+        default=None,
+        description="The number of the round you see as current (0 when the task has none): when another round "
+        "opened since (a second click, another owner), nothing opens and the answer is Conflict. Null: open the "
+        "next round whatever the current one is.",
+    )
 
 
 @strawberry.input(description="The task whose current round stops collecting examples.")
@@ -621,6 +627,7 @@ class CollectionMutation:
             description=input.description,
             copy_contexts=input.copy_contexts,
             candidate_id=None if input.candidate is None else parse_id(input.candidate, "candidate", "RegisteredModel"),
+            seen_round=input.current_round,
         )
         return RoundOpened(round=Round.from_row(new), previous=None if previous is None else Round.from_row(previous))
 

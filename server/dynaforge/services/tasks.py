@@ -428,11 +428,13 @@ async def open_next_round(
     description: str = "",
     copy_contexts: bool = False,
     candidate_id: int | None = None,
+    seen_round: int | None = None,
 ) -> tuple[Round, Round | None]:
     """Owners close the current round and open the next: new target models (default: the current ones; or
     ``candidate_id``, a registry entry of this task such as a training job's candidate), a new export secret,
     optionally a copy of the current round's contexts. The targets are pinned and registered. Returns the new round
-    and the closed one."""
+    and the closed one. ``seen_round``: the number of the round the caller sees as current (0: none); when
+    another is current by then (a repeated request, another owner), Conflict and nothing opens."""
     actor = require_user(actor)
     view = await get_task(p, actor, code)
     if len(description) > 5000:
@@ -473,6 +475,12 @@ async def open_next_round(
     try:
         async with p.db.write() as s:
             previous = await _owned_open_round(s, actor, view, "open its next round")
+            current = previous.number if previous is not None else 0
+            if seen_round is not None and current != seen_round:
+                raise Conflict(
+                    f"Round {current} of {code} is the current round, not {seen_round}: it opened since you "
+                    "looked. Read task.currentRound and open the next one from there if you still want to"
+                )
             now = utcnow()
             if previous is not None and previous.ended_at is None:
                 previous.ended_at = now

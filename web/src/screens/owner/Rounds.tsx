@@ -232,10 +232,14 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
   }
 
   async function openNext(form: FormData) {
+    if (opening.fetching) return;
     const next = (round?.number ?? 0) + 1;
+    const closes = round && !round.endedAt ? `Round ${round.number} closes and ` : "";
+    if (!window.confirm(`${closes}Round ${next} opens. This cannot be undone. Open round ${next}?`)) return;
     const result = await open({
       input: {
         taskCode: task.code,
+        currentRound: round?.number ?? 0, // a second click (or another owner first) opens nothing more
         targetModels: picked.length ? targetInput() : null,
         ensembleRule: picked.length > 1 ? (String(form.get("rule")) as EnsembleRule) : null,
         description: String(form.get("description") ?? ""),
@@ -266,6 +270,9 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
   }
 
   async function closeCurrent() {
+    if (closing.fetching) return;
+    if (!window.confirm(`Close round ${round?.number}? Annotators cannot write examples until a next round opens.`))
+      return;
     const result = await close({ input: { taskCode: task.code } });
     if (closeOutcome.record(result.error, result.data?.closeRound, "RoundEnded", `Round ${round?.number} is closed.`))
       onChanged();
