@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 
+import dramatiq
 import httpx
 import pytest
 from sqlalchemy import select
@@ -22,7 +24,7 @@ from dynaforge.api.node import parse_id
 from dynaforge.app import create_app
 from dynaforge.db.models import WebhookDelivery
 from dynaforge.errors import InvalidInput, NotAuthenticated, NotFound, QuotaExceeded
-from dynaforge.jobs import Jobs
+from dynaforge.jobs import QUEUE, Jobs
 from dynaforge.services import auth, examples, tasks, webhooks
 from dynaforge.services.actor import Actor
 
@@ -157,6 +159,32 @@ async def test_an_owner_webhook_gets_signed_events_with_the_author(world):
     headers, body = receiver.on("/owner")[-1]
     assert json.loads(body)["type"] == "roundChanged" and json.loads(body)["data"]["number"] == 2
     assert webhooks.verify(rotated.secret, headers, body) and not webhooks.verify(made.secret, headers, body)
+
+
+async def test_a_delivery_does_not_wait_behind_busy_evaluations(world):
+    """Every evaluation thread is busy (as when a new scoring set queues an evaluation per model): a webhook
+    delivery still goes out at once, on the worker of its own."""
+    p, receiver, users = world
+    release = threading.Event()
+    started = threading.Semaphore(0)
+
+    @dramatiq.actor(broker=p.jobs.broker, queue_name=QUEUE, actor_name="test.busy_evaluation", max_retries=0)
+    def busy() -> None:
+        started.release()
+        release.wait(30)
+
+    try:
+        for _ in range(p.jobs.worker_threads):
+            busy.send()
+        for _ in range(p.jobs.worker_threads):  # every evaluation thread holds one
+            assert await asyncio.to_thread(started.acquire, True, 15)
+        made = await webhooks.create(p, users["owner1"], "toy", f"{receiver.base}/busy", ["modelFooled"])
+        await examples.submit(p, users["author1"], task_code="toy", fields={"text": "good news", "label": "bad"})
+        rows = await _deliveries(p, made.webhook.id, lambda rows: rows and rows[0].status != "PENDING")
+        assert [(r.status, r.response_status) for r in rows] == [("DELIVERED", 204)]
+        assert not release.is_set()  # delivered while the evaluations still ran
+    finally:
+        release.set()
 
 
 async def test_failed_deliveries_are_retried_with_backoff_then_marked_failed(world):

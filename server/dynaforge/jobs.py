@@ -59,6 +59,9 @@ GENERATION_ACTOR = "dynaforge.generate"
 #: Generation runs, one at a time per worker process, on a worker of their own (a run may take hours of target
 #: queries; it must not hold up evaluations or training).
 GENERATION_THREADS = 1
+#: Webhook deliveries and maintenance (short jobs), on a worker of their own: a delivery never waits behind the
+#: evaluations queued before it (a new scoring set queues one per model, each minutes long).
+SHORT_JOB_THREADS = 1
 #: How many times a training job whose process was killed is delivered again (each starts it over).
 TRAINING_RETRIES = 2
 
@@ -220,6 +223,7 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
         self.worker: dramatiq.Worker | None = None
         self.training_worker: dramatiq.Worker | None = None
         self.generation_worker: dramatiq.Worker | None = None
+        self.short_worker: dramatiq.Worker | None = None
         #: where this process runs the generation runs it consumes (made on first use)
         self.generation = generation
         self.worker_threads = 1  # how many jobs this process's worker runs at once (start_worker)
@@ -405,9 +409,9 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
             ) from exc
 
     def start_worker(self, threads: int = 1) -> None:
-        """Consume in this process (the embedded default): evaluations, webhook deliveries and maintenance on
-        ``threads`` threads (at least 2), training jobs on a worker of their own. Says at start-up whether models
-        under evaluation can be cut off from the network here."""
+        """Consume in this process (the embedded default): evaluations on ``threads`` threads (at least 2), and
+        training jobs, webhook deliveries with maintenance, and (with a broker) generation runs each on a worker of
+        their own. Says at start-up whether models under evaluation can be cut off from the network here."""
         if self.settings.eval_isolate_network:
             why = network_isolation()
             if why is None:
@@ -421,12 +425,18 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
                 )
         self.worker_threads = max(2, threads)
         self.worker = dramatiq.Worker(
-            self.broker,
-            queues={QUEUE, WEBHOOK_QUEUE, MAINTENANCE_QUEUE},
-            worker_threads=self.worker_threads,
-            worker_timeout=200,
+            self.broker, queues={QUEUE}, worker_threads=self.worker_threads, worker_timeout=200
         )
         self.worker.start()
+        # Webhook deliveries and maintenance are short: they never wait behind minutes-long evaluations.
+        self.short_worker = dramatiq.Worker(
+            self.broker,
+            queues={WEBHOOK_QUEUE, MAINTENANCE_QUEUE},
+            worker_threads=SHORT_JOB_THREADS,
+            worker_timeout=200,
+        )
+        with _without_twice_warning(self.broker):
+            self.short_worker.start()
         # Training jobs have a worker of their own: a job never waits behind the evaluations queued before it (a
         # registered candidate queues a dozen), and a running job never holds up the evaluations. One at a time.
         self.training_worker = dramatiq.Worker(
@@ -443,10 +453,10 @@ class Jobs:  # a dynaforge.services.job_queue.JobQueue
                 self.generation_worker.start()
 
     def stop(self) -> None:
-        for worker in (self.worker, self.training_worker, self.generation_worker):
+        for worker in (self.worker, self.short_worker, self.training_worker, self.generation_worker):
             if worker is not None:
                 worker.stop()
-        self.worker = self.training_worker = self.generation_worker = None
+        self.worker = self.short_worker = self.training_worker = self.generation_worker = None
         if self.generation is not None:
             self.generation.close()
         self.broker.close()
