@@ -97,12 +97,14 @@ async def test_a_data_set_imported_while_the_server_runs_is_evaluated(kind, tmp_
                 assert "data set held-out: 12 examples (scoring)" in imported.stdout
                 assert "1 evaluations queued: a running server with the in-process worker runs them" in imported.stdout
 
-                # the server finds the queued evaluation and runs it, without a restart
+                # the server finds the queued evaluation and runs it, without a restart; the model's status follows
+                # once the evaluation's figures are folded in (a write of its own, just after the evaluation's)
                 deadline = time.monotonic() + 120
                 while True:
                     model = (await run(s, MODEL, id=model_id))["model"]
                     nodes = model["evaluations"]["nodes"]
-                    if nodes and nodes[0]["status"] in ("DONE", "FAILED") or time.monotonic() > deadline:
+                    ended = nodes and nodes[0]["status"] in ("DONE", "FAILED") and model["status"] != "EVALUATING"
+                    if ended or time.monotonic() > deadline:
                         break
                     await asyncio.sleep(0.5)
                 assert nodes == [{"dataset": {"name": "held-out"}, "status": "DONE", "error": None}], nodes
