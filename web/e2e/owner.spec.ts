@@ -103,7 +103,9 @@ test("an owner uploads contexts, sees them listed, edits and retires one", async
   await expect(list).toContainText(`Edited premise ${stamp}`);
   await expect(list).not.toContainText(p0);
 
+  // Retiring is asked twice.
   await page.getByRole("button", { name: new RegExp(`^Retire context: Uploaded premise ${stamp} number 1`) }).click();
+  await page.getByRole("button", { name: "Yes, retire it" }).click();
   await expect(list).not.toContainText(p1);
   await expect(list).toContainText(p2);
 });
@@ -232,7 +234,12 @@ test("an owner creates a webhook, rotates its secret and deletes it", async ({ p
 
   await row.getByRole("button", { name: `Pause ${url}` }).click();
   await expect(row).toContainText("(paused)");
+  // Delete is asked twice: "Keep it" keeps it.
   await row.getByRole("button", { name: `Delete ${url}` }).click();
+  await row.getByRole("button", { name: "Keep it" }).click();
+  await expect(row).toBeVisible();
+  await row.getByRole("button", { name: `Delete ${url}` }).click();
+  await row.getByRole("button", { name: "Yes, delete it and its delivery log" }).click();
   await expect(hooks.getByRole("listitem").filter({ hasText: url })).toHaveCount(0);
 });
 
@@ -296,6 +303,7 @@ test("a webhook's delivery is sent again from its row", async ({ page, request }
     await checkAccessibility(page, "owner webhooks after a redelivery");
 
     await row.getByRole("button", { name: `Delete ${url}` }).click();
+    await row.getByRole("button", { name: "Yes, delete it and its delivery log" }).click();
     await expect(row).toHaveCount(0);
   } finally {
     receiver.close();

@@ -222,6 +222,7 @@ function ContextRow({
   const [editing, setEditing] = useState(false);
   const [updating, update] = useMutation(UpdateContext);
   const [deleting, remove] = useMutation(DeleteContext);
+  const [asking, setAsking] = useState(false); // Retire is asked twice: it cannot be undone
   const outcome = useOutcome();
   const values = (context.fields ?? {}) as Record<string, unknown>;
   const summary = showValue(values[fields[0] ?? ""]) || JSON.stringify(values);
@@ -238,6 +239,7 @@ function ContextRow({
   }
 
   async function retire() {
+    setAsking(false);
     const result = await remove({ input: { id: context.id } });
     if (outcome.record(result.error, result.data?.deleteContext, "ContextDeleted", "Retired.")) onChanged();
   }
@@ -264,15 +266,26 @@ function ContextRow({
         >
           Edit
         </button>
-        <button
-          type="button"
-          className="secondary"
-          disabled={deleting.fetching}
-          onClick={retire}
-          aria-label={`Retire context: ${label}`}
-        >
-          Retire
-        </button>
+        {asking ? (
+          <>
+            <button type="button" className="danger" disabled={deleting.fetching} onClick={() => void retire()}>
+              Yes, retire it
+            </button>
+            <button type="button" className="secondary" onClick={() => setAsking(false)}>
+              Keep it
+            </button>
+          </>
+        ) : (
+          <button
+            type="button"
+            className="secondary"
+            disabled={deleting.fetching}
+            onClick={() => setAsking(true)}
+            aria-label={`Retire context: ${label}`}
+          >
+            Retire
+          </button>
+        )}
       </p>
       {editing && (
         <form onSubmit={submitted(save)} className="panel">

@@ -232,6 +232,7 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
   const [redelivering, redeliver] = useMutation(Redeliver);
   const outcome = useOutcome();
   const [secret, setSecret] = useState<string | null>(null);
+  const [asking, setAsking] = useState(false); // Delete is asked twice: it cannot be undone
   const busy = rotating.fetching || pausing.fetching || deleting.fetching;
 
   async function newSecret() {
@@ -252,6 +253,7 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
   }
 
   async function drop() {
+    setAsking(false);
     const result = await remove({ input: { id: hook.id } });
     if (outcome.record(result.error, result.data?.deleteWebhook, "WebhookDeleted", "Deleted.")) onChanged();
   }
@@ -284,15 +286,26 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
         >
           {hook.active ? "Pause" : "Resume"}
         </button>
-        <button
-          type="button"
-          className="secondary danger"
-          disabled={busy}
-          onClick={drop}
-          aria-label={`Delete ${hook.url}`}
-        >
-          Delete
-        </button>
+        {asking ? (
+          <>
+            <button type="button" className="danger" disabled={busy} onClick={() => void drop()}>
+              Yes, delete it and its delivery log
+            </button>
+            <button type="button" className="secondary" onClick={() => setAsking(false)}>
+              Keep it
+            </button>
+          </>
+        ) : (
+          <button
+            type="button"
+            className="secondary danger"
+            disabled={busy}
+            onClick={() => setAsking(true)}
+            aria-label={`Delete ${hook.url}`}
+          >
+            Delete
+          </button>
+        )}
       </p>
       <Outcome outcome={outcome} />
       {secret && <Secret secret={secret} url={hook.url} />}
