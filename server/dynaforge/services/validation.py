@@ -189,7 +189,7 @@ def _check_vote(label: str, reason: str | None, time_taken_ms: int | None = None
     if reason is not None and len(reason) > MAX_REASON:
         errors.append(FieldError("reason", "max_length", f"must have at most {MAX_REASON} characters"))
     if time_taken_ms is not None and not 0 <= time_taken_ms <= MAX_TIME_TAKEN_MS:
-        errors.append(FieldError("timeTakenMs", "range", "must be between 0 and one day (86400000 ms)"))
+        errors.append(FieldError("timeTakenMs", "range", f"must be between 0 and one day ({MAX_TIME_TAKEN_MS} ms)"))
     if errors:
         raise InvalidInput.from_errors(errors)
 

@@ -7,7 +7,7 @@ import { fieldTitle, showValue } from "../../lib/fields";
 import { uploadFile } from "../../lib/upload";
 import { submitted, TextInput } from "../Form";
 import type { ManagedTask } from "./Manage";
-import { FileInput, fileOf, Outcome, TextArea, textOf, useOutcome } from "./parts";
+import { AskTwice, FileInput, fileOf, Outcome, TextArea, textOf, useOutcome } from "./parts";
 
 const PAGE = 10;
 
@@ -222,7 +222,6 @@ function ContextRow({
   const [editing, setEditing] = useState(false);
   const [updating, update] = useMutation(UpdateContext);
   const [deleting, remove] = useMutation(DeleteContext);
-  const [asking, setAsking] = useState(false); // Retire is asked twice: it cannot be undone
   const outcome = useOutcome();
   const values = (context.fields ?? {}) as Record<string, unknown>;
   const summary = showValue(values[fields[0] ?? ""]) || JSON.stringify(values);
@@ -239,7 +238,6 @@ function ContextRow({
   }
 
   async function retire() {
-    setAsking(false);
     const result = await remove({ input: { id: context.id } });
     if (outcome.record(result.error, result.data?.deleteContext, "ContextDeleted", "Retired.")) onChanged();
   }
@@ -266,26 +264,15 @@ function ContextRow({
         >
           Edit
         </button>
-        {asking ? (
-          <>
-            <button type="button" className="danger" disabled={deleting.fetching} onClick={() => void retire()}>
-              Yes, retire it
-            </button>
-            <button type="button" className="secondary" onClick={() => setAsking(false)}>
-              Keep it
-            </button>
-          </>
-        ) : (
-          <button
-            type="button"
-            className="secondary"
-            disabled={deleting.fetching}
-            onClick={() => setAsking(true)}
-            aria-label={`Retire context: ${label}`}
-          >
-            Retire
-          </button>
-        )}
+        <AskTwice
+          label={`Retire context: ${label}`}
+          confirm="Yes, retire it"
+          busy={deleting.fetching}
+          onConfirm={() => void retire()}
+          className="secondary"
+        >
+          Retire
+        </AskTwice>
       </p>
       {editing && (
         <form onSubmit={submitted(save)} className="panel">

@@ -8,7 +8,7 @@ import { uploadFile } from "../../lib/upload";
 import { submitted, TextInput } from "../Form";
 import { ScrollBox } from "../ScrollBox";
 import type { ManagedTask } from "./Manage";
-import { FileInput, fileOf, Outcome, Select, textOf, useOutcome, when } from "./parts";
+import { AskTwice, FileInput, fileOf, Outcome, Select, textOf, useOutcome, when } from "./parts";
 
 const DatasetList = graphql(`
   query OwnerDatasets($code: String!) {
@@ -77,7 +77,6 @@ type Listed = NonNullable<NonNullable<OwnerDatasetsQuery["task"]>["datasets"]>["
 function SetActions({ set, onChanged }: { set: Listed; onChanged: () => void }) {
   const [changing, change] = useMutation(UpdateDataset);
   const [deleting, remove] = useMutation(DeleteDataset);
-  const [asking, setAsking] = useState(false);
   const outcome = useOutcome();
   const busy = changing.fetching || deleting.fetching;
 
@@ -88,7 +87,6 @@ function SetActions({ set, onChanged }: { set: Listed; onChanged: () => void }) 
   }
 
   async function confirmDelete() {
-    setAsking(false);
     const result = await remove({ input: { id: set.id } });
     if (outcome.record(result.error, result.data?.deleteDataset, "DatasetDeleted", `Deleted ${set.name}.`)) onChanged();
   }
@@ -111,26 +109,14 @@ function SetActions({ set, onChanged }: { set: Listed; onChanged: () => void }) 
           ))}
         </select>
       )}{" "}
-      {asking ? (
-        <>
-          <button type="button" className="danger" disabled={busy} onClick={() => void confirmDelete()}>
-            Yes, delete {set.name}
-          </button>{" "}
-          <button type="button" className="secondary" onClick={() => setAsking(false)}>
-            Keep it
-          </button>
-        </>
-      ) : (
-        <button
-          type="button"
-          className="secondary danger"
-          disabled={busy}
-          aria-label={`Delete ${set.name}`}
-          onClick={() => setAsking(true)}
-        >
-          Delete
-        </button>
-      )}
+      <AskTwice
+        label={`Delete ${set.name}`}
+        confirm={`Yes, delete ${set.name}`}
+        busy={busy}
+        onConfirm={() => void confirmDelete()}
+      >
+        Delete
+      </AskTwice>
       <Outcome outcome={outcome} />
     </>
   );

@@ -5,7 +5,7 @@ import type { WebhookEvent } from "../../gql/graphql";
 import { transportMessage } from "../../lib/errors";
 import { submitted, TextInput } from "../Form";
 import type { ManagedTask } from "./Manage";
-import { Outcome, textOf, useOutcome, when } from "./parts";
+import { AskTwice, Outcome, textOf, useOutcome, when } from "./parts";
 
 const WebhookList = graphql(`
   query OwnerWebhooks($code: String!) {
@@ -232,7 +232,6 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
   const [redelivering, redeliver] = useMutation(Redeliver);
   const outcome = useOutcome();
   const [secret, setSecret] = useState<string | null>(null);
-  const [asking, setAsking] = useState(false); // Delete is asked twice: it cannot be undone
   const busy = rotating.fetching || pausing.fetching || deleting.fetching;
 
   async function newSecret() {
@@ -253,7 +252,6 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
   }
 
   async function drop() {
-    setAsking(false);
     const result = await remove({ input: { id: hook.id } });
     if (outcome.record(result.error, result.data?.deleteWebhook, "WebhookDeleted", "Deleted.")) onChanged();
   }
@@ -286,26 +284,14 @@ function HookRow({ hook, onChanged }: { hook: Hook; onChanged: () => void }) {
         >
           {hook.active ? "Pause" : "Resume"}
         </button>
-        {asking ? (
-          <>
-            <button type="button" className="danger" disabled={busy} onClick={() => void drop()}>
-              Yes, delete it and its delivery log
-            </button>
-            <button type="button" className="secondary" onClick={() => setAsking(false)}>
-              Keep it
-            </button>
-          </>
-        ) : (
-          <button
-            type="button"
-            className="secondary danger"
-            disabled={busy}
-            onClick={() => setAsking(true)}
-            aria-label={`Delete ${hook.url}`}
-          >
-            Delete
-          </button>
-        )}
+        <AskTwice
+          label={`Delete ${hook.url}`}
+          confirm="Yes, delete it and its delivery log"
+          busy={busy}
+          onConfirm={() => void drop()}
+        >
+          Delete
+        </AskTwice>
       </p>
       <Outcome outcome={outcome} />
       {secret && <Secret secret={secret} url={hook.url} />}
