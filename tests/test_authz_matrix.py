@@ -185,6 +185,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "skipExample@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "validationQueueSize":            rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "validationQueueSize@ownerMode":  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "setValidatorWeights":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     # --- tasks, rounds, contexts (owners and admins)
     "tasks":                          rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "tasks@hiddenTask":               rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -608,6 +609,12 @@ async def _my_stats(w: World) -> Variables:
 @operation("validateExample")
 async def _validate_example(w: World) -> Variables:
     return _input(id=gid("Example", await w.example()), label="CORRECT")
+
+
+@operation("setValidatorWeights")
+async def _set_validator_weights(w: World) -> Variables:
+    await w.correction()  # the corrector's INCORRECT vote: a crowd vote in the task
+    return _input(taskCode=TASK, weights=[{"userId": gid("User", (await w.account("corrector")).user_id), "weight": 2}])
 
 
 @operation("validateExample@hiddenTask")

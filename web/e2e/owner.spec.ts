@@ -339,3 +339,64 @@ test("people who do not own a task see no owner pages", async ({ page, browser, 
   await signInAsOwner(page);
   await expect(page.getByRole("link", { name: "Manage Sentiment" })).toBeVisible();
 });
+
+test("an owner reads the validators' agreement and excludes one", async ({ page, request }) => {
+  const register = async (prefix: string) => {
+    const username = `${prefix}${Date.now().toString(36)}`;
+    const data = await gql<{ register: { token: string; user: { id: string } } }>(
+      request,
+      null,
+      `mutation ($u: String!, $e: String!) { register(input: {username: $u, email: $e,
+         password: "a long enough password"}) { ... on AuthPayload { token user { id } } } }`,
+      { u: username, e: `${username}@example.org` },
+    );
+    return { username, token: data.register.token };
+  };
+  // A friendly statement labelled hateful fools the model; two validators disagree on it.
+  const writer = await register("qualw");
+  const written = await gql<{ createExample: { example: { id: string } } }>(
+    request,
+    writer.token,
+    `mutation ($s: String!) { createExample(input: {taskCode: "hatespeech", fields: {statement: $s,
+       label: "hateful"}}) { ... on ExampleCreated { example { id } } } }`,
+    { s: `Validator check ${Date.now()}: our neighbours brought soup for the whole street.` },
+  );
+  const agreeing = await register("qualc");
+  const excluded = await register("quali");
+  for (const [voter, label] of [
+    [agreeing, "CORRECT"],
+    [excluded, "INCORRECT"],
+  ] as const) {
+    const voted = await gql<{ validateExample: { __typename: string } }>(
+      request,
+      voter.token,
+      `mutation ($id: ID!, $l: ValidationLabel!) { validateExample(input: {id: $id, label: $l, timeTakenMs: 4200}) {
+         __typename } }`,
+      { id: written.createExample.example.id, l: label },
+    );
+    expect(voted.validateExample.__typename).toBe("ValidationRecorded");
+  }
+
+  await signInAsOwner(page);
+  await manage(page, "hatespeech", "validators");
+  await expect(page.getByRole("heading", { name: "Validators", level: 2 })).toBeVisible();
+  await expect(page.locator("[data-alpha]")).toContainText("Agreement among validators");
+  const table = page.getByRole("table", { name: /^Validators of/ });
+  const row = table.getByRole("row").filter({ hasText: excluded.username });
+  await expect(row).toContainText("4.2 s");
+  await expect(row.getByLabel(`Weight of ${excluded.username}`)).toHaveValue("1");
+  await checkAccessibility(page, "owner validators");
+  await screenshots(page, "owner-validators");
+
+  await row.getByLabel(`Weight of ${excluded.username}`).fill("0");
+  await row.getByRole("button", { name: "Set" }).click();
+  await expect(page.getByRole("status").filter({ hasText: `${excluded.username} is excluded.` })).toBeVisible();
+  await expect(row).toContainText("excluded");
+  // The excluded validator's queue is empty now, and says nothing is waiting.
+  const size = await gql<{ task: { validationQueueSize: number } }>(
+    request,
+    excluded.token,
+    '{ task(code: "hatespeech") { validationQueueSize } }',
+  );
+  expect(size.task.validationQueueSize).toBe(0);
+});

@@ -98,6 +98,20 @@ async def test_validation(server, unique):
         decided = await operator.validate(example, "CORRECT")  # an admin's vote decides
         assert decided.status.value == "ACCEPTED"
 
+        # The owners' view of the validator: the admin's decision agreed with their vote, which took 1.5 s.
+        quality = await operator.validator_quality("sentiment")
+        standing = next(v for v in quality.validators if v.user.username == f"di{unique}")
+        assert standing.votes == len(queued) and standing.median_time_taken_ms == 1500
+        assert standing.owner_decided_votes >= 1 and standing.agreed_with_owner_votes >= 1
+        assert [r.round_number for r in quality.rounds][0] == 1
+        with pytest.raises(errors.Forbidden):
+            await validator.validator_quality("sentiment")
+        weighed = await operator.set_validator_weights("sentiment", {standing.user.id: 2.5})
+        assert next(v.weight for v in weighed.validators if v.user.id == standing.user.id) == 2.5
+        with pytest.raises(errors.InvalidInput, match="between 0"):
+            await operator.set_validator_weights("sentiment", {standing.user.id: 11})
+        await operator.set_validator_weights("sentiment", {standing.user.id: 1})  # the shared server's default again
+
 
 async def test_submit_model_and_results(server, unique):
     progress: list[tuple[int, int]] = []

@@ -150,12 +150,16 @@ LIST_SIZES: dict[str, int] = {
     "DatasetsCreated.datasets": DECLARED,
     "ExamplesImported.skipped": DECLARED,  # one per reason
     "InvalidInput.fieldErrors": MANY,
+    "ValidatorQuality.validators": MANY,  # everyone who voted in the task's crowd
+    "ValidatorQuality.rounds": MANY,
 }
 
 # What one call of an expensive resolver costs, on top of the objects it returns (see the module docstring). Every
 # name is a field of the schema (tests/test_query_cost.py checks).
 PRICES: dict[str, int] = {
     "Task.stats": 100,  # sums the counters of every round
+    "Task.validatorQuality": 500,  # reads every vote of the task, and alpha per round
+    "ValidatorWeightsSet.quality": 500,
     "Task.statsBySource": 500,  # counts the examples of every round by source
     "Round.statsBySource": 200,  # counts the round's examples by source
     "Round.leaderboard": 200,  # ranks the round's annotators

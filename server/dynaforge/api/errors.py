@@ -89,7 +89,9 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     **dict.fromkeys(
         ["unknown", "unknown_column", "unknown_field", "unknown_metric", "importer", "plugin"], FieldErrorCode.UNKNOWN
     ),
-    **dict.fromkeys(["not_found", "original", "round", "dns", "not_in_pool"], FieldErrorCode.NOT_FOUND),
+    **dict.fromkeys(
+        ["not_found", "original", "round", "dns", "not_in_pool", "not_a_validator"], FieldErrorCode.NOT_FOUND
+    ),
     **dict.fromkeys(
         ["max_items", "more", "more_errors", "too_many_errors", "max_rows", "max_bytes", "limit", "quota"],
         FieldErrorCode.TOO_MANY,

@@ -50,6 +50,7 @@ from dynaforge.api.registry import RegistryQuery
 from dynaforge.api.subscriptions import Subscription
 from dynaforge.api.training import TrainingMutation, TrainingQuery
 from dynaforge.api.users import UserMutation, UserQuery
+from dynaforge.api.validators import ValidatorMutation
 from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
 from dynaforge.errors import DynaforgeError, ServiceUnavailable, database_unreachable, text_problem
 from dynaforge.settings import Settings
@@ -215,6 +216,7 @@ MUTATION_TYPES: tuple[type, ...] = (
     ContextMutation,
     ModelUploadMutation,
     WebhookMutation,
+    ValidatorMutation,
     TrainingMutation,
     AdversaryMutation,
     UserMutation,

@@ -269,6 +269,19 @@ class ValidationSkip(SQLModel, table=True):
     skipped_at: datetime = _ts()
 
 
+class ValidatorWeight(SQLModel, table=True):
+    """How much a validator's votes count in a task's quorum, as its owners set it (1 when no row says otherwise);
+    0 excludes the validator from the task's crowd queue (dynaforge.services.validator_quality)."""
+
+    __tablename__ = "validator_weights"
+
+    task_id: int = Field(foreign_key="tasks.id", primary_key=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", primary_key=True, index=True, ondelete="CASCADE")
+    weight: float = Field(default=1.0)
+    set_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    set_at: datetime = _ts()
+
+
 class Suggestion(SQLModel, table=True):
     """An edit an adversary suggested to an annotator's draft (``suggestEdits``); an example written from it records
     it and counts as ASSISTED. Kept so that the claim "written from a suggestion" can be checked, never trusted."""

@@ -5,7 +5,8 @@ The state machine of an example (``ExampleStatus``)::
     PENDING_PREDICTION --model answers--> CREATED (or PENDING_VERDICT, when a judge or people decide)
     PENDING_VERDICT --the task's judge decides--> CREATED                      (``verdict = "judge"``)
     PENDING_VERDICT --N x CORRECT--> ACCEPTED, fooled; --N x INCORRECT--> REJECTED, not fooled  (``"people"``)
-    CREATED --N x CORRECT--> ACCEPTED           (N: the task's validation quorum, default 3)
+    CREATED --N x CORRECT--> ACCEPTED           (N: the task's validation quorum, default 3, counted in validators'
+                                                 weights, 1 each unless the owners set others: validator_quality)
     CREATED --N x INCORRECT or N x FLAGGED--> REJECTED
     CREATED --flagExample (author, or anyone)--> FLAGGED   (out of the crowd's queue until an owner decides)
     CREATED or FLAGGED --an owner's or admin's vote--> ACCEPTED (CORRECT) or REJECTED (INCORRECT, FLAGGED)
@@ -35,7 +36,7 @@ from sqlmodel import col
 from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, ValidationSkip, utcnow
 from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
-from dynaforge.services import announce, verdicts
+from dynaforge.services import announce, validator_quality, verdicts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import move
@@ -71,6 +72,8 @@ async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owne
         "reads of the validation queue",
     )
     async with p.db.session() as s:
+        if not owner_mode:
+            await validator_quality.require_counted(s, view, actor)
         where, order = await _queue(s, actor, view, owner_mode)
         skipped = exists().where(
             col(ValidationSkip.example_id) == col(Example.id), col(ValidationSkip.user_id) == actor.user_id
@@ -101,6 +104,8 @@ async def queue_size(p: Platform, actor: Actor, task_code: str, *, owner_mode: b
     actor = require_human(actor)
     view = await task_service.get_task(p, actor, task_code)
     async with p.db.session() as s:
+        if not owner_mode and await validator_quality.weight(s, view.row.id, actor.user_id) <= 0.0:
+            return 0  # excluded by the task's owners: exampleToValidate says so
         where, _ = await _queue(s, actor, view, owner_mode)
         return int(await s.scalar(select(func.count()).select_from(Example).where(*where)) or 0)
 
@@ -266,12 +271,15 @@ async def _refuse_second_vote(s: AsyncSession, example_id: int, actor: Actor) ->
         raise AlreadyExists(f"You already validated example {example_id}")
 
 
-def _decision(example: Example, label: str, by_owner: bool, quorum: int) -> str | None:
+def _decision(label: str, by_owner: bool, quorum: int, weighted: dict[str, float]) -> str | None:
+    """What the vote just cast decides: an owner's alone; the crowd's once the weights of one label's votes
+    (``weighted``, see dynaforge.services.validator_quality) reach the quorum."""
     if by_owner:
         return S.ACCEPTED if label == CORRECT else S.REJECTED
-    if example.validations_correct >= quorum:
+    reached = quorum - 1e-9  # weights are floats: 0.7 + 0.3 + 2 reaches 3
+    if weighted.get(CORRECT, 0.0) >= reached:
         return S.ACCEPTED
-    if example.validations_incorrect >= quorum or example.validations_flagged >= quorum:
+    if weighted.get(INCORRECT, 0.0) >= reached or weighted.get(FLAGGED, 0.0) >= reached:
         return S.REJECTED
     return None
 
@@ -324,6 +332,8 @@ async def validate(
             if not by_owner and not example.fooled and not waiting and not settings.validate_non_fooling:
                 raise Forbidden(f"Task {view.task.code} validates only examples that fooled the model")
             await _refuse_second_vote(s, example_id, actor)
+            if not by_owner:
+                await validator_quality.require_counted(s, view, actor)
             s.add(
                 Validation(
                     example_id=example_id,
@@ -343,7 +353,11 @@ async def validate(
             setattr(example, attribute, getattr(example, attribute) + 1)
             example.validations_total += 1
             example.updated_at = utcnow()
-            decided = _decision(example, label, by_owner, settings.validation_quorum)
+            weighted = {}
+            if not by_owner:
+                await s.flush()  # the new vote counts in the sums
+                weighted = await validator_quality.weighted_votes(s, example.task_id, example_id)
+            decided = _decision(label, by_owner, settings.validation_quorum, weighted)
             verdict_decided = False
             if decided is not None:
                 before = (example.status, example.fooled)

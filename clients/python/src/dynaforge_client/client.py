@@ -31,6 +31,7 @@ from ._generated.fragments import (
     RoundFields,
     TaskFields,
     UserFields,
+    ValidatorQualityFields,
 )
 from ._generated.input_types import (
     CancelGenerationInput,
@@ -41,11 +42,13 @@ from ._generated.input_types import (
     ModelCardInput,
     OverruleVerdictInput,
     RegisterInput,
+    SetValidatorWeightsInput,
     SubmitModelInput,
     SubmitPredictionsInput,
     SuggestEditsInput,
     UploadModelInput,
     ValidateExampleInput,
+    ValidatorWeightInput,
     WeightInput,
 )
 from ._generated.my_stats import MyStatsTaskViewerStats
@@ -403,6 +406,26 @@ class AsyncClient:
         )
         result = await self._write(lambda: self._api.validate_example(data))
         return unwrap(result.validate_example, "ValidationRecorded").example
+
+    async def validator_quality(self, task: str, round: int | None = None) -> ValidatorQualityFields:
+        """The task's owners and admins: each crowd validator's agreement with decided outcomes and with owners'
+        overrides, median time and weight, and Krippendorff's alpha per round (``round``: only that round's votes).
+        Raises Forbidden for anyone else."""
+        found = (await self._read(lambda: self._api.validator_quality(task, round=round))).task
+        if found is None or found.validator_quality is None:  # a null comes with an error, which _read raises
+            raise errors.NotFound(f"no task {task!r} that you can see")
+        return found.validator_quality
+
+    async def set_validator_weights(self, task: str, weights: Mapping[str, float]) -> ValidatorQualityFields:
+        """The task's owners and admins weigh validators in its quorum: ``{user id: weight}`` (``User.id``, as
+        ``validator_quality`` lists them), 0 to 10, 1 the default, 0 excluding the validator; all or none. Returns
+        the task's validator quality after."""
+        data = SetValidatorWeightsInput(
+            task_code=task,
+            weights=[ValidatorWeightInput(user_id=str(user), weight=float(w)) for user, w in weights.items()],
+        )
+        result = await self._write(lambda: self._api.set_validator_weights(data))
+        return unwrap(result.set_validator_weights, "ValidatorWeightsSet").quality
 
     def model_fooled(
         self, task: str, *, after: Any = None, max_attempts: int | None = None, max_backoff: float = 30.0

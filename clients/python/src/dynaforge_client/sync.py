@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         RoundFields,
         TaskFields,
         UserFields,
+        ValidatorQualityFields,
     )
     from ._generated.my_stats import MyStatsTaskViewerStats
     from ._generated.next_context import NextContextNextContext
@@ -285,6 +286,8 @@ class Client:
             reason: str | None = None,
             time_taken_ms: int | None = None,
         ) -> ExampleFields: ...
+        def validator_quality(self, task: str, round: int | None = None) -> ValidatorQualityFields: ...
+        def set_validator_weights(self, task: str, weights: Mapping[str, float]) -> ValidatorQualityFields: ...
         def model_fooled(
             self,
             task: str,

@@ -524,6 +524,21 @@ class Task(Node):
     async def webhooks(self, info: Info) -> list[Annotated[Webhook, strawberry.lazy("dynaforge.api.webhooks")]] | None:  # type: ignore[name-defined]  # noqa: F821
         return await implementation("webhooks")(info, self.code)
 
+    @strawberry.field(
+        description="Its owners and admins: each crowd validator's agreement with decided outcomes and with owners' "
+        "overrides, their weight in the quorum, and Krippendorff's alpha per round. Null for anyone else (with a "
+        "FORBIDDEN error) and for a round the task does not have (NOT_FOUND)."
+    )
+    @errors_as_graphql
+    async def validator_quality(
+        self,
+        info: Info,
+        round: Annotated[
+            int | None, strawberry.argument(description="Only this round's votes (its number); null: every round.")
+        ] = None,
+    ) -> Annotated[ValidatorQuality, strawberry.lazy("dynaforge.api.validators")] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("validatorQuality")(info, self.code, round)
+
     @strawberry.field(description="The task's training recipes.")
     @errors_as_graphql
     async def training_recipes(

@@ -1,5 +1,6 @@
 // The owner pages of a task (its owners and admins): settings, rounds, contexts, machine adversaries (generation
-// runs), flagged examples, data sets, retraining, exports and webhooks, each a section under /tasks/:code/manage/.
+// runs), flagged examples, validators, data sets, retraining, exports and webhooks, each a section under
+// /tasks/:code/manage/.
 // Loaded on demand: none of it is in the first load of an annotate page.
 import { useQuery } from "urql";
 import { Link, useLocation } from "wouter";
@@ -14,6 +15,7 @@ import Flagged from "./Flagged";
 import Retraining from "./Retraining";
 import Rounds from "./Rounds";
 import Settings from "./Settings";
+import Validators from "./Validators";
 import Webhooks from "./Webhooks";
 
 export const ManageTask = graphql(`
@@ -90,6 +92,7 @@ const SECTIONS = [
   ["contexts", "Contexts"],
   ["adversaries", "Machine adversaries"],
   ["flagged", "Flagged"],
+  ["validators", "Validators"],
   ["datasets", "Data sets"],
   ["retraining", "Retraining"],
   ["exports", "Exports"],
@@ -139,6 +142,7 @@ export default function Manage({ code, section }: { code: string; section?: stri
       {current === "contexts" && <Contexts task={task} />}
       {current === "adversaries" && <Adversaries task={task} />}
       {current === "flagged" && <Flagged task={task} />}
+      {current === "validators" && <Validators task={task} />}
       {current === "datasets" && <Datasets task={task} />}
       {current === "retraining" && <Retraining task={task} onChanged={reload} />}
       {current === "exports" && <Exports task={task} />}

@@ -136,6 +136,10 @@ from .fragments import (
     TaskFieldsStats,
     TaskFieldsStatsBySource,
     UserFields,
+    ValidatorQualityFields,
+    ValidatorQualityFieldsRounds,
+    ValidatorQualityFieldsValidators,
+    ValidatorQualityFieldsValidatorsUser,
 )
 from .generate_candidates import (
     GenerateCandidates,
@@ -158,11 +162,13 @@ from .input_types import (
     ModelCardInput,
     OverruleVerdictInput,
     RegisterInput,
+    SetValidatorWeightsInput,
     SubmitModelInput,
     SubmitPredictionsInput,
     SuggestEditsInput,
     UploadModelInput,
     ValidateExampleInput,
+    ValidatorWeightInput,
     WeightInput,
 )
 from .leaderboard import (
@@ -231,6 +237,16 @@ from .register import (
 )
 from .reply_stream import ReplyStream, ReplyStreamReplyStream
 from .round import Round, RoundRound
+from .set_validator_weights import (
+    SetValidatorWeights,
+    SetValidatorWeightsSetValidatorWeightsForbidden,
+    SetValidatorWeightsSetValidatorWeightsInvalidInput,
+    SetValidatorWeightsSetValidatorWeightsInvalidInputFieldErrors,
+    SetValidatorWeightsSetValidatorWeightsNotAuthenticated,
+    SetValidatorWeightsSetValidatorWeightsNotFound,
+    SetValidatorWeightsSetValidatorWeightsValidatorWeightsSet,
+    SetValidatorWeightsSetValidatorWeightsValidatorWeightsSetQuality,
+)
 from .submit_model import (
     SubmitModel,
     SubmitModelSubmitModelInvalidInput,
@@ -290,6 +306,11 @@ from .validate_example import (
     ValidateExampleValidateExampleRateLimited,
     ValidateExampleValidateExampleValidationRecorded,
     ValidateExampleValidateExampleValidationRecordedExample,
+)
+from .validator_quality import (
+    ValidatorQuality,
+    ValidatorQualityTask,
+    ValidatorQualityTaskValidatorQuality,
 )
 
 __all__ = [
@@ -477,6 +498,15 @@ __all__ = [
     "RoundFieldsTargetModels",
     "RoundRound",
     "ScoredPart",
+    "SetValidatorWeights",
+    "SetValidatorWeightsInput",
+    "SetValidatorWeightsSetValidatorWeightsForbidden",
+    "SetValidatorWeightsSetValidatorWeightsInvalidInput",
+    "SetValidatorWeightsSetValidatorWeightsInvalidInputFieldErrors",
+    "SetValidatorWeightsSetValidatorWeightsNotAuthenticated",
+    "SetValidatorWeightsSetValidatorWeightsNotFound",
+    "SetValidatorWeightsSetValidatorWeightsValidatorWeightsSet",
+    "SetValidatorWeightsSetValidatorWeightsValidatorWeightsSetQuality",
     "SourceStatsFields",
     "SourceStatsFieldsStats",
     "StatsFields",
@@ -549,6 +579,14 @@ __all__ = [
     "ValidateExampleValidateExampleValidationRecordedExample",
     "ValidationLabel",
     "ValidationMode",
+    "ValidatorQuality",
+    "ValidatorQualityFields",
+    "ValidatorQualityFieldsRounds",
+    "ValidatorQualityFieldsValidators",
+    "ValidatorQualityFieldsValidatorsUser",
+    "ValidatorQualityTask",
+    "ValidatorQualityTaskValidatorQuality",
+    "ValidatorWeightInput",
     "VerdictSource",
     "WeightInput",
 ]

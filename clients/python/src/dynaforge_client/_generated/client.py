@@ -23,6 +23,7 @@ from .input_types import (
     LoginInput,
     OverruleVerdictInput,
     RegisterInput,
+    SetValidatorWeightsInput,
     SubmitModelInput,
     SubmitPredictionsInput,
     SuggestEditsInput,
@@ -42,6 +43,7 @@ from .paired_test import PairedTest
 from .register import Register
 from .reply_stream import ReplyStream
 from .round import Round
+from .set_validator_weights import SetValidatorWeights
 from .submit_model import SubmitModel
 from .submit_predictions import SubmitPredictions
 from .suggest_edits import SuggestEdits
@@ -49,6 +51,7 @@ from .task import Task
 from .tasks import Tasks
 from .upload_model import UploadModel
 from .validate_example import ValidateExample
+from .validator_quality import ValidatorQuality
 
 
 def gql(q: str) -> str:
@@ -1890,3 +1893,139 @@ class GeneratedClient(AsyncBaseClient):
         )
         data = self.get_data(response)
         return CreateRoundDatasets.model_validate(data)
+
+    async def validator_quality(
+        self,
+        task_code: str,
+        round: Union[Optional[int], UnsetType] = UNSET,
+        **kwargs: Any,
+    ) -> ValidatorQuality:
+        query = gql("""
+            query ValidatorQuality($taskCode: String!, $round: Int) {
+              task(code: $taskCode) {
+                id
+                validatorQuality(round: $round) {
+                  ...ValidatorQualityFields
+                }
+              }
+            }
+
+            fragment UserFields on User {
+              id
+              username
+              isAdmin
+            }
+
+            fragment ValidatorQualityFields on ValidatorQuality {
+              roundNumber
+              alpha
+              pairedExamples
+              validators {
+                user {
+                  ...UserFields
+                }
+                weight
+                votes
+                decidedVotes
+                agreedVotes
+                agreement
+                ownerDecidedVotes
+                agreedWithOwnerVotes
+                ownerAgreement
+                medianTimeTakenMs
+              }
+              rounds {
+                roundNumber
+                alpha
+                pairedExamples
+                votes
+              }
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code, "round": round}
+        response = await self.execute(
+            query=query,
+            operation_name="ValidatorQuality",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return ValidatorQuality.model_validate(data)
+
+    async def set_validator_weights(
+        self, input: SetValidatorWeightsInput, **kwargs: Any
+    ) -> SetValidatorWeights:
+        query = gql("""
+            mutation SetValidatorWeights($input: SetValidatorWeightsInput!) {
+              setValidatorWeights(input: $input) {
+                __typename
+                ... on ValidatorWeightsSet {
+                  quality {
+                    ...ValidatorQualityFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
+            }
+
+            fragment UserFields on User {
+              id
+              username
+              isAdmin
+            }
+
+            fragment ValidatorQualityFields on ValidatorQuality {
+              roundNumber
+              alpha
+              pairedExamples
+              validators {
+                user {
+                  ...UserFields
+                }
+                weight
+                votes
+                decidedVotes
+                agreedVotes
+                agreement
+                ownerDecidedVotes
+                agreedWithOwnerVotes
+                ownerAgreement
+                medianTimeTakenMs
+              }
+              rounds {
+                roundNumber
+                alpha
+                pairedExamples
+                votes
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="SetValidatorWeights",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return SetValidatorWeights.model_validate(data)

@@ -347,6 +347,38 @@ class UserFields(BaseModel):
     is_admin: bool = Field(alias="isAdmin")
 
 
+class ValidatorQualityFields(BaseModel):
+    round_number: Optional[int] = Field(alias="roundNumber")
+    alpha: Optional[float]
+    paired_examples: int = Field(alias="pairedExamples")
+    validators: list["ValidatorQualityFieldsValidators"]
+    rounds: list["ValidatorQualityFieldsRounds"]
+
+
+class ValidatorQualityFieldsValidators(BaseModel):
+    user: "ValidatorQualityFieldsValidatorsUser"
+    weight: float
+    votes: int
+    decided_votes: int = Field(alias="decidedVotes")
+    agreed_votes: int = Field(alias="agreedVotes")
+    agreement: Optional[float]
+    owner_decided_votes: int = Field(alias="ownerDecidedVotes")
+    agreed_with_owner_votes: int = Field(alias="agreedWithOwnerVotes")
+    owner_agreement: Optional[float] = Field(alias="ownerAgreement")
+    median_time_taken_ms: Optional[int] = Field(alias="medianTimeTakenMs")
+
+
+class ValidatorQualityFieldsValidatorsUser(UserFields):
+    pass
+
+
+class ValidatorQualityFieldsRounds(BaseModel):
+    round_number: int = Field(alias="roundNumber")
+    alpha: Optional[float]
+    paired_examples: int = Field(alias="pairedExamples")
+    votes: int
+
+
 AdversaryRunFields.model_rebuild()
 DatasetFields.model_rebuild()
 MetricFields.model_rebuild()
@@ -360,3 +392,4 @@ RoundFields.model_rebuild()
 TargetVerdictFields.model_rebuild()
 TaskFields.model_rebuild()
 UserFields.model_rebuild()
+ValidatorQualityFields.model_rebuild()

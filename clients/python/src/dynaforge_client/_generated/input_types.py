@@ -102,6 +102,15 @@ class RegisterInput(BaseModel):
     "8 to 256 characters; only a hash of it is stored."
 
 
+class SetValidatorWeightsInput(BaseModel):
+    """Validators' weights in one task, set all at once or not at all."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task (Task.code)."
+    weights: list["ValidatorWeightInput"]
+    "1 to 500 validators, each at most once."
+
+
 class SubmitModelInput(BaseModel):
     """A model to submit to a task: it is evaluated on every scoring data set and its perturbed copies. Signed-in users; each may submit (models and predictions together) as often as the task allows in 24 hours, 3 times by default."""
 
@@ -189,6 +198,15 @@ class ValidateExampleInput(BaseModel):
     "How long you spent on the example before voting, in milliseconds (0 to one day); optional, stored with the vote for analysis."
 
 
+class ValidatorWeightInput(BaseModel):
+    """One validator's weight in a task's quorum."""
+
+    user_id: str = Field(alias="userId")
+    "The validator (User.id); they must have a crowd vote here."
+    weight: float
+    "0 (exclude: their queue empties and their votes are refused) to 10; 1 is everyone's default."
+
+
 class WeightInput(BaseModel):
     """A weight for a metric or a data set of the leaderboard."""
 
@@ -198,6 +216,7 @@ class WeightInput(BaseModel):
     "A finite number, 0 or more: only the ratios between weights matter. 0 shows the metric (or leaves the data set out) without counting it; at least one weight must be above 0."
 
 
+SetValidatorWeightsInput.model_rebuild()
 SubmitModelInput.model_rebuild()
 SubmitPredictionsInput.model_rebuild()
 UploadModelInput.model_rebuild()
