@@ -94,6 +94,18 @@ class RoundClosed(DynaforgeError):
     code = "ROUND_CLOSED"
 
 
+class NearDuplicate(DynaforgeError):
+    """A new fooling example is this close to an earlier one of its round (the task's ``nearDuplicateThreshold``):
+    nothing was stored; edit it, or send it again allowing near-duplicates. ``example_id`` names the earlier example
+    only when its author is the caller (another person's example stays theirs)."""
+
+    code = "NEAR_DUPLICATE"
+
+    def __init__(self, message: str, similarity: float, threshold: float, example_id: int | None):
+        super().__init__(message)
+        self.similarity, self.threshold, self.example_id = similarity, threshold, example_id
+
+
 class Conflict(DynaforgeError):
     """The thing changed state meanwhile (say, an example was decided by other validators); refetch and retry."""
 

@@ -400,3 +400,54 @@ test("an owner reads the validators' agreement and excludes one", async ({ page,
   );
   expect(size.task.validationQueueSize).toBe(0);
 });
+
+test("an owner turns on near-duplicate checks; a writer meets one and sends it anyway; the owner sees the group", async ({
+  page,
+  browser,
+  baseURL,
+  request,
+}) => {
+  test.setTimeout(120_000);
+  const praise = "I absolutely love this wonderful film; the acting is brilliant and the music is a delight.";
+  await signInAsOwner(page);
+  const token = await sessionToken(page);
+  try {
+    await manage(page, "sentiment", "settings");
+    await page.getByLabel("Near-duplicate similarity (%)").fill("70");
+    await page.getByRole("button", { name: "Save settings" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "Settings saved." })).toBeVisible();
+
+    const writer = await newPerson(browser, baseURL, "nearw");
+    await openTask(writer.page, "sentiment");
+    const stamp = Date.now().toString(36);
+    await writer.page.getByLabel("Statement").fill(`${praise} Seen ${stamp}.`);
+    await writer.page.getByRole("radio", { name: "negative", exact: true }).check();
+    await writer.page.getByRole("button", { name: "Submit" }).click();
+    await expect(verdict(writer.page)).toContainText("You fooled the model!");
+    // The same praise with one word changed: shown to its writer before it counts, nothing stored.
+    await writer.page.getByLabel("Statement").fill(`${praise} Watched ${stamp}.`);
+    await writer.page.getByRole("button", { name: "Submit" }).click();
+    const notice = writer.page.getByRole("alert").filter({ hasText: "Close to an earlier example" });
+    await expect(notice).toContainText("your example");
+    await expect(verdict(writer.page)).toHaveCount(0);
+    await checkAccessibility(writer.page, "annotate near-copy");
+    await screenshots(writer.page, "annotate-near-copy");
+    await notice.getByRole("button", { name: "Send it anyway" }).click();
+    await expect(verdict(writer.page)).toContainText("You fooled the model!");
+    await expect(notice).toHaveCount(0);
+    await writer.context.close();
+
+    await manage(page, "sentiment", "flagged");
+    const groups = page.getByRole("list", { name: "Near-duplicate groups" });
+    await expect(groups).toContainText(`Watched ${stamp}`);
+    await expect(groups).toContainText("2 examples");
+    await checkAccessibility(page, "owner flagged with near-duplicates");
+    await screenshots(page, "owner-near-duplicates");
+  } finally {
+    await gql(
+      request,
+      token,
+      'mutation { updateTaskSettings(input: {taskCode: "sentiment", nearDuplicateThreshold: 0}) { __typename } }',
+    );
+  }
+});

@@ -255,3 +255,29 @@ def test_blocking_client(server, unique):
         with pytest.raises(errors.NotFound):
             client.round("sentiment", 999)
         assert "create_example" in dir(client)
+
+
+SETTING = (
+    'mutation ($t: Float!) { updateTaskSettings(input: {taskCode: "hatespeech", nearDuplicateThreshold: $t}) { '
+    "__typename } }"
+)
+
+
+async def test_a_near_duplicate_is_refused_until_allowed(server, unique):
+    author = await signed_up(server, f"nd{unique}")
+    async with author, AsyncClient(server.url, server.token) as operator:
+        await operator.execute(SETTING, {"t": 0.7})
+        try:
+            text = f"People from every town are welcome at our long table tonight, {unique}."
+            first = await author.create_example("hatespeech", {"statement": text, "label": "hateful"})
+            assert first.fooled is True and first.near_duplicate is None
+            with pytest.raises(errors.NearDuplicate) as caught:
+                await author.create_example("hatespeech", {"statement": text.upper(), "label": "hateful"})
+            assert caught.value.similarity == 1.0 and caught.value.threshold == 0.7
+            assert caught.value.your_example_id == first.id
+            sent = await author.create_example(
+                "hatespeech", {"statement": text.upper(), "label": "hateful"}, allow_near_duplicate=True
+            )
+            assert sent.near_duplicate is not None and sent.near_duplicate.similarity == 1.0
+        finally:
+            await operator.execute(SETTING, {"t": 0})  # the shared server's tasks as they were

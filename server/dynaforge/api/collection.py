@@ -166,6 +166,12 @@ class UpdateTaskSettingsInput:
     context_strategy: ContextStrategy | None = strawberry.field(
         default=None, description="How nextContext chooses a context when the caller names no strategy."
     )
+    near_duplicate_threshold: float | None = strawberry.field(
+        default=None,
+        description="Flag a new fooling example at least this similar to an earlier fooling example of its round "
+        "(on the same context) to its author before it is stored: 0.5 to 1 (0.7 catches a ten-word sentence with "
+        "one word changed); 0 removes the check. Examples written before have no sketch and are not compared.",
+    )
     fooled_threshold: float | None = strawberry.field(
         default=None,
         description="For a task whose fooled rule compares a metric or a probability with a threshold "
@@ -678,6 +684,7 @@ class CollectionMutation:
                 "context_strategy": input.context_strategy.value if input.context_strategy else None,
                 "fooled_threshold": input.fooled_threshold,
                 "judge_rubric": input.judge_rubric,
+                "near_duplicate_threshold": input.near_duplicate_threshold,
                 "hidden": input.hidden,
                 "active": input.active,
             },

@@ -150,6 +150,8 @@ LIST_SIZES: dict[str, int] = {
     "DatasetsCreated.datasets": DECLARED,
     "ExamplesImported.skipped": DECLARED,  # one per reason
     "InvalidInput.fieldErrors": MANY,
+    "Round.nearDuplicates": MANY,
+    "NearDuplicateCluster.examples": MANY,
     "ValidatorQuality.validators": MANY,  # everyone who voted in the task's crowd
     "ValidatorQuality.rounds": MANY,
 }
@@ -159,6 +161,7 @@ LIST_SIZES: dict[str, int] = {
 PRICES: dict[str, int] = {
     "Task.stats": 100,  # sums the counters of every round
     "Task.validatorQuality": 500,  # reads every vote of the task, and alpha per round
+    "Round.nearDuplicates": 100,  # reads the round's near-duplicate links
     "ValidatorWeightsSet.quality": 500,
     "Task.statsBySource": 500,  # counts the examples of every round by source
     "Round.statsBySource": 200,  # counts the round's examples by source

@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from enum import Enum
-from typing import Any, NoReturn, TypeVar, cast
+from typing import Annotated, Any, NoReturn, TypeVar, cast
 
 import strawberry
 from graphql import GraphQLError
 
 from dynaforge import errors as domain
+from dynaforge.api.node import related
 
 Resolver = TypeVar("Resolver", bound=Callable[..., Awaitable[Any]])
 
@@ -245,6 +246,30 @@ class RoundClosed(Error):
 
 
 @strawberry.type(
+    description="The new example fooled the model but is this close to an earlier fooling example of its round (the "
+    "task's nearDuplicateThreshold): nothing was stored. Change it, or send it again with allowNearDuplicate; it is "
+    "then stored with the earlier example and the similarity beside it."
+)
+class NearDuplicate(Error):
+    similarity: float = strawberry.field(
+        description="The estimated Jaccard similarity of the two texts' shingles (MinHash), 0 to 1."
+    )
+    threshold: float = strawberry.field(description="The task's threshold it reached.")
+    example_key: strawberry.Private[int | None]
+
+    @strawberry.field(
+        description="The earlier example when it is your own; null when it is another person's (it stays theirs)."
+    )
+    async def your_example(
+        self, info: strawberry.Info
+    ) -> Annotated["Example", strawberry.lazy("dynaforge.api.types.example")] | None:  # type: ignore[name-defined]  # noqa: F821, UP037
+        if self.example_key is None:
+            return None
+        found: Any = await related(info, "Example", self.example_key)
+        return cast(Any, found)
+
+
+@strawberry.type(
     description="It changed state meanwhile (for example, other validators decided it); refetch and "
     "retry with something else."
 )
@@ -283,6 +308,13 @@ def to_graphql(exc: domain.DynaforgeError) -> Any:
     if isinstance(exc, domain.QuotaExceeded):
         retry = None if exc.retry_after_s is None else round(exc.retry_after_s, 3)
         return QuotaExceeded(message=exc.message, quota=Quota[exc.quota], limit=exc.limit, resets_in_seconds=retry)
+    if isinstance(exc, domain.NearDuplicate):
+        return NearDuplicate(
+            message=exc.message,
+            similarity=round(exc.similarity, 4),
+            threshold=exc.threshold,
+            example_key=exc.example_id,
+        )
     for domain_type, graphql_type in _SIMPLE.items():
         if isinstance(exc, domain_type):
             return graphql_type(message=exc.message)
@@ -357,6 +389,7 @@ ERROR_TYPES = [
     RateLimited,
     QuotaExceeded,
     RoundClosed,
+    NearDuplicate,
     Conflict,
     ServiceUnavailable,
 ]

@@ -15,6 +15,7 @@ from dynaforge.api.errors import (
     Forbidden,
     InvalidCredentials,
     InvalidInput,
+    NearDuplicate,
     NotAuthenticated,
     NotFound,
     QuotaExceeded,
@@ -102,6 +103,12 @@ class CreateExampleInput:
         description="Your stream id (8 to 64 letters, digits, '-' or '_'; a random UUID will do), already followed "
         "with the replyStream subscription: the target's reply is published there as it is written. Optional; "
         "the answer is the same with or without it.",
+    )
+    allow_near_duplicate: bool = strawberry.field(
+        default=False,
+        description="Store the example even when it is close to an earlier fooling example of the round (the "
+        "answer was NearDuplicate): it is stored with that example and the similarity beside it "
+        "(Example.nearDuplicate), for validators and owners to see.",
     )
 
 
@@ -317,7 +324,8 @@ CreateExampleResult = Annotated[
     | NotFound
     | RateLimited
     | QuotaExceeded
-    | RoundClosed,
+    | RoundClosed
+    | NearDuplicate,
     strawberry.union(
         "CreateExampleResult",
         description="Three members mean the example was stored: ExampleCreated (the model answered and the verdict "
@@ -326,7 +334,8 @@ CreateExampleResult = Annotated[
         "store nothing: InvalidInput (the fields break the task's rules, a context of an earlier round, a tag or "
         "time out of range), NotAuthenticated, NotFound (no such task you can see, or the context is not the "
         "task's), RateLimited (too many examples this minute), QuotaExceeded (the task's daily cap reached), "
-        "RoundClosed (the task is inactive or its round is closed).",
+        "RoundClosed (the task is inactive or its round is closed), NearDuplicate (it fooled the model but is close "
+        "to an earlier fooling example of the round: change it, or send it with allowNearDuplicate).",
     ),
 ]
 OverruleVerdictResult = Annotated[
@@ -471,6 +480,7 @@ class Mutation:
             if input.suggestion_id is None
             else parse_id(input.suggestion_id, "suggestionId", "Suggestion"),
             reply_stream=input.reply_stream,
+            allow_near_duplicate=input.allow_near_duplicate,
         )
         example = Example.from_row(outcome.example, task_code=input.task_code)
         if outcome.pending_reason is not None:

@@ -240,6 +240,10 @@ class Example(SQLModel, table=True):
     #: a task whose judge model or validators decide (dynaforge.services.verdicts): who decided and how, the judge's
     #: rationale, an owner's overruling; null for a task whose rule decides at once
     verdict: dict | None = _json(lambda: None, nullable=True)
+    #: its author sent it although it is this close to an earlier fooling example of the round
+    #: (dynaforge.services.near_duplicates): that example's id (null once it is deleted) and the estimated similarity
+    near_duplicate_of: int | None = Field(default=None)
+    near_duplicate_similarity: float | None = Field(default=None)
     created_at: datetime = _ts()
     updated_at: datetime = _ts()
 
@@ -267,6 +271,19 @@ class ValidationSkip(SQLModel, table=True):
     user_id: int = Field(foreign_key="users.id", primary_key=True, ondelete="CASCADE")
     example_id: int = Field(foreign_key="examples.id", primary_key=True, index=True, ondelete="CASCADE")
     skipped_at: datetime = _ts()
+
+
+class ExampleSketch(SQLModel, table=True):
+    """One value of a fooling example's MinHash sketch (the bottom-k hashes of its text's shingles), indexed per
+    round so that a new example finds the earlier ones close to it (dynaforge.services.near_duplicates)."""
+
+    __tablename__ = "example_sketches"
+    __table_args__ = (sa.Index("ix_example_sketches_round_value", "round_id", "value"),)
+
+    example_id: int = Field(foreign_key="examples.id", primary_key=True, ondelete="CASCADE")
+    value: int = Field(primary_key=True, sa_type=sa.BigInteger)
+    round_id: int = Field(foreign_key="rounds.id", ondelete="CASCADE")
+    context_id: int | None = Field(default=None)  # examples are compared on the same context only
 
 
 class ValidatorWeight(SQLModel, table=True):

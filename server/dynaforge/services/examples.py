@@ -36,9 +36,9 @@ from dynaforge.db.models import (
     table,
     utcnow,
 )
-from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotFound, QuotaExceeded, RoundClosed
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NearDuplicate, NotFound, QuotaExceeded, RoundClosed
 from dynaforge.inference.backends import InferenceError, UnusableOutput
-from dynaforge.services import announce, cursors, replies, verdicts
+from dynaforge.services import announce, cursors, near_duplicates, replies, verdicts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.counters import move, move_sync
@@ -143,11 +143,17 @@ async def submit(
     tag: str | None = None,
     suggestion_id: int | None = None,
     reply_stream: str | None = None,
+    allow_near_duplicate: bool = False,
 ) -> Outcome:
     """Store an annotator's example (see the module's docstring). ``suggestion_id``: the machine suggestion
     (``suggestEdits``) it was written from, the annotator's own, of this task and round; the example then counts as
     ``ASSISTED`` and records the adversary, and it stays the annotator's example in every count. ``reply_stream``:
-    the annotator's stream id, where the target's reply is published as it is written (:mod:`.replies`)."""
+    the annotator's stream id, where the target's reply is published as it is written (:mod:`.replies`).
+
+    Where the task's owners set ``near_duplicate_threshold``, a fooling example at least that similar to an earlier
+    fooling example of the round (on the same context) raises NearDuplicate and nothing is stored, unless
+    ``allow_near_duplicate``: then it is stored with the earlier example and the similarity
+    (:mod:`.near_duplicates`)."""
     actor = require_human(actor)
     stream_topic = None if reply_stream is None else replies.topic(actor, reply_stream)
     view = await task_service.get_task(p, actor, task_code)
@@ -203,8 +209,27 @@ async def submit(
         stored_reason, unusable = str(exc)[:2000], isinstance(exc, UnusableOutput)
         status = ExampleStatus.PENDING_PREDICTION
         log.warning("example for %s stored pending: %s", task_code, exc)
-    now = utcnow()  # before the insert and the commit: events' latency is measured from it
     user_id, round_id, context_id = actor.person_id, round_.id, context.id if context is not None else None
+    sketch: list[int] | None = None
+    near: near_duplicates.Match | None = None
+    threshold = view.settings.near_duplicate_threshold
+    if fooled and threshold:
+        sketch = near_duplicates.sketch(near_duplicates.texts_of(task, cleaned))
+        near = await near_duplicates.closest(p, round_id, context_id, sketch)
+        if near is not None and near.similarity < threshold:
+            near = None
+        if near is not None and not allow_near_duplicate:
+            own = near.user_id == user_id
+            raise NearDuplicate(
+                f"This example is {near.similarity:.0%} similar to "
+                + (f"your example {near.example_id}" if own else "an example already written")
+                + f" in this round (the task flags {threshold:.0%} and more): change it, or send it again allowing "
+                "near-duplicates, and the validators will see how close it is.",
+                near.similarity,
+                threshold,
+                near.example_id if own else None,
+            )
+    now = utcnow()  # before the insert and the commit: events' latency is measured from it
     values = {
         "task_id": view.row.id,
         "round_id": round_id,
@@ -225,11 +250,13 @@ async def submit(
         "pending_reason": stored_reason,
         "prediction_attempts": 1 if unusable else 0,  # an unreadable answer is the first of UNUSABLE_OUTPUT_ATTEMPTS
         "verdict": verdict,
+        "near_duplicate_of": None if near is None else near.example_id,
+        "near_duplicate_similarity": None if near is None else near.similarity,
         "created_at": now,
         "updated_at": now,
     }
 
-    example = await store(p, values, task_code=task_code, round_number=round_.number)
+    example = await store(p, values, task_code=task_code, round_number=round_.number, sketch=sketch)
     waiting = task.verdict if status == ExampleStatus.PENDING_VERDICT else None
     if waiting == "judge":
         verdicts.start_judging(p, example.id)
@@ -251,10 +278,12 @@ def decide(
     return dict(members[0]["prediction"]), status, waiting, verdict
 
 
-async def store(p: Platform, values: dict[str, Any], *, task_code: str, round_number: int) -> Example:
-    """Insert one new example (``values``: its columns) with every counter it moves, in one transaction, then
-    announce it (``example_created``, and ``model_fooled`` when it fooled the model). The write path of people's
-    examples and of machine adversaries' candidates alike."""
+async def store(
+    p: Platform, values: dict[str, Any], *, task_code: str, round_number: int, sketch: list[int] | None = None
+) -> Example:
+    """Insert one new example (``values``: its columns) with every counter it moves and its near-duplicate
+    ``sketch`` (if any), in one transaction, then announce it (``example_created``, and ``model_fooled`` when it
+    fooled the model). The write path of people's examples and of machine adversaries' candidates alike."""
     row = {**_NEW_EXAMPLE, **values}
     if row["fooled"] and row.get("fooled_at") is None:
         row["fooled_at"] = row.get("created_at") or utcnow()
@@ -266,6 +295,8 @@ async def store(p: Platform, values: dict[str, Any], *, task_code: str, round_nu
         move_sync(s, round_id=round_id, user_id=user_id, before=None, after=(status, fooled))
         if context_id is not None:
             s.execute(_COUNT_CONTEXT_USE, {"context_id": context_id, "fooled": int(bool(fooled))})
+        if sketch:
+            near_duplicates.store_sketch(s, example_id, round_id, context_id, sketch)
         return example_id
 
     example = row_object(Example, {**row, "id": await p.db.run_write(write)})

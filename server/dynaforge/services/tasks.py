@@ -40,6 +40,7 @@ DEFAULT_SUBMISSIONS_PER_DAY = 3
 MAX_SUBMISSIONS_PER_DAY = 1000
 MAX_INSTRUCTIONS = 20_000
 MAX_RUBRIC = 5_000
+MIN_NEAR_DUPLICATE = 0.5  # below, unrelated texts that share common words would be flagged
 
 
 class ContextStrategy(StrEnum):
@@ -66,6 +67,9 @@ class TaskSettings:
     #: In place of the task's own threshold of its fooled rule / rubric of its judge (:meth:`Task.tuned`).
     fooled_threshold: float | None = None
     judge_rubric: str | None = None
+    #: A new fooling example at least this similar to an earlier one of its round is flagged to its author before it
+    #: is stored (dynaforge.services.near_duplicates); None: no check.
+    near_duplicate_threshold: float | None = None
 
     @classmethod
     def of(cls, task: Task, stored: dict[str, Any]) -> TaskSettings:
@@ -365,6 +369,11 @@ def _check_settings(changes: dict[str, Any], task: Task) -> list[FieldError]:
     instructions = changes.get("instructions")
     if instructions is not None and len(instructions) > MAX_INSTRUCTIONS:
         errors.append(FieldError("instructions", "max_length", f"must have at most {MAX_INSTRUCTIONS} characters"))
+    near = changes.get("near_duplicate_threshold")
+    if near is not None and near != 0 and not MIN_NEAR_DUPLICATE <= near <= 1:  # NaN fails the range too
+        errors.append(
+            FieldError("nearDuplicateThreshold", "range", f"must be 0 (no check) or between {MIN_NEAR_DUPLICATE} and 1")
+        )
     strategy = changes.get("context_strategy")
     choices = [c.value for c in ContextStrategy]
     if strategy is not None and strategy not in choices:
@@ -375,8 +384,9 @@ def _check_settings(changes: dict[str, Any], task: Task) -> list[FieldError]:
 async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[str, Any]) -> TaskView:
     """Owners and admins change a task's settings; ``None`` leaves a setting as it is.
 
-    ``changes`` may hold the fields of :class:`TaskSettings` plus ``hidden`` and ``active``. A daily cap of 0 and
-    empty instructions or rubric go back to the defaults (no cap, the plugin's instructions, its judge's rubric).
+    ``changes`` may hold the fields of :class:`TaskSettings` plus ``hidden`` and ``active``. A daily cap or a
+    near-duplicate threshold of 0 and empty instructions or rubric go back to the defaults (no cap, no check, the
+    plugin's instructions, its judge's rubric).
     """
     actor = require_user(actor)
     view = await get_task(p, actor, code)
@@ -397,7 +407,7 @@ async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[st
         for key, value in changes.items():
             if key in ("hidden", "active"):
                 setattr(row, key, bool(value))
-            elif (key == "daily_example_cap" and value == 0) or (
+            elif (key in ("daily_example_cap", "near_duplicate_threshold") and value == 0) or (
                 key in ("instructions", "judge_rubric") and not value.strip()
             ):
                 stored.pop(key, None)

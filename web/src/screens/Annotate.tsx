@@ -187,6 +187,13 @@ const CreateExample = graphql(`
       ... on RateLimited {
         retryAfterSeconds
       }
+      ... on NearDuplicate {
+        similarity
+        threshold
+        yourExample {
+          id
+        }
+      }
     }
   }
 `);
@@ -529,6 +536,9 @@ function ExampleForm({
   const started = useRef(Date.now());
   const form = useRef<HTMLFormElement>(null);
   const [creating, create] = useMutation(CreateExample);
+  // The answer when the draft fooled the model but is close to an earlier example of the round: nothing was stored,
+  // and the writer changes it or sends it anyway.
+  const [nearCopy, setNearCopy] = useState<{ similarity: number; threshold: number; yours: boolean } | null>(null);
   const client = useClient();
   // The reply of a target that writes, as it streams in (null when nothing streams).
   const [streaming, setStreaming] = useState<string | null>(null);
@@ -574,6 +584,7 @@ function ExampleForm({
     previous.current = values;
     const changed = Object.keys({ ...before, ...values }).filter((name) => before[name] !== values[name]);
     if (changed.length === 0) return;
+    setNearCopy(null);
     if (sent.current && sent.current.values !== values) {
       sent.current = null;
       setVerdict(null);
@@ -614,8 +625,9 @@ function ExampleForm({
     return () => document.removeEventListener("selectionchange", onSelection);
   }, [inputs, setValue]);
 
-  async function submit() {
+  async function submit(allowNearDuplicate = false) {
     if (creating.fetching) return;
+    setNearCopy(null);
     const built = buildFields(fields, values, labels);
     setErrors(built.errors);
     if (Object.keys(built.errors).length) {
@@ -639,11 +651,16 @@ function ExampleForm({
         tag: contextTag,
         suggestionId: from?.id ?? null,
         replyStream: stream?.id ?? null,
+        allowNearDuplicate,
       },
     });
     stream?.close();
     setStreaming(null);
     const answer = result.data?.createExample;
+    if (answer?.__typename === "NearDuplicate") {
+      setNearCopy({ similarity: answer.similarity, threshold: answer.threshold, yours: !!answer.yourExample });
+      return;
+    }
     const failed = problemOf(
       result.error,
       answer,
@@ -742,6 +759,19 @@ function ExampleForm({
           )}
         </div>
         <ProblemBox problem={problem} />
+        {nearCopy && (
+          <div role="alert" className="problem near-copy">
+            <p>
+              <strong>Close to an earlier example.</strong> This is {Math.round(nearCopy.similarity * 100)}% similar to{" "}
+              {nearCopy.yours ? "one of your examples" : "an example someone already wrote"} in this round (the task
+              flags {Math.round(nearCopy.threshold * 100)}% and more), so it was not stored. Change it, or send it
+              anyway: validators will see how close it is.
+            </p>
+            <button type="button" className="secondary" disabled={creating.fetching} onClick={() => void submit(true)}>
+              Send it anyway
+            </button>
+          </div>
+        )}
         <div className="actions">
           <button type="submit" disabled={creating.fetching} aria-keyshortcuts="Control+Enter">
             Submit

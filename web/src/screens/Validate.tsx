@@ -60,6 +60,9 @@ const ValidateItem = graphql(`
         id
         fields
       }
+      nearDuplicate {
+        similarity
+      }
     }
   }
 `);
@@ -235,6 +238,7 @@ type ItemExample = {
   votes: { correct: number; incorrect: number; flagged: number };
   prediction?: { label?: string | null; span?: { text: string } | null; fields: unknown } | null;
   context?: { fields: unknown } | null;
+  nearDuplicate?: { similarity: number } | null;
 };
 
 /** A key on its own (no modifier, not typed into a field) and what it does on an example to validate. */
@@ -386,6 +390,12 @@ function Item({
           </div>
         )}
       </dl>
+      {example.nearDuplicate && (
+        <p className="notice small">
+          Its author sent it although it is {Math.round(example.nearDuplicate.similarity * 100)}% similar to an earlier
+          example of this round: judge it as any other, and flag it if it only repeats the other.
+        </p>
+      )}
       {example.status === "PENDING_VERDICT" && (
         <p className="notice small">
           Its author says the model's answer is wrong. Vote <strong>Correct</strong> if it is (under the guidance

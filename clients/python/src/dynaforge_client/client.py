@@ -305,6 +305,7 @@ class AsyncClient:
         time_taken_ms: int | None = None,
         suggestion: Any = None,
         on_reply: Callable[[str], None] | None = None,
+        allow_near_duplicate: bool = False,
     ) -> ExampleFields:
         """Write an example in the task's open round. The target model predicts at once: the returned example's
         ``fooled`` and ``prediction`` say how it went (both None while the prediction is pending; ``fooled`` None
@@ -313,7 +314,11 @@ class AsyncClient:
         the suggestion (from :meth:`suggest_edits`, or its id) the example was written from; it then counts as
         ASSISTED (``source``) and names the adversary. ``on_reply``: called with each piece of the target's reply
         as the model writes it (a model that writes; over the ``replyStream`` subscription, opened first), before
-        this returns; when the stream cannot be opened within a few seconds the example is sent without it."""
+        this returns; when the stream cannot be opened within a few seconds the example is sent without it.
+
+        Where the task's owners check near-duplicates, a fooling example close to an earlier one of the round raises
+        :class:`~dynaforge_client.errors.NearDuplicate` and nothing is stored; ``allow_near_duplicate=True`` sends it
+        anyway (its ``near_duplicate`` then says how close)."""
         data = CreateExampleInput(
             task_code=task,
             fields=dict(fields),
@@ -321,6 +326,7 @@ class AsyncClient:
             tag=tag,
             time_taken_ms=time_taken_ms,
             suggestion_id=_id(suggestion) if suggestion is not None else None,
+            allow_near_duplicate=allow_near_duplicate,
         )
         if on_reply is None:
             result = await self._write(lambda: self._api.create_example(data))

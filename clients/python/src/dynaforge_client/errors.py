@@ -130,6 +130,27 @@ class QuotaExceeded(DynaforgeError):
         self.quota, self.limit = quota, limit
 
 
+class NearDuplicate(DynaforgeError):
+    """The example fooled the model but is this close to an earlier fooling example of its round (the task's
+    ``nearDuplicateThreshold``); nothing was stored. Change it, or send it again with
+    ``create_example(..., allow_near_duplicate=True)``. ``similarity`` and ``threshold`` are 0 to 1;
+    ``your_example_id`` names the earlier example when it is your own (None when it is someone else's)."""
+
+    code = "NEAR_DUPLICATE"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        similarity: float | None = None,
+        threshold: float | None = None,
+        your_example_id: str | None = None,
+        **kwargs: Any,
+    ):
+        super().__init__(message, **kwargs)
+        self.similarity, self.threshold, self.your_example_id = similarity, threshold, your_example_id
+
+
 class ServiceUnavailable(DynaforgeError):
     """The server cannot do it now (a service it needs is down); try again later."""
 
@@ -164,6 +185,7 @@ _BY_CODE: dict[str, type[DynaforgeError]] = {
         RoundClosed,
         RateLimited,
         QuotaExceeded,
+        NearDuplicate,
         ServiceUnavailable,
     )
 }
@@ -202,6 +224,15 @@ def from_member(member: Any) -> DynaforgeError:
             getattr(member, "message", typename),
             quota=None if quota is None else str(getattr(quota, "value", quota)),
             limit=getattr(member, "limit", None),
+            **common,
+        )
+    if cls is NearDuplicate:
+        yours = getattr(member, "your_example", None)
+        return NearDuplicate(
+            getattr(member, "message", typename),
+            similarity=getattr(member, "similarity", None),
+            threshold=getattr(member, "threshold", None),
+            your_example_id=None if yours is None else yours.id,
             **common,
         )
     return cls(getattr(member, "message", typename), **common)

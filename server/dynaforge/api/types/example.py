@@ -129,6 +129,21 @@ class ValidationLabel(Enum):
     )
 
 
+@strawberry.type(description="How close an example is to an earlier one of its round (Example.nearDuplicate).")
+class NearDuplicateMark:
+    similarity: float = strawberry.field(
+        description="The estimated Jaccard similarity of the two texts' shingles (MinHash), 0 to 1."
+    )
+    example_key: strawberry.Private[int | None]
+
+    @strawberry.field(description="The earlier example; null when you may not see it, or it was deleted.")
+    async def example(self, info: Info) -> Example | None:
+        if self.example_key is None:
+            return None
+        found: Example | None = await related(info, "Example", self.example_key)
+        return found
+
+
 @strawberry.type(description="One validator's vote on an example, as the task's owners and admins see it.")
 class Validation(Node):
     label: ValidationLabel = strawberry.field(description="The verdict the validator gave.")
@@ -333,6 +348,17 @@ class Example(Node):
     @strawberry.field(description="Validators' votes so far.")
     def votes(self) -> Votes:
         return Votes.of(self.row)
+
+    @strawberry.field(
+        description="Set when its author sent it although it was close to an earlier fooling example of the round "
+        "(the task's nearDuplicateThreshold): how close, and which; null otherwise."
+    )
+    def near_duplicate(self) -> NearDuplicateMark | None:
+        if self.row.near_duplicate_similarity is None:
+            return None
+        return NearDuplicateMark(
+            similarity=round(self.row.near_duplicate_similarity, 4), example_key=self.row.near_duplicate_of
+        )
 
     @classmethod
     def from_row(cls, row: ExampleRow, *, task_code: str | None = None, round_: Round | None = None) -> Example:

@@ -11,17 +11,28 @@ from strawberry.scalars import JSON
 from dynaforge.api.context import Info
 from dynaforge.api.enums import EnsembleRule
 from dynaforge.api.errors import errors_as_graphql
-from dynaforge.api.node import FETCHERS, Node, global_id
+from dynaforge.api.node import FETCHERS, Node, global_id, related
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.api.types.stats import LeaderboardEntry, SourceStats, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
-from dynaforge.services import cursors
+from dynaforge.services import cursors, near_duplicates
 from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
 from dynaforge.services import tasks as task_service
 from dynaforge.services import training as training_service
+
+
+@strawberry.type(description="Examples of a round linked by their near-duplicate marks (Round.nearDuplicates).")
+class NearDuplicateCluster:
+    similarity: float = strawberry.field(description="The highest similarity between two linked examples, 0 to 1.")
+    keys: strawberry.Private[list[int]]
+
+    @strawberry.field(description="Its examples, oldest first (one you may not see, or deleted, is left out).")
+    async def examples(self, info: Info) -> list[Annotated[Example, strawberry.lazy("dynaforge.api.types.example")]]:  # type: ignore[name-defined]  # noqa: F821
+        found = [await related(info, "Example", key) for key in self.keys]
+        return [e for e in found if e is not None]
 
 
 @strawberry.type(description="A model a round puts in the loop: annotators try to fool it.")
@@ -108,6 +119,19 @@ class Round(Node):
     async def stuck_examples(self, info: Info) -> list[StuckExample] | None:
         stuck = await example_service.stuck_examples(*info.context.caller, self.row)
         return None if stuck is None else [StuckExample.of(e) for e in stuck]
+
+    @strawberry.field(
+        description="Examples of the round sent although close to an earlier fooling example (the task's "
+        "nearDuplicateThreshold), grouped with those they are close to: largest group first. For the task's owners "
+        "and admins, null for everyone else."
+    )
+    async def near_duplicates(self, info: Info) -> list[NearDuplicateCluster] | None:
+        found = await near_duplicates.owner_clusters(*info.context.caller, self.row)
+        return (
+            None
+            if found is None
+            else [NearDuplicateCluster(similarity=round(c.similarity, 4), keys=c.example_ids) for c in found]
+        )
 
     @strawberry.field(description="The task it is a round of.")
     async def task(self, info: Info) -> Annotated[Task, strawberry.lazy("dynaforge.api.types.task")]:  # type: ignore[name-defined]  # noqa: F821

@@ -157,6 +157,11 @@ class TaskSettings:
         description="The owners' rubric for the task's judge model, in place of the task's own (Task.judgeRubric "
         "is the one in force); null: the task's own."
     )
+    near_duplicate_threshold: float | None = strawberry.field(
+        description="A new fooling example at least this similar (0.5 to 1, estimated Jaccard similarity of its "
+        "text's shingles) to an earlier fooling example of its round, on the same context, is answered "
+        "NearDuplicate before it is stored; null: no check."
+    )
 
     @classmethod
     def of(cls, value: SettingsValue) -> TaskSettings:
@@ -169,6 +174,7 @@ class TaskSettings:
             submissions_per_day=value.submissions_per_day,
             fooled_threshold=value.fooled_threshold,
             judge_rubric=value.judge_rubric,
+            near_duplicate_threshold=value.near_duplicate_threshold,
         )
 
 

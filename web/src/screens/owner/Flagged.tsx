@@ -66,6 +66,74 @@ const Decide = graphql(`
   }
 `);
 
+const NearDuplicates = graphql(`
+  query NearDuplicates($code: String!) {
+    task(code: $code) {
+      id
+      currentRound {
+        id
+        number
+        nearDuplicates {
+          similarity
+          examples {
+            id
+            fields
+            status
+            author {
+              id
+              username
+            }
+          }
+        }
+      }
+    }
+  }
+`);
+
+/** The current round's near-duplicate clusters: examples their writers sent although close to an earlier one. */
+function NearDuplicateClusters({ task }: { task: ManagedTask }) {
+  const [{ data, error }] = useQuery({
+    query: NearDuplicates,
+    variables: { code: task.code },
+    requestPolicy: "cache-and-network",
+  });
+  const round = data?.task?.currentRound;
+  const clusters = round?.nearDuplicates ?? [];
+  return (
+    <section aria-labelledby="near-title">
+      <h3 id="near-title">Near-duplicates{round ? ` in round ${round.number}` : ""}</h3>
+      <p className="muted small">
+        {task.settings.nearDuplicateThreshold != null
+          ? `Examples sent although at least ${Math.round(task.settings.nearDuplicateThreshold * 100)}% similar to an earlier fooling example (Settings), grouped with it.`
+          : "The check is off: set a near-duplicate similarity in Settings to flag near-copies to their writers."}
+      </p>
+      {error && <p role="alert">{transportMessage(error)}</p>}
+      {data && clusters.length === 0 && <p>No near-duplicates.</p>}
+      <ul className="rows" aria-label="Near-duplicate groups">
+        {clusters.map((c) => (
+          <li key={c.examples.map((e) => e.id).join()} className="row">
+            <p className="small">
+              {c.examples.length} examples, up to {Math.round(c.similarity * 100)}% similar
+            </p>
+            <ul className="small">
+              {c.examples.map((e) => (
+                <li key={e.id}>
+                  {Object.values((e.fields ?? {}) as Record<string, unknown>)
+                    .filter((v) => typeof v === "string")
+                    .join(" · ")}{" "}
+                  <span className="muted">
+                    ({e.author?.username ?? "someone"}, {e.status.toLowerCase()})
+                  </span>
+                </li>
+              ))}
+            </ul>
+          </li>
+        ))}
+      </ul>
+    </section>
+  );
+}
+
 export default function Flagged({ task }: { task: ManagedTask }) {
   const [{ data, error, fetching }, refresh] = useQuery({
     query: FlaggedExamples,
@@ -87,6 +155,7 @@ export default function Flagged({ task }: { task: ManagedTask }) {
           <FlaggedRow key={e.id} example={e} onDecided={() => refresh({ requestPolicy: "network-only" })} />
         ))}
       </ul>
+      <NearDuplicateClusters task={task} />
     </section>
   );
 }

@@ -46,6 +46,7 @@ export const ManageTask = graphql(`
         contextStrategy
         fooledThreshold
         judgeRubric
+        nearDuplicateThreshold
       }
       currentRound {
         id

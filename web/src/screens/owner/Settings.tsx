@@ -26,6 +26,7 @@ const UpdateSettings = graphql(`
             contextStrategy
             fooledThreshold
             judgeRubric
+            nearDuplicateThreshold
           }
         }
       }
@@ -56,6 +57,7 @@ const KNOWN = [
   "instructions",
   "fooledThreshold",
   "judgeRubric",
+  "nearDuplicateThreshold",
 ];
 
 export default function Settings({ task }: { task: ManagedTask }) {
@@ -71,6 +73,9 @@ export default function Settings({ task }: { task: ManagedTask }) {
     if (cap && !/^\d+$/.test(cap)) return outcome.fail("The daily cap must be a whole number (or empty: no change).");
     if (!Number.isInteger(submissions) || submissions < 1)
       return outcome.fail("The submissions a day must be a whole number, 1 or more.");
+    const nearText = textOf(form, "near");
+    const near = nearText ? Number(nearText) / 100 : 0;
+    if (!Number.isFinite(near)) return outcome.fail("The near-duplicate similarity must be a percentage.");
     const threshold = task.fooledThreshold != null ? Number(textOf(form, "threshold")) : null;
     if (threshold !== null && !Number.isFinite(threshold))
       return outcome.fail("The threshold must be a number on the rule's scale.");
@@ -88,6 +93,7 @@ export default function Settings({ task }: { task: ManagedTask }) {
         active: form.get("active") === "on",
         fooledThreshold: threshold,
         judgeRubric: task.judgeRubric != null ? String(form.get("rubric") ?? "") : null,
+        nearDuplicateThreshold: near,
       },
     });
     outcome.record(result.error, result.data?.updateTaskSettings, "TaskSettingsUpdated", "Settings saved.", KNOWN);
@@ -126,6 +132,17 @@ export default function Settings({ task }: { task: ManagedTask }) {
           defaultValue={s.submissionsPerDay}
           hint="Models, predictions and selections each person may submit in 24 hours; every attempt counts, deleted ones too."
           error={fields.submissionsPerDay}
+        />
+        <TextInput
+          label="Near-duplicate similarity (%)"
+          id="set-near"
+          name="near"
+          type="number"
+          min={50}
+          max={100}
+          defaultValue={s.nearDuplicateThreshold != null ? Math.round(s.nearDuplicateThreshold * 100) : ""}
+          hint="A fooling example at least this similar to an earlier one of the round is shown to its writer before it counts (70 catches a ten-word sentence with one word changed); empty: no check."
+          error={fields.nearDuplicateThreshold}
         />
         <Select label="Which context to serve" id="set-strategy" name="strategy" defaultValue={s.contextStrategy}>
           {STRATEGIES.map(([value, title]) => (

@@ -92,6 +92,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
 
             fragment UserFields on User {
@@ -139,6 +146,13 @@ class GeneratedClient(AsyncBaseClient):
                 quota
                 limit
                 resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
               }
             }
 
@@ -251,6 +265,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
 
             fragment PredictionFields on Prediction {
@@ -340,6 +361,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
             """)
         variables: dict[str, object] = {"input": input}
@@ -402,6 +430,13 @@ class GeneratedClient(AsyncBaseClient):
                 quota
                 limit
                 resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
               }
             }
             """)
@@ -524,6 +559,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
 
             fragment ExampleFields on Example {
@@ -533,6 +575,9 @@ class GeneratedClient(AsyncBaseClient):
               status
               tag
               createdAt
+              nearDuplicate {
+                similarity
+              }
               prediction {
                 ...PredictionFields
               }
@@ -608,6 +653,9 @@ class GeneratedClient(AsyncBaseClient):
               status
               tag
               createdAt
+              nearDuplicate {
+                similarity
+              }
               prediction {
                 ...PredictionFields
               }
@@ -685,6 +733,9 @@ class GeneratedClient(AsyncBaseClient):
               status
               tag
               createdAt
+              nearDuplicate {
+                similarity
+              }
               prediction {
                 ...PredictionFields
               }
@@ -783,6 +834,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
 
             fragment ExampleFields on Example {
@@ -792,6 +850,9 @@ class GeneratedClient(AsyncBaseClient):
               status
               tag
               createdAt
+              nearDuplicate {
+                similarity
+              }
               prediction {
                 ...PredictionFields
               }
@@ -886,6 +947,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
 
             fragment ExampleFields on Example {
@@ -895,6 +963,9 @@ class GeneratedClient(AsyncBaseClient):
               status
               tag
               createdAt
+              nearDuplicate {
+                similarity
+              }
               prediction {
                 ...PredictionFields
               }
@@ -975,6 +1046,9 @@ class GeneratedClient(AsyncBaseClient):
               status
               tag
               createdAt
+              nearDuplicate {
+                similarity
+              }
               prediction {
                 ...PredictionFields
               }
@@ -1085,6 +1159,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
 
             fragment ModelFields on Model {
@@ -1150,6 +1231,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
 
             fragment ModelFields on Model {
@@ -1212,6 +1300,13 @@ class GeneratedClient(AsyncBaseClient):
                 quota
                 limit
                 resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
               }
             }
 
@@ -1882,6 +1977,13 @@ class GeneratedClient(AsyncBaseClient):
                 limit
                 resetsInSeconds
               }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
             }
             """)
         variables: dict[str, object] = {"input": input}
@@ -1985,6 +2087,13 @@ class GeneratedClient(AsyncBaseClient):
                 quota
                 limit
                 resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
               }
             }
 

@@ -18,6 +18,7 @@ class CreateExample(BaseModel):
         "CreateExampleCreateExampleRateLimited",
         "CreateExampleCreateExampleQuotaExceeded",
         "CreateExampleCreateExampleRoundClosed",
+        "CreateExampleCreateExampleNearDuplicate",
     ] = Field(alias="createExample", discriminator="typename__")
 
 
@@ -92,8 +93,23 @@ class CreateExampleCreateExampleRoundClosed(BaseModel):
     message: str
 
 
+class CreateExampleCreateExampleNearDuplicate(BaseModel):
+    typename__: Literal["NearDuplicate"] = Field(alias="__typename")
+    message: str
+    similarity: float
+    threshold: float
+    your_example: Optional["CreateExampleCreateExampleNearDuplicateYourExample"] = (
+        Field(alias="yourExample")
+    )
+
+
+class CreateExampleCreateExampleNearDuplicateYourExample(BaseModel):
+    id: str
+
+
 CreateExample.model_rebuild()
 CreateExampleCreateExampleExampleCreated.model_rebuild()
 CreateExampleCreateExamplePredictionPending.model_rebuild()
 CreateExampleCreateExampleVerdictPending.model_rebuild()
 CreateExampleCreateExampleInvalidInput.model_rebuild()
+CreateExampleCreateExampleNearDuplicate.model_rebuild()

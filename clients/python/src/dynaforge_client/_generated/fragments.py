@@ -179,6 +179,9 @@ class ExampleFields(BaseModel):
     status: ExampleStatus
     tag: Optional[str]
     created_at: datetime = Field(alias="createdAt")
+    near_duplicate: Optional["ExampleFieldsNearDuplicate"] = Field(
+        alias="nearDuplicate"
+    )
     prediction: Optional["ExampleFieldsPrediction"]
     round: "ExampleFieldsRound"
     context: Optional["ExampleFieldsContext"]
@@ -187,6 +190,10 @@ class ExampleFields(BaseModel):
     source: Optional[ExampleSource]
     adversary: Optional[str]
     verdict: Optional["ExampleFieldsVerdict"]
+
+
+class ExampleFieldsNearDuplicate(BaseModel):
+    similarity: float
 
 
 class ExampleFieldsPrediction(PredictionFields):

@@ -30,6 +30,8 @@ class CreateExampleInput(BaseModel):
     "The suggestion (suggestEdits) you wrote it from, if any: it then counts as ASSISTED and records the adversary. Yours, for this round and context."
     reply_stream: Optional[str] = Field(alias="replyStream", default=None)
     "Your stream id (8 to 64 letters, digits, '-' or '_'; a random UUID will do), already followed with the replyStream subscription: the target's reply is published there as it is written. Optional; the answer is the same with or without it."
+    allow_near_duplicate: bool = Field(alias="allowNearDuplicate", default=False)
+    "Store the example even when it is close to an earlier fooling example of the round (the answer was NearDuplicate): it is stored with that example and the similarity beside it (Example.nearDuplicate), for validators and owners to see."
 
 
 class CreateRoundDatasetsInput(BaseModel):
