@@ -451,3 +451,34 @@ test("an owner turns on near-duplicate checks; a writer meets one and sends it a
     );
   }
 });
+
+test("an owner reads a round's analytics and downloads them as CSV", async ({ page, browser, baseURL }) => {
+  // Someone writes in the round first, so that it has something to show.
+  const writer = await newPerson(browser, baseURL, "statw");
+  await openTask(writer.page, "sentiment");
+  await writer.page.getByLabel("Statement").fill(`Analytics check ${Date.now()}: a calm and pleasant afternoon.`);
+  await writer.page.getByRole("radio", { name: "positive", exact: true }).check();
+  await writer.page.getByRole("button", { name: "Submit" }).click();
+  await expect(verdict(writer.page)).toContainText(/model/);
+  await writer.context.close();
+
+  await signInAsOwner(page);
+  await manage(page, "sentiment", "analytics");
+  await expect(page.getByRole("heading", { name: "Analytics", level: 2 })).toBeVisible();
+  await expect(page.getByRole("img", { name: /^Collected \d+, fooled \d+, verified fooling \d+ over/ })).toBeVisible();
+  const annotators = page.getByRole("table", { name: /^Annotators of round/ });
+  await expect(annotators.getByRole("row").filter({ hasText: writer.username })).toBeVisible();
+  await expect(page.getByRole("table", { name: /by where its examples came from/ })).toContainText("Human");
+  await checkAccessibility(page, "owner analytics");
+  await screenshots(page, "owner-analytics");
+
+  const download = page.waitForEvent("download");
+  await page.getByRole("button", { name: "Download the annotators (CSV)" }).click();
+  const csv = readFileSync(await (await download).path(), "utf8");
+  expect(csv.split("\n")[0]).toBe(
+    "username,collected,fooled,verified_fooled,vmer,median_time_taken_ms,validations,validation_agreement",
+  );
+  expect(csv).toContain(`${writer.username},1,`);
+  await page.getByLabel("Per", { exact: true }).selectOption("DAY");
+  await expect(page.getByRole("img", { name: / over \d+ days?$/ })).toBeVisible();
+});

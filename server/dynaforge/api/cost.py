@@ -151,6 +151,9 @@ LIST_SIZES: dict[str, int] = {
     "ExamplesImported.skipped": DECLARED,  # one per reason
     "InvalidInput.fieldErrors": MANY,
     "Round.nearDuplicates": MANY,
+    "RoundAnalytics.periods": MANY,  # the periods with something in them
+    "RoundAnalytics.annotators": MANY,
+    "RoundAnalytics.sources": len(ExampleSource),
     "NearDuplicateCluster.examples": MANY,
     "ValidatorQuality.validators": MANY,  # everyone who voted in the task's crowd
     "ValidatorQuality.rounds": MANY,
@@ -162,6 +165,7 @@ PRICES: dict[str, int] = {
     "Task.stats": 100,  # sums the counters of every round
     "Task.validatorQuality": 500,  # reads every vote of the task, and alpha per round
     "Round.nearDuplicates": 100,  # reads the round's near-duplicate links
+    "Round.analytics": 500,  # reads every example and vote of the round
     "ValidatorWeightsSet.quality": 500,
     "Task.statsBySource": 500,  # counts the examples of every round by source
     "Round.statsBySource": 200,  # counts the round's examples by source

@@ -39,7 +39,7 @@ async function errorOf(response: Response): Promise<string> {
   return `The download failed (HTTP ${response.status}); try again.`;
 }
 
-function saveBlob(blob: Blob, name: string) {
+export function saveBlob(blob: Blob, name: string) {
   const url = URL.createObjectURL(blob);
   const link = document.createElement("a");
   link.href = url;

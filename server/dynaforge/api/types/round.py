@@ -9,14 +9,16 @@ import strawberry
 from strawberry.scalars import JSON
 
 from dynaforge.api.context import Info
-from dynaforge.api.enums import EnsembleRule
+from dynaforge.api.enums import EnsembleRule, raw
 from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.node import FETCHERS, Node, global_id, related
+from dynaforge.api.types.analytics import RoundAnalytics, TimeBucket
 from dynaforge.api.types.connection import After, Before, Connection, First, Last
 from dynaforge.api.types.registered import RegisteredModel
 from dynaforge.api.types.stats import LeaderboardEntry, SourceStats, Stats
 from dynaforge.db.models import Round as RoundRow
 from dynaforge.db.models import as_utc
+from dynaforge.services import analytics as analytics_service
 from dynaforge.services import cursors, near_duplicates
 from dynaforge.services import examples as example_service
 from dynaforge.services import stats as stats_service
@@ -132,6 +134,23 @@ class Round(Node):
             if found is None
             else [NearDuplicateCluster(similarity=round(c.similarity, 4), keys=c.example_ids) for c in found]
         )
+
+    @strawberry.field(
+        description="Its collection over time, per annotator and per source: for the task's owners and admins (a "
+        "FORBIDDEN error and null for anyone else)."
+    )
+    @errors_as_graphql
+    async def analytics(
+        self,
+        info: Info,
+        bucket: Annotated[
+            TimeBucket, strawberry.argument(description="The width of the periods: an hour (default) or a day.")
+        ] = TimeBucket.HOUR,
+    ) -> RoundAnalytics | None:
+        value = await analytics_service.analytics_of(
+            *info.context.caller, self.row, analytics_service.Bucket(raw(bucket))
+        )
+        return RoundAnalytics.of(value)
 
     @strawberry.field(description="The task it is a round of.")
     async def task(self, info: Info) -> Annotated[Task, strawberry.lazy("dynaforge.api.types.task")]:  # type: ignore[name-defined]  # noqa: F821

@@ -1,5 +1,5 @@
 // The owner pages of a task (its owners and admins): settings, rounds, contexts, machine adversaries (generation
-// runs), flagged examples, validators, data sets, retraining, exports and webhooks, each a section under
+// runs), flagged examples, validators, analytics, data sets, retraining, exports and webhooks, each a section under
 // /tasks/:code/manage/.
 // Loaded on demand: none of it is in the first load of an annotate page.
 import { useQuery } from "urql";
@@ -8,6 +8,7 @@ import { graphql } from "../../gql";
 import type { ManageTaskQuery } from "../../gql/graphql";
 import { transportMessage } from "../../lib/errors";
 import Adversaries from "./Adversaries";
+import Analytics from "./Analytics";
 import Contexts from "./Contexts";
 import Datasets from "./Datasets";
 import Exports from "./Exports";
@@ -94,6 +95,7 @@ const SECTIONS = [
   ["adversaries", "Machine adversaries"],
   ["flagged", "Flagged"],
   ["validators", "Validators"],
+  ["analytics", "Analytics"],
   ["datasets", "Data sets"],
   ["retraining", "Retraining"],
   ["exports", "Exports"],
@@ -144,6 +146,7 @@ export default function Manage({ code, section }: { code: string; section?: stri
       {current === "adversaries" && <Adversaries task={task} />}
       {current === "flagged" && <Flagged task={task} />}
       {current === "validators" && <Validators task={task} />}
+      {current === "analytics" && <Analytics task={task} />}
       {current === "datasets" && <Datasets task={task} />}
       {current === "retraining" && <Retraining task={task} onChanged={reload} />}
       {current === "exports" && <Exports task={task} />}
