@@ -186,6 +186,8 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "validationQueueSize":            rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "validationQueueSize@ownerMode":  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "setValidatorWeights":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    # nobody but its validator withdraws a vote (the world's example has none of the roles' votes)
+    "withdrawValidation":             rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  NOTFOUND,  NOTFOUND, NOAUTH),
     # --- tasks, rounds, contexts (owners and admins)
     "tasks":                          rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "tasks@hiddenTask":               rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -609,6 +611,12 @@ async def _my_stats(w: World) -> Variables:
 @operation("validateExample")
 async def _validate_example(w: World) -> Variables:
     return _input(id=gid("Example", await w.example()), label="CORRECT")
+
+
+@operation("withdrawValidation")
+async def _withdraw_validation(w: World) -> Variables:
+    await w.correction()  # another account's vote on it: not the role's to withdraw
+    return _input(id=gid("Example", await w.example()))
 
 
 @operation("setValidatorWeights")

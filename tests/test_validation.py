@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
@@ -118,6 +119,32 @@ async def test_nobody_validates_their_own_example_not_even_an_owner(platform, pe
         assert (await validation.example_to_validate(platform, actor, "toy", owner_mode=True)).id != example.id
     assert (await validation.validate(platform, admin, own.id, "CORRECT")).status == S.ACCEPTED
     assert (await validation.validate(platform, people["owner"], admins.id, "INCORRECT")).status == S.REJECTED
+    await _assert_counters_match_recount(platform)
+
+
+async def test_a_vote_is_withdrawn_within_its_window(platform, people):
+    example = await _write(platform, people["author"])
+    await validation.validate(platform, people["v1"], example.id, "INCORRECT")
+    back = await validation.withdraw(platform, people["v1"], example.id)
+    assert (back.validations_incorrect, back.validations_total, back.status) == (0, 0, S.CREATED)
+    assert (await validation.example_to_validate(platform, people["v1"], "toy")).id == example.id  # queued again
+    with pytest.raises(NotFound, match="no vote"):
+        await validation.withdraw(platform, people["v1"], example.id)
+    with pytest.raises(NotFound):
+        await validation.withdraw(platform, people["v2"], example.id)  # never voted
+
+    # After the window, or once the example is decided, a vote stays.
+    await validation.validate(platform, people["v1"], example.id, "CORRECT")
+    async with platform.db.write() as s:
+        vote = await s.scalar(select(Validation).where(Validation.user_id == people["v1"].user_id))
+        vote.created_at = vote.created_at - timedelta(seconds=validation.UNDO_VOTE_S + 5)
+    with pytest.raises(Conflict, match="seconds"):
+        await validation.withdraw(platform, people["v1"], example.id)
+    for name in ("v2", "v3"):
+        decided = await validation.validate(platform, people[name], example.id, "CORRECT")
+    assert decided.status == S.ACCEPTED
+    with pytest.raises(Conflict, match="accepted"):
+        await validation.withdraw(platform, people["v3"], example.id)
     await _assert_counters_match_recount(platform)
 
 
@@ -444,6 +471,12 @@ async def test_graphql_contract(gql, platform):
         assert result["example"]["status"] == ("ACCEPTED" if i == 2 else "CREATED") and result["decided"] is (i == 2)
     again = (await gql(VALIDATE, {"id": example_id, "l": "CORRECT"}, token=voters[0]))["validateExample"]
     assert again["__typename"] == "Conflict"
+    late = await gql(
+        "mutation ($id: ID!) { withdrawValidation(input: {id: $id}) { __typename ... on Error { message } } }",
+        {"id": example_id},
+        token=voters[2],
+    )
+    assert late["withdrawValidation"]["__typename"] == "Conflict"  # the vote that decided it stays
 
     round_stats = (await gql(STATS, {"c": "toy"}, token=None))["task"]["currentRound"]
     assert round_stats == {

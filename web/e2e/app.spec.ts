@@ -87,6 +87,53 @@ test("annotate the NLI task", async ({ page }) => {
   await screenshots(page, "annotate-nli");
 });
 
+test("a draft survives another context, another page and a new visit", async ({ page }) => {
+  await register(page, "drafts");
+  // Sentiment writes without a context: its one draft comes back after a walk to another page.
+  await openTask(page, "sentiment");
+  await page.getByLabel("Statement").fill("Half-written: the soundtrack was");
+  await page.getByRole("link", { name: "Leaderboards" }).click();
+  await expect(page.getByRole("heading", { level: 1 })).toBeVisible();
+  await page.goBack();
+  await expect(page.getByLabel("Statement")).toHaveValue("Half-written: the soundtrack was");
+  await expect(page.locator("[data-draft-restored]")).toBeVisible();
+
+  // NLI writes on a premise: "Another context" keeps the draft of the one left, and offers the way back.
+  await openTask(page, "nli");
+  const premise = page.locator('[data-context-field="premise"]');
+  const first = (await premise.textContent()) ?? "";
+  await page.getByLabel("Hypothesis").fill("Nobody is outdoors.");
+  await page.getByRole("radio", { name: "contradiction", exact: true }).check();
+  for (let n = 0; (await premise.textContent()) === first; n++) {
+    expect(n, "another context is served").toBeLessThan(10);
+    await page.getByRole("button", { name: "Another context" }).click();
+    await expect(page.getByRole("button", { name: "Another context" })).toBeEnabled();
+  }
+  await expect(page.getByLabel("Hypothesis")).toHaveValue("");
+  await page.getByRole("button", { name: "Back to that context" }).click();
+  await expect(premise).toHaveText(first);
+  await expect(page.getByLabel("Hypothesis")).toHaveValue("Nobody is outdoors.");
+  await expect(page.getByRole("radio", { name: "contradiction", exact: true })).toBeChecked();
+
+  // Away and back again: the served premise may differ, and the page offers the draft on the other one.
+  await page.getByRole("link", { name: "Tasks" }).click();
+  await openTask(page, "nli");
+  if ((await premise.textContent()) !== first) {
+    await page.getByRole("button", { name: "Open it" }).click();
+    await expect(premise).toHaveText(first);
+  }
+  await expect(page.getByLabel("Hypothesis")).toHaveValue("Nobody is outdoors.");
+  await checkAccessibility(page, "annotate with a draft");
+
+  // Sent, the draft is gone: a new visit starts empty.
+  await page.getByRole("button", { name: "Submit" }).click();
+  await expect(verdict(page)).toContainText("The model answered:");
+  await page.getByRole("link", { name: "Tasks" }).click();
+  await openTask(page, "nli");
+  if ((await premise.textContent()) === first) await expect(page.getByLabel("Hypothesis")).toHaveValue("");
+  await expect(page.getByRole("button", { name: "Open it" })).toHaveCount(0);
+});
+
 test("annotate the QA task by selecting the answer in the passage", async ({ page }) => {
   await register(page, "quinn");
   await openTask(page, "qa");
@@ -204,11 +251,20 @@ test("a validator votes with the keyboard only", async ({ page, browser, baseURL
   await validator.keyboard.press("s");
   await expect(validator.getByRole("status").filter({ hasText: "Skipped" })).toBeVisible();
   await expect(card).toBeFocused();
+  // The tally is not shown before the vote; the vote reveals it, and where the example came from.
+  await expect(card).not.toContainText("Votes");
+  const voted = (await card.textContent()) ?? "";
   await validator.keyboard.press("c");
-  await expect(validator.getByRole("status").filter({ hasText: "Voted correct." })).toBeVisible();
+  const said = validator.getByRole("status").filter({ hasText: "Voted correct." });
+  await expect(said).toContainText(/Votes now: \d+ correct, \d+ incorrect, \d+ flagged\. A (person|machine)/);
   await expect(card.or(empty)).toBeVisible();
   if (await card.isVisible()) await expect(card).toBeFocused();
   await checkAccessibility(validator, "validate with keys");
+
+  // Undo, within its few seconds, takes the vote back: the same example is served again.
+  await said.getByRole("button", { name: "Undo" }).click();
+  await expect(validator.getByRole("status").filter({ hasText: "Your vote is withdrawn" })).toBeVisible();
+  await expect(card).toHaveText(voted);
   await context.close();
 });
 

@@ -69,6 +69,11 @@ class FlagExampleInput:
     )
 
 
+@strawberry.input(description="The example whose vote you withdraw.")
+class WithdrawValidationInput:
+    id: strawberry.ID = strawberry.field(description="The example's id (Example.id).")
+
+
 @strawberry.input(description="An example to pass over in your validation queue.")
 class SkipExampleInput:
     id: strawberry.ID = strawberry.field(
@@ -247,6 +252,11 @@ class ValidationRecorded:
     )
 
 
+@strawberry.type(description="Your vote is withdrawn: the example's counts are back, and it is in your queue again.")
+class ValidationWithdrawn:
+    example: Example = strawberry.field(description="The example without your vote.")
+
+
 @strawberry.type(description="The example is out of the validators' queue until an owner decides.")
 class ExampleFlagged:
     example: Example = strawberry.field(
@@ -325,6 +335,16 @@ ValidateExampleResult = Annotated[
         "example you can see), AlreadyExists (you voted on it before), Conflict (it is not awaiting votes: decided, "
         "flagged, retracted or still without a prediction), RateLimited (too many votes and flags on this task this "
         "minute).",
+    ),
+]
+WithdrawValidationResult = Annotated[
+    ValidationWithdrawn | InvalidInput | NotAuthenticated | NotFound | Conflict,
+    strawberry.union(
+        "WithdrawValidationResult",
+        description="ValidationWithdrawn: the vote is gone. The other members are the expected failures, and change "
+        "nothing: InvalidInput (the id is not an Example's), NotAuthenticated, NotFound (no such example you can "
+        f"see, or no vote of yours on it), Conflict (more than {validation_service.UNDO_VOTE_S} seconds have passed, "
+        "or the example is no longer awaiting votes: the votes that decided it stay).",
     ),
 ]
 ApplyCorrectionResult = Annotated[
@@ -574,6 +594,20 @@ class CollectionMutation:
             time_taken_ms=input.time_taken_ms,
         )
         return ValidationRecorded(example=Example.from_row(row), decided=row.decided_at is not None)
+
+    @strawberry.mutation(
+        description=f"Take back your vote on an example within {validation_service.UNDO_VOTE_S} seconds of casting "
+        "it, while the example still awaits votes (a slip of the finger): its counts go back and it returns to your "
+        "queue."
+    )
+    @errors_as_union
+    async def withdraw_validation(
+        self,
+        info: Info,
+        input: Annotated[WithdrawValidationInput, strawberry.argument(description="The example voted on.")],
+    ) -> WithdrawValidationResult:
+        row = await validation_service.withdraw(*info.context.caller, parse_id(input.id, "id", "Example"))
+        return ValidationWithdrawn(example=Example.from_row(row))
 
     @strawberry.mutation(
         description="Signed-in users flag an example awaiting votes (their own, or anyone's that is abusive or "

@@ -33,7 +33,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlmodel import col
 
-from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, ValidationSkip, utcnow
+from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, ValidationSkip, as_utc, utcnow
 from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
 from dynaforge.services import announce, validator_quality, verdicts
@@ -47,6 +47,7 @@ CORRECT, INCORRECT, FLAGGED = "CORRECT", "INCORRECT", "FLAGGED"
 LABELS = (CORRECT, INCORRECT, FLAGGED)
 MAX_REASON = 2000
 MAX_TIME_TAKEN_MS = 24 * 3600 * 1000  # a vote's recorded time: up to one day
+UNDO_VOTE_S = 15  # how long after casting it a validator may withdraw a vote (withdraw)
 _SAMPLE = 16
 
 
@@ -391,6 +392,40 @@ async def validate(
     await _announce(p, view.task.code, number, example, vote)
     if verdict_decided:
         await verdicts.announce_decided(p, example, view.task.code, number)
+    return example
+
+
+async def withdraw(p: Platform, actor: Actor, example_id: int) -> Example:
+    """``actor`` takes back their vote on an example within ``UNDO_VOTE_S`` seconds of casting it, while the example
+    still awaits votes (a vote that decided it, or an owner's, which always does, stays). The example's counts go
+    back and it returns to the validator's queue. No event is announced: the vote's ``exampleValidated`` stands in
+    the stream, and readers that keep a tally read it again from the example.
+
+    Raises NotFound (no vote of yours on it), Conflict (the window passed, or the example was decided, flagged or
+    retracted meanwhile)."""
+    actor = require_human(actor)
+    _, view, _, _ = await _peek(p, actor, example_id)  # NotFound for an example the actor may not see
+    async with p.db.write() as s:
+        example = await _locked_example(s, example_id)
+        vote = await s.scalar(
+            select(Validation).where(col(Validation.example_id) == example_id, col(Validation.user_id) == actor.user_id)
+        )
+        if vote is None:
+            raise NotFound(f"You have no vote on example {example_id} to withdraw")
+        if (utcnow() - as_utc(vote.created_at)).total_seconds() > UNDO_VOTE_S:
+            raise Conflict(f"A vote can be withdrawn only in the {UNDO_VOTE_S} seconds after it is cast")
+        if vote.by_owner or example.status not in _open(view.task):
+            raise Conflict(f"Example {example_id} is {example.status.lower()}: the votes that decided it stay")
+        attribute = {
+            CORRECT: "validations_correct",
+            INCORRECT: "validations_incorrect",
+            FLAGGED: "validations_flagged",
+        }[vote.label]
+        setattr(example, attribute, getattr(example, attribute) - 1)
+        example.validations_total -= 1
+        example.updated_at = utcnow()
+        await s.delete(vote)
+        await s.flush()
     return example
 
 

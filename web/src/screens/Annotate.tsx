@@ -14,6 +14,7 @@ import type {
   VerdictDecidedLiveSubscription,
 } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
+import { clearDraft, hasContent, loadDraft, otherDraft, saveDraft } from "../lib/drafts";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import {
   buildFields,
@@ -74,6 +75,20 @@ const NextContext = graphql(`
     }
   }
 `);
+
+const ContextById = graphql(`
+  query ContextById($id: ID!) {
+    node(id: $id) {
+      ... on Context {
+        id
+        fields
+        tag
+      }
+    }
+  }
+`);
+
+type ShownContext = { id: string; fields: unknown; tag?: string | null };
 
 const MyTaskStats = graphql(`
   query MyTaskStats($code: String!) {
@@ -332,6 +347,34 @@ export default function Annotate({ code }: { code: string }) {
     (items = [], event) => [event.modelFooled, ...items].slice(0, 10),
   );
 
+  const client = useClient();
+  // A context shown in place of the one nextContext served: the previous one (undo "Another context"), or one that
+  // a draft kept in this browser was written on.
+  const [override, setOverride] = useState<ShownContext | null>(null);
+  const [previous, setPrevious] = useState<ShownContext | null>(null);
+  const served = context.data?.nextContext ?? null;
+  const ctx: ShownContext | null = override ?? served;
+  const elsewhere = useMemo(
+    () => (context.fetching || override ? null : otherDraft(code, served?.id ?? null)),
+    [code, served, override, context.fetching],
+  );
+  const [openingDraft, setOpeningDraft] = useState(false);
+
+  function another() {
+    setPrevious(ctx && loadDraft(code, ctx.id) ? ctx : null);
+    setOverride(null);
+    nextContext({ requestPolicy: "network-only" });
+  }
+
+  async function openDraft(contextId: string) {
+    setOpeningDraft(true);
+    const result = await client.query(ContextById, { id: contextId }, { requestPolicy: "network-only" }).toPromise();
+    setOpeningDraft(false);
+    const node = result.data?.node;
+    if (node && "fields" in node) setOverride({ id: node.id, fields: node.fields, tag: node.tag });
+    else clearDraft(code, contextId); // retired or gone: its draft cannot be sent any more
+  }
+
   const task = page.data?.task;
   if (page.error) return <p role="alert">{transportMessage(page.error)}</p>;
   if (page.fetching && !task) return <p className="muted">Loading the task…</p>;
@@ -346,7 +389,6 @@ export default function Annotate({ code }: { code: string }) {
     );
   const round = task.currentRound;
   const contextFields = task.fields.filter((f) => f.role === "CONTEXT");
-  const ctx = context.data?.nextContext;
   const myStats = mine.data?.task?.viewerStats;
   const remaining = myStats?.remainingToday;
 
@@ -377,8 +419,40 @@ export default function Annotate({ code }: { code: string }) {
             values={(ctx?.fields as Record<string, unknown>) ?? {}}
             loading={context.fetching}
             error={context.error ? transportMessage(context.error) : undefined}
-            onAnother={() => nextContext({ requestPolicy: "network-only" })}
+            onAnother={another}
           />
+        )}
+        {contextFields.length > 0 && (
+          <div aria-live="polite">
+            {previous && previous.id !== ctx?.id && (
+              <p className="notice small">
+                Your draft on the previous context is kept.{" "}
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() => {
+                    setOverride(previous);
+                    setPrevious(null);
+                  }}
+                >
+                  Back to that context
+                </button>
+              </p>
+            )}
+            {!previous && elsewhere && (
+              <p className="notice small">
+                You have an unsent draft on another context.{" "}
+                <button
+                  type="button"
+                  className="link"
+                  disabled={openingDraft}
+                  onClick={() => void openDraft(elsewhere.contextId)}
+                >
+                  Open it
+                </button>
+              </p>
+            )}
+          </div>
         )}
         <ExampleForm
           key={ctx?.id ?? "none"}
@@ -514,7 +588,9 @@ function ExampleForm({
   contentWarning: string | null;
 }) {
   const inputs = useMemo(() => formFields(fields), [fields]);
-  const [values, setValues] = useState<FormValues>({});
+  // The draft kept in this browser for this task and context comes back; every change is kept again.
+  const [restored] = useState(() => loadDraft(code, contextId));
+  const [values, setValues] = useState<FormValues>(() => restored ?? {});
   const [errors, setErrors] = useState<Record<string, string>>({});
   const [problem, setProblem] = useState<Problem | null>(null);
   const [verdict, setVerdict] = useState<Created | null>(null);
@@ -577,6 +653,21 @@ function ExampleForm({
   const sent = useRef<{ values: FormValues; said: string | null } | null>(null);
   const verdictArea = useRef<HTMLDivElement>(null);
   const previous = useRef(values);
+  const sentValues = sent.current?.values;
+  useEffect(() => {
+    if (sentValues === values) return; // stored as it is: its draft was cleared
+    saveDraft(code, contextId, values);
+  }, [code, contextId, values, sentValues]);
+  useEffect(() => {
+    // Leaving the page (a reload, closing the tab) with an unsent draft asks first; the draft is kept either way.
+    if (!hasContent(values) || sentValues === values) return;
+    const warn = (event: BeforeUnloadEvent) => {
+      event.preventDefault();
+      event.returnValue = "";
+    };
+    window.addEventListener("beforeunload", warn);
+    return () => window.removeEventListener("beforeunload", warn);
+  }, [values, sentValues]);
   useEffect(() => {
     // An edit of the draft takes away what was about the example as sent (its verdict and Retract), and the
     // errors of the fields that changed.
@@ -670,6 +761,7 @@ function ExampleForm({
     setProblem(failed);
     setErrors(failed?.fields ?? {});
     if (!failed && answer) {
+      clearDraft(code, contextId);
       setVerdict(answer);
       setRetracted(false);
       setFrom(null);
@@ -758,6 +850,11 @@ function ExampleForm({
             </p>
           )}
         </div>
+        {restored && hasContent(restored) && !sent.current && (
+          <p className="muted small" data-draft-restored>
+            Your unsent draft is back (kept in this browser).
+          </p>
+        )}
         <ProblemBox problem={problem} />
         {nearCopy && (
           <div role="alert" className="problem near-copy">

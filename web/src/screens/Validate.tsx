@@ -76,6 +76,8 @@ const Vote = graphql(`
         example {
           id
           status
+          source
+          adversary
           votes {
             correct
             incorrect
@@ -124,6 +126,40 @@ const Flag = graphql(`
     }
   }
 `);
+
+const Withdraw = graphql(`
+  mutation WithdrawValidation($input: WithdrawValidationInput!) {
+    withdrawValidation(input: $input) {
+      __typename
+      ... on Error {
+        message
+      }
+    }
+  }
+`);
+
+/** How long after a vote its Undo is offered (the server allows 15 seconds; the button goes a little earlier). */
+const UNDO_MS = 12_000;
+
+/** What a vote revealed, in words: the counts so far (hidden until you vote, so that they cannot sway you) and
+ * where the example came from. */
+export function revealed(example: {
+  votes: { correct: number; incorrect: number; flagged: number };
+  source?: string | null;
+  adversary?: string | null;
+}): string {
+  const { correct, incorrect, flagged } = example.votes;
+  const by = example.adversary ? ` (${example.adversary})` : "";
+  const source =
+    example.source === "HUMAN"
+      ? " A person wrote it."
+      : example.source === "ASSISTED"
+        ? ` A person wrote it from a machine suggestion${by}.`
+        : example.source === "MACHINE"
+          ? ` A machine adversary wrote it${by}.`
+          : "";
+  return ` Votes now: ${correct} correct, ${incorrect} incorrect, ${flagged} flagged.${source}`;
+}
 
 const Skip = graphql(`
   mutation Skip($input: SkipExampleInput!) {
@@ -191,10 +227,27 @@ function Queue({ code }: { code: string }) {
   const task = data?.task;
   const example = data?.exampleToValidate;
   const [done, setDone] = useState<string | null>(null);
-  const next = (said: string) => {
+  // The last vote, which Undo takes back for a few seconds.
+  const [undoable, setUndoable] = useState<string | null>(null);
+  const [withdrawing, withdraw] = useMutation(Withdraw);
+  useEffect(() => {
+    if (!undoable) return;
+    const timer = setTimeout(() => setUndoable(null), UNDO_MS);
+    return () => clearTimeout(timer);
+  }, [undoable]);
+  const next = (said: string, voted: string | null = null) => {
     setDone(said);
+    setUndoable(voted);
     refetch({ requestPolicy: "network-only" });
   };
+  async function undo(exampleId: string) {
+    const result = await withdraw({ input: { id: exampleId } });
+    const answer = result.data?.withdrawValidation;
+    setUndoable(null);
+    if (answer?.__typename === "ValidationWithdrawn") next("Your vote is withdrawn: vote again.");
+    else if (answer && "message" in answer) setDone(answer.message);
+    else if (result.error) setDone(transportMessage(result.error));
+  }
   if (error) return <p role="alert">{transportMessage(error)}</p>;
   if (!task)
     return fetching ? (
@@ -215,6 +268,14 @@ function Queue({ code }: { code: string }) {
       </p>
       <div role="status" className="done">
         {done}
+        {undoable && (
+          <>
+            {" "}
+            <button type="button" className="link" disabled={withdrawing.fetching} onClick={() => void undo(undoable)}>
+              Undo
+            </button>
+          </>
+        )}
       </div>
       {example ? (
         <Item key={example.id} task={task} example={example} onDone={next} focusOnShow={done !== null} />
@@ -268,7 +329,7 @@ function Item({
     validatorGuidance?: string | null;
   };
   example: ItemExample;
-  onDone: (said: string) => void;
+  onDone: (said: string, voted?: string | null) => void;
   /** Take the keyboard focus when shown (the example after a vote), so that the next key acts on it. */
   focusOnShow?: boolean;
 }) {
@@ -319,7 +380,11 @@ function Item({
       targets.map((f) => f.name),
     );
     setProblem(failed);
-    if (!failed) onDone(label === "CORRECT" ? "Voted correct." : "Voted incorrect.");
+    if (!failed && answer?.__typename === "ValidationRecorded")
+      onDone(
+        `${label === "CORRECT" ? "Voted correct." : "Voted incorrect."}${revealed(answer.example)}`,
+        answer.decided ? null : example.id, // a vote that decided it stays
+      );
   }
 
   async function sendFlag() {
@@ -408,10 +473,6 @@ function Item({
           <p>{task.validatorGuidance}</p>
         </details>
       )}
-      <p className="muted">
-        Votes so far: {example.votes.correct} correct, {example.votes.incorrect} incorrect, {example.votes.flagged}{" "}
-        flagged.
-      </p>
       <div className="actions votes">
         <button type="button" disabled={busy} onClick={() => sendVote("CORRECT")} aria-keyshortcuts="C">
           Correct
