@@ -186,6 +186,11 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "validationQueueSize":            rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "validationQueueSize@ownerMode":  rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     "setValidatorWeights":            rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "addTutorialItem":                rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "removeTutorialItem":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    # practice is anyone's (signed in): never a vote
+    "answerTutorial":                 rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
+    "restartTutorial":                rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     # nobody but its validator withdraws a vote (the world's example has none of the roles' votes)
     "withdrawValidation":             rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  NOTFOUND,  NOTFOUND, NOAUTH),
     # --- tasks, rounds, contexts (owners and admins)
@@ -617,6 +622,35 @@ async def _validate_example(w: World) -> Variables:
 async def _withdraw_validation(w: World) -> Variables:
     await w.correction()  # another account's vote on it: not the role's to withdraw
     return _input(id=gid("Example", await w.example()))
+
+
+async def _tutorial_item(w: World) -> int:
+    """One of AUTHOR's accepted examples, put in the task's tutorial by OWNER."""
+    from dynaforge.services import tutorial as tutorial_service
+
+    example_id = (await w.accepted_examples())[0]
+    await tutorial_service.add_item(w.p, w.actors[OWNER], example_id, None, "Read it as a careful reader would.")
+    return example_id
+
+
+@operation("addTutorialItem")
+async def _add_tutorial_item(w: World) -> Variables:
+    return _input(exampleId=gid("Example", (await w.accepted_examples())[0]), explanation="Why it is right.")
+
+
+@operation("removeTutorialItem")
+async def _remove_tutorial_item(w: World) -> Variables:
+    return _input(exampleId=gid("Example", await _tutorial_item(w)))
+
+
+@operation("answerTutorial")
+async def _answer_tutorial(w: World) -> Variables:
+    return _input(exampleId=gid("Example", await _tutorial_item(w)), label="CORRECT")
+
+
+@operation("restartTutorial")
+async def _restart_tutorial(w: World) -> Variables:
+    return _input(taskCode=TASK)
 
 
 @operation("setValidatorWeights")

@@ -171,6 +171,11 @@ class UpdateTaskSettingsInput:
     context_strategy: ContextStrategy | None = strawberry.field(
         default=None, description="How nextContext chooses a context when the caller names no strategy."
     )
+    qualification_pass_mark: float | None = strawberry.field(
+        default=None,
+        description="The score (0.5 to 1) people must reach in the task's tutorial before they may write examples or "
+        "validate (owners and admins never wait; nor anyone while the tutorial has no items); 0 removes it.",
+    )
     near_duplicate_threshold: float | None = strawberry.field(
         default=None,
         description="Flag a new fooling example at least this similar to an earlier fooling example of its round "
@@ -719,6 +724,7 @@ class CollectionMutation:
                 "fooled_threshold": input.fooled_threshold,
                 "judge_rubric": input.judge_rubric,
                 "near_duplicate_threshold": input.near_duplicate_threshold,
+                "qualification_pass_mark": input.qualification_pass_mark,
                 "hidden": input.hidden,
                 "active": input.active,
             },

@@ -151,6 +151,7 @@ LIST_SIZES: dict[str, int] = {
     "ExamplesImported.skipped": DECLARED,  # one per reason
     "InvalidInput.fieldErrors": MANY,
     "Round.nearDuplicates": MANY,
+    "Tutorial.items": 50,  # services/tutorial.py MAX_ITEMS
     "RoundAnalytics.periods": MANY,  # the periods with something in them
     "RoundAnalytics.annotators": MANY,
     "RoundAnalytics.sources": len(ExampleSource),

@@ -321,6 +321,7 @@ CreateExampleResult = Annotated[
     | VerdictPending
     | InvalidInput
     | NotAuthenticated
+    | Forbidden
     | NotFound
     | RateLimited
     | QuotaExceeded
@@ -332,7 +333,8 @@ CreateExampleResult = Annotated[
         "is in), PredictionPending (the model answers later) and VerdictPending (the model answered; the task's "
         "judge or validators decide whether it was fooled). The other members are the expected failures, and "
         "store nothing: InvalidInput (the fields break the task's rules, a context of an earlier round, a tag or "
-        "time out of range), NotAuthenticated, NotFound (no such task you can see, or the context is not the "
+        "time out of range), NotAuthenticated, Forbidden (the task's tutorial must be passed first: "
+        "Task.tutorial), NotFound (no such task you can see, or the context is not the "
         "task's), RateLimited (too many examples this minute), QuotaExceeded (the task's daily cap reached), "
         "RoundClosed (the task is inactive or its round is closed), NearDuplicate (it fooled the model but is close "
         "to an earlier fooling example of the round: change it, or send it with allowNearDuplicate).",

@@ -49,6 +49,7 @@ from dynaforge.api.queries import Query as CoreQuery
 from dynaforge.api.registry import RegistryQuery
 from dynaforge.api.subscriptions import Subscription
 from dynaforge.api.training import TrainingMutation, TrainingQuery
+from dynaforge.api.tutorial import TutorialMutation
 from dynaforge.api.users import UserMutation, UserQuery
 from dynaforge.api.validators import ValidatorMutation
 from dynaforge.api.webhooks import WebhookMutation, WebhookQuery
@@ -217,6 +218,7 @@ MUTATION_TYPES: tuple[type, ...] = (
     ModelUploadMutation,
     WebhookMutation,
     ValidatorMutation,
+    TutorialMutation,
     TrainingMutation,
     AdversaryMutation,
     UserMutation,

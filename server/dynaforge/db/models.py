@@ -286,6 +286,45 @@ class ExampleSketch(SQLModel, table=True):
     context_id: int | None = Field(default=None)  # examples are compared on the same context only
 
 
+class TutorialItem(SQLModel, table=True):
+    """A decided example an owner put in the task's tutorial, with the verdict a trainee should give and why
+    (dynaforge.services.tutorial)."""
+
+    __tablename__ = "tutorial_items"
+
+    example_id: int = Field(foreign_key="examples.id", primary_key=True, ondelete="CASCADE")
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    expected: str = Field(max_length=16)  # CORRECT or INCORRECT
+    explanation: str = Field(default="", max_length=2000)
+    added_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    added_at: datetime = _ts()
+
+
+class TutorialAnswer(SQLModel, table=True):
+    """A trainee's answer to a tutorial item in their current attempt: practice, never a vote or an example."""
+
+    __tablename__ = "tutorial_answers"
+
+    user_id: int = Field(foreign_key="users.id", primary_key=True, ondelete="CASCADE")
+    example_id: int = Field(foreign_key="tutorial_items.example_id", primary_key=True, ondelete="CASCADE")
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    label: str = Field(max_length=16)
+    correct: bool
+    answered_at: datetime = _ts()
+
+
+class Qualification(SQLModel, table=True):
+    """A person's standing in a task's tutorial: passed (and when), their best score, attempts."""
+
+    __tablename__ = "qualifications"
+
+    task_id: int = Field(foreign_key="tasks.id", primary_key=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", primary_key=True, ondelete="CASCADE")
+    passed_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    best_score: float | None = Field(default=None)
+    attempts: int = Field(default=0)
+
+
 class ValidatorWeight(SQLModel, table=True):
     """How much a validator's votes count in a task's quorum, as its owners set it (1 when no row says otherwise);
     0 excludes the validator from the task's crowd queue (dynaforge.services.validator_quality)."""

@@ -38,7 +38,7 @@ from dynaforge.db.models import (
 )
 from dynaforge.errors import FieldError, Forbidden, InvalidInput, NearDuplicate, NotFound, QuotaExceeded, RoundClosed
 from dynaforge.inference.backends import InferenceError, UnusableOutput
-from dynaforge.services import announce, cursors, near_duplicates, replies, verdicts
+from dynaforge.services import announce, cursors, near_duplicates, replies, tutorial, verdicts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human, require_user
 from dynaforge.services.counters import move, move_sync
@@ -163,6 +163,8 @@ async def submit(
     await p.limiter.hit(
         f"examples:{actor.user_id}:{task_code}", p.settings.examples_per_minute, 60.0, f"examples for {task_code}"
     )
+    if view.settings.qualification_pass_mark is not None:
+        await tutorial.require_qualified(p, actor, view)
     cap = view.settings.daily_example_cap
     if cap:
         await _check_daily_cap(p, view.row.id, actor.person_id, cap, task_code)

@@ -70,6 +70,9 @@ class TaskSettings:
     #: A new fooling example at least this similar to an earlier one of its round is flagged to its author before it
     #: is stored (dynaforge.services.near_duplicates); None: no check.
     near_duplicate_threshold: float | None = None
+    #: With tutorial items, people must reach this score in the tutorial before their work counts
+    #: (dynaforge.services.tutorial); None: no qualification.
+    qualification_pass_mark: float | None = None
 
     @classmethod
     def of(cls, task: Task, stored: dict[str, Any]) -> TaskSettings:
@@ -374,6 +377,9 @@ def _check_settings(changes: dict[str, Any], task: Task) -> list[FieldError]:
         errors.append(
             FieldError("nearDuplicateThreshold", "range", f"must be 0 (no check) or between {MIN_NEAR_DUPLICATE} and 1")
         )
+    mark = changes.get("qualification_pass_mark")
+    if mark is not None and mark != 0 and not 0.5 <= mark <= 1:
+        errors.append(FieldError("qualificationPassMark", "range", "must be 0 (no qualification) or between 0.5 and 1"))
     strategy = changes.get("context_strategy")
     choices = [c.value for c in ContextStrategy]
     if strategy is not None and strategy not in choices:
@@ -384,9 +390,9 @@ def _check_settings(changes: dict[str, Any], task: Task) -> list[FieldError]:
 async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[str, Any]) -> TaskView:
     """Owners and admins change a task's settings; ``None`` leaves a setting as it is.
 
-    ``changes`` may hold the fields of :class:`TaskSettings` plus ``hidden`` and ``active``. A daily cap or a
-    near-duplicate threshold of 0 and empty instructions or rubric go back to the defaults (no cap, no check, the
-    plugin's instructions, its judge's rubric).
+    ``changes`` may hold the fields of :class:`TaskSettings` plus ``hidden`` and ``active``. A daily cap, a
+    near-duplicate threshold or a pass mark of 0 and empty instructions or rubric go back to the defaults (no cap,
+    no check, no qualification, the plugin's instructions, its judge's rubric).
     """
     actor = require_user(actor)
     view = await get_task(p, actor, code)
@@ -407,9 +413,9 @@ async def update_settings(p: Platform, actor: Actor, code: str, changes: dict[st
         for key, value in changes.items():
             if key in ("hidden", "active"):
                 setattr(row, key, bool(value))
-            elif (key in ("daily_example_cap", "near_duplicate_threshold") and value == 0) or (
-                key in ("instructions", "judge_rubric") and not value.strip()
-            ):
+            elif (
+                key in ("daily_example_cap", "near_duplicate_threshold", "qualification_pass_mark") and value == 0
+            ) or (key in ("instructions", "judge_rubric") and not value.strip()):
                 stored.pop(key, None)
             else:
                 stored[key] = value

@@ -36,7 +36,7 @@ from sqlmodel import col
 from dynaforge.db.models import Context, Example, Round, TaskRow, Validation, ValidationSkip, as_utc, utcnow
 from dynaforge.db.models import ExampleStatus as S
 from dynaforge.errors import AlreadyExists, Conflict, FieldError, Forbidden, InvalidInput, NotFound
-from dynaforge.services import announce, validator_quality, verdicts
+from dynaforge.services import announce, tutorial, validator_quality, verdicts
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.counters import move
@@ -72,6 +72,8 @@ async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owne
         60.0,
         "reads of the validation queue",
     )
+    if not owner_mode and view.settings.qualification_pass_mark is not None:
+        await tutorial.require_qualified(p, actor, view)
     async with p.db.session() as s:
         if not owner_mode:
             await validator_quality.require_counted(s, view, actor)
@@ -311,6 +313,8 @@ async def validate(
         60.0,
         f"validations for {view.task.code}",
     )
+    if view.settings.qualification_pass_mark is not None:
+        await tutorial.require_qualified(p, actor, view)  # owners and admins pass
     correction = _check_correction(view, peek, context, label, corrected_target)
     settings = view.settings
     try:

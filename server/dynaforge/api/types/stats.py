@@ -162,6 +162,10 @@ class TaskSettings:
         "text's shingles) to an earlier fooling example of its round, on the same context, is answered "
         "NearDuplicate before it is stored; null: no check."
     )
+    qualification_pass_mark: float | None = strawberry.field(
+        description="The score people must reach in the task's tutorial (Task.tutorial) before their examples and "
+        "votes count, when it has items; null: no qualification."
+    )
 
     @classmethod
     def of(cls, value: SettingsValue) -> TaskSettings:
@@ -175,6 +179,7 @@ class TaskSettings:
             fooled_threshold=value.fooled_threshold,
             judge_rubric=value.judge_rubric,
             near_duplicate_threshold=value.near_duplicate_threshold,
+            qualification_pass_mark=value.qualification_pass_mark,
         )
 
 

@@ -539,6 +539,14 @@ class Task(Node):
     ) -> Annotated[ValidatorQuality, strawberry.lazy("dynaforge.api.validators")] | None:  # type: ignore[name-defined]  # noqa: F821
         return await implementation("validatorQuality")(info, self.code, round)
 
+    @strawberry.field(
+        description="The task's tutorial and where you stand in it: practice on decided examples, and the pass mark "
+        "your work may wait for. Signed-in users (null with a NOT_AUTHENTICATED error for anonymous callers)."
+    )
+    @errors_as_graphql
+    async def tutorial(self, info: Info) -> Annotated[Tutorial, strawberry.lazy("dynaforge.api.tutorial")] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("tutorial")(info, self.code)
+
     @strawberry.field(description="The task's training recipes.")
     @errors_as_graphql
     async def training_recipes(
