@@ -482,3 +482,73 @@ test("an owner reads a round's analytics and downloads them as CSV", async ({ pa
   await page.getByLabel("Per", { exact: true }).selectOption("DAY");
   await expect(page.getByRole("img", { name: / over \d+ days?$/ })).toBeVisible();
 });
+
+test("a tutorial blocks a new annotator until passed", async ({ page, browser, baseURL, request }) => {
+  test.setTimeout(150_000);
+  await signInAsOwner(page);
+  const token = await sessionToken(page);
+  // A decided example to practise on: written by someone, accepted by the owner's vote.
+  const author = await gql<{ register: { token: string } }>(
+    request,
+    null,
+    `mutation ($u: String!) { register(input: {username: $u, email: "${Date.now()}t@example.org",
+       password: "a long enough password"}) { ... on AuthPayload { token } } }`,
+    { u: `tuta${Date.now().toString(36)}` },
+  );
+  const text = `Tutorial check ${Date.now()}: what a wonderful, joyful evening with friends.`;
+  const written = await gql<{ createExample: { example: { id: string } } }>(
+    request,
+    author.register.token,
+    `mutation ($s: String!) { createExample(input: {taskCode: "sentiment", fields: {statement: $s,
+       label: "positive"}}) { ... on ExampleCreated { example { id } } } }`,
+    { s: text },
+  );
+  await gql(
+    request,
+    token,
+    `mutation ($id: ID!) { validateExample(input: {id: $id, label: CORRECT}) { __typename } }`,
+    { id: written.createExample.example.id },
+  );
+  try {
+    await manage(page, "sentiment", "tutorial");
+    const candidate = page
+      .getByRole("list", { name: "Decided examples" })
+      .getByRole("listitem")
+      .filter({ hasText: text });
+    await candidate.getByLabel("Why its label is right").fill("It praises the evening without a doubt.");
+    await candidate.getByRole("button", { name: "Add to the tutorial" }).click();
+    await expect(page.getByRole("list", { name: "Tutorial examples" })).toContainText(text);
+    await page.getByLabel("Pass mark (%)").fill("100");
+    await page.getByRole("button", { name: "Save the pass mark" }).click();
+    await expect(page.getByRole("status").filter({ hasText: "People now need 100%" })).toBeVisible();
+    await checkAccessibility(page, "owner tutorial");
+    await screenshots(page, "owner-tutorial");
+
+    // A newcomer meets the tutorial instead of the form; a wrong answer fails the attempt, a right one passes.
+    const trainee = await newPerson(browser, baseURL, "trainee");
+    await trainee.page.goto("/tasks/sentiment");
+    const tutorial = trainee.page.getByRole("region", { name: "Tutorial" });
+    await expect(tutorial).toContainText(text);
+    await expect(trainee.page.getByRole("button", { name: "Submit" })).toHaveCount(0);
+    await checkAccessibility(trainee.page, "tutorial");
+    await screenshots(trainee.page, "tutorial");
+    await tutorial.getByRole("button", { name: "The label is wrong" }).click();
+    await expect(tutorial).toContainText("Not quite.");
+    await expect(tutorial).toContainText("It praises the evening without a doubt.");
+    await tutorial.getByRole("button", { name: "Try again" }).click();
+    await tutorial.getByRole("button", { name: "The label is right" }).click();
+    await expect(tutorial).toContainText("Right.");
+    await tutorial.getByRole("button", { name: "Start to write examples" }).click();
+    await expect(trainee.page.getByRole("button", { name: "Submit" })).toBeVisible();
+    await trainee.context.close();
+  } finally {
+    await gql(
+      request,
+      token,
+      'mutation { updateTaskSettings(input: {taskCode: "sentiment", qualificationPassMark: 0}) { __typename } }',
+    );
+    await gql(request, token, "mutation ($id: ID!) { removeTutorialItem(input: {exampleId: $id}) { __typename } }", {
+      id: written.createExample.example.id,
+    });
+  }
+});

@@ -29,11 +29,13 @@ import {
 } from "../lib/fields";
 import { percent } from "../lib/format";
 import { valuesFromFields } from "../lib/suggestions";
+import { useTutorialGate } from "../lib/tutorial";
 import { ContentWarning } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
 import { SourceBadge } from "./SourceStats";
 import { type SuggestionItem, Suggestions } from "./Suggestions";
+import { TutorialLazy as Tutorial } from "./TutorialLazy";
 
 const AnnotatePage = graphql(`
   query AnnotatePage($code: String!) {
@@ -348,6 +350,7 @@ export default function Annotate({ code }: { code: string }) {
   );
 
   const client = useClient();
+  const [practising, donePractising] = useTutorialGate(code, Boolean(session));
   // A context shown in place of the one nextContext served: the previous one (undo "Another context"), or one that
   // a draft kept in this browser was written on.
   const [override, setOverride] = useState<ShownContext | null>(null);
@@ -413,7 +416,7 @@ export default function Annotate({ code }: { code: string }) {
             <Link href="/signin">Sign in</Link> or <Link href="/register">register</Link> to write examples.
           </p>
         )}
-        {contextFields.length > 0 && (
+        {contextFields.length > 0 && !practising && (
           <ContextView
             fields={contextFields}
             values={(ctx?.fields as Record<string, unknown>) ?? {}}
@@ -422,7 +425,7 @@ export default function Annotate({ code }: { code: string }) {
             onAnother={another}
           />
         )}
-        {contextFields.length > 0 && (
+        {contextFields.length > 0 && !practising && (
           <div aria-live="polite">
             {previous && previous.id !== ctx?.id && (
               <p className="notice small">
@@ -454,18 +457,27 @@ export default function Annotate({ code }: { code: string }) {
             )}
           </div>
         )}
-        <ExampleForm
-          key={ctx?.id ?? "none"}
-          code={task.code}
-          fields={task.fields}
-          labels={task.labels}
-          contextId={ctx?.id ?? null}
-          contextTag={ctx?.tag ?? null}
-          context={(ctx?.fields as Record<string, unknown>) ?? {}}
-          signedIn={Boolean(session)}
-          onStored={refreshStats}
-          contentWarning={task.contentWarning ?? null}
-        />
+        {practising ? (
+          <Tutorial
+            code={task.code}
+            what="write examples"
+            warning={task.contentWarning ?? null}
+            onPassed={donePractising}
+          />
+        ) : (
+          <ExampleForm
+            key={ctx?.id ?? "none"}
+            code={task.code}
+            fields={task.fields}
+            labels={task.labels}
+            contextId={ctx?.id ?? null}
+            contextTag={ctx?.tag ?? null}
+            context={(ctx?.fields as Record<string, unknown>) ?? {}}
+            signedIn={Boolean(session)}
+            onStored={refreshStats}
+            contentWarning={task.contentWarning ?? null}
+          />
+        )}
       </div>
       <aside className="side" aria-label="Round">
         <h2>Round {round?.number ?? "–"}</h2>

@@ -7,9 +7,11 @@ import { graphql } from "../gql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { buildFields, type FieldDescriptor, type FormValues, fieldTitle, showValue } from "../lib/fields";
+import { useTutorialGate } from "../lib/tutorial";
 import { ContentWarning } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
+import { TutorialLazy as Tutorial } from "./TutorialLazy";
 
 const ValidateTasks = graphql(`
   query ValidateTasks {
@@ -224,6 +226,7 @@ function Queue({ code }: { code: string }) {
     variables: { code },
     requestPolicy: "network-only",
   });
+  const [practising, donePractising] = useTutorialGate(code, true);
   const task = data?.task;
   const example = data?.exampleToValidate;
   const [done, setDone] = useState<string | null>(null);
@@ -248,7 +251,8 @@ function Queue({ code }: { code: string }) {
     else if (answer && "message" in answer) setDone(answer.message);
     else if (result.error) setDone(transportMessage(result.error));
   }
-  if (error) return <p role="alert">{transportMessage(error)}</p>;
+  // Until the tutorial is passed the queue answers Forbidden; the tutorial stands in for it.
+  if (error && !(practising && task)) return <p role="alert">{transportMessage(error)}</p>;
   if (!task)
     return fetching ? (
       <p className="muted">Loading…</p>
@@ -277,7 +281,17 @@ function Queue({ code }: { code: string }) {
           </>
         )}
       </div>
-      {example ? (
+      {practising ? (
+        <Tutorial
+          code={task.code}
+          what="validate"
+          warning={task.contentWarning ?? null}
+          onPassed={() => {
+            donePractising();
+            refetch({ requestPolicy: "network-only" });
+          }}
+        />
+      ) : example ? (
         <Item key={example.id} task={task} example={example} onDone={next} focusOnShow={done !== null} />
       ) : (
         !fetching && (

@@ -1,6 +1,6 @@
 // The owner pages of a task (its owners and admins): settings, rounds, contexts, machine adversaries (generation
-// runs), flagged examples, validators, analytics, data sets, retraining, exports and webhooks, each a section under
-// /tasks/:code/manage/.
+// runs), flagged examples, the tutorial, validators, analytics, data sets, retraining, exports and webhooks, each a
+// section under /tasks/:code/manage/.
 // Loaded on demand: none of it is in the first load of an annotate page.
 import { useQuery } from "urql";
 import { Link, useLocation } from "wouter";
@@ -16,6 +16,7 @@ import Flagged from "./Flagged";
 import Retraining from "./Retraining";
 import Rounds from "./Rounds";
 import Settings from "./Settings";
+import TutorialItems from "./TutorialItems";
 import Validators from "./Validators";
 import Webhooks from "./Webhooks";
 
@@ -48,6 +49,7 @@ export const ManageTask = graphql(`
         fooledThreshold
         judgeRubric
         nearDuplicateThreshold
+        qualificationPassMark
       }
       currentRound {
         id
@@ -94,6 +96,7 @@ const SECTIONS = [
   ["contexts", "Contexts"],
   ["adversaries", "Machine adversaries"],
   ["flagged", "Flagged"],
+  ["tutorial", "Tutorial"],
   ["validators", "Validators"],
   ["analytics", "Analytics"],
   ["datasets", "Data sets"],
@@ -145,6 +148,7 @@ export default function Manage({ code, section }: { code: string; section?: stri
       {current === "contexts" && <Contexts task={task} />}
       {current === "adversaries" && <Adversaries task={task} />}
       {current === "flagged" && <Flagged task={task} />}
+      {current === "tutorial" && <TutorialItems task={task} />}
       {current === "validators" && <Validators task={task} />}
       {current === "analytics" && <Analytics task={task} />}
       {current === "datasets" && <Datasets task={task} />}
