@@ -380,6 +380,22 @@ async def test_task_settings_caps_visibility_and_ownership(platform, people):
         await tasks.get_task(platform, people["v1"], "toy")
 
 
+async def test_break_reminders_are_a_task_default_owners_change(platform, people):
+    toy = (await tasks.get_task(platform, Actor.anonymous(), "toy")).task
+    assert tasks.TaskSettings.of(toy, {}).break_reminder_minutes is None
+    worn = type("Worn", (), {"validation_quorum": 3, "break_reminder_minutes": 30})()
+    assert tasks.TaskSettings.of(worn, {}).break_reminder_minutes == 30  # the task's own
+    assert tasks.TaskSettings.of(worn, {"break_reminder_minutes": 0}).break_reminder_minutes is None  # turned off
+    view = await tasks.update_settings(platform, people["owner"], "toy", {"break_reminder_minutes": 45})
+    assert view.settings.break_reminder_minutes == 45
+    for bad in (3, 500):
+        with pytest.raises(InvalidInput) as caught:
+            await tasks.update_settings(platform, people["owner"], "toy", {"break_reminder_minutes": bad})
+        assert [(e.field, e.rule) for e in caught.value.field_errors] == [("breakReminderMinutes", "range")]
+    view = await tasks.update_settings(platform, people["owner"], "toy", {"break_reminder_minutes": 0})
+    assert view.settings.break_reminder_minutes is None
+
+
 async def test_task_proposals(platform, people):
     from sqlalchemy import delete, update
 

@@ -134,6 +134,32 @@ test("a draft survives another context, another page and a new visit", async ({ 
   await expect(page.getByRole("button", { name: "Open it" })).toHaveCount(0);
 });
 
+test("the hate speech task suggests a break after half an hour of work; instructions fold on a second visit", async ({
+  page,
+}) => {
+  await page.clock.install();
+  await register(page, "breaks");
+  await openTask(page, "hatespeech");
+  await expect(page.locator("details.instructions")).toHaveAttribute("open", "");
+  await page.getByLabel("Statement").fill("Still writing");
+  // Half an hour of work, a key pressed every few minutes (ten idle minutes would count as a break).
+  for (let step = 0; step < 7; step++) {
+    await page.getByLabel("Statement").press("End");
+    await page.clock.fastForward("05:00");
+  }
+  await page.getByLabel("Statement").press("End");
+  await page.clock.fastForward("00:30");
+  const reminder = page.getByRole("alert").filter({ hasText: "Take a short break" });
+  await expect(reminder).toBeVisible();
+  await checkAccessibility(page, "break reminder");
+  await reminder.getByRole("button", { name: "I’m back" }).click();
+  await expect(reminder).toHaveCount(0);
+  // A second visit: the instructions start folded, the form in view.
+  await page.getByRole("link", { name: "Tasks" }).click();
+  await openTask(page, "hatespeech");
+  await expect(page.locator("details.instructions")).not.toHaveAttribute("open", "");
+});
+
 test("annotate the QA task by selecting the answer in the passage", async ({ page }) => {
   await register(page, "quinn");
   await openTask(page, "qa");

@@ -99,6 +99,7 @@ class HateSpeechTask(Task):
     name = "Hate speech"
     description = "Write a statement that the model wrongly judges hateful or not hateful."
     instructions = INSTRUCTIONS
+    break_reminder_minutes = 30  # reading and writing hateful statements wears people down
     labels = LABELS
     fields = (
         TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500, description="Your statement."),

@@ -171,6 +171,11 @@ class UpdateTaskSettingsInput:
     context_strategy: ContextStrategy | None = strawberry.field(
         default=None, description="How nextContext chooses a context when the caller names no strategy."
     )
+    break_reminder_minutes: int | None = strawberry.field(
+        default=None,
+        description="Suggest a break to annotators and validators after this many minutes of continuous work, 5 to "
+        "240; 0 turns the reminder off (a task may come with one).",
+    )
     qualification_pass_mark: float | None = strawberry.field(
         default=None,
         description="The score (0.5 to 1) people must reach in the task's tutorial before they may write examples or "
@@ -725,6 +730,7 @@ class CollectionMutation:
                 "judge_rubric": input.judge_rubric,
                 "near_duplicate_threshold": input.near_duplicate_threshold,
                 "qualification_pass_mark": input.qualification_pass_mark,
+                "break_reminder_minutes": input.break_reminder_minutes,
                 "hidden": input.hidden,
                 "active": input.active,
             },

@@ -73,11 +73,17 @@ class TaskSettings:
     #: With tutorial items, people must reach this score in the tutorial before their work counts
     #: (dynaforge.services.tutorial); None: no qualification.
     qualification_pass_mark: float | None = None
+    #: Minutes of continuous work after which the web app suggests a break (the task's own unless set; 0 stored as
+    #: "off" overrides a task's default).
+    break_reminder_minutes: int | None = None
 
     @classmethod
     def of(cls, task: Task, stored: dict[str, Any]) -> TaskSettings:
         values = {k: stored[k] for k in cls.__dataclass_fields__ if stored.get(k) is not None}
         values.setdefault("validation_quorum", task.validation_quorum)
+        values.setdefault("break_reminder_minutes", task.break_reminder_minutes)
+        if values["break_reminder_minutes"] == 0:
+            values["break_reminder_minutes"] = None  # the owners turned the task's reminder off
         return cls(**values)
 
 
@@ -377,6 +383,9 @@ def _check_settings(changes: dict[str, Any], task: Task) -> list[FieldError]:
         errors.append(
             FieldError("nearDuplicateThreshold", "range", f"must be 0 (no check) or between {MIN_NEAR_DUPLICATE} and 1")
         )
+    minutes = changes.get("break_reminder_minutes")
+    if minutes is not None and minutes != 0 and not 5 <= minutes <= 240:
+        errors.append(FieldError("breakReminderMinutes", "range", "must be 0 (no reminder) or between 5 and 240"))
     mark = changes.get("qualification_pass_mark")
     if mark is not None and mark != 0 and not 0.5 <= mark <= 1:
         errors.append(FieldError("qualificationPassMark", "range", "must be 0 (no qualification) or between 0.5 and 1"))

@@ -418,6 +418,9 @@ class Task:
     content_warning: ClassVar[str] = ""
     #: What validators are told (the writers' ``instructions`` are for writing): what makes an example correct.
     validator_guidance: ClassVar[str] = ""
+    #: Remind annotators and validators to take a break after this many minutes of continuous work (owners may
+    #: change it: the ``breakReminderMinutes`` setting); None: no reminder.
+    break_reminder_minutes: ClassVar[int | None] = None
 
     def demo_scoring_set(self) -> Sequence[dict[str, Any]]:
         """The scoring set ``dynaforge demo`` ranks the task's target models on (``demo-scoring``): complete

@@ -14,6 +14,7 @@ import type {
   VerdictDecidedLiveSubscription,
 } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
+import { breakWords, useBreakReminder } from "../lib/breaks";
 import { clearDraft, hasContent, loadDraft, otherDraft, saveDraft } from "../lib/drafts";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import {
@@ -28,6 +29,7 @@ import {
   spanFromSelection,
 } from "../lib/fields";
 import { percent } from "../lib/format";
+import { markSeen, seenBefore } from "../lib/seen";
 import { valuesFromFields } from "../lib/suggestions";
 import { useTutorialGate } from "../lib/tutorial";
 import { ContentWarning } from "./ContentWarning";
@@ -50,12 +52,16 @@ const AnnotatePage = graphql(`
       labels
       active
       viewerIsOwner
+      settings {
+        breakReminderMinutes
+      }
       fields {
         ...TaskFieldParts
       }
       currentRound {
         id
         number
+        description
         endedAt
         collected
         fooled
@@ -351,6 +357,10 @@ export default function Annotate({ code }: { code: string }) {
 
   const client = useClient();
   const [practising, donePractising] = useTutorialGate(code, Boolean(session));
+  const [breakDue, backFromBreak] = useBreakReminder(session ? page.data?.task?.settings.breakReminderMinutes : null);
+  // The instructions are open on a first visit to the task, folded on later ones (the form stays in view).
+  const [instructionsOpen] = useState(() => !seenBefore(code));
+  useEffect(() => markSeen(code), [code]);
   // A context shown in place of the one nextContext served: the previous one (undo "Another context"), or one that
   // a draft kept in this browser was written on.
   const [override, setOverride] = useState<ShownContext | null>(null);
@@ -405,8 +415,16 @@ export default function Annotate({ code }: { code: string }) {
             <Link href={`/tasks/${encodeURIComponent(task.code)}/manage/rounds`}>Manage this task</Link>
           </p>
         )}
+        {breakDue && (
+          <div role="alert" className="notice">
+            <p>{breakWords(task.settings.breakReminderMinutes ?? 0)}</p>
+            <button type="button" onClick={backFromBreak}>
+              I&rsquo;m back
+            </button>
+          </div>
+        )}
         {task.instructions && (
-          <details className="instructions" open>
+          <details className="instructions" open={instructionsOpen}>
             <summary>Instructions</summary>
             <p>{task.instructions}</p>
           </details>
@@ -481,6 +499,7 @@ export default function Annotate({ code }: { code: string }) {
       </div>
       <aside className="side" aria-label="Round">
         <h2>Round {round?.number ?? "–"}</h2>
+        {round?.description && <p className="small round-description">{round.description}</p>}
         {round && (
           <dl className="counters">
             <div>

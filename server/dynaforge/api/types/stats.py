@@ -162,6 +162,10 @@ class TaskSettings:
         "text's shingles) to an earlier fooling example of its round, on the same context, is answered "
         "NearDuplicate before it is stored; null: no check."
     )
+    break_reminder_minutes: int | None = strawberry.field(
+        description="After this many minutes of continuous work the web app suggests a break to annotators and "
+        "validators; null: no reminder."
+    )
     qualification_pass_mark: float | None = strawberry.field(
         description="The score people must reach in the task's tutorial (Task.tutorial) before their examples and "
         "votes count, when it has items; null: no qualification."
@@ -180,6 +184,7 @@ class TaskSettings:
             judge_rubric=value.judge_rubric,
             near_duplicate_threshold=value.near_duplicate_threshold,
             qualification_pass_mark=value.qualification_pass_mark,
+            break_reminder_minutes=value.break_reminder_minutes,
         )
 
 

@@ -50,6 +50,7 @@ export const ManageTask = graphql(`
         judgeRubric
         nearDuplicateThreshold
         qualificationPassMark
+        breakReminderMinutes
       }
       currentRound {
         id

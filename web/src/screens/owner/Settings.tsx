@@ -27,6 +27,7 @@ const UpdateSettings = graphql(`
             fooledThreshold
             judgeRubric
             nearDuplicateThreshold
+            breakReminderMinutes
           }
         }
       }
@@ -58,6 +59,7 @@ const KNOWN = [
   "fooledThreshold",
   "judgeRubric",
   "nearDuplicateThreshold",
+  "breakReminderMinutes",
 ];
 
 export default function Settings({ task }: { task: ManagedTask }) {
@@ -73,6 +75,9 @@ export default function Settings({ task }: { task: ManagedTask }) {
     if (cap && !/^\d+$/.test(cap)) return outcome.fail("The daily cap must be a whole number (or empty: no change).");
     if (!Number.isInteger(submissions) || submissions < 1)
       return outcome.fail("The submissions a day must be a whole number, 1 or more.");
+    const breakText = textOf(form, "break");
+    const breakMinutes = breakText ? Number(breakText) : 0;
+    if (!Number.isInteger(breakMinutes)) return outcome.fail("The break reminder is a whole number of minutes.");
     const nearText = textOf(form, "near");
     const near = nearText ? Number(nearText) / 100 : 0;
     if (!Number.isFinite(near)) return outcome.fail("The near-duplicate similarity must be a percentage.");
@@ -94,6 +99,7 @@ export default function Settings({ task }: { task: ManagedTask }) {
         fooledThreshold: threshold,
         judgeRubric: task.judgeRubric != null ? String(form.get("rubric") ?? "") : null,
         nearDuplicateThreshold: near,
+        breakReminderMinutes: breakMinutes,
       },
     });
     outcome.record(result.error, result.data?.updateTaskSettings, "TaskSettingsUpdated", "Settings saved.", KNOWN);
@@ -132,6 +138,17 @@ export default function Settings({ task }: { task: ManagedTask }) {
           defaultValue={s.submissionsPerDay}
           hint="Models, predictions and selections each person may submit in 24 hours; every attempt counts, deleted ones too."
           error={fields.submissionsPerDay}
+        />
+        <TextInput
+          label="Break reminder (minutes)"
+          id="set-break"
+          name="break"
+          type="number"
+          min={5}
+          max={240}
+          defaultValue={s.breakReminderMinutes ?? ""}
+          hint="Suggest a break after this much continuous writing or validating; empty: no reminder."
+          error={fields.breakReminderMinutes}
         />
         <TextInput
           label="Near-duplicate similarity (%)"
