@@ -40,9 +40,10 @@ test("an admin finds an account, changes its role, revokes its token and disable
   await expect(page.getByRole("status").filter({ hasText: "Revoked “registration”." })).toBeVisible();
   await expect(tokens.getByRole("row").nth(1)).toContainText("revoked");
 
-  // Disabled (asked first), then enabled again
-  page.once("dialog", (dialog) => dialog.accept());
+  // Disabled (asked first, in place), then enabled again
   await page.getByRole("button", { name: `Disable ${person.username}` }).click();
+  await expect(row).toContainText("Their tokens stop signing in at once");
+  await page.getByRole("button", { name: `Yes, disable ${person.username}` }).click();
   await expect(row.getByRole("cell").nth(3)).toHaveText("disabled");
   await page.getByLabel("Disabled only").check();
   await page.getByRole("button", { name: "Find" }).click();

@@ -349,13 +349,14 @@ test("Me lists my examples with their votes so far, and Retract asks first", asy
   await checkAccessibility(page, "me, my examples");
   await screenshots(page, "me-examples");
 
-  // Retract asks first: dismissed, nothing changes; accepted, the example is retracted and its button goes.
+  // Retract asks first, in place: kept, nothing changes; confirmed, the example is retracted and its button goes.
   const retract = item.getByRole("button", { name: /^Retract/ });
-  page.once("dialog", (dialog) => dialog.dismiss());
   await retract.click();
+  await expect(item).toContainText("It stops counting; this is final.");
+  await item.getByRole("button", { name: "Keep it" }).click();
   await expect(item).toContainText("waiting for votes");
-  page.once("dialog", (dialog) => dialog.accept());
   await retract.click();
+  await item.getByRole("button", { name: "Yes, retract it" }).click();
   await expect(item).toContainText("retracted");
   await expect(item.getByRole("button", { name: /^Retract/ })).toHaveCount(0);
 });

@@ -39,21 +39,18 @@ test("an owner closes the round and opens the next; the annotate page shows it",
   await checkAccessibility(page, "owner rounds");
   await screenshots(page, "owner-rounds");
 
-  // Closing and opening rounds ask first: dismissed, nothing changes.
-  page.once("dialog", (dialog) => dialog.dismiss());
+  // Closing and opening rounds ask first, in place: kept, nothing changes.
   await page.getByRole("button", { name: `Close round ${before}` }).click();
+  await expect(page.getByText("Annotators cannot write examples until a next round opens.")).toBeVisible();
+  await page.getByRole("button", { name: "Keep it" }).click();
   await expect(page.getByRole("heading", { name: `Round ${before} (open)` })).toBeVisible();
-  page.once("dialog", (dialog) => dialog.accept());
   await page.getByRole("button", { name: `Close round ${before}` }).click();
+  await page.getByRole("button", { name: `Yes, close round ${before}` }).click();
   await expect(page.getByRole("status").filter({ hasText: `Round ${before} is closed.` })).toBeVisible();
-  let asked = "";
-  page.once("dialog", (dialog) => {
-    asked = dialog.message();
-    void dialog.accept();
-  });
   await page.getByRole("button", { name: `Open round ${before + 1}` }).click();
+  await expect(page.getByText(`Round ${before + 1} opens. This cannot be undone.`)).toBeVisible();
+  await page.getByRole("button", { name: `Yes, open round ${before + 1}` }).click();
   await expect(page.getByRole("status").filter({ hasText: `Round ${before + 1} is open.` })).toBeVisible();
-  expect(asked).toContain(`Round ${before + 1} opens. This cannot be undone.`);
   await expect(page.getByRole("heading", { name: `Round ${before + 1} (open)` })).toBeVisible();
 
   await page.getByRole("link", { name: /^Write examples for / }).click();

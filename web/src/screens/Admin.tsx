@@ -8,6 +8,7 @@ import { graphql } from "../gql";
 import type { AdminUsersQuery, TokenOrigin } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
 import { transportMessage } from "../lib/errors";
+import { AskTwice } from "./AskTwice";
 import { submitted, TextInput } from "./Form";
 import { RevokeToken } from "./fragments";
 import { Checkbox, Outcome, useOutcome, when } from "./owner/parts";
@@ -246,8 +247,6 @@ function AccountRow({
 
   async function toggleActive() {
     const on = !account.active;
-    if (!on && !window.confirm(`Disable ${name}? Their tokens stop signing in at once; you can enable them again.`))
-      return;
     const result = await setActive({ input: { id: account.id, active: on } });
     const said = on ? `${name} can sign in again.` : `${name} is disabled: their tokens no longer sign in.`;
     if (outcome.record(result.error, result.data?.setUserActive, "UserUpdated", said)) onChange();
@@ -274,14 +273,27 @@ function AccountRow({
             >
               {account.isAdmin ? "Remove admin" : "Make admin"}
             </button>
-            <button
-              type="button"
-              disabled={self || settingActive.fetching}
-              aria-label={`${account.active === false ? "Enable" : "Disable"} ${name}`}
-              onClick={toggleActive}
-            >
-              {account.active === false ? "Enable" : "Disable"}
-            </button>
+            {account.active === false ? (
+              <button
+                type="button"
+                disabled={self || settingActive.fetching}
+                aria-label={`Enable ${name}`}
+                onClick={toggleActive}
+              >
+                Enable
+              </button>
+            ) : (
+              <AskTwice
+                label={`Disable ${name}`}
+                question="Their tokens stop signing in at once; you can enable them again."
+                confirm={`Yes, disable ${name}`}
+                busy={self || settingActive.fetching}
+                onConfirm={() => void toggleActive()}
+                className=""
+              >
+                Disable
+              </AskTwice>
+            )}
             <button
               type="button"
               aria-expanded={tokensOpen}

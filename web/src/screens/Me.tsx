@@ -8,6 +8,7 @@ import type { MePageQuery, TokenOrigin } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { percent } from "../lib/format";
+import { AskTwice } from "./AskTwice";
 import { ProblemBox, submitted, TextInput } from "./Form";
 import { RevokeToken } from "./fragments";
 import { ScrollBox } from "./ScrollBox";
@@ -257,7 +258,6 @@ function TaskExamples({
   const [problem, setProblem] = useState<Problem | null>(null);
   if (!examples || examples.totalCount === 0) return null;
   async function withdraw(example: MyExample) {
-    if (!window.confirm(`Retract your example "${summary(example.fields)}"? It stops counting; this is final.`)) return;
     const result = await retract({ input: { id: example.id } });
     const failed = problemOf(result.error, result.data?.retractExample, "ExampleRetracted");
     setProblem(failed);
@@ -289,15 +289,16 @@ function TaskExamples({
                 </span>
               </div>
               {RETRACTABLE.has(example.status) && (
-                <button
-                  type="button"
+                <AskTwice
+                  label={`Retract “${summary(example.fields)}”`}
+                  question="It stops counting; this is final."
+                  confirm="Yes, retract it"
+                  busy={retracting.fetching}
+                  onConfirm={() => void withdraw(example)}
                   className="secondary small"
-                  disabled={retracting.fetching}
-                  aria-label={`Retract “${summary(example.fields)}”`}
-                  onClick={() => withdraw(example)}
                 >
                   Retract
-                </button>
+                </AskTwice>
               )}
             </li>
           );

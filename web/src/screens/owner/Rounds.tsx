@@ -5,7 +5,7 @@ import type { EnsembleRule } from "../../gql/graphql";
 import { lineageText, shortDigest } from "../../lib/retraining";
 import { submitted, TextInput } from "../Form";
 import type { ManagedTask } from "./Manage";
-import { Checkbox, Outcome, Select, TextArea, textOf, useOutcome, when } from "./parts";
+import { AskTwice, Checkbox, Outcome, Select, TextArea, textOf, useOutcome, when } from "./parts";
 import { Digest } from "./registry";
 
 const TaskModels = graphql(`
@@ -234,8 +234,6 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
   async function openNext(form: FormData) {
     if (opening.fetching) return;
     const next = (round?.number ?? 0) + 1;
-    const closes = round && !round.endedAt ? `Round ${round.number} closes and ` : "";
-    if (!window.confirm(`${closes}Round ${next} opens. This cannot be undone. Open round ${next}?`)) return;
     const result = await open({
       input: {
         taskCode: task.code,
@@ -271,8 +269,6 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
 
   async function closeCurrent() {
     if (closing.fetching) return;
-    if (!window.confirm(`Close round ${round?.number}? Annotators cannot write examples until a next round opens.`))
-      return;
     const result = await close({ input: { taskCode: task.code } });
     if (closeOutcome.record(result.error, result.data?.closeRound, "RoundEnded", `Round ${round?.number} is closed.`))
       onChanged();
@@ -325,9 +321,15 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
           {round.targetModels.length > 1 && <p className="small">Ensemble rule: {round.ensembleRule}</p>}
           {!round.endedAt && (
             <p className="actions">
-              <button type="button" className="secondary" disabled={closing.fetching} onClick={closeCurrent}>
+              <AskTwice
+                label={`Close round ${round.number}`}
+                question="Annotators cannot write examples until a next round opens."
+                confirm={`Yes, close round ${round.number}`}
+                busy={closing.fetching}
+                onConfirm={closeCurrent}
+              >
                 Close round {round.number}
-              </button>
+              </AskTwice>
             </p>
           )}
           <Outcome outcome={closeOutcome} />
@@ -386,9 +388,18 @@ export default function Rounds({ task, onChanged }: { task: ManagedTask; onChang
           <TextArea label="Description of the next round" id="round-description" name="description" maxLength={5000} />
           <Checkbox label="Copy this round's contexts into the next round" id="round-copy" name="copy" defaultChecked />
           <p className="actions">
-            <button type="submit" disabled={busy}>
+            <AskTwice
+              label={`Open round ${(round?.number ?? 0) + 1}`}
+              question={`${round && !round.endedAt ? `Round ${round.number} closes and round` : "Round"} ${
+                (round?.number ?? 0) + 1
+              } opens. This cannot be undone.`}
+              confirm={`Yes, open round ${(round?.number ?? 0) + 1}`}
+              busy={busy}
+              submit
+              className=""
+            >
               Open round {(round?.number ?? 0) + 1}
-            </button>
+            </AskTwice>
             {round && !round.endedAt && (
               <button
                 type="button"

@@ -51,47 +51,7 @@ export function Outcome({ outcome }: { outcome: ReturnType<typeof useOutcome> })
   );
 }
 
-/** An action that cannot be undone, asked twice in place: its button (named ``label`` for assistive technology),
- * then ``confirm`` (which acts) beside "Keep it". */
-export function AskTwice({
-  label,
-  confirm,
-  busy,
-  onConfirm,
-  className = "secondary danger",
-  children,
-}: {
-  label: string;
-  confirm: string;
-  busy: boolean;
-  onConfirm: () => void;
-  className?: string;
-  children: ReactNode;
-}) {
-  const [asking, setAsking] = useState(false);
-  return asking ? (
-    <>
-      <button
-        type="button"
-        className="danger"
-        disabled={busy}
-        onClick={() => {
-          setAsking(false);
-          onConfirm();
-        }}
-      >
-        {confirm}
-      </button>{" "}
-      <button type="button" className="secondary" onClick={() => setAsking(false)}>
-        Keep it
-      </button>
-    </>
-  ) : (
-    <button type="button" className={className} disabled={busy} aria-label={label} onClick={() => setAsking(true)}>
-      {children}
-    </button>
-  );
-}
+export { AskTwice } from "../AskTwice";
 
 export function Select({
   label,
