@@ -112,6 +112,43 @@ async def test_validation(server, unique):
             await operator.set_validator_weights("sentiment", {standing.user.id: 11})
         await operator.set_validator_weights("sentiment", {standing.user.id: 1})  # the shared server's default again
 
+        # A vote withdrawn within its window: counts back, and the example in the queue again.
+        other = await author.create_example("sentiment", {**FOOLS, "statement": f"A lovely, lovely day {unique}."})
+        voted = await validator.validate(other, "CORRECT")
+        back = await validator.withdraw_validation(other)
+        assert (voted.votes.correct, back.votes.correct) == (1, 0)
+        with pytest.raises(errors.NotFound):
+            await validator.withdraw_validation(other)
+
+        # The decided example as practice: a tutorial item the validator answers, then tries again.
+        added = await operator.execute(
+            'mutation ($id: ID!) { addTutorialItem(input: {exampleId: $id, explanation: "It praises."}) { '
+            "__typename } }",
+            {"id": example.id},
+        )
+        assert added["addTutorialItem"]["__typename"] == "TutorialItemAdded"
+        try:
+            seen = await validator.tutorial("sentiment")
+            item = next(i for i in seen.items if i.example_id == example.id)
+            assert item.expected is None and not seen.required  # no pass mark: practice only
+            answered = await validator.answer_tutorial(item, "INCORRECT")
+            assert answered.item.correct is False and answered.item.explanation == "It praises."
+            with pytest.raises(errors.AlreadyExists):
+                await validator.answer_tutorial(item, "CORRECT")
+            assert (await validator.restart_tutorial("sentiment")).answered == 0
+        finally:
+            await operator.execute(
+                "mutation ($id: ID!) { removeTutorialItem(input: {exampleId: $id}) { __typename } }",
+                {"id": example.id},
+            )
+
+        analytics = await operator.round_analytics("sentiment", example.round.number, "DAY")
+        mine = next(a for a in analytics.annotators if a.user.username == f"di{unique}")
+        assert mine.validations >= 1 and analytics.bucket.value == "DAY"
+        assert sum(p.collected for p in analytics.periods) == sum(s.stats.collected for s in analytics.sources)
+        with pytest.raises(errors.Forbidden):
+            await validator.round_analytics("sentiment", example.round.number)
+
 
 async def test_submit_model_and_results(server, unique):
     progress: list[tuple[int, int]] = []

@@ -19,8 +19,9 @@ import httpx
 from . import errors
 from ._generated import GeneratedClient, Upload
 from ._generated.adversaries import AdversariesTaskAdversaries
+from ._generated.answer_tutorial import AnswerTutorialAnswerTutorialTutorialAnswered
 from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
-from ._generated.enums import ContextStrategy, LeaderboardSort, ValidationLabel, ValidationMode
+from ._generated.enums import ContextStrategy, LeaderboardSort, TimeBucket, ValidationLabel, ValidationMode
 from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
 from ._generated.exceptions import GraphQLClientGraphQLMultiError
 from ._generated.fragments import (
@@ -30,10 +31,12 @@ from ._generated.fragments import (
     ModelFields,
     RoundFields,
     TaskFields,
+    TutorialFields,
     UserFields,
     ValidatorQualityFields,
 )
 from ._generated.input_types import (
+    AnswerTutorialInput,
     CancelGenerationInput,
     CreateExampleInput,
     CreateRoundDatasetsInput,
@@ -42,6 +45,7 @@ from ._generated.input_types import (
     ModelCardInput,
     OverruleVerdictInput,
     RegisterInput,
+    RestartTutorialInput,
     SetValidatorWeightsInput,
     SubmitModelInput,
     SubmitPredictionsInput,
@@ -50,10 +54,12 @@ from ._generated.input_types import (
     ValidateExampleInput,
     ValidatorWeightInput,
     WeightInput,
+    WithdrawValidationInput,
 )
 from ._generated.my_stats import MyStatsTaskViewerStats
 from ._generated.next_context import NextContextNextContext
 from ._generated.paired_test import PairedTestTaskPairedTest
+from ._generated.round_analytics import RoundAnalyticsTaskRoundAnalytics
 from ._generated.suggest_edits import SuggestEditsSuggestEditsEditsSuggested
 from ._generated.task import TaskTask
 from ._transport import call, unwrap
@@ -412,6 +418,45 @@ class AsyncClient:
         )
         result = await self._write(lambda: self._api.validate_example(data))
         return unwrap(result.validate_example, "ValidationRecorded").example
+
+    async def withdraw_validation(self, example: Any) -> ExampleFields:
+        """Take back your vote on an example within 15 seconds of casting it, while the example still awaits votes
+        (a vote that decided it stays: Conflict). Returns the example without your vote."""
+        data = WithdrawValidationInput(id=_id(example))
+        result = await self._write(lambda: self._api.withdraw_validation(data))
+        return unwrap(result.withdraw_validation, "ValidationWithdrawn").example
+
+    async def tutorial(self, task: str) -> TutorialFields:
+        """The task's tutorial and where you stand in it (``required``: your examples and votes wait for it)."""
+        found = (await self._read(lambda: self._api.tutorial(task))).task
+        if found is None or found.tutorial is None:  # a null comes with an error, which _read raises
+            raise errors.NotFound(f"no task {task!r} that you can see")
+        return found.tutorial
+
+    async def answer_tutorial(
+        self, item: Any, label: str | ValidationLabel
+    ) -> AnswerTutorialAnswerTutorialTutorialAnswered:
+        """Answer a tutorial item (its ``example_id``, or the item) for practice: CORRECT (the label is right) or
+        INCORRECT. The answer's ``item`` says whether you were right and why; its ``tutorial`` where you stand."""
+        example_id = getattr(item, "example_id", item)
+        data = AnswerTutorialInput(example_id=str(example_id), label=ValidationLabel(label))
+        result = await self._write(lambda: self._api.answer_tutorial(data))
+        return unwrap(result.answer_tutorial, "TutorialAnswered")
+
+    async def restart_tutorial(self, task: str) -> TutorialFields:
+        """Clear your tutorial answers to try again (a pass already earned stays)."""
+        result = await self._write(lambda: self._api.restart_tutorial(RestartTutorialInput(task_code=task)))
+        return unwrap(result.restart_tutorial, "TutorialRestarted").tutorial
+
+    async def round_analytics(
+        self, task: str, round: int, bucket: str | TimeBucket = TimeBucket.HOUR
+    ) -> RoundAnalyticsTaskRoundAnalytics:
+        """The task's owners and admins: a round's collection per hour (or ``"DAY"``), per annotator and per source;
+        every column adds up to the round's counters. Raises Forbidden for anyone else."""
+        found = (await self._read(lambda: self._api.round_analytics(task, round, TimeBucket(bucket)))).task
+        if found is None or found.round is None or found.round.analytics is None:
+            raise errors.NotFound(f"no round {round} of a task {task!r} that you can see")
+        return found.round.analytics
 
     async def validator_quality(self, task: str, round: int | None = None) -> ValidatorQualityFields:
         """The task's owners and admins: each crowd validator's agreement with decided outcomes and with owners'

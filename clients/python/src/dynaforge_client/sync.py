@@ -26,8 +26,9 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from ._generated.adversaries import AdversariesTaskAdversaries
+    from ._generated.answer_tutorial import AnswerTutorialAnswerTutorialTutorialAnswered
     from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
-    from ._generated.enums import ContextStrategy, ValidationLabel, ValidationMode
+    from ._generated.enums import ContextStrategy, TimeBucket, ValidationLabel, ValidationMode
     from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
     from ._generated.fragments import (
         AdversaryRunFields,
@@ -36,12 +37,14 @@ if TYPE_CHECKING:
         ModelFields,
         RoundFields,
         TaskFields,
+        TutorialFields,
         UserFields,
         ValidatorQualityFields,
     )
     from ._generated.my_stats import MyStatsTaskViewerStats
     from ._generated.next_context import NextContextNextContext
     from ._generated.paired_test import PairedTestTaskPairedTest
+    from ._generated.round_analytics import RoundAnalyticsTaskRoundAnalytics
     from ._generated.suggest_edits import SuggestEditsSuggestEditsEditsSuggested
     from ._generated.task import TaskTask
     from .client import Progress
@@ -287,6 +290,20 @@ class Client:
             reason: str | None = None,
             time_taken_ms: int | None = None,
         ) -> ExampleFields: ...
+        def withdraw_validation(self, example: Any) -> ExampleFields: ...
+        def tutorial(self, task: str) -> TutorialFields: ...
+        def answer_tutorial(
+            self,
+            item: Any,
+            label: str | ValidationLabel,
+        ) -> AnswerTutorialAnswerTutorialTutorialAnswered: ...
+        def restart_tutorial(self, task: str) -> TutorialFields: ...
+        def round_analytics(
+            self,
+            task: str,
+            round: int,
+            bucket: str | TimeBucket = TimeBucket.HOUR,
+        ) -> RoundAnalyticsTaskRoundAnalytics: ...
         def validator_quality(self, task: str, round: int | None = None) -> ValidatorQualityFields: ...
         def set_validator_weights(self, task: str, weights: Mapping[str, float]) -> ValidatorQualityFields: ...
         def model_fooled(

@@ -4,6 +4,17 @@ from .adversary_run import (
     AdversaryRunNodeAdversaryRun,
     AdversaryRunNodeNode,
 )
+from .answer_tutorial import (
+    AnswerTutorial,
+    AnswerTutorialAnswerTutorialAlreadyExists,
+    AnswerTutorialAnswerTutorialInvalidInput,
+    AnswerTutorialAnswerTutorialInvalidInputFieldErrors,
+    AnswerTutorialAnswerTutorialNotAuthenticated,
+    AnswerTutorialAnswerTutorialNotFound,
+    AnswerTutorialAnswerTutorialTutorialAnswered,
+    AnswerTutorialAnswerTutorialTutorialAnsweredItem,
+    AnswerTutorialAnswerTutorialTutorialAnsweredTutorial,
+)
 from .async_base_client import AsyncBaseClient
 from .base_model import BaseModel, Upload
 from .cancel_generation import (
@@ -20,6 +31,7 @@ from .create_example import (
     CreateExample,
     CreateExampleCreateExampleExampleCreated,
     CreateExampleCreateExampleExampleCreatedExample,
+    CreateExampleCreateExampleForbidden,
     CreateExampleCreateExampleInvalidInput,
     CreateExampleCreateExampleInvalidInputFieldErrors,
     CreateExampleCreateExampleNearDuplicate,
@@ -76,6 +88,7 @@ from .enums import (
     PerturbationKind,
     Quota,
     ScoredPart,
+    TimeBucket,
     ValidationLabel,
     ValidationMode,
     VerdictSource,
@@ -138,6 +151,9 @@ from .fragments import (
     TaskFieldsFields,
     TaskFieldsStats,
     TaskFieldsStatsBySource,
+    TutorialFields,
+    TutorialFieldsItems,
+    TutorialFieldsItemsModelAnswer,
     UserFields,
     ValidatorQualityFields,
     ValidatorQualityFieldsRounds,
@@ -157,6 +173,7 @@ from .generate_candidates import (
     GenerateCandidatesGenerateCandidatesRoundClosed,
 )
 from .input_types import (
+    AnswerTutorialInput,
     CancelGenerationInput,
     CreateExampleInput,
     CreateRoundDatasetsInput,
@@ -165,6 +182,7 @@ from .input_types import (
     ModelCardInput,
     OverruleVerdictInput,
     RegisterInput,
+    RestartTutorialInput,
     SetValidatorWeightsInput,
     SubmitModelInput,
     SubmitPredictionsInput,
@@ -173,6 +191,7 @@ from .input_types import (
     ValidateExampleInput,
     ValidatorWeightInput,
     WeightInput,
+    WithdrawValidationInput,
 )
 from .leaderboard import (
     Leaderboard,
@@ -239,7 +258,26 @@ from .register import (
     RegisterAccountRateLimited,
 )
 from .reply_stream import ReplyStream, ReplyStreamReplyStream
+from .restart_tutorial import (
+    RestartTutorial,
+    RestartTutorialRestartTutorialNotAuthenticated,
+    RestartTutorialRestartTutorialNotFound,
+    RestartTutorialRestartTutorialTutorialRestarted,
+    RestartTutorialRestartTutorialTutorialRestartedTutorial,
+)
 from .round import Round, RoundRound
+from .round_analytics import (
+    RoundAnalytics,
+    RoundAnalyticsTask,
+    RoundAnalyticsTaskRound,
+    RoundAnalyticsTaskRoundAnalytics,
+    RoundAnalyticsTaskRoundAnalyticsAnnotators,
+    RoundAnalyticsTaskRoundAnalyticsAnnotatorsStats,
+    RoundAnalyticsTaskRoundAnalyticsAnnotatorsUser,
+    RoundAnalyticsTaskRoundAnalyticsPeriods,
+    RoundAnalyticsTaskRoundAnalyticsSources,
+    RoundAnalyticsTaskRoundAnalyticsSourcesStats,
+)
 from .set_validator_weights import (
     SetValidatorWeights,
     SetValidatorWeightsSetValidatorWeightsForbidden,
@@ -287,6 +325,7 @@ from .suggest_edits import (
 )
 from .task import Task, TaskTask, TaskTaskRounds
 from .tasks import Tasks, TasksTasks
+from .tutorial import Tutorial, TutorialTask, TutorialTaskTutorial
 from .upload_model import (
     UploadModel,
     UploadModelUploadModelInvalidInput,
@@ -315,6 +354,16 @@ from .validator_quality import (
     ValidatorQualityTask,
     ValidatorQualityTaskValidatorQuality,
 )
+from .withdraw_validation import (
+    WithdrawValidation,
+    WithdrawValidationWithdrawValidationConflict,
+    WithdrawValidationWithdrawValidationInvalidInput,
+    WithdrawValidationWithdrawValidationInvalidInputFieldErrors,
+    WithdrawValidationWithdrawValidationNotAuthenticated,
+    WithdrawValidationWithdrawValidationNotFound,
+    WithdrawValidationWithdrawValidationValidationWithdrawn,
+    WithdrawValidationWithdrawValidationValidationWithdrawnExample,
+)
 
 __all__ = [
     "Adversaries",
@@ -325,6 +374,16 @@ __all__ = [
     "AdversaryRunNodeAdversaryRun",
     "AdversaryRunNodeNode",
     "AdversaryRunStatus",
+    "AnswerTutorial",
+    "AnswerTutorialAnswerTutorialAlreadyExists",
+    "AnswerTutorialAnswerTutorialInvalidInput",
+    "AnswerTutorialAnswerTutorialInvalidInputFieldErrors",
+    "AnswerTutorialAnswerTutorialNotAuthenticated",
+    "AnswerTutorialAnswerTutorialNotFound",
+    "AnswerTutorialAnswerTutorialTutorialAnswered",
+    "AnswerTutorialAnswerTutorialTutorialAnsweredItem",
+    "AnswerTutorialAnswerTutorialTutorialAnsweredTutorial",
+    "AnswerTutorialInput",
     "AsyncBaseClient",
     "BaseModel",
     "CancelGeneration",
@@ -339,6 +398,7 @@ __all__ = [
     "CreateExample",
     "CreateExampleCreateExampleExampleCreated",
     "CreateExampleCreateExampleExampleCreatedExample",
+    "CreateExampleCreateExampleForbidden",
     "CreateExampleCreateExampleInvalidInput",
     "CreateExampleCreateExampleInvalidInputFieldErrors",
     "CreateExampleCreateExampleNearDuplicate",
@@ -497,7 +557,23 @@ __all__ = [
     "RegisterInput",
     "ReplyStream",
     "ReplyStreamReplyStream",
+    "RestartTutorial",
+    "RestartTutorialInput",
+    "RestartTutorialRestartTutorialNotAuthenticated",
+    "RestartTutorialRestartTutorialNotFound",
+    "RestartTutorialRestartTutorialTutorialRestarted",
+    "RestartTutorialRestartTutorialTutorialRestartedTutorial",
     "Round",
+    "RoundAnalytics",
+    "RoundAnalyticsTask",
+    "RoundAnalyticsTaskRound",
+    "RoundAnalyticsTaskRoundAnalytics",
+    "RoundAnalyticsTaskRoundAnalyticsAnnotators",
+    "RoundAnalyticsTaskRoundAnalyticsAnnotatorsStats",
+    "RoundAnalyticsTaskRoundAnalyticsAnnotatorsUser",
+    "RoundAnalyticsTaskRoundAnalyticsPeriods",
+    "RoundAnalyticsTaskRoundAnalyticsSources",
+    "RoundAnalyticsTaskRoundAnalyticsSourcesStats",
     "RoundFields",
     "RoundFieldsStats",
     "RoundFieldsStatsBySource",
@@ -560,6 +636,13 @@ __all__ = [
     "TaskTaskRounds",
     "Tasks",
     "TasksTasks",
+    "TimeBucket",
+    "Tutorial",
+    "TutorialFields",
+    "TutorialFieldsItems",
+    "TutorialFieldsItemsModelAnswer",
+    "TutorialTask",
+    "TutorialTaskTutorial",
     "Upload",
     "UploadModel",
     "UploadModelInput",
@@ -595,4 +678,13 @@ __all__ = [
     "ValidatorWeightInput",
     "VerdictSource",
     "WeightInput",
+    "WithdrawValidation",
+    "WithdrawValidationInput",
+    "WithdrawValidationWithdrawValidationConflict",
+    "WithdrawValidationWithdrawValidationInvalidInput",
+    "WithdrawValidationWithdrawValidationInvalidInputFieldErrors",
+    "WithdrawValidationWithdrawValidationNotAuthenticated",
+    "WithdrawValidationWithdrawValidationNotFound",
+    "WithdrawValidationWithdrawValidationValidationWithdrawn",
+    "WithdrawValidationWithdrawValidationValidationWithdrawnExample",
 ]

@@ -3,6 +3,7 @@ from typing import Any, Optional, Union
 
 from .adversaries import Adversaries
 from .adversary_run import AdversaryRun
+from .answer_tutorial import AnswerTutorial
 from .async_base_client import AsyncBaseClient
 from .base_model import UNSET, UnsetType
 from .cancel_generation import CancelGeneration
@@ -10,12 +11,13 @@ from .create_example import CreateExample
 from .create_round_datasets import CreateRoundDatasets
 from .dataset_items import DatasetItems
 from .datasets import Datasets
-from .enums import ContextStrategy, LeaderboardSort, ValidationMode
+from .enums import ContextStrategy, LeaderboardSort, TimeBucket, ValidationMode
 from .evaluation_progress import EvaluationProgress
 from .example import Example
 from .example_to_validate import ExampleToValidate
 from .generate_candidates import GenerateCandidates
 from .input_types import (
+    AnswerTutorialInput,
     CancelGenerationInput,
     CreateExampleInput,
     CreateRoundDatasetsInput,
@@ -23,6 +25,7 @@ from .input_types import (
     LoginInput,
     OverruleVerdictInput,
     RegisterInput,
+    RestartTutorialInput,
     SetValidatorWeightsInput,
     SubmitModelInput,
     SubmitPredictionsInput,
@@ -30,6 +33,7 @@ from .input_types import (
     UploadModelInput,
     ValidateExampleInput,
     WeightInput,
+    WithdrawValidationInput,
 )
 from .leaderboard import Leaderboard
 from .login import Login
@@ -42,16 +46,20 @@ from .overrule_verdict import OverruleVerdict
 from .paired_test import PairedTest
 from .register import Register
 from .reply_stream import ReplyStream
+from .restart_tutorial import RestartTutorial
 from .round import Round
+from .round_analytics import RoundAnalytics
 from .set_validator_weights import SetValidatorWeights
 from .submit_model import SubmitModel
 from .submit_predictions import SubmitPredictions
 from .suggest_edits import SuggestEdits
 from .task import Task
 from .tasks import Tasks
+from .tutorial import Tutorial
 from .upload_model import UploadModel
 from .validate_example import ValidateExample
 from .validator_quality import ValidatorQuality
+from .withdraw_validation import WithdrawValidation
 
 
 def gql(q: str) -> str:
@@ -1127,6 +1135,342 @@ class GeneratedClient(AsyncBaseClient):
         ):
             yield ReplyStream.model_validate(data)
 
+    async def withdraw_validation(
+        self, input: WithdrawValidationInput, **kwargs: Any
+    ) -> WithdrawValidation:
+        query = gql("""
+            mutation WithdrawValidation($input: WithdrawValidationInput!) {
+              withdrawValidation(input: $input) {
+                __typename
+                ... on ValidationWithdrawn {
+                  example {
+                    ...ExampleFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
+            }
+
+            fragment ExampleFields on Example {
+              id
+              fields
+              fooled
+              status
+              tag
+              createdAt
+              nearDuplicate {
+                similarity
+              }
+              prediction {
+                ...PredictionFields
+              }
+              round {
+                number
+              }
+              context {
+                id
+                fields
+              }
+              author {
+                username
+              }
+              votes {
+                correct
+                incorrect
+                flagged
+              }
+              source
+              adversary
+              verdict {
+                decidedBy
+                decided
+                fooled
+                rationale
+                judgeModel
+                lastError
+                overruled
+                overruleReason
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="WithdrawValidation",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return WithdrawValidation.model_validate(data)
+
+    async def tutorial(self, task_code: str, **kwargs: Any) -> Tutorial:
+        query = gql("""
+            query Tutorial($taskCode: String!) {
+              task(code: $taskCode) {
+                id
+                tutorial {
+                  ...TutorialFields
+                }
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
+            }
+
+            fragment TutorialFields on Tutorial {
+              passMark
+              required
+              passed
+              total
+              answered
+              correct
+              score
+              attempts
+              items {
+                exampleId
+                fields
+                context
+                modelAnswer {
+                  ...PredictionFields
+                }
+                yourAnswer
+                expected
+                explanation
+                correct
+              }
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code}
+        response = await self.execute(
+            query=query, operation_name="Tutorial", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return Tutorial.model_validate(data)
+
+    async def answer_tutorial(
+        self, input: AnswerTutorialInput, **kwargs: Any
+    ) -> AnswerTutorial:
+        query = gql("""
+            mutation AnswerTutorial($input: AnswerTutorialInput!) {
+              answerTutorial(input: $input) {
+                __typename
+                ... on TutorialAnswered {
+                  item {
+                    exampleId
+                    yourAnswer
+                    expected
+                    explanation
+                    correct
+                  }
+                  tutorial {
+                    passMark
+                    required
+                    passed
+                    total
+                    answered
+                    correct
+                    score
+                    attempts
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="AnswerTutorial", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return AnswerTutorial.model_validate(data)
+
+    async def restart_tutorial(
+        self, input: RestartTutorialInput, **kwargs: Any
+    ) -> RestartTutorial:
+        query = gql("""
+            mutation RestartTutorial($input: RestartTutorialInput!) {
+              restartTutorial(input: $input) {
+                __typename
+                ... on TutorialRestarted {
+                  tutorial {
+                    ...TutorialFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
+            }
+
+            fragment PredictionFields on Prediction {
+              fields
+              label
+              span {
+                text
+                start
+              }
+              probabilities {
+                label
+                probability
+              }
+              confidence
+              generation {
+                text
+                tokens
+                timeToFirstTokenMs
+                totalMs
+                finishReason
+              }
+            }
+
+            fragment TutorialFields on Tutorial {
+              passMark
+              required
+              passed
+              total
+              answered
+              correct
+              score
+              attempts
+              items {
+                exampleId
+                fields
+                context
+                modelAnswer {
+                  ...PredictionFields
+                }
+                yourAnswer
+                expected
+                explanation
+                correct
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="RestartTutorial", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return RestartTutorial.model_validate(data)
+
     async def submit_model(self, input: SubmitModelInput, **kwargs: Any) -> SubmitModel:
         query = gql("""
             mutation SubmitModel($input: SubmitModelInput!) {
@@ -2138,3 +2482,73 @@ class GeneratedClient(AsyncBaseClient):
         )
         data = self.get_data(response)
         return SetValidatorWeights.model_validate(data)
+
+    async def round_analytics(
+        self, task_code: str, round: int, bucket: TimeBucket, **kwargs: Any
+    ) -> RoundAnalytics:
+        query = gql("""
+            query RoundAnalytics($taskCode: String!, $round: Int!, $bucket: TimeBucket!) {
+              task(code: $taskCode) {
+                id
+                round(number: $round) {
+                  number
+                  analytics(bucket: $bucket) {
+                    bucket
+                    periods {
+                      start
+                      end
+                      collected
+                      fooled
+                      verifiedFooled
+                    }
+                    annotators {
+                      user {
+                        ...UserFields
+                      }
+                      stats {
+                        ...StatsFields
+                      }
+                      medianTimeTakenMs
+                      validations
+                      validationAgreement
+                    }
+                    sources {
+                      source
+                      stats {
+                        ...StatsFields
+                      }
+                    }
+                  }
+                }
+              }
+            }
+
+            fragment StatsFields on Stats {
+              collected
+              fooled
+              verifiedFooled
+              accepted
+              rejected
+              flagged
+              retracted
+              pending
+              vmer
+              foolingRate
+            }
+
+            fragment UserFields on User {
+              id
+              username
+              isAdmin
+            }
+            """)
+        variables: dict[str, object] = {
+            "taskCode": task_code,
+            "round": round,
+            "bucket": bucket,
+        }
+        response = await self.execute(
+            query=query, operation_name="RoundAnalytics", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return RoundAnalytics.model_validate(data)

@@ -14,6 +14,7 @@ class CreateExample(BaseModel):
         "CreateExampleCreateExampleVerdictPending",
         "CreateExampleCreateExampleInvalidInput",
         "CreateExampleCreateExampleNotAuthenticated",
+        "CreateExampleCreateExampleForbidden",
         "CreateExampleCreateExampleNotFound",
         "CreateExampleCreateExampleRateLimited",
         "CreateExampleCreateExampleQuotaExceeded",
@@ -66,6 +67,11 @@ class CreateExampleCreateExampleInvalidInputFieldErrors(BaseModel):
 
 class CreateExampleCreateExampleNotAuthenticated(BaseModel):
     typename__: Literal["NotAuthenticated"] = Field(alias="__typename")
+    message: str
+
+
+class CreateExampleCreateExampleForbidden(BaseModel):
+    typename__: Literal["Forbidden"] = Field(alias="__typename")
     message: str
 
 

@@ -134,6 +134,11 @@ class ScoredPart(str, Enum):
     PUBLIC = "PUBLIC"
 
 
+class TimeBucket(str, Enum):
+    HOUR = "HOUR"
+    DAY = "DAY"
+
+
 class ValidationLabel(str, Enum):
     CORRECT = "CORRECT"
     INCORRECT = "INCORRECT"

@@ -18,6 +18,7 @@ from .enums import (
     ModelStatus,
     PerturbationKind,
     ScoredPart,
+    ValidationLabel,
     VerdictSource,
 )
 
@@ -348,6 +349,35 @@ class TaskFieldsStatsBySource(SourceStatsFields):
     pass
 
 
+class TutorialFields(BaseModel):
+    pass_mark: Optional[float] = Field(alias="passMark")
+    required: bool
+    passed: bool
+    total: int
+    answered: int
+    correct: int
+    score: Optional[float]
+    attempts: int
+    items: list["TutorialFieldsItems"]
+
+
+class TutorialFieldsItems(BaseModel):
+    example_id: str = Field(alias="exampleId")
+    fields: Any
+    context: Optional[Any]
+    model_answer: Optional["TutorialFieldsItemsModelAnswer"] = Field(
+        alias="modelAnswer"
+    )
+    your_answer: Optional[ValidationLabel] = Field(alias="yourAnswer")
+    expected: Optional[ValidationLabel]
+    explanation: Optional[str]
+    correct: Optional[bool]
+
+
+class TutorialFieldsItemsModelAnswer(PredictionFields):
+    pass
+
+
 class UserFields(BaseModel):
     id: str
     username: str
@@ -398,5 +428,6 @@ SourceStatsFields.model_rebuild()
 RoundFields.model_rebuild()
 TargetVerdictFields.model_rebuild()
 TaskFields.model_rebuild()
+TutorialFields.model_rebuild()
 UserFields.model_rebuild()
 ValidatorQualityFields.model_rebuild()

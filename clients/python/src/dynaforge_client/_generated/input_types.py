@@ -6,6 +6,15 @@ from .base_model import BaseModel, Upload
 from .enums import ValidationLabel
 
 
+class AnswerTutorialInput(BaseModel):
+    """Your practice answer to one tutorial item."""
+
+    example_id: str = Field(alias="exampleId")
+    "The item's example (TutorialItem.exampleId)."
+    label: ValidationLabel
+    "CORRECT (the label is right) or INCORRECT."
+
+
 class CancelGenerationInput(BaseModel):
     """The generation run to stop."""
 
@@ -102,6 +111,13 @@ class RegisterInput(BaseModel):
     "An email address such as name@example.org, at most 254 characters; stored in lower case. Never checked against other accounts' (an address already given is accepted, and no answer says so). Only the user and admins can read it."
     password: str
     "8 to 256 characters; only a hash of it is stored."
+
+
+class RestartTutorialInput(BaseModel):
+    """The tutorial to start again."""
+
+    task_code: str = Field(alias="taskCode")
+    "The code of the task (Task.code)."
 
 
 class SetValidatorWeightsInput(BaseModel):
@@ -216,6 +232,13 @@ class WeightInput(BaseModel):
     "A metric's name (one of the board's axes) or a scoring data set's name; each name at most once."
     weight: float
     "A finite number, 0 or more: only the ratios between weights matter. 0 shows the metric (or leaves the data set out) without counting it; at least one weight must be above 0."
+
+
+class WithdrawValidationInput(BaseModel):
+    """The example whose vote you withdraw."""
+
+    id: str
+    "The example's id (Example.id)."
 
 
 SetValidatorWeightsInput.model_rebuild()
