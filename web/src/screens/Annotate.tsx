@@ -14,7 +14,6 @@ import type {
   VerdictDecidedLiveSubscription,
 } from "../gql/graphql";
 import { useAuth } from "../lib/auth";
-import { breakWords, useBreakReminder } from "../lib/breaks";
 import { clearDraft, hasContent, loadDraft, otherDraft, saveDraft } from "../lib/drafts";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import {
@@ -32,6 +31,7 @@ import { percent } from "../lib/format";
 import { markSeen, seenBefore } from "../lib/seen";
 import { valuesFromFields } from "../lib/suggestions";
 import { useTutorialGate } from "../lib/tutorial";
+import { BreakReminder } from "./BreakReminder";
 import { ContentWarning } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
@@ -357,7 +357,6 @@ export default function Annotate({ code }: { code: string }) {
 
   const client = useClient();
   const [practising, donePractising] = useTutorialGate(code, Boolean(session));
-  const [breakDue, backFromBreak] = useBreakReminder(session ? page.data?.task?.settings.breakReminderMinutes : null);
   // The instructions are open on a first visit to the task, folded on later ones (the form stays in view).
   const [instructionsOpen] = useState(() => !seenBefore(code));
   useEffect(() => markSeen(code), [code]);
@@ -415,14 +414,7 @@ export default function Annotate({ code }: { code: string }) {
             <Link href={`/tasks/${encodeURIComponent(task.code)}/manage/rounds`}>Manage this task</Link>
           </p>
         )}
-        {breakDue && (
-          <div role="alert" className="notice">
-            <p>{breakWords(task.settings.breakReminderMinutes ?? 0)}</p>
-            <button type="button" onClick={backFromBreak}>
-              I&rsquo;m back
-            </button>
-          </div>
-        )}
+        <BreakReminder minutes={session ? task.settings.breakReminderMinutes : null} />
         {task.instructions && (
           <details className="instructions" open={instructionsOpen}>
             <summary>Instructions</summary>

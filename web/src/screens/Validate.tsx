@@ -5,10 +5,10 @@ import { useMutation, useQuery } from "urql";
 import { Link } from "wouter";
 import { graphql } from "../gql";
 import { useAuth } from "../lib/auth";
-import { breakWords, useBreakReminder } from "../lib/breaks";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { buildFields, type FieldDescriptor, type FormValues, fieldTitle, showValue } from "../lib/fields";
 import { useTutorialGate } from "../lib/tutorial";
+import { BreakReminder } from "./BreakReminder";
 import { ContentWarning } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
@@ -231,7 +231,6 @@ function Queue({ code }: { code: string }) {
     requestPolicy: "network-only",
   });
   const [practising, donePractising] = useTutorialGate(code, true);
-  const [breakDue, backFromBreak] = useBreakReminder(data?.task?.settings.breakReminderMinutes);
   const task = data?.task;
   const example = data?.exampleToValidate;
   const [done, setDone] = useState<string | null>(null);
@@ -275,14 +274,7 @@ function Queue({ code }: { code: string }) {
       <p className="muted" data-queue-size>
         {queued(task.validationQueueSize ?? 0)} in your queue.
       </p>
-      {breakDue && (
-        <div role="alert" className="notice">
-          <p>{breakWords(task.settings.breakReminderMinutes ?? 0)}</p>
-          <button type="button" onClick={backFromBreak}>
-            I&rsquo;m back
-          </button>
-        </div>
-      )}
+      <BreakReminder minutes={task.settings.breakReminderMinutes} />
       <div role="status" className="done">
         {done}
         {undoable && (
