@@ -163,8 +163,7 @@ async def submit(
     await p.limiter.hit(
         f"examples:{actor.user_id}:{task_code}", p.settings.examples_per_minute, 60.0, f"examples for {task_code}"
     )
-    if view.settings.qualification_pass_mark is not None:
-        await tutorial.require_qualified(p, actor, view)
+    await tutorial.require_qualified(p, actor, view)
     cap = view.settings.daily_example_cap
     if cap:
         await _check_daily_cap(p, view.row.id, actor.person_id, cap, task_code)

@@ -45,6 +45,8 @@ from dynaforge.tasks.fields import Role
 
 CORRECT, INCORRECT, FLAGGED = "CORRECT", "INCORRECT", "FLAGGED"
 LABELS = (CORRECT, INCORRECT, FLAGGED)
+#: The example's counter that each label's votes move.
+_COUNT_OF = {CORRECT: "validations_correct", INCORRECT: "validations_incorrect", FLAGGED: "validations_flagged"}
 MAX_REASON = 2000
 MAX_TIME_TAKEN_MS = 24 * 3600 * 1000  # a vote's recorded time: up to one day
 UNDO_VOTE_S = 15  # how long after casting it a validator may withdraw a vote (withdraw)
@@ -72,7 +74,7 @@ async def example_to_validate(p: Platform, actor: Actor, task_code: str, *, owne
         60.0,
         "reads of the validation queue",
     )
-    if not owner_mode and view.settings.qualification_pass_mark is not None:
+    if not owner_mode:
         await tutorial.require_qualified(p, actor, view)
     async with p.db.session() as s:
         if not owner_mode:
@@ -313,8 +315,7 @@ async def validate(
         60.0,
         f"validations for {view.task.code}",
     )
-    if view.settings.qualification_pass_mark is not None:
-        await tutorial.require_qualified(p, actor, view)  # owners and admins pass
+    await tutorial.require_qualified(p, actor, view)  # owners and admins pass
     correction = _check_correction(view, peek, context, label, corrected_target)
     settings = view.settings
     try:
@@ -350,11 +351,7 @@ async def validate(
                     time_taken_ms=time_taken_ms,
                 )
             )
-            attribute = {
-                CORRECT: "validations_correct",
-                INCORRECT: "validations_incorrect",
-                FLAGGED: "validations_flagged",
-            }[label]
+            attribute = _COUNT_OF[label]
             setattr(example, attribute, getattr(example, attribute) + 1)
             example.validations_total += 1
             example.updated_at = utcnow()
@@ -420,11 +417,7 @@ async def withdraw(p: Platform, actor: Actor, example_id: int) -> Example:
             raise Conflict(f"A vote can be withdrawn only in the {UNDO_VOTE_S} seconds after it is cast")
         if vote.by_owner or example.status not in _open(view.task):
             raise Conflict(f"Example {example_id} is {example.status.lower()}: the votes that decided it stay")
-        attribute = {
-            CORRECT: "validations_correct",
-            INCORRECT: "validations_incorrect",
-            FLAGGED: "validations_flagged",
-        }[vote.label]
+        attribute = _COUNT_OF[vote.label]
         setattr(example, attribute, getattr(example, attribute) - 1)
         example.validations_total -= 1
         example.updated_at = utcnow()
