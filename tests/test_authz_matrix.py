@@ -134,6 +134,7 @@ PUBLIC_QUERIES: dict[str, str] = {
     "perturbations": "the registered perturbations: server facts, the same for every caller",
     "exportFormats": "the registered export formats: server facts, the same for every caller",
     "declaredTaskSchema": "the JSON Schema of a declared task: a published document, the same for every caller",
+    "crowdPlatforms": "the registered crowd platforms: server facts, the same for every caller",
 }
 
 # fmt: off
@@ -193,6 +194,15 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "restartTutorial":                rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     # nobody but its validator withdraws a vote (the world's example has none of the roles' votes)
     "withdrawValidation":             rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  NOTFOUND,  NOTFOUND, NOAUTH),
+    # --- crowd studies: owners run them; anyone with a study link joins; only participants complete
+    "createCrowdStudy":               rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    "setCrowdStudyOpen":              rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
+    # owners pass the authorisation and meet the state: nobody in the world's study is owed anything
+    "payCrowdBonuses":                rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, INVALID,   INVALID, NOAUTH),
+    "joinCrowdStudy":                 rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
+    "completeCrowdStudy":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, NOAUTH),
+    # none of the roles joined through a study
+    "crowdParticipation":             rule(NULL,     NULL,      NULL,      NULL,      NULL,      NULL, NULL),
     # --- tasks, rounds, contexts (owners and admins)
     "tasks":                          rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "tasks@hiddenTask":               rule(NOTFOUND, NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOTFOUND),
@@ -622,6 +632,67 @@ async def _validate_example(w: World) -> Variables:
 async def _withdraw_validation(w: World) -> Variables:
     await w.correction()  # another account's vote on it: not the role's to withdraw
     return _input(id=gid("Example", await w.example()))
+
+
+CROWD_STUDY = "5f00aa11bb22cc33dd44ee55"
+
+
+async def _crowd_study(w: World) -> int:
+    """OWNER's open Prolific study of the task."""
+    from dynaforge.services import crowd as crowd_service
+
+    async def make():
+        study = await crowd_service.create_study(
+            w.p,
+            w.actors[OWNER],
+            TASK,
+            platform="prolific",
+            external_id=CROWD_STUDY,
+            name="A study",
+            completion_code="C0DE",
+            pay_per_verified_fooling=10,
+        )
+        return study.row.id
+
+    return await w._once("crowd_study", make)
+
+
+@operation("createCrowdStudy")
+async def _create_crowd_study(w: World) -> Variables:
+    return _input(taskCode=TASK, platform="prolific", externalId="6a00", name="Mine", completionCode="C1")
+
+
+@operation("setCrowdStudyOpen")
+async def _set_crowd_study_open(w: World) -> Variables:
+    return _input(studyId=gid("CrowdStudy", await _crowd_study(w)), isOpen=False)
+
+
+@operation("payCrowdBonuses")
+async def _pay_crowd_bonuses(w: World) -> Variables:
+    return _input(studyId=gid("CrowdStudy", await _crowd_study(w)))
+
+
+@operation("joinCrowdStudy")
+async def _join_crowd_study(w: World) -> Variables:
+    await _crowd_study(w)
+    link = {"PROLIFIC_PID": "70bb", "STUDY_ID": CROWD_STUDY, "SESSION_ID": "s1"}
+    return _input(platform="prolific", study=CROWD_STUDY, parameters=[{"name": k, "value": v} for k, v in link.items()])
+
+
+@operation("completeCrowdStudy")
+async def _complete_crowd_study(w: World) -> Variables:
+    await _crowd_study(w)
+    return {}
+
+
+def _classify_participation(value: Any, seen: Seen) -> str:
+    return NULL if value is None else f"leak: a participation for a role that joined nothing: {value}"
+
+
+@operation("crowdParticipation", document="{ crowdParticipation { username } }", classify=_classify_participation)
+async def _crowd_participation(w: World) -> Variables:
+    await _crowd_study(w)
+    return {}
 
 
 async def _tutorial_item(w: World) -> int:

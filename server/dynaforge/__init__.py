@@ -5,6 +5,7 @@ The public API for plugin authors::
     from dynaforge import hookimpl, Task, TextField, ChoiceField, Role, ModelSpec
 """
 
+from dynaforge.crowd import Arrival, Bonus, CrowdPlatform, PayoutFailed
 from dynaforge.errors import FieldError, InvalidInput
 from dynaforge.exporters import Export, ExportFormat, ExportPage, ExportSplit, WrittenExport
 from dynaforge.hookspecs import hookimpl
@@ -33,6 +34,10 @@ from dynaforge.tasks import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "Arrival",
+    "Bonus",
+    "CrowdPlatform",
+    "PayoutFailed",
     "BooleanField",
     "ChoiceField",
     "DataSelection",

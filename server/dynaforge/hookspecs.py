@@ -14,6 +14,7 @@ import pluggy
 
 if TYPE_CHECKING:  # the contract's types, for plugin authors' type checkers (no import cycle at run time)
     from dynaforge.adversaries.base import Adversary
+    from dynaforge.crowd import CrowdPlatform
     from dynaforge.exporters import ExportFormat
     from dynaforge.importers import Importer
     from dynaforge.inference.backends import ModelBackend
@@ -96,6 +97,16 @@ def register_adversaries(register: Callable[[Adversary], None]) -> None:
     is what ``suggestEdits`` and ``generateCandidates`` name and must be unique across plugins. The core registers
     ``perturbation-search``, ``embedding-swap`` and ``llm``; a task plugin may register templates of its own
     (:class:`dynaforge.adversaries.templates.TemplateAdversary`).
+    """
+
+
+@hookspec
+def register_crowd_platforms(register: Callable[[CrowdPlatform], None]) -> None:
+    """Register crowd platforms: call ``register(platform)`` with a :class:`dynaforge.CrowdPlatform` instance.
+
+    A crowd platform turns its study links into pseudonymous participants, sends them back with a completion code
+    and pays their bonuses (:mod:`dynaforge.crowd`). Its ``name`` is what ``/crowd/<name>/<study>`` and
+    ``createCrowdStudy`` name and must be unique across plugins. The core registers ``prolific``.
     """
 
 

@@ -22,6 +22,7 @@ import pluggy
 
 from dynaforge import hookspecs
 from dynaforge.adversaries.base import Adversary
+from dynaforge.crowd import CrowdPlatform
 from dynaforge.errors import PluginError
 from dynaforge.exporters import ExportFormat
 from dynaforge.importers import Importer
@@ -46,6 +47,7 @@ DEFAULT_PLUGINS = (
     "dynaforge.defaults.importers",
     "dynaforge.defaults.exports",
     "dynaforge.defaults.adversaries",
+    "dynaforge.defaults.crowd",
 )
 
 
@@ -104,6 +106,7 @@ class Registry:
     importers: dict[str, Importer] = field(default_factory=dict)
     export_formats: dict[str, ExportFormat] = field(default_factory=dict)
     adversaries: dict[str, Adversary] = field(default_factory=dict)
+    crowd_platforms: dict[str, CrowdPlatform] = field(default_factory=dict)
     owners: dict[tuple[str, str], str] = field(default_factory=dict)  # (kind, name) -> plugin name
 
 
@@ -117,6 +120,7 @@ _KINDS: dict[str, tuple[str, type, str]] = {
     "register_importers": ("importers", Importer, "name"),
     "register_export_formats": ("export_formats", ExportFormat, "name"),
     "register_adversaries": ("adversaries", Adversary, "name"),
+    "register_crowd_platforms": ("crowd_platforms", CrowdPlatform, "name"),
 }
 
 
@@ -250,6 +254,8 @@ class Plugins:
             raise PluginError(
                 f"export format {item!r} needs a name of lowercase letters, digits, '_' or '-' (what --format names)"
             )
+        if isinstance(item, CrowdPlatform) and (not isinstance(key, str) or not _FORMAT_NAME.match(key)):
+            raise PluginError(f"crowd platform {item!r} needs a name of lowercase letters, digits, '_' or '-'")
         if isinstance(item, Adversary) and (not isinstance(key, str) or not _FORMAT_NAME.match(key)):
             raise PluginError(f"adversary {item!r} needs a name of lowercase letters, digits, '_' or '-'")
         if isinstance(item, Metric) and key in RESERVED_METRIC_NAMES:

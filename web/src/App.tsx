@@ -16,6 +16,7 @@ const Me = screen(() => import("./screens/Me"));
 const Manage = screen(() => import("./screens/owner/Manage"));
 const Models = screen(() => import("./screens/Models"));
 const Admin = screen(() => import("./screens/Admin"));
+const Crowd = screen(() => import("./screens/Crowd"));
 
 /** The screen a path shows, by the routes below (null: the not-found page), for main.tsx to preload. */
 const SCREENS: [RegExp, { preload: () => Promise<void> }][] = [
@@ -29,6 +30,7 @@ const SCREENS: [RegExp, { preload: () => Promise<void> }][] = [
   [/^\/me\/?$/, Me],
   [/^\/models(\/|$)/, Models],
   [/^\/admin\/?$/, Admin],
+  [/^\/crowd\/[^/]+\/[^/]+\/?$/, Crowd],
 ];
 
 export function preloadScreen(path: string): Promise<void> {
@@ -80,6 +82,7 @@ export function App() {
           {session ? (
             <>
               <span className="who">{session.username}</span>
+              {session.crowd ? <NavLink href={session.crowd}>Study</NavLink> : null}
               <NavLink href="/me">Me</NavLink>
               <SignOutButton />
             </>
@@ -111,6 +114,9 @@ export function App() {
             <Route path="/leaderboards/:code">{(params) => <Leaderboards code={params.code} />}</Route>
             <Route path="/me" component={Me} />
             <Route path="/admin" component={Admin} />
+            <Route path="/crowd/:platform/:study">
+              {(params) => <Crowd platform={params.platform} study={params.study} />}
+            </Route>
             <Route path="/models">
               <Models />
             </Route>

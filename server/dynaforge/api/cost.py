@@ -91,6 +91,9 @@ LIST_SIZES: dict[str, int] = {
     "Query.perturbations": DECLARED,
     "Query.exportFormats": DECLARED,
     "Query.adversaries": DECLARED,
+    "Query.crowdPlatforms": DECLARED,
+    "Task.crowdStudies": 20,  # an owner runs a few studies per task
+    "CrowdStudy.participants": 1000,  # a study recruits hundreds at most
     "Query.webhooks": MANY,  # 10 per user and task, every user's for owners
     "Query.trainingRecipes": DECLARED,
     "Query.registeredModels": MANY,
@@ -165,6 +168,8 @@ LIST_SIZES: dict[str, int] = {
 PRICES: dict[str, int] = {
     "Task.stats": 100,  # sums the counters of every round
     "Task.validatorQuality": 500,  # reads every vote of the task, and alpha per round
+    "Task.crowdStudies": 100,  # per study: its participants' examples, votes and payments, grouped
+    "Query.crowdParticipation": 20,  # one participant's examples and votes, grouped
     "Round.nearDuplicates": 100,  # reads the round's near-duplicate links
     "Round.analytics": 500,  # reads every example and vote of the round
     "ValidatorWeightsSet.quality": 500,

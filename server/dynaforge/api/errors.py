@@ -84,7 +84,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     **dict.fromkeys(
         ["length", "min_length", "max_length", "max_references", "tag", "flag_reason"], FieldErrorCode.LENGTH
     ),
-    **dict.fromkeys(["format", "url", "pattern"], FieldErrorCode.FORMAT),
+    **dict.fromkeys(["format", "url", "pattern", "arrival"], FieldErrorCode.FORMAT),
     **dict.fromkeys(["empty", "empty_folder", "text"], FieldErrorCode.EMPTY),
     **dict.fromkeys(["unique", "duplicate", "repeated"], FieldErrorCode.UNIQUE),
     **dict.fromkeys(
@@ -120,6 +120,10 @@ RULE_CODES: dict[str, FieldErrorCode] = {
             "no_adversary",
             "context",
             "copy",
+            "study",
+            "nothing_owed",
+            "payout",
+            "payout_uncertain",
         ],
         FieldErrorCode.NOT_ALLOWED,
     ),

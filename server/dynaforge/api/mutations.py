@@ -162,7 +162,7 @@ class SetTargetModelsInput:
 # --------------------------------------------------------------------------- payloads
 
 
-async def _signed_in(info: Info, user: UserRow, token: str) -> AuthPayload:
+async def signed_in(info: Info, user: UserRow, token: str) -> AuthPayload:
     row = await auth_service.token_by_secret(info.context.platform, token)
     assert row is not None  # issued just before, in its own committed transaction
     return AuthPayload(token=token, user=User.from_row(user), api_token=ApiToken.from_row(row))
@@ -381,7 +381,7 @@ AddContextsResult = Annotated[
 ]
 
 
-def _client_address(info: Info) -> str | None:
+def client_address(info: Info) -> str | None:
     """The caller's address, as the ASGI server reports it (behind a proxy: what its forwarded headers say)."""
     return getattr(getattr(info.context.request, "client", None), "host", None)
 
@@ -402,9 +402,9 @@ class Mutation:
             username=input.username,
             email=input.email,
             password=input.password,
-            client=_client_address(info),
+            client=client_address(info),
         )
-        return await _signed_in(info, user, token)
+        return await signed_in(info, user, token)
 
     @strawberry.mutation(
         description="Exchange a username and password for a new API token, named 'login' (the account's other "
@@ -416,9 +416,9 @@ class Mutation:
         self, info: Info, input: Annotated[LoginInput, strawberry.argument(description="The credentials.")]
     ) -> LoginResult:
         user, token = await auth_service.login(
-            info.context.platform, username=input.username, password=input.password, client=_client_address(info)
+            info.context.platform, username=input.username, password=input.password, client=client_address(info)
         )
-        return await _signed_in(info, user, token)
+        return await signed_in(info, user, token)
 
     @strawberry.mutation(
         description="Signed-in users revoke the token this request is signed with (the session in use); their other "

@@ -23,6 +23,7 @@ NODE_TYPES = (
     "AdversaryRun",
     "ApiToken",
     "Context",
+    "CrowdStudy",
     "Dataset",
     "DatasetItem",
     "Evaluation",

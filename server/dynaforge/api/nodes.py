@@ -14,6 +14,7 @@ import strawberry
 from dynaforge import errors as domain
 from dynaforge.api.adversaries import AdversaryRun, Suggestion, run_node
 from dynaforge.api.context import Info
+from dynaforge.api.crowd import CrowdStudy
 from dynaforge.api.datasets import Dataset, DatasetItem
 from dynaforge.api.errors import errors_as_graphql
 from dynaforge.api.leaderboards import LeaderboardFork, LeaderboardSnapshot, _fork, _snapshot
@@ -30,6 +31,7 @@ from dynaforge.api.webhooks import Webhook, WebhookDelivery
 from dynaforge.services import adversaries as adversary_service
 from dynaforge.services import auth as auth_service
 from dynaforge.services import contexts as context_service
+from dynaforge.services import crowd as crowd_service
 from dynaforge.services import cursors
 from dynaforge.services import datasets as dataset_service
 from dynaforge.services import examples as example_service
@@ -56,6 +58,10 @@ async def _api_token(info: Info, key: str) -> Any:
 
 async def _context(info: Info, key: str) -> Any:
     return ContextType.from_row(await context_service.visible_context(*info.context.caller, _pk(key)))
+
+
+async def _crowd_study(info: Info, key: str) -> Any:
+    return CrowdStudy.of(await crowd_service.study(*info.context.caller, _pk(key)))
 
 
 async def _registered_model(info: Info, key: str) -> Any:
@@ -149,6 +155,7 @@ NODE_CLASSES: tuple[type, ...] = (
     AdversaryRun,
     ApiToken,
     ContextType,
+    CrowdStudy,
     Dataset,
     DatasetItem,
     Evaluation,
@@ -173,6 +180,7 @@ FETCHERS.update(
         "AdversaryRun": _adversary_run,
         "ApiToken": _api_token,
         "Context": _context,
+        "CrowdStudy": _crowd_study,
         "Dataset": _dataset,
         "DatasetItem": _dataset_item,
         "Evaluation": _evaluation,

@@ -35,6 +35,7 @@ from dynaforge.api.adversaries import AdversaryMutation, AdversaryQuery
 from dynaforge.api.collection import CollectionMutation, CollectionQuery
 from dynaforge.api.contexts import ContextMutation
 from dynaforge.api.cost import QueryCost
+from dynaforge.api.crowd import CrowdMutation, CrowdQuery
 from dynaforge.api.datasets import DatasetMutation, DatasetQuery
 from dynaforge.api.documents import OnlyTrustedDocuments, registered_documents
 from dynaforge.api.errors import ERROR_TYPES
@@ -206,6 +207,7 @@ QUERY_TYPES: tuple[type, ...] = (
     TrainingQuery,
     AdversaryQuery,
     UserQuery,
+    CrowdQuery,
 )
 MUTATION_TYPES: tuple[type, ...] = (
     CoreMutation,
@@ -222,6 +224,7 @@ MUTATION_TYPES: tuple[type, ...] = (
     TrainingMutation,
     AdversaryMutation,
     UserMutation,
+    CrowdMutation,
 )
 Query = merge_types("Query", QUERY_TYPES)
 Mutation = merge_types("Mutation", MUTATION_TYPES)

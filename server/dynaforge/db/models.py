@@ -108,7 +108,8 @@ class TokenOrigin:
     LOGIN = "LOGIN"  # the login mutation
     API = "API"  # createApiToken, by the user themself
     OPERATOR = "OPERATOR"  # an admin or the server's operator (dynaforge tokens create) for the user
-    ALL = (REGISTRATION, LOGIN, API, OPERATOR)
+    CROWD = "CROWD"  # joinCrowdStudy, for a crowd study's participant
+    ALL = (REGISTRATION, LOGIN, API, OPERATOR, CROWD)
 
 
 class TaskRow(SQLModel, table=True):
@@ -336,6 +337,67 @@ class ValidatorWeight(SQLModel, table=True):
     weight: float = Field(default=1.0)
     set_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
     set_at: datetime = _ts()
+
+
+class CrowdStudy(SQLModel, table=True):
+    """A task's study on a crowd platform (dynaforge.services.crowd): its participants join through its link."""
+
+    __tablename__ = "crowd_studies"
+    __table_args__ = (sa.UniqueConstraint("platform", "external_id", name="uq_crowd_studies_platform_external"),)
+
+    id: int = Field(default=None, primary_key=True)
+    task_id: int = Field(foreign_key="tasks.id", index=True, ondelete="CASCADE")
+    platform: str = Field(max_length=40)
+    external_id: str = Field(max_length=64)  # the platform's id for the study
+    name: str = Field(max_length=200)
+    completion_code: str = Field(max_length=64)
+    currency: str = Field(max_length=3)
+    #: pay in the currency's minor units (pence, cents)
+    pay_per_verified_fooling: int = Field(default=0)
+    pay_per_agreeing_validation: int = Field(default=0)
+    #: the work a participant does before completeCrowdStudy gives the completion code
+    minimum_examples: int = Field(default=0)
+    minimum_validations: int = Field(default=0)
+    is_open: bool = Field(default=True)
+    #: set while a payout is under way (one at a time, across replicas)
+    paying_since: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+    created_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    created_at: datetime = _ts()
+
+
+class CrowdParticipant(SQLModel, table=True):
+    """A participant of a crowd study and their pseudonymous account (one account per participant and study)."""
+
+    __tablename__ = "crowd_participants"
+    __table_args__ = (sa.UniqueConstraint("study_id", "external_id", name="uq_crowd_participants_study_external"),)
+
+    id: int = Field(default=None, primary_key=True)
+    study_id: int = Field(foreign_key="crowd_studies.id", index=True, ondelete="CASCADE")
+    user_id: int = Field(foreign_key="users.id", ondelete="CASCADE", sa_column_kwargs={"unique": True})
+    external_id: str = Field(max_length=64)  # the platform's id for the person
+    session_id: str | None = Field(default=None, max_length=64)  # the platform's id for their attempt
+    joined_at: datetime = _ts()
+    completed_at: datetime | None = Field(default=None, sa_type=sa.DateTime(timezone=True))
+
+
+class CrowdPayout:
+    SENT = "SENT"  # the platform confirmed it
+    UNCERTAIN = "UNCERTAIN"  # the request may have reached the platform: counted as paid until someone checks
+    ALL = (SENT, UNCERTAIN)
+
+
+class CrowdPayment(SQLModel, table=True):
+    """What one payout gave one participant (a payout the platform refused leaves no rows)."""
+
+    __tablename__ = "crowd_payments"
+
+    id: int = Field(default=None, primary_key=True)
+    participant_id: int = Field(foreign_key="crowd_participants.id", index=True, ondelete="CASCADE")
+    amount: int  # minor units
+    status: str = Field(max_length=16)  # CrowdPayout
+    reference: str | None = Field(default=None, max_length=100)  # the platform's id for the payout
+    paid_by: int | None = Field(default=None, foreign_key="users.id", ondelete="SET NULL")
+    created_at: datetime = _ts()
 
 
 class Suggestion(SQLModel, table=True):

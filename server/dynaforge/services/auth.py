@@ -122,7 +122,7 @@ async def create_user(
     return user
 
 
-async def _issue_token(p: Platform, user_id: int, name: str, origin: str) -> tuple[ApiToken, str]:
+async def issue_token(p: Platform, user_id: int, name: str, origin: str) -> tuple[ApiToken, str]:
     """A new token for the user, expiring after ``token_ttl_days``; the user's live tokens beyond
     ``tokens_per_user`` (the least recently used first) are revoked in the same transaction."""
     plaintext = _new_token()
@@ -169,7 +169,7 @@ async def register(
             "registrations from your address",
         )
     user = await create_user(p, Actor.anonymous(), username=username, email=email, password=password)
-    _, token = await _issue_token(p, user.id, "registration", TokenOrigin.REGISTRATION)
+    _, token = await issue_token(p, user.id, "registration", TokenOrigin.REGISTRATION)
     return user, token
 
 
@@ -213,7 +213,7 @@ async def login(p: Platform, *, username: str, password: str, client: str | None
         with contextlib.suppress(RateLimited):  # the window filled meanwhile: this answer still says why it failed
             await p.limiter.hit(failures, p.settings.logins_per_minute, 60.0, what)
         raise InvalidCredentials("Unknown username or wrong password")
-    _, token = await _issue_token(p, user.id, "login", TokenOrigin.LOGIN)
+    _, token = await issue_token(p, user.id, "login", TokenOrigin.LOGIN)
     return user, token
 
 
@@ -230,8 +230,8 @@ async def create_token(p: Platform, actor: Actor, *, name: str, username: str | 
             user = await s.scalar(select(User).where(col(User.username) == username))
         if user is None:
             raise NotFound(f"No user named {username!r}")
-        return await _issue_token(p, user.id, name, TokenOrigin.OPERATOR)
-    return await _issue_token(p, require_human(actor).person_id, name, TokenOrigin.API)
+        return await issue_token(p, user.id, name, TokenOrigin.OPERATOR)
+    return await issue_token(p, require_human(actor).person_id, name, TokenOrigin.API)
 
 
 async def list_tokens(p: Platform, actor: Actor) -> list[ApiToken]:

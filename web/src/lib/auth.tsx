@@ -10,6 +10,8 @@ const STORAGE_KEY = "dynaforge.session";
 export interface Session {
   token: string;
   username: string;
+  /** A crowd study participant's session: the study's page (/crowd/<platform>/<study>). */
+  crowd?: string;
 }
 
 interface AuthState {
@@ -25,7 +27,11 @@ function stored(): Session | null {
     const raw = sessionStorage.getItem(STORAGE_KEY);
     const value = raw ? (JSON.parse(raw) as Partial<Session>) : null;
     return value && typeof value.token === "string" && typeof value.username === "string"
-      ? { token: value.token, username: value.username }
+      ? {
+          token: value.token,
+          username: value.username,
+          ...(typeof value.crowd === "string" && value.crowd.startsWith("/crowd/") ? { crowd: value.crowd } : {}),
+        }
       : null;
   } catch {
     return null;

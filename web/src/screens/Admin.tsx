@@ -107,6 +107,7 @@ const ORIGINS: Record<TokenOrigin, string> = {
   LOGIN: "sign-in",
   API: "their own",
   OPERATOR: "an admin's",
+  CROWD: "a crowd study's link",
 };
 
 export default function Admin() {

@@ -396,6 +396,7 @@ const ORIGIN_WORDS: Record<TokenOrigin, string> = {
   LOGIN: "issued at a sign-in",
   API: "made by you",
   OPERATOR: "made for you by an admin",
+  CROWD: "issued when you opened the study's link",
 };
 
 function Tokens({ tokens, total, onChange }: { tokens: readonly Token[]; total: number; onChange: () => void }) {

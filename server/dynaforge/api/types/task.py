@@ -547,6 +547,16 @@ class Task(Node):
     async def tutorial(self, info: Info) -> Annotated[Tutorial, strawberry.lazy("dynaforge.api.tutorial")] | None:  # type: ignore[name-defined]  # noqa: F821
         return await implementation("tutorial")(info, self.code)
 
+    @strawberry.field(
+        description="The task's crowd studies, newest first, with each participant's work and pay: its owners and "
+        "admins (null with a FORBIDDEN error for everyone else)."
+    )
+    @errors_as_graphql
+    async def crowd_studies(
+        self, info: Info
+    ) -> list[Annotated[CrowdStudy, strawberry.lazy("dynaforge.api.crowd")]] | None:  # type: ignore[name-defined]  # noqa: F821
+        return await implementation("crowdStudies")(info, self.code)
+
     @strawberry.field(description="The task's training recipes.")
     @errors_as_graphql
     async def training_recipes(

@@ -25,6 +25,7 @@ class TokenOrigin(Enum):
     OPERATOR = strawberry.enum_value(
         "OPERATOR", description="For the user by an admin, or by the server's operator (dynaforge tokens create)."
     )
+    CROWD = strawberry.enum_value("CROWD", description="By joinCrowdStudy, for a crowd study's participant.")
 
 
 @strawberry.type(description="An API token; the secret itself is shown only once, when the token is created.")

@@ -10,6 +10,7 @@ import { transportMessage } from "../../lib/errors";
 import Adversaries from "./Adversaries";
 import Analytics from "./Analytics";
 import Contexts from "./Contexts";
+import Crowd from "./Crowd";
 import Datasets from "./Datasets";
 import Exports from "./Exports";
 import Flagged from "./Flagged";
@@ -99,6 +100,7 @@ const SECTIONS = [
   ["flagged", "Flagged"],
   ["tutorial", "Tutorial"],
   ["validators", "Validators"],
+  ["crowd", "Crowd"],
   ["analytics", "Analytics"],
   ["datasets", "Data sets"],
   ["retraining", "Retraining"],
@@ -151,6 +153,7 @@ export default function Manage({ code, section }: { code: string; section?: stri
       {current === "flagged" && <Flagged task={task} />}
       {current === "tutorial" && <TutorialItems task={task} />}
       {current === "validators" && <Validators task={task} />}
+      {current === "crowd" && <Crowd task={task} />}
       {current === "analytics" && <Analytics task={task} />}
       {current === "datasets" && <Datasets task={task} />}
       {current === "retraining" && <Retraining task={task} onChanged={reload} />}
