@@ -61,10 +61,17 @@ export async function newPerson(browser: Browser, baseURL: string | undefined, p
   return { context, page, username };
 }
 
-/** Opens a task's annotate screen and waits until its form can be used. */
+/** Accepts the task's content warning when the page shows one (hate speech, red-teaming). */
+export async function acceptContentWarning(page: Page) {
+  const accept = page.getByRole("button", { name: "I understand: show the examples" });
+  if (await accept.isVisible()) await accept.click();
+}
+
+/** Opens a task's annotate screen, accepts its content warning, and waits until its form can be used. */
 export async function openTask(page: Page, code: string) {
   await page.goto(`/tasks/${code}`);
   await expect(page.getByRole("button", { name: "Submit" })).toBeEnabled();
+  await acceptContentWarning(page);
   for (const context of await page.locator("[data-context-field]").all())
     await expect(context).not.toHaveText("Loading…");
 }

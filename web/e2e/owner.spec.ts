@@ -126,6 +126,11 @@ test("a flagged example reaches the owner, who accepts it, makes data sets of th
   // Another person flags it from the validation queue (skipping anything else there).
   const flagger = await newPerson(browser, baseURL, "flagv");
   await flagger.page.goto("/validate/hatespeech");
+  // Its content warning comes first: the examples show once it is accepted.
+  await expect(flagger.page.getByRole("note", { name: "Content warning" })).toBeVisible();
+  await expect(flagger.page.getByRole("article", { name: "Example to validate" })).toHaveCount(0);
+  await flagger.page.getByRole("button", { name: "I understand: show the examples" }).click();
+  await expect(flagger.page.getByRole("note", { name: "Content warning" })).toHaveCount(0);
   for (let n = 0; ; n++) {
     expect(n, "the example reached the validation queue").toBeLessThan(30);
     await expect(flagger.page.getByRole("button", { name: "Skip" })).toBeVisible();

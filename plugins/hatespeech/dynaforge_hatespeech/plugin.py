@@ -100,6 +100,10 @@ class HateSpeechTask(Task):
     description = "Write a statement that the model wrongly judges hateful or not hateful."
     instructions = INSTRUCTIONS
     break_reminder_minutes = 30  # reading and writing hateful statements wears people down
+    content_warning = (
+        "This task's examples are statements people wrote to test a hate speech detector: many of them are hateful, "
+        "slurs and threats included, and may be aimed at groups you belong to."
+    )
     labels = LABELS
     fields = (
         TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500, description="Your statement."),

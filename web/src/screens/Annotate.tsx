@@ -32,7 +32,7 @@ import { markSeen, seenBefore } from "../lib/seen";
 import { valuesFromFields } from "../lib/suggestions";
 import { useTutorialGate } from "../lib/tutorial";
 import { BreakReminder } from "./BreakReminder";
-import { ContentWarning } from "./ContentWarning";
+import { ContentWarning, ContentWarningNotice } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
 import { SourceBadge } from "./SourceStats";
@@ -415,6 +415,7 @@ export default function Annotate({ code }: { code: string }) {
           </p>
         )}
         <BreakReminder minutes={session ? task.settings.breakReminderMinutes : null} />
+        <ContentWarningNotice code={task.code} warning={task.contentWarning} />
         {task.instructions && (
           <details className="instructions" open={instructionsOpen}>
             <summary>Instructions</summary>
@@ -427,13 +428,15 @@ export default function Annotate({ code }: { code: string }) {
           </p>
         )}
         {contextFields.length > 0 && !practising && (
-          <ContextView
-            fields={contextFields}
-            values={(ctx?.fields as Record<string, unknown>) ?? {}}
-            loading={context.fetching}
-            error={context.error ? transportMessage(context.error) : undefined}
-            onAnother={another}
-          />
+          <ContentWarning code={task.code} warning={task.contentWarning}>
+            <ContextView
+              fields={contextFields}
+              values={(ctx?.fields as Record<string, unknown>) ?? {}}
+              loading={context.fetching}
+              error={context.error ? transportMessage(context.error) : undefined}
+              onAnother={another}
+            />
+          </ContentWarning>
         )}
         {contextFields.length > 0 && !practising && (
           <div aria-live="polite">

@@ -9,7 +9,7 @@ import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import { buildFields, type FieldDescriptor, type FormValues, fieldTitle, showValue } from "../lib/fields";
 import { useTutorialGate } from "../lib/tutorial";
 import { BreakReminder } from "./BreakReminder";
-import { ContentWarning } from "./ContentWarning";
+import { ContentWarning, ContentWarningNotice } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
 import { TutorialLazy as Tutorial } from "./TutorialLazy";
@@ -275,6 +275,7 @@ function Queue({ code }: { code: string }) {
         {queued(task.validationQueueSize ?? 0)} in your queue.
       </p>
       <BreakReminder minutes={task.settings.breakReminderMinutes} />
+      <ContentWarningNotice code={task.code} warning={task.contentWarning} />
       <div role="status" className="done">
         {done}
         {undoable && (
@@ -297,7 +298,9 @@ function Queue({ code }: { code: string }) {
           }}
         />
       ) : example ? (
-        <Item key={example.id} task={task} example={example} onDone={next} focusOnShow={done !== null} />
+        <ContentWarning code={task.code} warning={task.contentWarning}>
+          <Item key={example.id} task={task} example={example} onDone={next} focusOnShow={done !== null} />
+        </ContentWarning>
       ) : (
         !fetching && (
           <p>
