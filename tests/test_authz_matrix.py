@@ -199,6 +199,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     "setCrowdStudyOpen":              rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, OK,        OK,   NOAUTH),
     # owners pass the authorisation and meet the state: nobody in the world's study is owed anything
     "payCrowdBonuses":                rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, INVALID,   INVALID, NOAUTH),
+    "recordCrowdBonuses":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, INVALID,   INVALID, NOAUTH),
     "joinCrowdStudy":                 rule(OK,       OK,        OK,        OK,        OK,        OK,   OK),
     "completeCrowdStudy":             rule(NOAUTH,   FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, FORBIDDEN, NOAUTH),
     # none of the roles joined through a study
@@ -670,6 +671,15 @@ async def _set_crowd_study_open(w: World) -> Variables:
 @operation("payCrowdBonuses")
 async def _pay_crowd_bonuses(w: World) -> Variables:
     return _input(studyId=gid("CrowdStudy", await _crowd_study(w)))
+
+
+@operation("recordCrowdBonuses")
+async def _record_crowd_bonuses(w: World) -> Variables:
+    return _input(
+        studyId=gid("CrowdStudy", await _crowd_study(w)),
+        reference="bulk-1",
+        bonuses=[{"participant": "70bb", "amount": 5}],
+    )
 
 
 @operation("joinCrowdStudy")

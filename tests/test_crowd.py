@@ -15,7 +15,7 @@ from starlette.routing import Route
 from support import make_user, register_user, serve_in_loop
 from toy_plugin import ToyPlugin
 
-from dynaforge import Arrival, CrowdPlatform, hookimpl
+from dynaforge import Arrival, Bonus, CrowdPlatform, hookimpl
 from dynaforge.api.node import parse_id
 from dynaforge.db.models import CrowdPayment, CrowdPayout
 from dynaforge.db.models import ExampleStatus as S
@@ -474,3 +474,39 @@ async def test_register_crowd_platforms_a_plugin_platform_signs_participants_in(
     assert joined.participation.completion_url is None  # the pool takes the code typed
     with pytest.raises(InvalidInput, match="pool's page"):
         await service.join(p, "labpool", "spring", {"pid": "p1"})
+
+
+async def test_bonuses_paid_by_hand_are_recorded_and_not_owed_again(platform, owner, study, prolific):
+    await _work(platform, owner)
+    _, csv = await service.bonus_file(platform, owner, study.row.id)
+    rows = [Bonus(pid, round(float(amount) * 100)) for pid, amount in (line.split(",") for line in csv.splitlines())]
+    with pytest.raises(InvalidInput) as caught:
+        await service.record_payout(
+            platform,
+            owner,
+            study.row.id,
+            "bulk-by-hand",
+            [*rows, Bonus("aaaa", 1), Bonus("zzzz", 5), Bonus("bbbb", 11)],
+        )
+    assert sorted((e.field, e.rule) for e in caught.value.field_errors) == [
+        ("bonuses[2].participant", "repeated"),
+        ("bonuses[3].participant", "not_found"),
+        ("bonuses[4].participant", "repeated"),
+    ]
+    with pytest.raises(InvalidInput) as caught:
+        await service.record_payout(platform, owner, study.row.id, "bulk-by-hand", [Bonus("aaaa", 51)])
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [("bonuses[0].amount", "range")]
+    assert await _payments(platform) == []  # all or nothing
+    recorded = await service.record_payout(platform, owner, study.row.id, " bulk-by-hand ", rows)
+    assert (recorded.reference, recorded.participants, recorded.amount) == ("bulk-by-hand", 2, 60)
+    assert await _payments(platform) == [
+        (50, CrowdPayout.MANUAL, "bulk-by-hand"),
+        (10, CrowdPayout.MANUAL, "bulk-by-hand"),
+    ]
+    # Nothing is owed now: the API pays nobody, and the file is empty.
+    with pytest.raises(InvalidInput, match="nobody is owed"):
+        await service.pay(platform, owner, study.row.id)
+    assert (await service.bonus_file(platform, owner, study.row.id))[1] == ""
+    assert prolific.requests == []
+    with pytest.raises(Forbidden):
+        await service.record_payout(platform, await make_user(platform, "user_nosy"), study.row.id, "x", rows)

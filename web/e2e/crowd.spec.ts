@@ -116,6 +116,11 @@ test("a Prolific participant goes from the study link to the completion code", a
   const download = page.waitForEvent("download");
   await card.getByRole("button", { name: "Download the bonus file" }).click();
   expect(readFileSync(await (await download).path(), "utf8")).toBe(`${pid},0.50\n`);
+  // Paid on Prolific by hand: recorded here, so that it is not owed (or paid) again.
+  await card.getByLabel("Paid on the platform as").fill("bulk-by-hand-1");
+  await card.getByRole("button", { name: "Record the file as paid" }).click();
+  await expect(card.getByRole("status")).toHaveText("Recorded £0.50 paid to 1 participant(s).");
+  await expect(card.getByRole("table")).toHaveAccessibleName(/£0\.50 earned, £0\.00 owed/);
   // Closing asks first; the study then takes nobody new.
   await card.getByRole("button", { name: `Close Fool the sentiment model (${study})` }).click();
   await card.getByRole("button", { name: "Yes, close it" }).click();

@@ -57,7 +57,10 @@ class CrowdWork:
         description="Time spent on examples and votes, as the participant's client measured it (milliseconds)."
     )
     earned: int = strawberry.field(description="Pay for the work so far, in the study currency's minor units.")
-    paid: int = strawberry.field(description="Paid through payCrowdBonuses (minor units), uncertain payouts included.")
+    paid: int = strawberry.field(
+        description="Paid through payCrowdBonuses or recorded by recordCrowdBonuses (minor units), uncertain payouts "
+        "included."
+    )
     uncertain: int = strawberry.field(
         description="Of `paid`, what a payout whose outcome is unknown counts: check it on the platform."
     )
@@ -289,6 +292,23 @@ class PayCrowdBonusesInput:
     study_id: strawberry.ID = strawberry.field(description="The study (CrowdStudy.id).")
 
 
+@strawberry.input(description="One participant's bonus, as a row of the bonus file.")
+class CrowdBonusInput:
+    participant: str = strawberry.field(description="The platform's id for the participant (externalId).")
+    amount: int = strawberry.field(description="The amount paid, in minor units.")
+
+
+@strawberry.input(description="Bonuses an owner paid on the platform by hand, to record here.")
+class RecordCrowdBonusesInput:
+    study_id: strawberry.ID = strawberry.field(description="The study (CrowdStudy.id).")
+    reference: str = strawberry.field(
+        description="The platform's id for the payment, or a note that finds it there (1 to 100 characters)."
+    )
+    bonuses: list[CrowdBonusInput] = strawberry.field(
+        description="The rows paid (at most 1000), each at most what the participant is owed now."
+    )
+
+
 @strawberry.type(description="The study is created: paste its link into the platform.")
 class CrowdStudyCreated:
     study: CrowdStudy = strawberry.field(description="The study.")
@@ -320,6 +340,14 @@ class CrowdBonusesPaid:
     participants: int = strawberry.field(description="How many participants it paid.")
     amount: int = strawberry.field(description="How much in all, in minor units.")
     study: CrowdStudy = strawberry.field(description="The study after the payout.")
+
+
+@strawberry.type(description="The bonuses paid by hand are recorded: they are no longer owed.")
+class CrowdBonusesRecorded:
+    reference: str = strawberry.field(description="The reference given.")
+    participants: int = strawberry.field(description="How many participants the record covers.")
+    amount: int = strawberry.field(description="How much in all, in minor units.")
+    study: CrowdStudy = strawberry.field(description="The study after the record.")
 
 
 CreateCrowdStudyResult = Annotated[
@@ -367,8 +395,19 @@ PayCrowdBonusesResult = Annotated[
         "an admin), NotFound (no such study, or its platform is not loaded), AlreadyExists (a payout is under way).",
     ),
 ]
+RecordCrowdBonusesResult = Annotated[
+    CrowdBonusesRecorded | InvalidInput | NotAuthenticated | Forbidden | NotFound | AlreadyExists,
+    strawberry.union(
+        "RecordCrowdBonusesResult",
+        description="CrowdBonusesRecorded, or the expected failures, which record nothing: InvalidInput (no "
+        "reference, no rows, a row for someone not in the study, listed twice, or more than they are owed), "
+        "NotAuthenticated, Forbidden (not an owner of its task or an admin), NotFound (no such study), AlreadyExists "
+        "(a payout is under way).",
+    ),
+]
 
 MAX_PARAMETERS = 20
+MAX_BONUSES = 1000
 
 
 @strawberry.type
@@ -441,6 +480,29 @@ class CrowdMutation:
     @errors_as_union
     async def complete_crowd_study(self, info: Info) -> CompleteCrowdStudyResult:
         return CrowdStudyCompleted(participation=CrowdParticipation.of(await service.complete(*info.context.caller)))
+
+    @strawberry.mutation(
+        description="The task's owners and admins record bonuses they paid on the platform by hand (the rows of the "
+        "bonus file they uploaded there), so that they are no longer owed and never paid twice."
+    )
+    @errors_as_union
+    async def record_crowd_bonuses(
+        self, info: Info, input: Annotated[RecordCrowdBonusesInput, strawberry.argument(description="The record.")]
+    ) -> RecordCrowdBonusesResult:
+        study_id = parse_id(input.study_id, "studyId", "CrowdStudy")
+        if len(input.bonuses) > MAX_BONUSES:
+            raise InvalidInputError.from_errors(
+                [FieldError("bonuses", "max_items", f"must have at most {MAX_BONUSES} items")]
+            )
+        rows = [Bonus(b.participant, b.amount) for b in input.bonuses]
+        payout = await service.record_payout(*info.context.caller, study_id, input.reference, rows)
+        study = await service.study(*info.context.caller, study_id)
+        return CrowdBonusesRecorded(
+            reference=payout.reference,
+            participants=payout.participants,
+            amount=payout.amount,
+            study=CrowdStudy.of(study),
+        )
 
     @strawberry.mutation(
         description="The task's owners and admins pay every participant what they are owed through the platform's "

@@ -383,7 +383,8 @@ class CrowdParticipant(SQLModel, table=True):
 class CrowdPayout:
     SENT = "SENT"  # the platform confirmed it
     UNCERTAIN = "UNCERTAIN"  # the request may have reached the platform: counted as paid until someone checks
-    ALL = (SENT, UNCERTAIN)
+    MANUAL = "MANUAL"  # an owner paid the bonus file on the platform and recorded it here
+    ALL = (SENT, UNCERTAIN, MANUAL)
 
 
 class CrowdPayment(SQLModel, table=True):

@@ -18,8 +18,8 @@ verified fooling example and per validation that agrees with the decision.
   was paid (or may have been: an uncertain payout counts as paid). Pending work is shown and paid once decided.
 - **Paying** (``pay``): one payout per study at a time (a guarded update, across replicas). The platform pays what is
   owed through its API, and each participant's share is recorded in the same transaction that releases the study;
-  ``bonus_file`` gives the same amounts as the file the platform takes, for owners who pay there by hand (and then
-  record nothing here: the file is what is owed until a payout through the API is recorded).
+  ``bonus_file`` gives the same amounts as the file the platform takes, for owners who pay there by hand; they then
+  record what they paid (``record_payout``: the rows of the file they uploaded), so that nothing is paid twice.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ import re
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from sqlalchemy import case, func, select, update
 from sqlalchemy.exc import IntegrityError
@@ -541,12 +541,8 @@ async def bonus_file(p: Platform, actor: Actor, study_id: int) -> tuple[Study, s
     return found, found.platform.bonus_file(found.row.external_id, _bonuses(found), found.row.currency)
 
 
-async def pay(p: Platform, actor: Actor, study_id: int) -> Payout:
-    """Pay what every participant is owed through the platform's API, one payout per study at a time."""
-    view, row = await _owned_study(p, actor, study_id)
-    crowd = p.plugins.registry.crowd_platforms.get(row.platform)
-    if crowd is None:
-        raise NotFound(f"The {row.platform} crowd platform is not loaded on this server")
+async def _hold(p: Platform, study_id: int) -> datetime:
+    """Mark a payout of the study as under way (one at a time, across replicas); AlreadyExists when one is."""
     now = utcnow()
     async with p.db.write() as s:
         held = await s.execute(
@@ -559,6 +555,81 @@ async def pay(p: Platform, actor: Actor, study_id: int) -> Payout:
         )
     if not held.rowcount:  # type: ignore[attr-defined]
         raise AlreadyExists("A payout of this study is under way: wait for it, then look at what is still owed")
+    return now
+
+
+async def _release(p: Platform, study_id: int, since: datetime) -> None:
+    async with p.db.write() as s:
+        await s.execute(
+            update(CrowdStudy)
+            .where(col(CrowdStudy.id) == study_id, col(CrowdStudy.paying_since) == since)
+            .values(paying_since=None)
+        )
+
+
+MAX_REFERENCE = 100
+
+
+async def record_payout(p: Platform, actor: Actor, study_id: int, reference: str, bonuses: list[Bonus]) -> Payout:
+    """Record bonuses an owner paid on the platform by hand (the rows of the bonus file they uploaded there): each
+    participant of the study, at most what they are owed now. All or nothing."""
+    view, row = await _owned_study(p, actor, study_id)
+    reference = reference.strip()
+    errors = []
+    if not reference or len(reference) > MAX_REFERENCE:
+        errors.append(
+            FieldError("reference", "length", f"must have 1 to {MAX_REFERENCE} characters: the platform's id for it")
+        )
+    if not bonuses:
+        errors.append(FieldError("bonuses", "empty", "must list at least one participant's bonus"))
+    if errors:
+        raise InvalidInput.from_errors(errors)
+    since = await _hold(p, study_id)
+    try:
+        found = await _with_participants(p, row, view.task.code)
+        by_external = {x.row.external_id: x for x in found.participants}
+        seen: set[str] = set()
+        for n, bonus in enumerate(bonuses):
+            where = f"bonuses[{n}]"
+            participant = by_external.get(bonus.participant)
+            if participant is None:
+                errors.append(FieldError(f"{where}.participant", "not_found", "is not a participant of this study"))
+            elif bonus.participant in seen:
+                errors.append(FieldError(f"{where}.participant", "repeated", "is listed twice"))
+            elif not 0 < bonus.amount <= participant.work.owed:
+                errors.append(
+                    FieldError(
+                        f"{where}.amount",
+                        "range",
+                        f"must be 1 to {participant.work.owed}, what they are owed now (was it recorded already?)",
+                    )
+                )
+            seen.add(bonus.participant)
+        if errors:
+            raise InvalidInput.from_errors(errors)
+        async with p.db.write() as s:
+            for bonus in bonuses:
+                s.add(
+                    CrowdPayment(
+                        participant_id=by_external[bonus.participant].row.id,
+                        amount=bonus.amount,
+                        status=CrowdPayout.MANUAL,
+                        reference=reference,
+                        paid_by=actor.person_id,
+                    )
+                )
+        return Payout(reference, len(bonuses), sum(b.amount for b in bonuses))
+    finally:
+        await _release(p, study_id, since)
+
+
+async def pay(p: Platform, actor: Actor, study_id: int) -> Payout:
+    """Pay what every participant is owed through the platform's API, one payout per study at a time."""
+    view, row = await _owned_study(p, actor, study_id)
+    crowd = p.plugins.registry.crowd_platforms.get(row.platform)
+    if crowd is None:
+        raise NotFound(f"The {row.platform} crowd platform is not loaded on this server")
+    since = await _hold(p, study_id)
     try:
         found = await _with_participants(p, row, view.task.code)
         bonuses = _bonuses(found)
@@ -585,14 +656,8 @@ async def pay(p: Platform, actor: Actor, study_id: int) -> Payout:
                         paid_by=actor.person_id,
                     )
                 )
-            await s.execute(update(CrowdStudy).where(col(CrowdStudy.id) == study_id).values(paying_since=None))
         if failure is not None:
             raise InvalidInput.from_errors([FieldError("studyId", "payout_uncertain", failure.message)])
         return Payout(str(reference), len(bonuses), sum(b.amount for b in bonuses))
     finally:
-        async with p.db.write() as s:
-            await s.execute(
-                update(CrowdStudy)
-                .where(col(CrowdStudy.id) == study_id, col(CrowdStudy.paying_since) == now)
-                .values(paying_since=None)
-            )
+        await _release(p, study_id, since)

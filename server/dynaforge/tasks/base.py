@@ -414,7 +414,8 @@ class Task:
     #: setting, within :attr:`fooled_threshold_range`; :meth:`tuned`). None: the rule has no threshold.
     fooled_threshold: ClassVar[float | None] = None
     fooled_threshold_range: ClassVar[tuple[float, float]] = (0.0, 100.0)
-    #: Shown (and accepted) before anyone sees the task's model outputs, when they may be offensive or unsafe.
+    #: Shown (and accepted) before anyone sees the task's examples, contexts and model outputs, when they may be
+    #: offensive or unsafe.
     content_warning: ClassVar[str] = ""
     #: What validators are told (the writers' ``instructions`` are for writing): what makes an example correct.
     validator_guidance: ClassVar[str] = ""

@@ -8,3 +8,13 @@ export function money(minor: number, currency: string): string {
     return `${(minor / 100).toFixed(2)} ${currency}`;
   }
 }
+
+/** The rows of a bonus file ("participant,amount" lines, amounts in major units) with amounts in minor units. */
+export function bonusRows(file: string): { participant: string; amount: number }[] {
+  const rows: { participant: string; amount: number }[] = [];
+  for (const line of file.split("\n")) {
+    const [participant, amount] = line.split(",");
+    if (participant && amount) rows.push({ participant, amount: Math.round(Number(amount) * 100) });
+  }
+  return rows;
+}

@@ -254,8 +254,8 @@ class Task(Node):
         return VerdictSource(self.view.task.verdict)
 
     @strawberry.field(
-        description="A warning to show, and have accepted, before anyone sees the task's model outputs (they may be "
-        "false, offensive or unsafe); null when there is none."
+        description="A warning to show, and have accepted, before anyone sees the task's examples, contexts and model "
+        "outputs (they may be offensive or unsafe); null when there is none."
     )
     def content_warning(self) -> str | None:
         return self.view.task.content_warning or None

@@ -7,7 +7,7 @@ import { graphql } from "../../gql";
 import type { CrowdStudiesQuery } from "../../gql/graphql";
 import { saveBlob } from "../../lib/download";
 import { transportMessage } from "../../lib/errors";
-import { money } from "../../lib/money";
+import { bonusRows, money } from "../../lib/money";
 import { seconds } from "../../lib/validators";
 import { submitted, TextInput } from "../Form";
 import { ScrollBox } from "../ScrollBox";
@@ -108,6 +108,27 @@ const Pay = graphql(`
       __typename
       ... on CrowdBonusesPaid {
         reference
+        participants
+        amount
+      }
+      ... on Error {
+        message
+      }
+      ... on InvalidInput {
+        fieldErrors {
+          field
+          message
+        }
+      }
+    }
+  }
+`);
+
+const Record = graphql(`
+  mutation RecordCrowdBonuses($input: RecordCrowdBonusesInput!) {
+    recordCrowdBonuses(input: $input) {
+      __typename
+      ... on CrowdBonusesRecorded {
         participants
         amount
       }
@@ -255,6 +276,8 @@ type StudyShown = NonNullable<NonNullable<CrowdStudiesQuery["task"]>["crowdStudi
 function Study({ study, onChange }: { study: StudyShown; onChange: () => void }) {
   const [opening, setOpen] = useMutation(SetOpen);
   const [paying, pay] = useMutation(Pay);
+  const [recording, record] = useMutation(Record);
+  const [downloaded, setDownloaded] = useState<string | null>(null);
   const outcome = useOutcome();
   const [copied, setCopied] = useState(false);
   const link = study.linkPath ? `${window.location.origin}${study.linkPath}` : null;
@@ -282,6 +305,21 @@ function Study({ study, onChange }: { study: StudyShown; onChange: () => void })
         : "";
     outcome.record(result.error, answer, "CrowdBonusesPaid", words);
     onChange(); // an uncertain payout is recorded too
+  }
+
+  async function recordPaid(form: FormData) {
+    if (!downloaded) return;
+    const rows = bonusRows(downloaded);
+    const result = await record({ input: { studyId: study.id, reference: textOf(form, "reference"), bonuses: rows } });
+    const answer = result.data?.recordCrowdBonuses;
+    const words =
+      answer?.__typename === "CrowdBonusesRecorded"
+        ? `Recorded ${cash(answer.amount)} paid to ${answer.participants} participant(s).`
+        : "";
+    if (outcome.record(result.error, answer, "CrowdBonusesRecorded", words)) {
+      setDownloaded(null);
+      onChange();
+    }
   }
 
   return (
@@ -368,9 +406,10 @@ function Study({ study, onChange }: { study: StudyShown; onChange: () => void })
           type="button"
           className="secondary"
           disabled={!study.bonusFile}
-          onClick={() =>
-            saveBlob(new Blob([study.bonusFile ?? ""], { type: "text/csv" }), `bonuses-${study.externalId}.csv`)
-          }
+          onClick={() => {
+            saveBlob(new Blob([study.bonusFile ?? ""], { type: "text/csv" }), `bonuses-${study.externalId}.csv`);
+            setDownloaded(study.bonusFile ?? null);
+          }}
         >
           Download the bonus file
         </button>{" "}
@@ -400,6 +439,20 @@ function Study({ study, onChange }: { study: StudyShown; onChange: () => void })
           </button>
         )}
       </p>
+      {downloaded && (
+        <form className="inline-form" onSubmit={submitted(recordPaid)}>
+          <TextInput
+            label="Paid on the platform as"
+            name="reference"
+            required
+            id={`reference-${study.id}`}
+            hint="Once you have uploaded the file there: the platform's id for the payment, so that it is not owed here any more."
+          />
+          <button type="submit" className="secondary" disabled={recording.fetching}>
+            Record the file as paid
+          </button>
+        </form>
+      )}
       <Outcome outcome={outcome} />
     </article>
   );
