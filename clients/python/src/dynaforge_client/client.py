@@ -20,12 +20,15 @@ from . import errors
 from ._generated import GeneratedClient, Upload
 from ._generated.adversaries import AdversariesTaskAdversaries
 from ._generated.answer_tutorial import AnswerTutorialAnswerTutorialTutorialAnswered
+from ._generated.crowd_study import CrowdStudyNodeCrowdStudy
 from ._generated.dataset_items import DatasetItemsDatasetItemsNodes
 from ._generated.enums import ContextStrategy, LeaderboardSort, TimeBucket, ValidationLabel, ValidationMode
 from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
 from ._generated.exceptions import GraphQLClientGraphQLMultiError
 from ._generated.fragments import (
     AdversaryRunFields,
+    CrowdPlatformFields,
+    CrowdStudyFields,
     DatasetFields,
     ExampleFields,
     ModelFields,
@@ -38,14 +41,19 @@ from ._generated.fragments import (
 from ._generated.input_types import (
     AnswerTutorialInput,
     CancelGenerationInput,
+    CreateCrowdStudyInput,
     CreateExampleInput,
     CreateRoundDatasetsInput,
+    CrowdBonusInput,
     GenerateCandidatesInput,
     LoginInput,
     ModelCardInput,
     OverruleVerdictInput,
+    PayCrowdBonusesInput,
+    RecordCrowdBonusesInput,
     RegisterInput,
     RestartTutorialInput,
+    SetCrowdStudyOpenInput,
     SetValidatorWeightsInput,
     SubmitModelInput,
     SubmitPredictionsInput,
@@ -59,6 +67,8 @@ from ._generated.input_types import (
 from ._generated.my_stats import MyStatsTaskViewerStats
 from ._generated.next_context import NextContextNextContext
 from ._generated.paired_test import PairedTestTaskPairedTest
+from ._generated.pay_crowd_bonuses import PayCrowdBonusesPayCrowdBonusesCrowdBonusesPaid
+from ._generated.record_crowd_bonuses import RecordCrowdBonusesRecordCrowdBonusesCrowdBonusesRecorded
 from ._generated.round_analytics import RoundAnalyticsTaskRoundAnalytics
 from ._generated.suggest_edits import SuggestEditsSuggestEditsEditsSuggested
 from ._generated.task import TaskTask
@@ -571,6 +581,117 @@ class AsyncClient:
         """Stop a generation run; what it stored stays. A run that has ended is returned as it is."""
         result = await self._write(lambda: self._api.cancel_generation(CancelGenerationInput(id=_id(run))))
         return unwrap(result.cancel_generation, "GenerationCancelled").run
+
+    # -- crowd studies -----------------------------------------------------------------------------------------
+
+    async def crowd_platforms(self) -> list[CrowdPlatformFields]:
+        """The crowd platforms the server runs studies on (``name``, such as ``prolific``; the URL ``parameters`` its
+        study links carry; ``pays``: whether :meth:`pay_crowd_bonuses` pays through its API)."""
+        return list((await self._read(self._api.crowd_platforms)).crowd_platforms)
+
+    async def crowd_studies(self, task: str) -> list[CrowdStudyFields]:
+        """The task's owners and admins: its crowd studies, newest first, each with its participants (the
+        platform's id for them, their pseudonymous username) and their work and pay (``work``: examples, verified
+        fooling ones, votes, agreeing ones, ``earned``, ``paid``, ``owed``; amounts in the currency's minor units).
+        Raises Forbidden for anyone else."""
+        found = (await self._read(lambda: self._api.crowd_studies(task))).task
+        if found is None or found.crowd_studies is None:  # a null list comes with an error, which _read raises
+            raise errors.NotFound(f"no task {task!r} that you can see")
+        return list(found.crowd_studies)
+
+    async def crowd_study(self, study: Any) -> CrowdStudyFields:
+        """One crowd study (a study from :meth:`crowd_studies`, or its id) as it is now, for its task's owners and
+        admins; NotFound for anyone else, as for a study that does not exist."""
+        node = (await self._read(lambda: self._api.crowd_study(_id(study)))).node
+        if not isinstance(node, CrowdStudyNodeCrowdStudy):
+            raise errors.NotFound(f"no crowd study {_id(study)} that you can see")
+        return node
+
+    async def create_crowd_study(
+        self,
+        task: str,
+        *,
+        platform: str,
+        external_id: str,
+        name: str,
+        completion_code: str,
+        currency: str = "GBP",
+        pay_per_verified_fooling: int = 0,
+        pay_per_agreeing_validation: int = 0,
+        minimum_examples: int = 0,
+        minimum_validations: int = 0,
+    ) -> CrowdStudyFields:
+        """The task's owners and admins create a study on a crowd platform (:meth:`crowd_platforms`): the
+        platform's own id for the study (``external_id``), its ``name`` as participants see it, and the
+        ``completion_code`` the platform expects. Pay is in the ``currency``'s minor units (pence, cents; 0 to
+        10000): ``pay_per_verified_fooling`` for each example that fooled the model and was accepted,
+        ``pay_per_agreeing_validation`` for each vote that agrees with its example's decision. A participant may
+        finish after ``minimum_examples`` examples and ``minimum_validations`` votes. Paste the web app's address and
+        the study's ``link_path`` into the platform."""
+        data = CreateCrowdStudyInput(
+            task_code=task,
+            platform=platform,
+            external_id=external_id,
+            name=name,
+            completion_code=completion_code,
+            currency=currency,
+            pay_per_verified_fooling=pay_per_verified_fooling,
+            pay_per_agreeing_validation=pay_per_agreeing_validation,
+            minimum_examples=minimum_examples,
+            minimum_validations=minimum_validations,
+        )
+        result = await self._write(lambda: self._api.create_crowd_study(data))
+        return unwrap(result.create_crowd_study, "CrowdStudyCreated").study
+
+    async def set_crowd_study_open(self, study: Any, is_open: bool) -> CrowdStudyFields:
+        """Close a crowd study (a study, or its id) to new participants (those who joined may still finish), or
+        open it again. Returns the study after."""
+        data = SetCrowdStudyOpenInput(study_id=_id(study), is_open=is_open)
+        result = await self._write(lambda: self._api.set_crowd_study_open(data))
+        return unwrap(result.set_crowd_study_open, "CrowdStudyChanged").study
+
+    async def pay_crowd_bonuses(self, study: Any) -> PayCrowdBonusesPayCrowdBonusesCrowdBonusesPaid:
+        """Pay every participant of a crowd study (a study, or its id) what they are owed, through the platform's
+        API: the payout's ``reference`` on the platform, how many ``participants`` it paid, the ``amount`` in all
+        (minor units) and the ``study`` after. What is paid is recorded, so paying again pays only new work.
+        InvalidInput when nobody is owed (rule ``nothing_owed``), when the platform refused and nothing was paid
+        (``payout``; without the operator's API token, pay :meth:`crowd_bonus_file` on the platform by hand) or when
+        the outcome is unknown (``payout_uncertain``: it counts as paid until you check on the platform);
+        AlreadyExists while another payout of the study is under way."""
+        data = PayCrowdBonusesInput(study_id=_id(study))
+        result = await self._write(lambda: self._api.pay_crowd_bonuses(data))
+        return unwrap(result.pay_crowd_bonuses, "CrowdBonusesPaid")
+
+    async def crowd_bonus_file(self, study: Any) -> str:
+        """What a crowd study's participants are owed now, as the bonus file its platform takes (Prolific: CSV
+        lines ``participant id,amount`` in major units, ready for its bulk bonus page; empty when nobody is owed).
+        Once you paid it there, :meth:`record_crowd_bonuses` records it, so that it is not owed (or paid) again."""
+        found = await self.crowd_study(study)
+        if found.bonus_file is None:
+            raise errors.NotFound(f"the {found.platform} crowd platform is not loaded on the server")
+        return found.bonus_file
+
+    async def record_crowd_bonuses(
+        self, study: Any, reference: str, bonuses: Mapping[str, int] | str
+    ) -> RecordCrowdBonusesRecordCrowdBonusesCrowdBonusesRecorded:
+        """Record bonuses paid on the platform by hand: ``bonuses`` is ``{participant id: amount in minor units}``,
+        or the text of the bonus file you uploaded there (:meth:`crowd_bonus_file`); ``reference`` is the
+        platform's id for the payment. All or nothing; InvalidInput for a participant not in the study, or an
+        amount above what they are owed now (recorded already?)."""
+        if isinstance(bonuses, str):
+            rows = {}
+            for line in bonuses.splitlines():
+                participant, _, amount = line.partition(",")
+                if participant and amount:
+                    rows[participant] = round(float(amount) * 100)
+            bonuses = rows
+        data = RecordCrowdBonusesInput(
+            study_id=_id(study),
+            reference=reference,
+            bonuses=[CrowdBonusInput(participant=p, amount=int(a)) for p, a in bonuses.items()],
+        )
+        result = await self._write(lambda: self._api.record_crowd_bonuses(data))
+        return unwrap(result.record_crowd_bonuses, "CrowdBonusesRecorded")
 
     # -- models and results ------------------------------------------------------------------------------------
 

@@ -32,6 +32,8 @@ if TYPE_CHECKING:
     from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress
     from ._generated.fragments import (
         AdversaryRunFields,
+        CrowdPlatformFields,
+        CrowdStudyFields,
         DatasetFields,
         ExampleFields,
         ModelFields,
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from ._generated.my_stats import MyStatsTaskViewerStats
     from ._generated.next_context import NextContextNextContext
     from ._generated.paired_test import PairedTestTaskPairedTest
+    from ._generated.pay_crowd_bonuses import PayCrowdBonusesPayCrowdBonusesCrowdBonusesPaid
+    from ._generated.record_crowd_bonuses import RecordCrowdBonusesRecordCrowdBonusesCrowdBonusesRecorded
     from ._generated.round_analytics import RoundAnalyticsTaskRoundAnalytics
     from ._generated.suggest_edits import SuggestEditsSuggestEditsEditsSuggested
     from ._generated.task import TaskTask
@@ -341,6 +345,32 @@ class Client:
             interval: float = 1.0,
         ) -> AdversaryRunFields: ...
         def cancel_generation(self, run: Any) -> AdversaryRunFields: ...
+        def crowd_platforms(self) -> list[CrowdPlatformFields]: ...
+        def crowd_studies(self, task: str) -> list[CrowdStudyFields]: ...
+        def crowd_study(self, study: Any) -> CrowdStudyFields: ...
+        def create_crowd_study(
+            self,
+            task: str,
+            *,
+            platform: str,
+            external_id: str,
+            name: str,
+            completion_code: str,
+            currency: str = 'GBP',
+            pay_per_verified_fooling: int = 0,
+            pay_per_agreeing_validation: int = 0,
+            minimum_examples: int = 0,
+            minimum_validations: int = 0,
+        ) -> CrowdStudyFields: ...
+        def set_crowd_study_open(self, study: Any, is_open: bool) -> CrowdStudyFields: ...
+        def pay_crowd_bonuses(self, study: Any) -> PayCrowdBonusesPayCrowdBonusesCrowdBonusesPaid: ...
+        def crowd_bonus_file(self, study: Any) -> str: ...
+        def record_crowd_bonuses(
+            self,
+            study: Any,
+            reference: str,
+            bonuses: Mapping[str, int] | str,
+        ) -> RecordCrowdBonusesRecordCrowdBonusesCrowdBonusesRecorded: ...
         def submit_model(
             self,
             task: str,

@@ -16,6 +16,10 @@ from ._generated.adversaries import AdversariesTaskAdversaries as Adversary
 from ._generated.dataset_items import DatasetItemsDatasetItemsNodes as DatasetItem
 from ._generated.evaluation_progress import EvaluationProgressEvaluationProgress as ProgressEvent
 from ._generated.fragments import AdversaryRunFields as AdversaryRun
+from ._generated.fragments import CrowdParticipantFields as CrowdParticipant
+from ._generated.fragments import CrowdPlatformFields as CrowdPlatform
+from ._generated.fragments import CrowdStudyFields as CrowdStudy
+from ._generated.fragments import CrowdWorkFields as CrowdWork
 from ._generated.fragments import DatasetFields as Dataset
 from ._generated.fragments import EvaluationFields as Evaluation
 from ._generated.fragments import ExampleFields as Example
@@ -30,6 +34,7 @@ from ._generated.leaderboard import LeaderboardTaskLeaderboardRows as Leaderboar
 from ._generated.my_stats import MyStatsTaskViewerStats as MyStats
 from ._generated.next_context import NextContextNextContext as Context
 from ._generated.paired_test import PairedTestTaskPairedTest as PairedTest
+from ._generated.pay_crowd_bonuses import PayCrowdBonusesPayCrowdBonusesCrowdBonusesPaid as CrowdBonusesPaid
 from ._generated.suggest_edits import SuggestEditsSuggestEditsEditsSuggested as EditsSuggested
 from ._generated.task import TaskTask as TaskDetail
 
@@ -37,6 +42,11 @@ __all__ = [
     "Adversary",
     "AdversaryRun",
     "Context",
+    "CrowdBonusesPaid",
+    "CrowdParticipant",
+    "CrowdPlatform",
+    "CrowdStudy",
+    "CrowdWork",
     "Dataset",
     "DatasetItem",
     "Evaluation",

@@ -19,6 +19,7 @@ class AdversaryRunNodeNode(BaseModel):
     typename__: Literal[
         "ApiToken",
         "Context",
+        "CrowdStudy",
         "Dataset",
         "DatasetItem",
         "Evaluation",

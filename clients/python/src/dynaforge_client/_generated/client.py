@@ -7,8 +7,12 @@ from .answer_tutorial import AnswerTutorial
 from .async_base_client import AsyncBaseClient
 from .base_model import UNSET, UnsetType
 from .cancel_generation import CancelGeneration
+from .create_crowd_study import CreateCrowdStudy
 from .create_example import CreateExample
 from .create_round_datasets import CreateRoundDatasets
+from .crowd_platforms import CrowdPlatforms
+from .crowd_studies import CrowdStudies
+from .crowd_study import CrowdStudy
 from .dataset_items import DatasetItems
 from .datasets import Datasets
 from .enums import ContextStrategy, LeaderboardSort, TimeBucket, ValidationMode
@@ -19,13 +23,17 @@ from .generate_candidates import GenerateCandidates
 from .input_types import (
     AnswerTutorialInput,
     CancelGenerationInput,
+    CreateCrowdStudyInput,
     CreateExampleInput,
     CreateRoundDatasetsInput,
     GenerateCandidatesInput,
     LoginInput,
     OverruleVerdictInput,
+    PayCrowdBonusesInput,
+    RecordCrowdBonusesInput,
     RegisterInput,
     RestartTutorialInput,
+    SetCrowdStudyOpenInput,
     SetValidatorWeightsInput,
     SubmitModelInput,
     SubmitPredictionsInput,
@@ -44,11 +52,14 @@ from .my_stats import MyStats
 from .next_context import NextContext
 from .overrule_verdict import OverruleVerdict
 from .paired_test import PairedTest
+from .pay_crowd_bonuses import PayCrowdBonuses
+from .record_crowd_bonuses import RecordCrowdBonuses
 from .register import Register
 from .reply_stream import ReplyStream
 from .restart_tutorial import RestartTutorial
 from .round import Round
 from .round_analytics import RoundAnalytics
+from .set_crowd_study_open import SetCrowdStudyOpen
 from .set_validator_weights import SetValidatorWeights
 from .submit_model import SubmitModel
 from .submit_predictions import SubmitPredictions
@@ -492,6 +503,567 @@ class GeneratedClient(AsyncBaseClient):
         )
         data = self.get_data(response)
         return AdversaryRun.model_validate(data)
+
+    async def crowd_platforms(self, **kwargs: Any) -> CrowdPlatforms:
+        query = gql("""
+            query CrowdPlatforms {
+              crowdPlatforms {
+                ...CrowdPlatformFields
+              }
+            }
+
+            fragment CrowdPlatformFields on CrowdPlatform {
+              name
+              title
+              parameters
+              pays
+            }
+            """)
+        variables: dict[str, object] = {}
+        response = await self.execute(
+            query=query, operation_name="CrowdPlatforms", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return CrowdPlatforms.model_validate(data)
+
+    async def crowd_studies(self, task_code: str, **kwargs: Any) -> CrowdStudies:
+        query = gql("""
+            query CrowdStudies($taskCode: String!) {
+              task(code: $taskCode) {
+                id
+                crowdStudies {
+                  ...CrowdStudyFields
+                }
+              }
+            }
+
+            fragment CrowdParticipantFields on CrowdParticipant {
+              username
+              externalId
+              joinedAt
+              completedAt
+              work {
+                ...CrowdWorkFields
+              }
+            }
+
+            fragment CrowdStudyFields on CrowdStudy {
+              id
+              taskCode
+              platform
+              externalId
+              name
+              linkPath
+              completionCode
+              currency
+              payPerVerifiedFooling
+              payPerAgreeingValidation
+              minimumExamples
+              minimumValidations
+              isOpen
+              createdAt
+              earned
+              owed
+              bonusFile
+              participants {
+                ...CrowdParticipantFields
+              }
+            }
+
+            fragment CrowdWorkFields on CrowdWork {
+              examples
+              fooled
+              verifiedFooling
+              pendingExamples
+              validations
+              agreeingValidations
+              pendingValidations
+              timeTakenMs
+              earned
+              paid
+              uncertain
+              owed
+            }
+            """)
+        variables: dict[str, object] = {"taskCode": task_code}
+        response = await self.execute(
+            query=query, operation_name="CrowdStudies", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return CrowdStudies.model_validate(data)
+
+    async def crowd_study(self, id: str, **kwargs: Any) -> CrowdStudy:
+        query = gql("""
+            query CrowdStudy($id: ID!) {
+              node(id: $id) {
+                __typename
+                ... on CrowdStudy {
+                  ...CrowdStudyFields
+                }
+              }
+            }
+
+            fragment CrowdParticipantFields on CrowdParticipant {
+              username
+              externalId
+              joinedAt
+              completedAt
+              work {
+                ...CrowdWorkFields
+              }
+            }
+
+            fragment CrowdStudyFields on CrowdStudy {
+              id
+              taskCode
+              platform
+              externalId
+              name
+              linkPath
+              completionCode
+              currency
+              payPerVerifiedFooling
+              payPerAgreeingValidation
+              minimumExamples
+              minimumValidations
+              isOpen
+              createdAt
+              earned
+              owed
+              bonusFile
+              participants {
+                ...CrowdParticipantFields
+              }
+            }
+
+            fragment CrowdWorkFields on CrowdWork {
+              examples
+              fooled
+              verifiedFooling
+              pendingExamples
+              validations
+              agreeingValidations
+              pendingValidations
+              timeTakenMs
+              earned
+              paid
+              uncertain
+              owed
+            }
+            """)
+        variables: dict[str, object] = {"id": id}
+        response = await self.execute(
+            query=query, operation_name="CrowdStudy", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return CrowdStudy.model_validate(data)
+
+    async def create_crowd_study(
+        self, input: CreateCrowdStudyInput, **kwargs: Any
+    ) -> CreateCrowdStudy:
+        query = gql("""
+            mutation CreateCrowdStudy($input: CreateCrowdStudyInput!) {
+              createCrowdStudy(input: $input) {
+                __typename
+                ... on CrowdStudyCreated {
+                  study {
+                    ...CrowdStudyFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment CrowdParticipantFields on CrowdParticipant {
+              username
+              externalId
+              joinedAt
+              completedAt
+              work {
+                ...CrowdWorkFields
+              }
+            }
+
+            fragment CrowdStudyFields on CrowdStudy {
+              id
+              taskCode
+              platform
+              externalId
+              name
+              linkPath
+              completionCode
+              currency
+              payPerVerifiedFooling
+              payPerAgreeingValidation
+              minimumExamples
+              minimumValidations
+              isOpen
+              createdAt
+              earned
+              owed
+              bonusFile
+              participants {
+                ...CrowdParticipantFields
+              }
+            }
+
+            fragment CrowdWorkFields on CrowdWork {
+              examples
+              fooled
+              verifiedFooling
+              pendingExamples
+              validations
+              agreeingValidations
+              pendingValidations
+              timeTakenMs
+              earned
+              paid
+              uncertain
+              owed
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="CreateCrowdStudy",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return CreateCrowdStudy.model_validate(data)
+
+    async def set_crowd_study_open(
+        self, input: SetCrowdStudyOpenInput, **kwargs: Any
+    ) -> SetCrowdStudyOpen:
+        query = gql("""
+            mutation SetCrowdStudyOpen($input: SetCrowdStudyOpenInput!) {
+              setCrowdStudyOpen(input: $input) {
+                __typename
+                ... on CrowdStudyChanged {
+                  study {
+                    ...CrowdStudyFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment CrowdParticipantFields on CrowdParticipant {
+              username
+              externalId
+              joinedAt
+              completedAt
+              work {
+                ...CrowdWorkFields
+              }
+            }
+
+            fragment CrowdStudyFields on CrowdStudy {
+              id
+              taskCode
+              platform
+              externalId
+              name
+              linkPath
+              completionCode
+              currency
+              payPerVerifiedFooling
+              payPerAgreeingValidation
+              minimumExamples
+              minimumValidations
+              isOpen
+              createdAt
+              earned
+              owed
+              bonusFile
+              participants {
+                ...CrowdParticipantFields
+              }
+            }
+
+            fragment CrowdWorkFields on CrowdWork {
+              examples
+              fooled
+              verifiedFooling
+              pendingExamples
+              validations
+              agreeingValidations
+              pendingValidations
+              timeTakenMs
+              earned
+              paid
+              uncertain
+              owed
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="SetCrowdStudyOpen",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return SetCrowdStudyOpen.model_validate(data)
+
+    async def pay_crowd_bonuses(
+        self, input: PayCrowdBonusesInput, **kwargs: Any
+    ) -> PayCrowdBonuses:
+        query = gql("""
+            mutation PayCrowdBonuses($input: PayCrowdBonusesInput!) {
+              payCrowdBonuses(input: $input) {
+                __typename
+                ... on CrowdBonusesPaid {
+                  reference
+                  participants
+                  amount
+                  study {
+                    ...CrowdStudyFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment CrowdParticipantFields on CrowdParticipant {
+              username
+              externalId
+              joinedAt
+              completedAt
+              work {
+                ...CrowdWorkFields
+              }
+            }
+
+            fragment CrowdStudyFields on CrowdStudy {
+              id
+              taskCode
+              platform
+              externalId
+              name
+              linkPath
+              completionCode
+              currency
+              payPerVerifiedFooling
+              payPerAgreeingValidation
+              minimumExamples
+              minimumValidations
+              isOpen
+              createdAt
+              earned
+              owed
+              bonusFile
+              participants {
+                ...CrowdParticipantFields
+              }
+            }
+
+            fragment CrowdWorkFields on CrowdWork {
+              examples
+              fooled
+              verifiedFooling
+              pendingExamples
+              validations
+              agreeingValidations
+              pendingValidations
+              timeTakenMs
+              earned
+              paid
+              uncertain
+              owed
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query, operation_name="PayCrowdBonuses", variables=variables, **kwargs
+        )
+        data = self.get_data(response)
+        return PayCrowdBonuses.model_validate(data)
+
+    async def record_crowd_bonuses(
+        self, input: RecordCrowdBonusesInput, **kwargs: Any
+    ) -> RecordCrowdBonuses:
+        query = gql("""
+            mutation RecordCrowdBonuses($input: RecordCrowdBonusesInput!) {
+              recordCrowdBonuses(input: $input) {
+                __typename
+                ... on CrowdBonusesRecorded {
+                  reference
+                  participants
+                  amount
+                  study {
+                    ...CrowdStudyFields
+                  }
+                }
+                ...ErrorFields
+              }
+            }
+
+            fragment CrowdParticipantFields on CrowdParticipant {
+              username
+              externalId
+              joinedAt
+              completedAt
+              work {
+                ...CrowdWorkFields
+              }
+            }
+
+            fragment CrowdStudyFields on CrowdStudy {
+              id
+              taskCode
+              platform
+              externalId
+              name
+              linkPath
+              completionCode
+              currency
+              payPerVerifiedFooling
+              payPerAgreeingValidation
+              minimumExamples
+              minimumValidations
+              isOpen
+              createdAt
+              earned
+              owed
+              bonusFile
+              participants {
+                ...CrowdParticipantFields
+              }
+            }
+
+            fragment CrowdWorkFields on CrowdWork {
+              examples
+              fooled
+              verifiedFooling
+              pendingExamples
+              validations
+              agreeingValidations
+              pendingValidations
+              timeTakenMs
+              earned
+              paid
+              uncertain
+              owed
+            }
+
+            fragment ErrorFields on Error {
+              message
+              ... on InvalidInput {
+                fieldErrors {
+                  field
+                  code
+                  rule
+                  message
+                }
+              }
+              ... on RateLimited {
+                retryAfterSeconds
+              }
+              ... on QuotaExceeded {
+                quota
+                limit
+                resetsInSeconds
+              }
+              ... on NearDuplicate {
+                similarity
+                threshold
+                yourExample {
+                  id
+                }
+              }
+            }
+            """)
+        variables: dict[str, object] = {"input": input}
+        response = await self.execute(
+            query=query,
+            operation_name="RecordCrowdBonuses",
+            variables=variables,
+            **kwargs,
+        )
+        data = self.get_data(response)
+        return RecordCrowdBonuses.model_validate(data)
 
     async def next_context(
         self,

@@ -40,6 +40,65 @@ class AdversaryRunFields(BaseModel):
     finished_at: Optional[datetime] = Field(alias="finishedAt")
 
 
+class CrowdWorkFields(BaseModel):
+    examples: int
+    fooled: int
+    verified_fooling: int = Field(alias="verifiedFooling")
+    pending_examples: int = Field(alias="pendingExamples")
+    validations: int
+    agreeing_validations: int = Field(alias="agreeingValidations")
+    pending_validations: int = Field(alias="pendingValidations")
+    time_taken_ms: int = Field(alias="timeTakenMs")
+    earned: int
+    paid: int
+    uncertain: int
+    owed: int
+
+
+class CrowdParticipantFields(BaseModel):
+    username: str
+    external_id: str = Field(alias="externalId")
+    joined_at: datetime = Field(alias="joinedAt")
+    completed_at: Optional[datetime] = Field(alias="completedAt")
+    work: "CrowdParticipantFieldsWork"
+
+
+class CrowdParticipantFieldsWork(CrowdWorkFields):
+    pass
+
+
+class CrowdPlatformFields(BaseModel):
+    name: str
+    title: str
+    parameters: list[str]
+    pays: bool
+
+
+class CrowdStudyFields(BaseModel):
+    id: str
+    task_code: str = Field(alias="taskCode")
+    platform: str
+    external_id: str = Field(alias="externalId")
+    name: str
+    link_path: Optional[str] = Field(alias="linkPath")
+    completion_code: str = Field(alias="completionCode")
+    currency: str
+    pay_per_verified_fooling: int = Field(alias="payPerVerifiedFooling")
+    pay_per_agreeing_validation: int = Field(alias="payPerAgreeingValidation")
+    minimum_examples: int = Field(alias="minimumExamples")
+    minimum_validations: int = Field(alias="minimumValidations")
+    is_open: bool = Field(alias="isOpen")
+    created_at: datetime = Field(alias="createdAt")
+    earned: int
+    owed: int
+    bonus_file: Optional[str] = Field(alias="bonusFile")
+    participants: list["CrowdStudyFieldsParticipants"]
+
+
+class CrowdStudyFieldsParticipants(CrowdParticipantFields):
+    pass
+
+
 class DatasetFields(BaseModel):
     id: str
     name: str
@@ -417,6 +476,10 @@ class ValidatorQualityFieldsRounds(BaseModel):
 
 
 AdversaryRunFields.model_rebuild()
+CrowdWorkFields.model_rebuild()
+CrowdParticipantFields.model_rebuild()
+CrowdPlatformFields.model_rebuild()
+CrowdStudyFields.model_rebuild()
 DatasetFields.model_rebuild()
 MetricFields.model_rebuild()
 EvaluationFields.model_rebuild()

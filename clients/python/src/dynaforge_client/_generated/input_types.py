@@ -22,6 +22,33 @@ class CancelGenerationInput(BaseModel):
     "The run's id (AdversaryRun.id)."
 
 
+class CreateCrowdStudyInput(BaseModel):
+    """A new crowd study of a task."""
+
+    task_code: str = Field(alias="taskCode")
+    "The task (Task.code)."
+    platform: str
+    "The platform (CrowdPlatform.name), such as 'prolific'."
+    external_id: str = Field(alias="externalId")
+    "The platform's id for the study (1 to 64 letters, digits, _, -)."
+    name: str
+    "Its name, shown to participants (1 to 200 characters)."
+    completion_code: str = Field(alias="completionCode")
+    "The completion code the platform expects (1 to 64 letters, digits, _, -)."
+    currency: str = "GBP"
+    "The currency of its pay (ISO 4217, capitals)."
+    pay_per_verified_fooling: int = Field(alias="payPerVerifiedFooling", default=0)
+    "Pay per accepted fooling example, in minor units (pence, cents); 0 to 10000."
+    pay_per_agreeing_validation: int = Field(
+        alias="payPerAgreeingValidation", default=0
+    )
+    "Pay per vote agreeing with the decision, in minor units; 0 to 10000."
+    minimum_examples: int = Field(alias="minimumExamples", default=0)
+    "Examples to write before finishing; 0 to 1000."
+    minimum_validations: int = Field(alias="minimumValidations", default=0)
+    "Votes to cast before finishing; 0 to 1000."
+
+
 class CreateExampleInput(BaseModel):
     """An example to write in the task's current round."""
 
@@ -52,6 +79,15 @@ class CreateRoundDatasetsInput(BaseModel):
     "The round whose accepted examples are split (Round.number); it needs at least one, and no sets of its own yet."
     seed: int = 0
     "Seeds the shuffle: the same seed splits the same examples the same way (80% train, 10% dev, 10% test)."
+
+
+class CrowdBonusInput(BaseModel):
+    """One participant's bonus, as a row of the bonus file."""
+
+    participant: str
+    "The platform's id for the participant (externalId)."
+    amount: int
+    "The amount paid, in minor units."
 
 
 class GenerateCandidatesInput(BaseModel):
@@ -102,6 +138,24 @@ class OverruleVerdictInput(BaseModel):
     "Why, in 1 to 2000 characters (kept beside the judge's rationale)."
 
 
+class PayCrowdBonusesInput(BaseModel):
+    """The study whose participants to pay what they are owed."""
+
+    study_id: str = Field(alias="studyId")
+    "The study (CrowdStudy.id)."
+
+
+class RecordCrowdBonusesInput(BaseModel):
+    """Bonuses an owner paid on the platform by hand, to record here."""
+
+    study_id: str = Field(alias="studyId")
+    "The study (CrowdStudy.id)."
+    reference: str
+    "The platform's id for the payment, or a note that finds it there (1 to 100 characters)."
+    bonuses: list["CrowdBonusInput"]
+    "The rows paid (at most 1000), each at most what the participant is owed now."
+
+
 class RegisterInput(BaseModel):
     """A new account: every field is checked, and each broken rule is reported."""
 
@@ -118,6 +172,15 @@ class RestartTutorialInput(BaseModel):
 
     task_code: str = Field(alias="taskCode")
     "The code of the task (Task.code)."
+
+
+class SetCrowdStudyOpenInput(BaseModel):
+    """A study to close to new participants, or open again."""
+
+    study_id: str = Field(alias="studyId")
+    "The study (CrowdStudy.id)."
+    is_open: bool = Field(alias="isOpen")
+    "true: it takes new participants; false: it takes none."
 
 
 class SetValidatorWeightsInput(BaseModel):
@@ -241,6 +304,7 @@ class WithdrawValidationInput(BaseModel):
     "The example's id (Example.id)."
 
 
+RecordCrowdBonusesInput.model_rebuild()
 SetValidatorWeightsInput.model_rebuild()
 SubmitModelInput.model_rebuild()
 SubmitPredictionsInput.model_rebuild()
