@@ -29,6 +29,7 @@ from dynaforge.tasks import (
     Task,
     TextField,
     TrainingRecipe,
+    VerdictExplanation,
 )
 
 __version__ = "0.1.0"
@@ -66,6 +67,7 @@ __all__ = [
     "Task",
     "TextField",
     "TrainingRecipe",
+    "VerdictExplanation",
     "WrittenExport",
     "hookimpl",
 ]

@@ -184,6 +184,14 @@ test("annotate the QA task by selecting the answer in the passage", async ({ pag
   await page.getByRole("button", { name: "Submit" }).click();
   await expect(verdict(page)).toContainText("The model answered:");
   await expect(verdict(page)).toContainText(/You fooled the model!|The model was not fooled\./);
+  // Why: the word overlap against the threshold that decided, and the model's span marked in the passage.
+  await expect(verdict(page)).toContainText(
+    /Word-overlap F1 of the model's answer with yours: \d\.\d\d, (below|at|above) the threshold of 0\.40: the model is (not )?fooled\./,
+  );
+  await expect(verdict(page).locator(".span-in-passage mark")).not.toBeEmpty();
+  // The counters say what they mean.
+  await page.getByText("What these mean").click();
+  await expect(page.locator(".glossary")).toContainText("Verified model error rate: verified ÷ collected.");
   await checkAccessibility(page, "annotate qa");
   await screenshots(page, "annotate-qa");
 });
@@ -192,10 +200,15 @@ test("annotate the hate speech task", async ({ page }) => {
   await register(page, "hal");
   await openTask(page, "hatespeech");
   const labels = page.getByRole("group", { name: "Label", exact: true }).getByRole("radio");
+  // Labels as the task titles them, not as identifiers.
+  await expect(labels).toHaveCount(2);
+  await expect(page.getByRole("radio", { name: "not hateful", exact: true })).toBeVisible();
   await page.getByLabel("Statement").fill("What a lovely morning to walk the dog in the park.");
   await labels.last().check();
   await page.getByRole("button", { name: "Submit" }).click();
   await expect(verdict(page)).toContainText("The model answered:");
+  await expect(verdict(page)).toContainText("You said not hateful");
+  await expect(verdict(page)).not.toContainText("not_hateful");
   await checkAccessibility(page, "annotate hatespeech");
   await screenshots(page, "annotate-hatespeech");
 });

@@ -105,6 +105,7 @@ class HateSpeechTask(Task):
         "slurs and threats included, and may be aimed at groups you belong to."
     )
     labels = LABELS
+    label_titles = {"not_hateful": "not hateful"}
     fields = (
         TextField(name="statement", role=Role.INPUT, min_length=3, max_length=500, description="Your statement."),
         ChoiceField(

@@ -19,7 +19,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from dynaforge import Metric, ModelSpec, Role, SpanField, Task, TextField, TrainingRecipe, hookimpl
+from dynaforge import Metric, ModelSpec, Role, SpanField, Task, TextField, TrainingRecipe, VerdictExplanation, hookimpl
 from dynaforge_qa.adversaries import register_adversaries  # noqa: F401  (the plugin's template adversary)
 from dynaforge_qa.model import MODEL_NAME, WEIGHTS_DIR
 from dynaforge_qa.scoring import span_exact_match, span_f1, token_f1
@@ -231,8 +231,15 @@ class QATask(Task):
 
     def is_fooled(self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]) -> bool:
         """Dynabench's rule: fooled when the SQuAD word-overlap F1 of the two answer texts is below 0.4."""
+        explanation = self.explain_verdict(example, prediction, context)
+        return explanation.fooled
+
+    def explain_verdict(
+        self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]
+    ) -> VerdictExplanation:
         guess = (prediction.get("answer") or {}).get("text", "")
-        return token_f1(guess, example["answer"]["text"]) < FOOLED_BELOW_F1
+        score = token_f1(guess, example["answer"]["text"])
+        return VerdictExplanation("word-overlap F1 of the model's answer with yours", score, FOOLED_BELOW_F1)
 
     def train(self, data_dir, out_dir=None, *, progress=True, **options):
         """Train the span head from DATA_DIR/squad_v2_dev_sample.json into ``out_dir``, or by default into a new

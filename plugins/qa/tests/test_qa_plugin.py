@@ -163,6 +163,9 @@ def test_fooled_when_word_f1_is_below_0_4(task, guess, fooled):
     expected = token_f1(guess, "Jonas Brell") < 0.4
     assert expected is fooled
     assert task.is_fooled(example, prediction, CONTEXT) is fooled
+    # The annotate page shows why: the overlap against the threshold that decided.
+    explained = task.explain_verdict(example, prediction, CONTEXT)
+    assert (explained.score, explained.threshold, explained.fooled) == (token_f1(guess, "Jonas Brell"), 0.4, fooled)
 
 
 def test_fooled_boundary_is_strict(task):

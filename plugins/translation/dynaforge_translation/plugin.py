@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynaforge import ReferencesField, Role, Task, TextField, hookimpl
+from dynaforge import ReferencesField, Role, Task, TextField, VerdictExplanation, hookimpl
 from dynaforge.defaults.text_metrics import sentence_score
 from dynaforge.inference.engine import target_model
 from dynaforge_translation.demo_data import SCORING_SET
@@ -68,11 +68,17 @@ class TranslationTask(Task):
     )
 
     def is_fooled(self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]) -> bool:
+        return self.explain_verdict(example, prediction, context).fooled
+
+    def explain_verdict(
+        self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]
+    ) -> VerdictExplanation:
         output = prediction.get("translation")
-        if not isinstance(output, str) or not output.strip():
-            return True
         threshold = CHRF_THRESHOLD if self.fooled_threshold is None else self.fooled_threshold
-        return sentence_score("chrf", example.get("translation"), output) < threshold
+        measure = "chrF of the model's translation against your references"
+        if not isinstance(output, str) or not output.strip():  # no translation at all: fooled
+            return VerdictExplanation(measure, 0.0, threshold)
+        return VerdictExplanation(measure, sentence_score("chrf", example.get("translation"), output), threshold)
 
     def demo_scoring_set(self) -> list[dict[str, Any]]:
         return [dict(item) for item in SCORING_SET]

@@ -48,6 +48,9 @@ def test_it_is_registered_and_conforms_without_models(task):
 def test_fooled_is_sacrebleus_chrf_under_the_threshold(task, output, references):
     expected = sacrebleu.sentence_chrf(output, references).score < CHRF_THRESHOLD
     assert task.is_fooled({"translation": references}, {"translation": output}, {}) is expected
+    explained = task.explain_verdict({"translation": references}, {"translation": output}, {})
+    assert explained.score == pytest.approx(sacrebleu.sentence_chrf(output, references).score)
+    assert (explained.threshold, explained.fooled) == (CHRF_THRESHOLD, expected)
 
 
 def test_an_empty_or_missing_translation_fools_it(task):

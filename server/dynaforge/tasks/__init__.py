@@ -10,6 +10,7 @@ from dynaforge.tasks.base import (
     Slice,
     Task,
     TrainingRecipe,
+    VerdictExplanation,
 )
 from dynaforge.tasks.fields import (
     BooleanField,
@@ -40,4 +41,5 @@ __all__ = [
     "Task",
     "TextField",
     "TrainingRecipe",
+    "VerdictExplanation",
 ]

@@ -382,6 +382,23 @@ class Judge:
         return ModelSpec(self.model.name, self.model.backend, config)
 
 
+@dataclass(frozen=True)
+class VerdictExplanation:
+    """Why a rule with a threshold decided as it did (:meth:`Task.explain_verdict`): the measure it compared
+    (``measure``, in people's words, such as "word-overlap F1 with your answer"), the example's ``score`` and the
+    ``threshold``; the model is fooled when the score is below the threshold (``fooled_below``, the usual case) or
+    at or above it."""
+
+    measure: str
+    score: float
+    threshold: float
+    fooled_below: bool = True
+
+    @property
+    def fooled(self) -> bool:
+        return self.score < self.threshold if self.fooled_below else self.score >= self.threshold
+
+
 class Task:
     """Base class of every task. Subclass it, set the attributes, register an instance.
 
@@ -394,6 +411,9 @@ class Task:
     description: ClassVar[str] = ""
     instructions: ClassVar[str] = ""
     labels: ClassVar[tuple[str, ...]] = ()
+    #: How people read each label or choice value where it differs from the value itself (``{"not_hateful": "not
+    #: hateful"}``): the web app shows the title, the API and exports keep the value.
+    label_titles: ClassVar[Mapping[str, str]] = {}
     fields: ClassVar[tuple[Field, ...]] = ()
     metrics: ClassVar[tuple[str, ...]] = ("accuracy", "macro_f1")
     principal_metric: ClassVar[str] = "accuracy"
@@ -452,6 +472,12 @@ class Task:
             span_of = getattr(f, "context_field", None)
             if span_of is not None and span_of not in names:
                 problems.append(f"field {f.name} selects from unknown field {span_of}")
+        offered = set(self.labels) | {c for f in self.fields if isinstance(f, ChoiceField) for c in (f.choices or ())}
+        unknown = sorted(set(self.label_titles) - offered)
+        if unknown:
+            problems.append(f"label_titles names values that no label or choice has: {', '.join(unknown)}")
+        if any(not isinstance(t, str) or not t.strip() for t in self.label_titles.values()):
+            problems.append("label_titles must map each value to a non-empty title")
         if getattr(self, "principal_metric", None) not in self.metrics:
             problems.append(f"principal_metric {getattr(self, 'principal_metric', None)!r} is not one of metrics")
         reserved = sorted(set(self.metrics) & set(RESERVED_METRIC_NAMES))
@@ -628,6 +654,18 @@ class Task:
         value (:meth:`Field.same`: equal; for text after the field's ``normalize`` rules and against any of its
         references; for a number within its ``tolerance``)."""
         return any(not f.same(example.get(f.name), prediction.get(f.name)) for f in self.fields_with(Role.TARGET))
+
+    def explain_verdict(
+        self, example: dict[str, Any], prediction: dict[str, Any], context: dict[str, Any]
+    ) -> VerdictExplanation | None:
+        """Why :meth:`is_fooled` decided as it did, for a rule that compares a score with a threshold (the web app
+        shows it beside the verdict); None (the default) for a rule that compares answers, which the verdict already
+        shows. A task that sets :attr:`fooled_threshold` reads it here too."""
+        return None
+
+    def title_of(self, value: str) -> str:
+        """How people read a label or choice value (:attr:`label_titles`, else the value)."""
+        return self.label_titles.get(value, value)
 
     def claims_fooled(self, example: dict[str, Any]) -> bool:
         """With ``verdict = "people"``: whether the author says the model's output is wrong, so that validators

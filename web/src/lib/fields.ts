@@ -9,6 +9,8 @@ export interface FieldDescriptor {
   description: string;
   required: boolean;
   choices?: readonly string[] | null;
+  /** How people read each of `choices` (the task's label titles), in the same order. */
+  choiceTitles?: readonly string[] | null;
   minLength?: number | null;
   maxLength?: number | null;
   minimum?: number | null;
@@ -41,6 +43,22 @@ export function fieldTitle(name: string): string {
 /** The choices a CHOICE field offers: its own, else the task's labels. */
 export function choicesOf(field: FieldDescriptor, labels: readonly string[]): readonly string[] {
   return field.choices?.length ? field.choices : labels;
+}
+
+/** Every choice value's title, from the fields that have titles (the values themselves where none is given). */
+export function choiceTitles(fields: readonly FieldDescriptor[]): Record<string, string> {
+  const titles: Record<string, string> = {};
+  for (const field of fields)
+    (field.choices ?? []).forEach((value, i) => {
+      const title = field.choiceTitles?.[i];
+      if (title && !(value in titles)) titles[value] = title;
+    });
+  return titles;
+}
+
+/** How people read a label or choice value. */
+export function titleOf(titles: Record<string, string>, value: string): string {
+  return titles[value] ?? value;
 }
 
 /** The fields an annotator fills in (everything but the context), in the task's order. */

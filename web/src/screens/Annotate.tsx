@@ -19,6 +19,7 @@ import { type Problem, problemOf, transportMessage } from "../lib/errors";
 import {
   buildFields,
   choicesOf,
+  choiceTitles,
   type FieldDescriptor,
   type FormValue,
   type FormValues,
@@ -26,15 +27,18 @@ import {
   formFields,
   showValue,
   spanFromSelection,
+  titleOf,
 } from "../lib/fields";
 import { percent } from "../lib/format";
 import { markSeen, seenBefore } from "../lib/seen";
 import { valuesFromFields } from "../lib/suggestions";
 import { useTutorialGate } from "../lib/tutorial";
+import { type Explanation, explainVerdict } from "../lib/verdicts";
 import { BreakReminder } from "./BreakReminder";
 import { ContentWarning, ContentWarningNotice } from "./ContentWarning";
 import { FieldControls } from "./FieldControls";
 import { ProblemBox } from "./Form";
+import { Glossary } from "./Glossary";
 import { SourceBadge } from "./SourceStats";
 import { type SuggestionItem, Suggestions } from "./Suggestions";
 import { TutorialLazy as Tutorial } from "./TutorialLazy";
@@ -166,6 +170,12 @@ const CreateExample = graphql(`
           fooled
           source
           adversary
+          verdictExplanation {
+            measure
+            score
+            threshold
+            fooledBelow
+          }
           round {
             id
             collected
@@ -515,6 +525,7 @@ export default function Annotate({ code }: { code: string }) {
             </div>
           </dl>
         )}
+        {round && <Glossary decidedBy={task.verdictBy} />}
         {session && myStats && (
           <p className="muted">
             You: {myStats.total.collected} written, {myStats.total.fooled} fooled, {myStats.total.verifiedFooled}{" "}
@@ -837,6 +848,11 @@ function ExampleForm({
   }
 
   const created = verdict?.__typename === "ExampleCreated" ? verdict : null;
+  const titles = useMemo(() => choiceTitles(fields), [fields]);
+  // The text a span target selects from: the model's span is shown in it.
+  const spanField = fields.find((f) => f.role === "TARGET" && f.type === "SPAN");
+  const passageValue = spanField?.contextField ? context[spanField.contextField] : undefined;
+  const passage = typeof passageValue === "string" ? passageValue : null;
   const pending = verdict?.__typename === "PredictionPending" ? verdict : null;
   const waiting = verdict?.__typename === "VerdictPending" ? verdict : null;
   const exampleId = created?.example.id ?? pending?.example.id ?? waiting?.example.id;
@@ -918,7 +934,13 @@ function ExampleForm({
                   {retracted ? " (retracted)" : ""}
                 </p>
                 <ContentWarning code={code} warning={contentWarning}>
-                  <Prediction prediction={created.prediction} said={said} />
+                  <Prediction
+                    prediction={created.prediction}
+                    said={said}
+                    titles={titles}
+                    passage={passage}
+                    explanation={created.example.verdictExplanation}
+                  />
                 </ContentWarning>
               </>
             )}
@@ -937,7 +959,7 @@ function ExampleForm({
                 </p>
                 <ContentWarning code={code} warning={contentWarning}>
                   {decision?.verdict?.rationale && <p className="small">Judge: {decision.verdict.rationale}</p>}
-                  <Prediction prediction={waiting.prediction} said={said} />
+                  <Prediction prediction={waiting.prediction} said={said} titles={titles} passage={passage} />
                 </ContentWarning>
               </>
             )}
@@ -978,23 +1000,41 @@ function ExampleForm({
   );
 }
 
-/** The model's answer; ``said``: the label the writer gave, beside the model's and marked among its probabilities. */
-function Prediction({ prediction, said = null }: { prediction: ShownPredictionFragment; said?: string | null }) {
+/** The model's answer; ``said``: the label the writer gave, beside the model's and marked among its probabilities;
+ * ``titles``: how people read labels; ``passage``: the text a span answer stands in (the model's span is marked in
+ * it); ``explanation``: the score and threshold that decided, for a rule that has them. */
+function Prediction({
+  prediction,
+  said = null,
+  titles = {},
+  passage = null,
+  explanation = null,
+}: {
+  prediction: ShownPredictionFragment;
+  said?: string | null;
+  titles?: Record<string, string>;
+  passage?: string | null;
+  explanation?: Explanation | null;
+}) {
   const fields = prediction.fields as Record<string, unknown>;
   const texts = Object.values(fields).filter((v): v is string => typeof v === "string");
-  const answer = prediction.label ?? prediction.span?.text ?? (texts.length === 1 ? texts[0] : showValue(fields));
+  const answer = prediction.label
+    ? titleOf(titles, prediction.label)
+    : (prediction.span?.text ?? (texts.length === 1 ? texts[0] : showValue(fields)));
   const generation = prediction.generation;
   return (
     <div className="prediction">
       <p>
         {said != null && (
           <>
-            You said <strong>{said}</strong> ·{" "}
+            You said <strong>{titleOf(titles, said)}</strong> ·{" "}
           </>
         )}
         The model answered: <strong>{answer}</strong>
         {prediction.confidence != null && ` (confidence ${percent(prediction.confidence)})`}
       </p>
+      {prediction.span && passage && <SpanInPassage passage={passage} span={prediction.span} />}
+      {explanation && <p className="small explanation">{explainVerdict(explanation)}</p>}
       {generation && (
         <p className="small muted">
           {generation.tokens ?? "?"} tokens; first token after{" "}
@@ -1006,7 +1046,7 @@ function Prediction({ prediction, said = null }: { prediction: ShownPredictionFr
           {prediction.probabilities.map((p) => (
             <li key={p.label} className={p.label === said ? "yours" : undefined}>
               <span className="prob-label">
-                {p.label}
+                {titleOf(titles, p.label)}
                 {p.label === said && <span className="tag"> yours</span>}
               </span>
               <span className="bar" aria-hidden="true">
@@ -1018,5 +1058,26 @@ function Prediction({ prediction, said = null }: { prediction: ShownPredictionFr
         </ul>
       )}
     </div>
+  );
+}
+
+/** The passage around the model's span, the span marked (``start`` counts characters, i.e. code points). */
+function SpanInPassage({ passage, span }: { passage: string; span: { text: string; start: number } }) {
+  const chars = [...passage];
+  const end = span.start + [...span.text].length;
+  if (chars.slice(span.start, end).join("") !== span.text) return null;
+  // About 80 characters each side, cut at a space so that no word is halved.
+  let before = chars.slice(Math.max(0, span.start - 80), span.start).join("");
+  if (span.start > 80) before = before.slice(before.indexOf(" ") + 1);
+  let after = chars.slice(end, end + 80).join("");
+  if (end + 80 < chars.length && after.includes(" ")) after = after.slice(0, after.lastIndexOf(" "));
+  return (
+    <p className="small span-in-passage">
+      Where the model found it: {span.start > 80 ? "…" : ""}
+      {before}
+      <mark>{span.text}</mark>
+      {after}
+      {end + 80 < chars.length ? "…" : ""}
+    </p>
   );
 }

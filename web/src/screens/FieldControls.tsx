@@ -80,7 +80,7 @@ function FieldControl({
         {hint}
         <div className="choices">
           {choices.map((choice, i) => (
-            <label key={choice} className="choice">
+            <label key={choice} className="choice" data-value={choice}>
               <input
                 type="radio"
                 name={field.name}
@@ -89,7 +89,7 @@ function FieldControl({
                 required={field.required}
                 onChange={() => onChange(choice)}
               />
-              {choice}
+              {field.choiceTitles?.[field.choices?.indexOf(choice) ?? -1] ?? choice}
               {i < 9 && (
                 <span className="key" aria-hidden="true">
                   {i + 1}

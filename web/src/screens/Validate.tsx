@@ -6,7 +6,15 @@ import { Link } from "wouter";
 import { graphql } from "../gql";
 import { useAuth } from "../lib/auth";
 import { type Problem, problemOf, transportMessage } from "../lib/errors";
-import { buildFields, type FieldDescriptor, type FormValues, fieldTitle, showValue } from "../lib/fields";
+import {
+  buildFields,
+  choiceTitles,
+  type FieldDescriptor,
+  type FormValues,
+  fieldTitle,
+  showValue,
+  titleOf,
+} from "../lib/fields";
 import { useTutorialGate } from "../lib/tutorial";
 import { BreakReminder } from "./BreakReminder";
 import { ContentWarning, ContentWarningNotice } from "./ContentWarning";
@@ -454,6 +462,8 @@ function Item({
   }, [mode]);
 
   const prediction = example.prediction;
+  const titles = choiceTitles(task.fields);
+  const shownValue = (value: unknown) => (typeof value === "string" ? titleOf(titles, value) : showValue(value));
   return (
     <article className="card" aria-label="Example to validate" ref={card} tabIndex={-1}>
       <dl className="example">
@@ -461,7 +471,7 @@ function Item({
           fields[f.name] === undefined ? null : (
             <div key={f.name} className={`role-${f.role.toLowerCase()}`}>
               <dt>{fieldTitle(f.name)}</dt>
-              <dd>{showValue(fields[f.name])}</dd>
+              <dd>{f.type === "CHOICE" ? shownValue(fields[f.name]) : showValue(fields[f.name])}</dd>
             </div>
           ),
         )}
@@ -470,7 +480,9 @@ function Item({
             <dt>The model answered</dt>
             <dd>
               <ContentWarning code={task.code} warning={task.contentWarning}>
-                {prediction.label ?? prediction.span?.text ?? showValue(prediction.fields)}
+                {prediction.label
+                  ? titleOf(titles, prediction.label)
+                  : (prediction.span?.text ?? showValue(prediction.fields))}
                 {example.fooled != null && (example.fooled ? " (fooled)" : " (not fooled)")}
               </ContentWarning>
             </dd>

@@ -9,6 +9,7 @@ export const TaskFieldParts = graphql(`
     description
     required
     choices
+    choiceTitles
     minLength
     maxLength
     minimum

@@ -28,6 +28,17 @@ from dynaforge.tasks.base import Task as PluginTask
 
 
 @strawberry.type(
+    description="Why a rule with a threshold decided as it did: the model is fooled when `score` is below "
+    "`threshold` (or, with `fooledBelow` false, at or above it)."
+)
+class VerdictExplanation:
+    measure: str = strawberry.field(description="What was measured, in people's words.")
+    score: float = strawberry.field(description="The example's score.")
+    threshold: float = strawberry.field(description="The task's threshold (its owners may set another).")
+    fooled_below: bool = strawberry.field(description="Whether a score below the threshold means fooled.")
+
+
+@strawberry.type(
     description="How a verdict that was not the task's rule came about: who decided, what, and why; an owner may "
     "overrule a judge."
 )
@@ -234,6 +245,34 @@ class Example(Node):
     )
     def verdict(self) -> Verdict | None:
         return Verdict.of(self.row.verdict)
+
+    @strawberry.field(
+        description="Why the task's rule decided `fooled` as it did, for a rule that compares a score with a "
+        "threshold (word-overlap F1 for spans, chrF for translations); null for a rule that compares answers (the "
+        "prediction shows it), while pending, for a judge's or validators' verdict, and when the task's threshold "
+        "changed since the example was decided."
+    )
+    async def verdict_explanation(self, info: Info) -> VerdictExplanation | None:
+        row = self.row
+        if row.prediction is None or row.fooled is None or row.verdict is not None:
+            return None
+        plugin_task = await _plugin_task(info, row)
+        if plugin_task is None or type(plugin_task).explain_verdict is PluginTask.explain_verdict:
+            return None  # a rule that compares answers: no look-up of the task's settings
+        view = await task_service.visible_task(*info.context.caller, row.task_id)  # with its owners' threshold
+        context: dict[str, Any] = {}
+        if row.context_id is not None:
+            stored = await example_service.cached_context(info.context.platform, row.context_id)
+            context = dict(stored.fields) if stored is not None else {}
+        try:
+            found = view.task.explain_verdict(dict(row.fields), dict(row.prediction), context)
+        except Exception:  # noqa: BLE001 - a plugin that cannot explain an output explains nothing
+            return None
+        if found is None or found.fooled != row.fooled:
+            return None
+        return VerdictExplanation(
+            measure=found.measure, score=found.score, threshold=found.threshold, fooled_below=found.fooled_below
+        )
 
     @strawberry.field(description="The target model's answer (an ensemble's verdict); null while pending.")
     def prediction(self, info: Info) -> Prediction | None:

@@ -135,6 +135,10 @@ class TaskField:
     )
     required: bool = strawberry.field(description="Whether an example must give it a value.")
     choices: list[str] | None = strawberry.field(description="CHOICE: the values it takes, in order.")
+    choice_titles: list[str] | None = strawberry.field(
+        description="CHOICE: how people read each of `choices`, in the same order (the task's label titles; the "
+        "value itself where it has none). Show these; send and compare the values."
+    )
     min_length: int | None = strawberry.field(description="TEXT: the fewest characters (surrounding spaces aside).")
     max_length: int | None = strawberry.field(description="TEXT and SPAN: the most characters.")
     minimum: float | None = strawberry.field(description="NUMBER: the least value, if bounded.")
@@ -179,6 +183,7 @@ def task_field(field: Field, task: Any) -> TaskField:
         description=field.description,
         required=field.required,
         choices=list(field.options(task)) if isinstance(field, ChoiceField) else None,
+        choice_titles=[task.title_of(c) for c in field.options(task)] if isinstance(field, ChoiceField) else None,
         min_length=field.min_length if isinstance(field, TextField) else None,
         max_length=field.max_length if isinstance(field, (TextField, SpanField)) else None,
         minimum=field.minimum if isinstance(field, NumberField) else None,
