@@ -91,6 +91,12 @@ from dynaforge.db.models import DatasetAccess, Evaluation, EvaluationStatus, Tas
 
 pytestmark = pytest.mark.authz
 
+#: A 2×2 PNG, for uploadMedia (the decoder takes it: a real image).
+TINY_PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000002000000020802000000fdd49a730000000b49444154789c6360400600000e"
+    "0001a99173b10000000049454e44ae426082"
+)
+
 OK = "ok"
 NOAUTH = "NotAuthenticated"
 FORBIDDEN = "Forbidden"
@@ -260,6 +266,7 @@ RULES: dict[str, dict[str, str | Bug]] = {
     # --- models and leaderboards
     "submitModel":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "submitModel@importPath":         rule(NOAUTH,   INVALID,   INVALID,   INVALID,   INVALID,   OK,   NOAUTH),
+    "uploadMedia":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "uploadModel":                    rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
     "uploadModel@hiddenTask":         rule(NOAUTH,   NOTFOUND,  NOTFOUND,  NOTFOUND,  OK,        OK,   NOAUTH),
     "submitPredictions":              rule(NOAUTH,   OK,        OK,        OK,        OK,        OK,   NOAUTH),
@@ -1257,6 +1264,12 @@ def _model_store(w: World) -> None:
 
 
 _ARTIFACTS: tempfile.TemporaryDirectory | None = None
+
+
+@operation("uploadMedia", upload=("input.file", "digit.png", TINY_PNG))
+async def _upload_media(w: World) -> Variables:
+    _model_store(w)  # the data directory of the test session's own
+    return _input(file=None)
 
 
 @operation("uploadModel", upload=("input.file", "model.tar.gz", MINIMAL_ARCHIVE))

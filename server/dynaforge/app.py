@@ -29,6 +29,7 @@ from dynaforge.api.credentials import bearer_token
 from dynaforge.api.documents import UNKNOWN_DOCUMENT, registered_documents, requested_document_id
 from dynaforge.api.export_http import export_endpoint, predictions_endpoint
 from dynaforge.api.media import GRAPHQL_RESPONSE_JSON, is_request_error, response_media_type
+from dynaforge.api.media_uploads import media_endpoint
 from dynaforge.api.schema import DatabaseUnavailable, build_schema
 from dynaforge.errors import database_unreachable
 from dynaforge.inference.client import spec_key
@@ -367,6 +368,7 @@ def create_app(
             Route("/healthz", healthz),
             Route("/export/{task_code}", export_endpoint, methods=["GET"]),
             Route("/evaluations/{evaluation_id}/predictions", predictions_endpoint, methods=["GET"]),
+            Route("/media/{key}", media_endpoint, methods=["GET"]),
             Route("/graphql", graphql, methods=["GET", "POST"]),
             WebSocketRoute("/graphql", graphql),
             Route("/assets/{path:path}", graphql.webapp.asset, methods=["GET"]),

@@ -372,6 +372,18 @@ class Settings(BaseSettings):
         description="uploadModel: the most each user's models may keep in the model store, in MiB (the unpacked "
         "files of the artifacts their models name, each counted once; deleting a model frees its share; 0: no quota)",
     )
+    media_max_mb: float = Field(
+        default=10.0, gt=0, description="uploadMedia: the most bytes an uploaded image may have, in MiB"
+    )
+    media_max_pixels: int = Field(
+        default=16_000_000,
+        ge=1,
+        description="uploadMedia: the most pixels (width x height) an uploaded image may have; larger ones are refused "
+        "before their pixels are decoded (decompression bombs)",
+    )
+    media_uploads_per_hour: int = Field(
+        default=300, ge=0, description="uploadMedia: the most images each user may upload an hour (0: no limit)"
+    )
     artifact_gc_grace_s: float = Field(
         default=3600.0,
         ge=60,

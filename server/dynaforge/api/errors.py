@@ -94,7 +94,17 @@ RULE_CODES: dict[str, FieldErrorCode] = {
         ["not_found", "original", "round", "dns", "not_in_pool", "not_a_validator"], FieldErrorCode.NOT_FOUND
     ),
     **dict.fromkeys(
-        ["max_items", "more", "more_errors", "too_many_errors", "max_rows", "max_bytes", "limit", "quota"],
+        [
+            "max_items",
+            "more",
+            "more_errors",
+            "too_many_errors",
+            "max_rows",
+            "max_bytes",
+            "max_pixels",
+            "limit",
+            "quota",
+        ],
         FieldErrorCode.TOO_MANY,
     ),
     **dict.fromkeys(["id"], FieldErrorCode.ID),
@@ -129,7 +139,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
     ),
     **dict.fromkeys(["span_context", "span_in_context"], FieldErrorCode.SPAN),
     **dict.fromkeys(["role"], FieldErrorCode.ROLE),
-    **dict.fromkeys(["columns", "json", "nul", "upload", "csv", "encoding", "header"], FieldErrorCode.FILE),
+    **dict.fromkeys(["columns", "json", "nul", "upload", "csv", "encoding", "header", "decode"], FieldErrorCode.FILE),
     **dict.fromkeys(["backend_config"], FieldErrorCode.CONFIG),
     # model archives (uploadModel, dynaforge.model_archive)
     **dict.fromkeys(["pickle", "code", "file_type", "link", "path", "remote_code"], FieldErrorCode.NOT_ALLOWED),

@@ -42,6 +42,7 @@ from dynaforge.api.errors import ERROR_TYPES
 from dynaforge.api.execution import ExecutionContext
 from dynaforge.api.imports import ImportMutation
 from dynaforge.api.leaderboards import LeaderboardMutation, LeaderboardQuery
+from dynaforge.api.media_uploads import MediaMutation
 from dynaforge.api.model_uploads import ModelUploadMutation
 from dynaforge.api.models import ModelMutation, ModelQuery
 from dynaforge.api.mutations import Mutation as CoreMutation
@@ -218,6 +219,7 @@ MUTATION_TYPES: tuple[type, ...] = (
     DatasetMutation,
     ContextMutation,
     ModelUploadMutation,
+    MediaMutation,
     WebhookMutation,
     ValidatorMutation,
     TutorialMutation,

@@ -339,6 +339,24 @@ class ValidatorWeight(SQLModel, table=True):
     set_at: datetime = _ts()
 
 
+class Media(SQLModel, table=True):
+    """An uploaded image, cleaned and stored by the SHA-256 of its stored bytes (dynaforge.media): one row per
+    uploader, so that each may read back what they uploaded."""
+
+    __tablename__ = "media"
+    __table_args__ = (sa.UniqueConstraint("sha256", "uploaded_by", name="uq_media_sha256_uploader"),)
+
+    id: int = Field(default=None, primary_key=True)
+    sha256: str = Field(max_length=64, index=True)
+    content_type: str = Field(max_length=40)
+    width: int
+    height: int
+    size: int  # bytes stored
+    source_format: str = Field(max_length=16)  # what it was uploaded as (PNG, JPEG, ...)
+    uploaded_by: int = Field(foreign_key="users.id", ondelete="CASCADE")
+    created_at: datetime = _ts()
+
+
 class CrowdStudy(SQLModel, table=True):
     """A task's study on a crowd platform (dynaforge.services.crowd): its participants join through its link."""
 

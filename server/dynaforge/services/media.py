@@ -1,0 +1,105 @@
+"""Uploaded images (dynaforge.media): who may upload them, where they are stored, who may read them back.
+
+Signed-in users upload images (``upload_image``), at most ``media_uploads_per_hour`` an hour each, each at most
+``media_max_mb`` and ``media_max_pixels``. The picture is decoded safely and cleaned (EXIF, GPS location included,
+and every other metadata dropped) before it is stored, by the SHA-256 of the cleaned PNG, under
+``DYNAFORGE_DATA_DIR/media/``; a ``media`` row records that the uploader holds it (the same picture uploaded by two
+people is stored once, with a row each). Nothing is stored for a refused upload.
+
+Reading one back (``read_image``) is for whoever uploaded it and for admins; anyone else gets NotFound, exactly like
+a hash that names nothing, so a hash reveals nothing by being tried.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col
+
+from dynaforge import media
+from dynaforge.db.models import Media
+from dynaforge.errors import FieldError, InvalidInput, NotFound
+from dynaforge.services.actor import Actor, require_human
+from dynaforge.services.platform import Platform
+
+
+@dataclass(frozen=True)
+class Uploaded:
+    row: Media
+    stored: bool  # False: the same picture was stored before
+
+
+def store(p: Platform) -> media.MediaStore:
+    return media.MediaStore(p.settings.data_dir / "media")
+
+
+def limits(p: Platform) -> media.ImageLimits:
+    return media.ImageLimits(
+        max_pixels=p.settings.media_max_pixels, max_bytes=int(p.settings.media_max_mb * 1024 * 1024)
+    )
+
+
+async def upload_image(p: Platform, actor: Actor, data: bytes) -> Uploaded:
+    """Check, clean and store an image the signed-in user uploads."""
+    actor = require_human(actor)
+    if p.settings.media_uploads_per_hour:
+        await p.limiter.hit(f"media:{actor.person_id}", p.settings.media_uploads_per_hour, 3600.0, "image uploads")
+    try:
+        decoded = await asyncio.to_thread(media.decode_image, data, limits(p))
+    except media.MediaRefused as exc:
+        raise InvalidInput.from_errors([FieldError("file", exc.rule, exc.message)]) from exc
+    stored = await asyncio.to_thread(store(p).put, decoded)
+    row = Media(
+        sha256=decoded.sha256,
+        content_type=media.STORED_TYPE,
+        width=decoded.width,
+        height=decoded.height,
+        size=len(decoded.png),
+        source_format=decoded.source_format,
+        uploaded_by=actor.person_id,
+    )
+    try:
+        async with p.db.write() as s:
+            existing = await s.scalar(
+                select(Media).where(col(Media.sha256) == decoded.sha256, col(Media.uploaded_by) == actor.person_id)
+            )
+            if existing is not None:
+                return Uploaded(existing, stored)
+            s.add(row)
+    except IntegrityError:  # the same user uploaded the same picture at the same moment
+        async with p.db.session() as s:
+            existing = await s.scalar(
+                select(Media).where(col(Media.sha256) == decoded.sha256, col(Media.uploaded_by) == actor.person_id)
+            )
+        if existing is None:
+            raise
+        return Uploaded(existing, stored)
+    return Uploaded(row, stored)
+
+
+async def visible_media(p: Platform, actor: Actor, sha256: str) -> Media:
+    """The media row the caller may read: their own upload (or, for admins, anyone's); NotFound otherwise."""
+    if not media.is_media_key(sha256) or actor.user_id is None and not actor.is_system:
+        raise NotFound("No such image")
+    async with p.db.session() as s:
+        query = select(Media).where(col(Media.sha256) == sha256)
+        if not actor.is_admin:
+            query = query.where(col(Media.uploaded_by) == actor.user_id)
+        row = await s.scalar(query.order_by(col(Media.id)).limit(1))
+    if row is None:
+        raise NotFound("No such image")
+    return row
+
+
+async def read_image(p: Platform, actor: Actor, sha256: str, *, thumb: bool = False) -> tuple[Media, bytes]:
+    """The stored PNG (or a thumbnail of it) of an image the caller may read."""
+    row = await visible_media(p, actor, sha256)
+    data = await asyncio.to_thread(store(p).get, sha256)
+    if data is None:
+        raise NotFound("The image is no longer stored")
+    if thumb:
+        data = await asyncio.to_thread(media.thumbnail, data)
+    return row, data

@@ -1,0 +1,185 @@
+"""Uploaded images: safe decoding (a decompression bomb, a file whose name lies, SVG, truncated data), EXIF and GPS
+stripped before anything is stored, storage by content hash, and reading back only for the uploader and admins;
+the module, the service and the API over HTTP (multipart upload, GET /media), on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import io
+import json
+import struct
+import zlib
+
+import pytest
+from PIL import Image
+from support import make_user, register_user
+
+from dynaforge import media
+from dynaforge.errors import InvalidInput, NotFound
+from dynaforge.services import media as service
+
+
+def png(width: int = 24, height: int = 16, colour=(200, 30, 30)) -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), colour).save(out, format="PNG")
+    return out.getvalue()
+
+
+def located_jpeg() -> bytes:
+    """A JPEG a phone might send: EXIF with a camera, a GPS position and an orientation (rotated 90°)."""
+    image = Image.new("RGB", (40, 20), (10, 120, 200))
+    exif = Image.Exif()
+    exif[0x010F] = "PhoneMaker"  # Make
+    exif[0x0112] = 6  # Orientation: rotate 90° clockwise to show it upright
+    gps = {1: "N", 2: (51.0, 30.0, 12.0), 3: "W", 4: (0.0, 7.0, 39.0)}
+    exif[0x8825] = gps  # GPSInfo
+    out = io.BytesIO()
+    image.save(out, format="JPEG", exif=exif.tobytes())
+    return out.getvalue()
+
+
+def bomb(side: int = 20_000) -> bytes:
+    """A tiny PNG whose header claims side × side pixels (its data is a few hundred bytes of zeros)."""
+    raw = zlib.compress(b"\x00" * (side // 8 + 1) * 64, 9)  # far fewer rows than claimed: only the header matters
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", side, side, 1, 0, 0, 0, 0)  # 1-bit greyscale
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", raw) + chunk(b"IEND", b"")
+
+
+def test_an_image_is_cleaned_and_named_by_its_stored_bytes():
+    decoded = media.decode_image(located_jpeg())
+    assert (decoded.width, decoded.height, decoded.source_format) == (20, 40, "JPEG")  # turned upright
+    stored = Image.open(io.BytesIO(decoded.png))
+    assert stored.format == "PNG"
+    assert not stored.getexif() and "exif" not in stored.info and "icc_profile" not in stored.info
+    assert b"PhoneMaker" not in decoded.png and b"GPS" not in decoded.png
+    assert media.is_media_key(decoded.sha256)
+    # The same picture gives the same key.
+    assert media.decode_image(located_jpeg()).sha256 == decoded.sha256
+
+
+@pytest.mark.parametrize(
+    ("data", "rule"),
+    [
+        (bomb(), "max_pixels"),
+        (b'<svg xmlns="http://www.w3.org/2000/svg"><script>alert(1)</script></svg>', "file_type"),
+        (b"%PDF-1.7 this is not a picture", "file_type"),
+        (b"", "file_type"),
+        (png()[:60], "decode"),
+    ],
+    ids=["decompression bomb", "svg", "pdf named .png", "empty", "truncated"],
+)
+def test_what_is_refused(data, rule):
+    with pytest.raises(media.MediaRefused) as caught:
+        media.decode_image(data, media.ImageLimits(max_pixels=4_000_000))
+    assert caught.value.rule == rule
+
+
+def test_limits_of_size_and_format():
+    with pytest.raises(media.MediaRefused) as caught:
+        media.decode_image(png(), media.ImageLimits(max_bytes=10))
+    assert caught.value.rule == "max_bytes"
+    with pytest.raises(media.MediaRefused) as caught:
+        media.decode_image(png(300, 10), media.ImageLimits(max_side=256))
+    assert caught.value.rule == "max_pixels"
+    with pytest.raises(media.MediaRefused) as caught:
+        media.decode_image(located_jpeg(), media.ImageLimits(formats=("PNG",)))
+    assert caught.value.rule == "file_type"
+
+
+def test_the_store_keeps_one_copy_and_checks_what_it_reads(tmp_path):
+    store = media.MediaStore(tmp_path)
+    decoded = media.decode_image(png())
+    assert store.put(decoded) is True and store.put(decoded) is False
+    assert store.get(decoded.sha256) == decoded.png
+    assert store.get("0" * 64) is None
+    store.path(decoded.sha256).write_bytes(b"tampered")
+    with pytest.raises(OSError, match="does not match"):
+        store.get(decoded.sha256)
+    with pytest.raises(ValueError):
+        store.path("../../etc/passwd")
+    thumb = Image.open(io.BytesIO(media.thumbnail(media.decode_image(png(640, 320)).png)))
+    assert thumb.size == (160, 80)
+
+
+@pytest.fixture
+def data_dir(platform, tmp_path):
+    platform.settings.data_dir = tmp_path
+    return tmp_path
+
+
+async def test_uploads_are_read_back_by_their_uploader_and_admins_only(platform, data_dir):
+    alice, bob = await make_user(platform, "user_alice"), await make_user(platform, "user_bob")
+    admin = await make_user(platform, "user_admin", admin=True)
+    first = await service.upload_image(platform, alice, located_jpeg())
+    assert first.stored and first.row.uploaded_by == alice.user_id
+    again = await service.upload_image(platform, alice, located_jpeg())
+    assert not again.stored and again.row.id == first.row.id
+    key = first.row.sha256
+    _, data = await service.read_image(platform, alice, key)
+    assert Image.open(io.BytesIO(data)).size == (20, 40)
+    await service.read_image(platform, admin, key)
+    with pytest.raises(NotFound):
+        await service.read_image(platform, bob, key)
+    # Bob uploading the same picture stores nothing more, and may read it from then on.
+    bobs = await service.upload_image(platform, bob, located_jpeg())
+    assert not bobs.stored and bobs.row.id != first.row.id
+    await service.read_image(platform, bob, key)
+    assert len(list((data_dir / "media").rglob("*.png"))) == 1
+    with pytest.raises(InvalidInput) as caught:
+        await service.upload_image(platform, alice, bomb())
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [("file", "max_pixels")]
+    assert len(list((data_dir / "media").rglob("*.png"))) == 1  # nothing stored for a refused upload
+
+
+UPLOAD = """mutation($i: UploadMediaInput!) { uploadMedia(input: $i) { __typename
+  ... on MediaUploaded { stored image { key width height contentType sourceFormat url thumbnailUrl } }
+  ... on InvalidInput { fieldErrors { field rule message } } } }"""
+
+
+async def _upload(client, token: str | None, content: bytes, name: str = "photo.jpg") -> dict:
+    response = await client.post(
+        "/graphql",
+        data={
+            "operations": json.dumps({"query": UPLOAD, "variables": {"i": {"file": None}}}),
+            "map": json.dumps({"0": ["variables.i.file"]}),
+        },
+        files={"0": (name, content, "application/octet-stream")},
+        headers={"Apollo-Require-Preflight": "true", **({"Authorization": f"Bearer {token}"} if token else {})},
+    )
+    return response.json()
+
+
+async def test_upload_and_read_back_over_http(client, gql, data_dir):
+    alice, _ = await register_user(gql, "alice")
+    bob, _ = await register_user(gql, "bob")
+    body = await _upload(client, alice, located_jpeg())
+    result = body["data"]["uploadMedia"]
+    assert result["__typename"] == "MediaUploaded" and result["stored"] is True
+    image = result["image"]
+    assert (image["width"], image["height"], image["contentType"], image["sourceFormat"]) == (
+        20,
+        40,
+        "image/png",
+        "JPEG",
+    )
+    got = await client.get(image["url"], headers={"Authorization": f"Bearer {alice}"})
+    assert got.status_code == 200 and got.headers["content-type"] == "image/png"
+    assert got.headers["x-content-type-options"] == "nosniff"
+    assert b"GPS" not in got.content and Image.open(io.BytesIO(got.content)).size == (20, 40)
+    thumb = await client.get(image["thumbnailUrl"], headers={"Authorization": f"Bearer {alice}"})
+    assert thumb.status_code == 200
+    # Another user, nobody, a key that names nothing: all the same 404 (or 401 without a token).
+    assert (await client.get(image["url"], headers={"Authorization": f"Bearer {bob}"})).status_code == 404
+    assert (await client.get("/media/" + "0" * 64, headers={"Authorization": f"Bearer {alice}"})).status_code == 404
+    assert (await client.get("/media/not-a-key", headers={"Authorization": f"Bearer {alice}"})).status_code == 404
+    assert (await client.get(image["url"])).status_code == 401
+    # A PDF named .png, a bomb: typed errors, nothing stored.
+    refused = (await _upload(client, alice, b"%PDF-1.7 not a picture", "cat.png"))["data"]["uploadMedia"]
+    assert refused["__typename"] == "InvalidInput"
+    assert [(e["field"], e["rule"]) for e in refused["fieldErrors"]] == [(["file"], "file_type")]
+    exploded = (await _upload(client, alice, bomb(), "small.png"))["data"]["uploadMedia"]
+    assert exploded["fieldErrors"][0]["rule"] == "max_pixels"
+    assert (await _upload(client, None, png()))["data"]["uploadMedia"]["__typename"] == "NotAuthenticated"
