@@ -9,13 +9,24 @@ import json
 import struct
 import zlib
 
+import httpx
 import pytest
 from PIL import Image
-from support import make_user, register_user
+from sqlalchemy import select
+from support import GraphQLClient, make_user, register_user
+from toy_plugin import ToyPlugin, ToyTask
 
-from dynaforge import media
+from dynaforge import ChoiceField, ImageField, ModelSpec, Role, hookimpl, media
+from dynaforge.app import create_app
+from dynaforge.db.models import ExampleMedia
 from dynaforge.errors import InvalidInput, NotFound
+from dynaforge.inference.client import LocalInferenceClient
+from dynaforge.plugins import Plugins
+from dynaforge.services import examples
 from dynaforge.services import media as service
+from dynaforge.services import tasks as task_service
+from dynaforge.services.actor import Actor
+from dynaforge.services.platform import Platform
 
 
 def png(width: int = 24, height: int = 16, colour=(200, 30, 30)) -> bytes:
@@ -183,3 +194,88 @@ async def test_upload_and_read_back_over_http(client, gql, data_dir):
     exploded = (await _upload(client, alice, bomb(), "small.png"))["data"]["uploadMedia"]
     assert exploded["fieldErrors"][0]["rule"] == "max_pixels"
     assert (await _upload(client, None, png()))["data"]["uploadMedia"]["__typename"] == "NotAuthenticated"
+
+
+def colour_model(inputs):
+    """Says 'good' for every picture (it only needs the image's key to answer)."""
+    return [{"label": "good", "probabilities": {}} for _ in inputs]
+
+
+class PictureTask(ToyTask):
+    """The toy task with a picture to label instead of a text."""
+
+    code = "pictures"
+    name = "Pictures"
+    fields = (
+        ImageField(name="picture", role=Role.INPUT, formats=("PNG",), max_pixels=50_000),
+        ChoiceField(name="label", role=Role.TARGET),
+    )
+    demo_contexts = ()
+    default_target_models = (ModelSpec("colour", "python", {"callable": "test_media:colour_model"}),)
+
+
+class PicturePlugin:
+    @hookimpl
+    def register_tasks(self, register):
+        register(PictureTask())
+
+
+@pytest.fixture
+async def pictures(db, settings, tmp_path):
+    settings.data_dir = tmp_path
+    plugins = Plugins(allowlist=set(), extra=[ToyPlugin(), PicturePlugin()])
+    p = Platform.create(
+        settings, db=db, plugins=plugins, inference=LocalInferenceClient(plugins.registry.backends, timeout_s=5.0)
+    )
+    await task_service.sync_registered_tasks(p)
+    yield p
+    await p.inference.close()
+
+
+async def test_an_image_field_names_an_upload_and_shares_its_example_s_visibility(pictures):
+    p = pictures
+    writer, stranger = await make_user(p, "user_writer"), await make_user(p, "user_stranger")
+    owner = await make_user(p, "user_owner")
+    await task_service.grant_ownership(p, Actor.system(), "pictures", owner.user_id)
+    image = (await service.upload_image(p, writer, png())).row
+    written = await examples.submit(
+        p, writer, task_code="pictures", fields={"picture": {"media": image.sha256}, "label": "bad"}
+    )
+    assert written.example.fooled is True and written.example.fields["picture"] == {"media": image.sha256}
+    # The example's readers read its image: the writer and the task's owners; nobody else, as for the example.
+    await service.read_image(p, owner, image.sha256)
+    with pytest.raises(NotFound):
+        await service.read_image(p, stranger, image.sha256)
+    # Someone else's image, a JPEG where the field takes PNG, too many pixels: refused, nothing stored.
+    with pytest.raises(InvalidInput) as caught:
+        await examples.submit(
+            p, stranger, task_code="pictures", fields={"picture": {"media": image.sha256}, "label": "bad"}
+        )
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [("picture", "media")]
+    photo = (await service.upload_image(p, writer, located_jpeg())).row
+    with pytest.raises(InvalidInput) as caught:
+        await examples.submit(
+            p, writer, task_code="pictures", fields={"picture": {"media": photo.sha256}, "label": "bad"}
+        )
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [("picture", "file_type")]
+    wide = (await service.upload_image(p, writer, png(400, 200))).row
+    with pytest.raises(InvalidInput) as caught:
+        await examples.submit(
+            p, writer, task_code="pictures", fields={"picture": {"media": wide.sha256}, "label": "bad"}
+        )
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [("picture", "max_pixels")]
+    with pytest.raises(InvalidInput) as caught:
+        await examples.submit(p, writer, task_code="pictures", fields={"picture": "cat.png", "label": "bad"})
+    assert [(e.field, e.rule) for e in caught.value.field_errors] == [("picture", "type")]
+    async with p.db.session() as s:
+        links = list(await s.scalars(select(ExampleMedia)))
+    assert [(link.example_id, link.sha256) for link in links] == [(written.example.id, image.sha256)]
+
+
+async def test_image_fields_in_the_api(pictures):
+    app = create_app(platform=pictures, sync_tasks=False)
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://test") as http:
+        found = await GraphQLClient(http)(
+            '{ task(code: "pictures") { fields { name type formats maxPixels } } }', token=None
+        )
+    assert found["task"]["fields"][0] == {"name": "picture", "type": "IMAGE", "formats": ["PNG"], "maxPixels": 50_000}

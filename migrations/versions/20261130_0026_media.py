@@ -1,4 +1,5 @@
-"""Media: uploaded images, cleaned and stored by content hash (``media``: one row per uploader and hash).
+"""Media: uploaded images, cleaned and stored by content hash (``media``: one row per uploader and hash), and the
+images examples name (``example_media``).
 
 Revision ID: 0026
 Revises: 0025
@@ -33,8 +34,18 @@ def upgrade() -> None:
         sa.UniqueConstraint("sha256", "uploaded_by", name="uq_media_sha256_uploader"),
     )
     op.create_index("ix_media_sha256", "media", ["sha256"], unique=False)
+    op.create_table(
+        "example_media",
+        sa.Column("example_id", sa.Integer(), nullable=False),
+        sa.Column("sha256", sa.String(length=64), nullable=False),
+        sa.ForeignKeyConstraint(["example_id"], ["examples.id"], ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("example_id", "sha256"),
+    )
+    op.create_index("ix_example_media_sha256", "example_media", ["sha256"], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index("ix_example_media_sha256", table_name="example_media")
+    op.drop_table("example_media")
     op.drop_index("ix_media_sha256", table_name="media")
     op.drop_table("media")

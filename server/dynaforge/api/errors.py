@@ -91,7 +91,7 @@ RULE_CODES: dict[str, FieldErrorCode] = {
         ["unknown", "unknown_column", "unknown_field", "unknown_metric", "importer", "plugin"], FieldErrorCode.UNKNOWN
     ),
     **dict.fromkeys(
-        ["not_found", "original", "round", "dns", "not_in_pool", "not_a_validator"], FieldErrorCode.NOT_FOUND
+        ["not_found", "original", "round", "dns", "not_in_pool", "not_a_validator", "media"], FieldErrorCode.NOT_FOUND
     ),
     **dict.fromkeys(
         [

@@ -357,6 +357,16 @@ class Media(SQLModel, table=True):
     created_at: datetime = _ts()
 
 
+class ExampleMedia(SQLModel, table=True):
+    """An image an example's fields name (an ImageField's ``{"media": key}``): whoever may read the example may read
+    the image (dynaforge.services.media.visible_media)."""
+
+    __tablename__ = "example_media"
+
+    example_id: int = Field(foreign_key="examples.id", primary_key=True, ondelete="CASCADE")
+    sha256: str = Field(max_length=64, primary_key=True, index=True)
+
+
 class CrowdStudy(SQLModel, table=True):
     """A task's study on a crowd platform (dynaforge.services.crowd): its participants join through its link."""
 

@@ -24,7 +24,9 @@ from dynaforge.db.engine import rowcount
 from dynaforge.db.models import (
     Context,
     Example,
+    ExampleMedia,
     ExampleStatus,
+    Media,
     Round,
     Suggestion,
     TaskOwner,
@@ -186,6 +188,7 @@ async def submit(
     else:
         stored_fields = cleaned
 
+    images = await check_images(p, actor, task, stored_fields) if task.image_fields else []
     model_input = task.build_model_input(context_fields, cleaned)
     pending_reason = None
     stored_reason: str | None = None  # whole, in the row (non-admins read it without the server's paths)
@@ -257,11 +260,54 @@ async def submit(
         "updated_at": now,
     }
 
-    example = await store(p, values, task_code=task_code, round_number=round_.number, sketch=sketch)
+    example = await store(p, values, task_code=task_code, round_number=round_.number, sketch=sketch, images=images)
     waiting = task.verdict if status == ExampleStatus.PENDING_VERDICT else None
     if waiting == "judge":
         verdicts.start_judging(p, example.id)
     return Outcome(example, pending_reason, waiting)
+
+
+async def check_images(p: Platform, actor: Actor, task: Task, fields: dict[str, Any]) -> list[str]:
+    """The keys of the images an example's image fields name, each checked: the writer uploaded it, and it fits the
+    field's formats and pixels. InvalidInput (naming each field) otherwise; nothing is stored then."""
+    named = [(f, fields[f.name]["media"]) for f in task.image_fields if isinstance(fields.get(f.name), dict)]
+    if not named:
+        return []
+    async with p.db.session() as s:
+        rows = {
+            r.sha256: r
+            for r in await s.scalars(
+                select(Media).where(
+                    col(Media.sha256).in_([key for _, key in named]), col(Media.uploaded_by) == actor.person_id
+                )
+            )
+        }
+    errors = []
+    for image_field, key in named:
+        row = rows.get(key)
+        if row is None:
+            errors.append(
+                FieldError(image_field.name, "media", "names no image you uploaded: upload it with uploadMedia")
+            )
+        elif row.source_format not in image_field.formats:
+            errors.append(
+                FieldError(
+                    image_field.name,
+                    "file_type",
+                    f"must be one of {', '.join(image_field.formats)}; it is {row.source_format}",
+                )
+            )
+        elif row.width * row.height > image_field.max_pixels:
+            errors.append(
+                FieldError(
+                    image_field.name,
+                    "max_pixels",
+                    f"has {row.width}×{row.height} pixels; this field takes at most {image_field.max_pixels}",
+                )
+            )
+    if errors:
+        raise InvalidInput.from_errors(errors)
+    return sorted({key for _, key in named})
 
 
 def decide(
@@ -280,7 +326,13 @@ def decide(
 
 
 async def store(
-    p: Platform, values: dict[str, Any], *, task_code: str, round_number: int, sketch: list[int] | None = None
+    p: Platform,
+    values: dict[str, Any],
+    *,
+    task_code: str,
+    round_number: int,
+    sketch: list[int] | None = None,
+    images: list[str] | None = None,
 ) -> Example:
     """Insert one new example (``values``: its columns) with every counter it moves and its near-duplicate
     ``sketch`` (if any), in one transaction, then announce it (``example_created``, and ``model_fooled`` when it
@@ -298,6 +350,8 @@ async def store(
             s.execute(_COUNT_CONTEXT_USE, {"context_id": context_id, "fooled": int(bool(fooled))})
         if sketch:
             near_duplicates.store_sketch(s, example_id, round_id, context_id, sketch)
+        if images:
+            s.execute(_LINK_IMAGE, [{"example_id": example_id, "sha256": key} for key in images])
         return example_id
 
     example = row_object(Example, {**row, "id": await p.db.run_write(write)})
@@ -318,6 +372,8 @@ _NEW_EXAMPLE: dict[str, Any] = {
     if name != "id" and field.default_factory is None and not field.is_required()
 } | {"verdict": None}  # a rule decides at once: no verdict beside the example
 
+
+_LINK_IMAGE = insert(table(ExampleMedia))
 
 _CONTEXTS = table(Context)
 _COUNT_CONTEXT_USE = (  # on the core table: see counters._statements

@@ -6,8 +6,12 @@ and every other metadata dropped) before it is stored, by the SHA-256 of the cle
 ``DYNAFORGE_DATA_DIR/media/``; a ``media`` row records that the uploader holds it (the same picture uploaded by two
 people is stored once, with a row each). Nothing is stored for a refused upload.
 
-Reading one back (``read_image``) is for whoever uploaded it and for admins; anyone else gets NotFound, exactly like
-a hash that names nothing, so a hash reveals nothing by being tried.
+An example names an image by its key in an image field (``{"media": key}``); ``examples.check_images`` makes sure,
+when the example is stored, that its writer uploaded each image and that it fits the field's formats and pixels, and
+the example's links (``example_media``) are written in the example's own transaction. Reading one back
+(``read_image``) is for whoever uploaded it, admins, and whoever may read an example that names it (the example's
+own visibility rules: a hidden set's images are as secret as its text); anyone else gets NotFound, exactly like a
+key that names nothing, so a key reveals nothing by being tried.
 """
 
 from __future__ import annotations
@@ -20,8 +24,9 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col
 
 from dynaforge import media
-from dynaforge.db.models import Media
-from dynaforge.errors import FieldError, InvalidInput, NotFound
+from dynaforge.db.models import ExampleMedia, Media
+from dynaforge.errors import FieldError, Forbidden, InvalidInput, NotAuthenticated, NotFound
+from dynaforge.services import examples as example_service
 from dynaforge.services.actor import Actor, require_human
 from dynaforge.services.platform import Platform
 
@@ -80,18 +85,37 @@ async def upload_image(p: Platform, actor: Actor, data: bytes) -> Uploaded:
     return Uploaded(row, stored)
 
 
+#: How many examples naming an image are tried before a reader is refused it (each is checked with its own rules).
+MAX_EXAMPLES_TRIED = 20
+
+
 async def visible_media(p: Platform, actor: Actor, sha256: str) -> Media:
-    """The media row the caller may read: their own upload (or, for admins, anyone's); NotFound otherwise."""
+    """The media row the caller may read: their own upload, anyone's for admins, or one an example they may read
+    names; NotFound otherwise."""
     if not media.is_media_key(sha256) or actor.user_id is None and not actor.is_system:
         raise NotFound("No such image")
     async with p.db.session() as s:
         query = select(Media).where(col(Media.sha256) == sha256)
-        if not actor.is_admin:
-            query = query.where(col(Media.uploaded_by) == actor.user_id)
-        row = await s.scalar(query.order_by(col(Media.id)).limit(1))
-    if row is None:
-        raise NotFound("No such image")
-    return row
+        row = await s.scalar(query.order_by(col(Media.uploaded_by) != actor.user_id, col(Media.id)).limit(1))
+        if row is None:
+            raise NotFound("No such image")
+        if actor.is_admin or row.uploaded_by == actor.user_id:
+            return row
+        example_ids = list(
+            await s.scalars(
+                select(col(ExampleMedia.example_id))
+                .where(col(ExampleMedia.sha256) == sha256)
+                .order_by(col(ExampleMedia.example_id).desc())
+                .limit(MAX_EXAMPLES_TRIED)
+            )
+        )
+    for example_id in example_ids:
+        try:
+            await example_service.get_example(p, actor, example_id)
+        except (NotFound, Forbidden, NotAuthenticated):
+            continue
+        return row
+    raise NotFound("No such image")
 
 
 async def read_image(p: Platform, actor: Actor, sha256: str, *, thumb: bool = False) -> tuple[Media, bytes]:

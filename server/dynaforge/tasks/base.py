@@ -15,7 +15,7 @@ from os import PathLike
 from typing import Any, ClassVar
 
 from dynaforge.errors import FieldError, InvalidInput
-from dynaforge.tasks.fields import ChoiceField, Field, ReferencesField, Role, SpanField, TextField
+from dynaforge.tasks.fields import ChoiceField, Field, ImageField, ReferencesField, Role, SpanField, TextField
 
 #: The one rule for a task's code, wherever a task comes from (a plugin, a declaration, a proposal): it is used in
 #: URLs, file names and the API, and never changes once examples exist.
@@ -528,6 +528,11 @@ class Task:
     # ------------------------------------------------------------------ fields
     def fields_with(self, *roles: Role) -> list[Field]:
         return [f for f in self.fields if f.role in roles]
+
+    @property
+    def image_fields(self) -> list[ImageField]:
+        """The fields whose values are uploaded images (``{"media": key}``)."""
+        return [f for f in self.fields if isinstance(f, ImageField)]
 
     def tuned(self, *, fooled_threshold: float | None = None, judge_rubric: str | None = None) -> Task:
         """The task as its owners set it: another :attr:`fooled_threshold` (when the rule has one) and another

@@ -8,6 +8,7 @@ the field and the rule), builds the JSON Schema that frontends render as a form,
 from __future__ import annotations
 
 import math
+import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -317,3 +318,37 @@ class BooleanField(Field):
 
     def value_schema(self, task: LabelledTask) -> dict[str, Any]:
         return {"type": "boolean"}
+
+
+#: The formats an image field accepts unless it says otherwise (Pillow's names; told by content, never by name).
+IMAGE_FORMATS = ("PNG", "JPEG", "WEBP", "GIF")
+_MEDIA_KEY = re.compile(r"^[0-9a-f]{64}$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ImageField(Field):
+    """An image the annotator uploaded first (``uploadMedia``: decoded safely, cleaned of its metadata, stored by
+    content hash), named in the example by its key: ``{"media": "<sha256>"}``. The image itself never sits in the
+    row. ``formats`` (what it may have been uploaded as) and ``max_pixels`` are the field's own limits, on top of the
+    server's; the platform checks them, and that the writer uploaded the image, when the example is stored."""
+
+    formats: tuple[str, ...] = IMAGE_FORMATS
+    max_pixels: int = 4_000_000
+
+    def check(self, value: Any, *, task: LabelledTask, values: dict[str, Any]) -> list[FieldError]:
+        if not isinstance(value, dict) or set(value) != {"media"} or not isinstance(value["media"], str):
+            return self.error("type", 'must be {"media": key}, the key uploadMedia gave the image')
+        if not _MEDIA_KEY.match(value["media"]):
+            return self.error("media", "is not a media key: upload the image with uploadMedia and use its key")
+        return []
+
+    def value_schema(self, task: LabelledTask) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "properties": {"media": {"type": "string", "pattern": _MEDIA_KEY.pattern}},
+            "required": ["media"],
+            "additionalProperties": False,
+            "x-media": "image",
+            "x-formats": list(self.formats),
+            "x-max-pixels": self.max_pixels,
+        }

@@ -53,6 +53,7 @@ from dynaforge.tasks.fields import (
     BooleanField,
     ChoiceField,
     Field,
+    ImageField,
     NumberField,
     ReferencesField,
     Role,
@@ -106,6 +107,11 @@ class FieldType(Enum):
         "number", description="A finite number between minimum and maximum (where set); whole when `integer`."
     )
     BOOLEAN = strawberry.enum_value("boolean", description="true or false.")
+    IMAGE = strawberry.enum_value(
+        "image",
+        description='An uploaded image, named by its key: {"media": key}, the key uploadMedia gave it; of one of '
+        "`formats` and at most `maxPixels` pixels.",
+    )
     OTHER = strawberry.enum_value("other", description="A kind a plugin defines: see the field's jsonSchema.")
 
 
@@ -135,6 +141,10 @@ class TaskField:
     )
     required: bool = strawberry.field(description="Whether an example must give it a value.")
     choices: list[str] | None = strawberry.field(description="CHOICE: the values it takes, in order.")
+    formats: list[str] | None = strawberry.field(
+        description="IMAGE: the formats the image may have been uploaded as (PNG, JPEG, WEBP, GIF)."
+    )
+    max_pixels: int | None = strawberry.field(description="IMAGE: the most pixels (width × height) it may have.")
     choice_titles: list[str] | None = strawberry.field(
         description="CHOICE: how people read each of `choices`, in the same order (the task's label titles; the "
         "value itself where it has none). Show these; send and compare the values."
@@ -168,6 +178,7 @@ def _field_type(field: Field) -> FieldType:
         (SpanField, FieldType.SPAN),
         (NumberField, FieldType.NUMBER),
         (BooleanField, FieldType.BOOLEAN),
+        (ImageField, FieldType.IMAGE),
     ):
         if isinstance(field, kind):
             return field_type
@@ -184,6 +195,8 @@ def task_field(field: Field, task: Any) -> TaskField:
         required=field.required,
         choices=list(field.options(task)) if isinstance(field, ChoiceField) else None,
         choice_titles=[task.title_of(c) for c in field.options(task)] if isinstance(field, ChoiceField) else None,
+        formats=list(field.formats) if isinstance(field, ImageField) else None,
+        max_pixels=field.max_pixels if isinstance(field, ImageField) else None,
         min_length=field.min_length if isinstance(field, TextField) else None,
         max_length=field.max_length if isinstance(field, (TextField, SpanField)) else None,
         minimum=field.minimum if isinstance(field, NumberField) else None,

@@ -95,6 +95,7 @@ class FieldType(str, Enum):
     SPAN = "SPAN"
     NUMBER = "NUMBER"
     BOOLEAN = "BOOLEAN"
+    IMAGE = "IMAGE"
     OTHER = "OTHER"
 
 
