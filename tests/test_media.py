@@ -4,6 +4,7 @@ the module, the service and the API over HTTP (multipart upload, GET /media), on
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import struct
@@ -11,7 +12,7 @@ import zlib
 
 import httpx
 import pytest
-from PIL import Image
+from PIL import Image, ImageStat
 from sqlalchemy import select
 from support import GraphQLClient, make_user, register_user
 from toy_plugin import ToyPlugin, ToyTask
@@ -197,8 +198,13 @@ async def test_upload_and_read_back_over_http(client, gql, data_dir):
 
 
 def colour_model(inputs):
-    """Says 'good' for every picture (it only needs the image's key to answer)."""
-    return [{"label": "good", "probabilities": {}} for _ in inputs]
+    """Reads the picture itself: 'good' for a mostly red one, 'bad' otherwise."""
+    answers = []
+    for item in inputs:
+        picture = Image.open(io.BytesIO(base64.b64decode(item["picture"]["png_base64"]))).convert("RGB")
+        red, _, blue = ImageStat.Stat(picture).sum
+        answers.append({"label": "good" if red > blue else "bad", "probabilities": {}})
+    return answers
 
 
 class PictureTask(ToyTask):
@@ -241,7 +247,14 @@ async def test_an_image_field_names_an_upload_and_shares_its_example_s_visibilit
     written = await examples.submit(
         p, writer, task_code="pictures", fields={"picture": {"media": image.sha256}, "label": "bad"}
     )
+    # The model read the picture (red: "good"), so the "bad" label fooled it; the row keeps the key only.
     assert written.example.fooled is True and written.example.fields["picture"] == {"media": image.sha256}
+    assert written.example.prediction["label"] == "good"
+    blue = (await service.upload_image(p, writer, png(colour=(10, 20, 230)))).row
+    kept = await examples.submit(
+        p, writer, task_code="pictures", fields={"picture": {"media": blue.sha256}, "label": "bad"}
+    )
+    assert kept.example.fooled is False
     # The example's readers read its image: the writer and the task's owners; nobody else, as for the example.
     await service.read_image(p, owner, image.sha256)
     with pytest.raises(NotFound):
@@ -269,7 +282,9 @@ async def test_an_image_field_names_an_upload_and_shares_its_example_s_visibilit
     assert [(e.field, e.rule) for e in caught.value.field_errors] == [("picture", "type")]
     async with p.db.session() as s:
         links = list(await s.scalars(select(ExampleMedia)))
-    assert [(link.example_id, link.sha256) for link in links] == [(written.example.id, image.sha256)]
+    assert sorted((link.example_id, link.sha256) for link in links) == sorted(
+        [(written.example.id, image.sha256), (kept.example.id, blue.sha256)]
+    )
 
 
 async def test_image_fields_in_the_api(pictures):

@@ -12,13 +12,15 @@
   location included), XMP, ICC profiles, comments and every other chunk are gone before anything is stored or shown.
   An animation keeps its first frame.
 
-What is stored is that PNG, under the SHA-256 of its bytes (:class:`MediaStore`), so the same picture uploaded twice is
-stored once, and the hash is the media's identity in example fields (``{"media": "<sha256>"}``). Thumbnails
-(:func:`thumbnail`) are made from the stored PNG. Pillow is imported only here, and only when an image is handled.
+What is stored is that PNG, under the SHA-256 of its bytes (:class:`MediaStore`), so the same picture uploaded
+twice is stored once, and the hash is the media's identity in example fields (``{"media": "<sha256>"}``).
+Thumbnails (:func:`thumbnail`) are made from the stored PNG; models receive the PNG itself in base64
+(:func:`with_pictures`). Pillow is imported only here, and only when an image is handled.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import io
 import os
@@ -184,3 +186,19 @@ class MediaStore:
         if hashlib.sha256(data).hexdigest() != sha256:  # what is read is what was checked
             raise OSError(f"stored media {sha256} does not match its hash")
         return data
+
+
+def with_pictures(store: MediaStore, model_input: dict, field_names: list[str]) -> dict:
+    """``model_input`` with each named image field's ``{"media": key}`` given its picture too: ``png_base64``, the
+    stored PNG in base64 (what a model of an image task reads; JSON carries it to any backend). A key whose image is
+    gone raises ``LookupError``."""
+    out = dict(model_input)
+    for name in field_names:
+        value = out.get(name)
+        if not isinstance(value, dict) or not is_media_key(value.get("media")):
+            continue
+        data = store.get(value["media"])
+        if data is None:
+            raise LookupError(f"the image of field {name} ({value['media'][:12]}…) is no longer stored")
+        out[name] = {"media": value["media"], "png_base64": base64.b64encode(data).decode("ascii")}
+    return out

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, func, insert, or_, select, update
 from sqlmodel import col
 
+from dynaforge import media
 from dynaforge.db.engine import rowcount
 from dynaforge.db.models import (
     Context,
@@ -94,6 +95,13 @@ async def predict(
     specs = [ModelSpec.from_dict(m) for m in round_.target_models]
     if not specs:
         raise InferenceError(f"round {round_.number} of {task.code} has no target model")
+    if task.image_fields:  # the models read the pictures, not their keys
+        store = media.MediaStore(p.settings.data_dir / "media")
+        names = [f.name for f in task.image_fields]
+        try:
+            model_input = await asyncio.to_thread(media.with_pictures, store, model_input, names)
+        except (LookupError, OSError) as exc:
+            raise InferenceError(str(exc)) from exc
     answers = await asyncio.gather(
         *(
             p.inference.predict(spec, [model_input])
