@@ -23,10 +23,11 @@ from dynaforge.db.models import ExampleMedia
 from dynaforge.errors import InvalidInput, NotFound
 from dynaforge.inference.client import LocalInferenceClient
 from dynaforge.plugins import Plugins
-from dynaforge.services import examples
+from dynaforge.services import datasets, examples, submissions
 from dynaforge.services import media as service
 from dynaforge.services import tasks as task_service
 from dynaforge.services.actor import Actor
+from dynaforge.services.evaluation_runner import Runner
 from dynaforge.services.platform import Platform
 
 
@@ -294,3 +295,30 @@ async def test_image_fields_in_the_api(pictures):
             '{ task(code: "pictures") { fields { name type formats maxPixels } } }', token=None
         )
     assert found["task"]["fields"][0] == {"name": "picture", "type": "IMAGE", "formats": ["PNG"], "maxPixels": 50_000}
+
+
+async def test_an_evaluation_gives_submitted_models_the_pictures(pictures):
+    p = pictures
+    owner, builder = await make_user(p, "user_owner"), await make_user(p, "user_builder")
+    await task_service.grant_ownership(p, Actor.system(), "pictures", owner.user_id)
+    red = (await service.upload_image(p, owner, png(colour=(220, 10, 10)))).row.sha256
+    blue = (await service.upload_image(p, owner, png(colour=(10, 10, 220)))).row.sha256
+    # Red pictures are good, blue ones bad: a model that reads them is always right (one that could not would fail,
+    # and one answering blind would be right half the time).
+    rows = [("good", red), ("bad", blue)] * 6
+    records = [(f"item{i}", {"picture": {"media": key}, "label": label}) for i, (label, key) in enumerate(rows)]
+    await datasets.create_dataset(
+        p, owner, "pictures", "colours", [(f"{k}-{n}", f) for n, (k, f) in enumerate(records)]
+    )
+    _, queued = await submissions.submit_model(
+        p,
+        builder,
+        task_code="pictures",
+        name="colour",
+        backend="python",
+        config={"callable": "test_media:colour_model"},
+    )
+    runner = Runner(p.settings, p.plugins, db=p.db)
+    assert set((await runner.run_many([e.id for e in queued])).values()) == {"DONE"}
+    [(evaluation, _)] = await submissions.evaluations_of(p, queued[0].model_id)
+    assert evaluation.metrics["accuracy"] == 1.0

@@ -50,6 +50,7 @@ from sqlalchemy import select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import col
 
+from dynaforge import media
 from dynaforge.db.engine import Database, rowcount
 from dynaforge.db.models import (
     Dataset,
@@ -275,6 +276,8 @@ class Runner:
                 model_process = models[model.id] = await asyncio.to_thread(self.open_model, model)
             items = await self._items(dataset.id, chunk * size, size)
             inputs = [task.build_model_input(*task.split_fields(item.fields)) for item in items]
+            if task.image_fields:  # the model reads the pictures, as target models do
+                inputs = await asyncio.to_thread(self._with_pictures, task, inputs)
             outputs, seconds = await asyncio.to_thread(model_process.predict, inputs)
             await self._store_chunk(evaluation_id, chunk, len(items), outputs, seconds)
             ran += 1
@@ -294,6 +297,11 @@ class Runner:
         if finished:
             await self.announce_finished(evaluation_id)
         return E.DONE
+
+    def _with_pictures(self, task: Task, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        store = media.MediaStore(self.settings.data_dir / "media")
+        names = [f.name for f in task.image_fields]
+        return [media.with_pictures(store, item, names) for item in inputs]
 
     def limits(self, backend_name: str, config: dict[str, Any]) -> Limits:
         """The confinement of a model's process: the settings' limits, and no network unless its backend needs it."""
