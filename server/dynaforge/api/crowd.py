@@ -142,8 +142,6 @@ class CrowdStudy(Node):
     @classmethod
     def of(cls, study: service.Study) -> CrowdStudy:
         row = study.row
-        owed = [x.work.owed for x in study.participants]
-        bonuses = [Bonus(x.row.external_id, x.work.owed) for x in study.participants if x.work.owed > 0]
         return cls(
             id=strawberry.ID(global_id("CrowdStudy", row.id)),
             task_code=study.task_code,
@@ -161,10 +159,10 @@ class CrowdStudy(Node):
             created_at=as_utc(row.created_at),
             participants=[CrowdParticipant.of(x) for x in study.participants],
             earned=sum(x.work.earned for x in study.participants),
-            owed=sum(owed),
+            owed=sum(x.work.owed for x in study.participants),
             bonus_file=None
             if study.platform is None
-            else study.platform.bonus_file(row.external_id, bonuses, row.currency),
+            else study.platform.bonus_file(row.external_id, service.owed_bonuses(study), row.currency),
         )
 
 

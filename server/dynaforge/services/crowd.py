@@ -529,7 +529,8 @@ async def complete(p: Platform, actor: Actor) -> Participation:
     return found
 
 
-def _bonuses(study: Study) -> list[Bonus]:
+def owed_bonuses(study: Study) -> list[Bonus]:
+    """What each participant is owed now, as the bonus rows a platform takes (those owed nothing left out)."""
     return [Bonus(x.row.external_id, x.work.owed) for x in study.participants if x.work.owed > 0]
 
 
@@ -538,7 +539,7 @@ async def bonus_file(p: Platform, actor: Actor, study_id: int) -> tuple[Study, s
     found = await study(p, actor, study_id)
     if found.platform is None:
         raise NotFound(f"The {found.row.platform} crowd platform is not loaded on this server")
-    return found, found.platform.bonus_file(found.row.external_id, _bonuses(found), found.row.currency)
+    return found, found.platform.bonus_file(found.row.external_id, owed_bonuses(found), found.row.currency)
 
 
 async def _hold(p: Platform, study_id: int) -> datetime:
@@ -632,7 +633,7 @@ async def pay(p: Platform, actor: Actor, study_id: int) -> Payout:
     since = await _hold(p, study_id)
     try:
         found = await _with_participants(p, row, view.task.code)
-        bonuses = _bonuses(found)
+        bonuses = owed_bonuses(found)
         if not bonuses:
             raise InvalidInput.from_errors([FieldError("studyId", "nothing_owed", "nobody is owed a bonus now")])
         by_external = {x.row.external_id: x.row.id for x in found.participants}
