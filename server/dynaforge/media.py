@@ -154,6 +154,11 @@ class MediaStore:
     def __init__(self, root: Path):
         self.root = Path(root)
 
+    @classmethod
+    def under(cls, data_dir: Path) -> MediaStore:
+        """The store of a data directory (``DYNAFORGE_DATA_DIR``): its ``media/`` folder."""
+        return cls(Path(data_dir) / "media")
+
     def path(self, sha256: str) -> Path:
         if not is_media_key(sha256):
             raise ValueError(f"not a media key: {sha256!r}")

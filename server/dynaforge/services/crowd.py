@@ -409,12 +409,7 @@ async def join(
         raise InvalidInput.from_errors(
             [FieldError("parameters", "study", "the link is for another study: open this study from the platform")]
         )
-    async with p.db.session() as s:
-        participant = await s.scalar(
-            select(CrowdParticipant).where(
-                col(CrowdParticipant.study_id) == row.id, col(CrowdParticipant.external_id) == arrival.participant
-            )
-        )
+    participant = await _participant_of(p, row.id, arrival.participant)
     is_new = participant is None
     if participant is None:
         if not row.is_open:
@@ -438,9 +433,24 @@ async def join(
     if user is None or not user.is_active:
         raise Forbidden("This participant's account is disabled: contact the study's researchers")
     _, token = await auth_service.issue_token(p, participant.user_id, "crowd study", TokenOrigin.CROWD)
-    study = Study(row, (await task_service.visible_task(p, Actor.system(), row.task_id)).task.code, crowd)
+    return Joined(await _participation(p, row, participant, user.username), token, is_new)
+
+
+async def _participant_of(p: Platform, study_id: int, external_id: str) -> CrowdParticipant | None:
+    async with p.db.session() as s:
+        return await s.scalar(
+            select(CrowdParticipant).where(
+                col(CrowdParticipant.study_id) == study_id, col(CrowdParticipant.external_id) == external_id
+            )
+        )
+
+
+async def _participation(p: Platform, row: CrowdStudy, participant: CrowdParticipant, username: str) -> Participation:
+    """A participant's view of their study, with their work as it stands."""
+    code = (await task_service.visible_task(p, Actor.system(), row.task_id)).task.code
     works = await work(p, row, [participant])
-    return Joined(Participation(study, Participant(participant, user.username, works[participant.id])), token, is_new)
+    study = Study(row, code, p.plugins.registry.crowd_platforms.get(row.platform))
+    return Participation(study, Participant(participant, username, works[participant.id]))
 
 
 async def _new_participant(
@@ -462,12 +472,7 @@ async def _new_participant(
                 s.add(participant)
             return participant
         except IntegrityError:
-            async with p.db.session() as s:
-                existing = await s.scalar(
-                    select(CrowdParticipant).where(
-                        col(CrowdParticipant.study_id) == row.id, col(CrowdParticipant.external_id) == external_id
-                    )
-                )
+            existing = await _participant_of(p, row.id, external_id)
             if existing is not None:
                 return existing
     raise AlreadyExists("Could not create the participant's account: try the link again")
@@ -489,10 +494,7 @@ async def participation(p: Platform, actor: Actor) -> Participation | None:
     if found is None:
         return None
     participant, row, username = found
-    code = (await task_service.visible_task(p, Actor.system(), row.task_id)).task.code
-    works = await work(p, row, [participant])
-    study = Study(row, code, p.plugins.registry.crowd_platforms.get(row.platform))
-    return Participation(study, Participant(participant, username, works[participant.id]))
+    return await _participation(p, row, participant, username)
 
 
 async def complete(p: Platform, actor: Actor) -> Participation:

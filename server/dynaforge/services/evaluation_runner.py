@@ -299,7 +299,7 @@ class Runner:
         return E.DONE
 
     def _with_pictures(self, task: Task, inputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        store = media.MediaStore(self.settings.data_dir / "media")
+        store = media.MediaStore.under(self.settings.data_dir)
         names = [f.name for f in task.image_fields]
         return [media.with_pictures(store, item, names) for item in inputs]
 

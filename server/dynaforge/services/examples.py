@@ -96,7 +96,7 @@ async def predict(
     if not specs:
         raise InferenceError(f"round {round_.number} of {task.code} has no target model")
     if task.image_fields:  # the models read the pictures, not their keys
-        store = media.MediaStore(p.settings.data_dir / "media")
+        store = media.MediaStore.under(p.settings.data_dir)
         names = [f.name for f in task.image_fields]
         try:
             model_input = await asyncio.to_thread(media.with_pictures, store, model_input, names)

@@ -38,7 +38,7 @@ class Uploaded:
 
 
 def store(p: Platform) -> media.MediaStore:
-    return media.MediaStore(p.settings.data_dir / "media")
+    return media.MediaStore.under(p.settings.data_dir)
 
 
 def limits(p: Platform) -> media.ImageLimits:
@@ -66,19 +66,16 @@ async def upload_image(p: Platform, actor: Actor, data: bytes) -> Uploaded:
         source_format=decoded.source_format,
         uploaded_by=actor.person_id,
     )
+    held = select(Media).where(col(Media.sha256) == decoded.sha256, col(Media.uploaded_by) == actor.person_id)
     try:
         async with p.db.write() as s:
-            existing = await s.scalar(
-                select(Media).where(col(Media.sha256) == decoded.sha256, col(Media.uploaded_by) == actor.person_id)
-            )
+            existing = await s.scalar(held)
             if existing is not None:
                 return Uploaded(existing, stored)
             s.add(row)
     except IntegrityError:  # the same user uploaded the same picture at the same moment
         async with p.db.session() as s:
-            existing = await s.scalar(
-                select(Media).where(col(Media.sha256) == decoded.sha256, col(Media.uploaded_by) == actor.person_id)
-            )
+            existing = await s.scalar(held)
         if existing is None:
             raise
         return Uploaded(existing, stored)
